@@ -1,0 +1,33 @@
+"""One error type for everything a user can get wrong, and the exit codes the CLI maps to."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Exit codes of every `tfm` command (documented in the README and in `tfm --help`)."""
+
+    OK = 0  # success, or the checked property holds
+    VIOLATED = 1  # a checked property does not hold
+    BAD_INPUT = 2  # bad spec, array, weights file, option or output path
+    INCONCLUSIVE = 3  # a check could not tell (its control failed, or it was vacuous)
+    INTERRUPTED = 130  # Ctrl-C
+
+
+class TfmError(Exception):
+    """A problem with the user's input: the CLI prints it on one line and exits with `exit_code`."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
+class SpecError(TfmError):
+    """A spec file that cannot be read or does not describe a valid model."""
+
+
+class ArrayError(TfmError):
+    """An input array or weights file that is unreadable or does not fit the spec."""
+
+
+class OutputError(TfmError):
+    """An output path that cannot be written."""

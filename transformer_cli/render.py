@@ -1,0 +1,154 @@
+"""Rich tables for the CLI. Only presentation: every figure comes from the core's result objects."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from .params import ParamCount
+from .runner import RunResult
+from .spec import Spec
+from .verify import CheckResult
+
+VERDICT_STYLE = {
+    "PASS": "bold green",
+    "FAIL": "bold red",
+    "INCONCLUSIVE": "bold yellow",
+    "caught": "green",
+    "MISSED": "bold red",
+}
+
+
+def fmt(value: Any) -> str:
+    """Integers with separators, floats to 3 significant digits, the rest as text."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.3g}"
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(str(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    return str(value)
+
+
+def styled(value: Any) -> Text | str:
+    text = fmt(value)
+    return Text(text, style=VERDICT_STYLE[text]) if text in VERDICT_STYLE else text
+
+
+def spec_line(spec: Spec) -> str:
+    keys = ", ".join(f"{k}={v}" for k, v in spec.to_dict().items() if k not in ("name", "description"))
+    return f"{spec.label}: {keys}"
+
+
+def count_table(count: ParamCount, source: str) -> Table:
+    """Every tensor of one block (the same for each block), the model-level tensors, and the closed form."""
+    spec = count.spec
+    table = Table(title=f"Parameters of {spec_line(spec)}", caption=f"spec: {source}", title_justify="left")
+    for col, justify in (("tensor", "left"), ("shape", "left"), ("count", "right"), ("component", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for t in count.block:
+        table.add_row(
+            t.name.replace("blocks.0.", f"blocks.[0..{spec.N - 1}]."), fmt(t.shape), fmt(t.count), t.component
+        )
+    table.add_section()
+    table.add_row("per block (from shapes)", "", fmt(count.per_block), "independent of sequence length n")
+    table.add_row("per block (closed form)", " + ".join(t.formula for t in count.terms if t.scope == "block"),
+                  fmt(count.closed_per_block), "seed property (b)")  # fmt: skip
+    table.add_row(f"x {spec.N} blocks", "", fmt(spec.N * count.per_block), "")
+    if count.model:
+        table.add_section()
+        for t in count.model:
+            table.add_row(t.name, fmt(t.shape), fmt(t.count), t.component)
+    table.add_section()
+    agree = "agrees" if count.total == count.closed_total else "DIFFERS"
+    table.add_row(
+        Text("total", style="bold"),
+        f"closed form {fmt(count.closed_total)}",
+        Text(fmt(count.total), style="bold"),
+        agree,
+    )
+    return table
+
+
+def comparison_table(counts: list[ParamCount]) -> Table:
+    """Several specs side by side: their keys, per-component totals and totals."""
+    table = Table(title="Parameter counts side by side", title_justify="left")
+    table.add_column("")
+    for c in counts:
+        table.add_column(c.spec.label, justify="right")
+    keys = list(dict.fromkeys(k for c in counts for k in c.spec.to_dict() if k not in ("name", "description")))
+    for key in keys:
+        table.add_row(key, *(fmt(c.spec.to_dict().get(key, "-")) for c in counts))
+    table.add_section()
+    components = list(dict.fromkeys(k for c in counts for k in c.components()))
+    for comp in components:
+        table.add_row(comp, *(fmt(c.components().get(comp, 0)) for c in counts))
+    table.add_section()
+    table.add_row("per block", *(fmt(c.per_block) for c in counts))
+    table.add_row(Text("total", style="bold"), *(Text(fmt(c.total), style="bold") for c in counts))
+    table.add_row("closed form", *("agrees" if c.total == c.closed_total else "DIFFERS" for c in counts))
+    return table
+
+
+def run_table(result: RunResult) -> Table:
+    data = result.to_dict()
+    table = Table(title=f"Forward pass of {spec_line(result.spec)}", title_justify="left", show_header=False)
+    table.add_column("", style="bold")
+    table.add_column("")
+    table.add_row("input shape", fmt(data["input_shape"]))
+    table.add_row("output shape", fmt(data["output_shape"]))
+    table.add_row("dtype", data["dtype"])
+    table.add_row("weights", data["weights"])
+    table.add_section()
+    for key, value in data["output_stats"].items():
+        table.add_row(f"output {key}", fmt(value))
+    table.add_section()
+    for key, value in data["activation_rms"].items():
+        table.add_row(f"RMS {key}", fmt(value))
+    return table
+
+
+def check_table(result: CheckResult) -> Table:
+    """One row per trial, then the summary and verdict in the caption."""
+    table = Table(title=f"{result.title}", title_justify="left")
+    for col in result.columns:
+        table.add_column(col, justify="left" if col in ("permutation", "scores", "source") else "right")
+    for row in result.rows:
+        table.add_row(*(styled(v) for v in row))
+    return table
+
+
+def summary_table(result: CheckResult) -> Table:
+    table = Table(show_header=False, title_justify="left")
+    table.add_column("", style="bold")
+    table.add_column("")
+    table.add_row("predicted", _pred(result.predicted) + (f" ({result.reason})" if result.reason else ""))
+    table.add_row("expected", _pred(result.expected))
+    table.add_row("observed", f"{_pred(result.observed)}: {result.observation}")
+    for key, value in result.summary.items():
+        if not isinstance(value, dict):
+            table.add_row(key.replace("_", " "), fmt(value))
+    table.add_row("verdict", styled(result.verdict))
+    return table
+
+
+def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
+    table = Table(title=f"Properties of {spec_line(spec)}", title_justify="left")
+    for col in ("property", "theory predicts", "observed", "verdict"):
+        table.add_column(col)
+    for r in results:
+        table.add_row(
+            r.title, f"{_pred(r.predicted)}: {r.reason}", f"{_pred(r.observed)}: {r.observation}", styled(r.verdict)
+        )
+    return table
+
+
+def _pred(value: bool | None) -> str:
+    return {True: "holds", False: "breaks", None: "inconclusive"}[value]

@@ -1,0 +1,91 @@
+"""`tfm run` as a library call: load and check an input array, run the forward pass, summarise the output."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .arrays import first_nonfinite, open_npy
+from .errors import ArrayError
+from .model import Transformer
+from .spec import Spec
+from .weights import Weights, init_weights, load_weights
+
+
+def check_input(x: np.ndarray, spec: Spec, source: str) -> tuple[np.ndarray, list[str]]:
+    """Check an input array against the spec; returns it as float64 plus notes on anything converted."""
+    notes = []
+    if x.ndim not in (2, 3):
+        raise ArrayError(f"{source}: shape {x.shape}, expected (d, n) or (b, d, n) with d = {spec.d}")
+    if x.shape[-2] != spec.d:
+        raise ArrayError(f"{source}: shape {x.shape}, expected d = {spec.d} rows (axis -2), one column per token")
+    n = x.shape[-1]
+    if n == 0 or (x.ndim == 3 and x.shape[0] == 0):
+        raise ArrayError(f"{source}: shape {x.shape} is empty, expected at least one sequence of one token")
+    if spec.positional == "learned" and n > spec.max_len:
+        raise ArrayError(f"{source}: n = {n} columns, expected at most max_len = {spec.max_len} (learned positions)")
+    if np.issubdtype(x.dtype, np.integer) or x.dtype == np.bool_:
+        notes.append(f"input dtype {x.dtype} cast to float64")
+    elif not np.issubdtype(x.dtype, np.floating):
+        raise ArrayError(f"{source}: dtype {x.dtype}, expected real numbers (float or integer)")
+    x = np.asarray(x, dtype=np.float64)
+    bad = first_nonfinite(x)
+    if bad is not None:
+        raise ArrayError(f"{source}: {x[bad]} at index {bad}, expected finite numbers")
+    return x, notes
+
+
+@dataclass
+class RunResult:
+    """A forward pass and what `tfm run` reports about it."""
+
+    spec: Spec
+    input_shape: tuple[int, ...]
+    dtype: str
+    weights_source: str
+    output: np.ndarray
+    block_rms: list[float]  # RMS after positions, then after each block
+    notes: list[str] = field(default_factory=list)
+
+    def stats(self) -> dict[str, Any]:
+        y = np.asarray(self.output, dtype=np.float64)
+        finite = bool(np.all(np.isfinite(y)))
+        values = y[np.isfinite(y)] if not finite else y
+        pick = lambda f: float(f(values)) if values.size else None  # noqa: E731
+        return {"mean": pick(np.mean), "std": pick(np.std), "min": pick(np.min), "max": pick(np.max), "finite": finite}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec.label,
+            "input_shape": list(self.input_shape),
+            "output_shape": list(self.output.shape),
+            "dtype": self.dtype,
+            "weights": self.weights_source,
+            "output_stats": self.stats(),
+            "activation_rms": {"input + positions": self.block_rms[0]}
+            | {f"after block {i + 1}": v for i, v in enumerate(self.block_rms[1:])},
+            "notes": self.notes,
+        }
+
+
+def get_weights(spec: Spec, weights_path: Path | None, seed: int) -> tuple[Weights, str]:
+    """Weights from a file, or seeded ones; with a description of where they came from."""
+    if weights_path is not None:
+        return load_weights(weights_path, spec), str(weights_path)
+    return init_weights(spec, seed), f"seeded init (seed {seed})"
+
+
+def run_forward(
+    spec: Spec, input_path: Path, weights_path: Path | None = None, seed: int = 0, dtype: str = "float64"
+) -> RunResult:
+    """Load an input .npy, run Transformer on it and collect the activation RMS after each block."""
+    x, notes = check_input(open_npy(input_path), spec, str(input_path))
+    weights, source = get_weights(spec, weights_path, seed)
+    trace: list[float] = []
+    y = Transformer(spec, weights, np.dtype(dtype)).forward(x, trace=trace)
+    if not np.all(np.isfinite(y)):
+        notes.append(f"the output has NaN or inf at {first_nonfinite(y)}: {dtype} cannot represent the result")
+    return RunResult(spec, x.shape, dtype, source, y, trace, notes)

@@ -1,0 +1,60 @@
+"""Numerical checks of the properties the seeds state, each with a control that must fail."""
+
+from __future__ import annotations
+
+from ..errors import ExitCode
+from ..spec import Spec
+from ..weights import Weights, init_weights
+from .causality import check_causality
+from .common import CheckResult, Setup, default_tol, make_setup
+from .decoding import check_decoding
+from .equivariance import breaking_features, check_equivariance
+from .internals import check_counts, check_softmax
+from .scaling import check_scaling
+
+
+def verify_all(
+    spec: Spec,
+    weights: Weights | None = None,
+    seed: int = 0,
+    dtype: str = "float64",
+    n: int | None = None,
+    tol: float | None = None,
+) -> list[CheckResult]:
+    """Run every check against the theory's prediction for `spec`."""
+    weights = weights if weights is not None else init_weights(spec, seed)
+    setup = make_setup(spec, weights, seed, dtype, n, tol)
+    return [
+        check_counts(setup, weights, expect="theory"),
+        check_softmax(setup, expect="theory"),
+        check_equivariance(setup, expect="theory"),
+        check_causality(setup, expect="theory"),
+        check_decoding(setup, expect="theory"),
+        check_scaling(setup, expect="theory"),
+    ]
+
+
+def overall_exit(results: list[CheckResult]) -> ExitCode:
+    """0 if every check agrees with its expectation, 1 if any is violated, else 3 if any is inconclusive."""
+    codes = {r.exit_code for r in results}
+    for code in (ExitCode.VIOLATED, ExitCode.INCONCLUSIVE):
+        if code in codes:
+            return code
+    return ExitCode.OK
+
+
+__all__ = [
+    "CheckResult",
+    "Setup",
+    "breaking_features",
+    "check_causality",
+    "check_counts",
+    "check_decoding",
+    "check_equivariance",
+    "check_scaling",
+    "check_softmax",
+    "default_tol",
+    "make_setup",
+    "overall_exit",
+    "verify_all",
+]

@@ -1,0 +1,53 @@
+"""Causal masking: output column t depends on input columns <= t only, and does depend on them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
+
+
+def check_causality(setup: Setup, expect: str = "holds") -> CheckResult:
+    """Two-sided: changing columns after t leaves columns <= t unchanged; changing column 0 moves every column."""
+    spec, n, tol = setup.spec, setup.n, setup.tol
+    predicted = spec.mask == "causal"
+    X = setup.gaussian(spec.d, n)
+    future = [X.copy() for _ in range(n - 1)]  # input t: columns after t replaced by fresh noise
+    for t, Xt in enumerate(future):
+        Xt[:, t + 1 :] = setup.gaussian(spec.d, n - t - 1)
+    past = X.copy()
+    past[:, 0] = setup.gaussian(spec.d)  # changes the earliest column, seen by every query under either mask
+    Y = setup.model(np.stack([X, past, *future]))  # (n + 1, d, n), one pass
+    TX = Y[0]
+    columns = ["t", "leak from columns > t", "tol", "influence of column 0", "result"]
+    rows = []
+    for t in range(n):
+        leak = rel_err(Y[2 + t][:, : t + 1], TX[:, : t + 1], TX) if t < n - 1 else 0.0
+        influence = rel_err(Y[1][:, t], TX[:, t], TX)
+        rows.append([t, leak, tol, influence, "PASS" if within(leak, tol) else "FAIL"])
+    leaks = [row[1] for row in rows]
+    worst = float("nan") if any(np.isnan(leaks)) else max(leaks)
+    weakest = min(row[3] for row in rows)
+    observed, reason = all(row[-1] == "PASS" for row in rows), ""
+    if observed and n < 2:
+        observed, reason = None, "n = 1: there is no later column to leak from"
+    elif observed and not weakest >= CONTROL_FACTOR * tol:
+        observed, reason = None, f"column 0 moved some output by only {weakest:.3g}: the model may ignore its input"
+    elif predicted:
+        reason = "causal mask: scores of later keys are -inf, so their weights are exact zeros"
+    else:
+        reason = "no causal mask: every query attends to every key"
+    leak_at = [row[0] for row in rows if row[-1] == "FAIL"]
+    seen = f"worst leak {worst:.3g} vs tol {tol:.3g}" + (f" (first at t = {leak_at[0]})" if leak_at else "")
+    return CheckResult(
+        name="causality",
+        title="column t depends only on columns <= t",
+        expected=resolve_expect(expect, predicted),
+        predicted=predicted,
+        observed=observed,
+        observation=seen + f"; weakest influence of column 0: {weakest:.3g}",
+        reason=reason,
+        columns=columns,
+        rows=rows,
+        summary={"n": n, "worst_leak": worst, "tolerance": tol, "min_influence": weakest, "leaking_positions": leak_at},
+    )

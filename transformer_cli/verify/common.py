@@ -1,0 +1,122 @@
+"""What every check shares: its result type, verdicts, tolerances, and seeded inputs."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import ExitCode, TfmError
+from ..model import Transformer
+from ..spec import Spec
+from ..weights import Weights, init_weights
+
+CONTROL_FACTOR = 1000  # a control must miss the property by this many tolerances, or the check proves nothing
+TOL_C = 10  # default tolerance: TOL_C * eps(dtype) * sqrt(n) * N, relative to max|T(X)|
+
+
+def default_tol(dtype: np.dtype, n: int, N: int) -> float:
+    """Default relative tolerance for comparing two forward passes: 10 * eps * sqrt(n) * N."""
+    return TOL_C * float(np.finfo(dtype).eps) * math.sqrt(max(n, 1)) * max(N, 1)
+
+
+def rel_err(a: np.ndarray, b: np.ndarray, ref: np.ndarray) -> float:
+    """max|a - b| / max|ref|, in float64; NaN if anything is not finite."""
+    a, b, ref = (np.asarray(x, dtype=np.float64) for x in (a, b, ref))
+    scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))) or not math.isfinite(scale):
+        return math.nan
+    diff = float(np.max(np.abs(a - b))) if a.size else 0.0
+    return diff / scale if scale > 0 else (0.0 if diff == 0 else math.inf)
+
+
+def within(err: float, tol: float) -> bool:
+    """err <= tol, where NaN is never within (so a NaN is a failure, not a pass)."""
+    return bool(err <= tol)
+
+
+@dataclass
+class CheckResult:
+    """The outcome of one property check: prediction, observation, the trials behind it, and the verdict."""
+
+    name: str  # e.g. "equivariance"
+    title: str  # the property in words
+    expected: bool  # the outcome that counts as success: True = property holds
+    predicted: bool | None  # what the theory predicts for this spec (None: no prediction)
+    observed: bool | None  # True holds, False breaks, None inconclusive
+    observation: str  # one line: what was seen
+    reason: str = ""  # why the theory predicts what it does, or why the check was inconclusive
+    columns: list[str] = field(default_factory=list)
+    rows: list[list[Any]] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.observed is None:
+            return ExitCode.INCONCLUSIVE
+        return ExitCode.OK if self.observed == self.expected else ExitCode.VIOLATED
+
+    @property
+    def verdict(self) -> str:
+        return {ExitCode.OK: "PASS", ExitCode.VIOLATED: "FAIL", ExitCode.INCONCLUSIVE: "INCONCLUSIVE"}[self.exit_code]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "check": self.name,
+            "property": self.title,
+            "predicted": _word(self.predicted),
+            "expected": _word(self.expected),
+            "observed": _word(self.observed),
+            "observation": self.observation,
+            "reason": self.reason,
+            "verdict": self.verdict,
+            "exit_code": int(self.exit_code),
+            "summary": self.summary,
+            "trials": [dict(zip(self.columns, row, strict=True)) for row in self.rows],
+        }
+
+
+def _word(value: bool | None) -> str:
+    return {True: "holds", False: "breaks", None: "inconclusive"}[value]
+
+
+def resolve_expect(expect: str, predicted: bool | None) -> bool:
+    """`holds`, `breaks` or `theory` (the prediction for the spec) -> the outcome that means success."""
+    if expect == "theory":
+        return True if predicted is None else predicted
+    if expect not in ("holds", "breaks"):
+        raise TfmError(f"--expect: got '{expect}', expected holds, breaks or theory")
+    return expect == "holds"
+
+
+@dataclass
+class Setup:
+    """The model under test and the random source of a check."""
+
+    spec: Spec
+    model: Transformer
+    rng: np.random.Generator
+    n: int
+    tol: float
+
+    def gaussian(self, *shape: int) -> np.ndarray:
+        """Standard normal inputs in float64 (the model casts them to its dtype)."""
+        return self.rng.standard_normal(shape)
+
+
+def make_setup(spec: Spec, weights: Weights | None, seed: int, dtype: str, n: int | None, tol: float | None) -> Setup:
+    """Build the model (seeded weights unless given) and pick n and the tolerance."""
+    if n is None:
+        n = min(16, spec.max_len) if spec.positional == "learned" else 16
+    if n < 1:
+        raise TfmError(f"--seq-len: got {n}, expected a positive integer")
+    if spec.positional == "learned" and n > spec.max_len:
+        raise TfmError(f"--seq-len: got {n}, expected at most max_len = {spec.max_len} (learned positions)")
+    if tol is not None and not (tol > 0 and math.isfinite(tol)):
+        raise TfmError(f"--tol: got {tol}, expected a positive number")
+    np_dtype = np.dtype(dtype)
+    model = Transformer(spec, weights if weights is not None else init_weights(spec, seed), np_dtype)
+    rng = np.random.default_rng([seed, 1])  # a stream of its own, apart from the weights'
+    return Setup(spec, model, rng, n, tol if tol is not None else default_tol(np_dtype, n, spec.N))

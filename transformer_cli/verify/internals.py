@@ -1,0 +1,68 @@
+"""Checks of the model's bookkeeping: softmax columns sum to 1, and the parameter counts agree."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..params import count_params
+from ..weights import Weights
+from .common import CheckResult, Setup, resolve_expect
+
+
+def check_softmax(setup: Setup, expect: str = "holds") -> CheckResult:
+    """Every block's attention weights are >= 0, each column sums to 1, and masked weights are exactly 0."""
+    spec, n = setup.spec, setup.n
+    weights = setup.model.attention_weights(setup.gaussian(spec.d, n))
+    tol = 4 * float(np.finfo(setup.model.dtype).eps) * n
+    later = np.arange(n)[:, None] > np.arange(n)[None, :]  # (n_k, n_q): keys after the query
+    columns = ["block", "max |column sum - 1|", "min weight", "max masked weight", "result"]
+    rows = []
+    for i, A in enumerate(weights):  # A: (b, H, n_k, n_q)
+        A64 = A.astype(np.float64)
+        sum_err = float(np.max(np.abs(A64.sum(axis=-2) - 1.0)))
+        masked = float(np.max(np.abs(A64[..., later]))) if spec.mask == "causal" and n > 1 else 0.0
+        ok = sum_err <= tol and float(A64.min()) >= 0 and masked == 0.0
+        rows.append([i, sum_err, float(A64.min()), masked, "PASS" if ok else "FAIL"])
+    worst = max(row[1] for row in rows)
+    return CheckResult(
+        name="softmax",
+        title="attention weights: columns sum to 1, masked weights are 0",
+        expected=resolve_expect(expect, True),
+        predicted=True,
+        observed=all(row[-1] == "PASS" for row in rows),
+        observation=f"worst |column sum - 1| {worst:.3g} vs tol {tol:.3g}",
+        reason="softmax over keys for each query column (seed 000)",
+        columns=columns,
+        rows=rows,
+        summary={"worst_sum_error": worst, "tolerance": tol},
+    )
+
+
+def check_counts(setup: Setup, weights: Weights, expect: str = "holds") -> CheckResult:
+    """Parameter count from tensor shapes == closed form == number of scalars stored in the weights."""
+    count = count_params(setup.spec, check=False)
+    stored = sum(int(np.size(w)) for w in weights.values())
+    columns = ["source", "per block", "total"]
+    rows = [
+        ["tensor shapes", count.per_block, count.total],
+        ["closed form", count.closed_per_block, count.closed_total],
+        ["stored arrays", None, stored],
+    ]
+    agree = count.per_block == count.closed_per_block and count.total == count.closed_total == stored
+    return CheckResult(
+        name="counts",
+        title="parameter count = closed form = stored arrays",
+        expected=resolve_expect(expect, True),
+        predicted=True,
+        observed=agree,
+        observation=f"shapes {count.total}, closed form {count.closed_total}, stored {stored}",
+        reason="per block: " + " + ".join(t.formula for t in count.terms if t.scope == "block"),
+        columns=columns,
+        rows=rows,
+        summary={
+            "per_block": count.per_block,
+            "total": count.total,
+            "closed_form_total": count.closed_total,
+            "stored": stored,
+        },
+    )
