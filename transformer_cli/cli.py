@@ -85,7 +85,9 @@ ExpectOpt = Annotated[
         "--expect", help="What exit code 0 means: the property holds, breaks, or what theory predicts for the spec."
     ),
 ]
-TrialsOpt = Annotated[int, typer.Option("--trials", "-k", min=0, help="Random derangements besides the fixed permutations.")]
+TrialsOpt = Annotated[
+    int, typer.Option("--trials", "-k", min=0, help="Random derangements besides the fixed permutations.")
+]
 SamplesOpt = Annotated[int, typer.Option("--samples", min=100, help="Query/key pairs drawn.")]
 ForceOpt = Annotated[bool, typer.Option("--force", "-f", help="Overwrite an existing output file.")]
 

@@ -7,6 +7,7 @@ into one (d, Hm) matrix.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -39,7 +40,7 @@ def relu(X: Array) -> Array:
 
 def gelu(X: Array) -> Array:
     """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
-    return 0.5 * X * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (X + 0.044715 * X**3)))
+    return 0.5 * X * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (X + 0.044715 * X**3)))  # Python floats keep X's dtype
 
 
 ACTIVATIONS: dict[str, Callable[[Array], Array]] = {"relu": relu, "gelu": gelu}
@@ -207,7 +208,8 @@ class Transformer:
         X3 = self.finish(X3)
         return X3[0] if np.ndim(X) == 2 else X3
 
-    __call__ = forward
+    def __call__(self, X: Array) -> Array:
+        return self.forward(X)
 
     def attention_weights(self, X: Array) -> list[Array]:
         """Each block's attention weights for input X: a list of N arrays (b, H, n_k, n_q)."""

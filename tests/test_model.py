@@ -1,0 +1,137 @@
+"""The forward pass against independent references: the shared cases and a literal transcription of the seed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import REFERENCE_CASES, random_weights, reference
+
+from transformer_cli import Spec, Transformer, init_weights, load_spec
+from transformer_cli.model import causal_mask, gelu, sinusoidal_positions, softmax_columns
+
+
+def seed_transformer(w: dict, spec: Spec, X: np.ndarray) -> np.ndarray:
+    """Seed 000 written out literally: a loop over blocks and heads, softmax column by column."""
+
+    def softmax(v):
+        e = np.exp(v - v.max())
+        return e / e.sum()
+
+    def Softmax(M):
+        return np.column_stack([softmax(M[:, j]) for j in range(M.shape[1])])
+
+    for i in range(spec.N):
+        p = f"blocks.{i}."
+        total = np.zeros_like(X)
+        for h in range(spec.H):
+            WQ, WK, WV = (w[p + f"attention.{k}"][h] for k in ("W_Q", "W_K", "W_V"))
+            WO = w[p + "attention.W_O"][h]
+            total += WO @ (WV @ X) @ Softmax((WK @ X).T @ (WQ @ X))
+        X = X + total
+        hidden = np.maximum(w[p + "ff.W1"] @ X + np.outer(w[p + "ff.b1"], np.ones(X.shape[1])), 0)
+        X = X + w[p + "ff.W2"] @ hidden + np.outer(w[p + "ff.b2"], np.ones(X.shape[1]))
+    return X
+
+
+def rel(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+@pytest.mark.parametrize("case", REFERENCE_CASES)
+def test_matches_reference_case(case):
+    ref = reference(case)
+    spec = load_spec(ref["spec_path"])
+    y = Transformer(spec, ref["weights"])(ref["x"])
+    assert y.shape == ref["y"].shape
+    assert rel(y, ref["y"]) < 1e-12
+
+
+def test_reference_check_can_fail():
+    """The same comparison sees a change in one weight entry."""
+    ref = reference("seed-plain")
+    spec = load_spec(ref["spec_path"])
+    ref["weights"]["blocks.1.ff.b2"][3] += 1e-6
+    assert rel(Transformer(spec, ref["weights"])(ref["x"]), ref["y"]) > 1e-9
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1, 1, 1), (2, 3, 4, 10, 16), (3, 1, 7, 5, 9), (1, 5, 2, 6, 3)])
+def test_matches_literal_seed_formula(shape):
+    N, H, m, d, r = shape
+    spec = Spec(N=N, H=H, m=m, d=d, r=r)
+    w = random_weights(spec, seed=sum(shape))
+    X = np.random.default_rng(1).normal(size=(d, 11))
+    assert rel(Transformer(spec, w)(X), seed_transformer(w, spec, X)) < 1e-12
+
+
+def test_batched_equals_one_at_a_time():
+    spec = load_spec(reference("standard-pre-causal")["spec_path"])
+    model = Transformer(spec, random_weights(spec))
+    X = np.random.default_rng(2).normal(size=(4, spec.d, 9))
+    Y = model(X)
+    for b in range(4):
+        assert rel(Y[b], model(X[b])) < 1e-13
+
+
+@pytest.mark.parametrize("case", REFERENCE_CASES)
+def test_float32_agrees_with_float64_to_float32_precision(case):
+    spec = load_spec(reference(case)["spec_path"])
+    w = random_weights(spec)
+    X = np.random.default_rng(3).normal(size=(spec.d, 12))
+    y64 = Transformer(spec, w)(X)
+    y32 = Transformer(spec, w, np.float32)(X)
+    assert y32.dtype == np.float32
+    assert 1e-9 < rel(y32.astype(np.float64), y64) < 1e-4
+
+
+def test_softmax_is_over_columns_and_stable():
+    S = np.array([[1000.0, 0.0], [999.0, 0.0], [-np.inf, 0.0]])
+    A = softmax_columns(S)
+    assert np.allclose(A.sum(axis=0), 1.0)
+    assert A[2, 0] == 0.0
+    assert np.isclose(A[0, 0], 1 / (1 + np.exp(-1)))
+    assert np.allclose(A[:, 1], 1 / 3)
+
+
+def test_large_unscaled_inputs_stay_finite():
+    spec = Spec(N=2, H=4, m=8, d=32, r=64)
+    X = 1e3 * np.random.default_rng(4).normal(size=(spec.d, 16))
+    assert np.all(np.isfinite(Transformer(spec, init_weights(spec))(X)))
+
+
+def test_sinusoidal_positions_follow_the_formula():
+    d, n = 9, 6
+    PE = sinusoidal_positions(d, n)
+    for row in range(d):
+        i = row // 2
+        angle = np.arange(n) / 10000 ** (2 * i / d)
+        expected = np.sin(angle) if row % 2 == 0 else np.cos(angle)
+        assert np.allclose(PE[row], expected, rtol=0, atol=1e-15)
+    assert PE.shape == (9, 6)  # odd d: the last row is a sine (row 8 is even)
+
+
+def test_causal_mask_forbids_exactly_the_later_keys():
+    M = causal_mask(4, 4)
+    assert np.array_equal(np.isinf(M), np.tril(np.ones((4, 4), bool), -1))
+
+
+def test_gelu_is_the_tanh_form():
+    x = np.array([-3.0, -0.5, 0.0, 0.7, 2.0])
+    expected = [0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v**3))) for v in x]
+    assert np.allclose(gelu(x), expected, rtol=0, atol=1e-15)
+
+
+def test_init_keeps_activations_of_order_one_through_depth():
+    """The init scheme (residual outputs scaled by 1/sqrt(2N)) keeps the RMS within a small factor at N = 24."""
+    spec = Spec(N=24, H=4, m=16, d=64, r=256)
+    trace: list[float] = []
+    Transformer(spec, init_weights(spec, seed=5)).forward(np.random.default_rng(5).normal(size=(64, 32)), trace=trace)
+    assert 0.9 < trace[0] < 1.1
+    assert all(0.5 < v < 3.0 for v in trace), trace
+
+
+def test_init_is_deterministic_and_seeded():
+    spec = Spec(N=1, H=2, m=3, d=4, r=5)
+    a, b, c = init_weights(spec, 7), init_weights(spec, 7), init_weights(spec, 8)
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert not np.array_equal(a["blocks.0.attention.W_Q"], c["blocks.0.attention.W_Q"])
+    assert all(v.dtype == np.float64 for v in a.values())

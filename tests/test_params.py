@@ -1,0 +1,88 @@
+"""Parameter counts: the closed form against real arrays, published figures and the reference cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import DATA, EXAMPLES, REFERENCE_CASES, reference
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from transformer_cli import Spec, count_params, init_weights, load_spec
+from transformer_cli.params import CountMismatch, closed_form_terms
+
+specs = st.builds(
+    Spec,
+    N=st.integers(1, 3),
+    H=st.integers(1, 4),
+    m=st.integers(1, 6),
+    d=st.integers(1, 9),
+    r=st.integers(1, 9),
+    scale=st.sampled_from(["none", "sqrt", 0.5]),
+    mask=st.sampled_from(["none", "causal"]),
+    positional=st.sampled_from(["none", "sinusoidal"]),
+    norm=st.sampled_from(["none", "pre", "post"]),
+    attention_bias=st.booleans(),
+    activation=st.sampled_from(["relu", "gelu"]),
+)
+learned = st.builds(
+    Spec, N=st.integers(1, 3), H=st.integers(1, 3), m=st.integers(1, 4), d=st.integers(1, 6), r=st.integers(1, 6),
+    positional=st.just("learned"), max_len=st.integers(1, 20), norm=st.sampled_from(["none", "pre"]),
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(specs, learned))
+def test_closed_form_equals_stored_arrays(spec):
+    count = count_params(spec)
+    stored = sum(w.size for w in init_weights(spec).values())
+    assert count.total == count.closed_total == stored
+    assert count.per_block == count.closed_per_block
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 50), st.integers(1, 50), st.integers(1, 50), st.integers(1, 50))
+def test_seed_block_count_is_4Hmd_2rd_r_d(H, m, d, r):
+    assert count_params(Spec(N=1, H=H, m=m, d=d, r=r)).per_block == 4 * H * m * d + 2 * r * d + r + d
+
+
+@pytest.mark.parametrize("case", REFERENCE_CASES)
+def test_reference_counts(case):
+    ref = reference(case)
+    count = count_params(load_spec(ref["spec_path"]))
+    assert count.per_block == ref["expected"]["params_per_block"]
+    assert count.total == ref["expected"]["params_total"]
+    assert sum(w.size for w in ref["weights"].values()) == ref["expected"]["stored_arrays_total"]
+
+
+def test_gpt2_small_matches_the_published_count():
+    """GPT-2 small has 124,439,808 parameters; minus its 50257 x 768 token embedding, the stack tfm counts."""
+    spec = load_spec(next(p for p in EXAMPLES if p.name == "gpt2-small.yaml"))
+    assert count_params(spec).total == 124_439_808 - 50257 * 768
+
+
+def test_huge_spec_counts_exactly_without_allocating():
+    spec = Spec(N=96, H=96, m=128, d=12288, r=49152)
+    per_block = 4 * 96 * 128 * 12288 + 2 * 49152 * 12288 + 49152 + 12288
+    assert count_params(spec).total == 96 * per_block
+    giant = Spec(N=10**6, H=10**4, m=10**4, d=10**6, r=10**7)
+    assert count_params(giant).total > 2**64  # Python integers: no overflow
+
+
+def test_counts_do_not_depend_on_sequence_length():
+    assert count_params(Spec(N=2, H=2, m=2, d=2, r=2)).to_dict()["depends_on_sequence_length"] is False
+
+
+def test_a_closed_form_that_disagrees_is_loud(monkeypatch):
+    from transformer_cli import params
+
+    monkeypatch.setattr(params, "closed_form_terms", lambda spec: closed_form_terms(spec)[:1])
+    with pytest.raises(CountMismatch, match="closed form gives"):
+        params.count_params(Spec(N=1, H=1, m=1, d=1, r=1))
+
+
+def test_json_lists_every_tensor_with_its_count():
+    data = count_params(load_spec(DATA / "standard-pre-causal" / "spec.yaml")).to_dict()
+    assert sum(t["count"] for t in data["tensors"]) == data["total"]
+    assert all(t["count"] == int(np.prod(t["shape"])) for t in data["tensors"])
+    assert {"final_norm.gamma", "blocks.1.attention.b_O", "blocks.0.norm2.beta"} <= {t["name"] for t in data["tensors"]}
