@@ -13,10 +13,13 @@ import numpy as np
 
 from .errors import ArrayError, OutputError
 
+NPY_MAGIC = b"\x93NUMPY"
+ZIP_MAGIC = b"PK\x03\x04"
+
 
 def open_npy(path: Path) -> np.ndarray:
     """Load a .npy file without pickle; every failure becomes an ArrayError naming the file."""
-    _check_readable(path)
+    _check_readable(path, NPY_MAGIC, ".npy")
     try:
         array = np.load(path, allow_pickle=False)
     except ValueError as exc:
@@ -25,18 +28,14 @@ def open_npy(path: Path) -> np.ndarray:
         raise ArrayError(f"{path}: not a valid .npy file ({exc})") from None
     except (OSError, EOFError) as exc:
         raise ArrayError(f"{path}: not a readable .npy file ({exc})") from None
-    if not isinstance(array, np.ndarray):
-        raise ArrayError(f"{path}: is an .npz archive, expected a single .npy array")
     return array
 
 
 def open_npz(path: Path) -> dict[str, np.ndarray]:
     """Load every array of an .npz archive without pickle."""
-    _check_readable(path)
+    _check_readable(path, ZIP_MAGIC, ".npz")
     try:
         with np.load(path, allow_pickle=False) as archive:
-            if not isinstance(archive, np.lib.npyio.NpzFile):
-                raise ArrayError(f"{path}: is a single array, expected an .npz archive of named arrays")
             return {name: archive[name] for name in archive.files}
     except ValueError as exc:
         if "pickle" in str(exc).lower():
@@ -46,11 +45,22 @@ def open_npz(path: Path) -> dict[str, np.ndarray]:
         raise ArrayError(f"{path}: not a readable .npz file ({exc})") from None
 
 
-def _check_readable(path: Path) -> None:
+def _check_readable(path: Path, magic: bytes, kind: str) -> None:
+    """The path is a readable file that starts like a `kind` file (so NumPy never guesses at pickle)."""
     if not path.exists():
         raise ArrayError(f"{path}: no such file")
     if path.is_dir():
-        raise ArrayError(f"{path}: is a directory, expected a file")
+        raise ArrayError(f"{path}: is a directory, expected a {kind} file")
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(magic))
+    except OSError as exc:
+        raise ArrayError(f"{path}: cannot read: {exc.strerror}") from None
+    if head != magic:
+        other = {NPY_MAGIC[:4]: "a single .npy array", ZIP_MAGIC: "an .npz archive"}.get(head[:4])
+        if other:
+            raise ArrayError(f"{path}: is {other}, expected a {kind} file")
+        raise ArrayError(f"{path}: not a valid {kind} file (it does not start with the {kind} header)")
 
 
 def first_nonfinite(array: np.ndarray) -> tuple[int, ...] | None:
@@ -81,6 +91,7 @@ def write_atomic(out: Path, write: Callable[[IO[bytes]], None]) -> None:
     except OSError as exc:
         raise OutputError(f"{out}: cannot write: {exc.strerror}") from None
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; the output gets the usual permissions
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()
@@ -91,6 +102,12 @@ def write_atomic(out: Path, write: Callable[[IO[bytes]], None]) -> None:
     finally:  # also on KeyboardInterrupt: no temp file left behind
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def save_npy(out: Path, array: np.ndarray) -> None:

@@ -118,8 +118,8 @@ def run_table(result: RunResult) -> Table:
 def check_table(result: CheckResult) -> Table:
     """One row per trial, then the summary and verdict in the caption."""
     table = Table(title=f"{result.title}", title_justify="left")
-    for col in result.columns:
-        table.add_column(col, justify="left" if col in ("permutation", "scores", "source") else "right")
+    for i, col in enumerate(result.columns):  # the first column names the trial: never wrapped
+        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=i == 0, overflow="fold")
     for row in result.rows:
         table.add_row(*(styled(v) for v in row))
     return table

@@ -56,7 +56,7 @@ def check_equivariance(setup: Setup, trials: int = 8, expect: str = "holds") -> 
     Y = setup.model(batch)
     k = len(perms)
     TX, TXc = Y[0], Y[k]  # perms[0] is the identity: T(X) and the control's T(X + E)
-    columns = ["permutation", "fixed points", "abs error", "rel error", "tol", "moved", "result"]
+    columns = ["permutation", "fixed", "abs error", "rel error", "tol", "moved", "result"]
     rows, moved_min, control = [], np.inf, 0.0
     for j, (kind, p) in enumerate(perms):
         err = rel_err(Y[j], TX[:, p], TX)

@@ -1,0 +1,284 @@
+"""Every command through Typer's CliRunner: exit codes, stdout data, one-line errors, and files written or not."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import DATA, EXAMPLES, reference
+
+from transformer_cli import Transformer, load_spec, load_weights
+from transformer_cli.cli import app
+
+COMMANDS = [
+    "count",
+    "init",
+    "run",
+    "verify",
+    "verify-equivariance",
+    "verify-causality",
+    "verify-decoding",
+    "verify-scaling",
+]
+TINY = next(p for p in EXAMPLES if p.name == "tiny-causal.yaml")
+SEED_PLAIN = DATA / "seed-plain"
+
+
+def invoke(runner, *args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example(runner, command):
+    result = invoke(runner, command, "--help")
+    assert result.exit_code == 0
+    assert "Example" in result.stdout and "tfm " + command in result.stdout
+
+
+def test_top_level_help_documents_the_exit_codes(runner):
+    result = invoke(runner, "--help")
+    assert result.exit_code == 0
+    assert all(c in result.stdout for c in COMMANDS) and "Exit codes" in result.stdout
+
+
+def test_version(runner):
+    assert invoke(runner, "--version").stdout.startswith("tfm ")
+
+
+# -- count -----------------------------------------------------------------------------------------
+
+
+def test_count_default_spec_says_so(runner):
+    result = invoke(runner, "count")
+    assert result.exit_code == 0
+    assert "built-in default spec" in result.stderr
+    assert "16,576" in result.stdout and "4Hmd + 2rd + r + d" in result.stdout
+
+
+def test_count_json_is_the_reference_figures(runner):
+    result = invoke(runner, "count", SEED_PLAIN / "spec.yaml", "--json")
+    data = json.loads(result.stdout)
+    expected = reference("seed-plain")["expected"]
+    assert data["per_block"] == data["closed_form"]["per_block"] == expected["params_per_block"]
+    assert data["total"] == data["closed_form"]["total"] == expected["params_total"]
+    assert {"name", "tensors"} <= set(data) and data["tensors"][0] == {
+        "name": "blocks.0.attention.W_Q", "shape": [3, 4, 10], "count": 120, "component": "attention",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_counts(runner, path):
+    result = invoke(runner, "count", path)
+    assert result.exit_code == 0 and "agrees" in result.stdout
+
+
+def test_count_several_specs_side_by_side(runner):
+    result = invoke(runner, "count", *EXAMPLES)
+    assert result.exit_code == 0 and "side by side" in result.stdout
+    assert "85,842,432" in result.stdout  # gpt2-small
+    data = json.loads(invoke(runner, "count", *EXAMPLES, "--json").stdout)
+    assert isinstance(data, list) and len(data) == len(EXAMPLES)
+
+
+def test_count_huge_spec(runner, tmp_path):
+    spec = tmp_path / "big.yaml"
+    spec.write_text("N: 96\nH: 96\nm: 128\nd: 12288\nr: 49152\n")
+    data = json.loads(invoke(runner, "count", spec, "--json").stdout)
+    assert data["total"] == 96 * (4 * 96 * 128 * 12288 + 2 * 49152 * 12288 + 49152 + 12288)
+
+
+# -- init and run ----------------------------------------------------------------------------------
+
+
+def test_init_then_run_with_the_file_matches_the_library(runner, tmp_path):
+    weights, x, y = tmp_path / "w.npz", tmp_path / "x.npy", tmp_path / "y.npy"
+    assert invoke(runner, "init", TINY, "--seed", 3, "-o", weights).exit_code == 0
+    X = np.random.default_rng(0).normal(size=(2, 16, 5))
+    np.save(x, X)
+    result = invoke(runner, "run", TINY, "--input", x, "--weights", weights, "-o", y, "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    spec = load_spec(TINY)
+    expected = Transformer(spec, load_weights(weights, spec))(X)
+    assert np.array_equal(np.load(y), expected)
+    assert data["output_shape"] == [2, 16, 5] and data["weights"] == str(weights)
+    assert len(data["activation_rms"]) == spec.N + 1 and data["output_stats"]["finite"] is True
+
+
+def test_run_reference_case_from_the_command_line(runner, tmp_path):
+    out = tmp_path / "y.npy"
+    case = DATA / "standard-pre-causal"
+    result = invoke(runner, "run", case / "spec.yaml", "-i", case / "x.npy", "-w", case / "weights.npz", "-o", out)
+    assert result.exit_code == 0
+    ref = np.load(case / "y.npy")
+    assert np.max(np.abs(np.load(out) - ref)) / np.max(np.abs(ref)) < 1e-12
+
+
+def test_run_default_spec_float32(runner, tmp_path):
+    x, y = tmp_path / "x.npy", tmp_path / "y.npy"
+    np.save(x, np.random.default_rng(0).normal(size=(32, 7)))
+    result = invoke(runner, "run", "--input", x, "--dtype", "float32", "-o", y)
+    assert result.exit_code == 0 and "float32" in result.stdout and "RMS after block 2" in result.stdout
+    assert np.load(y).dtype == np.float32
+
+
+def test_integer_input_is_cast_and_says_so(runner, tmp_path):
+    x = tmp_path / "x.npy"
+    np.save(x, np.arange(32 * 3).reshape(32, 3) % 5)
+    result = invoke(runner, "run", "--input", x)
+    assert result.exit_code == 0 and "cast to float64" in result.stderr
+
+
+# -- verify commands -------------------------------------------------------------------------------
+
+
+def test_verify_equivariance_default_spec_holds(runner):
+    result = invoke(runner, "verify-equivariance", "--json")
+    data = json.loads(result.stdout)
+    assert result.exit_code == 0 and data["verdict"] == "PASS"
+    assert data["summary"]["separation"] >= 1000
+    assert data["trials"][0]["permutation"] == "identity" and data["trials"][0]["rel error"] == 0
+
+
+def test_verify_equivariance_table(runner):
+    result = invoke(runner, "verify-equivariance", "--trials", 3, "--dtype", "float32")
+    assert result.exit_code == 0
+    for word in ("identity", "adjacent swap", "reversal", "cyclic shift", "derangement", "verdict", "PASS"):
+        assert word in result.stdout
+
+
+def test_verify_equivariance_causal_spec_exit_codes(runner):
+    assert invoke(runner, "verify-equivariance", TINY).exit_code == 1
+    assert invoke(runner, "verify-equivariance", TINY, "--expect", "breaks").exit_code == 0
+
+
+def test_verify_equivariance_loose_tolerance_is_inconclusive(runner):
+    assert invoke(runner, "verify-equivariance", "--tol", "0.9").exit_code == 3
+
+
+@pytest.mark.parametrize("command", ["verify-causality", "verify-decoding"])
+def test_causal_checks(runner, command):
+    assert invoke(runner, command, TINY).exit_code == 0
+    result = invoke(runner, command, "--json")  # the default spec has no mask
+    assert result.exit_code == 1 and json.loads(result.stdout)["observed"] == "breaks"
+
+
+def test_verify_scaling(runner):
+    result = invoke(runner, "verify-scaling", TINY, "--json")
+    assert result.exit_code == 0
+    assert [row["predicted variance"] for row in json.loads(result.stdout)["trials"]] == pytest.approx([8.0, 1.0])
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_verify_every_example(runner, path):
+    result = invoke(runner, "verify", path, "--seq-len", 6, "--json")
+    assert result.exit_code == 0, result.stdout
+    assert len(json.loads(result.stdout)["checks"]) == 6
+
+
+def test_verify_table_shows_prediction_and_observation(runner):
+    result = invoke(runner, "verify", TINY)
+    assert result.exit_code == 0
+    assert "theory predicts" in result.stdout and "causal mask" in result.stdout
+
+
+# -- bad input: exit 2, one line naming the problem, no output written -----------------------------
+
+
+@pytest.fixture
+def files(tmp_path):
+    good = tmp_path / "x.npy"
+    np.save(good, np.zeros((32, 4)))
+    return tmp_path, good
+
+
+BAD_CASES = {
+    "missing spec": (lambda t, g: ["run", t / "none.yaml", "-i", g], ["none.yaml", "no such spec file"]),
+    "bad yaml": (lambda t, g: ["run", _write(t / "s.yaml", "N: [1"), "-i", g], ["s.yaml", "invalid YAML", "line"]),
+    "bad value": (lambda t, g: ["run", _write(t / "s.yaml", "N: 0\nH: 1\nm: 1\nd: 1\nr: 1"), "-i", g], ["key 'N'"]),
+    "missing input": (lambda t, g: ["run", "-i", t / "nope.npy"], ["nope.npy", "no such file"]),
+    "pickled input": (lambda t, g: ["run", "-i", _pickled(t / "p.npy")], ["p.npy", "pickled"]),
+    "wrong d": (lambda t, g: ["run", "-i", _array(t / "w.npy", np.zeros((31, 4)))], ["w.npy", "(31, 4)", "d = 32"]),
+    "1-d input": (lambda t, g: ["run", "-i", _array(t / "v.npy", np.zeros(32))], ["v.npy", "(32,)"]),
+    "string input": (lambda t, g: ["run", "-i", _array(t / "s.npy", np.full((32, 2), "a"))], ["s.npy", "dtype"]),
+    "nan input": (lambda t, g: ["run", "-i", _array(t / "n.npy", _nan_at((32, 4), (3, 2)))], ["n.npy", "(3, 2)"]),
+    "not npy": (lambda t, g: ["run", "-i", _write(t / "t.npy", "hello")], ["t.npy", "not a valid .npy"]),
+    "weights for another spec": (
+        lambda t, g: ["run", "-i", g, "-w", SEED_PLAIN / "weights.npz"],
+        ["weights.npz", "wrong shape", "expected (4, 8, 32)"],
+    ),  # fmt: skip
+    "output is input": (lambda t, g: ["run", "-i", g, "-o", g, "--force"], ["x.npy", "is also an input"]),
+    "output folder missing": (lambda t, g: ["run", "-i", g, "-o", t / "no" / "y.npy"], ["does not exist"]),
+    "seq-len too long": (
+        lambda t, g: ["verify", DATA / "post-learned-odd-d" / "spec.yaml", "-n", 17],
+        ["max_len = 16"],
+    ),
+    "bad expect": (lambda t, g: ["verify-equivariance", "--expect", "maybe"], ["maybe"]),
+}
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+def _array(path, array):
+    np.save(path, array)
+    return path
+
+
+def _pickled(path):
+    np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    return path
+
+
+def _nan_at(shape, index):
+    a = np.zeros(shape)
+    a[index] = np.nan
+    return a
+
+
+@pytest.mark.parametrize("case", list(BAD_CASES))
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(runner, files, case):
+    tmp_path, good = files
+    make_args, words = BAD_CASES[case]
+    args = make_args(tmp_path, good)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    if "-o" not in args and args[0] == "run":
+        args += ["-o", tmp_path / "out.npy"]
+    result = invoke(runner, *args)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    message = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.output
+    for word in words:
+        assert word in result.stderr or word in result.output, (word, result.stderr, result.output)
+    assert "Traceback" not in result.output
+    if case != "bad expect":  # click's own usage errors are boxed; ours are one line
+        assert message.startswith("error:") and len(result.stderr.strip().splitlines()) <= 2
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing written, no temp files
+
+
+def test_json_errors_are_json_on_stdout(runner, tmp_path):
+    result = invoke(runner, "count", tmp_path / "missing.yaml", "--json")
+    assert result.exit_code == 2
+    assert json.loads(result.stdout) == {"error": f"{tmp_path / 'missing.yaml'}: no such spec file", "exit_code": 2}
+
+
+def test_existing_output_needs_force(runner, files):
+    tmp_path, good = files
+    out = tmp_path / "y.npy"
+    out.write_bytes(b"keep me")
+    assert invoke(runner, "run", "-i", good, "-o", out).exit_code == 2
+    assert out.read_bytes() == b"keep me"
+    assert invoke(runner, "run", "-i", good, "-o", out, "--force").exit_code == 0
+    assert np.load(out).shape == (32, 4)
+
+
+def test_python_dash_m_works():
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "transformer_cli", "count", "--json"], capture_output=True, text=True
+    )
+    assert result.returncode == 0 and json.loads(result.stdout)["total"] == 16576
