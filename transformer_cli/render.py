@@ -43,7 +43,11 @@ def styled(value: Any) -> Text | str:
 
 
 def spec_line(spec: Spec) -> str:
-    keys = ", ".join(f"{k}={v}" for k, v in spec.to_dict().items() if k not in ("name", "description"))
+    keys = ", ".join(
+        f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+        for k, v in spec.to_dict().items()
+        if k not in ("name", "description")
+    )
     return f"{spec.label}: {keys}"
 
 
@@ -51,12 +55,12 @@ def count_table(count: ParamCount, source: str) -> Table:
     """Every tensor of one block (the same for each block), the model-level tensors, and the closed form."""
     spec = count.spec
     table = Table(title=f"Parameters of {spec_line(spec)}", caption=f"spec: {source}", title_justify="left")
-    for col, justify in (("tensor", "left"), ("shape", "left"), ("count", "right"), ("component", "left")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    table.add_column(f"tensor (i = 0 .. {spec.N - 1})", no_wrap=True)
+    table.add_column("shape")
+    table.add_column("count", justify="right", no_wrap=True)
+    table.add_column("component")
     for t in count.block:
-        table.add_row(
-            t.name.replace("blocks.0.", f"blocks.[0..{spec.N - 1}]."), fmt(t.shape), fmt(t.count), t.component
-        )
+        table.add_row(t.name.replace("blocks.0.", "blocks.i."), fmt(t.shape), fmt(t.count), t.component)
     table.add_section()
     table.add_row("per block (from shapes)", "", fmt(count.per_block), "independent of sequence length n")
     table.add_row("per block (closed form)", " + ".join(t.formula for t in count.terms if t.scope == "block"),

@@ -82,7 +82,7 @@ def check_equivariance(setup: Setup, trials: int = 8, expect: str = "holds") -> 
     elif predicted:
         reason = "no positional encoding and no mask: attention, feedforward and norms act on columns alike"
     else:
-        reason = "broken by " + " and ".join(breakers)
+        reason = " and ".join(breakers) + " tell positions apart"
     errors = [row[3] for row in rows]
     worst_err = float("nan") if any(np.isnan(errors)) else max(errors)
     return CheckResult(
