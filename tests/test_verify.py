@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from conftest import random_weights
@@ -210,18 +212,18 @@ def test_counts_hold_and_a_missing_tensor_fails():
 variant_specs = st.builds(
     Spec,
     N=st.integers(1, 2), H=st.integers(1, 3), m=st.integers(2, 6), d=st.integers(4, 8), r=st.integers(1, 8),
-    scale=st.sampled_from(["none", "sqrt"]), mask=st.sampled_from(["none", "causal"]),
-    positional=st.sampled_from(["none", "sinusoidal"]), norm=st.sampled_from(["none", "pre", "post"]),
+    scale=st.sampled_from(["none", "sqrt", 0.5]), mask=st.sampled_from(["none", "causal"]),
+    positional=st.sampled_from(["none", "sinusoidal", "learned"]), norm=st.sampled_from(["none", "pre", "post"]),
     attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu"]),
-)  # fmt: skip
+).map(lambda s: replace(s, max_len=12) if s.positional == "learned" else s)  # fmt: skip
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25, deadline=None, derandomize=True)  # fixed examples: the scaling check is statistical
 @given(variant_specs, st.integers(0, 2**16))
 def test_verify_agrees_with_the_theory_on_random_specs(spec, seed):
     results = verify_all(spec, random_weights(spec, seed), seed=seed, n=8)
     by_name = {r.name: r for r in results}
-    for name in ("counts", "softmax", "equivariance", "causality", "decoding"):
+    for name in ("counts", "softmax", "equivariance", "causality", "decoding", "scaling"):
         assert by_name[name].exit_code == ExitCode.OK, (name, by_name[name].observation, by_name[name].reason)
     assert by_name["equivariance"].predicted == (spec.mask == "none" and spec.positional == "none")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..model import scores
 from .common import CheckResult, Setup, resolve_expect
 
@@ -13,9 +15,10 @@ BAND_SE = 4  # observed variance must lie within this many standard errors of th
 def _score_variance(setup: Setup, scale: float, samples: int) -> float:
     """Empirical variance of scale * k.q over `samples` independent standard-normal pairs."""
     m = setup.spec.m
-    Q = setup.gaussian(samples, 1, m, 1)  # (b, H, m, n_q): one query per batch entry
-    K = setup.gaussian(samples, 1, m, 1)
-    return float(scores(Q, K, scale).var())  # through the model's own score function
+    dtype = setup.model.dtype
+    Q = setup.gaussian(samples, 1, m, 1).astype(dtype)  # (b, H, m, n_q): one query per batch entry
+    K = setup.gaussian(samples, 1, m, 1).astype(dtype)
+    return float(scores(Q, K, scale).astype(np.float64).var())  # through the model's own score function
 
 
 def check_scaling(setup: Setup, samples: int = 20000, expect: str = "holds") -> CheckResult:
