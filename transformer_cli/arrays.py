@@ -7,7 +7,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 import numpy as np
 
@@ -61,6 +61,49 @@ def _check_readable(path: Path, magic: bytes, kind: str) -> None:
         if other:
             raise ArrayError(f"{path}: is {other}, expected a {kind} file")
         raise ArrayError(f"{path}: not a valid {kind} file (it does not start with the {kind} header)")
+
+
+class Header(NamedTuple):
+    """What a .npy header says about the array behind it, read without loading the data."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+
+def _read_header(handle: IO[bytes], where: str) -> Header:
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    try:
+        version = np.lib.format.read_magic(handle)
+        if version not in readers:
+            raise ValueError(f"format version {version} is not supported")
+        shape, _, dtype = readers[version](handle)  # bounded: NumPy refuses headers over 10,000 bytes
+    except (ValueError, OSError, EOFError, SyntaxError) as exc:
+        raise ArrayError(f"{where}: not a valid .npy header ({exc})") from None
+    if dtype.hasobject:
+        raise ArrayError(f"{where}: holds pickled or object data, which tfm never loads")
+    return Header(tuple(shape), dtype)
+
+
+def peek_npy(path: Path) -> Header:
+    """The shape and dtype of a .npy file, from its header alone."""
+    _check_readable(path, NPY_MAGIC, ".npy")
+    with open(path, "rb") as handle:
+        return _read_header(handle, str(path))
+
+
+def peek_npz(path: Path) -> dict[str, Header]:
+    """The names, shapes and dtypes in an .npz archive, from the member headers alone."""
+    _check_readable(path, ZIP_MAGIC, ".npz")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            headers = {}
+            for member in archive.namelist():
+                name = member.removesuffix(".npy")
+                with archive.open(member) as handle:
+                    headers[name] = _read_header(handle, f"{path}: array '{name}'")
+            return headers
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise ArrayError(f"{path}: not a readable .npz file ({exc})") from None
 
 
 def first_nonfinite(array: np.ndarray) -> tuple[int, ...] | None:

@@ -31,3 +31,7 @@ class ArrayError(TfmError):
 
 class OutputError(TfmError):
     """An output path that cannot be written."""
+
+
+class NumericalError(TfmError):
+    """A result the chosen dtype cannot represent (NaN or inf): nothing is written."""

@@ -8,6 +8,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from .memory import MemoryEstimate, human
 from .params import ParamCount
 from .runner import RunResult
 from .spec import Spec
@@ -98,6 +99,18 @@ def comparison_table(counts: list[ParamCount]) -> Table:
     table.add_row("per block", *(fmt(c.per_block) for c in counts))
     table.add_row(Text("total", style="bold"), *(Text(fmt(c.total), style="bold") for c in counts))
     table.add_row("closed form", *("agrees" if c.total == c.closed_total else "DIFFERS" for c in counts))
+    return table
+
+
+def memory_table(specs: list[Spec], estimates: list[MemoryEstimate], batch: int, n: int, dtype: str) -> Table:
+    """Peak memory of a forward pass, by part, for each spec."""
+    table = Table(title=f"Forward-pass memory estimate (batch {batch}, n = {n}, {dtype})", title_justify="left")
+    table.add_column("")
+    for spec in specs:
+        table.add_column(spec.label, justify="right")
+    for part in ("weights", "activations", "attention", "feedforward", "total"):
+        table.add_row(part, *(human(e.to_dict()[part]) for e in estimates))
+    table.caption = "total = weights + activations + the larger of attention and feedforward"
     return table
 
 

@@ -8,33 +8,42 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import first_nonfinite, open_npy
-from .errors import ArrayError
+from .arrays import first_nonfinite, open_npy, peek_npy
+from .errors import ArrayError, NumericalError
+from .memory import check_memory, estimate_forward
 from .model import Transformer
 from .spec import Spec
 from .weights import Weights, init_weights, load_weights
 
 
-def check_input(x: np.ndarray, spec: Spec, source: str) -> tuple[np.ndarray, list[str]]:
-    """Check an input array against the spec; returns it as float64 plus notes on anything converted."""
-    notes = []
-    if x.ndim not in (2, 3):
-        raise ArrayError(f"{source}: shape {x.shape}, expected (d, n) or (b, d, n) with d = {spec.d}")
-    if x.shape[-2] != spec.d:
-        raise ArrayError(f"{source}: shape {x.shape}, expected d = {spec.d} rows (axis -2), one column per token")
-    n = x.shape[-1]
-    if n == 0 or (x.ndim == 3 and x.shape[0] == 0):
-        raise ArrayError(f"{source}: shape {x.shape} is empty, expected at least one sequence of one token")
+def check_input_header(shape: tuple[int, ...], dtype: np.dtype, spec: Spec, source: str) -> list[str]:
+    """Check an input's shape and dtype against the spec before its data is read; returns notes on casts."""
+    if len(shape) not in (2, 3):
+        raise ArrayError(f"{source}: shape {shape}, expected (d, n) or (b, d, n) with d = {spec.d}")
+    if shape[-2] != spec.d:
+        raise ArrayError(f"{source}: shape {shape}, expected d = {spec.d} rows (axis -2), one column per token")
+    n = shape[-1]
+    if n == 0 or (len(shape) == 3 and shape[0] == 0):
+        raise ArrayError(f"{source}: shape {shape} is empty, expected at least one sequence of one token")
     if spec.positional == "learned" and n > spec.max_len:
         raise ArrayError(f"{source}: n = {n} columns, expected at most max_len = {spec.max_len} (learned positions)")
-    if np.issubdtype(x.dtype, np.integer) or x.dtype == np.bool_:
-        notes.append(f"input dtype {x.dtype} cast to float64")
-    elif not np.issubdtype(x.dtype, np.floating):
-        raise ArrayError(f"{source}: dtype {x.dtype}, expected real numbers (float or integer)")
+    if np.issubdtype(dtype, np.integer) or dtype == np.bool_:
+        return [f"input dtype {dtype} cast to float64"]
+    if not np.issubdtype(dtype, np.floating):
+        raise ArrayError(f"{source}: dtype {dtype}, expected real numbers (float or integer)")
+    return []
+
+
+def check_input(x: np.ndarray, spec: Spec, source: str, dtype: str = "float64") -> tuple[np.ndarray, list[str]]:
+    """Check an input array against the spec; returns it as float64 plus notes on anything converted."""
+    notes = check_input_header(x.shape, x.dtype, spec, source)
     x = np.asarray(x, dtype=np.float64)
     bad = first_nonfinite(x)
     if bad is not None:
         raise ArrayError(f"{source}: {x[bad]} at index {bad}, expected finite numbers")
+    bad = first_nonfinite(x.astype(dtype))
+    if bad is not None:
+        raise ArrayError(f"{source}: {x[bad]:.3g} at index {bad} does not fit in {dtype}; use --dtype float64")
     return x, notes
 
 
@@ -79,13 +88,27 @@ def get_weights(spec: Spec, weights_path: Path | None, seed: int) -> tuple[Weigh
 
 
 def run_forward(
-    spec: Spec, input_path: Path, weights_path: Path | None = None, seed: int = 0, dtype: str = "float64"
+    spec: Spec,
+    input_path: Path,
+    weights_path: Path | None = None,
+    seed: int = 0,
+    dtype: str = "float64",
+    max_memory: str | None = None,
 ) -> RunResult:
-    """Load an input .npy, run Transformer on it and collect the activation RMS after each block."""
-    x, notes = check_input(open_npy(input_path), spec, str(input_path))
+    """Check and load an input .npy, run Transformer on it, and record the activation RMS after each block.
+
+    The input's header and the memory estimate are checked before any data is read or weight built.
+    """
+    header = peek_npy(input_path)
+    check_input_header(header.shape, header.dtype, spec, str(input_path))
+    b = header.shape[0] if len(header.shape) == 3 else 1
+    check_memory(estimate_forward(spec, b, header.shape[-1], dtype), max_memory, "this forward pass")
+    x, notes = check_input(open_npy(input_path), spec, str(input_path), dtype)
     weights, source = get_weights(spec, weights_path, seed)
     trace: list[float] = []
     y = Transformer(spec, weights, np.dtype(dtype)).forward(x, trace=trace)
-    if not np.all(np.isfinite(y)):
-        notes.append(f"the output has NaN or inf at {first_nonfinite(y)}: {dtype} cannot represent the result")
+    bad = first_nonfinite(y)
+    if bad is not None:
+        hint = "; try --dtype float64" if dtype != "float64" else ""
+        raise NumericalError(f"{input_path}: the output has {y[bad]} at index {bad}: {dtype} cannot hold it{hint}")
     return RunResult(spec, x.shape, dtype, source, y, trace, notes)

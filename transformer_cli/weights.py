@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrays import first_nonfinite, open_npz, save_npz
+from .arrays import Header, first_nonfinite, open_npz, peek_npz, save_npz
 from .errors import ArrayError
 from .params import Tensor, all_tensors
 from .spec import Spec
@@ -54,34 +54,39 @@ def _listed(items: list[str], limit: int = 4) -> str:
     return ", ".join(items[:limit]) + more
 
 
-def check_weights(weights: Weights, spec: Spec, source: str) -> None:
-    """Raise an ArrayError listing every tensor that is missing, unexpected, misshapen, non-float or non-finite."""
+def check_layout(layout: dict[str, Header], spec: Spec, source: str) -> None:
+    """Raise an ArrayError listing every tensor that is missing, unexpected, misshapen or not floating point."""
     expected = {t.name: t.shape for t in all_tensors(spec)}
     problems = []
-    missing = [name for name in expected if name not in weights]
-    unexpected = [name for name in weights if name not in expected]
+    missing = [name for name in expected if name not in layout]
+    unexpected = [name for name in layout if name not in expected]
     if missing:
         problems.append(f"missing {_listed(missing)}")
     if unexpected:
         problems.append(f"unexpected {_listed(unexpected)}")
-    present = [name for name in expected if name in weights]
-    shapes = [f"{n} {weights[n].shape} (expected {expected[n]})" for n in present if weights[n].shape != expected[n]]
+    present = [name for name in expected if name in layout]
+    shapes = [f"{n} {layout[n].shape} (expected {expected[n]})" for n in present if layout[n].shape != expected[n]]
     if shapes:
         problems.append(f"wrong shape {_listed(shapes, 3)}")
-    dtypes = [f"{n} {weights[n].dtype}" for n in present if not np.issubdtype(weights[n].dtype, np.floating)]
+    dtypes = [f"{n} {layout[n].dtype}" for n in present if not np.issubdtype(layout[n].dtype, np.floating)]
     if dtypes:
         problems.append(f"not floating point {_listed(dtypes)}")
-    floats = [n for n in present if np.issubdtype(weights[n].dtype, np.floating)]
-    nonfinite = [f"{n} at {first_nonfinite(weights[n])}" for n in floats if first_nonfinite(weights[n]) is not None]
-    if nonfinite:
-        problems.append(f"NaN or inf in {_listed(nonfinite)}")
     if problems:
         raise ArrayError(f"{source}: weights do not fit spec '{spec.label}': " + "; ".join(problems))
 
 
+def check_weights(weights: Weights, spec: Spec, source: str) -> None:
+    """Check names, shapes and dtypes against `spec`, then that every value is finite."""
+    check_layout({name: Header(w.shape, w.dtype) for name, w in weights.items()}, spec, source)
+    nonfinite = [f"{n} at {first_nonfinite(w)}" for n, w in weights.items() if first_nonfinite(w) is not None]
+    if nonfinite:
+        raise ArrayError(f"{source}: NaN or inf in {_listed(nonfinite)}")
+
+
 def load_weights(path: str | Path, spec: Spec) -> Weights:
-    """Load a weights .npz (never pickle) and check it against `spec`."""
+    """Load a weights .npz (never pickle): the layout is checked from the headers before any data is read."""
     path = Path(path)
+    check_layout(peek_npz(path), spec, str(path))
     weights = open_npz(path)
     check_weights(weights, spec, str(path))
     return weights

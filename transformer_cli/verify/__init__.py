@@ -6,7 +6,7 @@ from ..errors import ExitCode
 from ..spec import Spec
 from ..weights import Weights, init_weights
 from .causality import check_causality
-from .common import CheckResult, Setup, default_tol, make_setup
+from .common import CheckResult, Setup, default_tol, make_setup, setup_from_file
 from .decoding import check_decoding
 from .equivariance import breaking_features, check_equivariance
 from .internals import check_counts, check_softmax
@@ -20,10 +20,15 @@ def verify_all(
     dtype: str = "float64",
     n: int | None = None,
     tol: float | None = None,
+    max_memory: str | None = None,
 ) -> list[CheckResult]:
     """Run every check against the theory's prediction for `spec`."""
     weights = weights if weights is not None else init_weights(spec, seed)
-    setup = make_setup(spec, weights, seed, dtype, n, tol)
+    return run_checks(make_setup(spec, weights, seed, dtype, n, tol, max_memory), weights)
+
+
+def run_checks(setup: Setup, weights: Weights) -> list[CheckResult]:
+    """Every check on a prepared setup, each expecting what the theory predicts."""
     return [
         check_counts(setup, weights, expect="theory"),
         check_softmax(setup, expect="theory"),
@@ -56,5 +61,7 @@ __all__ = [
     "default_tol",
     "make_setup",
     "overall_exit",
+    "run_checks",
+    "setup_from_file",
     "verify_all",
 ]

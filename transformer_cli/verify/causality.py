@@ -11,6 +11,7 @@ def check_causality(setup: Setup, expect: str = "holds") -> CheckResult:
     """Two-sided: changing columns after t leaves columns <= t unchanged; changing column 0 moves every column."""
     spec, n, tol = setup.spec, setup.n, setup.tol
     predicted = spec.mask == "causal"
+    setup.require(n + 1)
     X = setup.gaussian(spec.d, n)
     future = [X.copy() for _ in range(n - 1)]  # input t: columns after t replaced by fresh noise
     for t, Xt in enumerate(future):

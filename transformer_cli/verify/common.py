@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import ExitCode, TfmError
+from ..memory import check_memory, estimate_forward
 from ..model import Transformer
+from ..runner import get_weights
 from ..spec import Spec
 from ..weights import Weights, init_weights
 
@@ -100,13 +103,27 @@ class Setup:
     rng: np.random.Generator
     n: int
     tol: float
+    max_memory: str | None = None
+
+    def require(self, batch: int) -> None:
+        """Refuse, before allocating, a forward pass over `batch` sequences that would not fit in memory."""
+        estimate = estimate_forward(self.spec, batch, self.n, self.model.dtype)
+        check_memory(estimate, self.max_memory, f"a check over {batch} sequences of n = {self.n}")
 
     def gaussian(self, *shape: int) -> np.ndarray:
         """Standard normal inputs in float64 (the model casts them to its dtype)."""
         return self.rng.standard_normal(shape)
 
 
-def make_setup(spec: Spec, weights: Weights | None, seed: int, dtype: str, n: int | None, tol: float | None) -> Setup:
+def make_setup(
+    spec: Spec,
+    weights: Weights | None,
+    seed: int,
+    dtype: str,
+    n: int | None,
+    tol: float | None,
+    max_memory: str | None = None,
+) -> Setup:
     """Build the model (seeded weights unless given) and pick n and the tolerance."""
     if n is None:
         n = min(16, spec.max_len) if spec.positional == "learned" else 16
@@ -117,6 +134,22 @@ def make_setup(spec: Spec, weights: Weights | None, seed: int, dtype: str, n: in
     if tol is not None and not (tol > 0 and math.isfinite(tol)):
         raise TfmError(f"--tol: got {tol}, expected a positive number")
     np_dtype = np.dtype(dtype)
+    check_memory(estimate_forward(spec, 1, n, np_dtype), max_memory, "this model")
     model = Transformer(spec, weights if weights is not None else init_weights(spec, seed), np_dtype)
     rng = np.random.default_rng([seed, 1])  # a stream of its own, apart from the weights'
-    return Setup(spec, model, rng, n, tol if tol is not None else default_tol(np_dtype, n, spec.N))
+    return Setup(spec, model, rng, n, tol if tol is not None else default_tol(np_dtype, n, spec.N), max_memory)
+
+
+def setup_from_file(
+    spec: Spec,
+    weights_path: Path | None,
+    seed: int,
+    dtype: str,
+    n: int | None,
+    tol: float | None,
+    max_memory: str | None = None,
+) -> tuple[Setup, Weights, str]:
+    """Check the memory the model needs, then load (or seed) its weights and build the setup."""
+    check_memory(estimate_forward(spec, 1, n or 1, np.dtype(dtype)), max_memory, "this model")
+    weights, source = get_weights(spec, weights_path, seed)
+    return make_setup(spec, weights, seed, dtype, n, tol, max_memory), weights, source

@@ -23,6 +23,7 @@ def check_decoding(setup: Setup, expect: str = "holds") -> CheckResult:
     """Decode column by column and compare each step with the parallel forward pass."""
     spec, n, tol = setup.spec, setup.n, setup.tol
     predicted = spec.mask == "causal"
+    setup.require(2)
     X = setup.gaussian(2, spec.d, n)  # a batch of two sequences
     parallel = setup.model(X)
     sequential = decode(setup.model, X)

@@ -52,6 +52,7 @@ def check_equivariance(setup: Setup, trials: int = 8, expect: str = "holds") -> 
     X = setup.gaussian(spec.d, n)
     perms = permutations(setup.rng, n, trials)
     E = sinusoidal_positions(spec.d, n)  # the control's position-dependent term
+    setup.require(2 * len(perms))
     batch = np.stack([X[:, p] for _, p in perms] + [X[:, p] + E for _, p in perms])  # (2k, d, n), one pass
     Y = setup.model(batch)
     k = len(perms)

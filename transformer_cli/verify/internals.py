@@ -12,6 +12,7 @@ from .common import CheckResult, Setup, resolve_expect
 def check_softmax(setup: Setup, expect: str = "holds") -> CheckResult:
     """Every block's attention weights are >= 0, each column sums to 1, and masked weights are exactly 0."""
     spec, n = setup.spec, setup.n
+    setup.require(1)
     weights = setup.model.attention_weights(setup.gaussian(spec.d, n))
     tol = 4 * float(np.finfo(setup.model.dtype).eps) * n
     later = np.arange(n)[:, None] > np.arange(n)[None, :]  # (n_k, n_q): keys after the query

@@ -1,0 +1,145 @@
+"""`tfm count`, `tfm init` and `tfm run`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+
+from .. import render
+from ..arrays import check_output_path, save_npy
+from ..memory import check_memory, estimate_forward
+from ..params import count_params
+from ..runner import run_forward
+from ..weights import init_weights, save_weights
+from .app import (
+    DType,
+    DTypeOpt,
+    ForceOpt,
+    JsonOpt,
+    MaxMemoryOpt,
+    SeedOpt,
+    SpecArg,
+    WeightsOpt,
+    app,
+    err,
+    handled,
+    load,
+    out,
+    print_json,
+)
+
+
+@app.command()
+def count(
+    specs: Annotated[
+        Optional[list[Path]], typer.Argument(help="One or more YAML spec files; several are compared side by side.")
+    ] = None,
+    seq_len: Annotated[
+        Optional[int], typer.Option("--seq-len", "-n", min=1, help="Also estimate a forward pass's memory at this n.")
+    ] = None,
+    batch: Annotated[int, typer.Option("--batch", "-b", min=1, help="Batch size for the memory estimate.")] = 1,
+    dtype: DTypeOpt = DType.float64,
+    json_out: JsonOpt = False,
+) -> None:
+    """Break the parameter count down by tensor and block, and check it against the closed form.
+
+    The closed form per block is the seed's 4Hmd + 2rd + r + d, plus 3Hm + d for attention biases and 4d for
+    layer norms; pre-norm adds 2d once, learned positions d * max_len. Nothing is allocated: any size counts
+    instantly. With --seq-len, also the peak memory a forward pass would need (what run and verify refuse on).
+
+    Example: tfm count examples/configs/gpt2-small.yaml examples/configs/seed-plain.yaml --seq-len 1024
+    """
+    with handled(json_out):
+        loaded = [load(p) for p in specs] if specs else [load(None)]
+        counts = [(count_params(spec), source) for spec, source in loaded]
+    memory = [estimate_forward(c.spec, batch, seq_len, dtype.value) if seq_len else None for c, _ in counts]
+    if json_out:
+        data = [
+            c.to_dict() | {"source": source}
+            | ({"memory": {"batch": batch, "seq_len": seq_len, "dtype": dtype.value} | mem.to_dict()} if mem else {})
+            for (c, source), mem in zip(counts, memory, strict=True)
+        ]  # fmt: skip
+        print_json(data[0] if len(data) == 1 else data)
+        return
+    if len(counts) == 1:
+        out.print(render.count_table(*counts[0]))
+    else:
+        out.print(render.comparison_table([c for c, _ in counts]))
+    if seq_len:
+        out.print(render.memory_table([c.spec for c, _ in counts], memory, batch, seq_len, dtype.value))
+
+
+@app.command()
+def init(
+    spec_path: SpecArg = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the weights (.npz).")] = Path(
+        "weights.npz"
+    ),
+    seed: SeedOpt = 0,
+    max_memory: MaxMemoryOpt = None,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Write seeded float64 weights for a spec, under the tensor names of the weights format (README).
+
+    Example: tfm init examples/configs/tiny-causal.yaml --seed 1 -o weights.npz
+    """
+    with handled(json_out):
+        spec, _ = load(spec_path)
+        check_output_path(output, [spec_path] if spec_path else [], force)
+        check_memory(estimate_forward(spec, 0, 0), max_memory, "these weights")
+        weights = init_weights(spec, seed)
+        save_weights(output, weights)
+    data = {
+        "spec": spec.label,
+        "output": str(output),
+        "seed": seed,
+        "tensors": len(weights),
+        "parameters": sum(int(w.size) for w in weights.values()),
+    }
+    if json_out:
+        print_json(data)
+    else:
+        msg = f"wrote {data['tensors']} tensors, {data['parameters']:,} parameters (seed {seed}) to {output}"
+        out.print(msg, highlight=False)
+
+
+@app.command()
+def run(
+    spec_path: SpecArg = None,
+    input_path: Annotated[
+        Path, typer.Option("--input", "-i", help="Input .npy of shape (d, n) or (b, d, n), one column per token.")
+    ] = ...,  # type: ignore[assignment]
+    weights: WeightsOpt = None,
+    seed: SeedOpt = 0,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write the output (.npy, same layout as the input).")
+    ] = None,
+    dtype: DTypeOpt = DType.float64,
+    max_memory: MaxMemoryOpt = None,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run the forward pass on a saved input and show how the signal evolves through the blocks.
+
+    Example: tfm run --input x.npy -o y.npy   (x.npy of shape (32, n) for the default spec)
+    """
+    with handled(json_out):
+        spec, _ = load(spec_path)
+        if output is not None:
+            check_output_path(output, [p for p in (spec_path, input_path, weights) if p], force)
+        result = run_forward(spec, input_path, weights, seed, dtype.value, max_memory)
+        if output is not None:
+            save_npy(output, result.output)
+    for note in result.notes:
+        err.print(f"note: {escape(note)}", soft_wrap=True)
+    data = result.to_dict() | {"output": str(output) if output else None}
+    if json_out:
+        print_json(data)
+    else:
+        out.print(render.run_table(result))
+        if output is not None:
+            out.print(f"wrote {output}", highlight=False)

@@ -1,0 +1,194 @@
+"""`tfm verify` and the `verify-*` commands: one check each, or all of them against the theory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .. import render
+from ..verify import (
+    check_causality,
+    check_decoding,
+    check_equivariance,
+    check_scaling,
+    overall_exit,
+    run_checks,
+    setup_from_file,
+)
+from .app import (
+    EXIT_CODES,
+    DType,
+    DTypeOpt,
+    Expect,
+    ExpectOpt,
+    JsonOpt,
+    MaxMemoryOpt,
+    SeedOpt,
+    SeqLenOpt,
+    SpecArg,
+    TolOpt,
+    WeightsOpt,
+    app,
+    handled,
+    load,
+    out,
+    print_json,
+)
+
+CHECKS = {
+    "equivariance": check_equivariance,
+    "causality": check_causality,
+    "decoding": check_decoding,
+    "scaling": check_scaling,
+}
+TrialsOpt = Annotated[
+    int, typer.Option("--trials", "-k", min=0, help="Random derangements besides the fixed permutations.")
+]
+SamplesOpt = Annotated[int, typer.Option("--samples", min=100, help="Query/key pairs drawn.")]
+
+
+def _check(
+    name: str,
+    spec_path: Path | None,
+    weights: Path | None,
+    seed: int,
+    dtype: DType,
+    seq_len: int | None,
+    tol: float | None,
+    expect: Expect,
+    json_out: bool,
+    max_memory: str | None,
+    **options: Any,
+) -> None:
+    """Shared body of the verify-* commands: build the setup, run one check, show it, exit with its code."""
+    with handled(json_out):
+        spec, source = load(spec_path)
+        setup, _, w_source = setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
+        result = CHECKS[name](setup, expect=expect.value, **options)
+    if json_out:
+        print_json(result.to_dict() | {"spec": spec.label, "source": source, "weights": w_source, "dtype": dtype.value})
+    else:
+        out.print(render.check_table(result))
+        out.print(render.summary_table(result))
+    raise typer.Exit(int(result.exit_code))
+
+
+@app.command("verify-equivariance", epilog=EXIT_CODES)
+def verify_equivariance(
+    spec_path: SpecArg = None,
+    weights: WeightsOpt = None,
+    trials: TrialsOpt = 8,
+    seq_len: SeqLenOpt = None,
+    seed: SeedOpt = 0,
+    dtype: DTypeOpt = DType.float64,
+    tol: TolOpt = None,
+    expect: ExpectOpt = Expect.holds,
+    max_memory: MaxMemoryOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check Transformer(XP) = Transformer(X)P (seed property a) on random inputs.
+
+    Tries the identity (error must be exactly 0), an adjacent swap, the reversal, a cyclic shift and random
+    derangements; error = max|T(XP) - T(X)P| / max|T(X)|. A control adds a position-dependent term to the
+    same model and must break the property by 1000 x tol, or the verdict is INCONCLUSIVE.
+
+    Example: tfm verify-equivariance examples/configs/seed-plain.yaml --trials 20 --dtype float32
+    """
+    _check("equivariance", spec_path, weights, seed, dtype, seq_len, tol, expect, json_out, max_memory, trials=trials)
+
+
+@app.command("verify-causality", epilog=EXIT_CODES)
+def verify_causality(
+    spec_path: SpecArg = None,
+    weights: WeightsOpt = None,
+    seq_len: SeqLenOpt = None,
+    seed: SeedOpt = 0,
+    dtype: DTypeOpt = DType.float64,
+    tol: TolOpt = None,
+    expect: ExpectOpt = Expect.holds,
+    max_memory: MaxMemoryOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check that output column t depends only on columns <= t, and that it does depend on them.
+
+    For each t, changing the columns after t must leave columns 0..t unchanged; changing column 0 must
+    move every output column (else INCONCLUSIVE). A spec without the causal mask shows where it leaks.
+
+    Example: tfm verify-causality examples/configs/tiny-causal.yaml
+    """
+    _check("causality", spec_path, weights, seed, dtype, seq_len, tol, expect, json_out, max_memory)
+
+
+@app.command("verify-decoding", epilog=EXIT_CODES)
+def verify_decoding(
+    spec_path: SpecArg = None,
+    weights: WeightsOpt = None,
+    seq_len: SeqLenOpt = None,
+    seed: SeedOpt = 0,
+    dtype: DTypeOpt = DType.float64,
+    tol: TolOpt = None,
+    expect: ExpectOpt = Expect.holds,
+    max_memory: MaxMemoryOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check that decoding one column at a time with a key/value cache equals the parallel forward pass.
+
+    Holds for causal specs (seed 001). Controls: a decoder whose cache misses one step, and one that
+    encodes positions off by one, must both be caught.
+
+    Example: tfm verify-decoding examples/configs/tiny-causal.yaml --seq-len 32
+    """
+    _check("decoding", spec_path, weights, seed, dtype, seq_len, tol, expect, json_out, max_memory)
+
+
+@app.command("verify-scaling", epilog=EXIT_CODES)
+def verify_scaling(
+    spec_path: SpecArg = None,
+    samples: SamplesOpt = 20000,
+    seed: SeedOpt = 0,
+    dtype: DTypeOpt = DType.float64,
+    expect: ExpectOpt = Expect.holds,
+    max_memory: MaxMemoryOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check that scores of unit-variance queries and keys have variance m unscaled and 1 with sqrt scaling.
+
+    The band is 4 standard errors of the sample variance, sqrt((2m^2 + 6m) / samples) times scale^2.
+
+    Example: tfm verify-scaling examples/configs/attention-is-all-you-need-base.yaml
+    """
+    _check("scaling", spec_path, None, seed, dtype, None, None, expect, json_out, max_memory, samples=samples)
+
+
+@app.command(epilog=EXIT_CODES)
+def verify(
+    spec_path: SpecArg = None,
+    weights: WeightsOpt = None,
+    seq_len: SeqLenOpt = None,
+    seed: SeedOpt = 0,
+    dtype: DTypeOpt = DType.float64,
+    tol: TolOpt = None,
+    max_memory: MaxMemoryOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run every check against what theory predicts for the spec: one table, one exit code (for CI).
+
+    Checks: parameter count = closed form = stored arrays; softmax columns sum to 1; equivariance (holds
+    iff no positions and no mask); causality and KV-cache decoding (hold iff causal); score scaling.
+
+    Example: tfm verify examples/configs/gpt2-small.yaml --seq-len 8
+    """
+    with handled(json_out):
+        spec, source = load(spec_path)
+        setup, w, w_source = setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
+        results = run_checks(setup, w)
+    code = overall_exit(results)
+    if json_out:
+        checks = [r.to_dict() for r in results]
+        print_json({"spec": spec.label, "source": source, "weights": w_source, "dtype": dtype.value,
+                    "exit_code": int(code), "checks": checks})  # fmt: skip
+    else:
+        out.print(render.verify_table(spec, results))
+    raise typer.Exit(int(code))

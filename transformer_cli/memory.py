@@ -1,0 +1,101 @@
+"""How much memory a forward pass needs, estimated from the spec before anything is allocated.
+
+The estimate is an upper bound of the arrays the NumPy forward pass holds at its peak, so a command can
+refuse a size that does not fit instead of being killed by the operating system.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import TfmError
+from .params import count_params
+from .spec import Spec
+
+UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+class MemoryLimitError(TfmError):
+    """The estimated memory of a command exceeds the available memory or --max-memory."""
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes held at the peak of a forward pass over a (b, d, n) input, by part."""
+
+    weights: int  # the weights as loaded (float64) plus their stacked copies in the compute dtype
+    activations: int  # the (b, d, n) arrays alive across a block
+    attention: int  # Q, K, V, scores and weights, head outputs: the n^2 part
+    feedforward: int  # the (b, r, n) hidden layer
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.activations + max(self.attention, self.feedforward)
+
+    def to_dict(self) -> dict[str, int]:
+        return {"weights": self.weights, "activations": self.activations, "attention": self.attention,
+                "feedforward": self.feedforward, "total": self.total}  # fmt: skip
+
+
+def estimate_forward(spec: Spec, b: int, n: int, dtype: str | np.dtype = "float64") -> MemoryEstimate:
+    """Peak memory of Transformer(X) for X of shape (b, d, n), in exact integers (any size)."""
+    s = np.dtype(dtype).itemsize
+    params = count_params(spec, check=False).total
+    H, m, d, r = spec.H, spec.m, spec.d, spec.r
+    mask = n * n * (8 + s) if spec.mask == "causal" else 0  # the float64 -inf mask and its cast
+    return MemoryEstimate(
+        weights=8 * params + s * params,
+        activations=6 * b * d * n * s + 3 * d * n * 8,  # X and its sublayer outputs; positions in float64
+        attention=(2 * b * H * n * n + 5 * b * H * m * n) * s + mask,  # S and A; Q, K, V, heads and their reshape
+        feedforward=2 * b * r * n * s,
+    )
+
+
+def available_memory() -> int | None:
+    """Memory the system can give this process now (Linux MemAvailable), or None if unknown."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
+
+
+def parse_size(text: str) -> int:
+    """'512M', '1.5G', '2GB', '1000000' -> bytes (binary units)."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(i?B)?\s*", text, re.IGNORECASE)
+    if not match:
+        raise TfmError(f"--max-memory: got '{text}', expected a size such as 512M, 1.5G or 2GB")
+    value = float(match.group(1)) * UNITS[match.group(2).upper()]
+    if value <= 0:
+        raise TfmError(f"--max-memory: got '{text}', expected a positive size")
+    return int(value)
+
+
+def human(size: int | float) -> str:
+    """Bytes in binary units: 1536 -> '1.5 KiB'."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(size) < 1024 or unit == "PiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.3g} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def check_memory(estimate: MemoryEstimate, max_memory: str | None, what: str) -> None:
+    """Refuse before allocating when the estimate exceeds --max-memory or the memory available now."""
+    limit = parse_size(max_memory) if max_memory else available_memory()
+    source = "--max-memory" if max_memory else "available memory"
+    if limit is not None and estimate.total > limit:
+        raise MemoryLimitError(
+            f"{what} needs about {human(estimate.total)} (weights {human(estimate.weights)}, attention "
+            f"{human(estimate.attention)}), more than the {source} of {human(limit)}"
+        )
