@@ -63,7 +63,7 @@ def test_count_json_is_the_reference_figures(runner):
     assert data["per_block"] == data["closed_form"]["per_block"] == expected["params_per_block"]
     assert data["total"] == data["closed_form"]["total"] == expected["params_total"]
     assert {"name", "tensors"} <= set(data) and data["tensors"][0] == {
-        "name": "blocks.0.attention.W_Q", "shape": [3, 4, 10], "count": 120, "component": "attention",
+        "name": "blocks.{i}.attention.W_Q", "shape": [3, 4, 10], "count": 120, "copies": 2, "component": "attention",
     }  # fmt: skip
 
 

@@ -83,6 +83,9 @@ def test_a_closed_form_that_disagrees_is_loud(monkeypatch):
 
 def test_json_lists_every_tensor_with_its_count():
     data = count_params(load_spec(DATA / "standard-pre-causal" / "spec.yaml")).to_dict()
-    assert sum(t["count"] for t in data["tensors"]) == data["total"]
+    assert sum(t["count"] * t["copies"] for t in data["tensors"]) == data["total"]
     assert all(t["count"] == int(np.prod(t["shape"])) for t in data["tensors"])
-    assert {"final_norm.gamma", "blocks.1.attention.b_O", "blocks.0.norm2.beta"} <= {t["name"] for t in data["tensors"]}
+    assert {"final_norm.gamma", "blocks.{i}.attention.b_O", "blocks.{i}.norm2.beta"} <= {
+        t["name"] for t in data["tensors"]
+    }
+    assert {t["copies"] for t in data["tensors"]} == {1, 2}

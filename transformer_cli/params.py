@@ -134,9 +134,15 @@ class ParamCount:
             },
             "components": self.components(),
             "depends_on_sequence_length": False,
-            "tensors": [
-                {"name": t.name, "shape": list(t.shape), "count": t.count, "component": t.component}
-                for t in all_tensors(self.spec)
+            "tensors": [  # block tensors once, named with {i}: listing N copies would not scale to any N
+                {
+                    "name": t.name.replace("blocks.0.", "blocks.{i}."),
+                    "shape": list(t.shape),
+                    "count": t.count,
+                    "copies": self.spec.N if t.name.startswith("blocks.") else 1,
+                    "component": t.component,
+                }
+                for t in self.block + self.model
             ],
         }
 

@@ -128,7 +128,10 @@ def _valid(name: str, value: Any) -> bool:
 
 
 def _fail(source: str, key: str, value: Any, expected: str) -> SpecError:
-    shown = repr(value) if not isinstance(value, str) else f"'{value}'"
+    if isinstance(value, bool) or value is None:
+        shown = {True: "true", False: "false", None: "null"}[value]  # as YAML spells them
+    else:
+        shown = repr(value) if not isinstance(value, str) else f"'{value}'"
     return SpecError(f"{source}: key '{key}': got {shown[:80]}, expected {expected}")
 
 
@@ -168,7 +171,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
 
 
 class _SpecLoader(yaml.SafeLoader):
-    """SafeLoader that refuses aliases: a spec never needs them, and they allow "billion laughs"."""
+    """SafeLoader that refuses aliases (a spec never needs them; they allow "billion laughs") and duplicate keys."""
 
     def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
         if self.check_event(yaml.AliasEvent):
@@ -177,6 +180,16 @@ class _SpecLoader(yaml.SafeLoader):
                 None, None, "aliases (*name) are not allowed in a spec file", event.start_mark
             )
         return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, (str, int, float)) and key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"key '{key}' appears twice", key_node.start_mark)
+            if isinstance(key, (str, int, float)):
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def _read_text(path: Path) -> str:

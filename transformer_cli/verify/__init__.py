@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import ExitCode
 from ..spec import Spec
-from ..weights import Weights, init_weights
+from ..weights import Weights
 from .causality import check_causality
 from .common import CheckResult, Setup, default_tol, make_setup, setup_from_file
 from .decoding import check_decoding
@@ -23,8 +23,11 @@ def verify_all(
     max_memory: str | None = None,
 ) -> list[CheckResult]:
     """Run every check against the theory's prediction for `spec`."""
-    weights = weights if weights is not None else init_weights(spec, seed)
-    return run_checks(make_setup(spec, weights, seed, dtype, n, tol, max_memory), weights)
+    if weights is None:  # seeded weights, built only once the memory check has passed
+        setup, weights, _ = setup_from_file(spec, None, seed, dtype, n, tol, max_memory)
+    else:
+        setup = make_setup(spec, weights, seed, dtype, n, tol, max_memory)
+    return run_checks(setup, weights)
 
 
 def run_checks(setup: Setup, weights: Weights) -> list[CheckResult]:
