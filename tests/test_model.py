@@ -7,7 +7,7 @@ import pytest
 from conftest import REFERENCE_CASES, random_weights, reference
 
 from transformer_cli import Spec, Transformer, init_weights, load_spec
-from transformer_cli.model import causal_mask, gelu, sinusoidal_positions, softmax_columns
+from transformer_cli.model import causal_mask, gelu_, sinusoidal_positions, softmax_columns
 
 
 def seed_transformer(w: dict, spec: Spec, X: np.ndarray) -> np.ndarray:
@@ -110,14 +110,14 @@ def test_sinusoidal_positions_follow_the_formula():
 
 
 def test_causal_mask_forbids_exactly_the_later_keys():
-    M = causal_mask(4, 4)
-    assert np.array_equal(np.isinf(M), np.tril(np.ones((4, 4), bool), -1))
+    assert np.array_equal(np.isinf(causal_mask(0, 4, 4)), np.triu(np.ones((4, 4), bool), 1))  # (n_q, n_k)
+    assert np.array_equal(np.isinf(causal_mask(2, 4, 4)), [[False] * 3 + [True], [False] * 4])
 
 
 def test_gelu_is_the_tanh_form():
     x = np.array([-3.0, -0.5, 0.0, 0.7, 2.0])
     expected = [0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v**3))) for v in x]
-    assert np.allclose(gelu(x), expected, rtol=0, atol=1e-15)
+    assert np.allclose(gelu_(x.copy()), expected, rtol=0, atol=1e-15)
 
 
 def test_init_keeps_activations_of_order_one_through_depth():

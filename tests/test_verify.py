@@ -127,7 +127,7 @@ def test_causality_reports_the_leak_of_a_spec_without_mask():
 
 def test_causality_catches_a_mask_that_lets_one_future_key_through(monkeypatch):
     real = model_module.causal_mask
-    monkeypatch.setattr(model_module, "causal_mask", lambda nk, nq, offset=0: real(nk, nq, offset + 1))
+    monkeypatch.setattr(model_module, "causal_mask", lambda q0, q1, n_k: real(q0 + 1, q1 + 1, n_k))
     result = check_causality(setup_for(CAUSAL))
     assert result.exit_code == ExitCode.VIOLATED
     assert result.summary["leaking_positions"] == list(range(CAUSAL and setup_for(CAUSAL).n - 1))
@@ -189,11 +189,12 @@ def test_scaling_with_m_1_cannot_tell_and_says_so():
 def test_softmax_columns_hold_and_a_row_softmax_fails(monkeypatch):
     assert check_softmax(setup_for(CAUSAL)).exit_code == ExitCode.OK
 
-    def row_softmax(S):
-        A = np.exp(S - S.max(axis=-1, keepdims=True))
-        return A / A.sum(axis=-1, keepdims=True)
+    def over_queries(P):  # the softmax taken over the wrong axis
+        P[...] = np.exp(P - P.max(axis=-2, keepdims=True))
+        P /= P.sum(axis=-2, keepdims=True)
+        return P
 
-    monkeypatch.setattr(model_module, "softmax_columns", row_softmax)
+    monkeypatch.setattr(model_module, "softmax_rows_", over_queries)
     assert check_softmax(setup_for(CAUSAL)).exit_code == ExitCode.VIOLATED
 
 

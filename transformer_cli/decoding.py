@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import Array, Transformer
+from .model import Array, Transformer, from_columns, to_columns
 
 
 def decode(model: Transformer, X: Array, position_offset: int = 0, stale_at: int | None = None) -> Array:
@@ -18,26 +18,25 @@ def decode(model: Transformer, X: Array, position_offset: int = 0, stale_at: int
     position_offset: encode column t at position t + offset (a fault when not 0).
     stale_at: at step t = stale_at the new key and value are used but not stored (a fault).
     """
-    X3 = np.asarray(X, dtype=model.dtype)
-    X3 = X3[None] if X3.ndim == 2 else X3  # (b, d, n)
+    X = np.asarray(X)
+    Z = to_columns(X, model.dtype)  # (d, b, n)
     cache: list[tuple[list[Array], list[Array]]] = [([], []) for _ in model.blocks]  # per block: K, V columns
     columns = []
-    for t in range(X3.shape[-1]):
-        x = X3[:, :, t : t + 1]  # (b, d, 1)
+    for t in range(Z.shape[-1]):
+        z = Z[:, :, t : t + 1]  # (d, b, 1)
         pe = model.positions(t + position_offset, 1)
-        x = x + pe if pe is not None else x
+        z = z + pe[:, None, :] if pe is not None else z
         for blk, (Ks, Vs) in zip(model.blocks, cache, strict=True):
 
-            def attention(z: Array, blk=blk, Ks=Ks, Vs=Vs, t=t) -> Array:
-                Q, K, V = model.qkv(blk, z)  # each (b, H, m, 1)
+            def attention(u: Array, blk=blk, Ks=Ks, Vs=Vs, t=t) -> Array:
+                Q, K, V = model.qkv(blk, u)  # each (b, H, m, 1)
                 K_all = np.concatenate([*Ks, K], axis=-1)  # (b, H, m, t + 1): every key up to now
                 V_all = np.concatenate([*Vs, V], axis=-1)
                 if t != stale_at:
                     Ks.append(K)
                     Vs.append(V)
-                return model.attend(blk, Q, K_all, V_all, None)[0]
+                return model.project(blk, model.attend(Q, K_all, V_all, causal=False))
 
-            x = model.apply_block(blk, x, attention)
-        columns.append(model.finish(x))
-    Y = np.concatenate(columns, axis=-1)  # (b, d, n)
-    return Y[0] if np.ndim(X) == 2 else Y
+            z = model.apply_block(blk, z, attention)
+        columns.append(model.finish(z))
+    return from_columns(np.concatenate(columns, axis=-1), X.ndim)  # (d, b, n) -> the input's layout

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import TfmError
+from .model import CHUNK_BYTES, chunk_size
 from .params import count_params
 from .spec import Spec
 
@@ -41,17 +42,21 @@ class MemoryEstimate:
                 "feedforward": self.feedforward, "total": self.total}  # fmt: skip
 
 
-def estimate_forward(spec: Spec, b: int, n: int, dtype: str | np.dtype = "float64") -> MemoryEstimate:
+def estimate_forward(
+    spec: Spec, b: int, n: int, dtype: str | np.dtype = "float64", chunk_bytes: int = CHUNK_BYTES
+) -> MemoryEstimate:
     """Peak memory of Transformer(X) for X of shape (b, d, n), in exact integers (any size)."""
     s = np.dtype(dtype).itemsize
     params = count_params(spec, check=False).total
     H, m, d, r = spec.H, spec.m, spec.d, spec.r
-    mask = n * n * (8 + s) if spec.mask == "causal" else 0  # the float64 -inf mask and its cast
+    c = chunk_size(b, H, n, n, s, chunk_bytes) if n else 0
+    mask = c * n * (8 + s) if spec.mask == "causal" else 0  # one chunk's float64 -inf mask and its cast
+    stacked = params if s != 8 else 4 * H * m * d * spec.N  # float64 weights are used in place but Q, K, V, O
     return MemoryEstimate(
-        weights=8 * params + s * params,
-        activations=6 * b * d * n * s + 3 * d * n * 8,  # X and its sublayer outputs; positions in float64
-        attention=(2 * b * H * n * n + 5 * b * H * m * n) * s + mask,  # S and A; Q, K, V, heads and their reshape
-        feedforward=2 * b * r * n * s,
+        weights=8 * params + s * stacked,  # as loaded (float64), plus the model's stacked copies
+        activations=b * d * n * (8 + 5 * s) + 3 * d * n * 8,  # the input, X and sublayer outputs; positions
+        attention=(4 * b * H * m * n + 2 * b * H * c * n) * s + mask,  # Q, K, V, heads; a chunk of scores, twice
+        feedforward=2 * b * r * n * s,  # the hidden layer and the activation's temporary
     )
 
 

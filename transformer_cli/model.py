@@ -1,8 +1,9 @@
-"""The transformer forward pass in NumPy, in the seed's column layout: X is (d, n), one column per token.
+"""The transformer forward pass in NumPy, in the seed's column layout: one column per token.
 
-Internally every array carries a batch axis: X is (b, d, n). All heads are computed by one matmul each:
-the per-head weights (H, m, d) are stacked into one (3Hm, d) projection and the output weights (H, d, m)
-into one (d, Hm) matrix.
+Inside the model a batch is held as X of shape (d, b, n): the b sequences' columns side by side, so every
+projection is one matrix product over all b*n columns. The per-head weights (H, m, d) are stacked into one
+(3Hm, d) projection and the output weights (H, d, m) into one (d, Hm) matrix, so no loop runs over heads.
+Attention is computed for a chunk of queries at a time, so its extra memory grows as O(n), not O(n^2).
 """
 
 from __future__ import annotations
@@ -17,33 +18,55 @@ from .spec import Spec
 from .weights import Weights
 
 Array = np.ndarray
+CHUNK_BYTES = 64 << 20  # default budget for one chunk of attention scores
 
 
 def softmax_columns(S: Array) -> Array:
-    """Softmax of each column (over axis -2, the keys), stable; -inf entries become exact zeros."""
+    """The seed's Softmax: softmax of each column (over axis -2, the keys), stable; -inf gives exact zeros."""
     A = S - S.max(axis=-2, keepdims=True)  # (..., n_k, n_q)
     np.exp(A, out=A)
     A /= A.sum(axis=-2, keepdims=True)
     return A
 
 
+def softmax_rows_(P: Array) -> Array:
+    """The same softmax on the transposed scores (..., n_q, n_k), over the last axis, in place."""
+    P -= P.max(axis=-1, keepdims=True)
+    np.exp(P, out=P)
+    P /= P.sum(axis=-1, keepdims=True)
+    return P
+
+
 def layer_norm(X: Array, gamma: Array, beta: Array, eps: float) -> Array:
-    """Normalise each column over its d entries: (b, d, n) -> (b, d, n); gamma, beta are (d, 1)."""
-    mean = X.mean(axis=-2, keepdims=True)
-    var = X.var(axis=-2, keepdims=True)
-    return (X - mean) / np.sqrt(var + eps) * gamma + beta
+    """Normalise each column over its d entries (axis 0): (d, b, n) -> (d, b, n); gamma, beta are (d, 1, 1)."""
+    mean = X.mean(axis=0)
+    centred = X - mean
+    var = np.mean(np.square(centred), axis=0)
+    centred *= 1.0 / np.sqrt(var + eps)
+    centred *= gamma
+    centred += beta
+    return centred
 
 
-def relu(X: Array) -> Array:
-    return np.maximum(X, 0)
+def relu_(X: Array) -> Array:
+    return np.maximum(X, 0, out=X)
 
 
-def gelu(X: Array) -> Array:
-    """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
-    return 0.5 * X * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (X + 0.044715 * X**3)))  # Python floats keep X's dtype
+def gelu_(X: Array) -> Array:
+    """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), overwriting X."""
+    inner = X * X
+    inner *= 0.044715
+    inner += 1.0
+    inner *= X
+    inner *= math.sqrt(2.0 / math.pi)  # a Python float keeps X's dtype
+    np.tanh(inner, out=inner)
+    inner += 1.0
+    X *= inner
+    X *= 0.5
+    return X
 
 
-ACTIVATIONS: dict[str, Callable[[Array], Array]] = {"relu": relu, "gelu": gelu}
+ACTIVATIONS: dict[str, Callable[[Array], Array]] = {"relu": relu_, "gelu": gelu_}
 
 
 def sinusoidal_positions(d: int, n: int) -> Array:
@@ -54,50 +77,64 @@ def sinusoidal_positions(d: int, n: int) -> Array:
     return np.where(rows[:, None] % 2 == 0, np.sin(angle), np.cos(angle))
 
 
-def causal_mask(n_k: int, n_q: int, offset: int = 0) -> Array:
-    """Additive mask (n_k, n_q): -inf where key k comes after query q (k > q + offset), else 0."""
-    later = np.arange(n_k)[:, None] > np.arange(n_q)[None, :] + offset
+def causal_mask(q0: int, q1: int, n_k: int) -> Array:
+    """Additive mask (q1 - q0, n_k) for queries q0..q1-1: -inf where key k comes after query q, else 0."""
+    later = np.arange(n_k)[None, :] > np.arange(q0, q1)[:, None]
     return np.where(later, -np.inf, 0.0)
 
 
 def scores(Q: Array, K: Array, scale: float) -> Array:
-    """Attention scores scale * K^T Q: (b, H, m, n_q), (b, H, m, n_k) -> (b, H, n_k, n_q)."""
-    S = np.matmul(K.swapaxes(-1, -2), Q)
+    """Transposed attention scores scale * Q^T K: (b, H, m, n_q), (b, H, m, n_k) -> (b, H, n_q, n_k)."""
+    P = np.matmul(Q.swapaxes(-1, -2), K)
     if scale != 1.0:
-        S *= scale
-    return S
+        P *= scale
+    return P
+
+
+def chunk_size(b: int, H: int, n_q: int, n_k: int, itemsize: int, chunk_bytes: int) -> int:
+    """How many queries fit in one chunk of scores (b, H, chunk, n_k) within chunk_bytes (at least 1)."""
+    return max(1, min(n_q, chunk_bytes // max(b * H * n_k * itemsize, 1)))
+
+
+def linear(W: Array, X: Array) -> Array:
+    """W X for X of shape (d, b, n): one matrix product over all b*n columns -> (rows of W, b, n)."""
+    d, b, n = X.shape
+    return np.matmul(W, X.reshape(d, b * n)).reshape(W.shape[0], b, n)
 
 
 @dataclass
 class Block:
-    """One block's weights, stacked so that all heads go through one matmul."""
+    """One block's weights, stacked so that all heads go through one matmul; vectors as (k, 1, 1) columns."""
 
     W_qkv: Array  # (3Hm, d): rows are [W_Q^1..W_Q^H, W_K^1.., W_V^1..]
-    b_qkv: Array | None  # (3Hm, 1)
+    b_qkv: Array | None  # (3Hm, 1, 1)
     W_O: Array  # (d, Hm): columns h*m .. (h+1)*m - 1 are W_O^h
-    b_O: Array | None  # (d, 1)
+    b_O: Array | None  # (d, 1, 1)
     W1: Array  # (r, d)
-    b1: Array  # (r, 1)
+    b1: Array  # (r, 1, 1)
     W2: Array  # (d, r)
-    b2: Array  # (d, 1)
-    norm1: tuple[Array, Array] | None  # gamma, beta as (d, 1)
+    b2: Array  # (d, 1, 1)
+    norm1: tuple[Array, Array] | None  # gamma, beta as (d, 1, 1)
     norm2: tuple[Array, Array] | None
 
 
 def _column(v: Array) -> Array:
-    return v.reshape(-1, 1)
+    return v.reshape(-1, 1, 1)
 
 
 def stack_block(spec: Spec, w: Weights, i: int, dtype: np.dtype) -> Block:
     """Gather block i's weights from the flat dict and stack the heads."""
     p = f"blocks.{i}."
     H, m, d = spec.H, spec.m, spec.d
-    get = lambda name: np.asarray(w[p + name], dtype=dtype)  # noqa: E731
+
+    def get(name: str) -> Array:
+        return np.asarray(w[p + name], dtype=dtype)
+
     W_qkv = np.concatenate([get(f"attention.{x}").reshape(H * m, d) for x in ("W_Q", "W_K", "W_V")])
-    W_O = get("attention.W_O").transpose(1, 0, 2).reshape(d, H * m)  # (H, d, m) -> (d, H, m) -> (d, Hm)
+    W_O = np.ascontiguousarray(get("attention.W_O").transpose(1, 0, 2).reshape(d, H * m))  # (H, d, m) -> (d, Hm)
     b_qkv = b_O = None
     if spec.attention_bias:
-        b_qkv = np.concatenate([get(f"attention.{x}").reshape(H * m) for x in ("b_Q", "b_K", "b_V")])[:, None]
+        b_qkv = _column(np.concatenate([get(f"attention.{x}").reshape(H * m) for x in ("b_Q", "b_K", "b_V")]))
         b_O = _column(get("attention.b_O"))
     norms = [None, None]
     if spec.norm != "none":
@@ -110,11 +147,17 @@ def stack_block(spec: Spec, w: Weights, i: int, dtype: np.dtype) -> Block:
 
 
 class Transformer:
-    """Block_N o ... o Block_1 (after adding positions), for a spec and its weights, in one dtype."""
+    """Block_N o ... o Block_1 (after adding positions), for a spec and its weights, in one dtype.
 
-    def __init__(self, spec: Spec, weights: Weights, dtype: type | np.dtype = np.float64):
+    chunk_bytes bounds the attention scores held at once: queries are processed in chunks that fit it.
+    """
+
+    def __init__(
+        self, spec: Spec, weights: Weights, dtype: type | np.dtype = np.float64, chunk_bytes: int = CHUNK_BYTES
+    ):
         self.spec = spec
         self.dtype = np.dtype(dtype)
+        self.chunk_bytes = chunk_bytes
         self.blocks = [stack_block(spec, weights, i, self.dtype) for i in range(spec.N)]
         self.P = np.asarray(weights["positional.P"], self.dtype) if spec.positional == "learned" else None
         self.final_norm = None
@@ -134,43 +177,71 @@ class Transformer:
         return None
 
     def qkv(self, blk: Block, X: Array) -> tuple[Array, Array, Array]:
-        """Projections of all heads at once: (b, d, n) -> Q, K, V each (b, H, m, n)."""
-        b, _, n = X.shape
-        QKV = np.matmul(blk.W_qkv, X)  # (b, 3Hm, n)
+        """Projections of all heads at once: (d, b, n) -> Q, K, V, each a (b, H, m, n) view."""
+        _, b, n = X.shape
+        QKV = linear(blk.W_qkv, X)  # (3Hm, b, n)
         if blk.b_qkv is not None:
             QKV += blk.b_qkv
-        QKV = QKV.reshape(b, 3, self.spec.H, self.spec.m, n)
-        return QKV[:, 0], QKV[:, 1], QKV[:, 2]
+        QKV = QKV.reshape(3, self.spec.H, self.spec.m, b, n).transpose(0, 3, 1, 2, 4)  # (3, b, H, m, n)
+        return QKV[0], QKV[1], QKV[2]
 
-    def attend(self, blk: Block, Q: Array, K: Array, V: Array, mask: Array | None) -> tuple[Array, Array]:
-        """sum_h W_O^h V_h Softmax(scale K_h^T Q_h): returns the output (b, d, n_q) and weights (b, H, n_k, n_q)."""
-        S = scores(Q, K, self.spec.score_scale)
-        if mask is not None:
-            S += mask
-        A = softmax_columns(S)
-        heads = np.matmul(V, A)  # (b, H, m, n_q)
-        b, H, m, n_q = heads.shape
-        out = np.matmul(blk.W_O, heads.reshape(b, H * m, n_q))  # (b, d, n_q)
+    def attend(self, Q: Array, K: Array, V: Array, causal: bool, weights_out: list | None = None) -> Array:
+        """Each head's V Softmax(scale K^T Q), a chunk of queries at a time: -> heads (H, m, b, n_q).
+
+        Q: (b, H, m, n_q); K, V: (b, H, m, n_k). With `causal`, query q sees keys 0..q only (and the keys
+        after a chunk's last query are never touched). `weights_out` receives the weights (b, H, n_k, n_q).
+        """
+        b, H, m, n_q = Q.shape
+        n_k = K.shape[-1]
+        heads = np.empty((H, m, b, n_q), dtype=self.dtype)
+        A = np.zeros((b, H, n_q, n_k), dtype=self.dtype) if weights_out is not None else None
+        step = chunk_size(b, H, n_q, n_k, self.dtype.itemsize, self.chunk_bytes)
+        for q0 in range(0, n_q, step):
+            q1 = min(q0 + step, n_q)
+            k1 = q1 if causal else n_k  # keys after the chunk's last query are all masked
+            P = scores(Q[..., q0:q1], K[..., :k1], self.spec.score_scale)  # (b, H, q1 - q0, k1)
+            if causal:
+                P += causal_mask(q0, q1, k1).astype(self.dtype)
+            softmax_rows_(P)
+            np.matmul(V[..., :k1], P.swapaxes(-1, -2), out=heads.transpose(2, 0, 1, 3)[..., q0:q1])
+            if A is not None:
+                A[:, :, q0:q1, :k1] = P
+        if weights_out is not None:
+            weights_out.append(A.swapaxes(-1, -2))
+        return heads
+
+    def project(self, blk: Block, heads: Array) -> Array:
+        """sum_h W_O^h heads_h (+ b_O): (H, m, b, n) -> (d, b, n)."""
+        H, m, b, n = heads.shape
+        out = linear(blk.W_O, heads.reshape(H * m, b, n))
         if blk.b_O is not None:
             out += blk.b_O
-        return out, A
+        return out
+
+    def self_attention(self, blk: Block, X: Array, weights_out: list | None = None) -> Array:
+        """The attention sublayer without its residual: (d, b, n) -> (d, b, n)."""
+        heads = self.attend(*self.qkv(blk, X), causal=self.spec.mask == "causal", weights_out=weights_out)
+        return self.project(blk, heads)
 
     def feedforward(self, blk: Block, X: Array) -> Array:
-        """W2 act(W1 X + b1 1^T) + b2 1^T, without the residual: (b, d, n) -> (b, d, n)."""
-        hidden = ACTIVATIONS[self.spec.activation](np.matmul(blk.W1, X) + blk.b1)  # (b, r, n)
-        return np.matmul(blk.W2, hidden) + blk.b2
+        """W2 act(W1 X + b1 1^T) + b2 1^T, without the residual: (d, b, n) -> (d, b, n)."""
+        hidden = linear(blk.W1, X)  # (r, b, n)
+        hidden += blk.b1
+        out = linear(blk.W2, ACTIVATIONS[self.spec.activation](hidden))
+        out += blk.b2
+        return out
 
     def apply_block(self, blk: Block, X: Array, attention: Callable[[Array], Array]) -> Array:
         """One block around an attention sublayer (no residual inside it), with the spec's norm placement."""
         eps = self.spec.norm_eps
         if self.spec.norm == "post":
-            X = layer_norm(X + attention(X), *blk.norm1, eps)
-            return layer_norm(X + self.feedforward(blk, X), *blk.norm2, eps)
+            X = layer_norm(_residual(X, attention(X)), *blk.norm1, eps)
+            return layer_norm(_residual(X, self.feedforward(blk, X)), *blk.norm2, eps)
         if self.spec.norm == "pre":
-            X = X + attention(layer_norm(X, *blk.norm1, eps))
-            return X + self.feedforward(blk, layer_norm(X, *blk.norm2, eps))
-        X = X + attention(X)
-        return X + self.feedforward(blk, X)
+            X = _residual(X, attention(layer_norm(X, *blk.norm1, eps)))
+            return _residual(X, self.feedforward(blk, layer_norm(X, *blk.norm2, eps)))
+        X = _residual(X, attention(X))
+        return _residual(X, self.feedforward(blk, X))
 
     def finish(self, X: Array) -> Array:
         """The final layer norm of pre-norm models; identity otherwise."""
@@ -186,27 +257,18 @@ class Transformer:
         `trace` receives the RMS of the activations after the positions and after each block;
         `weights_out` receives each block's attention weights (b, H, n_k, n_q).
         """
-        X3 = np.asarray(X, dtype=self.dtype)
-        X3 = X3[None] if X3.ndim == 2 else X3  # (b, d, n)
-        n = X3.shape[-1]
-        pe = self.positions(0, n)
-        X3 = X3 + pe if pe is not None else X3.copy()
-        mask = causal_mask(n, n).astype(self.dtype) if self.spec.mask == "causal" else None
+        X = np.asarray(X)
+        Z = to_columns(X, self.dtype)  # (d, b, n)
+        pe = self.positions(0, Z.shape[-1])
+        if pe is not None:
+            Z += pe[:, None, :]
         if trace is not None:
-            trace.append(_rms(X3))
+            trace.append(_rms(Z))
         for blk in self.blocks:
-
-            def attention(Z: Array, blk: Block = blk) -> Array:
-                out, A = self.attend(blk, *self.qkv(blk, Z), mask)
-                if weights_out is not None:
-                    weights_out.append(A)
-                return out
-
-            X3 = self.apply_block(blk, X3, attention)
+            Z = self.apply_block(blk, Z, lambda U, blk=blk: self.self_attention(blk, U, weights_out))
             if trace is not None:
-                trace.append(_rms(X3))
-        X3 = self.finish(X3)
-        return X3[0] if np.ndim(X) == 2 else X3
+                trace.append(_rms(Z))
+        return from_columns(self.finish(Z), X.ndim)
 
     def __call__(self, X: Array) -> Array:
         return self.forward(X)
@@ -216,6 +278,23 @@ class Transformer:
         found: list[Array] = []
         self.forward(X, weights_out=found)
         return found
+
+
+def to_columns(X: Array, dtype: np.dtype) -> Array:
+    """(d, n) or (b, d, n) -> a new contiguous (d, b, n) array in `dtype`."""
+    X3 = X[None] if X.ndim == 2 else X
+    return np.array(X3.transpose(1, 0, 2), dtype=dtype, order="C", copy=True)  # never a view of the input
+
+
+def from_columns(Z: Array, ndim: int) -> Array:
+    """(d, b, n) -> (d, n) if the input was 2-d, else a contiguous (b, d, n)."""
+    return Z[:, 0, :] if ndim == 2 else np.ascontiguousarray(Z.transpose(1, 0, 2))
+
+
+def _residual(X: Array, out: Array) -> Array:
+    """X + out, written into the sublayer's fresh output array."""
+    out += X
+    return out
 
 
 def _rms(X: Array) -> float:

@@ -1,0 +1,80 @@
+"""The straightforward forward pass, kept as the reference the optimised model must match.
+
+Written for clarity, not speed: X is (b, d, n), scores are the seed's (n_k, n_q) layout, all at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def softmax_columns(S):
+    A = np.exp(S - S.max(axis=-2, keepdims=True))
+    return A / A.sum(axis=-2, keepdims=True)
+
+
+def layer_norm(X, gamma, beta, eps):
+    mean = X.mean(axis=-2, keepdims=True)
+    var = X.var(axis=-2, keepdims=True)
+    return (X - mean) / np.sqrt(var + eps) * gamma[:, None] + beta[:, None]
+
+
+def activation(name, X):
+    if name == "relu":
+        return np.maximum(X, 0)
+    return 0.5 * X * (1 + np.tanh(np.sqrt(2 / np.pi) * (X + 0.044715 * X**3)))
+
+
+def positions(spec, w, n):
+    if spec.positional == "sinusoidal":
+        rows = np.arange(spec.d)[:, None]
+        angle = np.arange(n)[None, :] / 10000.0 ** (2 * (rows // 2) / spec.d)
+        return np.where(rows % 2 == 0, np.sin(angle), np.cos(angle))
+    if spec.positional == "learned":
+        return w["positional.P"][:, :n]
+    return 0.0
+
+
+def attention(spec, w, p, X):
+    """sum_h W_O^h (W_V^h X + b_V) Softmax(scale (W_K^h X + b_K)^T (W_Q^h X + b_Q)) + b_O, per head."""
+    n = X.shape[-1]
+    out = np.zeros_like(X)
+    for h in range(spec.H):
+        proj = {}
+        for k in ("Q", "K", "V"):
+            proj[k] = np.einsum("md,bdn->bmn", w[p + f"attention.W_{k}"][h], X)
+            if spec.attention_bias:
+                proj[k] = proj[k] + w[p + f"attention.b_{k}"][h][:, None]
+        S = spec.score_scale * np.einsum("bmk,bmq->bkq", proj["K"], proj["Q"])  # (b, n_k, n_q)
+        if spec.mask == "causal":
+            S = np.where(np.arange(n)[:, None] > np.arange(n)[None, :], -np.inf, S)
+        out = out + np.einsum("dm,bmq->bdq", w[p + "attention.W_O"][h], proj["V"] @ softmax_columns(S))
+    if spec.attention_bias:
+        out = out + w[p + "attention.b_O"][:, None]
+    return out
+
+
+def feedforward(spec, w, p, X):
+    hidden = activation(spec.activation, np.einsum("rd,bdn->brn", w[p + "ff.W1"], X) + w[p + "ff.b1"][:, None])
+    return np.einsum("dr,brn->bdn", w[p + "ff.W2"], hidden) + w[p + "ff.b2"][:, None]
+
+
+def reference_forward(spec, w, X):
+    """Transformer(X) for X (d, n) or (b, d, n), written out plainly."""
+    X3 = (X[None] if X.ndim == 2 else X) + positions(spec, w, X.shape[-1])
+    eps = spec.norm_eps
+    for i in range(spec.N):
+        p = f"blocks.{i}."
+        ln = {k: (w.get(p + f"{k}.gamma"), w.get(p + f"{k}.beta")) for k in ("norm1", "norm2")}
+        if spec.norm == "post":
+            X3 = layer_norm(X3 + attention(spec, w, p, X3), *ln["norm1"], eps)
+            X3 = layer_norm(X3 + feedforward(spec, w, p, X3), *ln["norm2"], eps)
+        elif spec.norm == "pre":
+            X3 = X3 + attention(spec, w, p, layer_norm(X3, *ln["norm1"], eps))
+            X3 = X3 + feedforward(spec, w, p, layer_norm(X3, *ln["norm2"], eps))
+        else:
+            X3 = X3 + attention(spec, w, p, X3)
+            X3 = X3 + feedforward(spec, w, p, X3)
+    if spec.norm == "pre":
+        X3 = layer_norm(X3, w["final_norm.gamma"], w["final_norm.beta"], eps)
+    return X3[0] if X.ndim == 2 else X3
