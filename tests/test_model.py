@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from conftest import REFERENCE_CASES, random_weights, reference
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference_model import reference_forward
 
 from transformer_cli import Spec, Transformer, init_weights, load_spec
 from transformer_cli.model import causal_mask, gelu_, sinusoidal_positions, softmax_columns
@@ -135,3 +140,41 @@ def test_init_is_deterministic_and_seeded():
     assert all(np.array_equal(a[k], b[k]) for k in a)
     assert not np.array_equal(a["blocks.0.attention.W_Q"], c["blocks.0.attention.W_Q"])
     assert all(v.dtype == np.float64 for v in a.values())
+
+
+variant_specs = st.builds(
+    Spec,
+    N=st.integers(1, 2), H=st.integers(1, 3), m=st.integers(1, 5), d=st.integers(1, 7), r=st.integers(1, 6),
+    scale=st.sampled_from(["none", "sqrt", 0.7]), mask=st.sampled_from(["none", "causal"]),
+    positional=st.sampled_from(["none", "sinusoidal", "learned"]), norm=st.sampled_from(["none", "pre", "post"]),
+    attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu"]),
+).map(lambda s: replace(s, max_len=20) if s.positional == "learned" else s)  # fmt: skip
+
+
+@settings(max_examples=80, deadline=None)
+@given(variant_specs, st.integers(1, 3), st.integers(1, 20), st.sampled_from([1, 3, 7, 10**9]), st.integers(0, 99))
+def test_optimised_pass_matches_the_straightforward_one(spec, b, n, chunk_queries, seed):
+    """Any spec, batch and n, with chunks of 1, 3 or 7 queries (n need not be a multiple) or one chunk."""
+    w = random_weights(spec, seed)
+    X = np.random.default_rng(seed).normal(size=(b, spec.d, n))
+    chunk_bytes = chunk_queries * b * spec.H * n * 8
+    y = Transformer(spec, w, chunk_bytes=chunk_bytes)(X)
+    assert rel(y, reference_forward(spec, w, X)) < 1e-12
+
+
+def test_chunked_equals_unchunked_for_a_long_causal_sequence():
+    spec = Spec(N=1, H=2, m=8, d=16, r=32, mask="causal", scale="sqrt", positional="sinusoidal", norm="pre")
+    w = random_weights(spec)
+    X = np.random.default_rng(0).normal(size=(spec.d, 1000))
+    one_chunk = Transformer(spec, w, chunk_bytes=1 << 40)(X)
+    for chunk_queries in (1, 64, 333):
+        chunked = Transformer(spec, w, chunk_bytes=chunk_queries * 2 * 1000 * 8)(X)
+        assert rel(chunked, one_chunk) < 1e-13
+
+
+def test_the_input_is_never_modified():
+    spec = Spec(N=1, H=1, m=2, d=4, r=3, positional="sinusoidal")
+    X = np.random.default_rng(0).normal(size=(4, 5))
+    before = X.copy()
+    Transformer(spec, random_weights(spec))(X)
+    assert np.array_equal(X, before)
