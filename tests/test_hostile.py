@@ -266,10 +266,11 @@ def test_sigkill_mid_write_leaves_nothing_or_a_whole_file(tmp_path):
 
 
 def test_ctrl_c_exits_130_and_writes_nothing(tmp_path):
-    x = _save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(400, 32, 256)))  # a few seconds of work
+    x = _save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(1500, 32, 256)))  # seconds of work
     out = tmp_path / "y.npy"
     proc = _tfm("run", "-i", x, "-o", out, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    assert "default spec" in proc.stderr.readline()  # printed once the command has started
+    time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr

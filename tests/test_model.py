@@ -178,3 +178,13 @@ def test_the_input_is_never_modified():
     before = X.copy()
     Transformer(spec, random_weights(spec))(X)
     assert np.array_equal(X, before)
+
+
+def test_batch_split_over_threads_equals_one_thread():
+    spec = Spec(N=2, H=4, m=8, d=32, r=64, norm="post", mask="causal", positional="sinusoidal")
+    w = random_weights(spec)
+    X = np.random.default_rng(0).normal(size=(7, spec.d, 300))  # 67,200 activations: above the threads' threshold
+    one = Transformer(spec, w, workers=1)(X)
+    two = Transformer(spec, w, workers=2)(X)
+    assert rel(two, one) < 1e-14
+    assert rel(two, reference_forward(spec, w, X)) < 1e-12

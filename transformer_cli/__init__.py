@@ -1,62 +1,37 @@
-"""tfm: inspect and verify transformer specs (the library behind the `tfm` command)."""
+"""tfm: inspect and verify transformer specs (the library behind the `tfm` command).
 
-from importlib.metadata import PackageNotFoundError, version
+Names are imported on first use, so `import transformer_cli` (and every `tfm` command) loads only the
+modules it needs: `tfm count` never imports the model.
+"""
 
-try:
-    __version__ = version("tfm")
-except PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0.0.0+source"
+from importlib import import_module
+from typing import Any
 
-from .decoding import decode
-from .errors import ArrayError, ExitCode, OutputError, SpecError, TfmError
-from .model import Transformer, sinusoidal_positions, softmax_columns
-from .params import ParamCount, all_tensors, count_params
-from .runner import check_input, run_forward
-from .spec import DEFAULT_SPEC, Spec, load_spec, spec_from_mapping
-from .verify import (
-    CheckResult,
-    check_causality,
-    check_counts,
-    check_decoding,
-    check_equivariance,
-    check_scaling,
-    check_softmax,
-    make_setup,
-    verify_all,
-)
-from .weights import check_weights, init_weights, load_weights, save_weights
+__version__ = "0.1.0"
 
-__all__ = [
-    "DEFAULT_SPEC",
-    "ArrayError",
-    "CheckResult",
-    "ExitCode",
-    "OutputError",
-    "ParamCount",
-    "Spec",
-    "SpecError",
-    "TfmError",
-    "Transformer",
-    "__version__",
-    "all_tensors",
-    "check_causality",
-    "check_counts",
-    "check_decoding",
-    "check_equivariance",
-    "check_input",
-    "check_scaling",
-    "check_softmax",
-    "check_weights",
-    "count_params",
-    "decode",
-    "init_weights",
-    "load_spec",
-    "load_weights",
-    "make_setup",
-    "run_forward",
-    "save_weights",
-    "sinusoidal_positions",
-    "softmax_columns",
-    "spec_from_mapping",
-    "verify_all",
-]
+_EXPORTS = {
+    "decode": "decoding",
+    "ArrayError": "errors", "ExitCode": "errors", "OutputError": "errors", "SpecError": "errors", "TfmError": "errors",
+    "Transformer": "model", "sinusoidal_positions": "model", "softmax_columns": "model",
+    "ParamCount": "params", "all_tensors": "params", "count_params": "params",
+    "check_input": "runner", "run_forward": "runner",
+    "DEFAULT_SPEC": "spec", "Spec": "spec", "load_spec": "spec", "spec_from_mapping": "spec",
+    "CheckResult": "verify", "check_causality": "verify", "check_counts": "verify", "check_decoding": "verify",
+    "check_equivariance": "verify", "check_scaling": "verify", "check_softmax": "verify", "make_setup": "verify",
+    "verify_all": "verify",
+    "check_weights": "weights", "init_weights": "weights", "load_weights": "weights", "save_weights": "weights",
+    "estimate_forward": "memory",
+    "run_bench": "bench",
+}  # fmt: skip
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module 'transformer_cli' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return __all__

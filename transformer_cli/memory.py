@@ -13,11 +13,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import TfmError
-from .model import CHUNK_BYTES, chunk_size
 from .params import count_params
 from .spec import Spec
 
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+CHUNK_BYTES = 64 << 20  # default budget for one chunk of attention scores
+
+
+def chunk_size(H: int, n_q: int, n_k: int, itemsize: int, chunk_bytes: int) -> int:
+    """How many queries of one sequence fit in a chunk of scores (H, chunk, n_k) within chunk_bytes (>= 1)."""
+    return max(1, min(n_q, chunk_bytes // max(H * n_k * itemsize, 1)))
 
 
 class MemoryLimitError(TfmError):
@@ -49,13 +54,13 @@ def estimate_forward(
     s = np.dtype(dtype).itemsize
     params = count_params(spec, check=False).total
     H, m, d, r = spec.H, spec.m, spec.d, spec.r
-    c = chunk_size(b, H, n, n, s, chunk_bytes) if n else 0
+    c = chunk_size(H, n, n, s, chunk_bytes) if n else 0
     mask = c * n * (8 + s) if spec.mask == "causal" else 0  # one chunk's float64 -inf mask and its cast
     stacked = params if s != 8 else 4 * H * m * d * spec.N  # float64 weights are used in place but Q, K, V, O
     return MemoryEstimate(
         weights=8 * params + s * stacked,  # as loaded (float64), plus the model's stacked copies
         activations=b * d * n * (8 + 5 * s) + 3 * d * n * 8,  # the input, X and sublayer outputs; positions
-        attention=(4 * b * H * m * n + 2 * b * H * c * n) * s + mask,  # Q, K, V, heads; a chunk of scores, twice
+        attention=(4 * b * H * m * n + 2 * H * c * n) * s + mask,  # Q, K, V, heads; a chunk of scores, twice
         feedforward=2 * b * r * n * s,  # the hidden layer and the activation's temporary
     )
 

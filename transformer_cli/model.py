@@ -8,17 +8,35 @@ Attention is computed for a chunk of queries at a time, so its extra memory grow
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
+from .memory import CHUNK_BYTES, chunk_size
 from .spec import Spec
 from .weights import Weights
 
 Array = np.ndarray
-CHUNK_BYTES = 64 << 20  # default budget for one chunk of attention scores
+PARALLEL_MIN_SIZE = 1 << 16  # below this many activations, threads cost more than they save
+
+
+def available_cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+@functools.cache
+def _pool(workers: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(workers, thread_name_prefix="tfm")
 
 
 def softmax_columns(S: Array) -> Array:
@@ -91,11 +109,6 @@ def scores(Q: Array, K: Array, scale: float) -> Array:
     return P
 
 
-def chunk_size(b: int, H: int, n_q: int, n_k: int, itemsize: int, chunk_bytes: int) -> int:
-    """How many queries fit in one chunk of scores (b, H, chunk, n_k) within chunk_bytes (at least 1)."""
-    return max(1, min(n_q, chunk_bytes // max(b * H * n_k * itemsize, 1)))
-
-
 def linear(W: Array, X: Array) -> Array:
     """W X for X of shape (d, b, n): one matrix product over all b*n columns -> (rows of W, b, n)."""
     d, b, n = X.shape
@@ -150,14 +163,21 @@ class Transformer:
     """Block_N o ... o Block_1 (after adding positions), for a spec and its weights, in one dtype.
 
     chunk_bytes bounds the attention scores held at once: queries are processed in chunks that fit it.
+    workers: threads a batch is split over (default: the cores this process may use).
     """
 
     def __init__(
-        self, spec: Spec, weights: Weights, dtype: type | np.dtype = np.float64, chunk_bytes: int = CHUNK_BYTES
+        self,
+        spec: Spec,
+        weights: Weights,
+        dtype: type | np.dtype = np.float64,
+        chunk_bytes: int = CHUNK_BYTES,
+        workers: int | None = None,
     ):
         self.spec = spec
         self.dtype = np.dtype(dtype)
         self.chunk_bytes = chunk_bytes
+        self.workers = available_cores() if workers is None else workers
         self.blocks = [stack_block(spec, weights, i, self.dtype) for i in range(spec.N)]
         self.P = np.asarray(weights["positional.P"], self.dtype) if spec.positional == "learned" else None
         self.final_norm = None
@@ -194,18 +214,20 @@ class Transformer:
         b, H, m, n_q = Q.shape
         n_k = K.shape[-1]
         heads = np.empty((H, m, b, n_q), dtype=self.dtype)
+        into = heads.transpose(2, 0, 1, 3)  # (b, H, m, n_q) view
         A = np.zeros((b, H, n_q, n_k), dtype=self.dtype) if weights_out is not None else None
-        step = chunk_size(b, H, n_q, n_k, self.dtype.itemsize, self.chunk_bytes)
-        for q0 in range(0, n_q, step):
-            q1 = min(q0 + step, n_q)
-            k1 = q1 if causal else n_k  # keys after the chunk's last query are all masked
-            P = scores(Q[..., q0:q1], K[..., :k1], self.spec.score_scale)  # (b, H, q1 - q0, k1)
-            if causal:
-                P += causal_mask(q0, q1, k1).astype(self.dtype)
-            softmax_rows_(P)
-            np.matmul(V[..., :k1], P.swapaxes(-1, -2), out=heads.transpose(2, 0, 1, 3)[..., q0:q1])
-            if A is not None:
-                A[:, :, q0:q1, :k1] = P
+        step = chunk_size(H, n_q, n_k, self.dtype.itemsize, self.chunk_bytes)
+        for i in range(b):  # one sequence at a time: its scores stay in cache, and memory stays O(n)
+            for q0 in range(0, n_q, step):
+                q1 = min(q0 + step, n_q)
+                k1 = q1 if causal else n_k  # keys after the chunk's last query are all masked
+                P = scores(Q[i, ..., q0:q1], K[i, ..., :k1], self.spec.score_scale)  # (H, q1 - q0, k1)
+                if causal:
+                    P += causal_mask(q0, q1, k1).astype(self.dtype)
+                softmax_rows_(P)
+                np.matmul(V[i, ..., :k1], P.swapaxes(-1, -2), out=into[i, ..., q0:q1])
+                if A is not None:
+                    A[i, :, q0:q1, :k1] = P
         if weights_out is not None:
             weights_out.append(A.swapaxes(-1, -2))
         return heads
@@ -259,6 +281,15 @@ class Transformer:
         """
         X = np.asarray(X)
         Z = to_columns(X, self.dtype)  # (d, b, n)
+        workers = min(self.workers, Z.shape[1])
+        if trace is None and weights_out is None and workers > 1 and Z.size >= PARALLEL_MIN_SIZE:
+            Z = self._in_parallel(Z, workers)
+        else:
+            Z = self._forward_columns(Z, trace, weights_out)
+        return from_columns(Z, X.ndim)
+
+    def _forward_columns(self, Z: Array, trace: list | None = None, weights_out: list | None = None) -> Array:
+        """The whole pass on (d, b, n) columns, overwriting Z."""
         pe = self.positions(0, Z.shape[-1])
         if pe is not None:
             Z += pe[:, None, :]
@@ -268,7 +299,14 @@ class Transformer:
             Z = self.apply_block(blk, Z, lambda U, blk=blk: self.self_attention(blk, U, weights_out))
             if trace is not None:
                 trace.append(_rms(Z))
-        return from_columns(self.finish(Z), X.ndim)
+        return self.finish(Z)
+
+    def _in_parallel(self, Z: Array, workers: int) -> Array:
+        """Split the batch over threads, BLAS at one thread each: NumPy's elementwise work then uses every core."""
+        parts = [np.ascontiguousarray(part) for part in np.array_split(Z, workers, axis=1)]
+        with threadpool_limits(1, user_api="blas"):
+            done = list(_pool(workers).map(self._forward_columns, parts))
+        return np.concatenate(done, axis=1)
 
     def __call__(self, X: Array) -> Array:
         return self.forward(X)

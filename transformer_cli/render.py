@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
 
-from .memory import MemoryEstimate, human
-from .params import ParamCount
-from .runner import RunResult
-from .spec import Spec
-from .verify import CheckResult
+from .memory import human
+
+if TYPE_CHECKING:  # only for annotations: rendering a count must not import the model
+    from .memory import MemoryEstimate
+    from .params import ParamCount
+    from .runner import RunResult
+    from .spec import Spec
+    from .verify import CheckResult
 
 VERDICT_STYLE = {
     "PASS": "bold green",
@@ -43,19 +46,10 @@ def styled(value: Any) -> Text | str:
     return Text(text, style=VERDICT_STYLE[text]) if text in VERDICT_STYLE else text
 
 
-def spec_line(spec: Spec) -> str:
-    keys = ", ".join(
-        f"{k}={str(v).lower() if isinstance(v, bool) else v}"
-        for k, v in spec.to_dict().items()
-        if k not in ("name", "description")
-    )
-    return f"{spec.label}: {keys}"
-
-
 def count_table(count: ParamCount, source: str) -> Table:
     """Every tensor of one block (the same for each block), the model-level tensors, and the closed form."""
     spec = count.spec
-    table = Table(title=f"Parameters of {spec_line(spec)}", caption=f"spec: {source}", title_justify="left")
+    table = Table(title=f"Parameters of {spec.summary()}", caption=f"spec: {source}", title_justify="left")
     table.add_column(f"tensor (i = 0 .. {spec.N - 1})", no_wrap=True)
     table.add_column("shape")
     table.add_column("count", justify="right", no_wrap=True)
@@ -116,7 +110,7 @@ def memory_table(specs: list[Spec], estimates: list[MemoryEstimate], batch: int,
 
 def run_table(result: RunResult) -> Table:
     data = result.to_dict()
-    table = Table(title=f"Forward pass of {spec_line(result.spec)}", title_justify="left", show_header=False)
+    table = Table(title=f"Forward pass of {result.spec.summary()}", title_justify="left", show_header=False)
     table.add_column("", style="bold")
     table.add_column("")
     table.add_row("input shape", fmt(data["input_shape"]))
@@ -157,7 +151,7 @@ def summary_table(result: CheckResult) -> Table:
 
 
 def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
-    table = Table(title=f"Properties of {spec_line(spec)}", title_justify="left")
+    table = Table(title=f"Properties of {spec.summary()}", title_justify="left")
     for col in ("property", "theory predicts", "observed", "verdict"):
         table.add_column(col)
     for r in results:

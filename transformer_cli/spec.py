@@ -64,6 +64,13 @@ class Spec:
     def label(self) -> str:
         return self.name or "unnamed"
 
+    def summary(self) -> str:
+        """One line for titles: 'gpt2-small: N=12, H=12, ..., norm=pre'."""
+        keys = {k: v for k, v in self.to_dict().items() if k not in ("name", "description")}
+        return f"{self.label}: " + ", ".join(
+            f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in keys.items()
+        )
+
     def variant_keys(self) -> dict[str, Any]:
         """The optional model keys that differ from the seed's plain definition."""
         plain = Spec(N=1, H=1, m=1, d=1, r=1)

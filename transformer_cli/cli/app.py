@@ -20,7 +20,6 @@ from rich.markup import escape
 
 from .. import __version__
 from ..errors import ExitCode, TfmError
-from ..render import spec_line
 from ..spec import DEFAULT_SPEC, Spec, load_spec
 
 EXIT_CODES = (
@@ -33,7 +32,7 @@ app = typer.Typer(
     help="Inspect and verify transformer specs: parameter counts, NumPy forward passes, and the seeds' properties.",
     epilog=EXIT_CODES,
     no_args_is_help=True,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
 out = Console()
@@ -118,7 +117,7 @@ def _fail(message: str, code: ExitCode, json_out: bool) -> None:
 def load(path: Path | None) -> tuple[Spec, str]:
     """The spec at `path`, or the built-in default (said on stderr); with a description of its source."""
     if path is None:
-        err.print(f"using the built-in default spec ({spec_line(DEFAULT_SPEC)})", soft_wrap=True, highlight=False)
+        err.print(f"using the built-in default spec ({DEFAULT_SPEC.summary()})", soft_wrap=True, highlight=False)
         return DEFAULT_SPEC, "built-in default"
     return load_spec(path), str(path)
 

@@ -1,4 +1,4 @@
-"""`tfm count`, `tfm init` and `tfm run`."""
+"""`tfm count`, `tfm init` and `tfm run`. Each imports the core it needs when it runs, so start-up stays fast."""
 
 from __future__ import annotations
 
@@ -8,12 +8,6 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from .. import render
-from ..arrays import check_output_path, save_npy
-from ..memory import check_memory, estimate_forward
-from ..params import count_params
-from ..runner import run_forward
-from ..weights import init_weights, save_weights
 from .app import (
     DType,
     DTypeOpt,
@@ -50,8 +44,14 @@ def count(
     layer norms; pre-norm adds 2d once, learned positions d * max_len. Nothing is allocated: any size counts
     instantly. With --seq-len, also the peak memory a forward pass would need (what run and verify refuse on).
 
-    Example: tfm count examples/configs/gpt2-small.yaml examples/configs/seed-plain.yaml --seq-len 1024
+    \b
+    Example:
+      tfm count examples/configs/gpt2-small.yaml examples/configs/seed-plain.yaml --seq-len 1024
     """
+    from .. import render
+    from ..memory import estimate_forward
+    from ..params import count_params
+
     with handled(json_out):
         loaded = [load(p) for p in specs] if specs else [load(None)]
         counts = [(count_params(spec), source) for spec, source in loaded]
@@ -85,8 +85,14 @@ def init(
 ) -> None:
     """Write seeded float64 weights for a spec, under the tensor names of the weights format (README).
 
-    Example: tfm init examples/configs/tiny-causal.yaml --seed 1 -o weights.npz
+    \b
+    Example:
+      tfm init examples/configs/tiny-causal.yaml --seed 1 -o weights.npz
     """
+    from ..arrays import check_output_path
+    from ..memory import check_memory, estimate_forward
+    from ..weights import init_weights, save_weights
+
     with handled(json_out):
         spec, _ = load(spec_path)
         check_output_path(output, [spec_path] if spec_path else [], force)
@@ -125,8 +131,14 @@ def run(
 ) -> None:
     """Run the forward pass on a saved input and show how the signal evolves through the blocks.
 
-    Example: tfm run --input x.npy -o y.npy   (x.npy of shape (32, n) for the default spec)
+    \b
+    Example:
+      tfm run --input x.npy -o y.npy   (x.npy of shape (32, n) for the default spec)
     """
+    from .. import render
+    from ..arrays import check_output_path, save_npy
+    from ..runner import run_forward
+
     with handled(json_out):
         spec, _ = load(spec_path)
         if output is not None:

@@ -7,16 +7,6 @@ from typing import Annotated, Any
 
 import typer
 
-from .. import render
-from ..verify import (
-    check_causality,
-    check_decoding,
-    check_equivariance,
-    check_scaling,
-    overall_exit,
-    run_checks,
-    setup_from_file,
-)
 from .app import (
     EXIT_CODES,
     DType,
@@ -37,12 +27,6 @@ from .app import (
     print_json,
 )
 
-CHECKS = {
-    "equivariance": check_equivariance,
-    "causality": check_causality,
-    "decoding": check_decoding,
-    "scaling": check_scaling,
-}
 TrialsOpt = Annotated[
     int, typer.Option("--trials", "-k", min=0, help="Random derangements besides the fixed permutations.")
 ]
@@ -63,10 +47,12 @@ def _check(
     **options: Any,
 ) -> None:
     """Shared body of the verify-* commands: build the setup, run one check, show it, exit with its code."""
+    from .. import render, verify
+
     with handled(json_out):
         spec, source = load(spec_path)
-        setup, _, w_source = setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
-        result = CHECKS[name](setup, expect=expect.value, **options)
+        setup, _, w_source = verify.setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
+        result = getattr(verify, f"check_{name}")(setup, expect=expect.value, **options)
     if json_out:
         print_json(result.to_dict() | {"spec": spec.label, "source": source, "weights": w_source, "dtype": dtype.value})
     else:
@@ -94,7 +80,9 @@ def verify_equivariance(
     derangements; error = max|T(XP) - T(X)P| / max|T(X)|. A control adds a position-dependent term to the
     same model and must break the property by 1000 x tol, or the verdict is INCONCLUSIVE.
 
-    Example: tfm verify-equivariance examples/configs/seed-plain.yaml --trials 20 --dtype float32
+    \b
+    Example:
+      tfm verify-equivariance examples/configs/seed-plain.yaml --trials 20 --dtype float32
     """
     _check("equivariance", spec_path, weights, seed, dtype, seq_len, tol, expect, json_out, max_memory, trials=trials)
 
@@ -116,7 +104,9 @@ def verify_causality(
     For each t, changing the columns after t must leave columns 0..t unchanged; changing column 0 must
     move every output column (else INCONCLUSIVE). A spec without the causal mask shows where it leaks.
 
-    Example: tfm verify-causality examples/configs/tiny-causal.yaml
+    \b
+    Example:
+      tfm verify-causality examples/configs/tiny-causal.yaml
     """
     _check("causality", spec_path, weights, seed, dtype, seq_len, tol, expect, json_out, max_memory)
 
@@ -138,7 +128,9 @@ def verify_decoding(
     Holds for causal specs (seed 001). Controls: a decoder whose cache misses one step, and one that
     encodes positions off by one, must both be caught.
 
-    Example: tfm verify-decoding examples/configs/tiny-causal.yaml --seq-len 32
+    \b
+    Example:
+      tfm verify-decoding examples/configs/tiny-causal.yaml --seq-len 32
     """
     _check("decoding", spec_path, weights, seed, dtype, seq_len, tol, expect, json_out, max_memory)
 
@@ -157,7 +149,9 @@ def verify_scaling(
 
     The band is 4 standard errors of the sample variance, sqrt((2m^2 + 6m) / samples) times scale^2.
 
-    Example: tfm verify-scaling examples/configs/attention-is-all-you-need-base.yaml
+    \b
+    Example:
+      tfm verify-scaling examples/configs/attention-is-all-you-need-base.yaml
     """
     _check("scaling", spec_path, None, seed, dtype, None, None, expect, json_out, max_memory, samples=samples)
 
@@ -178,13 +172,17 @@ def verify(
     Checks: parameter count = closed form = stored arrays; softmax columns sum to 1; equivariance (holds
     iff no positions and no mask); causality and KV-cache decoding (hold iff causal); score scaling.
 
-    Example: tfm verify examples/configs/gpt2-small.yaml --seq-len 8
+    \b
+    Example:
+      tfm verify examples/configs/gpt2-small.yaml --seq-len 8
     """
+    from .. import render, verify
+
     with handled(json_out):
         spec, source = load(spec_path)
-        setup, w, w_source = setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
-        results = run_checks(setup, w)
-    code = overall_exit(results)
+        setup, w, w_source = verify.setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
+        results = verify.run_checks(setup, w)
+    code = verify.overall_exit(results)
     if json_out:
         checks = [r.to_dict() for r in results]
         print_json({"spec": spec.label, "source": source, "weights": w_source, "dtype": dtype.value,

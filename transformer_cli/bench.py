@@ -1,0 +1,195 @@
+"""`tfm bench` as a library call: time the forward pass, count its FLOPs, and compare with PyTorch.
+
+FLOPs are counted analytically from the spec, for the matrix products only (a multiply-add is 2 FLOPs):
+they are >98% of the work for any realistic size; softmax, norms and activations are left out.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .model import Transformer, sinusoidal_positions
+from .spec import Spec
+from .weights import Weights
+
+
+def matmul_flops(spec: Spec, b: int, n: int) -> dict[str, int]:
+    """Forward FLOPs of the matrix products, by component, for b sequences of n tokens (full n^2 attention)."""
+    H, m, d, r, N = spec.H, spec.m, spec.d, spec.r, spec.N
+    tokens = b * n
+    return {
+        "Q/K/V projections": N * 2 * 3 * H * m * d * tokens,
+        "scores K^T Q": N * 2 * H * m * n * n * b,
+        "weights x V": N * 2 * H * m * n * n * b,
+        "output projection": N * 2 * d * H * m * tokens,
+        "feedforward": N * 2 * 2 * r * d * tokens,
+    }
+
+
+def timings(fn: Callable[[], Any], repeat: int, warmup: int = 1) -> list[float]:
+    """Wall-clock seconds of `repeat` calls after `warmup` calls."""
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def gemm_gflops(dtype: str, size: int = 2048, repeat: int = 3) -> float:
+    """NumPy's own matrix-multiply throughput on this machine (best of `repeat`), the peak to compare with."""
+    rng = np.random.default_rng(0)
+    A, B = (rng.standard_normal((size, size)).astype(dtype) for _ in range(2))
+    return 2 * size**3 / min(timings(lambda: A @ B, repeat)) / 1e9
+
+
+def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The same computation in PyTorch (F.linear, scaled_dot_product_attention), or None without torch.
+
+    Takes and returns (b, d, n) arrays like tfm; inside, PyTorch's usual (b, n, d) layout.
+    """
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        return None
+    tdtype = {"float32": torch.float32, "float64": torch.float64}[dtype]
+    t = {k: torch.from_numpy(np.asarray(v, dtype=dtype)) for k, v in weights.items()}
+    H, m, d = spec.H, spec.m, spec.d
+    blocks = []
+    for i in range(spec.N):
+        p = f"blocks.{i}."
+        blk = {
+            "qkv": torch.cat([t[p + f"attention.W_{k}"].reshape(H * m, d) for k in "QKV"]),
+            "o": t[p + "attention.W_O"].permute(1, 0, 2).reshape(d, H * m).contiguous(),
+            "w1": t[p + "ff.W1"], "b1": t[p + "ff.b1"], "w2": t[p + "ff.W2"], "b2": t[p + "ff.b2"],
+            "bqkv": torch.cat([t[p + f"attention.b_{k}"].reshape(-1) for k in "QKV"]) if spec.attention_bias else None,
+            "bo": t.get(p + "attention.b_O"),
+        }  # fmt: skip
+        for ln in ("norm1", "norm2"):
+            blk[ln] = (t[p + f"{ln}.gamma"], t[p + f"{ln}.beta"]) if spec.norm != "none" else None
+        blocks.append(blk)
+    act = (lambda x: F.gelu(x, approximate="tanh")) if spec.activation == "gelu" else F.relu
+    causal, scale, eps = spec.mask == "causal", spec.score_scale, spec.norm_eps
+
+    def norm(x, params):
+        return F.layer_norm(x, (d,), params[0], params[1], eps)
+
+    def attention(blk, x):
+        b, n, _ = x.shape
+        qkv = F.linear(x, blk["qkv"], blk["bqkv"]).view(b, n, 3, H, m).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], is_causal=causal, scale=scale)
+        return F.linear(a.transpose(1, 2).reshape(b, n, H * m), blk["o"], blk["bo"])
+
+    def feedforward(blk, x):
+        return F.linear(act(F.linear(x, blk["w1"], blk["b1"])), blk["w2"], blk["b2"])
+
+    def forward(X: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            x = torch.from_numpy(np.ascontiguousarray(X.transpose(0, 2, 1), dtype=dtype)).to(tdtype)
+            n = x.shape[1]
+            if spec.positional == "sinusoidal":
+                x = x + torch.from_numpy(sinusoidal_positions(d, n).T.astype(dtype))
+            elif spec.positional == "learned":
+                x = x + t["positional.P"][:, :n].T
+            for blk in blocks:
+                if spec.norm == "post":
+                    x = norm(x + attention(blk, x), blk["norm1"])
+                    x = norm(x + feedforward(blk, x), blk["norm2"])
+                elif spec.norm == "pre":
+                    x = x + attention(blk, norm(x, blk["norm1"]))
+                    x = x + feedforward(blk, norm(x, blk["norm2"]))
+                else:
+                    x = x + attention(blk, x)
+                    x = x + feedforward(blk, x)
+            if spec.norm == "pre":
+                x = norm(x, (t["final_norm.gamma"], t["final_norm.beta"]))
+            return x.numpy().transpose(0, 2, 1)
+
+    return forward
+
+
+@dataclass
+class BenchResult:
+    """Timings of one spec, batch, length and dtype: tfm, and PyTorch when it is installed."""
+
+    spec: Spec
+    b: int
+    n: int
+    dtype: str
+    flops: dict[str, int]
+    tfm_times: list[float]
+    tfm_peak_bytes: int  # NumPy's peak allocation during one forward pass (tracemalloc)
+    gemm_gflops: float
+    torch_times: list[float] = field(default_factory=list)
+    torch_threads: int | None = None
+    max_rel_diff: float | None = None  # tfm's output against PyTorch's, relative to max|output|
+
+    @property
+    def total_flops(self) -> int:
+        return sum(self.flops.values())
+
+    def summary(self, times: list[float]) -> dict[str, float]:
+        median = statistics.median(times)
+        return {"median_s": median, "min_s": min(times), "max_s": max(times),
+                "tokens_per_s": self.b * self.n / median, "gflops": self.total_flops / median / 1e9}  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        tfm = self.summary(self.tfm_times) | {"peak_bytes": self.tfm_peak_bytes}
+        tfm["fraction_of_gemm_peak"] = tfm["gflops"] / self.gemm_gflops
+        out: dict[str, Any] = {
+            "spec": self.spec.label, "batch": self.b, "seq_len": self.n, "dtype": self.dtype,
+            "repeat": len(self.tfm_times), "flops": self.total_flops, "flops_by_component": self.flops,
+            "gemm_gflops": self.gemm_gflops, "tfm": tfm, "torch": None,
+        }  # fmt: skip
+        if self.torch_times:
+            out["torch"] = self.summary(self.torch_times) | {"threads": self.torch_threads}
+            out["ratio_tfm_over_torch"] = tfm["median_s"] / out["torch"]["median_s"]
+            out["max_rel_diff"] = self.max_rel_diff
+        return out
+
+
+def run_bench(
+    spec: Spec,
+    weights: Weights,
+    b: int,
+    n: int,
+    dtype: str = "float32",
+    repeat: int = 5,
+    torch: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> BenchResult:
+    """Time tfm's forward (and PyTorch's on the same weights and input, interleaved) after a warm-up."""
+    say = progress or (lambda _: None)
+    X = np.random.default_rng(0).standard_normal((b, spec.d, n)).astype(dtype)
+    model = Transformer(spec, weights, dtype)
+    say("measuring NumPy's GEMM peak")
+    peak = gemm_gflops(dtype)
+    tracemalloc.start()
+    y = model(X)
+    tfm_peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    reference = torch_forward(spec, weights, dtype) if torch else None
+    result = BenchResult(spec, b, n, dtype, matmul_flops(spec, b, n), [], tfm_peak, peak)
+    if reference is not None:
+        import torch as torch_module
+
+        result.torch_threads = torch_module.get_num_threads()
+        y_torch = reference(X)
+        result.max_rel_diff = float(np.max(np.abs(y.astype(np.float64) - y_torch)) / np.max(np.abs(y)))
+    for i in range(repeat + 1):  # interleaved, so a noisy neighbour slows both alike; the first is a warm-up
+        say(f"repeat {i}/{repeat}")
+        result.tfm_times += timings(lambda: model(X), 1, warmup=0)
+        if reference is not None:
+            result.torch_times += timings(lambda: reference(X), 1, warmup=0)
+    result.tfm_times, result.torch_times = result.tfm_times[1:], result.torch_times[1:]
+    return result
