@@ -92,12 +92,14 @@ def parse_size(text: str) -> int:
 
 
 def human(size: int | float) -> str:
-    """Bytes in binary units: 1536 -> '1.5 KiB'."""
+    """Bytes in binary units, 3 significant digits: 1536 -> '1.50 KiB', 1034000 -> '1010 KiB'."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if abs(size) < 1024 or unit == "PiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.3g} {unit}"
+            break
         size /= 1024
-    raise AssertionError("unreachable")
+    if unit == "B":
+        return f"{size:.0f} B"
+    return f"{size:.3g} {unit}" if abs(size) < 1000 else f"{size:,.0f} {unit}"
 
 
 def check_memory(estimate: MemoryEstimate, max_memory: str | None, what: str) -> None:

@@ -163,3 +163,26 @@ def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
 
 def _pred(value: bool | None) -> str:
     return {True: "holds", False: "breaks", None: "inconclusive"}[value]
+
+
+def bench_table(data: dict[str, Any]) -> Table:
+    """tfm beside PyTorch: time per forward, throughput, FLOP rate, memory, and the ratio."""
+    title = f"Forward pass of {data['spec']}: batch {data['batch']}, n = {data['seq_len']}, {data['dtype']}"
+    table = Table(title=title, title_justify="left")
+    for col in ("", "median", "min .. max", "tokens/s", "GFLOP/s", "of GEMM peak", "peak memory"):
+        table.add_column(col, justify="left" if not col else "right")
+    rows = [("tfm", data["tfm"]), ("PyTorch", data["torch"])]
+    for name, run in rows:
+        if run is None:
+            table.add_row(name, "not installed", *[""] * 5)
+            continue
+        fraction = f"{run['gflops'] / data['gemm_gflops']:.2f}"
+        memory = human(run["peak_bytes"]) if "peak_bytes" in run else "-"
+        table.add_row(name, f"{run['median_s'] * 1e3:.1f} ms", f"{run['min_s'] * 1e3:.1f} .. {run['max_s'] * 1e3:.1f}",
+                      f"{run['tokens_per_s']:,.0f}", f"{run['gflops']:.1f}", fraction, memory)  # fmt: skip
+    notes = [f"{data['flops'] / 1e9:.2f} GFLOP per pass; NumPy GEMM peak {data['gemm_gflops']:.1f} GFLOP/s"]
+    if data["torch"] is not None:
+        ratio, diff, threads = data["ratio_tfm_over_torch"], data["max_rel_diff"], data["torch"]["threads"]
+        notes.insert(0, f"tfm / PyTorch time = {ratio:.3f} (outputs agree to {diff:.2g}; PyTorch on {threads} threads)")
+    table.caption = "\n".join(notes)
+    return table

@@ -1,0 +1,163 @@
+"""Run every performance target of tfm and print one table: tfm beside PyTorch, measured in the same run.
+
+    python benchmarks/run.py            # all targets (about 3 minutes on 2 cores)
+    python benchmarks/run.py --quick    # fewer repeats
+    python benchmarks/run.py --json results.json
+
+PyTorch is optional: pip install -e '.[bench]' (a CPU build of torch 2.13.0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from transformer_cli import Spec, init_weights
+from transformer_cli.bench import run_bench
+from transformer_cli.memory import human
+
+BENCH_SPEC = Spec(N=6, H=8, m=64, d=512, r=2048, scale="sqrt", name="bench")
+LONG_SPEC = Spec(N=2, H=4, m=64, d=256, r=1024, name="long")
+ROOT = Path(__file__).resolve().parent.parent
+
+MEMORY_SCRIPT = """
+import sys, numpy as np
+from transformer_cli import Spec, Transformer, init_weights
+mask, chunk_bytes, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+spec = Spec(N=2, H=4, m=64, d=256, r=1024, mask=mask)
+X = np.random.default_rng(0).standard_normal((256, 16384)).astype(np.float32)
+Y = Transformer(spec, init_weights(spec), np.float32, chunk_bytes=chunk_bytes)(X)
+np.save(out, Y)
+# VmHWM: this process image's peak resident memory (ru_maxrss would include the parent's, inherited at fork)
+print(next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:")))
+"""
+
+
+def throughput(repeat: int, console: Console) -> list[dict]:
+    """Target 1: the bench spec at n = 512, batch 1 and 8, float32 and float64, beside PyTorch."""
+    weights = init_weights(BENCH_SPEC)
+    rows = []
+    for dtype in ("float32", "float64"):
+        for b in (1, 8):
+            console.log(f"throughput: batch {b}, {dtype}")
+            rows.append(run_bench(BENCH_SPEC, weights, b, 512, dtype, repeat).to_dict())
+    return rows
+
+
+def long_sequences(console: Console, tmp: Path) -> list[dict]:
+    """Target 2: n = 16384 in float32, chunked (default) and as one chunk, peak RSS of a fresh process each."""
+    rows = []
+    for mask in ("none", "causal"):
+        outputs = {}
+        for label, chunk_bytes in (("chunked (64 MiB)", 64 << 20), ("one chunk", 1 << 40)):
+            console.log(f"memory: n = 16384, mask {mask}, {label}")
+            out = tmp / f"y-{mask}-{chunk_bytes}.npy"
+            start = time.perf_counter()
+            done = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, mask, str(chunk_bytes), str(out)],
+                                  capture_output=True, text=True, check=True)  # fmt: skip
+            seconds = time.perf_counter() - start
+            outputs[label] = np.load(out)
+            rows.append({"mask": mask, "path": label, "peak_rss_bytes": int(done.stdout.strip()), "seconds": seconds})
+        a, b = outputs.values()
+        rows[-1]["max_rel_diff"] = rows[-2]["max_rel_diff"] = float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+    return rows
+
+
+def median_seconds(cmd: list[str], k: int) -> float:
+    times = []
+    for _ in range(k):
+        start = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def commands(k: int, console: Console) -> dict:
+    """Targets 3 and 4: the checks' wall time, and start-up against importing tfm's own dependencies."""
+    console.log("checks and start-up")
+    tfm = [sys.executable, "-m", "transformer_cli"]
+    baseline = median_seconds([sys.executable, "-c", "import typer, rich.table, yaml, numpy"], k)
+    spec = str(ROOT / "examples" / "configs" / "gpt2-small.yaml")
+    return {
+        "verify_equivariance_s": median_seconds([*tfm, "verify-equivariance"], k),
+        "verify_s": median_seconds([*tfm, "verify"], k),
+        "import_baseline_s": baseline,
+        "help_s": median_seconds([*tfm, "--help"], k),
+        "count_s": median_seconds([*tfm, "count", spec], k),
+    }
+
+
+def report(results: dict, console: Console) -> None:
+    table = Table(title=f"tfm benchmarks on {results['machine']}", title_justify="left")
+    for col in ("target", "tfm", "PyTorch", "tfm / PyTorch", "GFLOP/s", "of GEMM peak", "peak memory"):
+        table.add_column(col, justify="left" if col == "target" else "right")
+    for r in results["throughput"]:
+        torch = r["torch"]
+        table.add_row(
+            f"forward, batch {r['batch']}, n = {r['seq_len']}, {r['dtype']}",
+            f"{r['tfm']['median_s'] * 1e3:.0f} ms",
+            f"{torch['median_s'] * 1e3:.0f} ms" if torch else "-",
+            f"{r['ratio_tfm_over_torch']:.2f}" if torch else "-",
+            f"{r['tfm']['gflops']:.0f}",
+            f"{r['tfm']['fraction_of_gemm_peak']:.2f}",
+            human(r["tfm"]["peak_bytes"]),
+        )
+    table.add_section()
+    for r in results["long"]:
+        table.add_row(f"n = 16384 float32, mask {r['mask']}, {r['path']}", f"{r['seconds']:.1f} s (process)", "", "",
+                      "", "", f"{human(r['peak_rss_bytes'])} RSS")  # fmt: skip
+    table.add_section()
+    c = results["commands"]
+    table.add_row(
+        "tfm verify-equivariance (default spec)", f"{c['verify_equivariance_s'] * 1e3:.0f} ms", "", "", "", "", ""
+    )
+    table.add_row("tfm verify (default spec)", f"{c['verify_s'] * 1e3:.0f} ms", "", "", "", "", "")
+    base = c["import_baseline_s"]
+    table.add_row(
+        "tfm --help / import typer, rich.table, yaml, numpy", f"{c['help_s'] / base:.2f}x", "", "", "", "", ""
+    )
+    table.add_row("tfm count SPEC / the same imports", f"{c['count_s'] / base:.2f}x", "", "", "", "", "")
+    diffs = {r["mask"]: r["max_rel_diff"] for r in results["long"]}
+    table.caption = (f"GEMM peak (NumPy, 2048^3): float32 {results['throughput'][0]['gemm_gflops']:.0f}, float64 "
+                     f"{results['throughput'][2]['gemm_gflops']:.0f} GFLOP/s. Chunked vs one chunk at n = 16384: max "
+                     f"rel diff {diffs['none']:.1e} (no mask), {diffs['causal']:.1e} (causal).")  # fmt: skip
+    console.print(table)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3 repeats instead of 7")
+    parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    args = parser.parse_args()
+    console = Console(stderr=True)
+    repeat = 3 if args.quick else 7
+    tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"tfm-bench-{os.getpid()}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    results = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, NumPy {np.__version__}",
+        "throughput": throughput(repeat, console),
+        "long": long_sequences(console, tmp),
+        "commands": commands(repeat + 4, console),
+    }
+    for f in tmp.iterdir():
+        f.unlink()
+    tmp.rmdir()
+    report(results, Console())
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
