@@ -74,28 +74,32 @@ def long_sequences(console: Console, tmp: Path) -> list[dict]:
     return rows
 
 
-def median_seconds(cmd: list[str], k: int) -> float:
-    times = []
+def median_seconds(commands: dict[str, list[str]], k: int) -> dict[str, float]:
+    """Median wall time of each command over k rounds, interleaved so that noise hits them alike."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(k):
-        start = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, cmd in commands.items():
+            start = time.perf_counter()
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def commands(k: int, console: Console) -> dict:
     """Targets 3 and 4: the checks' wall time, and start-up against importing tfm's own dependencies."""
     console.log("checks and start-up")
     tfm = [sys.executable, "-m", "transformer_cli"]
-    baseline = median_seconds([sys.executable, "-c", "import typer, rich.table, yaml, numpy"], k)
     spec = str(ROOT / "examples" / "configs" / "gpt2-small.yaml")
-    return {
-        "verify_equivariance_s": median_seconds([*tfm, "verify-equivariance"], k),
-        "verify_s": median_seconds([*tfm, "verify"], k),
-        "import_baseline_s": baseline,
-        "help_s": median_seconds([*tfm, "--help"], k),
-        "count_s": median_seconds([*tfm, "count", spec], k),
-    }
+    return median_seconds(
+        {
+            "import_baseline_s": [sys.executable, "-c", "import typer, rich.table, yaml, numpy"],
+            "help_s": [*tfm, "--help"],
+            "count_s": [*tfm, "count", spec],
+            "verify_equivariance_s": [*tfm, "verify-equivariance"],
+            "verify_s": [*tfm, "verify"],
+        },
+        k,
+    )
 
 
 def report(results: dict, console: Console) -> None:
@@ -149,7 +153,7 @@ def main() -> None:
         f"Python {platform.python_version()}, NumPy {np.__version__}",
         "throughput": throughput(repeat, console),
         "long": long_sequences(console, tmp),
-        "commands": commands(repeat + 4, console),
+        "commands": commands(3 * repeat, console),
     }
     for f in tmp.iterdir():
         f.unlink()

@@ -34,7 +34,8 @@ def counted_flops(monkeypatch, model, X) -> int:
 
 specs = st.builds(
     Spec, N=st.integers(1, 3), H=st.integers(1, 4), m=st.integers(1, 6), d=st.integers(1, 9), r=st.integers(1, 9),
-    norm=st.sampled_from(["none", "pre", "post"]), attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu"]),
+    norm=st.sampled_from(["none", "pre", "post"]), attention_bias=st.booleans(),
+    activation=st.sampled_from(["relu", "gelu"]),
 )  # fmt: skip
 
 

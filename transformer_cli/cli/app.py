@@ -35,7 +35,7 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
-out = Console()
+out = Console(highlight=False, emoji=False, markup=False)  # data: shown as is, and faster to render
 err = Console(stderr=True)
 
 
