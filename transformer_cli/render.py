@@ -11,7 +11,6 @@ from rich.text import Text
 from .memory import human
 
 if TYPE_CHECKING:  # only for annotations: rendering a count must not import the model
-    from .memory import MemoryEstimate
     from .params import ParamCount
     from .runner import RunResult
     from .spec import Spec
@@ -96,15 +95,56 @@ def comparison_table(counts: list[ParamCount]) -> Table:
     return table
 
 
-def memory_table(specs: list[Spec], estimates: list[MemoryEstimate], batch: int, n: int, dtype: str) -> Table:
-    """Peak memory of a forward pass, by part, for each spec."""
-    table = Table(title=f"Forward-pass memory estimate (batch {batch}, n = {n}, {dtype})", title_justify="left")
+def si(value: int | float) -> str:
+    """1234567 -> '1.23 M', in powers of 1000 (FLOPs, parameters)."""
+    for unit in ("", " K", " M", " G", " T", " P"):
+        if abs(value) < 1000 or unit == " P":
+            return f"{value:.3g}{unit}" if unit else f"{value:,.0f}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
+def flops_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
+    """Forward FLOPs by component, one column per spec (and the causal-pairs figure where it applies)."""
+    first = costs[0]
+    table = Table(title=f"Forward FLOPs (batch {first['batch']}, n = {first['seq_len']})", title_justify="left")
+    table.add_column("component")
+    for spec, c in zip(specs, costs, strict=True):
+        table.add_column(spec.label, justify="right")
+        if "flops_causal_pairs" in c:
+            table.add_column(f"{spec.label} (causal pairs)", justify="right")
+    for component in first["flops"]["by_component"]:
+        table.add_row(component, *(cell for c in costs for cell in _flop_cells(c, component)))
+    table.add_section()
+    table.add_row("total", *(cell for c in costs for cell in _flop_cells(c, None)))
+    table.caption = first["flop_convention"]
+    return table
+
+
+def _flop_cells(c: dict[str, Any], component: str | None) -> list[str]:
+    blocks = [c["flops"]] + ([c["flops_causal_pairs"]] if "flops_causal_pairs" in c else [])
+    return [si(b["total"] if component is None else b["by_component"][component]) for b in blocks]
+
+
+def memory_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
+    """Weights by dtype, training with Adam (weights, gradients, two moments), and a forward pass's peak."""
+    first = costs[0]
+    peak = first["memory"]["forward_peak"]
+    table = Table(title="Memory", title_justify="left")
     table.add_column("")
     for spec in specs:
         table.add_column(spec.label, justify="right")
+    for dtype in first["memory"]["weights"]:
+        table.add_row(f"weights, {dtype}", *(human(c["memory"]["weights"][dtype]) for c in costs))
+    table.add_section()
+    for dtype in first["memory"]["training_adam"]:
+        table.add_row(f"training with Adam, {dtype}", *(human(c["memory"]["training_adam"][dtype]) for c in costs))
+    table.add_section()
+    label = f"forward peak (b = {first['batch']}, n = {first['seq_len']}, {peak['dtype']})"
     for part in ("weights", "activations", "attention", "feedforward", "total"):
-        table.add_row(part, *(human(e.to_dict()[part]) for e in estimates))
-    table.caption = "total = weights + activations + the larger of attention and feedforward"
+        name = f"{label}: {part}" if part == "total" else f"  {part}"
+        table.add_row(name, *(human(c["memory"]["forward_peak"][part]) for c in costs))
+    table.caption = "Adam: weights + gradients + two moments = 4 x weights; forward: the estimate run and verify use"
     return table
 
 

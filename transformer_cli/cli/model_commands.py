@@ -32,9 +32,9 @@ def count(
         Optional[list[Path]], typer.Argument(help="One or more YAML spec files; several are compared side by side.")
     ] = None,
     seq_len: Annotated[
-        Optional[int], typer.Option("--seq-len", "-n", min=1, help="Also estimate a forward pass's memory at this n.")
+        Optional[int], typer.Option("--seq-len", "-n", min=1, help="Also show FLOPs and memory at this length n.")
     ] = None,
-    batch: Annotated[int, typer.Option("--batch", "-b", min=1, help="Batch size for the memory estimate.")] = 1,
+    batch: Annotated[int, typer.Option("--batch", "-b", min=1, help="Batch size for FLOPs and memory.")] = 1,
     dtype: DTypeOpt = DType.float64,
     json_out: JsonOpt = False,
 ) -> None:
@@ -42,26 +42,25 @@ def count(
 
     The closed form per block is the seed's 4Hmd + 2rd + r + d, plus 3Hm + d for attention biases and 4d for
     layer norms; pre-norm adds 2d once, learned positions d * max_len. Nothing is allocated: any size counts
-    instantly. With --seq-len, also the peak memory a forward pass would need (what run and verify refuse on).
+    instantly. With --seq-len: forward FLOPs by component (a multiply-add = 2 FLOPs; causal specs also
+    with only the allowed pairs), and memory: weights in float64/32/16 and bfloat16, training with Adam,
+    and the peak of a forward pass (the estimate run and verify refuse on).
 
     \b
     Example:
       tfm count examples/configs/gpt2-small.yaml examples/configs/seed-plain.yaml --seq-len 1024
     """
     from .. import render
-    from ..memory import estimate_forward
+    from ..costs import costs
     from ..params import count_params
 
     with handled(json_out):
         loaded = [load(p) for p in specs] if specs else [load(None)]
         counts = [(count_params(spec), source) for spec, source in loaded]
-    memory = [estimate_forward(c.spec, batch, seq_len, dtype.value) if seq_len else None for c, _ in counts]
+    extra = [costs(c.spec, batch, seq_len, dtype.value) if seq_len else None for c, _ in counts]
     if json_out:
-        data = [
-            c.to_dict() | {"source": source}
-            | ({"memory": {"batch": batch, "seq_len": seq_len, "dtype": dtype.value} | mem.to_dict()} if mem else {})
-            for (c, source), mem in zip(counts, memory, strict=True)
-        ]  # fmt: skip
+        data = [c.to_dict() | {"source": source} | ({"costs": e} if e else {})
+                for (c, source), e in zip(counts, extra, strict=True)]  # fmt: skip
         print_json(data[0] if len(data) == 1 else data)
         return
     if len(counts) == 1:
@@ -69,7 +68,9 @@ def count(
     else:
         out.print(render.comparison_table([c for c, _ in counts]))
     if seq_len:
-        out.print(render.memory_table([c.spec for c, _ in counts], memory, batch, seq_len, dtype.value))
+        specs_ = [c.spec for c, _ in counts]
+        out.print(render.flops_table(specs_, extra))
+        out.print(render.memory_table(specs_, extra))
 
 
 @app.command()

@@ -1,0 +1,108 @@
+"""FLOPs against a direct count of what the forward pass computes; memory by dtype and for Adam."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import random_weights
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from transformer_cli import Spec, Transformer, count_params
+from transformer_cli import model as model_module
+from transformer_cli.costs import ACTIVATION_PER_ENTRY, NORM_PER_ENTRY, SOFTMAX_PER_SCORE, costs, forward_flops
+
+
+def direct_count(monkeypatch, model, X) -> dict[str, int]:
+    """Run the model with its matrix products, softmax, norms, activations and residuals counted as they happen."""
+    done = {"matmul": 0, "softmax": 0, "norms": 0, "activation": 0, "residuals": 0}
+    real = {"matmul": np.matmul, "softmax": model_module.softmax_rows_, "norms": model_module.layer_norm,
+            "residuals": model_module._residual}  # fmt: skip
+    activation = model_module.ACTIVATIONS[model.spec.activation]
+
+    def matmul(a, b, *args, **kwargs):
+        out = real["matmul"](a, b, *args, **kwargs)
+        done["matmul"] += 2 * out.size * a.shape[-1]
+        return out
+
+    def counted(key, fn, per_entry):
+        def wrapper(X, *args):
+            done[key] += per_entry * X.size
+            return fn(X, *args)
+
+        return wrapper
+
+    monkeypatch.setattr(np, "matmul", matmul)
+    monkeypatch.setattr(model_module, "softmax_rows_", counted("softmax", real["softmax"], SOFTMAX_PER_SCORE))
+    monkeypatch.setattr(model_module, "layer_norm", counted("norms", real["norms"], NORM_PER_ENTRY))
+    monkeypatch.setattr(model_module, "_residual", counted("residuals", real["residuals"], 1))
+    per = ACTIVATION_PER_ENTRY[model.spec.activation]
+    monkeypatch.setitem(model_module.ACTIVATIONS, model.spec.activation, counted("activation", activation, per))
+    model(X)
+    monkeypatch.undo()
+    return done
+
+
+def formula(spec: Spec, b: int, n: int, causal_pairs: bool = False) -> dict[str, int]:
+    """The same categories from forward_flops, with the bias adds and score scaling taken out (not instrumented)."""
+    f = forward_flops(spec, b, n, causal_pairs)
+    matmul = sum(f[k] for k in ("Q/K/V projections", "scores K^T Q", "weights x V", "output projection", "feedforward"))
+    bias = spec.attention_bias
+    tokens = spec.N * b * n
+    pairs = spec.N * spec.H * b * (n * (n + 1) // 2 if causal_pairs else n * n)
+    matmul -= tokens * (bias * (3 * spec.H * spec.m + spec.d) + spec.r + spec.d)  # bias adds, counted by formula
+    matmul -= pairs * (spec.score_scale != 1.0)  # the scale, one multiply per score
+    activation = tokens * spec.r * ACTIVATION_PER_ENTRY[spec.activation]
+    matmul -= activation
+    return {"matmul": matmul, "softmax": f["softmax"], "norms": f["norms"], "activation": activation,
+            "residuals": f["residuals"]}  # fmt: skip
+
+
+specs = st.builds(
+    Spec, N=st.integers(1, 3), H=st.integers(1, 4), m=st.integers(1, 6), d=st.integers(1, 9), r=st.integers(1, 9),
+    scale=st.sampled_from(["none", "sqrt"]), norm=st.sampled_from(["none", "pre", "post"]),
+    attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu"]),
+)  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(specs, st.integers(1, 3), st.integers(1, 12))
+def test_flops_equal_a_direct_count_of_the_forward_pass(spec, b, n):
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        model = Transformer(spec, random_weights(spec), workers=1)
+        X = np.random.default_rng(0).normal(size=(b, spec.d, n))
+        assert direct_count(monkeypatch, model, X) == formula(spec, b, n)
+
+
+def test_causal_pairs_are_what_one_query_chunks_compute(monkeypatch):
+    """With one query per chunk, a causal pass computes exactly the allowed pairs; with one chunk, all n^2."""
+    spec = Spec(N=1, H=2, m=4, d=8, r=8, mask="causal")
+    X = np.random.default_rng(0).normal(size=(1, 8, 20))
+    per_query = Transformer(spec, random_weights(spec), chunk_bytes=1, workers=1)
+    assert direct_count(monkeypatch, per_query, X)["softmax"] == forward_flops(spec, 1, 20, True)["softmax"]
+    whole = Transformer(spec, random_weights(spec), chunk_bytes=1 << 30, workers=1)
+    assert direct_count(monkeypatch, whole, X)["softmax"] == forward_flops(spec, 1, 20)["softmax"]
+
+
+def test_a_miscounted_component_would_be_caught(monkeypatch):
+    spec = Spec(N=1, H=2, m=3, d=4, r=5, norm="pre")
+    model = Transformer(spec, random_weights(spec), workers=1)
+    X = np.random.default_rng(0).normal(size=(1, 4, 6))
+    wrong = formula(Spec(N=1, H=2, m=3, d=4, r=5, norm="post"), 1, 6)  # post has no final norm
+    assert direct_count(monkeypatch, model, X) != wrong
+
+
+def test_memory_by_dtype_and_adam():
+    spec = Spec(N=2, H=4, m=8, d=32, r=64)
+    params = count_params(spec).total
+    memory = costs(spec, 1, 16)["memory"]
+    assert memory["weights"] == {"float64": 8 * params, "float32": 4 * params, "float16": 2 * params,
+                                 "bfloat16": 2 * params}  # fmt: skip
+    assert memory["training_adam"]["float32"] == 16 * params
+    assert memory["forward_peak"]["total"] > memory["weights"]["float64"]
+
+
+def test_causal_figures_only_for_causal_specs():
+    assert "flops_causal_pairs" not in costs(Spec(N=1, H=1, m=1, d=1, r=1), 1, 4)
+    c = costs(Spec(N=1, H=1, m=1, d=1, r=1, mask="causal"), 1, 4)
+    assert c["flops_causal_pairs"]["by_component"]["softmax"] == 10 * SOFTMAX_PER_SCORE

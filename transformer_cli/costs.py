@@ -1,0 +1,63 @@
+"""How costly a spec is: forward FLOPs by component, and memory for inference and training, from the spec alone.
+
+Conventions (stated in `tfm count` and the README):
+- a multiply-add is 2 FLOPs, so a product of (M, K) and (K, N) matrices is 2MKN; a bias add is 1 per entry;
+- softmax: 5 per score (max, subtract, exp, sum, divide); layer norm: 7 per entry (mean, subtract, square,
+  variance, scale, gamma, beta); ReLU 1 and GELU 9 per hidden entry (the tanh form, tanh counted as 1);
+- attention is counted in full (n^2 scores); for causal specs a second figure counts only the allowed
+  (key <= query) pairs, n(n+1)/2 per sequence and head, which is what a masked kernel needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .memory import estimate_forward
+from .params import count_params
+from .spec import Spec
+
+SOFTMAX_PER_SCORE = 5
+NORM_PER_ENTRY = 7
+ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9}
+BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def forward_flops(spec: Spec, b: int, n: int, causal_pairs: bool = False) -> dict[str, int]:
+    """Forward FLOPs by component for b sequences of n tokens; `causal_pairs` counts allowed pairs only."""
+    H, m, d, r, N = spec.H, spec.m, spec.d, spec.r, spec.N
+    tokens = b * n
+    pairs = b * (n * (n + 1) // 2 if causal_pairs else n * n)  # (key, query) pairs per head
+    bias = 1 if spec.attention_bias else 0
+    flops = {
+        "Q/K/V projections": N * (2 * 3 * H * m * d + bias * 3 * H * m) * tokens,
+        "scores K^T Q": N * H * pairs * (2 * m + (1 if spec.score_scale != 1.0 else 0)),
+        "softmax": N * H * pairs * SOFTMAX_PER_SCORE,
+        "weights x V": N * H * pairs * 2 * m,
+        "output projection": N * (2 * d * H * m + bias * d) * tokens,
+        "feedforward": N * (2 * 2 * r * d + r + d + ACTIVATION_PER_ENTRY[spec.activation] * r) * tokens,
+        "residuals": N * 2 * d * tokens,
+        "norms": (2 * N + (spec.norm == "pre")) * NORM_PER_ENTRY * d * tokens if spec.norm != "none" else 0,
+        "positions": d * tokens if spec.positional != "none" else 0,
+    }
+    return flops
+
+
+def costs(spec: Spec, b: int, n: int, dtype: str = "float64") -> dict[str, Any]:
+    """FLOPs and memory of a spec at batch b and length n, as exact integers."""
+    params = count_params(spec).total
+    full = forward_flops(spec, b, n)
+    out: dict[str, Any] = {
+        "batch": b,
+        "seq_len": n,
+        "flop_convention": "multiply-add = 2 FLOPs; softmax 5/score, layer norm 7/entry, relu 1, gelu 9/entry",
+        "flops": {"by_component": full, "total": sum(full.values())},
+        "memory": {
+            "weights": {name: params * size for name, size in BYTES.items()},
+            "training_adam": {name: 4 * params * size for name, size in BYTES.items()},
+            "forward_peak": estimate_forward(spec, b, n, dtype).to_dict() | {"dtype": dtype},
+        },
+    }
+    if spec.mask == "causal":
+        masked = forward_flops(spec, b, n, causal_pairs=True)
+        out["flops_causal_pairs"] = {"by_component": masked, "total": sum(masked.values())}
+    return out
