@@ -226,3 +226,22 @@ def bench_table(data: dict[str, Any]) -> Table:
         notes.insert(0, f"tfm / PyTorch time = {ratio:.3f} (outputs agree to {diff:.2g}; PyTorch on {threads} threads)")
     table.caption = "\n".join(notes)
     return table
+
+
+def diff_table(a: Spec, b: Spec, rows: list[dict[str, Any]], batch: int, n: int, dtype: str) -> Table:
+    """Two specs side by side; differing rows in bold with the ratio b / a."""
+    table = Table(title=f"{a.label} vs {b.label} (batch {batch}, n = {n}, {dtype})", title_justify="left")
+    for col, justify in (("", "left"), (a.label, "right"), (b.label, "right"), ("b / a", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    section = None
+    for row in rows:
+        if row["section"] != section:
+            if section is not None:
+                table.add_section()
+            section = row["section"]
+        show = human if row["section"] == "memory" else (si if row["section"] == "FLOPs" else fmt)
+        cells = [show(v) if isinstance(v, int) and not isinstance(v, bool) else fmt(v) for v in (row["a"], row["b"])]
+        ratio = (f"{row['ratio']:.3g}x" if row.get("ratio") is not None else "differs") if row["differs"] else ""
+        style = "bold yellow" if row["differs"] else ""
+        table.add_row(Text(f"{row['section']}: {row['name']}", style=style), *cells, ratio)
+    return table

@@ -94,6 +94,13 @@ class Spec:
 FIELDS = {f.name: f for f in fields(Spec)}
 REQUIRED = tuple(name for name, f in FIELDS.items() if f.default is MISSING)
 
+# Keys that go with a value of another key: (other key, its values, required then). The loader and the
+# JSON Schema (schema.py) both read this table.
+DEPENDENT = {
+    "max_len": ("positional", ("learned",), True),
+    "norm_eps": ("norm", ("pre", "post"), False),
+}
+
 DEFAULT_SPEC = Spec(N=2, H=4, m=8, d=32, r=64, name="default", description="built-in default spec")
 
 
@@ -169,12 +176,12 @@ def spec_from_mapping(data: Any, source: str = "spec") -> Spec:
 
 
 def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
-    if spec.positional == "learned" and spec.max_len is None:
-        raise SpecError(f"{source}: key 'max_len': missing, expected a positive integer when positional is learned")
-    if spec.positional != "learned" and "max_len" in data:
-        raise _fail(source, "max_len", data["max_len"], "no max_len unless positional is learned")
-    if spec.norm == "none" and "norm_eps" in data:
-        raise _fail(source, "norm_eps", data["norm_eps"], "no norm_eps unless norm is pre or post")
+    for key, (other, values, required) in DEPENDENT.items():
+        allowed = getattr(spec, other) in values
+        if allowed and required and key not in data:
+            raise SpecError(f"{source}: key '{key}': missing, expected {_expected(key)} when {other} is {values[0]}")
+        if not allowed and key in data:
+            raise _fail(source, key, data[key], f"no {key} unless {other} is {' or '.join(values)}")
 
 
 class _SpecLoader(yaml.SafeLoader):

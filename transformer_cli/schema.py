@@ -1,0 +1,46 @@
+"""The JSON Schema of the spec format, derived from the same field declarations the loader validates with."""
+
+from __future__ import annotations
+
+from dataclasses import MISSING
+from typing import Any
+
+from .spec import DEPENDENT, FIELDS, REQUIRED
+
+
+def _property(name: str) -> dict[str, Any]:
+    field = FIELDS[name]
+    meta = field.metadata
+    kind, choices = meta["kind"], list(meta["choices"])
+    prop: dict[str, Any] = {
+        "posint": {"type": "integer", "minimum": 1},
+        "posfloat": {"type": "number", "exclusiveMinimum": 0},
+        "bool": {"type": "boolean"},
+        "str": {"type": "string"},
+        "choice": {"enum": choices},
+        "scale": {"anyOf": [{"enum": choices}, {"type": "number", "exclusiveMinimum": 0}]},
+    }[kind]
+    prop["description"] = meta["doc"]
+    if field.default is not MISSING and field.default is not None and field.default != "":
+        prop["default"] = field.default
+    return prop
+
+
+def spec_schema() -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) for a tfm spec file."""
+    rules = []
+    for key, (other, values, required) in DEPENDENT.items():
+        when = {"properties": {other: {"enum": list(values)}}, "required": [other]}
+        rules.append(
+            {"if": when, "then": {"required": [key]} if required else {}, "else": {"not": {"required": [key]}}}
+        )
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "tfm transformer spec",
+        "description": "N blocks of H heads of size m over model size d, feedforward size r, and the variants.",
+        "type": "object",
+        "properties": {name: _property(name) for name in FIELDS},
+        "required": list(REQUIRED),
+        "additionalProperties": False,
+        "allOf": rules,
+    }
