@@ -10,10 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
+from . import safetensors_io
 from .arrays import Header, first_nonfinite, open_npz, peek_npz, save_npz
 from .errors import ArrayError
 from .params import Tensor, all_tensors
-from .spec import Spec
+from .spec import Spec, spec_from_mapping
 
 Weights = dict[str, np.ndarray]
 
@@ -83,20 +84,50 @@ def check_weights(weights: Weights, spec: Spec, source: str) -> None:
         raise ArrayError(f"{source}: NaN or inf in {_listed(nonfinite)}")
 
 
+FORMATS = (".npz", ".safetensors")
+
+
+def weights_format(path: Path) -> str:
+    """'.npz' or '.safetensors', from the extension; anything else is an error."""
+    if path.suffix not in FORMATS:
+        raise ArrayError(f"{path}: unknown weights format '{path.suffix}', expected a .npz or .safetensors file")
+    return path.suffix
+
+
 def load_weights(path: str | Path, spec: Spec) -> Weights:
-    """Load a weights .npz (never pickle): the layout is checked from the headers before any data is read."""
+    """Load weights (.npz without pickle, or .safetensors), checking the layout from the headers before any data.
+
+    A .safetensors file written by tfm also holds its spec: it must be the spec given.
+    """
     path = Path(path)
-    check_layout(peek_npz(path), spec, str(path))
-    weights = open_npz(path)
+    if weights_format(path) == ".npz":
+        check_layout(peek_npz(path), spec, str(path))
+        weights = open_npz(path)
+    else:
+        layout, metadata = safetensors_io.peek(path)
+        stored = safetensors_io.stored_spec(metadata, path)
+        if stored is not None and spec_from_mapping(stored, f"{path} metadata").to_dict() != spec.to_dict():
+            differ = sorted(k for k in {*stored, *spec.to_dict()} if stored.get(k) != spec.to_dict().get(k))
+            raise ArrayError(f"{path}: written for another spec ({', '.join(differ)} differ from '{spec.label}')")
+        check_layout(layout, spec, str(path))
+        weights = safetensors_io.load(path)
     check_weights(weights, spec, str(path))
     return weights
 
 
-def save_weights(path: str | Path, weights: Weights) -> None:
-    """Write weights as an .npz, atomically."""
-    save_npz(Path(path), weights)
+def spec_of_weights(path: str | Path) -> Spec | None:
+    """The spec stored in a .safetensors weights file by `tfm init`, or None."""
+    path = Path(path)
+    if weights_format(path) != ".safetensors":
+        return None
+    stored = safetensors_io.stored_spec(safetensors_io.peek(path)[1], path)
+    return spec_from_mapping(stored, f"{path} metadata") if stored is not None else None
 
 
-def cast_weights(weights: Weights, dtype: np.dtype) -> Weights:
-    """The same weights in the compute dtype."""
-    return {name: np.asarray(w, dtype=dtype) for name, w in weights.items()}
+def save_weights(path: str | Path, weights: Weights, spec: Spec | None = None) -> None:
+    """Write weights atomically as .npz or .safetensors (by the extension; the latter also stores the spec)."""
+    path = Path(path)
+    if weights_format(path) == ".npz":
+        save_npz(path, weights)
+    else:
+        safetensors_io.save(path, weights, spec.to_dict() if spec else None)

@@ -55,7 +55,8 @@ SpecArg = Annotated[
     typer.Argument(help="YAML spec file; the built-in default spec (N=2, H=4, m=8, d=32, r=64) if omitted."),
 ]
 WeightsOpt = Annotated[
-    Optional[Path], typer.Option("--weights", "-w", help="Weights .npz from `tfm init`; seeded weights if omitted.")
+    Optional[Path],
+    typer.Option("--weights", "-w", help="Weights (.npz or .safetensors) from `tfm init`; seeded weights if omitted."),
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", "-s", help="Seed for weights and random inputs.")]
 DTypeOpt = Annotated[DType, typer.Option("--dtype", help="Compute dtype.")]
@@ -114,8 +115,18 @@ def _fail(message: str, code: ExitCode, json_out: bool) -> None:
     raise typer.Exit(int(code)) from None
 
 
-def load(path: Path | None) -> tuple[Spec, str]:
-    """The spec at `path`, or the built-in default (said on stderr); with a description of its source."""
+def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
+    """The spec at `path`, else the one stored in a .safetensors `weights` file, else the built-in default.
+
+    Where it came from is returned, and said on stderr unless it was a file named on the command line.
+    """
+    if path is None and weights is not None and weights.suffix == ".safetensors":
+        from ..weights import spec_of_weights
+
+        stored = spec_of_weights(weights)
+        if stored is not None:
+            err.print(f"using the spec stored in {weights} ({stored.summary()})", soft_wrap=True, highlight=False)
+            return stored, f"{weights} metadata"
     if path is None:
         err.print(f"using the built-in default spec ({DEFAULT_SPEC.summary()})", soft_wrap=True, highlight=False)
         return DEFAULT_SPEC, "built-in default"

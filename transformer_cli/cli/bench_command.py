@@ -40,7 +40,7 @@ def bench(
     from ..runner import get_weights
 
     with handled(json_out):
-        spec, _ = load(spec_path)
+        spec, _ = load(spec_path, weights)
         check_memory(estimate_forward(spec, batch, seq_len, dtype.value), None, "this benchmark")
         w, _ = get_weights(spec, weights, seed)
         with Progress(console=err, transient=True, disable=json_out or not err.is_terminal) as progress:

@@ -76,15 +76,15 @@ def count(
 @app.command()
 def init(
     spec_path: SpecArg = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the weights (.npz).")] = Path(
-        "weights.npz"
-    ),
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Where to write the weights (.npz or .safetensors).")
+    ] = Path("weights.npz"),
     seed: SeedOpt = 0,
     max_memory: MaxMemoryOpt = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Write seeded float64 weights for a spec, under the tensor names of the weights format (README).
+    """Write seeded float64 weights for a spec: .npz, or .safetensors with the spec in its metadata (README).
 
     \b
     Example:
@@ -92,14 +92,15 @@ def init(
     """
     from ..arrays import check_output_path
     from ..memory import check_memory, estimate_forward
-    from ..weights import init_weights, save_weights
+    from ..weights import init_weights, save_weights, weights_format
 
     with handled(json_out):
         spec, _ = load(spec_path)
         check_output_path(output, [spec_path] if spec_path else [], force)
+        weights_format(output)
         check_memory(estimate_forward(spec, 0, 0), max_memory, "these weights")
         weights = init_weights(spec, seed)
-        save_weights(output, weights)
+        save_weights(output, weights, spec)
     data = {
         "spec": spec.label,
         "output": str(output),
@@ -141,7 +142,7 @@ def run(
     from ..runner import run_forward
 
     with handled(json_out):
-        spec, _ = load(spec_path)
+        spec, _ = load(spec_path, weights)
         if output is not None:
             check_output_path(output, [p for p in (spec_path, input_path, weights) if p], force)
         result = run_forward(spec, input_path, weights, seed, dtype.value, max_memory)

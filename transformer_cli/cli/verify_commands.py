@@ -50,7 +50,7 @@ def _check(
     from .. import render, verify
 
     with handled(json_out):
-        spec, source = load(spec_path)
+        spec, source = load(spec_path, weights)
         setup, _, w_source = verify.setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
         result = getattr(verify, f"check_{name}")(setup, expect=expect.value, **options)
     if json_out:
@@ -179,7 +179,7 @@ def verify(
     from .. import render, verify
 
     with handled(json_out):
-        spec, source = load(spec_path)
+        spec, source = load(spec_path, weights)
         setup, w, w_source = verify.setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
         results = verify.run_checks(setup, w)
     code = verify.overall_exit(results)
