@@ -1,0 +1,70 @@
+"""`tfm attention`: one block's attention weights as a terminal heatmap, and all heads saved to .npy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .app import (
+    DType,
+    DTypeOpt,
+    ForceOpt,
+    JsonOpt,
+    SeedOpt,
+    SpecArg,
+    WeightsOpt,
+    app,
+    handled,
+    load,
+    out,
+    print_json,
+)
+
+
+@app.command()
+def attention(
+    spec_path: SpecArg = None,
+    input_path: Annotated[Path, typer.Option("--input", "-i", help="Input .npy, (d, n) or (b, d, n).")] = ...,  # type: ignore[assignment]
+    block: Annotated[int, typer.Option("--block", min=0, help="Block index i, 0 .. N-1.")] = 0,
+    head: Annotated[Optional[int], typer.Option("--head", min=0, help="Head h; all heads if omitted.")] = None,
+    sequence: Annotated[int, typer.Option("--sequence", min=0, help="Which sequence of a batch.")] = 0,
+    weights: WeightsOpt = None,
+    seed: SeedOpt = 0,
+    dtype: DTypeOpt = DType.float64,
+    output: Annotated[
+        Optional[Path],
+        typer.Option("--output", "-o", help="Save every head's weights, shape (H, n, n), axes [h, k, q]."),
+    ] = None,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show a block's attention weights as a heatmap: row k is a key, column q a query, columns sum to 1.
+
+    A[h, k, q] is the weight query column q gives key column k in head h (the seed's Softmax is taken
+    over each column). Long sequences are averaged into blocks to fit the terminal.
+
+    \b
+    Example:
+      tfm attention examples/configs/tiny-causal.yaml --input x.npy --block 1 --head 0 -o attn.npy
+    """
+    from .. import render
+    from ..arrays import check_output_path, save_npy
+    from ..attention_maps import attention_maps
+
+    with handled(json_out):
+        spec, _ = load(spec_path, weights)
+        if output is not None:
+            check_output_path(output, [p for p in (spec_path, input_path, weights) if p], force)
+        A = attention_maps(spec, input_path, weights, seed, dtype.value, block, head, sequence)
+        if output is not None:
+            save_npy(output, A)
+    heads = [head] if head is not None else list(range(spec.H))
+    if json_out:
+        print_json({"spec": spec.label, "block": block, "sequence": sequence, "shape": list(A.shape),
+                    "axes": ["head", "key", "query"], "output": str(output) if output else None,
+                    "weights": {str(h): A[h].tolist() for h in heads}})  # fmt: skip
+        return
+    for h in heads:
+        out.print(render.heatmap(A[h], f"block {block}, head {h} of {spec.label}", out.width))
