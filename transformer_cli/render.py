@@ -285,3 +285,22 @@ def _cell(level: float) -> Text:
     shade = SHADES[min(len(SHADES) - 1, int(level * (len(SHADES) - 1) + 0.5))] * 2
     grey = int(40 + 215 * level)
     return Text(shade, style=f"rgb({grey},{grey // 2},0) on rgb({grey // 3},{grey // 6},0)")
+
+
+def check_summary(results: list[Any], seq_len: int) -> Table:
+    """One row per spec file: its figures, budgets, verify verdict and result."""
+    table = Table(title="tfm check", title_justify="left")
+    for col in ("spec", "parameters", f"forward memory (n = {seq_len})", "budgets", "verify", "result"):
+        table.add_column(col, justify="right" if col in ("parameters",) else "left", overflow="fold")
+    for r in results:
+        verdict = (
+            Text("ERROR", style="bold red")
+            if r.error
+            else styled({0: "PASS", 1: "FAIL", 3: "INCONCLUSIVE"}[int(r.exit_code)])
+        )
+        if r.error:
+            table.add_row(r.path, "-", "-", "-", r.error, verdict)
+        else:
+            budgets = "; ".join(r.over_budget) or "within"
+            table.add_row(f"{r.path} ({r.name})", fmt(r.params), human(r.memory), budgets, r.verify, verdict)
+    return table

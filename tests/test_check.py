@@ -1,0 +1,68 @@
+"""`tfm check`: budgets, verify, and one exit code over many specs; the pre-commit hook and CI example parse."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import EXAMPLES
+
+from transformer_cli.check import parse_count
+from transformer_cli.cli import app
+
+ROOT = Path(__file__).parent.parent
+SEED, TINY = (next(p for p in EXAMPLES if p.name == n) for n in ("seed-plain.yaml", "tiny-causal.yaml"))
+
+
+def run(runner, *args):
+    result = runner.invoke(app, ["check", *map(str, args), "--json"])
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_good_specs_pass(runner):
+    code, data = run(runner, SEED, TINY)
+    assert code == 0 and [s["verify"] for s in data["specs"]] == ["PASS", "PASS"]
+
+
+def test_over_budget_fails_with_the_reason(runner):
+    code, data = run(runner, SEED, TINY, "--max-params", "10K")
+    assert code == 1
+    assert data["specs"][0]["over_budget"] == ["98,944 parameters > 10,000"] and data["specs"][1]["exit_code"] == 0
+    code, data = run(runner, TINY, "--max-memory", "1M", "--seq-len", "4096")
+    assert code == 1 and "forward at n = 4096" in data["specs"][0]["over_budget"][0]
+
+
+def test_an_invalid_spec_makes_the_run_exit_2_and_the_rest_still_run(runner, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("N: 1\nH: 1\nm: 1\nd: 1\nrr: 1\n")
+    code, data = run(runner, bad, TINY)
+    assert code == 2
+    assert "did you mean 'r'" in data["specs"][0]["error"] and data["specs"][1]["verify"] == "PASS"
+
+
+def test_a_property_that_fails_is_exit_1(runner, monkeypatch):
+    from transformer_cli.verify import equivariance
+
+    monkeypatch.setattr(equivariance, "breaking_features", lambda spec: ["a feature that is not there"])
+    code, data = run(runner, SEED)
+    assert code == 1 and data["specs"][0]["verify"].startswith("VIOLATED (equivariance")
+
+
+def test_table_output_and_no_verify(runner):
+    result = runner.invoke(app, ["check", str(SEED), str(TINY), "--no-verify"])
+    assert result.exit_code == 0 and "skipped" in result.stdout and "within" in result.stdout
+
+
+@pytest.mark.parametrize("text, value", [("125M", 125_000_000), ("1.5B", 1_500_000_000), ("7000", 7000)])
+def test_parse_count(text, value):
+    assert parse_count(text) == value
+
+
+def test_pre_commit_hook_and_ci_example_are_valid_yaml_running_tfm_check():
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert hooks[0]["id"] == "tfm-check" and hooks[0]["entry"] == "tfm check"
+    workflow = yaml.safe_load((ROOT / "examples" / "ci" / "tfm.yml").read_text())
+    steps = [s.get("run", "") for s in workflow["jobs"]["specs"]["steps"]]
+    assert any(s.startswith("tfm check") for s in steps)

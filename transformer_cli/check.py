@@ -1,0 +1,108 @@
+"""`tfm check` as a library call: many spec files against budgets and the verify suite, one verdict each."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ExitCode, TfmError
+from .memory import estimate_forward, parse_size
+from .params import count_params
+from .spec import load_spec
+
+SI = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "B": 10**9, "T": 10**12}
+
+
+def parse_count(text: str) -> int:
+    """'125M', '1.5B', '7000000' -> a number of parameters (powers of 1000; B = G = 1e9)."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGBT]?)\s*", text, re.IGNORECASE)
+    if not match or float(match.group(1)) <= 0:
+        raise TfmError(f"--max-params: got '{text}', expected a count such as 125M, 1.5B or 7000000")
+    return int(float(match.group(1)) * SI[match.group(2).upper()])
+
+
+@dataclass
+class SpecCheck:
+    """One spec file's outcome: its figures, the budgets it broke, and its verify verdict."""
+
+    path: str
+    name: str = ""
+    error: str = ""
+    params: int | None = None
+    memory: int | None = None
+    over_budget: list[str] = field(default_factory=list)
+    verify: str = "skipped"  # PASS, FAIL, INCONCLUSIVE, skipped, or an error
+    verify_code: int = 0
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.error:
+            return ExitCode.BAD_INPUT
+        if self.over_budget or self.verify_code == ExitCode.VIOLATED:
+            return ExitCode.VIOLATED
+        return ExitCode(self.verify_code)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "name": self.name, "error": self.error or None, "params": self.params,
+                "forward_memory": self.memory, "over_budget": self.over_budget, "verify": self.verify,
+                "exit_code": int(self.exit_code)}  # fmt: skip
+
+
+def check_spec(
+    path: Path, max_params: int | None, max_memory: int | None, seq_len: int, verify_len: int | None
+) -> SpecCheck:
+    """Load one spec, hold it to the budgets, and run the verify suite on it (unless verify_len is None)."""
+    from .memory import human
+    from .verify import overall_exit, verify_all
+
+    result = SpecCheck(str(path))
+    try:
+        spec = load_spec(path)
+        result.name = spec.label
+        result.params = count_params(spec).total
+        result.memory = estimate_forward(spec, 1, seq_len, "float32").total
+        if max_params is not None and result.params > max_params:
+            result.over_budget.append(f"{result.params:,} parameters > {max_params:,}")
+        if max_memory is not None and result.memory > max_memory:
+            result.over_budget.append(f"forward at n = {seq_len}: {human(result.memory)} > {human(max_memory)}")
+        if verify_len is not None:
+            checks = verify_all(spec, n=min(verify_len, spec.max_len or verify_len))
+            result.verify_code = int(overall_exit(checks))
+            failed = [c.name for c in checks if c.exit_code != ExitCode.OK]
+            result.verify = ("PASS" if not failed else ExitCode(result.verify_code).name) + (
+                f" ({', '.join(failed)})" if failed else ""
+            )
+    except TfmError as exc:
+        result.error = str(exc)
+    return result
+
+
+def check_specs(
+    paths: list[Path],
+    max_params: str | None = None,
+    max_memory: str | None = None,
+    seq_len: int = 512,
+    verify_len: int | None = 8,
+    progress: Callable[[str], None] | None = None,
+) -> list[SpecCheck]:
+    """Every spec's outcome, in order."""
+    params_budget = parse_count(max_params) if max_params else None
+    memory_budget = parse_size(max_memory) if max_memory else None
+    results = []
+    for path in paths:
+        if progress:
+            progress(str(path))
+        results.append(check_spec(path, params_budget, memory_budget, seq_len, verify_len))
+    return results
+
+
+def overall(results: list[SpecCheck]) -> ExitCode:
+    """2 if any spec is unusable, else 1 if any broke a budget or a property, else 3 if any was inconclusive."""
+    codes = {r.exit_code for r in results}
+    for code in (ExitCode.BAD_INPUT, ExitCode.VIOLATED, ExitCode.INCONCLUSIVE):
+        if code in codes:
+            return code
+    return ExitCode.OK

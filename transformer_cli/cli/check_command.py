@@ -1,0 +1,49 @@
+"""`tfm check`: many spec files, budgets and the verify suite, one table and one exit code (CI, pre-commit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .app import EXIT_CODES, JsonOpt, app, err, handled, out, print_json
+
+
+@app.command(epilog=EXIT_CODES)
+def check(
+    specs: Annotated[list[Path], typer.Argument(help="Spec files to check.")],
+    max_params: Annotated[Optional[str], typer.Option("--max-params", help="Budget: parameters (125M, 1.5B).")] = None,
+    max_memory: Annotated[
+        Optional[str], typer.Option("--max-memory", help="Budget: a float32 forward pass's peak memory (4G).")
+    ] = None,
+    seq_len: Annotated[int, typer.Option("--seq-len", "-n", min=1, help="Length n for the memory budget.")] = 512,
+    verify_len: Annotated[int, typer.Option("--verify-len", min=1, help="Length n of the verify checks.")] = 8,
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Run tfm verify on each spec.")] = True,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check many spec files at once: valid, within budgets, and every property as theory predicts.
+
+    Exit 2 if any spec is invalid, else 1 if any breaks a budget or a property, else 3 if any check
+    was inconclusive, else 0.
+
+    \b
+    Example:
+      tfm check examples/configs/*.yaml --max-params 150M --max-memory 4G --seq-len 1024
+    """
+    from rich.progress import Progress
+
+    from .. import render
+    from ..check import check_specs, overall
+
+    with handled(json_out):
+        with Progress(console=err, transient=True, disable=json_out or not err.is_terminal) as progress:
+            task = progress.add_task("checking", total=len(specs))
+            results = check_specs(specs, max_params, max_memory, seq_len, verify_len if verify else None,
+                                  lambda path: progress.update(task, advance=1, description=path))  # fmt: skip
+    code = overall(results)
+    if json_out:
+        print_json({"exit_code": int(code), "specs": [r.to_dict() for r in results]})
+    else:
+        out.print(render.check_summary(results, seq_len))
+    raise typer.Exit(int(code))
