@@ -1,0 +1,117 @@
+"""tfm beside torchinfo, fvcore and accelerate's memory estimate, on the same model (GPT-2-small-style stack).
+
+    pip install torch==2.13.0 torchinfo fvcore accelerate
+    python benchmarks/compare_tools.py
+
+The model is built in PyTorch from the spec (nn.Linear, nn.LayerNorm, scaled_dot_product_attention), so the
+three tools see a real nn.Module; tfm sees only the YAML spec. accelerate's `estimate-memory` command needs
+the Hugging Face Hub, so its estimator (`calculate_maximum_sizes`) is called on the module directly.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import warnings
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from rich.console import Console
+from rich.table import Table
+from torch import nn
+
+from transformer_cli.costs import costs
+from transformer_cli.params import count_params
+from transformer_cli.spec import load_spec
+
+SPEC = Path(__file__).resolve().parent.parent / "examples" / "configs" / "gpt2-small.yaml"
+
+
+class Block(nn.Module):
+    def __init__(self, d: int, H: int, m: int, r: int):
+        super().__init__()
+        self.H, self.m = H, m
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.out = nn.Linear(d, 3 * H * m), nn.Linear(H * m, d)
+        self.ff1, self.ff2 = nn.Linear(d, r), nn.Linear(r, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, n, _ = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, n, 3, self.H, self.m).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.out(a.transpose(1, 2).reshape(b, n, self.H * self.m))
+        return x + self.ff2(F.gelu(self.ff1(self.ln2(x)), approximate="tanh"))
+
+
+class Stack(nn.Module):
+    def __init__(self, N: int, d: int, H: int, m: int, r: int, max_len: int):
+        super().__init__()
+        self.P = nn.Parameter(torch.zeros(max_len, d))
+        self.blocks = nn.ModuleList(Block(d, H, m, r) for _ in range(N))
+        self.final = nn.LayerNorm(d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.P[: x.shape[1]]
+        for block in self.blocks:
+            x = block(x)
+        return self.final(x)
+
+
+def main(n: int = 1024) -> None:
+    spec = load_spec(SPEC)
+    model = Stack(spec.N, spec.d, spec.H, spec.m, spec.r, spec.max_len).eval()
+    x = torch.zeros(1, n, spec.d)
+    ours = costs(spec, 1, n, "float32")
+    table = Table(title=f"{spec.label} at n = {n}: tfm (from the YAML) beside the PyTorch tools", title_justify="left")
+    for col in ("figure", "tfm", "tool", "tool's figure", "note"):
+        table.add_column(col, justify="right" if col in ("tfm", "tool's figure") else "left")
+
+    import torchinfo
+
+    with redirect_stdout(io.StringIO()):
+        info = torchinfo.summary(model, input_data=x, verbose=0)
+    table.add_row("parameters", f"{count_params(spec).total:,}", "torchinfo", f"{info.total_params:,}", "")
+    table.add_row(
+        "forward multiply-adds",
+        f"{ours['flops']['total'] // 2:,}",
+        "torchinfo",
+        f"{info.total_mult_adds:,}",
+        "torchinfo: weights x batch per layer, so neither the n tokens nor attention",
+    )
+
+    from fvcore.nn import FlopCountAnalysis
+
+    with warnings.catch_warnings(), redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        analysis = FlopCountAnalysis(model, x)
+        analysis.unsupported_ops_warnings(False)
+        total = analysis.total()
+        skipped = dict(analysis.unsupported_ops())
+    H, m, d, r, N = spec.H, spec.m, spec.d, spec.r, spec.N
+    linear = N * n * (3 * H * m * d + d * H * m + 2 * r * d)  # multiply-adds of the nn.Linear products alone
+    attention = (ours["flops"]["by_component"]["scores K^T Q"] + ours["flops"]["by_component"]["weights x V"]) // 2
+    table.add_row("multiply-adds: linear layers", f"{linear:,}", "fvcore", f"{total:,}",
+                  "fvcore also adds 5 per layer-norm entry (98 M here)")  # fmt: skip
+    table.add_row("multiply-adds: QK^T and AV", f"{attention:,}", "fvcore", "not counted",
+                  f"fvcore skipped: {', '.join(f'{k} x{v}' for k, v in skipped.items()) or 'nothing'}")  # fmt: skip
+    table.add_row("multiply-adds: whole forward", f"{linear + attention:,}", "fvcore", f"{total:,}",
+                  f"fvcore misses {attention / (linear + attention):.0%} of the products")  # fmt: skip
+
+    from accelerate.utils import calculate_maximum_sizes
+
+    total_size, _ = calculate_maximum_sizes(model)
+    weights32 = ours["memory"]["weights"]["float32"]
+    table.add_row("weights, float32 (bytes)", f"{weights32:,}", "accelerate", f"{total_size:,}", "")
+    table.add_row("training with Adam, float32", f"{ours['memory']['training_adam']['float32']:,}", "accelerate",
+                  f"{4 * total_size:,}", "accelerate estimate-memory: 4 x the model size")  # fmt: skip
+    peak = ours["memory"]["forward_peak"]["total"]
+    table.add_row(
+        f"forward peak at n = {n}", f"{peak:,}", "accelerate", "-", "activations: not estimated by accelerate"
+    )
+    Console(width=160).print(table)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1024)
