@@ -78,7 +78,7 @@ def main(n: int = 1024) -> None:
         f"{ours['flops']['total'] // 2:,}",
         "torchinfo",
         f"{info.total_mult_adds:,}",
-        "torchinfo: weights x batch per layer, so neither the n tokens nor attention",
+        "torchinfo: close to the parameter count, not about n times it; no attention op",
     )
 
     from fvcore.nn import FlopCountAnalysis
