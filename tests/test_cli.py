@@ -6,21 +6,13 @@ import json
 
 import numpy as np
 import pytest
+import typer
 from conftest import DATA, EXAMPLES, reference
 
 from transformer_cli import Transformer, load_spec, load_weights
 from transformer_cli.cli import app
 
-COMMANDS = [
-    "count",
-    "init",
-    "run",
-    "verify",
-    "verify-equivariance",
-    "verify-causality",
-    "verify-decoding",
-    "verify-scaling",
-]
+COMMANDS = sorted(typer.main.get_command(app).commands)  # every registered command: a new one cannot skip help
 TINY = next(p for p in EXAMPLES if p.name == "tiny-causal.yaml")
 SEED_PLAIN = DATA / "seed-plain"
 
@@ -40,6 +32,28 @@ def test_top_level_help_documents_the_exit_codes(runner):
     result = invoke(runner, "--help")
     assert result.exit_code == 0
     assert all(c in result.stdout for c in COMMANDS) and "Exit codes" in result.stdout
+
+
+def test_the_command_list_is_complete():
+    assert set(COMMANDS) >= {"count", "init", "run", "verify", "verify-equivariance", "verify-causality",
+                             "verify-decoding", "verify-scaling", "bench", "schema", "diff", "attention", "check"}  # fmt: skip
+
+
+@pytest.mark.parametrize("args", [["count"], ["verify"], ["count", "--seq-len", "64"]])
+def test_no_color_and_pipes_give_plain_text(runner, args):
+    """CliRunner is not a terminal: no escape codes; NO_COLOR is honoured as well."""
+    for env in ({}, {"NO_COLOR": "1"}):
+        result = runner.invoke(app, args, env=env)
+        assert "\x1b[" not in result.stdout and "\x1b[" not in result.stderr
+
+
+@pytest.mark.parametrize("args", [["count"], ["verify", "-n", "4"], ["verify-scaling", "--samples", "500"],
+                                  ["bench", "-n", "4", "-k", "1", "--no-torch"], ["diff", str(TINY), str(TINY)],
+                                  ["schema"]])  # fmt: skip
+def test_json_is_the_only_thing_on_stdout(runner, args):
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code in (0, 1)
+    json.loads(result.stdout)
 
 
 def test_version(runner):

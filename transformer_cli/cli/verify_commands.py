@@ -21,6 +21,7 @@ from .app import (
     TolOpt,
     WeightsOpt,
     app,
+    err,
     handled,
     load,
     out,
@@ -176,12 +177,16 @@ def verify(
     Example:
       tfm verify examples/configs/gpt2-small.yaml --seq-len 8
     """
+    from rich.progress import Progress
+
     from .. import render, verify
 
     with handled(json_out):
         spec, source = load(spec_path, weights)
         setup, w, w_source = verify.setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
-        results = verify.run_checks(setup, w)
+        with Progress(console=err, transient=True, disable=json_out or not err.is_terminal) as progress:
+            task = progress.add_task("verifying", total=6)
+            results = verify.run_checks(setup, w, lambda name: progress.update(task, advance=1, description=name))
     code = verify.overall_exit(results)
     if json_out:
         checks = [r.to_dict() for r in results]

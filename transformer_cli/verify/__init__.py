@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..errors import ExitCode
 from ..spec import Spec
 from ..weights import Weights
@@ -30,16 +32,22 @@ def verify_all(
     return run_checks(setup, weights)
 
 
-def run_checks(setup: Setup, weights: Weights) -> list[CheckResult]:
-    """Every check on a prepared setup, each expecting what the theory predicts."""
-    return [
-        check_counts(setup, weights, expect="theory"),
-        check_softmax(setup, expect="theory"),
-        check_equivariance(setup, expect="theory"),
-        check_causality(setup, expect="theory"),
-        check_decoding(setup, expect="theory"),
-        check_scaling(setup, expect="theory"),
+def run_checks(setup: Setup, weights: Weights, progress: Callable[[str], None] | None = None) -> list[CheckResult]:
+    """Every check on a prepared setup, each expecting what the theory predicts; `progress` hears each name."""
+    checks: list[tuple[str, Callable[[], CheckResult]]] = [
+        ("counts", lambda: check_counts(setup, weights, expect="theory")),
+        ("softmax", lambda: check_softmax(setup, expect="theory")),
+        ("equivariance", lambda: check_equivariance(setup, expect="theory")),
+        ("causality", lambda: check_causality(setup, expect="theory")),
+        ("decoding", lambda: check_decoding(setup, expect="theory")),
+        ("scaling", lambda: check_scaling(setup, expect="theory")),
     ]
+    results = []
+    for name, run in checks:
+        if progress:
+            progress(name)
+        results.append(run())
+    return results
 
 
 def overall_exit(results: list[CheckResult]) -> ExitCode:
