@@ -97,9 +97,14 @@ def main(
 
 @contextmanager
 def handled(json_out: bool = False) -> Iterator[None]:
-    """Turn a TfmError into one line on stderr (and a JSON object on stdout under --json) and its exit code."""
+    """Turn a TfmError into one line on stderr (and a JSON object on stdout under --json) and its exit code.
+
+    NumPy's floating-point warnings are silenced here: a NaN or inf that matters is reported as a result
+    (an error naming where it is, or a failed check), not as a Python warning on stderr.
+    """
     try:
-        yield
+        with np.errstate(all="ignore"):
+            yield
     except TfmError as exc:
         _fail(str(exc), exc.exit_code, json_out)
     except MemoryError:
