@@ -188,3 +188,20 @@ def test_batch_split_over_threads_equals_one_thread():
     two = Transformer(spec, w, workers=2)(X)
     assert rel(two, one) < 1e-14
     assert rel(two, reference_forward(spec, w, X)) < 1e-12
+
+
+def test_trace_and_progress_are_the_same_split_over_threads_or_not():
+    spec = Spec(N=3, H=2, m=8, d=32, r=64)
+    w = random_weights(spec)
+    X = np.random.default_rng(0).normal(size=(5, spec.d, 500))
+    traces, steps = [], []
+    for workers in (1, 2):
+        trace: list[float] = []
+        done: list[float] = []
+        Transformer(spec, w, workers=workers).forward(X, trace=trace, on_block=done.append)
+        traces.append(trace)
+        steps.append(sum(done))
+    assert len(traces[0]) == spec.N + 1 and np.allclose(traces[0], traces[1], rtol=1e-12)
+    assert steps == pytest.approx([1.0, 1.0])
+    direct = np.sqrt(np.mean(np.square(reference_forward(spec, w, X))))
+    assert traces[0][-1] == pytest.approx(direct, rel=1e-12)

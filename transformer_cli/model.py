@@ -273,40 +273,61 @@ class Transformer:
 
     # -- the whole pass ------------------------------------------------------------------------------
 
-    def forward(self, X: Array, trace: list | None = None, weights_out: list | None = None) -> Array:
+    def forward(
+        self,
+        X: Array,
+        trace: list | None = None,
+        weights_out: list | None = None,
+        on_block: Callable[[float], None] | None = None,
+    ) -> Array:
         """Transformer(X) for X of shape (d, n) or (b, d, n); same shape out.
 
         `trace` receives the RMS of the activations after the positions and after each block;
-        `weights_out` receives each block's attention weights (b, H, n_k, n_q).
+        `weights_out` receives each block's attention weights (b, H, n_k, n_q); `on_block` hears the
+        fraction of the pass each finished block is (for a progress bar).
         """
         X = np.asarray(X)
         Z = to_columns(X, self.dtype)  # (d, b, n)
         workers = min(self.workers, Z.shape[1])
-        if trace is None and weights_out is None and workers > 1 and Z.size >= PARALLEL_MIN_SIZE:
-            Z = self._in_parallel(Z, workers)
+        if weights_out is None and workers > 1 and Z.size >= PARALLEL_MIN_SIZE:
+            parts = [np.ascontiguousarray(part) for part in np.array_split(Z, workers, axis=1)]
         else:
-            Z = self._forward_columns(Z, trace, weights_out)
+            parts = [Z]
+        squares: list[list[float]] = [[] for _ in parts]  # per part: mean square after positions and each block
+        step = 1.0 / (max(self.spec.N, 1) * len(parts))
+
+        def run(i: int) -> Array:
+            return self._forward_columns(parts[i], squares[i], weights_out, on_block, step)
+
+        if len(parts) == 1:
+            Z = run(0)
+        else:  # the batch over threads, BLAS at one thread each: NumPy's elementwise work then uses every core
+            with threadpool_limits(1, user_api="blas"):
+                Z = np.concatenate(list(_pool(len(parts)).map(run, range(len(parts)))), axis=1)
+        if trace is not None:
+            sizes = [part.size for part in parts]
+            trace.extend(float(np.sqrt(np.average(ms, weights=sizes))) for ms in zip(*squares, strict=True))
         return from_columns(Z, X.ndim)
 
-    def _forward_columns(self, Z: Array, trace: list | None = None, weights_out: list | None = None) -> Array:
-        """The whole pass on (d, b, n) columns, overwriting Z."""
+    def _forward_columns(
+        self,
+        Z: Array,
+        squares: list[float],
+        weights_out: list | None = None,
+        on_block: Callable[[float], None] | None = None,
+        step: float = 0.0,
+    ) -> Array:
+        """The whole pass on (d, b, n) columns, overwriting Z; `squares` gets the mean square after each stage."""
         pe = self.positions(0, Z.shape[-1])
         if pe is not None:
             Z += pe[:, None, :]
-        if trace is not None:
-            trace.append(_rms(Z))
+        squares.append(_mean_square(Z))
         for blk in self.blocks:
             Z = self.apply_block(blk, Z, lambda U, blk=blk: self.self_attention(blk, U, weights_out))
-            if trace is not None:
-                trace.append(_rms(Z))
+            squares.append(_mean_square(Z))
+            if on_block is not None:
+                on_block(step)
         return self.finish(Z)
-
-    def _in_parallel(self, Z: Array, workers: int) -> Array:
-        """Split the batch over threads, BLAS at one thread each: NumPy's elementwise work then uses every core."""
-        parts = [np.ascontiguousarray(part) for part in np.array_split(Z, workers, axis=1)]
-        with threadpool_limits(1, user_api="blas"):
-            done = list(_pool(workers).map(self._forward_columns, parts))
-        return np.concatenate(done, axis=1)
 
     def __call__(self, X: Array) -> Array:
         return self.forward(X)
@@ -335,5 +356,5 @@ def _residual(X: Array, out: Array) -> Array:
     return out
 
 
-def _rms(X: Array) -> float:
-    return float(np.sqrt(np.mean(np.square(X, dtype=np.float64))))
+def _mean_square(X: Array) -> float:
+    return float(np.mean(np.square(X, dtype=np.float64)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,7 @@ def run_forward(
     seed: int = 0,
     dtype: str = "float64",
     max_memory: str | None = None,
+    on_block: Callable[[float], None] | None = None,
 ) -> RunResult:
     """Check and load an input .npy, run Transformer on it, and record the activation RMS after each block.
 
@@ -106,7 +108,7 @@ def run_forward(
     x, notes = check_input(open_npy(input_path), spec, str(input_path), dtype)
     weights, source = get_weights(spec, weights_path, seed)
     trace: list[float] = []
-    y = Transformer(spec, weights, np.dtype(dtype)).forward(x, trace=trace)
+    y = Transformer(spec, weights, np.dtype(dtype)).forward(x, trace=trace, on_block=on_block)
     bad = first_nonfinite(y)
     if bad is not None:
         hint = "; try --dtype float64" if dtype != "float64" else ""

@@ -137,6 +137,8 @@ def run(
     Example:
       tfm run --input x.npy -o y.npy   (x.npy of shape (32, n) for the default spec)
     """
+    from rich.progress import Progress
+
     from .. import render
     from ..arrays import check_output_path, save_npy
     from ..runner import run_forward
@@ -145,7 +147,10 @@ def run(
         spec, _ = load(spec_path, weights)
         if output is not None:
             check_output_path(output, [p for p in (spec_path, input_path, weights) if p], force)
-        result = run_forward(spec, input_path, weights, seed, dtype.value, max_memory)
+        with Progress(console=err, transient=True, disable=json_out or not err.is_terminal) as progress:
+            task = progress.add_task("forward pass", total=1.0)
+            result = run_forward(spec, input_path, weights, seed, dtype.value, max_memory,
+                                 lambda step: progress.advance(task, step))  # fmt: skip
         if output is not None:
             save_npy(output, result.output)
     for note in result.notes:
