@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from transformer_cli.params import all_tensors
@@ -15,6 +17,17 @@ from transformer_cli.spec import Spec
 DATA = Path(__file__).parent / "data"
 REFERENCE_CASES = ["seed-plain", "standard-pre-causal", "post-learned-odd-d"]
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples" / "configs").glob("*.yaml"))
+
+
+def variant_specs(m_min: int = 1, d_min: int = 1, max_len: int = 20) -> st.SearchStrategy[Spec]:
+    """Small random specs over every variant key (learned positions get `max_len`)."""
+    return st.builds(
+        Spec,
+        N=st.integers(1, 2), H=st.integers(1, 3), m=st.integers(m_min, 6), d=st.integers(d_min, 8),
+        r=st.integers(1, 8), scale=st.sampled_from(["none", "sqrt", 0.7]), mask=st.sampled_from(["none", "causal"]),
+        positional=st.sampled_from(["none", "sinusoidal", "learned"]), norm=st.sampled_from(["none", "pre", "post"]),
+        attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu"]),
+    ).map(lambda s: replace(s, max_len=max_len) if s.positional == "learned" else s)  # fmt: skip
 
 
 def reference(case: str) -> dict:
