@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "decode": "decoding",
     "ArrayError": "errors", "ExitCode": "errors", "OutputError": "errors", "SpecError": "errors", "TfmError": "errors",
-    "Transformer": "model", "sinusoidal_positions": "model", "softmax_columns": "model",
+    "Transformer": "model", "sinusoidal_positions": "layers", "softmax_columns": "layers",
     "ParamCount": "params", "all_tensors": "params", "count_params": "params",
     "check_input": "runner", "run_forward": "runner",
     "DEFAULT_SPEC": "spec", "Spec": "spec", "load_spec": "spec", "spec_from_mapping": "spec",

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from .costs import forward_flops
-from .model import Transformer, sinusoidal_positions
+from .layers import sinusoidal_positions
+from .model import Transformer
 from .spec import Spec
 from .weights import Weights
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from dataclasses import MISSING, dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -243,10 +243,4 @@ def load_spec(path: str | Path | None) -> Spec:
     return spec_from_mapping(documents[0] if documents else None, str(path))
 
 
-def with_overrides(spec: Spec, **changes: Any) -> Spec:
-    """A copy of `spec` with some keys changed (validated like a file)."""
-    data = {**spec.to_dict(), **changes}
-    return spec_from_mapping(data, f"{spec.label} with {', '.join(changes)}")
-
-
-__all__ = ["DEFAULT_SPEC", "FIELDS", "REQUIRED", "Spec", "load_spec", "spec_from_mapping", "with_overrides", "replace"]
+__all__ = ["DEFAULT_SPEC", "DEPENDENT", "FIELDS", "REQUIRED", "Spec", "load_spec", "spec_from_mapping"]

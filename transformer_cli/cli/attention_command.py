@@ -49,9 +49,9 @@ def attention(
     Example:
       tfm attention examples/configs/tiny-causal.yaml --input x.npy --block 1 --head 0 -o attn.npy
     """
-    from .. import render
     from ..arrays import check_output_path, save_npy
     from ..attention_maps import attention_maps
+    from ..heatmap import heatmap
 
     with handled(json_out):
         spec, _ = load(spec_path, weights)
@@ -67,4 +67,4 @@ def attention(
                     "weights": {str(h): A[h].tolist() for h in heads}})  # fmt: skip
         return
     for h in heads:
-        out.print(render.heatmap(A[h], f"block {block}, head {h} of {spec.label}", out.width))
+        out.print(heatmap(A[h], f"block {block}, head {h} of {spec.label}", out.width))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import sinusoidal_positions
+from ..layers import sinusoidal_positions
 from ..spec import Spec
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..model import scores
+from ..layers import scores
 from .common import CheckResult, Setup, resolve_expect
 
 BAND_SE = 4  # observed variance must lie within this many standard errors of the prediction

@@ -1,0 +1,89 @@
+"""The seed's building blocks as pure functions on arrays, in the column layout (one column per token).
+
+Shapes are on each signature line. Functions whose names end in `_` overwrite their input.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+Array = np.ndarray
+
+
+def softmax_columns(S: Array) -> Array:
+    """The seed's Softmax: softmax of each column (over axis -2, the keys), stable; -inf gives exact zeros."""
+    A = S - S.max(axis=-2, keepdims=True)  # (..., n_k, n_q)
+    np.exp(A, out=A)
+    A /= A.sum(axis=-2, keepdims=True)
+    return A
+
+
+def softmax_rows_(P: Array) -> Array:
+    """The same softmax on the transposed scores (..., n_q, n_k), over the last axis, in place."""
+    P -= P.max(axis=-1, keepdims=True)
+    np.exp(P, out=P)
+    P /= P.sum(axis=-1, keepdims=True)
+    return P
+
+
+def layer_norm(X: Array, gamma: Array, beta: Array, eps: float) -> Array:
+    """Normalise each column over its d entries (axis 0): (d, b, n) -> (d, b, n); gamma, beta are (d, 1, 1)."""
+    mean = X.mean(axis=0)
+    centred = X - mean
+    var = np.mean(np.square(centred), axis=0)
+    centred *= 1.0 / np.sqrt(var + eps)
+    centred *= gamma
+    centred += beta
+    return centred
+
+
+def relu_(X: Array) -> Array:
+    return np.maximum(X, 0, out=X)
+
+
+def gelu_(X: Array) -> Array:
+    """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), overwriting X."""
+    inner = X * X
+    inner *= 0.044715
+    inner += 1.0
+    inner *= X
+    inner *= math.sqrt(2.0 / math.pi)  # a Python float keeps X's dtype
+    np.tanh(inner, out=inner)
+    inner += 1.0
+    X *= inner
+    X *= 0.5
+    return X
+
+
+ACTIVATIONS: dict[str, Callable[[Array], Array]] = {"relu": relu_, "gelu": gelu_}
+
+
+def sinusoidal_positions(d: int, n: int) -> Array:
+    """PE[2i, t] = sin(t / 10000^(2i/d)), PE[2i+1, t] = cos(t / 10000^(2i/d)): (d, n); odd d ends on a sine."""
+    rows = np.arange(d)
+    freq = 10000.0 ** (-(2 * (rows // 2)) / d)  # (d,)
+    angle = freq[:, None] * np.arange(n)[None, :]  # (d, n)
+    return np.where(rows[:, None] % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+def causal_mask(q0: int, q1: int, n_k: int) -> Array:
+    """Additive mask (q1 - q0, n_k) for queries q0..q1-1: -inf where key k comes after query q, else 0."""
+    later = np.arange(n_k)[None, :] > np.arange(q0, q1)[:, None]
+    return np.where(later, -np.inf, 0.0)
+
+
+def scores(Q: Array, K: Array, scale: float) -> Array:
+    """Transposed attention scores scale * Q^T K: (b, H, m, n_q), (b, H, m, n_k) -> (b, H, n_q, n_k)."""
+    P = np.matmul(Q.swapaxes(-1, -2), K)
+    if scale != 1.0:
+        P *= scale
+    return P
+
+
+def linear(W: Array, X: Array) -> Array:
+    """W X for X of shape (d, b, n): one matrix product over all b*n columns -> (rows of W, b, n)."""
+    d, b, n = X.shape
+    return np.matmul(W, X.reshape(d, b * n)).reshape(W.shape[0], b, n)
