@@ -88,18 +88,28 @@ def verify_equivariance(
     _check("equivariance", spec_path, weights, seed, dtype, seq_len, tol, expect, json_out, max_memory, trials=trials)
 
 
-@app.command("verify-causality", epilog=EXIT_CODES)
-def verify_causality(
-    spec_path: SpecArg = None,
-    weights: WeightsOpt = None,
-    seq_len: SeqLenOpt = None,
-    seed: SeedOpt = 0,
-    dtype: DTypeOpt = DType.float64,
-    tol: TolOpt = None,
-    expect: ExpectOpt = Expect.holds,
-    max_memory: MaxMemoryOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+def _sequence_check(name: str, doc: str) -> None:
+    """Register `tfm verify-NAME`: a check over random sequences with the common options (causality, decoding)."""
+
+    def command(
+        spec_path: SpecArg = None,
+        weights: WeightsOpt = None,
+        seq_len: SeqLenOpt = None,
+        seed: SeedOpt = 0,
+        dtype: DTypeOpt = DType.float64,
+        tol: TolOpt = None,
+        expect: ExpectOpt = Expect.holds,
+        max_memory: MaxMemoryOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        _check(name, spec_path, weights, seed, dtype, seq_len, tol, expect, json_out, max_memory)
+
+    command.__doc__ = doc
+    app.command(f"verify-{name}", epilog=EXIT_CODES)(command)
+
+
+_sequence_check(
+    "causality",
     """Check that output column t depends only on columns <= t, and that it does depend on them.
 
     For each t, changing the columns after t must leave columns 0..t unchanged; changing column 0 must
@@ -108,22 +118,10 @@ def verify_causality(
     \b
     Example:
       tfm verify-causality examples/configs/tiny-causal.yaml
-    """
-    _check("causality", spec_path, weights, seed, dtype, seq_len, tol, expect, json_out, max_memory)
-
-
-@app.command("verify-decoding", epilog=EXIT_CODES)
-def verify_decoding(
-    spec_path: SpecArg = None,
-    weights: WeightsOpt = None,
-    seq_len: SeqLenOpt = None,
-    seed: SeedOpt = 0,
-    dtype: DTypeOpt = DType.float64,
-    tol: TolOpt = None,
-    expect: ExpectOpt = Expect.holds,
-    max_memory: MaxMemoryOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+    """,
+)
+_sequence_check(
+    "decoding",
     """Check that decoding one column at a time with a key/value cache equals the parallel forward pass.
 
     Holds for causal specs (seed 001). Controls: a decoder whose cache misses one step, and one that
@@ -132,8 +130,8 @@ def verify_decoding(
     \b
     Example:
       tfm verify-decoding examples/configs/tiny-causal.yaml --seq-len 32
-    """
-    _check("decoding", spec_path, weights, seed, dtype, seq_len, tol, expect, json_out, max_memory)
+    """,
+)
 
 
 @app.command("verify-scaling", epilog=EXIT_CODES)
