@@ -120,6 +120,16 @@ def _fail(message: str, code: ExitCode, json_out: bool) -> None:
     raise typer.Exit(int(code)) from None
 
 
+@contextmanager
+def busy(description: str, json_out: bool) -> Iterator[None]:
+    """A pulsing progress bar on stderr while something runs; only on a terminal, never under --json."""
+    from rich.progress import Progress
+
+    with Progress(console=err, transient=True, disable=json_out or not err.is_terminal) as progress:
+        progress.add_task(description, total=None)
+        yield
+
+
 def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
     """The spec at `path`, else the one stored in a .safetensors `weights` file, else the built-in default.
 

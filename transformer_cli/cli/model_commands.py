@@ -18,6 +18,7 @@ from .app import (
     SpecArg,
     WeightsOpt,
     app,
+    busy,
     err,
     handled,
     load,
@@ -99,8 +100,9 @@ def init(
         check_output_path(output, [spec_path] if spec_path else [], force)
         weights_format(output)
         check_memory(estimate_forward(spec, 0, 0), max_memory, "these weights")
-        weights = init_weights(spec, seed)
-        save_weights(output, weights, spec)
+        with busy("initialising weights", json_out):
+            weights = init_weights(spec, seed)
+            save_weights(output, weights, spec)
     data = {
         "spec": spec.label,
         "output": str(output),

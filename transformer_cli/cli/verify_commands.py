@@ -21,6 +21,7 @@ from .app import (
     TolOpt,
     WeightsOpt,
     app,
+    busy,
     err,
     handled,
     load,
@@ -52,8 +53,9 @@ def _check(
 
     with handled(json_out):
         spec, source = load(spec_path, weights)
-        setup, _, w_source = verify.setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
-        result = getattr(verify, f"check_{name}")(setup, expect=expect.value, **options)
+        with busy(f"verify-{name}", json_out):
+            setup, _, w_source = verify.setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
+            result = getattr(verify, f"check_{name}")(setup, expect=expect.value, **options)
     if json_out:
         print_json(result.to_dict() | {"spec": spec.label, "source": source, "weights": w_source, "dtype": dtype.value})
     else:
