@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .app import (
+from .common import (
     DType,
     DTypeOpt,
     ForceOpt,

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .app import DType, DTypeOpt, JsonOpt, SeedOpt, SpecArg, WeightsOpt, app, err, handled, load, out, print_json
+from .common import DType, DTypeOpt, JsonOpt, SeedOpt, SpecArg, WeightsOpt, app, err, handled, load, out, print_json
 
 
 @app.command()

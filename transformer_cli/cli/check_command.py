@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .app import EXIT_CODES, JsonOpt, app, err, handled, out, print_json
+from .common import EXIT_CODES, JsonOpt, app, err, handled, out, print_json
 
 
 @app.command(epilog=EXIT_CODES)

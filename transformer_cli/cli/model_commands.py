@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from .app import (
+from .common import (
     DType,
     DTypeOpt,
     ForceOpt,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .app import DType, DTypeOpt, JsonOpt, app, handled, load, out, print_json
+from .common import DType, DTypeOpt, JsonOpt, app, handled, load, out, print_json
 
 
 @app.command()

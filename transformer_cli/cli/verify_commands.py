@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .app import (
+from .common import (
     EXIT_CODES,
     DType,
     DTypeOpt,
