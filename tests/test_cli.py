@@ -297,3 +297,18 @@ def test_python_dash_m_works():
         [sys.executable, "-m", "transformer_cli", "count", "--json"], capture_output=True, text=True
     )
     assert result.returncode == 0 and json.loads(result.stdout)["total"] == 16576
+
+
+def test_count_and_help_never_import_the_model():
+    """Start-up: a command loads only its own module and the core it uses (see the README's Performance)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from transformer_cli.cli import load_commands; from typer.testing import CliRunner; "
+        "r = CliRunner().invoke(load_commands(['count']), ['count']); assert r.exit_code == 0, r.output; "
+        "print(sorted(m for m in sys.modules if m.startswith(('transformer_cli', 'threadpoolctl', 'pydantic'))))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    for heavy in ("transformer_cli.model", "transformer_cli.verify", "threadpoolctl", "pydantic", "verify_commands"):
+        assert heavy not in loaded, loaded
