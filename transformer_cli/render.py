@@ -180,9 +180,10 @@ def summary_table(result: CheckResult) -> Table:
     table = Table(show_header=False, title_justify="left")
     table.add_column("", style="bold")
     table.add_column("")
-    table.add_row("predicted", _pred(result.predicted) + (f" ({result.reason})" if result.reason else ""))
-    table.add_row("expected", _pred(result.expected))
-    table.add_row("observed", f"{_pred(result.observed)}: {result.observation}")
+    words = result.to_dict()  # the same words the JSON output carries
+    table.add_row("predicted", words["predicted"] + (f" ({result.reason})" if result.reason else ""))
+    table.add_row("expected", words["expected"])
+    table.add_row("observed", f"{words['observed']}: {result.observation}")
     for key, value in result.summary.items():
         if not isinstance(value, dict):
             table.add_row(key.replace("_", " "), fmt(value))
@@ -195,14 +196,10 @@ def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
     for col in ("property", "theory predicts", "observed", "verdict"):
         table.add_column(col)
     for r in results:
-        table.add_row(
-            r.title, f"{_pred(r.predicted)}: {r.reason}", f"{_pred(r.observed)}: {r.observation}", styled(r.verdict)
-        )
+        words = r.to_dict()
+        table.add_row(r.title, f"{words['predicted']}: {r.reason}", f"{words['observed']}: {r.observation}",
+                      styled(r.verdict))  # fmt: skip
     return table
-
-
-def _pred(value: bool | None) -> str:
-    return {True: "holds", False: "breaks", None: "inconclusive"}[value]
 
 
 def bench_table(data: dict[str, Any]) -> Table:
