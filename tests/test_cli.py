@@ -179,10 +179,23 @@ def test_causal_checks(runner, command):
     assert result.exit_code == 1 and json.loads(result.stdout)["observed"] == "breaks"
 
 
-def test_verify_scaling(runner):
+def test_verify_scaling(runner, tmp_path):
     result = invoke(runner, "verify-scaling", TINY, "--json")
     assert result.exit_code == 0
-    assert [row["predicted variance"] for row in json.loads(result.stdout)["trials"]] == pytest.approx([8.0, 1.0])
+    first = json.loads(result.stdout)["trials"][0]  # unit-variance q, k with m = 8 and scale 1/sqrt(8)
+    assert first["predicted variance"] == pytest.approx(1.0) and first["if the scale were ignored"] == 8.0
+    weights = tmp_path / "w.npz"
+    assert invoke(runner, "init", TINY, "-o", weights, "--seed", 3).exit_code == 0
+    with_weights = invoke(runner, "verify-scaling", TINY, "-w", weights, "--json")
+    data = json.loads(with_weights.stdout)
+    assert with_weights.exit_code == 0 and data["weights"] == str(weights)
+    assert len(data["trials"]) == 1 + 2  # the unit-variance row and one per block, through the loaded weights
+
+
+def test_verify_option_limits_are_one_line_errors(runner):
+    for args in (["verify-equivariance", "--trials", "1000000000"], ["verify-scaling", "--samples", "200000000"]):
+        result = invoke(runner, *args)
+        assert result.exit_code == 2 and "Traceback" not in result.output, result.output
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
@@ -194,8 +207,10 @@ def test_verify_every_example(runner, path):
 
 def test_verify_table_shows_prediction_and_observation(runner):
     result = invoke(runner, "verify", TINY)
-    assert result.exit_code == 0
-    assert "theory predicts" in result.stdout and "causal mask" in result.stdout
+    assert result.exit_code == 0 and "causal mask" in result.stdout
+    row = next(line for line in result.stdout.splitlines() if "Transformer(XP)" in line)
+    cells = [cell.strip() for cell in row.split("│")]
+    assert cells[2:5] == ["breaks", "breaks", "PASS: observed"]  # expected breaks, observed breaks: agrees
 
 
 # -- bad input: exit 2, one line naming the problem, no output written -----------------------------

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from conftest import random_weights, variant_specs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_cli import Spec, Transformer, make_setup, verify_all
+from transformer_cli import DEFAULT_SPEC, Spec, Transformer, init_weights, make_setup, verify_all
 from transformer_cli import model as model_module
 from transformer_cli.errors import ExitCode, TfmError
 from transformer_cli.verify import (
@@ -18,9 +20,11 @@ from transformer_cli.verify import (
     check_equivariance,
     check_scaling,
     check_softmax,
+    default_tol,
     overall_exit,
 )
-from transformer_cli.verify import scaling as scaling_module
+from transformer_cli.verify.common import FLOOR_FACTOR
+from transformer_cli.verify.equivariance import permutations
 
 PLAIN = Spec(N=2, H=3, m=4, d=10, r=16)
 CAUSAL = Spec(N=2, H=2, m=4, d=8, r=16, scale="sqrt", mask="causal", positional="sinusoidal", norm="pre")
@@ -171,14 +175,69 @@ def test_score_variance_matches_m_times_scale_squared(scale):
     assert result.exit_code == ExitCode.OK, result.observation
 
 
-def test_scaling_catches_scores_that_ignore_the_scale(monkeypatch):
-    real = scaling_module.scores
-    monkeypatch.setattr(scaling_module, "scores", lambda Q, K, scale: real(Q, K, 1.0))
-    assert check_scaling(setup_for(Spec(N=1, H=1, m=16, d=4, r=4, scale="sqrt"))).exit_code == ExitCode.VIOLATED
+def test_scaling_catches_a_model_whose_attention_ignores_the_scale(monkeypatch):
+    real = model_module.scores  # the score function the model's own attention path calls
+    monkeypatch.setattr(model_module, "scores", lambda Q, K, scale: real(Q, K, 1.0))
+    result = check_scaling(setup_for(Spec(N=2, H=2, m=16, d=8, r=4, scale="sqrt")))
+    assert result.exit_code == ExitCode.VIOLATED
+    assert all(row[-1] == "OUTSIDE band" for row in result.rows)  # the unit-variance row and every block's projections
 
 
-def test_scaling_with_m_1_cannot_tell_and_says_so():
-    assert check_scaling(setup_for(Spec(N=1, H=1, m=1, d=4, r=4, scale="sqrt"))).exit_code == ExitCode.INCONCLUSIVE
+def test_scaling_reads_the_blocks_own_projections_and_biases():
+    spec = Spec(N=2, H=2, m=4, d=6, r=4, scale=0.5, attention_bias=True)
+    weights = random_weights(spec, 3, scale=0.6)
+    result = check_scaling(make_setup(spec, weights, 0, "float64", None, None), samples=60000)
+    assert result.exit_code == ExitCode.OK, result.observation
+    # the prediction for block 1, computed here from the weights: scale^2 (||A^T B||_F^2 + ||A^T c||^2 + ||B^T a||^2)
+    A, B = weights["blocks.1.attention.W_Q"], weights["blocks.1.attention.W_K"]
+    a, c = weights["blocks.1.attention.b_Q"], weights["blocks.1.attention.b_K"]
+    per_head = [np.sum((A[h].T @ B[h]) ** 2) + np.sum((A[h].T @ c[h]) ** 2) + np.sum((B[h].T @ a[h]) ** 2)
+                for h in range(2)]  # fmt: skip
+    assert result.rows[2][1] == pytest.approx(0.25 * np.mean(per_head), rel=1e-12)
+
+    class BiasDropped(Transformer):  # projections that forget b_Q, b_K: the scores no longer fit the weights
+        def qkv(self, blk, X):
+            return super().qkv(replace(blk, b_qkv=None), X)
+
+    setup = make_setup(spec, weights, 0, "float64", None, None)
+    setup.model = BiasDropped(spec, {k: (4 * v if ".b_" in k else v) for k, v in weights.items()})
+    mismatch = check_scaling(setup, samples=60000)
+    assert mismatch.exit_code == ExitCode.VIOLATED and mismatch.rows[0][-1] == "within band"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_scaling_with_m_1_and_no_scale_is_testable(dtype):
+    assert check_scaling(setup_for(Spec(N=1, H=1, m=1, d=4, r=4), dtype)).exit_code == ExitCode.OK
+    assert check_scaling(setup_for(Spec(N=1, H=1, m=1, d=4, r=4, scale="sqrt"), dtype)).exit_code == ExitCode.OK
+
+
+def test_scaling_with_a_scale_too_close_to_1_names_the_scale_not_m():
+    result = check_scaling(setup_for(Spec(N=1, H=2, m=8, d=8, r=4, scale=1.01)))
+    assert result.exit_code == ExitCode.INCONCLUSIVE
+    assert "scale 1.01" in result.reason and "m =" not in result.reason
+
+
+def test_scaling_with_absurd_scales_measures_or_says_why_not():
+    tiny = check_scaling(setup_for(Spec(N=1, H=2, m=8, d=8, r=4, scale=1e-300)))  # float64 holds 1e-300 scores
+    assert tiny.exit_code == ExitCode.OK and all(row[3] > 0 for row in tiny.rows)  # a real band, not 0
+    for scale, dtype in ((1e-300, "float32"), (1e300, "float32")):
+        result = check_scaling(setup_for(Spec(N=1, H=2, m=8, d=8, r=4, scale=scale), dtype))
+        assert result.exit_code == ExitCode.INCONCLUSIVE and "float32 can hold" in result.reason
+    huge = check_scaling(setup_for(Spec(N=1, H=2, m=8, d=8, r=4, scale=1e300)))
+    assert huge.exit_code == ExitCode.OK
+
+
+def test_scaling_of_constant_scores_is_inconclusive():
+    spec = Spec(N=1, H=2, m=4, d=6, r=4, scale="sqrt")
+    weights = random_weights(spec) | {"blocks.0.attention.W_K": np.zeros((2, 4, 6))}
+    result = check_scaling(make_setup(spec, weights, 0, "float64", None, None))
+    assert result.exit_code != ExitCode.VIOLATED  # the unit-variance row still measures; the block says inert
+    assert "inert" in result.rows[1][-1]
+
+
+def test_scaling_refuses_sample_counts_it_would_not_finish():
+    with pytest.raises(TfmError, match="--samples"):
+        check_scaling(setup_for(PLAIN), samples=200_000_000)
 
 
 # -- softmax and counts ----------------------------------------------------------------------------
@@ -237,3 +296,133 @@ def test_bad_check_options_are_user_errors():
         setup_for(Spec(N=1, H=1, m=1, d=2, r=1, positional="learned", max_len=4), n=5)
     with pytest.raises(TfmError, match="--tol"):
         setup_for(PLAIN, tol=-1.0)
+
+
+# -- tolerance from the measured rounding noise (issue: no false FAIL on sharp attention) ----------------
+
+
+class OneColumnMoved(Transformer):
+    """A genuine break of `size` relative: a term added to output column 0 only (a position-dependent model)."""
+
+    size = 1e-4
+
+    def forward(self, X, **kw):
+        Y = super().forward(X, **kw)
+        Y[..., 0] += self.size * np.max(np.abs(Y), axis=(-2, -1))[..., None]  # per sequence
+        return Y
+
+
+def _sharpened(spec, factor):
+    weights = init_weights(spec, 0)
+    for i in range(spec.N):
+        for name in ("W_Q", "W_K"):
+            weights[f"blocks.{i}.attention.{name}"] = weights[f"blocks.{i}.attention.{name}"] * factor
+    return weights
+
+
+def _largest_score(spec, weights, X):
+    found = []
+    model = Transformer(spec, weights)
+    for blk in model.blocks:  # block 0's scores are exact here; deeper blocks see the earlier ones' output
+        Q, K, _ = model.qkv(blk, X[:, None, :])
+        model.attend(Q, K, K, causal=False, scores_out=found)
+    return max(float(np.max(np.abs(s))) for s in found)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sharp_attention_never_gives_a_false_fail_and_a_small_break_is_still_caught(dtype):
+    spec = DEFAULT_SPEC
+    largest_tol = 0.0
+    for factor in (1, 3, 7, 10, 15, 20, 30):
+        weights = _sharpened(spec, factor)
+        for n, seed in ((7, 0), (16, 1), (23, 0), (23, 2)):  # n = 7, 23: columns on BLAS edge kernels
+            setup = make_setup(spec, weights, seed, dtype, n, None)
+            honest = check_equivariance(setup)
+            assert honest.exit_code == ExitCode.OK, (factor, n, honest.observation)
+            broken = make_setup(spec, weights, seed, dtype, n, None)
+            broken.model = OneColumnMoved(spec, weights, dtype)
+            broken.reference = OneColumnMoved(spec, weights) if broken.reference is not None else None
+            caught = check_equivariance(broken)
+            X = np.random.default_rng([seed, 1]).standard_normal((spec.d, n))
+            if _largest_score(spec, weights, X) < 1e3:  # float32 can still see a 1e-4 break through such scores
+                assert caught.exit_code == ExitCode.VIOLATED, (factor, n, caught.observation)
+                largest_tol = max(largest_tol, honest.summary["tolerance"])
+    assert 0 < largest_tol < 1e-4
+
+
+def test_the_tolerance_follows_the_measured_noise_and_says_how():
+    setup = make_setup(DEFAULT_SPEC, _sharpened(DEFAULT_SPEC, 10), 1, "float32", 23, None)
+    result = check_equivariance(setup)
+    noise = result.summary["rounding_noise"]
+    assert result.summary["tolerance"] == max(default_tol(np.float32, 23, 2), FLOOR_FACTOR * noise)
+    assert 0 < noise < 1e-4 and "rounding noise" in result.summary["tolerance_rule"]
+    given = check_equivariance(make_setup(DEFAULT_SPEC, _sharpened(DEFAULT_SPEC, 10), 1, "float32", 23, 1e-3))
+    assert given.summary["tolerance"] == 1e-3 and given.summary["tolerance_rule"] == "--tol"
+
+
+# -- inert parts: INCONCLUSIVE, never FAIL -----------------------------------------------------------------
+
+
+def test_dead_attention_makes_every_order_check_inconclusive_not_fail():
+    spec = Spec(N=2, H=2, m=4, d=8, r=16, scale="sqrt", mask="causal")
+    weights = random_weights(spec)
+    for i in range(spec.N):
+        weights[f"blocks.{i}.attention.W_O"] = np.zeros((2, 8, 4))
+    results = {r.name: r for r in verify_all(spec, weights)}
+    for name in ("equivariance", "causality", "decoding"):
+        assert results[name].exit_code == ExitCode.INCONCLUSIVE, (name, results[name].reason)
+    assert "inert" in results["equivariance"].reason and "inert" in results["causality"].reason
+    assert overall_exit(list(results.values())) == ExitCode.INCONCLUSIVE
+
+
+# -- distinct permutations ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n", "distinct", "short"), [(2, 1, True), (3, 5, True), (4, 11, False)])
+def test_permutations_are_distinct_and_counted_honestly(n, distinct, short):
+    result = check_equivariance(setup_for(PLAIN, n=n), trials=8)
+    listed = [tuple(p) for _, p in result.to_dict()["permutations"]]
+    assert len(set(listed)) == len(listed) == distinct + 1  # the identity and the distinct others
+    assert result.summary["permutations"] == distinct
+    assert f"over {distinct} permutations" in result.observation
+    assert ("fewer than" in result.observation) == short
+
+
+def test_permutations_for_large_n_are_derangements_without_repeats():
+    perms = permutations(np.random.default_rng(0), 64, 200)
+    assert len({tuple(p) for _, p in perms}) == len(perms) == 204
+    assert all(not np.any(p == np.arange(64)) for kind, p in perms if kind == "derangement")
+
+
+def test_too_many_trials_are_refused_before_anything_is_built():
+    with pytest.raises(TfmError, match="--trials"):
+        check_equivariance(setup_for(PLAIN), trials=1_000_000_000)
+
+
+# -- the decoding controls are never dropped silently -----------------------------------------------------
+
+
+def test_wrong_position_control_runs_when_n_equals_max_len():
+    spec = Spec(N=1, H=2, m=3, d=6, r=5, mask="causal", positional="learned", max_len=8)
+    result = check_decoding(setup_for(spec, n=8))
+    assert "wrong position (t + 1)" in result.summary["controls"]
+    assert result.exit_code == ExitCode.OK
+
+
+def test_a_control_that_cannot_run_is_listed_with_its_reason():
+    spec = Spec(N=1, H=2, m=3, d=6, r=5, mask="causal", positional="learned", max_len=1)
+    result = check_decoding(setup_for(spec, n=1))
+    data = result.to_dict()
+    assert set(data["summary"]["controls_not_run"]) == {"stale cache (step 0 not stored)", "wrong position (t + 1)"}
+    assert any(str(row[-1]).startswith("not run") for row in result.rows)
+    assert result.exit_code == ExitCode.INCONCLUSIVE
+
+
+# -- absurd scales ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-300])
+def test_verify_survives_absurd_scales(scale):
+    spec = Spec(N=1, H=2, m=4, d=8, r=4, scale=scale)
+    results = verify_all(spec, random_weights(spec))
+    assert {r.name for r in results} >= {"equivariance", "scaling"}  # no OverflowError on the way

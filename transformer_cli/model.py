@@ -140,23 +140,35 @@ class Transformer:
         QKV = QKV.reshape(3, self.spec.H, self.spec.m, b, n).transpose(0, 3, 1, 2, 4)  # (3, b, H, m, n)
         return QKV[0], QKV[1], QKV[2]
 
-    def attend(self, Q: Array, K: Array, V: Array, causal: bool, weights_out: list | None = None) -> Array:
+    def attend(
+        self,
+        Q: Array,
+        K: Array,
+        V: Array,
+        causal: bool,
+        weights_out: list | None = None,
+        scores_out: list | None = None,
+    ) -> Array:
         """Each head's V Softmax(scale K^T Q), a chunk of queries at a time: -> heads (H, m, b, n_q).
 
         Q: (b, H, m, n_q); K, V: (b, H, m, n_k). With `causal`, query q sees keys 0..q only (and the keys
-        after a chunk's last query are never touched). `weights_out` receives the weights (b, H, n_k, n_q).
+        after a chunk's last query are never touched). `weights_out` receives the weights (b, H, n_k, n_q);
+        `scores_out` the scaled scores before any mask, (b, H, n_q, n_k) (the scaling check reads them).
         """
         b, H, m, n_q = Q.shape
         n_k = K.shape[-1]
         heads = np.empty((H, m, b, n_q), dtype=self.dtype)
         into = heads.transpose(2, 0, 1, 3)  # (b, H, m, n_q) view
         A = np.zeros((b, H, n_q, n_k), dtype=self.dtype) if weights_out is not None else None
+        S = np.zeros((b, H, n_q, n_k), dtype=self.dtype) if scores_out is not None else None
         step = chunk_size(H, n_q, n_k, self.dtype.itemsize, self.chunk_bytes)
         for i in range(b):  # one sequence at a time: its scores stay in cache, and memory stays O(n)
             for q0 in range(0, n_q, step):
                 q1 = min(q0 + step, n_q)
                 k1 = q1 if causal else n_k  # keys after the chunk's last query are all masked
                 P = scores(Q[i, ..., q0:q1], K[i, ..., :k1], self.spec.score_scale)  # (H, q1 - q0, k1)
+                if S is not None:
+                    S[i, :, q0:q1, :k1] = P
                 if causal:
                     P += causal_mask(q0, q1, k1).astype(self.dtype)
                 softmax_rows_(P)
@@ -165,6 +177,8 @@ class Transformer:
                     A[i, :, q0:q1, :k1] = P
         if weights_out is not None:
             weights_out.append(A.swapaxes(-1, -2))
+        if scores_out is not None:
+            scores_out.append(S)
         return heads
 
     def project(self, blk: Block, heads: Array) -> Array:

@@ -22,6 +22,10 @@ VERDICT_STYLE = {
     "INCONCLUSIVE": "bold yellow",
     "caught": "green",
     "MISSED": "bold red",
+    "LEAKS": "bold",  # what a trial observed; whether that was expected is the verdict's business
+    "DIFFERS": "bold",
+    "BREAKS": "bold",
+    "OUTSIDE band": "bold",
 }
 
 
@@ -176,29 +180,41 @@ def check_table(result: CheckResult) -> Table:
     return table
 
 
+VERDICT_WORDS = {"PASS": "PASS: observed as expected", "FAIL": "FAIL: observed otherwise than expected",
+                 "INCONCLUSIVE": "INCONCLUSIVE: nothing to tell"}  # fmt: skip
+
+
+def verdict_cell(result: CheckResult) -> Text:
+    """The verdict in words that cannot be read as 'the property holds': PASS means observed as expected."""
+    return Text(VERDICT_WORDS[result.verdict], style=VERDICT_STYLE[result.verdict])
+
+
 def summary_table(result: CheckResult) -> Table:
     table = Table(show_header=False, title_justify="left")
-    table.add_column("", style="bold")
+    table.add_column("", style="bold", no_wrap=True)
     table.add_column("")
     words = result.to_dict()  # the same words the JSON output carries
-    table.add_row("predicted", words["predicted"] + (f" ({result.reason})" if result.reason else ""))
-    table.add_row("expected", words["expected"])
-    table.add_row("observed", f"{words['observed']}: {result.observation}")
+    table.add_row("theory predicts", words["predicted"] + (f" ({result.reason})" if result.reason else ""))
+    table.add_row("expected", f"the property {words['expected']}")
+    table.add_row("observed", f"the property {words['observed']}: {result.observation}")
     for key, value in result.summary.items():
-        if not isinstance(value, dict):
+        if not isinstance(value, (dict, list)):
             table.add_row(key.replace("_", " "), fmt(value))
-    table.add_row("verdict", styled(result.verdict))
+    table.add_row("verdict", verdict_cell(result))
     return table
 
 
 def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
+    """One row per check: what was expected, what was observed, whether they agree, and why."""
     table = Table(title=f"Properties of {spec.summary()}", title_justify="left")
-    for col in ("property", "theory predicts", "observed", "verdict"):
-        table.add_column(col)
+    table.add_column("property", overflow="fold")
+    table.add_column("expected", no_wrap=True)  # under `tfm verify`: what theory predicts for the spec
+    table.add_column("observed", no_wrap=True)
+    table.add_column("verdict", overflow="fold")
+    table.add_column("why", overflow="fold")
     for r in results:
         words = r.to_dict()
-        table.add_row(r.title, f"{words['predicted']}: {r.reason}", f"{words['observed']}: {r.observation}",
-                      styled(r.verdict))  # fmt: skip
+        table.add_row(r.title, words["expected"], words["observed"], verdict_cell(r), r.reason)
     return table
 
 

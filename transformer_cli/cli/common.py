@@ -65,7 +65,11 @@ SeqLenOpt = Annotated[
     Optional[int], typer.Option("--seq-len", "-n", help="Sequence length n of the random inputs [default: 16].")
 ]
 TolOpt = Annotated[
-    Optional[float], typer.Option("--tol", help="Relative tolerance [default: 10 * eps(dtype) * sqrt(n) * N].")
+    Optional[float],
+    typer.Option(
+        "--tol",
+        help="Relative tolerance [default: max(10 eps sqrt(n) N, 4 x the rounding noise measured on the inputs)].",
+    ),
 ]
 ExpectOpt = Annotated[
     Expect,

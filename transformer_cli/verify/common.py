@@ -17,11 +17,15 @@ from ..spec import Spec
 from ..weights import Weights, init_weights
 
 CONTROL_FACTOR = 1000  # a control must miss the property by this many tolerances, or the check proves nothing
-TOL_C = 10  # default tolerance: TOL_C * eps(dtype) * sqrt(n) * N, relative to max|T(X)|
+TOL_C = 10  # the least tolerance: TOL_C * eps(dtype) * sqrt(n) * N, relative to max|T(X)|
+# The tolerance is at least FLOOR_FACTOR x the rounding noise measured on the check's own inputs: two passes that
+# are equal in exact arithmetic differ by at most the sum of their two roundings (2x), and 2x more for margin.
+FLOOR_FACTOR = 4
+TOL_RULE = f"max({TOL_C} eps sqrt(n) N, {FLOOR_FACTOR} x the rounding noise measured on the inputs compared)"
 
 
 def default_tol(dtype: np.dtype, n: int, N: int) -> float:
-    """Default relative tolerance for comparing two forward passes: 10 * eps * sqrt(n) * N."""
+    """The least relative tolerance for comparing two forward passes: 10 * eps * sqrt(n) * N."""
     return TOL_C * float(np.finfo(dtype).eps) * math.sqrt(max(n, 1)) * max(N, 1)
 
 
@@ -54,6 +58,7 @@ class CheckResult:
     columns: list[str] = field(default_factory=list)
     rows: list[list[Any]] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)  # long listings for --json only
 
     @property
     def exit_code(self) -> ExitCode:
@@ -76,9 +81,10 @@ class CheckResult:
             "reason": self.reason,
             "verdict": self.verdict,
             "exit_code": int(self.exit_code),
+            "agrees": None if self.observed is None else self.observed == self.expected,
             "summary": self.summary,
             "trials": [dict(zip(self.columns, row, strict=True)) for row in self.rows],
-        }
+        } | self.details
 
 
 def _word(value: bool | None) -> str:
@@ -96,14 +102,44 @@ def resolve_expect(expect: str, predicted: bool | None) -> bool:
 
 @dataclass
 class Setup:
-    """The model under test and the random source of a check."""
+    """The model under test and the random source of a check.
+
+    `tol` is the user's --tol, or None: then each check sets its tolerance from the rounding noise of this
+    model on its own input (`tolerance`), never below `base_tol` (10 eps sqrt(n) N).
+    """
 
     spec: Spec
     model: Transformer
     rng: np.random.Generator
     n: int
-    tol: float
+    tol: float | None
     max_memory: str | None = None
+    reference: Transformer | None = None  # the same weights in float64, for a float32 model's rounding noise
+
+    @property
+    def base_tol(self) -> float:
+        return self.tol if self.tol is not None else default_tol(self.model.dtype, self.n, self.spec.N)
+
+    def rounding_noise(self, X: np.ndarray, Y: np.ndarray) -> float:
+        """How far rounding alone moves the output Y = model(X) (one input or a batch), relative to max|Y|.
+
+        float32: Y against the same pass in float64 (its rounding is 2^29 times smaller). float64: there is
+        nothing more exact to compare with, so Y against the pass on X with every entry moved by up to one
+        rounding step (x (1 + eps u), u uniform in [-1, 1]): what the model makes of noise at that level.
+        """
+        if self.reference is not None:
+            return rel_err(Y, self.reference(X), Y)
+        eps = float(np.finfo(self.model.dtype).eps)
+        nudged = X * (1.0 + eps * self.rng.uniform(-1.0, 1.0, X.shape))
+        return rel_err(Y, self.model(nudged), Y)
+
+    def tolerance(self, X: np.ndarray, Y: np.ndarray) -> tuple[float, dict[str, Any]]:
+        """The tolerance for comparing the passes Y = model(X) of a check's inputs X, and how it was set."""
+        if self.tol is not None:
+            return self.tol, {"tolerance_rule": "--tol"}
+        noise = self.rounding_noise(X, Y)
+        tol = max(self.base_tol, FLOOR_FACTOR * noise) if math.isfinite(noise) else self.base_tol
+        return tol, {"tolerance_rule": TOL_RULE, "rounding_noise": noise}
 
     def require(self, batch: int) -> None:
         """Refuse, before allocating, a forward pass over `batch` sequences that would not fit in memory."""
@@ -135,9 +171,14 @@ def make_setup(
         raise TfmError(f"--tol: got {tol}, expected a positive number")
     np_dtype = np.dtype(dtype)
     check_memory(estimate_forward(spec, 1, n, np_dtype), max_memory, "this model")
-    model = Transformer(spec, weights if weights is not None else init_weights(spec, seed), np_dtype)
+    weights = weights if weights is not None else init_weights(spec, seed)
+    model = Transformer(spec, weights, np_dtype)
+    reference = None
+    if np_dtype != np.float64 and tol is None:  # the float64 twin that measures float32's rounding
+        check_memory(estimate_forward(spec, 1, n, np.float64), max_memory, "this model's float64 reference")
+        reference = Transformer(spec, weights, np.float64)
     rng = np.random.default_rng([seed, 1])  # a stream of its own, apart from the weights'
-    return Setup(spec, model, rng, n, tol if tol is not None else default_tol(np_dtype, n, spec.N), max_memory)
+    return Setup(spec, model, rng, n, tol, max_memory, reference)
 
 
 def setup_from_file(

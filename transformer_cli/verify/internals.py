@@ -16,21 +16,21 @@ def check_softmax(setup: Setup, expect: str = "holds") -> CheckResult:
     weights = setup.model.attention_weights(setup.gaussian(spec.d, n))
     tol = 4 * float(np.finfo(setup.model.dtype).eps) * n
     later = np.arange(n)[:, None] > np.arange(n)[None, :]  # (n_k, n_q): keys after the query
-    columns = ["block", "max |column sum - 1|", "min weight", "max masked weight", "result"]
+    columns = ["block", "max |column sum - 1|", "min weight", "max masked weight", "property"]
     rows = []
     for i, A in enumerate(weights):  # A: (b, H, n_k, n_q)
         A64 = A.astype(np.float64)
         sum_err = float(np.max(np.abs(A64.sum(axis=-2) - 1.0)))
         masked = float(np.max(np.abs(A64[..., later]))) if spec.mask == "causal" and n > 1 else 0.0
         ok = sum_err <= tol and float(A64.min()) >= 0 and masked == 0.0
-        rows.append([i, sum_err, float(A64.min()), masked, "PASS" if ok else "FAIL"])
+        rows.append([i, sum_err, float(A64.min()), masked, "holds" if ok else "BREAKS"])
     worst = max(row[1] for row in rows)
     return CheckResult(
         name="softmax",
         title="attention weights: columns sum to 1, masked weights are 0",
         expected=resolve_expect(expect, True),
         predicted=True,
-        observed=all(row[-1] == "PASS" for row in rows),
+        observed=all(row[-1] == "holds" for row in rows),
         observation=f"worst |column sum - 1| {worst:.3g} vs tol {tol:.3g}",
         reason="softmax over keys for each query column (seed 000)",
         columns=columns,
