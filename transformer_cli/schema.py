@@ -8,7 +8,6 @@ from typing import Any
 
 from .spec import DEPENDENT, FIELDS, REQUIRED
 
-
 FLOAT_MAX = sys.float_info.max  # refuses YAML's .inf, as the loader does (JSON itself has no infinity)
 
 
