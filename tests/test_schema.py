@@ -100,8 +100,9 @@ SPECIAL = [("true", True), ("True", True), ("TRUE", True), ("false", False), ("F
 spellings = st.one_of(
     st.integers(-3, 5000).flatmap(lambda v: st.sampled_from(_int_spellings(v))),
     st.sampled_from([64, 1000, 2**40]).map(lambda v: (f"{float(v)!r}", float(v))),  # integral floats: 64.0
-    st.sampled_from([1e-6, 1e-5, 0.125, 2.5, 1e3, 3e-300, -0.5, 0.0, 1e300])
-    .flatmap(lambda x: st.sampled_from(_float_spellings(x))),
+    st.sampled_from([1e-6, 1e-5, 0.125, 2.5, 1e3, 3e-300, -0.5, 0.0, 1e300]).flatmap(
+        lambda x: st.sampled_from(_float_spellings(x))
+    ),
     st.sampled_from([(s, s) for s in STRINGS] + SPECIAL),
 )
 spec_keys = st.sampled_from(["N", "H", "m", "d", "r", "scale", "mask", "positional", "max_len", "norm", "norm_eps",
