@@ -87,7 +87,7 @@ def _entry(path: Path, name: str, info: Any, data_size: int) -> Entry:
     if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
         raise _bad(path, f"{where}: expected exactly the fields dtype, shape, data_offsets")
     code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
-    if code not in DTYPES:
+    if not isinstance(code, str) or code not in DTYPES:
         known = ", ".join(DTYPES)
         raise _bad(path, f"{where}: dtype {shown(str(code), 20)} is not supported (tfm reads {known})")
     if not isinstance(shape, list) or not all(_is_count(n) for n in shape):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SpecError
-from .text import lookalike_hint, shown
+from .text import escaped, lookalike_hint, shown
 from .yaml12 import MAX_DIGITS, TooLong, read_yaml
 
 MAX_SPEC_BYTES = 1 << 20  # a spec is a dozen lines; anything over 1 MiB is not one
@@ -68,7 +68,7 @@ class Spec:
     def summary(self) -> str:
         """One line for titles: 'gpt2-small: N=12, H=12, ..., norm=pre'."""
         keys = {k: v for k, v in self.to_dict().items() if k not in ("name", "description")}
-        return f"{self.label}: " + ", ".join(
+        return f"{escaped(self.label)}: " + ", ".join(
             f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in keys.items()
         )
 

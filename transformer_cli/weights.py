@@ -20,6 +20,7 @@ from .errors import ArrayError, SpecError
 from .memory import MemoryEstimate
 from .params import Tensor, all_tensors, block_tensors, count_params, global_tensors
 from .spec import Spec, spec_from_mapping
+from .text import shown
 
 Weights = dict[str, np.ndarray]
 
@@ -66,8 +67,9 @@ def init_weights(spec: Spec, seed: int = 0) -> Weights:
 
 
 def _listed(items: list[str], limit: int = 4) -> str:
+    """The first few items (names from a file: escaped and cut), and how many more."""
     more = f" and {len(items) - limit} more" if len(items) > limit else ""
-    return ", ".join(items[:limit]) + more
+    return ", ".join(shown(item) for item in items[:limit]) + more
 
 
 def check_layout(layout: dict[str, Header], spec: Spec, source: str) -> None:
