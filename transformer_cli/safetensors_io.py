@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -124,13 +125,15 @@ def _open(path: Path) -> IO[bytes]:
 
 def read_contents(path: Path, handle: IO[bytes]) -> Contents:
     """The header's tensors and metadata, every field checked against the file's size."""
-    file_size = path.stat().st_size
+    file_size = os.fstat(handle.fileno()).st_size  # of the file opened, not of what the path names now
     head = handle.read(8)
     if len(head) < 8:
         raise _bad(path, f"{len(head)} bytes, too short for the 8-byte header length")
     n = int.from_bytes(head, "little")
-    if n > MAX_HEADER or 8 + n > file_size:
-        raise _bad(path, f"header length {n:,} exceeds the file ({file_size:,} bytes) or {MAX_HEADER:,} bytes")
+    if n > MAX_HEADER:
+        raise _bad(path, f"header length {n:,}, over the {MAX_HEADER:,} bytes allowed")
+    if 8 + n > file_size:
+        raise _bad(path, f"header length {n:,} runs past the end of the file ({file_size:,} bytes)")
     raw = handle.read(n)
     try:
         top = parse_json(raw)

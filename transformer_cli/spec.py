@@ -195,7 +195,8 @@ def _expectation(name: str, value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) > EXACT_FLOAT:
         return f"{expected} (a float this large is not exact: write its digits)"
     if isinstance(value, str) and not _is_text(value):
-        return f"{expected} of characters (it holds a lone surrogate, which is not one)"
+        odd = next(c for c in value if 0xD800 <= ord(c) <= 0xDFFF)
+        return f"{expected} of characters, and a lone surrogate (U+{ord(odd):04X}) is not one"
     if isinstance(value, str) and value in ("yes", "no", "on", "off", "y", "n") and _expected(name) == "true or false":
         return f"{expected} (YAML 1.2 reads {value} as a string)"
     return expected
@@ -229,7 +230,7 @@ def spec_from_mapping(data: Any, source: str = "spec") -> Spec:
     for key, value in values.items():
         if not _valid(key, value):
             raise _fail(source, key, data[key], _expectation(key, data[key]))
-    if "name" not in values and source.endswith((".yaml", ".yml")):
+    if "name" not in values and source.endswith((".yaml", ".yml", ".json")):
         values["name"] = Path(source).stem
     spec = Spec(**values)
     _check_combinations(spec, data, source)
