@@ -146,7 +146,7 @@ def test_names_with_markup_and_escapes_are_printed_as_text(runner, tmp_path, nam
 
 BASE = "N: 2\nH: 4\nm: 8\nd: 32\nr: 64\n"
 TEXT_CASES = {
-    "brackets": (BASE + "name: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested deeper than 20 levels"),
+    "brackets": (BASE + "name: " + "[" * 100_000 + "]" * 100_000 + "\n", "key 'name': nested deeper than 20 levels"),
     "5000 digits": (BASE.replace("N: 2", "N: " + "7" * 5000), "key 'N': got an integer of 5,000 digits"),
     "surrogate": (BASE + 'name: "\\ud800"\n', "key 'name': got '\\ud800'"),
     "NUL": (BASE + "name: a\x00b\n", "U+0000 at line 6, column 8 is a control character"),

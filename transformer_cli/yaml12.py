@@ -74,13 +74,17 @@ class SpecLoader(yaml.SafeLoader):
     yaml_implicit_resolvers: dict = {}  # noqa: RUF012 - replaces PyYAML's 1.1 table; filled below
     yaml_constructors = dict(yaml.SafeLoader.yaml_constructors)  # noqa: RUF012 - a copy, changed below
     depth = 0
+    key = ""
 
     def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
         if self.check_event(yaml.AliasEvent):
             raise self._error("aliases (*name) are not allowed in a spec file")
+        if self.depth == 1 and isinstance(index, yaml.ScalarNode):
+            self.key = index.value  # the top-level key whose value is being read, for the message
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise self._error(f"nested deeper than {MAX_DEPTH} levels; a spec is one flat mapping")
+            where = f"key '{shown(self.key)}': " if self.key else ""
+            raise self._error(f"{where}nested deeper than {MAX_DEPTH} levels; a spec is one flat mapping")
         try:
             return super().compose_node(parent, index)
         finally:
