@@ -221,3 +221,26 @@ def test_init_holds_one_tensor_at_a_time():
         estimate = init_memory(spec, f"w{suffix}").total
         whole = 8 * sum(w.size for w in init_weights(spec).values())
         assert 1 << 20 <= peak <= estimate < whole / 3, (suffix, peak, estimate, whole)
+
+
+@pytest.mark.parametrize(
+    "suffix, words",
+    [(".npz", "writing these weights needs about"),
+     (".safetensors", "8,000,000 tensors need a header over the 100,000,000 bytes safetensors allows")],
+)  # fmt: skip
+def test_init_of_a_million_blocks_is_refused_at_once(tmp_path, suffix, words):
+    """Measured before the estimate: 5.8 GB and 204 s. Run under a 1.5 GB address-space limit, just in case."""
+    import resource
+    import subprocess
+    import sys
+    import time
+
+    spec = tmp_path / "million.yaml"
+    spec.write_text("N: 1000000\nH: 1\nm: 1\nd: 1\nr: 1\n")
+    limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000))  # noqa: E731
+    args = [sys.executable, "-m", "transformer_cli", "init", str(spec), "-o", str(tmp_path / f"w{suffix}")]
+    start = time.perf_counter()
+    done = subprocess.run([*args, "--max-memory", "100M"], capture_output=True, text=True, timeout=60,
+                          preexec_fn=limit)  # fmt: skip
+    assert done.returncode == 2 and words in done.stderr, done.stderr
+    assert time.perf_counter() - start < 10 and sorted(p.name for p in tmp_path.iterdir()) == ["million.yaml"]
