@@ -46,7 +46,7 @@ class Contents(NamedTuple):
 
 
 def _bad(path: Path, problem: str) -> ArrayError:
-    return ArrayError(f"{path}: not a valid .safetensors file: {problem}")
+    return ArrayError(f"{path}: not a valid .safetensors file: {shown(problem, 240)}")
 
 
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -83,6 +83,18 @@ def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def _nbytes(shape: list[int], itemsize: int, cap: int) -> int:
+    """prod(shape) * itemsize, or the first partial product past `cap` (a hostile shape may hold huge numbers)."""
+    if 0 in shape:
+        return 0
+    size = itemsize
+    for n in shape:
+        size *= n
+        if size > cap:
+            break
+    return size
+
+
 def _entry(path: Path, name: str, info: Any, data_size: int) -> Entry:
     where = f"tensor '{shown(name)}'"
     if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
@@ -96,9 +108,11 @@ def _entry(path: Path, name: str, info: Any, data_size: int) -> Entry:
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_count(n) for n in offsets)):
         raise _bad(path, f"{where}: data_offsets {shown(str(offsets), 40)} is not two non-negative integers")
     begin, end = offsets
-    size = math.prod(shape) * np.dtype(DTYPES[code]).itemsize
+    size = _nbytes(shape, np.dtype(DTYPES[code]).itemsize, data_size)
     if end - begin != size:
-        raise _bad(path, f"{where}: {end - begin} bytes at offsets {begin}..{end}, but {code} {tuple(shape)} is {size}")
+        needs = f"{size:,}" if size <= data_size else f"more than the data's {data_size:,}"
+        dims = str(tuple(shape)) if len(shape) <= 8 else f"({', '.join(map(str, shape[:8]))}, ...)"
+        raise _bad(path, f"{where}: {end - begin:,} bytes at offsets {begin}..{end}, but {code} {dims} is {needs}")
     if end > data_size:
         raise _bad(path, f"{where}: offsets {begin}..{end} run past the end of the data ({data_size} bytes)")
     return Entry(code, tuple(shape), begin, end)
