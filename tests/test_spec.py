@@ -251,3 +251,13 @@ def test_the_model_keys_leave_out_labels_and_compare_the_scale_as_applied():
     b = Spec(N=1, H=1, m=4, d=2, r=2, name="b", scale=0.5)
     assert a.model_keys() == b.model_keys()
     assert a.model_keys() != Spec(N=1, H=1, m=4, d=2, r=3, name="a").model_keys()
+
+
+@pytest.mark.parametrize(
+    "line, ending",
+    [("name: " + "7" * 5000, "key 'name': got an integer of 5,000 digits, expected a string"),
+     ("name: 1.0e+20", "key 'name': got 1e+20, expected a string"),
+     ("scale: " + "7" * 5000, "expected none, sqrt or a positive number of at most 1,000 digits")],
+)  # fmt: skip
+def test_the_reason_fits_the_key(tmp_path, line, ending):
+    assert error_of(tmp_path, BASE + line + "\n").endswith(ending)

@@ -189,15 +189,16 @@ def _shown_value(value: Any) -> str:
 
 def _expectation(name: str, value: Any) -> str:
     """What the key expects, with the reason where the value looks right but is not."""
-    expected = _expected(name)
-    if isinstance(value, (TooLong, int)) and not isinstance(value, bool) and not _is_int(value):
+    expected, kind = _expected(name), FIELDS[name].metadata["kind"]
+    numeric = kind in ("posint", "posfloat", "scale")
+    if numeric and isinstance(value, (TooLong, int)) and not isinstance(value, bool) and not _is_int(value):
         return f"{expected} of at most {MAX_DIGITS:,} digits"
-    if isinstance(value, float) and value.is_integer() and abs(value) > EXACT_FLOAT:
+    if kind == "posint" and isinstance(value, float) and value.is_integer() and abs(value) > EXACT_FLOAT:
         return f"{expected} (a float this large is not exact: write its digits)"
     if isinstance(value, str) and not _is_text(value):
         odd = next(c for c in value if 0xD800 <= ord(c) <= 0xDFFF)
         return f"{expected} of characters, and a lone surrogate (U+{ord(odd):04X}) is not one"
-    if isinstance(value, str) and value in ("yes", "no", "on", "off", "y", "n") and _expected(name) == "true or false":
+    if kind == "bool" and value in ("yes", "no", "on", "off", "y", "n"):
         return f"{expected} (YAML 1.2 reads {value} as a string)"
     return expected
 
