@@ -78,8 +78,13 @@ def test_m_need_not_be_d_over_h(tmp_path):
         (BASE + "sacle: sqrt\n", ["unknown key 'sacle'", "did you mean 'scale'"]),
         (BASE.replace("r: 64", "r: true"), ["key 'r'", "got true", "positive integer"]),
         (BASE.replace("r: 64", "r: '64'"), ["key 'r'", "'64'", "positive integer"]),
-        (BASE.replace("r: 64", "r: 64.0"), ["key 'r'", "64.0", "positive integer"]),
-        (BASE.replace("r: 64", "r: 1e3"), ["key 'r'", "'1e3'", "positive integer"]),
+        (BASE.replace("r: 64", "r: 64.5"), ["key 'r'", "64.5", "positive integer"]),
+        (BASE.replace("r: 64", "r: 1.0e+20"), ["key 'r'", "1e+20", "not exact: write its digits"]),
+        (BASE.replace("r: 64", "r: 1:30"), ["key 'r'", "got '1:30'", "positive integer"]),
+        (BASE.replace("r: 64", "r: 1_000"), ["key 'r'", "got '1_000'", "positive integer"]),
+        (BASE + "attention_bias: yes\n", ["key 'attention_bias'", "got 'yes'", "YAML 1.2 reads yes as a string"]),
+        (BASE + "norm: pre\nnorm_eps: .inf\n", ["key 'norm_eps'", "got inf", "positive number"]),
+        (BASE + "norm: pre\nnorm_eps: .nan\n", ["key 'norm_eps'", "got nan", "positive number"]),
         (BASE.replace("N: 2", "N: 0"), ["key 'N'", "got 0", "positive integer"]),
         (BASE.replace("H: 4", "H: -4"), ["key 'H'", "got -4", "positive integer"]),
         (BASE.replace("d: 32", "d: ~"), ["key 'd'", "got null", "positive integer"]),
@@ -139,3 +144,120 @@ def test_to_dict_round_trips(tmp_path):
     text = BASE + "scale: sqrt\nmask: causal\npositional: learned\nmax_len: 12\nnorm: post\nactivation: gelu\n"
     spec = load_spec(write(tmp_path, text))
     assert spec_from_mapping(spec.to_dict(), "again") == spec
+
+
+# -- numbers as YAML 1.2 and JSON read them (issue 9, item 11) --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "spelling, value",
+    [
+        ("1e-6", 1e-6), ("1.0e-6", 1e-6), ("1E-6", 1e-6), ("1e-05", 1e-5), (".5", 0.5), ("5.", 5.0), ("+2", 2),
+        ("0.001", 0.001),
+    ],
+)  # fmt: skip
+def test_floats_are_read_as_yaml_1_2_reads_them(tmp_path, spelling, value):
+    spec = load_spec(write(tmp_path, BASE + f"norm: pre\nnorm_eps: {spelling}\nscale: {spelling}\n"))
+    assert spec.norm_eps == value and spec.score_scale == value
+
+
+@pytest.mark.parametrize(
+    "spelling, value",
+    [("017", 17), ("0017", 17), ("0o17", 15), ("0x1f", 31), ("0x1F", 31), ("+64", 64), ("64.0", 64), ("1e3", 1000),
+     ("6.4e1", 64)],
+)  # fmt: skip
+def test_integers_are_read_as_yaml_1_2_reads_them(tmp_path, spelling, value):
+    spec = load_spec(write(tmp_path, BASE.replace("r: 64", f"r: {spelling}")))
+    assert spec.r == value and type(spec.r) is int
+
+
+def test_a_json_spec_loads(tmp_path):
+    text = '{"N": 2, "H": 4, "m": 8, "d": 32, "r": 64, "norm": "pre", "norm_eps": 1e-05, "attention_bias": true}'
+    spec = load_spec(write(tmp_path, text, "spec.json"))
+    assert spec.norm_eps == 1e-5 and spec.attention_bias is True
+
+
+@pytest.mark.parametrize("spelling, value", [("true", True), ("True", True), ("TRUE", True), ("false", False),
+                                             ("FALSE", False)])  # fmt: skip
+def test_only_true_and_false_are_booleans(tmp_path, spelling, value):
+    assert load_spec(write(tmp_path, BASE + f"attention_bias: {spelling}\n")).attention_bias is value
+
+
+def test_names_that_yaml_1_1_would_turn_into_numbers_stay_strings(tmp_path):
+    for name in ("1:30", "2001-12-14", "yes", "on", "1_000", "0b101", "<<", "="):
+        assert load_spec(write(tmp_path, BASE + f"name: {name}\n")).name == name
+
+
+# -- hostile text (issue 10, items 8 and 10) ----------------------------------------------------------
+
+
+def test_deep_nesting_is_refused_quickly(tmp_path):
+    message = error_of(tmp_path, BASE + "name: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    assert "line 6, column 26: key 'name': nested deeper than 20 levels" in message
+
+
+def test_a_5000_digit_integer_names_the_key(tmp_path):
+    message = error_of(tmp_path, BASE.replace("N: 2", "N: " + "7" * 5000))
+    assert "key 'N': got an integer of 5,000 digits, expected a positive integer of at most 1,000 digits" in message
+
+
+def test_a_1000_digit_integer_is_still_read_exactly(tmp_path):
+    assert load_spec(write(tmp_path, BASE.replace("N: 2", "N: " + "7" * 1000))).N == int("7" * 1000)
+
+
+def test_a_lone_surrogate_is_refused_and_shown_escaped(tmp_path):
+    message = error_of(tmp_path, BASE + 'name: "a\\ud800b"\n')
+    assert "key 'name': got 'a\\ud800b'" in message and "lone surrogate" in message
+    message.encode("utf-8")  # printable: the crash was UnicodeEncodeError
+
+
+@pytest.mark.parametrize("char, name", [("\x00", "U+0000"), ("\x07", "U+0007"), ("\x1b", "U+001B")])
+def test_control_characters_give_one_line(tmp_path, char, name):
+    message = error_of(tmp_path, BASE + f"name: a{char}b\n")
+    assert f"{name} at line 6, column 8 is a control character" in message
+
+
+def test_escaped_control_characters_are_shown_escaped(tmp_path):
+    message = error_of(tmp_path, BASE + 'mask: "causal\\a\\e[31m\\n"\n')
+    assert "got 'causal\\x07\\x1b[31m\\x0a'" in message
+
+
+@pytest.mark.parametrize(
+    "key, hint",
+    [("Ν", "looks like 'N' but is U+039D GREEK CAPITAL LETTER NU"),
+     ("Н", "looks like 'H' but is U+041D CYRILLIC CAPITAL LETTER EN"),
+     ("ｄ", "looks like 'd' but is U+FF44 FULLWIDTH LATIN SMALL LETTER D"),
+     ("nοrm", "looks like 'norm' but holds U+03BF GREEK SMALL LETTER OMICRON")],
+)  # fmt: skip
+def test_look_alike_keys_are_named(tmp_path, key, hint):
+    assert hint in error_of(tmp_path, BASE + f"{key}: 3\n")
+
+
+@pytest.mark.parametrize(
+    "name, head, words",
+    [("w.safetensors", b"\x10" + b"\x00" * 7 + b"{}", "is a weights file, expected a YAML spec (pass it with -w)"),
+     ("w.bin", b"\x02\x00\x00\x00\x00\x00\x00\x00{}", "is a weights file"),
+     ("w.npz", b"PK\x03\x04", "is a weights file"),
+     ("x.yaml", b"\x93NUMPY\x01\x00", "is a .npy array, expected a YAML spec (pass an input with -i)")],
+)  # fmt: skip
+def test_a_weights_file_given_as_the_spec_is_named(tmp_path, name, head, words):
+    path = write(tmp_path, head + b"\x00" * 20, name)
+    with pytest.raises(SpecError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        load_spec(path)
+
+
+def test_the_model_keys_leave_out_labels_and_compare_the_scale_as_applied():
+    a = Spec(N=1, H=1, m=4, d=2, r=2, name="a", description="x", scale="sqrt")
+    b = Spec(N=1, H=1, m=4, d=2, r=2, name="b", scale=0.5)
+    assert a.model_keys() == b.model_keys()
+    assert a.model_keys() != Spec(N=1, H=1, m=4, d=2, r=3, name="a").model_keys()
+
+
+@pytest.mark.parametrize(
+    "line, ending",
+    [("name: " + "7" * 5000, "key 'name': got an integer of 5,000 digits, expected a string"),
+     ("name: 1.0e+20", "key 'name': got 1e+20, expected a string"),
+     ("scale: " + "7" * 5000, "expected none, sqrt or a positive number of at most 1,000 digits")],
+)  # fmt: skip
+def test_the_reason_fits_the_key(tmp_path, line, ending):
+    assert error_of(tmp_path, BASE + line + "\n").endswith(ending)

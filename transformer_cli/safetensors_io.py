@@ -1,63 +1,241 @@
-"""Weights as safetensors, through the safetensors package's NumPy API, with the spec in the file's metadata."""
+"""Weights as safetensors, read and written by tfm itself, with the spec as JSON in the metadata.
+
+The format (huggingface/safetensors): 8 bytes, the header's length n (unsigned, little-endian); n bytes of
+JSON `{NAME: {"dtype": "F64", "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {str: str}}`; then
+the data, offsets counted from its start. The whole header is checked before any data is read, so a hostile
+header is a one-line error, and tensors are read one by one into arrays of exactly the announced size.
+tfm writes the header first and then each tensor as it is made, so writing holds one tensor at a time.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import os
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 
 from .arrays import Header, write_atomic
 from .errors import ArrayError
+from .text import shown
+from .yaml12 import MAX_DIGITS, parse_int
 
-DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
-          "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}  # fmt: skip
+MAX_HEADER = 100_000_000  # bytes; the reference implementation refuses more
+DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4", "I16": "<i2",
+          "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?"}  # fmt: skip
+CODES = {np.dtype(v): k for k, v in DTYPES.items() if k not in ("BF16",)}
+DECODED = {code: np.dtype(np.float32) if code == "BF16" else np.dtype(v) for code, v in DTYPES.items()}
 
 
-def _open(path: Path):  # type: ignore[no-untyped-def]
-    from safetensors import SafetensorError, safe_open
+class Entry(NamedTuple):
+    """One tensor as the header announces it: its dtype code, shape and byte range in the data."""
 
-    if not path.is_file():
-        raise ArrayError(f"{path}: no such file" if not path.exists() else f"{path}: is a directory, expected a file")
+    code: str
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+
+
+class Contents(NamedTuple):
+    entries: dict[str, Entry]
+    metadata: dict[str, str]
+    data_start: int
+
+
+def _bad(path: Path, problem: str) -> ArrayError:
+    return ArrayError(f"{path}: not a valid .safetensors file: {shown(problem, 240)}")
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key '{shown(key)}' appears twice")
+        out[key] = value
+    return out
+
+
+def _strict(token: str) -> None:
+    raise ValueError(f"{token} is not JSON")
+
+
+def parse_json(text: str | bytes) -> Any:
+    """Strict JSON: no duplicate keys, no NaN, integers of at most MAX_DIGITS digits; ValueError otherwise."""
     try:
-        return safe_open(str(path), framework="numpy")
-    except (SafetensorError, OSError, ValueError) as exc:
-        raise ArrayError(f"{path}: not a readable .safetensors file ({exc})") from None
+        return json.loads(text, object_pairs_hook=_unique, parse_constant=_strict, parse_int=_checked_int)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"byte {exc.start} is not UTF-8") from None
+
+
+def _checked_int(text: str) -> int:
+    value = parse_int(text)
+    if not isinstance(value, int):
+        raise ValueError(f"an integer of {value.digits:,} digits (at most {MAX_DIGITS:,})")
+    return value
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _nbytes(shape: list[int], itemsize: int, cap: int) -> int:
+    """prod(shape) * itemsize, or the first partial product past `cap` (a hostile shape may hold huge numbers)."""
+    if 0 in shape:
+        return 0
+    size = itemsize
+    for n in shape:
+        size *= n
+        if size > cap:
+            break
+    return size
+
+
+def _entry(path: Path, name: str, info: Any, data_size: int) -> Entry:
+    where = f"tensor '{shown(name)}'"
+    if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
+        raise _bad(path, f"{where}: expected exactly the fields dtype, shape, data_offsets")
+    code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    if not isinstance(code, str) or code not in DTYPES:
+        known = ", ".join(DTYPES)
+        raise _bad(path, f"{where}: dtype {shown(str(code), 20)} is not supported (tfm reads {known})")
+    if not isinstance(shape, list) or not all(_is_count(n) for n in shape):
+        raise _bad(path, f"{where}: shape {shown(str(shape), 40)} is not a list of non-negative integers")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_count(n) for n in offsets)):
+        raise _bad(path, f"{where}: data_offsets {shown(str(offsets), 40)} is not two non-negative integers")
+    begin, end = offsets
+    size = _nbytes(shape, np.dtype(DTYPES[code]).itemsize, data_size)
+    if end - begin != size:
+        needs = f"{size:,}" if size <= data_size else f"more than the data's {data_size:,}"
+        dims = str(tuple(shape)) if len(shape) <= 8 else f"({', '.join(map(str, shape[:8]))}, ...)"
+        raise _bad(path, f"{where}: {end - begin:,} bytes at offsets {begin}..{end}, but {code} {dims} is {needs}")
+    if end > data_size:
+        raise _bad(path, f"{where}: offsets {begin}..{end} run past the end of the data ({data_size} bytes)")
+    return Entry(code, tuple(shape), begin, end)
+
+
+def _metadata(path: Path, value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise _bad(path, "__metadata__ is not a mapping of strings to strings")
+    return value
+
+
+def _open(path: Path) -> IO[bytes]:
+    if not path.exists():
+        raise ArrayError(f"{path}: no such file")
+    if not path.is_file():
+        raise ArrayError(f"{path}: is not a regular file, expected a .safetensors file")
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise ArrayError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def read_contents(path: Path, handle: IO[bytes]) -> Contents:
+    """The header's tensors and metadata, every field checked against the file's size."""
+    file_size = os.fstat(handle.fileno()).st_size  # of the file opened, not of what the path names now
+    head = handle.read(8)
+    if len(head) < 8:
+        raise _bad(path, f"{len(head)} bytes, too short for the 8-byte header length")
+    n = int.from_bytes(head, "little")
+    if n > MAX_HEADER:
+        raise _bad(path, f"header length {n:,}, over the {MAX_HEADER:,} bytes allowed")
+    if 8 + n > file_size:
+        raise _bad(path, f"header length {n:,} runs past the end of the file ({file_size:,} bytes)")
+    raw = handle.read(n)
+    try:
+        top = parse_json(raw)
+    except ValueError as exc:
+        raise _bad(path, f"header is not JSON: {shown(str(exc))}") from None
+    if not isinstance(top, dict):
+        raise _bad(path, f"header is a JSON {type(top).__name__}, expected an object")
+    metadata = _metadata(path, top.pop("__metadata__", None))
+    data_size = file_size - 8 - n
+    entries = {name: _entry(path, name, info, data_size) for name, info in top.items()}
+    spans = sorted((e.begin, e.end, name) for name, e in entries.items() if e.end > e.begin)
+    for (_, end, first), (begin, _, second) in zip(spans, spans[1:], strict=False):
+        if begin < end:
+            raise _bad(path, f"tensors '{shown(first)}' and '{shown(second)}' overlap")
+    return Contents(entries, metadata, 8 + n)
 
 
 def peek(path: Path) -> tuple[dict[str, Header], dict[str, str]]:
-    """Names, shapes and dtypes from the header, and the metadata, without reading the data."""
+    """Names, shapes and dtypes (as loaded: BF16 as float32) from the header, and the metadata; no data read."""
     with _open(path) as handle:
-        layout = {}
-        for name in handle.keys():  # noqa: SIM118 - safe_open has keys(), not iteration
-            part = handle.get_slice(name)
-            code = part.get_dtype()
-            dtype = np.dtype(DTYPES[code]) if code in DTYPES else np.dtype("V2")  # e.g. BF16: no NumPy dtype
-            layout[name] = Header(tuple(part.get_shape()), dtype)
-        return layout, dict(handle.metadata() or {})
+        contents = read_contents(path, handle)
+    layout = {name: Header(e.shape, DECODED[e.code]) for name, e in contents.entries.items()}
+    return layout, contents.metadata
+
+
+def _read_tensor(path: Path, handle: IO[bytes], name: str, entry: Entry, data_start: int) -> np.ndarray:
+    array = np.empty(entry.shape, dtype=DTYPES[entry.code])
+    handle.seek(data_start + entry.begin)
+    if array.size and handle.readinto(memoryview(array.reshape(-1)).cast("B")) != entry.end - entry.begin:
+        raise _bad(path, f"tensor '{shown(name)}': the file ends inside its data")
+    if entry.code == "BF16":  # bfloat16 is the top half of a float32: shifting the bits back is exact
+        return (array.astype(np.uint32) << 16).view(np.float32)
+    return array.astype(array.dtype.newbyteorder("="), copy=False)
 
 
 def load(path: Path) -> dict[str, np.ndarray]:
-    """Every tensor of the file as a NumPy array."""
+    """Every tensor of the file as a NumPy array (F16 as float16, BF16 decoded exactly to float32)."""
     with _open(path) as handle:
-        return {name: handle.get_tensor(name) for name in handle.keys()}  # noqa: SIM118
+        contents = read_contents(path, handle)
+        return {name: _read_tensor(path, handle, name, e, contents.data_start) for name, e in contents.entries.items()}
 
 
-def save(path: Path, weights: dict[str, np.ndarray], spec_dict: dict | None) -> None:
-    """Write atomically, with the spec as JSON under the metadata key 'tfm_spec'."""
-    from safetensors.numpy import save as to_bytes
+# -- writing ----------------------------------------------------------------------------------------
 
-    metadata = {"format": "tfm"} | ({"tfm_spec": json.dumps(spec_dict)} if spec_dict else {})
-    data = to_bytes({k: np.ascontiguousarray(v) for k, v in weights.items()}, metadata=metadata)
-    write_atomic(path, lambda handle: handle.write(data))
+Layout = Callable[[], Iterable[tuple[str, Header]]]  # called twice: to measure the header, then to write it
+
+
+def _header_parts(layout: Layout, metadata: dict[str, str]) -> Iterator[bytes]:
+    yield b"{" + json.dumps({"__metadata__": metadata})[1:-1].encode()
+    offset = 0
+    for name, header in layout():
+        size = math.prod(header.shape) * header.dtype.itemsize
+        info = {"dtype": CODES[header.dtype], "shape": list(header.shape), "data_offsets": [offset, offset + size]}
+        yield b", " + json.dumps({name: info})[1:-1].encode()
+        offset += size
+    yield b"}"
+
+
+def header_size(layout: Layout, metadata: dict[str, str]) -> int:
+    """Bytes of the header (padded to 8, as the reference implementation pads) before the data."""
+    n = sum(len(part) for part in _header_parts(layout, metadata))
+    return n + (-n) % 8
+
+
+def save(path: Path, layout: Layout, arrays: Iterable[tuple[str, np.ndarray]], metadata: dict[str, str]) -> None:
+    """Write atomically: the header from `layout`, then each array as `arrays` yields it (in layout order)."""
+    n = header_size(layout, metadata)
+    if n > MAX_HEADER:
+        raise ArrayError(f"{path}: a header of {n:,} bytes, more than the {MAX_HEADER:,} safetensors allows; use .npz")
+
+    def write(handle: IO[bytes]) -> None:
+        handle.write(n.to_bytes(8, "little"))
+        written = 0
+        for part in _header_parts(layout, metadata):
+            written += handle.write(part)
+        handle.write(b" " * (n - written))
+        for (name, header), (name_, array) in zip(layout(), arrays, strict=True):
+            assert name == name_ and array.shape == header.shape, (name, name_)  # the caller's own invariant
+            handle.write(memoryview(np.ascontiguousarray(array, dtype=header.dtype.newbyteorder("<"))).cast("B"))
+
+    write_atomic(path, write)
 
 
 def stored_spec(metadata: dict[str, str], path: Path) -> dict | None:
-    """The spec mapping stored in a file's metadata, if any."""
+    """The spec mapping stored in a file's metadata under 'tfm_spec', if any (strict JSON, no duplicate keys)."""
     if "tfm_spec" not in metadata:
         return None
     try:
-        data = json.loads(metadata["tfm_spec"])
-    except json.JSONDecodeError:
-        raise ArrayError(f"{path}: metadata 'tfm_spec' is not valid JSON") from None
-    return data
+        return parse_json(metadata["tfm_spec"])
+    except ValueError as exc:
+        raise ArrayError(f"{path}: metadata 'tfm_spec' is not valid JSON: {shown(str(exc))}") from None

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import MISSING
 from typing import Any
 
 from .spec import DEPENDENT, FIELDS, REQUIRED
+
+FLOAT_MAX = sys.float_info.max  # refuses YAML's .inf, as the loader does (JSON itself has no infinity)
 
 
 def _property(name: str) -> dict[str, Any]:
@@ -14,11 +17,11 @@ def _property(name: str) -> dict[str, Any]:
     kind, choices = meta["kind"], list(meta["choices"])
     prop: dict[str, Any] = {
         "posint": {"type": "integer", "minimum": 1},
-        "posfloat": {"type": "number", "exclusiveMinimum": 0},
+        "posfloat": {"type": "number", "exclusiveMinimum": 0, "maximum": FLOAT_MAX},
         "bool": {"type": "boolean"},
         "str": {"type": "string"},
         "choice": {"enum": choices},
-        "scale": {"anyOf": [{"enum": choices}, {"type": "number", "exclusiveMinimum": 0}]},
+        "scale": {"anyOf": [{"enum": choices}, {"type": "number", "exclusiveMinimum": 0, "maximum": FLOAT_MAX}]},
     }[kind]
     prop["description"] = meta["doc"]
     if field.default is not MISSING and field.default is not None and field.default != "":

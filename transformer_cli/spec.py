@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import difflib
 import math
+import sys
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .errors import SpecError
+from .text import escaped, lookalike_hint, shown
+from .yaml12 import MAX_DIGITS, TooLong, read_yaml
 
 MAX_SPEC_BYTES = 1 << 20  # a spec is a dozen lines; anything over 1 MiB is not one
 
@@ -67,7 +68,7 @@ class Spec:
     def summary(self) -> str:
         """One line for titles: 'gpt2-small: N=12, H=12, ..., norm=pre'."""
         keys = {k: v for k, v in self.to_dict().items() if k not in ("name", "description")}
-        return f"{self.label}: " + ", ".join(
+        return f"{escaped(self.label)}: " + ", ".join(
             f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in keys.items()
         )
 
@@ -79,6 +80,11 @@ class Spec:
             for f in fields(self)
             if f.name not in REQUIRED + ("name", "description") and getattr(self, f.name) != getattr(plain, f.name)
         }
+
+    def model_keys(self) -> dict[str, Any]:
+        """What changes the model's function: the keys without the labels, the scale as the factor it applies."""
+        keys = {k: v for k, v in self.to_dict().items() if k not in ("name", "description")}
+        return keys | {"scale": self.score_scale}
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as the mapping a YAML file would hold (optional keys only where set)."""
@@ -117,12 +123,31 @@ def _expected(name: str) -> str:
     }[kind]
 
 
+EXACT_FLOAT = 2**53  # up to here every integer is exactly a float, so 64.0 can only mean 64
+TOO_LONG = 10**MAX_DIGITS  # the smallest integer of MAX_DIGITS + 1 digits
+
+
+def _digits(value: int) -> int:
+    """Decimal digits of abs(value), without str() (refused by Python past 4,300 digits)."""
+    value = abs(value)
+    digits = max(1, int((value.bit_length() - 1) * math.log10(2)) + 1)
+    return digits + (value >= 10**digits)
+
+
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < TOO_LONG
 
 
 def _is_number(value: Any) -> bool:
-    return (_is_int(value) or isinstance(value, float)) and math.isfinite(value)
+    """A finite number that fits a float (the model computes in floats)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return _is_int(value) and abs(value) <= sys.float_info.max
+
+
+def _is_text(value: Any) -> bool:
+    """A string that is text: no lone surrogate (a JSON or YAML escape such as \\ud800 can make one)."""
+    return isinstance(value, str) and not any(0xD800 <= ord(c) <= 0xDFFF for c in value)
 
 
 def _valid(name: str, value: Any) -> bool:
@@ -135,18 +160,60 @@ def _valid(name: str, value: Any) -> bool:
     if kind == "bool":
         return isinstance(value, bool)
     if kind == "str":
-        return isinstance(value, str)
+        return _is_text(value)
     if kind == "choice":
         return isinstance(value, str) and value in meta["choices"]
     return (isinstance(value, str) and value in meta["choices"]) or (_is_number(value) and value > 0)
 
 
-def _fail(source: str, key: str, value: Any, expected: str) -> SpecError:
+def _declared(name: str, value: Any) -> Any:
+    """The value as its key declares it: 64.0 is the integer 64 (as in JSON Schema), a numeric scale a float."""
+    kind = FIELDS[name].metadata["kind"]
+    exact = isinstance(value, float) and value.is_integer() and abs(value) <= EXACT_FLOAT
+    if kind == "posint" and exact:
+        return int(value)
+    if kind == "scale" and _is_number(value):
+        return float(value)
+    return value
+
+
+def _shown_value(value: Any) -> str:
     if isinstance(value, bool) or value is None:
-        shown = {True: "true", False: "false", None: "null"}[value]  # as YAML spells them
-    else:
-        shown = repr(value) if not isinstance(value, str) else f"'{value}'"
-    return SpecError(f"{source}: key '{key}': got {shown[:80]}, expected {expected}")
+        return {True: "true", False: "false", None: "null"}[value]  # as YAML spells them
+    if isinstance(value, int) and abs(value) >= TOO_LONG:
+        return repr(TooLong(_digits(value)))
+    if isinstance(value, str):
+        return f"'{shown(value)}'"
+    return shown(repr(value))
+
+
+def _expectation(name: str, value: Any) -> str:
+    """What the key expects, with the reason where the value looks right but is not."""
+    expected, kind = _expected(name), FIELDS[name].metadata["kind"]
+    numeric = kind in ("posint", "posfloat", "scale")
+    if numeric and isinstance(value, (TooLong, int)) and not isinstance(value, bool) and not _is_int(value):
+        return f"{expected} of at most {MAX_DIGITS:,} digits"
+    if kind == "posint" and isinstance(value, float) and value.is_integer() and abs(value) > EXACT_FLOAT:
+        return f"{expected} (a float this large is not exact: write its digits)"
+    if isinstance(value, str) and not _is_text(value):
+        odd = next(c for c in value if 0xD800 <= ord(c) <= 0xDFFF)
+        return f"{expected} of characters, and a lone surrogate (U+{ord(odd):04X}) is not one"
+    if kind == "bool" and value in ("yes", "no", "on", "off", "y", "n"):
+        return f"{expected} (YAML 1.2 reads {value} as a string)"
+    return expected
+
+
+def _fail(source: str, key: str, value: Any, expected: str) -> SpecError:
+    return SpecError(f"{source}: key '{key}': got {_shown_value(value)}, expected {expected}")
+
+
+def _unknown_key(source: str, key: Any) -> SpecError:
+    text = key if isinstance(key, str) else _shown_value(key)
+    hint = lookalike_hint(text, list(FIELDS)) if isinstance(key, str) else ""
+    if not hint:
+        close = difflib.get_close_matches(text, list(FIELDS), n=1, cutoff=0.5)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return SpecError(f"{source}: unknown key '{shown(text)}'{hint}; known keys: {', '.join(FIELDS)}")
 
 
 def spec_from_mapping(data: Any, source: str = "spec") -> Spec:
@@ -156,19 +223,15 @@ def spec_from_mapping(data: Any, source: str = "spec") -> Spec:
         raise SpecError(f"{source}: expected a mapping of keys (N, H, m, d, r, ...), got {kind}")
     for key in data:
         if not isinstance(key, str) or key not in FIELDS:
-            close = difflib.get_close_matches(str(key), list(FIELDS), n=1, cutoff=0.5)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise SpecError(f"{source}: unknown key '{key}'{hint}; known keys: {', '.join(FIELDS)}")
+            raise _unknown_key(source, key)
     missing = [k for k in REQUIRED if k not in data]
     if missing:
         raise SpecError(f"{source}: missing required key{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
-    for key, value in data.items():
+    values = {key: _declared(key, value) for key, value in data.items()}
+    for key, value in values.items():
         if not _valid(key, value):
-            raise _fail(source, key, value, _expected(key))
-    values = dict(data)
-    if isinstance(values.get("scale"), int):
-        values["scale"] = float(values["scale"])
-    if "name" not in values and source.endswith((".yaml", ".yml")):
+            raise _fail(source, key, data[key], _expectation(key, data[key]))
+    if "name" not in values and source.endswith((".yaml", ".yml", ".json")):
         values["name"] = Path(source).stem
     spec = Spec(**values)
     _check_combinations(spec, data, source)
@@ -184,26 +247,13 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
             raise _fail(source, key, data[key], f"no {key} unless {other} is {' or '.join(values)}")
 
 
-class _SpecLoader(yaml.SafeLoader):
-    """SafeLoader that refuses aliases (a spec never needs them; they allow "billion laughs") and duplicate keys."""
-
-    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.constructor.ConstructorError(
-                None, None, "aliases (*name) are not allowed in a spec file", event.start_mark
-            )
-        return super().compose_node(parent, index)
-
-    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, (str, int, float)) and key in seen:
-                raise yaml.constructor.ConstructorError(None, None, f"key '{key}' appears twice", key_node.start_mark)
-            if isinstance(key, (str, int, float)):
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+def _refuse_other_formats(path: Path, head: bytes) -> None:
+    """A weights or array file given where a spec was expected (by its extension or its first bytes)."""
+    safetensors = len(head) > 8 and head[8:9] == b"{" and int.from_bytes(head[:8], "little") < 1 << 32
+    if path.suffix.lower() in (".safetensors", ".npz") or safetensors or head.startswith(b"PK\x03\x04"):
+        raise SpecError(f"{path}: is a weights file, expected a YAML spec (pass it with -w)")
+    if path.suffix.lower() == ".npy" or head.startswith(b"\x93NUMPY"):
+        raise SpecError(f"{path}: is a .npy array, expected a YAML spec (pass an input with -i)")
 
 
 def _read_text(path: Path) -> str:
@@ -212,6 +262,8 @@ def _read_text(path: Path) -> str:
     if path.is_dir():
         raise SpecError(f"{path}: is a directory, expected a YAML spec file")
     try:
+        with open(path, "rb") as handle:
+            _refuse_other_formats(path, handle.read(16))
         size = path.stat().st_size
         if size > MAX_SPEC_BYTES:
             raise SpecError(f"{path}: {size} bytes, expected a spec file of at most {MAX_SPEC_BYTES} bytes")
@@ -225,22 +277,11 @@ def _read_text(path: Path) -> str:
 
 
 def load_spec(path: str | Path | None) -> Spec:
-    """Load and validate a YAML spec file; `None` gives the built-in default spec."""
+    """Load and validate a YAML spec file (read as YAML 1.2, see yaml12.py); `None` gives the built-in default."""
     if path is None:
         return DEFAULT_SPEC
     path = Path(path)
-    text = _read_text(path)
-    try:
-        documents = list(yaml.load_all(text, Loader=_SpecLoader))  # noqa: S506 - a SafeLoader subclass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise SpecError(f"{path}: invalid YAML{where}: {exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: invalid YAML: {exc}") from None
-    if len(documents) > 1:
-        raise SpecError(f"{path}: {len(documents)} YAML documents, expected one")
-    return spec_from_mapping(documents[0] if documents else None, str(path))
+    return spec_from_mapping(read_yaml(_read_text(path), str(path)), str(path))
 
 
 __all__ = ["DEFAULT_SPEC", "DEPENDENT", "FIELDS", "REQUIRED", "Spec", "load_spec", "spec_from_mapping"]

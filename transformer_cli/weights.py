@@ -6,15 +6,21 @@ as stored in a weights file, so a file and the in-memory model are the same thin
 
 from __future__ import annotations
 
+import json
+import math
+import zipfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 
 from . import safetensors_io
-from .arrays import Header, first_nonfinite, open_npz, peek_npz, save_npz
-from .errors import ArrayError
-from .params import Tensor, all_tensors
+from .arrays import Header, first_nonfinite, open_npz, peek_npz, write_atomic
+from .errors import ArrayError, SpecError
+from .memory import MemoryEstimate
+from .params import Tensor, all_tensors, block_tensors, count_params, global_tensors
 from .spec import Spec, spec_from_mapping
+from .text import shown
 
 Weights = dict[str, np.ndarray]
 
@@ -35,24 +41,35 @@ def _init_std(spec: Spec, tensor: Tensor) -> float:
     return stds.get(leaf, 0.0)
 
 
-def init_weights(spec: Spec, seed: int = 0) -> Weights:
-    """Deterministic float64 weights from `seed` (scheme in the README: fan-in scaled, residual outputs / sqrt(2N))."""
+def iter_tensors(spec: Spec) -> Iterator[Tensor]:
+    """Every parameter tensor in weights-file order, made one at a time (N may be 10**6)."""
+    for i in range(spec.N):
+        yield from block_tensors(spec, i)
+    yield from global_tensors(spec)
+
+
+def iter_init(spec: Spec, seed: int = 0) -> Iterator[tuple[str, np.ndarray]]:
+    """The seeded weights one tensor at a time, in file order: the same values as init_weights."""
     rng = np.random.default_rng(seed)
-    weights = {}
-    for tensor in all_tensors(spec):
+    for tensor in iter_tensors(spec):
         std = _init_std(spec, tensor)
         if std > 0:
-            weights[tensor.name] = rng.normal(0.0, std, size=tensor.shape)
+            yield tensor.name, rng.normal(0.0, std, size=tensor.shape)
         elif tensor.name.endswith("gamma"):
-            weights[tensor.name] = np.ones(tensor.shape)
+            yield tensor.name, np.ones(tensor.shape)
         else:
-            weights[tensor.name] = np.zeros(tensor.shape)
-    return weights
+            yield tensor.name, np.zeros(tensor.shape)
+
+
+def init_weights(spec: Spec, seed: int = 0) -> Weights:
+    """Deterministic float64 weights from `seed` (scheme in the README: fan-in scaled, residual outputs / sqrt(2N))."""
+    return dict(iter_init(spec, seed))
 
 
 def _listed(items: list[str], limit: int = 4) -> str:
+    """The first few items (names from a file: escaped and cut), and how many more."""
     more = f" and {len(items) - limit} more" if len(items) > limit else ""
-    return ", ".join(items[:limit]) + more
+    return ", ".join(shown(item) for item in items[:limit]) + more
 
 
 def check_layout(layout: dict[str, Header], spec: Spec, source: str) -> None:
@@ -97,7 +114,8 @@ def weights_format(path: Path) -> str:
 def load_weights(path: str | Path, spec: Spec) -> Weights:
     """Load weights (.npz without pickle, or .safetensors), checking the layout from the headers before any data.
 
-    A .safetensors file written by tfm also holds its spec: it must be the spec given.
+    A .safetensors file written by tfm also holds its spec: it must describe the same model as the spec given
+    (labels such as name and description may differ).
     """
     path = Path(path)
     if weights_format(path) == ".npz":
@@ -105,9 +123,10 @@ def load_weights(path: str | Path, spec: Spec) -> Weights:
         weights = open_npz(path)
     else:
         layout, metadata = safetensors_io.peek(path)
-        stored = safetensors_io.stored_spec(metadata, path)
-        if stored is not None and spec_from_mapping(stored, f"{path} metadata").to_dict() != spec.to_dict():
-            differ = sorted(k for k in {*stored, *spec.to_dict()} if stored.get(k) != spec.to_dict().get(k))
+        stored = _stored(metadata, path)
+        if stored is not None and stored.model_keys() != spec.model_keys():
+            mine, theirs = spec.model_keys(), stored.model_keys()
+            differ = sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
             raise ArrayError(f"{path}: written for another spec ({', '.join(differ)} differ from '{spec.label}')")
         check_layout(layout, spec, str(path))
         weights = safetensors_io.load(path)
@@ -115,19 +134,81 @@ def load_weights(path: str | Path, spec: Spec) -> Weights:
     return weights
 
 
-def spec_of_weights(path: str | Path) -> Spec | None:
-    """The spec stored in a .safetensors weights file by `tfm init`, or None."""
+def _stored(metadata: dict[str, str], path: Path) -> Spec | None:
+    stored = safetensors_io.stored_spec(metadata, path)
+    return spec_from_mapping(stored, f"{path}: metadata 'tfm_spec'") if stored is not None else None
+
+
+def spec_of_weights(path: str | Path, required: bool = False) -> Spec | None:
+    """The spec stored in a .safetensors weights file by `tfm init`; None (or, if required, an error) if none."""
     path = Path(path)
-    if weights_format(path) != ".safetensors":
-        return None
-    stored = safetensors_io.stored_spec(safetensors_io.peek(path)[1], path)
-    return spec_from_mapping(stored, f"{path} metadata") if stored is not None else None
+    stored = _stored(safetensors_io.peek(path)[1], path) if weights_format(path) == ".safetensors" else None
+    if stored is None and required:
+        raise SpecError(
+            f"{path}: carries no spec (no 'tfm_spec' in its metadata); name the spec file too: SPEC -w {path}"
+        )
+    return stored
+
+
+# -- writing, one tensor at a time ------------------------------------------------------------------
+
+ZIP_ENTRY_BYTES = 512  # what zipfile keeps per member until the archive is closed (measured: about 380)
+MIN_ENTRY_BYTES = 60  # the shortest tensor entry tfm writes in a safetensors header is longer
+NPY_CHUNK = 16 << 20  # NumPy writes an array into a zip member through a copy of at most this many bytes
+BUFFERS = 1 << 20  # zipfile's, json's and the generator's small temporaries (measured: under 150 KiB)
+
+
+def _write_npz(path: Path, arrays: Iterable[tuple[str, np.ndarray]]) -> None:
+    """An uncompressed .npz written member by member, exactly as np.savez writes it."""
+
+    def write(handle) -> None:  # type: ignore[no-untyped-def]
+        with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            for name, array in arrays:
+                with archive.open(name + ".npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+
+    write_atomic(path, write)
+
+
+def _write(path: Path, layout: safetensors_io.Layout, arrays: Iterable[tuple[str, np.ndarray]], spec: Spec | None):
+    if weights_format(path) == ".npz":
+        _write_npz(path, arrays)
+    else:
+        metadata = {"format": "tfm"} | ({"tfm_spec": json.dumps(spec.to_dict())} if spec else {})
+        safetensors_io.save(path, layout, arrays, metadata)
 
 
 def save_weights(path: str | Path, weights: Weights, spec: Spec | None = None) -> None:
     """Write weights atomically as .npz or .safetensors (by the extension; the latter also stores the spec)."""
-    path = Path(path)
-    if weights_format(path) == ".npz":
-        save_npz(path, weights)
+    layout = lambda: ((name, Header(w.shape, w.dtype)) for name, w in weights.items())  # noqa: E731
+    _write(Path(path), layout, weights.items(), spec)
+
+
+def _tensor_count(spec: Spec) -> int:
+    return spec.N * len(block_tensors(spec, 0)) + len(global_tensors(spec))
+
+
+def write_init(path: str | Path, spec: Spec, seed: int = 0) -> tuple[int, int]:
+    """Write the seeded weights tensor by tensor (never all at once); returns (tensors, parameters)."""
+    path, float64 = Path(path), np.dtype(np.float64)
+    tensors = _tensor_count(spec)
+    if weights_format(path) == ".safetensors" and tensors * MIN_ENTRY_BYTES > safetensors_io.MAX_HEADER:
+        raise ArrayError(
+            f"{path}: {tensors:,} tensors need a header over the {safetensors_io.MAX_HEADER:,} bytes safetensors "
+            "allows; use .npz"
+        )
+    layout = lambda: ((t.name, Header(t.shape, float64)) for t in iter_tensors(spec))  # noqa: E731
+    _write(path, layout, iter_init(spec, seed), spec)
+    return tensors, count_params(spec, check=False).total
+
+
+def init_memory(spec: Spec, path: str | Path) -> MemoryEstimate:
+    """What write_init holds at once: the largest tensor, NumPy's write chunk, and zipfile's per-member records."""
+    shapes = [t.shape for t in block_tensors(spec, 0) + global_tensors(spec)]
+    largest = 8 * max(math.prod(shape) for shape in shapes)
+    tensors = _tensor_count(spec)
+    if weights_format(Path(path)) == ".npz":
+        held = largest + min(largest, NPY_CHUNK) + ZIP_ENTRY_BYTES * tensors
     else:
-        safetensors_io.save(path, weights, spec.to_dict() if spec else None)
+        held = largest  # the header is written piece by piece, each tensor straight from its array
+    return MemoryEstimate(weights=held + BUFFERS, activations=0, attention=0, feedforward=0)

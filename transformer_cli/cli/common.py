@@ -142,10 +142,10 @@ def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
     if path is None and weights is not None and weights.suffix == ".safetensors":
         from ..weights import spec_of_weights
 
-        stored = spec_of_weights(weights)
-        if stored is not None:
-            err.print(f"using the spec stored in {weights} ({stored.summary()})", soft_wrap=True, highlight=False)
-            return stored, f"{weights} metadata"
+        stored = spec_of_weights(weights, required=True)  # never the default spec for a file made for another
+        message = f"using the spec stored in {weights} ({stored.summary()})"  # user text: never markup
+        err.print(message, soft_wrap=True, highlight=False, markup=False)
+        return stored, f"{weights} metadata"
     if path is None:
         err.print(f"using the built-in default spec ({DEFAULT_SPEC.summary()})", soft_wrap=True, highlight=False)
         return DEFAULT_SPEC, "built-in default"

@@ -92,24 +92,17 @@ def init(
       tfm init examples/configs/tiny-causal.yaml --seed 1 -o weights.npz
     """
     from ..arrays import check_output_path
-    from ..memory import check_memory, estimate_forward
-    from ..weights import init_weights, save_weights, weights_format
+    from ..memory import check_memory
+    from ..weights import init_memory, weights_format, write_init
 
     with handled(json_out):
         spec, _ = load(spec_path)
         check_output_path(output, [spec_path] if spec_path else [], force)
         weights_format(output)
-        check_memory(estimate_forward(spec, 0, 0), max_memory, "these weights")
+        check_memory(init_memory(spec, output), max_memory, "writing these weights")
         with busy("initialising weights", json_out):
-            weights = init_weights(spec, seed)
-            save_weights(output, weights, spec)
-    data = {
-        "spec": spec.label,
-        "output": str(output),
-        "seed": seed,
-        "tensors": len(weights),
-        "parameters": sum(int(w.size) for w in weights.values()),
-    }
+            tensors, parameters = write_init(output, spec, seed)
+    data = {"spec": spec.label, "output": str(output), "seed": seed, "tensors": tensors, "parameters": parameters}
     if json_out:
         print_json(data)
     else:

@@ -1,0 +1,52 @@
+"""User text inside one-line messages: control characters escaped, long values cut, look-alike letters named.
+
+A key or a name comes from a file the user may not have written; printed raw, a newline would split the
+message, an escape code would drive the terminal and a lone surrogate would crash the encoder.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+LIMIT = 80  # characters of a user value shown in a message
+
+# Letters that look like the Latin ones of the spec keys: a small, deliberate subset of Unicode's confusables
+# (NFKC already folds fullwidth and mathematical letters).
+_LOOKALIKES = str.maketrans(
+    "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧαικνορυ" + "АВЕКМНОРСТХаеорсхуіјѕԁһ",
+    "ABEZHIKMNOPTYXaikvopu" + "ABEKMHOPCTXaeopcxyijsdh",
+)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def escaped(text: str) -> str:
+    """`text` with every non-printable character (controls, surrogates, bidi overrides) as a \\x, \\u escape."""
+    return "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def shown(text: str, limit: int = LIMIT) -> str:
+    """`text` escaped and cut to `limit` characters, for a message."""
+    text = escaped(text)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text):,} characters)"
+
+
+def codepoint(char: str) -> str:
+    """'U+039D GREEK CAPITAL LETTER NU'."""
+    name = unicodedata.name(char, "")
+    return f"U+{ord(char):04X}" + (f" {name}" if name else "")
+
+
+def lookalike_hint(text: str, known: list[str]) -> str:
+    """' (looks like 'N' but is U+039D GREEK CAPITAL LETTER NU)' when `text` imitates a known word, else ''."""
+    plain = unicodedata.normalize("NFKC", text).translate(_LOOKALIKES)
+    if plain == text or plain not in known:
+        return ""
+    odd = next(c for c in text if not c.isascii())
+    verb = "is" if len(text) == 1 else "holds"
+    return f" (looks like '{plain}' but {verb} {codepoint(odd)})"
