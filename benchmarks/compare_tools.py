@@ -3,6 +3,8 @@
     pip install torch==2.13.0 torchinfo fvcore accelerate
     python benchmarks/compare_tools.py
 
+Every multiply-add figure of tfm is the one definition of tfm count: the matrix products' multiply-adds.
+
 The model is built in PyTorch from the spec (nn.Linear, nn.LayerNorm, scaled_dot_product_attention), so the
 three tools see a real nn.Module; tfm sees only the YAML spec. accelerate's `estimate-memory` command needs
 the Hugging Face Hub, so its estimator (`calculate_maximum_sizes`) is called on the module directly.
@@ -73,9 +75,10 @@ def main(n: int = 1024) -> None:
     with redirect_stdout(io.StringIO()):
         info = torchinfo.summary(model, input_data=x, verbose=0)
     table.add_row("parameters", f"{count_params(spec).total:,}", "torchinfo", f"{info.total_params:,}", "")
+    macs = ours["multiply_adds"]["by_component"]  # one definition: the matrix products' multiply-adds
     table.add_row(
         "forward multiply-adds",
-        f"{ours['flops']['total'] // 2:,}",
+        f"{ours['multiply_adds']['total']:,}",
         "torchinfo",
         f"{info.total_mult_adds:,}",
         "torchinfo: close to the parameter count, not about n times it; no attention op",
@@ -89,27 +92,32 @@ def main(n: int = 1024) -> None:
         analysis.unsupported_ops_warnings(False)
         total = analysis.total()
         skipped = dict(analysis.unsupported_ops())
-    H, m, d, r, N = spec.H, spec.m, spec.d, spec.r, spec.N
-    linear = N * n * (3 * H * m * d + d * H * m + 2 * r * d)  # multiply-adds of the nn.Linear products alone
-    attention = (ours["flops"]["by_component"]["scores K^T Q"] + ours["flops"]["by_component"]["weights x V"]) // 2
+    linear, attention = macs["linear layers"], macs["scores K^T Q"] + macs["weights x V"]
     table.add_row("multiply-adds: linear layers", f"{linear:,}", "fvcore", f"{total:,}",
                   "fvcore also adds 5 per layer-norm entry (98 M here)")  # fmt: skip
-    table.add_row("multiply-adds: QK^T and AV", f"{attention:,}", "fvcore", "not counted",
+    table.add_row("multiply-adds: K^T Q and V A", f"{attention:,}", "fvcore", "not counted",
                   f"fvcore skipped: {', '.join(f'{k} x{v}' for k, v in skipped.items()) or 'nothing'}")  # fmt: skip
     table.add_row("multiply-adds: whole forward", f"{linear + attention:,}", "fvcore", f"{total:,}",
                   f"fvcore misses {attention / (linear + attention):.0%} of the products")  # fmt: skip
 
-    from accelerate.utils import calculate_maximum_sizes
+    memory = ours["memory"]
+    try:
+        from accelerate.utils import calculate_maximum_sizes
 
-    total_size, _ = calculate_maximum_sizes(model)
-    weights32 = ours["memory"]["weights"]["float32"]
-    table.add_row("weights, float32 (bytes)", f"{weights32:,}", "accelerate", f"{total_size:,}", "")
-    table.add_row("training with Adam, float32", f"{ours['memory']['training_adam']['float32']:,}", "accelerate",
-                  f"{4 * total_size:,}", "accelerate estimate-memory: 4 x the model size")  # fmt: skip
-    peak = ours["memory"]["forward_peak"]["total"]
-    table.add_row(
-        f"forward peak at n = {n}", f"{peak:,}", "accelerate", "-", "activations: not estimated by accelerate"
-    )
+        size = calculate_maximum_sizes(model)[0]
+        tool = [f"{size:,}", f"{4 * size:,}", f"{4 * size // 2:,}"]  # estimate-memory: 4 x the model's size
+    except ImportError:
+        tool = ["not installed"] * 3
+    table.add_row("weights, float32 (bytes)", f"{memory['weights']['float32']:,}", "accelerate", tool[0], "")
+    table.add_row("training with Adam, float32", f"{memory['training_adam']['float32']:,}", "accelerate", tool[1],
+                  "16 B/param: weights, gradients, two moments; no activations")  # fmt: skip
+    table.add_row("training with Adam, bf16 mixed", f"{memory['training_adam']['bfloat16_mixed']:,}", "accelerate",
+                  tool[2], "tfm: + float32 master weights and moments; accelerate: 4 x bf16 size")  # fmt: skip
+    peak = memory["forward_peak"]
+    table.add_row(f"forward peak at n = {n}, the model", f"{peak['model']:,}", "accelerate", "-",
+                  "float32 weights, activations, scores; not estimated by accelerate")  # fmt: skip
+    table.add_row("  tfm's pass also holds", f"{peak['loaded'] + peak['input']:,}", "", "",
+                  "its float64 weights as loaded and the input as read")  # fmt: skip
     Console(width=160).print(table)
 
 

@@ -1,17 +1,43 @@
-"""Attention weights of one block for an input file: what `tfm attention` shows and saves."""
+"""Attention weights of one block for an input file: what `tfm attention` shows and saves.
+
+Only what is shown is computed and kept: the requested sequence alone goes through the model, the pass
+stops after the requested block, and only that block's (H, n, n) weights are collected.
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from .arrays import open_npy, peek_npy
 from .errors import TfmError
-from .memory import check_memory, estimate_forward
-from .model import Transformer
+from .memory import HEATMAP_BYTES, JSON_BYTES, MemoryEstimate, check_memory, estimate_forward
+from .model import Transformer, to_columns
 from .runner import check_input, check_input_header, get_weights
 from .spec import Spec
+
+
+def estimate_maps(spec: Spec, b: int, n: int, dtype: str, shown: int, as_json: bool) -> MemoryEstimate:
+    """The pass over one of b sequences, plus the (H, n, n) weights kept and `shown` heads drawn or printed."""
+    one = estimate_forward(spec, 1, n, dtype, workers=1)  # one sequence: no threads
+    drawn = shown * n * n * JSON_BYTES if as_json else n * n * HEATMAP_BYTES  # heatmaps are drawn one at a time
+    return replace(one, input=8 * b * spec.d * n, output=spec.H * n * n * np.dtype(dtype).itemsize + drawn)
+
+
+def block_weights(model: Transformer, x: np.ndarray, block: int) -> np.ndarray:
+    """Block `block`'s attention weights for one sequence x (d, n): (H, n_k, n_q); the blocks after it never run."""
+    Z = to_columns(x, model.dtype)  # (d, 1, n), as Transformer.forward starts
+    pe = model.positions(0, Z.shape[-1])
+    if pe is not None:
+        Z += pe[:, None, :]
+    for blk in model.blocks[:block]:
+        Z = model.apply_block(blk, Z, lambda U, blk=blk: model.self_attention(blk, U))
+    found: list[np.ndarray] = []
+    target = model.blocks[block]
+    model.apply_block(target, Z, lambda U: model.self_attention(target, U, weights_out=found))
+    return found[0][0]  # (H, n_k, n_q)
 
 
 def attention_maps(
@@ -23,6 +49,7 @@ def attention_maps(
     block: int,
     head: int | None,
     sequence: int,
+    as_json: bool = False,
 ) -> np.ndarray:
     """Every head's weights of `block` for one sequence of the input: (H, n_k, n_q), each column summing to 1."""
     if block >= spec.N:
@@ -34,9 +61,9 @@ def attention_maps(
     b = header.shape[0] if len(header.shape) == 3 else 1
     if sequence >= b:
         raise TfmError(f"--sequence: got {sequence}, expected 0 .. {b - 1} (the input holds {b})")
-    n = header.shape[-1]
-    check_memory(estimate_forward(spec, 1, n, dtype), None, "this forward pass")
+    n, shown = header.shape[-1], 1 if head is not None else spec.H
+    check_memory(estimate_maps(spec, b, n, dtype, shown, as_json), None, f"block {block}'s attention at n = {n}")
     x, _ = check_input(open_npy(input_path), spec, str(input_path), dtype)
-    x = x[sequence] if x.ndim == 3 else x
+    x = np.array(x[sequence]) if x.ndim == 3 else x  # a copy: the rest of the batch is freed
     model = Transformer(spec, get_weights(spec, weights_path, seed)[0], dtype)
-    return model.attention_weights(x)[block][0]  # (H, n_k, n_q)
+    return block_weights(model, x, block)

@@ -63,7 +63,7 @@ def check_spec(
         spec = load_spec(path)
         result.name = spec.label
         result.params = count_params(spec).total
-        result.memory = estimate_forward(spec, 1, seq_len, "float32").total
+        result.memory = estimate_forward(spec, 1, seq_len, "float32").model  # the model's, not tfm's copies
         if max_params is not None and result.params > max_params:
             result.over_budget.append(f"{result.params:,} parameters > {max_params:,}")
         if max_memory is not None and result.memory > max_memory:

@@ -18,10 +18,23 @@ def _figures(spec: Spec, b: int, n: int, dtype: str) -> dict[tuple[str, str], An
     figures |= {("parameters", "per block"): count.per_block, ("parameters", "total"): count.total}
     figures |= {("FLOPs", k): v for k, v in c["flops"]["by_component"].items()}
     figures[("FLOPs", "total")] = c["flops"]["total"]
-    figures |= {("memory", f"weights, {k}"): v for k, v in c["memory"]["weights"].items()}
-    figures[("memory", "training with Adam, float32")] = c["memory"]["training_adam"]["float32"]
-    figures[("memory", f"forward peak, {dtype}")] = c["memory"]["forward_peak"]["total"]
+    figures[("FLOPs", "multiply-adds")] = c["multiply_adds"]["total"]
+    memory = c["memory"]
+    figures |= {("memory", f"weights, {k}"): v for k, v in memory["weights"].items()}
+    for kind in ("float32", "bfloat16_mixed"):
+        figures[("memory", f"Adam, {kind.replace('_', ' ')} (no activations)")] = memory["training_adam"][kind]
+    peak = memory["forward_peak"]
+    figures[("memory", f"forward peak, {dtype}, the model")] = peak["model"]
+    figures[("memory", "tfm's pass also holds (float64 copies)")] = peak["loaded"] + peak["input"]
     return figures
+
+
+def ratio(a: int, b: int) -> float:
+    """b / a as a float; inf when it is too large for one (sizes of 1e400 bytes compare too)."""
+    try:
+        return b / a
+    except OverflowError:
+        return float("inf") if (a > 0) == (b > 0) else float("-inf")
 
 
 def compare(a: Spec, b: Spec, batch: int, n: int, dtype: str) -> list[dict[str, Any]]:
@@ -32,6 +45,6 @@ def compare(a: Spec, b: Spec, batch: int, n: int, dtype: str) -> list[dict[str, 
         va, vb = fa.get(key), fb.get(key)
         row: dict[str, Any] = {"section": key[0], "name": key[1], "a": va, "b": vb, "differs": va != vb}
         if isinstance(va, int) and isinstance(vb, int) and not isinstance(va, bool) and va:
-            row["ratio"] = vb / va
+            row["ratio"] = ratio(va, vb)
         rows.append(row)
     return rows

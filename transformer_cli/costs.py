@@ -1,8 +1,10 @@
 """How costly a spec is: forward FLOPs by component, and memory for inference and training, from the spec alone.
 
-Conventions (stated in `tfm count` and the README):
-- a multiply-add is 2 FLOPs, so a product of (M, K) and (K, N) matrices is 2MKN; a bias add is 1 per entry;
-- softmax: 5 per score (max, subtract, exp, sum, divide); layer norm: 7 per entry (mean, subtract, square,
+Conventions (stated once here, in `tfm count` and the README, and used by every figure):
+- a multiply-add is 2 FLOPs, so a product of (M, K) and (K, N) matrices is 2MKN FLOPs, MKN multiply-adds;
+  "multiply-adds" counts the matrix products only (the linear layers, K^T Q and V A), nothing else;
+- every other operation is 1 FLOP per entry: a bias add, a residual add, the score scaling (its own row);
+  softmax 5 per score (max, subtract, exp, sum, divide); layer norm 7 per entry (mean, subtract, square,
   variance, scale, gamma, beta); ReLU 1 and GELU 9 per hidden entry (the tanh form, tanh counted as 1);
 - attention is counted in full (n^2 scores); for causal specs a second figure counts only the allowed
   (key <= query) pairs, n(n+1)/2 per sequence and head, which is what a masked kernel needs.
@@ -20,6 +22,28 @@ SOFTMAX_PER_SCORE = 5
 NORM_PER_ENTRY = 7
 ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9}
 BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
+# training with Adam, bytes per parameter before activations: weights + gradients + two moments, and in mixed
+# precision half-precision weights and gradients beside float32 master weights and moments (2 + 2 + 4 + 4 + 4)
+ADAM_BYTES = {"float64": 32, "float32": 16, "float16_mixed": 16, "bfloat16_mixed": 16}
+ADAM_NOTE = (
+    "weights + gradients + Adam's two moments; mixed precision (float16/bfloat16) keeps float32 master weights "
+    "and moments: 2 + 2 + 4 + 4 + 4 = 16 B per parameter; activations are not included"
+)
+CONVENTION = (
+    "multiply-add = 2 FLOPs (multiply-adds: the matrix products only); other ops 1/entry; softmax 5/score, "
+    "layer norm 7/entry, relu 1, gelu 9/entry"
+)
+
+
+def multiply_adds(spec: Spec, b: int, n: int, causal_pairs: bool = False) -> dict[str, int]:
+    """Multiply-adds of the forward pass's matrix products, by product, for b sequences of n tokens."""
+    H, m, d, r, N = spec.H, spec.m, spec.d, spec.r, spec.N
+    pairs = b * (n * (n + 1) // 2 if causal_pairs else n * n)  # (key, query) pairs per head
+    return {
+        "linear layers": N * (3 * H * m * d + d * H * m + 2 * r * d) * b * n,
+        "scores K^T Q": N * H * pairs * m,
+        "weights x V": N * H * pairs * m,
+    }
 
 
 def forward_flops(spec: Spec, b: int, n: int, causal_pairs: bool = False) -> dict[str, int]:
@@ -28,9 +52,10 @@ def forward_flops(spec: Spec, b: int, n: int, causal_pairs: bool = False) -> dic
     tokens = b * n
     pairs = b * (n * (n + 1) // 2 if causal_pairs else n * n)  # (key, query) pairs per head
     bias = 1 if spec.attention_bias else 0
-    flops = {
+    return {
         "Q/K/V projections": N * (2 * 3 * H * m * d + bias * 3 * H * m) * tokens,
-        "scores K^T Q": N * H * pairs * (2 * m + (1 if spec.score_scale != 1.0 else 0)),
+        "scores K^T Q": N * H * pairs * 2 * m,
+        "score scaling": N * H * pairs if spec.score_scale != 1.0 else 0,
         "softmax": N * H * pairs * SOFTMAX_PER_SCORE,
         "weights x V": N * H * pairs * 2 * m,
         "output projection": N * (2 * d * H * m + bias * d) * tokens,
@@ -39,25 +64,30 @@ def forward_flops(spec: Spec, b: int, n: int, causal_pairs: bool = False) -> dic
         "norms": (2 * N + (spec.norm == "pre")) * NORM_PER_ENTRY * d * tokens if spec.norm != "none" else 0,
         "positions": d * tokens if spec.positional != "none" else 0,
     }
-    return flops
+
+
+def _with_total(parts: dict[str, int]) -> dict[str, Any]:
+    return {"by_component": parts, "total": sum(parts.values())}
 
 
 def costs(spec: Spec, b: int, n: int, dtype: str = "float64") -> dict[str, Any]:
     """FLOPs and memory of a spec at batch b and length n, as exact integers."""
     params = count_params(spec).total
-    full = forward_flops(spec, b, n)
     out: dict[str, Any] = {
         "batch": b,
         "seq_len": n,
-        "flop_convention": "multiply-add = 2 FLOPs; softmax 5/score, layer norm 7/entry, relu 1, gelu 9/entry",
-        "flops": {"by_component": full, "total": sum(full.values())},
+        "flop_convention": CONVENTION,
+        "flops": _with_total(forward_flops(spec, b, n)),
+        "multiply_adds": _with_total(multiply_adds(spec, b, n)),
         "memory": {
             "weights": {name: params * size for name, size in BYTES.items()},
-            "training_adam": {name: 4 * params * size for name, size in BYTES.items()},
+            "training_adam": {name: params * size for name, size in ADAM_BYTES.items()},
+            "training_adam_bytes_per_parameter": ADAM_BYTES,
+            "training_adam_note": ADAM_NOTE,
             "forward_peak": estimate_forward(spec, b, n, dtype).to_dict() | {"dtype": dtype},
         },
     }
     if spec.mask == "causal":
-        masked = forward_flops(spec, b, n, causal_pairs=True)
-        out["flops_causal_pairs"] = {"by_component": masked, "total": sum(masked.values())}
+        out["flops_causal_pairs"] = _with_total(forward_flops(spec, b, n, causal_pairs=True))
+        out["multiply_adds_causal_pairs"] = _with_total(multiply_adds(spec, b, n, causal_pairs=True))
     return out

@@ -1,11 +1,14 @@
 """How much memory a forward pass needs, estimated from the spec before anything is allocated.
 
-The estimate is an upper bound of the arrays the NumPy forward pass holds at its peak, so a command can
-refuse a size that does not fit instead of being killed by the operating system.
+Two figures: the model's (its weights in the compute dtype, its activations, the attention scores: what
+any implementation of this model in this dtype holds) and tfm's whole pass, which also holds the float64
+weights as loaded and the input as read. A command refuses, before allocating, when tfm's pass would exceed
+--max-memory or the tightest real limit (see limits.py), instead of being killed by the operating system.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -17,12 +20,22 @@ from .params import count_params
 from .spec import Spec
 
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-CHUNK_BYTES = 64 << 20  # default budget for one chunk of attention scores
+CHUNK_BYTES = 64 << 20  # default budget for one chunk of attention scores (per worker thread)
+HEATMAP_BYTES = 24  # per attention weight drawn: the padded float64 copy and nanmean's temporaries (19 measured)
+JSON_BYTES = 200  # per attention weight printed as JSON: a float, list slots, its text, the encoder's (147 measured)
 
 
 def chunk_size(H: int, n_q: int, n_k: int, itemsize: int, chunk_bytes: int) -> int:
     """How many queries of one sequence fit in a chunk of scores (H, chunk, n_k) within chunk_bytes (>= 1)."""
     return max(1, min(n_q, chunk_bytes // max(H * n_k * itemsize, 1)))
+
+
+def cores() -> int:
+    """Cores this process may run on: the threads a batched forward pass uses."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 class MemoryLimitError(TfmError):
@@ -31,53 +44,70 @@ class MemoryLimitError(TfmError):
 
 @dataclass(frozen=True)
 class MemoryEstimate:
-    """Bytes held at the peak of a forward pass over a (b, d, n) input, by part."""
+    """Bytes held at the peak of a forward pass over a (b, d, n) input, by part.
 
-    weights: int  # the weights as loaded (float64) plus their stacked copies in the compute dtype
+    weights .. feedforward are the model's figure; loaded, input and output are what tfm holds beside it.
+    """
+
+    weights: int  # the model's weights in the compute dtype (stacked as the model uses them)
     activations: int  # the (b, d, n) arrays alive across a block
-    attention: int  # Q, K, V, scores and weights, head outputs: the n^2 part
+    attention: int  # Q, K, V, head outputs, and each worker's chunk of scores: the n^2 part
     feedforward: int  # the (b, r, n) hidden layer
+    loaded: int = 0  # tfm's float64 weights as loaded, kept beside the model's copies
+    input: int = 0  # the input as read (float64), beyond the model's copy in the compute dtype
+    output: int = 0  # what the command keeps and shows beyond the pass (tfm attention's maps)
+
+    @property
+    def model(self) -> int:
+        """The model's own peak: what a forward pass of this model in this dtype needs."""
+        return self.weights + self.activations + max(self.attention, self.feedforward)
+
+    @property
+    def overhead(self) -> int:
+        """What tfm's pass holds beyond the model's figure."""
+        return self.loaded + self.input + self.output
 
     @property
     def total(self) -> int:
-        return self.weights + self.activations + max(self.attention, self.feedforward)
+        """What tfm's pass allocates at its peak: the figure it refuses on."""
+        return self.model + self.overhead
 
     def to_dict(self) -> dict[str, int]:
-        return {"weights": self.weights, "activations": self.activations, "attention": self.attention,
-                "feedforward": self.feedforward, "total": self.total}  # fmt: skip
+        parts = ("weights", "activations", "attention", "feedforward", "loaded", "input", "output")
+        return {p: getattr(self, p) for p in parts} | {"model": self.model, "total": self.total}
 
 
 def estimate_forward(
-    spec: Spec, b: int, n: int, dtype: str | np.dtype = "float64", chunk_bytes: int = CHUNK_BYTES
+    spec: Spec,
+    b: int,
+    n: int,
+    dtype: str | np.dtype = "float64",
+    chunk_bytes: int = CHUNK_BYTES,
+    workers: int | None = None,
 ) -> MemoryEstimate:
-    """Peak memory of Transformer(X) for X of shape (b, d, n), in exact integers (any size)."""
+    """Peak memory of Transformer(X) for X of shape (b, d, n), in exact integers (any size).
+
+    `workers`: threads the batch is split over (default: the cores here); each holds its own chunk of scores.
+    """
     s = np.dtype(dtype).itemsize
     params = count_params(spec, check=False).total
     H, m, d, r = spec.H, spec.m, spec.d, spec.r
     c = chunk_size(H, n, n, s, chunk_bytes) if n else 0
-    mask = c * n * (8 + s) if spec.mask == "causal" else 0  # one chunk's float64 -inf mask and its cast
-    stacked = params if s != 8 else 4 * H * m * d * spec.N  # float64 weights are used in place but Q, K, V, O
+    threads = max(1, min(cores() if workers is None else workers, b))
+    chunks = -(-b // threads) * (-(-n // c) if c else 0)  # chunks of scores each thread computes in turn
+    held = 2 if chunks > 1 else 1  # a chunk's scores are still held while the next one is computed
+    mask = c * n * (9 + s) if spec.mask == "causal" else 0  # a chunk's mask: bool, float64 -inf, its cast
+    stacked = 4 * H * m * d * spec.N  # in float64 the model stacks copies of W_Q, W_K, W_V, W_O only
     return MemoryEstimate(
-        weights=8 * params + s * stacked,  # as loaded (float64), plus the model's stacked copies
-        activations=b * d * n * (8 + 5 * s) + 3 * d * n * 8,  # the input, X and sublayer outputs; positions
-        attention=(4 * b * H * m * n + 2 * H * c * n) * s + mask,  # Q, K, V, heads; a chunk of scores, twice
+        weights=s * params,
+        # the input, its columns and their split over threads, X, a norm's output and temporary, a sublayer's
+        # output (or a float64 mean square between blocks); positions are made in float64
+        activations=7 * b * d * n * s + 3 * d * n * 8,
+        attention=4 * b * H * m * n * s + threads * (held * H * c * n * s + mask),  # Q, K, V, heads; chunks
         feedforward=2 * b * r * n * s,  # the hidden layer and the activation's temporary
+        loaded=8 * (params if s != 8 else stacked),  # the float64 weights as loaded, beside the model's copies
+        input=(8 - s) * b * d * n,  # the input is read as float64
     )
-
-
-def available_memory() -> int | None:
-    """Memory the system can give this process now (Linux MemAvailable), or None if unknown."""
-    try:
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
-        return None
 
 
 def parse_size(text: str) -> int:
@@ -91,8 +121,28 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
+def scientific(x: int) -> str:
+    """A non-negative integer of any size to 3 significant digits, '1.23e+405', in integer arithmetic."""
+    if x < 1000:
+        return str(x)
+    e = int((x.bit_length() - 1) * math.log10(2))  # floor(log10 x), or one below it
+    e += 10 ** (e + 1) <= x
+    unit = 10 ** (e - 2)
+    lead, rest = divmod(x, unit)
+    lead += 2 * rest >= unit  # round half up
+    if lead == 1000:
+        lead, e = 100, e + 1
+    return f"{lead // 100}.{lead % 100:02d}e+{e}"
+
+
 def human(size: int | float) -> str:
-    """Bytes in binary units, 3 significant digits: 1536 -> '1.50 KiB', 1034000 -> '1010 KiB'."""
+    """Bytes in binary units, 3 significant digits: 1536 -> '1.50 KiB'; beyond 1024 PiB '1.2e+405 bytes'."""
+    if isinstance(size, float) and not math.isfinite(size):
+        return f"{size} bytes"
+    if abs(size) >= 1 << 60:  # no machine holds this: a plain count, which never overflows a float
+        sign = "-" if size < 0 else ""
+        return f"{sign}{scientific(abs(int(size)))} bytes"
+    size = float(size)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if abs(size) < 1024 or unit == "PiB":
             break
@@ -102,12 +152,45 @@ def human(size: int | float) -> str:
     return f"{size:.3g} {unit}" if abs(size) < 1000 else f"{size:,.0f} {unit}"
 
 
+def describe(estimate: MemoryEstimate) -> str:
+    """The parts of an estimate in a few words: the model's weights and attention, and tfm's own copies."""
+    words = f"weights {human(estimate.weights)}, attention {human(estimate.attention)}"
+    if estimate.overhead:
+        words += f"; tfm's own copies {human(estimate.loaded + estimate.input)}"
+    if estimate.output:
+        words += f", the maps shown {human(estimate.output)}"
+    return words
+
+
 def check_memory(estimate: MemoryEstimate, max_memory: str | None, what: str) -> None:
-    """Refuse before allocating when the estimate exceeds --max-memory or the memory available now."""
-    limit = parse_size(max_memory) if max_memory else available_memory()
-    source = "--max-memory" if max_memory else "available memory"
-    if limit is not None and estimate.total > limit:
+    """Refuse before allocating when tfm's pass would exceed --max-memory or the tightest real limit.
+
+    --max-memory replaces the available memory (a soft figure) but not the hard limits: a cgroup's limit
+    and ulimit -v still apply, since past them the process is killed or every allocation fails.
+    """
+    from .limits import FIX, Limit, memory_limits
+
+    limits = memory_limits()
+    if max_memory:
+        given = parse_size(max_memory)
+        limits = [lim for lim in limits if lim.kind != "available"]
+        limits.append(Limit("--max-memory", given, f"the --max-memory of {human(given)}", f"raise it or {FIX}"))
+    limit = min(limits, key=lambda lim: lim.free, default=None)
+    if limit is not None and estimate.total > limit.free:
+        weights = estimate.weights + estimate.loaded
+        advice = f"the weights alone need {human(weights)}" if weights > limit.free else limit.advice
         raise MemoryLimitError(
-            f"{what} needs about {human(estimate.total)} (weights {human(estimate.weights)}, attention "
-            f"{human(estimate.attention)}), more than the {source} of {human(limit)}"
+            f"{what} needs about {human(estimate.total)} ({describe(estimate)}), more than {limit.name}; {advice}"
         )
+
+
+def out_of_memory() -> str:
+    """The one-line refusal for a MemoryError: which limit was reached, and what can help under it."""
+    from .limits import memory_limits
+
+    limits = memory_limits()
+    ulimit = [lim for lim in limits if lim.kind == "ulimit"]  # the usual cause of a MemoryError on Linux
+    limit = min(ulimit or limits, key=lambda lim: lim.free, default=None)
+    if limit is None:
+        return "ran out of memory; lower the batch or the sequence length"
+    return f"ran out of memory (more than the estimate) under {limit.name}; {limit.advice}"

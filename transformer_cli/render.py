@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
 
-from .memory import human
+from .memory import human, scientific
 
 if TYPE_CHECKING:  # only for annotations: rendering a count must not import the model
     from .params import ParamCount
@@ -100,7 +101,9 @@ def comparison_table(counts: list[ParamCount]) -> Table:
 
 
 def si(value: int | float) -> str:
-    """1234567 -> '1.23 M', in powers of 1000 (FLOPs, parameters)."""
+    """1234567 -> '1.23 M', in powers of 1000 (FLOPs, parameters); past 1000 P '1.2e+405' (never overflows)."""
+    if isinstance(value, int) and abs(value) >= 10**18:
+        return ("-" if value < 0 else "") + scientific(abs(value))
     for unit in ("", " K", " M", " G", " T", " P"):
         if abs(value) < 1000 or unit == " P":
             return f"{value:.3g}{unit}" if unit else f"{value:,.0f}"
@@ -121,34 +124,51 @@ def flops_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
         table.add_row(component, *(cell for c in costs for cell in _flop_cells(c, component)))
     table.add_section()
     table.add_row("total", *(cell for c in costs for cell in _flop_cells(c, None)))
+    macs = (cell for c in costs for cell in _flop_cells(c, None, "multiply_adds"))
+    table.add_row("multiply-adds (matrix products)", *macs)
     table.caption = first["flop_convention"]
     return table
 
 
-def _flop_cells(c: dict[str, Any], component: str | None) -> list[str]:
-    blocks = [c["flops"]] + ([c["flops_causal_pairs"]] if "flops_causal_pairs" in c else [])
+def _flop_cells(c: dict[str, Any], component: str | None, kind: str = "flops") -> list[str]:
+    blocks = [c[kind]] + ([c[f"{kind}_causal_pairs"]] if f"{kind}_causal_pairs" in c else [])
     return [si(b["total"] if component is None else b["by_component"][component]) for b in blocks]
 
 
 def memory_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
-    """Weights by dtype, training with Adam (weights, gradients, two moments), and a forward pass's peak."""
+    """Weights by dtype, training with Adam (no activations), and a forward pass's peak: the model's, then tfm's."""
     first = costs[0]
     peak = first["memory"]["forward_peak"]
     table = Table(title="Memory", title_justify="left")
     table.add_column("")
     for spec in specs:
         table.add_column(spec.label, justify="right")
+
+    def row(name: str, figure: Callable[[dict[str, Any]], int]) -> None:
+        table.add_row(name, *(human(figure(c["memory"])) for c in costs))
+
     for dtype in first["memory"]["weights"]:
-        table.add_row(f"weights, {dtype}", *(human(c["memory"]["weights"][dtype]) for c in costs))
+        row(f"weights, {dtype}", lambda m, dtype=dtype: m["weights"][dtype])
     table.add_section()
-    for dtype in first["memory"]["training_adam"]:
-        table.add_row(f"training with Adam, {dtype}", *(human(c["memory"]["training_adam"][dtype]) for c in costs))
+    per = first["memory"]["training_adam_bytes_per_parameter"]
+    for kind in first["memory"]["training_adam"]:
+        name = f"training with Adam, {kind.replace('_', ' ')}: {per[kind]} B/param"
+        row(name, lambda m, kind=kind: m["training_adam"][kind])
     table.add_section()
-    label = f"forward peak (b = {first['batch']}, n = {first['seq_len']}, {peak['dtype']})"
-    for part in ("weights", "activations", "attention", "feedforward", "total"):
-        name = f"{label}: {part}" if part == "total" else f"  {part}"
-        table.add_row(name, *(human(c["memory"]["forward_peak"][part]) for c in costs))
-    table.caption = "Adam: weights + gradients + two moments = 4 x weights; forward: the estimate run and verify use"
+    for part in ("weights", "activations", "attention", "feedforward"):
+        row(f"  {part}", lambda m, part=part: m["forward_peak"][part])
+    row(f"forward peak (b = {first['batch']}, n = {first['seq_len']}, {peak['dtype']}): the model",
+        lambda m: m["forward_peak"]["model"])  # fmt: skip
+    if peak["dtype"] != "float64":
+        row("  tfm's pass also holds: float64 weights as loaded", lambda m: m["forward_peak"]["loaded"])
+        row("  and the input as read (float64)", lambda m: m["forward_peak"]["input"])
+    else:
+        row("  tfm's pass also holds: the weights as loaded", lambda m: m["forward_peak"]["loaded"])
+    row("tfm's pass: total (what run and verify refuse on)", lambda m: m["forward_peak"]["total"])
+    table.caption = (
+        "Adam: weights, gradients, two moments; mixed precision: half-precision weights and gradients, float32 "
+        "master weights and moments (2 + 2 + 4 + 4 + 4 B/param). Activations are not included."
+    )
     return table
 
 
@@ -254,10 +274,14 @@ def diff_table(a: Spec, b: Spec, rows: list[dict[str, Any]], batch: int, n: int,
             section = row["section"]
         show = human if row["section"] == "memory" else (si if row["section"] == "FLOPs" else fmt)
         cells = [show(v) if isinstance(v, int) and not isinstance(v, bool) else fmt(v) for v in (row["a"], row["b"])]
-        ratio = (f"{row['ratio']:.3g}x" if row.get("ratio") is not None else "differs") if row["differs"] else ""
+        ratio = (_times(row["ratio"]) if row.get("ratio") is not None else "differs") if row["differs"] else ""
         style = "bold yellow" if row["differs"] else ""
         table.add_row(Text(f"{row['section']}: {row['name']}", style=style), *cells, ratio)
     return table
+
+
+def _times(ratio: float) -> str:
+    return f"{ratio:.3g}x" if math.isfinite(ratio) else "more than 1e308x"
 
 
 def check_summary(results: list[Any], seq_len: int) -> Table:

@@ -57,7 +57,7 @@ def attention(
         spec, _ = load(spec_path, weights)
         if output is not None:
             check_output_path(output, [p for p in (spec_path, input_path, weights) if p], force)
-        A = attention_maps(spec, input_path, weights, seed, dtype.value, block, head, sequence)
+        A = attention_maps(spec, input_path, weights, seed, dtype.value, block, head, sequence, json_out)
         if output is not None:
             save_npy(output, A)
     heads = [head] if head is not None else list(range(spec.H))

@@ -111,8 +111,10 @@ def handled(json_out: bool = False) -> Iterator[None]:
             yield
     except TfmError as exc:
         _fail(str(exc), exc.exit_code, json_out)
-    except MemoryError:
-        _fail("ran out of memory; lower --max-memory, the batch or the sequence length", ExitCode.BAD_INPUT, json_out)
+    except MemoryError:  # also one raised in a worker thread: the pool re-raises it here
+        from ..memory import out_of_memory
+
+        _fail(out_of_memory(), ExitCode.BAD_INPUT, json_out)
     except KeyboardInterrupt:
         _fail("interrupted", ExitCode.INTERRUPTED, json_out)
 

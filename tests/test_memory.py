@@ -1,0 +1,349 @@
+"""Memory: the model's figure and tfm's pass against measured peaks, the real limits (cgroup v1/v2, ulimit -v),
+refusals that name the limit, sizes no machine holds, and `tfm attention` keeping only what it shows."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import threading
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import random_weights, variant_specs
+from hypothesis import given, settings
+
+from transformer_cli import Spec, Transformer, count_params, init_weights, limits
+from transformer_cli import model as model_module
+from transformer_cli.attention_maps import attention_maps, block_weights, estimate_maps
+from transformer_cli.check import check_spec
+from transformer_cli.cli import app
+from transformer_cli.compare import compare
+from transformer_cli.costs import costs
+from transformer_cli.memory import MemoryLimitError, check_memory, estimate_forward, human, out_of_memory
+from transformer_cli.spec import load_spec
+
+ROOT = Path(__file__).parent.parent
+GPT2 = ROOT / "examples" / "configs" / "gpt2-small.yaml"
+GiB, MiB = 1 << 30, 1 << 20
+
+
+# -- #14: the model's figure, and tfm's own copies beside it ---------------------------------------
+
+
+def test_the_models_figure_is_smaller_in_float32_than_in_float64():
+    """GPT-2 small at n = 1024: the model's weights are 4 or 8 bytes a parameter; tfm's float64 copies apart."""
+    spec = load_spec(GPT2)
+    params = count_params(spec).total
+    f32, f64 = estimate_forward(spec, 1, 1024, "float32"), estimate_forward(spec, 1, 1024, "float64")
+    assert (f32.weights, f64.weights) == (4 * params, 8 * params)
+    assert f32.model < f64.model
+    assert f32.loaded == 8 * params  # tfm's float64 weights as loaded, beside the model's float32 copies
+    assert f32.total == f32.model + f32.loaded + f32.input
+
+
+def _held_by(model: Transformer) -> int:
+    """Bytes of the distinct arrays a model keeps (views count once, by their base)."""
+    arrays = [a for blk in model.blocks for v in vars(blk).values() for a in (v if isinstance(v, tuple) else (v,))]
+    arrays += [model.P, *(model.final_norm or ())]
+    bases = {id(a if a.base is None else a.base): (a if a.base is None else a.base) for a in arrays if a is not None}
+    return sum(a.nbytes for a in bases.values())
+
+
+def _tfm_pass(spec: Spec, b: int, n: int, dtype: str) -> int:
+    """Peak bytes of tfm's pass: float64 weights as loaded, the model built from them, a float64 input."""
+    X = np.random.default_rng(0).normal(size=(b, spec.d, n))
+    tracemalloc.start()
+    weights = init_weights(spec)  # held through the pass, as run_forward and verify hold them
+    Transformer(spec, weights, dtype)(X)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak + X.nbytes
+
+
+def _model_pass(spec: Spec, b: int, n: int, dtype: str) -> int:
+    """Peak bytes of the model alone: its weights in `dtype`, its input in `dtype`, and what its pass allocates."""
+    model = Transformer(spec, init_weights(spec), dtype)  # the float64 weights are dropped after stacking
+    X = np.random.default_rng(0).normal(size=(b, spec.d, n)).astype(dtype)
+    tracemalloc.start()
+    model(X)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return _held_by(model) + X.nbytes + peak
+
+
+MEASURED = [
+    (Spec(N=2, H=4, m=64, d=256, r=1024), 4, 256),
+    (Spec(N=2, H=4, m=32, d=128, r=512, norm="pre", mask="causal", positional="sinusoidal"), 2, 512),
+    (Spec(N=1, H=1, m=4, d=512, r=2, norm="post"), 8, 64),  # activations dominate
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", range(len(MEASURED)))
+def test_both_figures_bound_the_measured_peaks_within_1_6x(case, dtype):
+    """Upper bounds, and tight ones: 1.1x to 1.45x measured here; 1.6x allows for thread timing."""
+    spec, b, n = MEASURED[case]
+    estimate = estimate_forward(spec, b, n, dtype)
+    tfm, model = _tfm_pass(spec, b, n, dtype), _model_pass(spec, b, n, dtype)
+    assert tfm <= estimate.total <= 1.6 * tfm, (tfm, estimate)
+    assert model <= estimate.model <= 1.6 * model, (model, estimate)
+
+
+def test_diff_and_check_report_the_models_figure():
+    spec = load_spec(GPT2)
+    estimate = estimate_forward(spec, 1, 1024, "float32")
+    rows = {r["name"]: r for r in compare(spec, spec, 1, 1024, "float32")}
+    assert rows["forward peak, float32, the model"]["a"] == estimate.model
+    assert rows["tfm's pass also holds (float64 copies)"]["a"] == estimate.loaded + estimate.input
+    assert check_spec(GPT2, None, None, 1024, None).memory == estimate.model
+
+
+# -- #15: training with Adam -----------------------------------------------------------------------
+
+
+def test_adam_in_mixed_precision_is_16_bytes_a_parameter_and_says_activations_are_excluded(runner):
+    spec = load_spec(GPT2)
+    params = count_params(spec).total
+    memory = costs(spec, 1, 16)["memory"]
+    assert memory["training_adam"] == {"float64": 32 * params, "float32": 16 * params,
+                                       "float16_mixed": 16 * params, "bfloat16_mixed": 16 * params}  # fmt: skip
+    assert "activations are not included" in memory["training_adam_note"]
+    table = runner.invoke(app, ["count", str(GPT2), "-n", "16"], env={"COLUMNS": "200"}).stdout
+    assert "bfloat16 mixed: 16 B/param" in table and "Activations are not included" in table
+
+
+# -- #4: the real limits ---------------------------------------------------------------------------
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_cgroup_v2_limit_less_usage(tmp_path):
+    root = _tree(tmp_path, {
+        "proc/self/cgroup": "0::/user.slice/tfm.scope\n",
+        "sys/fs/cgroup/cgroup.procs": "",
+        "sys/fs/cgroup/user.slice/memory.max": "max\n",
+        "sys/fs/cgroup/user.slice/memory.current": "900000000\n",
+        "sys/fs/cgroup/user.slice/tfm.scope/memory.max": f"{GiB}\n",
+        "sys/fs/cgroup/user.slice/tfm.scope/memory.current": f"{200 * MiB}\n",
+    })  # fmt: skip
+    assert limits.cgroup_room(root) == (GiB - 200 * MiB, GiB, 200 * MiB)
+
+
+def test_cgroup_v2_a_parents_limit_binds(tmp_path):
+    root = _tree(tmp_path, {
+        "proc/self/cgroup": "0::/a/b\n",
+        "sys/fs/cgroup/cgroup.procs": "",
+        "sys/fs/cgroup/a/memory.max": f"{500 * MiB}\n",
+        "sys/fs/cgroup/a/memory.current": f"{400 * MiB}\n",
+        "sys/fs/cgroup/a/b/memory.max": f"{GiB}\n",
+        "sys/fs/cgroup/a/b/memory.current": f"{10 * MiB}\n",
+    })  # fmt: skip
+    assert limits.cgroup_room(root) == (100 * MiB, 500 * MiB, 400 * MiB)
+
+
+def test_cgroup_v2_max_is_no_limit(tmp_path):
+    root = _tree(tmp_path, {
+        "proc/self/cgroup": "0::/a\n",
+        "sys/fs/cgroup/cgroup.procs": "",
+        "sys/fs/cgroup/a/memory.max": "max\n",
+        "sys/fs/cgroup/a/memory.current": "12345\n",
+    })  # fmt: skip
+    assert limits.cgroup_room(root) is None
+
+
+def test_cgroup_v1_limit_and_its_no_limit_value(tmp_path):
+    files = {
+        "proc/self/cgroup": "9:name=systemd:/\n4:memory:/docker/abc\n0::/\n",
+        "sys/fs/cgroup/memory/cgroup.procs": "",
+        "sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n",
+        "sys/fs/cgroup/memory/memory.usage_in_bytes": "5000000000\n",
+        "sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes": f"{2 * GiB}\n",
+        "sys/fs/cgroup/memory/docker/abc/memory.usage_in_bytes": f"{GiB}\n",
+    }
+    assert limits.cgroup_room(_tree(tmp_path / "limited", files)) == (GiB, 2 * GiB, GiB)
+    files["sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes"] = "9223372036854771712\n"
+    assert limits.cgroup_room(_tree(tmp_path / "unlimited", files)) is None
+
+
+def test_cgroup_v1_in_a_container_reads_the_mounts_own_files(tmp_path):
+    """In a cgroup namespace /proc/self/cgroup names a path the container's mount does not have."""
+    root = _tree(tmp_path, {
+        "proc/self/cgroup": "4:memory:/kubepods/pod1/abc\n",
+        "sys/fs/cgroup/memory/cgroup.procs": "",
+        "sys/fs/cgroup/memory/memory.limit_in_bytes": f"{GiB}\n",
+        "sys/fs/cgroup/memory/memory.usage_in_bytes": f"{300 * MiB}\n",
+    })  # fmt: skip
+    assert limits.cgroup_room(root) == (GiB - 300 * MiB, GiB, 300 * MiB)
+
+
+def test_the_address_space_limit_is_rlimit_as_less_vmsize(tmp_path, monkeypatch):
+    root = _tree(tmp_path, {"proc/self/status": "Name: python\nVmSize:\t  1048576 kB\n",
+                            "proc/meminfo": "MemTotal: 99999999 kB\nMemAvailable: 20971520 kB\n"})  # fmt: skip
+    monkeypatch.setattr(limits, "address_space_limit", lambda: 3 * GiB)
+    found = {lim.kind: lim for lim in limits.memory_limits(root)}
+    assert found["available"].free == 20 * GiB and found["ulimit"].free == 2 * GiB
+    assert limits.tightest_limit(root) == found["ulimit"]
+
+
+def _only(monkeypatch, **limit: int) -> None:
+    """Make the readers see just these limits: available=, cgroup=, ulimit= (bytes free)."""
+    monkeypatch.setattr(limits, "available_memory", lambda root=None: limit.get("available"))
+    cgroup = limit.get("cgroup")
+    monkeypatch.setattr(limits, "cgroup_room", lambda root=None: None if cgroup is None else (cgroup, cgroup, 0))
+    ulimit = limit.get("ulimit")
+    monkeypatch.setattr(limits, "address_space_limit", lambda: ulimit)
+    monkeypatch.setattr(limits, "mapped", lambda root=None: 0)
+
+
+SMALL = estimate_forward(Spec(N=2, H=4, m=8, d=32, r=64), 1, 1024)  # about 35 MiB
+
+
+@pytest.mark.parametrize(
+    ("limit", "words", "not_words"),
+    [
+        ({"available": 10 * MiB}, ["the available memory of 10 MiB", "lower the batch"], ["--max-memory"]),
+        ({"available": GiB, "cgroup": 10 * MiB}, ["memory cgroup", "10 MiB", "larger cgroup limit"], ["--max-memory"]),
+        ({"available": GiB, "ulimit": 10 * MiB}, ["address-space limit (ulimit -v) of 10 MiB", "raise ulimit -v"],
+         ["--max-memory"]),
+    ],
+)  # fmt: skip
+def test_the_refusal_names_the_limit_that_applied(monkeypatch, limit, words, not_words):
+    _only(monkeypatch, **limit)
+    with pytest.raises(MemoryLimitError) as caught:
+        check_memory(SMALL, None, "this forward pass")
+    message = str(caught.value)
+    assert all(w in message for w in words) and not any(w in message for w in not_words), message
+
+
+def test_max_memory_replaces_the_available_memory_but_not_the_hard_limits(monkeypatch):
+    _only(monkeypatch, available=10 * MiB, ulimit=20 * MiB)
+    check_memory(estimate_forward(Spec(N=1, H=1, m=1, d=1, r=1), 1, 1), "1G", "x")  # above MemAvailable: allowed
+    with pytest.raises(MemoryLimitError, match=r"ulimit -v"):
+        check_memory(SMALL, "1G", "this forward pass")
+    with pytest.raises(MemoryLimitError, match=r"the --max-memory of 1 MiB; raise it"):
+        check_memory(SMALL, "1M", "this forward pass")
+
+
+def test_a_memory_error_under_ulimit_never_advises_max_memory(monkeypatch):
+    _only(monkeypatch, available=GiB, ulimit=5 * MiB)
+    message = out_of_memory()
+    assert "ulimit -v" in message and "--max-memory" not in message
+
+
+def test_a_memory_error_in_a_worker_thread_is_the_one_line_refusal(runner, tmp_path, monkeypatch):
+    """Big enough to be split over threads; the softmax fails inside a worker."""
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((4, 32, 1024)))
+
+    threads = []
+
+    def fail(P):
+        threads.append(threading.current_thread().name)
+        raise MemoryError
+
+    monkeypatch.setattr(model_module, "softmax_rows_", fail)
+    result = runner.invoke(app, ["run", "-i", str(x)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("using")]
+    assert len(lines) == 1 and lines[0].startswith("error: ran out of memory"), lines
+    if model_module.available_cores() > 1:
+        assert threads and all(name.startswith("tfm") for name in threads)  # it was raised in a worker
+
+
+def test_a_real_address_space_limit_is_refused_cleanly(tmp_path):
+    """GPT-2 small (about 1 GiB with tfm's copies) under RLIMIT_AS = 700 MB (python and numpy map about 150 MB)."""
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((768, 16)))
+    cmd = [sys.executable, "-m", "transformer_cli", "run", str(GPT2), "-i", str(x)]
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (700_000_000, resource.RLIM_INFINITY))
+
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=limit, timeout=60)
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("using")]
+    assert len(lines) == 1 and "Traceback" not in result.stderr
+    assert "address-space limit (ulimit -v)" in lines[0] and "--max-memory" not in lines[0], lines
+
+
+# -- #7: sizes no machine holds --------------------------------------------------------------------
+
+
+def test_sizes_of_any_magnitude_format_without_overflow():
+    assert human(10**400) == "1.00e+400 bytes" and human(123456 * 10**400) == "1.23e+405 bytes"
+    assert human(1536) == "1.5 KiB" and human(1023 * 2**50) == "1,023 PiB" and human(2**60) == "1.15e+18 bytes"
+    from transformer_cli.render import si
+
+    assert si(10**400) == "1.00e+400" and si(1234567) == "1.23 M"
+
+
+@pytest.fixture
+def impossible(tmp_path):
+    spec = tmp_path / "huge.yaml"
+    spec.write_text("N: 1" + "0" * 400 + "\nH: 1\nm: 2\nd: 4\nr: 4\n")
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((4, 3)))
+    return spec, x, tmp_path
+
+
+REFUSING = [
+    ["verify", "{spec}"], ["run", "{spec}", "-i", "{x}"], ["init", "{spec}", "-o", "{dir}/w.npz"],
+    ["bench", "{spec}", "--no-torch"], ["attention", "{spec}", "-i", "{x}"], ["verify-scaling", "{spec}"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("args", REFUSING, ids=lambda a: a[0])
+def test_an_impossible_size_is_refused_in_one_line(runner, impossible, args):
+    spec, x, folder = impossible
+    result = runner.invoke(app, [a.format(spec=spec, x=x, dir=folder) for a in args])
+    assert result.exit_code == 2, (result.stderr, result.exception)
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("using")]
+    assert len(lines) == 1 and "e+40" in lines[0] and "bytes" in lines[0], lines
+
+
+@pytest.mark.parametrize("args", [["check", "{spec}"], ["count", "{spec}", "-n", "4"], ["diff", "{spec}", "{spec}"]])
+def test_an_impossible_size_is_still_counted_and_compared(runner, impossible, args):
+    """count and diff allocate nothing: they show the figures; check reports the refusal in its table."""
+    spec, x, folder = impossible
+    result = runner.invoke(app, [a.format(spec=spec, x=x, dir=folder) for a in args], env={"COLUMNS": "200"})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == (2 if args[0] == "check" else 0) and "e+40" in result.stdout
+
+
+# -- #3 (issue 10): tfm attention keeps one block of one sequence ------------------------------------
+
+
+def test_attention_maps_stay_within_their_estimate(tmp_path):
+    """Four sequences, three blocks: only one sequence's (H, n, n) weights of one block are kept."""
+    spec = Spec(N=3, H=4, m=8, d=32, r=64, mask="causal")
+    n = 256
+    x = tmp_path / "x.npy"
+    np.save(x, np.random.default_rng(0).normal(size=(4, spec.d, n)))
+    tracemalloc.start()
+    A = attention_maps(spec, x, None, 0, "float64", 1, None, 2)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    estimate = estimate_maps(spec, 4, n, "float64", spec.H, False)
+    assert A.shape == (spec.H, n, n) and peak <= estimate.total, (peak, estimate)
+    assert estimate.output >= spec.H * n * n * 8  # the maps themselves are in the estimate
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(variant_specs())
+def test_one_blocks_weights_are_those_of_the_whole_pass(spec):
+    model = Transformer(spec, random_weights(spec), workers=1)
+    x = np.random.default_rng(1).normal(size=(spec.d, 7))
+    every = model.attention_weights(x)
+    for block in range(spec.N):
+        assert np.array_equal(block_weights(model, x, block), every[block][0])
