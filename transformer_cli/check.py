@@ -17,10 +17,10 @@ SI = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "B": 10**9, "T": 10**12}
 
 
 def parse_count(text: str) -> int:
-    """'125M', '1.5B', '7000000' -> a number of parameters (powers of 1000; B = G = 1e9)."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGBT]?)\s*", text, re.IGNORECASE)
-    if not match or float(match.group(1)) <= 0:
-        raise TfmError(f"--max-params: got '{text}', expected a count such as 125M, 1.5B or 7000000")
+    """'125M', '1.5B', '7000000', '1e6' -> a number of parameters (powers of 1000; B = G = 1e9)."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([KMGBT]?)\s*", text, re.IGNORECASE)
+    if not match or not 0 < float(match.group(1)) < float("inf"):
+        raise TfmError(f"--max-params: got '{text}', expected a count such as 125M, 1.5B, 1e6 or 7000000")
     return int(float(match.group(1)) * SI[match.group(2).upper()])
 
 

@@ -162,7 +162,7 @@ def run_table(result: RunResult) -> Table:
         table.add_row(f"output {key}", fmt(value))
     table.add_section()
     for key, value in data["activation_rms"].items():
-        table.add_row(f"RMS {key}", fmt(value))
+        table.add_row(f"RMS {key.replace('_plus_', ' + ').replace('_', ' ')}", fmt(value))
     return table
 
 
@@ -204,7 +204,7 @@ def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
 
 def bench_table(data: dict[str, Any]) -> Table:
     """tfm beside PyTorch: time per forward, throughput, FLOP rate, memory, and the ratio."""
-    title = f"Forward pass of {data['spec']}: batch {data['batch']}, n = {data['seq_len']}, {data['dtype']}"
+    title = f"Forward pass of {data['name']}: batch {data['batch']}, n = {data['seq_len']}, {data['dtype']}"
     table = Table(title=title, title_justify="left")
     for col in ("", "median", "min .. max", "tokens/s", "GFLOP/s", "of GEMM peak", "peak memory"):
         table.add_column(col, justify="left" if not col else "right")
@@ -239,6 +239,7 @@ def diff_table(a: Spec, b: Spec, rows: list[dict[str, Any]], batch: int, n: int,
         show = human if row["section"] == "memory" else (si if row["section"] == "FLOPs" else fmt)
         cells = [show(v) if isinstance(v, int) and not isinstance(v, bool) else fmt(v) for v in (row["a"], row["b"])]
         ratio = (f"{row['ratio']:.3g}x" if row.get("ratio") is not None else "differs") if row["differs"] else ""
+        ratio = "same effect" if row.get("equivalent") else ratio
         style = "bold yellow" if row["differs"] else ""
         table.add_row(Text(f"{row['section']}: {row['name']}", style=style), *cells, ratio)
     return table

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import EXIT_CODES, JsonOpt, app, err, handled, out, print_json
+from .common import EXIT_CODES, JsonOpt, app, handled, out, print_json, progress_bar
 
 
 @app.command(epilog=EXIT_CODES)
@@ -31,13 +31,11 @@ def check(
     Example:
       tfm check examples/configs/*.yaml --max-params 150M --max-memory 4G --seq-len 1024
     """
-    from rich.progress import Progress
-
     from .. import render
     from ..check import check_specs, overall
 
     with handled(json_out):
-        with Progress(console=err, transient=True, disable=json_out or not err.is_terminal) as progress:
+        with progress_bar(json_out) as progress:
             task = progress.add_task("checking", total=len(specs))
             results = check_specs(specs, max_params, max_memory, seq_len, verify_len if verify else None,
                                   lambda path: progress.update(task, advance=1, description=path))  # fmt: skip
