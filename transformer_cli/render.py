@@ -260,5 +260,6 @@ def check_summary(results: list[Any], seq_len: int) -> Table:
             table.add_row(r.path, "-", "-", "-", r.error, verdict)
         else:
             budgets = "; ".join(r.over_budget) or "within"
-            table.add_row(f"{r.path} ({r.name})", fmt(r.params), human(r.memory), budgets, r.verify, verdict)
+            checks = Text.assemble(styled(r.verify), *(f"\n{line}" for line in r.failed_checks()))
+            table.add_row(f"{r.path} ({r.name})", fmt(r.params), human(r.memory), budgets, checks, verdict)
     return table
