@@ -37,7 +37,7 @@ def bench(
 ) -> None:
     """Time the forward pass: median and spread, tokens/s, GFLOP/s, peak memory, and the ratio to PyTorch.
 
-    PyTorch (pip install 'tfm[bench]') runs the same computation on the same weights and input
+    PyTorch (pip install -e '.[bench]' in the tfm checkout) runs the same computation on the same weights and input
     (F.linear and scaled_dot_product_attention under inference_mode), interleaved with tfm's runs;
     the outputs are compared too. GFLOP/s counts the matrix products (a multiply-add is 2 FLOPs),
     set against NumPy's own GEMM throughput measured in the same run.
