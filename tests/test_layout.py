@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import pty
 import re
@@ -58,7 +59,8 @@ NUMBER = re.compile(r"(?<![\w.,/+-])[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.
 VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "agrees")
 
 
-def tfm(args: list[str], columns: int) -> str:
+@functools.cache  # each wide rendering serves three widths
+def tfm(args: tuple[str, ...], columns: int) -> str:
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | {
         "PYTHONPATH": str(ROOT), "COLUMNS": str(columns), "NO_COLOR": "1"}  # fmt: skip
     done = subprocess.run([sys.executable, "-m", "transformer_cli", *args], capture_output=True, text=True, env=env,
@@ -85,7 +87,7 @@ CASES = {
 @pytest.mark.parametrize("columns", [40, 60, 80])
 @pytest.mark.parametrize("case", list(CASES))
 def test_narrow_terminals_never_split_a_number_or_verdict(case, columns):
-    wide, narrow = tfm(CASES[case], 250), tfm(CASES[case], columns)
+    wide, narrow = tfm(tuple(CASES[case]), 250), tfm(tuple(CASES[case]), columns)
     assert max(len(line) for line in narrow.splitlines()) <= columns
     whole = {m for cell in cells(wide) for m in NUMBER.findall(cell)} | set(VERDICTS)
     for cell in cells(narrow):
