@@ -31,7 +31,7 @@ def variant_specs(m_min: int = 1, d_min: int = 1, max_len: int = 20) -> st.Searc
 
 
 def reference(case: str) -> dict:
-    """A reference case computed by an independent implementation (copied from ../shared/reference)."""
+    """A reference case in tests/data/, computed by an independent implementation."""
     folder = DATA / case
     with np.load(folder / "weights.npz") as archive:
         weights = {k: archive[k] for k in archive.files}

@@ -63,3 +63,21 @@ def test_weights_seen_by_the_heatmap_are_the_models(tmp_path):
     w = random_weights(spec)
     A = Transformer(spec, w).attention_weights(np.random.default_rng(1).normal(size=(16, 7)))[0][0]
     assert A.shape == (2, 7, 7) and np.allclose(A.sum(axis=-2), 1)
+
+
+def test_masked_and_small_weights_look_different():
+    """Uniform causal attention over n = 40: weights 1/40 .. 1 above the diagonal, exact zeros below."""
+    from rich.console import Console
+
+    from transformer_cli.heatmap import heatmap
+
+    n = 40
+    A = np.triu(np.ones((n, n))) / np.arange(1, n + 1)  # A[k, q] = 1/(q+1) for k <= q, 0 for masked k > q
+    console = Console(width=200, color_system=None, record=True)
+    console.print(heatmap(A, "uniform", 200))
+    rows = [line for line in console.export_text().splitlines() if line[:3].strip().isdigit()]  # label "39 "
+    assert len(rows) == n
+    for k, line in enumerate(rows):
+        cells = [line[3 + 2 * q : 5 + 2 * q] for q in range(n)]
+        assert all(c == "  " for c in cells[:k]), (k, cells)  # masked: blank
+        assert all(c.strip() for c in cells[k:]), (k, cells)  # every nonzero weight is drawn

@@ -47,7 +47,9 @@ def test_a_property_that_fails_is_exit_1(runner, monkeypatch):
 
     monkeypatch.setattr(equivariance, "breaking_features", lambda spec: ["a feature that is not there"])
     code, data = run(runner, SEED)
-    assert code == 1 and data["specs"][0]["verify"].startswith("VIOLATED (equivariance")
+    assert code == 1 and data["specs"][0]["verify"] == "FAIL"
+    failed = [c for c in data["specs"][0]["checks"] if c["verdict"] == "FAIL"]
+    assert [c["check"] for c in failed] == ["equivariance"] and "a feature that is not there" in failed[0]["reason"]
 
 
 def test_table_output_and_no_verify(runner):
@@ -66,3 +68,32 @@ def test_pre_commit_hook_and_ci_example_are_valid_yaml_running_tfm_check():
     workflow = yaml.safe_load((ROOT / "examples" / "ci" / "tfm.yml").read_text())
     steps = [s.get("run", "") for s in workflow["jobs"]["specs"]["steps"]]
     assert any(s.startswith("tfm check") for s in steps)
+
+
+def test_a_folder_is_searched_and_the_files_found_are_named(runner, tmp_path):
+    (tmp_path / "nested").mkdir()
+    for name in ("b.yaml", "nested/a.yml", "notes.txt"):
+        (tmp_path / name).write_text(TINY.read_text() if name != "notes.txt" else "not a spec")
+    result = runner.invoke(app, ["check", str(tmp_path), "--no-verify", "--json"])
+    assert result.exit_code == 0, result.output
+    expected = [str(tmp_path / "b.yaml"), str(tmp_path / "nested" / "a.yml")]
+    data = json.loads(result.stdout)
+    assert data["found"] == expected and [s["path"] for s in data["specs"]] == expected
+    assert "found 2 spec files" in result.stderr
+
+
+def test_an_empty_folder_is_bad_input(runner, tmp_path):
+    result = runner.invoke(app, ["check", str(tmp_path), "--json"])
+    assert result.exit_code == 2 and "no .yaml or .yml" in json.loads(result.stdout)["error"]
+
+
+def test_the_table_gives_each_failing_checks_reason(runner, monkeypatch):
+    from transformer_cli.verify import equivariance
+
+    monkeypatch.setattr(equivariance, "breaking_features", lambda spec: ["a feature that is not there"])
+    result = runner.invoke(app, ["check", str(SEED)], env={"COLUMNS": "200"})
+    assert (
+        result.exit_code == 1
+        and "equivariance FAIL" in result.stdout
+        and "a feature that is not there" in result.stdout
+    )

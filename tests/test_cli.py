@@ -36,7 +36,7 @@ def test_top_level_help_documents_the_exit_codes(runner):
 
 def test_the_command_list_is_complete():
     expected = {"count", "init", "run", "verify", "verify-equivariance", "verify-causality", "verify-decoding",
-                "verify-scaling", "bench", "schema", "diff", "attention", "check"}  # fmt: skip
+                "verify-scaling", "bench", "schema", "diff", "attention", "check", "sample"}  # fmt: skip
     assert set(COMMANDS) >= expected
 
 
@@ -73,7 +73,7 @@ def test_count_default_spec_says_so(runner):
 
 def test_count_json_is_the_reference_figures(runner):
     result = invoke(runner, "count", SEED_PLAIN / "spec.yaml", "--json")
-    data = json.loads(result.stdout)
+    (data,) = json.loads(result.stdout)["specs"]  # one shape for one spec or many
     expected = reference("seed-plain")["expected"]
     assert data["per_block"] == data["closed_form"]["per_block"] == expected["params_per_block"]
     assert data["total"] == data["closed_form"]["total"] == expected["params_total"]
@@ -93,13 +93,13 @@ def test_count_several_specs_side_by_side(runner):
     assert result.exit_code == 0 and "side by side" in result.stdout
     assert "85,842,432" in result.stdout  # gpt2-small
     data = json.loads(invoke(runner, "count", *EXAMPLES, "--json").stdout)
-    assert isinstance(data, list) and len(data) == len(EXAMPLES)
+    assert list(data) == ["specs"] and len(data["specs"]) == len(EXAMPLES)
 
 
 def test_count_huge_spec(runner, tmp_path):
     spec = tmp_path / "big.yaml"
     spec.write_text("N: 96\nH: 96\nm: 128\nd: 12288\nr: 49152\n")
-    data = json.loads(invoke(runner, "count", spec, "--json").stdout)
+    (data,) = json.loads(invoke(runner, "count", spec, "--json").stdout)["specs"]
     assert data["total"] == 96 * (4 * 96 * 128 * 12288 + 2 * 49152 * 12288 + 49152 + 12288)
 
 
@@ -153,7 +153,7 @@ def test_verify_equivariance_default_spec_holds(runner):
     data = json.loads(result.stdout)
     assert result.exit_code == 0 and data["verdict"] == "PASS"
     assert data["summary"]["separation"] >= 1000
-    assert data["trials"][0]["permutation"] == "identity" and data["trials"][0]["rel error"] == 0
+    assert data["trials"][0]["permutation"] == "identity" and data["trials"][0]["rel_error"] == 0
 
 
 def test_verify_equivariance_table(runner):
@@ -183,7 +183,7 @@ def test_verify_scaling(runner, tmp_path):
     result = invoke(runner, "verify-scaling", TINY, "--json")
     assert result.exit_code == 0
     first = json.loads(result.stdout)["trials"][0]  # unit-variance q, k with m = 8 and scale 1/sqrt(8)
-    assert first["predicted variance"] == pytest.approx(1.0) and first["if the scale were ignored"] == 8.0
+    assert first["predicted_variance"] == pytest.approx(1.0) and first["if_the_scale_were_ignored"] == 8.0
     weights = tmp_path / "w.npz"
     assert invoke(runner, "init", TINY, "-o", weights, "--seed", 3).exit_code == 0
     with_weights = invoke(runner, "verify-scaling", TINY, "-w", weights, "--json")
@@ -311,7 +311,7 @@ def test_python_dash_m_works():
     result = subprocess.run(
         [sys.executable, "-m", "transformer_cli", "count", "--json"], capture_output=True, text=True
     )
-    assert result.returncode == 0 and json.loads(result.stdout)["total"] == 16576
+    assert result.returncode == 0 and json.loads(result.stdout)["specs"][0]["total"] == 16576
 
 
 def test_count_and_help_never_import_the_model():

@@ -72,7 +72,7 @@ def test_duplicate_keys_are_an_error(runner, tmp_path):
 def test_huge_integers_count_exactly_and_refuse_to_run(runner, tmp_path):
     spec = tmp_path / "huge.yaml"
     spec.write_text(f"N: {10**20}\nH: 1\nm: 1\nd: {10**20}\nr: 1\n")
-    data = __import__("json").loads(invoke(runner, "count", spec, "--json").stdout)
+    (data,) = __import__("json").loads(invoke(runner, "count", spec, "--json").stdout)["specs"]
     assert data["total"] == 10**20 * (4 * 10**20 + 2 * 10**20 + 1 + 10**20)
     expect_error(runner, ["needs about", "available memory"], "verify", spec)
     expect_error(runner, ["needs about"], "init", spec, "-o", tmp_path / "w.npz")

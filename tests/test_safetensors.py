@@ -69,7 +69,7 @@ def test_init_then_run_and_verify_without_a_spec(runner, tmp_path):
     np.save(x, np.random.default_rng(0).normal(size=(16, 5)))
     result = runner.invoke(app, ["run", "-i", str(x), "-w", str(weights), "--json"])
     assert result.exit_code == 0, result.output
-    assert "spec stored in" in result.stderr and json.loads(result.stdout)["spec"] == "tiny-causal"
+    assert "spec stored in" in result.stderr and json.loads(result.stdout)["name"] == "tiny-causal"
     assert runner.invoke(app, ["verify", "-w", str(weights), "-n", "6"]).exit_code == 0
     changed = tmp_path / "changed.yaml"
     changed.write_text(TINY.read_text().replace("r: 32", "r: 33"))

@@ -146,12 +146,12 @@ def test_schema_command_prints_the_schema(runner):
 def test_diff_marks_what_differs(runner):
     a, b = EXAMPLES[0], EXAMPLES[1]
     result = runner.invoke(app, ["diff", str(a), str(b), "-n", "64", "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # like diff(1): 1 when the models differ
     rows = {(r["section"], r["name"]): r for r in json.loads(result.stdout)["rows"]}
     assert rows[("spec", "N")]["differs"] and rows[("parameters", "total")]["differs"]
     assert rows[("spec", "m")]["differs"] is False  # both 64
     table = runner.invoke(app, ["diff", str(a), str(b), "-n", "64"])
-    assert table.exit_code == 0 and "differs" in table.stdout and "FLOPs: total" in table.stdout
+    assert table.exit_code == 1 and "differs" in table.stdout and "FLOPs: total" in table.stdout
 
 
 def test_diff_of_a_spec_with_itself_differs_nowhere(runner):

@@ -13,14 +13,15 @@ from .memory import estimate_forward, parse_size
 from .params import count_params
 from .spec import load_spec
 
+CHECK_KEYS = ("check", "verdict", "reason", "observation", "exit_code")  # of each verify check, in the JSON
 SI = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "B": 10**9, "T": 10**12}
 
 
 def parse_count(text: str) -> int:
-    """'125M', '1.5B', '7000000' -> a number of parameters (powers of 1000; B = G = 1e9)."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGBT]?)\s*", text, re.IGNORECASE)
-    if not match or float(match.group(1)) <= 0:
-        raise TfmError(f"--max-params: got '{text}', expected a count such as 125M, 1.5B or 7000000")
+    """'125M', '1.5B', '7000000', '1e6' -> a number of parameters (powers of 1000; B = G = 1e9)."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([KMGBT]?)\s*", text, re.IGNORECASE)
+    if not match or not 0 < float(match.group(1)) < float("inf"):
+        raise TfmError(f"--max-params: got '{text}', expected a count such as 125M, 1.5B, 1e6 or 7000000")
     return int(float(match.group(1)) * SI[match.group(2).upper()])
 
 
@@ -33,9 +34,11 @@ class SpecCheck:
     error: str = ""
     params: int | None = None
     memory: int | None = None
+    spec: dict[str, Any] | None = None
     over_budget: list[str] = field(default_factory=list)
-    verify: str = "skipped"  # PASS, FAIL, INCONCLUSIVE, skipped, or an error
+    verify: str = "skipped"  # PASS, FAIL, INCONCLUSIVE or skipped
     verify_code: int = 0
+    checks: list[dict[str, Any]] = field(default_factory=list)  # each check's verdict and reason
 
     @property
     def exit_code(self) -> ExitCode:
@@ -46,9 +49,13 @@ class SpecCheck:
         return ExitCode(self.verify_code)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "name": self.name, "error": self.error or None, "params": self.params,
-                "forward_memory": self.memory, "over_budget": self.over_budget, "verify": self.verify,
-                "exit_code": int(self.exit_code)}  # fmt: skip
+        return {"path": self.path, "name": self.name, "spec": self.spec, "error": self.error or None,
+                "params": self.params, "forward_memory": self.memory, "over_budget": self.over_budget,
+                "verify": self.verify, "checks": self.checks, "exit_code": int(self.exit_code)}  # fmt: skip
+
+    def failed_checks(self) -> list[str]:
+        """The checks that did not pass, each with its verdict and reason, for the table."""
+        return [f"{c['check']} {c['verdict']}: {c['reason']}" for c in self.checks if c["verdict"] != "PASS"]
 
 
 def check_spec(
@@ -61,7 +68,7 @@ def check_spec(
     result = SpecCheck(str(path))
     try:
         spec = load_spec(path)
-        result.name = spec.label
+        result.name, result.spec = spec.label, spec.to_dict()
         result.params = count_params(spec).total
         result.memory = estimate_forward(spec, 1, seq_len, "float32").model  # the model's, not tfm's copies
         if max_params is not None and result.params > max_params:
@@ -71,13 +78,25 @@ def check_spec(
         if verify_len is not None:
             checks = verify_all(spec, n=min(verify_len, spec.max_len or verify_len))
             result.verify_code = int(overall_exit(checks))
-            failed = [c.name for c in checks if c.exit_code != ExitCode.OK]
-            result.verify = ("PASS" if not failed else ExitCode(result.verify_code).name) + (
-                f" ({', '.join(failed)})" if failed else ""
-            )
+            result.verify = {0: "PASS", 1: "FAIL", 3: "INCONCLUSIVE"}[result.verify_code]
+            result.checks = [{k: c.to_dict()[k] for k in CHECK_KEYS} for c in checks]
     except TfmError as exc:
         result.error = str(exc)
     return result
+
+
+def find_specs(paths: list[Path]) -> list[Path]:
+    """The files to check: each file as given, each folder searched recursively for *.yaml and *.yml, sorted."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            inside = sorted(p for p in path.rglob("*") if p.suffix.lower() in (".yaml", ".yml") and p.is_file())
+            if not inside:
+                raise TfmError(f"{path}: a folder with no .yaml or .yml spec files in it")
+            found += inside
+        else:
+            found.append(path)
+    return list(dict.fromkeys(found))
 
 
 def check_specs(

@@ -2,18 +2,44 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import fields
 from typing import Any
 
 from .costs import costs
 from .params import count_params
 from .spec import Spec
 
+LABELS = ("name", "description")  # shown, but a difference in a label is not a difference in the model
+
+
+def _keys(spec: Spec) -> dict[str, Any]:
+    """Every model key as written (defaults filled in), without keys that have no effect on this spec."""
+    keys = {f.name: getattr(spec, f.name) for f in fields(spec) if f.name != "description"}
+    keys["name"] = spec.label
+    if spec.norm == "none":
+        del keys["norm_eps"]  # no norm, no epsilon
+    if keys["max_len"] is None:
+        del keys["max_len"]
+    return keys
+
+
+def _effect(key: str, spec: Spec, value: Any) -> Any:
+    """What a key's value does: `scale` none, 1 and 1.0 are one score scale, sqrt is 1/sqrt(m)."""
+    return spec.score_scale if key == "scale" else value
+
+
+def _same(va: Any, vb: Any) -> bool:
+    if isinstance(va, float) or isinstance(vb, float):
+        return isinstance(va, (int, float)) and isinstance(vb, (int, float)) and math.isclose(va, vb, rel_tol=1e-12)
+    return va == vb
+
 
 def _figures(spec: Spec, b: int, n: int, dtype: str) -> dict[tuple[str, str], Any]:
     """Every comparable figure of a spec, keyed by (section, name)."""
     count = count_params(spec)
     c = costs(spec, b, n, dtype)
-    figures: dict[tuple[str, str], Any] = {("spec", k): v for k, v in spec.to_dict().items() if k != "description"}
+    figures: dict[tuple[str, str], Any] = {("spec", k): v for k, v in _keys(spec).items()}
     figures |= {("parameters", k): v for k, v in count.components().items()}
     figures |= {("parameters", "per block"): count.per_block, ("parameters", "total"): count.total}
     figures |= {("FLOPs", k): v for k, v in c["flops"]["by_component"].items()}
@@ -38,13 +64,27 @@ def ratio(a: int, b: int) -> float:
 
 
 def compare(a: Spec, b: Spec, batch: int, n: int, dtype: str) -> list[dict[str, Any]]:
-    """One row per figure: section, name, value in a and in b (None where absent), and whether they differ."""
+    """One row per figure: section, name, value in a and in b (None where absent), and whether they differ.
+
+    Spec keys are compared by their effect, so `scale: none` and `scale: 1` do not differ (the row says
+    `equivalent`); a component one spec lacks counts as 0 in it.
+    """
     fa, fb = _figures(a, batch, n, dtype), _figures(b, batch, n, dtype)
     rows = []
     for key in dict.fromkeys([*fa, *fb]):
         va, vb = fa.get(key), fb.get(key)
-        row: dict[str, Any] = {"section": key[0], "name": key[1], "a": va, "b": vb, "differs": va != vb}
+        ea, eb = (_effect(key[1], s, v) for s, v in ((a, va), (b, vb)))
+        if key[0] != "spec":
+            ea, eb = ea or 0, eb or 0  # a component one spec lacks: 0 parameters, 0 FLOPs
+        row: dict[str, Any] = {"section": key[0], "name": key[1], "a": va, "b": vb, "differs": not _same(ea, eb)}
+        if not row["differs"] and va != vb:
+            row["equivalent"] = True
         if isinstance(va, int) and isinstance(vb, int) and not isinstance(va, bool) and va:
             row["ratio"] = ratio(va, vb)
         rows.append(row)
     return rows
+
+
+def models_differ(rows: list[dict[str, Any]]) -> bool:
+    """Whether two specs describe different models: any key or figure differs, labels aside."""
+    return any(r["differs"] for r in rows if not (r["section"] == "spec" and r["name"] in LABELS))

@@ -7,7 +7,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-SHADES = " ░▒▓█"  # so the map reads without colour too (NO_COLOR, a pipe)
+SHADES = " ░▒▓█"  # so the map reads without colour too (NO_COLOR, a pipe); " " only for exact zeros
 
 
 def heatmap(A: np.ndarray, title: str, width: int) -> Group:
@@ -25,7 +25,7 @@ def heatmap(A: np.ndarray, title: str, width: int) -> Group:
         label = f"{i * step}" if step == 1 else f"{i * step}-{min((i + 1) * step, n_k) - 1}"
         table.add_row(label + " ", *(_cell(v / top) for v in row))
     pooled_note = f"; blocks of {step} x {step} averaged" if step > 1 else ""
-    caption = f"rows: key k, columns: query q (0 .. {n_q - 1}); darkest = {top:.3g}{pooled_note}"
+    caption = f"rows: key k, columns: query q (0 .. {n_q - 1}); darkest = {top:.3g}, blank = exactly 0{pooled_note}"
     return Group(Text(title, style="bold"), table, Text(caption, style="dim"))
 
 
@@ -40,6 +40,9 @@ def _pool(A: np.ndarray, step: int) -> np.ndarray:
 
 
 def _cell(level: float) -> Text:
-    shade = SHADES[min(len(SHADES) - 1, int(level * (len(SHADES) - 1) + 0.5))] * 2
+    """Blank only for an exact zero (a masked key); any positive weight gets at least the lightest shade."""
+    if level == 0:
+        return Text("  ")
+    shade = SHADES[min(len(SHADES) - 1, max(1, int(level * (len(SHADES) - 1) + 0.5)))] * 2
     grey = int(40 + 215 * level)
     return Text(shade, style=f"rgb({grey},{grey // 2},0) on rgb({grey // 3},{grey // 6},0)")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 from rich.text import Text
 
+from .layout import FitTable
 from .memory import human, scientific
 
 if TYPE_CHECKING:  # only for annotations: rendering a count must not import the model
@@ -28,6 +29,11 @@ VERDICT_STYLE = {
     "BREAKS": "bold",
     "OUTSIDE band": "bold",
 }
+
+
+# Trial columns a narrow terminal gives up first (after these, the middle ones from the right).
+LESS_IMPORTANT = ("fixed", "abs error", "moved", "min weight", "influence of column 0", "tol", "band (+/-)",
+                  "if the scale were ignored")
 
 
 def fmt(value: Any) -> str:
@@ -53,7 +59,8 @@ def styled(value: Any) -> Text | str:
 def count_table(count: ParamCount, source: str) -> Table:
     """Every tensor of one block (the same for each block), the model-level tensors, and the closed form."""
     spec = count.spec
-    table = Table(title=f"Parameters of {spec.summary()}", caption=f"spec: {source}", title_justify="left")
+    table = FitTable(title=f"Parameters of {spec.summary()}", caption=f"spec: {source}", title_justify="left",
+                     drop=["shape", "component"])  # fmt: skip
     table.add_column(f"tensor (i = 0 .. {spec.N - 1})", no_wrap=True)
     table.add_column("shape")
     table.add_column("count", justify="right", no_wrap=True)
@@ -71,21 +78,17 @@ def count_table(count: ParamCount, source: str) -> Table:
             table.add_row(t.name, fmt(t.shape), fmt(t.count), t.component)
     table.add_section()
     agree = "agrees" if count.total == count.closed_total else "DIFFERS"
-    table.add_row(
-        Text("total", style="bold"),
-        f"closed form {fmt(count.closed_total)}",
-        Text(fmt(count.total), style="bold"),
-        agree,
-    )
+    label = Text(f"total (closed form {agree})", style="bold", no_wrap=False)  # the verdict stays when columns go
+    table.add_row(label, f"closed form {fmt(count.closed_total)}", Text(fmt(count.total), style="bold"), "")
     return table
 
 
 def comparison_table(counts: list[ParamCount]) -> Table:
     """Several specs side by side: their keys, per-component totals and totals."""
-    table = Table(title="Parameter counts side by side", title_justify="left")
-    table.add_column("")
+    table = FitTable(title="Parameter counts side by side", title_justify="left")
+    table.add_column("", overflow="fold")
     for c in counts:
-        table.add_column(c.spec.label, justify="right")
+        table.add_column(c.spec.label, justify="right", no_wrap=True)
     keys = list(dict.fromkeys(k for c in counts for k in c.spec.to_dict() if k not in ("name", "description")))
     for key in keys:
         table.add_row(key, *(fmt(c.spec.to_dict().get(key, "-")) for c in counts))
@@ -114,12 +117,14 @@ def si(value: int | float) -> str:
 def flops_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
     """Forward FLOPs by component, one column per spec (and the causal-pairs figure where it applies)."""
     first = costs[0]
-    table = Table(title=f"Forward FLOPs (batch {first['batch']}, n = {first['seq_len']})", title_justify="left")
+    pairs = [f"{spec.label} (causal pairs)" for spec, c in zip(specs, costs, strict=True) if "flops_causal_pairs" in c]
+    title = f"Forward FLOPs (batch {first['batch']}, n = {first['seq_len']})"
+    table = FitTable(title=title, title_justify="left", drop=pairs[::-1])
     table.add_column("component")
     for spec, c in zip(specs, costs, strict=True):
-        table.add_column(spec.label, justify="right")
+        table.add_column(spec.label, justify="right", no_wrap=True)
         if "flops_causal_pairs" in c:
-            table.add_column(f"{spec.label} (causal pairs)", justify="right")
+            table.add_column(f"{spec.label} (causal pairs)", justify="right", no_wrap=True)
     for component in first["flops"]["by_component"]:
         table.add_row(component, *(cell for c in costs for cell in _flop_cells(c, component)))
     table.add_section()
@@ -139,10 +144,10 @@ def memory_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
     """Weights by dtype, training with Adam (no activations), and a forward pass's peak: the model's, then tfm's."""
     first = costs[0]
     peak = first["memory"]["forward_peak"]
-    table = Table(title="Memory", title_justify="left")
+    table = FitTable(title="Memory", title_justify="left")
     table.add_column("")
     for spec in specs:
-        table.add_column(spec.label, justify="right")
+        table.add_column(spec.label, justify="right", no_wrap=True)
 
     def row(name: str, figure: Callable[[dict[str, Any]], int]) -> None:
         table.add_row(name, *(human(figure(c["memory"])) for c in costs))
@@ -174,9 +179,9 @@ def memory_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
 
 def run_table(result: RunResult) -> Table:
     data = result.to_dict()
-    table = Table(title=f"Forward pass of {result.spec.summary()}", title_justify="left", show_header=False)
+    table = FitTable(title=f"Forward pass of {result.spec.summary()}", title_justify="left", show_header=False)
     table.add_column("", style="bold")
-    table.add_column("")
+    table.add_column("", no_wrap=True)
     table.add_row("input shape", fmt(data["input_shape"]))
     table.add_row("output shape", fmt(data["output_shape"]))
     table.add_row("dtype", data["dtype"])
@@ -186,15 +191,17 @@ def run_table(result: RunResult) -> Table:
         table.add_row(f"output {key}", fmt(value))
     table.add_section()
     for key, value in data["activation_rms"].items():
-        table.add_row(f"RMS {key}", fmt(value))
+        table.add_row(f"RMS {key.replace('_plus_', ' + ').replace('_', ' ')}", fmt(value))
     return table
 
 
 def check_table(result: CheckResult) -> Table:
     """One row per trial, then the summary and verdict in the caption."""
-    table = Table(title=f"{result.title}", title_justify="left")
-    for i, col in enumerate(result.columns):  # the first column names the trial: never wrapped
-        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=i == 0, overflow="fold")
+    middle = result.columns[1:-1]  # on a narrow terminal: the first (the trial) and last (its result) stay
+    drop = [c for c in LESS_IMPORTANT if c in middle] + [c for c in middle[::-1] if c not in LESS_IMPORTANT]
+    table = FitTable(title=f"{result.title}", title_justify="left", drop=drop)
+    for i, col in enumerate(result.columns):  # figures and verdicts never wrap; the trial's name may
+        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=i > 0)
     for row in result.rows:
         table.add_row(*(styled(v) for v in row))
     return table
@@ -210,7 +217,7 @@ def verdict_cell(result: CheckResult) -> Text:
 
 
 def summary_table(result: CheckResult) -> Table:
-    table = Table(show_header=False, title_justify="left")
+    table = FitTable(show_header=False, title_justify="left")
     table.add_column("", style="bold", no_wrap=True)
     table.add_column("")
     words = result.to_dict()  # the same words the JSON output carries
@@ -226,7 +233,7 @@ def summary_table(result: CheckResult) -> Table:
 
 def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
     """One row per check: what was expected, what was observed, whether they agree, and why."""
-    table = Table(title=f"Properties of {spec.summary()}", title_justify="left")
+    table = FitTable(title=f"Properties of {spec.summary()}", title_justify="left", drop=["why"])
     table.add_column("property", overflow="fold")
     table.add_column("expected", no_wrap=True)  # under `tfm verify`: what theory predicts for the spec
     table.add_column("observed", no_wrap=True)
@@ -240,10 +247,10 @@ def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
 
 def bench_table(data: dict[str, Any]) -> Table:
     """tfm beside PyTorch: time per forward, throughput, FLOP rate, memory, and the ratio."""
-    title = f"Forward pass of {data['spec']}: batch {data['batch']}, n = {data['seq_len']}, {data['dtype']}"
-    table = Table(title=title, title_justify="left")
+    title = f"Forward pass of {data['name']}: batch {data['batch']}, n = {data['seq_len']}, {data['dtype']}"
+    table = FitTable(title=title, title_justify="left", drop=["min .. max", "of GEMM peak", "peak memory", "GFLOP/s"])
     for col in ("", "median", "min .. max", "tokens/s", "GFLOP/s", "of GEMM peak", "peak memory"):
-        table.add_column(col, justify="left" if not col else "right")
+        table.add_column(col, justify="left" if not col else "right", no_wrap=bool(col))
     rows = [("tfm", data["tfm"]), ("PyTorch", data["torch"])]
     for name, run in rows:
         if run is None:
@@ -263,9 +270,10 @@ def bench_table(data: dict[str, Any]) -> Table:
 
 def diff_table(a: Spec, b: Spec, rows: list[dict[str, Any]], batch: int, n: int, dtype: str) -> Table:
     """Two specs side by side; differing rows in bold with the ratio b / a."""
-    table = Table(title=f"{a.label} vs {b.label} (batch {batch}, n = {n}, {dtype})", title_justify="left")
+    title = f"{a.label} vs {b.label} (batch {batch}, n = {n}, {dtype})"
+    table = FitTable(title=title, title_justify="left", drop=["b / a"])
     for col, justify in (("", "left"), (a.label, "right"), (b.label, "right"), ("b / a", "right")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
     section = None
     for row in rows:
         if row["section"] != section:
@@ -273,10 +281,12 @@ def diff_table(a: Spec, b: Spec, rows: list[dict[str, Any]], batch: int, n: int,
                 table.add_section()
             section = row["section"]
         show = human if row["section"] == "memory" else (si if row["section"] == "FLOPs" else fmt)
-        cells = [show(v) if isinstance(v, int) and not isinstance(v, bool) else fmt(v) for v in (row["a"], row["b"])]
+        cells = [Text(show(v), no_wrap=True) if isinstance(v, int) and not isinstance(v, bool) else fmt(v)
+                 for v in (row["a"], row["b"])]  # fmt: skip
         ratio = (_times(row["ratio"]) if row.get("ratio") is not None else "differs") if row["differs"] else ""
+        ratio = "same effect" if row.get("equivalent") else ratio
         style = "bold yellow" if row["differs"] else ""
-        table.add_row(Text(f"{row['section']}: {row['name']}", style=style), *cells, ratio)
+        table.add_row(Text(f"{row['section']}: {row['name']}", style=style), *cells, Text(ratio, no_wrap=True))
     return table
 
 
@@ -286,9 +296,12 @@ def _times(ratio: float) -> str:
 
 def check_summary(results: list[Any], seq_len: int) -> Table:
     """One row per spec file: its figures, budgets, verify verdict and result."""
-    table = Table(title="tfm check", title_justify="left")
-    for col in ("spec", "parameters", f"forward memory (n = {seq_len})", "budgets", "verify", "result"):
-        table.add_column(col, justify="right" if col in ("parameters",) else "left", overflow="fold")
+    memory = f"forward memory (n = {seq_len})"
+    table = FitTable(title="tfm check", title_justify="left", drop=[memory, "parameters", "budgets"])
+    for col in ("spec", "parameters", memory, "budgets", "verify", "result"):
+        numeric = col in ("parameters", memory, "result")
+        table.add_column(col, justify="right" if col == "parameters" else "left", no_wrap=numeric,
+                         overflow="fold" if col == "spec" else "ellipsis")  # fmt: skip
     for r in results:
         verdict = (
             Text("ERROR", style="bold red")
@@ -299,5 +312,6 @@ def check_summary(results: list[Any], seq_len: int) -> Table:
             table.add_row(r.path, "-", "-", "-", r.error, verdict)
         else:
             budgets = "; ".join(r.over_budget) or "within"
-            table.add_row(f"{r.path} ({r.name})", fmt(r.params), human(r.memory), budgets, r.verify, verdict)
+            checks = Text.assemble(styled(r.verify), *(f"\n{line}" for line in r.failed_checks()))
+            table.add_row(f"{r.path} ({r.name})", fmt(r.params), human(r.memory), budgets, checks, verdict)
     return table

@@ -13,7 +13,7 @@ from .arrays import first_nonfinite, open_npy, peek_npy
 from .errors import ArrayError, NumericalError
 from .memory import check_memory, estimate_forward
 from .model import Transformer
-from .spec import Spec
+from .spec import Spec, check_length
 from .weights import Weights, init_weights, load_weights
 
 
@@ -26,8 +26,7 @@ def check_input_header(shape: tuple[int, ...], dtype: np.dtype, spec: Spec, sour
     n = shape[-1]
     if n == 0 or (len(shape) == 3 and shape[0] == 0):
         raise ArrayError(f"{source}: shape {shape} is empty, expected at least one sequence of one token")
-    if spec.positional == "learned" and n > spec.max_len:
-        raise ArrayError(f"{source}: n = {n} columns, expected at most max_len = {spec.max_len} (learned positions)")
+    check_length(spec, n, source)
     if np.issubdtype(dtype, np.integer) or dtype == np.bool_:
         return [f"input dtype {dtype} cast to float64"]
     if not np.issubdtype(dtype, np.floating):
@@ -69,16 +68,24 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "spec": self.spec.label,
+            "name": self.spec.label,
+            "spec": self.spec.to_dict(),
             "input_shape": list(self.input_shape),
             "output_shape": list(self.output.shape),
             "dtype": self.dtype,
             "weights": self.weights_source,
             "output_stats": self.stats(),
-            "activation_rms": {"input + positions": self.block_rms[0]}
-            | {f"after block {i + 1}": v for i, v in enumerate(self.block_rms[1:])},
+            "activation_rms": {"input_plus_positions": self.block_rms[0]}
+            | {f"after_block_{i + 1}": v for i, v in enumerate(self.block_rms[1:])},
             "notes": self.notes,
         }
+
+
+def random_input(spec: Spec, n: int, b: int | None = None, seed: int = 0) -> np.ndarray:
+    """A standard normal input for `spec`: (d, n), or (b, d, n) for a batch; n beyond max_len is refused."""
+    check_length(spec, n, "--seq-len")
+    shape = (spec.d, n) if b is None else (b, spec.d, n)
+    return np.random.default_rng(seed).standard_normal(shape)
 
 
 def get_weights(spec: Spec, weights_path: Path | None, seed: int) -> tuple[Weights, str]:

@@ -284,4 +284,12 @@ def load_spec(path: str | Path | None) -> Spec:
     return spec_from_mapping(read_yaml(_read_text(path), str(path)), str(path))
 
 
-__all__ = ["DEFAULT_SPEC", "DEPENDENT", "FIELDS", "REQUIRED", "Spec", "load_spec", "spec_from_mapping"]
+def check_length(spec: Spec, n: int, where: str) -> None:
+    """Refuse a sequence longer than the spec's learned positions cover (every command that takes n asks here)."""
+    if spec.positional == "learned" and spec.max_len is not None and n > spec.max_len:
+        raise SpecError(
+            f"{where}: n = {n}, expected at most max_len = {spec.max_len} (learned positions of {spec.label})"
+        )
+
+
+__all__ = ["DEFAULT_SPEC", "DEPENDENT", "FIELDS", "REQUIRED", "Spec", "check_length", "load_spec", "spec_from_mapping"]

@@ -105,10 +105,10 @@ FORMATS = (".npz", ".safetensors")
 
 
 def weights_format(path: Path) -> str:
-    """'.npz' or '.safetensors', from the extension; anything else is an error."""
-    if path.suffix not in FORMATS:
+    """'.npz' or '.safetensors', from the extension in any case (W.NPZ too); anything else is an error."""
+    if path.suffix.lower() not in FORMATS:
         raise ArrayError(f"{path}: unknown weights format '{path.suffix}', expected a .npz or .safetensors file")
-    return path.suffix
+    return path.suffix.lower()
 
 
 def load_weights(path: str | Path, spec: Spec) -> Weights:

@@ -12,7 +12,7 @@ from importlib import import_module
 from typing import Any
 
 MODULES = {  # in the order `tfm --help` lists them
-    "count": "model_commands", "init": "model_commands", "run": "model_commands",
+    "count": "model_commands", "init": "model_commands", "sample": "sample_command", "run": "model_commands",
     "schema": "spec_commands", "diff": "spec_commands", "attention": "attention_command",
     "verify": "verify_commands", "verify-equivariance": "verify_commands", "verify-causality": "verify_commands",
     "verify-decoding": "verify_commands", "verify-scaling": "verify_commands",

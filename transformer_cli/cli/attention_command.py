@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from .common import (
-    DType,
+    RUN_DTYPE,
     DTypeOpt,
     ForceOpt,
     JsonOpt,
@@ -16,10 +16,12 @@ from .common import (
     SpecArg,
     WeightsOpt,
     app,
+    check_npy_output,
     handled,
     load,
     out,
     print_json,
+    spec_json,
 )
 
 
@@ -32,7 +34,7 @@ def attention(
     sequence: Annotated[int, typer.Option("--sequence", min=0, help="Which sequence of a batch.")] = 0,
     weights: WeightsOpt = None,
     seed: SeedOpt = 0,
-    dtype: DTypeOpt = DType.float64,
+    dtype: DTypeOpt = RUN_DTYPE,
     output: Annotated[
         Optional[Path],
         typer.Option("--output", "-o", help="Save every head's weights, shape (H, n, n), axes [h, k, q]."),
@@ -55,6 +57,7 @@ def attention(
 
     with handled(json_out):
         spec, _ = load(spec_path, weights)
+        check_npy_output(output)
         if output is not None:
             check_output_path(output, [p for p in (spec_path, input_path, weights) if p], force)
         A = attention_maps(spec, input_path, weights, seed, dtype.value, block, head, sequence, json_out)
@@ -62,7 +65,7 @@ def attention(
             save_npy(output, A)
     heads = [head] if head is not None else list(range(spec.H))
     if json_out:
-        print_json({"spec": spec.label, "block": block, "sequence": sequence, "shape": list(A.shape),
+        print_json(spec_json(spec) | {"block": block, "sequence": sequence, "shape": list(A.shape),
                     "axes": ["head", "key", "query"], "output": str(output) if output else None,
                     "weights": {str(h): A[h].tolist() for h in heads}})  # fmt: skip
         return

@@ -6,7 +6,21 @@ from typing import Annotated
 
 import typer
 
-from .common import DType, DTypeOpt, JsonOpt, SeedOpt, SpecArg, WeightsOpt, app, err, handled, load, out, print_json
+from .common import (
+    COST_DTYPE,
+    DTypeOpt,
+    JsonOpt,
+    SeedOpt,
+    SpecArg,
+    WeightsOpt,
+    app,
+    handled,
+    load,
+    out,
+    print_json,
+    progress_bar,
+    spec_json,
+)
 
 
 @app.command()
@@ -14,7 +28,7 @@ def bench(
     spec_path: SpecArg = None,
     seq_len: Annotated[int, typer.Option("--seq-len", "-n", min=1, help="Tokens per sequence.")] = 512,
     batch: Annotated[int, typer.Option("--batch", "-b", min=1, help="Sequences per forward pass.")] = 1,
-    dtype: DTypeOpt = DType.float32,
+    dtype: DTypeOpt = COST_DTYPE,
     repeat: Annotated[int, typer.Option("--repeat", "-k", min=1, help="Timed forward passes after a warm-up.")] = 5,
     weights: WeightsOpt = None,
     seed: SeedOpt = 0,
@@ -23,7 +37,7 @@ def bench(
 ) -> None:
     """Time the forward pass: median and spread, tokens/s, GFLOP/s, peak memory, and the ratio to PyTorch.
 
-    PyTorch (pip install 'tfm[bench]') runs the same computation on the same weights and input
+    PyTorch (pip install -e '.[bench]' in the tfm checkout) runs the same computation on the same weights and input
     (F.linear and scaled_dot_product_attention under inference_mode), interleaved with tfm's runs;
     the outputs are compared too. GFLOP/s counts the matrix products (a multiply-add is 2 FLOPs),
     set against NumPy's own GEMM throughput measured in the same run.
@@ -32,22 +46,22 @@ def bench(
     Example:
       tfm bench examples/configs/attention-is-all-you-need-base.yaml --seq-len 512 --batch 8 --dtype float32
     """
-    from rich.progress import Progress
-
     from .. import render
     from ..bench import run_bench
     from ..memory import check_memory, estimate_forward
     from ..runner import get_weights
+    from ..spec import check_length
 
     with handled(json_out):
         spec, _ = load(spec_path, weights)
+        check_length(spec, seq_len, "--seq-len")
         check_memory(estimate_forward(spec, batch, seq_len, dtype.value), None, "this benchmark")
         w, _ = get_weights(spec, weights, seed)
-        with Progress(console=err, transient=True, disable=json_out or not err.is_terminal) as progress:
+        with progress_bar(json_out) as progress:
             task = progress.add_task("benchmarking", total=repeat + 2)
             result = run_bench(spec, w, batch, seq_len, dtype.value, repeat, torch,
                                lambda what: progress.update(task, advance=1, description=what))  # fmt: skip
-    data = result.to_dict()
+    data = result.to_dict() | spec_json(spec)
     if json_out:
         print_json(data)
     else:

@@ -7,12 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import EXIT_CODES, JsonOpt, app, err, handled, out, print_json
+from .common import EXIT_CODES, JsonOpt, app, err, handled, out, print_json, progress_bar
 
 
 @app.command(epilog=EXIT_CODES)
 def check(
-    specs: Annotated[list[Path], typer.Argument(help="Spec files to check.")],
+    specs: Annotated[list[Path], typer.Argument(help="Spec files, or folders searched for *.yaml and *.yml.")],
     max_params: Annotated[Optional[str], typer.Option("--max-params", help="Budget: parameters (125M, 1.5B).")] = None,
     max_memory: Annotated[
         Optional[str], typer.Option("--max-memory", help="Budget: a float32 forward pass's peak memory (4G).")
@@ -24,26 +24,33 @@ def check(
 ) -> None:
     """Check many spec files at once: valid, within budgets, and every property as theory predicts.
 
-    Exit 2 if any spec is invalid, else 1 if any breaks a budget or a property, else 3 if any check
+    A folder is searched recursively for *.yaml and *.yml files (sorted); the files found are named on
+    stderr. Exit 2 if any spec is invalid, else 1 if any breaks a budget or a property, else 3 if any check
     was inconclusive, else 0.
 
     \b
     Example:
-      tfm check examples/configs/*.yaml --max-params 150M --max-memory 4G --seq-len 1024
+      tfm check examples/configs --max-params 150M --max-memory 4G --seq-len 1024
     """
-    from rich.progress import Progress
-
     from .. import render
-    from ..check import check_specs, overall
+    from ..check import check_specs, find_specs, overall
 
     with handled(json_out):
-        with Progress(console=err, transient=True, disable=json_out or not err.is_terminal) as progress:
-            task = progress.add_task("checking", total=len(specs))
-            results = check_specs(specs, max_params, max_memory, seq_len, verify_len if verify else None,
+        found = find_specs(specs)
+        if any(p.is_dir() for p in specs):
+            err.print(
+                f"found {len(found)} spec files: {', '.join(map(str, found))}",
+                soft_wrap=True,
+                highlight=False,
+                markup=False,
+            )
+        with progress_bar(json_out) as progress:
+            task = progress.add_task("checking", total=len(found))
+            results = check_specs(found, max_params, max_memory, seq_len, verify_len if verify else None,
                                   lambda path: progress.update(task, advance=1, description=path))  # fmt: skip
     code = overall(results)
     if json_out:
-        print_json({"exit_code": int(code), "specs": [r.to_dict() for r in results]})
+        print_json({"exit_code": int(code), "found": [str(p) for p in found], "specs": [r.to_dict() for r in results]})
     else:
         out.print(render.check_summary(results, seq_len))
     raise typer.Exit(int(code))

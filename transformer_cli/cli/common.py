@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+import os
+import sys
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
@@ -17,9 +19,15 @@ import numpy as np
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
+
+try:
+    from typer import _click as click  # typer 0.28 carries its own click
+except ImportError:  # pragma: no cover - older typer uses click itself
+    import click  # type: ignore[no-redef]
 
 from .. import __version__
-from ..errors import ExitCode, TfmError
+from ..errors import ExitCode, OutputError, TfmError
 from ..spec import DEFAULT_SPEC, Spec, load_spec
 
 EXIT_CODES = (
@@ -27,7 +35,30 @@ EXIT_CODES = (
     "2 bad input or usage; 3 inconclusive (a control failed or the check was vacuous); 130 interrupted."
 )
 
+
+class TfmGroup(TyperGroup):
+    """The `tfm` group: a usage error (unknown option, bad or missing value) leaves like any other bad input,
+    as one line on stderr, exit 2, and under --json as the error object on stdout."""
+
+    def main(self, args: Sequence[str] | None = None, *pos: Any, standalone_mode: bool = True, **extra: Any) -> Any:
+        words = list(sys.argv[1:] if args is None else args)
+        try:
+            code = super().main(words, *pos, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # bare `tfm`: the help, as click shows it
+            exc.show()
+            code = exc.exit_code
+        except click.ClickException as exc:
+            hint = f" (see {exc.ctx.command_path} --help)" if getattr(exc, "ctx", None) else ""
+            code = _report(exc.format_message().rstrip(".") + hint, exc.exit_code, "--json" in words)
+        except typer.Abort:
+            code = _report("aborted", ExitCode.INTERRUPTED, "--json" in words)
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
+    cls=TfmGroup,
     name="tfm",
     help="Inspect and verify transformer specs: parameter counts, NumPy forward passes, and the seeds' properties.",
     epilog=EXIT_CODES,
@@ -35,13 +66,20 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False, emoji=False, markup=False)  # data: shown as is, and faster to render
-err = Console(stderr=True)
+# NO_COLOR (no-color.org: set and not empty) means plain text: no colour, bold or italic, no progress bars.
+# Rich's own no_color drops colours only, so styles go with color_system=None.
+PLAIN = bool(os.environ.get("NO_COLOR"))
+out = Console(highlight=False, emoji=False, markup=False, color_system=None if PLAIN else "auto")  # data, as is
+err = Console(stderr=True, color_system=None if PLAIN else "auto")
 
 
 class DType(str, Enum):
     float64 = "float64"
     float32 = "float32"
+
+
+COST_DTYPE = DType.float32  # cost and memory figures: what models are deployed in (count, diff, bench, check)
+RUN_DTYPE = DType.float64  # forward passes and checks: exact enough to judge a property (run, verify, attention)
 
 
 class Expect(str, Enum):
@@ -58,7 +96,7 @@ WeightsOpt = Annotated[
     Optional[Path],
     typer.Option("--weights", "-w", help="Weights (.npz or .safetensors) from `tfm init`; seeded weights if omitted."),
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", "-s", help="Seed for weights and random inputs.")]
+SeedOpt = Annotated[int, typer.Option("--seed", "-s", min=0, help="Seed for weights and random inputs (0 or more).")]
 DTypeOpt = Annotated[DType, typer.Option("--dtype", help="Compute dtype.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout, nothing else.")]
 SeqLenOpt = Annotated[
@@ -120,20 +158,30 @@ def handled(json_out: bool = False) -> Iterator[None]:
 
 
 def _fail(message: str, code: ExitCode, json_out: bool) -> None:
+    raise typer.Exit(_report(message, code, json_out)) from None
+
+
+def _report(message: str, code: int, json_out: bool) -> int:
+    """Say what went wrong: one line on stderr, and the error object on stdout under --json."""
     if json_out:
         print(json.dumps({"error": message, "exit_code": int(code)}))
     err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
-    raise typer.Exit(int(code)) from None
+    return int(code)
 
 
 @contextmanager
 def busy(description: str, json_out: bool) -> Iterator[None]:
     """A pulsing progress bar on stderr while something runs; only on a terminal, never under --json."""
-    from rich.progress import Progress
-
-    with Progress(console=err, transient=True, disable=json_out or not err.is_terminal) as progress:
+    with progress_bar(json_out) as progress:
         progress.add_task(description, total=None)
         yield
+
+
+def progress_bar(json_out: bool) -> Any:
+    """A transient Rich progress bar on stderr: only on a terminal, never under --json or NO_COLOR."""
+    from rich.progress import Progress
+
+    return Progress(console=err, transient=True, disable=json_out or PLAIN or not err.is_terminal)
 
 
 def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
@@ -141,7 +189,7 @@ def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
 
     Where it came from is returned, and said on stderr unless it was a file named on the command line.
     """
-    if path is None and weights is not None and weights.suffix == ".safetensors":
+    if path is None and weights is not None and weights.suffix.lower() == ".safetensors":
         from ..weights import spec_of_weights
 
         stored = spec_of_weights(weights, required=True)  # never the default spec for a file made for another
@@ -152,6 +200,17 @@ def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
         err.print(f"using the built-in default spec ({DEFAULT_SPEC.summary()})", soft_wrap=True, highlight=False)
         return DEFAULT_SPEC, "built-in default"
     return load_spec(path), str(path)
+
+
+def check_npy_output(path: Path | None) -> None:
+    """An array output is named .npy (any case): tfm writes NumPy's .npy format, and the name should say so."""
+    if path is not None and path.suffix.lower() != ".npy":
+        raise OutputError(f"{path}: expected a .npy output path (tfm writes NumPy's .npy format)")
+
+
+def spec_json(spec: Spec) -> dict[str, Any]:
+    """How every command's JSON names its spec: `name` the label, `spec` the mapping that defines the model."""
+    return {"name": spec.label, "spec": spec.to_dict()}
 
 
 def _plain(value: Any) -> Any:

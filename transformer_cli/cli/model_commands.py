@@ -8,7 +8,10 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
+from ..errors import TfmError
 from .common import (
+    COST_DTYPE,
+    RUN_DTYPE,
     DType,
     DTypeOpt,
     ForceOpt,
@@ -19,11 +22,14 @@ from .common import (
     WeightsOpt,
     app,
     busy,
+    check_npy_output,
     err,
     handled,
     load,
     out,
     print_json,
+    progress_bar,
+    spec_json,
 )
 
 
@@ -35,8 +41,13 @@ def count(
     seq_len: Annotated[
         Optional[int], typer.Option("--seq-len", "-n", min=1, help="Also show FLOPs and memory at this length n.")
     ] = None,
-    batch: Annotated[int, typer.Option("--batch", "-b", min=1, help="Batch size for FLOPs and memory.")] = 1,
-    dtype: DTypeOpt = DType.float64,
+    batch: Annotated[
+        Optional[int],
+        typer.Option("--batch", "-b", min=1, help="Batch size for FLOPs and memory (with -n) [default: 1]."),
+    ] = None,
+    dtype: Annotated[
+        Optional[DType], typer.Option("--dtype", help="Dtype of the forward-peak figure (with -n) [default: float32].")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Break the parameter count down by tensor and block, and check it against the closed form.
@@ -54,15 +65,23 @@ def count(
     from .. import render
     from ..costs import costs
     from ..params import count_params
+    from ..spec import check_length
 
     with handled(json_out):
+        if seq_len is None and (batch is not None or dtype is not None):
+            raise TfmError(
+                f"{'--batch' if batch is not None else '--dtype'} needs --seq-len: it sizes the FLOPs and memory at n"
+            )
         loaded = [load(p) for p in specs] if specs else [load(None)]
         counts = [(count_params(spec), source) for spec, source in loaded]
-    extra = [costs(c.spec, batch, seq_len, dtype.value) if seq_len else None for c, _ in counts]
+        for spec, _ in loaded:
+            if seq_len:
+                check_length(spec, seq_len, "--seq-len")
+        dtype_ = (dtype or COST_DTYPE).value
+        extra = [costs(c.spec, batch or 1, seq_len, dtype_) if seq_len else None for c, _ in counts]
     if json_out:
-        data = [c.to_dict() | {"source": source} | ({"costs": e} if e else {})
-                for (c, source), e in zip(counts, extra, strict=True)]  # fmt: skip
-        print_json(data[0] if len(data) == 1 else data)
+        print_json({"specs": [c.to_dict() | {"source": source} | ({"costs": e} if e else {})
+                              for (c, source), e in zip(counts, extra, strict=True)]})  # fmt: skip
         return
     if len(counts) == 1:
         out.print(render.count_table(*counts[0]))
@@ -102,7 +121,7 @@ def init(
         check_memory(init_memory(spec, output), max_memory, "writing these weights")
         with busy("initialising weights", json_out):
             tensors, parameters = write_init(output, spec, seed)
-    data = {"spec": spec.label, "output": str(output), "seed": seed, "tensors": tensors, "parameters": parameters}
+    data = spec_json(spec) | {"output": str(output), "seed": seed, "tensors": tensors, "parameters": parameters}
     if json_out:
         print_json(data)
     else:
@@ -121,7 +140,7 @@ def run(
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="Write the output (.npy, same layout as the input).")
     ] = None,
-    dtype: DTypeOpt = DType.float64,
+    dtype: DTypeOpt = RUN_DTYPE,
     max_memory: MaxMemoryOpt = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
@@ -132,17 +151,16 @@ def run(
     Example:
       tfm run --input x.npy -o y.npy   (x.npy of shape (32, n) for the default spec)
     """
-    from rich.progress import Progress
-
     from .. import render
     from ..arrays import check_output_path, save_npy
     from ..runner import run_forward
 
     with handled(json_out):
         spec, _ = load(spec_path, weights)
+        check_npy_output(output)
         if output is not None:
             check_output_path(output, [p for p in (spec_path, input_path, weights) if p], force)
-        with Progress(console=err, transient=True, disable=json_out or not err.is_terminal) as progress:
+        with progress_bar(json_out) as progress:
             task = progress.add_task("forward pass", total=1.0)
             result = run_forward(spec, input_path, weights, seed, dtype.value, max_memory,
                                  lambda step: progress.advance(task, step))  # fmt: skip

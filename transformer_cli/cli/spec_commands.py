@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from .common import DType, DTypeOpt, JsonOpt, app, handled, load, out, print_json
+from ..errors import ExitCode
+from .common import COST_DTYPE, DTypeOpt, JsonOpt, app, handled, load, out, print_json, spec_json
 
 
 @app.command()
@@ -31,24 +32,32 @@ def diff(
     a: Annotated[Path, typer.Argument(help="The first spec.")],
     b: Annotated[Path, typer.Argument(help="The second spec.")],
     seq_len: Annotated[int, typer.Option("--seq-len", "-n", min=1, help="Length n for FLOPs and memory.")] = 1024,
-    batch: Annotated[int, typer.Option("--batch", min=1, help="Batch size for FLOPs and memory.")] = 1,
-    dtype: DTypeOpt = DType.float32,
+    batch: Annotated[int, typer.Option("--batch", "-b", min=1, help="Batch size for FLOPs and memory.")] = 1,
+    dtype: DTypeOpt = COST_DTYPE,
     json_out: JsonOpt = False,
 ) -> None:
     """Compare two specs: keys, parameters by component, FLOPs and memory, with the differences marked.
+
+    Exit 1 if the models differ in any key or figure (names and descriptions aside), 0 if they are the
+    same model, like diff(1). Keys are compared by effect: `scale: none` and `scale: 1` are the same.
 
     \b
     Example:
       tfm diff examples/configs/attention-is-all-you-need-base.yaml examples/configs/gpt2-small.yaml -n 512
     """
     from .. import render
-    from ..compare import compare
+    from ..compare import compare, models_differ
+    from ..spec import check_length
 
     with handled(json_out):
         (spec_a, _), (spec_b, _) = load(a), load(b)
+        for spec in (spec_a, spec_b):
+            check_length(spec, seq_len, "--seq-len")
         rows = compare(spec_a, spec_b, batch, seq_len, dtype.value)
+    code = ExitCode.VIOLATED if models_differ(rows) else ExitCode.OK
     if json_out:
-        print_json({"a": spec_a.label, "b": spec_b.label, "batch": batch, "seq_len": seq_len, "dtype": dtype.value,
-                    "rows": rows})  # fmt: skip
+        print_json({"a": spec_json(spec_a), "b": spec_json(spec_b), "batch": batch, "seq_len": seq_len,
+                    "dtype": dtype.value, "differ": bool(code), "exit_code": int(code), "rows": rows})  # fmt: skip
     else:
         out.print(render.diff_table(spec_a, spec_b, rows, batch, seq_len, dtype.value))
+    raise typer.Exit(int(code))

@@ -9,6 +9,7 @@ import typer
 
 from .common import (
     EXIT_CODES,
+    RUN_DTYPE,
     DType,
     DTypeOpt,
     Expect,
@@ -22,11 +23,12 @@ from .common import (
     WeightsOpt,
     app,
     busy,
-    err,
     handled,
     load,
     out,
     print_json,
+    progress_bar,
+    spec_json,
 )
 
 TrialsOpt = Annotated[
@@ -60,7 +62,7 @@ def _check(
             setup, _, w_source = verify.setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
             result = getattr(verify, f"check_{name}")(setup, expect=expect.value, **options)
     if json_out:
-        print_json(result.to_dict() | {"spec": spec.label, "source": source, "weights": w_source, "dtype": dtype.value})
+        print_json(result.to_dict() | spec_json(spec) | {"source": source, "weights": w_source, "dtype": dtype.value})
     else:
         out.print(render.check_table(result))
         out.print(render.summary_table(result))
@@ -74,7 +76,7 @@ def verify_equivariance(
     trials: TrialsOpt = 8,
     seq_len: SeqLenOpt = None,
     seed: SeedOpt = 0,
-    dtype: DTypeOpt = DType.float64,
+    dtype: DTypeOpt = RUN_DTYPE,
     tol: TolOpt = None,
     expect: ExpectOpt = Expect.holds,
     max_memory: MaxMemoryOpt = None,
@@ -103,7 +105,7 @@ def _sequence_check(name: str, doc: str) -> None:
         weights: WeightsOpt = None,
         seq_len: SeqLenOpt = None,
         seed: SeedOpt = 0,
-        dtype: DTypeOpt = DType.float64,
+        dtype: DTypeOpt = RUN_DTYPE,
         tol: TolOpt = None,
         expect: ExpectOpt = Expect.holds,
         max_memory: MaxMemoryOpt = None,
@@ -147,7 +149,7 @@ def verify_scaling(
     weights: WeightsOpt = None,
     samples: SamplesOpt = 20000,
     seed: SeedOpt = 0,
-    dtype: DTypeOpt = DType.float64,
+    dtype: DTypeOpt = RUN_DTYPE,
     expect: ExpectOpt = Expect.holds,
     max_memory: MaxMemoryOpt = None,
     json_out: JsonOpt = False,
@@ -172,7 +174,7 @@ def verify(
     weights: WeightsOpt = None,
     seq_len: SeqLenOpt = None,
     seed: SeedOpt = 0,
-    dtype: DTypeOpt = DType.float64,
+    dtype: DTypeOpt = RUN_DTYPE,
     tol: TolOpt = None,
     max_memory: MaxMemoryOpt = None,
     json_out: JsonOpt = False,
@@ -186,20 +188,18 @@ def verify(
     Example:
       tfm verify examples/configs/gpt2-small.yaml --seq-len 8
     """
-    from rich.progress import Progress
-
     from .. import render, verify
 
     with handled(json_out):
         spec, source = load(spec_path, weights)
         setup, w, w_source = verify.setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
-        with Progress(console=err, transient=True, disable=json_out or not err.is_terminal) as progress:
+        with progress_bar(json_out) as progress:
             task = progress.add_task("verifying", total=6)
             results = verify.run_checks(setup, w, lambda name: progress.update(task, advance=1, description=name))
     code = verify.overall_exit(results)
     if json_out:
         checks = [r.to_dict() for r in results]
-        print_json({"spec": spec.label, "source": source, "weights": w_source, "dtype": dtype.value,
+        print_json(spec_json(spec) | {"source": source, "weights": w_source, "dtype": dtype.value,
                     "exit_code": int(code), "checks": checks})  # fmt: skip
     else:
         out.print(render.verify_table(spec, results))

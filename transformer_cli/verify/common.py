@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,8 +84,13 @@ class CheckResult:
             "exit_code": int(self.exit_code),
             "agrees": None if self.observed is None else self.observed == self.expected,
             "summary": self.summary,
-            "trials": [dict(zip(self.columns, row, strict=True)) for row in self.rows],
+            "trials": [dict(zip(map(snake_case, self.columns), row, strict=True)) for row in self.rows],
         } | self.details
+
+
+def snake_case(column: str) -> str:
+    """A table header as a JSON key: 'rel error' -> 'rel_error', 'band (+/-)' -> 'band'."""
+    return re.sub(r"[^0-9a-z]+", "_", column.lower()).strip("_")
 
 
 def _word(value: bool | None) -> str:

@@ -85,7 +85,7 @@ def check_equivariance(setup: Setup, trials: int = 8, expect: str = "holds") -> 
     TX, TXc = Y[0], Y[k]  # perms[0] is the identity: T(X) and the control's T(X + E)
     tol, how = setup.tolerance(batch[:k], Y[:k])  # the rounding of the very passes compared
     mixing = rel_err(Y[-1][:, 1:], TX[:, 1:], TX) if n >= 2 else 0.0
-    columns = ["permutation", "fixed points", "abs error", "rel error", "tol", "moved", "T(XP) = T(X)P"]
+    columns = ["permutation", "fixed", "abs error", "rel error", "tol", "moved", "property"]
     rows, moved_min, control = [], math.inf, 0.0
     for j, (kind, p) in enumerate(perms):
         err = rel_err(Y[j], TX[:, p], TX)

@@ -1,0 +1,143 @@
+"""Errors every command shares: usage errors and --json, seeds, sequence lengths, option spellings, output paths."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import DATA, EXAMPLES
+
+from transformer_cli.cli import app
+
+TINY = next(p for p in EXAMPLES if p.name == "tiny-causal.yaml")
+GPT2 = next(p for p in EXAMPLES if p.name == "gpt2-small.yaml")
+LEARNED = DATA / "post-learned-odd-d" / "spec.yaml"  # max_len: 16, d = 9
+
+
+def invoke(runner, *args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def one_line_error(result, code=2):
+    """Exit `code`, no traceback, and the whole stderr is one line starting with 'error:'."""
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    assert "Traceback" not in result.output and not isinstance(result.exception, (ValueError, TypeError))
+    lines = [line for line in result.stderr.splitlines() if line.strip() and "using the built-in" not in line]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def json_error(result, code=2):
+    """Under --json: the error object on stdout, the same one line on stderr."""
+    line = one_line_error(result, code)
+    data = json.loads(result.stdout)
+    assert data == {"error": line.removeprefix("error: "), "exit_code": code}
+    return data["error"]
+
+
+# -- 10: usage errors honour --json and are one line ---------------------------------------------------
+
+
+@pytest.mark.parametrize("args, words", [
+    (["count", TINY, "--seq-len", 0], "--seq-len"),
+    (["run", TINY], "--input"),
+    (["count", "--bogus"], "--bogus"),
+    (["verify-equivariance", "--expect", "maybe"], "maybe"),
+    (["nonsense-command"], "nonsense-command"),
+    (["diff", TINY], "argument"),
+])  # fmt: skip
+def test_usage_errors_are_json_under_json(runner, args, words):
+    message = json_error(invoke(runner, *args, "--json"))
+    assert words in message
+
+
+def test_usage_errors_without_json_are_one_line_naming_the_help(runner):
+    line = one_line_error(invoke(runner, "count", "--bogus"))
+    assert "--bogus" in line and "tfm count --help" in line
+
+
+def test_help_and_no_arguments_still_show_the_help(runner):
+    assert invoke(runner, "count", "--help").exit_code == 0
+    result = invoke(runner)
+    assert "Usage" in result.output and "count" in result.output
+
+
+# -- 7: negative seeds --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["run", "init", "attention", "verify", "verify-equivariance", "verify-causality",
+                                     "verify-decoding", "verify-scaling", "bench", "sample"])  # fmt: skip
+def test_a_negative_seed_is_refused_on_one_line(runner, tmp_path, command):
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((32, 3)))
+    extra = {"run": ["-i", x], "attention": ["-i", x], "init": ["-o", tmp_path / "w.npz"],
+             "sample": ["-o", tmp_path / "s.npy"]}.get(command, [])  # fmt: skip
+    message = json_error(invoke(runner, command, *extra, "--seed", -1, "--json"))
+    assert "--seed" in message and "-1" in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy"]
+
+
+# -- 8: n > max_len is refused by every command that takes n -------------------------------------------
+
+
+@pytest.mark.parametrize("args", [
+    ["bench", GPT2, "-n", 1025, "--no-torch", "-k", 1],
+    ["bench", LEARNED, "-n", 17, "--no-torch", "-k", 1],
+    ["count", LEARNED, "-n", 17],
+    ["diff", LEARNED, LEARNED, "-n", 17],
+    ["verify", LEARNED, "-n", 17],
+    ["sample", LEARNED, "-n", 17, "-o", "never.npy"],
+])  # fmt: skip
+def test_n_beyond_max_len_is_refused(runner, args):
+    message = json_error(invoke(runner, *args, "--json"))
+    assert "17" in message or "1025" in message
+    assert "max_len = 16" in message or "max_len = 1024" in message
+
+
+def test_attention_refuses_an_input_beyond_max_len(runner, tmp_path):
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((9, 17)))
+    assert "max_len = 16" in json_error(invoke(runner, "attention", LEARNED, "-i", x, "--json"))
+
+
+# -- 23: options that were silently ignored or wrongly refused ---------------------------------------------
+
+
+@pytest.mark.parametrize("option", [["--batch", 4], ["-b", 4], ["--dtype", "float64"]])
+def test_count_cost_options_need_seq_len(runner, option):
+    message = json_error(invoke(runner, "count", TINY, *option, "--json"))
+    assert "needs --seq-len" in message
+
+
+@pytest.mark.parametrize("budget", ["1e6", "1.5e9", "2E5"])
+def test_max_params_takes_scientific_notation(runner, budget):
+    result = invoke(runner, "check", TINY, "--no-verify", "--max-params", budget, "--json")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("name", ["w.NPZ", "w.SafeTensors"])
+def test_weight_extensions_are_case_insensitive(runner, tmp_path, name):
+    result = invoke(runner, "init", TINY, "-o", tmp_path / name)
+    assert result.exit_code == 0, result.output
+    assert invoke(runner, "run", TINY, "-w", tmp_path / name, "-i", _x(tmp_path)).exit_code == 0
+
+
+def _x(tmp_path, d=16, n=4):
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((d, n)))
+    return x
+
+
+@pytest.mark.parametrize("command", ["run", "attention", "sample"])
+def test_array_outputs_must_be_npy(runner, tmp_path, command):
+    x = _x(tmp_path)
+    args = ["-o", tmp_path / "out.txt"] + ([] if command == "sample" else ["-i", x])
+    message = json_error(invoke(runner, command, TINY, *args, "--json"))
+    assert "out.txt" in message and ".npy" in message
+    assert not (tmp_path / "out.txt").exists()
+
+
+def test_npy_output_extension_is_case_insensitive(runner, tmp_path):
+    result = invoke(runner, "run", TINY, "-i", _x(tmp_path), "-o", tmp_path / "y.NPY")
+    assert result.exit_code == 0, result.output

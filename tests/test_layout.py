@@ -1,0 +1,99 @@
+"""How output looks on a terminal: NO_COLOR is plain text, and narrow terminals never split a number or verdict."""
+
+from __future__ import annotations
+
+import functools
+import os
+import pty
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLES
+
+ROOT = Path(__file__).parent.parent
+TINY = next(p for p in EXAMPLES if p.name == "tiny-causal.yaml")
+SEED = next(p for p in EXAMPLES if p.name == "seed-plain.yaml")
+GPT2 = next(p for p in EXAMPLES if p.name == "gpt2-small.yaml")
+
+
+def on_a_terminal(args: list[str], **env: str) -> str:
+    """Run `tfm ARGS` with stdout and stderr on a pseudo-terminal; everything it printed."""
+    leader, follower = pty.openpty()
+    environ = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS")}
+    environ |= {"PYTHONPATH": str(ROOT), "TERM": "xterm-256color", "COLUMNS": "100"} | env
+    proc = subprocess.Popen([sys.executable, "-m", "transformer_cli", *args], stdout=follower, stderr=follower,
+                            stdin=subprocess.DEVNULL, env=environ, cwd=ROOT)  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closes when the process ends
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=60)
+    os.close(leader)
+    return b"".join(chunks).decode()
+
+
+@pytest.mark.parametrize("args", [["count", str(TINY)], ["verify", str(TINY), "-n", "4"], ["count", "--bogus"],
+                                  ["verify-causality", "-n", "3"], ["attention", "--help"]])  # fmt: skip
+def test_no_color_on_a_terminal_is_plain_text(args):
+    text = on_a_terminal(args, NO_COLOR="1")
+    assert "\x1b[" not in text and len(text) > 20, text
+
+
+def test_the_terminal_does_get_styles_without_no_color():
+    """The control: the same pseudo-terminal shows bold and colour when NO_COLOR is not set."""
+    assert "\x1b[1m" in on_a_terminal(["count", str(TINY)]) and "\x1b[" in on_a_terminal(["verify", "-n", "3"])
+
+
+# -- narrow terminals ----------------------------------------------------------------------------------
+
+NUMBER = re.compile(r"(?<![\w.,/+-])[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.,/])")
+VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "agrees")
+
+
+@functools.cache  # each wide rendering serves three widths
+def tfm(args: tuple[str, ...], columns: int) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | {
+        "PYTHONPATH": str(ROOT), "COLUMNS": str(columns), "NO_COLOR": "1"}  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "transformer_cli", *args], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=120)  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    return done.stdout
+
+
+def cells(text: str) -> list[str]:
+    """The text of every table cell, line by line (split on the box characters)."""
+    return [c.strip() for line in text.splitlines() for c in re.split(r"[│┃]", line) if c.strip()]
+
+
+CASES = {
+    "count": ["count", str(GPT2)],
+    "count -n": ["count", str(TINY), "-n", "1024"],
+    "verify": ["verify", str(TINY), "-n", "4"],
+    "verify-equivariance": ["verify-equivariance", "-k", "2"],
+    "diff": ["diff", str(TINY), str(GPT2), "-n", "64"],
+    "check": ["check", str(SEED), str(TINY), "-n", "64"],
+}
+
+
+@pytest.mark.parametrize("columns", [40, 60, 80])
+@pytest.mark.parametrize("case", list(CASES))
+def test_narrow_terminals_never_split_a_number_or_verdict(case, columns):
+    wide, narrow = tfm(tuple(CASES[case]), 250), tfm(tuple(CASES[case]), columns)
+    assert max(len(line) for line in narrow.splitlines()) <= columns
+    whole = {m for cell in cells(wide) for m in NUMBER.findall(cell)} | set(VERDICTS)
+    for cell in cells(narrow):
+        for number in NUMBER.findall(cell):  # each number in a narrow cell is one the wide table shows
+            assert number in whole or any(number in w for w in whole if "." in w), (number, cell)
+        for word in re.findall(r"[A-Za-z]+", cell):
+            assert not any(v != word and v.startswith(word) and len(word) > 1 for v in ("PASS", "INCONCLUSIVE")), cell
+    for verdict in {v for v in VERDICTS if v in wide}:
+        assert narrow.count(verdict) == wide.count(verdict), verdict

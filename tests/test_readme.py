@@ -1,0 +1,39 @@
+"""Every README example runs, in the order shown, in a folder holding only `examples/` (a fresh clone),
+and exits with the code the README shows."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
+
+from readme_examples import ROOT, examples, run, scratch  # noqa: E402
+
+README = (ROOT / "README.md").read_text()
+
+
+def test_the_readme_has_examples_of_every_kind():
+    kinds = {e.kind for e in examples(README)}
+    assert kinds == {"output", "bash", "python"}
+
+
+def test_every_readme_example_runs_in_order_on_a_fresh_clone():
+    with scratch() as folder:
+        for example in examples(README):
+            done = run(example, folder)
+            assert done.returncode == example.exit_code, (example.code, done.stdout[-2000:], done.stderr[-2000:])
+            assert "Traceback" not in done.stderr, (example.code, done.stderr)
+
+
+def test_the_docs_name_what_a_user_has(runner):
+    """No path outside the clone, no install of an unrelated package named tfm, and the library example
+    asks for the attention weights of the input it ran."""
+    from transformer_cli.cli import app
+
+    assert "../shared" not in README
+    help_text = runner.invoke(app, ["bench", "--help"]).stdout
+    assert "tfm[bench]" not in help_text and "pip install -e '.[bench]'" in help_text
+    (library,) = [e.code for e in examples(README) if e.kind == "python"]
+    ran = library.split("model(")[1].split(")")[0]
+    assert f"model.attention_weights({ran})" in library
