@@ -40,6 +40,18 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def shown(text: object) -> str:
+    """User text (a name, a path, a value) as the terminal should show it: control characters escaped, as repr does.
+
+    Escape codes, newlines, bidi overrides and lone surrogates then cannot restyle the terminal, break a line in
+    two or crash the encoder. The CLI's consoles print with markup off, so `[/x]` in a name stays text.
+    """
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def styled(value: Any) -> Text | str:
     text = fmt(value)
     return Text(text, style=VERDICT_STYLE[text]) if text in VERDICT_STYLE else text
@@ -48,7 +60,8 @@ def styled(value: Any) -> Text | str:
 def count_table(count: ParamCount, source: str) -> Table:
     """Every tensor of one block (the same for each block), the model-level tensors, and the closed form."""
     spec = count.spec
-    table = Table(title=f"Parameters of {spec.summary()}", caption=f"spec: {source}", title_justify="left")
+    title, caption = f"Parameters of {shown(spec.summary())}", f"spec: {shown(source)}"
+    table = Table(title=title, caption=caption, title_justify="left")
     table.add_column(f"tensor (i = 0 .. {spec.N - 1})", no_wrap=True)
     table.add_column("shape")
     table.add_column("count", justify="right", no_wrap=True)
@@ -80,7 +93,7 @@ def comparison_table(counts: list[ParamCount]) -> Table:
     table = Table(title="Parameter counts side by side", title_justify="left")
     table.add_column("")
     for c in counts:
-        table.add_column(c.spec.label, justify="right")
+        table.add_column(shown(c.spec.label), justify="right")
     keys = list(dict.fromkeys(k for c in counts for k in c.spec.to_dict() if k not in ("name", "description")))
     for key in keys:
         table.add_row(key, *(fmt(c.spec.to_dict().get(key, "-")) for c in counts))
@@ -110,9 +123,9 @@ def flops_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
     table = Table(title=f"Forward FLOPs (batch {first['batch']}, n = {first['seq_len']})", title_justify="left")
     table.add_column("component")
     for spec, c in zip(specs, costs, strict=True):
-        table.add_column(spec.label, justify="right")
+        table.add_column(shown(spec.label), justify="right")
         if "flops_causal_pairs" in c:
-            table.add_column(f"{spec.label} (causal pairs)", justify="right")
+            table.add_column(f"{shown(spec.label)} (causal pairs)", justify="right")
     for component in first["flops"]["by_component"]:
         table.add_row(component, *(cell for c in costs for cell in _flop_cells(c, component)))
     table.add_section()
@@ -133,7 +146,7 @@ def memory_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
     table = Table(title="Memory", title_justify="left")
     table.add_column("")
     for spec in specs:
-        table.add_column(spec.label, justify="right")
+        table.add_column(shown(spec.label), justify="right")
     for dtype in first["memory"]["weights"]:
         table.add_row(f"weights, {dtype}", *(human(c["memory"]["weights"][dtype]) for c in costs))
     table.add_section()
@@ -150,13 +163,13 @@ def memory_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
 
 def run_table(result: RunResult) -> Table:
     data = result.to_dict()
-    table = Table(title=f"Forward pass of {result.spec.summary()}", title_justify="left", show_header=False)
+    table = Table(title=f"Forward pass of {shown(result.spec.summary())}", title_justify="left", show_header=False)
     table.add_column("", style="bold")
     table.add_column("")
     table.add_row("input shape", fmt(data["input_shape"]))
     table.add_row("output shape", fmt(data["output_shape"]))
     table.add_row("dtype", data["dtype"])
-    table.add_row("weights", data["weights"])
+    table.add_row("weights", shown(data["weights"]))
     table.add_section()
     for key, value in data["output_stats"].items():
         table.add_row(f"output {key}", fmt(value))
@@ -192,7 +205,7 @@ def summary_table(result: CheckResult) -> Table:
 
 
 def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
-    table = Table(title=f"Properties of {spec.summary()}", title_justify="left")
+    table = Table(title=f"Properties of {shown(spec.summary())}", title_justify="left")
     for col in ("property", "theory predicts", "observed", "verdict"):
         table.add_column(col)
     for r in results:
@@ -204,7 +217,7 @@ def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
 
 def bench_table(data: dict[str, Any]) -> Table:
     """tfm beside PyTorch: time per forward, throughput, FLOP rate, memory, and the ratio."""
-    title = f"Forward pass of {data['spec']}: batch {data['batch']}, n = {data['seq_len']}, {data['dtype']}"
+    title = f"Forward pass of {shown(data['spec'])}: batch {data['batch']}, n = {data['seq_len']}, {data['dtype']}"
     table = Table(title=title, title_justify="left")
     for col in ("", "median", "min .. max", "tokens/s", "GFLOP/s", "of GEMM peak", "peak memory"):
         table.add_column(col, justify="left" if not col else "right")
@@ -227,8 +240,8 @@ def bench_table(data: dict[str, Any]) -> Table:
 
 def diff_table(a: Spec, b: Spec, rows: list[dict[str, Any]], batch: int, n: int, dtype: str) -> Table:
     """Two specs side by side; differing rows in bold with the ratio b / a."""
-    table = Table(title=f"{a.label} vs {b.label} (batch {batch}, n = {n}, {dtype})", title_justify="left")
-    for col, justify in (("", "left"), (a.label, "right"), (b.label, "right"), ("b / a", "right")):
+    table = Table(title=f"{shown(a.label)} vs {shown(b.label)} (batch {batch}, n = {n}, {dtype})", title_justify="left")
+    for col, justify in (("", "left"), (shown(a.label), "right"), (shown(b.label), "right"), ("b / a", "right")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     section = None
     for row in rows:
@@ -256,8 +269,9 @@ def check_summary(results: list[Any], seq_len: int) -> Table:
             else styled({0: "PASS", 1: "FAIL", 3: "INCONCLUSIVE"}[int(r.exit_code)])
         )
         if r.error:
-            table.add_row(r.path, "-", "-", "-", r.error, verdict)
+            table.add_row(shown(r.path), "-", "-", "-", shown(r.error), verdict)
         else:
             budgets = "; ".join(r.over_budget) or "within"
-            table.add_row(f"{r.path} ({r.name})", fmt(r.params), human(r.memory), budgets, r.verify, verdict)
+            name = f"{shown(r.path)} ({shown(r.name)})"
+            table.add_row(name, fmt(r.params), human(r.memory), budgets, r.verify, verdict)
     return table

@@ -28,11 +28,9 @@ def check_input_header(shape: tuple[int, ...], dtype: np.dtype, spec: Spec, sour
         raise ArrayError(f"{source}: shape {shape} is empty, expected at least one sequence of one token")
     if spec.positional == "learned" and n > spec.max_len:
         raise ArrayError(f"{source}: n = {n} columns, expected at most max_len = {spec.max_len} (learned positions)")
-    if np.issubdtype(dtype, np.integer) or dtype == np.bool_:
-        return [f"input dtype {dtype} cast to float64"]
-    if not np.issubdtype(dtype, np.floating):
+    if dtype.kind not in "biuf":  # by kind: timedelta64 is an integer subtype to NumPy, not a number here
         raise ArrayError(f"{source}: dtype {dtype}, expected real numbers (float or integer)")
-    return []
+    return [f"input dtype {dtype} cast to float64"] if dtype.kind != "f" else []
 
 
 def check_input(x: np.ndarray, spec: Spec, source: str, dtype: str = "float64") -> tuple[np.ndarray, list[str]]:

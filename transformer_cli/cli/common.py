@@ -16,15 +16,16 @@ from typing import Annotated, Any, Optional
 import numpy as np
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from .. import __version__
-from ..errors import ExitCode, TfmError
+from ..errors import ExitCode, Terminated, TfmError
 from ..spec import DEFAULT_SPEC, Spec, load_spec
 
 EXIT_CODES = (
     "Exit codes: 0 ok / the property holds as expected; 1 the property is violated; "
-    "2 bad input or usage; 3 inconclusive (a control failed or the check was vacuous); 130 interrupted."
+    "2 bad input or usage; 3 inconclusive (a control failed or the check was vacuous); 130 interrupted (Ctrl-C); "
+    "143 terminated (SIGTERM)."
 )
 
 app = typer.Typer(
@@ -36,7 +37,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 out = Console(highlight=False, emoji=False, markup=False)  # data: shown as is, and faster to render
-err = Console(stderr=True)
+err = Console(stderr=True, highlight=False, emoji=False, markup=False)  # messages carry user text: never markup
+MAX_MESSAGE = 1000  # characters of an error line; the core cuts long values, this catches whatever it missed
 
 
 class DType(str, Enum):
@@ -111,12 +113,18 @@ def handled(json_out: bool = False) -> Iterator[None]:
         _fail("ran out of memory; lower --max-memory, the batch or the sequence length", ExitCode.BAD_INPUT, json_out)
     except KeyboardInterrupt:
         _fail("interrupted", ExitCode.INTERRUPTED, json_out)
+    except Terminated:
+        _fail("terminated", ExitCode.TERMINATED, json_out)
 
 
 def _fail(message: str, code: ExitCode, json_out: bool) -> None:
+    if len(message) > MAX_MESSAGE:
+        message = message[: MAX_MESSAGE - 3] + "..."
     if json_out:
         print(json.dumps({"error": message, "exit_code": int(code)}))
-    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
+    from ..render import shown
+
+    err.print(Text.assemble(("error:", "bold red"), " ", shown(message)), soft_wrap=True)
     raise typer.Exit(int(code)) from None
 
 
@@ -136,14 +144,15 @@ def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
     Where it came from is returned, and said on stderr unless it was a file named on the command line.
     """
     if path is None and weights is not None and weights.suffix == ".safetensors":
+        from ..render import shown
         from ..weights import spec_of_weights
 
         stored = spec_of_weights(weights)
         if stored is not None:
-            err.print(f"using the spec stored in {weights} ({stored.summary()})", soft_wrap=True, highlight=False)
+            err.print(f"using the spec stored in {shown(weights)} ({shown(stored.summary())})", soft_wrap=True)
             return stored, f"{weights} metadata"
     if path is None:
-        err.print(f"using the built-in default spec ({DEFAULT_SPEC.summary()})", soft_wrap=True, highlight=False)
+        err.print(f"using the built-in default spec ({DEFAULT_SPEC.summary()})", soft_wrap=True)
         return DEFAULT_SPEC, "built-in default"
     return load_spec(path), str(path)
 
