@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
+STOP_WAIT = 10.0  # seconds to wait for a stopping worker; it stops at its next check, well within a second
 
 
 class Stopped(Exception):
@@ -24,9 +25,9 @@ def run_parts(run: Callable[[int, threading.Event], T], count: int) -> list[T]:
     """[run(i, stop) for i < count], each on its own thread; on any exception, Ctrl-C included, every worker stops.
 
     The calling thread waits in short steps, so a signal reaches it at once; it then sets `stop`, which each
-    `run` checks between its steps (check_stop), so no worker runs its part to the end. The workers are daemon
-    threads, started for this call: an interrupt landing in the middle of starting one cannot leave a thread
-    the process would wait for at exit (a thread pool's idle workers are joined at exit).
+    `run` checks between its steps (check_stop), and waits for the workers before raising: none runs its part
+    to the end, and none is still in BLAS while the interpreter shuts down (that crashed, SIGSEGV). They are
+    daemon threads started for this call, so a thread left over from an interrupt never keeps the process.
     """
     stop = threading.Event()
     results: list = [None] * count
@@ -39,9 +40,10 @@ def run_parts(run: Callable[[int, threading.Event], T], count: int) -> list[T]:
         except BaseException as exc:  # noqa: BLE001 - handed to the calling thread, which raises it
             finished.put(exc)
 
+    threads = [threading.Thread(target=work, args=(i,), name=f"tfm-{i}", daemon=True) for i in range(count)]
     try:
-        for i in range(count):
-            threading.Thread(target=work, args=(i,), name=f"tfm-{i}", daemon=True).start()
+        for thread in threads:
+            thread.start()
         for _ in range(count):
             error = _next(finished)
             if error is not None:
@@ -49,6 +51,9 @@ def run_parts(run: Callable[[int, threading.Event], T], count: int) -> list[T]:
         return results
     except BaseException:
         stop.set()
+        for thread in threads:
+            if thread.is_alive():
+                thread.join(timeout=STOP_WAIT)
         raise
 
 
