@@ -6,11 +6,17 @@ runs them longer.
 
 from __future__ import annotations
 
+import io
 import os
+import resource
 import signal
+import socket
+import stat
 import subprocess
 import sys
 import time
+import tracemalloc
+import warnings
 import zipfile
 
 import numpy as np
@@ -32,6 +38,11 @@ def invoke(runner, *args):
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert "Traceback" not in result.output
     return result
+
+
+def error_lines(stderr):
+    """stderr without the note on where the spec came from: what must be one line."""
+    return [line for line in stderr.strip().splitlines() if not line.startswith("using the ")]
 
 
 def expect_error(runner, words, *args):
@@ -139,7 +150,19 @@ ARRAY_CASES = {
     "inf": (lambda p: _save(p, _with((32, 3), (31, 1), np.inf)), ["inf at index (31, 1)"]),
     "too big for float32": (lambda p: _save(p, _with((32, 3), (0, 2), 1e39)), ["does not fit in float32"]),
     "an npz": (lambda p: _npz(p), ["is an .npz archive"]),
+    "timedelta": (lambda p: _save(p, np.zeros((32, 3), "m8[s]")), ["dtype timedelta64[s]", "expected real numbers"]),
+    "datetime": (lambda p: _save(p, np.zeros((32, 3), "M8[D]")), ["dtype datetime64[D]", "expected real numbers"]),
+    "structured": (lambda p: _save(p, np.zeros((32, 3), [("a", "f8")])), ["dtype [('a', '<f8')]"]),
+    "bytes": (lambda p: _save(p, np.full((32, 3), b"ab")), ["dtype |S2"]),
+    "10 KB header": (lambda p: _bytes(p, _npy_header({"shape": (32, 3)}, "x" * 9900)), ["not a valid .npy", "..."]),
 }
+
+
+def _npy_header(fields, dtype="<f8"):
+    """The bytes of a .npy header (version 1.0) holding `fields` besides descr and fortran_order: no data."""
+    text = repr({"descr": dtype, "fortran_order": False} | fields)
+    text += " " * (-(len(text) + 11) % 64) + "\n"  # magic (6) + version (2) + length (2) + text: a multiple of 64
+    return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text.encode("latin-1")
 
 
 def _truncate(path):
@@ -171,8 +194,10 @@ def test_bad_arrays(runner, tmp_path, case):
     x = make(tmp_path / "x.npy")
     out = tmp_path / "y.npy"
     extra = ["--dtype", "float32"] if case == "too big for float32" else []
-    expect_error(runner, ["x.npy", *words], "run", "-i", x, "-o", out, *extra)
+    result = expect_error(runner, ["x.npy", *words], "run", "-i", x, "-o", out, *extra)
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["x.npy"]
+    [line] = error_lines(result.stderr)
+    assert len(line) - len(str(x)) < 300, line  # long values are cut
 
 
 def test_fortran_order_input_gives_the_same_output(runner, tmp_path):
@@ -237,6 +262,196 @@ def test_corrupt_and_pickled_weights(runner, tmp_path):
         with archive.open("blocks.0.attention.W_Q.npy", "w") as handle:
             np.save(handle, np.array([None], dtype=object), allow_pickle=True)
     expect_error(runner, ["pickled.npz", "pickled"], "run", spec, "-i", x, "-w", pickled)
+
+
+def _archive(path, members):
+    """An .npz built member by member, duplicates and odd names included (as a hostile writer could)."""
+    with warnings.catch_warnings(), zipfile.ZipFile(path, "w") as archive:
+        warnings.simplefilter("ignore")  # zipfile warns about a duplicate name, then writes it anyway
+        for name, data in members:
+            archive.writestr(name, data)
+    return path
+
+
+def _member(array):
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+def _weights_members():
+    from transformer_cli import DEFAULT_SPEC, init_weights
+
+    return [(f"{name}.npy", _member(w)) for name, w in init_weights(DEFAULT_SPEC).items()]
+
+
+GIB_CLAIM = _npy_header({"shape": (1 << 27,)})  # 1 GiB of float64 declared, no data behind it
+NPZ_CASES = {
+    "a bare name beside NAME.npy": (
+        [("blocks.0.attention.W_Q", GIB_CLAIM)], ["member 'blocks.0.attention.W_Q'", "not a .npy"]),
+    "a member twice": ([("blocks.0.attention.W_Q.npy", GIB_CLAIM)], ["blocks.0.attention.W_Q.npy", "appears twice"]),
+    "a text member": ([("notes.txt", b"hello")], ["member 'notes.txt'", "not a .npy"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(NPZ_CASES))
+def test_npz_members_numpy_could_load_under_another_name_are_refused(runner, tmp_path, case):
+    """The crafted member comes first: NumPy's np.load would read it, while a dict of headers keeps the last."""
+    extra, words = NPZ_CASES[case]
+    path = _archive(tmp_path / "w.npz", extra + _weights_members())
+    x = _save(tmp_path / "x.npy", np.zeros((32, 3)))
+    result = expect_error(runner, ["w.npz", *words], "run", "-i", x, "-w", path)
+    assert len(error_lines(result.stderr)) == 1
+
+
+def test_npz_member_shorter_than_its_header_is_refused_before_allocating(tmp_path):
+    from transformer_cli.arrays import open_npz
+    from transformer_cli.errors import ArrayError
+
+    path = _archive(tmp_path / "w.npz", [("a.npy", GIB_CLAIM + b"\0" * 64)])
+    tracemalloc.start()
+    with pytest.raises(ArrayError, match="w.npz: array 'a'.*1073741824 bytes"):
+        open_npz(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 16 << 20, peak  # NumPy's np.load would allocate the whole GiB first
+
+
+def test_npy_shorter_than_its_header_is_refused_before_allocating(tmp_path):
+    from transformer_cli.arrays import open_npy
+    from transformer_cli.errors import ArrayError
+
+    path = _bytes(tmp_path / "x.npy", GIB_CLAIM + b"\0" * 64)
+    tracemalloc.start()
+    with pytest.raises(ArrayError, match="x.npy: .*1073741824 bytes"):
+        open_npy(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 16 << 20, peak
+
+
+def test_arrays_read_back_as_written(tmp_path):
+    from transformer_cli.arrays import open_npy, open_npz, save_npz
+
+    rng = np.random.default_rng(0)
+    arrays = {"c": rng.normal(size=(3, 4)), "f": np.asfortranarray(rng.normal(size=(5, 2))), "scalar": np.float64(2.5),
+              "big-endian f32": rng.normal(size=(2, 3, 4)).astype(">f4"), "empty": np.zeros((0, 3))}  # fmt: skip
+    save_npz(tmp_path / "w.npz", arrays)
+    back = open_npz(tmp_path / "w.npz")
+    assert back.keys() == arrays.keys()
+    for name, array in arrays.items():
+        assert back[name].dtype == np.asarray(array).dtype and np.array_equal(back[name], array), name
+        np.save(tmp_path / "a.npy", array)
+        assert np.array_equal(open_npy(tmp_path / "a.npy"), array), name
+
+
+# -- special files: FIFOs, devices, sockets and directories, as every file a command reads or writes ----
+
+
+def _make_special(path, kind):
+    if kind == "FIFO":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(path.name)  # relative: socket paths are limited to about 100 bytes
+        server.close()  # the socket file stays
+    else:
+        minor = {"null device": 3, "zero device": 5}[kind]  # like /dev/null and /dev/zero (endless zeros)
+        try:
+            os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, minor))
+        except PermissionError:
+            pytest.skip("mknod needs root")
+
+
+KINDS = {"FIFO": "is a FIFO", "null device": "is a character device", "zero device": "is a character device",
+         "socket": "is a socket", "directory": "is a directory"}  # fmt: skip
+ROLES = {
+    "spec": ("s.yaml", ["count", "s.yaml"]),
+    "input": ("x.npy", ["run", "-i", "x.npy"]),
+    "npz weights": ("w.npz", ["run", "-i", "in.npy", "-w", "w.npz"]),
+    "safetensors weights": ("w.safetensors", ["run", "-i", "in.npy", "-w", "w.safetensors"]),
+    "output": ("y.npy", ["run", "-i", "in.npy", "-o", "y.npy", "--force"]),
+    "output of init": ("w.npz", ["init", "-o", "w.npz", "--force"]),
+}
+HANGS = {"FIFO", "zero device"}  # before the fix: blocks forever, or reads without end; so run in a child, bounded
+
+
+def _bounded_tfm(args, cwd):
+    """`python -m transformer_cli ARGS` in `cwd`, killed after 5 s, its address space capped at 2 GiB."""
+    cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # noqa: E731
+    command = [sys.executable, "-m", "transformer_cli", *args]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=5, preexec_fn=cap)
+
+
+def _special_cases():
+    for role in ROLES:
+        for kind in KINDS:
+            yield pytest.param(role, kind, id=f"{role}-{kind}")
+
+
+@pytest.mark.parametrize(("role", "kind"), list(_special_cases()))
+def test_special_files_are_refused_before_opening(runner, tmp_path, monkeypatch, role, kind):
+    """Exit 2, one line naming the file and what it is, nothing written, the special file untouched."""
+    monkeypatch.chdir(tmp_path)
+    np.save("in.npy", np.zeros((32, 3)))
+    name, args = ROLES[role]
+    _make_special(tmp_path / name, kind)
+    before = {p.name: stat.S_IFMT(p.lstat().st_mode) for p in tmp_path.iterdir()}
+    if kind in HANGS:
+        result = _bounded_tfm(args, tmp_path)
+        code, stderr = result.returncode, result.stderr
+    else:
+        result = runner.invoke(app, args)
+        code, stderr = result.exit_code, result.stderr
+    assert code == 2, stderr
+    assert name in stderr and KINDS[kind] in stderr and "expected" in stderr, stderr
+    assert len(error_lines(stderr)) == 1 and "Traceback" not in stderr, stderr
+    assert {p.name: stat.S_IFMT(p.lstat().st_mode) for p in tmp_path.iterdir()} == before
+
+
+def test_reads_are_capped_by_the_bytes_read_not_the_size_reported(tmp_path):
+    """/proc files are regular files of size 0 with content: only the bytes actually read can bound them."""
+    from transformer_cli.errors import ArrayError
+    from transformer_cli.files import read_bounded
+
+    with pytest.raises(ArrayError, match="more than 16 bytes"):
+        read_bounded("/proc/self/maps", 16, "a small file")
+    (tmp_path / "small").write_bytes(b"0123456789")
+    assert read_bounded(tmp_path / "small", 16, "a small file") == b"0123456789"
+
+
+# -- user text on the terminal: never markup, control characters escaped ----------------------------
+
+
+def test_markup_in_a_path_is_printed_as_text(runner, tmp_path):
+    folder = tmp_path / "a[" / "x][bold]"  # the path holds '[/x]' and '[bold]'
+    folder.mkdir(parents=True)
+    weights = folder / "w.safetensors"
+    assert invoke(runner, "init", "-o", weights).exit_code == 0
+    x = _save(tmp_path / "x.npy", np.zeros((32, 3)))
+    result = invoke(runner, "run", "-i", x, "-w", weights)
+    assert result.exit_code == 0 and f"using the spec stored in {weights}" in result.stderr, result.stderr
+    result = expect_error(runner, ["a[/x][bold]/nope.npy"], "run", "-i", folder / "nope.npy")
+
+
+def test_control_characters_in_user_text_are_shown_escaped(runner, tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text(BASE + 'name: "red\\e[31m[/x]\\nsecond\\u202eline"\n')
+    result = invoke(runner, "count", spec)
+    assert result.exit_code == 0
+    assert "red\\x1b[31m[/x]\\nsecond\\u202eline" in result.stdout and "\x1b" not in result.stdout
+    weights = tmp_path / "w.safetensors"
+    invoke(runner, "init", spec, "-o", weights)
+    result = invoke(runner, "run", "-i", _save(tmp_path / "x.npy", np.zeros((32, 3))), "-w", weights)
+    assert result.exit_code == 0 and "red\\x1b[31m[/x]\\nsecond" in result.stderr and "\x1b" not in result.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BASE + '"\\e[2J\\a": 1\n')
+    result = expect_error(runner, ["bad.yaml", "\\x1b[2J\\x07"], "count", bad)
+    assert "\x1b" not in result.stderr and "\a" not in result.stderr
+    result = expect_error(runner, ["no\\x1b[2Jpe\\n.npy"], "run", "-i", tmp_path / "no\x1b[2Jpe\n.npy")
+    assert len(error_lines(result.stderr)) == 1
 
 
 # -- outputs and interruption ----------------------------------------------------------------------

@@ -13,6 +13,17 @@ class ExitCode(IntEnum):
     BAD_INPUT = 2  # bad spec, array, weights file, option or output path
     INCONCLUSIVE = 3  # a check could not tell (its control failed, or it was vacuous)
     INTERRUPTED = 130  # Ctrl-C
+    TERMINATED = 143  # SIGTERM (kill, a service manager): cleaned up as for Ctrl-C
+
+
+def clipped(text: object, limit: int = 200) -> str:
+    """`text` for a one-line message: cut to `limit` characters (a 10 KB header must not make a 10 KB line)."""
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread by the CLI's handler so that cleanup runs as for Ctrl-C."""
 
 
 class TfmError(Exception):

@@ -8,10 +8,9 @@ Attention is computed for a chunk of queries at a time, so its extra memory grow
 
 from __future__ import annotations
 
-import functools
 import os
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +27,7 @@ from .layers import (
     softmax_rows_,
 )
 from .memory import CHUNK_BYTES, chunk_size
+from .parallel import check_stop, run_parts
 from .spec import Spec
 from .weights import Weights
 
@@ -43,11 +43,6 @@ def available_cores() -> int:
 
 
 _BLAS = ThreadpoolController()  # found once: limiting BLAS's threads is then a cheap call (~3 us, not ~200 us)
-
-
-@functools.cache
-def _pool(workers: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(workers, thread_name_prefix="tfm")
 
 
 @dataclass
@@ -148,12 +143,14 @@ class Transformer:
         causal: bool,
         weights_out: list | None = None,
         scores_out: list | None = None,
+        stop: threading.Event | None = None,
     ) -> Array:
         """Each head's V Softmax(scale K^T Q), a chunk of queries at a time: -> heads (H, m, b, n_q).
 
         Q: (b, H, m, n_q); K, V: (b, H, m, n_k). With `causal`, query q sees keys 0..q only (and the keys
         after a chunk's last query are never touched). `weights_out` receives the weights (b, H, n_k, n_q);
         `scores_out` the scaled scores before any mask, (b, H, n_q, n_k) (the scaling check reads them).
+        Once `stop` is set, the next chunk raises Stopped.
         """
         b, H, m, n_q = Q.shape
         n_k = K.shape[-1]
@@ -164,6 +161,7 @@ class Transformer:
         step = chunk_size(H, n_q, n_k, self.dtype.itemsize, self.chunk_bytes)
         for i in range(b):  # one sequence at a time: its scores stay in cache, and memory stays O(n)
             for q0 in range(0, n_q, step):
+                check_stop(stop)
                 q1 = min(q0 + step, n_q)
                 k1 = q1 if causal else n_k  # keys after the chunk's last query are all masked
                 P = scores(Q[i, ..., q0:q1], K[i, ..., :k1], self.spec.score_scale)  # (H, q1 - q0, k1)
@@ -189,9 +187,11 @@ class Transformer:
             out += blk.b_O
         return out
 
-    def self_attention(self, blk: Block, X: Array, weights_out: list | None = None) -> Array:
+    def self_attention(
+        self, blk: Block, X: Array, weights_out: list | None = None, stop: threading.Event | None = None
+    ) -> Array:
         """The attention sublayer without its residual: (d, b, n) -> (d, b, n)."""
-        heads = self.attend(*self.qkv(blk, X), causal=self.spec.mask == "causal", weights_out=weights_out)
+        heads = self.attend(*self.qkv(blk, X), causal=self.spec.mask == "causal", weights_out=weights_out, stop=stop)
         return self.project(blk, heads)
 
     def feedforward(self, blk: Block, X: Array) -> Array:
@@ -245,14 +245,14 @@ class Transformer:
         squares: list[list[float]] = [[] for _ in parts]  # per part: mean square after positions and each block
         step = 1.0 / (max(self.spec.N, 1) * len(parts))
 
-        def run(i: int) -> Array:
-            return self._forward_columns(parts[i], squares[i], weights_out, on_block, step)
+        def run(i: int, stop: threading.Event | None = None) -> Array:
+            return self._forward_columns(parts[i], squares[i], weights_out, on_block, step, stop)
 
         if len(parts) == 1:
-            Z = run(0)
+            Z = run(0)  # in the calling thread, which a signal interrupts directly
         else:  # the batch over threads, BLAS at one thread each: NumPy's elementwise work then uses every core
             with _BLAS.limit(limits=1, user_api="blas"):
-                Z = np.concatenate(list(_pool(len(parts)).map(run, range(len(parts)))), axis=1)
+                Z = np.concatenate(run_parts(run, len(parts)), axis=1)
         if trace is not None:
             sizes = [part.size for part in parts]
             trace.extend(float(np.sqrt(np.average(ms, weights=sizes))) for ms in zip(*squares, strict=True))
@@ -265,14 +265,19 @@ class Transformer:
         weights_out: list | None = None,
         on_block: Callable[[float], None] | None = None,
         step: float = 0.0,
+        stop: threading.Event | None = None,
     ) -> Array:
-        """The whole pass on (d, b, n) columns, overwriting Z; `squares` gets the mean square after each stage."""
+        """The whole pass on (d, b, n) columns, overwriting Z; `squares` gets the mean square after each stage.
+
+        Once `stop` is set, the next block or attention chunk raises Stopped.
+        """
         pe = self.positions(0, Z.shape[-1])
         if pe is not None:
             Z += pe[:, None, :]
         squares.append(_mean_square(Z))
         for blk in self.blocks:
-            Z = self.apply_block(blk, Z, lambda U, blk=blk: self.self_attention(blk, U, weights_out))
+            check_stop(stop)
+            Z = self.apply_block(blk, Z, lambda U, blk=blk: self.self_attention(blk, U, weights_out, stop))
             squares.append(_mean_square(Z))
             if on_block is not None:
                 on_block(step)

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from .layout import FitTable
 from .memory import human, scientific
+from .text import escaped as shown  # user text: never markup, control characters escaped
 
 if TYPE_CHECKING:  # only for annotations: rendering a count must not import the model
     from .params import ParamCount
@@ -32,8 +33,16 @@ VERDICT_STYLE = {
 
 
 # Trial columns a narrow terminal gives up first (after these, the middle ones from the right).
-LESS_IMPORTANT = ("fixed", "abs error", "moved", "min weight", "influence of column 0", "tol", "band (+/-)",
-                  "if the scale were ignored")
+LESS_IMPORTANT = (
+    "fixed",
+    "abs error",
+    "moved",
+    "min weight",
+    "influence of column 0",
+    "tol",
+    "band (+/-)",
+    "if the scale were ignored",
+)
 
 
 def fmt(value: Any) -> str:
@@ -59,8 +68,8 @@ def styled(value: Any) -> Text | str:
 def count_table(count: ParamCount, source: str) -> Table:
     """Every tensor of one block (the same for each block), the model-level tensors, and the closed form."""
     spec = count.spec
-    table = FitTable(title=f"Parameters of {spec.summary()}", caption=f"spec: {source}", title_justify="left",
-                     drop=["shape", "component"])  # fmt: skip
+    title, caption = f"Parameters of {shown(spec.summary())}", f"spec: {shown(source)}"
+    table = FitTable(title=title, caption=caption, title_justify="left", drop=["shape", "component"])
     table.add_column(f"tensor (i = 0 .. {spec.N - 1})", no_wrap=True)
     table.add_column("shape")
     table.add_column("count", justify="right", no_wrap=True)
@@ -88,7 +97,7 @@ def comparison_table(counts: list[ParamCount]) -> Table:
     table = FitTable(title="Parameter counts side by side", title_justify="left")
     table.add_column("", overflow="fold")
     for c in counts:
-        table.add_column(c.spec.label, justify="right", no_wrap=True)
+        table.add_column(shown(c.spec.label), justify="right", no_wrap=True)
     keys = list(dict.fromkeys(k for c in counts for k in c.spec.to_dict() if k not in ("name", "description")))
     for key in keys:
         table.add_row(key, *(fmt(c.spec.to_dict().get(key, "-")) for c in counts))
@@ -122,9 +131,9 @@ def flops_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
     table = FitTable(title=title, title_justify="left", drop=pairs[::-1])
     table.add_column("component")
     for spec, c in zip(specs, costs, strict=True):
-        table.add_column(spec.label, justify="right", no_wrap=True)
+        table.add_column(shown(spec.label), justify="right", no_wrap=True)
         if "flops_causal_pairs" in c:
-            table.add_column(f"{spec.label} (causal pairs)", justify="right", no_wrap=True)
+            table.add_column(f"{shown(spec.label)} (causal pairs)", justify="right", no_wrap=True)
     for component in first["flops"]["by_component"]:
         table.add_row(component, *(cell for c in costs for cell in _flop_cells(c, component)))
     table.add_section()
@@ -147,7 +156,7 @@ def memory_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
     table = FitTable(title="Memory", title_justify="left")
     table.add_column("")
     for spec in specs:
-        table.add_column(spec.label, justify="right", no_wrap=True)
+        table.add_column(shown(spec.label), justify="right", no_wrap=True)
 
     def row(name: str, figure: Callable[[dict[str, Any]], int]) -> None:
         table.add_row(name, *(human(figure(c["memory"])) for c in costs))
@@ -179,13 +188,14 @@ def memory_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
 
 def run_table(result: RunResult) -> Table:
     data = result.to_dict()
-    table = FitTable(title=f"Forward pass of {result.spec.summary()}", title_justify="left", show_header=False)
+    title = f"Forward pass of {shown(result.spec.summary())}"
+    table = FitTable(title=title, title_justify="left", show_header=False)
     table.add_column("", style="bold")
     table.add_column("", no_wrap=True)
     table.add_row("input shape", fmt(data["input_shape"]))
     table.add_row("output shape", fmt(data["output_shape"]))
     table.add_row("dtype", data["dtype"])
-    table.add_row("weights", data["weights"])
+    table.add_row("weights", shown(data["weights"]))
     table.add_section()
     for key, value in data["output_stats"].items():
         table.add_row(f"output {key}", fmt(value))
@@ -233,7 +243,7 @@ def summary_table(result: CheckResult) -> Table:
 
 def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
     """One row per check: what was expected, what was observed, whether they agree, and why."""
-    table = FitTable(title=f"Properties of {spec.summary()}", title_justify="left", drop=["why"])
+    table = FitTable(title=f"Properties of {shown(spec.summary())}", title_justify="left", drop=["why"])
     table.add_column("property", overflow="fold")
     table.add_column("expected", no_wrap=True)  # under `tfm verify`: what theory predicts for the spec
     table.add_column("observed", no_wrap=True)
@@ -247,7 +257,7 @@ def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
 
 def bench_table(data: dict[str, Any]) -> Table:
     """tfm beside PyTorch: time per forward, throughput, FLOP rate, memory, and the ratio."""
-    title = f"Forward pass of {data['name']}: batch {data['batch']}, n = {data['seq_len']}, {data['dtype']}"
+    title = f"Forward pass of {shown(data['name'])}: batch {data['batch']}, n = {data['seq_len']}, {data['dtype']}"
     table = FitTable(title=title, title_justify="left", drop=["min .. max", "of GEMM peak", "peak memory", "GFLOP/s"])
     for col in ("", "median", "min .. max", "tokens/s", "GFLOP/s", "of GEMM peak", "peak memory"):
         table.add_column(col, justify="left" if not col else "right", no_wrap=bool(col))
@@ -270,9 +280,9 @@ def bench_table(data: dict[str, Any]) -> Table:
 
 def diff_table(a: Spec, b: Spec, rows: list[dict[str, Any]], batch: int, n: int, dtype: str) -> Table:
     """Two specs side by side; differing rows in bold with the ratio b / a."""
-    title = f"{a.label} vs {b.label} (batch {batch}, n = {n}, {dtype})"
+    title = f"{shown(a.label)} vs {shown(b.label)} (batch {batch}, n = {n}, {dtype})"
     table = FitTable(title=title, title_justify="left", drop=["b / a"])
-    for col, justify in (("", "left"), (a.label, "right"), (b.label, "right"), ("b / a", "right")):
+    for col, justify in (("", "left"), (shown(a.label), "right"), (shown(b.label), "right"), ("b / a", "right")):
         table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
     section = None
     for row in rows:
@@ -309,9 +319,10 @@ def check_summary(results: list[Any], seq_len: int) -> Table:
             else styled({0: "PASS", 1: "FAIL", 3: "INCONCLUSIVE"}[int(r.exit_code)])
         )
         if r.error:
-            table.add_row(r.path, "-", "-", "-", r.error, verdict)
+            table.add_row(shown(r.path), "-", "-", "-", shown(r.error), verdict)
         else:
             budgets = "; ".join(r.over_budget) or "within"
-            checks = Text.assemble(styled(r.verify), *(f"\n{line}" for line in r.failed_checks()))
-            table.add_row(f"{r.path} ({r.name})", fmt(r.params), human(r.memory), budgets, checks, verdict)
+            checks = Text.assemble(styled(r.verify), *(f"\n{shown(line)}" for line in r.failed_checks()))
+            name = f"{shown(r.path)} ({shown(r.name)})"
+            table.add_row(name, fmt(r.params), human(r.memory), budgets, checks, verdict)
     return table

@@ -20,6 +20,7 @@ import numpy as np
 
 from .arrays import Header, write_atomic
 from .errors import ArrayError
+from .files import open_regular
 from .text import shown
 from .yaml12 import MAX_DIGITS, parse_int
 
@@ -127,14 +128,7 @@ def _metadata(path: Path, value: Any) -> dict[str, str]:
 
 
 def _open(path: Path) -> IO[bytes]:
-    if not path.exists():
-        raise ArrayError(f"{path}: no such file")
-    if not path.is_file():
-        raise ArrayError(f"{path}: is not a regular file, expected a .safetensors file")
-    try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise ArrayError(f"{path}: cannot read: {exc.strerror}") from None
+    return open_regular(path, "a .safetensors file")  # a regular file, opened without blocking on a FIFO
 
 
 def read_contents(path: Path, handle: IO[bytes]) -> Contents:
@@ -212,8 +206,16 @@ def header_size(layout: Layout, metadata: dict[str, str]) -> int:
     return n + (-n) % 8
 
 
-def save(path: Path, layout: Layout, arrays: Iterable[tuple[str, np.ndarray]], metadata: dict[str, str]) -> None:
-    """Write atomically: the header from `layout`, then each array as `arrays` yields it (in layout order)."""
+def save(
+    path: Path,
+    layout: Layout,
+    arrays: Iterable[tuple[str, np.ndarray]],
+    metadata: dict[str, str],
+    overwrite: bool = True,
+) -> None:
+    """Write atomically: the header from `layout`, then each array as `arrays` yields it (in layout order).
+
+    Without `overwrite`, a file that appeared at `path` meanwhile is never replaced (arrays.write_atomic)."""
     n = header_size(layout, metadata)
     if n > MAX_HEADER:
         raise ArrayError(f"{path}: a header of {n:,} bytes, more than the {MAX_HEADER:,} safetensors allows; use .npz")
@@ -228,7 +230,7 @@ def save(path: Path, layout: Layout, arrays: Iterable[tuple[str, np.ndarray]], m
             assert name == name_ and array.shape == header.shape, (name, name_)  # the caller's own invariant
             handle.write(memoryview(np.ascontiguousarray(array, dtype=header.dtype.newbyteorder("<"))).cast("B"))
 
-    write_atomic(path, write)
+    write_atomic(path, write, overwrite)
 
 
 def stored_spec(metadata: dict[str, str], path: Path) -> dict | None:

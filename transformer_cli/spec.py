@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SpecError
+from .files import read_bounded
 from .text import escaped, lookalike_hint, shown
 from .yaml12 import MAX_DIGITS, TooLong, read_yaml
 
@@ -257,19 +258,10 @@ def _refuse_other_formats(path: Path, head: bytes) -> None:
 
 
 def _read_text(path: Path) -> str:
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         raise SpecError(f"{path}: no such spec file")
-    if path.is_dir():
-        raise SpecError(f"{path}: is a directory, expected a YAML spec file")
-    try:
-        with open(path, "rb") as handle:
-            _refuse_other_formats(path, handle.read(16))
-        size = path.stat().st_size
-        if size > MAX_SPEC_BYTES:
-            raise SpecError(f"{path}: {size} bytes, expected a spec file of at most {MAX_SPEC_BYTES} bytes")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
+    raw = read_bounded(path, MAX_SPEC_BYTES, "a YAML spec file", SpecError)  # a regular file, never a FIFO
+    _refuse_other_formats(path, raw[:16])
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

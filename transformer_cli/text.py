@@ -18,16 +18,14 @@ _LOOKALIKES = str.maketrans(
 )
 
 
-def _escape(char: str) -> str:
-    code = ord(char)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+def escaped(text: object) -> str:
+    """`text` with every non-printable character (controls, surrogates, bidi overrides) escaped as repr does it.
 
-
-def escaped(text: str) -> str:
-    """`text` with every non-printable character (controls, surrogates, bidi overrides) as a \\x, \\u escape."""
-    return "".join(c if c.isprintable() else _escape(c) for c in text)
+    Escape codes, newlines, bidi overrides and lone surrogates then cannot restyle the terminal, break a line
+    in two or crash the encoder; the text printed is the text read, readable: a newline shows as \\n.
+    """
+    text = str(text)
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def shown(text: str, limit: int = LIMIT) -> str:

@@ -158,7 +158,7 @@ NPY_CHUNK = 16 << 20  # NumPy writes an array into a zip member through a copy o
 BUFFERS = 1 << 20  # zipfile's, json's and the generator's small temporaries (measured: under 150 KiB)
 
 
-def _write_npz(path: Path, arrays: Iterable[tuple[str, np.ndarray]]) -> None:
+def _write_npz(path: Path, arrays: Iterable[tuple[str, np.ndarray]], overwrite: bool = True) -> None:
     """An uncompressed .npz written member by member, exactly as np.savez writes it."""
 
     def write(handle) -> None:  # type: ignore[no-untyped-def]
@@ -167,28 +167,36 @@ def _write_npz(path: Path, arrays: Iterable[tuple[str, np.ndarray]]) -> None:
                 with archive.open(name + ".npy", "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
 
-    write_atomic(path, write)
+    write_atomic(path, write, overwrite)
 
 
-def _write(path: Path, layout: safetensors_io.Layout, arrays: Iterable[tuple[str, np.ndarray]], spec: Spec | None):
+def _write(
+    path: Path,
+    layout: safetensors_io.Layout,
+    arrays: Iterable[tuple[str, np.ndarray]],
+    spec: Spec | None,
+    overwrite: bool = True,
+) -> None:
     if weights_format(path) == ".npz":
-        _write_npz(path, arrays)
+        _write_npz(path, arrays, overwrite)
     else:
         metadata = {"format": "tfm"} | ({"tfm_spec": json.dumps(spec.to_dict())} if spec else {})
-        safetensors_io.save(path, layout, arrays, metadata)
+        safetensors_io.save(path, layout, arrays, metadata, overwrite)
 
 
-def save_weights(path: str | Path, weights: Weights, spec: Spec | None = None) -> None:
-    """Write weights atomically as .npz or .safetensors (by the extension; the latter also stores the spec)."""
+def save_weights(path: str | Path, weights: Weights, spec: Spec | None = None, overwrite: bool = True) -> None:
+    """Write weights atomically as .npz or .safetensors (by the extension; the latter also stores the spec).
+
+    Without `overwrite`, a file that appeared at `path` while writing is never replaced."""
     layout = lambda: ((name, Header(w.shape, w.dtype)) for name, w in weights.items())  # noqa: E731
-    _write(Path(path), layout, weights.items(), spec)
+    _write(Path(path), layout, weights.items(), spec, overwrite)
 
 
 def _tensor_count(spec: Spec) -> int:
     return spec.N * len(block_tensors(spec, 0)) + len(global_tensors(spec))
 
 
-def write_init(path: str | Path, spec: Spec, seed: int = 0) -> tuple[int, int]:
+def write_init(path: str | Path, spec: Spec, seed: int = 0, overwrite: bool = True) -> tuple[int, int]:
     """Write the seeded weights tensor by tensor (never all at once); returns (tensors, parameters)."""
     path, float64 = Path(path), np.dtype(np.float64)
     tensors = _tensor_count(spec)
@@ -198,7 +206,7 @@ def write_init(path: str | Path, spec: Spec, seed: int = 0) -> tuple[int, int]:
             "allows; use .npz"
         )
     layout = lambda: ((t.name, Header(t.shape, float64)) for t in iter_tensors(spec))  # noqa: E731
-    _write(path, layout, iter_init(spec, seed), spec)
+    _write(path, layout, iter_init(spec, seed), spec, overwrite)
     return tensors, count_params(spec, check=False).total
 
 

@@ -7,9 +7,12 @@ unknown name, and `transformer_cli.cli.app` (the library's and the tests' entry)
 
 from __future__ import annotations
 
+import signal
 import sys
 from importlib import import_module
 from typing import Any
+
+from ..errors import ExitCode, Terminated
 
 MODULES = {  # in the order `tfm --help` lists them
     "count": "model_commands", "init": "model_commands", "sample": "sample_command", "run": "model_commands",
@@ -28,10 +31,29 @@ def load_commands(names: list[str] | None = None) -> Any:
 
 
 def main() -> None:
-    """The `tfm` console script: load the one command asked for, then run the app."""
-    words = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
-    name = words[0] if words else None
-    load_commands([name] if name in MODULES else None)(prog_name="tfm")
+    """The `tfm` console script (and `python -m transformer_cli`): load the one command asked for, then run it.
+
+    Ctrl-C and SIGTERM take one path: an exception in the main thread, so every `finally` runs (a temp file
+    is removed) and the command prints one line, exit 130 or 143. Before a command's own handling starts
+    (imports take a few hundred ms) they end it quietly with the same codes; once it is over, a late signal
+    simply kills the process, as it would have before Python started.
+    """
+    signal.signal(signal.SIGTERM, _terminate)  # first of all: SIGTERM then cleans up as Ctrl-C does
+    try:
+        words = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
+        name = words[0] if words else None
+        load_commands([name] if name in MODULES else None)(prog_name="tfm")
+    except KeyboardInterrupt:
+        sys.exit(ExitCode.INTERRUPTED)
+    except Terminated:
+        sys.exit(ExitCode.TERMINATED)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 def __getattr__(name: str) -> Any:

@@ -54,6 +54,7 @@ def attention(
     from ..arrays import check_output_path, save_npy
     from ..attention_maps import attention_maps
     from ..heatmap import heatmap
+    from ..text import escaped as shown
 
     with handled(json_out):
         spec, _ = load(spec_path, weights)
@@ -62,7 +63,7 @@ def attention(
             check_output_path(output, [p for p in (spec_path, input_path, weights) if p], force)
         A = attention_maps(spec, input_path, weights, seed, dtype.value, block, head, sequence, json_out)
         if output is not None:
-            save_npy(output, A)
+            save_npy(output, A, overwrite=force)
     heads = [head] if head is not None else list(range(spec.H))
     if json_out:
         print_json(spec_json(spec) | {"block": block, "sequence": sequence, "shape": list(A.shape),
@@ -70,4 +71,4 @@ def attention(
                     "weights": {str(h): A[h].tolist() for h in heads}})  # fmt: skip
         return
     for h in heads:
-        out.print(heatmap(A[h], f"block {block}, head {h} of {spec.label}", out.width))
+        out.print(heatmap(A[h], f"block {block}, head {h} of {shown(spec.label)}", out.width))

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Optional
 import numpy as np
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 from typer.core import TyperGroup
 
 try:
@@ -27,12 +27,13 @@ except ImportError:  # pragma: no cover - older typer uses click itself
     import click  # type: ignore[no-redef]
 
 from .. import __version__
-from ..errors import ExitCode, OutputError, TfmError
+from ..errors import ExitCode, OutputError, Terminated, TfmError
 from ..spec import DEFAULT_SPEC, Spec, load_spec
 
 EXIT_CODES = (
     "Exit codes: 0 ok / the property holds as expected; 1 the property is violated; "
-    "2 bad input or usage; 3 inconclusive (a control failed or the check was vacuous); 130 interrupted."
+    "2 bad input or usage; 3 inconclusive (a control failed or the check was vacuous); 130 interrupted (Ctrl-C); "
+    "143 terminated (SIGTERM)."
 )
 
 
@@ -70,7 +71,9 @@ app = typer.Typer(
 # Rich's own no_color drops colours only, so styles go with color_system=None.
 PLAIN = bool(os.environ.get("NO_COLOR"))
 out = Console(highlight=False, emoji=False, markup=False, color_system=None if PLAIN else "auto")  # data, as is
-err = Console(stderr=True, color_system=None if PLAIN else "auto")
+# messages carry user text: never markup
+err = Console(stderr=True, highlight=False, emoji=False, markup=False, color_system=None if PLAIN else "auto")
+MAX_MESSAGE = 1000  # characters of an error line; the core cuts long values, this catches whatever it missed
 
 
 class DType(str, Enum):
@@ -155,6 +158,8 @@ def handled(json_out: bool = False) -> Iterator[None]:
         _fail(out_of_memory(), ExitCode.BAD_INPUT, json_out)
     except KeyboardInterrupt:
         _fail("interrupted", ExitCode.INTERRUPTED, json_out)
+    except Terminated:
+        _fail("terminated", ExitCode.TERMINATED, json_out)
 
 
 def _fail(message: str, code: ExitCode, json_out: bool) -> None:
@@ -163,9 +168,13 @@ def _fail(message: str, code: ExitCode, json_out: bool) -> None:
 
 def _report(message: str, code: int, json_out: bool) -> int:
     """Say what went wrong: one line on stderr, and the error object on stdout under --json."""
+    from ..text import escaped as shown
+
+    if len(message) > MAX_MESSAGE:
+        message = message[: MAX_MESSAGE - 3] + "..."
     if json_out:
         print(json.dumps({"error": message, "exit_code": int(code)}))
-    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
+    err.print(Text.assemble(("error:", "bold red"), " ", shown(message)), soft_wrap=True)
     return int(code)
 
 
@@ -190,14 +199,14 @@ def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
     Where it came from is returned, and said on stderr unless it was a file named on the command line.
     """
     if path is None and weights is not None and weights.suffix.lower() == ".safetensors":
+        from ..text import escaped as shown
         from ..weights import spec_of_weights
 
         stored = spec_of_weights(weights, required=True)  # never the default spec for a file made for another
-        message = f"using the spec stored in {weights} ({stored.summary()})"  # user text: never markup
-        err.print(message, soft_wrap=True, highlight=False, markup=False)
+        err.print(f"using the spec stored in {shown(weights)} ({shown(stored.summary())})", soft_wrap=True)
         return stored, f"{weights} metadata"
     if path is None:
-        err.print(f"using the built-in default spec ({DEFAULT_SPEC.summary()})", soft_wrap=True, highlight=False)
+        err.print(f"using the built-in default spec ({DEFAULT_SPEC.summary()})", soft_wrap=True)
         return DEFAULT_SPEC, "built-in default"
     return load_spec(path), str(path)
 

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 
 from ..errors import TfmError
 from .common import (
@@ -120,12 +119,14 @@ def init(
         weights_format(output)
         check_memory(init_memory(spec, output), max_memory, "writing these weights")
         with busy("initialising weights", json_out):
-            tensors, parameters = write_init(output, spec, seed)
+            tensors, parameters = write_init(output, spec, seed, overwrite=force)
     data = spec_json(spec) | {"output": str(output), "seed": seed, "tensors": tensors, "parameters": parameters}
     if json_out:
         print_json(data)
     else:
-        msg = f"wrote {data['tensors']} tensors, {data['parameters']:,} parameters (seed {seed}) to {output}"
+        from ..text import escaped as shown
+
+        msg = f"wrote {data['tensors']} tensors, {data['parameters']:,} parameters (seed {seed}) to {shown(output)}"
         out.print(msg, highlight=False)
 
 
@@ -154,6 +155,7 @@ def run(
     from .. import render
     from ..arrays import check_output_path, save_npy
     from ..runner import run_forward
+    from ..text import escaped as shown
 
     with handled(json_out):
         spec, _ = load(spec_path, weights)
@@ -165,13 +167,13 @@ def run(
             result = run_forward(spec, input_path, weights, seed, dtype.value, max_memory,
                                  lambda step: progress.advance(task, step))  # fmt: skip
         if output is not None:
-            save_npy(output, result.output)
+            save_npy(output, result.output, overwrite=force)
     for note in result.notes:
-        err.print(f"note: {escape(note)}", soft_wrap=True)
+        err.print(f"note: {shown(note)}", soft_wrap=True)
     data = result.to_dict() | {"output": str(output) if output else None}
     if json_out:
         print_json(data)
     else:
         out.print(render.run_table(result))
         if output is not None:
-            out.print(f"wrote {output}", highlight=False)
+            out.print(f"wrote {shown(output)}", highlight=False)

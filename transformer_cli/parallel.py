@@ -1,0 +1,65 @@
+"""A batch split over worker threads that all stop promptly when the caller is interrupted or one part fails."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+STOP_WAIT = 10.0  # seconds to wait for a stopping worker; it stops at its next check, well within a second
+
+
+class Stopped(Exception):
+    """A worker abandoned its part of the batch: the pass is stopping (Ctrl-C, SIGTERM, or another part failed)."""
+
+
+def check_stop(stop: threading.Event | None) -> None:
+    """Raise Stopped once `stop` is set: a worker calls this between steps of its part."""
+    if stop is not None and stop.is_set():
+        raise Stopped
+
+
+def run_parts(run: Callable[[int, threading.Event], T], count: int) -> list[T]:
+    """[run(i, stop) for i < count], each on its own thread; on any exception, Ctrl-C included, every worker stops.
+
+    The calling thread waits in short steps, so a signal reaches it at once; it then sets `stop`, which each
+    `run` checks between its steps (check_stop), and waits for the workers before raising: none runs its part
+    to the end, and none is still in BLAS while the interpreter shuts down (that crashed, SIGSEGV). They are
+    daemon threads started for this call, so a thread left over from an interrupt never keeps the process.
+    """
+    stop = threading.Event()
+    results: list = [None] * count
+    finished: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+
+    def work(i: int) -> None:
+        try:
+            results[i] = run(i, stop)
+            finished.put(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread, which raises it
+            finished.put(exc)
+
+    threads = [threading.Thread(target=work, args=(i,), name=f"tfm-{i}", daemon=True) for i in range(count)]
+    try:
+        for thread in threads:
+            thread.start()
+        for _ in range(count):
+            error = _next(finished)
+            if error is not None:
+                raise error
+        return results
+    except BaseException:
+        stop.set()
+        for thread in threads:
+            if thread.is_alive():
+                thread.join(timeout=STOP_WAIT)
+        raise
+
+
+def _next(finished: queue.SimpleQueue) -> BaseException | None:
+    while True:
+        try:
+            return finished.get(timeout=0.1)
+        except queue.Empty:
+            continue
