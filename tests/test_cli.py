@@ -210,7 +210,7 @@ def test_verify_table_shows_prediction_and_observation(runner):
     assert result.exit_code == 0 and "causal mask" in result.stdout
     row = next(line for line in result.stdout.splitlines() if "Transformer(XP)" in line)
     cells = [cell.strip() for cell in row.split("│")]
-    assert cells[2:5] == ["breaks", "breaks", "PASS: observed"]  # expected breaks, observed breaks: agrees
+    assert cells[2:5] == ["breaks", "breaks", "PASS: as expected"]  # expected breaks, observed breaks: agrees
 
 
 # -- bad input: exit 2, one line naming the problem, no output written -----------------------------

@@ -217,8 +217,7 @@ def check_table(result: CheckResult) -> Table:
     return table
 
 
-VERDICT_WORDS = {"PASS": "PASS: observed as expected", "FAIL": "FAIL: observed otherwise than expected",
-                 "INCONCLUSIVE": "INCONCLUSIVE: nothing to tell"}  # fmt: skip
+VERDICT_WORDS = {"PASS": "PASS: as expected", "FAIL": "FAIL: not as expected", "INCONCLUSIVE": "INCONCLUSIVE"}
 
 
 def verdict_cell(result: CheckResult) -> Text:
@@ -247,7 +246,7 @@ def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
     table.add_column("property", overflow="fold")
     table.add_column("expected", no_wrap=True)  # under `tfm verify`: what theory predicts for the spec
     table.add_column("observed", no_wrap=True)
-    table.add_column("verdict", overflow="fold")
+    table.add_column("verdict", no_wrap=True)
     table.add_column("why", overflow="fold")
     for r in results:
         words = r.to_dict()
