@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from .components import Pairs, components, is_causal
+from .components.attention import SOFTMAX_PER_SCORE
+from .components.feedforward import ACTIVATION_PER_ENTRY
+from .components.norm import NORM_PER_ENTRY
 from .memory import estimate_forward
 from .params import count_params
 from .spec import Spec
 
-SOFTMAX_PER_SCORE = 5
-NORM_PER_ENTRY = 7
-ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9}
 BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 # training with Adam, bytes per parameter before activations: weights + gradients + two moments, and in mixed
 # precision half-precision weights and gradients beside float32 master weights and moments (2 + 2 + 4 + 4 + 4)
@@ -35,35 +36,25 @@ CONVENTION = (
 )
 
 
+def _summed(parts: list[dict[str, int]]) -> dict[str, int]:
+    """Rows of several components, rows of the same name added (the order of first appearance kept)."""
+    out: dict[str, int] = {}
+    for part in parts:
+        for name, value in part.items():
+            out[name] = out.get(name, 0) + value
+    return out
+
+
 def multiply_adds(spec: Spec, b: int, n: int, causal_pairs: bool = False) -> dict[str, int]:
     """Multiply-adds of the forward pass's matrix products, by product, for b sequences of n tokens."""
-    H, m, d, r, N = spec.H, spec.m, spec.d, spec.r, spec.N
-    pairs = b * (n * (n + 1) // 2 if causal_pairs else n * n)  # (key, query) pairs per head
-    return {
-        "linear layers": N * (3 * H * m * d + d * H * m + 2 * r * d) * b * n,
-        "scores K^T Q": N * H * pairs * m,
-        "weights x V": N * H * pairs * m,
-    }
+    pairs = Pairs(b, n, causal_pairs)
+    return _summed([c.multiply_adds(b, n, pairs) for c in components(spec)])
 
 
 def forward_flops(spec: Spec, b: int, n: int, causal_pairs: bool = False) -> dict[str, int]:
     """Forward FLOPs by component for b sequences of n tokens; `causal_pairs` counts allowed pairs only."""
-    H, m, d, r, N = spec.H, spec.m, spec.d, spec.r, spec.N
-    tokens = b * n
-    pairs = b * (n * (n + 1) // 2 if causal_pairs else n * n)  # (key, query) pairs per head
-    bias = 1 if spec.attention_bias else 0
-    return {
-        "Q/K/V projections": N * (2 * 3 * H * m * d + bias * 3 * H * m) * tokens,
-        "scores K^T Q": N * H * pairs * 2 * m,
-        "score scaling": N * H * pairs if spec.score_scale != 1.0 else 0,
-        "softmax": N * H * pairs * SOFTMAX_PER_SCORE,
-        "weights x V": N * H * pairs * 2 * m,
-        "output projection": N * (2 * d * H * m + bias * d) * tokens,
-        "feedforward": N * (2 * 2 * r * d + r + d + ACTIVATION_PER_ENTRY[spec.activation] * r) * tokens,
-        "residuals": N * 2 * d * tokens,
-        "norms": (2 * N + (spec.norm == "pre")) * NORM_PER_ENTRY * d * tokens if spec.norm != "none" else 0,
-        "positions": d * tokens if spec.positional != "none" else 0,
-    }
+    pairs = Pairs(b, n, causal_pairs)
+    return _summed([c.flops(b, n, pairs) for c in components(spec)])
 
 
 def _with_total(parts: dict[str, int]) -> dict[str, Any]:
@@ -87,7 +78,10 @@ def costs(spec: Spec, b: int, n: int, dtype: str = "float64") -> dict[str, Any]:
             "forward_peak": estimate_forward(spec, b, n, dtype).to_dict() | {"dtype": dtype},
         },
     }
-    if spec.mask == "causal":
+    if is_causal(spec):
         out["flops_causal_pairs"] = _with_total(forward_flops(spec, b, n, causal_pairs=True))
         out["multiply_adds_causal_pairs"] = _with_total(multiply_adds(spec, b, n, causal_pairs=True))
     return out
+
+
+__all__ = ["ACTIVATION_PER_ENTRY", "NORM_PER_ENTRY", "SOFTMAX_PER_SCORE", "costs", "forward_flops", "multiply_adds"]

@@ -1,59 +1,27 @@
 """Parameter tensors of a spec, their counts, and the closed form they must agree with.
 
-Nothing here allocates an array: shapes and counts are Python integers, exact for any size.
+The tensors and the terms come from the spec's components (components/); nothing here allocates an array:
+shapes and counts are Python integers, exact for any size.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
+from .components import Tensor, Term, block_components, model_components
 from .errors import ExitCode, TfmError
 from .spec import Spec
 
 
-@dataclass(frozen=True)
-class Tensor:
-    """One parameter array: its name in the weights file, its shape, and the component it belongs to."""
-
-    name: str
-    shape: tuple[int, ...]
-    component: str
-
-    @property
-    def count(self) -> int:
-        return math.prod(self.shape)
-
-
 def block_tensors(spec: Spec, i: int) -> list[Tensor]:
-    """The tensors of block i, in weights-file order."""
-    H, m, d, r = spec.H, spec.m, spec.d, spec.r
-    p = f"blocks.{i}."
-    out = [Tensor(p + f"attention.{w}", (H, m, d), "attention") for w in ("W_Q", "W_K", "W_V")]
-    out.append(Tensor(p + "attention.W_O", (H, d, m), "attention"))
-    if spec.attention_bias:
-        out += [Tensor(p + f"attention.{b}", (H, m), "attention bias") for b in ("b_Q", "b_K", "b_V")]
-        out.append(Tensor(p + "attention.b_O", (d,), "attention bias"))
-    out += [
-        Tensor(p + "ff.W1", (r, d), "feedforward"),
-        Tensor(p + "ff.b1", (r,), "feedforward"),
-        Tensor(p + "ff.W2", (d, r), "feedforward"),
-        Tensor(p + "ff.b2", (d,), "feedforward"),
-    ]
-    if spec.norm != "none":
-        out += [Tensor(p + f"{ln}.{g}", (d,), "layer norm") for ln in ("norm1", "norm2") for g in ("gamma", "beta")]
-    return out
+    """The tensors of block i, in weights-file order (each block component's, in the order of the pass)."""
+    return [t for c in block_components(spec) for t in c.tensors(f"blocks.{i}.")]
 
 
 def global_tensors(spec: Spec) -> list[Tensor]:
-    """The tensors outside the blocks: learned positions and pre-norm's final layer norm."""
-    out = []
-    if spec.positional == "learned":
-        out.append(Tensor("positional.P", (spec.d, spec.max_len or 0), "positional"))
-    if spec.norm == "pre":
-        out += [Tensor(f"final_norm.{g}", (spec.d,), "final norm") for g in ("gamma", "beta")]
-    return out
+    """The tensors outside the blocks: the input's (learned positions), then the output's (final norm)."""
+    return [t for c in model_components(spec) for t in c.tensors("")]
 
 
 def all_tensors(spec: Spec) -> list[Tensor]:
@@ -62,28 +30,10 @@ def all_tensors(spec: Spec) -> list[Tensor]:
     return out + global_tensors(spec)
 
 
-@dataclass(frozen=True)
-class Term:
-    """One term of the closed form: its formula as text and its value."""
-
-    formula: str
-    value: int
-    scope: str  # "block" (counted N times) or "model" (once)
-
-
 def closed_form_terms(spec: Spec) -> list[Term]:
-    """The closed-form count, term by term: the seed's 4Hmd + 2rd + r + d plus the variants' extras."""
-    H, m, d, r = spec.H, spec.m, spec.d, spec.r
-    terms = [Term("4Hmd", 4 * H * m * d, "block"), Term("2rd + r + d", 2 * r * d + r + d, "block")]
-    if spec.attention_bias:
-        terms.append(Term("3Hm + d", 3 * H * m + d, "block"))
-    if spec.norm != "none":
-        terms.append(Term("4d", 4 * d, "block"))
-    if spec.norm == "pre":
-        terms.append(Term("2d", 2 * d, "model"))
-    if spec.positional == "learned":
-        terms.append(Term("d*max_len", d * (spec.max_len or 0), "model"))
-    return terms
+    """The closed-form count, term by term: the seed's 4Hmd + 2rd + r + d first, then the components' extras."""
+    terms = [t for c in block_components(spec) + model_components(spec) for t in c.terms()]
+    return [t for t in terms if t.seed] + [t for t in terms if not t.seed]
 
 
 @dataclass(frozen=True)
@@ -162,3 +112,7 @@ def count_params(spec: Spec, check: bool = True) -> ParamCount:
             f"but the closed form gives {result.closed_per_block} and {result.closed_total}"
         )
     return result
+
+
+__all__ = ["CountMismatch", "ParamCount", "Tensor", "Term", "all_tensors", "block_tensors", "closed_form_terms",
+           "count_params", "global_tensors"]  # fmt: skip

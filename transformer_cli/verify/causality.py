@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..components import is_causal
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 
 
 def check_causality(setup: Setup, expect: str = "holds") -> CheckResult:
     """Two-sided: changing columns after t leaves columns <= t unchanged; changing column 0 moves every column."""
     spec, n = setup.spec, setup.n
-    predicted = spec.mask == "causal"
+    predicted = is_causal(spec)
     setup.require(n + 1)
     X = setup.gaussian(spec.d, n)
     future = [X.copy() for _ in range(n - 1)]  # input t: columns after t replaced by fresh noise

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..components import is_causal
 from ..decoding import decode
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 
@@ -32,7 +33,7 @@ def _controls(setup: Setup, X: np.ndarray, parallel: np.ndarray) -> tuple[dict[s
 def check_decoding(setup: Setup, expect: str = "holds") -> CheckResult:
     """Decode column by column and compare each step with the parallel forward pass."""
     spec, n = setup.spec, setup.n
-    predicted = spec.mask == "causal"
+    predicted = is_causal(spec)
     setup.require(2)
     X = setup.gaussian(2, spec.d, n)  # a batch of two sequences
     parallel = setup.model(X)

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ..components import components
 from ..errors import TfmError
 from ..layers import sinusoidal_positions
 from ..spec import Spec
@@ -16,13 +17,17 @@ MAX_TRIALS = 10_000  # random permutations a check may ask for; beyond that they
 
 
 def breaking_features(spec: Spec) -> list[str]:
-    """The spec's features that break permutation equivariance (seed 001: positions or a position-dependent mask)."""
-    out = []
-    if spec.positional != "none":
-        out.append(f"{spec.positional} positional encoding")
-    if spec.mask != "none":
-        out.append(f"{spec.mask} mask")
-    return out
+    """The spec's features that break permutation equivariance (seed 001: positions or a position-dependent mask).
+
+    Each component says what in it tells positions apart; positions come first (they act on the input).
+    """
+    parts = sorted(components(spec), key=lambda c: c.where != "input")
+    return [reason for c in parts if (reason := c.breaks_equivariance()) is not None]
+
+
+def position_breakers(spec: Spec) -> list[str]:
+    """The breakers that act on the input itself (positions), which no inert attention can hide."""
+    return [reason for c in components(spec) if c.where == "input" and (reason := c.breaks_equivariance())]
 
 
 def derangement(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -106,10 +111,10 @@ def check_equivariance(setup: Setup, trials: int = 8, expect: str = "holds") -> 
         reason = f"the positional control broke equivariance by only {control:.3g} (< {CONTROL_FACTOR} x tol)"
     elif holds and not moved_min > tol:
         observed, reason = None, "a permutation left the output unchanged, so agreement proves nothing"
-    elif holds and not predicted and breakers == [f"{spec.mask} mask"] and not mixing >= CONTROL_FACTOR * tol:
+    elif holds and not predicted and not position_breakers(spec) and not mixing >= CONTROL_FACTOR * tol:
         observed = None
         reason = (f"attention is inert: changing column 0 moved the other columns by only {mixing:.3g}, so the "
-                  f"{spec.mask} mask has nothing to act on")  # fmt: skip
+                  f"{' and '.join(breakers)} {'has' if len(breakers) == 1 else 'have'} nothing to act on")  # fmt: skip
     errors = [row[3] for row in rows]
     worst = float("nan") if any(np.isnan(errors)) else max(errors)
     short = f" ({k - 1} distinct, fewer than the {trials} + 3 asked: n = {n} has no more)" if k - 1 < trials + 3 else ""

@@ -1,0 +1,44 @@
+"""The components a spec is made of, from the registry of each kind.
+
+Order matters and is the weights file's: the block's components in the order of the pass (attention,
+feedforward, residuals, norms), then the input's (positions) and the output's (final norm).
+"""
+
+from __future__ import annotations
+
+from ..spec import Spec
+from .attention import MultiHeadAttention
+from .base import Component, Pairs, Tensor, Term
+from .feedforward import FeedForward, Residuals
+from .norm import FINAL_NORMS, NORMS
+from .positional import POSITIONALS
+
+
+def components(spec: Spec) -> list[Component]:
+    """Every component of `spec`: the block's, then the input's and the output's."""
+    return [
+        MultiHeadAttention(spec),
+        FeedForward(spec),
+        Residuals(spec),
+        NORMS[spec.norm](spec),
+        POSITIONALS[spec.positional](spec),
+        FINAL_NORMS[spec.norm](spec),
+    ]
+
+
+def block_components(spec: Spec) -> list[Component]:
+    return [c for c in components(spec) if c.where == "block"]
+
+
+def model_components(spec: Spec) -> list[Component]:
+    """The components outside the blocks: the input's first, then the output's."""
+    outside = [c for c in components(spec) if c.where != "block"]
+    return sorted(outside, key=lambda c: c.where != "input")
+
+
+def is_causal(spec: Spec) -> bool:
+    """Whether some component makes column t independent of the columns after it (theory for verify)."""
+    return any(c.causal() for c in components(spec))
+
+
+__all__ = ["Component", "Pairs", "Tensor", "Term", "block_components", "components", "is_causal", "model_components"]

@@ -1,0 +1,89 @@
+"""What every component of a model declares: its tensors, its closed-form term, its costs, its effect on the theory.
+
+A model is a composition of components (positions, attention, feedforward, norms, ...). Counting, costing and
+the verify theory iterate over them instead of branching on spec keys: a new kind is a class in its own module
+and one line in the registry (components/__init__.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..spec import Spec
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One parameter array: its name in the weights file, its shape, and the component it belongs to."""
+
+    name: str
+    shape: tuple[int, ...]
+    component: str
+
+    @property
+    def count(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One term of the closed form: its formula as text and its value.
+
+    scope: "block" (counted N times) or "model" (once); seed: a term of the seed's 4Hmd + 2rd + r + d (shown first).
+    """
+
+    formula: str
+    value: int
+    scope: str
+    seed: bool = False
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """The (key, query) pairs attention scores, per head: b n^2 in full, b n(n+1)/2 with only the causal ones."""
+
+    b: int
+    n: int
+    causal_only: bool = False
+
+    @property
+    def count(self) -> int:
+        return self.b * (self.n * (self.n + 1) // 2 if self.causal_only else self.n * self.n)
+
+
+class Component:
+    """One architectural part. Every method has a neutral default, so a component declares only what it has.
+
+    `where`: "input" (before the blocks), "block" (in each of the N blocks) or "output" (after them): the order
+    of the weights file and of the pass.
+    """
+
+    where = "block"
+
+    def __init__(self, spec: Spec):
+        self.spec = spec
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        """Its parameter tensors; `prefix` is 'blocks.{i}.' for a block component, '' otherwise."""
+        return []
+
+    def terms(self) -> list[Term]:
+        """Its terms of the closed-form count, in the seed's symbols."""
+        return []
+
+    def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        """Forward FLOPs over b sequences of n tokens, by row of `tfm count` (a multiply-add is 2 FLOPs)."""
+        return {}
+
+    def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        """Multiply-adds of its matrix products (the 'linear layers' row sums over components)."""
+        return {}
+
+    def breaks_equivariance(self) -> str | None:
+        """What in this component tells positions apart (so T(XP) = T(X)P fails), or None."""
+        return None
+
+    def causal(self) -> bool:
+        """True if this component makes output column t independent of columns after t (a causal mask)."""
+        return False
