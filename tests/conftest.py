@@ -26,7 +26,9 @@ def variant_specs(m_min: int = 1, d_min: int = 1, max_len: int = 20) -> st.Searc
         N=st.integers(1, 2), H=st.integers(1, 3), m=st.integers(m_min, 6), d=st.integers(d_min, 8),
         r=st.integers(1, 8), scale=st.sampled_from(["none", "sqrt", 0.7]), mask=st.sampled_from(["none", "causal"]),
         positional=st.sampled_from(["none", "sinusoidal", "learned"]), norm=st.sampled_from(["none", "pre", "post"]),
-        attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu"]),
+        attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu", "silu"]),
+        norm_type=st.sampled_from(["layernorm", "rmsnorm"]), feedforward=st.sampled_from(["plain", "gated"]),
+        ff_bias=st.booleans(),
     ).map(lambda s: replace(s, max_len=max_len) if s.positional == "learned" else s)  # fmt: skip
 
 

@@ -14,6 +14,9 @@ def softmax_columns(S):
 
 
 def layer_norm(X, gamma, beta, eps):
+    """layernorm with gamma and beta; rmsnorm when beta is None: x / sqrt(mean(x^2) + eps) * gamma."""
+    if beta is None:
+        return X / np.sqrt((X**2).mean(axis=-2, keepdims=True) + eps) * gamma[:, None]
     mean = X.mean(axis=-2, keepdims=True)
     var = X.var(axis=-2, keepdims=True)
     return (X - mean) / np.sqrt(var + eps) * gamma[:, None] + beta[:, None]
@@ -22,6 +25,8 @@ def layer_norm(X, gamma, beta, eps):
 def activation(name, X):
     if name == "relu":
         return np.maximum(X, 0)
+    if name == "silu":
+        return X / (1 + np.exp(-X))
     return 0.5 * X * (1 + np.tanh(np.sqrt(2 / np.pi) * (X + 0.044715 * X**3)))
 
 
@@ -55,8 +60,16 @@ def attention(spec, w, p, X):
 
 
 def feedforward(spec, w, p, X):
-    hidden = activation(spec.activation, np.einsum("rd,bdn->brn", w[p + "ff.W1"], X) + w[p + "ff.b1"][:, None])
-    return np.einsum("dr,brn->bdn", w[p + "ff.W2"], hidden) + w[p + "ff.b2"][:, None]
+    """W2 act(W1 X + b1) + b2; gated: W2 (act(W1 X + b1) * (W3 X + b3)) + b2; biases only with ff_bias."""
+
+    def linear(k, X):
+        out = np.einsum("rd,bdn->brn", w[p + f"ff.W{k}"], X)
+        return out + w[p + f"ff.b{k}"][:, None] if spec.ff_bias else out
+
+    hidden = activation(spec.activation, linear(1, X))
+    if spec.feedforward == "gated":
+        hidden = hidden * linear(3, X)
+    return linear(2, hidden)
 
 
 def reference_forward(spec, w, X):
@@ -76,5 +89,5 @@ def reference_forward(spec, w, X):
             X3 = X3 + attention(spec, w, p, X3)
             X3 = X3 + feedforward(spec, w, p, X3)
     if spec.norm == "pre":
-        X3 = layer_norm(X3, w["final_norm.gamma"], w["final_norm.beta"], eps)
+        X3 = layer_norm(X3, w["final_norm.gamma"], w.get("final_norm.beta"), eps)
     return X3[0] if X.ndim == 2 else X3

@@ -33,10 +33,15 @@ VARIANTS = [
     Spec(N=2, H=2, m=8, d=16, r=32, scale="sqrt", mask="causal", positional="sinusoidal", norm="pre",
          attention_bias=True, activation="gelu"),
     Spec(N=1, H=2, m=5, d=9, r=12, positional="learned", max_len=16, norm="post", scale=0.3),
+    Spec(N=2, H=2, m=4, d=8, r=12, scale="sqrt", mask="causal", norm="pre", norm_type="rmsnorm",
+         feedforward="gated", activation="silu", ff_bias=False),
+    Spec(N=1, H=2, m=3, d=7, r=5, norm="post", norm_type="rmsnorm", feedforward="gated", activation="gelu"),
+    Spec(N=1, H=1, m=4, d=6, r=9, feedforward="gated", activation="relu", ff_bias=True),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("spec", VARIANTS, ids=["seed", "pre-causal", "post-learned"])
+@pytest.mark.parametrize("spec", VARIANTS, ids=["seed", "pre-causal", "post-learned", "swiglu-rmsnorm",
+                                                "geglu-post-rmsnorm", "gated-relu-biased"])  # fmt: skip
 def test_pytorch_computes_the_same_function(spec):
     """PyTorch (when installed) is an independent implementation: its output must match tfm's."""
     pytest.importorskip("torch")

@@ -8,8 +8,9 @@ from conftest import random_weights
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_cli import Spec, Transformer, count_params
+from transformer_cli import Spec, Transformer, count_params, layers
 from transformer_cli import model as model_module
+from transformer_cli.components.norm import RMS_PER_ENTRY
 from transformer_cli.costs import (
     ACTIVATION_PER_ENTRY,
     NORM_PER_ENTRY,
@@ -22,10 +23,10 @@ from transformer_cli.costs import (
 
 def direct_count(monkeypatch, model, X) -> dict[str, int]:
     """Run the model with its matrix products, softmax, norms, activations and residuals counted as they happen."""
-    done = {"matmul": 0, "softmax": 0, "norms": 0, "activation": 0, "residuals": 0}
-    real = {"matmul": np.matmul, "softmax": model_module.softmax_rows_, "norms": model_module.layer_norm,
-            "residuals": model_module._residual}  # fmt: skip
-    activation = model_module.ACTIVATIONS[model.spec.activation]
+    done = {"matmul": 0, "softmax": 0, "norms": 0, "activation": 0, "residuals": 0, "gating": 0}
+    real = {"matmul": np.matmul, "softmax": model_module.softmax_rows_, "norms": layers.layer_norm,
+            "rms": layers.rms_norm, "residuals": model_module._residual}  # fmt: skip
+    activation = layers.ACTIVATIONS[model.spec.activation]
 
     def matmul(a, b, *args, **kwargs):
         out = real["matmul"](a, b, *args, **kwargs)
@@ -41,10 +42,17 @@ def direct_count(monkeypatch, model, X) -> dict[str, int]:
 
     monkeypatch.setattr(np, "matmul", matmul)
     monkeypatch.setattr(model_module, "softmax_rows_", counted("softmax", real["softmax"], SOFTMAX_PER_SCORE))
-    monkeypatch.setattr(model_module, "layer_norm", counted("norms", real["norms"], NORM_PER_ENTRY))
+    monkeypatch.setattr(layers, "layer_norm", counted("norms", real["norms"], NORM_PER_ENTRY))  # the norm component
+    monkeypatch.setattr(layers, "rms_norm", counted("norms", real["rms"], RMS_PER_ENTRY))  # calls these kernels
     monkeypatch.setattr(model_module, "_residual", counted("residuals", real["residuals"], 1))
     per = ACTIVATION_PER_ENTRY[model.spec.activation]
-    monkeypatch.setitem(model_module.ACTIVATIONS, model.spec.activation, counted("activation", activation, per))
+    gated = model.spec.feedforward == "gated"
+
+    def activation_and_gate(X):  # a gated feedforward multiplies the activation by the up projection: 1 per entry
+        done["gating"] += X.size if gated else 0
+        return counted("activation", activation, per)(X)
+
+    monkeypatch.setitem(layers.ACTIVATIONS, model.spec.activation, activation_and_gate)
     model(X)
     monkeypatch.undo()
     return done
@@ -57,17 +65,22 @@ def formula(spec: Spec, b: int, n: int, causal_pairs: bool = False) -> dict[str,
     matmul = sum(f[k] for k in ("Q/K/V projections", "scores K^T Q", "weights x V", "output projection", "feedforward"))
     bias = spec.attention_bias
     tokens = spec.N * b * n
-    matmul -= tokens * (bias * (3 * spec.H * spec.m + spec.d) + spec.r + spec.d)  # bias adds, counted by formula
+    gated = spec.feedforward == "gated"
+    ff_bias = spec.ff_bias * ((1 + gated) * spec.r + spec.d)
+    matmul -= tokens * (bias * (3 * spec.H * spec.m + spec.d) + ff_bias)  # bias adds, counted by formula
     activation = tokens * spec.r * ACTIVATION_PER_ENTRY[spec.activation]
-    matmul -= activation
+    gating = tokens * spec.r * gated
+    matmul -= activation + gating
     return {"matmul": matmul, "softmax": f["softmax"], "norms": f["norms"], "activation": activation,
-            "residuals": f["residuals"]}  # fmt: skip
+            "residuals": f["residuals"], "gating": gating}  # fmt: skip
 
 
 specs = st.builds(
     Spec, N=st.integers(1, 3), H=st.integers(1, 4), m=st.integers(1, 6), d=st.integers(1, 9), r=st.integers(1, 9),
     scale=st.sampled_from(["none", "sqrt"]), norm=st.sampled_from(["none", "pre", "post"]),
-    attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu"]),
+    attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu", "silu"]),
+    norm_type=st.sampled_from(["layernorm", "rmsnorm"]), feedforward=st.sampled_from(["plain", "gated"]),
+    ff_bias=st.booleans(),
 )  # fmt: skip
 
 

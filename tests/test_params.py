@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from conftest import DATA, EXAMPLES, REFERENCE_CASES, reference
@@ -89,3 +91,32 @@ def test_json_lists_every_tensor_with_its_count():
         t["name"] for t in data["tensors"]
     }
     assert {t["copies"] for t in data["tensors"]} == {1, 2}
+
+
+# -- real families' stacks: the published counts (tests/data/real-models.json, from transformers) ----------
+
+
+def _published(name: str) -> dict:
+    models = json.loads((DATA / "real-models.json").read_text())
+    return next(m for m in models if m["name"] == name)
+
+
+@pytest.mark.parametrize("name", ["Llama-2-7b", "Llama-2-13b"])
+def test_a_llama_stack_counts_the_published_figure_less_its_embedding_and_head(name):
+    """RMSNorm, SwiGLU without biases, H = G heads of d/H: the blocks and the final norm, without E and the head."""
+    model = _published(name)
+    c = model["config"]
+    d, H = c["hidden_size"], c["num_attention_heads"]
+    spec = Spec(N=c["num_hidden_layers"], H=H, m=d // H, d=d, r=c["intermediate_size"], scale="sqrt", mask="causal",
+                norm="pre", norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False)  # fmt: skip
+    embedding_and_head = 2 * c["vocab_size"] * d  # untied (tie_word_embeddings false)
+    assert count_params(spec).total == model["parameters"] - embedding_and_head
+
+
+def test_norm_type_and_feedforward_change_the_closed_form_as_documented():
+    base = dict(N=3, H=2, m=4, d=8, r=10, norm="pre")
+    rms = count_params(Spec(**base, norm_type="rmsnorm"))
+    assert [t.formula for t in rms.terms] == ["4Hmd", "2rd + r + d", "2d", "d"]
+    gated = count_params(Spec(**base, feedforward="gated", ff_bias=False))
+    assert [t.formula for t in gated.terms] == ["4Hmd", "3rd", "4d", "2d"]
+    assert gated.per_block == 4 * 2 * 4 * 8 + 3 * 10 * 8 + 4 * 8

@@ -261,3 +261,8 @@ def test_the_model_keys_leave_out_labels_and_compare_the_scale_as_applied():
 )  # fmt: skip
 def test_the_reason_fits_the_key(tmp_path, line, ending):
     assert error_of(tmp_path, BASE + line + "\n").endswith(ending)
+
+
+def test_norm_type_needs_a_norm(tmp_path):
+    message = error_of(tmp_path, BASE + "norm_type: rmsnorm\n")
+    assert "key 'norm_type'" in message and "no norm_type unless norm is pre or post" in message

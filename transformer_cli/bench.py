@@ -60,17 +60,20 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
         blk = {
             "qkv": torch.cat([t[p + f"attention.W_{k}"].reshape(H * m, d) for k in "QKV"]),
             "o": t[p + "attention.W_O"].permute(1, 0, 2).reshape(d, H * m).contiguous(),
-            "w1": t[p + "ff.W1"], "b1": t[p + "ff.b1"], "w2": t[p + "ff.W2"], "b2": t[p + "ff.b2"],
+            "w1": t[p + "ff.W1"], "b1": t.get(p + "ff.b1"), "w2": t[p + "ff.W2"], "b2": t.get(p + "ff.b2"),
+            "w3": t.get(p + "ff.W3"), "b3": t.get(p + "ff.b3"),
             "bqkv": torch.cat([t[p + f"attention.b_{k}"].reshape(-1) for k in "QKV"]) if spec.attention_bias else None,
             "bo": t.get(p + "attention.b_O"),
         }  # fmt: skip
         for ln in ("norm1", "norm2"):
-            blk[ln] = (t[p + f"{ln}.gamma"], t[p + f"{ln}.beta"]) if spec.norm != "none" else None
+            blk[ln] = (t[p + f"{ln}.gamma"], t.get(p + f"{ln}.beta")) if spec.norm != "none" else None
         blocks.append(blk)
-    act = (lambda x: F.gelu(x, approximate="tanh")) if spec.activation == "gelu" else F.relu
+    act = {"gelu": lambda x: F.gelu(x, approximate="tanh"), "relu": F.relu, "silu": F.silu}[spec.activation]
     causal, scale, eps = spec.mask == "causal", spec.score_scale, spec.norm_eps
 
     def norm(x, params):
+        if spec.norm_type == "rmsnorm":
+            return F.rms_norm(x, (d,), params[0], eps)
         return F.layer_norm(x, (d,), params[0], params[1], eps)
 
     def attention(blk, x):
@@ -80,7 +83,10 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
         return F.linear(a.transpose(1, 2).reshape(b, n, H * m), blk["o"], blk["bo"])
 
     def feedforward(blk, x):
-        return F.linear(act(F.linear(x, blk["w1"], blk["b1"])), blk["w2"], blk["b2"])
+        hidden = act(F.linear(x, blk["w1"], blk["b1"]))
+        if spec.feedforward == "gated":
+            hidden = hidden * F.linear(x, blk["w3"], blk["b3"])
+        return F.linear(hidden, blk["w2"], blk["b2"])
 
     def forward(X: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
@@ -101,7 +107,7 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
                     x = x + attention(blk, x)
                     x = x + feedforward(blk, x)
             if spec.norm == "pre":
-                x = norm(x, (t["final_norm.gamma"], t["final_norm.beta"]))
+                x = norm(x, (t["final_norm.gamma"], t.get("final_norm.beta")))
             return x.numpy().transpose(0, 2, 1)
 
     return forward

@@ -40,6 +40,13 @@ def layer_norm(X: Array, gamma: Array, beta: Array, eps: float) -> Array:
     return centred
 
 
+def rms_norm(X: Array, gamma: Array, eps: float) -> Array:
+    """x / sqrt(mean(x^2) + eps) * gamma over the d entries of each column (axis 0): (d, b, n) -> (d, b, n)."""
+    out = X * (1.0 / np.sqrt(np.mean(np.square(X), axis=0) + eps))
+    out *= gamma
+    return out
+
+
 def relu_(X: Array) -> Array:
     return np.maximum(X, 0, out=X)
 
@@ -58,7 +65,16 @@ def gelu_(X: Array) -> Array:
     return X
 
 
-ACTIVATIONS: dict[str, Callable[[Array], Array]] = {"relu": relu_, "gelu": gelu_}
+def silu_(X: Array) -> Array:
+    """SiLU (swish): x * sigmoid(x) = x / (1 + exp(-x)), overwriting X (exp(-x) = inf gives the exact 0)."""
+    denominator = np.negative(X)
+    np.exp(denominator, out=denominator)
+    denominator += 1.0
+    X /= denominator
+    return X
+
+
+ACTIVATIONS: dict[str, Callable[[Array], Array]] = {"relu": relu_, "gelu": gelu_, "silu": silu_}
 
 
 def sinusoidal_positions(d: int, n: int) -> Array:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .components.feedforward import FEEDFORWARDS
 from .errors import TfmError
 from .params import count_params
 from .spec import Spec
@@ -91,7 +92,7 @@ def estimate_forward(
     """
     s = np.dtype(dtype).itemsize
     params = count_params(spec, check=False).total
-    H, m, d, r = spec.H, spec.m, spec.d, spec.r
+    H, m, d = spec.H, spec.m, spec.d
     c = chunk_size(H, n, n, s, chunk_bytes) if n else 0
     threads = max(1, min(cores() if workers is None else workers, b))
     chunks = -(-b // threads) * (-(-n // c) if c else 0)  # chunks of scores each thread computes in turn
@@ -104,7 +105,7 @@ def estimate_forward(
         # output (or a float64 mean square between blocks); positions are made in float64
         activations=7 * b * d * n * s + 3 * d * n * 8,
         attention=4 * b * H * m * n * s + threads * (held * H * c * n * s + mask),  # Q, K, V, heads; chunks
-        feedforward=2 * b * r * n * s,  # the hidden layer and the activation's temporary
+        feedforward=FEEDFORWARDS[spec.feedforward](spec).held_per_token() * b * n * s,
         loaded=8 * (params if s != 8 else stacked),  # the float64 weights as loaded, beside the model's copies
         input=(8 - s) * b * d * n,  # the input is read as float64
     )

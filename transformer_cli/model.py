@@ -16,11 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from .components.feedforward import FEEDFORWARDS
+from .components.norm import block_norm, final_norm
 from .layers import (
-    ACTIVATIONS,
     Array,
     causal_mask,
-    layer_norm,
     linear,
     scores,
     sinusoidal_positions,
@@ -53,12 +53,12 @@ class Block:
     b_qkv: Array | None  # (3Hm, 1, 1)
     W_O: Array  # (d, Hm): columns h*m .. (h+1)*m - 1 are W_O^h
     b_O: Array | None  # (d, 1, 1)
-    W1: Array  # (r, d)
-    b1: Array  # (r, 1, 1)
+    W1: Array  # (r, d), or gated (2r, d): W1 over W3
+    b1: Array | None  # (r, 1, 1) or (2r, 1, 1)
     W2: Array  # (d, r)
-    b2: Array  # (d, 1, 1)
-    norm1: tuple[Array, Array] | None  # gamma, beta as (d, 1, 1)
-    norm2: tuple[Array, Array] | None
+    b2: Array | None  # (d, 1, 1)
+    norm1: tuple[Array, ...] | None  # the norm's parameters as (d, 1, 1) columns: gamma, beta (layernorm) or gamma
+    norm2: tuple[Array, ...] | None
 
 
 def _column(v: Array) -> Array:
@@ -79,14 +79,8 @@ def stack_block(spec: Spec, w: Weights, i: int, dtype: np.dtype) -> Block:
     if spec.attention_bias:
         b_qkv = _column(np.concatenate([get(f"attention.{x}").reshape(H * m) for x in ("b_Q", "b_K", "b_V")]))
         b_O = _column(get("attention.b_O"))
-    norms = [None, None]
-    if spec.norm != "none":
-        norms = [(_column(get(f"{ln}.gamma")), _column(get(f"{ln}.beta"))) for ln in ("norm1", "norm2")]
-    return Block(
-        W_qkv, b_qkv, W_O, b_O,
-        get("ff.W1"), _column(get("ff.b1")), get("ff.W2"), _column(get("ff.b2")),
-        norms[0], norms[1],
-    )  # fmt: skip
+    ff, norm = FEEDFORWARDS[spec.feedforward](spec), block_norm(spec)
+    return Block(W_qkv, b_qkv, W_O, b_O, **ff.prepare(get), **norm.prepare(get))
 
 
 class Transformer:
@@ -110,11 +104,11 @@ class Transformer:
         self.workers = available_cores() if workers is None else workers
         self.blocks = [stack_block(spec, weights, i, self.dtype) for i in range(spec.N)]
         self.P = np.asarray(weights["positional.P"], self.dtype) if spec.positional == "learned" else None
+        self.ff, self.norm = FEEDFORWARDS[spec.feedforward](spec), block_norm(spec)
         self.final_norm = None
         if spec.norm == "pre":
-            self.final_norm = tuple(
-                _column(np.asarray(weights[f"final_norm.{g}"], self.dtype)) for g in ("gamma", "beta")
-            )
+            final = [t.name for t in final_norm(spec).tensors("")]
+            self.final_norm = tuple(_column(np.asarray(weights[name], self.dtype)) for name in final)
 
     # -- the pieces ----------------------------------------------------------------------------------
 
@@ -195,30 +189,26 @@ class Transformer:
         return self.project(blk, heads)
 
     def feedforward(self, blk: Block, X: Array) -> Array:
-        """W2 act(W1 X + b1 1^T) + b2 1^T, without the residual: (d, b, n) -> (d, b, n)."""
-        hidden = linear(blk.W1, X)  # (r, b, n)
-        hidden += blk.b1
-        out = linear(blk.W2, ACTIVATIONS[self.spec.activation](hidden))
-        out += blk.b2
-        return out
+        """The feedforward sublayer without its residual (the spec's kind: plain or gated): (d, b, n) -> (d, b, n)."""
+        return self.ff.apply(blk, X)
 
     def apply_block(self, blk: Block, X: Array, attention: Callable[[Array], Array]) -> Array:
         """One block around an attention sublayer (no residual inside it), with the spec's norm placement."""
-        eps = self.spec.norm_eps
+        norm = self.norm.apply
         if self.spec.norm == "post":
-            X = layer_norm(_residual(X, attention(X)), *blk.norm1, eps)
-            return layer_norm(_residual(X, self.feedforward(blk, X)), *blk.norm2, eps)
+            X = norm(_residual(X, attention(X)), blk.norm1)
+            return norm(_residual(X, self.feedforward(blk, X)), blk.norm2)
         if self.spec.norm == "pre":
-            X = _residual(X, attention(layer_norm(X, *blk.norm1, eps)))
-            return _residual(X, self.feedforward(blk, layer_norm(X, *blk.norm2, eps)))
+            X = _residual(X, attention(norm(X, blk.norm1)))
+            return _residual(X, self.feedforward(blk, norm(X, blk.norm2)))
         X = _residual(X, attention(X))
         return _residual(X, self.feedforward(blk, X))
 
     def finish(self, X: Array) -> Array:
-        """The final layer norm of pre-norm models; identity otherwise."""
+        """The final norm of pre-norm models; identity otherwise."""
         if self.final_norm is None:
             return X
-        return layer_norm(X, *self.final_norm, self.spec.norm_eps)
+        return self.norm.apply(X, self.final_norm)
 
     # -- the whole pass ------------------------------------------------------------------------------
 

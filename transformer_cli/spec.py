@@ -24,7 +24,9 @@ SCALES = ("none", "sqrt")
 MASKS = ("none", "causal")
 POSITIONALS = ("none", "sinusoidal", "learned")
 NORMS = ("none", "pre", "post")
-ACTIVATIONS = ("relu", "gelu")
+NORM_TYPES = ("layernorm", "rmsnorm")
+FEEDFORWARDS = ("plain", "gated")
+ACTIVATIONS = ("relu", "gelu", "silu")
 
 
 def _key(kind: str, doc: str, choices: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -52,6 +54,15 @@ class Spec:
     norm_eps: float = field(default=1e-5, metadata=_key("posfloat", "layer norm epsilon"))
     attention_bias: bool = field(default=False, metadata=_key("bool", "biases b_Q, b_K, b_V, b_O"))
     activation: str = field(default="relu", metadata=_key("choice", "feedforward activation", ACTIVATIONS))
+    norm_type: str = field(
+        default="layernorm",
+        metadata=_key("choice", "layernorm: (x - mean) / std * gamma + beta; rmsnorm: x / rms * gamma", NORM_TYPES),
+    )
+    feedforward: str = field(
+        default="plain",
+        metadata=_key("choice", "plain: W2 act(W1 X + b1) + b2; gated: W2 (act(W1 X) * (W3 X))", FEEDFORWARDS),
+    )
+    ff_bias: bool = field(default=True, metadata=_key("bool", "feedforward biases b1, b2 (and b3 when gated)"))
 
     @property
     def score_scale(self) -> float:
@@ -106,6 +117,7 @@ REQUIRED = tuple(name for name, f in FIELDS.items() if f.default is MISSING)
 DEPENDENT = {
     "max_len": ("positional", ("learned",), True),
     "norm_eps": ("norm", ("pre", "post"), False),
+    "norm_type": ("norm", ("pre", "post"), False),
 }
 
 DEFAULT_SPEC = Spec(N=2, H=4, m=8, d=32, r=64, name="default", description="built-in default spec")

@@ -35,6 +35,7 @@ def _init_std(spec: Spec, tensor: Tensor) -> float:
         "W_V": spec.d**-0.5,
         "W_O": (spec.H * spec.m * depth) ** -0.5,
         "W1": (2.0 / spec.d) ** 0.5,
+        "W3": spec.d**-0.5,  # the gated feedforward's linear (up) projection
         "W2": (spec.r * depth) ** -0.5,
         "P": 0.5**0.5,
     }

@@ -7,6 +7,7 @@ unknown name, and `transformer_cli.cli.app` (the library's and the tests' entry)
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from importlib import import_module
@@ -38,11 +39,15 @@ def main() -> None:
     (imports take a few hundred ms) they end it quietly with the same codes; once it is over, a late signal
     simply kills the process, as it would have before Python started.
     """
-    signal.signal(signal.SIGTERM, _terminate)  # first of all: SIGTERM then cleans up as Ctrl-C does
+    signal.signal(signal.SIGINT, _quit)  # first of all: while importing, nothing is written, so just leave
+    signal.signal(signal.SIGTERM, _quit)  # (an exception raised inside the import machinery prints a traceback)
     try:
         words = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
         name = words[0] if words else None
-        load_commands([name] if name in MODULES else None)(prog_name="tfm")
+        app = load_commands([name] if name in MODULES else None)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here: KeyboardInterrupt, cleaned up
+        signal.signal(signal.SIGTERM, _terminate)  # SIGTERM then cleans up as Ctrl-C does
+        app(prog_name="tfm")
     except KeyboardInterrupt:
         sys.exit(ExitCode.INTERRUPTED)
     except Terminated:
@@ -54,6 +59,11 @@ def main() -> None:
 
 def _terminate(signum: int, frame: object) -> None:
     raise Terminated
+
+
+def _quit(signum: int, frame: object) -> None:
+    """A signal during start-up: exit at once, quietly, with the usual code (nothing has been written yet)."""
+    os._exit(ExitCode.INTERRUPTED if signum == signal.SIGINT else ExitCode.TERMINATED)
 
 
 def __getattr__(name: str) -> Any:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from ..spec import Spec
 from .attention import MultiHeadAttention
 from .base import Component, Pairs, Tensor, Term
-from .feedforward import FeedForward, Residuals
-from .norm import FINAL_NORMS, NORMS
+from .feedforward import FEEDFORWARDS, Residuals
+from .norm import block_norm, final_norm
 from .positional import POSITIONALS
 
 
@@ -18,11 +18,11 @@ def components(spec: Spec) -> list[Component]:
     """Every component of `spec`: the block's, then the input's and the output's."""
     return [
         MultiHeadAttention(spec),
-        FeedForward(spec),
+        FEEDFORWARDS[spec.feedforward](spec),
         Residuals(spec),
-        NORMS[spec.norm](spec),
+        block_norm(spec),
         POSITIONALS[spec.positional](spec),
-        FINAL_NORMS[spec.norm](spec),
+        final_norm(spec),
     ]
 
 

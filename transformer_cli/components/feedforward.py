@@ -1,30 +1,98 @@
-"""The seed's feedforward network: W2 act(W1 X + b1 1^T) + b2 1^T, with W1 (r, d) and W2 (d, r)."""
+"""Feedforward networks, applied to each column alike.
+
+plain (the seed's): W2 act(W1 X + b1 1^T) + b2 1^T, W1 (r, d), W2 (d, r).
+gated (SwiGLU with silu, GeGLU with gelu): W2 (act(W1 X + b1) * (W3 X + b3)) + b2, W1 and W3 (r, d); the model
+stacks W1 over W3 so both come from one (2r, d) product.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import layers
 from .base import Component, Pairs, Tensor, Term
 
-ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9}  # gelu: the tanh form, tanh counted as 1
+ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9, "silu": 4}  # gelu: the tanh form, tanh as 1; silu: neg, exp, +1, /
+
+Get = Callable[[str], "layers.Array"]
 
 
 class FeedForward(Component):
+    projections = ("1", "2")  # W1, b1, W2, b2 in weights-file order
+    label = "feedforward"
+
     def tensors(self, prefix: str) -> list[Tensor]:
         d, r = self.spec.d, self.spec.r
-        p = prefix + "ff."
-        return [Tensor(p + "W1", (r, d), "feedforward"), Tensor(p + "b1", (r,), "feedforward"),
-                Tensor(p + "W2", (d, r), "feedforward"), Tensor(p + "b2", (d,), "feedforward")]  # fmt: skip
+        shapes = {"1": ((r, d), (r,)), "3": ((r, d), (r,)), "2": ((d, r), (d,))}
+        out = []
+        for k in self.projections:
+            out.append(Tensor(f"{prefix}ff.W{k}", shapes[k][0], self.label))
+            if self.spec.ff_bias:
+                out.append(Tensor(f"{prefix}ff.b{k}", shapes[k][1], self.label))
+        return out
 
     def terms(self) -> list[Term]:
-        d, r = self.spec.d, self.spec.r
-        return [Term("2rd + r + d", 2 * r * d + r + d, "block", seed=True)]
+        d, r, k = self.spec.d, self.spec.r, len(self.projections)
+        if not self.spec.ff_bias:
+            return [Term(f"{k}rd", k * r * d, "block", seed=True)]
+        if k == 2:
+            return [Term("2rd + r + d", 2 * r * d + r + d, "block", seed=True)]
+        return [Term(f"{k}rd", k * r * d, "block", seed=True), Term(f"{k - 1}r + d", (k - 1) * r + d, "block")]
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        d, r, N = self.spec.d, self.spec.r, self.spec.N
-        per_token = 2 * 2 * r * d + r + d + ACTIVATION_PER_ENTRY[self.spec.activation] * r
-        return {"feedforward": N * per_token * b * n}
+        d, r, k = self.spec.d, self.spec.r, len(self.projections)
+        biases = ((k - 1) * r + d) if self.spec.ff_bias else 0
+        gating = r if k == 3 else 0  # act(W1 X) * (W3 X)
+        per_token = 2 * k * r * d + biases + ACTIVATION_PER_ENTRY[self.spec.activation] * r + gating
+        return {"feedforward": self.spec.N * per_token * b * n}
 
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        return {"linear layers": self.spec.N * 2 * self.spec.r * self.spec.d * b * n}
+        return {"linear layers": self.spec.N * len(self.projections) * self.spec.r * self.spec.d * b * n}
+
+    def held_per_token(self) -> int:
+        """Entries the pass holds per token at the feedforward's peak: the hidden layer and the activation's
+        temporary (gated: the gate and up rows, and the temporary)."""
+        return len(self.projections) * self.spec.r
+
+    def prepare(self, get: Get) -> dict:
+        """W1 (with W3 stacked under it when gated), W2 and their biases as (k, 1, 1) columns, for the pass."""
+        ins = [k for k in self.projections if k != "2"]
+        bias = self.spec.ff_bias
+        return {
+            "W1": np.concatenate([get(f"ff.W{k}") for k in ins]) if len(ins) > 1 else get("ff.W1"),
+            "b1": np.concatenate([get(f"ff.b{k}") for k in ins]).reshape(-1, 1, 1) if bias else None,
+            "W2": get("ff.W2"),
+            "b2": get("ff.b2").reshape(-1, 1, 1) if bias else None,
+        }
+
+    def apply(self, blk, X: layers.Array) -> layers.Array:  # type: ignore[no-untyped-def]
+        """W2 act(W1 X + b1) + b2 without the residual: (d, b, n) -> (d, b, n)."""
+        hidden = layers.linear(blk.W1, X)  # (r, b, n)
+        if blk.b1 is not None:
+            hidden += blk.b1
+        return self._down(blk, layers.ACTIVATIONS[self.spec.activation](hidden))
+
+    def _down(self, blk, hidden: layers.Array) -> layers.Array:  # type: ignore[no-untyped-def]
+        out = layers.linear(blk.W2, hidden)
+        if blk.b2 is not None:
+            out += blk.b2
+        return out
+
+
+class GatedFeedForward(FeedForward):
+    projections = ("1", "3", "2")
+
+    def apply(self, blk, X: layers.Array) -> layers.Array:  # type: ignore[no-untyped-def]
+        """W2 (act(W1 X + b1) * (W3 X + b3)) + b2 without the residual: (d, b, n) -> (d, b, n)."""
+        both = layers.linear(blk.W1, X)  # (2r, b, n): the gate's rows, then the up projection's
+        if blk.b1 is not None:
+            both += blk.b1
+        r = self.spec.r
+        gate = layers.ACTIVATIONS[self.spec.activation](both[:r])
+        gate *= both[r:]
+        return self._down(blk, gate)
 
 
 class Residuals(Component):
@@ -32,3 +100,6 @@ class Residuals(Component):
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         return {"residuals": self.spec.N * 2 * self.spec.d * b * n}
+
+
+FEEDFORWARDS = {"plain": FeedForward, "gated": GatedFeedForward}

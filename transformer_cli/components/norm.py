@@ -1,49 +1,92 @@
-"""Layer norm over the d entries of each column, placed before (pre) or after (post) each sublayer.
+"""Norms over the d entries of each column, placed before (pre) or after (post) each sublayer.
 
-Each block has norm1 (around attention) and norm2 (around the feedforward), each a gamma and a beta of size d;
-pre-norm models add a final norm after the last block.
+layernorm: (x - mean) / sqrt(var + eps) * gamma + beta; rmsnorm: x / sqrt(mean(x^2) + eps) * gamma.
+Each block has norm1 (around attention) and norm2 (around the feedforward); pre-norm models add a final norm.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from .. import layers
 from .base import Component, Pairs, Tensor, Term
 
-NORM_PER_ENTRY = 7  # mean, subtract, square, variance, scale, gamma, beta
+NORM_PER_ENTRY = 7  # layernorm: mean, subtract, square, variance, scale, gamma, beta
+RMS_PER_ENTRY = 4  # rmsnorm: square, mean, scale, gamma
+
+Get = Callable[[str], "layers.Array"]
 
 
 class NoNorm(Component):
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         return {"norms": 0}
 
+    def prepare(self, get: Get) -> dict:
+        return {"norm1": None, "norm2": None}
+
+    def apply(self, X: layers.Array, params: tuple) -> layers.Array:
+        return X
+
 
 class LayerNorm(Component):
+    params = ("gamma", "beta")
+    per_entry = NORM_PER_ENTRY
+    label = "layer norm"
+
     def tensors(self, prefix: str) -> list[Tensor]:
         d = self.spec.d
-        return [
-            Tensor(prefix + f"{ln}.{g}", (d,), "layer norm") for ln in ("norm1", "norm2") for g in ("gamma", "beta")
-        ]
+        return [Tensor(prefix + f"{ln}.{g}", (d,), self.label) for ln in ("norm1", "norm2") for g in self.params]
 
     def terms(self) -> list[Term]:
-        return [Term("4d", 4 * self.spec.d, "block")]
+        return [Term(f"{2 * len(self.params)}d", 2 * len(self.params) * self.spec.d, "block")]
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        return {"norms": 2 * self.spec.N * NORM_PER_ENTRY * self.spec.d * b * n}
+        return {"norms": 2 * self.spec.N * self.per_entry * self.spec.d * b * n}
+
+    def prepare(self, get: Get) -> dict:
+        """norm1 and norm2 as tuples of (d, 1, 1) columns, for the forward pass."""
+        return {ln: tuple(get(f"{ln}.{g}").reshape(-1, 1, 1) for g in self.params) for ln in ("norm1", "norm2")}
+
+    def apply(self, X: layers.Array, params: tuple) -> layers.Array:
+        """The norm of each column of X (d, b, n)."""
+        return layers.layer_norm(X, *params, self.spec.norm_eps)
+
+
+class RMSNorm(LayerNorm):
+    params = ("gamma",)
+    per_entry = RMS_PER_ENTRY
+    label = "rms norm"
+
+    def apply(self, X: layers.Array, params: tuple) -> layers.Array:
+        return layers.rms_norm(X, params[0], self.spec.norm_eps)
 
 
 class FinalNorm(Component):
-    """Pre-norm's layer norm after the last block."""
+    """Pre-norm's norm after the last block: the block norm's kind, one copy."""
 
     where = "output"
 
+    def __init__(self, spec):  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        self.kind = NORM_TYPES[spec.norm_type](spec)
+
     def tensors(self, prefix: str) -> list[Tensor]:
-        return [Tensor(f"final_norm.{g}", (self.spec.d,), "final norm") for g in ("gamma", "beta")]
+        return [Tensor(f"final_norm.{g}", (self.spec.d,), "final norm") for g in self.kind.params]
 
     def terms(self) -> list[Term]:
-        return [Term("2d", 2 * self.spec.d, "model")]
+        k = len(self.kind.params)
+        return [Term(f"{k}d" if k > 1 else "d", k * self.spec.d, "model")]
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        return {"norms": NORM_PER_ENTRY * self.spec.d * b * n}
+        return {"norms": self.kind.per_entry * self.spec.d * b * n}
 
 
-NORMS = {"none": NoNorm, "pre": LayerNorm, "post": LayerNorm}
-FINAL_NORMS = {"none": Component, "pre": FinalNorm, "post": Component}
+NORM_TYPES = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
+
+
+def block_norm(spec) -> Component:  # type: ignore[no-untyped-def]
+    return NoNorm(spec) if spec.norm == "none" else NORM_TYPES[spec.norm_type](spec)
+
+
+def final_norm(spec) -> Component:  # type: ignore[no-untyped-def]
+    return FinalNorm(spec) if spec.norm == "pre" else Component(spec)
