@@ -44,12 +44,14 @@ def attention(spec, w, p, X):
     """sum_h W_O^h (W_V^h X + b_V) Softmax(scale (W_K^h X + b_K)^T (W_Q^h X + b_Q)) + b_O, per head."""
     n = X.shape[-1]
     out = np.zeros_like(X)
+    per_group = spec.H // (spec.G or spec.H)  # query heads that share one key/value head
     for h in range(spec.H):
         proj = {}
         for k in ("Q", "K", "V"):
-            proj[k] = np.einsum("md,bdn->bmn", w[p + f"attention.W_{k}"][h], X)
+            g = h if k == "Q" else h // per_group  # query head h reads key/value head h // (H/G)
+            proj[k] = np.einsum("md,bdn->bmn", w[p + f"attention.W_{k}"][g], X)
             if spec.attention_bias:
-                proj[k] = proj[k] + w[p + f"attention.b_{k}"][h][:, None]
+                proj[k] = proj[k] + w[p + f"attention.b_{k}"][g][:, None]
         S = spec.score_scale * np.einsum("bmk,bmq->bkq", proj["K"], proj["Q"])  # (b, n_k, n_q)
         if spec.mask == "causal":
             S = np.where(np.arange(n)[:, None] > np.arange(n)[None, :], -np.inf, S)

@@ -37,11 +37,15 @@ VARIANTS = [
          feedforward="gated", activation="silu", ff_bias=False),
     Spec(N=1, H=2, m=3, d=7, r=5, norm="post", norm_type="rmsnorm", feedforward="gated", activation="gelu"),
     Spec(N=1, H=1, m=4, d=6, r=9, feedforward="gated", activation="relu", ff_bias=True),
+    Spec(N=2, H=4, G=2, m=4, d=8, r=12, scale="sqrt", mask="causal", norm="pre", norm_type="rmsnorm",
+         feedforward="gated", activation="silu", ff_bias=False),
+    Spec(N=1, H=3, G=1, m=5, d=7, r=6, attention_bias=True, norm="post"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("spec", VARIANTS, ids=["seed", "pre-causal", "post-learned", "swiglu-rmsnorm",
-                                                "geglu-post-rmsnorm", "gated-relu-biased"])  # fmt: skip
+                                                "geglu-post-rmsnorm", "gated-relu-biased", "gqa-llama-like",
+                                                "multi-query-biased"])  # fmt: skip
 def test_pytorch_computes_the_same_function(spec):
     """PyTorch (when installed) is an independent implementation: its output must match tfm's."""
     pytest.importorskip("torch")

@@ -101,14 +101,21 @@ def _published(name: str) -> dict:
     return next(m for m in models if m["name"] == name)
 
 
-@pytest.mark.parametrize("name", ["Llama-2-7b", "Llama-2-13b"])
+LLAMA_LIKE = ["Llama-2-7b", "Llama-2-13b", "Llama-2-70b", "Meta-Llama-3-8B", "Meta-Llama-3-70B", "Mistral-7B-v0.1"]
+
+
+@pytest.mark.parametrize("name", LLAMA_LIKE)
 def test_a_llama_stack_counts_the_published_figure_less_its_embedding_and_head(name):
-    """RMSNorm, SwiGLU without biases, H = G heads of d/H: the blocks and the final norm, without E and the head."""
+    """RMSNorm, SwiGLU without biases, G key/value heads of d/H: the blocks and the final norm, without the
+    embedding and the head (untied in all of these: V d each). Mistral's sliding window has no parameters."""
     model = _published(name)
     c = model["config"]
     d, H = c["hidden_size"], c["num_attention_heads"]
-    spec = Spec(N=c["num_hidden_layers"], H=H, m=d // H, d=d, r=c["intermediate_size"], scale="sqrt", mask="causal",
-                norm="pre", norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False)  # fmt: skip
+    G = c.get("num_key_value_heads", H)
+    spec = Spec(N=c["num_hidden_layers"], H=H, G=G, m=d // H, d=d, r=c["intermediate_size"], scale="sqrt",
+                mask="causal", norm="pre", norm_type="rmsnorm", feedforward="gated", activation="silu",
+                ff_bias=False)  # fmt: skip
+    assert not c.get("tie_word_embeddings", False)
     embedding_and_head = 2 * c["vocab_size"] * d  # untied (tie_word_embeddings false)
     assert count_params(spec).total == model["parameters"] - embedding_and_head
 
@@ -120,3 +127,6 @@ def test_norm_type_and_feedforward_change_the_closed_form_as_documented():
     gated = count_params(Spec(**base, feedforward="gated", ff_bias=False))
     assert [t.formula for t in gated.terms] == ["4Hmd", "3rd", "4d", "2d"]
     assert gated.per_block == 4 * 2 * 4 * 8 + 3 * 10 * 8 + 4 * 8
+    grouped = count_params(Spec(N=2, H=6, G=2, m=4, d=8, r=10, attention_bias=True))
+    assert [t.formula for t in grouped.terms] == ["2Hmd + 2Gmd", "2rd + r + d", "Hm + 2Gm + d"]
+    assert grouped.per_block == (2 * 6 + 2 * 2) * 4 * 8 + (2 * 10 * 8 + 10 + 8) + (6 + 4) * 4 + 8

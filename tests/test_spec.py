@@ -266,3 +266,9 @@ def test_the_reason_fits_the_key(tmp_path, line, ending):
 def test_norm_type_needs_a_norm(tmp_path):
     message = error_of(tmp_path, BASE + "norm_type: rmsnorm\n")
     assert "key 'norm_type'" in message and "no norm_type unless norm is pre or post" in message
+
+
+@pytest.mark.parametrize("G", [3, 5])
+def test_key_value_heads_must_divide_the_heads(tmp_path, G):
+    message = error_of(tmp_path, BASE + f"G: {G}\n")  # H = 4
+    assert "key 'G'" in message and "a divisor of H = 4" in message

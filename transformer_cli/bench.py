@@ -53,12 +53,12 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
         return None
     tdtype = {"float32": torch.float32, "float64": torch.float64}[dtype]
     t = {k: torch.from_numpy(np.asarray(v, dtype=dtype)) for k, v in weights.items()}
-    H, m, d = spec.H, spec.m, spec.d
+    H, G, m, d = spec.H, spec.kv_heads, spec.m, spec.d
     blocks = []
     for i in range(spec.N):
         p = f"blocks.{i}."
         blk = {
-            "qkv": torch.cat([t[p + f"attention.W_{k}"].reshape(H * m, d) for k in "QKV"]),
+            "qkv": torch.cat([t[p + f"attention.W_{k}"].reshape(-1, d) for k in "QKV"]),
             "o": t[p + "attention.W_O"].permute(1, 0, 2).reshape(d, H * m).contiguous(),
             "w1": t[p + "ff.W1"], "b1": t.get(p + "ff.b1"), "w2": t[p + "ff.W2"], "b2": t.get(p + "ff.b2"),
             "w3": t.get(p + "ff.W3"), "b3": t.get(p + "ff.b3"),
@@ -78,8 +78,13 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
 
     def attention(blk, x):
         b, n, _ = x.shape
-        qkv = F.linear(x, blk["qkv"], blk["bqkv"]).view(b, n, 3, H, m).permute(2, 0, 3, 1, 4)
-        a = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], is_causal=causal, scale=scale)
+        if G == H:  # the usual fused layout, as fast as PyTorch code gets
+            q, k, v = F.linear(x, blk["qkv"], blk["bqkv"]).view(b, n, 3, H, m).permute(2, 0, 3, 1, 4)
+        else:  # grouped: split, and repeat each key/value head for its H/G query heads (the reference may copy)
+            q, k, v = F.linear(x, blk["qkv"], blk["bqkv"]).split([H * m, G * m, G * m], dim=-1)
+            q, k, v = (t.view(b, n, -1, m).transpose(1, 2) for t in (q, k, v))  # (b, heads, n, m)
+            k, v = (t.repeat_interleave(H // G, dim=1) for t in (k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
         return F.linear(a.transpose(1, 2).reshape(b, n, H * m), blk["o"], blk["bo"])
 
     def feedforward(blk, x):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .components.attention import MultiHeadAttention
 from .components.feedforward import FEEDFORWARDS
 from .errors import TfmError
 from .params import count_params
@@ -104,7 +105,8 @@ def estimate_forward(
         # the input, its columns and their split over threads, X, a norm's output and temporary, a sublayer's
         # output (or a float64 mean square between blocks); positions are made in float64
         activations=7 * b * d * n * s + 3 * d * n * 8,
-        attention=4 * b * H * m * n * s + threads * (held * H * c * n * s + mask),  # Q, K, V, heads; chunks
+        attention=MultiHeadAttention(spec).held_per_token() * b * n * s
+        + threads * (held * H * c * n * s + mask),  # Q, K, V, heads; chunks
         feedforward=FEEDFORWARDS[spec.feedforward](spec).held_per_token() * b * n * s,
         loaded=8 * (params if s != 8 else stacked),  # the float64 weights as loaded, beside the model's copies
         input=(8 - s) * b * d * n,  # the input is read as float64

@@ -49,8 +49,8 @@ _BLAS = ThreadpoolController()  # found once: limiting BLAS's threads is then a 
 class Block:
     """One block's weights, stacked so that all heads go through one matmul; vectors as (k, 1, 1) columns."""
 
-    W_qkv: Array  # (3Hm, d): rows are [W_Q^1..W_Q^H, W_K^1.., W_V^1..]
-    b_qkv: Array | None  # (3Hm, 1, 1)
+    W_qkv: Array  # ((H + 2G)m, d): rows are [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G]
+    b_qkv: Array | None  # ((H + 2G)m, 1, 1)
     W_O: Array  # (d, Hm): columns h*m .. (h+1)*m - 1 are W_O^h
     b_O: Array | None  # (d, 1, 1)
     W1: Array  # (r, d), or gated (2r, d): W1 over W3
@@ -73,11 +73,11 @@ def stack_block(spec: Spec, w: Weights, i: int, dtype: np.dtype) -> Block:
     def get(name: str) -> Array:
         return np.asarray(w[p + name], dtype=dtype)
 
-    W_qkv = np.concatenate([get(f"attention.{x}").reshape(H * m, d) for x in ("W_Q", "W_K", "W_V")])
+    W_qkv = np.concatenate([get(f"attention.{x}").reshape(-1, d) for x in ("W_Q", "W_K", "W_V")])
     W_O = np.ascontiguousarray(get("attention.W_O").transpose(1, 0, 2).reshape(d, H * m))  # (H, d, m) -> (d, Hm)
     b_qkv = b_O = None
     if spec.attention_bias:
-        b_qkv = _column(np.concatenate([get(f"attention.{x}").reshape(H * m) for x in ("b_Q", "b_K", "b_V")]))
+        b_qkv = _column(np.concatenate([get(f"attention.{x}").reshape(-1) for x in ("b_Q", "b_K", "b_V")]))
         b_O = _column(get("attention.b_O"))
     ff, norm = FEEDFORWARDS[spec.feedforward](spec), block_norm(spec)
     return Block(W_qkv, b_qkv, W_O, b_O, **ff.prepare(get), **norm.prepare(get))
@@ -121,13 +121,14 @@ class Transformer:
         return None
 
     def qkv(self, blk: Block, X: Array) -> tuple[Array, Array, Array]:
-        """Projections of all heads at once: (d, b, n) -> Q, K, V, each a (b, H, m, n) view."""
+        """Projections of all heads at once: (d, b, n) -> Q (b, H, m, n), K and V (b, G, m, n), views."""
         _, b, n = X.shape
-        QKV = linear(blk.W_qkv, X)  # (3Hm, b, n)
+        H, G, m = self.spec.H, self.spec.kv_heads, self.spec.m
+        QKV = linear(blk.W_qkv, X)  # ((H + 2G)m, b, n)
         if blk.b_qkv is not None:
             QKV += blk.b_qkv
-        QKV = QKV.reshape(3, self.spec.H, self.spec.m, b, n).transpose(0, 3, 1, 2, 4)  # (3, b, H, m, n)
-        return QKV[0], QKV[1], QKV[2]
+        QKV = QKV.reshape(H + 2 * G, m, b, n).transpose(2, 0, 1, 3)  # (b, H + 2G, m, n)
+        return QKV[:, :H], QKV[:, H : H + G], QKV[:, H + G :]
 
     def attend(
         self,
@@ -141,13 +142,15 @@ class Transformer:
     ) -> Array:
         """Each head's V Softmax(scale K^T Q), a chunk of queries at a time: -> heads (H, m, b, n_q).
 
-        Q: (b, H, m, n_q); K, V: (b, H, m, n_k). With `causal`, query q sees keys 0..q only (and the keys
+        Q: (b, H, m, n_q); K, V: (b, G, m, n_k), key/value head g serving query heads g H/G .. (g + 1) H/G - 1
+        (broadcast, never repeated). With `causal`, query q sees keys 0..q only (and the keys
         after a chunk's last query are never touched). `weights_out` receives the weights (b, H, n_k, n_q);
         `scores_out` the scaled scores before any mask, (b, H, n_q, n_k) (the scaling check reads them).
         Once `stop` is set, the next chunk raises Stopped.
         """
         b, H, m, n_q = Q.shape
-        n_k = K.shape[-1]
+        G, n_k = K.shape[1], K.shape[-1]
+        group = (G, H // G)  # query heads as (key/value head, query head within its group)
         heads = np.empty((H, m, b, n_q), dtype=self.dtype)
         into = heads.transpose(2, 0, 1, 3)  # (b, H, m, n_q) view
         A = np.zeros((b, H, n_q, n_k), dtype=self.dtype) if weights_out is not None else None
@@ -158,13 +161,21 @@ class Transformer:
                 check_stop(stop)
                 q1 = min(q0 + step, n_q)
                 k1 = q1 if causal else n_k  # keys after the chunk's last query are all masked
-                P = scores(Q[i, ..., q0:q1], K[i, ..., :k1], self.spec.score_scale)  # (H, q1 - q0, k1)
+                if G == H:
+                    P = scores(Q[i, ..., q0:q1], K[i, ..., :k1], self.spec.score_scale)  # (H, q1 - q0, k1)
+                else:  # (G, H/G, m, c) against (G, 1, m, k1): each key/value head serves its group by broadcasting
+                    Qg, Kg = Q[i, ..., q0:q1].reshape(*group, m, q1 - q0), K[i, :, None, :, :k1]
+                    P = scores(Qg, Kg, self.spec.score_scale).reshape(H, q1 - q0, k1)
                 if S is not None:
                     S[i, :, q0:q1, :k1] = P
                 if causal:
                     P += causal_mask(q0, q1, k1).astype(self.dtype)
                 softmax_rows_(P)
-                np.matmul(V[i, ..., :k1], P.swapaxes(-1, -2), out=into[i, ..., q0:q1])
+                if G == H:
+                    np.matmul(V[i, ..., :k1], P.swapaxes(-1, -2), out=into[i, ..., q0:q1])
+                else:
+                    Pg = P.reshape(*group, q1 - q0, k1).swapaxes(-1, -2)  # (G, H/G, k1, c)
+                    into[i, ..., q0:q1] = np.matmul(V[i, :, None, :, :k1], Pg).reshape(H, m, q1 - q0)
                 if A is not None:
                     A[i, :, q0:q1, :k1] = P
         if weights_out is not None:

@@ -63,6 +63,10 @@ class Spec:
         metadata=_key("choice", "plain: W2 act(W1 X + b1) + b2; gated: W2 (act(W1 X) * (W3 X))", FEEDFORWARDS),
     )
     ff_bias: bool = field(default=True, metadata=_key("bool", "feedforward biases b1, b2 (and b3 when gated)"))
+    G: int | None = field(
+        default=None,
+        metadata=_key("posint", "key/value heads, each shared by H/G query heads (grouped-query; 1: multi-query)"),
+    )
 
     @property
     def score_scale(self) -> float:
@@ -72,6 +76,11 @@ class Spec:
         if self.scale == "sqrt":
             return 1.0 / math.sqrt(self.m)
         return float(self.scale)
+
+    @property
+    def kv_heads(self) -> int:
+        """G: the key/value heads (H unless the spec sets G)."""
+        return self.G if self.G is not None else self.H
 
     @property
     def label(self) -> str:
@@ -96,7 +105,7 @@ class Spec:
     def model_keys(self) -> dict[str, Any]:
         """What changes the model's function: the keys without the labels, the scale as the factor it applies."""
         keys = {k: v for k, v in self.to_dict().items() if k not in ("name", "description")}
-        return keys | {"scale": self.score_scale}
+        return keys | {"scale": self.score_scale, "G": self.kv_heads}
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as the mapping a YAML file would hold (optional keys only where set)."""
@@ -252,6 +261,8 @@ def spec_from_mapping(data: Any, source: str = "spec") -> Spec:
 
 
 def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
+    if spec.H % spec.kv_heads:
+        raise _fail(source, "G", data["G"], f"a divisor of H = {spec.H} (each key/value head serves H/G query heads)")
     for key, (other, values, required) in DEPENDENT.items():
         allowed = getattr(spec, other) in values
         if allowed and required and key not in data:

@@ -1,6 +1,8 @@
-"""Multi-head self-attention: H heads of size m, W_Q, W_K, W_V (H, m, d) and W_O (H, d, m), optional biases.
+"""Multi-head self-attention: H heads of size m, W_Q (H, m, d), W_K and W_V (G, m, d), W_O (H, d, m), biases.
 
-Scores are scale * K^T Q (scale 1, 1/sqrt(m) or a number); a causal mask sets later keys' scores to -inf.
+G key/value heads each serve H/G query heads (grouped-query attention; G = H is the seed's multi-head
+attention, G = 1 multi-query). Scores are scale * K^T Q (scale 1, 1/sqrt(m) or a number); a causal mask sets
+later keys' scores to -inf.
 """
 
 from __future__ import annotations
@@ -12,27 +14,30 @@ SOFTMAX_PER_SCORE = 5  # max, subtract, exp, sum, divide
 
 class MultiHeadAttention(Component):
     def tensors(self, prefix: str) -> list[Tensor]:
-        H, m, d = self.spec.H, self.spec.m, self.spec.d
+        H, G, m, d = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d
         p = prefix + "attention."
-        out = [Tensor(p + w, (H, m, d), "attention") for w in ("W_Q", "W_K", "W_V")]
+        out = [Tensor(p + w, (heads, m, d), "attention") for w, heads in (("W_Q", H), ("W_K", G), ("W_V", G))]
         out.append(Tensor(p + "W_O", (H, d, m), "attention"))
         if self.spec.attention_bias:
-            out += [Tensor(p + b, (H, m), "attention bias") for b in ("b_Q", "b_K", "b_V")]
+            out += [Tensor(p + b, (heads, m), "attention bias") for b, heads in (("b_Q", H), ("b_K", G), ("b_V", G))]
             out.append(Tensor(p + "b_O", (d,), "attention bias"))
         return out
 
     def terms(self) -> list[Term]:
-        H, m, d = self.spec.H, self.spec.m, self.spec.d
-        out = [Term("4Hmd", 4 * H * m * d, "block", seed=True)]
+        H, G, m, d = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d
+        if G == H:
+            out = [Term("4Hmd", 4 * H * m * d, "block", seed=True)]
+        else:  # W_Q and W_O for H heads, W_K and W_V for G
+            out = [Term("2Hmd + 2Gmd", 2 * H * m * d + 2 * G * m * d, "block", seed=True)]
         if self.spec.attention_bias:
-            out.append(Term("3Hm + d", 3 * H * m + d, "block"))
+            out.append(Term("3Hm + d" if G == H else "Hm + 2Gm + d", (H + 2 * G) * m + d, "block"))
         return out
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        H, m, d, N = self.spec.H, self.spec.m, self.spec.d, self.spec.N
+        H, G, m, d, N = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d, self.spec.N
         tokens, bias, per_head = b * n, int(self.spec.attention_bias), N * H * pairs.count
         return {
-            "Q/K/V projections": N * (2 * 3 * H * m * d + bias * 3 * H * m) * tokens,
+            "Q/K/V projections": N * (2 * (H + 2 * G) * m * d + bias * (H + 2 * G) * m) * tokens,
             "scores K^T Q": per_head * 2 * m,
             "score scaling": per_head if self.spec.score_scale != 1.0 else 0,
             "softmax": per_head * SOFTMAX_PER_SCORE,
@@ -41,12 +46,16 @@ class MultiHeadAttention(Component):
         }
 
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        H, m, d, N = self.spec.H, self.spec.m, self.spec.d, self.spec.N
+        H, G, m, d, N = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d, self.spec.N
         return {
-            "linear layers": N * (3 * H * m * d + d * H * m) * b * n,
+            "linear layers": N * ((H + 2 * G) * m * d + d * H * m) * b * n,
             "scores K^T Q": N * H * pairs.count * m,
             "weights x V": N * H * pairs.count * m,
         }
+
+    def held_per_token(self) -> int:
+        """Entries the pass holds per token for attention besides the scores: Q and the heads' outputs (H), K, V (G)."""
+        return (2 * self.spec.H + 2 * self.spec.kv_heads) * self.spec.m
 
     def breaks_equivariance(self) -> str | None:
         return "causal mask" if self.spec.mask == "causal" else None

@@ -38,10 +38,11 @@ def _head_moments(setup: Setup, block: int | None) -> tuple[np.ndarray, np.ndarr
     if block is None:  # unit-variance coordinates: mean 0, variance m
         return np.zeros(H), np.full(H, float(m))
     blk = setup.model.blocks[block]
-    W = np.asarray(blk.W_qkv, np.float64).reshape(3, H, m, -1)  # (3, H, m, d)
-    A, B = W[0], W[1]
-    b = np.zeros((3, H, m)) if blk.b_qkv is None else np.asarray(blk.b_qkv, np.float64).reshape(3, H, m)
-    a, c = b[0], b[1]
+    G = setup.spec.kv_heads
+    W = np.asarray(blk.W_qkv, np.float64).reshape(H + 2 * G, m, -1)  # ((H + 2G), m, d)
+    A, B = W[:H], np.repeat(W[H : H + G], H // G, axis=0)  # each query head with its key/value head's W_K
+    b = np.zeros((H + 2 * G, m)) if blk.b_qkv is None else np.asarray(blk.b_qkv, np.float64).reshape(H + 2 * G, m)
+    a, c = b[:H], np.repeat(b[H : H + G], H // G, axis=0)
     gram = np.sum((A @ A.swapaxes(1, 2)) * (B @ B.swapaxes(1, 2)), axis=(1, 2))  # tr(A A^T B B^T) = ||A^T B||_F^2
     bias = np.square(np.einsum("hid,hi->hd", A, c)).sum(-1) + np.square(np.einsum("hid,hi->hd", B, a)).sum(-1)
     return np.einsum("hi,hi->h", a, c), gram + bias
