@@ -75,7 +75,10 @@ def feedforward(spec, w, p, X):
 
 
 def reference_forward(spec, w, X):
-    """Transformer(X) for X (d, n) or (b, d, n), written out plainly."""
+    """Transformer(X) for X (d, n) or (b, d, n), or token ids (n,) or (b, n) with a vocabulary, written out plainly."""
+    ids = np.issubdtype(X.dtype, np.integer)
+    if ids:  # one column of E per token, times sqrt(d) if the spec says so
+        X = np.moveaxis(w["embedding.E"][:, X], 0, -2) * (np.sqrt(spec.d) if spec.embed_scale == "sqrt" else 1.0)
     X3 = (X[None] if X.ndim == 2 else X) + positions(spec, w, X.shape[-1])
     eps = spec.norm_eps
     for i in range(spec.N):
@@ -92,4 +95,7 @@ def reference_forward(spec, w, X):
             X3 = X3 + feedforward(spec, w, p, X3)
     if spec.norm == "pre":
         X3 = layer_norm(X3, w["final_norm.gamma"], w.get("final_norm.beta"), eps)
+    if spec.V:  # logits: the head, or E^T when tied, and its bias
+        W = w["embedding.E"].T if spec.tie_embeddings else w["head.W"]
+        X3 = np.einsum("vd,bdn->bvn", W, X3) + (w["head.b"][:, None] if spec.head_bias else 0.0)
     return X3[0] if X.ndim == 2 else X3

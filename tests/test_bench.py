@@ -43,6 +43,27 @@ VARIANTS = [
 ]  # fmt: skip
 
 
+TOKEN_MODELS = [
+    Spec(N=2, H=2, m=4, d=8, r=12, V=23, tie_embeddings=True, scale="sqrt", mask="causal", positional="learned",
+         max_len=16, norm="pre", attention_bias=True, activation="gelu"),  # GPT-2's shape
+    Spec(N=1, H=4, G=2, m=3, d=10, r=7, V=17, head_bias=True, embed_scale="sqrt", norm="pre", norm_type="rmsnorm",
+         feedforward="gated", activation="gelu", ff_bias=False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("spec", TOKEN_MODELS, ids=["gpt2-like-tied", "untied-head-bias-embed-scale"])
+def test_pytorch_computes_the_same_logits_from_token_ids(spec):
+    """Token ids in, logits (b, V, n) out: PyTorch's F.embedding and F.linear head against tfm's."""
+    pytest.importorskip("torch")
+    w = random_weights(spec)
+    ids = np.random.default_rng(1).integers(0, spec.V, size=(2, 11))
+    ours, theirs = Transformer(spec, w)(ids), torch_forward(spec, w, "float64")(ids)
+    assert ours.shape == (2, spec.V, 11)
+    assert np.max(np.abs(ours - theirs)) / np.max(np.abs(ours)) < 1e-12
+    one = Transformer(spec, w)(ids[1])  # (n,) ids give (V, n) logits, the same as the batch's row
+    assert one.shape == (spec.V, 11) and np.allclose(one, ours[1], rtol=0, atol=1e-12 * np.max(np.abs(ours)))
+
+
 @pytest.mark.parametrize("spec", VARIANTS, ids=["seed", "pre-causal", "post-learned", "swiglu-rmsnorm",
                                                 "geglu-post-rmsnorm", "gated-relu-biased", "gqa-llama-like",
                                                 "multi-query-biased"])  # fmt: skip

@@ -327,3 +327,25 @@ def test_count_and_help_never_import_the_model():
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     for heavy in ("transformer_cli.model", "transformer_cli.verify", "threadpoolctl", "pydantic", "verify_commands"):
         assert heavy not in loaded, loaded
+
+
+def test_run_takes_token_ids_and_writes_logits(runner, tmp_path):
+    spec = tmp_path / "lm.yaml"
+    spec.write_text("N: 1\nH: 2\nm: 4\nd: 8\nr: 8\nV: 11\ntie_embeddings: true\nmask: causal\n")
+    ids, logits = tmp_path / "ids.npy", tmp_path / "logits.npy"
+    assert invoke(runner, "sample", spec, "-n", 5, "-b", 2, "-o", ids).exit_code == 0
+    sampled = np.load(ids)
+    assert sampled.dtype == np.int64 and sampled.shape == (2, 5) and 0 <= sampled.min() and sampled.max() < 11
+    assert invoke(runner, "run", spec, "-i", ids, "-o", logits).exit_code == 0
+    assert np.load(logits).shape == (2, 11, 5)
+    bad = tmp_path / "bad.npy"
+    np.save(bad, np.array([[1, 2, 11, 3]]))
+    result = invoke(runner, "run", spec, "-i", bad)
+    assert result.exit_code == 2 and "token id 11 at index (0, 2), expected 0 .. 10 (V = 11)" in result.output
+
+
+def test_vocabulary_keys_need_a_vocabulary(runner, tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("N: 1\nH: 2\nm: 4\nd: 8\nr: 8\ntie_embeddings: true\n")
+    result = invoke(runner, "count", spec)
+    assert result.exit_code == 2 and "no tie_embeddings unless the spec has a vocabulary V" in result.output

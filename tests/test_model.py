@@ -194,3 +194,17 @@ def test_trace_and_progress_are_the_same_split_over_threads_or_not():
     assert steps == pytest.approx([1.0, 1.0])
     direct = np.sqrt(np.mean(np.square(reference_forward(spec, w, X))))
     assert traces[0][-1] == pytest.approx(direct, rel=1e-12)
+
+
+# -- token ids in, logits out -----------------------------------------------------------------------------
+
+
+def test_token_ids_give_the_logits_of_their_embedded_columns():
+    """Ids (b, n) and the columns E[:, ids] give the same logits: the embedding is a lookup, the head per column."""
+    spec = Spec(N=1, H=2, m=3, d=6, r=5, V=9, norm="pre", head_bias=True)
+    w = random_weights(spec)
+    ids = np.array([[0, 8, 3, 3], [5, 1, 0, 7]])
+    columns = np.moveaxis(w["embedding.E"][:, ids], 0, 1)  # (b, d, n)
+    model = Transformer(spec, w)
+    assert np.array_equal(model(ids), model(columns)) and model(ids).shape == (2, 9, 4)
+    assert Transformer(spec, w)(ids[0]).shape == (9, 4)

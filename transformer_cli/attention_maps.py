@@ -14,8 +14,8 @@ import numpy as np
 from .arrays import open_npy, peek_npy
 from .errors import TfmError
 from .memory import HEATMAP_BYTES, JSON_BYTES, MemoryEstimate, check_memory, estimate_forward
-from .model import Transformer, to_columns
-from .runner import check_input, check_input_header, get_weights
+from .model import Transformer
+from .runner import check_input, check_input_header, get_weights, sequences, token_ids
 from .spec import Spec
 
 
@@ -27,8 +27,9 @@ def estimate_maps(spec: Spec, b: int, n: int, dtype: str, shown: int, as_json: b
 
 
 def block_weights(model: Transformer, x: np.ndarray, block: int) -> np.ndarray:
-    """Block `block`'s attention weights for one sequence x (d, n): (H, n_k, n_q); the blocks after it never run."""
-    Z = to_columns(x, model.dtype)  # (d, 1, n), as Transformer.forward starts
+    """Block `block`'s attention weights for one sequence x (d, n) or token ids (n,): (H, n_k, n_q); the blocks
+    after it never run."""
+    Z, _ = model.columns(x)  # (d, 1, n), as Transformer.forward starts
     pe = model.positions(0, Z.shape[-1])
     if pe is not None:
         Z += pe[:, None, :]
@@ -58,12 +59,13 @@ def attention_maps(
         raise TfmError(f"--head: got {head}, expected 0 .. {spec.H - 1} (the spec has H = {spec.H})")
     header = peek_npy(input_path)
     check_input_header(header.shape, header.dtype, spec, str(input_path))
-    b = header.shape[0] if len(header.shape) == 3 else 1
+    b, n = sequences(header.shape, header.dtype, spec)
     if sequence >= b:
         raise TfmError(f"--sequence: got {sequence}, expected 0 .. {b - 1} (the input holds {b})")
-    n, shown = header.shape[-1], 1 if head is not None else spec.H
+    shown = 1 if head is not None else spec.H
     check_memory(estimate_maps(spec, b, n, dtype, shown, as_json), None, f"block {block}'s attention at n = {n}")
     x, _ = check_input(open_npy(input_path), spec, str(input_path), dtype)
-    x = np.array(x[sequence]) if x.ndim == 3 else x  # a copy: the rest of the batch is freed
+    batched = x.ndim == (2 if token_ids(x.shape, x.dtype, spec) else 3)
+    x = np.array(x[sequence]) if batched else x  # a copy: the rest of the batch is freed
     model = Transformer(spec, get_weights(spec, weights_path, seed)[0], dtype)
     return block_weights(model, x, block)

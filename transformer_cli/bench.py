@@ -6,6 +6,7 @@ attention counted in full), checked in the tests against a direct count of what 
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 import tracemalloc
@@ -94,8 +95,13 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
         return F.linear(hidden, blk["w2"], blk["b2"])
 
     def forward(X: np.ndarray) -> np.ndarray:
+        """(b, d, n) columns, or token ids (b, n) with a vocabulary -> (b, d, n), or logits (b, V, n)."""
         with torch.inference_mode():
-            x = torch.from_numpy(np.ascontiguousarray(X.transpose(0, 2, 1), dtype=dtype)).to(tdtype)
+            if np.issubdtype(X.dtype, np.integer):  # token ids: nn.Embedding's lookup, on E's transpose (V, d)
+                x = F.embedding(torch.from_numpy(X), t["embedding.E"].T)
+                x = x * math.sqrt(d) if spec.embed_scale == "sqrt" else x
+            else:
+                x = torch.from_numpy(np.ascontiguousarray(X.transpose(0, 2, 1), dtype=dtype)).to(tdtype)
             n = x.shape[1]
             if spec.positional == "sinusoidal":
                 x = x + torch.from_numpy(sinusoidal_positions(d, n).T.astype(dtype))
@@ -113,6 +119,8 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
                     x = x + feedforward(blk, x)
             if spec.norm == "pre":
                 x = norm(x, (t["final_norm.gamma"], t.get("final_norm.beta")))
+            if spec.V:
+                x = F.linear(x, t["embedding.E"].T if spec.tie_embeddings else t["head.W"], t.get("head.b"))
             return x.numpy().transpose(0, 2, 1)
 
     return forward

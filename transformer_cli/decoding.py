@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import Array, Transformer, from_columns, to_columns
+from .model import Array, Transformer, from_columns
 
 
 def decode(model: Transformer, X: Array, position_offset: int = 0, stale_at: int | None = None) -> Array:
@@ -19,7 +19,7 @@ def decode(model: Transformer, X: Array, position_offset: int = 0, stale_at: int
     stale_at: at step t = stale_at the new key and value are used but not stored (a fault).
     """
     X = np.asarray(X)
-    Z = to_columns(X, model.dtype)  # (d, b, n)
+    Z, ndim = model.columns(X)  # (d, b, n); token ids are embedded
     cache: list[tuple[list[Array], list[Array]]] = [([], []) for _ in model.blocks]  # per block: K, V columns
     columns = []
     for t in range(Z.shape[-1]):
@@ -39,4 +39,4 @@ def decode(model: Transformer, X: Array, position_offset: int = 0, stale_at: int
 
             z = model.apply_block(blk, z, attention)
         columns.append(model.finish(z))
-    return from_columns(np.concatenate(columns, axis=-1), X.ndim)  # (d, b, n) -> the input's layout
+    return from_columns(np.concatenate(columns, axis=-1), ndim)  # (d, b, n) -> the input's layout

@@ -104,7 +104,7 @@ def estimate_forward(
         weights=s * params,
         # the input, its columns and their split over threads, X, a norm's output and temporary, a sublayer's
         # output (or a float64 mean square between blocks); positions are made in float64
-        activations=7 * b * d * n * s + 3 * d * n * 8,
+        activations=7 * b * d * n * s + 3 * d * n * 8 + 2 * (spec.V or 0) * b * n * s,  # + logits, twice
         attention=MultiHeadAttention(spec).held_per_token() * b * n * s
         + threads * (held * H * c * n * s + mask),  # Q, K, V, heads; chunks
         feedforward=FEEDFORWARDS[spec.feedforward](spec).held_per_token() * b * n * s,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from .components.embedding import embedding
 from .components.feedforward import FEEDFORWARDS
 from .components.norm import block_norm, final_norm
 from .layers import (
@@ -105,6 +106,12 @@ class Transformer:
         self.blocks = [stack_block(spec, weights, i, self.dtype) for i in range(spec.N)]
         self.P = np.asarray(weights["positional.P"], self.dtype) if spec.positional == "learned" else None
         self.ff, self.norm = FEEDFORWARDS[spec.feedforward](spec), block_norm(spec)
+        self.embedding, self.E = embedding(spec), None
+        self.W_head = self.b_head = None  # the head: logits = W_head Z + b_head, (V, d) and (V, 1, 1)
+        if spec.V:
+            self.E = np.asarray(weights["embedding.E"], self.dtype)  # (d, V)
+            self.W_head = self.E.T if spec.tie_embeddings else np.asarray(weights["head.W"], self.dtype)
+            self.b_head = _column(np.asarray(weights["head.b"], self.dtype)) if spec.head_bias else None
         self.final_norm = None
         if spec.norm == "pre":
             final = [t.name for t in final_norm(spec).tensors("")]
@@ -216,10 +223,26 @@ class Transformer:
         return _residual(X, self.feedforward(blk, X))
 
     def finish(self, X: Array) -> Array:
-        """The final norm of pre-norm models; identity otherwise."""
-        if self.final_norm is None:
+        """The final norm of pre-norm models, then the head's logits (V, b, n) if the spec has a vocabulary."""
+        if self.final_norm is not None:
+            X = self.norm.apply(X, self.final_norm)
+        if self.W_head is None:
             return X
-        return self.norm.apply(X, self.final_norm)
+        logits = linear(self.W_head, X)
+        if self.b_head is not None:
+            logits += self.b_head
+        return logits
+
+    def columns(self, X: Array) -> tuple[Array, int]:
+        """The pass's input as (d, b, n) columns, and the rank of its output.
+
+        Integer token ids (n,) or (b, n) are embedded (a model with a vocabulary); real columns (d, n) or
+        (b, d, n) are taken as they are (for a model with a vocabulary: as the embedding's output).
+        """
+        if np.issubdtype(X.dtype, np.integer):
+            ids = X[None] if X.ndim == 1 else X  # (b, n)
+            return self.embedding.embed(self.E, ids, self.dtype), X.ndim + 1
+        return to_columns(X, self.dtype), X.ndim
 
     # -- the whole pass ------------------------------------------------------------------------------
 
@@ -230,14 +253,16 @@ class Transformer:
         weights_out: list | None = None,
         on_block: Callable[[float], None] | None = None,
     ) -> Array:
-        """Transformer(X) for X of shape (d, n) or (b, d, n); same shape out.
+        """Transformer(X) for X of shape (d, n) or (b, d, n); same shape out (logits (V, n) or (b, V, n) with a head).
+
+        With a vocabulary, X may also be token ids (n,) or (b, n).
 
         `trace` receives the RMS of the activations after the positions and after each block;
         `weights_out` receives each block's attention weights (b, H, n_k, n_q); `on_block` hears the
         fraction of the pass each finished block is (for a progress bar).
         """
         X = np.asarray(X)
-        Z = to_columns(X, self.dtype)  # (d, b, n)
+        Z, ndim = self.columns(X)  # (d, b, n)
         workers = min(self.workers, Z.shape[1])
         if weights_out is None and workers > 1 and Z.size >= PARALLEL_MIN_SIZE:
             parts = [np.ascontiguousarray(part) for part in np.array_split(Z, workers, axis=1)]
@@ -257,7 +282,7 @@ class Transformer:
         if trace is not None:
             sizes = [part.size for part in parts]
             trace.extend(float(np.sqrt(np.average(ms, weights=sizes))) for ms in zip(*squares, strict=True))
-        return from_columns(Z, X.ndim)
+        return from_columns(Z, ndim)
 
     def _forward_columns(
         self,
@@ -301,7 +326,7 @@ def to_columns(X: Array, dtype: np.dtype) -> Array:
 
 
 def from_columns(Z: Array, ndim: int) -> Array:
-    """(d, b, n) -> (d, n) if the input was 2-d, else a contiguous (b, d, n)."""
+    """(k, b, n) -> (k, n) for a 2-d result, else a contiguous (b, k, n) (k: d, or V for logits)."""
     return Z[:, 0, :] if ndim == 2 else np.ascontiguousarray(Z.transpose(1, 0, 2))
 
 

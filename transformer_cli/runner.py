@@ -17,9 +17,29 @@ from .spec import Spec, check_length
 from .weights import Weights, init_weights, load_weights
 
 
+def token_ids(shape: tuple[int, ...], dtype: np.dtype, spec: Spec) -> bool:
+    """Whether an input of this shape and dtype is token ids: integers (n,) or (b, n), for a spec with V."""
+    return bool(spec.V) and dtype.kind in "iu" and len(shape) in (1, 2)
+
+
+def sequences(shape: tuple[int, ...], dtype: np.dtype, spec: Spec) -> tuple[int, int]:
+    """(b, n) of an input: token ids (n,) / (b, n), or columns (d, n) / (b, d, n)."""
+    if token_ids(shape, dtype, spec):
+        return (shape[0] if len(shape) == 2 else 1), shape[-1]
+    return (shape[0] if len(shape) == 3 else 1), shape[-1]
+
+
 def check_input_header(shape: tuple[int, ...], dtype: np.dtype, spec: Spec, source: str) -> list[str]:
     """Check an input's shape and dtype against the spec before its data is read; returns notes on casts."""
+    if token_ids(shape, dtype, spec):
+        if 0 in shape:
+            raise ArrayError(f"{source}: shape {shape} is empty, expected at least one sequence of one token id")
+        check_length(spec, shape[-1], source)
+        return []
     if len(shape) not in (2, 3):
+        if spec.V:
+            raise ArrayError(f"{source}: shape {shape}, expected token ids (n,) or (b, n), or columns (d, n) or "
+                             f"(b, d, n) with d = {spec.d}")  # fmt: skip
         raise ArrayError(f"{source}: shape {shape}, expected (d, n) or (b, d, n) with d = {spec.d}")
     if shape[-2] != spec.d:
         raise ArrayError(f"{source}: shape {shape}, expected d = {spec.d} rows (axis -2), one column per token")
@@ -33,8 +53,14 @@ def check_input_header(shape: tuple[int, ...], dtype: np.dtype, spec: Spec, sour
 
 
 def check_input(x: np.ndarray, spec: Spec, source: str, dtype: str = "float64") -> tuple[np.ndarray, list[str]]:
-    """Check an input array against the spec; returns it as float64 plus notes on anything converted."""
+    """Check an input array against the spec; returns it as float64 (token ids as int64) plus notes."""
     notes = check_input_header(x.shape, x.dtype, spec, source)
+    if token_ids(x.shape, x.dtype, spec):
+        outside = np.argwhere((x < 0) | (x >= spec.V))
+        if outside.size:
+            at = tuple(int(i) for i in outside[0])
+            raise ArrayError(f"{source}: token id {x[at]} at index {at}, expected 0 .. {spec.V - 1} (V = {spec.V})")
+        return x.astype(np.int64), notes
     x = np.asarray(x, dtype=np.float64)
     bad = first_nonfinite(x)
     if bad is not None:
@@ -80,10 +106,13 @@ class RunResult:
 
 
 def random_input(spec: Spec, n: int, b: int | None = None, seed: int = 0) -> np.ndarray:
-    """A standard normal input for `spec`: (d, n), or (b, d, n) for a batch; n beyond max_len is refused."""
+    """A random input for `spec`: standard normal columns (d, n) or (b, d, n); with a vocabulary, uniform token
+    ids (n,) or (b, n). n beyond max_len is refused."""
     check_length(spec, n, "--seq-len")
-    shape = (spec.d, n) if b is None else (b, spec.d, n)
-    return np.random.default_rng(seed).standard_normal(shape)
+    rng = np.random.default_rng(seed)
+    if spec.V:
+        return rng.integers(0, spec.V, size=(n,) if b is None else (b, n), dtype=np.int64)
+    return rng.standard_normal((spec.d, n) if b is None else (b, spec.d, n))
 
 
 def get_weights(spec: Spec, weights_path: Path | None, seed: int) -> tuple[Weights, str]:
@@ -108,8 +137,8 @@ def run_forward(
     """
     header = peek_npy(input_path)
     check_input_header(header.shape, header.dtype, spec, str(input_path))
-    b = header.shape[0] if len(header.shape) == 3 else 1
-    check_memory(estimate_forward(spec, b, header.shape[-1], dtype), max_memory, "this forward pass")
+    b, n = sequences(header.shape, header.dtype, spec)
+    check_memory(estimate_forward(spec, b, n, dtype), max_memory, "this forward pass")
     x, notes = check_input(open_npy(input_path), spec, str(input_path), dtype)
     weights, source = get_weights(spec, weights_path, seed)
     trace: list[float] = []

@@ -63,6 +63,14 @@ class Spec:
         metadata=_key("choice", "plain: W2 act(W1 X + b1) + b2; gated: W2 (act(W1 X) * (W3 X))", FEEDFORWARDS),
     )
     ff_bias: bool = field(default=True, metadata=_key("bool", "feedforward biases b1, b2 (and b3 when gated)"))
+    V: int | None = field(
+        default=None, metadata=_key("posint", "vocabulary: token ids in, V logits per column out (embedding E (d, V))")
+    )
+    tie_embeddings: bool = field(default=False, metadata=_key("bool", "the head is E^T (no head.W); only with V"))
+    head_bias: bool = field(default=False, metadata=_key("bool", "a bias head.b (V,) on the logits; only with V"))
+    embed_scale: str = field(
+        default="none", metadata=_key("choice", "embedded columns times sqrt(d) (Gemma); only with V", ("none", "sqrt"))
+    )
     G: int | None = field(
         default=None,
         metadata=_key("posint", "key/value heads, each shared by H/G query heads (grouped-query; 1: multi-query)"),
@@ -261,6 +269,9 @@ def spec_from_mapping(data: Any, source: str = "spec") -> Spec:
 
 
 def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
+    for key in ("tie_embeddings", "head_bias", "embed_scale"):
+        if key in data and spec.V is None:
+            raise _fail(source, key, data[key], f"no {key} unless the spec has a vocabulary V")
     if spec.H % spec.kv_heads:
         raise _fail(source, "G", data["G"], f"a divisor of H = {spec.H} (each key/value head serves H/G query heads)")
     for key, (other, values, required) in DEPENDENT.items():

@@ -38,7 +38,10 @@ def _init_std(spec: Spec, tensor: Tensor) -> float:
         "W3": spec.d**-0.5,  # the gated feedforward's linear (up) projection
         "W2": (spec.r * depth) ** -0.5,
         "P": 0.5**0.5,
+        "E": 1.0,  # embedded columns of unit variance, like the standard normal inputs the checks use
     }
+    if tensor.name == "head.W":
+        return spec.d**-0.5  # logits of order one
     return stds.get(leaf, 0.0)
 
 

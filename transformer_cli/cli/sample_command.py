@@ -36,7 +36,8 @@ def sample(
     force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Write a random input for a spec: standard normal float64 entries, shape (d, n) or (b, d, n).
+    """Write a random input for a spec: standard normal float64 columns (d, n) or (b, d, n); for a spec with a
+    vocabulary V, uniform token ids (n,) or (b, n) in 0 .. V-1.
 
     Refuses n beyond max_len (learned positions) and an input the forward pass could not hold, as run does.
 
@@ -59,4 +60,5 @@ def sample(
     if json_out:
         print_json(data)
     else:
-        out.print(f"wrote {output}: shape {tuple(x.shape)}, standard normal (seed {seed})", highlight=False)
+        kind = f"token ids in 0 .. {spec.V - 1}" if spec.V else "standard normal"
+        out.print(f"wrote {output}: shape {tuple(x.shape)}, {kind} (seed {seed})", highlight=False)

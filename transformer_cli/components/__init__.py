@@ -1,7 +1,7 @@
 """The components a spec is made of, from the registry of each kind.
 
 Order matters and is the weights file's: the block's components in the order of the pass (attention,
-feedforward, residuals, norms), then the input's (positions) and the output's (final norm).
+feedforward, residuals, norms), then the input's (embedding, positions) and the output's (final norm, head).
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..spec import Spec
 from .attention import MultiHeadAttention
 from .base import Component, Pairs, Tensor, Term
+from .embedding import embedding, head
 from .feedforward import FEEDFORWARDS, Residuals
 from .norm import block_norm, final_norm
 from .positional import POSITIONALS
@@ -21,8 +22,10 @@ def components(spec: Spec) -> list[Component]:
         FEEDFORWARDS[spec.feedforward](spec),
         Residuals(spec),
         block_norm(spec),
+        embedding(spec),
         POSITIONALS[spec.positional](spec),
         final_norm(spec),
+        head(spec),
     ]
 
 

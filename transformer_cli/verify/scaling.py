@@ -82,7 +82,7 @@ def check_scaling(setup: Setup, samples: int = 20000, expect: str = "holds") -> 
     per = "" if unit == c2 else " / scale^2"
     columns = [f"scores{per}", "predicted variance", "observed", "band (+/-)", "if the scale were ignored",
                "as predicted"]  # fmt: skip
-    rows, close, skipped = [], [], []
+    rows, told_apart, skipped = [], [], []
     tiny, huge = float(np.finfo(setup.model.dtype).tiny), float(np.finfo(setup.model.dtype).max)
     for block in [None, *range(spec.N)]:
         label = f"unit-variance q, k (m = {m})" if block is None else f"block {block}: W_Q x + b_Q, W_K y + b_K"
@@ -97,8 +97,8 @@ def check_scaling(setup: Setup, samples: int = 20000, expect: str = "holds") -> 
         estimates = _observe(setup, block, sequences)
         observed = float(estimates.mean())
         band = BAND_SE * float(estimates.std(ddof=1)) / math.sqrt(len(estimates))
-        if c != 1.0 and abs(predicted / c / c - predicted) <= 2 * band:  # a model skipping the scale would pass too
-            close.append(label)
+        if c == 1.0 or abs(predicted / c / c - predicted) > 2 * band:  # a model skipping the scale would fail here
+            told_apart.append(label)
         result = "within band" if abs(observed - predicted) <= band else "OUTSIDE band"
         with np.errstate(all="ignore"):  # a model that skips the scale shows q.k's own variance
             ignored = float(np.float64(predicted) * unit / np.float64(c) ** 2) if c != 1.0 else None
@@ -109,7 +109,7 @@ def check_scaling(setup: Setup, samples: int = 20000, expect: str = "holds") -> 
     verdict: bool | None = observed_ok
     if not results:
         verdict, reason = None, "nothing could be measured: " + "; ".join(dict.fromkeys(skipped))
-    elif observed_ok and close:
+    elif observed_ok and not told_apart:  # the scale acts alike in every row: one row that tells is enough
         verdict = None
         reason = (f"scale {spec.scale} ({c:.4g}) is so close to 1 that the variance with and without it differ "
                   f"by less than the band: whether the model applies it cannot be told")  # fmt: skip

@@ -1,0 +1,25 @@
+"""The real models' specs in examples/models/ count exactly the published figures (tests/data/real-models.json:
+what transformers builds from each published config, tied tensors once)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import DATA
+
+from transformer_cli import count_params, load_spec
+
+PRESETS = sorted((Path(__file__).parent.parent / "examples" / "models").glob("*.yaml"))
+PUBLISHED = {m["name"]: m for m in json.loads((DATA / "real-models.json").read_text())}
+
+
+@pytest.mark.parametrize("path", PRESETS, ids=lambda p: p.stem)
+def test_a_preset_counts_the_published_figure(path):
+    spec = load_spec(path)
+    assert count_params(spec).total == PUBLISHED[spec.name]["parameters"]
+
+
+def test_there_are_presets_for_the_gpt2_family():
+    assert {"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"} <= {p.stem for p in PRESETS}
