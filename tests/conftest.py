@@ -29,8 +29,10 @@ def variant_specs(m_min: int = 1, d_min: int = 1, max_len: int = 20) -> st.Searc
         attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu", "silu"]),
         norm_type=st.sampled_from(["layernorm", "rmsnorm"]), feedforward=st.sampled_from(["plain", "gated"]),
         ff_bias=st.booleans(), G=st.sampled_from([None, 1]), V=st.sampled_from([None, None, 7]),
-        tie_embeddings=st.booleans(), head_bias=st.booleans(),
-    ).map(lambda s: replace(s, max_len=max_len) if s.positional == "learned" else s)  # fmt: skip
+        tie_embeddings=st.booleans(), head_bias=st.booleans(), parallel=st.booleans(), shared_norm=st.booleans(),
+    ).map(lambda s: replace(s, max_len=max_len) if s.positional == "learned" else s).map(
+        lambda s: replace(s, parallel=False) if s.norm != "pre" else s  # parallel blocks are pre-norm
+    )  # fmt: skip
 
 
 def reference(case: str) -> dict:

@@ -84,7 +84,11 @@ def reference_forward(spec, w, X):
     for i in range(spec.N):
         p = f"blocks.{i}."
         ln = {k: (w.get(p + f"{k}.gamma"), w.get(p + f"{k}.beta")) for k in ("norm1", "norm2")}
-        if spec.norm == "post":
+        if spec.parallel:  # both sublayers read the block's input; one shared norm or two
+            second = ln["norm1"] if spec.shared_norm else ln["norm2"]
+            h1, h2 = layer_norm(X3, *ln["norm1"], eps), layer_norm(X3, *second, eps)
+            X3 = X3 + attention(spec, w, p, h1) + feedforward(spec, w, p, h2)
+        elif spec.norm == "post":
             X3 = layer_norm(X3 + attention(spec, w, p, X3), *ln["norm1"], eps)
             X3 = layer_norm(X3 + feedforward(spec, w, p, X3), *ln["norm2"], eps)
         elif spec.norm == "pre":

@@ -40,6 +40,8 @@ VARIANTS = [
     Spec(N=2, H=4, G=2, m=4, d=8, r=12, scale="sqrt", mask="causal", norm="pre", norm_type="rmsnorm",
          feedforward="gated", activation="silu", ff_bias=False),
     Spec(N=1, H=3, G=1, m=5, d=7, r=6, attention_bias=True, norm="post"),
+    Spec(N=2, H=2, m=4, d=8, r=10, mask="causal", norm="pre", parallel=True, attention_bias=True, activation="gelu"),
+    Spec(N=2, H=4, G=1, m=3, d=9, r=8, mask="causal", norm="pre", parallel=True, shared_norm=True, ff_bias=False),
 ]  # fmt: skip
 
 
@@ -66,7 +68,8 @@ def test_pytorch_computes_the_same_logits_from_token_ids(spec):
 
 @pytest.mark.parametrize("spec", VARIANTS, ids=["seed", "pre-causal", "post-learned", "swiglu-rmsnorm",
                                                 "geglu-post-rmsnorm", "gated-relu-biased", "gqa-llama-like",
-                                                "multi-query-biased"])  # fmt: skip
+                                                "multi-query-biased", "parallel-two-norms-neox",
+                                                "parallel-shared-norm-falcon"])  # fmt: skip
 def test_pytorch_computes_the_same_function(spec):
     """PyTorch (when installed) is an independent implementation: its output must match tfm's."""
     pytest.importorskip("torch")

@@ -130,3 +130,9 @@ def test_norm_type_and_feedforward_change_the_closed_form_as_documented():
     grouped = count_params(Spec(N=2, H=6, G=2, m=4, d=8, r=10, attention_bias=True))
     assert [t.formula for t in grouped.terms] == ["2Hmd + 2Gmd", "2rd + r + d", "Hm + 2Gm + d"]
     assert grouped.per_block == (2 * 6 + 2 * 2) * 4 * 8 + (2 * 10 * 8 + 10 + 8) + (6 + 4) * 4 + 8
+
+
+def test_a_shared_norm_halves_the_norm_term():
+    two = count_params(Spec(N=2, H=2, m=4, d=8, r=10, norm="pre", parallel=True))
+    one = count_params(Spec(N=2, H=2, m=4, d=8, r=10, norm="pre", parallel=True, shared_norm=True))
+    assert two.per_block - one.per_block == 2 * 8 and [t.formula for t in one.terms][2] == "2d"

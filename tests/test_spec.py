@@ -272,3 +272,12 @@ def test_norm_type_needs_a_norm(tmp_path):
 def test_key_value_heads_must_divide_the_heads(tmp_path, G):
     message = error_of(tmp_path, BASE + f"G: {G}\n")  # H = 4
     assert "key 'G'" in message and "a divisor of H = 4" in message
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [("parallel: true\n", "norm: pre with parallel blocks"),
+     ("norm: pre\nshared_norm: true\n", "no shared_norm unless parallel is true")],
+)  # fmt: skip
+def test_parallel_blocks_need_pre_norm_and_shared_norm_needs_parallel(tmp_path, extra, words):
+    assert words in error_of(tmp_path, BASE + extra)

@@ -67,7 +67,7 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
             "bo": t.get(p + "attention.b_O"),
         }  # fmt: skip
         for ln in ("norm1", "norm2"):
-            blk[ln] = (t[p + f"{ln}.gamma"], t.get(p + f"{ln}.beta")) if spec.norm != "none" else None
+            blk[ln] = (t[p + f"{ln}.gamma"], t.get(p + f"{ln}.beta")) if p + f"{ln}.gamma" in t else None
         blocks.append(blk)
     act = {"gelu": lambda x: F.gelu(x, approximate="tanh"), "relu": F.relu, "silu": F.silu}[spec.activation]
     causal, scale, eps = spec.mask == "causal", spec.score_scale, spec.norm_eps
@@ -108,7 +108,10 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
             elif spec.positional == "learned":
                 x = x + t["positional.P"][:, :n].T
             for blk in blocks:
-                if spec.norm == "post":
+                if spec.parallel:
+                    second = blk["norm1"] if spec.shared_norm else blk["norm2"]
+                    x = x + attention(blk, norm(x, blk["norm1"])) + feedforward(blk, norm(x, second))
+                elif spec.norm == "post":
                     x = norm(x + attention(blk, x), blk["norm1"])
                     x = norm(x + feedforward(blk, x), blk["norm2"])
                 elif spec.norm == "pre":

@@ -213,6 +213,10 @@ class Transformer:
     def apply_block(self, blk: Block, X: Array, attention: Callable[[Array], Array]) -> Array:
         """One block around an attention sublayer (no residual inside it), with the spec's norm placement."""
         norm = self.norm.apply
+        if self.spec.parallel:  # X + Attn(N1(X)) + FF(N2(X)): both sublayers read the block's input
+            first = norm(X, blk.norm1)
+            second = first if blk.norm2 is None else norm(X, blk.norm2)
+            return _residual(X, _residual(self.feedforward(blk, second), attention(first)))
         if self.spec.norm == "post":
             X = norm(_residual(X, attention(X)), blk.norm1)
             return norm(_residual(X, self.feedforward(blk, X)), blk.norm2)

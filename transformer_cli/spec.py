@@ -71,6 +71,13 @@ class Spec:
     embed_scale: str = field(
         default="none", metadata=_key("choice", "embedded columns times sqrt(d) (Gemma); only with V", ("none", "sqrt"))
     )
+    parallel: bool = field(
+        default=False,
+        metadata=_key("bool", "parallel blocks: X + Attn(N1(X)) + FF(N2(X)) (GPT-NeoX, Falcon, Phi-2); pre-norm"),
+    )
+    shared_norm: bool = field(
+        default=False, metadata=_key("bool", "parallel blocks with one norm, N1 = N2 (Falcon-7B, Phi-2)")
+    )
     G: int | None = field(
         default=None,
         metadata=_key("posint", "key/value heads, each shared by H/G query heads (grouped-query; 1: multi-query)"),
@@ -243,7 +250,8 @@ def _unknown_key(source: str, key: Any) -> SpecError:
     if not hint:
         close = difflib.get_close_matches(text, list(FIELDS), n=1, cutoff=0.5)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
-    return SpecError(f"{source}: unknown key '{shown(text)}'{hint}; known keys: {', '.join(FIELDS)}")
+    known = "" if hint else f"; known keys: {', '.join(FIELDS)}"  # the whole list only when no key is close
+    return SpecError(f"{source}: unknown key '{shown(text)}'{hint}{known}")
 
 
 def spec_from_mapping(data: Any, source: str = "spec") -> Spec:
@@ -269,6 +277,10 @@ def spec_from_mapping(data: Any, source: str = "spec") -> Spec:
 
 
 def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
+    if spec.parallel and spec.norm != "pre":
+        raise _fail(source, "parallel", True, "norm: pre with parallel blocks (both sublayers read the block's input)")
+    if "shared_norm" in data and not spec.parallel:
+        raise _fail(source, "shared_norm", data["shared_norm"], "no shared_norm unless parallel is true")
     for key in ("tie_embeddings", "head_bias", "embed_scale"):
         if key in data and spec.V is None:
             raise _fail(source, key, data[key], f"no {key} unless the spec has a vocabulary V")

@@ -33,19 +33,26 @@ class LayerNorm(Component):
     per_entry = NORM_PER_ENTRY
     label = "layer norm"
 
+    @property
+    def norms(self) -> tuple[str, ...]:
+        """The block's norms: norm1 and norm2, or norm1 alone when parallel blocks share it."""
+        return ("norm1",) if self.spec.parallel and self.spec.shared_norm else ("norm1", "norm2")
+
     def tensors(self, prefix: str) -> list[Tensor]:
         d = self.spec.d
-        return [Tensor(prefix + f"{ln}.{g}", (d,), self.label) for ln in ("norm1", "norm2") for g in self.params]
+        return [Tensor(prefix + f"{ln}.{g}", (d,), self.label) for ln in self.norms for g in self.params]
 
     def terms(self) -> list[Term]:
-        return [Term(f"{2 * len(self.params)}d", 2 * len(self.params) * self.spec.d, "block")]
+        k = len(self.norms) * len(self.params)
+        return [Term(f"{k}d" if k > 1 else "d", k * self.spec.d, "block")]
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        return {"norms": 2 * self.spec.N * self.per_entry * self.spec.d * b * n}
+        return {"norms": len(self.norms) * self.spec.N * self.per_entry * self.spec.d * b * n}
 
     def prepare(self, get: Get) -> dict:
-        """norm1 and norm2 as tuples of (d, 1, 1) columns, for the forward pass."""
-        return {ln: tuple(get(f"{ln}.{g}").reshape(-1, 1, 1) for g in self.params) for ln in ("norm1", "norm2")}
+        """norm1 and norm2 as tuples of (d, 1, 1) columns, for the forward pass (a shared norm: norm2 is None)."""
+        out = {ln: tuple(get(f"{ln}.{g}").reshape(-1, 1, 1) for g in self.params) for ln in self.norms}
+        return {"norm2": None} | out
 
     def apply(self, X: layers.Array, params: tuple) -> layers.Array:
         """The norm of each column of X (d, b, n)."""
