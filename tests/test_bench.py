@@ -37,11 +37,19 @@ VARIANTS = [
          feedforward="gated", activation="silu", ff_bias=False),
     Spec(N=1, H=2, m=3, d=7, r=5, norm="post", norm_type="rmsnorm", feedforward="gated", activation="gelu"),
     Spec(N=1, H=1, m=4, d=6, r=9, feedforward="gated", activation="relu", ff_bias=True),
+    Spec(N=2, H=2, m=8, d=12, r=16, scale="sqrt", mask="causal", positional="rope", norm="pre", norm_type="rmsnorm",
+         feedforward="gated", activation="silu", ff_bias=False),
+    Spec(N=2, H=3, m=6, d=10, r=8, positional="rope", rope_pairing="interleaved", rope_theta=3.0, attention_bias=True),
+    Spec(N=1, H=2, m=8, d=9, r=7, scale="sqrt", positional="rope", rope_fraction=0.25, norm="post"),
+    Spec(N=2, H=2, m=8, d=12, r=8, scale="sqrt", mask="causal", positional="rope", rope_theta=100.0,
+         rope_scaling="llama3", rope_original_max_len=64, rope_factor=4.0, rope_low_freq_factor=1.0,
+         rope_high_freq_factor=8.0, norm="pre"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("spec", VARIANTS, ids=["seed", "pre-causal", "post-learned", "swiglu-rmsnorm",
-                                                "geglu-post-rmsnorm", "gated-relu-biased"])  # fmt: skip
+                                                "geglu-post-rmsnorm", "gated-relu-biased", "rope-half-llama-style",
+                                                "rope-interleaved", "rope-quarter", "rope-llama3"])  # fmt: skip
 def test_pytorch_computes_the_same_function(spec):
     """PyTorch (when installed) is an independent implementation: its output must match tfm's."""
     pytest.importorskip("torch")

@@ -18,10 +18,12 @@ from threadpoolctl import ThreadpoolController
 
 from .components.feedforward import FEEDFORWARDS
 from .components.norm import block_norm, final_norm
+from .components.positional import Rotary
 from .layers import (
     Array,
     causal_mask,
     linear,
+    rotate_,
     scores,
     sinusoidal_positions,
     softmax_rows_,
@@ -105,6 +107,8 @@ class Transformer:
         self.blocks = [stack_block(spec, weights, i, self.dtype) for i in range(spec.N)]
         self.P = np.asarray(weights["positional.P"], self.dtype) if spec.positional == "learned" else None
         self.ff, self.norm = FEEDFORWARDS[spec.feedforward](spec), block_norm(spec)
+        self.rope = Rotary(spec) if spec.positional == "rope" else None
+        self._rope_tables: tuple = (None, None, None)  # (start, n), cos, sin: the last tables made
         self.final_norm = None
         if spec.norm == "pre":
             final = [t.name for t in final_norm(spec).tensors("")]
@@ -128,6 +132,24 @@ class Transformer:
             QKV += blk.b_qkv
         QKV = QKV.reshape(3, self.spec.H, self.spec.m, b, n).transpose(0, 3, 1, 2, 4)  # (3, b, H, m, n)
         return QKV[0], QKV[1], QKV[2]
+
+    def rotate(self, Q: Array, K: Array, start: int, key_start: int | None = None) -> None:
+        """Rotary positions, in place: Q's columns at positions start.., K's at key_start.. (default: start).
+
+        Q: (b, H, m, n_q), K: (b, heads, m, n_k). Nothing happens without rope.
+        """
+        if self.rope is None:
+            return
+        for X, first in ((Q, start), (K, start if key_start is None else key_start)):
+            rotate_(X, *self._rotary_tables(first, X.shape[-1]), self.spec.rope_pairing)
+
+    def _rotary_tables(self, start: int, n: int) -> tuple[Array, Array]:
+        """cos, sin for positions start .. start+n-1, kept for the next call (every block asks for the same)."""
+        key, cos, sin = self._rope_tables
+        if key != (start, n):
+            cos, sin = self.rope.tables(start, n, self.dtype)
+            self._rope_tables = ((start, n), cos, sin)  # one assignment: threads see old or new, never a mix
+        return cos, sin
 
     def attend(
         self,
@@ -185,7 +207,9 @@ class Transformer:
         self, blk: Block, X: Array, weights_out: list | None = None, stop: threading.Event | None = None
     ) -> Array:
         """The attention sublayer without its residual: (d, b, n) -> (d, b, n)."""
-        heads = self.attend(*self.qkv(blk, X), causal=self.spec.mask == "causal", weights_out=weights_out, stop=stop)
+        Q, K, V = self.qkv(blk, X)
+        self.rotate(Q, K, 0)
+        heads = self.attend(Q, K, V, causal=self.spec.mask == "causal", weights_out=weights_out, stop=stop)
         return self.project(blk, heads)
 
     def feedforward(self, blk: Block, X: Array) -> Array:
