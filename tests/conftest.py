@@ -19,20 +19,45 @@ REFERENCE_CASES = ["seed-plain", "standard-pre-causal", "post-learned-odd-d"]
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples" / "configs").glob("*.yaml"))
 
 
-def variant_specs(m_min: int = 1, d_min: int = 1, max_len: int = 20) -> st.SearchStrategy[Spec]:
-    """Small random specs over every variant key (learned positions get `max_len`)."""
+def variant_specs(m_min: int = 1, d_min: int = 1, max_len: int = 20, rope: bool = True) -> st.SearchStrategy[Spec]:
+    """Small random specs over every variant key (learned positions get `max_len`; rope an even rotated part).
+
+    rope=False draws exactly the specs drawn before rope existed (the same strategy, so derandomized tests keep
+    their examples).
+    """
+    rope_keys = dict(
+        rope_theta=st.sampled_from([10000.0, 3.0]), rope_fraction=st.sampled_from([1.0, 0.5]),
+        rope_pairing=st.sampled_from(["half", "interleaved"]), rope_scaling=st.sampled_from(["none", "llama3"]),
+        rope_original_max_len=st.sampled_from([8192, 16]),
+    ) if rope else {}  # fmt: skip
     return st.builds(
         Spec,
         N=st.integers(1, 2), H=st.integers(1, 3), m=st.integers(m_min, 6), d=st.integers(d_min, 8),
         r=st.integers(1, 8), scale=st.sampled_from(["none", "sqrt", 0.7]), mask=st.sampled_from(["none", "causal"]),
-        positional=st.sampled_from(["none", "sinusoidal", "learned"]), norm=st.sampled_from(["none", "pre", "post"]),
+        positional=st.sampled_from(["none", "sinusoidal", "learned"] + ["rope"] * rope),
+        norm=st.sampled_from(["none", "pre", "post"]),
         attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu", "silu"]),
         norm_type=st.sampled_from(["layernorm", "rmsnorm"]), feedforward=st.sampled_from(["plain", "gated"]),
         ff_bias=st.booleans(), G=st.sampled_from([None, 1]), V=st.sampled_from([None, None, 7]),
         tie_embeddings=st.booleans(), head_bias=st.booleans(), parallel=st.booleans(), shared_norm=st.booleans(),
-    ).map(lambda s: replace(s, max_len=max_len) if s.positional == "learned" else s).map(
+        **rope_keys,
+    ).map(lambda s: _positions_fitted(s, max_len)).map(
         lambda s: replace(s, parallel=False) if s.norm != "pre" else s  # parallel blocks are pre-norm
     )  # fmt: skip
+
+
+ROPE_KEYS = ("rope_theta", "rope_fraction", "rope_pairing", "rope_scaling", "rope_original_max_len")
+
+
+def _positions_fitted(spec: Spec, max_len: int) -> Spec:
+    """Learned positions get max_len; rope an even rotated part of at least 2 dims; other specs the rope defaults."""
+    if spec.positional == "learned":
+        spec = replace(spec, max_len=max_len)
+    if spec.positional != "rope":
+        return replace(spec, **{k: getattr(Spec(N=1, H=1, m=1, d=1, r=1), k) for k in ROPE_KEYS})
+    if spec.rotated_dims < 2 or spec.rotated_dims % 2:
+        spec = replace(spec, m=max(2, spec.m + spec.m % 2), rope_fraction=1.0)  # m + 1 when odd, at most 6
+    return spec
 
 
 def reference(case: str) -> dict:

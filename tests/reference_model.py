@@ -5,6 +5,8 @@ Written for clarity, not speed: X is (b, d, n), scores are the seed's (n_k, n_q)
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -40,6 +42,34 @@ def positions(spec, w, n):
     return 0.0
 
 
+def llama3_frequency(spec, f):
+    """Llama 3.1: wavelength 2 pi / f over L / low_freq_factor: f / factor; under L / high_freq_factor: f; else
+    (1 - s) f / factor + s f with s = (L / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor)."""
+    L, low, high = spec.rope_original_max_len, spec.rope_low_freq_factor, spec.rope_high_freq_factor
+    wavelength = 2 * math.pi / f
+    if wavelength > L / low:
+        return f / spec.rope_factor
+    if wavelength < L / high:
+        return f
+    s = (L / wavelength - low) / (high - low)
+    return (1 - s) * f / spec.rope_factor + s * f
+
+
+def rotary_matrices(spec, n):
+    """R[t] (m, m): the rotation of one head's entries at position t, a 2 x 2 block [[c, -s], [s, c]] per pair."""
+    rot = int(spec.m * spec.rope_fraction)
+    R = np.tile(np.eye(spec.m), (n, 1, 1))
+    for j in range(rot // 2):
+        f = spec.rope_theta ** (-2 * j / rot)
+        if spec.rope_scaling == "llama3":
+            f = llama3_frequency(spec, f)
+        x, y = (j, j + rot // 2) if spec.rope_pairing == "half" else (2 * j, 2 * j + 1)
+        for t in range(n):
+            c, s = math.cos(t * f), math.sin(t * f)
+            R[t, x, x], R[t, x, y], R[t, y, x], R[t, y, y] = c, -s, s, c
+    return R
+
+
 def attention(spec, w, p, X):
     """sum_h W_O^h (W_V^h X + b_V) Softmax(scale (W_K^h X + b_K)^T (W_Q^h X + b_Q)) + b_O, per head."""
     n = X.shape[-1]
@@ -52,6 +82,8 @@ def attention(spec, w, p, X):
             proj[k] = np.einsum("md,bdn->bmn", w[p + f"attention.W_{k}"][g], X)
             if spec.attention_bias:
                 proj[k] = proj[k] + w[p + f"attention.b_{k}"][g][:, None]
+            if spec.positional == "rope" and k != "V":  # rotary positions turn queries and keys, never values
+                proj[k] = np.einsum("tij,bjt->bit", rotary_matrices(spec, n), proj[k])
         S = spec.score_scale * np.einsum("bmk,bmq->bkq", proj["K"], proj["Q"])  # (b, n_k, n_q)
         if spec.mask == "causal":
             S = np.where(np.arange(n)[:, None] > np.arange(n)[None, :], -np.inf, S)

@@ -42,6 +42,15 @@ VARIANTS = [
     Spec(N=1, H=3, G=1, m=5, d=7, r=6, attention_bias=True, norm="post"),
     Spec(N=2, H=2, m=4, d=8, r=10, mask="causal", norm="pre", parallel=True, attention_bias=True, activation="gelu"),
     Spec(N=2, H=4, G=1, m=3, d=9, r=8, mask="causal", norm="pre", parallel=True, shared_norm=True, ff_bias=False),
+    Spec(N=2, H=2, m=8, d=12, r=16, scale="sqrt", mask="causal", positional="rope", norm="pre", norm_type="rmsnorm",
+         feedforward="gated", activation="silu", ff_bias=False),
+    Spec(N=2, H=3, m=6, d=10, r=8, positional="rope", rope_pairing="interleaved", rope_theta=3.0, attention_bias=True),
+    Spec(N=1, H=2, m=8, d=9, r=7, scale="sqrt", positional="rope", rope_fraction=0.25, norm="post"),
+    Spec(N=2, H=2, m=8, d=12, r=8, scale="sqrt", mask="causal", positional="rope", rope_theta=100.0,
+         rope_scaling="llama3", rope_original_max_len=64, rope_factor=4.0, rope_low_freq_factor=1.0,
+         rope_high_freq_factor=8.0, norm="pre"),
+    Spec(N=2, H=4, G=2, m=6, d=12, r=10, V=19, scale="sqrt", mask="causal", positional="rope", norm="pre",
+         norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False),  # LLaMA's shape, small
 ]  # fmt: skip
 
 
@@ -69,7 +78,9 @@ def test_pytorch_computes_the_same_logits_from_token_ids(spec):
 @pytest.mark.parametrize("spec", VARIANTS, ids=["seed", "pre-causal", "post-learned", "swiglu-rmsnorm",
                                                 "geglu-post-rmsnorm", "gated-relu-biased", "gqa-llama-like",
                                                 "multi-query-biased", "parallel-two-norms-neox",
-                                                "parallel-shared-norm-falcon"])  # fmt: skip
+                                                "parallel-shared-norm-falcon", "rope-half-llama-style",
+                                                "rope-interleaved", "rope-quarter", "rope-llama3",
+                                                "llama-like-gqa-rope"])  # fmt: skip
 def test_pytorch_computes_the_same_function(spec):
     """PyTorch (when installed) is an independent implementation: its output must match tfm's."""
     pytest.importorskip("torch")

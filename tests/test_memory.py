@@ -79,6 +79,7 @@ MEASURED = [
     (Spec(N=2, H=4, m=64, d=256, r=1024), 4, 256),
     (Spec(N=2, H=4, m=32, d=128, r=512, norm="pre", mask="causal", positional="sinusoidal"), 2, 512),
     (Spec(N=1, H=1, m=4, d=512, r=2, norm="post"), 8, 64),  # activations dominate
+    (Spec(N=2, H=8, m=128, d=128, r=128, positional="rope"), 2, 512),  # attention dominates; Q and K turned in place
 ]
 
 

@@ -267,7 +267,7 @@ def test_counts_hold_and_a_missing_tensor_fails():
 
 
 # d >= 4: with d = 2 a layer norm maps every column to +-gamma + beta, and the checks rightly say "inconclusive".
-SUITE_SPECS = variant_specs(m_min=2, d_min=4, max_len=12)
+SUITE_SPECS = variant_specs(m_min=2, d_min=4, max_len=12, rope=False)
 
 
 @settings(max_examples=25, deadline=None, derandomize=True)  # fixed examples: the scaling check is statistical
@@ -278,6 +278,19 @@ def test_verify_agrees_with_the_theory_on_random_specs(spec, seed):
     for name in ("counts", "softmax", "equivariance", "causality", "decoding", "scaling"):
         assert by_name[name].exit_code == ExitCode.OK, (name, by_name[name].observation, by_name[name].reason)
     assert by_name["equivariance"].predicted == (spec.mask == "none" and spec.positional == "none")
+
+
+ROPE_SUITE_SPECS = variant_specs(m_min=2, d_min=4, rope=True).filter(lambda s: s.positional == "rope")
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(ROPE_SUITE_SPECS, st.integers(0, 2**16))
+def test_verify_agrees_with_the_theory_on_random_rope_specs(spec, seed):
+    results = {r.name: r for r in verify_all(spec, random_weights(spec, seed), seed=seed, n=8)}
+    for name, result in results.items():
+        assert result.exit_code == ExitCode.OK, (name, result.observation, result.reason)
+    assert results["equivariance"].predicted is False and results["equivariance"].observed is False
+    assert results["decoding"].predicted == (spec.mask == "causal")
 
 
 def test_overall_exit_prefers_violations_then_inconclusive():

@@ -81,9 +81,12 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
         b, n, _ = x.shape
         if G == H:  # the usual fused layout, as fast as PyTorch code gets
             q, k, v = F.linear(x, blk["qkv"], blk["bqkv"]).view(b, n, 3, H, m).permute(2, 0, 3, 1, 4)
-        else:  # grouped: split, and repeat each key/value head for its H/G query heads (the reference may copy)
+        else:  # grouped: split (each key/value head is repeated for its H/G query heads below)
             q, k, v = F.linear(x, blk["qkv"], blk["bqkv"]).split([H * m, G * m, G * m], dim=-1)
             q, k, v = (t.view(b, n, -1, m).transpose(1, 2) for t in (q, k, v))  # (b, heads, n, m)
+        if spec.positional == "rope":
+            q, k = _torch_rope(spec, q, tdtype), _torch_rope(spec, k, tdtype)
+        if G != H:  # the reference may copy
             k, v = (t.repeat_interleave(H // G, dim=1) for t in (k, v))
         a = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
         return F.linear(a.transpose(1, 2).reshape(b, n, H * m), blk["o"], blk["bo"])
@@ -127,6 +130,34 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
             return x.numpy().transpose(0, 2, 1)
 
     return forward
+
+
+def _torch_rope(spec: Spec, x, tdtype):  # type: ignore[no-untyped-def]
+    """Rotary positions as GPT-NeoX (cat(-x2, x1)) and GPT-J (stacked pairs) write them, on x (b, H, n, m), with
+    the angles in float64 (unlike transformers, which makes them in float32) and cos, sin cast to the model's dtype."""
+    import torch
+
+    rot = spec.rotated_dims
+    freq = spec.rope_theta ** (-torch.arange(0, rot, 2, dtype=torch.float64) / rot)
+    if spec.rope_scaling == "llama3":  # as transformers' _compute_llama3_parameters
+        L, low, high, factor = (spec.rope_original_max_len, spec.rope_low_freq_factor, spec.rope_high_freq_factor,
+                                spec.rope_factor)  # fmt: skip
+        wavelength = 2 * torch.pi / freq
+        scaled = torch.where(wavelength > L / low, freq / factor, freq)
+        smooth = (L / wavelength - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        middle = ~(wavelength < L / high) & ~(wavelength > L / low)
+        freq = torch.where(middle, smoothed, scaled)
+    angles = torch.arange(x.shape[-2], dtype=torch.float64)[:, None] * freq[None, :]  # (n, rot/2)
+    cos, sin = angles.cos().to(tdtype), angles.sin().to(tdtype)
+    part, rest = x[..., :rot], x[..., rot:]
+    if spec.rope_pairing == "half":
+        cos, sin = torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)
+        turned = torch.cat([-part[..., rot // 2 :], part[..., : rot // 2]], -1)
+    else:
+        cos, sin = cos.repeat_interleave(2, -1), sin.repeat_interleave(2, -1)
+        turned = torch.stack([-part[..., 1::2], part[..., ::2]], -1).flatten(-2)
+    return torch.cat([part * cos + turned * sin, rest], -1)
 
 
 @dataclass

@@ -15,7 +15,8 @@ from .model import Array, Transformer, from_columns
 def decode(model: Transformer, X: Array, position_offset: int = 0, stale_at: int | None = None) -> Array:
     """Run T column by column with a key/value cache: (d, n) or (b, d, n) -> same shape.
 
-    position_offset: encode column t at position t + offset (a fault when not 0).
+    position_offset: encode column t at position t + offset (a fault when not 0). With rotary positions the query
+    turns by t + offset and its key by t: shifting both alike changes nothing, rotary scores depend on t - s only.
     stale_at: at step t = stale_at the new key and value are used but not stored (a fault).
     """
     X = np.asarray(X)
@@ -30,6 +31,7 @@ def decode(model: Transformer, X: Array, position_offset: int = 0, stale_at: int
 
             def attention(u: Array, blk=blk, Ks=Ks, Vs=Vs, t=t) -> Array:
                 Q, K, V = model.qkv(blk, u)  # each (b, H, m, 1)
+                model.rotate(Q, K, t + position_offset, key_start=t)  # the key is cached already turned
                 K_all = np.concatenate([*Ks, K], axis=-1)  # (b, H, m, t + 1): every key up to now
                 V_all = np.concatenate([*Vs, V], axis=-1)
                 if t != stale_at:

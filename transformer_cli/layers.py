@@ -85,6 +85,40 @@ def sinusoidal_positions(d: int, n: int) -> Array:
     return np.where(rows[:, None] % 2 == 0, np.sin(angle), np.cos(angle))
 
 
+def rope_frequencies(rot: int, theta: float) -> Array:
+    """Rotary frequencies theta^(-2j/rot) of the rot/2 pairs j, in float64: (rot/2,)."""
+    return np.power(float(theta), -2.0 * np.arange(rot // 2) / rot)
+
+
+def llama3_frequencies(freq: Array, factor: float, low: float, high: float, original: int) -> Array:
+    """Llama 3.1's scaling of rotary frequencies f (wavelength 2 pi / f) for an original context L:
+    wavelength > L/low: f / factor; < L/high: f unchanged; between: (1 - s) f / factor + s f, s = (L/wavelength - low)
+    / (high - low)."""
+    wavelength = 2 * np.pi / freq
+    s = (original / wavelength - low) / (high - low)
+    between = (1 - s) * freq / factor + s * freq
+    return np.where(wavelength > original / low, freq / factor, np.where(wavelength < original / high, freq, between))
+
+
+def rotate_(X: Array, cos: Array, sin: Array, pairing: str) -> Array:
+    """Rotary positions, overwriting X: (..., m, n) with cos, sin (rot/2, n), one angle per pair and column.
+
+    Each pair (x, y) of X's first rot rows turns to (x cos - y sin, y cos + x sin); the rows past rot stay.
+    half: row j pairs with j + rot/2 (LLaMA, GPT-NeoX: rotate_half); interleaved: 2j with 2j + 1 (GPT-J).
+    """
+    half = cos.shape[0]
+    if pairing == "half":
+        x, y = X[..., :half, :], X[..., half : 2 * half, :]
+    else:
+        x, y = X[..., 0 : 2 * half : 2, :], X[..., 1 : 2 * half : 2, :]
+    x_sin = x * sin  # x before it is overwritten: y's update needs it
+    x *= cos
+    x -= y * sin
+    y *= cos
+    y += x_sin
+    return X
+
+
 def causal_mask(q0: int, q1: int, n_k: int) -> Array:
     """Additive mask (q1 - q0, n_k) for queries q0..q1-1: -inf where key k comes after query q, else 0."""
     later = np.arange(n_k)[None, :] > np.arange(q0, q1)[:, None]

@@ -19,10 +19,12 @@ from threadpoolctl import ThreadpoolController
 from .components.embedding import embedding
 from .components.feedforward import FEEDFORWARDS
 from .components.norm import block_norm, final_norm
+from .components.positional import Rotary
 from .layers import (
     Array,
     causal_mask,
     linear,
+    rotate_,
     scores,
     sinusoidal_positions,
     softmax_rows_,
@@ -112,6 +114,8 @@ class Transformer:
             self.E = np.asarray(weights["embedding.E"], self.dtype)  # (d, V)
             self.W_head = self.E.T if spec.tie_embeddings else np.asarray(weights["head.W"], self.dtype)
             self.b_head = _column(np.asarray(weights["head.b"], self.dtype)) if spec.head_bias else None
+        self.rope = Rotary(spec) if spec.positional == "rope" else None
+        self._rope_tables: tuple = (None, None, None)  # (start, n), cos, sin: the last tables made
         self.final_norm = None
         if spec.norm == "pre":
             final = [t.name for t in final_norm(spec).tensors("")]
@@ -136,6 +140,24 @@ class Transformer:
             QKV += blk.b_qkv
         QKV = QKV.reshape(H + 2 * G, m, b, n).transpose(2, 0, 1, 3)  # (b, H + 2G, m, n)
         return QKV[:, :H], QKV[:, H : H + G], QKV[:, H + G :]
+
+    def rotate(self, Q: Array, K: Array, start: int, key_start: int | None = None) -> None:
+        """Rotary positions, in place: Q's columns at positions start.., K's at key_start.. (default: start).
+
+        Q: (b, H, m, n_q), K: (b, heads, m, n_k). Nothing happens without rope.
+        """
+        if self.rope is None:
+            return
+        for X, first in ((Q, start), (K, start if key_start is None else key_start)):
+            rotate_(X, *self._rotary_tables(first, X.shape[-1]), self.spec.rope_pairing)
+
+    def _rotary_tables(self, start: int, n: int) -> tuple[Array, Array]:
+        """cos, sin for positions start .. start+n-1, kept for the next call (every block asks for the same)."""
+        key, cos, sin = self._rope_tables
+        if key != (start, n):
+            cos, sin = self.rope.tables(start, n, self.dtype)
+            self._rope_tables = ((start, n), cos, sin)  # one assignment: threads see old or new, never a mix
+        return cos, sin
 
     def attend(
         self,
@@ -203,7 +225,9 @@ class Transformer:
         self, blk: Block, X: Array, weights_out: list | None = None, stop: threading.Event | None = None
     ) -> Array:
         """The attention sublayer without its residual: (d, b, n) -> (d, b, n)."""
-        heads = self.attend(*self.qkv(blk, X), causal=self.spec.mask == "causal", weights_out=weights_out, stop=stop)
+        Q, K, V = self.qkv(blk, X)
+        self.rotate(Q, K, 0)
+        heads = self.attend(Q, K, V, causal=self.spec.mask == "causal", weights_out=weights_out, stop=stop)
         return self.project(blk, heads)
 
     def feedforward(self, blk: Block, X: Array) -> Array:

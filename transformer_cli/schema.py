@@ -18,6 +18,7 @@ def _property(name: str) -> dict[str, Any]:
     prop: dict[str, Any] = {
         "posint": {"type": "integer", "minimum": 1},
         "posfloat": {"type": "number", "exclusiveMinimum": 0, "maximum": FLOAT_MAX},
+        "fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
         "bool": {"type": "boolean"},
         "str": {"type": "string"},
         "choice": {"enum": choices},

@@ -22,7 +22,9 @@ MAX_SPEC_BYTES = 1 << 20  # a spec is a dozen lines; anything over 1 MiB is not 
 
 SCALES = ("none", "sqrt")
 MASKS = ("none", "causal")
-POSITIONALS = ("none", "sinusoidal", "learned")
+POSITIONALS = ("none", "sinusoidal", "learned", "rope")
+ROPE_PAIRINGS = ("half", "interleaved")
+ROPE_SCALINGS = ("none", "llama3")
 NORMS = ("none", "pre", "post")
 NORM_TYPES = ("layernorm", "rmsnorm")
 FEEDFORWARDS = ("plain", "gated")
@@ -48,8 +50,27 @@ class Spec:
         default="none", metadata=_key("scale", "score scale: none (1), sqrt (1/sqrt(m)) or a positive number", SCALES)
     )
     mask: str = field(default="none", metadata=_key("choice", "attention mask", MASKS))
-    positional: str = field(default="none", metadata=_key("choice", "positional encoding added to X", POSITIONALS))
+    positional: str = field(
+        default="none",
+        metadata=_key("choice", "positions: added to X (sinusoidal, learned) or rotating Q and K (rope)", POSITIONALS),
+    )
     max_len: int | None = field(default=None, metadata=_key("posint", "longest sequence (learned positions only)"))
+    rope_theta: float = field(default=10000.0, metadata=_key("posfloat", "rotary base: pair j turns t theta^(-2j/rot)"))
+    rope_fraction: float = field(
+        default=1.0, metadata=_key("fraction", "rotated part of each head: rot = int(m * fraction) dims, even")
+    )
+    rope_pairing: str = field(
+        default="half",
+        metadata=_key("choice", "half: dim j with j + rot/2 (LLaMA, NeoX); interleaved: 2j with 2j+1 (GPT-J)",
+                      ROPE_PAIRINGS),
+    )  # fmt: skip
+    rope_scaling: str = field(
+        default="none", metadata=_key("choice", "frequency scaling: llama3 (Llama 3.1) or none", ROPE_SCALINGS)
+    )
+    rope_factor: float = field(default=8.0, metadata=_key("posfloat", "llama3: low frequencies divided by this"))
+    rope_low_freq_factor: float = field(default=1.0, metadata=_key("posfloat", "llama3: wavelength > L / this: scaled"))
+    rope_high_freq_factor: float = field(default=4.0, metadata=_key("posfloat", "llama3: wavelength < L / this: kept"))
+    rope_original_max_len: int = field(default=8192, metadata=_key("posint", "llama3: L, the original context length"))
     norm: str = field(default="none", metadata=_key("choice", "layer norm placement", NORMS))
     norm_eps: float = field(default=1e-5, metadata=_key("posfloat", "layer norm epsilon"))
     attention_bias: bool = field(default=False, metadata=_key("bool", "biases b_Q, b_K, b_V, b_O"))
@@ -98,6 +119,11 @@ class Spec:
         return self.G if self.G is not None else self.H
 
     @property
+    def rotated_dims(self) -> int:
+        """Rotary positions turn the first int(m * rope_fraction) dims of each query and key head."""
+        return int(self.m * self.rope_fraction)
+
+    @property
     def label(self) -> str:
         return self.name or "unnamed"
 
@@ -136,10 +162,15 @@ class Spec:
 FIELDS = {f.name: f for f in fields(Spec)}
 REQUIRED = tuple(name for name, f in FIELDS.items() if f.default is MISSING)
 
+ROPE_KEYS = ("rope_theta", "rope_fraction", "rope_pairing", "rope_scaling")
+LLAMA3_KEYS = ("rope_factor", "rope_low_freq_factor", "rope_high_freq_factor", "rope_original_max_len")
+
 # Keys that go with a value of another key: (other key, its values, required then). The loader and the
 # JSON Schema (schema.py) both read this table.
 DEPENDENT = {
     "max_len": ("positional", ("learned",), True),
+    **{key: ("positional", ("rope",), False) for key in ROPE_KEYS},
+    **{key: ("rope_scaling", ("llama3",), False) for key in LLAMA3_KEYS},
     "norm_eps": ("norm", ("pre", "post"), False),
     "norm_type": ("norm", ("pre", "post"), False),
 }
@@ -153,6 +184,7 @@ def _expected(name: str) -> str:
     return {
         "posint": "a positive integer",
         "posfloat": "a positive number",
+        "fraction": "a number in (0, 1]",
         "bool": "true or false",
         "str": "a string",
         "choice": "one of " + ", ".join(choices),
@@ -194,6 +226,8 @@ def _valid(name: str, value: Any) -> bool:
         return _is_int(value) and value > 0
     if kind == "posfloat":
         return _is_number(value) and value > 0
+    if kind == "fraction":
+        return _is_number(value) and 0 < value <= 1
     if kind == "bool":
         return isinstance(value, bool)
     if kind == "str":
@@ -227,7 +261,7 @@ def _shown_value(value: Any) -> str:
 def _expectation(name: str, value: Any) -> str:
     """What the key expects, with the reason where the value looks right but is not."""
     expected, kind = _expected(name), FIELDS[name].metadata["kind"]
-    numeric = kind in ("posint", "posfloat", "scale")
+    numeric = kind in ("posint", "posfloat", "fraction", "scale")
     if numeric and isinstance(value, (TooLong, int)) and not isinstance(value, bool) and not _is_int(value):
         return f"{expected} of at most {MAX_DIGITS:,} digits"
     if kind == "posint" and isinstance(value, float) and value.is_integer() and abs(value) > EXACT_FLOAT:
@@ -292,6 +326,23 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
             raise SpecError(f"{source}: key '{key}': missing, expected {_expected(key)} when {other} is {values[0]}")
         if not allowed and key in data:
             raise _fail(source, key, data[key], f"no {key} unless {other} is {' or '.join(values)}")
+    if spec.positional == "rope":
+        _check_rope(spec, source)
+
+
+def _check_rope(spec: Spec, source: str) -> None:
+    """What the rope keys' types cannot say: whole pairs of rotated dims, and llama3's two bands in order."""
+    rot = spec.rotated_dims
+    if rot < 2 or rot % 2:
+        raise SpecError(
+            f"{source}: keys 'm', 'rope_fraction': int(m * rope_fraction) = int({spec.m} * {spec.rope_fraction!r})"
+            f" = {rot} rotated dims per head, expected an even number of at least 2"
+        )
+    if spec.rope_scaling == "llama3" and not spec.rope_high_freq_factor > spec.rope_low_freq_factor:
+        raise SpecError(
+            f"{source}: key 'rope_high_freq_factor': got {spec.rope_high_freq_factor!r}, expected more than "
+            f"rope_low_freq_factor = {spec.rope_low_freq_factor!r}"
+        )
 
 
 def _refuse_other_formats(path: Path, head: bytes) -> None:

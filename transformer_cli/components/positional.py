@@ -1,8 +1,14 @@
-"""Positional encodings added to X before block 1: none, sinusoidal (fixed) or learned (positional.P)."""
+"""Positions: encodings added to X before block 1 (sinusoidal, learned positional.P), or rotary positions (RoPE),
+which turn each head's queries and keys by angles proportional to their positions, in every block."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from .. import layers
 from .base import Component, Pairs, Tensor, Term
+
+ROTARY_PER_ENTRY = 3  # x cos - y sin: two multiplies and an add per rotated entry (the sign is the add's)
 
 
 class NoPositions(Component):
@@ -37,4 +43,37 @@ class Learned(Sinusoidal):
         return "learned positional encoding"
 
 
-POSITIONALS = {"none": NoPositions, "sinusoidal": Sinusoidal, "learned": Learned}
+class Rotary(Component):
+    """RoPE: pair j of the first rot = int(m * rope_fraction) dims of each query and key head turns by t * f_j at
+    position t, f_j = theta^(-2j/rot) (llama3: rescaled); values never turn. Scores then depend on t - s only.
+
+    No parameters and no max_len. FLOPs: ROTARY_PER_ENTRY per rotated entry of Q and K (H heads each), per block.
+    """
+
+    def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        s = self.spec
+        heads = s.H + s.kv_heads  # the queries' H heads and the keys' G (never the values)
+        return {"rotary positions": s.N * ROTARY_PER_ENTRY * heads * s.rotated_dims * b * n}
+
+    def breaks_equivariance(self) -> str | None:
+        return "rotary positions"  # absolute positions t enter each rotation, so T(XP) != T(X)P in general
+
+    def frequencies(self) -> np.ndarray:
+        """The rot/2 frequencies f_j, in float64."""
+        s = self.spec
+        freq = layers.rope_frequencies(s.rotated_dims, s.rope_theta)
+        if s.rope_scaling == "llama3":
+            freq = layers.llama3_frequencies(freq, s.rope_factor, s.rope_low_freq_factor, s.rope_high_freq_factor,
+                                             s.rope_original_max_len)  # fmt: skip
+        return freq
+
+    def tables(self, start: int, n: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+        """cos and sin of the angles t * f_j for positions t = start .. start+n-1: each (rot/2, n), in `dtype`.
+
+        The angles are computed in float64 and only then cast, so float32 models lose nothing to the angles.
+        """
+        angles = self.frequencies()[:, None] * np.arange(start, start + n, dtype=np.float64)[None, :]
+        return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+
+
+POSITIONALS = {"none": NoPositions, "sinusoidal": Sinusoidal, "learned": Learned, "rope": Rotary}
