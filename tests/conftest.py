@@ -36,7 +36,7 @@ def variant_specs(m_min: int = 1, d_min: int = 1, max_len: int = 20, rope: bool 
         r=st.integers(1, 8), scale=st.sampled_from(["none", "sqrt", 0.7]), mask=st.sampled_from(["none", "causal"]),
         positional=st.sampled_from(["none", "sinusoidal", "learned"] + ["rope"] * rope),
         norm=st.sampled_from(["none", "pre", "post"]),
-        attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu", "silu"]),
+        attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu", "gelu_exact", "silu"]),
         norm_type=st.sampled_from(["layernorm", "rmsnorm"]), feedforward=st.sampled_from(["plain", "gated"]),
         ff_bias=st.booleans(), G=st.sampled_from([None, 1]), V=st.sampled_from([None, None, 7]),
         tie_embeddings=st.booleans(), head_bias=st.booleans(), parallel=st.booleans(), shared_norm=st.booleans(),

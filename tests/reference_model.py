@@ -29,6 +29,8 @@ def activation(name, X):
         return np.maximum(X, 0)
     if name == "silu":
         return X / (1 + np.exp(-X))
+    if name == "gelu_exact":  # x Phi(x), Phi the normal distribution function
+        return X * np.vectorize(lambda x: 0.5 * math.erfc(-x / math.sqrt(2)))(X)
     return 0.5 * X * (1 + np.tanh(np.sqrt(2 / np.pi) * (X + 0.044715 * X**3)))
 
 

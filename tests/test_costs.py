@@ -78,7 +78,7 @@ def formula(spec: Spec, b: int, n: int, causal_pairs: bool = False) -> dict[str,
 specs = st.builds(
     Spec, N=st.integers(1, 3), H=st.integers(1, 4), m=st.integers(1, 6), d=st.integers(1, 9), r=st.integers(1, 9),
     scale=st.sampled_from(["none", "sqrt"]), norm=st.sampled_from(["none", "pre", "post"]),
-    attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu", "silu"]),
+    attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu", "gelu_exact", "silu"]),
     norm_type=st.sampled_from(["layernorm", "rmsnorm"]), feedforward=st.sampled_from(["plain", "gated"]),
     ff_bias=st.booleans(),
 )  # fmt: skip

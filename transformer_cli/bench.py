@@ -69,7 +69,8 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
         for ln in ("norm1", "norm2"):
             blk[ln] = (t[p + f"{ln}.gamma"], t.get(p + f"{ln}.beta")) if p + f"{ln}.gamma" in t else None
         blocks.append(blk)
-    act = {"gelu": lambda x: F.gelu(x, approximate="tanh"), "relu": F.relu, "silu": F.silu}[spec.activation]
+    act = {"gelu": lambda x: F.gelu(x, approximate="tanh"), "gelu_exact": F.gelu, "relu": F.relu,
+           "silu": F.silu}[spec.activation]  # fmt: skip
     causal, scale, eps = spec.mask == "causal", spec.score_scale, spec.norm_eps
 
     def norm(x, params):

@@ -28,7 +28,7 @@ ROPE_SCALINGS = ("none", "llama3")
 NORMS = ("none", "pre", "post")
 NORM_TYPES = ("layernorm", "rmsnorm")
 FEEDFORWARDS = ("plain", "gated")
-ACTIVATIONS = ("relu", "gelu", "silu")
+ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu")
 
 
 def _key(kind: str, doc: str, choices: tuple[str, ...] = ()) -> dict[str, Any]:
