@@ -89,6 +89,8 @@ def attention(spec, w, p, X):
         S = spec.score_scale * np.einsum("bmk,bmq->bkq", proj["K"], proj["Q"])  # (b, n_k, n_q)
         if spec.mask == "causal":
             S = np.where(np.arange(n)[:, None] > np.arange(n)[None, :], -np.inf, S)
+        if spec.window:  # and keys more than w - 1 before the query
+            S = np.where(np.arange(n)[:, None] <= np.arange(n)[None, :] - spec.window, -np.inf, S)
         out = out + np.einsum("dm,bmq->bdq", w[p + "attention.W_O"][h], proj["V"] @ softmax_columns(S))
     if spec.attention_bias:
         out = out + w[p + "attention.b_O"][:, None]

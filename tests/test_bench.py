@@ -52,6 +52,8 @@ VARIANTS = [
          rope_high_freq_factor=8.0, norm="pre"),
     Spec(N=2, H=4, G=2, m=6, d=12, r=10, V=19, scale="sqrt", mask="causal", positional="rope", norm="pre",
          norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False),  # LLaMA's shape, small
+    Spec(N=2, H=4, G=2, m=4, d=8, r=10, scale="sqrt", mask="causal", window=3, positional="rope", norm="pre",
+         norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False),  # Mistral's shape, small
 ]  # fmt: skip
 
 
@@ -81,7 +83,7 @@ def test_pytorch_computes_the_same_logits_from_token_ids(spec):
                                                 "multi-query-biased", "parallel-two-norms-neox",
                                                 "parallel-shared-norm-falcon", "rope-half-llama-style",
                                                 "rope-interleaved", "rope-quarter", "rope-llama3",
-                                                "llama-like-gqa-rope"])  # fmt: skip
+                                                "llama-like-gqa-rope", "mistral-like-window"])  # fmt: skip
 def test_pytorch_computes_the_same_function(spec):
     """PyTorch (when installed) is an independent implementation: its output must match tfm's."""
     pytest.importorskip("torch")

@@ -145,3 +145,10 @@ def test_causal_figures_only_for_causal_specs():
     assert "flops_causal_pairs" not in costs(Spec(N=1, H=1, m=1, d=1, r=1), 1, 4)
     c = costs(Spec(N=1, H=1, m=1, d=1, r=1, mask="causal"), 1, 4)
     assert c["flops_causal_pairs"]["by_component"]["softmax"] == 10 * SOFTMAX_PER_SCORE
+
+
+def test_a_window_counts_only_the_pairs_it_scores():
+    spec = Spec(N=1, H=1, m=2, d=4, r=4, mask="causal", window=3)
+    pairs = 3 * 4 // 2 + (10 - 3) * 3  # the first w queries see 1 .. w keys, the other 7 see w
+    assert forward_flops(spec, 1, 10, causal_pairs=True)["softmax"] == pairs * SOFTMAX_PER_SCORE
+    assert forward_flops(spec, 1, 2, causal_pairs=True)["softmax"] == 3 * SOFTMAX_PER_SCORE  # n <= w: all causal

@@ -329,3 +329,7 @@ def test_rope_keys_are_read_with_their_defaults(tmp_path):
 )  # fmt: skip
 def test_bad_rope_keys_are_one_line_errors(tmp_path, text, message):
     assert error_of(tmp_path, text).endswith("/spec.yaml: " + message)
+
+
+def test_a_window_needs_the_causal_mask(tmp_path):
+    assert "mask: causal with a sliding window" in error_of(tmp_path, BASE + "window: 4\n")

@@ -439,3 +439,42 @@ def test_verify_survives_absurd_scales(scale):
     spec = Spec(N=1, H=2, m=4, d=8, r=4, scale=scale)
     results = verify_all(spec, random_weights(spec))
     assert {r.name for r in results} >= {"equivariance", "scaling"}  # no OverflowError on the way
+
+
+# -- sliding windows: the receptive field, both ways -----------------------------------------------------------
+
+WINDOWED = Spec(N=2, H=2, m=4, d=8, r=12, scale="sqrt", mask="causal", window=3, norm="pre")
+
+
+def test_a_window_bounds_the_receptive_field_both_ways():
+    result = check_causality(setup_for(WINDOWED, n=12))
+    assert result.exit_code == ExitCode.OK, result.reason
+    assert result.summary["receptive_field"] == 4  # N (w - 1)
+    influence = {row[0]: row[3] for row in result.rows}
+    assert min(influence[t] for t in range(5)) > 1e-3 and max(influence[t] for t in range(5, 12)) == 0.0
+
+
+def test_a_window_one_key_too_wide_is_caught(monkeypatch):
+    real = model_module.window_mask
+    monkeypatch.setattr(model_module, "window_mask", lambda q0, q1, k0, k1, w: real(q0, q1, k0, k1, w + 1))
+    result = check_causality(setup_for(WINDOWED, n=12))
+    assert result.exit_code == ExitCode.VIOLATED and result.summary["leaking_positions"][0] == 5
+
+
+def test_decoding_with_a_window_keeps_at_most_w_keys(monkeypatch):
+    widths = []
+    real = Transformer.attend
+
+    def attend(self, Q, K, V, causal, **kw):
+        widths.append(K.shape[-1])
+        return real(self, Q, K, V, causal, **kw)
+
+    monkeypatch.setattr(Transformer, "attend", attend)
+    result = check_decoding(setup_for(WINDOWED, n=10))
+    assert result.exit_code == ExitCode.OK and max(widths[-10 * WINDOWED.N :]) == 3  # the last decode: w keys
+
+
+def test_a_window_of_one_leaves_the_model_equivariant():
+    spec = Spec(N=1, H=2, m=3, d=6, r=5, mask="causal", window=1)
+    result = check_equivariance(setup_for(spec))
+    assert result.predicted is True and result.exit_code == ExitCode.OK

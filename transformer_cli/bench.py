@@ -89,7 +89,11 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
             q, k = _torch_rope(spec, q, tdtype), _torch_rope(spec, k, tdtype)
         if G != H:  # the reference may copy
             k, v = (t.repeat_interleave(H // G, dim=1) for t in (k, v))
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+        if spec.window:  # query t sees keys t - w + 1 .. t: a boolean mask of the allowed pairs
+            lag = torch.arange(n)[:, None] - torch.arange(n)[None, :]
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=(lag >= 0) & (lag < spec.window), scale=scale)
+        else:
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
         return F.linear(a.transpose(1, 2).reshape(b, n, H * m), blk["o"], blk["bo"])
 
     def feedforward(blk, x):

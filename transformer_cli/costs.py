@@ -47,13 +47,13 @@ def _summed(parts: list[dict[str, int]]) -> dict[str, int]:
 
 def multiply_adds(spec: Spec, b: int, n: int, causal_pairs: bool = False) -> dict[str, int]:
     """Multiply-adds of the forward pass's matrix products, by product, for b sequences of n tokens."""
-    pairs = Pairs(b, n, causal_pairs)
+    pairs = Pairs(b, n, causal_pairs, spec.window)
     return _summed([c.multiply_adds(b, n, pairs) for c in components(spec)])
 
 
 def forward_flops(spec: Spec, b: int, n: int, causal_pairs: bool = False) -> dict[str, int]:
     """Forward FLOPs by component for b sequences of n tokens; `causal_pairs` counts allowed pairs only."""
-    pairs = Pairs(b, n, causal_pairs)
+    pairs = Pairs(b, n, causal_pairs, spec.window)
     return _summed([c.flops(b, n, pairs) for c in components(spec)])
 
 

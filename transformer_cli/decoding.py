@@ -21,6 +21,7 @@ def decode(model: Transformer, X: Array, position_offset: int = 0, stale_at: int
     """
     X = np.asarray(X)
     Z, ndim = model.columns(X)  # (d, b, n); token ids are embedded
+    window = model.spec.window
     cache: list[tuple[list[Array], list[Array]]] = [([], []) for _ in model.blocks]  # per block: K, V columns
     columns = []
     for t in range(Z.shape[-1]):
@@ -32,11 +33,13 @@ def decode(model: Transformer, X: Array, position_offset: int = 0, stale_at: int
             def attention(u: Array, blk=blk, Ks=Ks, Vs=Vs, t=t) -> Array:
                 Q, K, V = model.qkv(blk, u)  # each (b, H, m, 1)
                 model.rotate(Q, K, t + position_offset, key_start=t)  # the key is cached already turned
-                K_all = np.concatenate([*Ks, K], axis=-1)  # (b, H, m, t + 1): every key up to now
+                K_all = np.concatenate([*Ks, K], axis=-1)  # (b, G, m, t + 1): every key up to now (w with a window)
                 V_all = np.concatenate([*Vs, V], axis=-1)
                 if t != stale_at:
                     Ks.append(K)
                     Vs.append(V)
+                if window is not None:  # a sliding window: the next step needs only the w - 1 latest keys
+                    del Ks[: max(0, len(Ks) - (window - 1))], Vs[: max(0, len(Vs) - (window - 1))]
                 return model.project(blk, model.attend(Q, K_all, V_all, causal=False))
 
             z = model.apply_block(blk, z, attention)

@@ -138,6 +138,12 @@ def causal_mask(q0: int, q1: int, n_k: int) -> Array:
     return np.where(later, -np.inf, 0.0)
 
 
+def window_mask(q0: int, q1: int, k0: int, k1: int, w: int) -> Array:
+    """Additive mask (q1 - q0, k1 - k0) for queries q0..q1-1 and keys k0..k1-1: 0 where q - w < k <= q, else -inf."""
+    lag = np.arange(q0, q1)[:, None] - np.arange(k0, k1)[None, :]  # q - k
+    return np.where((lag >= 0) & (lag < w), 0.0, -np.inf)
+
+
 def scores(Q: Array, K: Array, scale: float) -> Array:
     """Transposed attention scores scale * Q^T K: (b, H, m, n_q), (b, H, m, n_k) -> (b, H, n_q, n_k)."""
     P = np.matmul(Q.swapaxes(-1, -2), K)

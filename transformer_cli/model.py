@@ -28,6 +28,7 @@ from .layers import (
     scores,
     sinusoidal_positions,
     softmax_rows_,
+    window_mask,
 )
 from .memory import CHUNK_BYTES, chunk_size
 from .parallel import check_stop, run_parts
@@ -168,12 +169,14 @@ class Transformer:
         weights_out: list | None = None,
         scores_out: list | None = None,
         stop: threading.Event | None = None,
+        window: int | None = None,
     ) -> Array:
         """Each head's V Softmax(scale K^T Q), a chunk of queries at a time: -> heads (H, m, b, n_q).
 
         Q: (b, H, m, n_q); K, V: (b, G, m, n_k), key/value head g serving query heads g H/G .. (g + 1) H/G - 1
         (broadcast, never repeated). With `causal`, query q sees keys 0..q only (and the keys
-        after a chunk's last query are never touched). `weights_out` receives the weights (b, H, n_k, n_q);
+        after a chunk's last query are never touched); with a `window` w too, only keys q - w + 1 .. q (and the
+        keys before a chunk's first window are never touched). `weights_out` receives the weights (b, H, n_k, n_q);
         `scores_out` the scaled scores before any mask, (b, H, n_q, n_k) (the scaling check reads them).
         Once `stop` is set, the next chunk raises Stopped.
         """
@@ -190,23 +193,26 @@ class Transformer:
                 check_stop(stop)
                 q1 = min(q0 + step, n_q)
                 k1 = q1 if causal else n_k  # keys after the chunk's last query are all masked
+                k0 = max(0, q0 - window + 1) if causal and window else 0  # and those before its first window
                 if G == H:
-                    P = scores(Q[i, ..., q0:q1], K[i, ..., :k1], self.spec.score_scale)  # (H, q1 - q0, k1)
-                else:  # (G, H/G, m, c) against (G, 1, m, k1): each key/value head serves its group by broadcasting
-                    Qg, Kg = Q[i, ..., q0:q1].reshape(*group, m, q1 - q0), K[i, :, None, :, :k1]
-                    P = scores(Qg, Kg, self.spec.score_scale).reshape(H, q1 - q0, k1)
+                    P = scores(Q[i, ..., q0:q1], K[i, ..., k0:k1], self.spec.score_scale)  # (H, q1 - q0, k1 - k0)
+                else:  # (G, H/G, m, c) against (G, 1, m, k): each key/value head serves its group by broadcasting
+                    Qg, Kg = Q[i, ..., q0:q1].reshape(*group, m, q1 - q0), K[i, :, None, :, k0:k1]
+                    P = scores(Qg, Kg, self.spec.score_scale).reshape(H, q1 - q0, k1 - k0)
                 if S is not None:
-                    S[i, :, q0:q1, :k1] = P
-                if causal:
+                    S[i, :, q0:q1, k0:k1] = P
+                if causal and window:
+                    P += window_mask(q0, q1, k0, k1, window).astype(self.dtype)
+                elif causal:
                     P += causal_mask(q0, q1, k1).astype(self.dtype)
                 softmax_rows_(P)
                 if G == H:
-                    np.matmul(V[i, ..., :k1], P.swapaxes(-1, -2), out=into[i, ..., q0:q1])
+                    np.matmul(V[i, ..., k0:k1], P.swapaxes(-1, -2), out=into[i, ..., q0:q1])
                 else:
-                    Pg = P.reshape(*group, q1 - q0, k1).swapaxes(-1, -2)  # (G, H/G, k1, c)
-                    into[i, ..., q0:q1] = np.matmul(V[i, :, None, :, :k1], Pg).reshape(H, m, q1 - q0)
+                    Pg = P.reshape(*group, q1 - q0, k1 - k0).swapaxes(-1, -2)  # (G, H/G, k, c)
+                    into[i, ..., q0:q1] = np.matmul(V[i, :, None, :, k0:k1], Pg).reshape(H, m, q1 - q0)
                 if A is not None:
-                    A[i, :, q0:q1, :k1] = P
+                    A[i, :, q0:q1, k0:k1] = P
         if weights_out is not None:
             weights_out.append(A.swapaxes(-1, -2))
         if scores_out is not None:
@@ -227,7 +233,8 @@ class Transformer:
         """The attention sublayer without its residual: (d, b, n) -> (d, b, n)."""
         Q, K, V = self.qkv(blk, X)
         self.rotate(Q, K, 0)
-        heads = self.attend(Q, K, V, causal=self.spec.mask == "causal", weights_out=weights_out, stop=stop)
+        causal = self.spec.mask == "causal"
+        heads = self.attend(Q, K, V, causal, weights_out=weights_out, stop=stop, window=self.spec.window)
         return self.project(blk, heads)
 
     def feedforward(self, blk: Block, X: Array) -> Array:

@@ -99,6 +99,9 @@ class Spec:
     shared_norm: bool = field(
         default=False, metadata=_key("bool", "parallel blocks with one norm, N1 = N2 (Falcon-7B, Phi-2)")
     )
+    window: int | None = field(
+        default=None, metadata=_key("posint", "sliding window: query t sees keys t - w + 1 .. t (Mistral); causal only")
+    )
     G: int | None = field(
         default=None,
         metadata=_key("posint", "key/value heads, each shared by H/G query heads (grouped-query; 1: multi-query)"),
@@ -311,6 +314,10 @@ def spec_from_mapping(data: Any, source: str = "spec") -> Spec:
 
 
 def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
+    if spec.window is not None and spec.mask != "causal":
+        raise _fail(
+            source, "window", spec.window, "mask: causal with a sliding window (query t sees keys t - w + 1 .. t)"
+        )
     if spec.parallel and spec.norm != "pre":
         raise _fail(source, "parallel", True, "norm: pre with parallel blocks (both sublayers read the block's input)")
     if "shared_norm" in data and not spec.parallel:

@@ -158,7 +158,7 @@ def verify_scaling(
 
     Reads the model's own attention path: once driven by unit-variance q and k (seed 001: variance m, so
     1/sqrt(m) brings it to 1), then through each block's W_Q, W_K (and biases) on unit-variance inputs, where
-    the variance follows from the weights. The band is 4 standard errors, measured from independent
+    the variance follows from the weights. The band is 5 standard errors, measured from independent
     sequences; if the spec's scale is too close to 1 to tell, the verdict is INCONCLUSIVE.
 
     \b

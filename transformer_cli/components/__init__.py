@@ -44,4 +44,20 @@ def is_causal(spec: Spec) -> bool:
     return any(c.causal() for c in components(spec))
 
 
-__all__ = ["Component", "Pairs", "Tensor", "Term", "block_components", "components", "is_causal", "model_components"]
+def reach(spec: Spec) -> int | None:
+    """The receptive field: output column t depends on input columns t - reach .. t only (None: on all of them)."""
+    reaches = [r for c in components(spec) if (r := c.reach()) is not None]
+    return min(reaches) if reaches else None
+
+
+__all__ = [
+    "Component",
+    "Pairs",
+    "Tensor",
+    "Term",
+    "block_components",
+    "components",
+    "is_causal",
+    "model_components",
+    "reach",
+]

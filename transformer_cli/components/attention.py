@@ -58,7 +58,13 @@ class MultiHeadAttention(Component):
         return (2 * self.spec.H + 2 * self.spec.kv_heads) * self.spec.m
 
     def breaks_equivariance(self) -> str | None:
+        if self.spec.window == 1:  # each query sees only its own key: attention acts on each column alone
+            return None
         return "causal mask" if self.spec.mask == "causal" else None
+
+    def reach(self) -> int | None:
+        """With a window w, each block looks w - 1 columns back: N blocks reach N (w - 1) columns back."""
+        return self.spec.N * (self.spec.window - 1) if self.spec.window else None
 
     def causal(self) -> bool:
         return self.spec.mask == "causal"

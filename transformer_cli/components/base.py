@@ -41,15 +41,22 @@ class Term:
 
 @dataclass(frozen=True)
 class Pairs:
-    """The (key, query) pairs attention scores, per head: b n^2 in full, b n(n+1)/2 with only the causal ones."""
+    """The (key, query) pairs attention scores, per head: b n^2 in full, b n(n+1)/2 with only the causal ones,
+    and with a sliding window w only the w most recent keys of each query: w(w+1)/2 + (n - w) w for n > w."""
 
     b: int
     n: int
     causal_only: bool = False
+    window: int | None = None
 
     @property
     def count(self) -> int:
-        return self.b * (self.n * (self.n + 1) // 2 if self.causal_only else self.n * self.n)
+        n, w = self.n, self.window
+        if not self.causal_only:
+            return self.b * n * n
+        if w is None or n <= w:
+            return self.b * (n * (n + 1) // 2)
+        return self.b * (w * (w + 1) // 2 + (n - w) * w)
 
 
 class Component:
@@ -87,3 +94,7 @@ class Component:
     def causal(self) -> bool:
         """True if this component makes output column t independent of columns after t (a causal mask)."""
         return False
+
+    def reach(self) -> int | None:
+        """How many columns back one pass can see through this component (a sliding window's), or None: all."""
+        return None

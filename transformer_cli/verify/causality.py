@@ -1,17 +1,21 @@
-"""Causal masking: output column t depends on input columns <= t only, and does depend on them."""
+"""Causal masking: output column t depends on input columns <= t only, and does depend on them.
+
+With a sliding window w over N blocks the receptive field is bounded too: column t depends on columns
+t - N(w - 1) .. t, so column 0 must move columns 0 .. N(w - 1) and must leave every later column unchanged.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..components import is_causal
+from ..components import is_causal, reach
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 
 
 def check_causality(setup: Setup, expect: str = "holds") -> CheckResult:
     """Two-sided: changing columns after t leaves columns <= t unchanged; changing column 0 moves every column."""
     spec, n = setup.spec, setup.n
-    predicted = is_causal(spec)
+    predicted, field = is_causal(spec), reach(spec)
     setup.require(n + 1)
     X = setup.gaussian(spec.d, n)
     future = [X.copy() for _ in range(n - 1)]  # input t: columns after t replaced by fresh noise
@@ -24,14 +28,17 @@ def check_causality(setup: Setup, expect: str = "holds") -> CheckResult:
     TX = Y[0]
     tol, how = setup.tolerance(inputs, Y)
     columns = ["t", "leak from columns > t", "tol", "influence of column 0", "leak"]
-    rows = []
+    rows, beyond = [], []  # beyond: columns past the receptive field, where column 0 must have no influence
     for t in range(n):
         leak = rel_err(Y[2 + t][:, : t + 1], TX[:, : t + 1], TX) if t < n - 1 else 0.0
         influence = rel_err(Y[1][:, t], TX[:, t], TX)
+        if field is not None and t > field:
+            beyond.append(t)
+            leak = max(leak, influence)  # column 0 is outside t's window: any influence is a leak
         rows.append([t, leak, tol, influence, "none" if within(leak, tol) else "LEAKS"])
     leaks = [row[1] for row in rows]
     worst = float("nan") if any(np.isnan(leaks)) else max(leaks)
-    weakest = min(row[3] for row in rows)
+    weakest = min(row[3] for row in rows if row[0] not in beyond)
     observed, reason = all(row[-1] == "none" for row in rows), ""
     if observed and n < 2:
         observed, reason = None, "n = 1: there is no later column to leak from"
@@ -41,6 +48,9 @@ def check_causality(setup: Setup, expect: str = "holds") -> CheckResult:
         observed = None
         reason = (f"attention is inert: changing column 0 moved a later column by only {weakest:.3g}, so no "
                   "mask could be seen at work")  # fmt: skip
+    elif predicted and field is not None:
+        reason = (f"causal mask with a sliding window: column t sees columns t - {field} .. t (N (w - 1) = {field}); "
+                  f"column 0 must not move columns {field + 1} and later")  # fmt: skip
     elif predicted:
         reason = "causal mask: scores of later keys are -inf, so their weights are exact zeros"
     else:
@@ -64,5 +74,6 @@ def check_causality(setup: Setup, expect: str = "holds") -> CheckResult:
             **how,
             "min_influence": weakest,
             "leaking_positions": leak_at,
+            "receptive_field": field,
         },  # fmt: skip
     )

@@ -5,7 +5,7 @@ The check reads the scores the model itself computes (its attention path, `Trans
 - through each block's own projections on unit-variance inputs x, y: there q = W_Q x + b_Q, k = W_K y + b_K, and
   Var(scale * q.k) = scale^2 (||W_Q^T W_K||_F^2 + ||W_Q^T b_K||^2 + ||W_K^T b_Q||^2) around the mean
   scale * b_Q.b_K, per head (it is m * scale^2 again when W_Q and W_K have orthonormal rows and no bias).
-Each figure is a mean over independent sequences, so its band is measured: 4 standard errors of that mean.
+Each figure is a mean over independent sequences, so its band is measured: 5 standard errors of that mean.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from ..errors import TfmError
 from ..memory import check_memory, estimate_forward
 from .common import CheckResult, Setup, resolve_expect
 
-BAND_SE = 4  # observed variance must lie within this many standard errors of the prediction
+BAND_SE = 5  # observed variance within this many standard errors (measured: 0 false FAILs in 500; 4 gave 2)
 SEQ_LEN = 32  # columns per drawn sequence: n(n - 1) scores of independent query/key pairs per head
 CHUNK = 64  # sequences per pass, so memory stays bounded however many samples are asked for
-MIN_SEQUENCES = 10  # the band is measured from the spread between sequences: it needs a few
+MIN_SEQUENCES = 40  # the band is measured from the spread between sequences: it needs enough of them
 MAX_SAMPLES = 10**8
 
 
