@@ -15,10 +15,10 @@ def softmax_columns(S):
     return A / A.sum(axis=-2, keepdims=True)
 
 
-def layer_norm(X, gamma, beta, eps):
-    """layernorm with gamma and beta; rmsnorm when beta is None: x / sqrt(mean(x^2) + eps) * gamma."""
+def layer_norm(X, gamma, beta, eps, plus_one=False):
+    """layernorm with gamma and beta; rmsnorm when beta is None: x / sqrt(mean(x^2) + eps) * gamma (or 1 + gamma)."""
     if beta is None:
-        return X / np.sqrt((X**2).mean(axis=-2, keepdims=True) + eps) * gamma[:, None]
+        return X / np.sqrt((X**2).mean(axis=-2, keepdims=True) + eps) * ((1.0 if plus_one else 0.0) + gamma[:, None])
     mean = X.mean(axis=-2, keepdims=True)
     var = X.var(axis=-2, keepdims=True)
     return (X - mean) / np.sqrt(var + eps) * gamma[:, None] + beta[:, None]
@@ -92,7 +92,7 @@ def attention(spec, w, p, X):
         if spec.window:  # and keys more than w - 1 before the query
             S = np.where(np.arange(n)[:, None] <= np.arange(n)[None, :] - spec.window, -np.inf, S)
         out = out + np.einsum("dm,bmq->bdq", w[p + "attention.W_O"][h], proj["V"] @ softmax_columns(S))
-    if spec.attention_bias:
+    if p + "attention.b_O" in w:
         out = out + w[p + "attention.b_O"][:, None]
     return out
 
@@ -117,24 +117,28 @@ def reference_forward(spec, w, X):
         X = np.moveaxis(w["embedding.E"][:, X], 0, -2) * (np.sqrt(spec.d) if spec.embed_scale == "sqrt" else 1.0)
     X3 = (X[None] if X.ndim == 2 else X) + positions(spec, w, X.shape[-1])
     eps = spec.norm_eps
+
+    def norm(X, gamma, beta, eps):  # the spec's variant, (1 + gamma) or not, for every norm below
+        return layer_norm(X, gamma, beta, eps, spec.norm_plus_one)
+
     for i in range(spec.N):
         p = f"blocks.{i}."
         ln = {k: (w.get(p + f"{k}.gamma"), w.get(p + f"{k}.beta")) for k in ("norm1", "norm2")}
         if spec.parallel:  # both sublayers read the block's input; one shared norm or two
             second = ln["norm1"] if spec.shared_norm else ln["norm2"]
-            h1, h2 = layer_norm(X3, *ln["norm1"], eps), layer_norm(X3, *second, eps)
+            h1, h2 = norm(X3, *ln["norm1"], eps), norm(X3, *second, eps)
             X3 = X3 + attention(spec, w, p, h1) + feedforward(spec, w, p, h2)
         elif spec.norm == "post":
-            X3 = layer_norm(X3 + attention(spec, w, p, X3), *ln["norm1"], eps)
-            X3 = layer_norm(X3 + feedforward(spec, w, p, X3), *ln["norm2"], eps)
+            X3 = norm(X3 + attention(spec, w, p, X3), *ln["norm1"], eps)
+            X3 = norm(X3 + feedforward(spec, w, p, X3), *ln["norm2"], eps)
         elif spec.norm == "pre":
-            X3 = X3 + attention(spec, w, p, layer_norm(X3, *ln["norm1"], eps))
-            X3 = X3 + feedforward(spec, w, p, layer_norm(X3, *ln["norm2"], eps))
+            X3 = X3 + attention(spec, w, p, norm(X3, *ln["norm1"], eps))
+            X3 = X3 + feedforward(spec, w, p, norm(X3, *ln["norm2"], eps))
         else:
             X3 = X3 + attention(spec, w, p, X3)
             X3 = X3 + feedforward(spec, w, p, X3)
     if spec.norm == "pre":
-        X3 = layer_norm(X3, w["final_norm.gamma"], w.get("final_norm.beta"), eps)
+        X3 = norm(X3, w["final_norm.gamma"], w.get("final_norm.beta"), eps)
     if spec.V:  # logits: the head, or E^T when tied, and its bias
         W = w["embedding.E"].T if spec.tie_embeddings else w["head.W"]
         X3 = np.einsum("vd,bdn->bvn", W, X3) + (w["head.b"][:, None] if spec.head_bias else 0.0)

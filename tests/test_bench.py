@@ -54,6 +54,12 @@ VARIANTS = [
          norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False),  # LLaMA's shape, small
     Spec(N=2, H=4, G=2, m=4, d=8, r=10, scale="sqrt", mask="causal", window=3, positional="rope", norm="pre",
          norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False),  # Mistral's shape, small
+    Spec(N=2, H=4, G=2, m=4, d=8, r=10, V=13, scale="sqrt", mask="causal", positional="rope", norm="pre",
+         norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False, attention_bias=True,
+         out_bias=False),  # Qwen2's shape, small: biases on q, k, v only
+    Spec(N=2, H=2, G=1, m=6, d=8, r=10, V=13, tie_embeddings=True, embed_scale="sqrt", scale="sqrt", mask="causal",
+         positional="rope", norm="pre", norm_type="rmsnorm", norm_plus_one=True, feedforward="gated",
+         activation="gelu", ff_bias=False),  # Gemma's shape, small
 ]  # fmt: skip
 
 
@@ -83,7 +89,8 @@ def test_pytorch_computes_the_same_logits_from_token_ids(spec):
                                                 "multi-query-biased", "parallel-two-norms-neox",
                                                 "parallel-shared-norm-falcon", "rope-half-llama-style",
                                                 "rope-interleaved", "rope-quarter", "rope-llama3",
-                                                "llama-like-gqa-rope", "mistral-like-window"])  # fmt: skip
+                                                "llama-like-gqa-rope", "mistral-like-window",
+                                                "qwen2-like-qkv-bias", "gemma-like-plus-one"])  # fmt: skip
 def test_pytorch_computes_the_same_function(spec):
     """PyTorch (when installed) is an independent implementation: its output must match tfm's."""
     pytest.importorskip("torch")

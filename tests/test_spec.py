@@ -333,3 +333,12 @@ def test_bad_rope_keys_are_one_line_errors(tmp_path, text, message):
 
 def test_a_window_needs_the_causal_mask(tmp_path):
     assert "mask: causal with a sliding window" in error_of(tmp_path, BASE + "window: 4\n")
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [("out_bias: false\n", "no out_bias unless attention_bias is true"),
+     ("norm: pre\nnorm_plus_one: true\n", "norm_type: rmsnorm with norm_plus_one")],
+)  # fmt: skip
+def test_out_bias_needs_attention_bias_and_plus_one_needs_rmsnorm(tmp_path, extra, words):
+    assert words in error_of(tmp_path, BASE + extra)

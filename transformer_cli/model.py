@@ -18,7 +18,7 @@ from threadpoolctl import ThreadpoolController
 
 from .components.embedding import embedding
 from .components.feedforward import FEEDFORWARDS
-from .components.norm import block_norm, final_norm
+from .components.norm import block_norm
 from .components.positional import Rotary
 from .layers import (
     Array,
@@ -82,6 +82,7 @@ def stack_block(spec: Spec, w: Weights, i: int, dtype: np.dtype) -> Block:
     b_qkv = b_O = None
     if spec.attention_bias:
         b_qkv = _column(np.concatenate([get(f"attention.{x}").reshape(-1) for x in ("b_Q", "b_K", "b_V")]))
+    if spec.has_out_bias:
         b_O = _column(get("attention.b_O"))
     ff, norm = FEEDFORWARDS[spec.feedforward](spec), block_norm(spec)
     return Block(W_qkv, b_qkv, W_O, b_O, **ff.prepare(get), **norm.prepare(get))
@@ -119,8 +120,7 @@ class Transformer:
         self._rope_tables: tuple = (None, None, None)  # (start, n), cos, sin: the last tables made
         self.final_norm = None
         if spec.norm == "pre":
-            final = [t.name for t in final_norm(spec).tensors("")]
-            self.final_norm = tuple(_column(np.asarray(weights[name], self.dtype)) for name in final)
+            self.final_norm = self.norm.stacked(lambda g: np.asarray(weights[f"final_norm.{g}"], self.dtype))
 
     # -- the pieces ----------------------------------------------------------------------------------
 

@@ -99,6 +99,17 @@ class Spec:
     shared_norm: bool = field(
         default=False, metadata=_key("bool", "parallel blocks with one norm, N1 = N2 (Falcon-7B, Phi-2)")
     )
+    out_bias: bool | None = field(
+        default=None,
+        metadata=_key(
+            "bool",
+            "the output projection's bias b_O [default: attention_bias]; false with attention_bias "
+            "true gives biases on q, k, v only (Qwen2)",
+        ),
+    )
+    norm_plus_one: bool = field(
+        default=False, metadata=_key("bool", "rmsnorm scales by (1 + gamma), gamma starting at 0 (Gemma)")
+    )
     window: int | None = field(
         default=None, metadata=_key("posint", "sliding window: query t sees keys t - w + 1 .. t (Mistral); causal only")
     )
@@ -115,6 +126,11 @@ class Spec:
         if self.scale == "sqrt":
             return 1.0 / math.sqrt(self.m)
         return float(self.scale)
+
+    @property
+    def has_out_bias(self) -> bool:
+        """b_O: out_bias if the spec sets it, else attention_bias."""
+        return self.attention_bias if self.out_bias is None else self.out_bias
 
     @property
     def kv_heads(self) -> int:
@@ -314,6 +330,10 @@ def spec_from_mapping(data: Any, source: str = "spec") -> Spec:
 
 
 def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
+    if "out_bias" in data and not spec.attention_bias:
+        raise _fail(source, "out_bias", data["out_bias"], "no out_bias unless attention_bias is true")
+    if spec.norm_plus_one and spec.norm_type != "rmsnorm":
+        raise _fail(source, "norm_plus_one", True, "norm_type: rmsnorm with norm_plus_one (x / rms * (1 + gamma))")
     if spec.window is not None and spec.mask != "causal":
         raise _fail(
             source, "window", spec.window, "mask: causal with a sliding window (query t sees keys t - w + 1 .. t)"

@@ -59,7 +59,7 @@ def iter_init(spec: Spec, seed: int = 0) -> Iterator[tuple[str, np.ndarray]]:
         std = _init_std(spec, tensor)
         if std > 0:
             yield tensor.name, rng.normal(0.0, std, size=tensor.shape)
-        elif tensor.name.endswith("gamma"):
+        elif tensor.name.endswith("gamma") and not spec.norm_plus_one:  # (1 + gamma) starts at gamma = 0
             yield tensor.name, np.ones(tensor.shape)
         else:
             yield tensor.name, np.zeros(tensor.shape)

@@ -20,6 +20,7 @@ class MultiHeadAttention(Component):
         out.append(Tensor(p + "W_O", (H, d, m), "attention"))
         if self.spec.attention_bias:
             out += [Tensor(p + b, (heads, m), "attention bias") for b, heads in (("b_Q", H), ("b_K", G), ("b_V", G))]
+        if self.spec.has_out_bias:
             out.append(Tensor(p + "b_O", (d,), "attention bias"))
         return out
 
@@ -30,19 +31,22 @@ class MultiHeadAttention(Component):
         else:  # W_Q and W_O for H heads, W_K and W_V for G
             out = [Term("2Hmd + 2Gmd", 2 * H * m * d + 2 * G * m * d, "block", seed=True)]
         if self.spec.attention_bias:
-            out.append(Term("3Hm + d" if G == H else "Hm + 2Gm + d", (H + 2 * G) * m + d, "block"))
+            qkv = "3Hm" if G == H else "Hm + 2Gm"
+            out_bias = self.spec.has_out_bias
+            out.append(Term(qkv + (" + d" if out_bias else ""), (H + 2 * G) * m + d * out_bias, "block"))
         return out
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         H, G, m, d, N = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d, self.spec.N
         tokens, bias, per_head = b * n, int(self.spec.attention_bias), N * H * pairs.count
+        out_bias = int(self.spec.has_out_bias)
         return {
             "Q/K/V projections": N * (2 * (H + 2 * G) * m * d + bias * (H + 2 * G) * m) * tokens,
             "scores K^T Q": per_head * 2 * m,
             "score scaling": per_head if self.spec.score_scale != 1.0 else 0,
             "softmax": per_head * SOFTMAX_PER_SCORE,
             "weights x V": per_head * 2 * m,
-            "output projection": N * (2 * d * H * m + bias * d) * tokens,
+            "output projection": N * (2 * d * H * m + out_bias * d) * tokens,
         }
 
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:

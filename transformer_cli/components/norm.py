@@ -51,8 +51,14 @@ class LayerNorm(Component):
 
     def prepare(self, get: Get) -> dict:
         """norm1 and norm2 as tuples of (d, 1, 1) columns, for the forward pass (a shared norm: norm2 is None)."""
-        out = {ln: tuple(get(f"{ln}.{g}").reshape(-1, 1, 1) for g in self.params) for ln in self.norms}
-        return {"norm2": None} | out
+        return {"norm2": None} | {ln: self.stacked(lambda g, ln=ln: get(f"{ln}.{g}")) for ln in self.norms}
+
+    def stacked(self, get: Get) -> tuple:
+        """One norm's parameters as (d, 1, 1) columns; with norm_plus_one the gain is 1 + gamma (Gemma)."""
+        out = [get(g).reshape(-1, 1, 1) for g in self.params]
+        if self.spec.norm_plus_one:
+            out[0] = out[0] + 1.0
+        return tuple(out)
 
     def apply(self, X: layers.Array, params: tuple) -> layers.Array:
         """The norm of each column of X (d, b, n)."""
