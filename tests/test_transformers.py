@@ -1,0 +1,169 @@
+"""tfm against the `transformers` library itself: small random models of each family, built offline, weights
+mapped by hand, logits compared in float64.
+
+transformers computes RMSNorm and the rotary angles in float32 even in a float64 model (it casts to float32
+inside LlamaRMSNorm.forward and LlamaRotaryEmbedding.forward, and its inv_freq buffer is made in float32), and
+Gemma's sqrt(d) embedding scale is a float32 constant. The tests recompute these in float64 with the same
+formulas, so the comparison measures the two implementations, not float32's rounding (about 1e-7 and 2e-8
+relative on their own).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from transformer_cli import Spec, Transformer
+
+torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
+transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
+
+TOL = 1e-10  # relative, on the logits
+
+
+def _float64_rms_norm(self, hidden):  # LlamaRMSNorm and its copies, without the cast to float32
+    variance = hidden.pow(2).mean(-1, keepdim=True)
+    return self.weight * (hidden * torch.rsqrt(variance + self.variance_epsilon))
+
+
+def _float64_gemma_rms_norm(self, hidden):  # GemmaRMSNorm: x / rms * (1 + weight), without the cast
+    return (hidden * torch.rsqrt(hidden.pow(2).mean(-1, keepdim=True) + self.eps)) * (1.0 + self.weight)
+
+
+def _float64_rotary(theta: float, rotated: int):
+    def forward(x, position_ids):
+        inv_freq = 1.0 / theta ** (torch.arange(0, rotated, 2, dtype=torch.float64) / rotated)
+        freqs = position_ids[..., None].double() * inv_freq
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+    return forward
+
+
+def _randomised(model) -> None:
+    """Every parameter random and non-zero (the library's init leaves biases and norms at 0 and 1)."""
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.2 + (1.0 if p.dim() == 1 else 0.0) * 0.1)
+
+
+def _llama_like(model_cls, config_cls, **config):
+    """A float64 model of a LLaMA-layout family, its rotary and RMSNorm recomputed in float64."""
+    cfg = config_cls(attn_implementation="sdpa", **config)
+    model = model_cls(cfg).double().eval()
+    _randomised(model)
+    m = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    model.model.rotary_emb.forward = _float64_rotary(cfg.rope_theta if hasattr(cfg, "rope_theta")
+                                                     else cfg.rope_parameters["rope_theta"], m)  # fmt: skip
+    embed = model.model.embed_tokens
+    if hasattr(embed, "embed_scale"):  # Gemma: sqrt(d), made in float32 by the library
+        embed.embed_scale = torch.tensor(cfg.hidden_size**0.5, dtype=torch.float64)
+    for module in model.modules():
+        name = type(module).__name__
+        if name.endswith("RMSNorm"):
+            norm = _float64_gemma_rms_norm if name.startswith("Gemma") else _float64_rms_norm
+            module.forward = norm.__get__(module)
+    return model, cfg, m
+
+
+def _llama_weights(model, cfg, m: int) -> dict[str, np.ndarray]:
+    """transformers' LLaMA names and (out, in) layouts onto tfm's column layout."""
+    sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    H, G, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.hidden_size
+    w = {"embedding.E": sd["model.embed_tokens.weight"].T, "final_norm.gamma": sd["model.norm.weight"]}
+    if not cfg.tie_word_embeddings:
+        w["head.W"] = sd["lm_head.weight"]
+    for i in range(cfg.num_hidden_layers):
+        p, q = f"model.layers.{i}.", f"blocks.{i}."
+        for ours, theirs, heads in (("W_Q", "q_proj", H), ("W_K", "k_proj", G), ("W_V", "v_proj", G)):
+            w[q + f"attention.{ours}"] = sd[p + f"self_attn.{theirs}.weight"].reshape(heads, m, d)
+            if p + f"self_attn.{theirs}.bias" in sd:
+                w[q + f"attention.b_{ours[-1]}"] = sd[p + f"self_attn.{theirs}.bias"].reshape(heads, m)
+        w[q + "attention.W_O"] = sd[p + "self_attn.o_proj.weight"].reshape(d, H, m).transpose(1, 0, 2)
+        w[q + "ff.W1"], w[q + "ff.W3"] = sd[p + "mlp.gate_proj.weight"], sd[p + "mlp.up_proj.weight"]
+        w[q + "ff.W2"] = sd[p + "mlp.down_proj.weight"]
+        w[q + "norm1.gamma"], w[q + "norm2.gamma"] = (
+            sd[p + "input_layernorm.weight"],
+            sd[p + "post_attention_layernorm.weight"],
+        )
+    return w
+
+
+def _compare(model, spec: Spec, weights: dict[str, np.ndarray], V: int) -> float:
+    ids = np.random.default_rng(0).integers(0, V, size=(2, 13))
+    with torch.no_grad():
+        theirs = model(torch.from_numpy(ids)).logits.numpy().transpose(0, 2, 1)  # (b, V, n)
+    ours = Transformer(spec, weights)(ids)
+    return float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
+
+
+SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
+             max_position_embeddings=64, rms_norm_eps=1e-5)  # fmt: skip
+
+
+@pytest.mark.parametrize("G", [4, 2, 1])
+@pytest.mark.parametrize("tied", [False, True])
+def test_llama_logits_equal_transformers(G, tied):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    model, cfg, m = _llama_like(LlamaForCausalLM, LlamaConfig, num_key_value_heads=G, tie_word_embeddings=tied,
+                                rope_theta=10000.0, **SMALL)  # fmt: skip
+    spec = Spec(N=2, H=4, G=G, m=m, d=32, r=40, V=97, tie_embeddings=tied, scale="sqrt", mask="causal",
+                positional="rope", norm="pre", norm_type="rmsnorm", norm_eps=1e-5, feedforward="gated",
+                activation="silu", ff_bias=False)  # fmt: skip
+    assert sum(p.numel() for p in model.parameters()) == count(spec)
+    assert _compare(model, spec, _llama_weights(model, cfg, m), 97) < TOL
+
+
+def test_mistral_sliding_window_logits_equal_transformers():
+    from transformers import MistralConfig, MistralForCausalLM
+
+    model, cfg, m = _llama_like(MistralForCausalLM, MistralConfig, num_key_value_heads=2, sliding_window=4,
+                                rope_theta=10000.0, **SMALL)  # fmt: skip
+    spec = Spec(N=2, H=4, G=2, m=m, d=32, r=40, V=97, scale="sqrt", mask="causal", window=4, positional="rope",
+                norm="pre", norm_type="rmsnorm", norm_eps=1e-5, feedforward="gated", activation="silu",
+                ff_bias=False)  # fmt: skip
+    assert _compare(model, spec, _llama_weights(model, cfg, m), 97) < TOL
+
+
+def test_qwen2_biases_on_q_k_v_only_equal_transformers():
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    model, cfg, m = _llama_like(Qwen2ForCausalLM, Qwen2Config, num_key_value_heads=2, rope_theta=10000.0, **SMALL)
+    spec = Spec(N=2, H=4, G=2, m=m, d=32, r=40, V=97, scale="sqrt", mask="causal", positional="rope", norm="pre",
+                norm_type="rmsnorm", norm_eps=1e-5, attention_bias=True, out_bias=False, feedforward="gated",
+                activation="silu", ff_bias=False)  # fmt: skip
+    assert sum(p.numel() for p in model.parameters()) == count(spec)
+    assert _compare(model, spec, _llama_weights(model, cfg, m), 97) < TOL
+
+
+def test_gemma_logits_equal_transformers():
+    """(1 + gamma) RMSNorm, embedding times sqrt(d), GeGLU (tanh form), heads of m != d/H, tied, multi-query."""
+    from transformers import GemmaConfig, GemmaForCausalLM
+
+    model, cfg, m = _llama_like(GemmaForCausalLM, GemmaConfig, num_key_value_heads=1, head_dim=12, rope_theta=10000.0,
+                                hidden_activation="gelu_pytorch_tanh", **SMALL)  # fmt: skip
+    spec = Spec(N=2, H=4, G=1, m=12, d=32, r=40, V=97, tie_embeddings=True, embed_scale="sqrt", scale="sqrt",
+                mask="causal", positional="rope", norm="pre", norm_type="rmsnorm", norm_plus_one=True, norm_eps=1e-5,
+                feedforward="gated", activation="gelu", ff_bias=False)  # fmt: skip
+    assert sum(p.numel() for p in model.parameters()) == count(spec)
+    assert _compare(model, spec, _llama_weights(model, cfg, m), 97) < TOL
+
+
+def test_the_float32_rotary_angles_alone_would_exceed_the_tolerance():
+    """The trap the tests avoid: transformers' own float32 angles differ from exact ones by far more than TOL."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    model, cfg, m = _llama_like(LlamaForCausalLM, LlamaConfig, num_key_value_heads=4, rope_theta=10000.0, **SMALL)
+    weights = _llama_weights(model, cfg, m)
+    del model.model.rotary_emb.forward  # back to the library's float32 angles
+    spec = Spec(N=2, H=4, m=m, d=32, r=40, V=97, scale="sqrt", mask="causal", positional="rope", norm="pre",
+                norm_type="rmsnorm", norm_eps=1e-5, feedforward="gated", activation="silu", ff_bias=False)  # fmt: skip
+    assert _compare(model, spec, weights, 97) > 10 * TOL  # measured: 2.3e-9 at n = 13
+
+
+def count(spec: Spec) -> int:
+    from transformer_cli import count_params
+
+    return count_params(spec).total
