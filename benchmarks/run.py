@@ -29,6 +29,9 @@ from transformer_cli.memory import human
 
 BENCH_SPEC = Spec(N=6, H=8, m=64, d=512, r=2048, scale="sqrt", name="bench")
 LONG_SPEC = Spec(N=2, H=4, m=64, d=256, r=1024, name="long")
+LLAMA_SPEC = Spec(N=4, H=8, G=2, m=64, d=512, r=1408, scale="sqrt", mask="causal", positional="rope", norm="pre",
+                  norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False,
+                  name="llama-style")  # fmt: skip
 ROOT = Path(__file__).resolve().parent.parent
 
 MEMORY_SCRIPT = """
@@ -45,13 +48,15 @@ print(next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.star
 
 
 def throughput(repeat: int, console: Console) -> list[dict]:
-    """Target 1: the bench spec at n = 512, batch 1 and 8, float32 and float64, beside PyTorch."""
-    weights = init_weights(BENCH_SPEC)
+    """Target 1: the bench spec at n = 512, batch 1 and 8, float32 and float64, beside PyTorch; then a
+    LLaMA-style spec (GQA, RoPE, SwiGLU, RMSNorm) at batch 1 and 8 in float32."""
     rows = []
-    for dtype in ("float32", "float64"):
-        for b in (1, 8):
-            console.log(f"throughput: batch {b}, {dtype}")
-            rows.append(run_bench(BENCH_SPEC, weights, b, 512, dtype, repeat).to_dict())
+    cases = [(BENCH_SPEC, dtype, b) for dtype in ("float32", "float64") for b in (1, 8)]
+    cases += [(LLAMA_SPEC, "float32", b) for b in (1, 8)]
+    weights = {spec.name: init_weights(spec) for spec in (BENCH_SPEC, LLAMA_SPEC)}
+    for spec, dtype, b in cases:
+        console.log(f"throughput: {spec.name}, batch {b}, {dtype}")
+        rows.append(run_bench(spec, weights[spec.name], b, 512, dtype, repeat).to_dict())
     return rows
 
 
@@ -116,7 +121,7 @@ def report(results: dict, console: Console) -> None:
     for r in results["throughput"]:
         torch = r["torch"]
         table.add_row(
-            f"forward, batch {r['batch']}, n = {r['seq_len']}, {r['dtype']}",
+            f"{r['spec']}: batch {r['batch']}, n = {r['seq_len']}, {r['dtype']}",
             f"{r['tfm']['median_s'] * 1e3:.0f} ms",
             f"{torch['median_s'] * 1e3:.0f} ms" if torch else "-",
             f"{r['ratio_tfm_over_torch']:.2f}" if torch else "-",
