@@ -202,7 +202,7 @@ def test_verify_option_limits_are_one_line_errors(runner):
 def test_verify_every_example(runner, path):
     result = invoke(runner, "verify", path, "--seq-len", 6, "--json")
     assert result.exit_code == 0, result.stdout
-    assert len(json.loads(result.stdout)["checks"]) == 6
+    assert len(json.loads(result.stdout)["checks"]) == 7
 
 
 def test_verify_table_shows_prediction_and_observation(runner):

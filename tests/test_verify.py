@@ -478,3 +478,30 @@ def test_a_window_of_one_leaves_the_model_equivariant():
     spec = Spec(N=1, H=2, m=3, d=6, r=5, mask="causal", window=1)
     result = check_equivariance(setup_for(spec))
     assert result.predicted is True and result.exit_code == ExitCode.OK
+
+
+# -- relative positions ---------------------------------------------------------------------------------------
+
+from transformer_cli.verify import check_relative  # noqa: E402
+
+
+@pytest.mark.parametrize(("positional", "holds"), [("none", True), ("rope", True), ("sinusoidal", False),
+                                                   ("learned", False)])  # fmt: skip
+def test_shifting_every_position_changes_nothing_exactly_when_positions_are_relative(positional, holds):
+    spec = Spec(N=2, H=2, m=4, d=8, r=12, scale="sqrt", mask="causal", positional=positional, norm="pre",
+                max_len=64 if positional == "learned" else None)  # fmt: skip
+    result = check_relative(setup_for(spec, n=8))
+    assert result.predicted is holds and result.observed is holds and result.exit_code == ExitCode(0 if holds else 1)
+
+
+def test_rotary_positions_that_are_not_relative_are_caught(monkeypatch):
+    real = Transformer.rotate
+    monkeypatch.setattr(Transformer, "rotate", lambda self, Q, K, start, key_start=None: real(self, Q, K, start, 0))
+    spec = Spec(N=1, H=2, m=4, d=8, r=12, mask="causal", positional="rope")
+    assert check_relative(setup_for(spec, n=8)).exit_code == ExitCode.VIOLATED  # keys always at 0: absolute
+
+
+def test_learned_positions_with_no_room_to_shift_are_inconclusive():
+    spec = Spec(N=1, H=2, m=4, d=8, r=12, positional="learned", max_len=8)
+    result = check_relative(setup_for(spec, n=8))
+    assert result.exit_code == ExitCode.INCONCLUSIVE and "no room" in result.reason

@@ -228,11 +228,16 @@ class Transformer:
         return out
 
     def self_attention(
-        self, blk: Block, X: Array, weights_out: list | None = None, stop: threading.Event | None = None
+        self,
+        blk: Block,
+        X: Array,
+        weights_out: list | None = None,
+        stop: threading.Event | None = None,
+        start: int = 0,
     ) -> Array:
-        """The attention sublayer without its residual: (d, b, n) -> (d, b, n)."""
+        """The attention sublayer without its residual: (d, b, n) -> (d, b, n); columns at positions start.."""
         Q, K, V = self.qkv(blk, X)
-        self.rotate(Q, K, 0)
+        self.rotate(Q, K, start)
         causal = self.spec.mask == "causal"
         heads = self.attend(Q, K, V, causal, weights_out=weights_out, stop=stop, window=self.spec.window)
         return self.project(blk, heads)
@@ -287,8 +292,11 @@ class Transformer:
         trace: list | None = None,
         weights_out: list | None = None,
         on_block: Callable[[float], None] | None = None,
+        start: int = 0,
     ) -> Array:
         """Transformer(X) for X of shape (d, n) or (b, d, n); same shape out (logits (V, n) or (b, V, n) with a head).
+
+        The columns sit at positions start .. start + n - 1 (0 unless a check shifts them).
 
         With a vocabulary, X may also be token ids (n,) or (b, n).
 
@@ -307,7 +315,7 @@ class Transformer:
         step = 1.0 / (max(self.spec.N, 1) * len(parts))
 
         def run(i: int, stop: threading.Event | None = None) -> Array:
-            return self._forward_columns(parts[i], squares[i], weights_out, on_block, step, stop)
+            return self._forward_columns(parts[i], squares[i], weights_out, on_block, step, stop, start)
 
         if len(parts) == 1:
             Z = run(0)  # in the calling thread, which a signal interrupts directly
@@ -327,18 +335,20 @@ class Transformer:
         on_block: Callable[[float], None] | None = None,
         step: float = 0.0,
         stop: threading.Event | None = None,
+        start: int = 0,
     ) -> Array:
-        """The whole pass on (d, b, n) columns, overwriting Z; `squares` gets the mean square after each stage.
+        """The whole pass on (d, b, n) columns at positions start.., overwriting Z; `squares` gets the mean square
+        after each stage.
 
         Once `stop` is set, the next block or attention chunk raises Stopped.
         """
-        pe = self.positions(0, Z.shape[-1])
+        pe = self.positions(start, Z.shape[-1])
         if pe is not None:
             Z += pe[:, None, :]
         squares.append(_mean_square(Z))
         for blk in self.blocks:
             check_stop(stop)
-            Z = self.apply_block(blk, Z, lambda U, blk=blk: self.self_attention(blk, U, weights_out, stop))
+            Z = self.apply_block(blk, Z, lambda U, blk=blk: self.self_attention(blk, U, weights_out, stop, start))
             squares.append(_mean_square(Z))
             if on_block is not None:
                 on_block(step)

@@ -19,7 +19,7 @@ MODULES = {  # in the order `tfm --help` lists them
     "count": "model_commands", "init": "model_commands", "sample": "sample_command", "run": "model_commands",
     "schema": "spec_commands", "diff": "spec_commands", "attention": "attention_command",
     "verify": "verify_commands", "verify-equivariance": "verify_commands", "verify-causality": "verify_commands",
-    "verify-decoding": "verify_commands", "verify-scaling": "verify_commands",
+    "verify-decoding": "verify_commands", "verify-relative": "verify_commands", "verify-scaling": "verify_commands",
     "check": "check_command", "bench": "bench_command",
 }  # fmt: skip
 

@@ -143,6 +143,21 @@ _sequence_check(
 )
 
 
+_sequence_check(
+    "relative",
+    """Check that shifting every position by the same amount leaves the output unchanged.
+
+    Holds with rotary positions or none (scores depend on t - s only), breaks with absolute positions
+    (sinusoidal, learned). The columns run at positions s.. for shifts s = 1, 5, 31; a control adds a
+    sinusoidal term at the absolute positions and must be moved by a shift, or the check is INCONCLUSIVE.
+
+    \b
+    Example:
+      tfm verify-relative examples/models/Llama-2-7b.yaml --seq-len 8
+    """,
+)
+
+
 @app.command("verify-scaling", epilog=EXIT_CODES)
 def verify_scaling(
     spec_path: SpecArg = None,
@@ -182,7 +197,8 @@ def verify(
     """Run every check against what theory predicts for the spec: one table, one exit code (for CI).
 
     Checks: parameter count = closed form = stored arrays; softmax columns sum to 1; equivariance (holds
-    iff no positions and no mask); causality and KV-cache decoding (hold iff causal); score scaling.
+    iff no positions and no mask); causality with the receptive field and KV-cache decoding (hold iff
+    causal); shifting every position (holds iff no absolute positions); score scaling.
 
     \b
     Example:
@@ -194,7 +210,7 @@ def verify(
         spec, source = load(spec_path, weights)
         setup, w, w_source = verify.setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
         with progress_bar(json_out) as progress:
-            task = progress.add_task("verifying", total=6)
+            task = progress.add_task("verifying", total=7)
             results = verify.run_checks(setup, w, lambda name: progress.update(task, advance=1, description=name))
     code = verify.overall_exit(results)
     if json_out:

@@ -95,6 +95,10 @@ class Component:
         """True if this component makes output column t independent of columns after t (a causal mask)."""
         return False
 
+    def absolute_positions(self) -> str | None:
+        """What in this component depends on absolute positions (so shifting every position changes the output)."""
+        return None
+
     def reach(self) -> int | None:
         """How many columns back one pass can see through this component (a sliding window's), or None: all."""
         return None

@@ -29,6 +29,9 @@ class Sinusoidal(Component):
     def breaks_equivariance(self) -> str | None:
         return "sinusoidal positional encoding"
 
+    def absolute_positions(self) -> str | None:
+        return self.breaks_equivariance()  # added to X at absolute positions (learned too, below)
+
 
 class Learned(Sinusoidal):
     """A learned (d, max_len) matrix P, its first n columns added to X."""

@@ -12,6 +12,7 @@ from .common import CheckResult, Setup, default_tol, make_setup, setup_from_file
 from .decoding import check_decoding
 from .equivariance import breaking_features, check_equivariance
 from .internals import check_counts, check_softmax
+from .relative import check_relative
 from .scaling import check_scaling
 
 
@@ -40,6 +41,7 @@ def run_checks(setup: Setup, weights: Weights, progress: Callable[[str], None] |
         ("equivariance", lambda: check_equivariance(setup, expect="theory")),
         ("causality", lambda: check_causality(setup, expect="theory")),
         ("decoding", lambda: check_decoding(setup, expect="theory")),
+        ("relative", lambda: check_relative(setup, expect="theory")),
         ("scaling", lambda: check_scaling(setup, expect="theory")),
     ]
     results = []
@@ -67,6 +69,7 @@ __all__ = [
     "check_counts",
     "check_decoding",
     "check_equivariance",
+    "check_relative",
     "check_scaling",
     "check_softmax",
     "default_tol",
