@@ -6,6 +6,7 @@ Written for clarity, not speed: X is (b, d, n), scores are the seed's (n_k, n_q)
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -98,7 +99,10 @@ def attention(spec, w, p, X):
 
 
 def feedforward(spec, w, p, X):
-    """W2 act(W1 X + b1) + b2; gated: W2 (act(W1 X + b1) * (W3 X + b3)) + b2; biases only with ff_bias."""
+    """W2 act(W1 X + b1) + b2; gated: W2 (act(W1 X + b1) * (W3 X + b3)) + b2; biases only with ff_bias.
+    With experts: each column's k best-scored experts, weighted by a softmax over their k scores."""
+    if spec.E:
+        return experts(spec, w, p, X)
 
     def linear(k, X):
         out = np.einsum("rd,bdn->brn", w[p + f"ff.W{k}"], X)
@@ -108,6 +112,22 @@ def feedforward(spec, w, p, X):
     if spec.feedforward == "gated":
         hidden = hidden * linear(3, X)
     return linear(2, hidden)
+
+
+def experts(spec, w, p, X):
+    """Column by column: sort the router's scores, keep the top k, softmax them, add up those experts."""
+    out = np.zeros_like(X)
+    for b in range(X.shape[0]):
+        for t in range(X.shape[-1]):
+            x = X[b, :, t]
+            scores = w[p + "ff.router"] @ x
+            top = sorted(range(spec.E), key=lambda e: (-scores[e], e))[: spec.k]
+            gates = np.exp(scores[top] - scores[top].max())
+            gates /= gates.sum()
+            for e, g in zip(top, gates, strict=True):
+                one = {name: v[e] for name, v in w.items() if name.startswith((p + "ff.W", p + "ff.b"))}
+                out[b, :, t] += g * feedforward(replace(spec, E=None, k=None), one, p, x[None, :, None])[0, :, 0]
+    return out
 
 
 def reference_forward(spec, w, X):

@@ -60,6 +60,9 @@ VARIANTS = [
     Spec(N=2, H=2, G=1, m=6, d=8, r=10, V=13, tie_embeddings=True, embed_scale="sqrt", scale="sqrt", mask="causal",
          positional="rope", norm="pre", norm_type="rmsnorm", norm_plus_one=True, feedforward="gated",
          activation="gelu", ff_bias=False),  # Gemma's shape, small
+    Spec(N=2, H=4, G=2, m=4, d=8, r=10, E=4, k=2, scale="sqrt", mask="causal", positional="rope", norm="pre",
+         norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False),  # Mixtral's shape, small
+    Spec(N=1, H=2, m=3, d=6, r=5, E=3, k=1, norm="post"),  # plain experts with biases, top-1
 ]  # fmt: skip
 
 
@@ -90,7 +93,8 @@ def test_pytorch_computes_the_same_logits_from_token_ids(spec):
                                                 "parallel-shared-norm-falcon", "rope-half-llama-style",
                                                 "rope-interleaved", "rope-quarter", "rope-llama3",
                                                 "llama-like-gqa-rope", "mistral-like-window",
-                                                "qwen2-like-qkv-bias", "gemma-like-plus-one"])  # fmt: skip
+                                                "qwen2-like-qkv-bias", "gemma-like-plus-one",
+                                                "mixtral-like-experts", "plain-experts-top-1"])  # fmt: skip
 def test_pytorch_computes_the_same_function(spec):
     """PyTorch (when installed) is an independent implementation: its output must match tfm's."""
     pytest.importorskip("torch")

@@ -208,3 +208,32 @@ def test_token_ids_give_the_logits_of_their_embedded_columns():
     model = Transformer(spec, w)
     assert np.array_equal(model(ids), model(columns)) and model(ids).shape == (2, 9, 4)
     assert Transformer(spec, w)(ids[0]).shape == (9, 4)
+
+
+# -- experts: the routed pass is the dense one with zero weights off the top k ------------------------------
+
+
+def test_routed_experts_equal_the_dense_sum_with_zeros_off_the_top_k():
+    spec = Spec(N=1, H=2, m=3, d=6, r=5, E=4, k=2, feedforward="gated", activation="silu", ff_bias=False)
+    w = random_weights(spec)
+    model = Transformer(spec, w)
+    blk, ff = model.blocks[0], model.ff
+    X = np.random.default_rng(3).normal(size=(6, 2, 9))
+    chosen, weights = ff.route(blk.router, X.reshape(6, -1))
+    assert chosen.shape == (2, 18) and all(len(set(column)) == 2 for column in chosen.T)  # exactly k, distinct
+    scores = blk.router @ X.reshape(6, -1)
+    dense = np.zeros((6, 18))
+    for e in range(4):  # every expert on every column, its weight 0 unless it is among the top k
+        gate = np.where(np.argsort(-scores, axis=0)[:2] == e, weights, 0.0).sum(axis=0)
+        one = type(blk)(**{**vars(blk), "W1": blk.W1[e], "b1": None, "W2": blk.W2[e], "b2": None, "router": None})
+        dense += gate * ff.expert.apply(one, X).reshape(6, -1)
+    assert np.allclose(ff.apply(blk, X).reshape(6, -1), dense, rtol=0, atol=1e-14)
+
+
+def test_experts_with_k_equal_to_E_weigh_every_expert_by_the_softmax():
+    spec = Spec(N=1, H=1, m=2, d=4, r=3, E=3, k=3)
+    model = Transformer(spec, random_weights(spec))
+    scores = model.blocks[0].router @ np.eye(4)
+    _, weights = model.ff.route(model.blocks[0].router, np.eye(4))
+    expected = np.sort(np.exp(scores) / np.exp(scores).sum(axis=0), axis=0)[::-1]
+    assert np.allclose(weights, expected, rtol=1e-14)

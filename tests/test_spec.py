@@ -342,3 +342,13 @@ def test_a_window_needs_the_causal_mask(tmp_path):
 )  # fmt: skip
 def test_out_bias_needs_attention_bias_and_plus_one_needs_rmsnorm(tmp_path, extra, words):
     assert words in error_of(tmp_path, BASE + extra)
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [("E: 8\n", "key 'k': missing, expected a positive integer with E"),
+     ("k: 2\n", "key 'E': missing, expected a positive integer with k"),
+     ("E: 2\nk: 3\n", "key 'k': got 3, expected at most E = 2")],
+)  # fmt: skip
+def test_experts_need_k_of_at_most_E(tmp_path, extra, words):
+    assert words in error_of(tmp_path, BASE + extra)

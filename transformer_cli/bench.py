@@ -62,7 +62,7 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
             "qkv": torch.cat([t[p + f"attention.W_{k}"].reshape(-1, d) for k in "QKV"]),
             "o": t[p + "attention.W_O"].permute(1, 0, 2).reshape(d, H * m).contiguous(),
             "w1": t[p + "ff.W1"], "b1": t.get(p + "ff.b1"), "w2": t[p + "ff.W2"], "b2": t.get(p + "ff.b2"),
-            "w3": t.get(p + "ff.W3"), "b3": t.get(p + "ff.b3"),
+            "w3": t.get(p + "ff.W3"), "b3": t.get(p + "ff.b3"), "prefix": p,
             "bqkv": torch.cat([t[p + f"attention.b_{k}"].reshape(-1) for k in "QKV"]) if spec.attention_bias else None,
             "bo": t.get(p + "attention.b_O"),
         }  # fmt: skip
@@ -96,11 +96,22 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
             a = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
         return F.linear(a.transpose(1, 2).reshape(b, n, H * m), blk["o"], blk["bo"])
 
-    def feedforward(blk, x):
-        hidden = act(F.linear(x, blk["w1"], blk["b1"]))
+    def expert(blk, x, e=None):
+        pick = (lambda key: blk[key]) if e is None else (lambda key: None if blk[key] is None else blk[key][e])
+        hidden = act(F.linear(x, pick("w1"), pick("b1")))
         if spec.feedforward == "gated":
-            hidden = hidden * F.linear(x, blk["w3"], blk["b3"])
-        return F.linear(hidden, blk["w2"], blk["b2"])
+            hidden = hidden * F.linear(x, pick("w3"), pick("b3"))
+        return F.linear(hidden, pick("w2"), pick("b2"))
+
+    def feedforward(blk, x):
+        if not spec.E:
+            return expert(blk, x)
+        # every expert on every token, weighted by the softmax over the top k scores and 0 elsewhere: the dense
+        # form of the routed sum, computed independently of tfm's gather by expert
+        scores = F.linear(x, t[blk["prefix"] + "ff.router"])  # (b, n, E)
+        top, chosen = scores.topk(spec.k, dim=-1)
+        gates = torch.zeros_like(scores).scatter(-1, chosen, torch.softmax(top, dim=-1))
+        return sum(gates[..., e : e + 1] * expert(blk, x, e) for e in range(spec.E))
 
     def forward(X: np.ndarray) -> np.ndarray:
         """(b, d, n) columns, or token ids (b, n) with a vocabulary -> (b, d, n), or logits (b, V, n)."""

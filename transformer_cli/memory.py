@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .components import feedforward
 from .components.attention import MultiHeadAttention
-from .components.feedforward import FEEDFORWARDS
 from .errors import TfmError
 from .params import count_params
 from .spec import Spec
@@ -107,7 +107,7 @@ def estimate_forward(
         activations=7 * b * d * n * s + 3 * d * n * 8 + 2 * (spec.V or 0) * b * n * s,  # + logits, twice
         attention=MultiHeadAttention(spec).held_per_token() * b * n * s
         + threads * (held * H * c * n * s + mask),  # Q, K, V, heads; chunks
-        feedforward=FEEDFORWARDS[spec.feedforward](spec).held_per_token() * b * n * s,
+        feedforward=feedforward(spec).held_per_token() * b * n * s,
         loaded=8 * (params if s != 8 else stacked),  # the float64 weights as loaded, beside the model's copies
         input=(8 - s) * b * d * n,  # the input is read as float64
     )

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from .components import feedforward
 from .components.embedding import embedding
-from .components.feedforward import FEEDFORWARDS
 from .components.norm import block_norm
 from .components.positional import Rotary
 from .layers import (
@@ -63,6 +63,7 @@ class Block:
     b2: Array | None  # (d, 1, 1)
     norm1: tuple[Array, ...] | None  # the norm's parameters as (d, 1, 1) columns: gamma, beta (layernorm) or gamma
     norm2: tuple[Array, ...] | None
+    router: Array | None = None  # (E, d) with experts, whose W1, b1, W2, b2 then carry a leading axis E
 
 
 def _column(v: Array) -> Array:
@@ -84,7 +85,7 @@ def stack_block(spec: Spec, w: Weights, i: int, dtype: np.dtype) -> Block:
         b_qkv = _column(np.concatenate([get(f"attention.{x}").reshape(-1) for x in ("b_Q", "b_K", "b_V")]))
     if spec.has_out_bias:
         b_O = _column(get("attention.b_O"))
-    ff, norm = FEEDFORWARDS[spec.feedforward](spec), block_norm(spec)
+    ff, norm = feedforward(spec), block_norm(spec)
     return Block(W_qkv, b_qkv, W_O, b_O, **ff.prepare(get), **norm.prepare(get))
 
 
@@ -109,7 +110,7 @@ class Transformer:
         self.workers = available_cores() if workers is None else workers
         self.blocks = [stack_block(spec, weights, i, self.dtype) for i in range(spec.N)]
         self.P = np.asarray(weights["positional.P"], self.dtype) if spec.positional == "learned" else None
-        self.ff, self.norm = FEEDFORWARDS[spec.feedforward](spec), block_norm(spec)
+        self.ff, self.norm = feedforward(spec), block_norm(spec)
         self.embedding, self.E = embedding(spec), None
         self.W_head = self.b_head = None  # the head: logits = W_head Z + b_head, (V, d) and (V, 1, 1)
         if spec.V:

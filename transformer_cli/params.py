@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .components import Tensor, Term, block_components, model_components
+from .components import Tensor, Term, block_components, components, model_components
 from .errors import ExitCode, TfmError
 from .spec import Spec
 
@@ -54,6 +54,11 @@ class ParamCount:
         return self.spec.N * self.per_block + sum(t.count for t in self.model)
 
     @property
+    def active(self) -> int:
+        """Parameters one token's pass uses: all of them, less the experts it is not routed to."""
+        return self.total - sum(c.inactive() for c in components(self.spec))
+
+    @property
     def closed_per_block(self) -> int:
         return sum(t.value for t in self.terms if t.scope == "block")
 
@@ -77,6 +82,7 @@ class ParamCount:
             "spec": self.spec.to_dict(),
             "per_block": self.per_block,
             "total": self.total,
+            "active_per_token": self.active,
             "closed_form": {
                 "per_block": self.closed_per_block,
                 "total": self.closed_total,

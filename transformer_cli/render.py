@@ -89,6 +89,8 @@ def count_table(count: ParamCount, source: str) -> Table:
     agree = "agrees" if count.total == count.closed_total else "DIFFERS"
     label = Text(f"total (closed form {agree})", style="bold", no_wrap=False)  # the verdict stays when columns go
     table.add_row(label, f"closed form {fmt(count.closed_total)}", Text(fmt(count.total), style="bold"), "")
+    if count.active != count.total:
+        table.add_row("active per token", "the k experts a token is routed to", fmt(count.active), "")
     return table
 
 

@@ -110,6 +110,10 @@ class Spec:
     norm_plus_one: bool = field(
         default=False, metadata=_key("bool", "rmsnorm scales by (1 + gamma), gamma starting at 0 (Gemma)")
     )
+    E: int | None = field(
+        default=None, metadata=_key("posint", "experts: E feedforwards and a router W_r (E, d) in each block (Mixtral)")
+    )
+    k: int | None = field(default=None, metadata=_key("posint", "experts per token, the top k of the router; with E"))
     window: int | None = field(
         default=None, metadata=_key("posint", "sliding window: query t sees keys t - w + 1 .. t (Mistral); causal only")
     )
@@ -334,6 +338,11 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "out_bias", data["out_bias"], "no out_bias unless attention_bias is true")
     if spec.norm_plus_one and spec.norm_type != "rmsnorm":
         raise _fail(source, "norm_plus_one", True, "norm_type: rmsnorm with norm_plus_one (x / rms * (1 + gamma))")
+    if (spec.E is None) != (spec.k is None):
+        key, other = ("E", "k") if spec.E is None else ("k", "E")
+        raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with {other}")
+    if spec.E is not None and spec.k > spec.E:
+        raise _fail(source, "k", spec.k, f"at most E = {spec.E} (the experts each token can choose from)")
     if spec.window is not None and spec.mask != "causal":
         raise _fail(
             source, "window", spec.window, "mask: causal with a sliding window (query t sees keys t - w + 1 .. t)"

@@ -10,16 +10,23 @@ from ..spec import Spec
 from .attention import MultiHeadAttention
 from .base import Component, Pairs, Tensor, Term
 from .embedding import embedding, head
+from .experts import Experts
 from .feedforward import FEEDFORWARDS, Residuals
 from .norm import block_norm, final_norm
 from .positional import POSITIONALS
+
+
+def feedforward(spec: Spec) -> Component:
+    """The block's feedforward: the spec's kind (plain or gated), or E experts of that kind with a router."""
+    expert = FEEDFORWARDS[spec.feedforward](spec)
+    return Experts(spec, expert) if spec.E else expert
 
 
 def components(spec: Spec) -> list[Component]:
     """Every component of `spec`: the block's, then the input's and the output's."""
     return [
         MultiHeadAttention(spec),
-        FEEDFORWARDS[spec.feedforward](spec),
+        feedforward(spec),
         Residuals(spec),
         block_norm(spec),
         embedding(spec),

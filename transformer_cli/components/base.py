@@ -95,6 +95,10 @@ class Component:
         """True if this component makes output column t independent of columns after t (a causal mask)."""
         return False
 
+    def inactive(self) -> int:
+        """Parameters a token's pass does not use (the experts it was not routed to), 0 for most components."""
+        return 0
+
     def absolute_positions(self) -> str | None:
         """What in this component depends on absolute positions (so shifting every position changes the output)."""
         return None
