@@ -44,10 +44,15 @@ def variant_specs(m_min: int = 1, d_min: int = 1, max_len: int = 20, rope: bool 
         window=st.sampled_from([None, None, 2, 3]),  # 1: attention acts on each column alone (tested apart)
         out_bias=st.sampled_from([None, False]), norm_plus_one=st.booleans(),
         E=st.sampled_from([None, None, None, 3]), k=st.sampled_from([1, 2]),
+        type_vocab=st.sampled_from([None, 2]), embed_norm=st.booleans(), head=st.sampled_from([True, True, False]),
     ).map(lambda s: _positions_fitted(s, max_len)).map(
         lambda s: replace(s, parallel=False) if s.norm != "pre" else s  # parallel blocks are pre-norm
     ).map(lambda s: replace(s, window=None) if s.mask != "causal" else s).map(
         lambda s: s if s.E else replace(s, k=None)  # k goes with E
+    ).map(
+        lambda s: s if s.V else replace(s, type_vocab=None, embed_norm=False, head=True)  # these go with V
+    ).map(
+        lambda s: s if s.head else replace(s, tie_embeddings=False, head_bias=False)
     ).map(
         lambda s: replace(s, norm_plus_one=s.norm_plus_one and s.norm_type == "rmsnorm")
     )  # fmt: skip

@@ -137,6 +137,10 @@ def reference_forward(spec, w, X):
         X = np.moveaxis(w["embedding.E"][:, X], 0, -2) * (np.sqrt(spec.d) if spec.embed_scale == "sqrt" else 1.0)
     X3 = (X[None] if X.ndim == 2 else X) + positions(spec, w, X.shape[-1])
     eps = spec.norm_eps
+    if spec.type_vocab:  # token type 0 for every token
+        X3 = X3 + w["embedding.T"][:, :1]
+    if spec.embed_norm:
+        X3 = layer_norm(X3, w["embedding.norm.gamma"], w.get("embedding.norm.beta"), eps, spec.norm_plus_one)
 
     def norm(X, gamma, beta, eps):  # the spec's variant, (1 + gamma) or not, for every norm below
         return layer_norm(X, gamma, beta, eps, spec.norm_plus_one)
@@ -159,7 +163,7 @@ def reference_forward(spec, w, X):
             X3 = X3 + feedforward(spec, w, p, X3)
     if spec.norm == "pre":
         X3 = norm(X3, w["final_norm.gamma"], w.get("final_norm.beta"), eps)
-    if spec.V:  # logits: the head, or E^T when tied, and its bias
+    if spec.V and spec.head:  # logits: the head, or E^T when tied, and its bias
         W = w["embedding.E"].T if spec.tie_embeddings else w["head.W"]
         X3 = np.einsum("vd,bdn->bvn", W, X3) + (w["head.b"][:, None] if spec.head_bias else 0.0)
     return X3[0] if X.ndim == 2 else X3

@@ -63,6 +63,9 @@ VARIANTS = [
     Spec(N=2, H=4, G=2, m=4, d=8, r=10, E=4, k=2, scale="sqrt", mask="causal", positional="rope", norm="pre",
          norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False),  # Mixtral's shape, small
     Spec(N=1, H=2, m=3, d=6, r=5, E=3, k=1, norm="post"),  # plain experts with biases, top-1
+    Spec(N=2, H=2, m=4, d=8, r=12, V=17, head=False, type_vocab=2, embed_norm=True, pooler=True, scale="sqrt",
+         positional="learned", max_len=16, norm="post", norm_eps=1e-12, attention_bias=True,
+         activation="gelu_exact"),  # BERT's shape, small
 ]  # fmt: skip
 
 
@@ -94,7 +97,8 @@ def test_pytorch_computes_the_same_logits_from_token_ids(spec):
                                                 "rope-interleaved", "rope-quarter", "rope-llama3",
                                                 "llama-like-gqa-rope", "mistral-like-window",
                                                 "qwen2-like-qkv-bias", "gemma-like-plus-one",
-                                                "mixtral-like-experts", "plain-experts-top-1"])  # fmt: skip
+                                                "mixtral-like-experts", "plain-experts-top-1",
+                                                "bert-like"])  # fmt: skip
 def test_pytorch_computes_the_same_function(spec):
     """PyTorch (when installed) is an independent implementation: its output must match tfm's."""
     pytest.importorskip("torch")

@@ -352,3 +352,12 @@ def test_out_bias_needs_attention_bias_and_plus_one_needs_rmsnorm(tmp_path, extr
 )  # fmt: skip
 def test_experts_need_k_of_at_most_E(tmp_path, extra, words):
     assert words in error_of(tmp_path, BASE + extra)
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [("type_vocab: 2\n", "no type_vocab unless the spec has a vocabulary V"),
+     ("V: 10\nhead: false\ntie_embeddings: true\n", "a head for tie_embeddings or head_bias")],
+)  # fmt: skip
+def test_bert_keys_need_a_vocabulary_and_a_head_when_tied(tmp_path, extra, words):
+    assert words in error_of(tmp_path, BASE + extra)

@@ -167,3 +167,42 @@ def count(spec: Spec) -> int:
     from transformer_cli import count_params
 
     return count_params(spec).total
+
+
+def test_bert_final_columns_equal_transformers():
+    """BertModel: post-norm, learned positions, token type 0, a norm of the embedded columns, GELU (erf), no head."""
+    from transformers import BertConfig, BertModel
+
+    cfg = BertConfig(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
+                     max_position_embeddings=64, type_vocab_size=2, attn_implementation="sdpa")  # fmt: skip
+    model = BertModel(cfg).double().eval()
+    _randomised(model)
+    sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    spec = Spec(N=2, H=4, m=8, d=32, r=40, V=97, head=False, type_vocab=2, embed_norm=True, pooler=True,
+                scale="sqrt", positional="learned", max_len=64, norm="post", norm_eps=cfg.layer_norm_eps,
+                attention_bias=True, activation="gelu_exact")  # fmt: skip
+    assert sum(p.numel() for p in model.parameters()) == count(spec)
+    e = "embeddings."
+    w = {"embedding.E": sd[e + "word_embeddings.weight"].T, "embedding.T": sd[e + "token_type_embeddings.weight"].T,
+         "positional.P": sd[e + "position_embeddings.weight"].T, "embedding.norm.gamma": sd[e + "LayerNorm.weight"],
+         "embedding.norm.beta": sd[e + "LayerNorm.bias"], "pooler.W": sd["pooler.dense.weight"],
+         "pooler.b": sd["pooler.dense.bias"]}  # fmt: skip
+    for i in range(2):
+        p, q = f"encoder.layer.{i}.", f"blocks.{i}."
+        for ours, theirs in (("Q", "query"), ("K", "key"), ("V", "value")):
+            w[q + f"attention.W_{ours}"] = sd[p + f"attention.self.{theirs}.weight"].reshape(4, 8, 32)
+            w[q + f"attention.b_{ours}"] = sd[p + f"attention.self.{theirs}.bias"].reshape(4, 8)
+        w[q + "attention.W_O"] = sd[p + "attention.output.dense.weight"].reshape(32, 4, 8).transpose(1, 0, 2)
+        w[q + "attention.b_O"] = sd[p + "attention.output.dense.bias"]
+        w[q + "norm1.gamma"], w[q + "norm1.beta"] = (
+            sd[p + "attention.output.LayerNorm.weight"],
+            sd[p + "attention.output.LayerNorm.bias"],
+        )
+        w[q + "ff.W1"], w[q + "ff.b1"] = sd[p + "intermediate.dense.weight"], sd[p + "intermediate.dense.bias"]
+        w[q + "ff.W2"], w[q + "ff.b2"] = sd[p + "output.dense.weight"], sd[p + "output.dense.bias"]
+        w[q + "norm2.gamma"], w[q + "norm2.beta"] = sd[p + "output.LayerNorm.weight"], sd[p + "output.LayerNorm.bias"]
+    ids = np.random.default_rng(0).integers(0, 97, size=(2, 13))
+    with torch.no_grad():
+        theirs = model(torch.from_numpy(ids)).last_hidden_state.numpy().transpose(0, 2, 1)  # (b, d, n)
+    ours = Transformer(spec, w)(ids)
+    assert np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)) < TOL

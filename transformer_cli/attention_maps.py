@@ -33,6 +33,8 @@ def block_weights(model: Transformer, x: np.ndarray, block: int) -> np.ndarray:
     pe = model.positions(0, Z.shape[-1])
     if pe is not None:
         Z += pe[:, None, :]
+    if model.embedded:
+        Z = model.embedding.finish(Z, model.embedded)
     for blk in model.blocks[:block]:
         Z = model.apply_block(blk, Z, lambda U, blk=blk: model.self_attention(blk, U))
     found: list[np.ndarray] = []

@@ -126,6 +126,10 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
                 x = x + torch.from_numpy(sinusoidal_positions(d, n).T.astype(dtype))
             elif spec.positional == "learned":
                 x = x + t["positional.P"][:, :n].T
+            if spec.type_vocab:
+                x = x + t["embedding.T"][:, 0]
+            if spec.embed_norm:
+                x = norm(x, (t["embedding.norm.gamma"], t.get("embedding.norm.beta")))
             for blk in blocks:
                 if spec.parallel:
                     second = blk["norm1"] if spec.shared_norm else blk["norm2"]
@@ -141,7 +145,7 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
                     x = x + feedforward(blk, x)
             if spec.norm == "pre":
                 x = norm(x, (t["final_norm.gamma"], t.get("final_norm.beta")))
-            if spec.V:
+            if spec.V and spec.head:
                 x = F.linear(x, t["embedding.E"].T if spec.tie_embeddings else t["head.W"], t.get("head.b"))
             return x.numpy().transpose(0, 2, 1)
 

@@ -28,6 +28,7 @@ def decode(model: Transformer, X: Array, position_offset: int = 0, stale_at: int
         z = Z[:, :, t : t + 1]  # (d, b, 1)
         pe = model.positions(t + position_offset, 1)
         z = z + pe[:, None, :] if pe is not None else z
+        z = model.embedding.finish(z, model.embedded) if model.embedded else z
         for blk, (Ks, Vs) in zip(model.blocks, cache, strict=True):
 
             def attention(u: Array, blk=blk, Ks=Ks, Vs=Vs, t=t) -> Array:

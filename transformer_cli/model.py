@@ -113,10 +113,17 @@ class Transformer:
         self.ff, self.norm = feedforward(spec), block_norm(spec)
         self.embedding, self.E = embedding(spec), None
         self.W_head = self.b_head = None  # the head: logits = W_head Z + b_head, (V, d) and (V, 1, 1)
+        self.embedded: dict = {}  # token type 0 (d, 1, 1) and the embedding norm's parameters, where the spec has them
         if spec.V:
             self.E = np.asarray(weights["embedding.E"], self.dtype)  # (d, V)
-            self.W_head = self.E.T if spec.tie_embeddings else np.asarray(weights["head.W"], self.dtype)
+            if spec.head:
+                self.W_head = self.E.T if spec.tie_embeddings else np.asarray(weights["head.W"], self.dtype)
             self.b_head = _column(np.asarray(weights["head.b"], self.dtype)) if spec.head_bias else None
+            if spec.type_vocab:
+                self.embedded["T0"] = _column(np.asarray(weights["embedding.T"], self.dtype)[:, 0])
+            if spec.embed_norm:
+                get = lambda g: np.asarray(weights[f"embedding.norm.{g}"], self.dtype)  # noqa: E731
+                self.embedded["norm"] = self.embedding.norm.stacked(get)
         self.rope = Rotary(spec) if spec.positional == "rope" else None
         self._rope_tables: tuple = (None, None, None)  # (start, n), cos, sin: the last tables made
         self.final_norm = None
@@ -346,6 +353,8 @@ class Transformer:
         pe = self.positions(start, Z.shape[-1])
         if pe is not None:
             Z += pe[:, None, :]
+        if self.embedded:
+            Z = self.embedding.finish(Z, self.embedded)
         squares.append(_mean_square(Z))
         for blk in self.blocks:
             check_stop(stop)

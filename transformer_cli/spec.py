@@ -89,6 +89,20 @@ class Spec:
     )
     tie_embeddings: bool = field(default=False, metadata=_key("bool", "the head is E^T (no head.W); only with V"))
     head_bias: bool = field(default=False, metadata=_key("bool", "a bias head.b (V,) on the logits; only with V"))
+    head: bool = field(
+        default=True,
+        metadata=_key("bool", "an output head: logits out; false gives the final columns (BertModel); only with V"),
+    )
+    type_vocab: int | None = field(
+        default=None, metadata=_key("posint", "token types, embedding.T (d, types); type 0 is added (BERT); with V")
+    )
+    embed_norm: bool = field(
+        default=False, metadata=_key("bool", "a norm of the embedded columns, after positions and types (BERT); with V")
+    )
+    pooler: bool = field(
+        default=False,
+        metadata=_key("bool", "BERT's pooler W_p (d, d), b_p: counted, not part of the output (tanh(W_p x_0 + b_p))"),
+    )
     embed_scale: str = field(
         default="none", metadata=_key("choice", "embedded columns times sqrt(d) (Gemma); only with V", ("none", "sqrt"))
     )
@@ -351,7 +365,9 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "parallel", True, "norm: pre with parallel blocks (both sublayers read the block's input)")
     if "shared_norm" in data and not spec.parallel:
         raise _fail(source, "shared_norm", data["shared_norm"], "no shared_norm unless parallel is true")
-    for key in ("tie_embeddings", "head_bias", "embed_scale"):
+    if spec.V and not spec.head and (spec.tie_embeddings or spec.head_bias):
+        raise _fail(source, "head", False, "a head for tie_embeddings or head_bias")
+    for key in ("tie_embeddings", "head_bias", "embed_scale", "head", "type_vocab", "embed_norm", "pooler"):
         if key in data and spec.V is None:
             raise _fail(source, key, data[key], f"no {key} unless the spec has a vocabulary V")
     if spec.H % spec.kv_heads:

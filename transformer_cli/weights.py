@@ -39,6 +39,7 @@ def _init_std(spec: Spec, tensor: Tensor) -> float:
         "W2": (spec.r * depth) ** -0.5,
         "P": 0.5**0.5,
         "E": 1.0,  # embedded columns of unit variance, like the standard normal inputs the checks use
+        "T": 1.0,  # token types likewise
     }
     if tensor.name == "head.W":
         return spec.d**-0.5  # logits of order one

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..spec import Spec
 from .attention import MultiHeadAttention
 from .base import Component, Pairs, Tensor, Term
-from .embedding import embedding, head
+from .embedding import embedding, head, pooler
 from .experts import Experts
 from .feedforward import FEEDFORWARDS, Residuals
 from .norm import block_norm, final_norm
@@ -33,6 +33,7 @@ def components(spec: Spec) -> list[Component]:
         POSITIONALS[spec.positional](spec),
         final_norm(spec),
         head(spec),
+        pooler(spec),
     ]
 
 

@@ -12,19 +12,48 @@ import math
 import numpy as np
 
 from .base import Component, Pairs, Tensor, Term
+from .norm import NORM_TYPES
 
 
 class TokenEmbedding(Component):
+    """E (d, V); optionally token types T (d, types) of which type 0 is added, and a norm after them (BERT)."""
+
     where = "input"
 
+    def __init__(self, spec):  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        self.norm = NORM_TYPES[spec.norm_type](spec) if spec.embed_norm else None
+
     def tensors(self, prefix: str) -> list[Tensor]:
-        return [Tensor("embedding.E", (self.spec.d, self.spec.V or 0), "embedding")]
+        d = self.spec.d
+        out = [Tensor("embedding.E", (d, self.spec.V or 0), "embedding")]
+        if self.spec.type_vocab:
+            out.append(Tensor("embedding.T", (d, self.spec.type_vocab), "embedding"))
+        if self.norm is not None:
+            out += [Tensor(f"embedding.norm.{g}", (d,), "embedding") for g in self.norm.params]
+        return out
 
     def terms(self) -> list[Term]:
-        return [Term("Vd", (self.spec.V or 0) * self.spec.d, "model")]
+        d = self.spec.d
+        out = [Term("Vd", (self.spec.V or 0) * d, "model")]
+        if self.spec.type_vocab:
+            out.append(Term("types*d", self.spec.type_vocab * d, "model"))
+        if self.norm is not None:
+            k = len(self.norm.params)
+            out.append(Term(f"{k}d" if k > 1 else "d", k * d, "model"))
+        return out
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        return {"embedding scale": self.spec.d * b * n if self.spec.embed_scale != "none" else 0}
+        d, tokens = self.spec.d, b * n
+        extra = d * (self.spec.embed_scale != "none") + d * bool(self.spec.type_vocab)
+        norm = self.norm.per_entry * d if self.norm is not None else 0
+        return {"embedding scale, types, norm": (extra + norm) * tokens}
+
+    def finish(self, Z: np.ndarray, params: dict) -> np.ndarray:
+        """After the positions: add token type 0 and apply the embedding norm, if the spec has them (d, b, n)."""
+        if params.get("T0") is not None:
+            Z = Z + params["T0"]  # a new array: Z may be a view of the caller's columns
+        return Z if self.norm is None else self.norm.apply(Z, params["norm"])
 
     @property
     def factor(self) -> float:
@@ -52,6 +81,20 @@ class Head(Component):
         out = [] if self.spec.tie_embeddings else [Term("Vd", V * d, "model")]
         return out + ([Term("V", V, "model")] if self.spec.head_bias else [])
 
+
+class Pooler(Component):
+    """BERT's pooler, tanh(W_p x_0 + b_p): its parameters are counted as BertModel holds them; tfm's output is
+    the final columns (or logits), so the pooler is not computed."""
+
+    where = "output"
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        d = self.spec.d
+        return [Tensor("pooler.W", (d, d), "pooler"), Tensor("pooler.b", (d,), "pooler")]
+
+    def terms(self) -> list[Term]:
+        return [Term("d^2 + d", self.spec.d**2 + self.spec.d, "model")]
+
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         V, d = self.spec.V or 0, self.spec.d
         return {"output head": (2 * V * d + V * self.spec.head_bias) * b * n}
@@ -65,4 +108,8 @@ def embedding(spec) -> Component:  # type: ignore[no-untyped-def]
 
 
 def head(spec) -> Component:  # type: ignore[no-untyped-def]
-    return Head(spec) if spec.V else Component(spec)
+    return Head(spec) if spec.V and spec.head else Component(spec)
+
+
+def pooler(spec) -> Component:  # type: ignore[no-untyped-def]
+    return Pooler(spec) if spec.pooler else Component(spec)
