@@ -85,6 +85,10 @@ def attention(spec, w, p, X):
             proj[k] = np.einsum("md,bdn->bmn", w[p + f"attention.W_{k}"][g], X)
             if spec.attention_bias:
                 proj[k] = proj[k] + w[p + f"attention.b_{k}"][g][:, None]
+            if spec.qk_norm and k != "V":  # each head over its m entries (axis -2 of (b, m, n)), before the rotation
+                g = w[p + f"attention.{k.lower()}_norm.gamma"]
+                beta = w.get(p + f"attention.{k.lower()}_norm.beta")
+                proj[k] = layer_norm(proj[k], g, beta, spec.norm_eps, spec.norm_plus_one)
             if spec.positional == "rope" and k != "V":  # rotary positions turn queries and keys, never values
                 proj[k] = np.einsum("tij,bjt->bit", rotary_matrices(spec, n), proj[k])
         S = spec.score_scale * np.einsum("bmk,bmq->bkq", proj["K"], proj["Q"])  # (b, n_k, n_q)

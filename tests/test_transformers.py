@@ -81,6 +81,9 @@ def _llama_weights(model, cfg, m: int) -> dict[str, np.ndarray]:
             if p + f"self_attn.{theirs}.bias" in sd:
                 w[q + f"attention.b_{ours[-1]}"] = sd[p + f"self_attn.{theirs}.bias"].reshape(heads, m)
         w[q + "attention.W_O"] = sd[p + "self_attn.o_proj.weight"].reshape(d, H, m).transpose(1, 0, 2)
+        for x in "qk":  # Qwen3's per-head query and key norms
+            if p + f"self_attn.{x}_norm.weight" in sd:
+                w[q + f"attention.{x}_norm.gamma"] = sd[p + f"self_attn.{x}_norm.weight"]
         w[q + "ff.W1"], w[q + "ff.W3"] = sd[p + "mlp.gate_proj.weight"], sd[p + "mlp.up_proj.weight"]
         w[q + "ff.W2"] = sd[p + "mlp.down_proj.weight"]
         w[q + "norm1.gamma"], w[q + "norm2.gamma"] = (
@@ -147,6 +150,18 @@ def test_gemma_logits_equal_transformers():
     spec = Spec(N=2, H=4, G=1, m=12, d=32, r=40, V=97, tie_embeddings=True, embed_scale="sqrt", scale="sqrt",
                 mask="causal", positional="rope", norm="pre", norm_type="rmsnorm", norm_plus_one=True, norm_eps=1e-5,
                 feedforward="gated", activation="gelu", ff_bias=False)  # fmt: skip
+    assert sum(p.numel() for p in model.parameters()) == count(spec)
+    assert _compare(model, spec, _llama_weights(model, cfg, m), 97) < TOL
+
+
+def test_qwen3_query_and_key_norms_equal_transformers():
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    model, cfg, m = _llama_like(Qwen3ForCausalLM, Qwen3Config, num_key_value_heads=2, head_dim=8, rope_theta=10000.0,
+                                **SMALL)  # fmt: skip
+    spec = Spec(N=2, H=4, G=2, m=8, d=32, r=40, V=97, qk_norm=True, scale="sqrt", mask="causal", positional="rope",
+                norm="pre", norm_type="rmsnorm", norm_eps=1e-5, feedforward="gated", activation="silu",
+                ff_bias=False)  # fmt: skip
     assert sum(p.numel() for p in model.parameters()) == count(spec)
     assert _compare(model, spec, _llama_weights(model, cfg, m), 97) < TOL
 

@@ -63,6 +63,8 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
             "o": t[p + "attention.W_O"].permute(1, 0, 2).reshape(d, H * m).contiguous(),
             "w1": t[p + "ff.W1"], "b1": t.get(p + "ff.b1"), "w2": t[p + "ff.W2"], "b2": t.get(p + "ff.b2"),
             "w3": t.get(p + "ff.W3"), "b3": t.get(p + "ff.b3"), "prefix": p,
+            "q_norm": (t.get(p + "attention.q_norm.gamma"), t.get(p + "attention.q_norm.beta")),
+            "k_norm": (t.get(p + "attention.k_norm.gamma"), t.get(p + "attention.k_norm.beta")),
             "bqkv": torch.cat([t[p + f"attention.b_{k}"].reshape(-1) for k in "QKV"]) if spec.attention_bias else None,
             "bo": t.get(p + "attention.b_O"),
         }  # fmt: skip
@@ -72,6 +74,11 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
     act = {"gelu": lambda x: F.gelu(x, approximate="tanh"), "gelu_exact": F.gelu, "relu": F.relu,
            "silu": F.silu}[spec.activation]  # fmt: skip
     causal, scale, eps = spec.mask == "causal", spec.score_scale, spec.norm_eps
+
+    def norm_m(x, params):
+        if spec.norm_type == "rmsnorm":
+            return F.rms_norm(x, (m,), params[0] + 1 if spec.norm_plus_one else params[0], eps)
+        return F.layer_norm(x, (m,), params[0], params[1], eps)
 
     def norm(x, params):
         if spec.norm_type == "rmsnorm":
@@ -85,6 +92,8 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
         else:  # grouped: split (each key/value head is repeated for its H/G query heads below)
             q, k, v = F.linear(x, blk["qkv"], blk["bqkv"]).split([H * m, G * m, G * m], dim=-1)
             q, k, v = (t.view(b, n, -1, m).transpose(1, 2) for t in (q, k, v))  # (b, heads, n, m)
+        if spec.qk_norm:  # each head over its m entries, with the gains (m,) the heads share
+            q, k = (norm_m(t, blk[f"{x}_norm"]) for t, x in ((q, "q"), (k, "k")))
         if spec.positional == "rope":
             q, k = _torch_rope(spec, q, tdtype), _torch_rope(spec, k, tdtype)
         if G != H:  # the reference may copy

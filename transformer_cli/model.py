@@ -18,7 +18,7 @@ from threadpoolctl import ThreadpoolController
 
 from .components import feedforward
 from .components.embedding import embedding
-from .components.norm import block_norm
+from .components.norm import NORM_TYPES, block_norm
 from .components.positional import Rotary
 from .layers import (
     Array,
@@ -64,6 +64,7 @@ class Block:
     norm1: tuple[Array, ...] | None  # the norm's parameters as (d, 1, 1) columns: gamma, beta (layernorm) or gamma
     norm2: tuple[Array, ...] | None
     router: Array | None = None  # (E, d) with experts, whose W1, b1, W2, b2 then carry a leading axis E
+    qk_norm: tuple | None = None  # the query and the key heads' norm parameters, as (m, 1, 1, 1) columns
 
 
 def _column(v: Array) -> Array:
@@ -86,7 +87,12 @@ def stack_block(spec: Spec, w: Weights, i: int, dtype: np.dtype) -> Block:
     if spec.has_out_bias:
         b_O = _column(get("attention.b_O"))
     ff, norm = feedforward(spec), block_norm(spec)
-    return Block(W_qkv, b_qkv, W_O, b_O, **ff.prepare(get), **norm.prepare(get))
+    qk = None
+    if spec.qk_norm:  # gains (m,) shaped to broadcast over heads moved to axis 0: (m, b, H, n)
+        kind = NORM_TYPES[spec.norm_type](spec)
+        qk = tuple(tuple(a.reshape(-1, 1, 1, 1) for a in kind.stacked(lambda g, x=x: get(f"attention.{x}_norm.{g}")))
+                   for x in "qk")  # fmt: skip
+    return Block(W_qkv, b_qkv, W_O, b_O, **ff.prepare(get), **norm.prepare(get), qk_norm=qk)
 
 
 class Transformer:
@@ -148,6 +154,10 @@ class Transformer:
         if blk.b_qkv is not None:
             QKV += blk.b_qkv
         QKV = QKV.reshape(H + 2 * G, m, b, n).transpose(2, 0, 1, 3)  # (b, H + 2G, m, n)
+        if blk.qk_norm is not None:  # each query and key head normalised over its m entries, in place
+            kind = NORM_TYPES[self.spec.norm_type](self.spec)
+            for part, params in ((QKV[:, :H], blk.qk_norm[0]), (QKV[:, H : H + G], blk.qk_norm[1])):
+                part[...] = kind.apply(part.transpose(2, 0, 1, 3), params).transpose(1, 2, 0, 3)
         return QKV[:, :H], QKV[:, H : H + G], QKV[:, H + G :]
 
     def rotate(self, Q: Array, K: Array, start: int, key_start: int | None = None) -> None:

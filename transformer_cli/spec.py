@@ -121,6 +121,14 @@ class Spec:
             "true gives biases on q, k, v only (Qwen2)",
         ),
     )
+    qk_norm: bool = field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "a norm of each query and key head over its m entries, before rotary positions "
+            "(Qwen3, OLMo 2): the spec's norm_type, gains (m,) shared by the heads",
+        ),
+    )
     norm_plus_one: bool = field(
         default=False, metadata=_key("bool", "rmsnorm scales by (1 + gamma), gamma starting at 0 (Gemma)")
     )

@@ -22,7 +22,16 @@ class MultiHeadAttention(Component):
             out += [Tensor(p + b, (heads, m), "attention bias") for b, heads in (("b_Q", H), ("b_K", G), ("b_V", G))]
         if self.spec.has_out_bias:
             out.append(Tensor(p + "b_O", (d,), "attention bias"))
+        if self.spec.qk_norm:
+            out += [Tensor(p + f"{qk}_norm.{g}", (m,), "query/key norm") for qk in ("q", "k") for g in self.qk.params]
         return out
+
+    @property
+    def qk(self):  # type: ignore[no-untyped-def]
+        """The norm of each query and key head (the spec's norm type over m entries), with qk_norm."""
+        from .norm import NORM_TYPES
+
+        return NORM_TYPES[self.spec.norm_type](self.spec)
 
     def terms(self) -> list[Term]:
         H, G, m, d = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d
@@ -34,6 +43,9 @@ class MultiHeadAttention(Component):
             qkv = "3Hm" if G == H else "Hm + 2Gm"
             out_bias = self.spec.has_out_bias
             out.append(Term(qkv + (" + d" if out_bias else ""), (H + 2 * G) * m + d * out_bias, "block"))
+        if self.spec.qk_norm:
+            k = 2 * len(self.qk.params)
+            out.append(Term(f"{k}m", k * m, "block"))
         return out
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
@@ -47,6 +59,7 @@ class MultiHeadAttention(Component):
             "softmax": per_head * SOFTMAX_PER_SCORE,
             "weights x V": per_head * 2 * m,
             "output projection": N * (2 * d * H * m + out_bias * d) * tokens,
+            "query/key norms": N * self.qk.per_entry * (H + G) * m * tokens if self.spec.qk_norm else 0,
         }
 
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:

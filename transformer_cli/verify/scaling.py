@@ -86,6 +86,9 @@ def check_scaling(setup: Setup, samples: int = 20000, expect: str = "holds") -> 
     tiny, huge = float(np.finfo(setup.model.dtype).tiny), float(np.finfo(setup.model.dtype).max)
     for block in [None, *range(spec.N)]:
         label = f"unit-variance q, k (m = {m})" if block is None else f"block {block}: W_Q x + b_Q, W_K y + b_K"
+        if block is not None and spec.qk_norm:  # normalised heads: their variance no longer follows from W_Q, W_K
+            rows.append([label, None, None, None, None, "not measured: queries and keys are normalised per head"])
+            continue
         predicted = float(np.mean(_head_moments(setup, block)[1]))  # unscaled: Var(q.k)
         size = c * math.sqrt(predicted)  # the typical score, scaled
         if predicted == 0.0 or not tiny * 1e3 < size < huge / 1e3:
