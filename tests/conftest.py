@@ -45,7 +45,7 @@ def variant_specs(m_min: int = 1, d_min: int = 1, max_len: int = 20, rope: bool 
         out_bias=st.sampled_from([None, False]), norm_plus_one=st.booleans(),
         E=st.sampled_from([None, None, None, 3]), k=st.sampled_from([1, 2]),
         type_vocab=st.sampled_from([None, 2]), embed_norm=st.booleans(), head=st.sampled_from([True, True, False]),
-        qk_norm=st.booleans(),
+        qk_norm=st.booleans(), norm_bias=st.sampled_from([True, True, False]),
     ).map(lambda s: _positions_fitted(s, max_len)).map(
         lambda s: replace(s, parallel=False) if s.norm != "pre" else s  # parallel blocks are pre-norm
     ).map(lambda s: replace(s, window=None) if s.mask != "causal" else s).map(

@@ -16,10 +16,11 @@ def softmax_columns(S):
     return A / A.sum(axis=-2, keepdims=True)
 
 
-def layer_norm(X, gamma, beta, eps, plus_one=False):
+def layer_norm(X, gamma, beta, eps, plus_one=False, rms=True):
     """layernorm with gamma and beta; rmsnorm when beta is None: x / sqrt(mean(x^2) + eps) * gamma (or 1 + gamma)."""
-    if beta is None:
+    if beta is None and rms:
         return X / np.sqrt((X**2).mean(axis=-2, keepdims=True) + eps) * ((1.0 if plus_one else 0.0) + gamma[:, None])
+    beta = np.zeros_like(gamma) if beta is None else beta  # a layer norm without bias
     mean = X.mean(axis=-2, keepdims=True)
     var = X.var(axis=-2, keepdims=True)
     return (X - mean) / np.sqrt(var + eps) * gamma[:, None] + beta[:, None]
@@ -88,7 +89,7 @@ def attention(spec, w, p, X):
             if spec.qk_norm and k != "V":  # each head over its m entries (axis -2 of (b, m, n)), before the rotation
                 g = w[p + f"attention.{k.lower()}_norm.gamma"]
                 beta = w.get(p + f"attention.{k.lower()}_norm.beta")
-                proj[k] = layer_norm(proj[k], g, beta, spec.norm_eps, spec.norm_plus_one)
+                proj[k] = layer_norm(proj[k], g, beta, spec.norm_eps, spec.norm_plus_one, spec.norm_type == "rmsnorm")
             if spec.positional == "rope" and k != "V":  # rotary positions turn queries and keys, never values
                 proj[k] = np.einsum("tij,bjt->bit", rotary_matrices(spec, n), proj[k])
         S = spec.score_scale * np.einsum("bmk,bmq->bkq", proj["K"], proj["Q"])  # (b, n_k, n_q)
@@ -144,10 +145,11 @@ def reference_forward(spec, w, X):
     if spec.type_vocab:  # token type 0 for every token
         X3 = X3 + w["embedding.T"][:, :1]
     if spec.embed_norm:
-        X3 = layer_norm(X3, w["embedding.norm.gamma"], w.get("embedding.norm.beta"), eps, spec.norm_plus_one)
+        rms = spec.norm_type == "rmsnorm"
+        X3 = layer_norm(X3, w["embedding.norm.gamma"], w.get("embedding.norm.beta"), eps, spec.norm_plus_one, rms)
 
     def norm(X, gamma, beta, eps):  # the spec's variant, (1 + gamma) or not, for every norm below
-        return layer_norm(X, gamma, beta, eps, spec.norm_plus_one)
+        return layer_norm(X, gamma, beta, eps, spec.norm_plus_one, spec.norm_type == "rmsnorm")
 
     for i in range(spec.N):
         p = f"blocks.{i}."

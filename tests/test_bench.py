@@ -69,6 +69,7 @@ VARIANTS = [
     Spec(N=2, H=4, G=2, m=6, d=8, r=10, V=13, qk_norm=True, scale="sqrt", mask="causal", positional="rope",
          norm="pre", norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False),  # Qwen3's shape
     Spec(N=1, H=2, m=4, d=8, r=6, qk_norm=True, norm="post", attention_bias=True),  # layernorm on q and k
+    Spec(N=2, H=2, m=4, d=8, r=6, qk_norm=True, norm="pre", norm_bias=False, mask="causal"),  # layernorm, no bias
 ]  # fmt: skip
 
 
@@ -101,7 +102,8 @@ def test_pytorch_computes_the_same_logits_from_token_ids(spec):
                                                 "llama-like-gqa-rope", "mistral-like-window",
                                                 "qwen2-like-qkv-bias", "gemma-like-plus-one",
                                                 "mixtral-like-experts", "plain-experts-top-1",
-                                                "bert-like", "qwen3-like-qk-norm", "qk-layernorm"])  # fmt: skip
+                                                "bert-like", "qwen3-like-qk-norm", "qk-layernorm",
+                                                "layernorm-without-bias"])  # fmt: skip
 def test_pytorch_computes_the_same_function(spec):
     """PyTorch (when installed) is an independent implementation: its output must match tfm's."""
     pytest.importorskip("torch")

@@ -136,3 +136,9 @@ def test_a_shared_norm_halves_the_norm_term():
     two = count_params(Spec(N=2, H=2, m=4, d=8, r=10, norm="pre", parallel=True))
     one = count_params(Spec(N=2, H=2, m=4, d=8, r=10, norm="pre", parallel=True, shared_norm=True))
     assert two.per_block - one.per_block == 2 * 8 and [t.formula for t in one.terms][2] == "2d"
+
+
+def test_a_layer_norm_without_bias_counts_gamma_only():
+    with_bias = count_params(Spec(N=2, H=2, m=4, d=8, r=10, norm="pre"))
+    without = count_params(Spec(N=2, H=2, m=4, d=8, r=10, norm="pre", norm_bias=False))
+    assert with_bias.total - without.total == 2 * 2 * 8 + 8  # two betas per block, the final norm's

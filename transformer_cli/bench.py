@@ -78,7 +78,7 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
     def norm_m(x, params):
         if spec.norm_type == "rmsnorm":
             return F.rms_norm(x, (m,), params[0] + 1 if spec.norm_plus_one else params[0], eps)
-        return F.layer_norm(x, (m,), params[0], params[1], eps)
+        return F.layer_norm(x, (m,), params[0], params[1], eps)  # params[1] None: no bias
 
     def norm(x, params):
         if spec.norm_type == "rmsnorm":

@@ -18,7 +18,7 @@ from threadpoolctl import ThreadpoolController
 
 from .components import feedforward
 from .components.embedding import embedding
-from .components.norm import NORM_TYPES, block_norm
+from .components.norm import block_norm, norm_kind
 from .components.positional import Rotary
 from .layers import (
     Array,
@@ -89,7 +89,7 @@ def stack_block(spec: Spec, w: Weights, i: int, dtype: np.dtype) -> Block:
     ff, norm = feedforward(spec), block_norm(spec)
     qk = None
     if spec.qk_norm:  # gains (m,) shaped to broadcast over heads moved to axis 0: (m, b, H, n)
-        kind = NORM_TYPES[spec.norm_type](spec)
+        kind = norm_kind(spec)
         qk = tuple(tuple(a.reshape(-1, 1, 1, 1) for a in kind.stacked(lambda g, x=x: get(f"attention.{x}_norm.{g}")))
                    for x in "qk")  # fmt: skip
     return Block(W_qkv, b_qkv, W_O, b_O, **ff.prepare(get), **norm.prepare(get), qk_norm=qk)
@@ -155,7 +155,7 @@ class Transformer:
             QKV += blk.b_qkv
         QKV = QKV.reshape(H + 2 * G, m, b, n).transpose(2, 0, 1, 3)  # (b, H + 2G, m, n)
         if blk.qk_norm is not None:  # each query and key head normalised over its m entries, in place
-            kind = NORM_TYPES[self.spec.norm_type](self.spec)
+            kind = norm_kind(self.spec)
             for part, params in ((QKV[:, :H], blk.qk_norm[0]), (QKV[:, H : H + G], blk.qk_norm[1])):
                 part[...] = kind.apply(part.transpose(2, 0, 1, 3), params).transpose(1, 2, 0, 3)
         return QKV[:, :H], QKV[:, H : H + G], QKV[:, H + G :]

@@ -121,6 +121,7 @@ class Spec:
             "true gives biases on q, k, v only (Qwen2)",
         ),
     )
+    norm_bias: bool = field(default=True, metadata=_key("bool", "layernorm's beta; false: gamma only (OLMo-style)"))
     qk_norm: bool = field(
         default=False,
         metadata=_key(
@@ -358,6 +359,8 @@ def spec_from_mapping(data: Any, source: str = "spec") -> Spec:
 def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
     if "out_bias" in data and not spec.attention_bias:
         raise _fail(source, "out_bias", data["out_bias"], "no out_bias unless attention_bias is true")
+    if "norm_bias" in data and spec.norm_type != "layernorm":
+        raise _fail(source, "norm_bias", data["norm_bias"], "no norm_bias unless norm_type is layernorm")
     if spec.norm_plus_one and spec.norm_type != "rmsnorm":
         raise _fail(source, "norm_plus_one", True, "norm_type: rmsnorm with norm_plus_one (x / rms * (1 + gamma))")
     if (spec.E is None) != (spec.k is None):

@@ -29,9 +29,9 @@ class MultiHeadAttention(Component):
     @property
     def qk(self):  # type: ignore[no-untyped-def]
         """The norm of each query and key head (the spec's norm type over m entries), with qk_norm."""
-        from .norm import NORM_TYPES
+        from .norm import norm_kind
 
-        return NORM_TYPES[self.spec.norm_type](self.spec)
+        return norm_kind(self.spec)
 
     def terms(self) -> list[Term]:
         H, G, m, d = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .base import Component, Pairs, Tensor, Term
-from .norm import NORM_TYPES
+from .norm import norm_kind
 
 
 class TokenEmbedding(Component):
@@ -22,7 +22,7 @@ class TokenEmbedding(Component):
 
     def __init__(self, spec):  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self.norm = NORM_TYPES[spec.norm_type](spec) if spec.embed_norm else None
+        self.norm = norm_kind(spec) if spec.embed_norm else None
 
     def tensors(self, prefix: str) -> list[Tensor]:
         d = self.spec.d

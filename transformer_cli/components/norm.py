@@ -65,6 +65,16 @@ class LayerNorm(Component):
         return layers.layer_norm(X, *params, self.spec.norm_eps)
 
 
+class LayerNormWithoutBias(LayerNorm):
+    """(x - mean) / sqrt(var + eps) * gamma: a layer norm with no beta (norm_bias: false)."""
+
+    params = ("gamma",)
+    per_entry = NORM_PER_ENTRY - 1
+
+    def apply(self, X: layers.Array, params: tuple) -> layers.Array:
+        return layers.layer_norm(X, params[0], 0.0, self.spec.norm_eps)
+
+
 class RMSNorm(LayerNorm):
     params = ("gamma",)
     per_entry = RMS_PER_ENTRY
@@ -81,7 +91,7 @@ class FinalNorm(Component):
 
     def __init__(self, spec):  # type: ignore[no-untyped-def]
         super().__init__(spec)
-        self.kind = NORM_TYPES[spec.norm_type](spec)
+        self.kind = norm_kind(spec)
 
     def tensors(self, prefix: str) -> list[Tensor]:
         return [Tensor(f"final_norm.{g}", (self.spec.d,), "final norm") for g in self.kind.params]
@@ -97,8 +107,15 @@ class FinalNorm(Component):
 NORM_TYPES = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
 
 
+def norm_kind(spec) -> LayerNorm:  # type: ignore[no-untyped-def]
+    """The spec's norm (norm_type, and for layernorm norm_bias): what every norm of the model computes."""
+    if spec.norm_type == "layernorm" and not spec.norm_bias:
+        return LayerNormWithoutBias(spec)
+    return NORM_TYPES[spec.norm_type](spec)
+
+
 def block_norm(spec) -> Component:  # type: ignore[no-untyped-def]
-    return NoNorm(spec) if spec.norm == "none" else NORM_TYPES[spec.norm_type](spec)
+    return NoNorm(spec) if spec.norm == "none" else norm_kind(spec)
 
 
 def final_norm(spec) -> Component:  # type: ignore[no-untyped-def]
