@@ -84,8 +84,15 @@ def _llama_weights(model, cfg, m: int) -> dict[str, np.ndarray]:
         for x in "qk":  # Qwen3's per-head query and key norms
             if p + f"self_attn.{x}_norm.weight" in sd:
                 w[q + f"attention.{x}_norm.gamma"] = sd[p + f"self_attn.{x}_norm.weight"]
-        w[q + "ff.W1"], w[q + "ff.W3"] = sd[p + "mlp.gate_proj.weight"], sd[p + "mlp.up_proj.weight"]
-        w[q + "ff.W2"] = sd[p + "mlp.down_proj.weight"]
+        if p + "mlp.gate.weight" in sd:  # Mixtral: a router and E experts, gate and up fused as (E, 2r, d)
+            r = sd[p + "mlp.experts.down_proj"].shape[-1]
+            w[q + "ff.router"] = sd[p + "mlp.gate.weight"]
+            gate_up = sd[p + "mlp.experts.gate_up_proj"]
+            w[q + "ff.W1"], w[q + "ff.W3"] = gate_up[:, :r], gate_up[:, r:]
+            w[q + "ff.W2"] = sd[p + "mlp.experts.down_proj"]
+        else:
+            w[q + "ff.W1"], w[q + "ff.W3"] = sd[p + "mlp.gate_proj.weight"], sd[p + "mlp.up_proj.weight"]
+            w[q + "ff.W2"] = sd[p + "mlp.down_proj.weight"]
         w[q + "norm1.gamma"], w[q + "norm2.gamma"] = (
             sd[p + "input_layernorm.weight"],
             sd[p + "post_attention_layernorm.weight"],
@@ -166,6 +173,28 @@ def test_qwen3_query_and_key_norms_equal_transformers():
     assert _compare(model, spec, _llama_weights(model, cfg, m), 97) < TOL
 
 
+def _float64_router(self, hidden):  # MixtralTopKRouter without its cast to float32
+    logits = torch.nn.functional.linear(hidden.reshape(-1, self.hidden_dim), self.weight)
+    top, index = torch.topk(torch.softmax(logits, dim=-1), self.top_k, dim=-1)
+    return logits, top / top.sum(dim=-1, keepdim=True), index
+
+
+def test_mixtral_experts_equal_transformers():
+    from transformers import MixtralConfig, MixtralForCausalLM
+
+    model, cfg, m = _llama_like(MixtralForCausalLM, MixtralConfig, num_key_value_heads=2, num_local_experts=4,
+                                num_experts_per_tok=2, rope_theta=10000.0, experts_implementation="eager",
+                                **SMALL)  # fmt: skip
+    for module in model.modules():
+        if type(module).__name__.endswith("TopKRouter"):
+            module.forward = _float64_router.__get__(module)
+    spec = Spec(N=2, H=4, G=2, m=m, d=32, r=40, V=97, E=4, k=2, scale="sqrt", mask="causal", positional="rope",
+                norm="pre", norm_type="rmsnorm", norm_eps=1e-5, feedforward="gated", activation="silu",
+                ff_bias=False)  # fmt: skip
+    assert sum(p.numel() for p in model.parameters()) == count(spec)
+    assert _compare(model, spec, _llama_weights(model, cfg, m), 97) < TOL
+
+
 def test_the_float32_rotary_angles_alone_would_exceed_the_tolerance():
     """The trap the tests avoid: transformers' own float32 angles differ from exact ones by far more than TOL."""
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -221,3 +250,70 @@ def test_bert_final_columns_equal_transformers():
         theirs = model(torch.from_numpy(ids)).last_hidden_state.numpy().transpose(0, 2, 1)  # (b, d, n)
     ours = Transformer(spec, w)(ids)
     assert np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)) < TOL
+
+
+def test_gpt2_logits_equal_transformers():
+    """GPT-2's Conv1D layers store (in, out): transposed into tfm's (out, in); c_attn splits into q, k, v."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    cfg = GPT2Config(vocab_size=97, n_embd=32, n_layer=2, n_head=4, n_positions=64, attn_implementation="sdpa")
+    model = GPT2LMHeadModel(cfg).double().eval()
+    _randomised(model)
+    sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    d, H, m = 32, 4, 8
+    spec = Spec(N=2, H=H, m=m, d=d, r=4 * d, V=97, tie_embeddings=True, scale="sqrt", mask="causal",
+                positional="learned", max_len=64, norm="pre", norm_eps=cfg.layer_norm_epsilon, attention_bias=True,
+                activation="gelu")  # fmt: skip
+    assert sum(p.numel() for p in model.parameters()) == count(spec)
+    t = "transformer."
+    w = {"embedding.E": sd[t + "wte.weight"].T, "positional.P": sd[t + "wpe.weight"].T,
+         "final_norm.gamma": sd[t + "ln_f.weight"], "final_norm.beta": sd[t + "ln_f.bias"]}  # fmt: skip
+    for i in range(2):
+        p, q = f"{t}h.{i}.", f"blocks.{i}."
+        W, b = sd[p + "attn.c_attn.weight"], sd[p + "attn.c_attn.bias"]  # (d, 3d): x @ W gives [q | k | v]
+        for j, x in enumerate("QKV"):
+            w[q + f"attention.W_{x}"] = W[:, j * d : (j + 1) * d].T.reshape(H, m, d)
+            w[q + f"attention.b_{x}"] = b[j * d : (j + 1) * d].reshape(H, m)
+        w[q + "attention.W_O"] = sd[p + "attn.c_proj.weight"].T.reshape(d, H, m).transpose(1, 0, 2)
+        w[q + "attention.b_O"] = sd[p + "attn.c_proj.bias"]
+        w[q + "ff.W1"], w[q + "ff.b1"] = sd[p + "mlp.c_fc.weight"].T, sd[p + "mlp.c_fc.bias"]
+        w[q + "ff.W2"], w[q + "ff.b2"] = sd[p + "mlp.c_proj.weight"].T, sd[p + "mlp.c_proj.bias"]
+        for ln, theirs in (("norm1", "ln_1"), ("norm2", "ln_2")):
+            w[q + f"{ln}.gamma"], w[q + f"{ln}.beta"] = sd[p + f"{theirs}.weight"], sd[p + f"{theirs}.bias"]
+    assert _compare(model, spec, w, 97) < TOL
+
+
+def test_phi_parallel_blocks_and_partial_rotary_equal_transformers():
+    """Phi-2's shape: one shared layer norm, X + Attn(LN(X)) + FF(LN(X)), rotary on 40% of each head, biases
+    everywhere, an untied head with a bias, GELU (tanh form)."""
+    from transformers import PhiConfig, PhiForCausalLM
+
+    cfg = PhiConfig(vocab_size=97, hidden_size=40, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                    max_position_embeddings=64, partial_rotary_factor=0.4, attn_implementation="sdpa")  # fmt: skip
+    model = PhiForCausalLM(cfg).double().eval()
+    _randomised(model)
+    m, rotated = 10, 4  # int(10 * 0.4)
+    model.model.rotary_emb.forward = _float64_rotary(10000.0, rotated)
+    sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    spec = Spec(N=2, H=4, m=m, d=40, r=48, V=97, head_bias=True, scale="sqrt", mask="causal", positional="rope",
+                rope_fraction=0.4, norm="pre", norm_eps=cfg.layer_norm_eps, parallel=True, shared_norm=True,
+                attention_bias=True, activation="gelu")  # fmt: skip
+    assert sum(p.numel() for p in model.parameters()) == count(spec)
+    w = {
+        "embedding.E": sd["model.embed_tokens.weight"].T,
+        "head.W": sd["lm_head.weight"],
+        "head.b": sd["lm_head.bias"],
+        "final_norm.gamma": sd["model.final_layernorm.weight"],
+        "final_norm.beta": sd["model.final_layernorm.bias"],
+    }
+    for i in range(2):
+        p, q = f"model.layers.{i}.", f"blocks.{i}."
+        for ours, theirs in (("Q", "q_proj"), ("K", "k_proj"), ("V", "v_proj")):
+            w[q + f"attention.W_{ours}"] = sd[p + f"self_attn.{theirs}.weight"].reshape(4, m, 40)
+            w[q + f"attention.b_{ours}"] = sd[p + f"self_attn.{theirs}.bias"].reshape(4, m)
+        w[q + "attention.W_O"] = sd[p + "self_attn.dense.weight"].reshape(40, 4, m).transpose(1, 0, 2)
+        w[q + "attention.b_O"] = sd[p + "self_attn.dense.bias"]
+        w[q + "ff.W1"], w[q + "ff.b1"] = sd[p + "mlp.fc1.weight"], sd[p + "mlp.fc1.bias"]
+        w[q + "ff.W2"], w[q + "ff.b2"] = sd[p + "mlp.fc2.weight"], sd[p + "mlp.fc2.bias"]
+        w[q + "norm1.gamma"], w[q + "norm1.beta"] = sd[p + "input_layernorm.weight"], sd[p + "input_layernorm.bias"]
+    assert _compare(model, spec, w, 97) < TOL
