@@ -505,3 +505,31 @@ def test_learned_positions_with_no_room_to_shift_are_inconclusive():
     spec = Spec(N=1, H=2, m=4, d=8, r=12, positional="learned", max_len=8)
     result = check_relative(setup_for(spec, n=8))
     assert result.exit_code == ExitCode.INCONCLUSIVE and "no room" in result.reason
+
+
+# -- experts: routed = dense with zeros off the top k -----------------------------------------------------------
+
+MOE = Spec(N=2, H=2, m=4, d=8, r=6, E=4, k=2, mask="causal", norm="pre", feedforward="gated", activation="silu")
+
+
+def test_routed_experts_agree_with_the_dense_sum_in_the_suite():
+    results = {r.name: r for r in verify_all(MOE, random_weights(MOE))}
+    assert results["experts"].exit_code == ExitCode.OK and results["experts"].rows[0][3] == "2"
+    assert "experts" not in {r.name for r in verify_all(PLAIN, random_weights(PLAIN))}  # only where there are experts
+
+
+def test_a_mixture_that_ignores_the_top_k_is_caught(monkeypatch):
+    from transformer_cli.components.experts import Experts
+    from transformer_cli.verify import check_experts
+
+    real = Experts.route
+
+    def every_expert(self, router, X):  # all E experts, weighted by the softmax over all scores
+        chosen, _ = real(self, router, X)
+        scores = router @ X
+        everything = np.argsort(-scores, axis=0, kind="stable")
+        weights = np.take_along_axis(np.exp(scores - scores.max(axis=0)), everything, axis=0)
+        return everything, weights / weights.sum(axis=0)
+
+    monkeypatch.setattr(Experts, "route", every_expert)
+    assert check_experts(setup_for(MOE)).exit_code == ExitCode.VIOLATED

@@ -11,6 +11,7 @@ from .causality import check_causality
 from .common import CheckResult, Setup, default_tol, make_setup, setup_from_file
 from .decoding import check_decoding
 from .equivariance import breaking_features, check_equivariance
+from .experts import check_experts
 from .internals import check_counts, check_softmax
 from .relative import check_relative
 from .scaling import check_scaling
@@ -42,6 +43,7 @@ def run_checks(setup: Setup, weights: Weights, progress: Callable[[str], None] |
         ("causality", lambda: check_causality(setup, expect="theory")),
         ("decoding", lambda: check_decoding(setup, expect="theory")),
         ("relative", lambda: check_relative(setup, expect="theory")),
+        *([("experts", lambda: check_experts(setup, expect="theory"))] if setup.spec.E else []),
         ("scaling", lambda: check_scaling(setup, expect="theory")),
     ]
     results = []
@@ -69,6 +71,7 @@ __all__ = [
     "check_counts",
     "check_decoding",
     "check_equivariance",
+    "check_experts",
     "check_relative",
     "check_scaling",
     "check_softmax",

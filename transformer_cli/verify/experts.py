@@ -1,0 +1,59 @@
+"""Mixtures of experts: the routed pass (each column through its k chosen experts only) equals the dense sum over
+all E experts with the weights zero off the top k, and each column has exactly k distinct experts.
+
+The control is a mixture that keeps every expert's softmax weight (no top k): it must differ from the routed
+pass by 1000 x tol, or the check cannot tell (the experts compute alike).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
+
+
+def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
+    """Per block: routed == dense-with-zeros on random columns, k distinct experts per column, and a control."""
+    spec, model, tol = setup.spec, setup.model, setup.base_tol
+    U = setup.gaussian(spec.d, 1, 4 * setup.n).astype(model.dtype)  # columns fed straight to each block's experts
+    flat = U.reshape(spec.d, -1)
+    columns = ["block", "routed vs dense", "tol", "experts per column", "all experts (control)", "property"]
+    rows = []
+    for i, blk in enumerate(model.blocks):
+        routed = model.ff.apply(blk, U).reshape(spec.d, -1)
+        chosen, weights = model.ff.route(blk.router, flat)
+        distinct = {len(set(column)) for column in chosen.T}
+        scores = (blk.router @ flat).astype(np.float64)
+        gates = np.zeros_like(scores)  # (E, T): the softmax over the top k, zero elsewhere
+        np.put_along_axis(gates, chosen, weights, axis=0)
+        full = np.exp(scores - scores.max(axis=0)) / np.exp(scores - scores.max(axis=0)).sum(axis=0)
+        outputs = [_expert(model, blk, e, U) for e in range(spec.E)]
+        dense = sum(gates[e] * outputs[e] for e in range(spec.E))
+        control = rel_err(sum(full[e] * outputs[e] for e in range(spec.E)), routed, routed)
+        err = rel_err(routed, dense, dense)
+        ok = within(err, tol) and distinct == {spec.k}
+        rows.append([i, err, tol, ", ".join(map(str, sorted(distinct))), control, "holds" if ok else "breaks"])
+    observed: bool | None = all(row[-1] == "holds" for row in rows)
+    reason = f"{spec.k} of {spec.E} experts per column, weighted by a softmax over their router scores"
+    if observed and spec.k < spec.E and not min(row[4] for row in rows) >= CONTROL_FACTOR * tol:
+        observed, reason = None, "keeping every expert moved the output by too little to tell routing apart"
+    worst = max(row[1] for row in rows)
+    return CheckResult(
+        name="experts",
+        title="routed experts = dense sum with zeros off the top k",
+        expected=resolve_expect(expect, True),
+        predicted=True,
+        observed=observed,
+        observation=f"worst rel error {worst:.3g} vs tol {tol:.3g}; experts per column: {rows[0][3]}",
+        reason=reason,
+        columns=columns,
+        rows=rows,
+        summary={"E": spec.E, "k": spec.k, "worst_error": worst, "tolerance": tol},
+    )
+
+
+def _expert(model, blk, e: int, U: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Expert e alone on every column of U: (d, T)."""
+    pick = {key: None if getattr(blk, key) is None else getattr(blk, key)[e] for key in ("W1", "b1", "W2", "b2")}
+    params = type(blk)(**{**vars(blk), **pick, "router": None})
+    return model.ff.expert.apply(params, U).reshape(U.shape[0], -1).astype(np.float64)
