@@ -117,6 +117,7 @@ class Transformer:
         self.blocks = [stack_block(spec, weights, i, self.dtype) for i in range(spec.N)]
         self.P = np.asarray(weights["positional.P"], self.dtype) if spec.positional == "learned" else None
         self.ff, self.norm = feedforward(spec), block_norm(spec)
+        self.qk_norm = norm_kind(spec) if spec.qk_norm else None  # made once, not on every projection
         self.embedding, self.E = embedding(spec), None
         self.W_head = self.b_head = None  # the head: logits = W_head Z + b_head, (V, d) and (V, 1, 1)
         self.embedded: dict = {}  # token type 0 (d, 1, 1) and the embedding norm's parameters, where the spec has them
@@ -155,7 +156,7 @@ class Transformer:
             QKV += blk.b_qkv
         QKV = QKV.reshape(H + 2 * G, m, b, n).transpose(2, 0, 1, 3)  # (b, H + 2G, m, n)
         if blk.qk_norm is not None:  # each query and key head normalised over its m entries, in place
-            kind = norm_kind(self.spec)
+            kind = self.qk_norm
             for part, params in ((QKV[:, :H], blk.qk_norm[0]), (QKV[:, H : H + G], blk.qk_norm[1])):
                 part[...] = kind.apply(part.transpose(2, 0, 1, 3), params).transpose(1, 2, 0, 3)
         return QKV[:, :H], QKV[:, H : H + G], QKV[:, H + G :]
