@@ -24,9 +24,9 @@ from rich.console import Console
 from rich.table import Table
 from torch import nn
 
-from transformer_cli.costs import costs
-from transformer_cli.params import count_params
-from transformer_cli.spec import load_spec
+from transformer_cli.analysis.costs import costs
+from transformer_cli.analysis.params import count_params
+from transformer_cli.spec.definition import load_spec
 
 SPEC = Path(__file__).resolve().parent.parent / "examples" / "configs" / "gpt2-small.yaml"
 

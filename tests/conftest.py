@@ -11,8 +11,8 @@ import pytest
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from transformer_cli.params import all_tensors
-from transformer_cli.spec import Spec
+from transformer_cli.analysis.params import all_tensors
+from transformer_cli.spec.definition import Spec
 
 DATA = Path(__file__).parent / "data"
 REFERENCE_CASES = ["seed-plain", "standard-pre-causal", "post-learned-odd-d"]

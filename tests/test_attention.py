@@ -69,7 +69,7 @@ def test_masked_and_small_weights_look_different():
     """Uniform causal attention over n = 40: weights 1/40 .. 1 above the diagonal, exact zeros below."""
     from rich.console import Console
 
-    from transformer_cli.heatmap import heatmap
+    from transformer_cli.cli.heatmap import heatmap
 
     n = 40
     A = np.triu(np.ones((n, n))) / np.arange(1, n + 1)  # A[k, q] = 1/(q+1) for k <= q, 0 for masked k > q

@@ -9,7 +9,7 @@ import pytest
 from conftest import random_weights
 
 from transformer_cli import Spec, Transformer
-from transformer_cli.bench import run_bench, torch_forward
+from transformer_cli.analysis.bench import run_bench, torch_forward
 from transformer_cli.cli import app
 
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from conftest import EXAMPLES
 
-from transformer_cli.check import parse_count
+from transformer_cli.analysis.check import parse_count
 from transformer_cli.cli import app
 
 ROOT = Path(__file__).parent.parent

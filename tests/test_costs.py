@@ -8,10 +8,8 @@ from conftest import random_weights
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_cli import Spec, Transformer, count_params, layers
-from transformer_cli import model as model_module
-from transformer_cli.components.norm import RMS_PER_ENTRY
-from transformer_cli.costs import (
+from transformer_cli import Spec, Transformer, count_params
+from transformer_cli.analysis.costs import (
     ACTIVATION_PER_ENTRY,
     NORM_PER_ENTRY,
     SOFTMAX_PER_SCORE,
@@ -19,6 +17,9 @@ from transformer_cli.costs import (
     forward_flops,
     multiply_adds,
 )
+from transformer_cli.components.norm import RMS_PER_ENTRY
+from transformer_cli.model import layers
+from transformer_cli.model import transformer as model_module
 
 
 def direct_count(monkeypatch, model, X) -> dict[str, int]:

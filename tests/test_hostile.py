@@ -113,7 +113,7 @@ def test_memory_estimate_bounds_the_measured_peak():
     import tracemalloc
 
     from transformer_cli import Spec, Transformer, init_weights
-    from transformer_cli.memory import estimate_forward
+    from transformer_cli.analysis.memory import estimate_forward
 
     cases = [
         (Spec(N=2, H=4, m=64, d=256, r=1024), 4, 256, "float64"),
@@ -305,8 +305,8 @@ def test_npz_members_numpy_could_load_under_another_name_are_refused(runner, tmp
 
 
 def test_npz_member_shorter_than_its_header_is_refused_before_allocating(tmp_path):
-    from transformer_cli.arrays import open_npz
     from transformer_cli.errors import ArrayError
+    from transformer_cli.io.arrays import open_npz
 
     path = _archive(tmp_path / "w.npz", [("a.npy", GIB_CLAIM + b"\0" * 64)])
     tracemalloc.start()
@@ -318,8 +318,8 @@ def test_npz_member_shorter_than_its_header_is_refused_before_allocating(tmp_pat
 
 
 def test_npy_shorter_than_its_header_is_refused_before_allocating(tmp_path):
-    from transformer_cli.arrays import open_npy
     from transformer_cli.errors import ArrayError
+    from transformer_cli.io.arrays import open_npy
 
     path = _bytes(tmp_path / "x.npy", GIB_CLAIM + b"\0" * 64)
     tracemalloc.start()
@@ -331,7 +331,7 @@ def test_npy_shorter_than_its_header_is_refused_before_allocating(tmp_path):
 
 
 def test_arrays_read_back_as_written(tmp_path):
-    from transformer_cli.arrays import open_npy, open_npz, save_npz
+    from transformer_cli.io.arrays import open_npy, open_npz, save_npz
 
     rng = np.random.default_rng(0)
     arrays = {"c": rng.normal(size=(3, 4)), "f": np.asfortranarray(rng.normal(size=(5, 2))), "scalar": np.float64(2.5),
@@ -414,7 +414,7 @@ def test_special_files_are_refused_before_opening(runner, tmp_path, monkeypatch,
 def test_reads_are_capped_by_the_bytes_read_not_the_size_reported(tmp_path):
     """/proc files are regular files of size 0 with content: only the bytes actually read can bound them."""
     from transformer_cli.errors import ArrayError
-    from transformer_cli.files import read_bounded
+    from transformer_cli.io.files import read_bounded
 
     with pytest.raises(ArrayError, match="more than 16 bytes"):
         read_bounded("/proc/self/maps", 16, "a small file")
@@ -496,7 +496,7 @@ def test_ctrl_c_exits_130_and_writes_nothing(tmp_path):
 
 
 def test_interrupt_during_write_removes_the_temp_file(runner, tmp_path, monkeypatch):
-    from transformer_cli import arrays
+    from transformer_cli.io import arrays
 
     def interrupted(handle, array, allow_pickle=False):
         handle.write(b"partial")

@@ -15,9 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transformer_cli import init_weights, safetensors_io
+from transformer_cli import init_weights
 from transformer_cli.cli import app
-from transformer_cli.spec import FIELDS, Spec
+from transformer_cli.io import safetensors_io
+from transformer_cli.spec.definition import FIELDS, Spec
 
 FUZZ_EXAMPLES = int(os.environ.get("TFM_FUZZ_EXAMPLES", "80"))
 SPEC = Spec(N=1, H=1, m=2, d=2, r=2, name="tiny")

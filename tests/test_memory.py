@@ -16,15 +16,16 @@ import pytest
 from conftest import random_weights, variant_specs
 from hypothesis import given, settings
 
-from transformer_cli import Spec, Transformer, count_params, init_weights, limits
-from transformer_cli import model as model_module
-from transformer_cli.attention_maps import attention_maps, block_weights, estimate_maps
-from transformer_cli.check import check_spec
+from transformer_cli import Spec, Transformer, count_params, init_weights
+from transformer_cli.analysis import limits
+from transformer_cli.analysis.check import check_spec
+from transformer_cli.analysis.compare import compare
+from transformer_cli.analysis.costs import costs
+from transformer_cli.analysis.memory import MemoryLimitError, check_memory, estimate_forward, human, out_of_memory
 from transformer_cli.cli import app
-from transformer_cli.compare import compare
-from transformer_cli.costs import costs
-from transformer_cli.memory import MemoryLimitError, check_memory, estimate_forward, human, out_of_memory
-from transformer_cli.spec import load_spec
+from transformer_cli.model import transformer as model_module
+from transformer_cli.model.attention_maps import attention_maps, block_weights, estimate_maps
+from transformer_cli.spec.definition import load_spec
 
 ROOT = Path(__file__).parent.parent
 GPT2 = ROOT / "examples" / "configs" / "gpt2-small.yaml"
@@ -284,7 +285,7 @@ def test_a_real_address_space_limit_is_refused_cleanly(tmp_path):
 def test_sizes_of_any_magnitude_format_without_overflow():
     assert human(10**400) == "1.00e+400 bytes" and human(123456 * 10**400) == "1.23e+405 bytes"
     assert human(1536) == "1.5 KiB" and human(1023 * 2**50) == "1,023 PiB" and human(2**60) == "1.15e+18 bytes"
-    from transformer_cli.render import si
+    from transformer_cli.cli.render import si
 
     assert si(10**400) == "1.00e+400" and si(1234567) == "1.23 M"
 

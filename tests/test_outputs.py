@@ -79,7 +79,7 @@ def test_a_symlink_to_a_device_is_refused_whatever_the_flags(runner, tmp_path, x
 
 def test_an_output_created_while_writing_is_never_overwritten_without_force(runner, tmp_path, x, monkeypatch):
     """Another writer finishes first: the slower one fails with one line and leaves the winner's file whole."""
-    from transformer_cli import arrays
+    from transformer_cli.io import arrays
 
     out = tmp_path / "y.npy"
     save = arrays.np.save

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from conftest import DATA, EXAMPLES
 
-from transformer_cli import ArrayError, Spec, init_weights, load_spec, load_weights, safetensors_io, save_weights
+from transformer_cli import ArrayError, Spec, init_weights, load_spec, load_weights, save_weights
 from transformer_cli.cli import app
-from transformer_cli.weights import init_memory, spec_of_weights, write_init
+from transformer_cli.io import safetensors_io
+from transformer_cli.io.weights import init_memory, spec_of_weights, write_init
 
 TINY = next(p for p in EXAMPLES if p.name == "tiny-causal.yaml")
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from transformer_cli import SpecError, load_spec, spec_from_mapping
 from transformer_cli.cli import app
-from transformer_cli.schema import spec_schema
+from transformer_cli.spec.schema import spec_schema
 
 VALIDATOR = jsonschema.Draft202012Validator(spec_schema())
 BASE = {"N": 2, "H": 4, "m": 8, "d": 32, "r": 64}

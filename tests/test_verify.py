@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transformer_cli import DEFAULT_SPEC, Spec, Transformer, init_weights, make_setup, verify_all
-from transformer_cli import model as model_module
 from transformer_cli.errors import ExitCode, TfmError
+from transformer_cli.model import transformer as model_module
 from transformer_cli.verify import (
     check_causality,
     check_counts,
@@ -159,7 +159,7 @@ def test_decoding_differs_without_a_causal_mask():
 
 
 def test_decoding_catches_a_decoder_with_a_stale_cache(monkeypatch):
-    from transformer_cli import decoding
+    from transformer_cli.model import decoding
     from transformer_cli.verify import decoding as check_module
 
     monkeypatch.setattr(check_module, "decode", lambda model, X, **kw: decoding.decode(model, X, stale_at=3))

@@ -10,18 +10,19 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "decode": "decoding",
+    "decode": "model.decoding",
     "ArrayError": "errors", "ExitCode": "errors", "OutputError": "errors", "SpecError": "errors", "TfmError": "errors",
-    "Transformer": "model", "sinusoidal_positions": "layers", "softmax_columns": "layers",
-    "ParamCount": "params", "all_tensors": "params", "count_params": "params",
-    "check_input": "runner", "run_forward": "runner",
+    "Transformer": "model.transformer", "sinusoidal_positions": "model.layers", "softmax_columns": "model.layers",
+    "ParamCount": "analysis.params", "all_tensors": "analysis.params", "count_params": "analysis.params",
+    "check_input": "model.runner", "run_forward": "model.runner",
     "DEFAULT_SPEC": "spec", "Spec": "spec", "load_spec": "spec", "spec_from_mapping": "spec",
     "CheckResult": "verify", "check_causality": "verify", "check_counts": "verify", "check_decoding": "verify",
     "check_equivariance": "verify", "check_scaling": "verify", "check_softmax": "verify", "make_setup": "verify",
     "verify_all": "verify",
-    "check_weights": "weights", "init_weights": "weights", "load_weights": "weights", "save_weights": "weights",
-    "estimate_forward": "memory",
-    "run_bench": "bench",
+    "check_weights": "io.weights", "init_weights": "io.weights", "load_weights": "io.weights",
+    "save_weights": "io.weights",
+    "estimate_forward": "analysis.memory",
+    "run_bench": "analysis.bench",
 }  # fmt: skip
 
 __all__ = ["__version__", *_EXPORTS]

@@ -51,10 +51,10 @@ def attention(
     Example:
       tfm attention examples/configs/tiny-causal.yaml --input x.npy --block 1 --head 0 -o attn.npy
     """
-    from ..arrays import check_output_path, save_npy
-    from ..attention_maps import attention_maps
-    from ..heatmap import heatmap
+    from ..io.arrays import check_output_path, save_npy
+    from ..model.attention_maps import attention_maps
     from ..text import escaped as shown
+    from .heatmap import heatmap
 
     with handled(json_out):
         spec, _ = load(spec_path, weights)

@@ -46,11 +46,11 @@ def bench(
     Example:
       tfm bench examples/configs/attention-is-all-you-need-base.yaml --seq-len 512 --batch 8 --dtype float32
     """
-    from .. import render
-    from ..bench import run_bench
-    from ..memory import check_memory, estimate_forward
-    from ..runner import get_weights
-    from ..spec import check_length
+    from ..analysis.bench import run_bench
+    from ..analysis.memory import check_memory, estimate_forward
+    from ..model.runner import get_weights
+    from ..spec.definition import check_length
+    from . import render
 
     with handled(json_out):
         spec, _ = load(spec_path, weights)

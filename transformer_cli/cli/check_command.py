@@ -32,8 +32,8 @@ def check(
     Example:
       tfm check examples/configs --max-params 150M --max-memory 4G --seq-len 1024
     """
-    from .. import render
-    from ..check import check_specs, find_specs, overall
+    from ..analysis.check import check_specs, find_specs, overall
+    from . import render
 
     with handled(json_out):
         found = find_specs(specs)

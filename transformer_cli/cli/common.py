@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - older typer uses click itself
 
 from .. import __version__
 from ..errors import ExitCode, OutputError, Terminated, TfmError
-from ..spec import DEFAULT_SPEC, Spec, load_spec
+from ..spec.definition import DEFAULT_SPEC, Spec, load_spec
 
 EXIT_CODES = (
     "Exit codes: 0 ok / the property holds as expected; 1 the property is violated; "
@@ -153,7 +153,7 @@ def handled(json_out: bool = False) -> Iterator[None]:
     except TfmError as exc:
         _fail(str(exc), exc.exit_code, json_out)
     except MemoryError:  # also one raised in a worker thread: the pool re-raises it here
-        from ..memory import out_of_memory
+        from ..analysis.memory import out_of_memory
 
         _fail(out_of_memory(), ExitCode.BAD_INPUT, json_out)
     except KeyboardInterrupt:
@@ -199,8 +199,8 @@ def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
     Where it came from is returned, and said on stderr unless it was a file named on the command line.
     """
     if path is None and weights is not None and weights.suffix.lower() == ".safetensors":
+        from ..io.weights import spec_of_weights
         from ..text import escaped as shown
-        from ..weights import spec_of_weights
 
         stored = spec_of_weights(weights, required=True)  # never the default spec for a file made for another
         err.print(f"using the spec stored in {shown(weights)} ({shown(stored.summary())})", soft_wrap=True)

@@ -61,10 +61,10 @@ def count(
     Example:
       tfm count examples/configs/gpt2-small.yaml examples/configs/seed-plain.yaml --seq-len 1024
     """
-    from .. import render
-    from ..costs import costs
-    from ..params import count_params
-    from ..spec import check_length
+    from ..analysis.costs import costs
+    from ..analysis.params import count_params
+    from ..spec.definition import check_length
+    from . import render
 
     with handled(json_out):
         if seq_len is None and (batch is not None or dtype is not None):
@@ -109,9 +109,9 @@ def init(
     Example:
       tfm init examples/configs/tiny-causal.yaml --seed 1 -o weights.npz
     """
-    from ..arrays import check_output_path
-    from ..memory import check_memory
-    from ..weights import init_memory, weights_format, write_init
+    from ..analysis.memory import check_memory
+    from ..io.arrays import check_output_path
+    from ..io.weights import init_memory, weights_format, write_init
 
     with handled(json_out):
         spec, _ = load(spec_path)
@@ -152,10 +152,10 @@ def run(
     Example:
       tfm run --input x.npy -o y.npy   (x.npy of shape (32, n) for the default spec)
     """
-    from .. import render
-    from ..arrays import check_output_path, save_npy
-    from ..runner import run_forward
+    from ..io.arrays import check_output_path, save_npy
+    from ..model.runner import run_forward
     from ..text import escaped as shown
+    from . import render
 
     with handled(json_out):
         spec, _ = load(spec_path, weights)

@@ -45,9 +45,9 @@ def sample(
     Example:
       tfm sample examples/configs/tiny-causal.yaml -n 12 --seed 1 -o x16.npy
     """
-    from ..arrays import check_output_path, save_npy
-    from ..memory import check_memory, estimate_forward
-    from ..runner import random_input
+    from ..analysis.memory import check_memory, estimate_forward
+    from ..io.arrays import check_output_path, save_npy
+    from ..model.runner import random_input
 
     with handled(json_out):
         spec, _ = load(spec_path)

@@ -22,7 +22,7 @@ def schema(json_out: JsonOpt = False) -> None:
     Example:
       tfm schema > spec.schema.json
     """
-    from ..schema import spec_schema
+    from ..spec.schema import spec_schema
 
     print_json(spec_schema())
 
@@ -45,9 +45,9 @@ def diff(
     Example:
       tfm diff examples/configs/attention-is-all-you-need-base.yaml examples/configs/gpt2-small.yaml -n 512
     """
-    from .. import render
-    from ..compare import compare, models_differ
-    from ..spec import check_length
+    from ..analysis.compare import compare, models_differ
+    from ..spec.definition import check_length
+    from . import render
 
     with handled(json_out):
         (spec_a, _), (spec_b, _) = load(a), load(b)

@@ -54,7 +54,8 @@ def _check(
     **options: Any,
 ) -> None:
     """Shared body of the verify-* commands: build the setup, run one check, show it, exit with its code."""
-    from .. import render, verify
+    from .. import verify
+    from . import render
 
     with handled(json_out):
         spec, source = load(spec_path, weights)
@@ -204,7 +205,8 @@ def verify(
     Example:
       tfm verify examples/configs/gpt2-small.yaml --seq-len 8
     """
-    from .. import render, verify
+    from .. import verify
+    from . import render
 
     with handled(json_out):
         spec, source = load(spec_path, weights)

@@ -6,7 +6,7 @@ feedforward, residuals, norms), then the input's (embedding, positions) and the 
 
 from __future__ import annotations
 
-from ..spec import Spec
+from ..spec.definition import Spec
 from .attention import MultiHeadAttention
 from .base import Component, Pairs, Tensor, Term
 from .embedding import embedding, head, pooler

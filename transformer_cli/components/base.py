@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..spec import Spec
+from ..spec.definition import Spec
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import layers
+from ..model import layers
 from .attention import SOFTMAX_PER_SCORE
 from .base import Component, Pairs, Tensor, Term
 from .feedforward import FeedForward

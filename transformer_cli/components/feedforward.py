@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import layers
+from ..model import layers
 from .base import Component, Pairs, Tensor, Term
 
 ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9, "gelu_exact": 5, "silu": 4}  # gelu: the tanh form, tanh as 1;

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import layers
+from ..model import layers
 from .base import Component, Pairs, Tensor, Term
 
 NORM_PER_ENTRY = 7  # layernorm: mean, subtract, square, variance, scale, gamma, beta

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import layers
+from ..model import layers
 from .base import Component, Pairs, Tensor, Term
 
 ROTARY_PER_ENTRY = 3  # x cos - y sin: two multiplies and an add per rotated entry (the sign is the add's)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import ExitCode
-from ..spec import Spec
-from ..weights import Weights
+from ..io.weights import Weights
+from ..spec.definition import Spec
 from .causality import check_causality
 from .common import CheckResult, Setup, default_tol, make_setup, setup_from_file
 from .decoding import check_decoding

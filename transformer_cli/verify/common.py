@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.memory import check_memory, estimate_forward
 from ..errors import ExitCode, TfmError
-from ..memory import check_memory, estimate_forward
-from ..model import Transformer
-from ..runner import get_weights
-from ..spec import Spec
-from ..weights import Weights, init_weights
+from ..io.weights import Weights, init_weights
+from ..model.runner import get_weights
+from ..model.transformer import Transformer
+from ..spec.definition import Spec
 
 CONTROL_FACTOR = 1000  # a control must miss the property by this many tolerances, or the check proves nothing
 TOL_C = 10  # the least tolerance: TOL_C * eps(dtype) * sqrt(n) * N, relative to max|T(X)|

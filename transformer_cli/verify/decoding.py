@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..components import is_causal
-from ..decoding import decode
+from ..model.decoding import decode
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from ..components import components
 from ..errors import TfmError
-from ..layers import sinusoidal_positions
-from ..spec import Spec
+from ..model.layers import sinusoidal_positions
+from ..spec.definition import Spec
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 
 MAX_TRIALS = 10_000  # random permutations a check may ask for; beyond that they add time, not evidence

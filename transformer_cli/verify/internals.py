@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..params import count_params
-from ..weights import Weights
+from ..analysis.params import count_params
+from ..io.weights import Weights
 from .common import CheckResult, Setup, resolve_expect
 
 

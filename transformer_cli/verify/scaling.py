@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
+from ..analysis.memory import check_memory, estimate_forward
 from ..errors import TfmError
-from ..memory import check_memory, estimate_forward
 from .common import CheckResult, Setup, resolve_expect
 
 BAND_SE = 5  # observed variance within this many standard errors (measured: 0 false FAILs in 500; 4 gave 2)

@@ -21,7 +21,7 @@ from typing import IO, BinaryIO, NamedTuple
 
 import numpy as np
 
-from .errors import ArrayError, OutputError, clipped
+from ..errors import ArrayError, OutputError, clipped
 from .files import open_regular, what_is
 
 NPY_MAGIC = b"\x93NUMPY"

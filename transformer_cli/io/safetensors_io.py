@@ -18,11 +18,11 @@ from typing import IO, Any, NamedTuple
 
 import numpy as np
 
+from ..errors import ArrayError
+from ..spec.yaml12 import MAX_DIGITS, parse_int
+from ..text import shown
 from .arrays import Header, write_atomic
-from .errors import ArrayError
 from .files import open_regular
-from .text import shown
-from .yaml12 import MAX_DIGITS, parse_int
 
 MAX_HEADER = 100_000_000  # bytes; the reference implementation refuses more
 DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4", "I16": "<i2",

@@ -16,10 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from .components import feedforward
-from .components.embedding import embedding
-from .components.norm import block_norm, norm_kind
-from .components.positional import Rotary
+from ..analysis.memory import CHUNK_BYTES, chunk_size
+from ..components import feedforward
+from ..components.embedding import embedding
+from ..components.norm import block_norm, norm_kind
+from ..components.positional import Rotary
+from ..io.weights import Weights
+from ..spec.definition import Spec
 from .layers import (
     Array,
     causal_mask,
@@ -30,10 +33,7 @@ from .layers import (
     softmax_rows_,
     window_mask,
 )
-from .memory import CHUNK_BYTES, chunk_size
 from .parallel import check_stop, run_parts
-from .spec import Spec
-from .weights import Weights
 
 PARALLEL_MIN_SIZE = 1 << 16  # below this many activations, threads cost more than they save
 

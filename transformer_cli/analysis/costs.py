@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .components import Pairs, components, is_causal
-from .components.attention import SOFTMAX_PER_SCORE
-from .components.feedforward import ACTIVATION_PER_ENTRY
-from .components.norm import NORM_PER_ENTRY
+from ..components import Pairs, components, is_causal
+from ..components.attention import SOFTMAX_PER_SCORE
+from ..components.feedforward import ACTIVATION_PER_ENTRY
+from ..components.norm import NORM_PER_ENTRY
+from ..spec.definition import Spec
 from .memory import estimate_forward
 from .params import count_params
-from .spec import Spec
 
 BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 # training with Adam, bytes per parameter before activations: weights + gradients + two moments, and in mixed

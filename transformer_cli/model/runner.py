@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import first_nonfinite, open_npy, peek_npy
-from .errors import ArrayError, NumericalError
-from .memory import check_memory, estimate_forward
-from .model import Transformer
-from .spec import Spec, check_length
-from .weights import Weights, init_weights, load_weights
+from ..analysis.memory import check_memory, estimate_forward
+from ..errors import ArrayError, NumericalError
+from ..io.arrays import first_nonfinite, open_npy, peek_npy
+from ..io.weights import Weights, init_weights, load_weights
+from ..spec.definition import Spec, check_length
+from .transformer import Transformer
 
 
 def token_ids(shape: tuple[int, ...], dtype: np.dtype, spec: Spec) -> bool:

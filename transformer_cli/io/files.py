@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import ArrayError, TfmError
+from ..errors import ArrayError, TfmError
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ExitCode, TfmError
+from ..errors import ExitCode, TfmError
+from ..spec.definition import load_spec
 from .memory import estimate_forward, parse_size
 from .params import count_params
-from .spec import load_spec
 
 CHECK_KEYS = ("check", "verdict", "reason", "observation", "exit_code")  # of each verify check, in the JSON
 SI = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "B": 10**9, "T": 10**12}
@@ -62,8 +62,8 @@ def check_spec(
     path: Path, max_params: int | None, max_memory: int | None, seq_len: int, verify_len: int | None
 ) -> SpecCheck:
     """Load one spec, hold it to the budgets, and run the verify suite on it (unless verify_len is None)."""
+    from ..verify import overall_exit, verify_all
     from .memory import human
-    from .verify import overall_exit, verify_all
 
     result = SpecCheck(str(path))
     try:

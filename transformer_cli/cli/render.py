@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.memory import human, scientific
+from ..text import escaped as shown  # user text: never markup, control characters escaped
 from .layout import FitTable
-from .memory import human, scientific
-from .text import escaped as shown  # user text: never markup, control characters escaped
 
 if TYPE_CHECKING:  # only for annotations: rendering a count must not import the model
-    from .params import ParamCount
-    from .runner import RunResult
-    from .spec import Spec
-    from .verify import CheckResult
+    from ..analysis.params import ParamCount
+    from ..model.runner import RunResult
+    from ..spec.definition import Spec
+    from ..verify import CheckResult
 
 VERDICT_STYLE = {
     "PASS": "bold green",

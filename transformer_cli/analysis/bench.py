@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from ..io.weights import Weights
+from ..model.layers import sinusoidal_positions
+from ..model.transformer import Transformer
+from ..spec.definition import Spec
 from .costs import forward_flops
-from .layers import sinusoidal_positions
-from .model import Transformer
-from .spec import Spec
-from .weights import Weights
 
 
 def timings(fn: Callable[[], Any], repeat: int, warmup: int = 1) -> list[float]:

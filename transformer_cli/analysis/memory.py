@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .components import feedforward
-from .components.attention import MultiHeadAttention
-from .errors import TfmError
+from ..components import feedforward
+from ..components.attention import MultiHeadAttention
+from ..errors import TfmError
+from ..spec.definition import Spec
 from .params import count_params
-from .spec import Spec
 
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 CHUNK_BYTES = 64 << 20  # default budget for one chunk of attention scores (per worker thread)

@@ -6,9 +6,9 @@ import math
 from dataclasses import fields
 from typing import Any
 
+from ..spec.definition import Spec
 from .costs import costs
 from .params import count_params
-from .spec import Spec
 
 LABELS = ("name", "description")  # shown, but a difference in a label is not a difference in the model
 

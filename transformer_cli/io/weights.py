@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..analysis.memory import MemoryEstimate
+from ..analysis.params import Tensor, all_tensors, block_tensors, count_params, global_tensors
+from ..errors import ArrayError, SpecError
+from ..spec.definition import Spec, spec_from_mapping
+from ..text import shown
 from . import safetensors_io
 from .arrays import Header, first_nonfinite, open_npz, peek_npz, write_atomic
-from .errors import ArrayError, SpecError
-from .memory import MemoryEstimate
-from .params import Tensor, all_tensors, block_tensors, count_params, global_tensors
-from .spec import Spec, spec_from_mapping
-from .text import shown
 
 Weights = dict[str, np.ndarray]
 

@@ -6,7 +6,7 @@ import sys
 from dataclasses import MISSING
 from typing import Any
 
-from .spec import DEPENDENT, FIELDS, REQUIRED
+from .definition import DEPENDENT, FIELDS, REQUIRED
 
 FLOAT_MAX = sys.float_info.max  # refuses YAML's .inf, as the loader does (JSON itself has no infinity)
 

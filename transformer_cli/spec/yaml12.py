@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from .errors import SpecError
-from .text import codepoint, shown
+from ..errors import SpecError
+from ..text import codepoint, shown
 
 MAX_DEPTH = 20  # a spec is one flat mapping; deeper nesting only serves to exhaust the parser's stack
 MAX_DIGITS = 1000  # products of four such keys stay within Python's 4,300-digit limit for printing

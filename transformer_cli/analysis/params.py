@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .components import Tensor, Term, block_components, components, model_components
-from .errors import ExitCode, TfmError
-from .spec import Spec
+from ..components import Tensor, Term, block_components, components, model_components
+from ..errors import ExitCode, TfmError
+from ..spec.definition import Spec
 
 
 def block_tensors(spec: Spec, i: int) -> list[Tensor]:

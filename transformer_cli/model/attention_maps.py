@@ -11,12 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrays import open_npy, peek_npy
-from .errors import TfmError
-from .memory import HEATMAP_BYTES, JSON_BYTES, MemoryEstimate, check_memory, estimate_forward
-from .model import Transformer
+from ..analysis.memory import HEATMAP_BYTES, JSON_BYTES, MemoryEstimate, check_memory, estimate_forward
+from ..errors import TfmError
+from ..io.arrays import open_npy, peek_npy
+from ..spec.definition import Spec
 from .runner import check_input, check_input_header, get_weights, sequences, token_ids
-from .spec import Spec
+from .transformer import Transformer
 
 
 def estimate_maps(spec: Spec, b: int, n: int, dtype: str, shown: int, as_json: bool) -> MemoryEstimate:

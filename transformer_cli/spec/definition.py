@@ -13,9 +13,9 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .errors import SpecError
-from .files import read_bounded
-from .text import escaped, lookalike_hint, shown
+from ..errors import SpecError
+from ..io.files import read_bounded
+from ..text import escaped, lookalike_hint, shown
 from .yaml12 import MAX_DIGITS, TooLong, read_yaml
 
 MAX_SPEC_BYTES = 1 << 20  # a spec is a dozen lines; anything over 1 MiB is not one

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import Array, Transformer, from_columns
+from .transformer import Array, Transformer, from_columns
 
 
 def decode(model: Transformer, X: Array, position_offset: int = 0, stale_at: int | None = None) -> Array:

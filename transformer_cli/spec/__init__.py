@@ -1,0 +1,5 @@
+"""What a spec says: the Spec and its keys (definition), the YAML 1.2 reader that loads it, and its JSON Schema."""
+
+from .definition import DEFAULT_SPEC, Spec, load_spec, spec_from_mapping
+
+__all__ = ["DEFAULT_SPEC", "Spec", "load_spec", "spec_from_mapping"]
