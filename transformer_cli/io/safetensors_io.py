@@ -127,7 +127,7 @@ def _metadata(path: Path, value: Any) -> dict[str, str]:
     return value
 
 
-def _open(path: Path) -> IO[bytes]:
+def open_file(path: Path) -> IO[bytes]:
     return open_regular(path, "a .safetensors file")  # a regular file, opened without blocking on a FIFO
 
 
@@ -161,13 +161,13 @@ def read_contents(path: Path, handle: IO[bytes]) -> Contents:
 
 def peek(path: Path) -> tuple[dict[str, Header], dict[str, str]]:
     """Names, shapes and dtypes (as loaded: BF16 as float32) from the header, and the metadata; no data read."""
-    with _open(path) as handle:
+    with open_file(path) as handle:
         contents = read_contents(path, handle)
     layout = {name: Header(e.shape, DECODED[e.code]) for name, e in contents.entries.items()}
     return layout, contents.metadata
 
 
-def _read_tensor(path: Path, handle: IO[bytes], name: str, entry: Entry, data_start: int) -> np.ndarray:
+def read_tensor(path: Path, handle: IO[bytes], name: str, entry: Entry, data_start: int) -> np.ndarray:
     array = np.empty(entry.shape, dtype=DTYPES[entry.code])
     handle.seek(data_start + entry.begin)
     if array.size and handle.readinto(memoryview(array.reshape(-1)).cast("B")) != entry.end - entry.begin:
@@ -179,9 +179,9 @@ def _read_tensor(path: Path, handle: IO[bytes], name: str, entry: Entry, data_st
 
 def load(path: Path) -> dict[str, np.ndarray]:
     """Every tensor of the file as a NumPy array (F16 as float16, BF16 decoded exactly to float32)."""
-    with _open(path) as handle:
+    with open_file(path) as handle:
         contents = read_contents(path, handle)
-        return {name: _read_tensor(path, handle, name, e, contents.data_start) for name, e in contents.entries.items()}
+        return {name: read_tensor(path, handle, name, e, contents.data_start) for name, e in contents.entries.items()}
 
 
 # -- writing ----------------------------------------------------------------------------------------

@@ -1,0 +1,179 @@
+"""tfm's weights from a Hugging Face checkpoint: the fit of its headers to the config, and tensors on demand.
+
+`checkpoint_weights` first checks every tensor's name, shape and dtype against what the config's model holds
+(from the headers alone, so `tfm count FOLDER` reads no data), listing every missing, unexpected and misshapen
+tensor with its file. The weights are then a mapping from tfm's names that reads a checkpoint tensor only when
+asked (and NumPy keeps no copy of it beyond what the model builds), so loading never holds two copies.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ArrayError
+from ..io.arrays import first_nonfinite
+from ..spec.definition import Spec
+from ..text import shown
+from .checkpoint import Checkpoint
+from .layouts import (
+    BERT,
+    GPT2,
+    GPT_NEOX,
+    LLAMA,
+    MIXTRAL,
+    PHI,
+    PHI3,
+    Family,
+    Rule,
+    falcon,
+    hf_shape,
+    rules,
+    split,
+    tensor_shapes,
+)
+
+FAMILIES = {"gpt2": GPT2, "bert": BERT, "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA,
+            "qwen3": LLAMA, "gemma": LLAMA, "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX}  # fmt: skip
+
+# Names some published files use for the same tensors, and tensors they hold that are not parameters of the
+# model tfm builds: (pattern, replacement) tried in order, then the patterns skipped.
+ALIASES = {
+    "gpt2": ((r"^(?!transformer\.)", "transformer."),),  # the hub's GPT-2 files have no "transformer." prefix
+    "bert": ((r"^bert\.", ""), (r"LayerNorm\.gamma$", "LayerNorm.weight"), (r"LayerNorm\.beta$", "LayerNorm.bias")),
+    "gpt_neox": ((r"^lm_head\.weight$", "embed_out.weight"),),
+}
+SKIPPED = (
+    r"rotary_emb\.inv_freq$",  # buffers some older files saved
+    r"\.attn\.(masked_)?bias$",  # GPT-2's causal-mask buffers in the hub's files
+    r"^cls\.",  # BertForPreTraining's heads, outside BertModel
+    r"^embeddings\.position_ids$",
+)
+
+
+def family_for(config: Mapping[str, Any]) -> Family:
+    """The checkpoint layout of a config's model_type (Falcon's depends on its attention options)."""
+    kind = config.get("model_type")
+    if kind == "falcon":
+        new = bool(config.get("new_decoder_architecture"))
+        if not config.get("parallel_attn", True):
+            norms = ("input_layernorm", "post_attention_layernorm")
+        elif new and (config.get("num_ln_in_parallel_attn") or 2) == 2:
+            norms = ("ln_attn", "ln_mlp")
+        else:
+            norms = ("input_layernorm", "")  # one norm shared by attention and feedforward
+        return falcon(new, norms)
+    return FAMILIES[kind]
+
+
+def canonical(name: str, kind: str, expected: Mapping[str, Any]) -> str | None:
+    """The name tfm expects for a checkpoint tensor's `name`; None for a tensor that is not a parameter."""
+    if name in expected:
+        return name
+    for pattern, replacement in ALIASES.get(kind, ()):
+        renamed = re.sub(pattern, replacement, name)
+        if renamed in expected:
+            return renamed
+    if any(re.search(pattern, name) for pattern in SKIPPED):
+        return None
+    return name
+
+
+def _listed(items: list[str], limit: int = 6) -> str:
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
+
+
+def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> dict[str, str]:
+    """Check the headers against the config's model; return tfm's checkpoint name -> the file's name for it.
+
+    Raises an ArrayError listing every missing, unexpected, misshapen or non-floating tensor, with its file.
+    A tied head that a file holds anyway (older conversions did) is accepted and not read.
+    """
+    shapes = tensor_shapes(spec)
+    expected = {rule.hf: hf_shape(rule, shapes) for rule in rules(family_for(config), spec)}
+    kind = str(config.get("model_type"))
+    found: dict[str, str] = {}
+    unexpected = []
+    for name in checkpoint.tensors:
+        ours = canonical(name, kind, expected)
+        if ours is None:
+            continue
+        if ours in expected:
+            found[ours] = name
+        elif not (spec.tie_embeddings and ours in ("lm_head.weight", "embed_out.weight")):
+            unexpected.append(f"{shown(name)} ({checkpoint.where(name)})")
+    problems = []
+    missing = [name for name in expected if name not in found]
+    if missing:
+        problems.append(f"missing {_listed(missing)}")
+    if unexpected:
+        problems.append(f"unexpected {_listed(unexpected)}")
+    wrong = [f"{found[n]} {checkpoint.shape(found[n])} in {checkpoint.where(found[n])} (expected {shape})"
+             for n, shape in expected.items() if n in found and checkpoint.shape(found[n]) != shape]  # fmt: skip
+    if wrong:
+        problems.append(f"wrong shape {_listed(wrong, 3)}")
+    codes = [f"{found[n]} {checkpoint.tensors[found[n]].entry.code}" for n in found
+             if checkpoint.tensors[found[n]].entry.code not in ("F64", "F32", "F16", "BF16")]  # fmt: skip
+    if codes:
+        problems.append(f"not floating point {_listed(codes)}")
+    if problems:
+        raise ArrayError(f"{checkpoint.folder}: checkpoint does not fit its config.json: " + "; ".join(problems))
+    checkpoint.check_index()
+    return found
+
+
+class CheckpointWeights(Mapping[str, np.ndarray]):
+    """tfm's weights by name, each read from the checkpoint when asked for (fused tensors split as views).
+
+    Reading `blocks.0.attention.W_Q` reads the tensor holding it; the one tensor read last is kept, so its
+    other pieces (W_K, W_V of a fused query_key_value) do not read it again. NaN or inf is an error naming
+    the checkpoint tensor and its file.
+    """
+
+    def __init__(self, checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]):
+        self.checkpoint, self.spec = checkpoint, spec
+        self.files = check_fit(checkpoint, spec, config)
+        self.shapes = tensor_shapes(spec)
+        self.rule_of: dict[str, Rule] = {}
+        for rule in rules(family_for(config), spec):
+            for name in rule.tfm:
+                self.rule_of[name] = rule
+        self.names = [t for t in dict.fromkeys(n.split("[")[0] for n in self.rule_of)]
+        self._last: tuple[str, np.ndarray] | None = None
+
+    def _stored(self, rule: Rule) -> np.ndarray:
+        if self._last is None or self._last[0] != rule.hf:
+            file_name = self.files[rule.hf]
+            array = self.checkpoint.read(file_name)
+            bad = first_nonfinite(array)
+            if bad is not None:
+                where = self.checkpoint.where(file_name)
+                raise ArrayError(f"{self.checkpoint.folder}: NaN or inf in {shown(file_name)} ({where}) at {bad}")
+            self._last = (rule.hf, array)
+        return self._last[1]
+
+    def _piece(self, name: str) -> np.ndarray:
+        rule = self.rule_of[name]
+        return dict(split(rule, self._stored(rule), self.shapes))[name]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name in self.rule_of:
+            return self._piece(name)
+        if self.spec.E and f"{name}[0]" in self.rule_of:  # an expert tensor (E, ...), stacked from E tensors
+            return np.stack([self._piece(f"{name}[{e}]") for e in range(self.spec.E)])
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def checkpoint_weights(folder: str | Path, spec: Spec, config: Mapping[str, Any]) -> CheckpointWeights:
+    return CheckpointWeights(Checkpoint(folder), spec, config)
