@@ -53,6 +53,7 @@ class Checkpoint:
                         f"{self.tensors[name].shard.name} and {shard.name}"
                     )
                 self.tensors[name] = Located(shard, entry, contents.data_start)
+        self._check_index()
 
     def _shards(self) -> list[Path]:
         index = self.folder / INDEX
@@ -70,8 +71,8 @@ class Checkpoint:
         self._index = (index, weight_map)
         return shards
 
-    def check_index(self) -> None:
-        """Each tensor the index names is in the shard it names (called once the shards are read)."""
+    def _check_index(self) -> None:
+        """Each tensor the index names is in the shard it names."""
         index, weight_map = getattr(self, "_index", (None, {}))
         for name, file in weight_map.items():
             found = self.tensors.get(name)

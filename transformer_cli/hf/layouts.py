@@ -214,7 +214,7 @@ GPT2 = Family(
     "transformer.h.{i}.",
     _linear("attention.{}_O", "attn.c_proj") | _linear("ff.{}1", "mlp.c_fc") | _linear("ff.{}2", "mlp.c_proj")
     | _norm("norm1", "ln_1") | _norm("norm2", "ln_2"),
-    {"embedding.E": "transformer.wte.weight", "positional.P": "transformer.wpe.weight"}
+    {"embedding.E": "transformer.wte.weight", "positional.P": "transformer.wpe.weight", "head.W": "lm_head.weight"}
     | _norm("final_norm", "transformer.ln_f"),
     fused=(("attn.c_attn.weight", _QKV, _one), ("attn.c_attn.bias", _QKV_BIAS, _one)),
     transposed=frozenset({"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"}),

@@ -74,10 +74,11 @@ def canonical(name: str, kind: str, expected: Mapping[str, Any]) -> str | None:
     """The name tfm expects for a checkpoint tensor's `name`; None for a tensor that is not a parameter."""
     if name in expected:
         return name
+    renamed = name
     for pattern, replacement in ALIASES.get(kind, ()):
-        renamed = re.sub(pattern, replacement, name)
-        if renamed in expected:
-            return renamed
+        renamed = re.sub(pattern, replacement, renamed)
+    if renamed in expected:
+        return renamed
     if any(re.search(pattern, name) for pattern in SKIPPED):
         return None
     return name
@@ -123,7 +124,6 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
         problems.append(f"not floating point {_listed(codes)}")
     if problems:
         raise ArrayError(f"{checkpoint.folder}: checkpoint does not fit its config.json: " + "; ".join(problems))
-    checkpoint.check_index()
     return found
 
 
