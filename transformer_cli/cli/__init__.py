@@ -17,7 +17,8 @@ from ..errors import ExitCode, Terminated
 
 MODULES = {  # in the order `tfm --help` lists them
     "count": "model_commands", "init": "model_commands", "sample": "sample_command", "run": "model_commands",
-    "schema": "spec_commands", "diff": "spec_commands", "attention": "attention_command",
+    "schema": "spec_commands", "diff": "spec_commands", "spec": "hf_commands", "convert": "hf_commands",
+    "attention": "attention_command",
     "verify": "verify_commands", "verify-equivariance": "verify_commands", "verify-causality": "verify_commands",
     "verify-decoding": "verify_commands", "verify-relative": "verify_commands", "verify-scaling": "verify_commands",
     "check": "check_command", "bench": "bench_command",

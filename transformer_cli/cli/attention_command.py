@@ -22,6 +22,7 @@ from .common import (
     out,
     print_json,
     spec_json,
+    weights_of,
 )
 
 
@@ -58,6 +59,7 @@ def attention(
 
     with handled(json_out):
         spec, _ = load(spec_path, weights)
+        weights = weights_of(spec_path, weights)
         check_npy_output(output)
         if output is not None:
             check_output_path(output, [p for p in (spec_path, input_path, weights) if p], force)

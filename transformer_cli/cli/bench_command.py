@@ -20,6 +20,7 @@ from .common import (
     print_json,
     progress_bar,
     spec_json,
+    weights_of,
 )
 
 
@@ -54,6 +55,7 @@ def bench(
 
     with handled(json_out):
         spec, _ = load(spec_path, weights)
+        weights = weights_of(spec_path, weights)
         check_length(spec, seq_len, "--seq-len")
         check_memory(estimate_forward(spec, batch, seq_len, dtype.value), None, "this benchmark")
         w, _ = get_weights(spec, weights, seed)

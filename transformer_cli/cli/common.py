@@ -93,11 +93,19 @@ class Expect(str, Enum):
 
 SpecArg = Annotated[
     Optional[Path],
-    typer.Argument(help="YAML spec file; the built-in default spec (N=2, H=4, m=8, d=32, r=64) if omitted."),
+    typer.Argument(
+        help="YAML spec file, or a Hugging Face model (a folder with config.json, or the config.json); "
+        "the built-in default spec (N=2, H=4, m=8, d=32, r=64) if omitted."
+    ),
 ]
 WeightsOpt = Annotated[
     Optional[Path],
-    typer.Option("--weights", "-w", help="Weights (.npz or .safetensors) from `tfm init`; seeded weights if omitted."),
+    typer.Option(
+        "--weights",
+        "-w",
+        help="Weights: .npz or .safetensors from `tfm init`, or a Hugging Face checkpoint folder; "
+        "the checkpoint of a Hugging Face folder given as SPEC, else seeded weights, if omitted.",
+    ),
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", "-s", min=0, help="Seed for weights and random inputs (0 or more).")]
 DTypeOpt = Annotated[DType, typer.Option("--dtype", help="Compute dtype.")]
@@ -208,7 +216,26 @@ def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
     if path is None:
         err.print(f"using the built-in default spec ({DEFAULT_SPEC.summary()})", soft_wrap=True)
         return DEFAULT_SPEC, "built-in default"
+    if is_hugging_face(path):
+        from ..hf.config import spec_from_config
+
+        return spec_from_config(path), str(path)
     return load_spec(path), str(path)
+
+
+def is_hugging_face(path: Path) -> bool:
+    """A Hugging Face model: a folder (holding config.json) or a .json config, rather than a YAML spec."""
+    return path.is_dir() or path.suffix.lower() == ".json"
+
+
+def weights_of(spec_path: Path | None, weights: Path | None) -> Path | None:
+    """The weights a command runs: --weights, else the checkpoint in the Hugging Face folder given as the spec,
+    else None (seeded weights)."""
+    if weights is None and spec_path is not None and spec_path.is_dir():
+        from ..hf.checkpoint import has_checkpoint
+
+        return spec_path if has_checkpoint(spec_path) else None
+    return weights
 
 
 def check_npy_output(path: Path | None) -> None:

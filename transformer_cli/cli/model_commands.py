@@ -12,7 +12,6 @@ from .common import (
     COST_DTYPE,
     RUN_DTYPE,
     DType,
-    DTypeOpt,
     ForceOpt,
     JsonOpt,
     MaxMemoryOpt,
@@ -29,6 +28,7 @@ from .common import (
     print_json,
     progress_bar,
     spec_json,
+    weights_of,
 )
 
 
@@ -73,6 +73,7 @@ def count(
             )
         loaded = [load(p) for p in specs] if specs else [load(None)]
         counts = [(count_params(spec), source) for spec, source in loaded]
+        checkpoints = [_checkpoint(p, spec) for p, (spec, _) in zip(specs or [None], loaded, strict=True)]
         for spec, _ in loaded:
             if seq_len:
                 check_length(spec, seq_len, "--seq-len")
@@ -80,16 +81,30 @@ def count(
         extra = [costs(c.spec, batch or 1, seq_len, dtype_) if seq_len else None for c, _ in counts]
     if json_out:
         print_json({"specs": [c.to_dict() | {"source": source} | ({"costs": e} if e else {})
-                              for (c, source), e in zip(counts, extra, strict=True)]})  # fmt: skip
+                              | ({"checkpoint": k} if k else {})
+                              for (c, source), e, k in zip(counts, extra, checkpoints, strict=True)]})  # fmt: skip
         return
     if len(counts) == 1:
         out.print(render.count_table(*counts[0]))
     else:
         out.print(render.comparison_table([c for c, _ in counts]))
+    for (_, source), checkpoint in zip(counts, checkpoints, strict=True):
+        if checkpoint:
+            out.print(render.checkpoint_line(source, checkpoint))
     if seq_len:
         specs_ = [c.spec for c, _ in counts]
         out.print(render.flops_table(specs_, extra))
         out.print(render.memory_table(specs_, extra))
+
+
+def _checkpoint(path: Path | None, spec) -> dict | None:  # type: ignore[no-untyped-def]
+    """A Hugging Face folder's checkpoint, checked against its config from the headers alone (no data read)."""
+    if path is None or not path.is_dir():
+        return None
+    from ..hf.checkpoint import has_checkpoint
+    from ..hf.weights import summary
+
+    return summary(path, spec) if has_checkpoint(path) else None
 
 
 @app.command()
@@ -141,7 +156,10 @@ def run(
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="Write the output (.npy, same layout as the input).")
     ] = None,
-    dtype: DTypeOpt = RUN_DTYPE,
+    dtype: Annotated[
+        Optional[DType],
+        typer.Option("--dtype", help="Compute dtype [default: float64; float32 for a Hugging Face checkpoint]."),
+    ] = None,
     max_memory: MaxMemoryOpt = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
@@ -159,6 +177,8 @@ def run(
 
     with handled(json_out):
         spec, _ = load(spec_path, weights)
+        weights = weights_of(spec_path, weights)
+        dtype = dtype or (DType.float32 if weights is not None and weights.is_dir() else RUN_DTYPE)
         check_npy_output(output)
         if output is not None:
             check_output_path(output, [p for p in (spec_path, input_path, weights) if p], force)

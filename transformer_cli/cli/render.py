@@ -327,3 +327,11 @@ def check_summary(results: list[Any], seq_len: int) -> Table:
             name = f"{shown(r.path)} ({shown(r.name)})"
             table.add_row(name, fmt(r.params), human(r.memory), budgets, checks, verdict)
     return table
+
+
+def checkpoint_line(source: str, checkpoint: dict) -> str:
+    """One line on a Hugging Face checkpoint whose headers fit its config."""
+    files = f"{checkpoint['files']} file{'s' if checkpoint['files'] > 1 else ''}"
+    return (f"checkpoint {shown(source)}: {files}, {checkpoint['tensors']:,} tensors, {human(checkpoint['bytes'])} "
+            f"{'/'.join(checkpoint['dtypes'])}; every tensor fits config.json "
+            f"({checkpoint['parameters']:,} parameters stored)")  # fmt: skip

@@ -29,6 +29,7 @@ from .common import (
     print_json,
     progress_bar,
     spec_json,
+    weights_of,
 )
 
 TrialsOpt = Annotated[
@@ -59,6 +60,7 @@ def _check(
 
     with handled(json_out):
         spec, source = load(spec_path, weights)
+        weights = weights_of(spec_path, weights)
         with busy(f"verify-{name}", json_out):
             setup, _, w_source = verify.setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
             result = getattr(verify, f"check_{name}")(setup, expect=expect.value, **options)
@@ -210,6 +212,7 @@ def verify(
 
     with handled(json_out):
         spec, source = load(spec_path, weights)
+        weights = weights_of(spec_path, weights)
         setup, w, w_source = verify.setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
         with progress_bar(json_out) as progress:
             task = progress.add_task("verifying", total=7 + bool(spec.E))

@@ -114,3 +114,68 @@ def _publish(tmp: Path, folder: Path, overwrite: bool) -> None:
             shutil.rmtree(old, ignore_errors=True)
         else:
             old.unlink()
+
+
+# -- both directions, as `tfm convert` runs them ------------------------------------------------------------
+
+WIDENED = {"F64": np.float64, "F32": np.float32, "F16": np.float32, "BF16": np.float32}
+
+
+def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) -> tuple[Spec, int]:
+    """A Hugging Face folder as tfm's weights file, tensor by tensor; its config.json is kept in the metadata
+    ('hf_config') so the file converts back to the same folder. Returns the spec and the tensors written.
+
+    dtype None keeps float64 checkpoints in float64 and writes the others (bf16, f16, f32) as float32, exactly.
+    """
+    from ..io.weights import iter_tensors, write_weights
+    from .config import config_path, read_config, spec_from_config
+    from .weights import checkpoint_weights
+
+    spec, config = spec_from_config(folder), read_config(config_path(folder))
+    weights = checkpoint_weights(folder, spec, config)
+    if dtype is None:
+        codes = {located.entry.code for located in weights.checkpoint.tensors.values()}
+        dtype = np.float64 if codes == {"F64"} else np.float32
+    dtype = np.dtype(dtype)
+    tensors = list(iter_tensors(spec))
+    layout = lambda: ((t.name, Header(t.shape, dtype)) for t in tensors)  # noqa: E731
+    arrays = ((t.name, np.asarray(weights[t.name], dtype)) for t in tensors)
+    write_weights(out, layout, arrays, spec, overwrite, {"hf_config": json.dumps(dict(config))})
+    return spec, len(tensors)
+
+
+def to_hugging_face(
+    path: Path,
+    out: Path,
+    config_path: Path | None = None,
+    dtype: Any = None,
+    shard_bytes: int | None = None,
+    overwrite: bool = False,
+) -> tuple[Spec, list[str]]:
+    """tfm's weights file (with its spec) as a Hugging Face folder. The config is the one stored by `to_tfm`, or
+    the one at `config_path`, which must describe the same model. dtype None keeps the file's."""
+    from ..errors import SpecError
+    from ..io import safetensors_io
+    from ..io.weights import load_weights, spec_of_weights
+    from .config import config_path as config_file
+    from .config import config_to_spec_mapping, read_config, spec_from_config
+
+    spec = spec_of_weights(path, required=True)
+    if config_path is not None:
+        config, own = read_config(config_file(config_path)), spec_from_config(config_path)
+    else:
+        stored = safetensors_io.peek(path)[1].get("hf_config")
+        if stored is None:
+            raise SpecError(f"{path}: holds no Hugging Face config ('hf_config'); name one with --config CONFIG")
+        config = safetensors_io.parse_json(stored)
+        from ..spec.definition import spec_from_mapping
+
+        own = spec_from_mapping(config_to_spec_mapping(config, f"{path}: metadata 'hf_config'"), str(path))
+    if own.model_keys() != spec.model_keys():
+        mine, theirs = spec.model_keys(), own.model_keys()
+        differ = sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
+        raise SpecError(f"{config_path or path}: the config is another model ({', '.join(differ)} differ)")
+    weights = load_weights(path, spec)
+    if dtype is None:
+        dtype = next(iter(weights.values())).dtype
+    return spec, write_folder(out, spec, config, weights, dtype, shard_bytes, overwrite)

@@ -123,6 +123,10 @@ def load_weights(path: str | Path, spec: Spec) -> Weights:
     (labels such as name and description may differ).
     """
     path = Path(path)
+    if path.is_dir():  # a Hugging Face checkpoint: tensors read as the model asks for them
+        from ..hf.weights import folder_weights
+
+        return folder_weights(path, spec)  # type: ignore[return-value]
     if weights_format(path) == ".npz":
         check_layout(peek_npz(path), spec, str(path))
         weights = open_npz(path)
@@ -175,18 +179,20 @@ def _write_npz(path: Path, arrays: Iterable[tuple[str, np.ndarray]], overwrite: 
     write_atomic(path, write, overwrite)
 
 
-def _write(
+def write_weights(
     path: Path,
     layout: safetensors_io.Layout,
     arrays: Iterable[tuple[str, np.ndarray]],
     spec: Spec | None,
     overwrite: bool = True,
+    metadata: dict[str, str] | None = None,
 ) -> None:
+    """Write tensors as they come, as .npz or .safetensors (with the spec, and `metadata`, in its header)."""
     if weights_format(path) == ".npz":
         _write_npz(path, arrays, overwrite)
     else:
-        metadata = {"format": "tfm"} | ({"tfm_spec": json.dumps(spec.to_dict())} if spec else {})
-        safetensors_io.save(path, layout, arrays, metadata, overwrite)
+        stored = {"format": "tfm"} | ({"tfm_spec": json.dumps(spec.to_dict())} if spec else {}) | (metadata or {})
+        safetensors_io.save(path, layout, arrays, stored, overwrite)
 
 
 def save_weights(path: str | Path, weights: Weights, spec: Spec | None = None, overwrite: bool = True) -> None:
@@ -194,7 +200,7 @@ def save_weights(path: str | Path, weights: Weights, spec: Spec | None = None, o
 
     Without `overwrite`, a file that appeared at `path` while writing is never replaced."""
     layout = lambda: ((name, Header(w.shape, w.dtype)) for name, w in weights.items())  # noqa: E731
-    _write(Path(path), layout, weights.items(), spec, overwrite)
+    write_weights(Path(path), layout, weights.items(), spec, overwrite)
 
 
 def _tensor_count(spec: Spec) -> int:
@@ -211,7 +217,7 @@ def write_init(path: str | Path, spec: Spec, seed: int = 0, overwrite: bool = Tr
             "allows; use .npz"
         )
     layout = lambda: ((t.name, Header(t.shape, float64)) for t in iter_tensors(spec))  # noqa: E731
-    _write(path, layout, iter_init(spec, seed), spec, overwrite)
+    write_weights(path, layout, iter_init(spec, seed), spec, overwrite)
     return tensors, count_params(spec, check=False).total
 
 

@@ -1,0 +1,100 @@
+"""`tfm spec` and `tfm convert`: a Hugging Face model's tfm spec, and its weights converted both ways."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .common import ForceOpt, JsonOpt, app, busy, handled, load, out, print_json, spec_json
+
+
+class SaveDType(str, Enum):
+    float64 = "float64"
+    float32 = "float32"
+    float16 = "float16"
+
+
+@app.command()
+def spec(
+    spec_path: Annotated[Path, typer.Argument(help="A Hugging Face model: a folder with config.json, or the file.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Print the tfm spec a Hugging Face config.json maps to, as YAML (save it to keep or edit the spec).
+
+    \b
+    Example:
+      tfm spec examples/hf/Meta-Llama-3-8B > llama3-8b.yaml
+    """
+    import yaml
+
+    with handled(json_out):
+        spec_, source = load(spec_path)
+    if json_out:
+        print_json(spec_json(spec_) | {"source": source})
+        return
+    text = yaml.safe_dump(spec_.to_dict(), sort_keys=False, allow_unicode=False)
+    print(f"# tfm spec of {source} (tfm spec {source})\n{text}", end="")
+
+
+@app.command()
+def convert(
+    source: Annotated[
+        Path, typer.Argument(help="A Hugging Face folder (to tfm's weights), or tfm's .safetensors (to a folder).")
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="tfm's weights (.safetensors or .npz), or the folder to write.")
+    ],
+    config: Annotated[
+        Optional[Path],
+        typer.Option("--config", help="The Hugging Face config for the folder written [default: the stored one]."),
+    ] = None,
+    dtype: Annotated[
+        Optional[SaveDType], typer.Option("--dtype", help="Dtype written [default: the source's; bf16 as float32].")
+    ] = None,
+    shard_size: Annotated[
+        Optional[str], typer.Option("--shard-size", help="Cut a Hugging Face checkpoint into shards of this size (5G).")
+    ] = None,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Convert weights between a Hugging Face folder (config.json and safetensors) and tfm's weights file.
+
+    From a folder: tfm's .safetensors (the spec and the config.json in its metadata) or .npz. From tfm's
+    .safetensors: a folder that transformers' from_pretrained loads, with the config stored at conversion
+    (or --config). Written whole or not at all; an existing output is replaced only with --force.
+
+    \b
+    Examples:
+      tfm convert ./tiny-llama -o tiny-llama.safetensors
+      tfm convert tiny-llama.safetensors -o ./tiny-llama-again
+    """
+    from ..analysis.memory import parse_size
+    from ..io.arrays import check_output_path
+    from ..io.weights import weights_format
+
+    with handled(json_out):
+        shard_bytes = parse_size(shard_size) if shard_size else None
+        if source.is_dir():
+            from ..hf.convert import to_tfm
+
+            weights_format(output)
+            check_output_path(output, [source], force)
+            with busy("converting", json_out):
+                spec_, tensors = to_tfm(source, output, dtype and dtype.value, overwrite=force)
+            written = [str(output)]
+        else:
+            from ..hf.convert import to_hugging_face
+
+            with busy("converting", json_out):
+                spec_, files = to_hugging_face(source, output, config, dtype and dtype.value, shard_bytes, force)
+            written = [str(output / f) for f in files]
+    if json_out:
+        print_json(spec_json(spec_) | {"source": str(source), "written": written})
+        return
+    from ..text import escaped as shown
+
+    for path in written:
+        out.print(f"wrote {shown(path)}", highlight=False)
