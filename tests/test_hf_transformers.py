@@ -1,0 +1,187 @@
+"""tfm on Hugging Face folders written by transformers itself: small random models of every supported
+model_type, saved with save_pretrained, then counted, run and converted by tfm from the folder alone.
+
+In float64 the logits must equal transformers' to 1e-10 relative, with transformers' float32 internals
+(rotary angles, RMSNorm, Gemma's sqrt(d), Mixtral's router) recomputed in float64 as test_transformers.py
+explains. A bf16 checkpoint is compared in float32 on the same rounded weights (1e-5), and sharded folders and
+tfm's own conversion back to a folder are loaded by transformers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from test_transformers import _float64_gemma_rms_norm, _float64_rms_norm, _float64_router, _randomised
+
+from transformer_cli import Transformer, count_params
+from transformer_cli.hf.config import spec_from_config
+from transformer_cli.io.weights import load_weights
+
+torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
+transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
+
+TOL = 1e-10
+SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
+             max_position_embeddings=64, rms_norm_eps=1e-5)  # fmt: skip
+
+MODELS = {  # name: (config class, model class, config) — every model_type and its layout variants
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(vocab_size=97, n_embd=32, n_layer=2, n_head=4, n_positions=64)),
+    "gpt2-untied": ("GPT2Config", "GPT2LMHeadModel", dict(vocab_size=97, n_embd=32, n_layer=2, n_head=4,
+                                                         n_positions=64, n_inner=36, tie_word_embeddings=False)),
+    "bert": ("BertConfig", "BertModel", dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                             intermediate_size=40, max_position_embeddings=64)),
+    "llama": ("LlamaConfig", "LlamaForCausalLM", SMALL | dict(num_key_value_heads=2, rope_theta=10000.0)),
+    "llama-mqa-tied-wide-heads": ("LlamaConfig", "LlamaForCausalLM",
+                                  SMALL | dict(num_key_value_heads=1, head_dim=12, tie_word_embeddings=True,
+                                               attention_bias=True, mlp_bias=True, intermediate_size=37)),
+    "llama3-rope-scaling": ("LlamaConfig", "LlamaForCausalLM",
+                            SMALL | dict(num_key_value_heads=4, rope_parameters=dict(
+                                rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0,
+                                high_freq_factor=4.0, original_max_position_embeddings=16))),
+    "mistral": ("MistralConfig", "MistralForCausalLM", SMALL | dict(num_key_value_heads=2, sliding_window=4)),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM",
+                SMALL | dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2)),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", SMALL | dict(num_key_value_heads=2)),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", SMALL | dict(num_key_value_heads=2, head_dim=8)),
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", SMALL | dict(num_key_value_heads=1, head_dim=12,
+                                                              hidden_activation="gelu_pytorch_tanh")),
+    "phi": ("PhiConfig", "PhiForCausalLM", dict(vocab_size=97, hidden_size=40, intermediate_size=48,
+                                                num_hidden_layers=2, num_attention_heads=4,
+                                                max_position_embeddings=64, partial_rotary_factor=0.4)),
+    "phi-qk-layernorm": ("PhiConfig", "PhiForCausalLM", dict(vocab_size=97, hidden_size=40, intermediate_size=48,
+                                                             num_hidden_layers=2, num_attention_heads=4,
+                                                             max_position_embeddings=64, qk_layernorm=True)),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", SMALL | dict(num_key_value_heads=2, pad_token_id=0)),
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM",
+                 dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
+                      max_position_embeddings=64, rotary_pct=0.25, hidden_act="gelu")),
+    "gpt_neox-sequential": ("GPTNeoXConfig", "GPTNeoXForCausalLM",
+                            dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
+                                 num_attention_heads=4, max_position_embeddings=64, use_parallel_residual=False)),
+    "falcon-7b": ("FalconConfig", "FalconForCausalLM",
+                  dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, multi_query=True,
+                       parallel_attn=True, bias=False, max_position_embeddings=64)),
+    "falcon-40b": ("FalconConfig", "FalconForCausalLM",
+                   dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_kv_heads=2,
+                        new_decoder_architecture=True, bias=False, max_position_embeddings=64,
+                        tie_word_embeddings=False)),
+    "falcon-sequential-mha": ("FalconConfig", "FalconForCausalLM",
+                              dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                   multi_query=False, parallel_attn=False, bias=True, max_position_embeddings=64)),
+}  # fmt: skip
+
+
+def build(name: str):
+    """The model, random in every parameter, in float64 (its config as transformers completed it)."""
+    config_class, model_class, config = MODELS[name]
+    cfg = getattr(transformers, config_class)(attn_implementation="sdpa", **config)
+    model = getattr(transformers, model_class)(cfg)
+    _randomised(model)
+    return model.double().eval()
+
+
+def _inv_freq(cfg, rotated: int) -> torch.Tensor:
+    """The rotary inverse frequencies in float64, by transformers' formulas (default and llama3)."""
+    params = cfg.rope_parameters
+    freq = 1.0 / params["rope_theta"] ** (torch.arange(0, rotated, 2, dtype=torch.float64) / rotated)
+    if params.get("rope_type", "default") == "llama3":  # _compute_llama3_parameters, in float64
+        factor, low, high = params["factor"], params["low_freq_factor"], params["high_freq_factor"]
+        original = params["original_max_position_embeddings"]
+        wavelength = 2 * math.pi / freq
+        scaled = torch.where(wavelength > original / low, freq / factor, freq)
+        smooth = (original / wavelength - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelength < original / high) * ~(wavelength > original / low)
+        freq = torch.where(medium, smoothed, scaled)
+    return freq
+
+
+def exact(model):
+    """transformers' float32 internals recomputed in float64 (the model's own arithmetic otherwise)."""
+    cfg = model.config
+    for module in model.modules():
+        kind = type(module).__name__
+        if kind.endswith("RotaryEmbedding"):
+            inv_freq = _inv_freq(cfg, 2 * module.inv_freq.shape[0])
+
+            def forward(x, position_ids, inv_freq=inv_freq):
+                freqs = position_ids[..., None].double() * inv_freq
+                emb = torch.cat((freqs, freqs), dim=-1)
+                return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+            module.forward = forward
+        elif kind.endswith("RMSNorm"):
+            norm = _float64_gemma_rms_norm if kind.startswith("Gemma") else _float64_rms_norm
+            module.forward = norm.__get__(module)
+        elif kind.endswith("TopKRouter"):
+            module.forward = _float64_router.__get__(module)
+        elif hasattr(module, "embed_scale"):  # Gemma's sqrt(d), a float32 constant in the library
+            module.embed_scale = torch.tensor(cfg.hidden_size**0.5, dtype=torch.float64)
+    return model
+
+
+def theirs(model, ids: np.ndarray) -> np.ndarray:
+    """transformers' output in tfm's layout: logits (b, V, n), or BertModel's last hidden state (b, d, n)."""
+    with torch.no_grad():
+        result = model(torch.from_numpy(ids))
+    out = result.logits if hasattr(result, "logits") else result.last_hidden_state
+    return out.double().numpy().transpose(0, 2, 1)
+
+
+def relative(ours: np.ndarray, reference: np.ndarray) -> float:
+    return float(np.max(np.abs(ours - reference)) / np.max(np.abs(reference)))
+
+
+IDS = np.random.default_rng(0).integers(0, 97, size=(2, 13))
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_folder_counts_and_runs_as_transformers_does(tmp_path, name):
+    model = build(name)
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    assert count_params(spec).total == sum(p.numel() for p in model.parameters())
+    ours = Transformer(spec, load_weights(tmp_path, spec))(IDS)
+    assert relative(ours, theirs(exact(model), IDS)) < TOL
+
+
+def test_a_sharded_folder_runs_as_the_single_file_does(tmp_path):
+    model = build("mixtral")
+    model.save_pretrained(tmp_path, max_shard_size="30KB")
+    assert len(list(tmp_path.glob("*.safetensors"))) > 2 and (tmp_path / "model.safetensors.index.json").exists()
+    spec = spec_from_config(tmp_path)
+    assert relative(Transformer(spec, load_weights(tmp_path, spec))(IDS), theirs(exact(model), IDS)) < TOL
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt_neox"])
+def test_a_bfloat16_checkpoint_runs_in_float32_as_transformers_does(tmp_path, name):
+    """Weights rounded to bf16 as real checkpoints are; both sides then compute in float32 on those weights."""
+    model = build(name).to(torch.bfloat16)
+    model.save_pretrained(tmp_path)
+    header = json.loads((tmp_path / "model.safetensors").read_bytes()[8:][: 10_000].split(b"}}")[0] + b"}}")
+    assert "BF16" in json.dumps(header)
+    spec = spec_from_config(tmp_path)
+    ours = Transformer(spec, load_weights(tmp_path, spec), np.float32)(IDS)
+    assert relative(ours, theirs(model.float(), IDS)) < 1e-5
+
+
+def test_tfm_converts_a_folder_and_back_and_transformers_loads_it(tmp_path):
+    """Folder -> tfm's weights -> folder, through the command line; the last loads in transformers with the
+    same logits."""
+    from typer.testing import CliRunner
+
+    from transformer_cli.cli import app
+
+    model = build("falcon-40b")
+    model.save_pretrained(tmp_path / "hf")
+    runner = CliRunner()
+    first = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "w.safetensors")])
+    assert first.exit_code == 0, first.output
+    back = runner.invoke(app, ["convert", str(tmp_path / "w.safetensors"), "-o", str(tmp_path / "again"),
+                               "--shard-size", "20K"])  # fmt: skip
+    assert back.exit_code == 0, back.output
+    again = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "again", dtype=torch.float64).eval()
+    assert relative(theirs(exact(again), IDS), theirs(exact(model), IDS)) == 0.0
