@@ -15,9 +15,9 @@ import math
 import numpy as np
 import pytest
 from test_transformers import _float64_gemma_rms_norm, _float64_rms_norm, _float64_router, _randomised
+from transformer_cli.hf.config import spec_from_config
 
 from transformer_cli import Transformer, count_params
-from transformer_cli.hf.config import spec_from_config
 from transformer_cli.io.weights import load_weights
 
 torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
@@ -162,7 +162,7 @@ def test_a_bfloat16_checkpoint_runs_in_float32_as_transformers_does(tmp_path, na
     """Weights rounded to bf16 as real checkpoints are; both sides then compute in float32 on those weights."""
     model = build(name).to(torch.bfloat16)
     model.save_pretrained(tmp_path)
-    header = json.loads((tmp_path / "model.safetensors").read_bytes()[8:][: 10_000].split(b"}}")[0] + b"}}")
+    header = json.loads((tmp_path / "model.safetensors").read_bytes()[8:][:10_000].split(b"}}")[0] + b"}}")
     assert "BF16" in json.dumps(header)
     spec = spec_from_config(tmp_path)
     ours = Transformer(spec, load_weights(tmp_path, spec), np.float32)(IDS)

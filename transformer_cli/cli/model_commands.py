@@ -23,6 +23,7 @@ from .common import (
     check_npy_output,
     err,
     handled,
+    is_hugging_face,
     load,
     out,
     print_json,
@@ -120,9 +121,13 @@ def init(
 ) -> None:
     """Write seeded float64 weights for a spec: .npz, or .safetensors with the spec in its metadata (README).
 
+    For a Hugging Face config, an output without those extensions is a Hugging Face folder (config.json and
+    model.safetensors in float32) that tfm and transformers load.
+
     \b
-    Example:
+    Examples:
       tfm init examples/configs/tiny-causal.yaml --seed 1 -o weights.npz
+      tfm init examples/hf/tiny-llama -o tiny-llama
     """
     from ..analysis.memory import check_memory
     from ..io.arrays import check_output_path
@@ -131,10 +136,21 @@ def init(
     with handled(json_out):
         spec, _ = load(spec_path)
         check_output_path(output, [spec_path] if spec_path else [], force)
-        weights_format(output)
-        check_memory(init_memory(spec, output), max_memory, "writing these weights")
-        with busy("initialising weights", json_out):
-            tensors, parameters = write_init(output, spec, seed, overwrite=force)
+        if (
+            spec_path is not None
+            and is_hugging_face(spec_path)
+            and output.suffix.lower() not in (".npz", ".safetensors")
+        ):
+            from ..hf.convert import init_folder, init_folder_memory
+
+            check_memory(init_folder_memory(spec), max_memory, "writing these weights")
+            with busy("initialising weights", json_out):
+                tensors, parameters = init_folder(spec_path, output, spec, seed, overwrite=force)
+        else:
+            weights_format(output)
+            check_memory(init_memory(spec, output), max_memory, "writing these weights")
+            with busy("initialising weights", json_out):
+                tensors, parameters = write_init(output, spec, seed, overwrite=force)
     data = spec_json(spec) | {"output": str(output), "seed": seed, "tensors": tensors, "parameters": parameters}
     if json_out:
         print_json(data)

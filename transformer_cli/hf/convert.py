@@ -179,3 +179,28 @@ def to_hugging_face(
     if dtype is None:
         dtype = next(iter(weights.values())).dtype
     return spec, write_folder(out, spec, config, weights, dtype, shard_bytes, overwrite)
+
+
+def init_folder(config_path: Path, out: Path, spec: Spec, seed: int, overwrite: bool = False) -> tuple[int, int]:
+    """A Hugging Face folder of tfm's seeded weights (as `tfm init` makes them), in float32; returns the tensors
+    written and the parameters."""
+    from ..analysis.params import count_params
+    from ..io.weights import init_weights
+    from .config import config_path as config_file
+    from .config import read_config
+
+    config = read_config(config_file(config_path))
+    write_folder(out, spec, config, init_weights(spec, seed), np.float32, overwrite=overwrite)
+    return len(rules(family_for(config), spec)), count_params(spec).total
+
+
+def init_folder_memory(spec: Spec):  # type: ignore[no-untyped-def]
+    """What init_folder holds: every seeded float64 tensor, and the largest checkpoint tensor joined from them."""
+    from ..analysis.memory import MemoryEstimate
+    from ..analysis.params import count_params
+
+    shapes = tensor_shapes(spec)
+    largest = max(math.prod(shape) for shape in shapes.values())
+    return MemoryEstimate(
+        weights=8 * count_params(spec).total + 12 * largest, activations=0, attention=0, feedforward=0
+    )
