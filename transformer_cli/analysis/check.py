@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ExitCode, TfmError
-from ..spec.definition import load_spec
+from ..spec.definition import Spec, load_spec
 from .memory import estimate_forward, parse_size
 from .params import count_params
 
@@ -67,7 +67,7 @@ def check_spec(
 
     result = SpecCheck(str(path))
     try:
-        spec = load_spec(path)
+        spec = _load(path)
         result.name, result.spec = spec.label, spec.to_dict()
         result.params = count_params(spec).total
         result.memory = estimate_forward(spec, 1, seq_len, "float32").model  # the model's, not tfm's copies
@@ -85,14 +85,32 @@ def check_spec(
     return result
 
 
+def _load(path: Path) -> Spec:
+    """A YAML spec, or a Hugging Face model (its folder or config.json), whose checkpoint, if the folder holds
+    one, must fit its config (checked from the headers)."""
+    if not (path.is_dir() or path.suffix.lower() == ".json"):
+        return load_spec(path)
+    from ..hf.checkpoint import has_checkpoint
+    from ..hf.config import spec_from_config
+    from ..hf.weights import summary
+
+    spec = spec_from_config(path)
+    folder = path if path.is_dir() else path.parent
+    if has_checkpoint(folder):
+        summary(folder, spec)
+    return spec
+
+
 def find_specs(paths: list[Path]) -> list[Path]:
-    """The files to check: each file as given, each folder searched recursively for *.yaml and *.yml, sorted."""
+    """The specs to check: each path as given (a Hugging Face folder counts as one), each other folder searched
+    recursively for *.yaml and *.yml files and for Hugging Face folders (those holding config.json), sorted."""
     found: list[Path] = []
     for path in paths:
-        if path.is_dir():
-            inside = sorted(p for p in path.rglob("*") if p.suffix.lower() in (".yaml", ".yml") and p.is_file())
+        if path.is_dir() and not (path / "config.json").is_file():
+            wanted = [p for p in path.rglob("*") if p.suffix.lower() in (".yaml", ".yml") or p.name == "config.json"]
+            inside = sorted(p.parent if p.name == "config.json" else p for p in wanted if p.is_file())
             if not inside:
-                raise TfmError(f"{path}: a folder with no .yaml or .yml spec files in it")
+                raise TfmError(f"{path}: a folder with no .yaml or .yml spec files and no config.json in it")
             found += inside
         else:
             found.append(path)

@@ -12,7 +12,10 @@ from .common import EXIT_CODES, JsonOpt, app, err, handled, out, print_json, pro
 
 @app.command(epilog=EXIT_CODES)
 def check(
-    specs: Annotated[list[Path], typer.Argument(help="Spec files, or folders searched for *.yaml and *.yml.")],
+    specs: Annotated[
+        list[Path],
+        typer.Argument(help="Spec files, Hugging Face folders, or folders searched for *.yaml, *.yml and config.json."),
+    ],
     max_params: Annotated[Optional[str], typer.Option("--max-params", help="Budget: parameters (125M, 1.5B).")] = None,
     max_memory: Annotated[
         Optional[str], typer.Option("--max-memory", help="Budget: a float32 forward pass's peak memory (4G).")
