@@ -1,0 +1,1 @@
+"""Hugging Face models: a `config.json` as transformers reads it, mapped onto tfm's spec."""
