@@ -1,6 +1,8 @@
 """One mapping per Hugging Face family: its config keys, with the defaults transformers 5.24 gives them, onto
 tfm's spec keys (docs/families.md lists them; each default is the family's `configuration_*.py`).
 
+A null is the default, except where transformers types the key `int | None` and gives None a meaning of its own
+(Qwen2's `num_key_value_heads: null` is H where an absent one is 32; Mistral's `sliding_window: null` is no window).
 Sizes (hidden size, layers, heads, vocabulary, feedforward) are required: transformers would fill them in
 from the 7B model its class describes, which a config.json without them never means.
 """
@@ -55,10 +57,10 @@ def bert(c: Keys) -> dict[str, Any]:
 def _llama_like(c: Keys, G: int | None, head_dim: int | None, eps: float, tie: bool, max_positions: int,
                 act: str = "silu", gelu: str = "gelu_exact", theta: float = 10000.0, partial: float | None = None,
                 ) -> dict[str, Any]:  # fmt: skip
-    """What the LLaMA layout shares: GQA (`G` when the key is absent; null is H), heads of `head_dim` (None:
-    d/H), RMSNorm, a gated feedforward without biases, rotary positions, an optional tied head."""
+    """What the LLaMA layout shares: GQA (`G` read by the family; None is H), heads of `head_dim` (None: d/H),
+    RMSNorm, a gated feedforward without biases, rotary positions, an optional tied head."""
     d, H = c.count("hidden_size"), c.count("num_attention_heads")
-    G = c.nullable_count("num_key_value_heads", G) or H
+    G = G or H
     positions = c.count("max_position_embeddings", max_positions)
     return CAUSAL_PRE | {
         "N": c.count("num_hidden_layers"), "H": H, "m": c.count("head_dim", head_dim) or whole_heads(c, d, H),
@@ -74,12 +76,14 @@ def _llama_like(c: Keys, G: int | None, head_dim: int | None, eps: float, tie: b
 def llama(c: Keys) -> dict[str, Any]:
     """LlamaForCausalLM: attention_bias puts biases on q, k, v and o; mlp_bias on the three projections."""
     biases = {"attention_bias": c.flag("attention_bias", False), "ff_bias": c.flag("mlp_bias", False)}
-    return _llama_like(c, None, None, 1e-6, False, 2048) | biases
+    return _llama_like(c, c.count("num_key_value_heads", None), None, 1e-6, False, 2048) | biases
 
 
 def mistral(c: Keys) -> dict[str, Any]:
     """MistralForCausalLM: 8 key/value heads and a window of 4096 unless the file says otherwise (null: none)."""
-    return _llama_like(c, 8, None, 1e-6, False, 131072) | _window(c.nullable_count("sliding_window", 4096))
+    return _llama_like(c, c.count("num_key_value_heads", 8), None, 1e-6, False, 131072) | _window(
+        c.nullable_count("sliding_window", 4096)
+    )
 
 
 def mixtral(c: Keys) -> dict[str, Any]:
@@ -87,19 +91,19 @@ def mixtral(c: Keys) -> dict[str, Any]:
     E, k = c.count("num_local_experts", 8, "num_experts"), c.count("num_experts_per_tok", 2)
     if k > E:
         raise c.fail("num_experts_per_tok", k, f"at most num_local_experts = {E}")
-    spec = _llama_like(c, 8, None, 1e-5, False, 131072, theta=1e6)
+    spec = _llama_like(c, c.count("num_key_value_heads", 8), None, 1e-5, False, 131072, theta=1e6)
     return spec | _window(c.nullable_count("sliding_window", None)) | {"E": E, "k": k}
 
 
 def qwen2(c: Keys) -> dict[str, Any]:
     """Qwen2ForCausalLM: biases on q, k and v (always, no key), none on o."""
-    spec = _llama_like(c, 32, None, 1e-6, False, 32768)
+    spec = _llama_like(c, c.nullable_count("num_key_value_heads", 32), None, 1e-6, False, 32768)
     return spec | {"attention_bias": True, "out_bias": False} | _layer_windows(c, spec["N"])
 
 
 def qwen3(c: Keys) -> dict[str, Any]:
     """Qwen3ForCausalLM: an RMSNorm of each query and key head; heads of 128 unless head_dim says otherwise."""
-    spec = _llama_like(c, 32, 128, 1e-6, False, 32768)
+    spec = _llama_like(c, c.nullable_count("num_key_value_heads", 32), 128, 1e-6, False, 32768)
     return spec | {"attention_bias": c.flag("attention_bias", False), "qk_norm": True} | _layer_windows(c, spec["N"])
 
 
@@ -110,7 +114,9 @@ def gemma(c: Keys) -> dict[str, Any]:
     """
     if c.flag("use_bidirectional_attention", False):
         raise c.refuse("use_bidirectional_attention", True, "tfm maps Gemma's causal language model only")
-    spec = _llama_like(c, 16, 256, 1e-6, True, 8192, act="gelu_pytorch_tanh", gelu="gelu")
+    spec = _llama_like(
+        c, c.count("num_key_value_heads", 16), 256, 1e-6, True, 8192, act="gelu_pytorch_tanh", gelu="gelu"
+    )
     if c.has("hidden_activation") and activation(c, "hidden_activation", "") != spec["activation"]:
         why = "it differs from hidden_act, which transformers 5.x builds (4.x built hidden_activation)"
         raise c.refuse("hidden_activation", c.data["hidden_activation"], why)
@@ -119,14 +125,14 @@ def gemma(c: Keys) -> dict[str, Any]:
 
 def phi3(c: Keys) -> dict[str, Any]:
     """Phi3ForCausalLM: fused qkv_proj and gate_up_proj (the same tensors), an optional window, partial rotary."""
-    spec = _llama_like(c, None, None, 1e-5, False, 4096, partial=1.0)
+    spec = _llama_like(c, c.count("num_key_value_heads", None), None, 1e-5, False, 4096, partial=1.0)
     return spec | _window(c.nullable_count("sliding_window", None))
 
 
 def phi(c: Keys) -> dict[str, Any]:
     """PhiForCausalLM: one LayerNorm shared by parallel attention and feedforward, biases, a head with a bias."""
     d, H = c.count("hidden_size"), c.count("num_attention_heads")
-    G = c.nullable_count("num_key_value_heads", None) or H
+    G = c.count("num_key_value_heads", None) or H
     return CAUSAL_PRE | {
         "N": c.count("num_hidden_layers"), "H": H, "m": c.count("head_dim", None) or whole_heads(c, d, H), "d": d,
         "r": c.count("intermediate_size"), "V": c.count("vocab_size"), **kv_heads(c, "num_key_value_heads", G, H),
