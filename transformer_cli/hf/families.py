@@ -81,9 +81,8 @@ def llama(c: Keys) -> dict[str, Any]:
 
 def mistral(c: Keys) -> dict[str, Any]:
     """MistralForCausalLM: 8 key/value heads and a window of 4096 unless the file says otherwise (null: none)."""
-    return _llama_like(c, c.count("num_key_value_heads", 8), None, 1e-6, False, 131072) | _window(
-        c.nullable_count("sliding_window", 4096)
-    )
+    spec = _llama_like(c, c.count("num_key_value_heads", 8), None, 1e-6, False, 131072)
+    return spec | _window(c.nullable_count("sliding_window", 4096))
 
 
 def mixtral(c: Keys) -> dict[str, Any]:
