@@ -1,0 +1,97 @@
+"""A Hugging Face `config.json` -> the tfm spec of the model transformers builds from it.
+
+The model is the family's `...ForCausalLM` (`GPT2LMHeadModel`; `BertModel` for bert), as transformers 5.24
+builds it; configs written by 4.x (rope_theta, rope_scaling, torch_dtype) read the same. The family mappings
+are in families.py; every problem is one SpecError naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+from ..io.files import read_bounded
+from ..spec.definition import FIELDS, REQUIRED, Spec, spec_from_mapping
+from ..text import shown
+from .families import FAMILIES
+from .keys import Keys
+
+MAX_CONFIG_BYTES = 4 << 20  # real config.json files are a few KB; Mixtral's with its comments is under 1 KB
+NOT_YET = {"t5": "T5", "bart": "BART"}  # encoder-decoders: a later issue
+
+
+def config_path(path: str | Path) -> Path:
+    """The config.json itself: `path`, or the file of that name in the folder `path`."""
+    path = Path(path)
+    return path / "config.json" if path.is_dir() else path
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """The JSON object of a config.json, read within MAX_CONFIG_BYTES from a regular file."""
+    path = Path(path)
+    if not path.exists() and path.parent.is_dir() and path.name == "config.json":
+        raise SpecError(f"{path.parent}: no config.json in this folder")
+    raw = read_bounded(path, MAX_CONFIG_BYTES, "a Hugging Face config.json", SpecError)
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: byte {exc.start} is not UTF-8; expected a JSON config") from None
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{path}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:  # an integer past Python's digit limit; nesting past the stack
+        raise SpecError(f"{path}: not a JSON config this reader accepts: {shown(str(exc))}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a JSON object of config keys, got a JSON {_json_kind(data)}")
+    return data
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {list: "array", str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+def _model_type(c: Keys) -> str:
+    supported = ", ".join(FAMILIES)
+    kind = c.text("model_type", None)
+    if kind is None:
+        raise SpecError(f"{c.source}: key 'model_type': missing, expected one of {supported}")
+    if kind in NOT_YET:
+        why = f"{NOT_YET[kind]} (encoder-decoder) is not mapped yet; supported: {supported}"
+        raise c.refuse("model_type", kind, why)
+    if kind not in FAMILIES:
+        raise c.refuse("model_type", kind, f"supported model types are {supported}")
+    return kind
+
+
+def _name(config: dict[str, Any], source: str) -> str:
+    """The label for tables: the file's _name_or_path, else its folder's name."""
+    name = config.get("_name_or_path")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    return Path(source).resolve().parent.name if source.endswith("config.json") else ""
+
+
+def _minimal(mapping: dict[str, Any]) -> dict[str, Any]:
+    """The keys a spec file would hold: the required ones, and the others where they differ from tfm's default."""
+    return {k: v for k, v in mapping.items() if k in REQUIRED or v != FIELDS[k].default}
+
+
+def config_to_spec_mapping(config: dict[str, Any], source: str) -> dict[str, Any]:
+    """The tfm spec of a parsed config.json as a plain mapping (what a YAML spec file would hold)."""
+    c = Keys(config, source)
+    model_class, family = FAMILIES[_model_type(c)]
+    mapping = _minimal(family(c))
+    name = _name(config, source)
+    head = {"name": name} if name else {}
+    return head | {"description": f"{model_class} as transformers builds it from {Path(source).name}"} | mapping
+
+
+def spec_from_config(path: str | Path) -> Spec:
+    """The tfm spec of the model transformers builds from a config.json (the file, or a folder holding one)."""
+    path = config_path(path)
+    return spec_from_mapping(config_to_spec_mapping(read_config(path), str(path)), str(path))
+
+
+__all__ = ["config_path", "config_to_spec_mapping", "read_config", "spec_from_config"]

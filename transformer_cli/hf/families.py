@@ -1,0 +1,232 @@
+"""One mapping per Hugging Face family: its config keys, with the defaults transformers 5.24 gives them, onto
+tfm's spec keys (docs/families.md lists them; each default is the family's `configuration_*.py`).
+
+A null is the default, except where transformers types the key `int | None` and gives None a meaning of its own
+(Qwen2's `num_key_value_heads: null` is H where an absent one is 32; Mistral's `sliding_window: null` is no window).
+Sizes (hidden size, layers, heads, vocabulary, feedforward) are required: transformers would fill them in
+from the 7B model its class describes, which a config.json without them never means.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .keys import REQUIRED, Keys
+from .parts import activation, kv_heads, rope, whole_heads
+
+CAUSAL_PRE = {"scale": "sqrt", "mask": "causal", "norm": "pre"}
+
+
+def gpt2(c: Keys) -> dict[str, Any]:
+    """GPT2LMHeadModel: learned positions, LayerNorm, biases everywhere, Conv1D layers (same counts)."""
+    d, N = c.count("n_embd", REQUIRED, "hidden_size"), c.count("n_layer", REQUIRED, "num_hidden_layers")
+    H = c.count("n_head", REQUIRED, "num_attention_heads")
+    if c.flag("scale_attn_by_inverse_layer_idx", False) and N > 1:
+        raise c.refuse("scale_attn_by_inverse_layer_idx", True, "block i's scores times 1/(i+1); tfm's scale is one")
+    if c.flag("add_cross_attention", False):
+        raise c.refuse("add_cross_attention", True, "cross-attention layers; tfm's blocks attend to themselves")
+    # reorder_and_upcast_attn only computes the same scores in float32: the same function, nothing to map
+    return CAUSAL_PRE | {
+        "N": N, "H": H, "m": whole_heads(c, d, H, "n_embd", "n_head"), "d": d, "r": c.count("n_inner", 4 * d),
+        "V": c.count("vocab_size"), "tie_embeddings": c.flag("tie_word_embeddings", True),
+        "scale": "sqrt" if c.flag("scale_attn_weights", True) else "none",
+        "positional": "learned", "max_len": c.count("n_positions", 1024, "max_position_embeddings"),
+        "norm_eps": c.number("layer_norm_epsilon", 1e-5), "attention_bias": True,
+        "activation": activation(c, "activation_function", "gelu_new"),
+    }  # fmt: skip
+
+
+def bert(c: Keys) -> dict[str, Any]:
+    """BertModel: post-norm, learned positions and token types, a norm of the embeddings, a pooler, no head."""
+    kind = c.text("position_embedding_type", "absolute")
+    if kind != "absolute":
+        raise c.refuse("position_embedding_type", kind, "tfm's BERT has absolute (learned) positions only")
+    if c.flag("add_cross_attention", False):
+        raise c.refuse("add_cross_attention", True, "cross-attention layers; tfm's blocks attend to themselves")
+    d, H = c.count("hidden_size"), c.count("num_attention_heads")
+    return {
+        "N": c.count("num_hidden_layers"), "H": H, "m": whole_heads(c, d, H), "d": d, "r": c.count("intermediate_size"),
+        "V": c.count("vocab_size"), "head": False, "type_vocab": c.count("type_vocab_size", 2), "embed_norm": True,
+        "pooler": True, "scale": "sqrt", "mask": "causal" if c.flag("is_decoder", False) else "none",
+        "positional": "learned", "max_len": c.count("max_position_embeddings", 512), "norm": "post",
+        "norm_eps": c.number("layer_norm_eps", 1e-12), "attention_bias": True,
+        "activation": activation(c, "hidden_act", "gelu"),
+    }  # fmt: skip
+
+
+def _llama_like(c: Keys, G: int | None, head_dim: int | None, eps: float, tie: bool, max_positions: int,
+                act: str = "silu", gelu: str = "gelu_exact", theta: float = 10000.0, partial: float | None = None,
+                ) -> dict[str, Any]:  # fmt: skip
+    """What the LLaMA layout shares: GQA (`G` read by the family; None is H), heads of `head_dim` (None: d/H),
+    RMSNorm, a gated feedforward without biases, rotary positions, an optional tied head."""
+    d, H = c.count("hidden_size"), c.count("num_attention_heads")
+    G = G or H
+    positions = c.count("max_position_embeddings", max_positions)
+    return CAUSAL_PRE | {
+        "N": c.count("num_hidden_layers"), "H": H, "m": c.count("head_dim", head_dim) or whole_heads(c, d, H),
+        "d": d, "r": c.count("intermediate_size"), "V": c.count("vocab_size"),
+        **kv_heads(c, "num_key_value_heads", G, H),
+        "tie_embeddings": c.flag("tie_word_embeddings", tie),
+        **rope(c, positions, theta, fraction=partial or 1.0, partial=partial is not None),
+        "norm_type": "rmsnorm", "norm_eps": c.number("rms_norm_eps", eps),
+        "feedforward": "gated", "activation": activation(c, "hidden_act", act, gelu), "ff_bias": False,
+    }  # fmt: skip
+
+
+def llama(c: Keys) -> dict[str, Any]:
+    """LlamaForCausalLM: attention_bias puts biases on q, k, v and o; mlp_bias on the three projections."""
+    biases = {"attention_bias": c.flag("attention_bias", False), "ff_bias": c.flag("mlp_bias", False)}
+    return _llama_like(c, c.count("num_key_value_heads", None), None, 1e-6, False, 2048) | biases
+
+
+def mistral(c: Keys) -> dict[str, Any]:
+    """MistralForCausalLM: 8 key/value heads and a window of 4096 unless the file says otherwise (null: none)."""
+    spec = _llama_like(c, c.count("num_key_value_heads", 8), None, 1e-6, False, 131072)
+    return spec | _window(c.nullable_count("sliding_window", 4096))
+
+
+def mixtral(c: Keys) -> dict[str, Any]:
+    """MixtralForCausalLM: Mistral's blocks with E gated experts, the top k per token."""
+    E, k = c.count("num_local_experts", 8, "num_experts"), c.count("num_experts_per_tok", 2)
+    if k > E:
+        raise c.fail("num_experts_per_tok", k, f"at most num_local_experts = {E}")
+    spec = _llama_like(c, c.count("num_key_value_heads", 8), None, 1e-5, False, 131072, theta=1e6)
+    return spec | _window(c.nullable_count("sliding_window", None)) | {"E": E, "k": k}
+
+
+def qwen2(c: Keys) -> dict[str, Any]:
+    """Qwen2ForCausalLM: biases on q, k and v (always, no key), none on o."""
+    spec = _llama_like(c, c.nullable_count("num_key_value_heads", 32), None, 1e-6, False, 32768)
+    return spec | {"attention_bias": True, "out_bias": False} | _layer_windows(c, spec["N"])
+
+
+def qwen3(c: Keys) -> dict[str, Any]:
+    """Qwen3ForCausalLM: an RMSNorm of each query and key head; heads of 128 unless head_dim says otherwise."""
+    spec = _llama_like(c, c.nullable_count("num_key_value_heads", 32), 128, 1e-6, False, 32768)
+    return spec | {"attention_bias": c.flag("attention_bias", False), "qk_norm": True} | _layer_windows(c, spec["N"])
+
+
+def gemma(c: Keys) -> dict[str, Any]:
+    """GemmaForCausalLM: (1 + gamma) RMSNorm, embeddings times sqrt(d), heads of 256, GeGLU, a tied head.
+
+    transformers 5.x reads hidden_act only, its legacy "gelu" meaning the tanh form; 4.x read hidden_activation.
+    """
+    if c.flag("use_bidirectional_attention", False):
+        raise c.refuse("use_bidirectional_attention", True, "tfm maps Gemma's causal language model only")
+    spec = _llama_like(
+        c, c.count("num_key_value_heads", 16), 256, 1e-6, True, 8192, act="gelu_pytorch_tanh", gelu="gelu"
+    )
+    if c.has("hidden_activation") and activation(c, "hidden_activation", "") != spec["activation"]:
+        why = "it differs from hidden_act, which transformers 5.x builds (4.x built hidden_activation)"
+        raise c.refuse("hidden_activation", c.data["hidden_activation"], why)
+    return spec | {"attention_bias": c.flag("attention_bias", False), "norm_plus_one": True, "embed_scale": "sqrt"}
+
+
+def phi3(c: Keys) -> dict[str, Any]:
+    """Phi3ForCausalLM: fused qkv_proj and gate_up_proj (the same tensors), an optional window, partial rotary."""
+    spec = _llama_like(c, c.count("num_key_value_heads", None), None, 1e-5, False, 4096, partial=1.0)
+    return spec | _window(c.nullable_count("sliding_window", None))
+
+
+def phi(c: Keys) -> dict[str, Any]:
+    """PhiForCausalLM: one LayerNorm shared by parallel attention and feedforward, biases, a head with a bias."""
+    d, H = c.count("hidden_size"), c.count("num_attention_heads")
+    G = c.count("num_key_value_heads", None) or H
+    return CAUSAL_PRE | {
+        "N": c.count("num_hidden_layers"), "H": H, "m": c.count("head_dim", None) or whole_heads(c, d, H), "d": d,
+        "r": c.count("intermediate_size"), "V": c.count("vocab_size"), **kv_heads(c, "num_key_value_heads", G, H),
+        "tie_embeddings": c.flag("tie_word_embeddings", False), "head_bias": True,
+        **rope(c, c.count("max_position_embeddings", 2048), fraction=0.5, partial=True),
+        "norm_eps": c.number("layer_norm_eps", 1e-5), "parallel": True, "shared_norm": True,
+        "attention_bias": True, "qk_norm": c.flag("qk_layernorm", False),
+        "activation": activation(c, "hidden_act", "gelu_new"),
+    }  # fmt: skip
+
+
+def gpt_neox(c: Keys) -> dict[str, Any]:
+    """GPTNeoXForCausalLM: two LayerNorms, parallel or not, rotary on 25% of each head unless the file says."""
+    d, H = c.count("hidden_size"), c.count("num_attention_heads")
+    parallel = c.flag("use_parallel_residual", True)
+    rotary = rope(c, c.count("max_position_embeddings", 2048), fraction=0.25, partial=True,
+                  theta_keys=("rotary_emb_base",), fraction_keys=("rotary_pct",))  # fmt: skip
+    return CAUSAL_PRE | {
+        "N": c.count("num_hidden_layers"), "H": H, "m": whole_heads(c, d, H), "d": d, "r": c.count("intermediate_size"),
+        "V": c.count("vocab_size"), "tie_embeddings": c.flag("tie_word_embeddings", False), **rotary,
+        "norm_eps": c.number("layer_norm_eps", 1e-5), "parallel": parallel,
+        "attention_bias": c.flag("attention_bias", True), "activation": activation(c, "hidden_act", "gelu"),
+    }  # fmt: skip
+
+
+def falcon(c: Keys) -> dict[str, Any]:
+    """FalconForCausalLM: multi-query, grouped (new_decoder_architecture) or per-head fused attention; parallel
+    blocks with one or two LayerNorms, or sequential ones. Old files name the sizes n_embed, n_head, n_layer."""
+    if c.flag("alibi", False):
+        raise c.refuse("alibi", True, "tfm has no ALiBi position biases (alibi: false gives rotary positions)")
+    d = c.count("n_embed", None) or c.count("hidden_size")  # n_embed wins, as in FalconConfig
+    H = c.count("num_attention_heads", REQUIRED, "n_head")
+    parallel, shared = _falcon_blocks(c)
+    bias = c.flag("bias", False)
+    return CAUSAL_PRE | {
+        "N": c.count("num_hidden_layers", REQUIRED, "n_layer"), "H": H, "m": whole_heads(c, d, H), "d": d,
+        "r": c.count("ffn_hidden_size", 4 * d), "V": c.count("vocab_size"), **_falcon_kv(c, H),
+        "tie_embeddings": c.flag("tie_word_embeddings", True), **rope(c, c.count("max_position_embeddings", 2048)),
+        "norm_eps": c.number("layer_norm_epsilon", 1e-5), "parallel": parallel, "shared_norm": shared,
+        "attention_bias": bias, "ff_bias": bias, "activation": activation(c, "activation", "gelu"),
+    }  # fmt: skip
+
+
+def _falcon_kv(c: Keys, H: int) -> dict[str, Any]:
+    """G: num_kv_heads with new_decoder_architecture, else 1 (multi_query) or H (FalconAttention.__init__)."""
+    G = c.nullable_count("num_kv_heads", None) or H
+    if c.flag("new_decoder_architecture", False):
+        return kv_heads(c, "num_kv_heads", G, H)
+    if not c.flag("multi_query", True) and G != H:  # the fused tensor holds H keys, the reshape wants G
+        raise c.refuse("num_kv_heads", G, "fewer key/value heads than queries need new_decoder_architecture")
+    return kv_heads(c, "num_kv_heads", 1 if c.flag("multi_query", True) else H, H)
+
+
+def _falcon_blocks(c: Keys) -> tuple[bool, bool]:
+    """(parallel, one shared norm), as FalconDecoderLayer builds and runs them; other settings crash it."""
+    new, parallel = c.flag("new_decoder_architecture", False), c.flag("parallel_attn", True)
+    norms = c.count("num_ln_in_parallel_attn", 2 if new else None)
+    if new and not parallel:
+        raise c.refuse("parallel_attn", False, "transformers' Falcon needs parallel_attn with new_decoder_architecture")
+    if new and norms not in (1, 2):
+        raise c.refuse("num_ln_in_parallel_attn", norms, "transformers' Falcon builds 1 or 2 norms per block")
+    if not new and parallel and norms == 2:
+        raise c.refuse("num_ln_in_parallel_attn", 2, "2 norms need new_decoder_architecture in transformers' Falcon")
+    return parallel, parallel and (norms == 1 or not new)
+
+
+def _window(window: int | None) -> dict[str, Any]:
+    """Query t sees keys t - w + 1 .. t: transformers' mask keeps kv_idx > q_idx - sliding_window, the same w."""
+    return {} if window is None else {"window": window}
+
+
+def _layer_windows(c: Keys, N: int) -> dict[str, Any]:
+    """Qwen2/Qwen3: a window only with use_sliding_window, on layers max_window_layers.. (or as layer_types says)."""
+    window = c.nullable_count("sliding_window", 4096) if c.flag("use_sliding_window", False) else None
+    key, kinds = "layer_types", c.data.get("layer_types")
+    if kinds is None:
+        key, first = "max_window_layers", c.index("max_window_layers", 28)
+        kinds = ["sliding_attention" if window and i >= first else "full_attention" for i in range(N)]
+    elif not isinstance(kinds, list) or len(kinds) != N or not set(kinds) <= {"full_attention", "sliding_attention"}:
+        raise c.fail(key, kinds, f"a list of {N} 'full_attention' or 'sliding_attention'")
+    if len(set(kinds)) > 1:
+        sliding = kinds.index("sliding_attention")
+        why = f"a sliding window on layers {sliding}.. only; tfm's window is in every block"
+        raise c.refuse(key, c.data.get(key, 28), why)
+    if kinds[0] == "sliding_attention" and window is None:
+        raise c.refuse(key, kinds, "sliding layers need use_sliding_window and a sliding_window")
+    return _window(window if kinds[0] == "sliding_attention" else None)
+
+
+FAMILIES = {
+    "gpt2": ("GPT2LMHeadModel", gpt2), "bert": ("BertModel", bert), "llama": ("LlamaForCausalLM", llama),
+    "mistral": ("MistralForCausalLM", mistral), "mixtral": ("MixtralForCausalLM", mixtral),
+    "qwen2": ("Qwen2ForCausalLM", qwen2), "qwen3": ("Qwen3ForCausalLM", qwen3), "gemma": ("GemmaForCausalLM", gemma),
+    "phi": ("PhiForCausalLM", phi), "phi3": ("Phi3ForCausalLM", phi3), "gpt_neox": ("GPTNeoXForCausalLM", gpt_neox),
+    "falcon": ("FalconForCausalLM", falcon),
+}  # fmt: skip
+
+__all__ = ["FAMILIES"]

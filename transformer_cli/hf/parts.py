@@ -1,0 +1,89 @@
+"""What several families read the same way: activations, head sizes, grouped-query heads, rotary positions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .keys import Keys
+
+# transformers' ACT2FN names -> tfm's activations (gelu_new, gelu_fast and gelu_pytorch_tanh are the tanh form)
+ACTIVATIONS = {
+    "gelu": "gelu_exact", "gelu_python": "gelu_exact",
+    "gelu_new": "gelu", "gelu_fast": "gelu", "gelu_pytorch_tanh": "gelu", "gelu_python_tanh": "gelu",
+    "silu": "silu", "swish": "silu", "relu": "relu",
+}  # fmt: skip
+
+ROPE_TYPES = ("default", "llama3")
+
+
+def activation(c: Keys, key: str, default: str, gelu: str = "gelu_exact") -> str:
+    """tfm's activation for transformers' name under `key`; `gelu` is what the plain name means (Gemma: tanh)."""
+    name = c.text(key, default)
+    if name not in ACTIVATIONS:
+        raise c.refuse(key, name, f"tfm implements the activations {', '.join(ACTIVATIONS)}")
+    return gelu if name == "gelu" else ACTIVATIONS[name]
+
+
+def whole_heads(c: Keys, d: int, H: int, d_key: str = "hidden_size", H_key: str = "num_attention_heads") -> int:
+    """m = d / H where transformers derives the head size (it builds d / H heads of d // H)."""
+    if d % H:
+        raise c.fail(H_key, H, f"a divisor of {d_key} = {d} (the head size is {d_key} / {H_key})")
+    return d // H
+
+
+def kv_heads(c: Keys, key: str, G: int, H: int) -> dict[str, Any]:
+    """G key/value heads, each serving H / G query heads; no key when G = H."""
+    if H % G:
+        raise c.fail(key, G, f"a divisor of num_attention_heads = {H} (each key/value head serves H / G heads)")
+    return {} if G == H else {"G": G}
+
+
+def rope(
+    c: Keys,
+    max_positions: int,
+    theta: float = 10000.0,
+    fraction: float = 1.0,
+    partial: bool = False,
+    theta_keys: tuple[str, ...] = ("rope_theta",),
+    fraction_keys: tuple[str, ...] = ("partial_rotary_factor",),
+) -> dict[str, Any]:
+    """Rotary positions as transformers 5.x reads them: 4.x's rope_scaling, else 5.x's rope_parameters, whose
+    values win over the top-level keys (`theta_keys`, `fraction_keys`), which win over the family's defaults.
+
+    `partial`: the family's attention rotates part of each head (Phi, Phi-3, GPT-NeoX); the others rotate all.
+    """
+    p = c.nested("rope_scaling") or c.nested("rope_parameters") or Keys({}, c.source, "rope_parameters.")
+    for key, value in p.data.items():
+        if isinstance(value, dict):  # 5.x's per-layer-type parameters (Gemma 3 and the like)
+            raise p.refuse(key, value, "rotary parameters per layer type; tfm's rope is the same in every block")
+    type_key = "rope_type" if p.has("rope_type") else "type"
+    kind = p.text(type_key, "default")
+    if kind not in ROPE_TYPES:
+        raise p.refuse(type_key, kind, f"tfm implements the rope types {', '.join(ROPE_TYPES)}")
+    out: dict[str, Any] = {"positional": "rope"}
+    out["rope_theta"] = p.number("rope_theta", None) or c.number(theta_keys[0], theta, *theta_keys[1:])
+    share = p.fraction("partial_rotary_factor", None) or c.fraction(fraction_keys[0], fraction, *fraction_keys[1:])
+    if share != 1 and not partial:
+        where = (p, "partial_rotary_factor") if p.has("partial_rotary_factor") else (c, fraction_keys[0])
+        raise where[0].refuse(where[1], share, "this family's attention in transformers rotates whole heads")
+    if share != 1:
+        out["rope_fraction"] = share
+    if kind == "llama3":
+        out |= _llama3(c, p, max_positions)
+    return out
+
+
+def _llama3(c: Keys, p: Keys, max_positions: int) -> dict[str, Any]:
+    """Llama 3.1's frequency bands; L is the top-level original_max_position_embeddings if the file has one
+    (transformers 5.x gives it priority), else the rope parameters', else max_position_embeddings."""
+    L = c.count("original_max_position_embeddings", None) or p.count("original_max_position_embeddings", max_positions)
+    return {
+        "rope_scaling": "llama3",
+        "rope_factor": p.number("factor"),
+        "rope_low_freq_factor": p.number("low_freq_factor"),
+        "rope_high_freq_factor": p.number("high_freq_factor"),
+        "rope_original_max_len": L,
+    }
+
+
+__all__ = ["ACTIVATIONS", "ROPE_TYPES", "activation", "kv_heads", "rope", "whole_heads"]
