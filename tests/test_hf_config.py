@@ -271,7 +271,7 @@ def test_bad_config_is_one_line_naming_file_and_key(case, tmp_path):
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda p: p.mkdir(), "no config.json in this folder"),
+        (lambda p: p.mkdir(), "is a directory with no config.json in it"),
         (lambda p: _write(p, "").joinpath("config.json").write_bytes(b'{"model_type": "\xff"}'), "is not UTF-8"),
         (lambda p: _write(p, "[" * 200_000 + "]" * 200_000), "not a JSON config this reader accepts"),
         (lambda p: _write(p, " " * (5 << 20)), "expected a Hugging Face config.json of at most"),

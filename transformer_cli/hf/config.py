@@ -32,7 +32,10 @@ def read_config(path: str | Path) -> dict[str, Any]:
     """The JSON object of a config.json, read within MAX_CONFIG_BYTES from a regular file."""
     path = Path(path)
     if not path.exists() and path.parent.is_dir() and path.name == "config.json":
-        raise SpecError(f"{path.parent}: no config.json in this folder")
+        raise SpecError(
+            f"{path.parent}: is a directory with no config.json in it, expected a YAML spec file or a Hugging Face "
+            "model folder (config.json and safetensors)"
+        )
     raw = read_bounded(path, MAX_CONFIG_BYTES, "a Hugging Face config.json", SpecError)
     try:
         data = json.loads(raw.decode("utf-8-sig"))
