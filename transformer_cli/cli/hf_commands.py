@@ -36,7 +36,7 @@ def spec(
         print_json(spec_json(spec_) | {"source": source})
         return
     text = yaml.safe_dump(spec_.to_dict(), sort_keys=False, allow_unicode=False)
-    print(f"# tfm spec of {source} (tfm spec {source})\n{text}", end="")
+    print(f"# the tfm spec of the Hugging Face model {source}\n{text}", end="")
 
 
 @app.command()
