@@ -58,3 +58,17 @@ def test_the_readme_table_shows_tfms_count_and_the_peers_measured_figures(path):
         figures = _figures(cells[column])
         assert (figures[:1] or [None]) == [PEERS[spec.name][peer]], (peer, cells[column])
     assert peers["published"] == PUBLISHED[spec.name]["parameters"]
+
+
+def test_the_readme_table_of_hugging_face_configs_is_tfms_count_of_each_and_the_published_figure():
+    from transformer_cli.hf.config import spec_from_config
+
+    rows = [line for line in README.read_text().splitlines() if line.startswith("| `examples/hf/")]
+    assert len(rows) == 20
+    for row in rows:
+        folder = row.split("`")[1]
+        count = count_params(spec_from_config(Path(__file__).parent.parent / folder))
+        figures = _figures(row.split("|")[4])
+        published = PUBLISHED[Path(folder).name]
+        assert figures[0] == count.total == published["parameters"], folder
+        assert figures[1:] == ([count.active] if count.active != count.total else []), folder
