@@ -9,6 +9,7 @@ tfm's own conversion back to a folder are loaded by transformers.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -189,3 +190,20 @@ def test_tfm_converts_a_folder_and_back_and_transformers_loads_it(tmp_path):
     before, after = model.state_dict(), again.state_dict()
     assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
     assert relative(theirs(exact(again), IDS), theirs(exact(model), IDS)) < TOL
+
+
+@pytest.mark.parametrize("name", ["mistral", "bert", "mixtral", "gpt_neox"])
+def test_tfm_verify_and_attention_take_a_folder_and_its_weights(tmp_path, name):
+    """The properties as theory predicts for the real architecture, on the checkpoint's own weights."""
+    from typer.testing import CliRunner
+
+    from transformer_cli.cli import app
+
+    build(name).save_pretrained(tmp_path / "m")
+    runner = CliRunner()
+    result = runner.invoke(app, ["verify", str(tmp_path / "m"), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["weights"] == str(tmp_path / "m")  # the checkpoint, not seeded weights
+    np.save(tmp_path / "ids.npy", IDS[0])
+    assert runner.invoke(app, ["attention", str(tmp_path / "m"), "--input", str(tmp_path / "ids.npy")]).exit_code == 0
