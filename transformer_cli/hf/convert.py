@@ -172,8 +172,7 @@ def to_hugging_face(
 
         own = spec_from_mapping(config_to_spec_mapping(config, f"{path}: metadata 'hf_config'"), str(path))
     if own.model_keys() != spec.model_keys():
-        mine, theirs = spec.model_keys(), own.model_keys()
-        differ = sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
+        differ = spec.differing_keys(own)
         raise SpecError(f"{config_path or path}: the config is another model ({', '.join(differ)} differ)")
     weights = load_weights(path, spec)
     if dtype is None:

@@ -186,8 +186,7 @@ def folder_weights(folder: Path, spec: Spec) -> CheckpointWeights:
 
     own = spec_from_config(folder)
     if own.model_keys() != spec.model_keys():
-        mine, theirs = spec.model_keys(), own.model_keys()
-        differ = sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
+        differ = spec.differing_keys(own)
         raise ArrayError(f"{folder}: its config.json is another model ({', '.join(differ)} differ from '{spec.label}')")
     return checkpoint_weights(folder, spec, read_config(config_path(folder)))
 

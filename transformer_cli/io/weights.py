@@ -134,8 +134,7 @@ def load_weights(path: str | Path, spec: Spec) -> Weights:
         layout, metadata = safetensors_io.peek(path)
         stored = _stored(metadata, path)
         if stored is not None and stored.model_keys() != spec.model_keys():
-            mine, theirs = spec.model_keys(), stored.model_keys()
-            differ = sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
+            differ = spec.differing_keys(stored)
             raise ArrayError(f"{path}: written for another spec ({', '.join(differ)} differ from '{spec.label}')")
         check_layout(layout, spec, str(path))
         weights = safetensors_io.load(path)

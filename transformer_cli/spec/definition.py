@@ -194,6 +194,11 @@ class Spec:
         keys = {k: v for k, v in self.to_dict().items() if k not in ("name", "description")}
         return keys | {"scale": self.score_scale, "G": self.kv_heads}
 
+    def differing_keys(self, other: Spec) -> list[str]:
+        """The model keys on which two specs differ (labels aside), sorted: [] for the same model."""
+        mine, theirs = self.model_keys(), other.model_keys()
+        return sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
+
     def to_dict(self) -> dict[str, Any]:
         """The spec as the mapping a YAML file would hold (optional keys only where set)."""
         out: dict[str, Any] = {k: getattr(self, k) for k in REQUIRED}
