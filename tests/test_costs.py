@@ -110,7 +110,7 @@ def test_the_scores_row_is_the_pure_product_and_the_scale_has_its_own_row():
     for spec in (scaled, unscaled):
         flops = forward_flops(spec, 1, 10)
         assert flops["scores K^T Q"] == flops["weights x V"] == 2 * 3 * 100 * 2 * 8
-    assert forward_flops(scaled, 1, 10)["score scaling"] == 2 * 3 * 100
+    assert forward_flops(scaled, 1, 10)["score scaling"] == 2 * 3 * 8 * 10  # the m x n queries, not the n^2 scores
     assert forward_flops(unscaled, 1, 10)["score scaling"] == 0
 
 

@@ -176,8 +176,7 @@ def test_score_variance_matches_m_times_scale_squared(scale):
 
 
 def test_scaling_catches_a_model_whose_attention_ignores_the_scale(monkeypatch):
-    real = model_module.scores  # the score function the model's own attention path calls
-    monkeypatch.setattr(model_module, "scores", lambda Q, K, scale: real(Q, K, 1.0))
+    monkeypatch.setattr(model_module, "scaled_queries", lambda Q, scale: Q)  # the model's own attention path
     result = check_scaling(setup_for(Spec(N=2, H=2, m=16, d=8, r=4, scale="sqrt")))
     assert result.exit_code == ExitCode.VIOLATED
     assert all(row[-1] == "OUTSIDE band" for row in result.rows)  # the unit-variance row and every block's projections

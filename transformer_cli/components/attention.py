@@ -55,7 +55,7 @@ class MultiHeadAttention(Component):
         return {
             "Q/K/V projections": N * (2 * (H + 2 * G) * m * d + bias * (H + 2 * G) * m) * tokens,
             "scores K^T Q": per_head * 2 * m,
-            "score scaling": per_head if self.spec.score_scale != 1.0 else 0,
+            "score scaling": N * H * m * tokens if self.spec.score_scale != 1.0 else 0,  # on the queries, once
             "softmax": per_head * SOFTMAX_PER_SCORE,
             "weights x V": per_head * 2 * m,
             "output projection": N * (2 * d * H * m + out_bias * d) * tokens,

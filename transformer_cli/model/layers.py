@@ -144,6 +144,12 @@ def window_mask(q0: int, q1: int, k0: int, k1: int, w: int) -> Array:
     return np.where((lag >= 0) & (lag < w), 0.0, -np.inf)
 
 
+def scaled_queries(Q: Array, scale: float) -> Array:
+    """scale * Q, new, in Q's dtype (Q itself for a scale of 1): scaling the (m, n) queries once costs n/m times
+    less than scaling the (n, n) scores, and gives the same scaled scores."""
+    return Q * Q.dtype.type(scale) if scale != 1.0 else Q
+
+
 def scores(Q: Array, K: Array, scale: float) -> Array:
     """Transposed attention scores scale * Q^T K: (b, H, m, n_q), (b, H, m, n_k) -> (b, H, n_q, n_k)."""
     P = np.matmul(Q.swapaxes(-1, -2), K)

@@ -28,6 +28,7 @@ from .layers import (
     causal_mask,
     linear,
     rotate_,
+    scaled_queries,
     scores,
     sinusoidal_positions,
     softmax_rows_,
@@ -206,30 +207,33 @@ class Transformer:
         into = heads.transpose(2, 0, 1, 3)  # (b, H, m, n_q) view
         A = np.zeros((b, H, n_q, n_k), dtype=self.dtype) if weights_out is not None else None
         S = np.zeros((b, H, n_q, n_k), dtype=self.dtype) if scores_out is not None else None
-        step = chunk_size(H, n_q, n_k, self.dtype.itemsize, self.chunk_bytes)
-        for i in range(b):  # one sequence at a time: its scores stay in cache, and memory stays O(n)
-            for q0 in range(0, n_q, step):
+        Q = scaled_queries(Q, self.spec.score_scale)
+        step = chunk_size(H, n_q, n_k, self.dtype.itemsize, self.chunk_bytes, causal)
+        for q0 in range(0, n_q, step):
+            q1 = min(q0 + step, n_q)
+            k1 = q1 if causal else n_k  # keys after the chunk's last query are all masked
+            k0 = max(0, q0 - window + 1) if causal and window else 0  # and those before its first window
+            mask = None  # the same for every sequence of the batch
+            if causal:
+                mask = (window_mask(q0, q1, k0, k1, window) if window else causal_mask(q0, q1, k1)).astype(self.dtype)
+            for i in range(b):  # one sequence at a time: its scores stay in cache, and memory stays O(n)
                 check_stop(stop)
-                q1 = min(q0 + step, n_q)
-                k1 = q1 if causal else n_k  # keys after the chunk's last query are all masked
-                k0 = max(0, q0 - window + 1) if causal and window else 0  # and those before its first window
                 if G == H:
-                    P = scores(Q[i, ..., q0:q1], K[i, ..., k0:k1], self.spec.score_scale)  # (H, q1 - q0, k1 - k0)
+                    P = scores(Q[i, ..., q0:q1], K[i, ..., k0:k1], 1.0)  # (H, q1 - q0, k1 - k0)
                 else:  # (G, H/G, m, c) against (G, 1, m, k): each key/value head serves its group by broadcasting
                     Qg, Kg = Q[i, ..., q0:q1].reshape(*group, m, q1 - q0), K[i, :, None, :, k0:k1]
-                    P = scores(Qg, Kg, self.spec.score_scale).reshape(H, q1 - q0, k1 - k0)
+                    P = scores(Qg, Kg, 1.0).reshape(H, q1 - q0, k1 - k0)
                 if S is not None:
                     S[i, :, q0:q1, k0:k1] = P
-                if causal and window:
-                    P += window_mask(q0, q1, k0, k1, window).astype(self.dtype)
-                elif causal:
-                    P += causal_mask(q0, q1, k1).astype(self.dtype)
+                if mask is not None:
+                    P += mask
                 softmax_rows_(P)
                 if G == H:
                     np.matmul(V[i, ..., k0:k1], P.swapaxes(-1, -2), out=into[i, ..., q0:q1])
                 else:
                     Pg = P.reshape(*group, q1 - q0, k1 - k0).swapaxes(-1, -2)  # (G, H/G, k, c)
-                    into[i, ..., q0:q1] = np.matmul(V[i, :, None, :, k0:k1], Pg).reshape(H, m, q1 - q0)
+                    out = into[i, ..., q0:q1].reshape(*group, m, q1 - q0)  # a view: splitting an axis never copies
+                    np.matmul(V[i, :, None, :, k0:k1], Pg, out=out)
                 if A is not None:
                     A[i, :, q0:q1, k0:k1] = P
         if weights_out is not None:
