@@ -123,7 +123,7 @@ def test_memory_estimate_bounds_the_measured_peak():
         X = np.random.default_rng(0).normal(size=(b, spec.d, n))
         tracemalloc.start()
         Transformer(spec, init_weights(spec), dtype)(X)
-        peak = tracemalloc.get_traced_memory()[1]
+        peak = tracemalloc.get_traced_memory()[1] + X.nbytes  # the input as read: the estimate counts it too
         tracemalloc.stop()
         estimate = estimate_forward(spec, b, n, dtype).total
         assert peak <= estimate <= 2 * peak, (spec, peak, estimate)

@@ -103,7 +103,11 @@ def estimate_forward(
     threads = max(1, min(cores() if workers is None else workers, b))
     chunks = -(-b // threads) * (-(-n // c) if c else 0)  # chunks of scores each thread computes in turn
     held = 2 if chunks > 1 else 1  # a chunk's scores are still held while the next one is computed
-    mask = c * n * (9 + s) if spec.mask == "causal" else 0  # a chunk's mask: bool, float64 -inf, its cast
+    chunk = H * c * n * s  # one chunk of scores
+    # a chunk's mask is made (bool, float64 -inf, its cast: 9 + s bytes an entry) while the last chunk's scores are
+    # still held, and kept (s bytes an entry) while the chunk's scores are computed
+    made, kept = (c * n * (9 + s), c * n * s) if spec.mask == "causal" else (0, 0)
+    scores = max((held - 1) * chunk + made, held * chunk + kept)
     stacked = 4 * H * m * d * spec.N  # in float64 the model stacks copies of W_Q, W_K, W_V, W_O only
     return MemoryEstimate(
         weights=s * params,
@@ -111,7 +115,7 @@ def estimate_forward(
         # output (or a float64 mean square between blocks); positions are made in float64
         activations=7 * b * d * n * s + 3 * d * n * 8 + 2 * (spec.V or 0) * b * n * s,  # + logits, twice
         attention=MultiHeadAttention(spec).held_per_token() * b * n * s
-        + threads * (held * H * c * n * s + mask),  # Q, K, V, heads; chunks
+        + threads * scores,  # Q, K, V, heads; each thread's chunks
         feedforward=feedforward(spec).held_per_token() * b * n * s,
         loaded=8 * (params if s != 8 else stacked),  # the float64 weights as loaded, beside the model's copies
         input=(8 - s) * b * d * n,  # the input is read as float64
