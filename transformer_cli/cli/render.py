@@ -81,6 +81,16 @@ def count_table(count: ParamCount, source: str) -> Table:
     table.add_row("per block (closed form)", " + ".join(t.formula for t in count.terms if t.scope == "block"),
                   fmt(count.closed_per_block), "seed property (b)")  # fmt: skip
     table.add_row(f"x {spec.N} blocks", "", fmt(spec.N * count.per_block), "")
+    if count.encoder:  # an encoder-decoder's encoder blocks
+        table.add_section()
+        table.add_row(f"encoder blocks (j = 0 .. {spec.N_enc - 1})", "", "", "")
+        for t in count.encoder:
+            table.add_row(t.name.replace("encoder.0.", "encoder.j."), fmt(t.shape), fmt(t.count), t.component)
+        table.add_row("per encoder block (from shapes)", "", fmt(count.per_encoder_block), "")
+        table.add_row("per encoder block (closed form)",
+                      " + ".join(t.formula for t in count.terms if t.scope == "encoder block"),
+                      fmt(count.closed_per_encoder_block), "")  # fmt: skip
+        table.add_row(f"x {spec.N_enc} encoder blocks", "", fmt(spec.N_enc * count.per_encoder_block), "")
     if count.model:
         table.add_section()
         for t in count.model:

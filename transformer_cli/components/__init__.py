@@ -6,10 +6,12 @@ feedforward, residuals, norms), then the input's (embedding, positions) and the 
 
 from __future__ import annotations
 
+from ..errors import SpecError
 from ..spec.definition import Spec
 from .attention import MultiHeadAttention
 from .base import Component, Pairs, Tensor, Term
 from .embedding import embedding, head, pooler
+from .encoder import decoder_extras, encoder_block_components, encoder_model_components
 from .experts import Experts
 from .feedforward import FEEDFORWARDS, Residuals
 from .norm import block_norm, final_norm
@@ -26,6 +28,7 @@ def components(spec: Spec) -> list[Component]:
     """Every component of `spec`: the block's, then the input's and the output's."""
     return [
         MultiHeadAttention(spec),
+        *decoder_extras(spec),
         feedforward(spec),
         Residuals(spec),
         block_norm(spec),
@@ -47,6 +50,16 @@ def model_components(spec: Spec) -> list[Component]:
     return sorted(outside, key=lambda c: c.where != "input")
 
 
+def check_runnable(spec: Spec) -> None:
+    """Refuse, in one line, a spec whose forward pass tfm does not compute yet (it counts every spec)."""
+    missing = "an encoder (N_enc)" if spec.N_enc else "relative position bias" if spec.positional == "relative" else ""
+    if missing:
+        raise SpecError(
+            f"{spec.label}: tfm counts models with {missing} (tfm count, init, schema) but does not run them yet: "
+            "the forward pass, verify, FLOPs and memory of encoder-decoders and of T5's positions come next"
+        )
+
+
 def is_causal(spec: Spec) -> bool:
     """Whether some component makes column t independent of the columns after it (theory for verify)."""
     return any(c.causal() for c in components(spec))
@@ -64,7 +77,10 @@ __all__ = [
     "Tensor",
     "Term",
     "block_components",
+    "check_runnable",
     "components",
+    "encoder_block_components",
+    "encoder_model_components",
     "is_causal",
     "model_components",
     "reach",

@@ -94,7 +94,7 @@ class FinalNorm(Component):
         self.kind = norm_kind(spec)
 
     def tensors(self, prefix: str) -> list[Tensor]:
-        return [Tensor(f"final_norm.{g}", (self.spec.d,), "final norm") for g in self.kind.params]
+        return [Tensor(prefix + f"final_norm.{g}", (self.spec.d,), "final norm") for g in self.kind.params]
 
     def terms(self) -> list[Term]:
         k = len(self.kind.params)

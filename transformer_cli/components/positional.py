@@ -34,13 +34,19 @@ class Sinusoidal(Component):
 
 
 class Learned(Sinusoidal):
-    """A learned (d, max_len) matrix P, its first n columns added to X."""
+    """A learned (d, max_len) matrix P, its first n columns added to X; with position_offset, (d, offset +
+    max_len) with position t in column offset + t (BART's table keeps 2 unused columns first)."""
+
+    @property
+    def columns(self) -> int:
+        return (self.spec.max_len or 0) + (self.spec.position_offset or 0)
 
     def tensors(self, prefix: str) -> list[Tensor]:
-        return [Tensor("positional.P", (self.spec.d, self.spec.max_len or 0), "positional")]
+        return [Tensor(prefix + "positional.P", (self.spec.d, self.columns), "positional")]
 
     def terms(self) -> list[Term]:
-        return [Term("d*max_len", self.spec.d * (self.spec.max_len or 0), "model")]
+        symbols = "d*(max_len + offset)" if self.spec.position_offset else "d*max_len"
+        return [Term(symbols, self.spec.d * self.columns, "model")]
 
     def breaks_equivariance(self) -> str | None:
         return "learned positional encoding"
@@ -79,4 +85,26 @@ class Rotary(Component):
         return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
 
 
-POSITIONALS = {"none": NoPositions, "sinusoidal": Sinusoidal, "learned": Learned, "rope": Rotary}
+class Relative(Component):
+    """T5's relative position bias: a learned (rel_buckets, H) table; the score of query t and key s in head h gets
+    table[bucket(s - t), h] added. Buckets: exact for small distances, logarithmic up to rel_max_distance, both
+    signs apart when unmasked (an encoder), only s <= t with a causal mask. One table per stack, shared by its
+    blocks. It depends on s - t only: relative, and it tells positions apart."""
+
+    where = "input"
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        return [Tensor(prefix + "positional.rel_bias", (self.spec.rel_buckets, self.spec.H), "positional")]
+
+    def terms(self) -> list[Term]:
+        return [Term("buckets*H", self.spec.rel_buckets * self.spec.H, "model")]
+
+    def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        return {"relative position bias": self.spec.N * self.spec.H * pairs.count}  # one add per score
+
+    def breaks_equivariance(self) -> str | None:
+        return "relative position bias"
+
+
+POSITIONALS = {"none": NoPositions, "sinusoidal": Sinusoidal, "learned": Learned, "rope": Rotary,
+               "relative": Relative}  # fmt: skip

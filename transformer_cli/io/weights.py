@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..analysis.memory import MemoryEstimate
-from ..analysis.params import Tensor, all_tensors, block_tensors, count_params, global_tensors
+from ..analysis.params import Tensor, all_tensors, block_tensors, count_params, encoder_tensors, global_tensors
 from ..errors import ArrayError, SpecError
 from ..spec.definition import Spec, spec_from_mapping
 from ..text import shown
@@ -48,6 +48,8 @@ def _init_std(spec: Spec, tensor: Tensor) -> float:
 
 def iter_tensors(spec: Spec) -> Iterator[Tensor]:
     """Every parameter tensor in weights-file order, made one at a time (N may be 10**6)."""
+    for j in range(spec.N_enc or 0):
+        yield from encoder_tensors(spec, j)
     for i in range(spec.N):
         yield from block_tensors(spec, i)
     yield from global_tensors(spec)
@@ -203,7 +205,8 @@ def save_weights(path: str | Path, weights: Weights, spec: Spec | None = None, o
 
 
 def _tensor_count(spec: Spec) -> int:
-    return spec.N * len(block_tensors(spec, 0)) + len(global_tensors(spec))
+    encoder = (spec.N_enc or 0) * len(encoder_tensors(spec, 0)) if spec.N_enc else 0
+    return spec.N * len(block_tensors(spec, 0)) + encoder + len(global_tensors(spec))
 
 
 def write_init(path: str | Path, spec: Spec, seed: int = 0, overwrite: bool = True) -> tuple[int, int]:
@@ -222,7 +225,8 @@ def write_init(path: str | Path, spec: Spec, seed: int = 0, overwrite: bool = Tr
 
 def init_memory(spec: Spec, path: str | Path) -> MemoryEstimate:
     """What write_init holds at once: the largest tensor, NumPy's write chunk, and zipfile's per-member records."""
-    shapes = [t.shape for t in block_tensors(spec, 0) + global_tensors(spec)]
+    encoder = encoder_tensors(spec, 0) if spec.N_enc else []
+    shapes = [t.shape for t in block_tensors(spec, 0) + encoder + global_tensors(spec)]
     largest = 8 * max(math.prod(shape) for shape in shapes)
     tensors = _tensor_count(spec)
     if weights_format(Path(path)) == ".npz":

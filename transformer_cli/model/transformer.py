@@ -17,7 +17,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ..analysis.memory import CHUNK_BYTES, chunk_size
-from ..components import feedforward
+from ..components import check_runnable, feedforward
 from ..components.embedding import embedding
 from ..components.norm import block_norm, norm_kind
 from ..components.positional import Rotary
@@ -111,6 +111,7 @@ class Transformer:
         chunk_bytes: int = CHUNK_BYTES,
         workers: int | None = None,
     ):
+        check_runnable(spec)
         self.spec = spec
         self.dtype = np.dtype(dtype)
         self.chunk_bytes = chunk_bytes
@@ -145,7 +146,8 @@ class Transformer:
         if self.spec.positional == "sinusoidal":
             return sinusoidal_positions(self.spec.d, start + n)[:, start:].astype(self.dtype)
         if self.spec.positional == "learned":
-            return self.P[:, start : start + n]
+            offset = start + (self.spec.position_offset or 0)  # BART's table keeps its first columns unused
+            return self.P[:, offset : offset + n]
         return None
 
     def qkv(self, blk: Block, X: Array) -> tuple[Array, Array, Array]:
@@ -291,6 +293,8 @@ class Transformer:
             X = self.norm.apply(X, self.final_norm)
         if self.W_head is None:
             return X
+        if self.spec.head_scale == "sqrt":  # T5's tied head reads the columns scaled by d^-1/2
+            X = X * self.dtype.type(self.spec.d**-0.5)
         logits = linear(self.W_head, X)
         if self.b_head is not None:
             logits += self.b_head

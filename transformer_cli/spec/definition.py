@@ -22,7 +22,7 @@ MAX_SPEC_BYTES = 1 << 20  # a spec is a dozen lines; anything over 1 MiB is not 
 
 SCALES = ("none", "sqrt")
 MASKS = ("none", "causal")
-POSITIONALS = ("none", "sinusoidal", "learned", "rope")
+POSITIONALS = ("none", "sinusoidal", "learned", "rope", "relative")
 ROPE_PAIRINGS = ("half", "interleaved")
 ROPE_SCALINGS = ("none", "llama3")
 NORMS = ("none", "pre", "post")
@@ -52,7 +52,12 @@ class Spec:
     mask: str = field(default="none", metadata=_key("choice", "attention mask", MASKS))
     positional: str = field(
         default="none",
-        metadata=_key("choice", "positions: added to X (sinusoidal, learned) or rotating Q and K (rope)", POSITIONALS),
+        metadata=_key(
+            "choice",
+            "positions: added to X (sinusoidal, learned), rotating Q and K (rope), or a learned bias per head on "
+            "the scores of each distance bucket (relative: T5)",
+            POSITIONALS,
+        ),
     )
     max_len: int | None = field(default=None, metadata=_key("posint", "longest sequence (learned positions only)"))
     rope_theta: float = field(default=10000.0, metadata=_key("posfloat", "rotary base: pair j turns t theta^(-2j/rot)"))
@@ -144,6 +149,30 @@ class Spec:
         default=None,
         metadata=_key("posint", "key/value heads, each shared by H/G query heads (grouped-query; 1: multi-query)"),
     )
+    N_enc: int | None = field(
+        default=None,
+        metadata=_key(
+            "posint",
+            "encoder blocks: an encoder-decoder, whose N blocks are the decoder's (masked self-attention, "
+            "cross-attention to the encoder's output, feedforward)",
+        ),
+    )
+    cross_H: int | None = field(default=None, metadata=_key("posint", "cross-attention heads [default: H]; with N_enc"))
+    cross_m: int | None = field(default=None, metadata=_key("posint", "cross-attention head size [default: m]"))
+    cross_bias: bool | None = field(
+        default=None, metadata=_key("bool", "cross-attention biases [default: attention_bias]; with N_enc")
+    )
+    rel_buckets: int = field(default=32, metadata=_key("posint", "relative: distance buckets of the bias table"))
+    rel_max_distance: int = field(
+        default=128, metadata=_key("posint", "relative: distances from this one on share the last bucket")
+    )
+    position_offset: int | None = field(
+        default=None, metadata=_key("posint", "learned: position t reads column t + offset of P (BART: 2)")
+    )
+    head_scale: str = field(
+        default="none",
+        metadata=_key("choice", "the final columns times d^-1/2 before the head (T5, tied); with V", ("none", "sqrt")),
+    )
 
     @property
     def score_scale(self) -> float:
@@ -158,6 +187,18 @@ class Spec:
     def has_out_bias(self) -> bool:
         """b_O: out_bias if the spec sets it, else attention_bias."""
         return self.attention_bias if self.out_bias is None else self.out_bias
+
+    @property
+    def cross_heads(self) -> int:
+        return self.cross_H or self.H
+
+    @property
+    def cross_size(self) -> int:
+        return self.cross_m or self.m
+
+    @property
+    def has_cross_bias(self) -> bool:
+        return self.attention_bias if self.cross_bias is None else self.cross_bias
 
     @property
     def kv_heads(self) -> int:
@@ -222,6 +263,9 @@ DEPENDENT = {
     "max_len": ("positional", ("learned",), True),
     **{key: ("positional", ("rope",), False) for key in ROPE_KEYS},
     **{key: ("rope_scaling", ("llama3",), False) for key in LLAMA3_KEYS},
+    "rel_buckets": ("positional", ("relative",), False),
+    "rel_max_distance": ("positional", ("relative",), False),
+    "position_offset": ("positional", ("learned",), False),
     "norm_eps": ("norm", ("pre", "post"), False),
     "norm_type": ("norm", ("pre", "post"), False),
 }
@@ -383,7 +427,13 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "shared_norm", data["shared_norm"], "no shared_norm unless parallel is true")
     if spec.V and not spec.head and (spec.tie_embeddings or spec.head_bias):
         raise _fail(source, "head", False, "a head for tie_embeddings or head_bias")
-    for key in ("tie_embeddings", "head_bias", "embed_scale", "head", "type_vocab", "embed_norm", "pooler"):
+    for key in ("cross_H", "cross_m", "cross_bias"):
+        if key in data and spec.N_enc is None:
+            raise _fail(source, key, data[key], f"no {key} unless the spec has an encoder (N_enc)")
+    if spec.N_enc is not None:
+        _check_encoder_decoder(spec, data, source)
+    for key in ("tie_embeddings", "head_bias", "embed_scale", "head", "type_vocab", "embed_norm", "pooler",
+                "head_scale"):  # fmt: skip
         if key in data and spec.V is None:
             raise _fail(source, key, data[key], f"no {key} unless the spec has a vocabulary V")
     if spec.H % spec.kv_heads:
@@ -396,6 +446,17 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
             raise _fail(source, key, data[key], f"no {key} unless {other} is {' or '.join(values)}")
     if spec.positional == "rope":
         _check_rope(spec, source)
+    if spec.positional == "relative" and spec.rel_max_distance <= spec.rel_buckets // 2:
+        raise _fail(source, "rel_max_distance", spec.rel_max_distance, "more than rel_buckets / 2 (the exact buckets)")
+
+
+def _check_encoder_decoder(spec: Spec, data: dict[str, Any], source: str) -> None:
+    """An encoder-decoder's decoder masks its self-attention; the features tfm has for one stack only are refused."""
+    if spec.mask != "causal":
+        raise _fail(source, "N_enc", spec.N_enc, "mask: causal with an encoder (the decoder's self-attention)")
+    for key in ("parallel", "E", "window", "type_vocab", "pooler"):
+        if key in data and data[key] not in (None, False):
+            raise _fail(source, key, data[key], f"no {key} in an encoder-decoder (N_enc)")
 
 
 def _check_rope(spec: Spec, source: str) -> None:

@@ -1,0 +1,112 @@
+"""The encoder-decoder of seed 001: a second stack, the encoder, and the decoder block's cross-attention.
+
+An encoder-decoder spec (N_enc set) keeps its N blocks for the decoder, the stack that makes the output, so
+their names and everything outside them stay as in a decoder-only spec. Each decoder block gains a
+cross-attention sublayer (`blocks.{i}.cross.*`: queries from the decoder, keys and values from the encoder's
+output; cross_H heads of size cross_m) and its norm (`cross_norm`). The N_enc encoder blocks are blocks of the
+same kinds with an unmasked self-attention, named `encoder.{i}.*`; what the encoder has outside its blocks
+(positions, a norm of its embedded columns, pre-norm's final norm) is named with the prefix `encoder_`. The
+token embedding E is one matrix shared by both stacks, as in T5, BART and the original Transformer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..spec.definition import Spec
+from .base import Component, Pairs, Tensor, Term
+from .norm import block_norm, final_norm, norm_kind
+
+
+def encoder_spec(spec: Spec) -> Spec:
+    """The encoder stack as a spec of its own: N_enc blocks of unmasked self-attention, no vocabulary or head."""
+    return replace(spec, N=spec.N_enc, mask="none", N_enc=None, V=None, tie_embeddings=False, head_bias=False,
+                   head=True, embed_scale="none", head_scale="none", cross_H=None, cross_m=None,
+                   cross_bias=None)  # fmt: skip
+
+
+class CrossAttention(Component):
+    """Queries from the decoder's columns, keys and values from the encoder's output: W_Q, W_K, W_V
+    (cross_H, cross_m, d), W_O (cross_H, d, cross_m), and biases with cross_bias. No positions, no mask."""
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        H, m, d = self.spec.cross_heads, self.spec.cross_size, self.spec.d
+        p = prefix + "cross."
+        out = [Tensor(p + w, (H, m, d), "cross-attention") for w in ("W_Q", "W_K", "W_V")]
+        out.append(Tensor(p + "W_O", (H, d, m), "cross-attention"))
+        if self.spec.has_cross_bias:
+            out += [Tensor(p + b, (H, m), "cross-attention bias") for b in ("b_Q", "b_K", "b_V")]
+            out.append(Tensor(p + "b_O", (d,), "cross-attention bias"))
+        return out
+
+    def terms(self) -> list[Term]:
+        H, m, d = self.spec.cross_heads, self.spec.cross_size, self.spec.d
+        symbols = "4Hmd" if (H, m) == (self.spec.H, self.spec.m) else "4 H_c m_c d"
+        out = [Term(symbols + " (cross)", 4 * H * m * d, "block")]
+        if self.spec.has_cross_bias:
+            out.append(Term("3 H_c m_c + d (cross)", 3 * H * m + d, "block"))
+        return out
+
+
+class CrossNorm(Component):
+    """The norm of the cross-attention sublayer (before it with pre-norm, after its residual with post-norm)."""
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        if self.spec.norm == "none":
+            return []
+        kind = norm_kind(self.spec)
+        return [Tensor(prefix + f"cross_norm.{g}", (self.spec.d,), kind.label) for g in kind.params]
+
+    def terms(self) -> list[Term]:
+        if self.spec.norm == "none":
+            return []
+        k = len(norm_kind(self.spec).params)
+        return [Term(f"{k}d (cross norm)" if k > 1 else "d (cross norm)", k * self.spec.d, "block")]
+
+
+class EmbeddingNorm(Component):
+    """The encoder's own norm of its embedded columns (BART: layernorm_embedding in each stack)."""
+
+    where = "input"
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        kind = norm_kind(self.spec)
+        return [Tensor(prefix + f"embedding.norm.{g}", (self.spec.d,), "embedding") for g in kind.params]
+
+    def terms(self) -> list[Term]:
+        k = len(norm_kind(self.spec).params)
+        return [Term(f"{k}d" if k > 1 else "d", k * self.spec.d, "model")]
+
+
+def encoder_block_components(spec: Spec) -> list[Component]:
+    """The encoder block's components, in the order of the pass (none for a decoder-only spec)."""
+    if spec.N_enc is None:
+        return []
+    from . import feedforward
+    from .attention import MultiHeadAttention
+    from .feedforward import Residuals
+
+    enc = encoder_spec(spec)
+    return [MultiHeadAttention(enc), feedforward(enc), Residuals(enc), block_norm(enc)]
+
+
+def encoder_model_components(spec: Spec) -> list[Component]:
+    """What the encoder has outside its blocks: its positions, its embedding norm, its final norm."""
+    if spec.N_enc is None:
+        return []
+    from .positional import POSITIONALS
+
+    enc = encoder_spec(spec)
+    out = [POSITIONALS[spec.positional](enc)]
+    if spec.embed_norm:
+        out.append(EmbeddingNorm(enc))
+    return out + [final_norm(enc)]
+
+
+def decoder_extras(spec: Spec) -> list[Component]:
+    """What an encoder-decoder's decoder block has beyond a decoder-only block: cross-attention and its norm."""
+    return [CrossAttention(spec), CrossNorm(spec)] if spec.N_enc is not None else []
+
+
+__all__ = ["CrossAttention", "CrossNorm", "Pairs", "decoder_extras", "encoder_block_components",
+           "encoder_model_components", "encoder_spec"]  # fmt: skip
