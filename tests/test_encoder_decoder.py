@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -87,7 +88,7 @@ def test_combinations_an_encoder_decoder_cannot_have_are_one_line_errors(extra, 
         spec_from_mapping({"N": 2, "H": 2, "m": 4, "d": 8, "r": 16} | extra, "x.yaml")
 
 
-@pytest.mark.parametrize("command", [["run", "-i", "x.npy"], ["verify"], ["count", "-n", "8"]])
+@pytest.mark.parametrize("command", [["run", "-i", "x.npy", "-t", "x.npy"], ["verify"], ["count", "-n", "8"]])
 def test_commands_that_need_the_forward_pass_refuse_an_encoder_decoder_in_one_line(runner, tmp_path, command):
     import numpy as np
 
@@ -95,8 +96,43 @@ def test_commands_that_need_the_forward_pass_refuse_an_encoder_decoder_in_one_li
     args = [command[0], str(ROOT / "examples" / "models" / "t5-small.yaml"), *command[1:]]
     args = [str(tmp_path / a) if a == "x.npy" else a for a in args]
     result = runner.invoke(app, args)
-    assert result.exit_code == 2 and "does not run them yet" in result.stderr, result.stderr
-    assert len([line for line in result.stderr.splitlines() if line]) == 1
+    said = result.stderr
+    assert result.exit_code == 2 and said.startswith("error: t5-small: "), said
+    assert "does not run them yet" in said or "of encoder-decoders (N_enc) come next" in said, said
+    assert len([line for line in said.splitlines() if line]) == 1
+
+
+def test_tfm_run_takes_a_source_and_a_target_and_writes_the_decoders_logits(runner, tmp_path):
+    aiayn = str(AIAYN)
+    src, tgt, out = tmp_path / "src.npy", tmp_path / "tgt.npy", tmp_path / "y.npy"
+    np.save(src, np.array([[3, 1, 4, 1, 5, 9, 2]]))
+    np.save(tgt, np.array([[2, 7, 1, 8]]))
+    result = runner.invoke(app, ["run", aiayn, "-i", str(src), "-t", str(tgt), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    logits = np.load(out)
+    assert logits.shape == (1, 37000, 4)  # (b, V, n_tgt): one column per target token
+    # the decoder is causal: the logits of the first three target tokens do not see the fourth
+    np.save(tgt, np.array([[2, 7, 1, 30000]]))
+    assert runner.invoke(app, ["run", aiayn, "-i", str(src), "-t", str(tgt), "-o", str(out), "-f"]).exit_code == 0
+    changed = np.load(out)
+    assert np.allclose(changed[..., :3], logits[..., :3], rtol=0, atol=1e-12)
+    assert not np.allclose(changed[..., 3], logits[..., 3])
+
+
+@pytest.mark.parametrize(
+    ("spec", "args", "message"),
+    [
+        (AIAYN, ["-i", "src.npy"], "an encoder-decoder reads a source and a target: --input SRC --target TGT"),
+        (ROOT / "examples" / "configs" / "tiny-causal.yaml", ["-i", "src.npy", "-t", "src.npy"],
+         "has no encoder (N_enc); --target is for encoder-decoders"),
+        (AIAYN, ["-i", "src.npy", "-t", "wide.npy"], "source (1, 7) and target (2, 3): expected the same batch"),
+    ],
+)  # fmt: skip
+def test_run_without_a_target_or_with_one_it_cannot_use_is_one_line(runner, tmp_path, spec, args, message):
+    np.save(tmp_path / "src.npy", np.array([[3, 1, 4, 1, 5, 9, 2]]))
+    np.save(tmp_path / "wide.npy", np.zeros((2, 3), dtype=np.int64))
+    result = runner.invoke(app, ["run", str(spec), *[str(tmp_path / a) if a.endswith(".npy") else a for a in args]])
+    assert result.exit_code == 2 and message in result.stderr, result.stderr
 
 
 def test_init_writes_every_tensor_of_both_stacks(runner, tmp_path):
@@ -109,3 +145,80 @@ def test_init_writes_every_tensor_of_both_stacks(runner, tmp_path):
     spec = load_spec(ROOT / "examples" / "models" / "t5-small.yaml")
     assert {name: header.shape for name, header in layout.items()} == {t.name: t.shape for t in all_tensors(spec)}
     assert sum(math.prod(h.shape) for h in layout.values()) == 60_506_624
+
+
+# -- the forward pass against PyTorch's nn.Transformer ------------------------------------------------------
+
+
+def _torch_weights(model, d: int, H: int, N_enc: int, N: int, norm: str) -> dict:
+    """nn.Transformer's tensors under tfm's names (in_proj rows are [q; k; v]; out_proj is (d, H m))."""
+    sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    m = d // H
+    w = {}
+
+    def attention(ours: str, theirs: str) -> None:
+        W, b = sd[theirs + ".in_proj_weight"], sd[theirs + ".in_proj_bias"]
+        for j, x in enumerate("QKV"):
+            w[f"{ours}.W_{x}"] = W[j * d : (j + 1) * d].reshape(H, m, d)
+            w[f"{ours}.b_{x}"] = b[j * d : (j + 1) * d].reshape(H, m)
+        w[f"{ours}.W_O"] = sd[theirs + ".out_proj.weight"].reshape(d, H, m).transpose(1, 0, 2)
+        w[f"{ours}.b_O"] = sd[theirs + ".out_proj.bias"]
+
+    def norm_(ours: str, theirs: str) -> None:
+        w[ours + ".gamma"], w[ours + ".beta"] = sd[theirs + ".weight"], sd[theirs + ".bias"]
+
+    def feedforward(ours: str, theirs: str) -> None:
+        w[ours + ".ff.W1"], w[ours + ".ff.b1"] = sd[theirs + ".linear1.weight"], sd[theirs + ".linear1.bias"]
+        w[ours + ".ff.W2"], w[ours + ".ff.b2"] = sd[theirs + ".linear2.weight"], sd[theirs + ".linear2.bias"]
+
+    for j in range(N_enc):
+        p = f"encoder.layers.{j}"
+        attention(f"encoder.{j}.attention", p + ".self_attn")
+        feedforward(f"encoder.{j}", p)
+        norm_(f"encoder.{j}.norm1", p + ".norm1")
+        norm_(f"encoder.{j}.norm2", p + ".norm2")
+    for i in range(N):
+        p = f"decoder.layers.{i}"
+        attention(f"blocks.{i}.attention", p + ".self_attn")
+        attention(f"blocks.{i}.cross", p + ".multihead_attn")
+        feedforward(f"blocks.{i}", p)
+        norm_(f"blocks.{i}.norm1", p + ".norm1")  # after (post) or before (pre) the self-attention
+        norm_(f"blocks.{i}.cross_norm", p + ".norm2")  # the cross-attention's
+        norm_(f"blocks.{i}.norm2", p + ".norm3")  # the feedforward's
+    if norm == "pre":
+        norm_("encoder_final_norm", "encoder.norm")
+        norm_("final_norm", "decoder.norm")
+    return w
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_the_forward_pass_equals_pytorchs_nn_transformer(norm):
+    """nn.Transformer (float64, no dropout): post-norm as in the paper (its extra final norms removed), and
+    pre-norm (norm_first, with them). Different encoder and decoder depths, source and target lengths."""
+    torch = pytest.importorskip("torch", reason="PyTorch is the independent implementation here")
+    from transformer_cli.model.encoder_decoder import EncoderDecoder
+
+    d, H, r, N_enc, N = 16, 4, 24, 2, 3
+    torch.manual_seed(0)
+    model = torch.nn.Transformer(d, H, N_enc, N, r, dropout=0.0, batch_first=True, norm_first=norm == "pre",
+                                 dtype=torch.float64).eval()  # fmt: skip
+    with torch.no_grad():
+        for name, p in model.named_parameters():  # biases and norms random too, norm gains around 1
+            p.copy_(torch.randn_like(p) * 0.3 + (1.0 if "norm" in name and name.endswith("weight") else 0.0))
+    if norm == "post":
+        model.encoder.norm = model.decoder.norm = None
+    spec = Spec(N=N, N_enc=N_enc, H=H, m=d // H, d=d, r=r, scale="sqrt", mask="causal", norm=norm,
+                attention_bias=True)  # fmt: skip
+    weights = _torch_weights(model, d, H, N_enc, N, norm)
+    assert set(weights) == {t.name for t in all_tensors(spec)}
+    rng = np.random.default_rng(1)
+    src, tgt = rng.normal(size=(2, d, 7)), rng.normal(size=(2, d, 5))
+    with torch.no_grad():
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(5, dtype=torch.float64)
+        theirs = model(torch.from_numpy(src.transpose(0, 2, 1)), torch.from_numpy(tgt.transpose(0, 2, 1)),
+                       tgt_mask=mask).numpy().transpose(0, 2, 1)  # fmt: skip
+        unmasked = model(torch.from_numpy(src.transpose(0, 2, 1)),
+                         torch.from_numpy(tgt.transpose(0, 2, 1))).numpy().transpose(0, 2, 1)  # fmt: skip
+    ours = EncoderDecoder(spec, weights)(src, tgt)
+    assert np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)) < 1e-12  # measured: 8.3e-16 (post), 8.8e-16 (pre)
+    assert np.max(np.abs(ours - unmasked)) / np.max(np.abs(theirs)) > 1e-3  # control: causal (0.2, 0.67)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..components import feedforward
+from ..components import check_one_stack, feedforward
 from ..components.attention import MultiHeadAttention
 from ..errors import TfmError
 from ..spec.definition import Spec
@@ -96,6 +96,7 @@ def estimate_forward(
 
     `workers`: threads the batch is split over (default: the cores here); each holds its own chunk of scores.
     """
+    check_one_stack(spec, "memory estimates")
     s = np.dtype(dtype).itemsize
     params = count_params(spec, check=False).total
     H, m, d = spec.H, spec.m, spec.d
@@ -119,6 +120,30 @@ def estimate_forward(
         feedforward=feedforward(spec).held_per_token() * b * n * s,
         loaded=8 * (params if s != 8 else stacked),  # the float64 weights as loaded, beside the model's copies
         input=(8 - s) * b * d * n,  # the input is read as float64
+    )
+
+
+def estimate_encoder_decoder(
+    spec: Spec, b: int, n_src: int, n_tgt: int, dtype: str | np.dtype = "float64"
+) -> MemoryEstimate:
+    """An encoder-decoder's pass, bounded from above: the encoder's pass and the decoder's (as one-stack models,
+    each holding the shared embedding), plus the cross-attention's weights and the memory's keys and values."""
+    from dataclasses import replace
+
+    from ..model.encoder_decoder import encoder_run_spec
+
+    s = np.dtype(dtype).itemsize
+    encoder = estimate_forward(encoder_run_spec(spec), b, n_src, dtype)
+    decoder = estimate_forward(replace(spec, N_enc=None, cross_H=None, cross_m=None, cross_bias=None), b, n_tgt, dtype)
+    cross = spec.N * spec.cross_heads * spec.cross_size * 4 * spec.d  # W_Q, W_K, W_V, W_O of every block
+    keys = spec.N * spec.cross_heads * spec.cross_size * 2 * b * n_src  # the memory's K and V in every block
+    return MemoryEstimate(
+        weights=encoder.weights + decoder.weights + s * cross,
+        activations=encoder.activations + decoder.activations + s * keys,
+        attention=max(encoder.attention, decoder.attention),
+        feedforward=max(encoder.feedforward, decoder.feedforward),
+        loaded=encoder.loaded + decoder.loaded + 8 * cross,
+        input=encoder.input + decoder.input,
     )
 
 

@@ -167,6 +167,12 @@ def run(
     input_path: Annotated[
         Path, typer.Option("--input", "-i", help="Input .npy of shape (d, n) or (b, d, n), one column per token.")
     ] = ...,  # type: ignore[assignment]
+    target: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--target", "-t", help="An encoder-decoder's target .npy (the decoder's input); --input is the source."
+        ),
+    ] = None,
     weights: WeightsOpt = None,
     seed: SeedOpt = 0,
     output: Annotated[
@@ -197,11 +203,11 @@ def run(
         dtype = dtype or (DType.float32 if weights is not None and weights.is_dir() else RUN_DTYPE)
         check_npy_output(output)
         if output is not None:
-            check_output_path(output, [p for p in (spec_path, input_path, weights) if p], force)
+            check_output_path(output, [p for p in (spec_path, input_path, weights, target) if p], force)
         with progress_bar(json_out) as progress:
             task = progress.add_task("forward pass", total=1.0)
             result = run_forward(spec, input_path, weights, seed, dtype.value, max_memory,
-                                 lambda step: progress.advance(task, step))  # fmt: skip
+                                 lambda step: progress.advance(task, step), target)  # fmt: skip
         if output is not None:
             save_npy(output, result.output, overwrite=force)
     for note in result.notes:

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.memory import check_memory, estimate_forward
-from ..errors import ArrayError, NumericalError
+from ..analysis.memory import check_memory, estimate_encoder_decoder, estimate_forward
+from ..errors import ArrayError, NumericalError, SpecError
 from ..io.arrays import first_nonfinite, open_npy, peek_npy
 from ..io.weights import Weights, init_weights, load_weights
 from ..spec.definition import Spec, check_length
@@ -130,19 +130,38 @@ def run_forward(
     dtype: str = "float64",
     max_memory: str | None = None,
     on_block: Callable[[float], None] | None = None,
+    target_path: Path | None = None,
 ) -> RunResult:
     """Check and load an input .npy, run Transformer on it, and record the activation RMS after each block.
 
     The input's header and the memory estimate are checked before any data is read or weight built.
     """
+    if spec.N_enc and target_path is None:
+        raise SpecError(f"{spec.label}: an encoder-decoder reads a source and a target: --input SRC --target TGT")
+    if target_path is not None and not spec.N_enc:
+        raise SpecError(f"--target: {spec.label} has no encoder (N_enc); --target is for encoder-decoders")
     header = peek_npy(input_path)
     check_input_header(header.shape, header.dtype, spec, str(input_path))
     b, n = sequences(header.shape, header.dtype, spec)
-    check_memory(estimate_forward(spec, b, n, dtype), max_memory, "this forward pass")
+    if target_path is None:
+        check_memory(estimate_forward(spec, b, n, dtype), max_memory, "this forward pass")
+    else:
+        target_header = peek_npy(target_path)
+        check_input_header(target_header.shape, target_header.dtype, spec, str(target_path))
+        check_memory(estimate_encoder_decoder(spec, b, n, target_header.shape[-1], dtype), max_memory,
+                     "this forward pass")  # fmt: skip
     x, notes = check_input(open_npy(input_path), spec, str(input_path), dtype)
     weights, source = get_weights(spec, weights_path, seed)
     trace: list[float] = []
-    y = Transformer(spec, weights, np.dtype(dtype)).forward(x, trace=trace, on_block=on_block)
+    if target_path is not None:
+        from .encoder_decoder import EncoderDecoder
+
+        t, target_notes = check_input(open_npy(target_path), spec, str(target_path), dtype)
+        model = EncoderDecoder(spec, weights, np.dtype(dtype))
+        y = model.forward(x, t, trace=trace, on_block=on_block)
+        notes += target_notes
+    else:
+        y = Transformer(spec, weights, np.dtype(dtype)).forward(x, trace=trace, on_block=on_block)
     bad = first_nonfinite(y)
     if bad is not None:
         hint = "; try --dtype float64" if dtype != "float64" else ""

@@ -21,8 +21,10 @@ from ..components import check_runnable, feedforward
 from ..components.embedding import embedding
 from ..components.norm import block_norm, norm_kind
 from ..components.positional import Rotary
+from ..errors import SpecError
 from ..io.weights import Weights
 from ..spec.definition import Spec
+from .cross import Cross, cross_scale, memory_keys, project, queries, stack_cross
 from .layers import (
     Array,
     causal_mask,
@@ -117,6 +119,9 @@ class Transformer:
         self.chunk_bytes = chunk_bytes
         self.workers = available_cores() if workers is None else workers
         self.blocks = [stack_block(spec, weights, i, self.dtype) for i in range(spec.N)]
+        self.crosses = None  # an encoder-decoder's decoder: each block's cross-attention (model/cross.py)
+        if spec.N_enc:
+            self.crosses = [stack_cross(spec, weights, i, self.dtype, norm_kind(spec)) for i in range(spec.N)]
         self.P = np.asarray(weights["positional.P"], self.dtype) if spec.positional == "learned" else None
         self.ff, self.norm = feedforward(spec), block_norm(spec)
         self.qk_norm = norm_kind(spec) if spec.qk_norm else None  # made once, not on every projection
@@ -192,6 +197,7 @@ class Transformer:
         scores_out: list | None = None,
         stop: threading.Event | None = None,
         window: int | None = None,
+        scale: float | None = None,
     ) -> Array:
         """Each head's V Softmax(scale K^T Q), a chunk of queries at a time: -> heads (H, m, b, n_q).
 
@@ -209,7 +215,7 @@ class Transformer:
         into = heads.transpose(2, 0, 1, 3)  # (b, H, m, n_q) view
         A = np.zeros((b, H, n_q, n_k), dtype=self.dtype) if weights_out is not None else None
         S = np.zeros((b, H, n_q, n_k), dtype=self.dtype) if scores_out is not None else None
-        Q = scaled_queries(Q, self.spec.score_scale)
+        Q = scaled_queries(Q, self.spec.score_scale if scale is None else scale)
         step = chunk_size(H, n_q, n_k, self.dtype.itemsize, self.chunk_bytes, causal)
         for q0 in range(0, n_q, step):
             q1 = min(q0 + step, n_q)
@@ -267,12 +273,27 @@ class Transformer:
         heads = self.attend(Q, K, V, causal, weights_out=weights_out, stop=stop, window=self.spec.window)
         return self.project(blk, heads)
 
+    def cross_attention(self, cross: Cross, X: Array, memory: tuple[Array, Array], stop=None) -> Array:  # type: ignore[no-untyped-def]
+        """The cross-attention sublayer without its residual: the decoder's columns X (d, b, n) attend to the
+        memory's keys and values (each (b, H_c, m_c, n_src)) -> (d, b, n)."""
+        Q = queries(cross, X, self.spec.cross_heads)
+        heads = self.attend(Q, *memory, causal=False, stop=stop, scale=cross_scale(self.spec))
+        return project(cross, heads)
+
     def feedforward(self, blk: Block, X: Array) -> Array:
         """The feedforward sublayer without its residual (the spec's kind: plain or gated): (d, b, n) -> (d, b, n)."""
         return self.ff.apply(blk, X)
 
-    def apply_block(self, blk: Block, X: Array, attention: Callable[[Array], Array]) -> Array:
-        """One block around an attention sublayer (no residual inside it), with the spec's norm placement."""
+    def apply_block(
+        self,
+        blk: Block,
+        X: Array,
+        attention: Callable[[Array], Array],
+        cross: tuple[Callable[[Array], Array], tuple | None] | None = None,
+    ) -> Array:
+        """One block around an attention sublayer (no residual inside it), with the spec's norm placement; an
+        encoder-decoder's decoder block has `cross`, the cross-attention sublayer and its norm's parameters,
+        between the attention and the feedforward."""
         norm = self.norm.apply
         if self.spec.parallel:  # X + Attn(N1(X)) + FF(N2(X)): both sublayers read the block's input
             first = norm(X, blk.norm1)
@@ -280,11 +301,17 @@ class Transformer:
             return _residual(X, _residual(self.feedforward(blk, second), attention(first)))
         if self.spec.norm == "post":
             X = norm(_residual(X, attention(X)), blk.norm1)
+            if cross is not None:
+                X = norm(_residual(X, cross[0](X)), cross[1])
             return norm(_residual(X, self.feedforward(blk, X)), blk.norm2)
         if self.spec.norm == "pre":
             X = _residual(X, attention(norm(X, blk.norm1)))
+            if cross is not None:
+                X = _residual(X, cross[0](norm(X, cross[1])))
             return _residual(X, self.feedforward(blk, norm(X, blk.norm2)))
         X = _residual(X, attention(X))
+        if cross is not None:
+            X = _residual(X, cross[0](X))
         return _residual(X, self.feedforward(blk, X))
 
     def finish(self, X: Array) -> Array:
@@ -320,6 +347,7 @@ class Transformer:
         weights_out: list | None = None,
         on_block: Callable[[float], None] | None = None,
         start: int = 0,
+        memory: Array | None = None,
     ) -> Array:
         """Transformer(X) for X of shape (d, n) or (b, d, n); same shape out (logits (V, n) or (b, V, n) with a head).
 
@@ -333,16 +361,20 @@ class Transformer:
         """
         X = np.asarray(X)
         Z, ndim = self.columns(X)  # (d, b, n)
+        if (memory is None) != (self.crosses is None):
+            raise SpecError(f"{self.spec.label}: an encoder-decoder's decoder reads a source's encoding, and only it")
+        M = None if memory is None else to_columns(memory, self.dtype)  # (d, b, n_src)
         workers = min(self.workers, Z.shape[1])
         if weights_out is None and workers > 1 and Z.size >= PARALLEL_MIN_SIZE:
             parts = [np.ascontiguousarray(part) for part in np.array_split(Z, workers, axis=1)]
+            memories = [None] * workers if M is None else list(map(np.ascontiguousarray, np.array_split(M, workers, 1)))
         else:
-            parts = [Z]
+            parts, memories = [Z], [M]
         squares: list[list[float]] = [[] for _ in parts]  # per part: mean square after positions and each block
         step = 1.0 / (max(self.spec.N, 1) * len(parts))
 
         def run(i: int, stop: threading.Event | None = None) -> Array:
-            return self._forward_columns(parts[i], squares[i], weights_out, on_block, step, stop, start)
+            return self._forward_columns(parts[i], squares[i], weights_out, on_block, step, stop, start, memories[i])
 
         if len(parts) == 1:
             Z = run(0)  # in the calling thread, which a signal interrupts directly
@@ -363,9 +395,10 @@ class Transformer:
         step: float = 0.0,
         stop: threading.Event | None = None,
         start: int = 0,
+        memory: Array | None = None,
     ) -> Array:
         """The whole pass on (d, b, n) columns at positions start.., overwriting Z; `squares` gets the mean square
-        after each stage.
+        after each stage. An encoder-decoder's decoder reads the encoder's output `memory` (d, b, n_src).
 
         Once `stop` is set, the next block or attention chunk raises Stopped.
         """
@@ -375,9 +408,15 @@ class Transformer:
         if self.embedded:
             Z = self.embedding.finish(Z, self.embedded)
         squares.append(_mean_square(Z))
-        for blk in self.blocks:
+        for i, blk in enumerate(self.blocks):
             check_stop(stop)
-            Z = self.apply_block(blk, Z, lambda U, blk=blk: self.self_attention(blk, U, weights_out, stop, start))
+            cross = None
+            if memory is not None:  # the memory's keys and values, then the sublayer that reads them
+                c = self.crosses[i]
+                keys = memory_keys(c, memory, self.spec.cross_heads)
+                cross = (lambda U, c=c, keys=keys: self.cross_attention(c, U, keys, stop), c.norm)
+            attention = lambda U, blk=blk: self.self_attention(blk, U, weights_out, stop, start)  # noqa: E731
+            Z = self.apply_block(blk, Z, attention, cross)
             squares.append(_mean_square(Z))
             if on_block is not None:
                 on_block(step)
