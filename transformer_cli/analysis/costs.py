@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..components import Pairs, check_one_stack, check_runnable, components, is_causal
+from ..components import Pairs, check_one_stack, components, is_causal
 from ..components.attention import SOFTMAX_PER_SCORE
 from ..components.feedforward import ACTIVATION_PER_ENTRY
 from ..components.norm import NORM_PER_ENTRY
@@ -63,7 +63,6 @@ def _with_total(parts: dict[str, int]) -> dict[str, Any]:
 
 def costs(spec: Spec, b: int, n: int, dtype: str = "float64") -> dict[str, Any]:
     """FLOPs and memory of a spec at batch b and length n, as exact integers."""
-    check_runnable(spec)  # the FLOPs of relative biases come with their forward pass
     check_one_stack(spec, "FLOPs and memory")
     params = count_params(spec).total
     out: dict[str, Any] = {

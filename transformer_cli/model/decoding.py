@@ -41,7 +41,9 @@ def decode(model: Transformer, X: Array, position_offset: int = 0, stale_at: int
                     Vs.append(V)
                 if window is not None:  # a sliding window: the next step needs only the w - 1 latest keys
                     del Ks[: max(0, len(Ks) - (window - 1))], Vs[: max(0, len(Vs) - (window - 1))]
-                return model.project(blk, model.attend(Q, K_all, V_all, causal=False))
+                first_key = t + 1 - K_all.shape[-1]  # (a window keeps the latest keys only)
+                heads = model.attend(Q, K_all, V_all, causal=False, positions=(t + position_offset, first_key))
+                return model.project(blk, heads)
 
             z = model.apply_block(blk, z, attention)
         columns.append(model.finish(z))

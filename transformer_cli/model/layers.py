@@ -144,6 +144,30 @@ def window_mask(q0: int, q1: int, k0: int, k1: int, w: int) -> Array:
     return np.where((lag >= 0) & (lag < w), 0.0, -np.inf)
 
 
+def relative_buckets(lags: Array, buckets: int, max_distance: int, bidirectional: bool) -> Array:
+    """T5's bucket of each key-minus-query distance (any integer array) -> bucket indices, same shape.
+
+    Unmasked (an encoder): half the buckets for keys after the query, half for keys before. Within a half, the
+    first half of its buckets are exact distances 0, 1, ...; the rest grow logarithmically up to max_distance
+    (farther keys share the last). Causal: only keys before the query count, later ones fall in bucket 0. The
+    logarithm is taken in float32, as T5 (mesh-tensorflow and transformers) computes it, so that distances on a
+    bucket boundary fall where they do there.
+    """
+    lags = np.asarray(lags, dtype=np.int64)
+    out = np.zeros(lags.shape, dtype=np.int64)
+    if bidirectional:
+        buckets //= 2
+        out += (lags > 0) * buckets
+        distance = np.abs(lags)
+    else:
+        distance = np.maximum(-lags, 0)
+    exact = buckets // 2
+    far = np.maximum(distance, exact).astype(np.float32)  # the logarithmic buckets (the others are exact)
+    ratio = np.log(far / np.float32(exact)) / np.float32(math.log(max_distance / exact))
+    large = np.minimum(exact + (ratio * np.float32(buckets - exact)).astype(np.int64), buckets - 1)
+    return out + np.where(distance < exact, distance, large)
+
+
 def scaled_queries(Q: Array, scale: float) -> Array:
     """scale * Q, new, in Q's dtype (Q itself for a scale of 1): scaling the (m, n) queries once costs n/m times
     less than scaling the (n, n) scores, and gives the same scaled scores."""

@@ -17,7 +17,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ..analysis.memory import CHUNK_BYTES, chunk_size
-from ..components import check_runnable, feedforward
+from ..components import feedforward
 from ..components.embedding import embedding
 from ..components.norm import block_norm, norm_kind
 from ..components.positional import Rotary
@@ -29,6 +29,7 @@ from .layers import (
     Array,
     causal_mask,
     linear,
+    relative_buckets,
     rotate_,
     scaled_queries,
     scores,
@@ -113,7 +114,6 @@ class Transformer:
         chunk_bytes: int = CHUNK_BYTES,
         workers: int | None = None,
     ):
-        check_runnable(spec)
         self.spec = spec
         self.dtype = np.dtype(dtype)
         self.chunk_bytes = chunk_bytes
@@ -139,6 +139,9 @@ class Transformer:
                 get = lambda g: np.asarray(weights[f"embedding.norm.{g}"], self.dtype)  # noqa: E731
                 self.embedded["norm"] = self.embedding.norm.stacked(get)
         self.rope = Rotary(spec) if spec.positional == "rope" else None
+        self.rel_bias = None  # T5's table (rel_buckets, H): a bias on each score by the key's distance bucket
+        if spec.positional == "relative":
+            self.rel_bias = np.asarray(weights["positional.rel_bias"], self.dtype)
         self._rope_tables: tuple = (None, None, None)  # (start, n), cos, sin: the last tables made
         self.final_norm = None
         if spec.norm == "pre":
@@ -198,6 +201,7 @@ class Transformer:
         stop: threading.Event | None = None,
         window: int | None = None,
         scale: float | None = None,
+        positions: tuple[int, int] | None = None,
     ) -> Array:
         """Each head's V Softmax(scale K^T Q), a chunk of queries at a time: -> heads (H, m, b, n_q).
 
@@ -206,7 +210,8 @@ class Transformer:
         after a chunk's last query are never touched); with a `window` w too, only keys q - w + 1 .. q (and the
         keys before a chunk's first window are never touched). `weights_out` receives the weights (b, H, n_k, n_q);
         `scores_out` the scaled scores before any mask, (b, H, n_q, n_k) (the scaling check reads them).
-        Once `stop` is set, the next chunk raises Stopped.
+        Once `stop` is set, the next chunk raises Stopped. With relative positions, `positions` are those of the
+        first query and the first key (the scores get the table's bias for each key-minus-query distance).
         """
         b, H, m, n_q = Q.shape
         G, n_k = K.shape[1], K.shape[-1]
@@ -221,9 +226,12 @@ class Transformer:
             q1 = min(q0 + step, n_q)
             k1 = q1 if causal else n_k  # keys after the chunk's last query are all masked
             k0 = max(0, q0 - window + 1) if causal and window else 0  # and those before its first window
-            mask = None  # the same for every sequence of the batch
+            mask = None  # the same for every sequence of the batch: the causal mask and the relative bias
             if causal:
                 mask = (window_mask(q0, q1, k0, k1, window) if window else causal_mask(q0, q1, k1)).astype(self.dtype)
+            if positions is not None and self.rel_bias is not None:
+                bias = self.relative_bias(positions[0] + q0, q1 - q0, positions[1] + k0, k1 - k0)
+                mask = bias if mask is None else bias + mask
             for i in range(b):  # one sequence at a time: its scores stay in cache, and memory stays O(n)
                 check_stop(stop)
                 if G == H:
@@ -250,6 +258,13 @@ class Transformer:
             scores_out.append(S)
         return heads
 
+    def relative_bias(self, first_query: int, queries: int, first_key: int, keys: int) -> Array:
+        """The relative position bias of those queries and keys: (H, queries, keys), table[bucket(s - t), h]."""
+        lags = np.arange(first_key, first_key + keys)[None, :] - np.arange(first_query, first_query + queries)[:, None]
+        s = self.spec
+        buckets = relative_buckets(lags, s.rel_buckets, s.rel_max_distance, bidirectional=s.mask != "causal")
+        return np.ascontiguousarray(self.rel_bias[buckets].transpose(2, 0, 1))
+
     def project(self, blk: Block, heads: Array) -> Array:
         """sum_h W_O^h heads_h (+ b_O): (H, m, b, n) -> (d, b, n)."""
         H, m, b, n = heads.shape
@@ -270,7 +285,8 @@ class Transformer:
         Q, K, V = self.qkv(blk, X)
         self.rotate(Q, K, start)
         causal = self.spec.mask == "causal"
-        heads = self.attend(Q, K, V, causal, weights_out=weights_out, stop=stop, window=self.spec.window)
+        heads = self.attend(Q, K, V, causal, weights_out=weights_out, stop=stop, window=self.spec.window,
+                            positions=(start, start))  # fmt: skip
         return self.project(blk, heads)
 
     def cross_attention(self, cross: Cross, X: Array, memory: tuple[Array, Array], stop=None) -> Array:  # type: ignore[no-untyped-def]
