@@ -16,6 +16,9 @@ def t5(c: Keys) -> dict[str, Any]:
     """T5ForConditionalGeneration: relative position bias tables in block 0 of each stack, RMSNorm before each
     sublayer and at the end of each stack, no biases, no score scaling, heads of d_kv (not d / H)."""
     N_enc = c.count("num_layers", REQUIRED, "num_hidden_layers")
+    if not c.has("num_layers") and not c.has("num_decoder_layers"):  # T5Config reads num_layers before the alias
+        why = "transformers 5.24 gives the decoder num_layers' default, 6, unless num_decoder_layers says"
+        raise c.refuse("num_hidden_layers", N_enc, why)
     d, H = c.count("d_model", REQUIRED, "hidden_size"), c.count("num_heads", REQUIRED, "num_attention_heads")
     buckets, distance = c.count("relative_attention_num_buckets", 32), c.count("relative_attention_max_distance", 128)
     if distance <= buckets // 2:  # transformers' log(n / exact) / log(distance / exact) divides by <= 0
@@ -64,7 +67,7 @@ def bart(c: Keys) -> dict[str, Any]:
         why = "untied, each stack has its own token embedding beside shared and lm_head; tfm's stacks share E"
         raise c.refuse("tie_word_embeddings", False, why)
     d = c.count("d_model", REQUIRED, "hidden_size")
-    H = _same(c, "encoder_attention_heads", "decoder_attention_heads", "heads H", "num_attention_heads")
+    H = _same(c, "encoder_attention_heads", "decoder_attention_heads", "number of heads H", "num_attention_heads")
     return {
         "N": c.count("decoder_layers"), "N_enc": c.count("encoder_layers", REQUIRED, "num_hidden_layers"), "H": H,
         "m": whole_heads(c, d, H, "d_model", "decoder_attention_heads"), "d": d,
@@ -80,7 +83,7 @@ def _same(c: Keys, encoder: str, decoder: str, what: str, *aliases: str) -> int:
     """A size both stacks have in transformers' BART and tfm holds once: the two must agree."""
     ours, theirs = c.count(encoder, REQUIRED, *aliases), c.count(decoder)
     if ours != theirs:
-        raise c.refuse(decoder, theirs, f"{encoder} is {ours}; tfm's encoder and decoder share one {what}")
+        raise c.refuse(decoder, theirs, f"{encoder} is {ours}; tfm's encoder and decoder have the same {what}")
     return ours
 
 
