@@ -283,3 +283,38 @@ def test_tfm_count_checks_a_transformers_folder(keys, tmp_path):
     save_file({n: t for n, t in tensors.items() if n != name}, folder / "model.safetensors")
     broken = CliRunner().invoke(app, ["count", str(folder)])
     assert broken.exit_code != 0 and f"missing {name}" in broken.output
+
+
+@pytest.mark.parametrize("keys", [T5 | {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}, BART],
+                         ids=["t5-untied", "bart"])  # fmt: skip
+def test_tfm_converts_a_folder_and_back_and_transformers_loads_the_same_tensors(keys, tmp_path):
+    torch, transformers = _library()
+    from transformer_cli.hf.convert import to_hugging_face, to_tfm
+
+    if keys.get("tie_word_embeddings") is False:
+        folder, model = tmp_path / "model", _untied_t5(_write(tmp_path / "config", keys), tmp_path / "model")
+    else:
+        folder, model = _saved(tmp_path, keys)
+    to_tfm(folder, tmp_path / "tfm.safetensors")
+    to_hugging_face(tmp_path / "tfm.safetensors", tmp_path / "back")
+    theirs, back = (
+        model.state_dict(),
+        transformers.AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "back").state_dict(),
+    )
+    assert sorted(back) == sorted(theirs)
+    assert all(torch.equal(back[name].to(theirs[name].dtype), theirs[name]) for name in theirs)
+
+
+def test_a_t5_head_saved_tied_by_transformers_5_is_named_with_what_to_do(tmp_path):
+    """5.x builds an untied config's T5 tied and saves no lm_head: tfm, reading the config as the untied releases
+    are, says so and how to read it; a copy of shared.weight as lm_head.weight then fits."""
+    folder = tmp_path / "model"
+    _build(_write(tmp_path / "config", T5 | {"tie_word_embeddings": False}), "cpu").save_pretrained(folder)
+    spec, config = spec_from_config(folder), read_config(folder / "config.json")
+    with pytest.raises(ArrayError, match=r"missing lm_head.weight \(tfm reads an unscaled T5 head as untied"):
+        checkpoint_weights(folder, spec, config)
+    from safetensors.numpy import load_file, save_file
+
+    tensors = load_file(folder / "model.safetensors")
+    save_file(tensors | {"lm_head.weight": tensors["shared.weight"]}, folder / "model.safetensors")
+    assert np.array_equal(checkpoint_weights(folder, spec, config)["head.W"], tensors["shared.weight"])

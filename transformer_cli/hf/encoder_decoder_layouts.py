@@ -30,6 +30,13 @@ def _t5_ff(layer: str, gated: bool) -> dict[str, str]:
     return names | {"ff.W2": f"{layer}.DenseReluDense.wo.weight", "norm2.gamma": f"{layer}.layer_norm.weight"}
 
 
+UNTIED_T5 = (  # the case tfm cannot tell from config.json alone
+    "(tfm reads an unscaled T5 head as untied, as the v1.1 and flan-t5 files hold it; transformers 5.x saves none "
+    "from a model it built from an untied config and ties it to shared.weight: a copy of shared.weight as "
+    "lm_head.weight is the same model)"
+)
+
+
 def t5(gated: bool) -> Family:
     """T5ForConditionalGeneration: encoder blocks [self-attention, feedforward], decoder blocks [self-attention,
     EncDecAttention, feedforward], each sublayer with its layer_norm; one shared embedding."""
@@ -47,6 +54,7 @@ def t5(gated: bool) -> Family:
         encoder_block="encoder.block.{i}.",
         encoder_names=self_attention | _t5_ff("layer.1", gated),
         copies={"encoder.embed_tokens.weight": "embedding.E", "decoder.embed_tokens.weight": "embedding.E"},
+        hints={"lm_head.weight": UNTIED_T5},
     )  # fmt: skip
 
 

@@ -132,6 +132,7 @@ class Family:
     encoder_names: dict[str, str] = field(default_factory=dict)
     copies: dict[str, str] = field(default_factory=dict)  # checkpoint name -> the tfm tensor it is a copy of
     zero_buffers: tuple[str, ...] = ()
+    hints: dict[str, str] = field(default_factory=dict)  # checkpoint name -> why it may be missing
 
 
 def _llama_names() -> dict[str, str]:

@@ -122,7 +122,8 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
     problems = []
     missing = [name for name in expected if name not in found]
     if missing:
-        problems.append(f"missing {_listed(missing)}")
+        hints = [family.hints[name] for name in missing if name in family.hints]
+        problems.append(" ".join([f"missing {_listed(missing)}", *hints]))
     if unexpected:
         problems.append(f"unexpected {_listed(unexpected)}")
     held = [(n, file, expected[n]) for n, file in found.items()] + [(n, f, copies[n]) for n, f in copied.items()]
