@@ -15,7 +15,6 @@ from transformer_cli.hf.config import config_to_spec_mapping, spec_from_config
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = json.loads((ROOT / "tests/data/real-models.json").read_text())
-SUPPORTED = [e for e in REAL if e["model_type"] not in ("t5", "bart")]
 
 
 def _folder(entry: dict) -> Path:
@@ -32,25 +31,20 @@ def _write(folder: Path, config: dict | str) -> Path:
 # ---- the real models: published counts, and the presets written by hand
 
 
-@pytest.mark.parametrize("entry", SUPPORTED, ids=lambda e: e["name"])
+@pytest.mark.parametrize("entry", REAL, ids=lambda e: e["name"])
 def test_real_config_counts_equal_the_published_ones(entry):
     counted = count_params(spec_from_config(_folder(entry)))
     assert counted.total == entry["parameters"]
     assert counted.active == entry.get("active_parameters", entry["parameters"])  # Mixtral: 2 experts of 8
 
 
-@pytest.mark.parametrize("entry", SUPPORTED, ids=lambda e: e["name"])
+@pytest.mark.parametrize("entry", REAL, ids=lambda e: e["name"])
 def test_real_config_gives_the_hand_written_preset(entry):
     preset = ROOT / "examples/models" / f"{_folder(entry).name}.yaml"
     spec = spec_from_config(_folder(entry))
-    assert spec.name == _folder(entry).name  # no _name_or_path in these files: the folder names the model
+    config = json.loads((_folder(entry) / "config.json").read_text())
+    assert spec.name == config.get("_name_or_path", _folder(entry).name)  # else the folder names the model
     assert spec.model_keys() == load_spec(preset).model_keys()
-
-
-@pytest.mark.parametrize("entry", [e for e in REAL if e not in SUPPORTED], ids=lambda e: e["name"])
-def test_encoder_decoders_are_refused_for_now(entry):
-    with pytest.raises(SpecError, match=r"key 'model_type': \"(t5|bart)\" is not supported: .* not mapped yet"):
-        spec_from_config(_folder(entry))
 
 
 def test_the_mapping_is_a_spec_mapping_and_names_the_model(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .encoder_decoder import bart, t5
 from .keys import REQUIRED, Keys
 from .parts import activation, kv_heads, rope, whole_heads
 
@@ -226,7 +227,8 @@ FAMILIES = {
     "mistral": ("MistralForCausalLM", mistral), "mixtral": ("MixtralForCausalLM", mixtral),
     "qwen2": ("Qwen2ForCausalLM", qwen2), "qwen3": ("Qwen3ForCausalLM", qwen3), "gemma": ("GemmaForCausalLM", gemma),
     "phi": ("PhiForCausalLM", phi), "phi3": ("Phi3ForCausalLM", phi3), "gpt_neox": ("GPTNeoXForCausalLM", gpt_neox),
-    "falcon": ("FalconForCausalLM", falcon),
+    "falcon": ("FalconForCausalLM", falcon), "t5": ("T5ForConditionalGeneration", t5),
+    "bart": ("BartForConditionalGeneration", bart),
 }  # fmt: skip
 
 __all__ = ["FAMILIES"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,6 +28,8 @@ def rows_form(name: str, array: Array, spec: Spec) -> Array:
     leaf = name.rsplit(".", 1)[-1].split("[")[0]
     if leaf in ("E", "T", "P"):  # (d, V) columns -> (V, d) rows
         return array.T
+    if leaf == "rel_bias":  # (buckets, H), T5's nn.Embedding table as it is
+        return array
     if leaf == "W_O":  # (H, d, m) -> (d, Hm)
         return array.transpose(1, 0, 2).reshape(spec.d, -1)
     if leaf.startswith("W") or leaf == "router":
@@ -62,6 +64,8 @@ def rows_of(shape: tuple[int, ...], name: str) -> tuple[int, tuple[int, ...]]:
     leaf = name.rsplit(".", 1)[-1].split("[")[0]
     if leaf in ("E", "T", "P"):
         return shape[1], (shape[0],)
+    if leaf == "rel_bias":
+        return shape[0], shape[1:]
     if leaf == "W_O":
         return shape[1], (shape[0] * shape[2],)
     if leaf.startswith("W") or leaf == "router":
@@ -115,13 +119,20 @@ def _norm(ours: str, theirs: str) -> dict[str, str]:
 @dataclass(frozen=True)
 class Family:
     """One model_type's checkpoint names. `fused` lists checkpoint tensors that hold several tfm tensors, with
-    their group count as a function of the spec; `transposed` marks Conv1D weights."""
+    their group count as a function of the spec; `transposed` marks Conv1D weights. An encoder-decoder's
+    encoder blocks (`encoder.{j}.`) have names of their own; `copies` are tied tensors a file may hold beside
+    the one read (accepted, never read); `zero_buffers` are buffers in files that must be zero (checked on read)."""
 
-    block: str  # prefix of block i's names
+    block: str  # prefix of block i's names (the decoder's in an encoder-decoder)
     names: dict[str, str]  # tfm name within a block -> checkpoint name within the block
     globals_: dict[str, str]  # tfm global name -> checkpoint name
     fused: tuple[tuple[str, tuple[str, ...], Callable[[Spec], int]], ...] = ()
     transposed: frozenset[str] = frozenset()
+    encoder_block: str = ""  # prefix of encoder block j's names
+    encoder_names: dict[str, str] = field(default_factory=dict)
+    copies: dict[str, str] = field(default_factory=dict)  # checkpoint name -> the tfm tensor it is a copy of
+    zero_buffers: tuple[str, ...] = ()
+    hints: dict[str, str] = field(default_factory=dict)  # checkpoint name -> why it may be missing
 
 
 def _llama_names() -> dict[str, str]:
@@ -243,21 +254,31 @@ def rules(family: Family, spec: Spec) -> list[Rule]:
     """Every checkpoint tensor the spec's model holds, with the tfm tensors in it (tied heads hold none)."""
     present = {t.name for t in all_tensors(spec)}
     out: list[Rule] = []
+    for j in range(spec.N_enc or 0):
+        block = family.encoder_block.format(i=j)
+        out += _block_rules(family, block, family.encoder_names, f"encoder.{j}.", present, spec)
     for i in range(spec.N):
-        block, prefix = family.block.format(i=i), f"blocks.{i}."
-        used: set[str] = set()
-        for theirs, pieces, groups in family.fused:
-            names = tuple(prefix + p for p in pieces)
-            if all(n in present for n in names):
-                out.append(Rule(block + theirs, names, groups(spec), theirs in family.transposed))
-                used |= set(names)
-        for ours, theirs in family.names.items():
-            if "{e}" in ours:  # one checkpoint tensor per expert
-                if prefix + ours.split("[")[0] in present:
-                    out += [Rule(block + theirs.format(e=e), (prefix + ours.format(e=e),)) for e in range(spec.E)]
-            elif prefix + ours in present and prefix + ours not in used:
-                out.append(Rule(block + theirs, (prefix + ours,), 1, theirs in family.transposed))
+        out += _block_rules(family, family.block.format(i=i), family.names, f"blocks.{i}.", present, spec)
     out += [Rule(theirs, (ours,)) for ours, theirs in family.globals_.items() if ours in present]
+    return out
+
+
+def _block_rules(family: Family, block: str, names: dict[str, str], prefix: str, present: set[str],
+                 spec: Spec) -> list[Rule]:  # fmt: skip
+    """One block's rules (tfm's names from `prefix`, the checkpoint's from `block`): fused tensors, then the rest."""
+    out: list[Rule] = []
+    used: set[str] = set()
+    for theirs, pieces, groups in family.fused:
+        fused = tuple(prefix + p for p in pieces)
+        if all(n in present for n in fused):
+            out.append(Rule(block + theirs, fused, groups(spec), theirs in family.transposed))
+            used |= set(fused)
+    for ours, theirs in names.items():
+        if "{e}" in ours:  # one checkpoint tensor per expert
+            if prefix + ours.split("[")[0] in present:
+                out += [Rule(block + theirs.format(e=e), (prefix + ours.format(e=e),)) for e in range(spec.E)]
+        elif prefix + ours in present and prefix + ours not in used:
+            out.append(Rule(block + theirs, (prefix + ours,), 1, theirs in family.transposed))
     return out
 
 

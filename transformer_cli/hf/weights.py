@@ -21,6 +21,7 @@ from ..io.arrays import first_nonfinite
 from ..spec.definition import Spec
 from ..text import shown
 from .checkpoint import Checkpoint
+from .encoder_decoder_layouts import BART, t5
 from .layouts import (
     BERT,
     GPT2,
@@ -39,7 +40,7 @@ from .layouts import (
 )
 
 FAMILIES = {"gpt2": GPT2, "bert": BERT, "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA,
-            "qwen3": LLAMA, "gemma": LLAMA, "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX}  # fmt: skip
+            "qwen3": LLAMA, "gemma": LLAMA, "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX, "bart": BART}  # fmt: skip
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the
 # model tfm builds: (pattern, replacement) tried in order, then the patterns skipped.
@@ -53,6 +54,8 @@ SKIPPED = (
     r"\.attn\.(masked_)?bias$",  # GPT-2's causal-mask buffers in the hub's files
     r"^cls\.",  # BertForPreTraining's heads, outside BertModel
     r"^embeddings\.position_ids$",
+    r"^decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight$",  # T5's unused table
+    r"^(model\.)?(en|de)coder\.version$",  # fairseq's version buffers in old BART files
 )
 
 
@@ -68,6 +71,8 @@ def family_for(config: Mapping[str, Any]) -> Family:
         else:
             norms = ("input_layernorm", "")  # one norm shared by attention and feedforward
         return falcon(new, norms)
+    if kind == "t5":
+        return t5(str(config.get("feed_forward_proj", "relu")).startswith("gated-"))
     return FAMILIES[kind]
 
 
@@ -94,29 +99,36 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
     """Check the headers against the config's model; return tfm's checkpoint name -> the file's name for it.
 
     Raises an ArrayError listing every missing, unexpected, misshapen or non-floating tensor, with its file.
-    A tied head that a file holds anyway (older conversions did) is accepted and not read.
+    A tied copy that a file holds anyway (a tied head, as older conversions kept; T5's and BART's per-stack
+    token embeddings) is accepted if its shape fits, and not read.
     """
-    shapes = tensor_shapes(spec)
-    expected = {rule.hf: hf_shape(rule, shapes) for rule in rules(family_for(config), spec)}
+    family, shapes = family_for(config), tensor_shapes(spec)
+    expected = {rule.hf: hf_shape(rule, shapes) for rule in rules(family, spec)}
+    copies = {name: hf_shape(Rule(name, (ours,)), shapes) for name, ours in _copies(family, spec).items()}
     kind = str(config.get("model_type"))
     found: dict[str, str] = {}
+    copied: dict[str, str] = {}
     unexpected = []
     for name in checkpoint.tensors:
         ours = canonical(name, kind, expected)
-        if ours is None:
+        if ours is None or ours in family.zero_buffers:
             continue
         if ours in expected:
             found[ours] = name
-        elif not (spec.tie_embeddings and ours in ("lm_head.weight", "embed_out.weight")):
+        elif ours in copies:
+            copied[ours] = name
+        else:
             unexpected.append(f"{shown(name)} ({checkpoint.where(name)})")
     problems = []
     missing = [name for name in expected if name not in found]
     if missing:
-        problems.append(f"missing {_listed(missing)}")
+        hints = [family.hints[name] for name in missing if name in family.hints]
+        problems.append(" ".join([f"missing {_listed(missing)}", *hints]))
     if unexpected:
         problems.append(f"unexpected {_listed(unexpected)}")
-    wrong = [f"{found[n]} {checkpoint.shape(found[n])} in {checkpoint.where(found[n])} (expected {shape})"
-             for n, shape in expected.items() if n in found and checkpoint.shape(found[n]) != shape]  # fmt: skip
+    held = [(n, file, expected[n]) for n, file in found.items()] + [(n, f, copies[n]) for n, f in copied.items()]
+    wrong = [f"{file} {checkpoint.shape(file)} in {checkpoint.where(file)} (expected {shape})"
+             for _, file, shape in held if checkpoint.shape(file) != shape]  # fmt: skip
     if wrong:
         problems.append(f"wrong shape {_listed(wrong, 3)}")
     codes = [f"{found[n]} {checkpoint.tensors[found[n]].entry.code}" for n in found
@@ -126,6 +138,24 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
     if problems:
         raise ArrayError(f"{checkpoint.folder}: checkpoint does not fit its config.json: " + "; ".join(problems))
     return found
+
+
+def _copies(family: Family, spec: Spec) -> dict[str, str]:
+    """The tied copies a file may hold: the family's, and the head when it is tied to the embedding."""
+    head = family.globals_.get("head.W")
+    return family.copies | ({head: "embedding.E"} if head and spec.tie_embeddings and spec.V else {})
+
+
+def _check_zero_buffers(checkpoint: Checkpoint, family: Family) -> None:
+    """A buffer tfm's model has no place for (BART's final_logits_bias) must be zero, or tfm would run another
+    model than transformers does."""
+    for name in family.zero_buffers:
+        if name in checkpoint.tensors and np.any(checkpoint.read(name) != 0):
+            where = checkpoint.where(name)
+            raise ArrayError(
+                f"{checkpoint.folder}: {name} ({where}) is not all zero: transformers adds it to the logits, "
+                "tfm's model has no such bias"
+            )
 
 
 class CheckpointWeights(Mapping[str, np.ndarray]):
@@ -139,6 +169,7 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
     def __init__(self, checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]):
         self.checkpoint, self.spec = checkpoint, spec
         self.files = check_fit(checkpoint, spec, config)
+        _check_zero_buffers(checkpoint, family_for(config))
         self.shapes = tensor_shapes(spec)
         self.rule_of: dict[str, Rule] = {}
         for rule in rules(family_for(config), spec):

@@ -1,0 +1,90 @@
+"""The encoder-decoder families: T5 and BART configs onto tfm's encoder-decoder spec (N_enc encoder blocks, the
+N decoder blocks with cross-attention), as transformers 5.24 builds T5ForConditionalGeneration and
+BartForConditionalGeneration. tfm's two stacks share one H, m, r and one token embedding E; a config whose
+stacks differ there is refused naming the key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .keys import REQUIRED, Keys
+from .parts import ACTIVATIONS, activation, whole_heads
+
+
+def t5(c: Keys) -> dict[str, Any]:
+    """T5ForConditionalGeneration: relative position bias tables in block 0 of each stack, RMSNorm before each
+    sublayer and at the end of each stack, no biases, no score scaling, heads of d_kv (not d / H)."""
+    N_enc = c.count("num_layers", REQUIRED, "num_hidden_layers")
+    if not c.has("num_layers") and not c.has("num_decoder_layers"):  # T5Config reads num_layers before the alias
+        why = "transformers 5.24 gives the decoder num_layers' default, 6, unless num_decoder_layers says"
+        raise c.refuse("num_hidden_layers", N_enc, why)
+    d, H = c.count("d_model", REQUIRED, "hidden_size"), c.count("num_heads", REQUIRED, "num_attention_heads")
+    buckets, distance = c.count("relative_attention_num_buckets", 32), c.count("relative_attention_max_distance", 128)
+    if distance <= buckets // 2:  # transformers' log(n / exact) / log(distance / exact) divides by <= 0
+        raise c.fail("relative_attention_max_distance", distance, "more than relative_attention_num_buckets / 2")
+    return {
+        "N": c.count("num_decoder_layers", N_enc), "N_enc": N_enc, "H": H, "m": c.count("d_kv", REQUIRED, "head_dim"),
+        "d": d, "r": c.count("d_ff"), "V": c.count("vocab_size"), **_t5_head(c), "scale": "none", "mask": "causal",
+        "positional": "relative", "rel_buckets": buckets, "rel_max_distance": distance, "norm": "pre",
+        "norm_type": "rmsnorm", "norm_eps": c.number("layer_norm_epsilon", 1e-6), "attention_bias": False,
+        "ff_bias": False, **_t5_feedforward(c),
+    }  # fmt: skip
+
+
+def _t5_feedforward(c: Keys) -> dict[str, Any]:
+    """feed_forward_proj 'act' or 'gated-act' (T5Config.__post_init__); 'gated-gelu' is the tanh form."""
+    proj = c.text("feed_forward_proj", "relu")
+    parts = proj.split("-")
+    if len(parts) > 2 or (len(parts) == 2 and parts[0] != "gated"):
+        raise c.fail("feed_forward_proj", proj, "'ACT' or 'gated-ACT' (relu, gated-gelu)")
+    name = "gelu_new" if proj == "gated-gelu" else parts[-1]
+    if name not in ACTIVATIONS:
+        raise c.refuse("feed_forward_proj", proj, f"tfm implements the activations {', '.join(ACTIVATIONS)}")
+    return {"feedforward": "gated" if len(parts) == 2 else "plain", "activation": ACTIVATIONS[name]}
+
+
+def _t5_head(c: Keys) -> dict[str, Any]:
+    """Tied and scaled by d^-1/2, or its own head unscaled.
+
+    T5Config (5.x) always sets tie_word_embeddings true and keeps the file's choice as scale_decoder_outputs
+    (written by 5.x, read back as is; else `tie_word_embeddings is not False`); from_pretrained then unties
+    lm_head when the file holds one that differs, as the untied releases (v1.1, flan-t5) do. So an unscaled
+    config means its own lm_head, whatever tie_word_embeddings says.
+    """
+    tied = c.flag("tie_word_embeddings", True)
+    scaled = c.flag("scale_decoder_outputs", tied)
+    return {"tie_embeddings": tied and scaled, "head_scale": "sqrt" if scaled else "none"}
+
+
+def bart(c: Keys) -> dict[str, Any]:
+    """BartForConditionalGeneration: post-norm, a LayerNorm of the embedded columns and learned positions
+    (offset 2) in each stack, biases everywhere, one embedding shared by both stacks and tied to the head.
+
+    Its final_logits_bias is a buffer, zero as built, not a parameter (checked when a checkpoint is read).
+    """
+    if not c.flag("tie_word_embeddings", True):  # BartModel's _tied_weights_keys apply only when tied
+        why = "untied, each stack has its own token embedding beside shared and lm_head; tfm's stacks share E"
+        raise c.refuse("tie_word_embeddings", False, why)
+    d = c.count("d_model", REQUIRED, "hidden_size")
+    H = _same(c, "encoder_attention_heads", "decoder_attention_heads", "number of heads H", "num_attention_heads")
+    return {
+        "N": c.count("decoder_layers"), "N_enc": c.count("encoder_layers", REQUIRED, "num_hidden_layers"), "H": H,
+        "m": whole_heads(c, d, H, "d_model", "decoder_attention_heads"), "d": d,
+        "r": _same(c, "encoder_ffn_dim", "decoder_ffn_dim", "feedforward size r"), "V": c.count("vocab_size"),
+        "tie_embeddings": True, "embed_scale": "sqrt" if c.flag("scale_embedding", False) else "none",
+        "embed_norm": True, "scale": "sqrt", "mask": "causal", "positional": "learned",
+        "max_len": c.count("max_position_embeddings", 1024), "position_offset": 2, "norm": "post", "norm_eps": 1e-5,
+        "attention_bias": True, "activation": activation(c, "activation_function", "gelu"),
+    }  # fmt: skip
+
+
+def _same(c: Keys, encoder: str, decoder: str, what: str, *aliases: str) -> int:
+    """A size both stacks have in transformers' BART and tfm holds once: the two must agree."""
+    ours, theirs = c.count(encoder, REQUIRED, *aliases), c.count(decoder)
+    if ours != theirs:
+        raise c.refuse(decoder, theirs, f"{encoder} is {ours}; tfm's encoder and decoder have the same {what}")
+    return ours
+
+
+__all__ = ["bart", "t5"]

@@ -1,0 +1,87 @@
+"""Where T5's and BART's tensors are in their checkpoints: both stacks' blocks, and what lies outside them.
+
+tfm's decoder blocks are `blocks.{i}.` (self-attention, `cross.` attention to the encoder's output, feedforward,
+norms `norm1`, `cross_norm`, `norm2` in that order); the encoder's are `encoder.{j}.`, its globals `encoder_...`.
+"""
+
+from __future__ import annotations
+
+from .layouts import Family, _linear, _norm
+
+
+def _attention(ours: str, theirs: str, projections: tuple[str, str, str, str], parts: str) -> dict[str, str]:
+    """'attention', 'layer.0.SelfAttention', (q, k, v, o) -> W_Q -> ...q.weight, and so on."""
+    names = {}
+    for x, proj in zip("QKVO", projections, strict=True):
+        names |= _linear(ours + ".{}_" + x, f"{theirs}.{proj}", parts)
+    return names
+
+
+# -- T5: no biases; RMSNorm (gamma only); the relative bias tables in block 0 of each stack
+
+T5_QKVO = ("q", "k", "v", "o")
+
+
+def _t5_ff(layer: str, gated: bool) -> dict[str, str]:
+    """T5DenseActDense (wi, wo) or T5DenseGatedActDense: act(wi_0 x) * wi_1 x -> W1 = wi_0, W3 = wi_1."""
+    up = {"ff.W1": "DenseReluDense.wi_0.weight", "ff.W3": "DenseReluDense.wi_1.weight"} if gated else {
+        "ff.W1": "DenseReluDense.wi.weight"}  # fmt: skip
+    names = {ours: f"{layer}.{theirs}" for ours, theirs in up.items()}
+    return names | {"ff.W2": f"{layer}.DenseReluDense.wo.weight", "norm2.gamma": f"{layer}.layer_norm.weight"}
+
+
+UNTIED_T5 = (  # the case tfm cannot tell from config.json alone
+    "(tfm reads an unscaled T5 head as untied, as the v1.1 and flan-t5 files hold it; transformers 5.x saves none "
+    "from a model it built from an untied config and ties it to shared.weight: a copy of shared.weight as "
+    "lm_head.weight is the same model)"
+)
+
+
+def t5(gated: bool) -> Family:
+    """T5ForConditionalGeneration: encoder blocks [self-attention, feedforward], decoder blocks [self-attention,
+    EncDecAttention, feedforward], each sublayer with its layer_norm; one shared embedding."""
+    self_attention = _attention("attention", "layer.0.SelfAttention", T5_QKVO, "W") | {
+        "norm1.gamma": "layer.0.layer_norm.weight"}  # fmt: skip
+    cross = _attention("cross", "layer.1.EncDecAttention", T5_QKVO, "W") | {
+        "cross_norm.gamma": "layer.1.layer_norm.weight"}  # fmt: skip
+    table = "block.0.layer.0.SelfAttention.relative_attention_bias.weight"
+    return Family(
+        "decoder.block.{i}.",
+        self_attention | cross | _t5_ff("layer.2", gated),
+        {"embedding.E": "shared.weight", "head.W": "lm_head.weight", "encoder_positional.rel_bias": f"encoder.{table}",
+         "positional.rel_bias": f"decoder.{table}", "encoder_final_norm.gamma": "encoder.final_layer_norm.weight",
+         "final_norm.gamma": "decoder.final_layer_norm.weight"},
+        encoder_block="encoder.block.{i}.",
+        encoder_names=self_attention | _t5_ff("layer.1", gated),
+        copies={"encoder.embed_tokens.weight": "embedding.E", "decoder.embed_tokens.weight": "embedding.E"},
+        hints={"lm_head.weight": UNTIED_T5},
+    )  # fmt: skip
+
+
+# -- BART: biases everywhere, LayerNorm (gamma and beta), post-norm; learned positions (P + 2 rows) per stack
+
+BART_QKVO = ("q_proj", "k_proj", "v_proj", "out_proj")
+
+
+def _bart_names(cross: bool) -> dict[str, str]:
+    names = _attention("attention", "self_attn", BART_QKVO, "Wb") | _norm("norm1", "self_attn_layer_norm")
+    if cross:
+        names |= _attention("cross", "encoder_attn", BART_QKVO, "Wb") | _norm("cross_norm", "encoder_attn_layer_norm")
+    return names | _linear("ff.{}1", "fc1") | _linear("ff.{}2", "fc2") | _norm("norm2", "final_layer_norm")
+
+
+BART = Family(
+    "model.decoder.layers.{i}.",
+    _bart_names(cross=True),
+    {"embedding.E": "model.shared.weight", "head.W": "lm_head.weight",
+     "encoder_positional.P": "model.encoder.embed_positions.weight",
+     "positional.P": "model.decoder.embed_positions.weight"}
+    | _norm("encoder_embedding.norm", "model.encoder.layernorm_embedding")
+    | _norm("embedding.norm", "model.decoder.layernorm_embedding"),
+    encoder_block="model.encoder.layers.{i}.",
+    encoder_names=_bart_names(cross=False),
+    copies={"model.encoder.embed_tokens.weight": "embedding.E", "model.decoder.embed_tokens.weight": "embedding.E"},
+    zero_buffers=("final_logits_bias",),  # added to the logits; zero as transformers builds it
+)  # fmt: skip
+
+__all__ = ["BART", "t5"]
