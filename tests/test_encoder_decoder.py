@@ -88,7 +88,7 @@ def test_combinations_an_encoder_decoder_cannot_have_are_one_line_errors(extra, 
         spec_from_mapping({"N": 2, "H": 2, "m": 4, "d": 8, "r": 16} | extra, "x.yaml")
 
 
-@pytest.mark.parametrize("command", [["verify"], ["count", "-n", "8"], ["attention", "-i", "x.npy"]])
+@pytest.mark.parametrize("command", [["count", "-n", "8"], ["attention", "-i", "x.npy"], ["bench"]])
 def test_commands_that_need_the_forward_pass_refuse_an_encoder_decoder_in_one_line(runner, tmp_path, command):
     import numpy as np
 
@@ -355,3 +355,57 @@ def test_a_hugging_face_folder_runs_as_transformers_does(tmp_path, family):
     error = np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs))
     print(f"{family}: {error:.1e}")
     assert error < 1e-10  # measured: 7.3e-15 (t5), 1.1e-15 (bart)
+
+
+# -- the properties (verify) --------------------------------------------------------------------------------
+
+
+def _small(path: Path) -> dict:
+    """A preset's keys at a small size (the same kind of model, quick to verify)."""
+    small = {"N": 2, "N_enc": 2, "H": 2, "m": 4, "d": 8, "r": 16, "V": 50}
+    keys = load_spec(path).to_dict() | small
+    return keys | ({"max_len": 16} if "max_len" in keys else {})
+
+
+@pytest.mark.parametrize("path", [AIAYN, ROOT / "examples" / "models" / "t5-small.yaml",
+                                  ROOT / "examples" / "models" / "bart-base.yaml"], ids=lambda p: p.stem)  # fmt: skip
+def test_verify_finds_what_theory_predicts_for_each_encoder_decoder(runner, tmp_path, path):
+    """Sinusoidal (original), relative (T5) and learned (BART) positions: every check as predicted, exit 0."""
+    import json
+
+    import yaml
+
+    small = tmp_path / "small.yaml"
+    small.write_text(yaml.safe_dump(_small(path)))
+    result = runner.invoke(app, ["verify", str(small), "-n", "6", "--json"])
+    report = json.loads(result.stdout)
+    verdicts = {c["check"]: (c["predicted"], c["verdict"]) for c in report["checks"]}
+    assert result.exit_code == 0, verdicts
+    assert verdicts["memory order"] == ("holds", "PASS") and verdicts["source reach"] == ("holds", "PASS")
+    assert verdicts["source order"] == ("breaks", "PASS")  # every one of them has positions in its encoder
+    assert verdicts["decoding"] == ("holds", "PASS") and verdicts["causality"] == ("holds", "PASS")
+
+
+NO_POSITIONS = Spec(N=2, N_enc=2, H=2, m=4, d=8, r=16, mask="causal", norm="pre", scale="sqrt")
+
+
+def test_without_positions_the_output_ignores_the_source_order_and_a_model_that_sees_them_fails(monkeypatch):
+    from transformer_cli.model import transformer as model_module
+    from transformer_cli.model.layers import sinusoidal_positions
+    from transformer_cli.verify.encoder_decoder import (
+        check_memory_order,
+        check_source_order,
+        make_encoder_decoder_setup,
+    )
+
+    setup = make_encoder_decoder_setup(NO_POSITIONS, None, 0, "float64", 6, None)
+    assert check_source_order(setup).verdict == "PASS" and check_source_order(setup).predicted is True
+    assert check_memory_order(setup).verdict == "PASS"
+    real = model_module.memory_keys
+
+    def positional_keys(cross, M, H):  # a cross-attention that sees the memory's positions: the broken model
+        return real(cross, M + sinusoidal_positions(M.shape[0], M.shape[-1])[:, None, :], H)
+
+    monkeypatch.setattr(model_module, "memory_keys", positional_keys)
+    broken = make_encoder_decoder_setup(NO_POSITIONS, None, 0, "float64", 6, None)
+    assert check_memory_order(broken).verdict == "FAIL" and check_source_order(broken).verdict == "FAIL"

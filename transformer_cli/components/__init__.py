@@ -54,7 +54,8 @@ def check_one_stack(spec: Spec, what: str) -> None:
     """Refuse an encoder-decoder where tfm handles one stack only so far (estimates, verify, attention maps)."""
     if spec.N_enc:
         raise SpecError(
-            f"{spec.label}: {what} of encoder-decoders (N_enc) come next; tfm count, init and run --target take them"
+            f"{spec.label}: {what} of encoder-decoders (N_enc) come next; tfm count, init, run --target and verify "
+            "take them"
         )
 
 

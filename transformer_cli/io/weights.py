@@ -40,6 +40,7 @@ def _init_std(spec: Spec, tensor: Tensor) -> float:
         "P": 0.5**0.5,
         "E": 1.0,  # embedded columns of unit variance, like the standard normal inputs the checks use
         "T": 1.0,  # token types likewise
+        "rel_bias": 1.0,  # relative position biases of order one next to scores of order one
     }
     if tensor.name == "head.W":
         return spec.d**-0.5  # logits of order one

@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from .transformer import Array, Transformer, from_columns
+from .cross import memory_keys
+from .transformer import Array, Transformer, from_columns, to_columns
 
 
-def decode(model: Transformer, X: Array, position_offset: int = 0, stale_at: int | None = None) -> Array:
+def decode(
+    model: Transformer,
+    X: Array,
+    position_offset: int = 0,
+    stale_at: int | None = None,
+    memory: Array | None = None,
+) -> Array:
     """Run T column by column with a key/value cache: (d, n) or (b, d, n) -> same shape.
+
+    An encoder-decoder's decoder reads the encoder's output `memory` ((d, n_src) or (b, d, n_src)): each block's
+    cross-attention keys and values are made from it once, before the first step (the cross-attention's cache).
 
     position_offset: encode column t at position t + offset (a fault when not 0). With rotary positions the query
     turns by t + offset and its key by t: shifting both alike changes nothing, rotary scores depend on t - s only.
@@ -23,13 +33,17 @@ def decode(model: Transformer, X: Array, position_offset: int = 0, stale_at: int
     Z, ndim = model.columns(X)  # (d, b, n); token ids are embedded
     window = model.spec.window
     cache: list[tuple[list[Array], list[Array]]] = [([], []) for _ in model.blocks]  # per block: K, V columns
+    crosses = [None] * len(model.blocks)
+    if memory is not None:  # per block: the memory's keys and values, once, and the sublayer that reads them
+        M = to_columns(np.asarray(memory), model.dtype)
+        crosses = [(c, memory_keys(c, M, model.spec.cross_heads)) for c in model.crosses]
     columns = []
     for t in range(Z.shape[-1]):
         z = Z[:, :, t : t + 1]  # (d, b, 1)
         pe = model.positions(t + position_offset, 1)
         z = z + pe[:, None, :] if pe is not None else z
         z = model.embedding.finish(z, model.embedded) if model.embedded else z
-        for blk, (Ks, Vs) in zip(model.blocks, cache, strict=True):
+        for blk, (Ks, Vs), cross in zip(model.blocks, cache, crosses, strict=True):
 
             def attention(u: Array, blk=blk, Ks=Ks, Vs=Vs, t=t) -> Array:
                 Q, K, V = model.qkv(blk, u)  # each (b, H, m, 1)
@@ -45,6 +59,10 @@ def decode(model: Transformer, X: Array, position_offset: int = 0, stale_at: int
                 heads = model.attend(Q, K_all, V_all, causal=False, positions=(t + position_offset, first_key))
                 return model.project(blk, heads)
 
-            z = model.apply_block(blk, z, attention)
+            reads = None
+            if cross is not None:
+                c, keys = cross
+                reads = (lambda u, c=c, keys=keys: model.cross_attention(c, u, keys), c.norm)
+            z = model.apply_block(blk, z, attention, reads)
         columns.append(model.finish(z))
     return from_columns(np.concatenate(columns, axis=-1), ndim)  # (d, b, n) -> the input's layout

@@ -10,6 +10,14 @@ from ..spec.definition import Spec
 from .causality import check_causality
 from .common import CheckResult, Setup, default_tol, make_setup, setup_from_file
 from .decoding import check_decoding
+from .encoder_decoder import (
+    EncoderDecoderSetup,
+    check_memory_order,
+    check_source_order,
+    check_source_reach,
+    encoder_setup,
+    make_encoder_decoder_setup,
+)
 from .equivariance import breaking_features, check_equivariance
 from .experts import check_experts
 from .internals import check_counts, check_softmax
@@ -29,6 +37,8 @@ def verify_all(
     """Run every check against the theory's prediction for `spec`."""
     if weights is None:  # seeded weights, built only once the memory check has passed
         setup, weights, _ = setup_from_file(spec, None, seed, dtype, n, tol, max_memory)
+    elif spec.N_enc:
+        setup = make_encoder_decoder_setup(spec, weights, seed, dtype, n, tol, max_memory)
     else:
         setup = make_setup(spec, weights, seed, dtype, n, tol, max_memory)
     return run_checks(setup, weights)
@@ -36,6 +46,8 @@ def verify_all(
 
 def run_checks(setup: Setup, weights: Weights, progress: Callable[[str], None] | None = None) -> list[CheckResult]:
     """Every check on a prepared setup, each expecting what the theory predicts; `progress` hears each name."""
+    if isinstance(setup, EncoderDecoderSetup):
+        return _run(encoder_decoder_checks(setup, weights), progress)
     checks: list[tuple[str, Callable[[], CheckResult]]] = [
         ("counts", lambda: check_counts(setup, weights, expect="theory")),
         ("softmax", lambda: check_softmax(setup, expect="theory")),
@@ -46,6 +58,33 @@ def run_checks(setup: Setup, weights: Weights, progress: Callable[[str], None] |
         *([("experts", lambda: check_experts(setup, expect="theory"))] if setup.spec.E else []),
         ("scaling", lambda: check_scaling(setup, expect="theory")),
     ]
+    return _run(checks, progress)
+
+
+def encoder_decoder_checks(setup: EncoderDecoderSetup, weights: Weights) -> list[tuple[str, Callable[[], CheckResult]]]:
+    """An encoder-decoder's checks: both stacks' counts, the encoder's equivariance, the memory's and the
+    source's order, the source's reach, and the decoder's own (over a fixed source)."""
+    return [
+        ("counts", lambda: check_counts(setup, weights, expect="theory")),
+        ("softmax", lambda: check_softmax(setup, expect="theory")),
+        ("encoder equivariance", lambda: _named(check_equivariance(encoder_setup(setup), expect="theory"), "encoder")),
+        ("memory order", lambda: check_memory_order(setup)),
+        ("source order", lambda: check_source_order(setup)),
+        ("source reach", lambda: check_source_reach(setup)),
+        ("causality", lambda: check_causality(setup, expect="theory")),
+        ("decoding", lambda: check_decoding(setup, expect="theory")),
+        ("relative", lambda: check_relative(setup, expect="theory")),
+    ]
+
+
+def _named(result: CheckResult, stack: str) -> CheckResult:
+    result.name, result.title = f"{stack} {result.name}", f"{stack}: {result.title}"
+    return result
+
+
+def _run(
+    checks: list[tuple[str, Callable[[], CheckResult]]], progress: Callable[[str], None] | None
+) -> list[CheckResult]:
     results = []
     for name, run in checks:
         if progress:

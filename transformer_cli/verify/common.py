@@ -197,6 +197,13 @@ def setup_from_file(
     max_memory: str | None = None,
 ) -> tuple[Setup, Weights, str]:
     """Check the memory the model needs, then load (or seed) its weights and build the setup."""
+    if spec.N_enc:  # an encoder-decoder: its own setup (the decoder over a seeded source)
+        from ..analysis.memory import estimate_encoder_decoder
+        from .encoder_decoder import make_encoder_decoder_setup
+
+        check_memory(estimate_encoder_decoder(spec, 1, n or 1, n or 1, dtype), max_memory, "this model")
+        weights, source = get_weights(spec, weights_path, seed)
+        return make_encoder_decoder_setup(spec, weights, seed, dtype, n, tol, max_memory), weights, source
     check_memory(estimate_forward(spec, 1, n or 1, np.dtype(dtype)), max_memory, "this model")
     weights, source = get_weights(spec, weights_path, seed)
     return make_setup(spec, weights, seed, dtype, n, tol, max_memory), weights, source
