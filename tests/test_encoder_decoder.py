@@ -88,7 +88,7 @@ def test_combinations_an_encoder_decoder_cannot_have_are_one_line_errors(extra, 
         spec_from_mapping({"N": 2, "H": 2, "m": 4, "d": 8, "r": 16} | extra, "x.yaml")
 
 
-@pytest.mark.parametrize("command", [["count", "-n", "8"], ["attention", "-i", "x.npy"], ["bench"]])
+@pytest.mark.parametrize("command", [["attention", "-i", "x.npy"], ["bench"]])
 def test_commands_that_need_the_forward_pass_refuse_an_encoder_decoder_in_one_line(runner, tmp_path, command):
     import numpy as np
 
@@ -409,3 +409,63 @@ def test_without_positions_the_output_ignores_the_source_order_and_a_model_that_
     monkeypatch.setattr(model_module, "memory_keys", positional_keys)
     broken = make_encoder_decoder_setup(NO_POSITIONS, None, 0, "float64", 6, None)
     assert check_memory_order(broken).verdict == "FAIL" and check_source_order(broken).verdict == "FAIL"
+
+
+# -- FLOPs and memory ---------------------------------------------------------------------------------------
+
+
+def _matmul_count(monkeypatch, run) -> int:  # type: ignore[no-untyped-def]
+    """The multiply-adds of every np.matmul that run() makes."""
+    done, real = [0], np.matmul
+
+    def counted(a, b, *args, **kwargs):
+        out = real(a, b, *args, **kwargs)
+        done[0] += out.size * np.shape(a)[-1]
+        return out
+
+    with monkeypatch.context() as patched:
+        patched.setattr(np, "matmul", counted)
+        run()
+    return done[0]
+
+
+def test_the_multiply_adds_are_what_the_pass_computes(monkeypatch):
+    """Every matrix product of an encoder-decoder's pass counted as it happens (one chunk of scores each, so all
+    n_tgt x n_tgt, n_src x n_src and n_tgt x n_src pairs) against costs.multiply_adds with sources and targets of
+    different lengths."""
+    from transformer_cli.analysis import memory
+    from transformer_cli.analysis.costs import multiply_adds
+    from transformer_cli.io.weights import init_weights
+    from transformer_cli.model.encoder_decoder import EncoderDecoder
+
+    spec = Spec(N=2, N_enc=3, H=2, m=4, d=8, r=12, cross_H=3, cross_m=5, V=11, mask="causal", norm="pre",
+                scale="sqrt", attention_bias=True, feedforward="gated", activation="silu")  # fmt: skip
+    monkeypatch.setattr(memory, "CAUSAL_CHUNK", 10**9)
+    model = EncoderDecoder(spec, init_weights(spec), workers=1)
+    done = _matmul_count(monkeypatch, lambda: model(np.arange(7).reshape(1, 7) % 11, np.arange(5).reshape(1, 5)))
+    assert done == sum(multiply_adds(spec, 1, 5, n_src=7).values())
+
+
+def test_the_output_heads_products_are_counted_and_a_pooler_adds_none(monkeypatch):
+    """Found by the test above: the head's FLOPs were declared on BERT's pooler (never computed), so every model
+    with a head lacked its 2 V d FLOPs per token and BERT had them without a head."""
+    from transformer_cli.analysis.costs import forward_flops, multiply_adds
+    from transformer_cli.io.weights import init_weights
+    from transformer_cli.model.transformer import Transformer
+
+    gpt = Spec(N=1, H=2, m=4, d=8, r=12, V=11, tie_embeddings=True, mask="causal", norm="pre")
+    bert = Spec(N=1, H=2, m=4, d=8, r=12, V=11, head=False, pooler=True, norm="post")
+    assert forward_flops(gpt, 1, 5)["output head"] == 2 * 11 * 8 * 5
+    assert "output head" not in forward_flops(bert, 1, 5)
+    for spec in (gpt, bert):
+        model = Transformer(spec, init_weights(spec), workers=1)
+        done = _matmul_count(monkeypatch, lambda model=model: model(np.arange(5) % 11))
+        assert done == sum(multiply_adds(spec, 1, 5).values())  # n = 5 < 128: one chunk computes all pairs
+
+
+def test_the_cross_attention_cache_is_two_n_heads_size_and_source_length():
+    from transformer_cli.analysis.costs import costs
+
+    spec = load_spec(ROOT / "examples" / "models" / "t5-small.yaml")
+    cache = costs(spec, 2, 16, "float32", n_src=1024)["memory"]["cross_kv_cache"]
+    assert cache["float32"] == 2 * 6 * 8 * 64 * 1024 * 2 * 4  # 2 N H m n_src per sequence, b = 2, 4 bytes

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import ExitCode, TfmError
 from ..spec.definition import Spec, load_spec
-from .memory import estimate_forward, parse_size
+from .memory import estimate_encoder_decoder, estimate_forward, parse_size
 from .params import count_params
 
 CHECK_KEYS = ("check", "verdict", "reason", "observation", "exit_code")  # of each verify check, in the JSON
@@ -70,7 +70,10 @@ def check_spec(
         spec = _load(path)
         result.name, result.spec = spec.label, spec.to_dict()
         result.params = count_params(spec).total
-        result.memory = estimate_forward(spec, 1, seq_len, "float32").model  # the model's, not tfm's copies
+        if spec.N_enc:  # sources and targets of seq_len
+            result.memory = estimate_encoder_decoder(spec, 1, seq_len, seq_len, "float32").model
+        else:
+            result.memory = estimate_forward(spec, 1, seq_len, "float32").model  # the model's, not tfm's copies
         if max_params is not None and result.params > max_params:
             result.over_budget.append(f"{result.params:,} parameters > {max_params:,}")
         if max_memory is not None and result.memory > max_memory:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..components import Pairs, check_one_stack, components, is_causal
+from ..components import Pairs, components, encoder_block_components, encoder_model_components, is_causal
 from ..components.attention import SOFTMAX_PER_SCORE
+from ..components.encoder import cross_flops, cross_multiply_adds
 from ..components.feedforward import ACTIVATION_PER_ENTRY
 from ..components.norm import NORM_PER_ENTRY
 from ..spec.definition import Spec
-from .memory import estimate_forward
+from .memory import estimate_encoder_decoder, estimate_forward
 from .params import count_params
 
 BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
@@ -45,43 +46,72 @@ def _summed(parts: list[dict[str, int]]) -> dict[str, int]:
     return out
 
 
-def multiply_adds(spec: Spec, b: int, n: int, causal_pairs: bool = False) -> dict[str, int]:
-    """Multiply-adds of the forward pass's matrix products, by product, for b sequences of n tokens."""
-    pairs = Pairs(b, n, causal_pairs, spec.window)
-    return _summed([c.multiply_adds(b, n, pairs) for c in components(spec)])
+def _encoder(spec: Spec) -> list:  # type: ignore[type-arg]
+    """An encoder-decoder's encoder components: its blocks', and its inputs' (its own embedding lookup too)."""
+    from ..components.embedding import embedding
+    from ..model.encoder_decoder import encoder_run_spec
+
+    return encoder_block_components(spec) + encoder_model_components(spec) + [embedding(encoder_run_spec(spec))]
 
 
-def forward_flops(spec: Spec, b: int, n: int, causal_pairs: bool = False) -> dict[str, int]:
-    """Forward FLOPs by component for b sequences of n tokens; `causal_pairs` counts allowed pairs only."""
+def multiply_adds(spec: Spec, b: int, n: int, causal_pairs: bool = False, n_src: int | None = None) -> dict[str, int]:
+    """Multiply-adds of the forward pass's matrix products, by product, for b sequences of n tokens (an
+    encoder-decoder: targets of n tokens and sources of n_src, default n)."""
     pairs = Pairs(b, n, causal_pairs, spec.window)
-    return _summed([c.flops(b, n, pairs) for c in components(spec)])
+    parts = [c.multiply_adds(b, n, pairs) for c in components(spec)]
+    if spec.N_enc:
+        n_src = n_src or n
+        parts += [c.multiply_adds(b, n_src, Pairs(b, n_src)) for c in _encoder(spec)]
+        parts.append(cross_multiply_adds(spec, b, n, n_src))
+    return _summed(parts)
+
+
+def forward_flops(spec: Spec, b: int, n: int, causal_pairs: bool = False, n_src: int | None = None) -> dict[str, int]:
+    """Forward FLOPs by component for b sequences of n tokens; `causal_pairs` counts allowed pairs only. An
+    encoder-decoder's encoder reads sources of n_src (default n) and adds its rows to the same names."""
+    pairs = Pairs(b, n, causal_pairs, spec.window)
+    parts = [c.flops(b, n, pairs) for c in components(spec)]
+    if spec.N_enc:
+        n_src = n_src or n
+        parts += [c.flops(b, n_src, Pairs(b, n_src)) for c in _encoder(spec)]
+        parts.append(cross_flops(spec, b, n, n_src))
+    return _summed(parts)
 
 
 def _with_total(parts: dict[str, int]) -> dict[str, Any]:
     return {"by_component": parts, "total": sum(parts.values())}
 
 
-def costs(spec: Spec, b: int, n: int, dtype: str = "float64") -> dict[str, Any]:
-    """FLOPs and memory of a spec at batch b and length n, as exact integers."""
-    check_one_stack(spec, "FLOPs and memory")
+def costs(spec: Spec, b: int, n: int, dtype: str = "float64", n_src: int | None = None) -> dict[str, Any]:
+    """FLOPs and memory of a spec at batch b and length n, as exact integers (an encoder-decoder: targets of n
+    tokens, sources of n_src, default n)."""
     params = count_params(spec).total
+    n_src = (n_src or n) if spec.N_enc else None
+    if spec.N_enc:
+        peak = estimate_encoder_decoder(spec, b, n_src, n, dtype)
+    else:
+        peak = estimate_forward(spec, b, n, dtype)
     out: dict[str, Any] = {
         "batch": b,
         "seq_len": n,
+        **({"source_len": n_src} if spec.N_enc else {}),
         "flop_convention": CONVENTION,
-        "flops": _with_total(forward_flops(spec, b, n)),
-        "multiply_adds": _with_total(multiply_adds(spec, b, n)),
+        "flops": _with_total(forward_flops(spec, b, n, n_src=n_src)),
+        "multiply_adds": _with_total(multiply_adds(spec, b, n, n_src=n_src)),
         "memory": {
             "weights": {name: params * size for name, size in BYTES.items()},
             "training_adam": {name: params * size for name, size in ADAM_BYTES.items()},
             "training_adam_bytes_per_parameter": ADAM_BYTES,
             "training_adam_note": ADAM_NOTE,
-            "forward_peak": estimate_forward(spec, b, n, dtype).to_dict() | {"dtype": dtype},
+            "forward_peak": peak.to_dict() | {"dtype": dtype},
         },
     }
+    if spec.N_enc:  # decoding keeps the memory's keys and values, made once: 2 N H_c m_c n_src per sequence
+        entries = 2 * spec.N * spec.cross_heads * spec.cross_size * n_src * b
+        out["memory"]["cross_kv_cache"] = {name: entries * size for name, size in BYTES.items()}
     if is_causal(spec):
-        out["flops_causal_pairs"] = _with_total(forward_flops(spec, b, n, causal_pairs=True))
-        out["multiply_adds_causal_pairs"] = _with_total(multiply_adds(spec, b, n, causal_pairs=True))
+        out["flops_causal_pairs"] = _with_total(forward_flops(spec, b, n, causal_pairs=True, n_src=n_src))
+        out["multiply_adds_causal_pairs"] = _with_total(multiply_adds(spec, b, n, causal_pairs=True, n_src=n_src))
     return out
 
 

@@ -130,10 +130,10 @@ def estimate_encoder_decoder(
     each holding the shared embedding), plus the cross-attention's weights and the memory's keys and values."""
     from dataclasses import replace
 
-    from ..model.encoder_decoder import encoder_run_spec
+    from ..components.encoder import encoder_spec
 
     s = np.dtype(dtype).itemsize
-    encoder = estimate_forward(encoder_run_spec(spec), b, n_src, dtype)
+    encoder = estimate_forward(encoder_spec(spec), b, n_src, dtype)  # no vocabulary: E and logits are the decoder's
     decoder = estimate_forward(replace(spec, N_enc=None, cross_H=None, cross_m=None, cross_bias=None), b, n_tgt, dtype)
     cross = spec.N * spec.cross_heads * spec.cross_size * 4 * spec.d  # W_Q, W_K, W_V, W_O of every block
     keys = spec.N * spec.cross_heads * spec.cross_size * 2 * b * n_src  # the memory's K and V in every block

@@ -48,6 +48,10 @@ def count(
     dtype: Annotated[
         Optional[DType], typer.Option("--dtype", help="Dtype of the forward-peak figure (with -n) [default: float32].")
     ] = None,
+    source_len: Annotated[
+        Optional[int],
+        typer.Option("--source-len", min=1, help="An encoder-decoder's source length (with -n) [default: n]."),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Break the parameter count down by tensor and block, and check it against the closed form.
@@ -79,7 +83,7 @@ def count(
             if seq_len:
                 check_length(spec, seq_len, "--seq-len")
         dtype_ = (dtype or COST_DTYPE).value
-        extra = [costs(c.spec, batch or 1, seq_len, dtype_) if seq_len else None for c, _ in counts]
+        extra = [costs(c.spec, batch or 1, seq_len, dtype_, source_len) if seq_len else None for c, _ in counts]
     if json_out:
         print_json({"specs": [c.to_dict() | {"source": source} | ({"costs": e} if e else {})
                               | ({"checkpoint": k} if k else {})

@@ -191,6 +191,11 @@ def memory_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
     else:
         row("  tfm's pass also holds: the weights as loaded", lambda m: m["forward_peak"]["loaded"])
     row("tfm's pass: total (what run and verify refuse on)", lambda m: m["forward_peak"]["total"])
+    if all("cross_kv_cache" in c["memory"] for c in costs):  # encoder-decoders: the memory's keys and values
+        table.add_section()
+        n_src = first["source_len"]
+        for dtype in first["memory"]["cross_kv_cache"]:
+            row(f"cross-attention K/V cache (n_src = {n_src}), {dtype}", lambda m, t=dtype: m["cross_kv_cache"][t])
     table.caption = (
         "Adam: weights, gradients, two moments; mixed precision: half-precision weights and gradients, float32 "
         "master weights and moments (2 + 2 + 4 + 4 + 4 B/param). Activations are not included."

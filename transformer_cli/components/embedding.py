@@ -81,6 +81,14 @@ class Head(Component):
         out = [] if self.spec.tie_embeddings else [Term("Vd", V * d, "model")]
         return out + ([Term("V", V, "model")] if self.spec.head_bias else [])
 
+    def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        V, d = self.spec.V or 0, self.spec.d
+        scale = d * (self.spec.head_scale != "none")  # T5's d^-1/2 on the final columns
+        return {"output head": (2 * V * d + V * self.spec.head_bias + scale) * b * n}
+
+    def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        return {"linear layers": (self.spec.V or 0) * self.spec.d * b * n}
+
 
 class Pooler(Component):
     """BERT's pooler, tanh(W_p x_0 + b_p): its parameters are counted as BertModel holds them; tfm's output is
@@ -94,13 +102,6 @@ class Pooler(Component):
 
     def terms(self) -> list[Term]:
         return [Term("d^2 + d", self.spec.d**2 + self.spec.d, "model")]
-
-    def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        V, d = self.spec.V or 0, self.spec.d
-        return {"output head": (2 * V * d + V * self.spec.head_bias) * b * n}
-
-    def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        return {"linear layers": (self.spec.V or 0) * self.spec.d * b * n}
 
 
 def embedding(spec) -> Component:  # type: ignore[no-untyped-def]

@@ -48,6 +48,36 @@ class CrossAttention(Component):
         return out
 
 
+def cross_flops(spec: Spec, b: int, n: int, n_src: int) -> dict[str, int]:
+    """The cross-attention's FLOPs over b targets of n columns reading sources of n_src: Q from each target column,
+    K and V from each memory column, n x n_src scores per head, in each of the N decoder blocks."""
+    H, m, d, N = spec.cross_heads, spec.cross_size, spec.d, spec.N
+    bias = int(spec.has_cross_bias)
+    per_head = N * H * b * n * n_src
+    norm = 0 if spec.norm == "none" else norm_kind(spec).per_entry * N * d * b * n
+    from .attention import SOFTMAX_PER_SCORE
+
+    return {
+        "cross-attention projections": N * ((2 * d + bias) * H * m * b * n + 2 * (2 * d + bias) * H * m * b * n_src),
+        "cross scores K^T Q": per_head * 2 * m,
+        "cross score scaling": N * H * m * b * n if spec.scale != "none" else 0,
+        "cross softmax": per_head * SOFTMAX_PER_SCORE,
+        "cross weights x V": per_head * 2 * m,
+        "cross output projection": N * (2 * d * H * m + bias * d) * b * n,
+        "norms": norm,
+        "residuals": N * d * b * n,
+    }
+
+
+def cross_multiply_adds(spec: Spec, b: int, n: int, n_src: int) -> dict[str, int]:
+    H, m, d, N = spec.cross_heads, spec.cross_size, spec.d, spec.N
+    return {
+        "linear layers": N * (2 * H * m * d * b * n + 2 * H * m * d * b * n_src),
+        "scores K^T Q": N * H * b * n * n_src * m,
+        "weights x V": N * H * b * n * n_src * m,
+    }
+
+
 class CrossNorm(Component):
     """The norm of the cross-attention sublayer (before it with pre-norm, after its residual with post-norm)."""
 
