@@ -88,7 +88,7 @@ def test_combinations_an_encoder_decoder_cannot_have_are_one_line_errors(extra, 
         spec_from_mapping({"N": 2, "H": 2, "m": 4, "d": 8, "r": 16} | extra, "x.yaml")
 
 
-@pytest.mark.parametrize("command", [["attention", "-i", "x.npy"], ["bench"]])
+@pytest.mark.parametrize("command", [["bench"]])
 def test_commands_that_need_the_forward_pass_refuse_an_encoder_decoder_in_one_line(runner, tmp_path, command):
     import numpy as np
 
@@ -469,3 +469,28 @@ def test_the_cross_attention_cache_is_two_n_heads_size_and_source_length():
     spec = load_spec(ROOT / "examples" / "models" / "t5-small.yaml")
     cache = costs(spec, 2, 16, "float32", n_src=1024)["memory"]["cross_kv_cache"]
     assert cache["float32"] == 2 * 6 * 8 * 64 * 1024 * 2 * 4  # 2 N H m n_src per sequence, b = 2, 4 bytes
+
+
+def test_attention_shows_the_decoders_self_and_cross_attention_and_the_encoders(runner, tmp_path):
+    import json
+
+    src, tgt = tmp_path / "s.npy", tmp_path / "t.npy"
+    np.save(src, np.array([3, 1, 4, 1, 5, 9, 2]))
+    np.save(tgt, np.array([2, 7, 1, 8]))
+
+    def maps(kind: str, source: Path = src) -> np.ndarray:
+        args = ["attention", str(AIAYN), "-i", str(source), "-t", str(tgt), "--kind", kind, "--block", "0", "--json"]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        return np.array([data["weights"][str(h)] for h in range(8)])
+
+    self_, cross, encoder = maps("self"), maps("cross"), maps("encoder")
+    assert self_.shape == (8, 4, 4) and cross.shape == (8, 7, 4) and encoder.shape == (8, 7, 7)  # [h, key, query]
+    for A in (self_, cross, encoder):
+        assert np.allclose(A.sum(axis=1), 1.0, atol=1e-12)  # each query's weights over its keys
+    assert np.all(np.tril(self_, -1) == 0)  # causal: a key after its query (k > q) gets exactly 0
+    other = tmp_path / "other.npy"
+    np.save(other, np.array([8, 8, 2, 7, 1, 3, 3]))
+    assert np.array_equal(maps("self", other), self_)  # block 0's self-attention never sees the source
+    assert not np.allclose(maps("cross", other), cross)  # its cross-attention does

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -26,6 +27,12 @@ from .common import (
 )
 
 
+class AttentionKind(str, Enum):
+    self = "self"
+    cross = "cross"
+    encoder = "encoder"
+
+
 @app.command()
 def attention(
     spec_path: SpecArg = None,
@@ -33,6 +40,13 @@ def attention(
     block: Annotated[int, typer.Option("--block", min=0, help="Block index i, 0 .. N-1.")] = 0,
     head: Annotated[Optional[int], typer.Option("--head", min=0, help="Head h; all heads if omitted.")] = None,
     sequence: Annotated[int, typer.Option("--sequence", min=0, help="Which sequence of a batch.")] = 0,
+    target: Annotated[
+        Optional[Path], typer.Option("--target", "-t", help="An encoder-decoder's target .npy (--input: the source).")
+    ] = None,
+    kind: Annotated[
+        Optional[AttentionKind],
+        typer.Option("--kind", help="An encoder-decoder's attention: the decoder's self or cross, or the encoder's."),
+    ] = None,
     weights: WeightsOpt = None,
     seed: SeedOpt = 0,
     dtype: DTypeOpt = RUN_DTYPE,
@@ -63,10 +77,11 @@ def attention(
         check_npy_output(output)
         if output is not None:
             check_output_path(output, [p for p in (spec_path, input_path, weights) if p], force)
-        A = attention_maps(spec, input_path, weights, seed, dtype.value, block, head, sequence, json_out)
+        A = attention_maps(spec, input_path, weights, seed, dtype.value, block, head, sequence, json_out, target,
+                           (kind or AttentionKind.self).value)  # fmt: skip
         if output is not None:
             save_npy(output, A, overwrite=force)
-    heads = [head] if head is not None else list(range(spec.H))
+    heads = [head] if head is not None else list(range(A.shape[0]))
     if json_out:
         print_json(spec_json(spec) | {"block": block, "sequence": sequence, "shape": list(A.shape),
                     "axes": ["head", "key", "query"], "output": str(output) if output else None,

@@ -16,7 +16,7 @@ from ..errors import TfmError
 from ..io.arrays import open_npy, peek_npy
 from ..spec.definition import Spec
 from .runner import check_input, check_input_header, get_weights, sequences, token_ids
-from .transformer import Transformer
+from .transformer import Transformer, to_columns
 
 
 def estimate_maps(spec: Spec, b: int, n: int, dtype: str, shown: int, as_json: bool) -> MemoryEstimate:
@@ -43,6 +43,41 @@ def block_weights(model: Transformer, x: np.ndarray, block: int) -> np.ndarray:
     return found[0][0]  # (H, n_k, n_q)
 
 
+def decoder_block_weights(model, source: np.ndarray, target: np.ndarray, block: int, kind: str) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """An encoder-decoder's attention weights for one source and target: the encoder's block (kind 'encoder',
+    (H, n_src, n_src)), or the decoder's self-attention ('self', (H, n_tgt, n_tgt)) or cross-attention ('cross',
+    (H_c, n_src, n_tgt): keys are the source's columns, queries the target's)."""
+    from .cross import memory_keys
+
+    if kind == "encoder":
+        return block_weights(model.encoder, source, block)
+    decoder = model.decoder
+    memory = to_columns(model.encode(source), decoder.dtype)  # (d, 1, n_src)
+    Z, _ = decoder.columns(target)
+    pe = decoder.positions(0, Z.shape[-1])
+    if pe is not None:
+        Z += pe[:, None, :]
+    if decoder.embedded:
+        Z = decoder.embedding.finish(Z, decoder.embedded)
+    found: list[np.ndarray] = []
+    for i, blk in enumerate(decoder.blocks[: block + 1]):  # the blocks after `block` never run
+        c = decoder.crosses[i]
+        keys = memory_keys(c, memory, decoder.spec.cross_heads)
+        into = {kind: found} if i == block else {}  # the block shown gives its weights of that kind
+        cross = (_cross_sublayer(decoder, c, keys, into.get("cross")), c.norm)
+        attention = _self_sublayer(decoder, blk, into.get("self"))
+        Z = decoder.apply_block(blk, Z, attention, cross)
+    return found[0][0]
+
+
+def _cross_sublayer(decoder, c, keys, out):  # type: ignore[no-untyped-def]
+    return lambda U: decoder.cross_attention(c, U, keys, None, out)
+
+
+def _self_sublayer(decoder, blk, out):  # type: ignore[no-untyped-def]
+    return lambda U: decoder.self_attention(blk, U, out)
+
+
 def attention_maps(
     spec: Spec,
     input_path: Path,
@@ -53,8 +88,18 @@ def attention_maps(
     head: int | None,
     sequence: int,
     as_json: bool = False,
+    target_path: Path | None = None,
+    kind: str = "self",
 ) -> np.ndarray:
-    """Every head's weights of `block` for one sequence of the input: (H, n_k, n_q), each column summing to 1."""
+    """Every head's weights of `block` for one sequence of the input: (H, n_k, n_q), each column summing to 1.
+
+    An encoder-decoder reads the source (input) and the target, and shows the decoder's self-attention or
+    cross-attention, or the encoder's attention (kind)."""
+    if spec.N_enc:
+        return _encoder_decoder_maps(spec, input_path, target_path, weights_path, seed, dtype, block, head, sequence,
+                                     kind)  # fmt: skip
+    if target_path is not None or kind != "self":
+        raise TfmError(f"--target and --kind {kind}: {spec.label} has no encoder (N_enc); its attention is self")
     if block >= spec.N:
         raise TfmError(f"--block: got {block}, expected 0 .. {spec.N - 1} (the spec has N = {spec.N})")
     if head is not None and head >= spec.H:
@@ -71,3 +116,36 @@ def attention_maps(
     x = np.array(x[sequence]) if batched else x  # a copy: the rest of the batch is freed
     model = Transformer(spec, get_weights(spec, weights_path, seed)[0], dtype)
     return block_weights(model, x, block)
+
+
+def _encoder_decoder_maps(spec, source_path, target_path, weights_path, seed, dtype, block, head, sequence, kind):  # type: ignore[no-untyped-def]
+    from ..analysis.memory import estimate_encoder_decoder
+    from .encoder_decoder import EncoderDecoder
+
+    if target_path is None:
+        raise TfmError(f"{spec.label}: an encoder-decoder's attention needs --input SRC and --target TGT")
+    blocks, heads = (
+        (spec.N_enc, spec.H) if kind == "encoder" else (spec.N, spec.cross_heads if kind == "cross" else spec.H)
+    )
+    if block >= blocks:
+        raise TfmError(f"--block: got {block}, expected 0 .. {blocks - 1} ({kind} attention has {blocks} blocks)")
+    if head is not None and head >= heads:
+        raise TfmError(f"--head: got {head}, expected 0 .. {heads - 1} ({kind} attention has {heads} heads)")
+    arrays = []
+    for path in (source_path, target_path):
+        header = peek_npy(path)
+        check_input_header(header.shape, header.dtype, spec, str(path))
+        b, n = sequences(header.shape, header.dtype, spec)
+        if sequence >= b:
+            raise TfmError(f"--sequence: got {sequence}, expected 0 .. {b - 1} ({path} holds {b})")
+        arrays.append((path, header))
+    (_, src_header), (_, tgt_header) = arrays
+    estimate = estimate_encoder_decoder(spec, 1, src_header.shape[-1], tgt_header.shape[-1], dtype)
+    check_memory(estimate, None, f"{kind} attention of block {block}")
+    picked = []
+    for path, _ in arrays:
+        x, _ = check_input(open_npy(path), spec, str(path), dtype)
+        batched = x.ndim == (2 if token_ids(x.shape, x.dtype, spec) else 3)
+        picked.append(np.array(x[sequence]) if batched else x)
+    model = EncoderDecoder(spec, get_weights(spec, weights_path, seed)[0], dtype)
+    return decoder_block_weights(model, picked[0], picked[1], block, kind)

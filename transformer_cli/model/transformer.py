@@ -289,11 +289,13 @@ class Transformer:
                             positions=(start, start))  # fmt: skip
         return self.project(blk, heads)
 
-    def cross_attention(self, cross: Cross, X: Array, memory: tuple[Array, Array], stop=None) -> Array:  # type: ignore[no-untyped-def]
+    def cross_attention(
+        self, cross: Cross, X: Array, memory: tuple[Array, Array], stop=None, weights_out=None
+    ) -> Array:  # type: ignore[no-untyped-def]
         """The cross-attention sublayer without its residual: the decoder's columns X (d, b, n) attend to the
-        memory's keys and values (each (b, H_c, m_c, n_src)) -> (d, b, n)."""
+        memory's keys and values (each (b, H_c, m_c, n_src)) -> (d, b, n); `weights_out` gets its weights."""
         Q = queries(cross, X, self.spec.cross_heads)
-        heads = self.attend(Q, *memory, causal=False, stop=stop, scale=cross_scale(self.spec))
+        heads = self.attend(Q, *memory, causal=False, stop=stop, scale=cross_scale(self.spec), weights_out=weights_out)
         return project(cross, heads)
 
     def feedforward(self, blk: Block, X: Array) -> Array:
