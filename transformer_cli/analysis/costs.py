@@ -57,24 +57,24 @@ def _encoder(spec: Spec) -> list:  # type: ignore[type-arg]
 def multiply_adds(spec: Spec, b: int, n: int, causal_pairs: bool = False, n_src: int | None = None) -> dict[str, int]:
     """Multiply-adds of the forward pass's matrix products, by product, for b sequences of n tokens (an
     encoder-decoder: targets of n tokens and sources of n_src, default n)."""
-    pairs = Pairs(b, n, causal_pairs, spec.window)
-    parts = [c.multiply_adds(b, n, pairs) for c in components(spec)]
-    if spec.N_enc:
-        n_src = n_src or n
-        parts += [c.multiply_adds(b, n_src, Pairs(b, n_src)) for c in _encoder(spec)]
-        parts.append(cross_multiply_adds(spec, b, n, n_src))
-    return _summed(parts)
+    return _rows(spec, b, n, causal_pairs, n_src, "multiply_adds")
 
 
 def forward_flops(spec: Spec, b: int, n: int, causal_pairs: bool = False, n_src: int | None = None) -> dict[str, int]:
     """Forward FLOPs by component for b sequences of n tokens; `causal_pairs` counts allowed pairs only. An
     encoder-decoder's encoder reads sources of n_src (default n) and adds its rows to the same names."""
+    return _rows(spec, b, n, causal_pairs, n_src, "flops")
+
+
+def _rows(spec: Spec, b: int, n: int, causal_pairs: bool, n_src: int | None, kind: str) -> dict[str, int]:
+    """Every component's rows of one kind (flops or multiply_adds); an encoder-decoder's encoder and
+    cross-attention too."""
     pairs = Pairs(b, n, causal_pairs, spec.window)
-    parts = [c.flops(b, n, pairs) for c in components(spec)]
+    parts = [getattr(c, kind)(b, n, pairs) for c in components(spec)]
     if spec.N_enc:
         n_src = n_src or n
-        parts += [c.flops(b, n_src, Pairs(b, n_src)) for c in _encoder(spec)]
-        parts.append(cross_flops(spec, b, n, n_src))
+        parts += [getattr(c, kind)(b, n_src, Pairs(b, n_src)) for c in _encoder(spec)]
+        parts.append((cross_flops if kind == "flops" else cross_multiply_adds)(spec, b, n, n_src))
     return _summed(parts)
 
 

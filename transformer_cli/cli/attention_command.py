@@ -15,6 +15,7 @@ from .common import (
     JsonOpt,
     SeedOpt,
     SpecArg,
+    TargetOpt,
     WeightsOpt,
     app,
     check_npy_output,
@@ -40,9 +41,7 @@ def attention(
     block: Annotated[int, typer.Option("--block", min=0, help="Block index i, 0 .. N-1.")] = 0,
     head: Annotated[Optional[int], typer.Option("--head", min=0, help="Head h; all heads if omitted.")] = None,
     sequence: Annotated[int, typer.Option("--sequence", min=0, help="Which sequence of a batch.")] = 0,
-    target: Annotated[
-        Optional[Path], typer.Option("--target", "-t", help="An encoder-decoder's target .npy (--input: the source).")
-    ] = None,
+    target: TargetOpt = None,
     kind: Annotated[
         Optional[AttentionKind],
         typer.Option("--kind", help="An encoder-decoder's attention: the decoder's self or cross, or the encoder's."),

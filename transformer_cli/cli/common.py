@@ -107,6 +107,9 @@ WeightsOpt = Annotated[
         "the checkpoint of a Hugging Face folder given as SPEC, else seeded weights, if omitted.",
     ),
 ]
+TargetOpt = Annotated[
+    Optional[Path], typer.Option("--target", "-t", help="An encoder-decoder's target .npy (--input: the source).")
+]
 SeedOpt = Annotated[int, typer.Option("--seed", "-s", min=0, help="Seed for weights and random inputs (0 or more).")]
 DTypeOpt = Annotated[DType, typer.Option("--dtype", help="Compute dtype.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout, nothing else.")]

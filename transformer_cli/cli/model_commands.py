@@ -17,6 +17,7 @@ from .common import (
     MaxMemoryOpt,
     SeedOpt,
     SpecArg,
+    TargetOpt,
     WeightsOpt,
     app,
     busy,
@@ -171,12 +172,7 @@ def run(
     input_path: Annotated[
         Path, typer.Option("--input", "-i", help="Input .npy of shape (d, n) or (b, d, n), one column per token.")
     ] = ...,  # type: ignore[assignment]
-    target: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--target", "-t", help="An encoder-decoder's target .npy (the decoder's input); --input is the source."
-        ),
-    ] = None,
+    target: TargetOpt = None,
     weights: WeightsOpt = None,
     seed: SeedOpt = 0,
     output: Annotated[
