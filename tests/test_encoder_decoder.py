@@ -494,3 +494,37 @@ def test_attention_shows_the_decoders_self_and_cross_attention_and_the_encoders(
     np.save(other, np.array([8, 8, 2, 7, 1, 3, 3]))
     assert np.array_equal(maps("self", other), self_)  # block 0's self-attention never sees the source
     assert not np.allclose(maps("cross", other), cross)  # its cross-attention does
+
+
+def test_a_source_vocabulary_of_its_own_is_a_separate_embedding_counted_and_run(runner, tmp_path):
+    """V_src: the encoder embeds the source with encoder_embedding.E (d, V_src); the target keeps E (d, V)."""
+    import yaml
+
+    keys = {"N": 1, "N_enc": 1, "H": 2, "m": 4, "d": 8, "r": 16, "V": 11, "V_src": 23, "mask": "causal",
+            "tie_embeddings": True}  # fmt: skip
+    spec = spec_from_mapping(keys, "x.yaml")
+    shared = count_params(Spec(**{**spec.to_dict(), "V_src": None}))
+    assert count_params(spec).total == shared.total + 23 * 8
+    assert ("encoder_embedding.E", (8, 23)) in [(t.name, t.shape) for t in all_tensors(spec)]
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(keys))
+    np.save(tmp_path / "src.npy", np.array([22, 0, 15]))  # ids past V = 11 but within V_src = 23
+    np.save(tmp_path / "tgt.npy", np.array([1, 2]))
+    args = [
+        "run",
+        str(path),
+        "-i",
+        str(tmp_path / "src.npy"),
+        "-t",
+        str(tmp_path / "tgt.npy"),
+        "-o",
+        str(tmp_path / "y.npy"),
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert np.load(tmp_path / "y.npy").shape == (11, 2)
+    np.save(tmp_path / "src.npy", np.array([23]))
+    result = runner.invoke(app, args + ["-f"])
+    assert result.exit_code == 2 and "token id 23 at index (0,), expected 0 .. 22 (V = 23)" in result.stderr
+    with pytest.raises(SpecError, match="no V_src unless the spec has an encoder"):
+        spec_from_mapping({"N": 1, "H": 2, "m": 4, "d": 8, "r": 16, "V": 11, "V_src": 23}, "y.yaml")

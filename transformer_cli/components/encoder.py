@@ -20,8 +20,8 @@ from .norm import block_norm, final_norm, norm_kind
 
 def encoder_spec(spec: Spec) -> Spec:
     """The encoder stack as a spec of its own: N_enc blocks of unmasked self-attention, no vocabulary or head."""
-    return replace(spec, N=spec.N_enc, mask="none", N_enc=None, V=None, tie_embeddings=False, head_bias=False,
-                   head=True, embed_scale="none", head_scale="none", cross_H=None, cross_m=None,
+    return replace(spec, N=spec.N_enc, mask="none", N_enc=None, V=None, V_src=None, tie_embeddings=False,
+                   head_bias=False, head=True, embed_scale="none", head_scale="none", cross_H=None, cross_m=None,
                    cross_bias=None)  # fmt: skip
 
 
@@ -120,14 +120,27 @@ def encoder_block_components(spec: Spec) -> list[Component]:
     return [MultiHeadAttention(enc), feedforward(enc), Residuals(enc), block_norm(enc)]
 
 
+class SourceEmbedding(Component):
+    """The encoder's own token embedding (d, V_src), where the source has a vocabulary of its own (V_src)."""
+
+    where = "input"
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        return [Tensor(prefix + "embedding.E", (self.spec.d, self.spec.V_src), "embedding")]
+
+    def terms(self) -> list[Term]:
+        return [Term("V_src d", self.spec.V_src * self.spec.d, "model")]
+
+
 def encoder_model_components(spec: Spec) -> list[Component]:
-    """What the encoder has outside its blocks: its positions, its embedding norm, its final norm."""
+    """What the encoder has outside its blocks: its embedding (with V_src), positions, embedding norm, final norm."""
     if spec.N_enc is None:
         return []
     from .positional import POSITIONALS
 
     enc = encoder_spec(spec)
-    out = [POSITIONALS[spec.positional](enc)]
+    out = [SourceEmbedding(spec)] if spec.V_src else []
+    out.append(POSITIONALS[spec.positional](enc))
     if spec.embed_norm:
         out.append(EmbeddingNorm(enc))
     return out + [final_norm(enc)]

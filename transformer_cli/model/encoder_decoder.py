@@ -24,20 +24,20 @@ Array = np.ndarray
 
 def encoder_run_spec(spec: Spec) -> Spec:
     """The encoder as a one-stack spec that embeds its own ids with the shared E and has no head."""
-    return replace(encoder_spec(spec), V=spec.V, embed_scale=spec.embed_scale, head=False)
+    return replace(encoder_spec(spec), V=spec.V_src or spec.V, embed_scale=spec.embed_scale, head=False)
 
 
 class EncoderWeights(Mapping[str, Array]):
     """The encoder's weights under the names a one-stack model reads: blocks.{j}.x is encoder.{j}.x, and the
     encoder's positions, embedding norm and final norm are the ones prefixed encoder_; E is shared."""
 
-    def __init__(self, weights: Mapping[str, Array]):
-        self.weights = weights
+    def __init__(self, weights: Mapping[str, Array], own_embedding: bool = False):
+        self.weights, self.own_embedding = weights, own_embedding  # own: encoder_embedding.E (V_src)
 
     def _source(self, name: str) -> str:
         if name.startswith("blocks."):
             return "encoder." + name.removeprefix("blocks.")
-        return name if name == "embedding.E" else "encoder_" + name
+        return name if name == "embedding.E" and not self.own_embedding else "encoder_" + name
 
     def __getitem__(self, name: str) -> Array:
         return self.weights[self._source(name)]
@@ -48,7 +48,7 @@ class EncoderWeights(Mapping[str, Array]):
                 yield "blocks." + name.removeprefix("encoder.")
             elif name.startswith("encoder_"):
                 yield name.removeprefix("encoder_")
-            elif name == "embedding.E":
+            elif name == "embedding.E" and not self.own_embedding:
                 yield name
 
     def __len__(self) -> int:
@@ -66,7 +66,7 @@ class EncoderDecoder:
     def __init__(self, spec: Spec, weights: Mapping[str, Array], dtype=np.float64, **options):  # type: ignore[no-untyped-def]
         self.spec = spec
         self.dtype = np.dtype(dtype)
-        self.encoder = Transformer(encoder_run_spec(spec), EncoderWeights(weights), dtype, **options)
+        self.encoder = Transformer(encoder_run_spec(spec), EncoderWeights(weights, bool(spec.V_src)), dtype, **options)
         self.decoder = Transformer(spec, weights, dtype, **options)
 
     def encode(self, source: Array) -> Array:

@@ -140,9 +140,14 @@ def run_forward(
         raise SpecError(f"{spec.label}: an encoder-decoder reads a source and a target: --input SRC --target TGT")
     if target_path is not None and not spec.N_enc:
         raise SpecError(f"--target: {spec.label} has no encoder (N_enc); --target is for encoder-decoders")
+    source_spec = spec  # what the input is checked against: an encoder-decoder's source has its own vocabulary
+    if target_path is not None:
+        from .encoder_decoder import encoder_run_spec
+
+        source_spec = encoder_run_spec(spec)
     header = peek_npy(input_path)
-    check_input_header(header.shape, header.dtype, spec, str(input_path))
-    b, n = sequences(header.shape, header.dtype, spec)
+    check_input_header(header.shape, header.dtype, source_spec, str(input_path))
+    b, n = sequences(header.shape, header.dtype, source_spec)
     if target_path is None:
         check_memory(estimate_forward(spec, b, n, dtype), max_memory, "this forward pass")
     else:
@@ -150,7 +155,7 @@ def run_forward(
         check_input_header(target_header.shape, target_header.dtype, spec, str(target_path))
         check_memory(estimate_encoder_decoder(spec, b, n, target_header.shape[-1], dtype), max_memory,
                      "this forward pass")  # fmt: skip
-    x, notes = check_input(open_npy(input_path), spec, str(input_path), dtype)
+    x, notes = check_input(open_npy(input_path), source_spec, str(input_path), dtype)
     weights, source = get_weights(spec, weights_path, seed)
     trace: list[float] = []
     if target_path is not None:

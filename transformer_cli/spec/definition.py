@@ -157,6 +157,12 @@ class Spec:
             "cross-attention to the encoder's output, feedforward)",
         ),
     )
+    V_src: int | None = field(
+        default=None,
+        metadata=_key(
+            "posint", "the source's own vocabulary: a separate encoder embedding (d, V_src) [default: E is shared]"
+        ),
+    )
     cross_H: int | None = field(default=None, metadata=_key("posint", "cross-attention heads [default: H]; with N_enc"))
     cross_m: int | None = field(default=None, metadata=_key("posint", "cross-attention head size [default: m]"))
     cross_bias: bool | None = field(
@@ -427,6 +433,10 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "shared_norm", data["shared_norm"], "no shared_norm unless parallel is true")
     if spec.V and not spec.head and (spec.tie_embeddings or spec.head_bias):
         raise _fail(source, "head", False, "a head for tie_embeddings or head_bias")
+    if "V_src" in data and (spec.N_enc is None or spec.V is None):
+        raise _fail(
+            source, "V_src", data["V_src"], "no V_src unless the spec has an encoder (N_enc) and a vocabulary V"
+        )
     for key in ("cross_H", "cross_m", "cross_bias"):
         if key in data and spec.N_enc is None:
             raise _fail(source, key, data[key], f"no {key} unless the spec has an encoder (N_enc)")
