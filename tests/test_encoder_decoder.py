@@ -467,8 +467,9 @@ def test_the_cross_attention_cache_is_two_n_heads_size_and_source_length():
     from transformer_cli.analysis.costs import costs
 
     spec = load_spec(ROOT / "examples" / "models" / "t5-small.yaml")
-    cache = costs(spec, 2, 16, "float32", n_src=1024)["memory"]["cross_kv_cache"]
-    assert cache["float32"] == 2 * 6 * 8 * 64 * 1024 * 2 * 4  # 2 N H m n_src per sequence, b = 2, 4 bytes
+    cache = costs(spec, 2, 16, "float32", n_src=1024)["memory"]["kv_cache"]["float32"]
+    self_attention = 2 * 6 * 8 * 64 * 16 * 2 * 4  # 2 N G m n per sequence, b = 2, 4 bytes
+    assert cache == self_attention + 2 * 6 * 8 * 64 * 1024 * 2 * 4  # and 2 N H_c m_c n_src for the source
 
 
 def test_attention_shows_the_decoders_self_and_cross_attention_and_the_encoders(runner, tmp_path):

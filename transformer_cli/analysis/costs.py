@@ -20,6 +20,7 @@ from ..components.encoder import cross_flops, cross_multiply_adds
 from ..components.feedforward import ACTIVATION_PER_ENTRY
 from ..components.norm import NORM_PER_ENTRY
 from ..spec.definition import Spec
+from .kv_cache import KV_NOTE, kv_cache
 from .memory import estimate_encoder_decoder, estimate_forward
 from .params import count_params
 
@@ -106,9 +107,9 @@ def costs(spec: Spec, b: int, n: int, dtype: str = "float64", n_src: int | None 
             "forward_peak": peak.to_dict() | {"dtype": dtype},
         },
     }
-    if spec.N_enc:  # decoding keeps the memory's keys and values, made once: 2 N H_c m_c n_src per sequence
-        entries = 2 * spec.N * spec.cross_heads * spec.cross_size * n_src * b
-        out["memory"]["cross_kv_cache"] = {name: entries * size for name, size in BYTES.items()}
+    out["memory"]["kv_cache"] = kv_cache(spec, b, n, n_src)  # decoding at context n: what the decoder keeps
+    out["memory"]["kv_cache_note"] = KV_NOTE
+    out["kv_cache_bytes"] = out["memory"]["kv_cache"][dtype]
     if is_causal(spec):
         out["flops_causal_pairs"] = _with_total(forward_flops(spec, b, n, causal_pairs=True, n_src=n_src))
         out["multiply_adds_causal_pairs"] = _with_total(multiply_adds(spec, b, n, causal_pairs=True, n_src=n_src))

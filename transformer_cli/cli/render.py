@@ -191,14 +191,15 @@ def memory_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
     else:
         row("  tfm's pass also holds: the weights as loaded", lambda m: m["forward_peak"]["loaded"])
     row("tfm's pass: total (what run and verify refuse on)", lambda m: m["forward_peak"]["total"])
-    if all("cross_kv_cache" in c["memory"] for c in costs):  # encoder-decoders: the memory's keys and values
-        table.add_section()
-        n_src = first["source_len"]
-        for dtype in first["memory"]["cross_kv_cache"]:
-            row(f"cross-attention K/V cache (n_src = {n_src}), {dtype}", lambda m, t=dtype: m["cross_kv_cache"][t])
+    table.add_section()
+    source = f", n_src = {first['source_len']}" if "source_len" in first else ""
+    for dtype in first["memory"]["kv_cache"]:
+        row(f"KV cache at n = {first['seq_len']}{source}, {dtype}", lambda m, t=dtype: m["kv_cache"][t])
     table.caption = (
         "Adam: weights, gradients, two moments; mixed precision: half-precision weights and gradients, float32 "
-        "master weights and moments (2 + 2 + 4 + 4 + 4 B/param). Activations are not included."
+        "master weights and moments (2 + 2 + 4 + 4 + 4 B/param). Activations are not included. KV cache: K and "
+        "V of G heads per block and cached token (at most the window), the cross-attention's for the source; "
+        "int8 with a float16 scale per head and token."
     )
     return table
 

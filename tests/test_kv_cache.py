@@ -1,0 +1,78 @@
+"""The KV cache figure equals, byte for byte, what tfm's own decoder holds while the n-th token attends: for
+grouped-query attention, a sliding window and an encoder-decoder's cross-attention (issue 14, item 1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transformer_cli import Spec, init_weights
+from transformer_cli.analysis.costs import costs
+from transformer_cli.analysis.kv_cache import kv_cache_bytes
+from transformer_cli.model import decoding
+from transformer_cli.model.transformer import Transformer
+
+SPECS = {
+    "multi-head": Spec(N=2, H=4, m=4, d=16, r=8, mask="causal", norm="pre"),
+    "grouped-query G=2": Spec(N=3, H=4, G=2, m=6, d=16, r=8, mask="causal", positional="rope", norm="pre"),
+    "multi-query window 3": Spec(N=2, H=4, G=1, m=4, d=16, r=8, mask="causal", window=3, norm="pre"),
+}
+
+
+def _held_at_last_step(model: Transformer, X: np.ndarray, monkeypatch, **options) -> int:
+    """Bytes of every key and value array the decoder's attention reads at the last step (self and cross)."""
+    steps: list[int] = []
+    real = type(model).attend
+
+    def attend(self, Q, K, V, *args, **kwargs):  # type: ignore[no-untyped-def]
+        steps.append(K.nbytes + V.nbytes)
+        return real(self, Q, K, V, *args, **kwargs)
+
+    monkeypatch.setattr(type(model), "attend", attend)
+    decoding.decode(model, X, **options)
+    monkeypatch.undo()
+    per_step = len(steps) // X.shape[-1]
+    return sum(steps[-per_step:])
+
+
+@pytest.mark.parametrize("name", SPECS)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_cache_is_what_the_decoder_holds(monkeypatch, name, dtype):
+    spec, b, n = SPECS[name], 2, 7
+    model = Transformer(spec, init_weights(spec), dtype)
+    X = np.random.default_rng(0).standard_normal((b, spec.d, n))
+    assert _held_at_last_step(model, X, monkeypatch) == kv_cache_bytes(spec, b, n, dtype)
+
+
+def test_a_window_caps_the_cache_and_a_longer_context_does_not_grow_it():
+    spec = SPECS["multi-query window 3"]
+    assert kv_cache_bytes(spec, 1, 100, "float16") == kv_cache_bytes(spec, 1, 3, "float16") == 2 * 2 * 1 * 4 * 3 * 2
+    assert kv_cache_bytes(spec, 1, 2, "float16") < kv_cache_bytes(spec, 1, 3, "float16")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_an_encoder_decoders_cache_adds_the_sources_keys_and_values(monkeypatch, dtype):
+    from transformer_cli.model.encoder_decoder import EncoderDecoder
+
+    spec = Spec(N=2, N_enc=1, H=4, G=2, m=4, d=16, r=8, cross_H=3, cross_m=5, mask="causal", norm="pre")
+    b, n, n_src = 2, 6, 9
+    model = EncoderDecoder(spec, init_weights(spec), dtype)
+    rng = np.random.default_rng(0)
+    memory = model.encode(rng.standard_normal((b, spec.d, n_src)))
+    held = _held_at_last_step(model.decoder, rng.standard_normal((b, spec.d, n)), monkeypatch, memory=memory)
+    assert held == kv_cache_bytes(spec, b, n, dtype, n_src)
+
+
+def test_the_json_gives_the_total_under_kv_cache_bytes_and_mistral_at_32k_is_half_a_gib():
+    from transformer_cli import load_spec
+    from transformer_cli.analysis.kv_cache import KV_BYTES
+
+    # Mistral-7B's window of 4096 tokens: 2 x 32 blocks x 8 heads x 128 x 4096 tokens x 2 bytes
+    mistral = load_spec(Path(__file__).parent.parent / "examples" / "models" / "Mistral-7B-v0.1.yaml")
+    assert costs(mistral, 1, 32768, "float32")["memory"]["kv_cache"]["bfloat16"] == 2**29
+    assert costs(mistral, 1, 32768, "float32")["kv_cache_bytes"] == 2**30  # float32, the command's dtype
+    assert set(KV_BYTES) == {"float64", "float32", "float16", "bfloat16", "float8", "int8"}
+    int8 = kv_cache_bytes(mistral, 1, 32768, "int8")
+    assert int8 == 2**28 + 2 * 32 * 8 * 4096 * 2  # one byte an element and a float16 scale per head and token

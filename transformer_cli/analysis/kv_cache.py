@@ -1,0 +1,45 @@
+"""The key/value cache of decoding: the bytes a decoder holds to produce the next token, exact integers.
+
+Each block keeps the keys and values of the tokens its queries may still read: G key/value heads of size m per
+token (grouped-query attention caches G heads, not H). Convention for a sliding window w: the cache counts the
+w keys a query reads at its step (the w - 1 kept from earlier steps and its own, held together while it
+attends), so at most w tokens; tfm's decoder holds exactly that (checked byte for byte in the tests). An
+encoder-decoder's decoder also keeps the cross-attention's keys and values of the source, made once from the
+encoder's output: H_c heads of size m_c per source token, in each block. The encoder keeps nothing.
+
+Element types: float64 (tfm's own decoder's default), float32, float16, bfloat16, float8 (one byte, no scales
+modelled) and int8 with a float16 scale per head and token for K and for V (per-token quantisation).
+"""
+
+from __future__ import annotations
+
+from ..spec.definition import Spec
+
+KV_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8": 1, "int8": 1}
+SCALE_BYTES = {"int8": 2}  # a float16 scale per head and token, for K and for V
+KV_NOTE = (
+    "2 (K and V) x batch x bytes x sum over blocks of (G x m x cached tokens), cached tokens = min(n, window); "
+    "encoder-decoders add 2 x batch x bytes x N x H_c x m_c x n_src for the cross-attention; int8 adds a float16 "
+    "scale per head and token"
+)
+
+
+def cached_tokens(spec: Spec, n: int) -> int:
+    """Tokens each block's self-attention cache holds while the n-th token attends: n, or at most the window."""
+    return min(n, spec.window) if spec.window else n
+
+
+def kv_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: int | None = None) -> int:
+    """The cache's bytes for b sequences at context n (an encoder-decoder: sources of n_src, default n)."""
+    size, scale = KV_BYTES[dtype], SCALE_BYTES.get(dtype, 0)
+    heads = spec.N * spec.kv_heads * cached_tokens(spec, n)  # (head, token) pairs of the self-attention cache
+    total = 2 * b * heads * (spec.m * size + scale)
+    if spec.N_enc:
+        cross = spec.N * spec.cross_heads * (n_src or n)
+        total += 2 * b * cross * (spec.cross_size * size + scale)
+    return total
+
+
+def kv_cache(spec: Spec, b: int, n: int, n_src: int | None = None) -> dict[str, int]:
+    """The cache in every element type."""
+    return {dtype: kv_cache_bytes(spec, b, n, dtype, n_src) for dtype in KV_BYTES}
