@@ -23,6 +23,7 @@ from ..spec.definition import Spec
 from .kv_cache import KV_NOTE, kv_cache
 from .memory import estimate_encoder_decoder, estimate_forward
 from .params import count_params
+from .quantized import GROUP, QUANT_NOTE, weight_bytes
 
 BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 # training with Adam, bytes per parameter before activations: weights + gradients + two moments, and in mixed
@@ -107,6 +108,9 @@ def costs(spec: Spec, b: int, n: int, dtype: str = "float64", n_src: int | None 
             "forward_peak": peak.to_dict() | {"dtype": dtype},
         },
     }
+    quantised = weight_bytes(spec)
+    out["memory"]["weights_quantized"] = {dtype: quantised[dtype] for dtype in ("float8", "int8", "int4")}
+    out["memory"]["weights_quantized_note"] = QUANT_NOTE.format(g=GROUP)
     out["memory"]["kv_cache"] = kv_cache(spec, b, n, n_src)  # decoding at context n: what the decoder keeps
     out["memory"]["kv_cache_note"] = KV_NOTE
     out["kv_cache_bytes"] = out["memory"]["kv_cache"][dtype]

@@ -175,6 +175,8 @@ def memory_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
 
     for dtype in first["memory"]["weights"]:
         row(f"weights, {dtype}", lambda m, dtype=dtype: m["weights"][dtype])
+    for dtype, how in (("float8", "tensor scales"), ("int8", "row scales"), ("int4", "groups of 128")):
+        row(f"weights, {dtype} ({how})", lambda m, dtype=dtype: m["weights_quantized"][dtype])
     table.add_section()
     per = first["memory"]["training_adam_bytes_per_parameter"]
     for kind in first["memory"]["training_adam"]:
@@ -197,7 +199,9 @@ def memory_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
         row(f"KV cache at n = {first['seq_len']}{source}, {dtype}", lambda m, t=dtype: m["kv_cache"][t])
     table.caption = (
         "Adam: weights, gradients, two moments; mixed precision: half-precision weights and gradients, float32 "
-        "master weights and moments (2 + 2 + 4 + 4 + 4 B/param). Activations are not included. KV cache: K and "
+        "master weights and moments (2 + 2 + 4 + 4 + 4 B/param). Activations are not included. Quantised "
+        "weights keep embeddings, head, norms and biases in bfloat16, with float16 scales (int4: and zero points). "
+        "KV cache: K and "
         "V of G heads per block and cached token (at most the window), the cross-attention's for the source; "
         "int8 with a float16 scale per head and token."
     )
