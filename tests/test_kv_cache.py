@@ -76,3 +76,26 @@ def test_the_json_gives_the_total_under_kv_cache_bytes_and_mistral_at_32k_is_hal
     assert set(KV_BYTES) == {"float64", "float32", "float16", "bfloat16", "float8", "int8"}
     int8 = kv_cache_bytes(mistral, 1, 32768, "int8")
     assert int8 == 2**28 + 2 * 32 * 8 * 4096 * 2  # one byte an element and a float16 scale per head and token
+
+
+def test_check_holds_specs_to_a_kv_cache_budget_and_diff_shows_the_cache(runner):
+    """Mistral's 4096-token window keeps its cache at 32k within 1 GiB; Llama-2-7B's full attention does not."""
+    from transformer_cli.cli import app
+
+    models = Path(__file__).parent.parent / "examples" / "models"
+    mistral, llama = str(models / "Mistral-7B-v0.1.yaml"), str(models / "Llama-2-7b.yaml")
+    result = runner.invoke(app, ["check", mistral, "--no-verify", "-n", "32768", "--max-kv-cache", "1G"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    args = ["check", mistral, llama, "--no-verify", "-n", "32768", "--max-kv-cache", "1G", "--json"]
+    result = runner.invoke(app, args)
+    report = json.loads(result.stdout)
+    assert result.exit_code == 1 and [s["over_budget"] for s in report["specs"]] == [
+        [],
+        ["KV cache at n = 32768 (bfloat16): 16 GiB > 1 GiB"],
+    ]
+
+    result = runner.invoke(app, ["diff", mistral, llama, "-n", "32768", "--json"])
+    rows = {r["name"]: r for r in json.loads(result.stdout)["rows"]}
+    assert rows["KV cache at n, bfloat16"]["a"] == 2**29 and rows["KV cache at n, bfloat16"]["b"] == 2**34

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import ExitCode, TfmError
 from ..spec.definition import Spec, load_spec
+from .kv_cache import kv_cache_bytes
 from .memory import estimate_encoder_decoder, estimate_forward, parse_size
 from .params import count_params
 
@@ -59,7 +60,12 @@ class SpecCheck:
 
 
 def check_spec(
-    path: Path, max_params: int | None, max_memory: int | None, seq_len: int, verify_len: int | None
+    path: Path,
+    max_params: int | None,
+    max_memory: int | None,
+    seq_len: int,
+    verify_len: int | None,
+    max_kv_cache: int | None = None,
 ) -> SpecCheck:
     """Load one spec, hold it to the budgets, and run the verify suite on it (unless verify_len is None)."""
     from ..verify import overall_exit, verify_all
@@ -78,6 +84,9 @@ def check_spec(
             result.over_budget.append(f"{result.params:,} parameters > {max_params:,}")
         if max_memory is not None and result.memory > max_memory:
             result.over_budget.append(f"forward at n = {seq_len}: {human(result.memory)} > {human(max_memory)}")
+        kv = kv_cache_bytes(spec, 1, seq_len, "bfloat16")  # decoding one sequence at context n, as deployed
+        if max_kv_cache is not None and kv > max_kv_cache:
+            result.over_budget.append(f"KV cache at n = {seq_len} (bfloat16): {human(kv)} > {human(max_kv_cache)}")
         if verify_len is not None:
             checks = verify_all(spec, n=min(verify_len, spec.max_len or verify_len))
             result.verify_code = int(overall_exit(checks))
@@ -127,15 +136,17 @@ def check_specs(
     seq_len: int = 512,
     verify_len: int | None = 8,
     progress: Callable[[str], None] | None = None,
+    max_kv_cache: str | None = None,
 ) -> list[SpecCheck]:
     """Every spec's outcome, in order."""
     params_budget = parse_count(max_params) if max_params else None
     memory_budget = parse_size(max_memory) if max_memory else None
+    kv_budget = parse_size(max_kv_cache) if max_kv_cache else None
     results = []
     for path in paths:
         if progress:
             progress(str(path))
-        results.append(check_spec(path, params_budget, memory_budget, seq_len, verify_len))
+        results.append(check_spec(path, params_budget, memory_budget, seq_len, verify_len, kv_budget))
     return results
 
 

@@ -47,11 +47,14 @@ def _figures(spec: Spec, b: int, n: int, dtype: str) -> dict[tuple[str, str], An
     figures[("FLOPs", "multiply-adds")] = c["multiply_adds"]["total"]
     memory = c["memory"]
     figures |= {("memory", f"weights, {k}"): v for k, v in memory["weights"].items()}
+    figures |= {("memory", f"weights, {k}"): v for k, v in memory["weights_quantized"].items()}
     for kind in ("float32", "bfloat16_mixed"):
         figures[("memory", f"Adam, {kind.replace('_', ' ')} (no activations)")] = memory["training_adam"][kind]
     peak = memory["forward_peak"]
     figures[("memory", f"forward peak, {dtype}, the model")] = peak["model"]
     figures[("memory", "tfm's pass also holds (float64 copies)")] = peak["loaded"] + peak["input"]
+    for kind in ("bfloat16", "int8"):
+        figures[("memory", f"KV cache at n, {kind}")] = memory["kv_cache"][kind]
     return figures
 
 

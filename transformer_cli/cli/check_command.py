@@ -20,7 +20,10 @@ def check(
     max_memory: Annotated[
         Optional[str], typer.Option("--max-memory", help="Budget: a float32 forward pass's peak memory (4G).")
     ] = None,
-    seq_len: Annotated[int, typer.Option("--seq-len", "-n", min=1, help="Length n for the memory budget.")] = 512,
+    max_kv_cache: Annotated[
+        Optional[str], typer.Option("--max-kv-cache", help="Budget: the bfloat16 KV cache of decoding at n (2G).")
+    ] = None,
+    seq_len: Annotated[int, typer.Option("--seq-len", "-n", min=1, help="Length n for the memory budgets.")] = 512,
     verify_len: Annotated[int, typer.Option("--verify-len", min=1, help="Length n of the verify checks.")] = 8,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Run tfm verify on each spec.")] = True,
     json_out: JsonOpt = False,
@@ -50,7 +53,8 @@ def check(
         with progress_bar(json_out) as progress:
             task = progress.add_task("checking", total=len(found))
             results = check_specs(found, max_params, max_memory, seq_len, verify_len if verify else None,
-                                  lambda path: progress.update(task, advance=1, description=path))  # fmt: skip
+                                  lambda path: progress.update(task, advance=1, description=path),
+                                  max_kv_cache)  # fmt: skip
     code = overall(results)
     if json_out:
         print_json({"exit_code": int(code), "found": [str(p) for p in found], "specs": [r.to_dict() for r in results]})
