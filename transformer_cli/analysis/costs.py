@@ -114,6 +114,10 @@ def costs(spec: Spec, b: int, n: int, dtype: str = "float64", n_src: int | None 
     out["memory"]["kv_cache"] = kv_cache(spec, b, n, n_src)  # decoding at context n: what the decoder keeps
     out["memory"]["kv_cache_note"] = KV_NOTE
     out["kv_cache_bytes"] = out["memory"]["kv_cache"][dtype]
+    from .decode import decode_step, training_flops_per_token  # (it reads multiply_adds from here)
+
+    out["training_flops_per_token"] = training_flops_per_token(spec, n)
+    out["decode_step"] = decode_step(spec, n, "bfloat16", n_src)
     if is_causal(spec):
         out["flops_causal_pairs"] = _with_total(forward_flops(spec, b, n, causal_pairs=True, n_src=n_src))
         out["multiply_adds_causal_pairs"] = _with_total(multiply_adds(spec, b, n, causal_pairs=True, n_src=n_src))

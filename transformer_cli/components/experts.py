@@ -64,7 +64,7 @@ class Experts(Component):
 
     def route(self, router: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The chosen experts (k, T) of each of the T columns of X (d, T), and their weights (k, T)."""
-        scores = router @ X  # (E, T)
+        scores = np.matmul(router, X)  # (E, T)
         chosen = np.argsort(-scores, axis=0, kind="stable")[: self.k]  # highest first; ties to the lower index
         top = np.take_along_axis(scores, chosen, axis=0)
         weights = np.exp(top - top[:1])

@@ -1,0 +1,41 @@
+"""Training FLOPs per token, and one decoding step: its FLOPs, the bytes it reads, their ratio (issue 14, item 5).
+
+Training: the matrix products of the backward pass cost twice the forward's (a gradient for the input and one for
+the weight of every product, attention's included), so a training step's products are exactly 3 x the forward's.
+The 6N rule is that figure with attention left out and N the parameters a token's products use: it is shown beside
+the exact count. Other operations (softmax, norms, activations) are left out of both, as the 6N rule does.
+
+Decoding: the token at context n (the n-th, its n - 1 predecessors cached) multiplies every weight matrix it uses
+once (2 FLOPs a parameter: the k routed experts, not all E) and, in each block, its query with the cached keys
+and the weights with the cached values (2 x 2 H m FLOPs a cached token); it reads those weights and the whole
+cache. FLOPs over bytes is its arithmetic intensity: far below what a GPU needs to be compute-bound (hundreds of
+FLOPs a byte), which is why decoding is limited by memory bandwidth.
+"""
+
+from __future__ import annotations
+
+from ..components import Pairs, components
+from ..spec.definition import Spec
+from .costs import multiply_adds
+from .kv_cache import KV_BYTES, cached_tokens, kv_cache_bytes
+
+
+def training_flops_per_token(spec: Spec, n: int) -> dict[str, int]:
+    """A training step's matrix-product FLOPs per token at length n: exactly 3 x the forward's, and the 6N rule."""
+    forward = 2 * sum(multiply_adds(spec, 1, n).values())  # one sequence of n tokens
+    linear = 2 * multiply_adds(spec, 1, 1)["linear layers"]  # a token's products with the weights alone
+    return {"exact": 3 * forward // n, "six_n_rule": 3 * linear}
+
+
+def decode_step(spec: Spec, n: int, dtype: str = "bfloat16", n_src: int | None = None) -> dict[str, float | int]:
+    """The n-th token's decoding step (batch 1): FLOPs of its products, bytes of the weights it reads and of the
+    cache, and FLOPs per byte. An encoder-decoder's decoder reads the source's keys and values too."""
+    one = Pairs(1, 1)
+    weights = sum(c.multiply_adds(1, 1, one).get("linear layers", 0) for c in components(spec))  # the decoder's
+    attention = 2 * 2 * spec.N * spec.H * spec.m * cached_tokens(spec, n)  # K^T q and V p, in every block
+    if spec.N_enc:  # its cross-attention: W_Q and W_O per token, and n_src cached keys and values to read
+        weights += 2 * spec.N * spec.cross_heads * spec.cross_size * spec.d
+        attention += 2 * 2 * spec.N * spec.cross_heads * spec.cross_size * (n_src or n)
+    flops = 2 * weights + attention
+    read = weights * KV_BYTES[dtype] + kv_cache_bytes(spec, 1, n, dtype, n_src)
+    return {"flops": flops, "bytes": read, "flops_per_byte": flops / read}
