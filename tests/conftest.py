@@ -99,3 +99,18 @@ def random_weights(spec: Spec, seed: int = 0, scale: float = 0.3) -> dict[str, n
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+def matmul_count(monkeypatch, run) -> int:  # type: ignore[no-untyped-def]
+    """The multiply-adds of every np.matmul that run() makes."""
+    done, real = [0], np.matmul
+
+    def counted(a, b, *args, **kwargs):
+        out = real(a, b, *args, **kwargs)
+        done[0] += out.size * np.shape(a)[-1]
+        return out
+
+    with monkeypatch.context() as patched:
+        patched.setattr(np, "matmul", counted)
+        run()
+    return done[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import matmul_count
 
 from transformer_cli import Spec, init_weights
 from transformer_cli.analysis.decode import decode_step, training_flops_per_token
@@ -63,18 +64,9 @@ def test_a_step_reads_the_weights_it_uses_and_the_cache():
 def test_training_is_three_times_the_forward_products_and_6n_leaves_attention_out(monkeypatch):
     spec, n = SPECS["gpt-like with a head"], 8
     model = Transformer(spec, init_weights(spec), workers=1)
-    done, real = [0], np.matmul
-
-    def counted(a, b, *args, **kwargs):
-        out = real(a, b, *args, **kwargs)
-        done[0] += out.size * np.shape(a)[-1]
-        return out
-
-    with monkeypatch.context() as patched:
-        patched.setattr(np, "matmul", counted)
-        model(np.arange(n) % spec.V)  # n = 8 < 128: one causal chunk computes every pair
+    done = matmul_count(monkeypatch, lambda: model(np.arange(n) % spec.V))  # n < 128: one chunk, every pair
     flops = training_flops_per_token(spec, n)
-    assert flops["exact"] == 3 * 2 * done[0] // n
+    assert flops["exact"] == 3 * 2 * done // n
     matrices = 2 * (4 * 2 * 4 * 8 + 2 * 16 * 8) + 13 * 8  # two blocks' attention and feedforward, and the head
     assert flops["six_n_rule"] == 6 * matrices
     assert flops["exact"] > flops["six_n_rule"]  # attention's products come on top

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import matmul_count
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -414,21 +415,6 @@ def test_without_positions_the_output_ignores_the_source_order_and_a_model_that_
 # -- FLOPs and memory ---------------------------------------------------------------------------------------
 
 
-def _matmul_count(monkeypatch, run) -> int:  # type: ignore[no-untyped-def]
-    """The multiply-adds of every np.matmul that run() makes."""
-    done, real = [0], np.matmul
-
-    def counted(a, b, *args, **kwargs):
-        out = real(a, b, *args, **kwargs)
-        done[0] += out.size * np.shape(a)[-1]
-        return out
-
-    with monkeypatch.context() as patched:
-        patched.setattr(np, "matmul", counted)
-        run()
-    return done[0]
-
-
 def test_the_multiply_adds_are_what_the_pass_computes(monkeypatch):
     """Every matrix product of an encoder-decoder's pass counted as it happens (one chunk of scores each, so all
     n_tgt x n_tgt, n_src x n_src and n_tgt x n_src pairs) against costs.multiply_adds with sources and targets of
@@ -442,7 +428,7 @@ def test_the_multiply_adds_are_what_the_pass_computes(monkeypatch):
                 scale="sqrt", attention_bias=True, feedforward="gated", activation="silu")  # fmt: skip
     monkeypatch.setattr(memory, "CAUSAL_CHUNK", 10**9)
     model = EncoderDecoder(spec, init_weights(spec), workers=1)
-    done = _matmul_count(monkeypatch, lambda: model(np.arange(7).reshape(1, 7) % 11, np.arange(5).reshape(1, 5)))
+    done = matmul_count(monkeypatch, lambda: model(np.arange(7).reshape(1, 7) % 11, np.arange(5).reshape(1, 5)))
     assert done == sum(multiply_adds(spec, 1, 5, n_src=7).values())
 
 
@@ -459,7 +445,7 @@ def test_the_output_heads_products_are_counted_and_a_pooler_adds_none(monkeypatc
     assert "output head" not in forward_flops(bert, 1, 5)
     for spec in (gpt, bert):
         model = Transformer(spec, init_weights(spec), workers=1)
-        done = _matmul_count(monkeypatch, lambda model=model: model(np.arange(5) % 11))
+        done = matmul_count(monkeypatch, lambda model=model: model(np.arange(5) % 11))
         assert done == sum(multiply_adds(spec, 1, 5).values())  # n = 5 < 128: one chunk computes all pairs
 
 
