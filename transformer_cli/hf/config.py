@@ -29,8 +29,9 @@ def config_path(path: str | Path) -> Path:
 
 
 def read_config(path: str | Path) -> dict[str, Any]:
-    """The JSON object of a config.json, read within MAX_CONFIG_BYTES from a regular file."""
-    path = Path(path)
+    """The JSON object of a config.json (the file, or the one in a folder), read within MAX_CONFIG_BYTES from a
+    regular file."""
+    path = config_path(path)
     if not path.exists() and path.parent.is_dir() and path.name == "config.json":
         raise SpecError(
             f"{path.parent}: is a directory with no config.json in it, expected a YAML spec file or a Hugging Face "
@@ -88,10 +89,21 @@ def config_to_spec_mapping(config: dict[str, Any], source: str) -> dict[str, Any
     return head | {"description": f"{model_class} as transformers builds it from {Path(source).name}"} | mapping
 
 
+def spec_of_config(config: dict[str, Any], source: str) -> Spec:
+    """The tfm spec of a parsed config.json; `source` names it in errors."""
+    return spec_from_mapping(config_to_spec_mapping(config, source), source)
+
+
+def load_config(path: str | Path) -> tuple[dict[str, Any], Spec]:
+    """A config.json (the file, or a folder holding one) read once: its JSON object and its tfm spec."""
+    path = config_path(path)
+    config = read_config(path)
+    return config, spec_of_config(config, str(path))
+
+
 def spec_from_config(path: str | Path) -> Spec:
     """The tfm spec of the model transformers builds from a config.json (the file, or a folder holding one)."""
-    path = config_path(path)
-    return spec_from_mapping(config_to_spec_mapping(read_config(path), str(path)), str(path))
+    return load_config(path)[1]
 
 
-__all__ = ["config_path", "config_to_spec_mapping", "read_config", "spec_from_config"]
+__all__ = ["config_path", "config_to_spec_mapping", "load_config", "read_config", "spec_from_config", "spec_of_config"]

@@ -118,8 +118,6 @@ def _publish(tmp: Path, folder: Path, overwrite: bool) -> None:
 
 # -- both directions, as `tfm convert` runs them ------------------------------------------------------------
 
-WIDENED = {"F64": np.float64, "F32": np.float32, "F16": np.float32, "BF16": np.float32}
-
 
 def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) -> tuple[Spec, int]:
     """A Hugging Face folder as tfm's weights file, tensor by tensor; its config.json is kept in the metadata
@@ -128,10 +126,10 @@ def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) 
     dtype None keeps float64 checkpoints in float64 and writes the others (bf16, f16, f32) as float32, exactly.
     """
     from ..io.weights import iter_tensors, write_weights
-    from .config import config_path, read_config, spec_from_config
+    from .config import load_config
     from .weights import checkpoint_weights
 
-    spec, config = spec_from_config(folder), read_config(config_path(folder))
+    config, spec = load_config(folder)
     weights = checkpoint_weights(folder, spec, config)
     if dtype is None:
         codes = {located.entry.code for located in weights.checkpoint.tensors.values()}
@@ -157,20 +155,17 @@ def to_hugging_face(
     from ..errors import SpecError
     from ..io import safetensors_io
     from ..io.weights import load_weights, spec_of_weights
-    from .config import config_path as config_file
-    from .config import config_to_spec_mapping, read_config, spec_from_config
+    from .config import load_config, spec_of_config
 
     spec = spec_of_weights(path, required=True)
     if config_path is not None:
-        config, own = read_config(config_file(config_path)), spec_from_config(config_path)
+        config, own = load_config(config_path)
     else:
         stored = safetensors_io.peek(path)[1].get("hf_config")
         if stored is None:
             raise SpecError(f"{path}: holds no Hugging Face config ('hf_config'); name one with --config CONFIG")
         config = safetensors_io.parse_json(stored)
-        from ..spec.definition import spec_from_mapping
-
-        own = spec_from_mapping(config_to_spec_mapping(config, f"{path}: metadata 'hf_config'"), str(path))
+        own = spec_of_config(config, f"{path}: metadata 'hf_config'")
     if own.model_keys() != spec.model_keys():
         differ = spec.differing_keys(own)
         raise SpecError(f"{config_path or path}: the config is another model ({', '.join(differ)} differ)")
@@ -185,10 +180,9 @@ def init_folder(config_path: Path, out: Path, spec: Spec, seed: int, overwrite: 
     written and the parameters."""
     from ..analysis.params import count_params
     from ..io.weights import init_weights
-    from .config import config_path as config_file
     from .config import read_config
 
-    config = read_config(config_file(config_path))
+    config = read_config(config_path)
     write_folder(out, spec, config, init_weights(spec, seed), np.float32, overwrite=overwrite)
     return len(rules(family_for(config), spec)), count_params(spec).total
 

@@ -213,22 +213,22 @@ def checkpoint_weights(folder: str | Path, spec: Spec, config: Mapping[str, Any]
 
 def folder_weights(folder: Path, spec: Spec) -> CheckpointWeights:
     """The weights of a Hugging Face folder, for `spec`: the folder's config must describe the same model."""
-    from .config import config_path, read_config, spec_from_config
+    from .config import load_config
 
-    own = spec_from_config(folder)
+    config, own = load_config(folder)
     if own.model_keys() != spec.model_keys():
         differ = spec.differing_keys(own)
         raise ArrayError(f"{folder}: its config.json is another model ({', '.join(differ)} differ from '{spec.label}')")
-    return checkpoint_weights(folder, spec, read_config(config_path(folder)))
+    return checkpoint_weights(folder, spec, config)
 
 
 def summary(folder: Path, spec: Spec) -> dict[str, Any]:
     """What `tfm count FOLDER` says of the checkpoint, from its headers alone: files, tensors, bytes, dtypes,
     and the parameters the file holds (a tied head once), after checking that every tensor fits."""
-    from .config import config_path, read_config
+    from .config import read_config
 
     checkpoint = Checkpoint(folder)
-    found = check_fit(checkpoint, spec, read_config(config_path(folder)))
+    found = check_fit(checkpoint, spec, read_config(folder))
     entries = [checkpoint.tensors[name].entry for name in found.values()]
     return {
         "files": len({t.shard for t in checkpoint.tensors.values()}),

@@ -112,8 +112,7 @@ def attention_maps(
     shown = 1 if head is not None else spec.H
     check_memory(estimate_maps(spec, b, n, dtype, shown, as_json), None, f"block {block}'s attention at n = {n}")
     x, _ = check_input(open_npy(input_path), spec, str(input_path), dtype)
-    batched = x.ndim == (2 if token_ids(x.shape, x.dtype, spec) else 3)
-    x = np.array(x[sequence]) if batched else x  # a copy: the rest of the batch is freed
+    x = _one_sequence(x, spec, sequence)
     model = Transformer(spec, get_weights(spec, weights_path, seed)[0], dtype)
     return block_weights(model, x, block)
 
@@ -145,7 +144,12 @@ def _encoder_decoder_maps(spec, source_path, target_path, weights_path, seed, dt
     picked = []
     for path, _ in arrays:
         x, _ = check_input(open_npy(path), spec, str(path), dtype)
-        batched = x.ndim == (2 if token_ids(x.shape, x.dtype, spec) else 3)
-        picked.append(np.array(x[sequence]) if batched else x)
+        picked.append(_one_sequence(x, spec, sequence))
     model = EncoderDecoder(spec, get_weights(spec, weights_path, seed)[0], dtype)
     return decoder_block_weights(model, picked[0], picked[1], block, kind)
+
+
+def _one_sequence(x: np.ndarray, spec: Spec, sequence: int) -> np.ndarray:
+    """Sequence `sequence` of a batch (a copy: the rest of the batch is freed), or the input if it is one."""
+    batched = x.ndim == (2 if token_ids(x.shape, x.dtype, spec) else 3)
+    return np.array(x[sequence]) if batched else x
