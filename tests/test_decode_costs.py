@@ -54,10 +54,12 @@ def test_a_decoding_step_computes_the_flops_stated(monkeypatch, name):
 
 
 def test_a_step_reads_the_weights_it_uses_and_the_cache():
+    """The products' weights and the norms' gains, not the (untied) embedding table, of which it needs a row."""
     spec = SPECS["grouped-query, rope, window 3"]
     step = decode_step(spec, 100, "bfloat16")
-    weights = step["flops"] // 2 - 2 * spec.N * spec.H * spec.m * 3  # the window caps the keys read at 3
-    assert step["bytes"] == 2 * weights + kv_cache_bytes(spec, 1, 100, "bfloat16")
+    products = step["flops"] // 2 - 2 * spec.N * spec.H * spec.m * 3  # the window caps the keys read at 3
+    gains = (2 * spec.N + 1) * spec.d  # two norms a block and the final norm
+    assert step["bytes"] == 2 * (products + gains) + kv_cache_bytes(spec, 1, 100, "bfloat16")
     assert step["flops_per_byte"] == step["flops"] / step["bytes"]
 
 

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 
 from transformer_cli import Spec, Transformer, count_params, init_weights
 from transformer_cli.analysis import limits
-from transformer_cli.analysis.check import check_spec
+from transformer_cli.analysis.check import Budgets, check_spec
 from transformer_cli.analysis.compare import compare
 from transformer_cli.analysis.costs import costs
 from transformer_cli.analysis.memory import MemoryLimitError, check_memory, estimate_forward, human, out_of_memory
@@ -54,20 +54,20 @@ def _held_by(model: Transformer) -> int:
     return sum(a.nbytes for a in bases.values())
 
 
-def _tfm_pass(spec: Spec, b: int, n: int, dtype: str) -> int:
+def _tfm_pass(spec: Spec, b: int, n: int, dtype: str, workers: int | None = None) -> int:
     """Peak bytes of tfm's pass: float64 weights as loaded, the model built from them, a float64 input."""
     X = np.random.default_rng(0).normal(size=(b, spec.d, n))
     tracemalloc.start()
     weights = init_weights(spec)  # held through the pass, as run_forward and verify hold them
-    Transformer(spec, weights, dtype)(X)
+    Transformer(spec, weights, dtype, workers=workers)(X)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return peak + X.nbytes
 
 
-def _model_pass(spec: Spec, b: int, n: int, dtype: str) -> int:
+def _model_pass(spec: Spec, b: int, n: int, dtype: str, workers: int | None = None) -> int:
     """Peak bytes of the model alone: its weights in `dtype`, its input in `dtype`, and what its pass allocates."""
-    model = Transformer(spec, init_weights(spec), dtype)  # the float64 weights are dropped after stacking
+    model = Transformer(spec, init_weights(spec), dtype, workers=workers)  # the float64 weights dropped after stacking
     X = np.random.default_rng(0).normal(size=(b, spec.d, n)).astype(dtype)
     tracemalloc.start()
     model(X)
@@ -86,8 +86,21 @@ MEASURED = [
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("case", range(len(MEASURED)))
-def test_both_figures_bound_the_measured_peaks_within_1_6x(case, dtype):
-    """Upper bounds, and tight ones: 1.1x to 1.45x measured here; 1.6x allows for thread timing."""
+def test_both_figures_bound_the_measured_peaks_within_1_3x_on_one_thread(case, dtype):
+    """Upper bounds, and tight ones: 1.02x to 1.19x measured here on one thread, where the peak is the same
+    every run."""
+    spec, b, n = MEASURED[case]
+    estimate = estimate_forward(spec, b, n, dtype, workers=1)
+    tfm, model = _tfm_pass(spec, b, n, dtype, workers=1), _model_pass(spec, b, n, dtype, workers=1)
+    assert tfm <= estimate.total <= 1.3 * tfm, (tfm, estimate)
+    assert model <= estimate.model <= 1.3 * model, (model, estimate)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", range(len(MEASURED)))
+def test_both_figures_bound_the_threaded_peaks_within_1_6x(case, dtype):
+    """With the batch split over threads the estimate assumes every thread at its peak at once: 1.02x to 1.42x
+    measured here, as the threads' timing falls."""
     spec, b, n = MEASURED[case]
     estimate = estimate_forward(spec, b, n, dtype)
     tfm, model = _tfm_pass(spec, b, n, dtype), _model_pass(spec, b, n, dtype)
@@ -101,7 +114,7 @@ def test_diff_and_check_report_the_models_figure():
     rows = {r["name"]: r for r in compare(spec, spec, 1, 1024, "float32")}
     assert rows["forward peak, float32, the model"]["a"] == estimate.model
     assert rows["tfm's pass also holds (float64 copies)"]["a"] == estimate.loaded + estimate.input
-    assert check_spec(GPT2, None, None, 1024, None).memory == estimate.model
+    assert check_spec(GPT2, Budgets(), 1024, None).memory == estimate.model
 
 
 # -- #15: training with Adam -----------------------------------------------------------------------

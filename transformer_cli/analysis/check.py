@@ -13,6 +13,8 @@ from ..spec.definition import Spec, load_spec
 from .kv_cache import kv_cache_bytes
 from .memory import estimate_encoder_decoder, estimate_forward, parse_size
 from .params import count_params
+from .serving import serving_memory
+from .training import training_memory
 
 CHECK_KEYS = ("check", "verdict", "reason", "observation", "exit_code")  # of each verify check, in the JSON
 SI = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "B": 10**9, "T": 10**12}
@@ -24,6 +26,31 @@ def parse_count(text: str) -> int:
     if not match or not 0 < float(match.group(1)) < float("inf"):
         raise TfmError(f"--max-params: got '{text}', expected a count such as 125M, 1.5B, 1e6 or 7000000")
     return int(float(match.group(1)) * SI[match.group(2).upper()])
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """What `tfm check` holds each spec to, at b = 1 and context n; None: no budget. Serving: bfloat16 weights
+    and cache with a fused attention kernel; training: Adam in mixed precision, one device, fused attention."""
+
+    params: int | None = None
+    memory: int | None = None  # a float32 forward pass's peak (the model's figure)
+    kv_cache: int | None = None  # bfloat16
+    serving: int | None = None
+    training: int | None = None
+
+    @classmethod
+    def parse(cls, params: str | None = None, memory: str | None = None, kv_cache: str | None = None,
+              serving: str | None = None, training: str | None = None) -> Budgets:  # fmt: skip
+        """From the options' text: counts such as 125M, sizes such as 4G (errors name the option)."""
+        size = {
+            "memory": ("--max-memory", memory),
+            "kv_cache": ("--max-kv-cache", kv_cache),
+            "serving": ("--max-serving-memory", serving),
+            "training": ("--max-training-memory", training),
+        }
+        return cls(parse_count(params) if params else None,
+                   **{k: parse_size(text, option) if text else None for k, (option, text) in size.items()})  # fmt: skip
 
 
 @dataclass
@@ -59,14 +86,7 @@ class SpecCheck:
         return [f"{c['check']} {c['verdict']}: {c['reason']}" for c in self.checks if c["verdict"] != "PASS"]
 
 
-def check_spec(
-    path: Path,
-    max_params: int | None,
-    max_memory: int | None,
-    seq_len: int,
-    verify_len: int | None,
-    max_kv_cache: int | None = None,
-) -> SpecCheck:
+def check_spec(path: Path, budgets: Budgets, seq_len: int, verify_len: int | None) -> SpecCheck:
     """Load one spec, hold it to the budgets, and run the verify suite on it (unless verify_len is None)."""
     from ..verify import overall_exit, verify_all
     from .memory import human
@@ -80,13 +100,18 @@ def check_spec(
             result.memory = estimate_encoder_decoder(spec, 1, seq_len, seq_len, "float32").model
         else:
             result.memory = estimate_forward(spec, 1, seq_len, "float32").model  # the model's, not tfm's copies
-        if max_params is not None and result.params > max_params:
-            result.over_budget.append(f"{result.params:,} parameters > {max_params:,}")
-        if max_memory is not None and result.memory > max_memory:
-            result.over_budget.append(f"forward at n = {seq_len}: {human(result.memory)} > {human(max_memory)}")
-        kv = kv_cache_bytes(spec, 1, seq_len, "bfloat16")  # decoding one sequence at context n, as deployed
-        if max_kv_cache is not None and kv > max_kv_cache:
-            result.over_budget.append(f"KV cache at n = {seq_len} (bfloat16): {human(kv)} > {human(max_kv_cache)}")
+        if budgets.params is not None and result.params > budgets.params:
+            result.over_budget.append(f"{result.params:,} parameters > {budgets.params:,}")
+        n = seq_len
+        sizes = [("memory", f"forward at n = {n}", lambda: result.memory),
+                 ("kv_cache", f"KV cache at n = {n} (bfloat16)", lambda: kv_cache_bytes(spec, 1, n, "bfloat16")),
+                 ("serving", f"serving at n = {seq_len}", lambda: serving_memory(spec, 1, seq_len)["total"]),
+                 ("training", f"training at n = {seq_len} (Adam, mixed precision)",
+                  lambda: training_memory(spec, result.params, 1, seq_len)["total"]["fused attention"])]  # fmt: skip
+        for key, what, figure in sizes:
+            budget = getattr(budgets, key)
+            if budget is not None and figure() > budget:
+                result.over_budget.append(f"{what}: {human(figure())} > {human(budget)}")
         if verify_len is not None:
             checks = verify_all(spec, n=min(verify_len, spec.max_len or verify_len))
             result.verify_code = int(overall_exit(checks))
@@ -131,22 +156,17 @@ def find_specs(paths: list[Path]) -> list[Path]:
 
 def check_specs(
     paths: list[Path],
-    max_params: str | None = None,
-    max_memory: str | None = None,
+    budgets: Budgets = Budgets(),
     seq_len: int = 512,
     verify_len: int | None = 8,
     progress: Callable[[str], None] | None = None,
-    max_kv_cache: str | None = None,
 ) -> list[SpecCheck]:
     """Every spec's outcome, in order."""
-    params_budget = parse_count(max_params) if max_params else None
-    memory_budget = parse_size(max_memory) if max_memory else None
-    kv_budget = parse_size(max_kv_cache) if max_kv_cache else None
     results = []
     for path in paths:
         if progress:
             progress(str(path))
-        results.append(check_spec(path, params_budget, memory_budget, seq_len, verify_len, kv_budget))
+        results.append(check_spec(path, budgets, seq_len, verify_len))
     return results
 
 

@@ -9,6 +9,8 @@ from typing import Any
 from ..spec.definition import Spec
 from .costs import costs
 from .params import count_params
+from .serving import serving_memory
+from .training import training_memory
 
 LABELS = ("name", "description")  # shown, but a difference in a label is not a difference in the model
 
@@ -55,6 +57,10 @@ def _figures(spec: Spec, b: int, n: int, dtype: str) -> dict[tuple[str, str], An
     figures[("memory", "tfm's pass also holds (float64 copies)")] = peak["loaded"] + peak["input"]
     for kind in ("bfloat16", "int8"):
         figures[("memory", f"KV cache at n, {kind}")] = memory["kv_cache"][kind]
+    n_src = n if spec.N_enc else None  # what tfm plan gives at b and n, in bfloat16 with fused attention
+    figures[("memory", "serving at n (weights, KV cache, prefill)")] = serving_memory(spec, b, n, n_src=n_src)["total"]
+    training = training_memory(spec, count.total, b, n, n_src=n_src)["total"]
+    figures[("memory", "training at n, mixed-precision Adam with activations")] = training["fused attention"]
     return figures
 
 

@@ -7,9 +7,10 @@ the exact count. Other operations (softmax, norms, activations) are left out of 
 
 Decoding: the token at context n (the n-th, its n - 1 predecessors cached) multiplies every weight matrix it uses
 once (2 FLOPs a parameter: the k routed experts, not all E) and, in each block, its query with the cached keys
-and the weights with the cached values (2 x 2 H m FLOPs a cached token); it reads those weights and the whole
-cache. FLOPs over bytes is its arithmetic intensity: far below what a GPU needs to be compute-bound (hundreds of
-FLOPs a byte), which is why decoding is limited by memory bandwidth.
+and the weights with the cached values (2 x 2 H m FLOPs a cached token); it reads the weights it uses (not the
+embedding table, of which it needs one row) and the whole cache. FLOPs over bytes is its arithmetic
+intensity: far below what a GPU needs to be compute-bound (hundreds of FLOPs a byte), which is why decoding is
+limited by memory bandwidth.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from __future__ import annotations
 from ..components import Pairs, components
 from ..spec.definition import Spec
 from .costs import multiply_adds
-from .kv_cache import KV_BYTES, cached_tokens, kv_cache_bytes
+from .kv_cache import cached_tokens, kv_cache_bytes
+from .params import block_tensors, global_tensors
+from .quantized import tensor_bytes
 
 
 def training_flops_per_token(spec: Spec, n: int) -> dict[str, int]:
@@ -27,15 +30,40 @@ def training_flops_per_token(spec: Spec, n: int) -> dict[str, int]:
     return {"exact": 3 * forward // n, "six_n_rule": 3 * linear}
 
 
+LOOKUPS = ("embedding.E", "embedding.T", "positional.P")  # (the encoder's are not read at all)
+
+
+def step_multiply_adds(spec: Spec, n: int, n_src: int | None = None) -> tuple[int, int]:
+    """One sequence's decoding step at context n: the multiply-adds with the weights, and with the cache."""
+    one = Pairs(1, 1)
+    weights = sum(c.multiply_adds(1, 1, one).get("linear layers", 0) for c in components(spec))  # the decoder's
+    attention = 2 * spec.N * spec.H * spec.m * cached_tokens(spec, n)  # K^T q and V p, in every block
+    if spec.N_enc:  # its cross-attention: W_Q and W_O per token, and n_src cached keys and values to read
+        weights += 2 * spec.N * spec.cross_heads * spec.cross_size * spec.d
+        attention += 2 * spec.N * spec.cross_heads * spec.cross_size * (n_src or n)
+    return weights, attention
+
+
+def weights_read(spec: Spec, b: int, dtype: str) -> int:
+    """Bytes of weights a decoding step for b sequences reads: every tensor its tokens use once, but not the
+    lookup tables (a row each; the token embedding is read whole when it is also the head), not the encoder,
+    and of routed experts at most min(E, b k) a block."""
+    sizes = {t.name: tensor_bytes(t.name, t.shape)[dtype] for t in global_tensors(spec)}
+    total = sum(v for name, v in sizes.items() if not name.startswith("encoder") and name not in LOOKUPS)
+    if spec.tie_embeddings and "embedding.E" in sizes:
+        total += sizes["embedding.E"]
+    for t in block_tensors(spec, 0):
+        size = tensor_bytes(t.name, t.shape)[dtype]
+        if spec.E and t.name.split(".")[-1] in ("W1", "W2", "W3", "b1", "b2", "b3"):  # (E, ...) experts
+            size = size * min(spec.E, b * spec.k) // spec.E
+        total += spec.N * size
+    return total
+
+
 def decode_step(spec: Spec, n: int, dtype: str = "bfloat16", n_src: int | None = None) -> dict[str, float | int]:
     """The n-th token's decoding step (batch 1): FLOPs of its products, bytes of the weights it reads and of the
     cache, and FLOPs per byte. An encoder-decoder's decoder reads the source's keys and values too."""
-    one = Pairs(1, 1)
-    weights = sum(c.multiply_adds(1, 1, one).get("linear layers", 0) for c in components(spec))  # the decoder's
-    attention = 2 * 2 * spec.N * spec.H * spec.m * cached_tokens(spec, n)  # K^T q and V p, in every block
-    if spec.N_enc:  # its cross-attention: W_Q and W_O per token, and n_src cached keys and values to read
-        weights += 2 * spec.N * spec.cross_heads * spec.cross_size * spec.d
-        attention += 2 * 2 * spec.N * spec.cross_heads * spec.cross_size * (n_src or n)
-    flops = 2 * weights + attention
-    read = weights * KV_BYTES[dtype] + kv_cache_bytes(spec, 1, n, dtype, n_src)
+    weights, attention = step_multiply_adds(spec, n, n_src)
+    flops = 2 * (weights + attention)
+    read = weights_read(spec, 1, dtype) + kv_cache_bytes(spec, 1, n, dtype, n_src)
     return {"flops": flops, "bytes": read, "flops_per_byte": flops / read}

@@ -110,11 +110,13 @@ def estimate_forward(
     made, kept = (c * n * (9 + s), c * n * s) if spec.mask == "causal" else (0, 0)
     scores = max((held - 1) * chunk + made, held * chunk + kept)
     stacked = 4 * H * m * d * spec.N  # in float64 the model stacks copies of W_Q, W_K, W_V, W_O only
+    # (b, d, n) arrays: the input, its columns and their split over threads (one thread: none), X, a norm's output
+    # and temporary (no norm: none), a sublayer's output (or a float64 mean square between blocks)
+    arrays = 7 - (threads == 1) - 2 * (spec.norm == "none")
     return MemoryEstimate(
         weights=s * params,
-        # the input, its columns and their split over threads, X, a norm's output and temporary, a sublayer's
-        # output (or a float64 mean square between blocks); positions are made in float64
-        activations=7 * b * d * n * s + 3 * d * n * 8 + 2 * (spec.V or 0) * b * n * s,  # + logits, twice
+        # positions are made in float64; the logits twice
+        activations=arrays * b * d * n * s + 3 * d * n * 8 + 2 * (spec.V or 0) * b * n * s,
         attention=MultiHeadAttention(spec).held_per_token() * b * n * s
         + threads * scores,  # Q, K, V, heads; each thread's chunks
         feedforward=feedforward(spec).held_per_token() * b * n * s,
@@ -147,14 +149,14 @@ def estimate_encoder_decoder(
     )
 
 
-def parse_size(text: str) -> int:
-    """'512M', '1.5G', '2GB', '1000000' -> bytes (binary units)."""
+def parse_size(text: str, option: str = "--max-memory") -> int:
+    """'512M', '1.5G', '2GB', '1000000' -> bytes (binary units); errors name `option`."""
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(i?B)?\s*", text, re.IGNORECASE)
     if not match:
-        raise TfmError(f"--max-memory: got '{text}', expected a size such as 512M, 1.5G or 2GB")
+        raise TfmError(f"{option}: got '{text}', expected a size such as 512M, 1.5G or 2GB")
     value = float(match.group(1)) * UNITS[match.group(2).upper()]
     if value <= 0:
-        raise TfmError(f"--max-memory: got '{text}', expected a positive size")
+        raise TfmError(f"{option}: got '{text}', expected a positive size")
     return int(value)
 
 

@@ -21,7 +21,7 @@ MODULES = {  # in the order `tfm --help` lists them
     "attention": "attention_command",
     "verify": "verify_commands", "verify-equivariance": "verify_commands", "verify-causality": "verify_commands",
     "verify-decoding": "verify_commands", "verify-relative": "verify_commands", "verify-scaling": "verify_commands",
-    "check": "check_command", "bench": "bench_command",
+    "plan": "plan_command", "check": "check_command", "bench": "bench_command",
 }  # fmt: skip
 
 

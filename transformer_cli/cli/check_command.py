@@ -23,6 +23,14 @@ def check(
     max_kv_cache: Annotated[
         Optional[str], typer.Option("--max-kv-cache", help="Budget: the bfloat16 KV cache of decoding at n (2G).")
     ] = None,
+    max_serving_memory: Annotated[
+        Optional[str],
+        typer.Option("--max-serving-memory", help="Budget: serving at n, as tfm plan gives it (bfloat16, fused)."),
+    ] = None,
+    max_training_memory: Annotated[
+        Optional[str],
+        typer.Option("--max-training-memory", help="Budget: training at n, b = 1 (mixed-precision Adam, fused)."),
+    ] = None,
     seq_len: Annotated[int, typer.Option("--seq-len", "-n", min=1, help="Length n for the memory budgets.")] = 512,
     verify_len: Annotated[int, typer.Option("--verify-len", min=1, help="Length n of the verify checks.")] = 8,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Run tfm verify on each spec.")] = True,
@@ -38,10 +46,11 @@ def check(
     Example:
       tfm check examples/configs --max-params 150M --max-memory 4G --seq-len 1024
     """
-    from ..analysis.check import check_specs, find_specs, overall
+    from ..analysis.check import Budgets, check_specs, find_specs, overall
     from . import render
 
     with handled(json_out):
+        budgets = Budgets.parse(max_params, max_memory, max_kv_cache, max_serving_memory, max_training_memory)
         found = find_specs(specs)
         if any(p.is_dir() for p in specs):
             err.print(
@@ -52,9 +61,8 @@ def check(
             )
         with progress_bar(json_out) as progress:
             task = progress.add_task("checking", total=len(found))
-            results = check_specs(found, max_params, max_memory, seq_len, verify_len if verify else None,
-                                  lambda path: progress.update(task, advance=1, description=path),
-                                  max_kv_cache)  # fmt: skip
+            results = check_specs(found, budgets, seq_len, verify_len if verify else None,
+                                  lambda path: progress.update(task, advance=1, description=path))  # fmt: skip
     code = overall(results)
     if json_out:
         print_json({"exit_code": int(code), "found": [str(p) for p in found], "specs": [r.to_dict() for r in results]})

@@ -53,9 +53,10 @@ class FeedForward(Component):
         return {"linear layers": self.spec.N * len(self.projections) * self.spec.r * self.spec.d * b * n}
 
     def held_per_token(self) -> int:
-        """Entries the pass holds per token at the feedforward's peak: the hidden layer and the activation's
-        temporary (gated: the gate and up rows, and the temporary)."""
-        return len(self.projections) * self.spec.r
+        """Entries the pass holds per token at the feedforward's peak: the hidden layer (gated: the gate and up
+        rows) and the activation's temporary (relu works in place and needs none)."""
+        temporary = 0 if self.spec.activation == "relu" else 1
+        return (len(self.projections) - 1 + temporary) * self.spec.r
 
     def prepare(self, get: Get) -> dict:
         """W1 (with W3 stacked under it when gated), W2 and their biases as (k, 1, 1) columns, for the pass."""

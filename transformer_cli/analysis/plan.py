@@ -1,0 +1,75 @@
+"""`tfm plan` as a library call: what serving and training a spec cost, in memory and in time, at b and n.
+
+Every figure is an exact integer from the spec (times are floats from them) and says what it includes; the
+assumptions are in serving.py, training.py, kv_cache.py, quantized.py and hardware.py, one place each.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec.definition import Spec
+from .costs import forward_flops
+from .decode import training_flops_per_token
+from .hardware import PRESETS, probe, timing
+from .kv_cache import KV_NOTE, kv_cache_bytes
+from .params import count_params
+from .quantized import GROUP, QUANT_NOTE, weight_bytes
+from .serving import fits, serving_memory, transient
+from .training import OPTIMIZERS, training_memory
+
+HARDWARE = (*PRESETS, "this")
+
+
+def plan(
+    spec: Spec,
+    b: int = 1,
+    n: int = 2048,
+    n_src: int | None = None,
+    weights: str = "bfloat16",
+    kv: str = "bfloat16",
+    memory: int | None = None,
+    optimizer: str = "adam-mixed",
+    zero: int = 0,
+    devices: int = 1,
+    hardware: tuple[str, ...] = HARDWARE,
+) -> dict[str, Any]:
+    """The whole plan as a JSON-ready dict."""
+    n_src = (n_src or n) if spec.N_enc else None
+    params = count_params(spec).total
+    s = 4 if weights == "float32" else 2
+    serving = {way: serving_memory(spec, b, n, weights, kv, fused, n_src) for way, fused in
+               (("fused attention", True), ("unfused attention", False))}  # fmt: skip
+    out: dict[str, Any] = {
+        "name": spec.label,
+        "batch": b,
+        "seq_len": n,
+        **({"source_len": n_src} if spec.N_enc else {}),
+        "params": params,
+        "weights_dtype": weights,
+        "kv_dtype": kv,
+        "kv_cache_bytes": kv_cache_bytes(spec, b, n, kv, n_src),
+        "kv_cache_bytes_per_token": kv_cache_bytes(spec, 1, 1, kv, 1 if spec.N_enc else None),
+        "kv_cache_note": KV_NOTE,
+        "weights_bytes": weight_bytes(spec),
+        "weights_note": QUANT_NOTE.format(g=GROUP),
+        "serving": serving,
+        "serving_transient": {
+            way: transient(spec, b, n, s, fused, n_src)
+            for way, fused in (("fused attention", True), ("unfused attention", False))
+        },  # fmt: skip
+        "training": training_memory(spec, params, b, n, optimizer, zero, devices, n_src),
+        "flops": {
+            "forward_per_sequence": sum(forward_flops(spec, 1, n, causal_pairs=True, n_src=n_src).values()),
+            "training_per_token": training_flops_per_token(spec, n),
+        },
+    }
+    if memory is not None:
+        out["fits"] = {way: fits(spec, memory, b, n, weights, kv, fused, n_src) for way, fused in
+                       (("fused attention", True), ("unfused attention", False))}  # fmt: skip
+    machines = [probe() if name == "this" else PRESETS[name] for name in hardware]
+    out["time"] = [timing(spec, hw, b, n, weights, kv, n_src) for hw in machines]
+    return out
+
+
+__all__ = ["HARDWARE", "OPTIMIZERS", "plan"]

@@ -1,0 +1,109 @@
+"""Serving memory from the spec: weights + KV cache + the prefill's transient peak, and the largest batch or
+context that fits a memory.
+
+The transient peak is what a plain (not chunked) prefill of b prompts of n tokens holds at once beyond the
+weights and the cache, in the compute dtype (bfloat16 unless the weights are float32): the residual stream,
+and the largest of
+- attention: the norm's output, Q and the heads' output, and the scores: without a fused kernel the (H, n, n)
+  scores and their softmax, both alive (K and V go straight into the cache); a fused kernel (FlashAttention)
+  keeps its tiles on chip, so no n^2 term;
+- feedforward: the norm's output and the hidden rows (plain: the pre-activation and activation; gated: gate,
+  up and their product; routed experts: the same for every token, as if one expert took them all);
+- the head: the final norm's output and the logits of every position (b n V, what a forward pass returns; an
+  engine keeping only each prompt's last position needs b V).
+An encoder-decoder runs its encoder first; its output (b n_src d) is held while the decoder runs, and the
+cross-attention's scores are (H_c, n, n_src). Not included: the framework's own memory (CUDA context, the
+allocator's reserve), which adds a constant.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec.definition import Spec
+from .kv_cache import kv_cache_bytes
+from .quantized import weight_bytes
+
+WEIGHT_DTYPES = ("float32", "float16", "bfloat16", "float8", "int8", "int4")
+COMPUTE = {"float32": 4}  # bytes an activation: float32 weights compute in float32, the rest in 16 bits
+MAX_CONTEXT = 1 << 40  # the search for the largest context stops here
+
+
+def _stack_peak(spec: Spec, b: int, n: int, keys: int, s: int, fused: bool) -> int:
+    """The largest transient of one stack's blocks over b sequences of n queries reading `keys` keys each."""
+    T, d, H, m = b * n, spec.d, spec.H, spec.m
+    scores = 0 if fused else 2 * b * H * n * keys * s
+    attention = T * (d + 2 * H * m) * s + scores
+    hidden = 3 if spec.feedforward == "gated" else 2
+    feedforward = T * (d + hidden * spec.r + (spec.E or 0)) * s
+    return max(attention, feedforward)
+
+
+def transient(spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int | None = None) -> dict[str, int]:
+    """The prefill's transient peak and its parts, in bytes."""
+    T, d = b * n, spec.d
+    blocks = _stack_peak(spec, b, n, n, s, fused)
+    head = T * (d + spec.V) * s if spec.V and spec.head else 0
+    memory = encoder = 0
+    if spec.N_enc:
+        from ..components.encoder import encoder_spec
+
+        n_src = n_src or n
+        memory = b * n_src * d * s  # the encoder's output, held while the decoder runs
+        encoder = b * n_src * d * s + _stack_peak(encoder_spec(spec), b, n_src, n_src, s, fused)
+        cross = T * (d + 2 * spec.cross_heads * spec.cross_size) * s
+        if not fused:
+            cross += 2 * b * spec.cross_heads * n * n_src * s
+        blocks = max(blocks, cross)
+    decoder = memory + T * d * s + max(blocks, head)  # the residual stream and the largest phase
+    return {"residual stream": T * d * s, "blocks": blocks, "logits": head, "encoder": encoder,
+            "total": max(decoder, encoder)}  # fmt: skip
+
+
+def serving_memory(
+    spec: Spec, b: int, n: int, weights: str = "bfloat16", kv: str = "bfloat16", fused: bool = True,
+    n_src: int | None = None,
+) -> dict[str, int]:  # fmt: skip
+    """Weights + KV cache at context n + the prefill's transient peak, for b sequences."""
+    s = COMPUTE.get(weights, 2)
+    parts = {
+        "weights": weight_bytes(spec)[weights],
+        "kv_cache": kv_cache_bytes(spec, b, n, kv, n_src),
+        "transient": transient(spec, b, n, s, fused, n_src)["total"],
+    }
+    return parts | {"total": sum(parts.values())}
+
+
+def _largest(ok, limit: int) -> int:  # type: ignore[no-untyped-def]
+    """The largest x in 1..limit with ok(x), for ok true up to some x and false after; 0 if ok(1) is false."""
+    if not ok(1):
+        return 0
+    low = 1
+    while low < limit and ok(min(2 * low, limit)):  # double while it fits
+        low = min(2 * low, limit)
+    if low == limit:
+        return limit
+    high = min(2 * low, limit)  # does not fit
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if ok(mid) else (low, mid)
+    return low
+
+
+def fits(
+    spec: Spec, budget: int, b: int, n: int, weights: str = "bfloat16", kv: str = "bfloat16", fused: bool = True,
+    n_src: int | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The largest batch at context n, and the largest context at batch b, whose serving memory fits `budget`
+    (0 when even one sequence of one token does not); the context is capped by learned positions' max_len."""
+
+    def total(b: int, n: int) -> int:
+        return serving_memory(spec, b, n, weights, kv, fused, n_src)["total"]
+
+    cap = spec.max_len or MAX_CONTEXT
+    return {
+        "memory": budget,
+        "max_batch_at_context": _largest(lambda x: total(x, n) <= budget, MAX_CONTEXT),
+        "max_context_at_batch": _largest(lambda x: total(b, x) <= budget, cap),
+        "context_cap": cap if spec.max_len else None,
+    }

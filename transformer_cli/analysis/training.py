@@ -1,0 +1,190 @@
+"""Training memory from the spec: the model states an optimizer keeps (split by ZeRO over D devices) and the
+activations the backward pass needs, as exact integers.
+
+Model states, bytes per parameter (weights + gradients + optimizer):
+- adam-mixed: bfloat16 weights and gradients, float32 master weights and Adam's two moments: 2 + 2 + 12 = 16;
+- adam: float32 weights, gradients and two moments: 4 + 4 + 8 = 16;
+- sgd: float32 weights and gradients, no momentum: 4 + 4 = 8; sgd-momentum adds a float32 buffer: 12.
+ZeRO (Rajbhandari et al. 2020) over D data-parallel devices: stage 1 splits the optimizer's states, stage 2 the
+gradients too, stage 3 the weights too; a device holds its share, rounded up. Communication buffers, gradient
+bucketing and the allocator's fragmentation are not included.
+
+Activations: what autograd keeps for the backward pass, counted as Korthikanti et al. (2022) count them (every
+tensor a kernel saves, once, however many kernels save it), for the spec's block without dropout, with the
+kernels of PyTorch 2.13 (checked against `torch.autograd.graph.saved_tensors_hooks` in the tests):
+- a linear layer keeps its input; a residual add and a scale by a constant keep nothing;
+- layer norm keeps its input and a mean and 1/std per token; RMS norm (F.rms_norm, composite) keeps its input
+  and its normalised input in float32 (at least) and 1/rms per token; its output is kept by the next linear;
+- relu keeps its output (the same tensor the next linear keeps), gelu and silu their input; a gated product
+  keeps both factors;
+- fused attention (F.scaled_dot_product_attention, FlashAttention): Q, K and V (G heads), the output (which
+  W_O keeps too) and a float32 log-sum-exp per query and head, no n^2 term; unfused ("eager": matmul,
+  softmax, matmul, with K and V repeated to H heads as transformers' eager attention does): Q, the repeated
+  K and V, and the softmax's (H, n, n) output; the additive mask is made once and kept by no kernel;
+- rotary positions keep their (n, m) cosines and sines once; an embedding keeps the int64 ids; the loss
+  (cross-entropy) keeps the log-softmax (V per token) and the int64 targets; a spec without a vocabulary is
+  trained on a loss of its output columns that keeps nothing;
+- routed experts (an estimate, not checked against autograd): each token's k experts keep their feedforward's
+  tensors, the token's gathered input and the expert's output; the router keeps its softmax (E per token);
+- full recomputation (checkpointing every block): each block keeps its input, and the backward pass holds one
+  block's tensors again while it recomputes it.
+Not included: the gradients of the activations while the backward pass runs, and temporary buffers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..spec.definition import Spec
+
+ELEMENT = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    weights: int
+    gradients: int
+    states: int
+    note: str
+
+
+OPTIMIZERS = {
+    "adam-mixed": Optimizer(2, 2, 12, "bfloat16 weights and gradients, float32 master weights and two moments"),
+    "adam": Optimizer(4, 4, 8, "float32 weights, gradients and two moments"),
+    "sgd": Optimizer(4, 4, 0, "float32 weights and gradients, no momentum"),
+    "sgd-momentum": Optimizer(4, 4, 4, "float32 weights, gradients and a momentum buffer"),
+}
+
+
+def model_states(params: int, optimizer: str = "adam-mixed", zero: int = 0, devices: int = 1) -> dict[str, int]:
+    """Bytes one device holds of the weights, gradients and optimizer states, with ZeRO stage `zero` over D."""
+    opt = OPTIMIZERS[optimizer]
+    split = {"weights": zero >= 3, "gradients": zero >= 2, "optimizer": zero >= 1}
+    sizes = {"weights": opt.weights, "gradients": opt.gradients, "optimizer": opt.states}
+    out = {part: -(-params * size // devices) if split[part] else params * size for part, size in sizes.items()}
+    return out | {"total": sum(out.values())}
+
+
+def _norm(spec: Spec, width: int, s: int) -> int:
+    """Bytes a norm over `width` entries keeps per token (its output is counted where a linear keeps it)."""
+    if spec.norm_type == "rmsnorm":
+        u = max(s, 4)  # F.rms_norm works in float32 at least
+        return (2 * width + 1) * u
+    return width * s + 2 * s  # the input, a mean and 1/std
+
+
+def _feedforward(spec: Spec, s: int) -> int:
+    """Bytes one token's feedforward keeps beyond its input."""
+    r = spec.r
+    if spec.feedforward == "gated":  # act(W1 x) * (W3 x): the gate, act(gate), the up row and the product
+        core = (3 if spec.activation == "relu" else 4) * r * s
+    else:  # relu keeps its output, which W2 keeps too; the others their input, and W2 the output
+        core = (1 if spec.activation == "relu" else 2) * r * s
+    if spec.E:  # k experts per token: their tensors, the gathered input and the output; the router's softmax
+        return spec.k * (core + 2 * spec.d * s) + spec.E * s
+    return core
+
+
+def _attention(H: int, G: int, m: int, keys: int, s: int, fused: bool) -> int:
+    """Bytes one query token's attention keeps besides W_O's input (its output), K and V counted per token."""
+    if fused:  # Q, K, V of G heads, a log-sum-exp per head (float32 at least); the output is W_O's input
+        return (H + 2 * G) * m * s + H * max(s, 4)
+    return (3 * H * m + H * keys) * s  # Q, K and V repeated to H heads, the softmax's output
+
+
+def block_bytes(spec: Spec, n: int, s: int, fused: bool) -> dict[str, int]:
+    """Bytes one block keeps per token at length n, by part: norms, linear inputs, attention, feedforward."""
+    d, H, G, m = spec.d, spec.H, spec.kv_heads, spec.m
+    norms = 0 if spec.norm == "none" else 2 * _norm(spec, d, s)
+    linear = 2 * d * s + H * m * s  # the inputs of QKV and W1 (or the router), and of W_O
+    if spec.parallel:  # one norm's output feeds both sublayers unless each has its own
+        norms = _norm(spec, d, s) * (1 if spec.shared_norm else 2)
+        linear = (1 if spec.shared_norm else 2) * d * s + H * m * s
+    attention = _attention(H, G, m, n, s, fused)
+    if spec.qk_norm:
+        attention += (H + G) * _norm(spec, m, s)
+    return {"norms": norms, "linear inputs": linear, "attention": attention, "feedforward": _feedforward(spec, s)}
+
+
+def _cross_bytes(spec: Spec, n_src: int, s: int, fused: bool) -> tuple[int, int]:
+    """Bytes a decoder block's cross-attention keeps per target token and per source token."""
+    H, m, d = spec.cross_heads, spec.cross_size, spec.d
+    norm = 0 if spec.norm == "none" else _norm(spec, d, s)
+    per_target = norm + d * s + H * m * s  # its norm, W_Q's input, W_O's input
+    if fused:
+        per_target += H * m * s + H * max(s, 4)  # Q and the log-sum-exp
+    else:
+        per_target += (H * m + H * n_src) * s  # Q and the softmax's output
+    return per_target, 2 * H * m * s  # K and V of each source token
+
+
+def _model_bytes(spec: Spec, s: int) -> int:
+    """Bytes per token kept outside the blocks: ids, the embedding's norm, the final norm, the head, the loss."""
+    out = 0
+    if spec.V:
+        out += 8  # the ids
+        if spec.head:
+            out += spec.d * s + spec.V * s + 8  # the head's input, the log-softmax, the targets
+    if spec.embed_norm:
+        out += _norm(spec, spec.d, s)
+    if spec.norm == "pre":
+        out += _norm(spec, spec.d, s)
+    return out
+
+
+def activation_bytes(
+    spec: Spec, b: int, n: int, dtype: str = "bfloat16", fused: bool = True, recompute: bool = False,
+    n_src: int | None = None,
+) -> dict[str, int]:  # fmt: skip
+    """Bytes autograd keeps for the backward pass of b sequences of n tokens (an encoder-decoder: targets of n,
+    sources of n_src, default n), by part, and their total."""
+    s = ELEMENT[dtype]
+    parts = block_bytes(spec, n, s, fused)
+    decoder = b * n * sum(parts.values())  # one decoder block's bytes
+    stacks = [(spec.N, b * n, decoder)]  # (blocks, tokens, bytes of one block)
+    rope = 2 * n * spec.m * s if spec.positional == "rope" else 0  # cosines and sines, made once
+    model = b * n * _model_bytes(spec, s) + rope
+    if spec.N_enc:
+        from ..components.encoder import encoder_spec
+
+        n_src = n_src or n
+        target, source = _cross_bytes(spec, n_src, s, fused)
+        stacks[0] = (spec.N, b * n, decoder + b * (target * n + source * n_src))  # with its cross-attention
+        stacks.append(
+            (spec.N_enc, b * n_src, b * n_src * sum(block_bytes(encoder_spec(spec), n_src, s, fused).values()))
+        )
+        # the source ids, the encoder's final norm, and its output, kept by the cross-attentions' K and V
+        model += b * n_src * ((8 if spec.V else 0) + spec.d * s + (_norm(spec, spec.d, s) if spec.norm == "pre" else 0))
+    out: dict[str, Any] = {"per block": {k: v * b * n for k, v in parts.items()}, "model": model}
+    if recompute:  # each block's input, and one block's tensors while it is recomputed
+        out["blocks"] = sum(count * tokens * spec.d * s for count, tokens, _ in stacks) + max(x for *_, x in stacks)
+    else:
+        out["blocks"] = sum(count * size for count, _, size in stacks)
+    out["total"] = out["blocks"] + model
+    return out
+
+
+def training_memory(
+    spec: Spec, params: int, b: int, n: int, optimizer: str = "adam-mixed", zero: int = 0, devices: int = 1,
+    n_src: int | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """One device's training memory: its model states, and the activations of its b sequences of n tokens in the
+    three ways of keeping them."""
+    dtype = "bfloat16" if optimizer == "adam-mixed" else "float32"
+    states = model_states(params, optimizer, zero, devices)
+    ways = {
+        "unfused attention": activation_bytes(spec, b, n, dtype, fused=False, n_src=n_src)["total"],
+        "fused attention": activation_bytes(spec, b, n, dtype, fused=True, n_src=n_src)["total"],
+        "full recomputation": activation_bytes(spec, b, n, dtype, fused=True, recompute=True, n_src=n_src)["total"],
+    }
+    return {
+        "optimizer": optimizer,
+        "optimizer_note": OPTIMIZERS[optimizer].note,
+        "activation_dtype": dtype,
+        "zero_stage": zero,
+        "devices": devices,
+        "states": states,
+        "activations": ways,
+        "total": {way: states["total"] + size for way, size in ways.items()},
+    }

@@ -1,0 +1,169 @@
+"""`tfm plan`: serving and training memory, and roofline time on named hardware, at batch b and context n."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.table import Table
+
+from ..analysis.hardware import PRESETS
+from ..analysis.kv_cache import KV_BYTES
+from ..analysis.memory import human, parse_size
+from ..analysis.serving import WEIGHT_DTYPES
+from ..analysis.training import OPTIMIZERS
+from ..errors import TfmError
+from .common import EXIT_CODES, JsonOpt, SpecArg, app, handled, load, out, print_json
+from .layout import FitTable
+from .render import shown
+
+WeightDType = Enum("WeightDType", {k: k for k in WEIGHT_DTYPES}, type=str)  # type: ignore[misc]
+KVDType = Enum("KVDType", {k: k for k in KV_BYTES}, type=str)  # type: ignore[misc]
+OptimizerName = Enum("OptimizerName", {k: k for k in OPTIMIZERS}, type=str)  # type: ignore[misc]
+HardwareName = Enum("HardwareName", {k: k for k in (*PRESETS, "this")}, type=str)  # type: ignore[misc]
+WAYS = ("fused attention", "unfused attention")
+
+
+@app.command(epilog=EXIT_CODES)
+def plan(
+    spec_path: SpecArg = None,
+    seq_len: Annotated[
+        Optional[int], typer.Option("--seq-len", "-n", min=1, help="Context n [default: 2048, or max_len if less].")
+    ] = None,
+    batch: Annotated[int, typer.Option("--batch", "-b", min=1, help="Sequences at once.")] = 1,
+    source_len: Annotated[
+        Optional[int], typer.Option("--source-len", min=1, help="An encoder-decoder's source length [default: n].")
+    ] = None,
+    weights: Annotated[WeightDType, typer.Option("--weights", help="Weights' type.")] = "bfloat16",  # type: ignore[assignment]
+    kv_dtype: Annotated[KVDType, typer.Option("--kv-dtype", help="KV cache's type.")] = "bfloat16",  # type: ignore[assignment]
+    memory: Annotated[
+        Optional[str], typer.Option("--memory", help="Also find the largest batch and context fitting this (80G).")
+    ] = None,
+    optimizer: Annotated[OptimizerName, typer.Option("--optimizer", help="Training's optimizer.")] = "adam-mixed",  # type: ignore[assignment]
+    zero: Annotated[int, typer.Option("--zero", min=0, max=3, help="ZeRO stage (0-3) over --devices.")] = 0,
+    devices: Annotated[int, typer.Option("--devices", "-D", min=1, help="Data-parallel devices for ZeRO.")] = 1,
+    hardware: Annotated[
+        Optional[list[HardwareName]],
+        typer.Option("--hardware", help="Hardware for the time estimates (repeatable) [default: all, and this]."),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Plan serving and training: memory (weights, KV cache, the prefill's peak; model states, activations)
+    and time (prefill and decoding on named hardware), at batch b and context n.
+
+    Serving: weights + KV cache + a plain prefill's transient peak, with and without a fused attention kernel;
+    --memory finds the largest batch at n and the largest context at b that fit. Training: one device's model
+    states (the optimizer's bytes per parameter, split by ZeRO over --devices) and the activations autograd
+    keeps (unfused attention, fused, full recomputation). Time: a roofline on the vendors' peak dense FLOP/s
+    and bandwidth, lower bounds; "this" measures this machine (NumPy GEMM and copy).
+
+    \b
+    Example:
+      tfm plan examples/hf/Meta-Llama-3-8B -n 8192 --memory 80G
+    """
+    from ..analysis.plan import HARDWARE
+    from ..analysis.plan import plan as make_plan
+    from ..spec.definition import check_length
+
+    with handled(json_out):
+        spec, _ = load(spec_path)
+        n = seq_len or min(2048, spec.max_len or 2048)
+        check_length(spec, n, "--seq-len")
+        if devices > 1 and zero == 0:
+            raise TfmError(f"--devices {devices}: needs --zero 1, 2 or 3 (without ZeRO each device holds it all)")
+        budget = parse_size(memory, "--memory") if memory else None
+        names = tuple(h.value for h in hardware) if hardware else HARDWARE
+        result = make_plan(spec, batch, n, source_len, weights.value, kv_dtype.value, budget, optimizer.value, zero,
+                           devices, names)  # fmt: skip
+    if json_out:
+        print_json(result)
+        return
+    for table in (serving_table(result), fits_table(result), training_table(result), time_table(result)):
+        if table is not None:
+            out.print(table)
+
+
+def _table(title: str, columns: list[str], caption: str) -> Table:
+    table = FitTable(title=title, title_justify="left", caption=caption, caption_justify="left")
+    table.add_column("")
+    for column in columns:
+        table.add_column(column, justify="right", no_wrap=True)
+    return table
+
+
+def _context(p: dict[str, Any]) -> str:
+    source = f", sources of {p['source_len']:,}" if "source_len" in p else ""
+    return f"{shown(p['name'])}: b = {p['batch']}, n = {p['seq_len']:,}{source}"
+
+
+def serving_table(p: dict[str, Any]) -> Table:
+    table = _table(f"Serving {_context(p)}", list(WAYS), "Weights + KV cache + the prefill's transient peak "
+                   "(residual stream and the largest phase: attention's scores without a fused kernel, the "
+                   "feedforward's hidden rows, or the logits of every position, b n V). Framework memory "
+                   "(CUDA context, allocator reserve) not included.")  # fmt: skip
+    serving, transient = p["serving"], p["serving_transient"]
+    table.add_row(f"weights ({p['weights_dtype']})", *(human(serving[w]["weights"]) for w in WAYS))
+    table.add_row(f"KV cache ({p['kv_dtype']}, {human(p['kv_cache_bytes_per_token'])} a token)",
+                  *(human(serving[w]["kv_cache"]) for w in WAYS))  # fmt: skip
+    for part in ("residual stream", "blocks", "logits", "encoder"):
+        if any(transient[w][part] for w in WAYS):
+            table.add_row(f"  prefill: {part}", *(human(transient[w][part]) for w in WAYS))
+    table.add_row("prefill's transient peak", *(human(serving[w]["transient"]) for w in WAYS))
+    table.add_section()
+    table.add_row("total", *(human(serving[w]["total"]) for w in WAYS), style="bold")
+    return table
+
+
+def fits_table(p: dict[str, Any]) -> Table | None:
+    if "fits" not in p:
+        return None
+    fits = p["fits"]
+    table = _table(f"What fits in {human(fits[WAYS[0]]['memory'])}", list(WAYS), "0: not even one sequence "
+                   "of one token fits (the weights alone may not).")  # fmt: skip
+    table.add_row(f"largest batch at n = {p['seq_len']:,}", *(f"{fits[w]['max_batch_at_context']:,}" for w in WAYS))
+    table.add_row(f"largest context at b = {p['batch']}", *(f"{fits[w]['max_context_at_batch']:,}" for w in WAYS))
+    return table
+
+
+def training_table(p: dict[str, Any]) -> Table:
+    t = p["training"]
+    ways = list(t["activations"])
+    zero = f", ZeRO stage {t['zero_stage']} over {t['devices']} devices" if t["zero_stage"] else ""
+    caption = (f"{t['optimizer']}: {t['optimizer_note']}{zero}; per device. Activations: what autograd keeps for "
+               f"the backward pass in {t['activation_dtype']}, each tensor once (PyTorch's kernels; see the README). "
+               "Not included: the activations' gradients during the backward pass, communication buffers.")  # fmt: skip
+    table = _table(f"Training {_context(p)}", ways, caption)
+    for part in ("weights", "gradients", "optimizer"):
+        table.add_row(part, *(human(t["states"][part]) for _ in ways))
+    table.add_row("activations", *(human(t["activations"][w]) for w in ways))
+    table.add_section()
+    table.add_row("total", *(human(t["total"][w]) for w in ways), style="bold")
+    flops = p["flops"]["training_per_token"]
+    table.caption += (f" Training FLOPs a token: {flops['exact']:.3g} (the products, attention's included), "
+                      f"{flops['six_n_rule']:.3g} by the 6N rule.")  # fmt: skip
+    return table
+
+
+def time_table(p: dict[str, Any]) -> Table:
+    caption = ("First token: the prefill; a step and tokens/s: decoding; (c) compute-bound, (m) memory-bound. "
+               "Roofline: max(FLOPs / peak, bytes / bandwidth) with the vendors' dense peaks, so lower bounds on "
+               "time (kernels reach perhaps 50-80 %). Prefill: the forward pass's products (allowed pairs only), "
+               "reading the weights and writing the cache. Decoding: a step reads the weights a token uses once "
+               "for the batch and every sequence's cache.")  # fmt: skip
+    columns = ["peak", "bandwidth", "first token", "a step", "tokens/s"]
+    table = _table(f"Time {_context(p)}, weights {p['weights_dtype']}", columns, caption)
+    for r in p["time"]:
+        short = {"bfloat16": "bf16", "float32": "f32", "float8": "f8"}[r["compute_type"]]
+        table.add_row(r["hardware"], f"{r['peak_flops'] / 1e12:.3g} T {short}", f"{r['bandwidth'] / 1e9:,.0f} GB/s",
+                      _seconds(r["time_to_first_token"]), _seconds(r["decode_step"]),
+                      f"{r['tokens_per_second']:,.1f}")  # fmt: skip
+    step = p["time"][0]["decode_step"] if p["time"] else None
+    if step:
+        table.caption += f" A decoding step does {step['flops_per_byte']:.3g} FLOPs a byte it reads."
+    return table
+
+
+def _seconds(step: dict[str, Any]) -> str:
+    s, bound = step["seconds"], step["bound"][0]
+    return f"{s * 1e3:.3g} ms ({bound})" if s < 1 else f"{s:,.3g} s ({bound})"
