@@ -15,7 +15,16 @@ TINY = next(p for p in EXAMPLES if p.name == "tiny-causal.yaml")
 SEED = next(p for p in EXAMPLES if p.name == "seed-plain.yaml")
 
 # Maps keyed by a name (a component, a dtype, a control), whose keys are data, not field names.
-NAME_KEYED = ("components", "by_component", "flops_by_component", "weights", "training_adam", "spec", "controls")
+NAME_KEYED = (
+    "components",
+    "by_component",
+    "flops_by_component",
+    "weights",
+    "training_adam",
+    "spec",
+    "controls",
+    "weights_bytes",
+)
 
 
 def data_of(runner, *args, codes=(0,)):
@@ -45,6 +54,7 @@ def keys_of(value):
         ["verify-scaling", "--samples", 200],
         ["diff", TINY, SEED],
         ["check", TINY, "-n", 8],
+        ["plan", TINY, "-n", 8, "--memory", "1G", "--hardware", "l4"],
     ],
 )
 def test_json_keys_are_snake_case(runner, args):

@@ -145,7 +145,7 @@ def test_plan_json_holds_the_exact_figures(runner):
     data = json.loads(result.stdout)
     spec = spec_from_config(LLAMA3)
     assert data["kv_cache_bytes"] == kv_cache_bytes(spec, 2, 8192, "float8") == 2 * 2 * 32 * 8 * 128 * 8192
-    assert data["serving"]["fused attention"] == serving_memory(spec, 2, 8192, "bfloat16", "float8")
+    assert data["serving"]["fused_attention"] == serving_memory(spec, 2, 8192, "bfloat16", "float8")
     assert data["training"]["states"]["total"] == -(-count_params(spec).total * 16 // 8)
     assert [t["hardware"] for t in data["time"]] == ["L4"]
 
@@ -158,6 +158,7 @@ def test_plan_json_holds_the_exact_figures(runner):
         (["--zero", "4"], "--zero"),
         (["--weights", "int3"], "--weights"),
         (["-n", "2000"], "2000"),  # gpt2 has 1024 learned positions
+        (["--source-len", "10"], "--source-len 10: gpt2 is not an encoder-decoder"),
     ],
 )
 def test_plan_refuses_bad_options_in_one_line(runner, args, words):
@@ -184,4 +185,12 @@ def test_check_holds_specs_to_serving_and_training_budgets_and_diff_shows_both(r
     diff = runner.invoke(app, ["diff", str(LLAMA3), str(ROOT / "examples" / "hf" / "Mistral-7B-v0.1"), "-n", "8192",
                                "--json"])  # fmt: skip
     rows = {r["name"]: r for r in json.loads(diff.stdout)["rows"]}
-    assert rows["serving at n (weights, KV cache, prefill)"]["a"] == serving
+    assert rows["serving at n, bfloat16"]["a"] == serving
+
+
+def test_count_refuses_a_source_length_when_no_spec_reads_a_source(runner):
+    result = runner.invoke(app, ["count", str(ROOT / "examples" / "hf" / "gpt2"), "-n", "10", "--source-len", "5"])
+    assert result.exit_code == 2 and "--source-len 5: no spec here is an encoder-decoder" in result.stderr
+    t5 = runner.invoke(app, ["count", str(ROOT / "examples" / "models" / "t5-small.yaml"), "-n", "10", "--source-len",
+                             "5", "--json"])  # fmt: skip
+    assert t5.exit_code == 0 and json.loads(t5.stdout)["specs"][0]["costs"]["source_len"] == 5

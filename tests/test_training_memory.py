@@ -69,7 +69,7 @@ def test_recomputation_keeps_each_blocks_input_and_one_block():
     b, n, s = 2, 64, 2
     full = activation_bytes(spec, b, n, "bfloat16")
     recomputed = activation_bytes(spec, b, n, "bfloat16", recompute=True)
-    one_block = sum(full["per block"].values())
+    one_block = sum(full["per_block"].values())
     assert full["blocks"] == spec.N * one_block
     assert recomputed["blocks"] == spec.N * b * n * spec.d * s + one_block
     assert recomputed["total"] < full["total"]

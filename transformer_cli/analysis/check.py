@@ -107,7 +107,7 @@ def check_spec(path: Path, budgets: Budgets, seq_len: int, verify_len: int | Non
                  ("kv_cache", f"KV cache at n = {n} (bfloat16)", lambda: kv_cache_bytes(spec, 1, n, "bfloat16")),
                  ("serving", f"serving at n = {seq_len}", lambda: serving_memory(spec, 1, seq_len)["total"]),
                  ("training", f"training at n = {seq_len} (Adam, mixed precision)",
-                  lambda: training_memory(spec, result.params, 1, seq_len)["total"]["fused attention"])]  # fmt: skip
+                  lambda: training_memory(spec, result.params, 1, seq_len)["total"]["fused_attention"])]  # fmt: skip
         for key, what, figure in sizes:
             budget = getattr(budgets, key)
             if budget is not None and figure() > budget:

@@ -43,7 +43,7 @@ def _figures(spec: Spec, b: int, n: int, dtype: str) -> dict[tuple[str, str], An
     c = costs(spec, b, n, dtype)
     figures: dict[tuple[str, str], Any] = {("spec", k): v for k, v in _keys(spec).items()}
     figures |= {("parameters", k): v for k, v in count.components().items()}
-    figures |= {("parameters", "per block"): count.per_block, ("parameters", "total"): count.total}
+    figures |= {("parameters", "per_block"): count.per_block, ("parameters", "total"): count.total}
     figures |= {("FLOPs", k): v for k, v in c["flops"]["by_component"].items()}
     figures[("FLOPs", "total")] = c["flops"]["total"]
     figures[("FLOPs", "multiply-adds")] = c["multiply_adds"]["total"]
@@ -58,9 +58,9 @@ def _figures(spec: Spec, b: int, n: int, dtype: str) -> dict[tuple[str, str], An
     for kind in ("bfloat16", "int8"):
         figures[("memory", f"KV cache at n, {kind}")] = memory["kv_cache"][kind]
     n_src = n if spec.N_enc else None  # what tfm plan gives at b and n, in bfloat16 with fused attention
-    figures[("memory", "serving at n (weights, KV cache, prefill)")] = serving_memory(spec, b, n, n_src=n_src)["total"]
+    figures[("memory", "serving at n, bfloat16")] = serving_memory(spec, b, n, n_src=n_src)["total"]
     training = training_memory(spec, count.total, b, n, n_src=n_src)["total"]
-    figures[("memory", "training at n, mixed-precision Adam with activations")] = training["fused attention"]
+    figures[("memory", "training at n, mixed Adam")] = training["fused_attention"]
     return figures
 
 

@@ -39,7 +39,7 @@ def plan(
     params = count_params(spec).total
     s = 4 if weights == "float32" else 2
     serving = {way: serving_memory(spec, b, n, weights, kv, fused, n_src) for way, fused in
-               (("fused attention", True), ("unfused attention", False))}  # fmt: skip
+               (("fused_attention", True), ("unfused_attention", False))}  # fmt: skip
     out: dict[str, Any] = {
         "name": spec.label,
         "batch": b,
@@ -56,7 +56,7 @@ def plan(
         "serving": serving,
         "serving_transient": {
             way: transient(spec, b, n, s, fused, n_src)
-            for way, fused in (("fused attention", True), ("unfused attention", False))
+            for way, fused in (("fused_attention", True), ("unfused_attention", False))
         },  # fmt: skip
         "training": training_memory(spec, params, b, n, optimizer, zero, devices, n_src),
         "flops": {
@@ -66,7 +66,7 @@ def plan(
     }
     if memory is not None:
         out["fits"] = {way: fits(spec, memory, b, n, weights, kv, fused, n_src) for way, fused in
-                       (("fused attention", True), ("unfused attention", False))}  # fmt: skip
+                       (("fused_attention", True), ("unfused_attention", False))}  # fmt: skip
     machines = [probe() if name == "this" else PRESETS[name] for name in hardware]
     out["time"] = [timing(spec, hw, b, n, weights, kv, n_src) for hw in machines]
     return out

@@ -56,7 +56,7 @@ def transient(spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int
             cross += 2 * b * spec.cross_heads * n * n_src * s
         blocks = max(blocks, cross)
     decoder = memory + T * d * s + max(blocks, head)  # the residual stream and the largest phase
-    return {"residual stream": T * d * s, "blocks": blocks, "logits": head, "encoder": encoder,
+    return {"residual_stream": T * d * s, "blocks": blocks, "logits": head, "encoder": encoder,
             "total": max(decoder, encoder)}  # fmt: skip
 
 

@@ -104,7 +104,7 @@ def block_bytes(spec: Spec, n: int, s: int, fused: bool) -> dict[str, int]:
     attention = _attention(H, G, m, n, s, fused)
     if spec.qk_norm:
         attention += (H + G) * _norm(spec, m, s)
-    return {"norms": norms, "linear inputs": linear, "attention": attention, "feedforward": _feedforward(spec, s)}
+    return {"norms": norms, "linear_inputs": linear, "attention": attention, "feedforward": _feedforward(spec, s)}
 
 
 def _cross_bytes(spec: Spec, n_src: int, s: int, fused: bool) -> tuple[int, int]:
@@ -156,7 +156,7 @@ def activation_bytes(
         )
         # the source ids, the encoder's final norm, and its output, kept by the cross-attentions' K and V
         model += b * n_src * ((8 if spec.V else 0) + spec.d * s + (_norm(spec, spec.d, s) if spec.norm == "pre" else 0))
-    out: dict[str, Any] = {"per block": {k: v * b * n for k, v in parts.items()}, "model": model}
+    out: dict[str, Any] = {"per_block": {k: v * b * n for k, v in parts.items()}, "model": model}
     if recompute:  # each block's input, and one block's tensors while it is recomputed
         out["blocks"] = sum(count * tokens * spec.d * s for count, tokens, _ in stacks) + max(x for *_, x in stacks)
     else:
@@ -174,9 +174,9 @@ def training_memory(
     dtype = "bfloat16" if optimizer == "adam-mixed" else "float32"
     states = model_states(params, optimizer, zero, devices)
     ways = {
-        "unfused attention": activation_bytes(spec, b, n, dtype, fused=False, n_src=n_src)["total"],
-        "fused attention": activation_bytes(spec, b, n, dtype, fused=True, n_src=n_src)["total"],
-        "full recomputation": activation_bytes(spec, b, n, dtype, fused=True, recompute=True, n_src=n_src)["total"],
+        "unfused_attention": activation_bytes(spec, b, n, dtype, fused=False, n_src=n_src)["total"],
+        "fused_attention": activation_bytes(spec, b, n, dtype, fused=True, n_src=n_src)["total"],
+        "full_recomputation": activation_bytes(spec, b, n, dtype, fused=True, recompute=True, n_src=n_src)["total"],
     }
     return {
         "optimizer": optimizer,

@@ -83,6 +83,10 @@ def count(
         for spec, _ in loaded:
             if seq_len:
                 check_length(spec, seq_len, "--seq-len")
+        if source_len and not any(spec.N_enc for spec, _ in loaded):
+            raise TfmError(
+                f"--source-len {source_len}: no spec here is an encoder-decoder (N_enc), none reads a source"
+            )
         dtype_ = (dtype or COST_DTYPE).value
         extra = [costs(c.spec, batch or 1, seq_len, dtype_, source_len) if seq_len else None for c, _ in counts]
     if json_out:

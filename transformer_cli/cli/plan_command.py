@@ -14,7 +14,7 @@ from ..analysis.memory import human, parse_size
 from ..analysis.serving import WEIGHT_DTYPES
 from ..analysis.training import OPTIMIZERS
 from ..errors import TfmError
-from .common import EXIT_CODES, JsonOpt, SpecArg, app, handled, load, out, print_json
+from .common import EXIT_CODES, JsonOpt, SpecArg, app, handled, load, out, print_json, spec_json
 from .layout import FitTable
 from .render import shown
 
@@ -22,7 +22,7 @@ WeightDType = Enum("WeightDType", {k: k for k in WEIGHT_DTYPES}, type=str)  # ty
 KVDType = Enum("KVDType", {k: k for k in KV_BYTES}, type=str)  # type: ignore[misc]
 OptimizerName = Enum("OptimizerName", {k: k for k in OPTIMIZERS}, type=str)  # type: ignore[misc]
 HardwareName = Enum("HardwareName", {k: k for k in (*PRESETS, "this")}, type=str)  # type: ignore[misc]
-WAYS = ("fused attention", "unfused attention")
+WAYS = ("fused_attention", "unfused_attention")
 
 
 @app.command(epilog=EXIT_CODES)
@@ -70,6 +70,10 @@ def plan(
         spec, _ = load(spec_path)
         n = seq_len or min(2048, spec.max_len or 2048)
         check_length(spec, n, "--seq-len")
+        if source_len and not spec.N_enc:
+            raise TfmError(
+                f"--source-len {source_len}: {spec.label} is not an encoder-decoder (no N_enc), it reads no source"
+            )
         if devices > 1 and zero == 0:
             raise TfmError(f"--devices {devices}: needs --zero 1, 2 or 3 (without ZeRO each device holds it all)")
         budget = parse_size(memory, "--memory") if memory else None
@@ -77,7 +81,7 @@ def plan(
         result = make_plan(spec, batch, n, source_len, weights.value, kv_dtype.value, budget, optimizer.value, zero,
                            devices, names)  # fmt: skip
     if json_out:
-        print_json(result)
+        print_json({"name": result.pop("name"), "spec": spec_json(spec), **result})
         return
     for table in (serving_table(result), fits_table(result), training_table(result), time_table(result)):
         if table is not None:
@@ -88,7 +92,7 @@ def _table(title: str, columns: list[str], caption: str) -> Table:
     table = FitTable(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("")
     for column in columns:
-        table.add_column(column, justify="right", no_wrap=True)
+        table.add_column(column.replace("_", " "), justify="right", no_wrap=True)
     return table
 
 
@@ -106,9 +110,9 @@ def serving_table(p: dict[str, Any]) -> Table:
     table.add_row(f"weights ({p['weights_dtype']})", *(human(serving[w]["weights"]) for w in WAYS))
     table.add_row(f"KV cache ({p['kv_dtype']}, {human(p['kv_cache_bytes_per_token'])} a token)",
                   *(human(serving[w]["kv_cache"]) for w in WAYS))  # fmt: skip
-    for part in ("residual stream", "blocks", "logits", "encoder"):
+    for part in ("residual_stream", "blocks", "logits", "encoder"):
         if any(transient[w][part] for w in WAYS):
-            table.add_row(f"  prefill: {part}", *(human(transient[w][part]) for w in WAYS))
+            table.add_row(f"  prefill: {part.replace('_', ' ')}", *(human(transient[w][part]) for w in WAYS))
     table.add_row("prefill's transient peak", *(human(serving[w]["transient"]) for w in WAYS))
     table.add_section()
     table.add_row("total", *(human(serving[w]["total"]) for w in WAYS), style="bold")
