@@ -194,3 +194,12 @@ def test_count_refuses_a_source_length_when_no_spec_reads_a_source(runner):
     t5 = runner.invoke(app, ["count", str(ROOT / "examples" / "models" / "t5-small.yaml"), "-n", "10", "--source-len",
                              "5", "--json"])  # fmt: skip
     assert t5.exit_code == 0 and json.loads(t5.stdout)["specs"][0]["costs"]["source_len"] == 5
+
+
+def test_the_readme_worked_examples_are_tfm_plans_figures_and_the_peers_recorded_ones():
+    """Each row: tfm plan's figure now, and each peer's from benchmarks/peer_memory.json (its own code, run here)."""
+    from worked_examples import kv_rows, total_rows
+
+    readme = (ROOT / "README.md").read_text().splitlines()
+    for row in kv_rows() + total_rows():
+        assert row in readme, row
