@@ -43,7 +43,7 @@ def _figures(spec: Spec, b: int, n: int, dtype: str) -> dict[tuple[str, str], An
     c = costs(spec, b, n, dtype)
     figures: dict[tuple[str, str], Any] = {("spec", k): v for k, v in _keys(spec).items()}
     figures |= {("parameters", k): v for k, v in count.components().items()}
-    figures |= {("parameters", "per_block"): count.per_block, ("parameters", "total"): count.total}
+    figures |= {("parameters", "per block"): count.per_block, ("parameters", "total"): count.total}
     figures |= {("FLOPs", k): v for k, v in c["flops"]["by_component"].items()}
     figures[("FLOPs", "total")] = c["flops"]["total"]
     figures[("FLOPs", "multiply-adds")] = c["multiply_adds"]["total"]
