@@ -11,7 +11,8 @@ Environment (separate from tfm's own; these pins conflict with llm-analysis' met
         torch==2.13.0 transformers==5.24.0 accelerate==1.15.0 rich
     git --git-dir=<EleutherAI/cookbook clone> show HEAD:calc/calc_transformer_params.py \
         > /work/peers/calc_transformer_params.py
-    /work/peers-venv/bin/python benchmarks/peer_counts.py --eleuther-calc /work/peers/calc_transformer_params.py
+    /work/peers-venv/bin/python benchmarks/peer_counts.py --eleuther-calc /work/peers/calc_transformer_params.py \
+        --eleuther-commit 827ee3b293a63f14403f1467d08c91fda213f4e6
 
 pip reports that llm-analysis 0.2.2 wants transformers<5 and huggingface-hub<0.15; its parameter arithmetic
 (llm_analysis/analysis.py) imports neither, and the only place it touches transformers (config.py,
@@ -122,6 +123,13 @@ def fields(entry: dict) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- llm-analysis
+def llm_analysis_fields(name: str, f: dict, model_type: str) -> dict:
+    """The ModelConfig fields llm-analysis takes from a model's config (peer_memory.py uses them too)."""
+    return dict(name=name, num_layers=f["layers"], n_head=f["heads"], hidden_dim=f["d"], vocab_size=f["vocab"],
+                max_seq_len=f["max_len"], num_key_value_heads=f["kv_heads"], ffn_embed_dim=f["ffn"],
+                model_type=model_type)  # fmt: skip
+
+
 def llm_analysis_count(entry: dict, f: dict) -> dict:
     """llm-analysis 0.2.2: LLMAnalysis(ModelConfig(...), gpu_config).get_num_params_total().
 
@@ -154,20 +162,8 @@ def llm_analysis_count(entry: dict, f: dict) -> dict:
     if entry["model_type"] in ENCODER_DECODER:
         out["note"] = "encoder-decoder: ModelConfig has one stack (num_layers) and no cross-attention"
     else:
-        kw = dict(
-            name=entry["name"],
-            num_layers=f["layers"],
-            n_head=f["heads"],
-            hidden_dim=f["d"],
-            vocab_size=f["vocab"],
-            max_seq_len=f["max_len"],
-            num_key_value_heads=f["kv_heads"],
-            ffn_embed_dim=f["ffn"],
-            expansion_ratio=f["ffn"] / f["d"],
-            model_type=entry["model_type"],
-            moe_num_experts=f["experts"],
-            moe_top_k=f["top_k"],
-        )
+        kw = llm_analysis_fields(entry["name"], f, entry["model_type"])
+        kw |= dict(expansion_ratio=f["ffn"] / f["d"], moe_num_experts=f["experts"], moe_top_k=f["top_k"])
         call_args = ", ".join(f"{k}={v!r}" for k, v in kw.items())
         out["call"] = f"LLMAnalysis(ModelConfig({call_args}), a100-sxm-40gb).get_num_params_total()"
         out["value"], active = total(ModelConfig(**kw))

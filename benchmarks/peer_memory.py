@@ -293,7 +293,7 @@ def llm_analysis_memory(model: str, model_type: str, f: dict, p: dict, batch: in
     from llm_analysis.config import ModelConfig, get_dtype_config_by_name, get_gpu_config_by_name
     from llm_analysis.logger import logger
     from llm_analysis.utils import _num_to_string
-    from peer_counts import quiet
+    from peer_counts import llm_analysis_fields, quiet
 
     logger.setLevel(logging.ERROR)
     out = record(
@@ -302,17 +302,7 @@ def llm_analysis_memory(model: str, model_type: str, f: dict, p: dict, batch: in
         summary={},
         lifted={},
     )
-    kw = dict(
-        name=model,
-        num_layers=f["layers"],
-        n_head=f["heads"],
-        hidden_dim=f["d"],
-        vocab_size=f["vocab"],
-        max_seq_len=f["max_len"],
-        num_key_value_heads=f["kv_heads"],
-        ffn_embed_dim=f["ffn"],
-        model_type=model_type,
-    )
+    kw = llm_analysis_fields(model, f, model_type)
     try:
         cfg = ModelConfig(**kw)
     except AssertionError as e:
