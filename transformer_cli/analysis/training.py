@@ -21,7 +21,8 @@ kernels of PyTorch 2.13 (checked against `torch.autograd.graph.saved_tensors_hoo
   W_O keeps too) and a float32 log-sum-exp per query and head, no n^2 term; unfused ("eager": matmul,
   softmax, matmul, with K and V repeated to H heads as transformers' eager attention does): Q, the repeated
   K and V, and the softmax's (H, n, n) output; the additive mask is made once and kept by no kernel;
-- rotary positions keep their (n, m) cosines and sines once; an embedding keeps the int64 ids; the loss
+- rotary positions keep their (n, m) cosines and sines once, relative positions the (n, n) int64 bucket ids
+  of the bias table's lookup once a stack; an embedding keeps the int64 ids; the loss
   (cross-entropy) keeps the log-softmax (V per token) and the int64 targets; a spec without a vocabulary is
   trained on a loss of its output columns that keeps nothing;
 - routed experts (an estimate, not checked against autograd): each token's k experts keep their feedforward's
@@ -133,6 +134,14 @@ def _model_bytes(spec: Spec, s: int) -> int:
     return out
 
 
+def _positions(spec: Spec, n: int, s: int) -> int:
+    """Bytes a stack keeps once for its positions: rotary cosines and sines (n, m); relative positions' (n, n)
+    int64 bucket ids, which the lookup in the bias table keeps."""
+    if spec.positional == "rope":
+        return 2 * n * spec.m * s
+    return 8 * n * n if spec.positional == "relative" else 0
+
+
 def activation_bytes(
     spec: Spec, b: int, n: int, dtype: str = "bfloat16", fused: bool = True, recompute: bool = False,
     n_src: int | None = None,
@@ -143,8 +152,7 @@ def activation_bytes(
     parts = block_bytes(spec, n, s, fused)
     decoder = b * n * sum(parts.values())  # one decoder block's bytes
     stacks = [(spec.N, b * n, decoder)]  # (blocks, tokens, bytes of one block)
-    rope = 2 * n * spec.m * s if spec.positional == "rope" else 0  # cosines and sines, made once
-    model = b * n * _model_bytes(spec, s) + rope
+    model = b * n * _model_bytes(spec, s) + _positions(spec, n, s)
     if spec.N_enc:
         from ..components.encoder import encoder_spec
 
@@ -154,8 +162,11 @@ def activation_bytes(
         stacks.append(
             (spec.N_enc, b * n_src, b * n_src * sum(block_bytes(encoder_spec(spec), n_src, s, fused).values()))
         )
-        # the source ids, the encoder's final norm, and its output, kept by the cross-attentions' K and V
-        model += b * n_src * ((8 if spec.V else 0) + spec.d * s + (_norm(spec, spec.d, s) if spec.norm == "pre" else 0))
+        # the source ids, the encoder's norms of its embedding and of its output, and its output, which the
+        # cross-attentions' K and V keep
+        norms = (spec.norm == "pre") + spec.embed_norm
+        model += b * n_src * ((8 if spec.V else 0) + spec.d * s + norms * _norm(spec, spec.d, s))
+        model += _positions(spec, n_src, s)
     out: dict[str, Any] = {"per_block": {k: v * b * n for k, v in parts.items()}, "model": model}
     if recompute:  # each block's input, and one block's tensors while it is recomputed
         out["blocks"] = sum(count * tokens * spec.d * s for count, tokens, _ in stacks) + max(x for *_, x in stacks)
