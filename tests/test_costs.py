@@ -35,9 +35,9 @@ def direct_count(monkeypatch, model, X) -> dict[str, int]:
         return out
 
     def counted(key, fn, per_entry):
-        def wrapper(X, *args):
+        def wrapper(X, *args, **kwargs):
             done[key] += per_entry * X.size
-            return fn(X, *args)
+            return fn(X, *args, **kwargs)
 
         return wrapper
 

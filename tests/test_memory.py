@@ -261,7 +261,7 @@ def test_a_memory_error_in_a_worker_thread_is_the_one_line_refusal(runner, tmp_p
 
     threads = []
 
-    def fail(P):
+    def fail(P, normalise=True):
         threads.append(threading.current_thread().name)
         raise MemoryError
 

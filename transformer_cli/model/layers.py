@@ -21,12 +21,16 @@ def softmax_columns(S: Array) -> Array:
     return A
 
 
-def softmax_rows_(P: Array) -> Array:
-    """The same softmax on the transposed scores (..., n_q, n_k), over the last axis, in place."""
+def softmax_rows_(P: Array, normalise: bool = True) -> Array:
+    """The same softmax on the transposed scores (..., n_q, n_k), over the last axis, in place; returns the row
+    sums (..., n_q, 1) of the exponentials. normalise=False leaves the division to the caller: dividing A V's
+    (m, n_q) output by the sums costs n_k/m times less than dividing the (n_q, n_k) weights, same result."""
     P -= P.max(axis=-1, keepdims=True)
     np.exp(P, out=P)
-    P /= P.sum(axis=-1, keepdims=True)
-    return P
+    sums = P.sum(axis=-1, keepdims=True)
+    if normalise:
+        P /= sums
+    return sums
 
 
 def layer_norm(X: Array, gamma: Array, beta: Array, eps: float) -> Array:

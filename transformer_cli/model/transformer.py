@@ -243,15 +243,16 @@ class Transformer:
                     S[i, :, q0:q1, k0:k1] = P
                 if mask is not None:
                     P += mask
-                softmax_rows_(P)
+                sums = softmax_rows_(P, normalise=False)  # exp(scores - max) and their sums (H, c, 1)
+                out = into[i, ..., q0:q1].reshape(*group, m, q1 - q0)  # a view: splitting an axis never copies
                 if G == H:
                     np.matmul(V[i, ..., k0:k1], P.swapaxes(-1, -2), out=into[i, ..., q0:q1])
                 else:
                     Pg = P.reshape(*group, q1 - q0, k1 - k0).swapaxes(-1, -2)  # (G, H/G, k, c)
-                    out = into[i, ..., q0:q1].reshape(*group, m, q1 - q0)  # a view: splitting an axis never copies
                     np.matmul(V[i, :, None, :, k0:k1], Pg, out=out)
-                if A is not None:
-                    A[i, :, q0:q1, k0:k1] = P
+                out /= sums.reshape(*group, 1, q1 - q0)  # divide the (m, c) outputs, not the (c, k) weights
+                if A is not None:  # the weights themselves, when asked for (the outputs are the same either way)
+                    np.divide(P, sums, out=A[i, :, q0:q1, k0:k1])
         if weights_out is not None:
             weights_out.append(A.swapaxes(-1, -2))
         if scores_out is not None:
@@ -388,7 +389,8 @@ class Transformer:
             memories = [None] * workers if M is None else list(map(np.ascontiguousarray, np.array_split(M, workers, 1)))
         else:
             parts, memories = [Z], [M]
-        squares: list[list[float]] = [[] for _ in parts]  # per part: mean square after positions and each block
+        # per part: the mean square after positions and each block, only when the trace is asked for
+        squares: list = [[] if trace is not None else None for _ in parts]
         step = 1.0 / (max(self.spec.N, 1) * len(parts))
 
         def run(i: int, stop: threading.Event | None = None) -> Array:
@@ -407,7 +409,7 @@ class Transformer:
     def _forward_columns(
         self,
         Z: Array,
-        squares: list[float],
+        squares: list[float] | None,
         weights_out: list | None = None,
         on_block: Callable[[float], None] | None = None,
         step: float = 0.0,
@@ -415,8 +417,8 @@ class Transformer:
         start: int = 0,
         memory: Array | None = None,
     ) -> Array:
-        """The whole pass on (d, b, n) columns at positions start.., overwriting Z; `squares` gets the mean square
-        after each stage. An encoder-decoder's decoder reads the encoder's output `memory` (d, b, n_src).
+        """The whole pass on (d, b, n) columns at positions start.., overwriting Z; `squares` (unless None) gets the
+        mean square after each stage. An encoder-decoder's decoder reads the encoder's output `memory` (d, b, n_src).
 
         Once `stop` is set, the next block or attention chunk raises Stopped.
         """
@@ -425,7 +427,8 @@ class Transformer:
             Z += pe[:, None, :]
         if self.embedded:
             Z = self.embedding.finish(Z, self.embedded)
-        squares.append(_mean_square(Z))
+        if squares is not None:
+            squares.append(_mean_square(Z))
         for i, blk in enumerate(self.blocks):
             check_stop(stop)
             cross = None
@@ -435,7 +438,8 @@ class Transformer:
                 cross = (lambda U, c=c, keys=keys: self.cross_attention(c, U, keys, stop), c.norm)
             attention = lambda U, blk=blk: self.self_attention(blk, U, weights_out, stop, start)  # noqa: E731
             Z = self.apply_block(blk, Z, attention, cross)
-            squares.append(_mean_square(Z))
+            if squares is not None:
+                squares.append(_mean_square(Z))
             if on_block is not None:
                 on_block(step)
         return self.finish(Z)
