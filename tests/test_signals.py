@@ -10,6 +10,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 
 def _tfm(*args, **kw):
@@ -101,3 +102,26 @@ def test_sigterm_during_a_pass_says_terminated(tmp_path):
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143 and "error: terminated" in stderr and "Traceback" not in stderr
     assert '"exit_code": 143' in stdout
+
+
+def test_an_interrupt_that_an_import_wrapped_exits_130_without_a_traceback(monkeypatch):
+    """Ctrl-C inside a lazy import can surface as class creation's RuntimeError (caught once by the test above)."""
+    from transformer_cli import cli
+
+    class Interrupted:
+        def __set_name__(self, owner, name):
+            raise KeyboardInterrupt
+
+    def app(prog_name):  # a command whose import is interrupted while a class is made
+        type("Column", (), {"cells": Interrupted()})
+
+    monkeypatch.setattr(cli, "load_commands", lambda names=None: app)
+    monkeypatch.setattr(sys, "argv", ["tfm", "count"])
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            cli.main()
+    finally:
+        signal.signal(signal.SIGINT, handlers[0])
+        signal.signal(signal.SIGTERM, handlers[1])
+    assert exit_.value.code == 130

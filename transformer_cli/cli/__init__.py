@@ -53,9 +53,25 @@ def main() -> None:
         sys.exit(ExitCode.INTERRUPTED)
     except Terminated:
         sys.exit(ExitCode.TERMINATED)
+    except Exception as exc:  # an interrupt inside an import can arrive wrapped (class creation's RuntimeError)
+        cause = _signal_cause(exc)
+        if cause is None:
+            raise
+        sys.exit(ExitCode.INTERRUPTED if isinstance(cause, KeyboardInterrupt) else ExitCode.TERMINATED)
     finally:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _signal_cause(exc: BaseException) -> BaseException | None:
+    """The KeyboardInterrupt or Terminated an exception was raised from or during, if any."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, (KeyboardInterrupt, Terminated)):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return None
 
 
 def _terminate(signum: int, frame: object) -> None:
