@@ -99,3 +99,44 @@ def test_check_holds_specs_to_a_kv_cache_budget_and_diff_shows_the_cache(runner)
     result = runner.invoke(app, ["diff", mistral, llama, "-n", "32768", "--json"])
     rows = {r["name"]: r for r in json.loads(result.stdout)["rows"]}
     assert rows["KV cache at n, bfloat16"]["a"] == 2**29 and rows["KV cache at n, bfloat16"]["b"] == 2**34
+
+
+@pytest.mark.parametrize("name", SPECS)
+@pytest.mark.parametrize("prompt", [1, 3, 7])
+def test_a_prefilled_prompt_then_steps_give_the_parallel_pass(name, prompt):
+    """The prompt through the parallel pass fills the cache (with a window: only its latest w columns, each in its
+    ring slot); the steps after it read that cache and give what the parallel pass gives."""
+    spec, b, n = SPECS[name], 2, 7
+    model = Transformer(spec, init_weights(spec), "float64")
+    X = np.random.default_rng(1).standard_normal((b, spec.d, n))
+    parallel = model(X)
+    decoded = decoding.decode(model, X, prompt=prompt)
+    assert np.max(np.abs(decoded - parallel)) <= 1e-12 * np.max(np.abs(parallel))
+
+
+def test_each_step_reads_views_of_one_cache_allocated_once(monkeypatch):
+    spec = SPECS["grouped-query G=2"]
+    model = Transformer(spec, init_weights(spec), "float64")
+    bases: list[int] = []
+    real = type(model).attend
+
+    def attend(self, Q, K, V, *args, **kwargs):  # type: ignore[no-untyped-def]
+        bases.append(id(K.base))
+        return real(self, Q, K, V, *args, **kwargs)
+
+    monkeypatch.setattr(type(model), "attend", attend)
+    decoding.decode(model, np.random.default_rng(0).standard_normal((1, spec.d, 6)))
+    assert len(set(bases)) == spec.N  # one cache array per block, every step
+
+
+def test_an_encoder_decoders_prefill_reads_the_source_too():
+    from transformer_cli.model.encoder_decoder import EncoderDecoder
+
+    spec = Spec(N=2, N_enc=1, H=4, G=2, m=4, d=16, r=8, cross_H=3, cross_m=5, mask="causal", norm="pre",
+                positional="relative")  # fmt: skip
+    model = EncoderDecoder(spec, init_weights(spec), "float64")
+    rng = np.random.default_rng(2)
+    source, target = rng.standard_normal((2, spec.d, 9)), rng.standard_normal((2, spec.d, 6))
+    parallel = model(source, target)
+    decoded = decoding.decode(model.decoder, target, memory=model.encode(source), prompt=4)
+    assert np.max(np.abs(decoded - parallel)) <= 1e-12 * np.max(np.abs(parallel))

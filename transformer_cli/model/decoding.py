@@ -3,14 +3,39 @@
 For a causal model this must reproduce the parallel forward pass over the known sequence (seed 001).
 The two fault options exist to build the check's controls: a decoder with a stale cache or a wrong
 position must be caught.
+
+The cache is allocated once for the whole sequence, (b, G, m, n) keys and values per block, and each step writes
+its column in place and attends to a view of the filled part: nothing is copied per step. With a sliding window
+w it holds w columns, a ring the steps go round (attention does not depend on the order of its keys).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from .cross import memory_keys
 from .transformer import Array, Transformer, from_columns, to_columns
+
+
+@dataclass
+class Cache:
+    """One block's keys and values, (b, G, m, slots), and how many columns have been stored."""
+
+    K: Array
+    V: Array
+    filled: int = 0
+
+    def store(self, K: Array, V: Array, keep: bool = True) -> tuple[Array, Array]:
+        """Write the step's (b, G, m, 1) key and value in the next slot, and return every key and value the step
+        reads (views); keep=False lets the next step overwrite them (the stale-cache fault)."""
+        slots = self.K.shape[-1]
+        at = self.filled % slots
+        self.K[..., at : at + 1], self.V[..., at : at + 1] = K, V
+        used = min(self.filled + 1, slots)
+        self.filled += keep
+        return self.K[..., :used], self.V[..., :used]
 
 
 def decode(
@@ -19,11 +44,14 @@ def decode(
     position_offset: int = 0,
     stale_at: int | None = None,
     memory: Array | None = None,
+    prompt: int = 0,
 ) -> Array:
     """Run T column by column with a key/value cache: (d, n) or (b, d, n) -> same shape.
 
     An encoder-decoder's decoder reads the encoder's output `memory` ((d, n_src) or (b, d, n_src)): each block's
     cross-attention keys and values are made from it once, before the first step (the cross-attention's cache).
+    `prompt`: the first `prompt` columns go through the parallel forward pass at once (the prefill), which fills
+    the cache; the rest one at a time.
 
     position_offset: encode column t at position t + offset (a fault when not 0). With rotary positions the query
     turns by t + offset and its key by t: shifting both alike changes nothing, rotary scores depend on t - s only.
@@ -31,30 +59,29 @@ def decode(
     """
     X = np.asarray(X)
     Z, ndim = model.columns(X)  # (d, b, n); token ids are embedded
-    window = model.spec.window
-    cache: list[tuple[list[Array], list[Array]]] = [([], []) for _ in model.blocks]  # per block: K, V columns
+    _, b, n = Z.shape
+    spec = model.spec
+    slots = min(n, spec.window) if spec.window else n
+    shape = (b, spec.kv_heads, spec.m, slots)
+    caches = [Cache(np.empty(shape, model.dtype), np.empty(shape, model.dtype)) for _ in model.blocks]
     crosses = [None] * len(model.blocks)
     if memory is not None:  # per block: the memory's keys and values, once, and the sublayer that reads them
         M = to_columns(np.asarray(memory), model.dtype)
-        crosses = [(c, memory_keys(c, M, model.spec.cross_heads)) for c in model.crosses]
+        crosses = [(c, memory_keys(c, M, spec.cross_heads)) for c in model.crosses]
     columns = []
-    for t in range(Z.shape[-1]):
+    if prompt:
+        columns.append(_prefill(model, Z[:, :, :prompt], caches, M if memory is not None else None))
+    for t in range(prompt, n):
         z = Z[:, :, t : t + 1]  # (d, b, 1)
         pe = model.positions(t + position_offset, 1)
         z = z + pe[:, None, :] if pe is not None else z
         z = model.embedding.finish(z, model.embedded) if model.embedded else z
-        for blk, (Ks, Vs), cross in zip(model.blocks, cache, crosses, strict=True):
+        for blk, cache, cross in zip(model.blocks, caches, crosses, strict=True):
 
-            def attention(u: Array, blk=blk, Ks=Ks, Vs=Vs, t=t) -> Array:
+            def attention(u: Array, blk=blk, cache=cache, t=t) -> Array:
                 Q, K, V = model.qkv(blk, u)  # each (b, H, m, 1)
                 model.rotate(Q, K, t + position_offset, key_start=t)  # the key is cached already turned
-                K_all = np.concatenate([*Ks, K], axis=-1)  # (b, G, m, t + 1): every key up to now (w with a window)
-                V_all = np.concatenate([*Vs, V], axis=-1)
-                if t != stale_at:
-                    Ks.append(K)
-                    Vs.append(V)
-                if window is not None:  # a sliding window: the next step needs only the w - 1 latest keys
-                    del Ks[: max(0, len(Ks) - (window - 1))], Vs[: max(0, len(Vs) - (window - 1))]
+                K_all, V_all = cache.store(K, V, keep=t != stale_at)  # (b, G, m, t + 1), or w with a window
                 first_key = t + 1 - K_all.shape[-1]  # (a window keeps the latest keys only)
                 heads = model.attend(Q, K_all, V_all, causal=False, positions=(t + position_offset, first_key))
                 return model.project(blk, heads)
@@ -66,3 +93,17 @@ def decode(
             z = model.apply_block(blk, z, attention, reads)
         columns.append(model.finish(z))
     return from_columns(np.concatenate(columns, axis=-1), ndim)  # (d, b, n) -> the input's layout
+
+
+def _prefill(model: Transformer, Z: Array, caches: list[Cache], memory: Array | None) -> Array:
+    """The prompt's columns through the parallel pass, their keys and values stored in the caches: -> its output
+    columns ((d or V), b, p)."""
+    found: list[tuple[Array, Array]] = []
+    out = model.columns_forward(Z, kv_out=found, memory=memory)
+    p = Z.shape[-1]
+    for cache, (K, V) in zip(caches, found, strict=True):
+        slots = cache.K.shape[-1]
+        kept = np.arange(max(0, p - slots), p)  # with a window, the latest w columns, each in the slot it would have
+        cache.K[..., kept % slots], cache.V[..., kept % slots] = K[..., kept], V[..., kept]
+        cache.filled = p
+    return out

@@ -281,10 +281,14 @@ class Transformer:
         weights_out: list | None = None,
         stop: threading.Event | None = None,
         start: int = 0,
+        kv_out: list | None = None,
     ) -> Array:
-        """The attention sublayer without its residual: (d, b, n) -> (d, b, n); columns at positions start.."""
+        """The attention sublayer without its residual: (d, b, n) -> (d, b, n); columns at positions start..;
+        `kv_out` (unless None) receives the keys and values, (b, G, m, n) each, rotated."""
         Q, K, V = self.qkv(blk, X)
         self.rotate(Q, K, start)
+        if kv_out is not None:
+            kv_out.append((K, V))
         causal = self.spec.mask == "causal"
         heads = self.attend(Q, K, V, causal, weights_out=weights_out, stop=stop, window=self.spec.window,
                             positions=(start, start))  # fmt: skip
@@ -416,9 +420,11 @@ class Transformer:
         stop: threading.Event | None = None,
         start: int = 0,
         memory: Array | None = None,
+        kv_out: list | None = None,
     ) -> Array:
         """The whole pass on (d, b, n) columns at positions start.., overwriting Z; `squares` (unless None) gets the
-        mean square after each stage. An encoder-decoder's decoder reads the encoder's output `memory` (d, b, n_src).
+        mean square after each stage; `kv_out` (unless None) each block's keys and values. An encoder-decoder's
+        decoder reads the encoder's output `memory` (d, b, n_src).
 
         Once `stop` is set, the next block or attention chunk raises Stopped.
         """
@@ -436,7 +442,7 @@ class Transformer:
                 c = self.crosses[i]
                 keys = memory_keys(c, memory, self.spec.cross_heads)
                 cross = (lambda U, c=c, keys=keys: self.cross_attention(c, U, keys, stop), c.norm)
-            attention = lambda U, blk=blk: self.self_attention(blk, U, weights_out, stop, start)  # noqa: E731
+            attention = lambda U, blk=blk: self.self_attention(blk, U, weights_out, stop, start, kv_out)  # noqa: E731
             Z = self.apply_block(blk, Z, attention, cross)
             if squares is not None:
                 squares.append(_mean_square(Z))
@@ -446,6 +452,11 @@ class Transformer:
 
     def __call__(self, X: Array) -> Array:
         return self.forward(X)
+
+    def columns_forward(self, Z: Array, kv_out: list | None = None, memory: Array | None = None) -> Array:
+        """The pass on embedded (d, b, n) columns at positions 0.., in this thread -> (d or V, b, n); `kv_out`
+        receives each block's keys and values (b, G, m, n), rotated: the prefill of decoding."""
+        return self._forward_columns(Z.copy(), None, memory=memory, kv_out=kv_out)
 
     def attention_weights(self, X: Array) -> list[Array]:
         """Each block's attention weights for input X: a list of N arrays (b, H, n_k, n_q)."""
