@@ -38,6 +38,60 @@ class Cache:
         return self.K[..., :used], self.V[..., :used]
 
 
+class Decoder:
+    """A model's decoding state for b sequences of at most n columns: each block's cache and, for an
+    encoder-decoder's decoder, the cross-attention's keys and values of the source (made once)."""
+
+    def __init__(self, model: Transformer, b: int, n: int, memory: Array | None = None, position_offset: int = 0):
+        self.model, self.offset = model, position_offset
+        spec = model.spec
+        shape = (b, spec.kv_heads, spec.m, min(n, spec.window) if spec.window else n)
+        self.caches = [Cache(np.empty(shape, model.dtype), np.empty(shape, model.dtype)) for _ in model.blocks]
+        self.memory = None if memory is None else to_columns(np.asarray(memory), model.dtype)  # (d, b, n_src)
+        self.crosses: list = [None] * len(model.blocks)
+        if self.memory is not None:  # per block: the memory's keys and values, and the sublayer that reads them
+            self.crosses = [(c, memory_keys(c, self.memory, spec.cross_heads)) for c in model.crosses]
+        self.t = 0  # the next column's position
+
+    def prefill(self, Z: Array) -> Array:
+        """The first columns (d, b, p) through the parallel pass, their keys and values stored: -> ((d or V), b, p)."""
+        found: list[tuple[Array, Array]] = []
+        out = self.model.columns_forward(Z, kv_out=found, memory=self.memory)
+        p = Z.shape[-1]
+        for cache, (K, V) in zip(self.caches, found, strict=True):
+            slots = cache.K.shape[-1]
+            kept = np.arange(max(0, p - slots), p)  # with a window the latest w columns, each in the slot it would have
+            cache.K[..., kept % slots], cache.V[..., kept % slots] = K[..., kept], V[..., kept]
+            cache.filled = p
+        self.t = p
+        return out
+
+    def step(self, z: Array, keep: bool = True) -> Array:
+        """The next column (d, b, 1) through every block, reading and extending the caches: -> ((d or V), b, 1).
+        keep=False: its keys and values are used but not stored (the stale-cache fault)."""
+        model, t, offset = self.model, self.t, self.offset
+        pe = model.positions(t + offset, 1)
+        z = z + pe[:, None, :] if pe is not None else z
+        z = model.embedding.finish(z, model.embedded) if model.embedded else z
+        for blk, cache, cross in zip(model.blocks, self.caches, self.crosses, strict=True):
+
+            def attention(u: Array, blk=blk, cache=cache) -> Array:
+                Q, K, V = model.qkv(blk, u)  # each (b, H, m, 1)
+                model.rotate(Q, K, t + offset, key_start=t)  # the key is cached already turned
+                K_all, V_all = cache.store(K, V, keep)  # (b, G, m, t + 1), or w with a window
+                first_key = t + 1 - K_all.shape[-1]  # (a window keeps the latest keys only)
+                heads = model.attend(Q, K_all, V_all, causal=False, positions=(t + offset, first_key))
+                return model.project(blk, heads)
+
+            reads = None
+            if cross is not None:
+                c, keys = cross
+                reads = (lambda u, c=c, keys=keys: model.cross_attention(c, u, keys), c.norm)
+            z = model.apply_block(blk, z, attention, reads)
+        self.t += 1
+        return model.finish(z)
+
+
 def decode(
     model: Transformer,
     X: Array,
@@ -57,53 +111,10 @@ def decode(
     turns by t + offset and its key by t: shifting both alike changes nothing, rotary scores depend on t - s only.
     stale_at: at step t = stale_at the new key and value are used but not stored (a fault).
     """
-    X = np.asarray(X)
-    Z, ndim = model.columns(X)  # (d, b, n); token ids are embedded
+    Z, ndim = model.columns(np.asarray(X))  # (d, b, n); token ids are embedded
     _, b, n = Z.shape
-    spec = model.spec
-    slots = min(n, spec.window) if spec.window else n
-    shape = (b, spec.kv_heads, spec.m, slots)
-    caches = [Cache(np.empty(shape, model.dtype), np.empty(shape, model.dtype)) for _ in model.blocks]
-    crosses = [None] * len(model.blocks)
-    if memory is not None:  # per block: the memory's keys and values, once, and the sublayer that reads them
-        M = to_columns(np.asarray(memory), model.dtype)
-        crosses = [(c, memory_keys(c, M, spec.cross_heads)) for c in model.crosses]
-    columns = []
-    if prompt:
-        columns.append(_prefill(model, Z[:, :, :prompt], caches, M if memory is not None else None))
+    decoder = Decoder(model, b, n, memory, position_offset)
+    columns = [decoder.prefill(Z[:, :, :prompt])] if prompt else []
     for t in range(prompt, n):
-        z = Z[:, :, t : t + 1]  # (d, b, 1)
-        pe = model.positions(t + position_offset, 1)
-        z = z + pe[:, None, :] if pe is not None else z
-        z = model.embedding.finish(z, model.embedded) if model.embedded else z
-        for blk, cache, cross in zip(model.blocks, caches, crosses, strict=True):
-
-            def attention(u: Array, blk=blk, cache=cache, t=t) -> Array:
-                Q, K, V = model.qkv(blk, u)  # each (b, H, m, 1)
-                model.rotate(Q, K, t + position_offset, key_start=t)  # the key is cached already turned
-                K_all, V_all = cache.store(K, V, keep=t != stale_at)  # (b, G, m, t + 1), or w with a window
-                first_key = t + 1 - K_all.shape[-1]  # (a window keeps the latest keys only)
-                heads = model.attend(Q, K_all, V_all, causal=False, positions=(t + position_offset, first_key))
-                return model.project(blk, heads)
-
-            reads = None
-            if cross is not None:
-                c, keys = cross
-                reads = (lambda u, c=c, keys=keys: model.cross_attention(c, u, keys), c.norm)
-            z = model.apply_block(blk, z, attention, reads)
-        columns.append(model.finish(z))
+        columns.append(decoder.step(Z[:, :, t : t + 1], keep=t != stale_at))
     return from_columns(np.concatenate(columns, axis=-1), ndim)  # (d, b, n) -> the input's layout
-
-
-def _prefill(model: Transformer, Z: Array, caches: list[Cache], memory: Array | None) -> Array:
-    """The prompt's columns through the parallel pass, their keys and values stored in the caches: -> its output
-    columns ((d or V), b, p)."""
-    found: list[tuple[Array, Array]] = []
-    out = model.columns_forward(Z, kv_out=found, memory=memory)
-    p = Z.shape[-1]
-    for cache, (K, V) in zip(caches, found, strict=True):
-        slots = cache.K.shape[-1]
-        kept = np.arange(max(0, p - slots), p)  # with a window, the latest w columns, each in the slot it would have
-        cache.K[..., kept % slots], cache.V[..., kept % slots] = K[..., kept], V[..., kept]
-        cache.filled = p
-    return out
