@@ -111,3 +111,22 @@ def test_pytorch_computes_the_same_function(spec):
     X = np.random.default_rng(0).normal(size=(2, spec.d, 11))
     ours, theirs = Transformer(spec, w)(X), torch_forward(spec, w, "float64")(X)
     assert np.max(np.abs(ours - theirs)) / np.max(np.abs(ours)) < 1e-12
+
+
+def test_bench_names_the_blas_kernel_and_warns_when_the_environment_forces_a_lower_one(monkeypatch):
+    from transformer_cli.analysis import bench
+
+    monkeypatch.setattr(bench, "_cpu_flags", lambda: {"avx2", "avx512f"})
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    monkeypatch.setattr("threadpoolctl.threadpool_info", lambda: [
+        {"user_api": "blas", "internal_api": "openblas", "version": "0.3.31", "architecture": "Haswell",
+         "num_threads": 2}])  # fmt: skip
+    info = bench.blas_info()
+    assert info["kernel"] == "Haswell" and "OPENBLAS_CORETYPE=Haswell" in info["warning"]
+    monkeypatch.delenv("OPENBLAS_CORETYPE")
+    assert bench.blas_info()["warning"] is None  # chosen by OpenBLAS itself: nothing to warn about
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "SkylakeX")
+    monkeypatch.setattr("threadpoolctl.threadpool_info", lambda: [
+        {"user_api": "blas", "internal_api": "openblas", "version": "0.3.31", "architecture": "SkylakeX",
+         "num_threads": 2}])  # fmt: skip
+    assert bench.blas_info()["warning"] is None  # forced, but to the best kernel

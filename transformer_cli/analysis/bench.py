@@ -7,6 +7,7 @@ attention counted in full), checked in the tests against a direct count of what 
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
 import tracemalloc
@@ -35,6 +36,39 @@ def timings(fn: Callable[[], Any], repeat: int, warmup: int = 1) -> list[float]:
     return out
 
 
+KERNEL_RANK = {"Prescott": 0, "Core2": 0, "Nehalem": 1, "Sandybridge": 2, "Haswell": 3, "Zen": 3, "SkylakeX": 4,
+               "Cooperlake": 5, "SapphireRapids": 6}  # fmt: skip
+
+
+def blas_info() -> dict[str, Any]:
+    """The BLAS NumPy calls: library, version, kernel (threadpoolctl's `architecture`), threads; and a warning when
+    OPENBLAS_CORETYPE forces OpenBLAS below the kernel this CPU supports (AVX-512 run on AVX2 code, for one)."""
+    from threadpoolctl import threadpool_info
+
+    found = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    if not found:
+        return {"library": "unknown", "version": None, "kernel": None, "threads": None, "warning": None}
+    info = found[0]
+    kernel = info.get("architecture")
+    out = {"library": info.get("internal_api"), "version": info.get("version"), "kernel": kernel,
+           "threads": info.get("num_threads"), "warning": None}  # fmt: skip
+    flags = _cpu_flags()
+    best = "SkylakeX" if "avx512f" in flags else "Haswell" if "avx2" in flags else None
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    if forced and best and KERNEL_RANK.get(kernel or "", 99) < KERNEL_RANK[best]:
+        out["warning"] = (f"OPENBLAS_CORETYPE={forced} forces OpenBLAS's {kernel} kernel on a CPU that runs "
+                          f"{best} code: matrix products run slower than on the same machine without it")  # fmt: skip
+    return out
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((set(line.split(":", 1)[1].split()) for line in f if line.startswith("flags")), set())
+    except OSError:  # not Linux
+        return set()
+
+
 def gemm_gflops(dtype: str, size: int = 2048, repeat: int = 3) -> float:
     """NumPy's own matrix-multiply throughput on this machine (best of `repeat`), the peak to compare with."""
     rng = np.random.default_rng(0)
@@ -42,11 +76,9 @@ def gemm_gflops(dtype: str, size: int = 2048, repeat: int = 3) -> float:
     return 2 * size**3 / min(timings(lambda: A @ B, repeat)) / 1e9
 
 
-def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndarray], np.ndarray] | None:
-    """The same computation in PyTorch (F.linear, scaled_dot_product_attention), or None without torch.
-
-    Takes and returns (b, d, n) arrays like tfm; inside, PyTorch's usual (b, n, d) layout.
-    """
+def torch_model(spec: Spec, weights: Weights, dtype: str) -> Callable | None:
+    """The spec's model in PyTorch (F.linear, scaled_dot_product_attention) on tensors in its usual (b, n, d)
+    layout, or None without torch. Not under inference_mode: torch.compile and ONNX export take it as it is."""
     try:
         import torch
         import torch.nn.functional as F
@@ -122,41 +154,60 @@ def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndar
         gates = torch.zeros_like(scores).scatter(-1, chosen, torch.softmax(top, dim=-1))
         return sum(gates[..., e : e + 1] * expert(blk, x, e) for e in range(spec.E))
 
+    def model(x):  # type: ignore[no-untyped-def]
+        """(b, n, d) columns, or token ids (b, n) with a vocabulary -> (b, n, d), or logits (b, n, V)."""
+        if not torch.is_floating_point(x):  # token ids: nn.Embedding's lookup, on E's transpose (V, d)
+            x = F.embedding(x, t["embedding.E"].T)
+            x = x * math.sqrt(d) if spec.embed_scale == "sqrt" else x
+        n = x.shape[1]
+        if spec.positional == "sinusoidal":
+            x = x + torch.from_numpy(sinusoidal_positions(d, n).T.astype(dtype))
+        elif spec.positional == "learned":
+            x = x + t["positional.P"][:, :n].T
+        if spec.type_vocab:
+            x = x + t["embedding.T"][:, 0]
+        if spec.embed_norm:
+            x = norm(x, (t["embedding.norm.gamma"], t.get("embedding.norm.beta")))
+        for blk in blocks:
+            if spec.parallel:
+                second = blk["norm1"] if spec.shared_norm else blk["norm2"]
+                x = x + attention(blk, norm(x, blk["norm1"])) + feedforward(blk, norm(x, second))
+            elif spec.norm == "post":
+                x = norm(x + attention(blk, x), blk["norm1"])
+                x = norm(x + feedforward(blk, x), blk["norm2"])
+            elif spec.norm == "pre":
+                x = x + attention(blk, norm(x, blk["norm1"]))
+                x = x + feedforward(blk, norm(x, blk["norm2"]))
+            else:
+                x = x + attention(blk, x)
+                x = x + feedforward(blk, x)
+        if spec.norm == "pre":
+            x = norm(x, (t["final_norm.gamma"], t.get("final_norm.beta")))
+        if spec.V and spec.head:
+            x = F.linear(x, t["embedding.E"].T if spec.tie_embeddings else t["head.W"], t.get("head.b"))
+        return x
+
+    return model
+
+
+def torch_forward(spec: Spec, weights: Weights, dtype: str) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The same computation in PyTorch (F.linear, scaled_dot_product_attention), or None without torch.
+
+    Takes and returns (b, d, n) arrays like tfm (or ids (b, n)); inside, PyTorch's usual (b, n, d) layout.
+    """
+    model = torch_model(spec, weights, dtype)
+    if model is None:
+        return None
+    import torch
+
     def forward(X: np.ndarray) -> np.ndarray:
         """(b, d, n) columns, or token ids (b, n) with a vocabulary -> (b, d, n), or logits (b, V, n)."""
         with torch.inference_mode():
-            if np.issubdtype(X.dtype, np.integer):  # token ids: nn.Embedding's lookup, on E's transpose (V, d)
-                x = F.embedding(torch.from_numpy(X), t["embedding.E"].T)
-                x = x * math.sqrt(d) if spec.embed_scale == "sqrt" else x
+            if np.issubdtype(X.dtype, np.integer):
+                x = torch.from_numpy(X)
             else:
-                x = torch.from_numpy(np.ascontiguousarray(X.transpose(0, 2, 1), dtype=dtype)).to(tdtype)
-            n = x.shape[1]
-            if spec.positional == "sinusoidal":
-                x = x + torch.from_numpy(sinusoidal_positions(d, n).T.astype(dtype))
-            elif spec.positional == "learned":
-                x = x + t["positional.P"][:, :n].T
-            if spec.type_vocab:
-                x = x + t["embedding.T"][:, 0]
-            if spec.embed_norm:
-                x = norm(x, (t["embedding.norm.gamma"], t.get("embedding.norm.beta")))
-            for blk in blocks:
-                if spec.parallel:
-                    second = blk["norm1"] if spec.shared_norm else blk["norm2"]
-                    x = x + attention(blk, norm(x, blk["norm1"])) + feedforward(blk, norm(x, second))
-                elif spec.norm == "post":
-                    x = norm(x + attention(blk, x), blk["norm1"])
-                    x = norm(x + feedforward(blk, x), blk["norm2"])
-                elif spec.norm == "pre":
-                    x = x + attention(blk, norm(x, blk["norm1"]))
-                    x = x + feedforward(blk, norm(x, blk["norm2"]))
-                else:
-                    x = x + attention(blk, x)
-                    x = x + feedforward(blk, x)
-            if spec.norm == "pre":
-                x = norm(x, (t["final_norm.gamma"], t.get("final_norm.beta")))
-            if spec.V and spec.head:
-                x = F.linear(x, t["embedding.E"].T if spec.tie_embeddings else t["head.W"], t.get("head.b"))
-            return x.numpy().transpose(0, 2, 1)
+                x = torch.from_numpy(np.ascontiguousarray(X.transpose(0, 2, 1), dtype=dtype))
+            return model(x).numpy().transpose(0, 2, 1)
 
     return forward
 
@@ -220,7 +271,7 @@ class BenchResult:
         out: dict[str, Any] = {
             "spec": self.spec.label, "batch": self.b, "seq_len": self.n, "dtype": self.dtype,
             "repeat": len(self.tfm_times), "flops": self.total_flops, "flops_by_component": self.flops,
-            "gemm_gflops": self.gemm_gflops, "tfm": tfm, "torch": None,
+            "gemm_gflops": self.gemm_gflops, "blas": blas_info(), "tfm": tfm, "torch": None,
         }  # fmt: skip
         if self.torch_times:
             out["torch"] = self.summary(self.torch_times) | {"threads": self.torch_threads}

@@ -301,7 +301,11 @@ def bench_table(data: dict[str, Any]) -> Table:
         memory = human(run["peak_bytes"]) if "peak_bytes" in run else "-"
         table.add_row(name, f"{run['median_s'] * 1e3:.1f} ms", f"{run['min_s'] * 1e3:.1f} .. {run['max_s'] * 1e3:.1f}",
                       f"{run['tokens_per_s']:,.0f}", f"{run['gflops']:.1f}", fraction, memory)  # fmt: skip
-    notes = [f"{data['flops'] / 1e9:.2f} GFLOP per pass; NumPy GEMM peak {data['gemm_gflops']:.1f} GFLOP/s"]
+    blas = data["blas"]
+    notes = [f"{data['flops'] / 1e9:.2f} GFLOP per pass; NumPy GEMM peak {data['gemm_gflops']:.1f} GFLOP/s "
+             f"({blas['library']} {blas['version']}, kernel {blas['kernel']}, {blas['threads']} threads)"]  # fmt: skip
+    if blas["warning"]:
+        notes.append(f"warning: {blas['warning']}")
     if data["torch"] is not None:
         ratio, diff, threads = data["ratio_tfm_over_torch"], data["max_rel_diff"], data["torch"]["threads"]
         notes.insert(0, f"tfm / PyTorch time = {ratio:.3f} (outputs agree to {diff:.2g}; PyTorch on {threads} threads)")
