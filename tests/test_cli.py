@@ -350,3 +350,19 @@ def test_vocabulary_keys_need_a_vocabulary(runner, tmp_path):
     spec.write_text("N: 1\nH: 2\nm: 4\nd: 8\nr: 8\ntie_embeddings: true\n")
     result = invoke(runner, "count", spec)
     assert result.exit_code == 2 and "no tie_embeddings unless the spec has a vocabulary V" in result.output
+
+
+def test_help_imports_no_analysis_beyond_the_option_lists():
+    """`tfm --help` builds every command: their modules may name choices (dtypes, presets) but must not pull in
+    the components, the model or the costs (start-up, issue 15)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from transformer_cli.cli import load_commands; load_commands(); "
+        "print(sorted(m for m in sys.modules if m.startswith('transformer_cli')))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    for heavy in ("transformer_cli.components", "transformer_cli.analysis.costs", "transformer_cli.model",
+                  "transformer_cli.cli.render", "transformer_cli.analysis.memory"):  # fmt: skip
+        assert heavy not in loaded, (heavy, loaded)

@@ -21,10 +21,6 @@ from typing import Any
 import numpy as np
 
 from ..spec.definition import Spec
-from .costs import multiply_adds
-from .decode import step_multiply_adds, weights_read
-from .kv_cache import kv_cache_bytes
-from .quantized import weight_bytes
 
 T, G = 10**12, 10**9
 
@@ -101,6 +97,11 @@ def timing(
     n_src: int | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Prefill of b prompts of n tokens, and one decoding step at context n for b sequences, on `hw`."""
+    from .costs import multiply_adds  # (here: `tfm --help` imports this module for the preset names)
+    from .decode import step_multiply_adds, weights_read
+    from .kv_cache import kv_cache_bytes
+    from .quantized import weight_bytes
+
     kind = compute_type(hw, weights)
     prefill_flops = 2 * sum(multiply_adds(spec, b, n, causal_pairs=True, n_src=n_src).values())
     cache = kv_cache_bytes(spec, b, n, kv, n_src)

@@ -22,7 +22,6 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .kv_cache import kv_cache_bytes
-from .quantized import weight_bytes
 
 WEIGHT_DTYPES = ("float32", "float16", "bfloat16", "float8", "int8", "int4")
 COMPUTE = {"float32": 4}  # bytes an activation: float32 weights compute in float32, the rest in 16 bits
@@ -65,6 +64,8 @@ def serving_memory(
     n_src: int | None = None,
 ) -> dict[str, int]:  # fmt: skip
     """Weights + KV cache at context n + the prefill's transient peak, for b sequences."""
+    from .quantized import weight_bytes  # (here: `tfm --help` imports this module for the weights' types)
+
     s = COMPUTE.get(weights, 2)
     parts = {
         "weights": weight_bytes(spec)[weights],

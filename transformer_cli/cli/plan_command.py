@@ -10,13 +10,12 @@ from rich.table import Table
 
 from ..analysis.hardware import PRESETS
 from ..analysis.kv_cache import KV_BYTES
-from ..analysis.memory import human, parse_size
 from ..analysis.serving import WEIGHT_DTYPES
 from ..analysis.training import OPTIMIZERS
 from ..errors import TfmError
+from ..text import escaped as shown
 from .common import EXIT_CODES, JsonOpt, SpecArg, app, handled, load, out, print_json, spec_json
 from .layout import FitTable
-from .render import shown
 
 WeightDType = Enum("WeightDType", {k: k for k in WEIGHT_DTYPES}, type=str)  # type: ignore[misc]
 KVDType = Enum("KVDType", {k: k for k in KV_BYTES}, type=str)  # type: ignore[misc]
@@ -62,6 +61,7 @@ def plan(
     Example:
       tfm plan examples/hf/Meta-Llama-3-8B -n 8192 --memory 80G
     """
+    from ..analysis.memory import parse_size
     from ..analysis.plan import HARDWARE
     from ..analysis.plan import plan as make_plan
     from ..spec.definition import check_length
@@ -102,6 +102,8 @@ def _context(p: dict[str, Any]) -> str:
 
 
 def serving_table(p: dict[str, Any]) -> Table:
+    from ..analysis.memory import human
+
     table = _table(f"Serving {_context(p)}", list(WAYS), "Weights + KV cache + the prefill's transient peak "
                    "(residual stream and the largest phase: attention's scores without a fused kernel, the "
                    "feedforward's hidden rows, or the logits of every position, b n V). Framework memory "
@@ -120,6 +122,8 @@ def serving_table(p: dict[str, Any]) -> Table:
 
 
 def fits_table(p: dict[str, Any]) -> Table | None:
+    from ..analysis.memory import human
+
     if "fits" not in p:
         return None
     fits = p["fits"]
@@ -131,6 +135,8 @@ def fits_table(p: dict[str, Any]) -> Table | None:
 
 
 def training_table(p: dict[str, Any]) -> Table:
+    from ..analysis.memory import human
+
     t = p["training"]
     ways = list(t["activations"])
     zero = f", ZeRO stage {t['zero_stage']} over {t['devices']} devices" if t["zero_stage"] else ""
