@@ -11,7 +11,8 @@ Peers, on the same weights and input:
 - ONNX Runtime: PyTorch's model exported with torch.onnx.export, all graph optimisations, 2 intra-op threads;
 - tfm's floor: the time of tfm's own matrix products alone, the same shapes and layouts replayed back to back.
 Each peer's output is checked against tfm's first (1e-5 in float32, 1e-12 in float64, relative to max |output|);
-then every peer runs once per round, rounds interleaved, so a noisy neighbour slows them alike.
+then every peer runs once per round, rounds interleaved, so a noisy neighbour slows them alike, each call 0.2 s
+after the last (another library's threads spin for a while after its call and slow whatever runs next).
 
 Decoding: 256 columns one at a time after a 512-column prompt, with the KV cache: tfm's Decoder (prefill, then
 steps), PyTorch eager with a cache allocated once and written in place (the gpt-fast way), and JAX with a jitted
@@ -49,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from run import BENCH_SPEC, LLAMA_SPEC, median_seconds  # noqa: E402
 
 TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
+DECODE_PEER = "PyTorch eager (cache in place)"
 PROMPT, STEPS = 512, 256
 
 
@@ -306,11 +308,17 @@ def torch_decoder(spec, weights, dtype: str, b: int):  # type: ignore[no-untyped
 # -- timing ----------------------------------------------------------------------------------------------------
 
 
+PAUSE = 0.2  # seconds between calls: the previous library's threads stop spinning on the other core
+
+
 def interleaved(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, list[float]]:
-    """Seconds of each function over `rounds` rounds, one call of each per round, after one warm-up round."""
+    """Seconds of each function over `rounds` rounds, one call of each per round, after one warm-up round. Each
+    call starts PAUSE after the last: right after another library's call, its threads still spin on the second
+    core (PyTorch's OpenMP, ONNX Runtime's pool, OpenBLAS's), which slowed the next call 1.2-1.4x here."""
     times: dict[str, list[float]] = {name: [] for name in fns}
     for round_ in range(rounds + 1):
         for name, fn in fns.items():
+            time.sleep(PAUSE)
             start = time.perf_counter()
             fn()
             if round_:
@@ -363,7 +371,7 @@ def decode_case(spec, dtype: str, b: int, rounds: int, console: Console, bandwid
     out: dict[str, Any] = {"spec": spec.name, "batch": b, "dtype": dtype, "prompt": PROMPT, "steps": STEPS,
                            "times": {}, "notes": {}, "agreement": {}}  # fmt: skip
     reference = None
-    for name, build in (("tfm", tfm_decoder), ("PyTorch eager (cache in place)", torch_decoder)):
+    for name, build in (("tfm", tfm_decoder), (DECODE_PEER, torch_decoder)):
         console.log(f"decoding {spec.name} b={b} {dtype}: {name}")
         seconds, steps = [], []
         for _ in range(rounds):  # a fresh cache each round
@@ -373,6 +381,7 @@ def decode_case(spec, dtype: str, b: int, rounds: int, console: Console, bandwid
                 break
             prefill, step = made
             prefill(X[..., :PROMPT])
+            time.sleep(PAUSE)
             start = time.perf_counter()
             steps = [step(X[..., t : t + 1]) for t in range(PROMPT, PROMPT + STEPS)]
             seconds.append(time.perf_counter() - start)
@@ -392,49 +401,55 @@ def decode_case(spec, dtype: str, b: int, rounds: int, console: Console, bandwid
     return out
 
 
+PREFILL_PEERS = ("PyTorch eager", "torch.compile", "JAX jit", "ONNX Runtime")
+
+
 def report(results: dict[str, Any], console: Console) -> None:
     blas = results["blas"]
-    table = Table(title=f"tfm beside its peers on {results['machine']}", title_justify="left")
-    for col in ("case", "tfm", "fastest peer", "tfm / fastest", "tfm / floor", "every peer (median ms)"):
-        table.add_column(col, justify="left" if col in ("case", "every peer (median ms)", "fastest peer") else "right")
+    table = Table(title=f"tfm beside its peers on {results['machine']} (median ms; decoding: tokens/s)",
+                  title_justify="left")  # fmt: skip
+    for col in ("case", "tfm", *PREFILL_PEERS, "tfm's GEMMs", "tfm / fastest", "tfm / GEMMs"):
+        table.add_column(col, justify="left" if col == "case" else "right")
     for case in results["prefill"]:
-        med = {k: statistics.median(v) for k, v in case["times"].items()}
-        peers = {k: v for k, v in med.items() if k not in ("tfm", "floor")}
-        fastest = min(peers, key=peers.get) if peers else None
+        med = {k: statistics.median(v) * 1e3 for k, v in case["times"].items()}
+        peers = {k: v for k, v in med.items() if k in PREFILL_PEERS}
+        fastest = min(peers.values(), default=None)
         table.add_row(
-            f"prefill {case['spec']} b={case['batch']} {case['dtype']}", f"{med['tfm'] * 1e3:.1f} ms",
-            f"{fastest} {peers[fastest] * 1e3:.1f} ms" if fastest else "-",
-            f"{med['tfm'] / peers[fastest]:.2f}" if fastest else "-", f"{med['tfm'] / med['floor']:.2f}",
-            ", ".join(f"{k} {v * 1e3:.1f}" for k, v in med.items() if k != "tfm"),
+            f"prefill {case['spec']} b={case['batch']} {case['dtype']}", f"{med['tfm']:.1f}",
+            *(f"{med[k]:.1f}" if k in med else "-" for k in PREFILL_PEERS), f"{med['floor']:.1f}",
+            f"{med['tfm'] / fastest:.2f}" if fastest else "-", f"{med['tfm'] / med['floor']:.2f}",
         )  # fmt: skip
     table.add_section()
     for case in results["decode"]:
-        tps = {k: case["steps"] / min(v) for k, v in case["times"].items()}
-        peers = {k: v for k, v in tps.items() if k != "tfm"}
-        fastest = max(peers, key=peers.get) if peers else None
-        achieved = case["bytes_per_step"] * tps["tfm"] / 1e9
+        tps = {k: case["steps"] / statistics.median(v) for k, v in case["times"].items()}
+        torch = tps.get(DECODE_PEER)
         table.add_row(
-            f"decode {case['spec']} b={case['batch']} {case['dtype']}", f"{tps['tfm']:.0f} tok/s",
-            f"{fastest} {peers[fastest]:.0f} tok/s" if fastest else "-",
-            f"{peers[fastest] / tps['tfm']:.2f}" if fastest else "-", "",
-            f"tfm reads {achieved:.1f} GB/s, copy bandwidth {case['copy_bandwidth'] / 1e9:.1f} GB/s",
+            f"decode {case['spec']} b={case['batch']} {case['dtype']}", f"{tps['tfm']:.0f}",
+            f"{torch:.0f}" if torch else "-", "-", "-", "-", "", f"{torch / tps['tfm']:.2f}" if torch else "-", "",
         )  # fmt: skip
     table.add_section()
     c = results["commands"]
     base = c["import_baseline_s"]
-    table.add_row("start-up: tfm --help / import typer, rich.table, yaml, numpy", f"{c['help_s'] / base:.2f}x", "",
-                  "", "", f"{c['help_s'] * 1e3:.0f} ms / {base * 1e3:.0f} ms")  # fmt: skip
-    table.add_row("start-up: tfm count SPEC / the same imports", f"{c['count_s'] / base:.2f}x", "", "", "",
-                  f"{c['count_s'] * 1e3:.0f} ms / {base * 1e3:.0f} ms")  # fmt: skip
+    for name, key in (("tfm --help", "help_s"), ("tfm count SPEC", "count_s")):
+        table.add_row(f"start-up: {name} / the imports", f"{c[key] / base:.2f}x", *[""] * 7)
     notes = [f"NumPy's BLAS: {blas['library']} {blas['version']}, kernel {blas['kernel']}, {blas['threads']} threads; "
              f"GEMM peak float32 {results['gemm_gflops']['float32']:.0f}, float64 "
-             f"{results['gemm_gflops']['float64']:.0f} GFLOP/s"]  # fmt: skip
+             f"{results['gemm_gflops']['float64']:.0f} GFLOP/s. Decoding: {STEPS} steps after a {PROMPT}-column "
+             f"prompt; the PyTorch column is eager with its cache written in place; tfm / fastest compares "
+             "times."]  # fmt: skip
+    for case in results["decode"]:
+        read = case["bytes_per_step"] * case["steps"] / statistics.median(case["times"]["tfm"]) / 1e9
+        notes.append(f"decode {case['spec']}: tfm reads {read:.1f} GB/s (weights and cache), this machine copies "
+                     f"{case['copy_bandwidth'] / 1e9:.1f} GB/s")  # fmt: skip
+    notes.append(f"start-up: import typer, rich.table, yaml, numpy takes {base * 1e3:.0f} ms; tfm --help "
+                 f"{c['help_s'] * 1e3:.0f} ms, tfm count {c['count_s'] * 1e3:.0f} ms")  # fmt: skip
     if blas["warning"]:
         notes.append(f"warning: {blas['warning']}")
     for case in results["prefill"] + results["decode"]:
         for name, note in case["notes"].items():
             notes.append(f"{case['spec']} b={case['batch']} {case['dtype']}: {name} {note}")
     table.caption = "\n".join(notes)
+    table.caption_justify = "left"
     console.print(table)
 
 
