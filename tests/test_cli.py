@@ -366,3 +366,28 @@ def test_help_imports_no_analysis_beyond_the_option_lists():
     for heavy in ("transformer_cli.components", "transformer_cli.analysis.costs", "transformer_cli.model",
                   "transformer_cli.cli.render", "transformer_cli.analysis.memory"):  # fmt: skip
         assert heavy not in loaded, (heavy, loaded)
+
+
+def test_the_help_listed_without_the_commands_is_the_help_with_them():
+    """`tfm --help` loads no command (start-up): its list comes from SUMMARIES, which must be each command's first
+    paragraph, in order; the two helps are then the same text at any width."""
+    import inspect
+    import os
+    import subprocess
+    import sys
+
+    import typer.main
+
+    from transformer_cli.cli import SUMMARIES, load_commands
+
+    group = typer.main.get_command(load_commands())
+    real = {name: " ".join(inspect.cleandoc(group.get_command(None, name).help).split("\n\n")[0].split())
+            for name in group.list_commands(None)}  # fmt: skip
+    assert list(SUMMARIES.items()) == list(real.items())
+    full = "import sys; sys.argv = ['tfm', '--help']; from transformer_cli.cli import load_commands; load_commands()()"
+    for width in ("60", "100", "160"):
+        env = {**os.environ, "COLUMNS": width}
+        lazy = subprocess.run([sys.executable, "-m", "transformer_cli", "--help"], capture_output=True, text=True,
+                              env=env)  # fmt: skip
+        loaded = subprocess.run([sys.executable, "-c", full], capture_output=True, text=True, env=env)
+        assert lazy.stdout == loaded.stdout and "verify-equivariance" in lazy.stdout, width

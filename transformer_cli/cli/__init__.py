@@ -1,8 +1,9 @@
 """The `tfm` command line: thin wrappers that parse options, call the core, and render its results.
 
 Commands register themselves on the Typer app when their module is imported. `tfm NAME` imports only the
-module of NAME (Typer builds every registered command on each call, so fewer is faster); `tfm --help`, an
-unknown name, and `transformer_cli.cli.app` (the library's and the tests' entry) load them all.
+module of NAME (Typer builds every registered command on each call, so fewer is faster); `tfm --help` imports
+none (it lists the commands from SUMMARIES); an unknown name and `transformer_cli.cli.app` (the library's and
+the tests' entry) load them all.
 """
 
 from __future__ import annotations
@@ -24,10 +25,41 @@ MODULES = {  # in the order `tfm --help` lists them
     "plan": "plan_command", "check": "check_command", "bench": "bench_command",
 }  # fmt: skip
 
+SUMMARIES = {  # each command's first paragraph, in the order of `tfm --help`; a test holds them to the commands
+    'count': 'Break the parameter count down by tensor and block, and check it against the closed form.',
+    'init': 'Write seeded float64 weights for a spec: .npz, or .safetensors with the spec in its metadata (README).',
+    'run': 'Run the forward pass on a saved input and show how the signal evolves through the blocks.',
+    'sample': (
+        'Write a random input for a spec: standard normal float64 columns (d, n) or (b, d, n); for a spec '
+        'with a vocabulary V, uniform token ids (n,) or (b, n) in 0 .. V-1.'
+    ),
+    'schema': 'Print the JSON Schema of the spec format, for editor completion and validation (always JSON).',
+    'diff': 'Compare two specs: keys, parameters by component, FLOPs and memory, with the differences marked.',
+    'spec': 'Print the tfm spec a Hugging Face config.json maps to, as YAML (save it to keep or edit the spec).',
+    'convert': "Convert weights between a Hugging Face folder (config.json and safetensors) and tfm's weights file.",
+    'attention': "Show a block's attention weights as a heatmap: row k is a key, column q a query, columns sum to 1.",
+    'verify-equivariance': 'Check Transformer(XP) = Transformer(X)P (seed property a) on random inputs.',
+    'verify-causality': 'Check that output column t depends only on columns <= t, and that it does depend on them.',
+    'verify-decoding': (
+        'Check that decoding one column at a time with a key/value cache equals the parallel forward pass.'
+    ),
+    'verify-relative': 'Check that shifting every position by the same amount leaves the output unchanged.',
+    'verify-scaling': (
+        'Check the variance of the scores the model computes: m * scale^2 for unit-variance queries and keys.'
+    ),
+    'verify': 'Run every check against what theory predicts for the spec: one table, one exit code (for CI).',
+    'plan': (
+        "Plan serving and training: memory (weights, KV cache, the prefill's peak; model states, activations) "
+        'and time (prefill and decoding on named hardware), at batch b and context n.'
+    ),
+    'check': 'Check many spec files at once: valid, within budgets, and every property as theory predicts.',
+    'bench': 'Time the forward pass: median and spread, tokens/s, GFLOP/s, peak memory, and the ratio to PyTorch.',
+}  # fmt: skip
+
 
 def load_commands(names: list[str] | None = None) -> Any:
-    """Import the modules of the named commands (all of them for None) and return the Typer app."""
-    for module in dict.fromkeys(MODULES[n] for n in names) if names else dict.fromkeys(MODULES.values()):
+    """Import the modules of the named commands (all of them for None, none for []) and return the Typer app."""
+    for module in dict.fromkeys(MODULES[n] for n in names) if names is not None else dict.fromkeys(MODULES.values()):
         import_module(f".{module}", __name__)
     return import_module(".common", __name__).app
 
@@ -45,7 +77,8 @@ def main() -> None:
     try:
         words = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
         name = words[0] if words else None
-        app = load_commands([name] if name in MODULES else None)
+        # no command: the group's help (listed from SUMMARIES) or --version, which need no command's module
+        app = load_commands([name] if name in MODULES else [] if name is None else None)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here: KeyboardInterrupt, cleaned up
         signal.signal(signal.SIGTERM, _terminate)  # SIGTERM then cleans up as Ctrl-C does
         app(prog_name="tfm")

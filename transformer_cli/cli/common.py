@@ -23,8 +23,10 @@ from typer.core import TyperGroup
 
 try:
     from typer import _click as click  # typer 0.28 carries its own click
+    from typer._click.utils import make_default_short_help
 except ImportError:  # pragma: no cover - older typer uses click itself
     import click  # type: ignore[no-redef]
+    from click.utils import make_default_short_help  # type: ignore[no-redef]
 
 from .. import __version__
 from ..errors import ExitCode, OutputError, Terminated, TfmError
@@ -40,6 +42,17 @@ EXIT_CODES = (
 class TfmGroup(TyperGroup):
     """The `tfm` group: a usage error (unknown option, bad or missing value) leaves like any other bad input,
     as one line on stderr, exit 2, and under --json as the error object on stdout."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The commands' list; when no command's module is loaded (`tfm --help`), from their summaries, exactly
+        as click would list the commands themselves."""
+        if self.commands:
+            return super().format_commands(ctx, formatter)
+        from . import SUMMARIES
+
+        limit = formatter.width - 6 - max(map(len, SUMMARIES))
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, make_default_short_help(text, limit)) for name, text in SUMMARIES.items()])
 
     def main(self, args: Sequence[str] | None = None, *pos: Any, standalone_mode: bool = True, **extra: Any) -> Any:
         words = list(sys.argv[1:] if args is None else args)
