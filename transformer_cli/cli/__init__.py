@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import ExitCode, Terminated
 
 MODULES = {  # in the order `tfm --help` lists them
-    "count": "model_commands", "init": "model_commands", "sample": "sample_command", "run": "model_commands",
+    "count": "count_command", "init": "model_commands", "sample": "sample_command", "run": "model_commands",
     "schema": "spec_commands", "diff": "spec_commands", "spec": "hf_commands", "convert": "hf_commands",
     "attention": "attention_command",
     "verify": "verify_commands", "verify-equivariance": "verify_commands", "verify-causality": "verify_commands",

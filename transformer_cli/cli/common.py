@@ -5,7 +5,6 @@ No maths here. Every user error arrives as a TfmError and leaves as one line on 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -197,6 +196,8 @@ def _report(message: str, code: int, json_out: bool) -> int:
     if len(message) > MAX_MESSAGE:
         message = message[: MAX_MESSAGE - 3] + "..."
     if json_out:
+        import json
+
         print(json.dumps({"error": message, "exit_code": int(code)}))
     err.print(Text.assemble(("error:", "bold red"), " ", shown(message)), soft_wrap=True)
     return int(code)
@@ -279,4 +280,6 @@ def _plain(value: Any) -> Any:
 
 
 def print_json(data: Any) -> None:
+    import json  # (here: most commands print no JSON, and start-up counts)
+
     print(json.dumps(_plain(data), indent=2, allow_nan=False))
