@@ -47,7 +47,7 @@ from transformer_cli.analysis.hardware import probe
 from transformer_cli.model.decoding import Decoder
 
 sys.path.insert(0, str(Path(__file__).parent))
-from run import BENCH_SPEC, LLAMA_SPEC, median_seconds  # noqa: E402
+from run import BENCH_SPEC, LLAMA_SPEC, machine, median_seconds  # noqa: E402
 
 TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
 DECODE_PEER = "PyTorch eager (cache in place)"
@@ -460,13 +460,9 @@ def main() -> None:
     args = parser.parse_args()
     console = Console(stderr=True)
     rounds = 3 if args.quick else 7
-    import os
-    import platform
-
     here = probe()
     results: dict[str, Any] = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"NumPy {np.__version__}",
+        "machine": machine(),
         "blas": blas_info(),
         "gemm_gflops": {dtype: gemm_gflops(dtype) for dtype in ("float32", "float64")},
         "prefill": [

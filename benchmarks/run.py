@@ -154,6 +154,11 @@ def report(results: dict, console: Console) -> None:
     console.print(table)
 
 
+def machine() -> str:
+    """This machine in one line, for a table's title."""
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, NumPy {np.__version__}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 repeats instead of 7")
@@ -164,8 +169,7 @@ def main() -> None:
     tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"tfm-bench-{os.getpid()}"
     tmp.mkdir(parents=True, exist_ok=True)
     results = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, NumPy {np.__version__}",
+        "machine": machine(),
         "throughput": throughput(repeat, console),
         "long": long_sequences(console, tmp),
         "commands": commands(3 * repeat, console),
