@@ -15,7 +15,7 @@ from .hardware import PRESETS, probe, timing
 from .kv_cache import KV_NOTE, kv_cache_bytes
 from .params import count_params
 from .quantized import GROUP, QUANT_NOTE, weight_bytes
-from .serving import fits, serving_memory, transient
+from .serving import KERNELS, compute_bytes, fits, serving_memory, transient
 from .training import OPTIMIZERS, training_memory
 
 HARDWARE = (*PRESETS, "this")
@@ -37,9 +37,8 @@ def plan(
     """The whole plan as a JSON-ready dict."""
     n_src = (n_src or n) if spec.N_enc else None
     params = count_params(spec).total
-    s = 4 if weights == "float32" else 2
-    serving = {way: serving_memory(spec, b, n, weights, kv, fused, n_src) for way, fused in
-               (("fused_attention", True), ("unfused_attention", False))}  # fmt: skip
+    s = compute_bytes(weights)
+    serving = {way: serving_memory(spec, b, n, weights, kv, fused, n_src) for way, fused in KERNELS.items()}
     out: dict[str, Any] = {
         "name": spec.label,
         "batch": b,
@@ -54,10 +53,7 @@ def plan(
         "weights_bytes": weight_bytes(spec),
         "weights_note": QUANT_NOTE.format(g=GROUP),
         "serving": serving,
-        "serving_transient": {
-            way: transient(spec, b, n, s, fused, n_src)
-            for way, fused in (("fused_attention", True), ("unfused_attention", False))
-        },  # fmt: skip
+        "serving_transient": {way: transient(spec, b, n, s, fused, n_src) for way, fused in KERNELS.items()},
         "training": training_memory(spec, params, b, n, optimizer, zero, devices, n_src),
         "flops": {
             "forward_per_sequence": sum(forward_flops(spec, 1, n, causal_pairs=True, n_src=n_src).values()),
@@ -65,8 +61,7 @@ def plan(
         },
     }
     if memory is not None:
-        out["fits"] = {way: fits(spec, memory, b, n, weights, kv, fused, n_src) for way, fused in
-                       (("fused_attention", True), ("unfused_attention", False))}  # fmt: skip
+        out["fits"] = {way: fits(spec, memory, b, n, weights, kv, fused, n_src) for way, fused in KERNELS.items()}
     machines = [probe() if name == "this" else PRESETS[name] for name in hardware]
     out["time"] = [timing(spec, hw, b, n, weights, kv, n_src) for hw in machines]
     return out

@@ -24,7 +24,14 @@ from ..spec.definition import Spec
 from .kv_cache import kv_cache_bytes
 
 WEIGHT_DTYPES = ("float32", "float16", "bfloat16", "float8", "int8", "int4")
-COMPUTE = {"float32": 4}  # bytes an activation: float32 weights compute in float32, the rest in 16 bits
+KERNELS = {"fused_attention": True, "unfused_attention": False}  # the two ways attention is computed
+
+
+def compute_bytes(weights: str) -> int:
+    """Bytes an activation: float32 weights compute in float32, the rest in 16 bits."""
+    return 4 if weights == "float32" else 2
+
+
 MAX_CONTEXT = 1 << 40  # the search for the largest context stops here
 
 
@@ -66,7 +73,7 @@ def serving_memory(
     """Weights + KV cache at context n + the prefill's transient peak, for b sequences."""
     from .quantized import weight_bytes  # (here: `tfm --help` imports this module for the weights' types)
 
-    s = COMPUTE.get(weights, 2)
+    s = compute_bytes(weights)
     parts = {
         "weights": weight_bytes(spec)[weights],
         "kv_cache": kv_cache_bytes(spec, b, n, kv, n_src),

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ..analysis.hardware import PRESETS
 from ..analysis.kv_cache import KV_BYTES
-from ..analysis.serving import WEIGHT_DTYPES
+from ..analysis.serving import KERNELS, WEIGHT_DTYPES
 from ..analysis.training import OPTIMIZERS
 from ..errors import TfmError
 from ..text import escaped as shown
@@ -21,7 +21,7 @@ WeightDType = Enum("WeightDType", {k: k for k in WEIGHT_DTYPES}, type=str)  # ty
 KVDType = Enum("KVDType", {k: k for k in KV_BYTES}, type=str)  # type: ignore[misc]
 OptimizerName = Enum("OptimizerName", {k: k for k in OPTIMIZERS}, type=str)  # type: ignore[misc]
 HardwareName = Enum("HardwareName", {k: k for k in (*PRESETS, "this")}, type=str)  # type: ignore[misc]
-WAYS = ("fused_attention", "unfused_attention")
+WAYS = tuple(KERNELS)  # the columns: fused, unfused attention
 
 
 @app.command(epilog=EXIT_CODES)
