@@ -6,8 +6,6 @@ message, an escape code would drive the terminal and a lone surrogate would cras
 
 from __future__ import annotations
 
-import unicodedata
-
 LIMIT = 80  # characters of a user value shown in a message
 
 # Letters that look like the Latin ones of the spec keys: a small, deliberate subset of Unicode's confusables
@@ -36,12 +34,16 @@ def shown(text: str, limit: int = LIMIT) -> str:
 
 def codepoint(char: str) -> str:
     """'U+039D GREEK CAPITAL LETTER NU'."""
+    import unicodedata  # (here: only a bad input's message needs it, and start-up counts)
+
     name = unicodedata.name(char, "")
     return f"U+{ord(char):04X}" + (f" {name}" if name else "")
 
 
 def lookalike_hint(text: str, known: list[str]) -> str:
     """' (looks like 'N' but is U+039D GREEK CAPITAL LETTER NU)' when `text` imitates a known word, else ''."""
+    import unicodedata
+
     plain = unicodedata.normalize("NFKC", text).translate(_LOOKALIKES)
     if plain == text or plain not in known:
         return ""

@@ -8,9 +8,7 @@ weights as loaded and the input as read. A command refuses, before allocating, w
 
 from __future__ import annotations
 
-import math
 import os
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,8 +18,8 @@ from ..components.attention import MultiHeadAttention
 from ..errors import TfmError
 from ..spec.definition import Spec
 from .params import count_params
+from .units import UNITS, human, parse_size, scientific  # noqa: F401 - the names callers import from here
 
-UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 CHUNK_BYTES = 64 << 20  # default budget for one chunk of attention scores (per worker thread)
 # queries per chunk of a causal pass: (c + 1) / 2c of the n^2 scores are computed with c chunks (measured on the
 # LLaMA-style benchmark spec at n = 512: 0.89x the time of one chunk at batch 8, 0.75x at batch 1)
@@ -147,48 +145,6 @@ def estimate_encoder_decoder(
         loaded=encoder.loaded + decoder.loaded + 8 * cross,
         input=encoder.input + decoder.input,
     )
-
-
-def parse_size(text: str, option: str = "--max-memory") -> int:
-    """'512M', '1.5G', '2GB', '1000000' -> bytes (binary units); errors name `option`."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(i?B)?\s*", text, re.IGNORECASE)
-    if not match:
-        raise TfmError(f"{option}: got '{text}', expected a size such as 512M, 1.5G or 2GB")
-    value = float(match.group(1)) * UNITS[match.group(2).upper()]
-    if value <= 0:
-        raise TfmError(f"{option}: got '{text}', expected a positive size")
-    return int(value)
-
-
-def scientific(x: int) -> str:
-    """A non-negative integer of any size to 3 significant digits, '1.23e+405', in integer arithmetic."""
-    if x < 1000:
-        return str(x)
-    e = int((x.bit_length() - 1) * math.log10(2))  # floor(log10 x), or one below it
-    e += 10 ** (e + 1) <= x
-    unit = 10 ** (e - 2)
-    lead, rest = divmod(x, unit)
-    lead += 2 * rest >= unit  # round half up
-    if lead == 1000:
-        lead, e = 100, e + 1
-    return f"{lead // 100}.{lead % 100:02d}e+{e}"
-
-
-def human(size: int | float) -> str:
-    """Bytes in binary units, 3 significant digits: 1536 -> '1.50 KiB'; beyond 1024 PiB '1.2e+405 bytes'."""
-    if isinstance(size, float) and not math.isfinite(size):
-        return f"{size} bytes"
-    if abs(size) >= 1 << 60:  # no machine holds this: a plain count, which never overflows a float
-        sign = "-" if size < 0 else ""
-        return f"{sign}{scientific(abs(int(size)))} bytes"
-    size = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(size) < 1024 or unit == "PiB":
-            break
-        size /= 1024
-    if unit == "B":
-        return f"{size:.0f} B"
-    return f"{size:.3g} {unit}" if abs(size) < 1000 else f"{size:,.0f} {unit}"
 
 
 def describe(estimate: MemoryEstimate) -> str:

@@ -61,9 +61,9 @@ def plan(
     Example:
       tfm plan examples/hf/Meta-Llama-3-8B -n 8192 --memory 80G
     """
-    from ..analysis.memory import parse_size
     from ..analysis.plan import HARDWARE
     from ..analysis.plan import plan as make_plan
+    from ..analysis.units import parse_size
     from ..spec.definition import check_length
 
     with handled(json_out):
@@ -102,7 +102,7 @@ def _context(p: dict[str, Any]) -> str:
 
 
 def serving_table(p: dict[str, Any]) -> Table:
-    from ..analysis.memory import human
+    from ..analysis.units import human
 
     table = _table(f"Serving {_context(p)}", list(WAYS), "Weights + KV cache + the prefill's transient peak "
                    "(residual stream and the largest phase: attention's scores without a fused kernel, the "
@@ -122,7 +122,7 @@ def serving_table(p: dict[str, Any]) -> Table:
 
 
 def fits_table(p: dict[str, Any]) -> Table | None:
-    from ..analysis.memory import human
+    from ..analysis.units import human
 
     if "fits" not in p:
         return None
@@ -135,7 +135,7 @@ def fits_table(p: dict[str, Any]) -> Table | None:
 
 
 def training_table(p: dict[str, Any]) -> Table:
-    from ..analysis.memory import human
+    from ..analysis.units import human
 
     t = p["training"]
     ways = list(t["activations"])

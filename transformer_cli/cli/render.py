@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.memory import human, scientific
+from ..analysis.units import human, scientific
 from ..text import escaped as shown  # user text: never markup, control characters escaped
 from .layout import FitTable
 
