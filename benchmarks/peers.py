@@ -35,6 +35,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -177,37 +178,38 @@ def onnx_prefill(spec, weights, dtype: str, X: np.ndarray) -> Callable | None:  
     return lambda X: session.run(None, {"x": np.ascontiguousarray(X.transpose(0, 2, 1))})[0].transpose(0, 2, 1)
 
 
-def jax_prefill(spec, weights, dtype: str) -> Callable | None:  # type: ignore[no-untyped-def]
-    """The spec's model in jax.numpy, jitted: (b, n, d) rows, the softmax by hand."""
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError:
-        return None
+def _jax_model(spec, weights, dtype: str):  # type: ignore[no-untyped-def]
+    """What both JAX peers use: the weights as JAX arrays and a block's pieces in jax.numpy, the softmax by hand
+    (jax.nn.dot_product_attention computes it in float32 even for float64 input)."""
+    import jax
+    import jax.numpy as jnp
+
     jax.config.update("jax_enable_x64", dtype == "float64")
     H, G, m, r = spec.H, spec.kv_heads, spec.m, spec.r
-    blocks = jax.tree.map(jnp.asarray, _blocks(spec, weights, dtype))
-    final = jnp.asarray(np.asarray(weights["final_norm.gamma"], dtype)) if spec.norm == "pre" else None
     act = {"relu": jax.nn.relu, "silu": jax.nn.silu, "gelu": lambda x: jax.nn.gelu(x, approximate=True)}[
         spec.activation]  # fmt: skip
 
     def norm(x, g):  # type: ignore[no-untyped-def]
+        if spec.norm != "pre":
+            return x
         return x * jax.lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + spec.norm_eps) * g
 
-    def rope(x, cos, sin):  # type: ignore[no-untyped-def]
-        return x * cos + jnp.concatenate([-x[..., m // 2 :], x[..., : m // 2]], -1) * sin
-
-    def attention(p, x, cos, sin):  # type: ignore[no-untyped-def]
+    def heads(p, x, cos, sin):  # type: ignore[no-untyped-def]
+        """Q (b, G, r, n, m), K and V (b, G, n m), rotated."""
         b, n, _ = x.shape
         qkv = x @ p["qkv"]
-        q = qkv[..., : H * m].reshape(b, n, G, H // G, m).transpose(0, 2, 3, 1, 4)  # (b, G, r, n, m)
+        q = qkv[..., : H * m].reshape(b, n, G, H // G, m).transpose(0, 2, 3, 1, 4)
         k, v = (qkv[..., H * m + i * G * m : H * m + (i + 1) * G * m].reshape(b, n, G, m).transpose(0, 2, 1, 3)
                 for i in (0, 1))  # fmt: skip
         if spec.positional == "rope":
-            q, k = rope(q, cos, sin), rope(k, cos, sin)
-        s = jnp.einsum("bgrqm,bgkm->bgrqk", q, k) * spec.score_scale
-        if spec.mask == "causal":
-            s = jnp.where(jnp.tril(jnp.ones((n, n), bool)), s, -jnp.inf)
+            turn = lambda x: x * cos + jnp.concatenate([-x[..., m // 2 :], x[..., : m // 2]], -1) * sin  # noqa: E731
+            q, k = turn(q), turn(k)
+        return q, k, v
+
+    def attend(p, q, k, v, visible):  # type: ignore[no-untyped-def]
+        """The heads' outputs through W_O: (b, n, d); `visible` (n_q, n_k) says which keys each query reads."""
+        b, _, _, n, _ = q.shape
+        s = jnp.where(visible, jnp.einsum("bgrqm,bgkm->bgrqk", q, k) * spec.score_scale, -jnp.inf)
         s = jnp.exp(s - s.max(-1, keepdims=True))
         o = jnp.einsum("bgrqk,bgkm->bgrqm", s / s.sum(-1, keepdims=True), v)
         return o.transpose(0, 3, 1, 2, 4).reshape(b, n, H * m) @ p["o"]
@@ -217,23 +219,38 @@ def jax_prefill(spec, weights, dtype: str) -> Callable | None:  # type: ignore[n
         h = act(h) if spec.feedforward == "plain" else act(h[..., :r]) * h[..., r:]
         return h @ p["w2"] + (0 if p["b2"] is None else p["b2"])
 
+    blocks = jax.tree.map(jnp.asarray, _blocks(spec, weights, dtype))
+    final = jnp.asarray(np.asarray(weights["final_norm.gamma"], dtype)) if spec.norm == "pre" else None
+    return SimpleNamespace(blocks=blocks, final=final, norm=norm, heads=heads, attend=attend,
+                           feedforward=feedforward)  # fmt: skip
+
+
+def jax_prefill(spec, weights, dtype: str) -> Callable | None:  # type: ignore[no-untyped-def]
+    """The spec's model in jax.numpy, jitted: (b, n, d) rows."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    if not _supported(spec):
+        return None
+    model = _jax_model(spec, weights, dtype)
+
     @jax.jit
     def forward(blocks, x, cos, sin):  # type: ignore[no-untyped-def]
+        n = x.shape[1]
+        visible = jnp.tril(jnp.ones((n, n), bool)) if spec.mask == "causal" else jnp.ones((n, n), bool)
         for p in blocks:
-            if spec.norm == "pre":
-                x = x + attention(p, norm(x, p["g1"]), cos, sin)
-                x = x + feedforward(p, norm(x, p["g2"]))
-            else:
-                x = x + attention(p, x, cos, sin)
-                x = x + feedforward(p, x)
-        return norm(x, final) if spec.norm == "pre" else x
+            x = x + model.attend(p, *model.heads(p, model.norm(x, p["g1"]), cos, sin), visible)
+            x = x + model.feedforward(p, model.norm(x, p["g2"]))
+        return model.norm(x, model.final)
 
     def run(X: np.ndarray) -> np.ndarray:
         cos, sin = (jnp.asarray(t, dtype) for t in _rotations(spec, X.shape[-1]))
-        y = forward(blocks, jnp.asarray(X.transpose(0, 2, 1)), cos, sin)
+        y = forward(model.blocks, jnp.asarray(X.transpose(0, 2, 1)), cos, sin)
         return np.asarray(y.block_until_ready()).transpose(0, 2, 1)
 
-    return run if _supported(spec) else None
+    return run
 
 
 # -- decoding: each returns (prefill(X_prompt), step(x_column)) -------------------------------------------------
@@ -315,21 +332,8 @@ def jax_decoder(spec, weights, dtype: str, b: int):  # type: ignore[no-untyped-d
         return None
     if not _supported(spec):
         return None
-    jax.config.update("jax_enable_x64", dtype == "float64")
-    H, G, m, r, cap = spec.H, spec.kv_heads, spec.m, spec.r, PROMPT + STEPS
-    blocks = jax.tree.map(jnp.asarray, _blocks(spec, weights, dtype))
-    final = jnp.asarray(np.asarray(weights["final_norm.gamma"], dtype)) if spec.norm == "pre" else None
+    model, cap = _jax_model(spec, weights, dtype), PROMPT + STEPS
     cos_all, sin_all = (jnp.asarray(t, dtype) for t in _rotations(spec, cap))
-    act = {"relu": jax.nn.relu, "silu": jax.nn.silu, "gelu": lambda x: jax.nn.gelu(x, approximate=True)}[
-        spec.activation]  # fmt: skip
-
-    def norm(x, g):  # type: ignore[no-untyped-def]
-        if spec.norm != "pre":
-            return x
-        return x * jax.lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + spec.norm_eps) * g
-
-    def rope(x, cos, sin):  # type: ignore[no-untyped-def]
-        return x * cos + jnp.concatenate([-x[..., m // 2 :], x[..., : m // 2]], -1) * sin
 
     def forward(blocks, caches, x, t0):  # type: ignore[no-untyped-def]
         n = x.shape[1]
@@ -337,34 +341,24 @@ def jax_decoder(spec, weights, dtype: str, b: int):  # type: ignore[no-untyped-d
         visible = jnp.arange(cap)[None, :] <= (t0 + jnp.arange(n))[:, None]  # (n, cap)
         new = []
         for p, (K, V) in zip(blocks, caches, strict=True):
-            u = norm(x, p["g1"])
-            qkv = u @ p["qkv"]
-            q = qkv[..., : H * m].reshape(b, n, G, H // G, m).transpose(0, 2, 3, 1, 4)
-            k, v = (qkv[..., H * m + i * G * m : H * m + (i + 1) * G * m].reshape(b, n, G, m).transpose(0, 2, 1, 3)
-                    for i in (0, 1))  # fmt: skip
-            if spec.positional == "rope":
-                q, k = rope(q, cos, sin), rope(k, cos, sin)
+            q, k, v = model.heads(p, model.norm(x, p["g1"]), cos, sin)
             K = jax.lax.dynamic_update_slice(K, k, (0, 0, t0, 0))
             V = jax.lax.dynamic_update_slice(V, v, (0, 0, t0, 0))
-            s = jnp.where(visible, jnp.einsum("bgrqm,bgkm->bgrqk", q, K) * spec.score_scale, -jnp.inf)
-            s = jnp.exp(s - s.max(-1, keepdims=True))
-            o = jnp.einsum("bgrqk,bgkm->bgrqm", s / s.sum(-1, keepdims=True), V)
-            x = x + o.transpose(0, 3, 1, 2, 4).reshape(b, n, H * m) @ p["o"]
-            h = norm(x, p["g2"]) @ p["w1"] + (0 if p["b1"] is None else p["b1"])
-            h = act(h) if spec.feedforward == "plain" else act(h[..., :r]) * h[..., r:]
-            x = x + h @ p["w2"] + (0 if p["b2"] is None else p["b2"])
+            x = x + model.attend(p, q, K, V, visible)
+            x = x + model.feedforward(p, model.norm(x, p["g2"]))
             new.append((K, V))
-        return (norm(x, final) if spec.norm == "pre" else x), new
+        return model.norm(x, model.final), new
 
     step_fn = jax.jit(forward, donate_argnums=1)
+    shape = (b, spec.kv_heads, cap, spec.m)
 
     def empty() -> list:  # type: ignore[type-arg]
-        return [(jnp.zeros((b, G, cap, m), dtype), jnp.zeros((b, G, cap, m), dtype)) for _ in blocks]
+        return [(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype)) for _ in model.blocks]
 
     state = {"caches": empty(), "t": 0}
 
     def run(X: np.ndarray) -> np.ndarray:
-        y, state["caches"] = step_fn(blocks, state["caches"], jnp.asarray(X.transpose(0, 2, 1)), state["t"])
+        y, state["caches"] = step_fn(model.blocks, state["caches"], jnp.asarray(X.transpose(0, 2, 1)), state["t"])
         state["t"] += X.shape[-1]
         return np.asarray(y.block_until_ready()).transpose(0, 2, 1)
 

@@ -21,6 +21,16 @@ def _folder(entry: dict) -> Path:
     return ROOT / "examples/hf" / entry["name"].split("/")[-1]
 
 
+def assert_refused_in_one_line(tmp_path: Path, config: dict | str, message: str) -> None:
+    """The config refused with one line that names its file and holds `message`."""
+    folder = _write(tmp_path / "model", config)
+    with pytest.raises(SpecError) as caught:
+        spec_from_config(folder)
+    text = str(caught.value)
+    assert text.startswith(f"{folder / 'config.json'}: ") and "\n" not in text
+    assert message in text
+
+
 def _write(folder: Path, config: dict | str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     text = config if isinstance(config, str) else json.dumps(config)
@@ -253,13 +263,7 @@ BAD = {
 
 @pytest.mark.parametrize("case", BAD)
 def test_bad_config_is_one_line_naming_file_and_key(case, tmp_path):
-    content, message = BAD[case]
-    folder = _write(tmp_path / "model", content)
-    with pytest.raises(SpecError) as caught:
-        spec_from_config(folder)
-    text = str(caught.value)
-    assert text.startswith(f"{folder / 'config.json'}: ") and "\n" not in text
-    assert message in text
+    assert_refused_in_one_line(tmp_path, *BAD[case])
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import random_weights
-from test_hf_config import _write
+from test_hf_config import _write, assert_refused_in_one_line
 from typer.testing import CliRunner
 
-from transformer_cli import ArrayError, SpecError, count_params
+from transformer_cli import ArrayError, count_params
 from transformer_cli.cli import app
 from transformer_cli.hf.config import read_config, spec_from_config
 from transformer_cli.hf.convert import write_folder
@@ -153,13 +153,7 @@ BAD = {
 
 @pytest.mark.parametrize("case", BAD)
 def test_what_tfm_cannot_hold_is_one_line_naming_the_key(case, tmp_path):
-    keys, message = BAD[case]
-    folder = _write(tmp_path / "model", keys)
-    with pytest.raises(SpecError) as caught:
-        spec_from_config(folder)
-    text = str(caught.value)
-    assert text.startswith(f"{folder / 'config.json'}: ") and "\n" not in text
-    assert message in text
+    assert_refused_in_one_line(tmp_path, *BAD[case])
 
 
 # ---- checkpoints

@@ -105,8 +105,12 @@ def fits(
     """The largest batch at context n, and the largest context at batch b, whose serving memory fits `budget`
     (0 when even one sequence of one token does not); the context is capped by learned positions' max_len."""
 
-    def total(b: int, n: int) -> int:
-        return serving_memory(spec, b, n, weights, kv, fused, n_src)["total"]
+    from .quantized import weight_bytes
+
+    fixed, s = weight_bytes(spec)[weights], compute_bytes(weights)  # the weights do not grow with b or n
+
+    def total(b: int, n: int) -> int:  # serving_memory's total, without recounting the weights at every probe
+        return fixed + kv_cache_bytes(spec, b, n, kv, n_src) + transient(spec, b, n, s, fused, n_src)["total"]
 
     cap = spec.max_len or MAX_CONTEXT
     return {
