@@ -8,6 +8,7 @@ the tests' entry) load them all.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -79,6 +80,9 @@ def main() -> None:
         name = words[0] if words else None
         # no command: the group's help (listed from SUMMARIES) or --version, which need no command's module
         app = load_commands([name] if name in MODULES else [] if name is None else None)
+        # The modules just imported live until the process ends: freezing them spares the collector walking
+        # them again, during the command and in the full collection at exit (~25 ms of `tfm count`; README).
+        gc.freeze()
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here: KeyboardInterrupt, cleaned up
         signal.signal(signal.SIGTERM, _terminate)  # SIGTERM then cleans up as Ctrl-C does
         app(prog_name="tfm")
