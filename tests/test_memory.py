@@ -81,13 +81,15 @@ MEASURED = [
     (Spec(N=2, H=4, m=32, d=128, r=512, norm="pre", mask="causal", positional="sinusoidal"), 2, 512),
     (Spec(N=1, H=1, m=4, d=512, r=2, norm="post"), 8, 64),  # activations dominate
     (Spec(N=2, H=8, m=128, d=128, r=128, positional="rope"), 2, 512),  # attention dominates; Q and K turned in place
-]
+    (Spec(N=2, H=4, G=2, m=32, d=128, r=352, norm="pre", norm_type="rmsnorm", feedforward="gated", activation="silu",
+          mask="causal", positional="rope"), 2, 512),  # LLaMA's kind: RMSNorm holds no temporary
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("case", range(len(MEASURED)))
 def test_both_figures_bound_the_measured_peaks_within_1_3x_on_one_thread(case, dtype):
-    """Upper bounds, and tight ones: 1.02x to 1.19x measured here on one thread, where the peak is the same
+    """Upper bounds, and tight ones: 1.01x to 1.29x measured here on one thread, where the peak is the same
     every run."""
     spec, b, n = MEASURED[case]
     estimate = estimate_forward(spec, b, n, dtype, workers=1)
@@ -99,7 +101,7 @@ def test_both_figures_bound_the_measured_peaks_within_1_3x_on_one_thread(case, d
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("case", range(len(MEASURED)))
 def test_both_figures_bound_the_threaded_peaks_within_1_6x(case, dtype):
-    """With the batch split over threads the estimate assumes every thread at its peak at once: 1.02x to 1.42x
+    """With the batch split over threads the estimate assumes every thread at its peak at once: 1.02x to 1.35x
     measured here, as the threads' timing falls."""
     spec, b, n = MEASURED[case]
     estimate = estimate_forward(spec, b, n, dtype)

@@ -103,14 +103,17 @@ def estimate_forward(
     chunks = -(-b // threads) * (-(-n // c) if c else 0)  # chunks of scores each thread computes in turn
     held = 2 if chunks > 1 else 1  # a chunk's scores are still held while the next one is computed
     chunk = H * c * n * s  # one chunk of scores
-    # a chunk's mask is made (bool, float64 -inf, its cast: 9 + s bytes an entry) while the last chunk's scores are
-    # still held, and kept (s bytes an entry) while the chunk's scores are computed
-    made, kept = (c * n * (9 + s), c * n * s) if spec.mask == "causal" else (0, 0)
+    # a mask is made (bool, float64 -inf, its cast: 9 + s bytes an entry) while the last chunk's scores are still
+    # held, and kept (s bytes an entry) while the chunk's scores are computed: causal, the (c, c) square of a chunk's
+    # own keys, once; with a window, each chunk's (c, keys) mask
+    area = (c * c if not spec.window else c * n) if spec.mask == "causal" else 0
+    made, kept = area * (9 + s), area * s
     scores = max((held - 1) * chunk + made, held * chunk + kept)
     stacked = 4 * H * m * d * spec.N  # in float64 the model stacks copies of W_Q, W_K, W_V, W_O only
     # (b, d, n) arrays: the input, its columns and their split over threads (one thread: none), X, a norm's output
-    # and temporary (no norm: none), a sublayer's output (or a float64 mean square between blocks)
-    arrays = 7 - (threads == 1) - 2 * (spec.norm == "none")
+    # and temporary (no norm: none; RMSNorm: no temporary), a sublayer's output (or a float64 mean square between
+    # blocks)
+    arrays = 7 - (threads == 1) - 2 * (spec.norm == "none") - (spec.norm != "none" and spec.norm_type == "rmsnorm")
     return MemoryEstimate(
         weights=s * params,
         # positions are made in float64; the logits twice

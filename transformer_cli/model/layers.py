@@ -46,7 +46,9 @@ def layer_norm(X: Array, gamma: Array, beta: Array, eps: float) -> Array:
 
 def rms_norm(X: Array, gamma: Array, eps: float) -> Array:
     """x / sqrt(mean(x^2) + eps) * gamma over the d entries of each column (axis 0): (d, b, n) -> (d, b, n)."""
-    out = X * (1.0 / np.sqrt(np.mean(np.square(X), axis=0) + eps))
+    mean_square = np.einsum("i...,i...->...", X, X)  # the sum of squares in one pass, no (d, b, n) temporary
+    mean_square *= 1.0 / X.shape[0]
+    out = X * (1.0 / np.sqrt(mean_square + eps))
     out *= gamma
     return out
 
