@@ -10,6 +10,8 @@ Peers, on the same weights and input:
   the softmax in float32 even for float64 input);
 - ONNX Runtime: PyTorch's model exported with torch.onnx.export, all graph optimisations, 2 intra-op threads;
 - tfm's floor: the time of tfm's own matrix products alone, the same shapes and layouts replayed back to back.
+At batch 1 a second table profiles tfm's pass: its time by kind of work (projections, attention's own products,
+softmax, norms, ...) and the products' GFLOP/s, which is where the distance to the fastest peer lies.
 Each peer's output is checked against tfm's first (1e-5 in float32, 1e-12 in float64, relative to max |output|);
 then every peer runs once per round, rounds interleaved, so a noisy neighbour slows them alike, each call 0.2 s
 after the last (another library's threads spin for a while after its call and slow whatever runs next).
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import statistics
 import sys
 import time
@@ -103,6 +106,11 @@ def tfm_prefill(spec, weights, dtype: str) -> Callable:  # type: ignore[no-untyp
     return Transformer(spec, weights, dtype)
 
 
+def _weight(a: np.ndarray, held: set[int]) -> bool:
+    """Whether `a` is one of the model's weights (ids in `held`) or a view of one."""
+    return id(a) in held or (a.base is not None and id(a.base) in held)
+
+
 def floor_prefill(spec, weights, dtype: str, X: np.ndarray) -> Callable:  # type: ignore[no-untyped-def]
     """tfm's matrix products alone: one pass recorded, then replayed back to back. A product keeps its real
     weights (each block's own, read from memory as in the pass); its activations are arrays of the same shape and
@@ -112,8 +120,7 @@ def floor_prefill(spec, weights, dtype: str, X: np.ndarray) -> Callable:  # type
     buffers: dict[tuple, np.ndarray] = {}
 
     def operand(a: np.ndarray) -> np.ndarray:
-        base = a if a.base is None else a.base
-        if id(base) in held:  # a weight (or a view of one): itself
+        if _weight(a, held):  # a weight (or a view of one): itself
             return a
         transposed = a.ndim >= 2 and not a.flags.c_contiguous and a.swapaxes(-1, -2).flags.c_contiguous
         shape = a.swapaxes(-1, -2).shape if transposed else a.shape
@@ -135,6 +142,71 @@ def floor_prefill(spec, weights, dtype: str, X: np.ndarray) -> Callable:  # type
             np.matmul(a, b)
 
     return replay
+
+
+def profile_prefill(spec, weights, dtype: str, X: np.ndarray, rounds: int) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Where tfm's pass spends its time (batch 1: one Python thread, BLAS on every core): each kind of work timed
+    around its calls over `rounds` passes, in ms a pass, with the GEMMs' rates. A product with a model weight is a
+    projection (attention's Q, K, V and output, the feedforward); any other is attention's own (scores, A V).
+    "other" is the pass's time outside them: adding masks, dividing by the softmax's sums, the gate's product,
+    Python. The wrappers cost about a microsecond a call."""
+    import transformer_cli.model.layers as layers
+    import transformer_cli.model.transformer as forward
+
+    model, real = Transformer(spec, weights, dtype), np.matmul
+    held = {id(a) for blk in model.blocks for a in vars(blk).values() if isinstance(a, np.ndarray)}
+    spent: dict[str, float] = dict.fromkeys(PROFILE, 0.0)
+    flops = {"projections (GEMM)": 0, "attention (GEMM)": 0}
+
+    def timed(kind: str, fn: Callable) -> Callable:
+        def call(*args, **kwargs):  # type: ignore[no-untyped-def]
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[kind] += time.perf_counter() - start
+
+        return call
+
+    def matmul(a, b, *args, **kwargs):  # type: ignore[no-untyped-def]
+        a, b = np.asarray(a), np.asarray(b)
+        kind = "projections (GEMM)" if _weight(a, held) or _weight(b, held) else "attention (GEMM)"
+        batch = math.prod(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+        flops[kind] += 2 * batch * a.shape[-2] * a.shape[-1] * b.shape[-1]
+        return timed(kind, real)(a, b, *args, **kwargs)
+
+    patches = [(np, "matmul", matmul), (forward, "softmax_rows_", timed("softmax", layers.softmax_rows_)),
+               (forward, "rotate_", timed("rotary", layers.rotate_)),
+               (forward, "scaled_queries", timed("query scale", layers.scaled_queries)),
+               (forward, "_residual", timed("residuals", forward._residual)),
+               (layers, "rms_norm", timed("norms", layers.rms_norm)),
+               (layers, "layer_norm", timed("norms", layers.layer_norm))]  # fmt: skip
+    activations = dict(layers.ACTIVATIONS)
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+    try:
+        for owner, name, fn in patches:
+            setattr(owner, name, fn)
+        layers.ACTIVATIONS.update({k: timed("activation", f) for k, f in activations.items()})
+        model(X)  # warm-up
+        for kind in spent:
+            spent[kind] = 0.0
+        flops.update(dict.fromkeys(flops, 0))
+        start = time.perf_counter()
+        for _ in range(rounds):
+            model(X)
+        total = (time.perf_counter() - start) / rounds
+    finally:
+        for owner, name, fn in saved:
+            setattr(owner, name, fn)
+        layers.ACTIVATIONS.update(activations)
+    ms = {kind: seconds / rounds * 1e3 for kind, seconds in spent.items()}
+    ms["other"] = total * 1e3 - sum(ms.values())
+    rates = {kind: flops[kind] / rounds / (ms[kind] / 1e3) / 1e9 for kind in flops if ms[kind]}
+    return {"ms": ms, "total_ms": total * 1e3, "gflops": rates, "flops": {k: v // rounds for k, v in flops.items()}}
+
+
+PROFILE = ("projections (GEMM)", "attention (GEMM)", "softmax", "norms", "activation", "rotary", "query scale",
+           "residuals")  # fmt: skip
 
 
 def torch_prefill(spec, weights, dtype: str, compiled: bool = False) -> Callable | None:  # type: ignore[no-untyped-def]
@@ -422,7 +494,8 @@ def prefill_case(spec, dtype: str, b: int, rounds: int, console: Console) -> dic
     floor = floor_prefill(spec, weights, dtype, X)
     times = interleaved({name: (lambda f=f: f(X)) for name, (f, _) in peers.items()} | {"floor": lambda: floor(X)},
                         rounds)  # fmt: skip
-    return {"spec": spec.name, "batch": b, "dtype": dtype, "n": PROMPT, "notes": notes,
+    profile = profile_prefill(spec, weights, dtype, X, rounds) if b == 1 else None
+    return {"spec": spec.name, "batch": b, "dtype": dtype, "n": PROMPT, "notes": notes, "profile": profile,
             "agreement": {name: error for name, (_, error) in peers.items()},
             "times": times}  # fmt: skip
 
@@ -518,6 +591,28 @@ def report(results: dict[str, Any], console: Console) -> None:
     table.caption = "\n".join(notes)
     table.caption_justify = "left"
     console.print(table)
+    profiled = [case for case in results["prefill"] if case.get("profile")]
+    if profiled:
+        console.print(profile_table(profiled))
+
+
+def profile_table(cases: list[dict[str, Any]]) -> Table:
+    """Where tfm's prefill time goes at batch 1: ms a pass by kind of work, and the GEMMs' GFLOP/s."""
+    table = Table(title="Where tfm's prefill time goes at b=1 (ms a pass, instrumented; GEMMs in GFLOP/s)",
+                  title_justify="left")  # fmt: skip
+    table.add_column("kind of work")
+    for case in cases:
+        table.add_column(f"{case['spec']} {case['dtype']}", justify="right")
+    for kind in (*PROFILE, "other"):
+        cells = []
+        for case in cases:
+            p = case["profile"]
+            rate = f", {p['gflops'][kind]:.0f} GFLOP/s" if kind in p["gflops"] else ""
+            cells.append(f"{p['ms'][kind]:.1f} ({p['ms'][kind] / p['total_ms']:.0%}{rate})")
+        table.add_row(kind, *cells)
+    table.add_section()
+    table.add_row("the pass", *(f"{case['profile']['total_ms']:.1f}" for case in cases))
+    return table
 
 
 def main() -> None:

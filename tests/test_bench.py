@@ -130,3 +130,28 @@ def test_bench_names_the_blas_kernel_and_warns_when_the_environment_forces_a_low
         {"user_api": "blas", "internal_api": "openblas", "version": "0.3.31", "architecture": "SkylakeX",
          "num_threads": 2}])  # fmt: skip
     assert bench.blas_info()["warning"] is None  # forced, but to the best kernel
+
+
+def test_the_benchmarks_profile_counts_each_product_once_in_its_kind():
+    """benchmarks/peers.py's profile of a pass: the products it files as projections and as attention's own add up
+    to the FLOPs counted from the spec (a non-causal spec computes every score), and the wrapped functions are
+    restored afterwards (the next pass runs unwrapped)."""
+    import sys
+    from pathlib import Path
+
+    import transformer_cli.model.layers as layers
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    from peers import profile_prefill
+
+    spec = Spec(N=2, H=4, G=2, m=8, d=32, r=48, norm="pre", norm_type="rmsnorm", feedforward="gated",
+                activation="silu", positional="rope")  # fmt: skip
+    b, n, H, G, m, d, r = 1, 16, spec.H, 2, spec.m, spec.d, spec.r
+    X = np.random.default_rng(0).standard_normal((b, d, n))
+    before = (np.matmul, layers.rms_norm, dict(layers.ACTIVATIONS))
+    profile = profile_prefill(spec, random_weights(spec), "float64", X, rounds=2)
+    projections = 2 * spec.N * n * d * ((H + 2 * G) * m + H * m + 3 * r)  # Q K V, W_O, W1 W3 and W2
+    attention = 2 * spec.N * H * n * n * m * 2  # scores and A V, every pair
+    assert profile["flops"] == {"projections (GEMM)": projections, "attention (GEMM)": attention}
+    assert profile["ms"]["norms"] > 0 and profile["ms"]["activation"] > 0 and profile["ms"]["rotary"] > 0
+    assert (np.matmul, layers.rms_norm, dict(layers.ACTIVATIONS)) == before
