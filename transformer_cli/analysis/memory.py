@@ -108,7 +108,10 @@ def estimate_forward(
     # own keys, once; with a window, each chunk's (c, keys) mask
     area = (c * c if not spec.window else c * n) if spec.mask == "causal" else 0
     made, kept = area * (9 + s), area * s
-    scores = max((held - 1) * chunk + made, held * chunk + kept)
+    # beside them, a chunk's A V product before its division into the heads, and with groups (G < H) the copy of
+    # the chunk's queries as each group's rows: (H, m, c) each
+    products = (1 + (spec.kv_heads < H)) * H * m * c * s
+    scores = max((held - 1) * chunk + made, held * chunk + kept) + products
     stacked = 4 * H * m * d * spec.N  # in float64 the model stacks copies of W_Q, W_K, W_V, W_O only
     # (b, d, n) arrays: the input, its columns and their split over threads (one thread: none), X, a norm's output
     # and temporary (no norm: none; RMSNorm: no temporary), a sublayer's output (or a float64 mean square between

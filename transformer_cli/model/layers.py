@@ -180,14 +180,6 @@ def scaled_queries(Q: Array, scale: float) -> Array:
     return Q * Q.dtype.type(scale) if scale != 1.0 else Q
 
 
-def scores(Q: Array, K: Array, scale: float) -> Array:
-    """Transposed attention scores scale * Q^T K: (b, H, m, n_q), (b, H, m, n_k) -> (b, H, n_q, n_k)."""
-    P = np.matmul(Q.swapaxes(-1, -2), K)
-    if scale != 1.0:
-        P *= scale
-    return P
-
-
 def linear(W: Array, X: Array) -> Array:
     """W X for X of shape (d, b, n): one matrix product over all b*n columns -> (rows of W, b, n)."""
     d, b, n = X.shape

@@ -32,7 +32,6 @@ from .layers import (
     relative_buckets,
     rotate_,
     scaled_queries,
-    scores,
     sinusoidal_positions,
     softmax_rows_,
     window_mask,
@@ -235,27 +234,25 @@ class Transformer:
             if positions is not None and self.rel_bias is not None:
                 bias = self.relative_bias(positions[0] + q0, q1 - q0, positions[1] + k0, k1 - k0)
                 mask = bias if mask is None else bias + mask
+            c, k = q1 - q0, k1 - k0
             for i in range(b):  # one sequence at a time: its scores stay in cache, and memory stays O(n)
                 check_stop(stop)
-                if G == H:
-                    P = scores(Q[i, ..., q0:q1], K[i, ..., k0:k1], 1.0)  # (H, q1 - q0, k1 - k0)
-                else:  # (G, H/G, m, c) against (G, 1, m, k): each key/value head serves its group by broadcasting
-                    Qg, Kg = Q[i, ..., q0:q1].reshape(*group, m, q1 - q0), K[i, :, None, :, k0:k1]
-                    P = scores(Qg, Kg, 1.0).reshape(H, q1 - q0, k1 - k0)
+                # each key/value head's query heads as one block of rows ((H/G) c, m), so a group's scores are one
+                # product with its keys and its outputs one product with its values, never a product per head
+                # (with groups this copies the chunk's queries; with G = H it is a view)
+                rows = Q[i, ..., q0:q1].reshape(*group, m, c).swapaxes(-1, -2).reshape(G, -1, m)
+                P = np.matmul(rows, K[i, ..., k0:k1]).reshape(H, c, k)  # (H, c, k) scores, queries as rows
                 if S is not None:
                     S[i, :, q0:q1, k0:k1] = P
                 if mask is not None:
                     P += mask
                 if own is not None:
-                    P[..., q0:q1] += own[: q1 - q0, : q1 - q0]
+                    P[..., q0:q1] += own[:c, :c]
                 sums = softmax_rows_(P, normalise=False)  # exp(scores - max) and their sums (H, c, 1)
-                out = into[i, ..., q0:q1].reshape(*group, m, q1 - q0)  # a view: splitting an axis never copies
-                if G == H:
-                    np.matmul(V[i, ..., k0:k1], P.swapaxes(-1, -2), out=into[i, ..., q0:q1])
-                else:
-                    Pg = P.reshape(*group, q1 - q0, k1 - k0).swapaxes(-1, -2)  # (G, H/G, k, c)
-                    np.matmul(V[i, :, None, :, k0:k1], Pg, out=out)
-                out /= sums.reshape(*group, 1, q1 - q0)  # divide the (m, c) outputs, not the (c, k) weights
+                out = np.matmul(V[i, ..., k0:k1], P.reshape(G, -1, k).swapaxes(-1, -2))  # (G, m, (H/G) c)
+                # divided by the sums on the way into the heads: the (m, c) outputs, not the (c, k) weights
+                np.divide(out.reshape(G, m, group[1], c).swapaxes(1, 2), sums.reshape(*group, 1, c),
+                          out=into[i, ..., q0:q1].reshape(*group, m, c))  # fmt: skip
                 if A is not None:  # the weights themselves, when asked for (the outputs are the same either way)
                     np.divide(P, sums, out=A[i, :, q0:q1, k0:k1])
         if weights_out is not None:
