@@ -205,7 +205,7 @@ class Transformer:
         """Each head's V Softmax(scale K^T Q), a chunk of queries at a time: -> heads (H, m, b, n_q).
 
         Q: (b, H, m, n_q); K, V: (b, G, m, n_k), key/value head g serving query heads g H/G .. (g + 1) H/G - 1
-        (broadcast, never repeated). With `causal`, query q sees keys 0..q only (and the keys
+        (one product per group, never repeated). With `causal`, query q sees keys 0..q only (and the keys
         after a chunk's last query are never touched); with a `window` w too, only keys q - w + 1 .. q (and the
         keys before a chunk's first window are never touched). `weights_out` receives the weights (b, H, n_k, n_q);
         `scores_out` the scaled scores before any mask, (b, H, n_q, n_k) (the scaling check reads them).
