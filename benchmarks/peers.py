@@ -106,6 +106,11 @@ def tfm_prefill(spec, weights, dtype: str) -> Callable:  # type: ignore[no-untyp
     return Transformer(spec, weights, dtype)
 
 
+def _held(model: Transformer) -> set[int]:
+    """The ids of the model's weight arrays, as its blocks hold them for the pass."""
+    return {id(a) for blk in model.blocks for a in vars(blk).values() if isinstance(a, np.ndarray)}
+
+
 def _weight(a: np.ndarray, held: set[int]) -> bool:
     """Whether `a` is one of the model's weights (ids in `held`) or a view of one."""
     return id(a) in held or (a.base is not None and id(a.base) in held)
@@ -116,7 +121,7 @@ def floor_prefill(spec, weights, dtype: str, X: np.ndarray) -> Callable:  # type
     weights (each block's own, read from memory as in the pass); its activations are arrays of the same shape and
     layout (C order, or a transposed view of one), one per shape, reused as tfm's own stay in cache."""
     model, calls, real = Transformer(spec, weights, dtype), [], np.matmul
-    held = {id(a) for blk in model.blocks for a in vars(blk).values() if isinstance(a, np.ndarray)}
+    held = _held(model)
     buffers: dict[tuple, np.ndarray] = {}
 
     def operand(a: np.ndarray) -> np.ndarray:
@@ -154,7 +159,7 @@ def profile_prefill(spec, weights, dtype: str, X: np.ndarray, rounds: int) -> di
     import transformer_cli.model.transformer as forward
 
     model, real = Transformer(spec, weights, dtype), np.matmul
-    held = {id(a) for blk in model.blocks for a in vars(blk).values() if isinstance(a, np.ndarray)}
+    held = _held(model)
     spent: dict[str, float] = dict.fromkeys(PROFILE, 0.0)
     flops = {"projections (GEMM)": 0, "attention (GEMM)": 0}
 
@@ -168,12 +173,14 @@ def profile_prefill(spec, weights, dtype: str, X: np.ndarray, rounds: int) -> di
 
         return call
 
+    products = {kind: timed(kind, real) for kind in flops}  # made once, not at every product
+
     def matmul(a, b, *args, **kwargs):  # type: ignore[no-untyped-def]
         a, b = np.asarray(a), np.asarray(b)
         kind = "projections (GEMM)" if _weight(a, held) or _weight(b, held) else "attention (GEMM)"
         batch = math.prod(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
         flops[kind] += 2 * batch * a.shape[-2] * a.shape[-1] * b.shape[-1]
-        return timed(kind, real)(a, b, *args, **kwargs)
+        return products[kind](a, b, *args, **kwargs)
 
     patches = [(np, "matmul", matmul), (forward, "softmax_rows_", timed("softmax", layers.softmax_rows_)),
                (forward, "rotate_", timed("rotary", layers.rotate_)),
