@@ -114,3 +114,19 @@ def matmul_count(monkeypatch, run) -> int:  # type: ignore[no-untyped-def]
         patched.setattr(np, "matmul", counted)
         run()
     return done[0]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 64 KiB tmpfs mounted in tmp_path (root only; skipped elsewhere): a disk that fills up."""
+    import subprocess
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)

@@ -141,3 +141,40 @@ def test_array_outputs_must_be_npy(runner, tmp_path, command):
 def test_npy_output_extension_is_case_insensitive(runner, tmp_path):
     result = invoke(runner, "run", TINY, "-i", _x(tmp_path), "-o", tmp_path / "y.NPY")
     assert result.exit_code == 0, result.output
+
+
+# -- reliability round 3: absurd sizes, token ids that are not integers, running out of memory ------------------
+
+
+def test_plan_of_a_size_beyond_a_float_is_one_line(runner, tmp_path):
+    config = json.loads((DATA.parent.parent / "examples" / "hf" / "tiny-llama" / "config.json").read_text())
+    spec = tmp_path / "huge"
+    spec.mkdir()
+    (spec / "config.json").write_text(json.dumps(config | {"hidden_size": 10**200}))
+    error = one_line_error(invoke(runner, "plan", spec))
+    assert (
+        error == "error: huge: d = 1.00e+200 is too large to plan: its times overflow a float (at most about 1.8e+308)"
+    )
+    assert invoke(runner, "count", spec).exit_code == 0  # counting stays exact
+
+
+@pytest.mark.parametrize("shape", [(5,), (2, 5)])
+@pytest.mark.parametrize("dtype", [np.float64, np.bool_])
+def test_token_ids_that_are_not_integers_blame_the_dtype(runner, tmp_path, shape, dtype):
+    spec = tmp_path / "lm.yaml"
+    spec.write_text("N: 1\nH: 2\nm: 4\nd: 8\nr: 16\nV: 50\n")
+    np.save(tmp_path / "ids.npy", np.ones(shape, dtype))
+    error = one_line_error(invoke(runner, "run", spec, "-i", tmp_path / "ids.npy"))
+    assert f"ids.npy: dtype {np.dtype(dtype)}, expected integers for token ids (shape {shape})" in error
+
+
+def test_count_out_of_memory_says_what_count_holds_not_batches(runner, monkeypatch):
+    import transformer_cli.analysis.params as params
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(params, "count_params", exhausted)
+    error = one_line_error(invoke(runner, "count", TINY))
+    assert error.startswith("error: ran out of memory") and "tfm count holds the name and shape of each tensor" in error
+    assert "batch" not in error and "sequence length" not in error

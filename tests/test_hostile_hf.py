@@ -96,3 +96,161 @@ def test_an_output_folder_that_exists_is_kept_without_force(runner, tmp_path):
     assert result.exit_code == 2 and "already exists; pass --force" in result.stderr
     assert (tmp_path / "taken" / "mine.txt").read_text() == "keep"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left behind
+
+
+# -- reliability round 3: links, counts before lists, absurd configs, stored configs ----------------------------
+
+
+def _one_error(result) -> str:
+    lines = [line for line in result.stderr.splitlines() if line]
+    assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("link", ["dangling", "loop"])
+@pytest.mark.parametrize("command", ["run", "attention", "verify"])
+def test_a_checkpoint_link_to_nothing_is_an_error_never_seeded_weights(runner, tmp_path, link, command):
+    folder = _folder(tmp_path, runner)
+    (folder / "model.safetensors").unlink()
+    (folder / "model.safetensors").symlink_to("nowhere.safetensors" if link == "dangling" else "model.safetensors")
+    np.save(tmp_path / "ids.npy", np.arange(5))
+    args = [command, str(folder)] + (["-i", str(tmp_path / "ids.npy")] if command != "verify" else [])
+    error = _one_error(runner.invoke(app, args))
+    said = "which does not exist" if link == "dangling" else "is a symbolic link in a loop"
+    assert "m/model.safetensors: is a symbolic link" in error and said in error
+
+
+def test_a_shard_linked_to_a_foreign_file_is_refused_without_echoing_it(runner, tmp_path):
+    folder = _folder(tmp_path, runner, shards=True)
+    secret = tmp_path / "passwd"
+    secret.write_bytes(b"root:x:0:0:root:/root:/bin/bash\n")
+    shard = folder / "model-00002-of-00006.safetensors"
+    shard.unlink()
+    shard.symlink_to(secret)
+    error = _one_error(runner.invoke(app, ["count", str(folder)]))
+    assert "model-00002-of-00006.safetensors: not a valid .safetensors file: its first 8 bytes are not" in error
+    number = int.from_bytes(secret.read_bytes()[:8], "little")
+    assert f"{number:,}" not in error and str(number) not in error and "root:x" not in error
+
+
+def _layers(folder: Path, n: int) -> None:
+    _config(folder, lambda c: c | {"num_hidden_layers": n})
+
+
+def test_a_config_of_far_more_blocks_than_its_checkpoint_is_told_from_the_counts(runner, tmp_path):
+    """10^6 blocks beside a 2-block checkpoint: refused from the counts, holding a few MB (building every
+    expected tensor first took 3.5 GB)."""
+    import tracemalloc
+
+    folder = _folder(tmp_path, runner)
+    _layers(folder, 10**6)
+    tracemalloc.start()
+    try:
+        error = _one_error(runner.invoke(app, ["count", str(folder)]))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "it holds 21 tensors, the config's model (1,000,000 blocks) has 9,000,003" in error
+    assert peak < 50 << 20, peak
+
+
+def test_init_of_a_billion_blocks_is_refused_by_the_estimate_at_once(runner, tmp_path):
+    import tracemalloc
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(json.loads((TINY).read_text()) | {"num_hidden_layers": 10**9}))
+    tracemalloc.start()
+    try:
+        result = runner.invoke(app, ["init", str(config), "-o", str(tmp_path / "out"), "--max-memory", "1G"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "more than the --max-memory of 1 GiB" in _one_error(result)
+    assert peak < 50 << 20, peak
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_shard_name_too_long_for_the_file_system_is_one_line(runner, tmp_path):
+    folder = _folder(tmp_path, runner, shards=True)
+    first = _first_shard(json.loads((folder / "model.safetensors.index.json").read_text()))
+    long = "a" * 300 + ".safetensors"
+    _index(folder, lambda i: i | {"weight_map": {k: long if v == first else v for k, v in i["weight_map"].items()}})
+    np.save(tmp_path / "ids.npy", np.arange(5))
+    for args in (["count", str(folder)], ["run", str(folder), "-i", str(tmp_path / "ids.npy")],
+                 ["convert", str(folder), "-o", str(tmp_path / "out.safetensors")]):  # fmt: skip
+        assert "cannot read: File name too long" in _one_error(runner.invoke(app, args))
+
+
+@pytest.mark.parametrize("buckets", [1, 2, 3])
+def test_t5_with_too_few_buckets_is_refused_by_every_command(runner, tmp_path, buckets):
+    folder = tmp_path / "t5"
+    folder.mkdir()
+    config = json.loads((TINY.parent.parent / "t5-small" / "config.json").read_text())
+    config |= {"relative_attention_num_buckets": buckets, "num_layers": 1, "num_decoder_layers": 1, "d_model": 16,
+               "d_ff": 32, "num_heads": 2, "d_kv": 8, "vocab_size": 50}  # fmt: skip
+    (folder / "config.json").write_text(json.dumps(config))
+    for args in (["count", str(folder)], ["init", str(folder), "-o", str(tmp_path / "w.npz")]):
+        error = _one_error(runner.invoke(app, args))
+        assert f"key 'relative_attention_num_buckets': got {buckets}, expected at least 4" in error
+
+
+def test_a_tfm_spec_with_too_few_relative_buckets_is_refused(runner, tmp_path):
+    spec = tmp_path / "rel.yaml"
+    base = "N: 1\nH: 2\nm: 4\nd: 8\nr: 16\npositional: relative\nrel_max_distance: 8\n"
+    spec.write_text(base + "rel_buckets: 3\n")
+    assert "key 'rel_buckets': got 3, expected at least 4" in _one_error(runner.invoke(app, ["count", str(spec)]))
+    spec.write_text(base + "rel_buckets: 1\nmask: causal\n")
+    assert "expected at least 2 (a causal stack" in _one_error(runner.invoke(app, ["count", str(spec)]))
+    spec.write_text(base + "rel_buckets: 2\nmask: causal\n")
+    np.save(tmp_path / "x.npy", np.ones((8, 5)))
+    assert runner.invoke(app, ["run", str(spec), "-i", str(tmp_path / "x.npy")]).exit_code == 0
+
+
+def _stored(tmp_path: Path, runner, text: str) -> Path:
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    folder = _folder(tmp_path, runner)
+    weights = tmp_path / "w.safetensors"
+    assert runner.invoke(app, ["convert", str(folder), "-o", str(weights)]).exit_code == 0
+    with safe_open(str(weights), "np") as handle:
+        metadata = handle.metadata()
+    out = tmp_path / "stored.safetensors"
+    save_file(load_file(str(weights)), str(out), metadata | {"hf_config": text})
+    return out
+
+
+STORED = {
+    "not JSON": ("{oops", "metadata 'hf_config': not JSON: Expecting property name"),
+    "NaN": ('{"a": NaN}', "metadata 'hf_config': not JSON: NaN is not JSON"),
+    "a duplicate key": ('{"model_type": "llama", "model_type": "llama"}', "key 'model_type' appears twice"),
+    "deep nesting": ("[" * 100_000 + "]" * 100_000, "metadata 'hf_config': not JSON: nested too deeply"),
+    "null": ("null", "expected a JSON object of config keys, got a JSON null"),
+    "a number": ("3", "expected a JSON object of config keys, got a JSON number"),
+    "a list": ("[1]", "expected a JSON object of config keys, got a JSON array"),
+    "a string": ('"x"', "expected a JSON object of config keys, got a JSON string"),
+}
+
+
+@pytest.mark.parametrize("case", STORED)
+def test_a_stored_config_that_is_not_a_config_object_is_one_line(runner, tmp_path, case):
+    text, said = STORED[case]
+    weights = _stored(tmp_path, runner, text)
+    error = _one_error(runner.invoke(app, ["convert", str(weights), "-o", str(tmp_path / "out")]))
+    assert said in error, error
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("option", [["--shard-size", "1M"], ["--config", str(TINY)]])
+def test_options_for_writing_a_folder_are_refused_when_reading_one(runner, tmp_path, option):
+    folder = _folder(tmp_path, runner)
+    error = _one_error(runner.invoke(app, ["convert", str(folder), "-o", str(tmp_path / "w.safetensors"), *option]))
+    assert f"{option[0]}: applies only when writing a Hugging Face folder" in error
+    assert not (tmp_path / "w.safetensors").exists()
+
+
+def test_a_bad_shard_size_names_its_option(runner, tmp_path):
+    error = _one_error(runner.invoke(app, ["convert", "w.safetensors", "-o", str(tmp_path / "d"), "--shard-size",
+                                           "12Q"]))  # fmt: skip
+    assert error == "error: --shard-size: got '12Q', expected a size such as 512M, 1.5G or 2GB"

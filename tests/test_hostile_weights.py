@@ -77,7 +77,7 @@ W_Q = "blocks.0.attention.W_Q"
 CRAFTED = {
     "short": (b"\x01\x02", "2 bytes, too short"),
     "length past the end": (safetensors_bytes({}, length=10**6), "length 1,000,000 runs past the end of the file (10"),
-    "length 2**64 - 1": (safetensors_bytes({}, length=2**64 - 1), "over the 100,000,000 bytes allowed"),
+    "length 2**64 - 1": (safetensors_bytes({}, length=2**64 - 1), "not a header length of at most 100,000,000 bytes"),
     "not JSON": (safetensors_bytes(b"{broken"), "header is not JSON"),
     "not UTF-8": (safetensors_bytes(b'{"\xff": 1}'), "header is not JSON"),
     "a list": (safetensors_bytes([1, 2]), "header is a JSON list, expected an object"),

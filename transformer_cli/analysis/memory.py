@@ -185,13 +185,17 @@ def check_memory(estimate: MemoryEstimate, max_memory: str | None, what: str) ->
         )
 
 
-def out_of_memory() -> str:
-    """The one-line refusal for a MemoryError: which limit was reached, and what can help under it."""
+def out_of_memory(holds: str | None = None) -> str:
+    """The one-line refusal for a MemoryError: which limit was reached, and what can help under it (`holds`:
+    what a command without a forward pass holds, said instead of advice on batches and lengths)."""
     from .limits import memory_limits
 
     limits = memory_limits()
     ulimit = [lim for lim in limits if lim.kind == "ulimit"]  # the usual cause of a MemoryError on Linux
     limit = min(ulimit or limits, key=lambda lim: lim.free, default=None)
+    if holds is not None:
+        under = f" under {limit.name}" if limit is not None else ""
+        return f"ran out of memory{under}: {holds}, and this model's need more than is left"
     if limit is None:
         return "ran out of memory; lower the batch or the sequence length"
     return f"ran out of memory (more than the estimate) under {limit.name}; {limit.advice}"

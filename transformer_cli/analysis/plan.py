@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import SpecError
 from ..spec.definition import Spec
 from .costs import forward_flops
 from .decode import training_flops_per_token
@@ -17,6 +18,7 @@ from .params import count_params
 from .quantized import GROUP, QUANT_NOTE, weight_bytes
 from .serving import KERNELS, compute_bytes, fits, serving_memory, transient
 from .training import OPTIMIZERS, training_memory
+from .units import scientific
 
 HARDWARE = (*PRESETS, "this")
 
@@ -35,6 +37,18 @@ def plan(
     hardware: tuple[str, ...] = HARDWARE,
 ) -> dict[str, Any]:
     """The whole plan as a JSON-ready dict."""
+    try:
+        return _plan(spec, b, n, n_src, weights, kv, memory, optimizer, zero, devices, hardware)
+    except OverflowError:  # exact integers until a time or a ratio needs a float
+        symbol = max(("N", "H", "m", "d", "r", "V", "E", "N_enc"), key=lambda k: getattr(spec, k) or 0)
+        raise SpecError(
+            f"{spec.label}: {symbol} = {scientific(getattr(spec, symbol))} is too large to plan: its times overflow "
+            "a float (at most about 1.8e+308)"
+        ) from None
+
+
+def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str, kv: str, memory: int | None, optimizer: str,
+          zero: int, devices: int, hardware: tuple[str, ...]) -> dict[str, Any]:  # fmt: skip
     n_src = (n_src or n) if spec.N_enc else None
     params = count_params(spec).total
     s = compute_bytes(weights)

@@ -65,7 +65,8 @@ def attention(
     Example:
       tfm attention examples/configs/tiny-causal.yaml --input x.npy --block 1 --head 0 -o attn.npy
     """
-    from ..io.arrays import check_output_path, save_npy
+    from ..io.arrays import save_npy
+    from ..io.outputs import check_output_path
     from ..model.attention_maps import attention_maps
     from ..text import escaped as shown
     from .heatmap import heatmap

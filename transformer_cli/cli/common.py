@@ -145,7 +145,9 @@ MaxMemoryOpt = Annotated[
     Optional[str],
     typer.Option("--max-memory", help="Refuse work estimated above this size (512M, 2G) [default: available memory]."),
 ]
-ForceOpt = Annotated[bool, typer.Option("--force", "-f", help="Overwrite an existing output file.")]
+ForceOpt = Annotated[
+    bool, typer.Option("--force", "-f", help="Replace an existing output (a folder: only the files tfm writes).")
+]
 
 
 def _version(value: bool) -> None:
@@ -164,8 +166,11 @@ def main(
 
 
 @contextmanager
-def handled(json_out: bool = False) -> Iterator[None]:
+def handled(json_out: bool = False, holds: str | None = None) -> Iterator[None]:
     """Turn a TfmError into one line on stderr (and a JSON object on stdout under --json) and its exit code.
+
+    `holds` says what a command that runs no forward pass holds in memory, for the message if it runs out
+    (otherwise it advises a smaller batch or sequence).
 
     NumPy's floating-point warnings are silenced here: a NaN or inf that matters is reported as a result
     (an error naming where it is, or a failed check), not as a Python warning on stderr.
@@ -178,7 +183,7 @@ def handled(json_out: bool = False) -> Iterator[None]:
     except MemoryError:  # also one raised in a worker thread: the pool re-raises it here
         from ..analysis.memory import out_of_memory
 
-        _fail(out_of_memory(), ExitCode.BAD_INPUT, json_out)
+        _fail(out_of_memory(holds), ExitCode.BAD_INPUT, json_out)
     except KeyboardInterrupt:
         _fail("interrupted", ExitCode.INTERRUPTED, json_out)
     except Terminated:

@@ -49,7 +49,7 @@ def count(
     from ..spec.definition import check_length
     from . import render
 
-    with handled(json_out):
+    with handled(json_out, "tfm count holds the name and shape of each tensor (the checkpoint's, from its headers)"):
         if seq_len is None and (batch is not None or dtype is not None):
             raise TfmError(
                 f"{'--batch' if batch is not None else '--dtype'} needs --seq-len: it sizes the FLOPs and memory at n"

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..errors import TfmError
 from .common import ForceOpt, JsonOpt, app, busy, handled, load, out, print_json, spec_json
 
 
@@ -64,22 +65,28 @@ def convert(
 
     From a folder: tfm's .safetensors (the spec and the config.json in its metadata) or .npz. From tfm's
     .safetensors: a folder that transformers' from_pretrained loads, with the config stored at conversion
-    (or --config). Written whole or not at all; an existing output is replaced only with --force.
+    (or --config). Written whole or not at all; an existing output is replaced only with --force, and in an
+    existing folder only config.json and the checkpoint's files are (every other file in it is kept).
 
     \b
     Examples:
       tfm convert ./tiny-llama -o tiny-llama.safetensors
       tfm convert tiny-llama.safetensors -o ./tiny-llama-again
     """
-    from ..analysis.memory import parse_size
-    from ..io.arrays import check_output_path
+    from ..analysis.units import parse_size
+    from ..io.outputs import check_folder_output, check_output_path
     from ..io.weights import weights_format
 
-    with handled(json_out):
-        shard_bytes = parse_size(shard_size) if shard_size else None
+    with handled(json_out, "tfm convert holds one tensor at a time, and the name and shape of each"):
+        shard_bytes = parse_size(shard_size, "--shard-size") if shard_size else None
         if source.is_dir():
             from ..hf.convert import to_tfm
 
+            for given, option in ((shard_size, "--shard-size"), (config, "--config")):
+                if given is not None:
+                    raise TfmError(f"{option}: applies only when writing a Hugging Face folder; here the folder "
+                                   f"{source} is read (with its own config.json) and tfm's weights file {output} "
+                                   "written")  # fmt: skip
             weights_format(output)
             check_output_path(output, [source], force)
             with busy("converting", json_out):
@@ -88,6 +95,7 @@ def convert(
         else:
             from ..hf.convert import to_hugging_face
 
+            check_folder_output(output, [source, config], force)
             with busy("converting", json_out):
                 spec_, files = to_hugging_face(source, output, config, dtype and dtype.value, shard_bytes, force)
             written = [str(output / f) for f in files]

@@ -54,24 +54,23 @@ def init(
       tfm init examples/hf/tiny-llama -o tiny-llama
     """
     from ..analysis.memory import check_memory
-    from ..io.arrays import check_output_path
+    from ..io.outputs import check_folder_output, check_output_path
     from ..io.weights import init_memory, weights_format, write_init
 
     with handled(json_out):
         spec, _ = load(spec_path)
-        check_output_path(output, [spec_path] if spec_path else [], force)
-        if (
-            spec_path is not None
-            and is_hugging_face(spec_path)
-            and output.suffix.lower() not in (".npz", ".safetensors")
-        ):
+        hf_config = spec_path is not None and is_hugging_face(spec_path)
+        if hf_config and output.suffix.lower() not in (".npz", ".safetensors"):  # a Hugging Face folder
+            from ..hf.config import read_config
             from ..hf.convert import init_folder, init_folder_memory
 
-            check_memory(init_folder_memory(spec), max_memory, "writing these weights")
+            check_folder_output(output, [spec_path], force)
+            check_memory(init_folder_memory(spec, read_config(spec_path)), max_memory, "writing these weights")
             with busy("initialising weights", json_out):
                 tensors, parameters = init_folder(spec_path, output, spec, seed, overwrite=force)
         else:
             weights_format(output)
+            check_output_path(output, [spec_path], force)
             check_memory(init_memory(spec, output), max_memory, "writing these weights")
             with busy("initialising weights", json_out):
                 tensors, parameters = write_init(output, spec, seed, overwrite=force)
@@ -111,7 +110,8 @@ def run(
     Example:
       tfm run --input x.npy -o y.npy   (x.npy of shape (32, n) for the default spec)
     """
-    from ..io.arrays import check_output_path, save_npy
+    from ..io.arrays import save_npy
+    from ..io.outputs import check_output_path
     from ..model.runner import run_forward
     from ..text import escaped as shown
     from . import render

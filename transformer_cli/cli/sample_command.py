@@ -46,7 +46,8 @@ def sample(
       tfm sample examples/configs/tiny-causal.yaml -n 12 --seed 1 -o x16.npy
     """
     from ..analysis.memory import check_memory, estimate_encoder_decoder, estimate_forward
-    from ..io.arrays import check_output_path, save_npy
+    from ..io.arrays import save_npy
+    from ..io.outputs import check_output_path
     from ..model.runner import random_input
 
     with handled(json_out):

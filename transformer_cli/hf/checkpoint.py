@@ -8,6 +8,7 @@ never opened. A tensor is then read on demand, one at a time, straight from its 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,8 +34,9 @@ class Located:
 
 
 def has_checkpoint(folder: Path) -> bool:
-    """Whether `folder` holds safetensors weights (a single file or an index)."""
-    return (folder / SINGLE).exists() or (folder / INDEX).exists()
+    """Whether `folder` names safetensors weights (a single file or an index): a link to nothing counts, so that
+    a checkpoint that cannot be read is an error, never a silent fall back to seeded weights."""
+    return os.path.lexists(folder / SINGLE) or os.path.lexists(folder / INDEX)
 
 
 class Checkpoint:
@@ -57,16 +59,20 @@ class Checkpoint:
 
     def _shards(self) -> list[Path]:
         index = self.folder / INDEX
-        if not index.exists():
-            if not (self.folder / SINGLE).exists():
+        if not os.path.lexists(index):
+            if not os.path.lexists(self.folder / SINGLE):
                 raise ArrayError(f"{self.folder}: no {SINGLE} or {INDEX} (tfm reads safetensors checkpoints)")
             return [self.folder / SINGLE]
         weight_map = _weight_map(index)
         shards = []
         for file in dict.fromkeys(weight_map.values()):  # in order of first mention, once each
             path = self.folder / file
-            if not path.exists():
-                raise ArrayError(f"{index}: shard {shown(file)} is missing from {self.folder}")
+            try:
+                os.lstat(path)
+            except FileNotFoundError:
+                raise ArrayError(f"{index}: shard {shown(file)} is missing from {self.folder}") from None
+            except OSError as exc:  # a name too long for the file system, ...
+                raise ArrayError(f"{index}: shard {shown(file)}: cannot read: {exc.strerror}") from None
             shards.append(path)
         self._index = (index, weight_map)
         return shards

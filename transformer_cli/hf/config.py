@@ -9,6 +9,7 @@ and encoder_decoder.py; every problem is one SpecError naming the file and the k
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ def read_config(path: str | Path) -> dict[str, Any]:
     """The JSON object of a config.json (the file, or the one in a folder), read within MAX_CONFIG_BYTES from a
     regular file."""
     path = config_path(path)
-    if not path.exists() and path.parent.is_dir() and path.name == "config.json":
+    if not os.path.lexists(path) and path.parent.is_dir() and path.name == "config.json":
         raise SpecError(
             f"{path.parent}: is a directory with no config.json in it, expected a YAML spec file or a Hugging Face "
             "model folder (config.json and safetensors)"
@@ -48,6 +49,19 @@ def read_config(path: str | Path) -> dict[str, Any]:
         raise SpecError(f"{path}: not a JSON config this reader accepts: {shown(str(exc))}") from None
     if not isinstance(data, dict):
         raise SpecError(f"{path}: expected a JSON object of config keys, got a JSON {_json_kind(data)}")
+    return data
+
+
+def stored_config(text: str, source: str) -> dict[str, Any]:
+    """A config.json kept as text (in a weights file's metadata, 'hf_config'): strict JSON, and an object."""
+    from ..io.safetensors_io import parse_json
+
+    try:
+        data = parse_json(text)
+    except ValueError as exc:
+        raise SpecError(f"{source}: not JSON: {shown(str(exc))}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{source}: expected a JSON object of config keys, got a JSON {_json_kind(data)}")
     return data
 
 
@@ -106,4 +120,5 @@ def spec_from_config(path: str | Path) -> Spec:
     return load_config(path)[1]
 
 
-__all__ = ["config_path", "config_to_spec_mapping", "load_config", "read_config", "spec_from_config", "spec_of_config"]
+__all__ = ["config_path", "config_to_spec_mapping", "load_config", "read_config", "spec_from_config", "spec_of_config",
+           "stored_config"]  # fmt: skip

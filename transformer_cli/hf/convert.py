@@ -1,26 +1,24 @@
 """Write a Hugging Face folder (config.json and model.safetensors, or shards and their index) from tfm's weights.
 
-The folder is built in a hidden temporary folder beside it and renamed into place when complete, so an
-interrupted or failed write leaves nothing behind, and an existing folder is replaced only with `overwrite`.
-Tensors are written one at a time, each joined from tfm's tensors just before it is written.
+The folder is written whole or not at all, and an existing one only with `overwrite`, which replaces
+config.json and the checkpoint's files (and removes an earlier checkpoint's stale shards) and keeps every
+other file in it (io/outputs.py). Tensors are written one at a time, each joined from tfm's tensors just
+before it is written.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import secrets
-import shutil
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import OutputError
-from ..io import safetensors_io
-from ..io.arrays import Header
+from ..io import outputs, safetensors_io
+from ..io.arrays import Header, cast_finite
 from ..spec.definition import Spec
 from .checkpoint import INDEX, SINGLE
 from .layouts import Rule, hf_shape, join, rules, tensor_shapes
@@ -50,6 +48,14 @@ def _shards(sized: list[tuple[Rule, int]], shard_bytes: int | None) -> list[list
     return shards
 
 
+SHARD = re.compile(r"model-\d+-of-\d+\.safetensors")
+
+
+def is_checkpoint_file(name: str) -> bool:
+    """A file of a safetensors checkpoint as transformers names them: replaced whole when tfm writes one."""
+    return name in (SINGLE, INDEX) or SHARD.fullmatch(name) is not None
+
+
 def write_folder(
     folder: str | Path,
     spec: Spec,
@@ -59,61 +65,44 @@ def write_folder(
     shard_bytes: int | None = None,
     overwrite: bool = False,
 ) -> list[str]:
-    """Write config.json and the weights as the config's family lays them out; returns the files written."""
+    """Write config.json and the weights as the config's family lays them out; returns the files written.
+
+    An existing folder (with `overwrite`) keeps every file but config.json and its checkpoint's (outputs.py)."""
     folder, dtype = Path(folder), np.dtype(dtype)
-    if os.path.lexists(folder) and not overwrite:
-        raise OutputError(f"{folder}: already exists; pass --force to replace it")
     shapes = tensor_shapes(spec)
     layout = rules(family_for(config), spec)
     sized = [(rule, math.prod(hf_shape(rule, shapes)) * dtype.itemsize) for rule in layout]
     shards = _shards(sized, shard_bytes)
     names = [SINGLE] if len(shards) == 1 else [f"model-{i:05d}-of-{len(shards):05d}.safetensors"
                                                 for i in range(1, len(shards) + 1)]  # fmt: skip
-    tmp = folder.parent / f".{folder.name}.{secrets.token_hex(8)}.tmp"
-    try:
-        tmp.mkdir()
-        for name, shard in zip(names, shards, strict=True):
-            _write_shard(tmp / name, shard, spec, shapes, weights, dtype)
-        if len(shards) > 1:
-            weight_map = {rule.hf: name for name, shard in zip(names, shards, strict=True) for rule in shard}
-            index = {"metadata": {"total_size": sum(size for _, size in sized)}, "weight_map": weight_map}
-            (tmp / INDEX).write_text(json.dumps(index, indent=2) + "\n")
-        written = dict(config) | {"dtype": TORCH_NAMES.get(dtype, str(dtype)), "torch_dtype": TORCH_NAMES.get(dtype)}
-        (tmp / "config.json").write_text(json.dumps(written, indent=2) + "\n")
-        _publish(tmp, folder, overwrite)
-    except OSError as exc:
-        raise OutputError(f"{folder}: cannot write: {exc.strerror or exc}") from None
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return ["config.json", *names, *([INDEX] if len(shards) > 1 else [])]
+    files = [(name, _shard_writer(folder / name, shard, spec, shapes, weights, dtype))
+             for name, shard in zip(names, shards, strict=True)]  # fmt: skip
+    if len(shards) > 1:
+        weight_map = {rule.hf: name for name, shard in zip(names, shards, strict=True) for rule in shard}
+        index = {"metadata": {"total_size": sum(size for _, size in sized)}, "weight_map": weight_map}
+        files.append((INDEX, _text(json.dumps(index, indent=2) + "\n")))
+    written = dict(config) | {"dtype": TORCH_NAMES.get(dtype, str(dtype)), "torch_dtype": TORCH_NAMES.get(dtype)}
+    files.insert(0, ("config.json", _text(json.dumps(written, indent=2) + "\n")))
+    outputs.write_folder(folder, files, is_checkpoint_file, overwrite)
+    return [name for name, _ in files]
 
 
-def _write_shard(path: Path, shard: list[Rule], spec: Spec, shapes: dict, weights: Mapping, dtype: np.dtype) -> None:
+def _text(text: str) -> outputs.Writer:
+    return lambda handle: handle.write(text.encode())  # type: ignore[func-returns-value]
+
+
+def _shard_writer(
+    path: Path, shard: list[Rule], spec: Spec, shapes: dict, weights: Mapping, dtype: np.dtype
+) -> outputs.Writer:
     def layout() -> Iterator[tuple[str, Header]]:
         return ((rule.hf, Header(hf_shape(rule, shapes), dtype)) for rule in shard)
 
     def arrays() -> Iterator[tuple[str, np.ndarray]]:
         for rule in shard:
-            yield rule.hf, join(rule, {name: _piece(weights, name) for name in rule.tfm}, spec).astype(dtype)
+            joined = join(rule, {name: _piece(weights, name) for name in rule.tfm}, spec)
+            yield rule.hf, cast_finite(joined, dtype, f"{path.parent}: tensor {rule.hf}")
 
-    safetensors_io.save(path, layout, arrays(), {"format": "pt"})
-
-
-def _publish(tmp: Path, folder: Path, overwrite: bool) -> None:
-    """Rename the finished folder into place; an existing one is moved aside first and removed after."""
-    old = None
-    if os.path.lexists(folder):
-        if not overwrite:
-            raise OutputError(f"{folder}: already exists; pass --force to replace it")
-        old = folder.parent / f".{folder.name}.{secrets.token_hex(8)}.old"
-        os.rename(folder, old)
-    os.rename(tmp, folder)
-    if old is not None:
-        if old.is_dir() and not old.is_symlink():
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            old.unlink()
+    return safetensors_io.writer(layout, arrays(), {"format": "pt"}, path)
 
 
 # -- both directions, as `tfm convert` runs them ------------------------------------------------------------
@@ -137,7 +126,7 @@ def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) 
     dtype = np.dtype(dtype)
     tensors = list(iter_tensors(spec))
     layout = lambda: ((t.name, Header(t.shape, dtype)) for t in tensors)  # noqa: E731
-    arrays = ((t.name, np.asarray(weights[t.name], dtype)) for t in tensors)
+    arrays = ((t.name, cast_finite(weights[t.name], dtype, f"{folder}: tfm's tensor {t.name}")) for t in tensors)
     write_weights(out, layout, arrays, spec, overwrite, {"hf_config": json.dumps(dict(config))})
     return spec, len(tensors)
 
@@ -155,7 +144,7 @@ def to_hugging_face(
     from ..errors import SpecError
     from ..io import safetensors_io
     from ..io.weights import load_weights, spec_of_weights
-    from .config import load_config, spec_of_config
+    from .config import load_config, spec_of_config, stored_config
 
     spec = spec_of_weights(path, required=True)
     if config_path is not None:
@@ -164,7 +153,7 @@ def to_hugging_face(
         stored = safetensors_io.peek(path)[1].get("hf_config")
         if stored is None:
             raise SpecError(f"{path}: holds no Hugging Face config ('hf_config'); name one with --config CONFIG")
-        config = safetensors_io.parse_json(stored)
+        config = stored_config(stored, f"{path}: metadata 'hf_config'")
         own = spec_of_config(config, f"{path}: metadata 'hf_config'")
     if own.model_keys() != spec.model_keys():
         differ = spec.differing_keys(own)
@@ -187,13 +176,16 @@ def init_folder(config_path: Path, out: Path, spec: Spec, seed: int, overwrite: 
     return len(rules(family_for(config), spec)), count_params(spec).total
 
 
-def init_folder_memory(spec: Spec):  # type: ignore[no-untyped-def]
-    """What init_folder holds: every seeded float64 tensor, and the largest checkpoint tensor joined from them."""
+def init_folder_memory(spec: Spec, config: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+    """What init_folder holds: every seeded float64 tensor, and the largest checkpoint tensor joined from them.
+
+    From the counts alone (block 0's tensors stand for every block's), so a model of 10^9 blocks is refused at
+    once."""
     from ..analysis.memory import MemoryEstimate
     from ..analysis.params import count_params
 
-    shapes = tensor_shapes(spec)
-    largest = max(math.prod(shape) for shape in shapes.values())
+    shapes = tensor_shapes(spec, first=True)
+    largest = max(math.prod(hf_shape(rule, shapes)) for rule in rules(family_for(config), spec, first=True))
     return MemoryEstimate(
         weights=8 * count_params(spec).total + 12 * largest, activations=0, attention=0, feedforward=0
     )

@@ -21,6 +21,10 @@ def t5(c: Keys) -> dict[str, Any]:
         raise c.refuse("num_hidden_layers", N_enc, why)
     d, H = c.count("d_model", REQUIRED, "hidden_size"), c.count("num_heads", REQUIRED, "num_attention_heads")
     buckets, distance = c.count("relative_attention_num_buckets", 32), c.count("relative_attention_max_distance", 128)
+    if buckets < 4:  # the encoder's half of the buckets for each direction would hold no exact bucket
+        why = "the encoder splits them between keys before and after the query, each half needing an exact bucket "
+        why += "and a logarithmic one"
+        raise c.fail("relative_attention_num_buckets", buckets, f"at least 4 ({why})")
     if distance <= buckets // 2:  # transformers' log(n / exact) / log(distance / exact) divides by <= 0
         raise c.fail("relative_attention_max_distance", distance, "more than relative_attention_num_buckets / 2")
     return {

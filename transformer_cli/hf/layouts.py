@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..analysis.params import all_tensors
+from ..analysis.params import all_tensors, block_tensors, encoder_tensors, global_tensors
 from ..spec.definition import Spec
 
 Array = np.ndarray
@@ -250,17 +250,37 @@ BERT = Family(
 )  # fmt: skip
 
 
-def rules(family: Family, spec: Spec) -> list[Rule]:
-    """Every checkpoint tensor the spec's model holds, with the tfm tensors in it (tied heads hold none)."""
-    present = {t.name for t in all_tensors(spec)}
+def _tensors(spec: Spec, first: bool) -> list:
+    """Every tensor of the model, or with `first` those of block 0 (and encoder block 0) and outside the blocks:
+    every block has the same shapes, so these are all the shapes there are."""
+    if not first:
+        return all_tensors(spec)
+    return block_tensors(spec, 0) + (encoder_tensors(spec, 0) if spec.N_enc else []) + global_tensors(spec)
+
+
+def rules(family: Family, spec: Spec, first: bool = False) -> list[Rule]:
+    """Every checkpoint tensor the spec's model holds, with the tfm tensors in it (tied heads hold none); with
+    `first`, those of block 0 (and encoder block 0) and outside the blocks only."""
+    present = {t.name for t in _tensors(spec, first)}
     out: list[Rule] = []
-    for j in range(spec.N_enc or 0):
+    for j in range(min(spec.N_enc or 0, 1) if first else spec.N_enc or 0):
         block = family.encoder_block.format(i=j)
         out += _block_rules(family, block, family.encoder_names, f"encoder.{j}.", present, spec)
-    for i in range(spec.N):
+    for i in range(min(spec.N, 1) if first else spec.N):
         out += _block_rules(family, family.block.format(i=i), family.names, f"blocks.{i}.", present, spec)
     out += [Rule(theirs, (ours,)) for ours, theirs in family.globals_.items() if ours in present]
     return out
+
+
+def rule_count(family: Family, spec: Spec) -> tuple[int, int]:
+    """How many checkpoint tensors the spec's model holds, and how many a block: from block 0's, at once, for
+    any number of blocks."""
+    present = {t.name for t in _tensors(spec, True)}
+    block = _block_rules(family, family.block.format(i=0), family.names, "blocks.0.", present, spec)
+    encoder = _block_rules(family, family.encoder_block.format(i=0), family.encoder_names, "encoder.0.", present,
+                           spec) if spec.N_enc else []  # fmt: skip
+    outside = [ours for ours in family.globals_ if ours in present]
+    return spec.N * len(block) + (spec.N_enc or 0) * len(encoder) + len(outside), len(block)
 
 
 def _block_rules(family: Family, block: str, names: dict[str, str], prefix: str, present: set[str],
@@ -282,9 +302,10 @@ def _block_rules(family: Family, block: str, names: dict[str, str], prefix: str,
     return out
 
 
-def tensor_shapes(spec: Spec) -> dict[str, tuple[int, ...]]:
-    """tfm's tensor shapes by name, experts also one by one ('blocks.0.ff.W1[3]')."""
-    shapes = {t.name: t.shape for t in all_tensors(spec)}
+def tensor_shapes(spec: Spec, first: bool = False) -> dict[str, tuple[int, ...]]:
+    """tfm's tensor shapes by name, experts also one by one ('blocks.0.ff.W1[3]'); with `first`, those of
+    block 0 (and encoder block 0) and outside the blocks only."""
+    shapes = {t.name: t.shape for t in _tensors(spec, first)}
     if spec.E:
         shapes |= {f"{name}[{e}]": shape[1:] for name, shape in list(shapes.items()) if ".ff.W" in name
                    for e in range(spec.E)}  # fmt: skip

@@ -34,6 +34,7 @@ from .layouts import (
     Rule,
     falcon,
     hf_shape,
+    rule_count,
     rules,
     split,
     tensor_shapes,
@@ -102,7 +103,16 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
     A tied copy that a file holds anyway (a tied head, as older conversions kept; T5's and BART's per-stack
     token embeddings) is accepted if its shape fits, and not read.
     """
-    family, shapes = family_for(config), tensor_shapes(spec)
+    family = family_for(config)
+    needed, per_block = rule_count(family, spec)
+    if needed - len(checkpoint.tensors) >= max(per_block, 1):  # whole blocks missing: told from the counts,
+        # before listing a model of any size
+        blocks = f"{spec.N:,} blocks" + (f" and {spec.N_enc:,} encoder blocks" if spec.N_enc else "")
+        raise ArrayError(
+            f"{checkpoint.folder}: checkpoint does not fit its config.json: it holds {len(checkpoint.tensors):,} "
+            f"tensors, the config's model ({blocks}) has {needed:,}"
+        )
+    shapes = tensor_shapes(spec)
     expected = {rule.hf: hf_shape(rule, shapes) for rule in rules(family, spec)}
     copies = {name: hf_shape(Rule(name, (ours,)), shapes) for name, ours in _copies(family, spec).items()}
     kind = str(config.get("model_type"))

@@ -1,4 +1,4 @@
-"""Reading arrays safely and writing files atomically (whole or not at all).
+"""Reading arrays safely, and writing .npy and .npz files atomically (outputs.py: whole or not at all).
 
 Arrays are read by tfm itself, never by np.load: the header is checked first, then exactly the bytes it
 declares are read into an array of that size, and only if the file (or the .npz member) holds them. An .npz
@@ -8,11 +8,8 @@ archive may hold only NAME.npy members, each once, so no name can mean two membe
 
 from __future__ import annotations
 
-import errno
 import math
 import os
-import secrets
-import stat
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -21,8 +18,9 @@ from typing import IO, BinaryIO, NamedTuple
 
 import numpy as np
 
-from ..errors import ArrayError, OutputError, clipped
-from .files import open_regular, what_is
+from ..errors import ArrayError, NumericalError, clipped
+from .files import open_regular
+from .outputs import write_atomic
 
 NPY_MAGIC = b"\x93NUMPY"
 ZIP_MAGIC = b"PK\x03\x04"
@@ -146,91 +144,22 @@ def first_nonfinite(array: np.ndarray) -> tuple[int, ...] | None:
     return tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), array.shape))
 
 
-# -- writing -----------------------------------------------------------------------------------------
+def cast_finite(array: np.ndarray, dtype: np.dtype, where: str) -> np.ndarray:
+    """`array` as `dtype`, refusing a finite value that the cast turns into inf (float16 ends at 65,504)."""
+    out = np.asarray(array, dtype)
+    if out.dtype.kind == "f" and np.asarray(array).dtype.kind == "f":
+        grown = np.isinf(out) & np.isfinite(array)
+        if grown.any():
+            largest = float(np.max(np.abs(np.asarray(array)[grown])))
+            raise NumericalError(
+                f"{where}: holds {largest:.6g}, beyond {np.dtype(dtype).name}'s largest value "
+                f"({float(np.finfo(dtype).max):,.0f}): it would be written as inf; nothing was written "
+                "(choose a wider --dtype)"
+            )
+    return out
 
 
-def _existing(out: Path) -> os.stat_result | None:
-    """What is at `out` now: None, or a file tfm may replace (a regular file, a link to one, a dangling link).
-
-    Anything else (a directory, a FIFO, a device, a socket, or a link to one) is refused, whatever the flags.
-    """
-    try:
-        found = os.lstat(out)
-        target = os.stat(out) if stat.S_ISLNK(found.st_mode) and os.path.exists(out) else found
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise OutputError(f"{out}: cannot write: {_reason(exc)}") from None
-    if stat.S_ISLNK(target.st_mode):
-        return target  # a dangling link: replaced like a file, with --force
-    link = "a symbolic link to " if target is not found else ""
-    if stat.S_ISDIR(target.st_mode) and not link:
-        raise OutputError(f"{out}: is a directory, expected a file path")
-    if not stat.S_ISREG(target.st_mode):
-        raise OutputError(f"{out}: is {link}{what_is(target.st_mode)}, expected a regular file (tfm never replaces it)")
-    return target
-
-
-def check_output_path(out: Path, reads: list[Path], force: bool) -> None:
-    """Refuse an output that is an input, is not a regular file, or exists without --force (a link counts)."""
-    for src in reads:
-        if src.exists() and out.exists() and out.resolve() == src.resolve():
-            raise OutputError(f"{out}: is also an input of this command; choose another output path")
-    if _existing(out) is not None and not force:
-        raise OutputError(f"{out}: already exists; pass --force to overwrite it")
-    if not out.parent.is_dir():
-        raise OutputError(f"{out}: folder {out.parent} does not exist")
-
-
-def write_atomic(out: Path, write: Callable[[IO[bytes]], None], overwrite: bool = True) -> None:
-    """Write through a temp file in the same folder, fsync, then rename: the file appears whole or not at all.
-
-    With `overwrite` False the temp file is linked to `out`, which fails if anything appeared there meanwhile:
-    of two racing writers exactly one wins. A replaced file keeps its permissions; a symbolic link at `out`
-    is itself replaced, its target never touched.
-    """
-    existing = _existing(out)
-    if existing is not None and not overwrite:
-        raise OutputError(f"{out}: already exists; pass --force to overwrite it")
-    # Named before it exists (64 random bits), so that an interrupt at any moment after it is created finds it
-    # below; mkstemp returns the name only after creating the file.
-    tmp = out.parent / f".{out.name}.{secrets.token_hex(8)}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)  # less umask
-        if existing is not None and stat.S_ISREG(existing.st_mode):
-            os.chmod(tmp, stat.S_IMODE(existing.st_mode))
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        _publish(tmp, out, overwrite)
-    except OSError as exc:
-        raise OutputError(f"{out}: cannot write: {_reason(exc)}") from None
-    finally:  # also on KeyboardInterrupt and SIGTERM: no temp file left behind
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-
-
-def _publish(tmp: Path, out: Path, overwrite: bool) -> None:
-    if overwrite:
-        _existing(out)  # again at the last moment: a device swapped in since the check is still refused
-        os.replace(tmp, out)
-        return
-    try:
-        os.link(tmp, out)  # fails if anything exists at `out`, even a dangling link
-    except FileExistsError:
-        raise OutputError(f"{out}: already exists (written meanwhile); pass --force to overwrite it") from None
-    except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS):
-            raise
-        if _existing(out) is not None:  # a file system without hard links: check, then rename
-            raise OutputError(f"{out}: already exists (written meanwhile); pass --force to overwrite it") from None
-        os.replace(tmp, out)
-
-
-def _reason(exc: OSError) -> str:
-    """The OS's words for a failed write ('No space left on device'), whatever form the error came in."""
-    return exc.strerror or (os.strerror(exc.errno) if exc.errno else clipped(exc) or type(exc).__name__)
+# -- writing (through outputs.write_atomic: whole or not at all) ------------------------------------------
 
 
 class _Stream:

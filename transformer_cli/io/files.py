@@ -7,12 +7,14 @@ descriptor (the path may have been swapped in between). Reads stop at a limit co
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import ArrayError, TfmError
+from ..text import shown
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -40,8 +42,14 @@ def regular_file(path: str | Path, kind: str, error: type[TfmError] = ArrayError
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
+        if os.path.islink(path):
+            raise error(f"{path}: is a symbolic link to {shown(os.readlink(path))}, which does not exist") from None
         raise error(f"{path}: no such file") from None
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise error(f"{path}: is a symbolic link in a loop, expected {kind}") from None
+        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a NUL byte in the path
         raise error(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     if not stat.S_ISREG(mode):
         raise error(f"{path}: is {what_is(mode)}, expected {kind}")

@@ -21,8 +21,9 @@ import numpy as np
 from ..errors import ArrayError
 from ..spec.yaml12 import MAX_DIGITS, parse_int
 from ..text import shown
-from .arrays import Header, write_atomic
+from .arrays import Header
 from .files import open_regular
+from .outputs import Writer, write_atomic
 
 MAX_HEADER = 100_000_000  # bytes; the reference implementation refuses more
 DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4", "I16": "<i2",
@@ -139,7 +140,9 @@ def read_contents(path: Path, handle: IO[bytes]) -> Contents:
         raise _bad(path, f"{len(head)} bytes, too short for the 8-byte header length")
     n = int.from_bytes(head, "little")
     if n > MAX_HEADER:
-        raise _bad(path, f"header length {n:,}, over the {MAX_HEADER:,} bytes allowed")
+        # Nothing of the file is echoed: it may be any file a link points to (its first 8 bytes as a number
+        # spell its first 8 characters).
+        raise _bad(path, f"its first 8 bytes are not a header length of at most {MAX_HEADER:,} bytes")
     if 8 + n > file_size:
         raise _bad(path, f"header length {n:,} runs past the end of the file ({file_size:,} bytes)")
     raw = handle.read(n)
@@ -206,16 +209,10 @@ def header_size(layout: Layout, metadata: dict[str, str]) -> int:
     return n + (-n) % 8
 
 
-def save(
-    path: Path,
-    layout: Layout,
-    arrays: Iterable[tuple[str, np.ndarray]],
-    metadata: dict[str, str],
-    overwrite: bool = True,
-) -> None:
-    """Write atomically: the header from `layout`, then each array as `arrays` yields it (in layout order).
+def writer(layout: Layout, arrays: Iterable[tuple[str, np.ndarray]], metadata: dict[str, str], path: Path) -> Writer:
+    """What writes a file: the header from `layout`, then each array as `arrays` yields it (in layout order).
 
-    Without `overwrite`, a file that appeared at `path` meanwhile is never replaced (arrays.write_atomic)."""
+    The header's size is checked here, before anything is written (`path` names the file in the error)."""
     n = header_size(layout, metadata)
     if n > MAX_HEADER:
         raise ArrayError(f"{path}: a header of {n:,} bytes, more than the {MAX_HEADER:,} safetensors allows; use .npz")
@@ -230,7 +227,19 @@ def save(
             assert name == name_ and array.shape == header.shape, (name, name_)  # the caller's own invariant
             handle.write(memoryview(np.ascontiguousarray(array, dtype=header.dtype.newbyteorder("<"))).cast("B"))
 
-    write_atomic(path, write, overwrite)
+    return write
+
+
+def save(
+    path: Path,
+    layout: Layout,
+    arrays: Iterable[tuple[str, np.ndarray]],
+    metadata: dict[str, str],
+    overwrite: bool = True,
+) -> None:
+    """Write atomically (see `writer`). Without `overwrite`, a file that appeared at `path` meanwhile is never
+    replaced (outputs.write_atomic)."""
+    write_atomic(path, writer(layout, arrays, metadata, path), overwrite)
 
 
 def stored_spec(metadata: dict[str, str], path: Path) -> dict | None:

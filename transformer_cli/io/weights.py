@@ -20,7 +20,8 @@ from ..errors import ArrayError, SpecError
 from ..spec.definition import Spec, spec_from_mapping
 from ..text import shown
 from . import safetensors_io
-from .arrays import Header, first_nonfinite, open_npz, peek_npz, write_atomic
+from .arrays import Header, first_nonfinite, open_npz, peek_npz
+from .outputs import write_atomic
 
 Weights = dict[str, np.ndarray]
 

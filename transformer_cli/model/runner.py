@@ -36,6 +36,10 @@ def check_input_header(shape: tuple[int, ...], dtype: np.dtype, spec: Spec, sour
             raise ArrayError(f"{source}: shape {shape} is empty, expected at least one sequence of one token id")
         check_length(spec, shape[-1], source)
         return []
+    ids_but_not_integers = spec.V and len(shape) in (1, 2) and dtype.kind not in "iu"
+    if ids_but_not_integers and (len(shape) == 1 or shape[-2] != spec.d):
+        raise ArrayError(f"{source}: dtype {dtype}, expected integers for token ids (shape {shape}); real numbers "
+                         f"are columns (d, n) or (b, d, n) with d = {spec.d}")  # fmt: skip
     if len(shape) not in (2, 3):
         if spec.V:
             raise ArrayError(f"{source}: shape {shape}, expected token ids (n,) or (b, n), or columns (d, n) or "

@@ -456,7 +456,24 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
             raise _fail(source, key, data[key], f"no {key} unless {other} is {' or '.join(values)}")
     if spec.positional == "rope":
         _check_rope(spec, source)
-    if spec.positional == "relative" and spec.rel_max_distance <= spec.rel_buckets // 2:
+    if spec.positional == "relative":
+        _check_relative(spec, source)
+
+
+def _check_relative(spec: Spec, source: str) -> None:
+    """T5's buckets: each direction a stack looks in needs an exact bucket and a logarithmic one (fewer divide by
+    zero, in transformers as here), and the farthest distance must lie past the exact ones."""
+    unmasked = bool(spec.N_enc) or spec.mask != "causal"
+    least = 4 if unmasked else 2
+    if spec.rel_buckets < least:
+        why = (
+            "an unmasked stack splits them between keys before and after the query, each half"
+            if unmasked
+            else "a causal stack"
+        )
+        raise _fail(source, "rel_buckets", spec.rel_buckets,
+                    f"at least {least} ({why} needing an exact bucket and a logarithmic one)")  # fmt: skip
+    if spec.rel_max_distance <= spec.rel_buckets // 2:
         raise _fail(source, "rel_max_distance", spec.rel_max_distance, "more than rel_buckets / 2 (the exact buckets)")
 
 
