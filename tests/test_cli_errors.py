@@ -178,3 +178,44 @@ def test_count_out_of_memory_says_what_count_holds_not_batches(runner, monkeypat
     error = one_line_error(invoke(runner, "count", TINY))
     assert error.startswith("error: ran out of memory") and "tfm count holds the name and shape of each tensor" in error
     assert "batch" not in error and "sequence length" not in error
+
+
+# -- issue 22: paper cuts -----------------------------------------------------------------------------------------
+
+HF_TINY = DATA.parent.parent / "examples" / "hf" / "tiny-llama"
+
+
+@pytest.mark.parametrize("args", [["plan", HF_TINY, "--memory", "80"], ["verify", "--max-memory", "512"],
+                                  ["convert", "w.safetensors", "-o", "d", "--shard-size", "5"]])  # fmt: skip
+def test_a_size_without_its_unit_is_refused(runner, args):
+    option, value = args[-2:]
+    error = one_line_error(invoke(runner, *args))
+    assert error == (f"error: {option}: got '{value}', expected a size with its unit such as {value}G or {value}M "
+                     f"(write {value}B for bytes)")  # fmt: skip
+
+
+def test_a_size_in_bytes_is_written_with_b(runner):
+    result = invoke(runner, "plan", HF_TINY, "--memory", "80B", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["fits"]["fused_attention"]["memory"] == 80
+
+
+def test_convert_of_weights_without_a_spec_says_what_convert_needs(runner, tmp_path):
+    weights = tmp_path / "l.npz"
+    assert invoke(runner, "init", HF_TINY, "-o", weights).exit_code == 0
+    error = one_line_error(invoke(runner, "convert", weights, "-o", tmp_path / "out"))
+    assert "l.npz: carries no tfm spec" in error and "-w" not in error
+
+
+@pytest.mark.parametrize("command", ["run", "attention", "verify"])
+def test_a_folder_without_weights_says_on_stderr_that_weights_are_seeded(runner, tmp_path, command):
+    folder = tmp_path / "config-only"
+    folder.mkdir()
+    (folder / "config.json").write_text((HF_TINY / "config.json").read_text())
+    np.save(tmp_path / "ids.npy", np.arange(4))
+    args = [command, folder] + (["-i", tmp_path / "ids.npy"] if command != "verify" else [])
+    result = invoke(runner, *args)
+    assert result.exit_code == 0, result.stderr
+    assert "config-only holds no checkpoint (model.safetensors or its index): seeded random weights" in result.stderr
+    assert invoke(runner, "init", HF_TINY, "-o", tmp_path / "m").exit_code == 0
+    with_weights = invoke(runner, command, tmp_path / "m", *args[2:])
+    assert with_weights.exit_code == 0 and "holds no checkpoint" not in with_weights.stderr

@@ -12,10 +12,15 @@ UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def parse_size(text: str, option: str = "--max-memory") -> int:
-    """'512M', '1.5G', '2GB', '1000000' -> bytes (binary units); errors name `option`."""
+    """'512M', '1.5G', '2GB', '1000000B' -> bytes (binary units); errors name `option`. A bare number is refused:
+    `--memory 80` meant 80 GB, not 80 bytes."""
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(i?B)?\s*", text, re.IGNORECASE)
     if not match:
         raise TfmError(f"{option}: got '{text}', expected a size such as 512M, 1.5G or 2GB")
+    if not match.group(2) and not match.group(3):
+        bare = text.strip()
+        raise TfmError(f"{option}: got '{bare}', expected a size with its unit such as {bare}G or {bare}M (write "
+                       f"{bare}B for bytes)")  # fmt: skip
     value = float(match.group(1)) * UNITS[match.group(2).upper()]
     if value <= 0:
         raise TfmError(f"{option}: got '{text}', expected a positive size")

@@ -143,7 +143,10 @@ ExpectOpt = Annotated[
 ]
 MaxMemoryOpt = Annotated[
     Optional[str],
-    typer.Option("--max-memory", help="Refuse work estimated above this size (512M, 2G) [default: available memory]."),
+    typer.Option(
+        "--max-memory",
+        help="Refuse work estimated above this size, with its unit (512M, 2G) [default: available memory].",
+    ),
 ]
 ForceOpt = Annotated[
     bool, typer.Option("--force", "-f", help="Replace an existing output (a folder: only the files tfm writes).")
@@ -255,8 +258,12 @@ def weights_of(spec_path: Path | None, weights: Path | None) -> Path | None:
     else None (seeded weights)."""
     if weights is None and spec_path is not None and spec_path.is_dir():
         from ..hf.checkpoint import has_checkpoint
+        from ..text import escaped as shown
 
-        return spec_path if has_checkpoint(spec_path) else None
+        if has_checkpoint(spec_path):
+            return spec_path
+        err.print(f"note: {shown(spec_path)} holds no checkpoint (model.safetensors or its index): seeded random "
+                  "weights are used (--seed)", soft_wrap=True, highlight=False)  # fmt: skip
     return weights
 
 

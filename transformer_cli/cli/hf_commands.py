@@ -56,7 +56,10 @@ def convert(
         Optional[SaveDType], typer.Option("--dtype", help="Dtype written [default: the source's; bf16 as float32].")
     ] = None,
     shard_size: Annotated[
-        Optional[str], typer.Option("--shard-size", help="Cut a Hugging Face checkpoint into shards of this size (5G).")
+        Optional[str],
+        typer.Option(
+            "--shard-size", help="Cut a Hugging Face checkpoint into shards of this size, with its unit (5G)."
+        ),
     ] = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,

@@ -37,7 +37,10 @@ def plan(
     weights: Annotated[WeightDType, typer.Option("--weights", help="Weights' type.")] = "bfloat16",  # type: ignore[assignment]
     kv_dtype: Annotated[KVDType, typer.Option("--kv-dtype", help="KV cache's type.")] = "bfloat16",  # type: ignore[assignment]
     memory: Annotated[
-        Optional[str], typer.Option("--memory", help="Also find the largest batch and context fitting this (80G).")
+        Optional[str],
+        typer.Option(
+            "--memory", help="Also find the largest batch and context fitting this size, with its unit (80G)."
+        ),
     ] = None,
     optimizer: Annotated[OptimizerName, typer.Option("--optimizer", help="Training's optimizer.")] = "adam-mixed",  # type: ignore[assignment]
     zero: Annotated[int, typer.Option("--zero", min=0, max=3, help="ZeRO stage (0-3) over --devices.")] = 0,

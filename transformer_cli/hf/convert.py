@@ -146,7 +146,12 @@ def to_hugging_face(
     from ..io.weights import load_weights, spec_of_weights
     from .config import load_config, spec_of_config, stored_config
 
-    spec = spec_of_weights(path, required=True)
+    spec = spec_of_weights(path)
+    if spec is None:  # an .npz, or a .safetensors not written by tfm
+        raise SpecError(
+            f"{path}: carries no tfm spec, so no model to write as a folder; convert from the .safetensors that "
+            "tfm init or tfm convert FOLDER writes (it holds the spec and the config.json)"
+        )
     if config_path is not None:
         config, own = load_config(config_path)
     else:
