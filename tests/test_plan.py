@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -65,14 +66,14 @@ def test_the_largest_batch_and_context_fit_and_one_more_does_not(budget, fused):
     assert batch == 0 or total(batch, n) <= budget
     assert total(batch + 1, n) > budget
     assert context == 0 or total(b, context) <= budget
-    assert total(b, context + 1) > budget
+    assert context == found["context_cap"] == 8192 or total(b, context + 1) > budget  # Llama 3's own 8k at most
 
 
 def test_nothing_fits_below_the_weights_and_learned_positions_cap_the_context():
     spec = spec_from_config(LLAMA3)
     assert fits(spec, weight_bytes(spec)["bfloat16"], 1, 10) == {
-        "memory": weight_bytes(spec)["bfloat16"], "max_batch_at_context": 0, "max_context_at_batch": 0,
-        "context_cap": None}  # fmt: skip
+        "memory": weight_bytes(spec)["bfloat16"], "context": 10, "max_batch_at_context": 0, "batch": 1,
+        "max_context_at_batch": 0, "context_cap": 8192}  # fmt: skip
     gpt2 = spec_from_config(ROOT / "examples" / "hf" / "gpt2")
     assert fits(gpt2, 80 << 30, 1, 10)["max_context_at_batch"] == 1024 == gpt2.max_len
 
@@ -203,3 +204,54 @@ def test_the_readme_worked_examples_are_tfm_plans_figures_and_the_peers_recorded
     readme = (ROOT / "README.md").read_text().splitlines()
     for row in kv_rows() + total_rows():
         assert row in readme, row
+
+
+# -- issue 22: figures a user can plan with ----------------------------------------------------------------------
+
+
+def _plan_json(runner, *args):
+    result = runner.invoke(app, ["plan", *map(str, args), "--json"])
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout), result.stderr
+
+
+def test_what_fits_is_capped_at_the_models_own_context(runner):
+    """Llama-3-8B (max_position_embeddings 8192) in 80 GB: the largest context is its 8,192, not 100k+."""
+    plan, _ = _plan_json(runner, ROOT / "examples" / "hf" / "Meta-Llama-3-8B", "--memory", "80G")
+    for way in ("fused_attention", "unfused_attention"):
+        assert plan["fits"][way]["context_cap"] == 8192 == plan["fits"][way]["max_context_at_batch"]
+    assert plan["spec"]["spec"]["context"] == 8192
+    uncapped = fits(replace(spec_from_config(LLAMA3), context=None), 80 << 30, 1, 2048)
+    assert uncapped["max_context_at_batch"] > 100_000  # what was promised before
+
+
+def test_a_context_beyond_the_models_own_is_warned_about_and_refused_past_learned_positions(runner):
+    _, stderr = _plan_json(runner, ROOT / "examples" / "hf" / "Meta-Llama-3-8B", "-n", "100000")
+    assert "warning: --seq-len 100,000 is beyond Meta-Llama-3-8B's own context of 8,192 tokens" in stderr
+    _, stderr = _plan_json(runner, ROOT / "examples" / "hf" / "Meta-Llama-3-8B", "-n", "8192")
+    assert "warning" not in stderr
+    result = runner.invoke(app, ["plan", str(ROOT / "examples" / "hf" / "gpt2"), "-n", "2000"])
+    assert result.exit_code == 2 and "expected at most max_len = 1024" in result.stderr
+
+
+def test_an_encoder_has_no_kv_cache_and_no_decoding(runner):
+    plan, _ = _plan_json(runner, ROOT / "examples" / "hf" / "bert-base-uncased", "--memory", "1G")
+    assert plan["decodes"] is False and plan["kv_cache_bytes"] == 0 == plan["kv_cache_bytes_per_token"]
+    assert "does not decode token by token" in plan["kv_cache_note"]
+    assert all(plan["serving"][way]["kv_cache"] == 0 for way in plan["serving"])
+    assert all(t["decode_step"] is None and t["tokens_per_second"] is None for t in plan["time"])
+    table = runner.invoke(app, ["plan", str(ROOT / "examples" / "hf" / "bert-base-uncased")], env={"COLUMNS": "200"})
+    assert "KV cache (none: no decoding)" in table.stdout and "forward pass" in table.stdout
+    assert "tokens/s" not in table.stdout
+    decoder, _ = _plan_json(runner, ROOT / "examples" / "hf" / "t5-small")  # an encoder-decoder keeps its decoder's
+    assert decoder["decodes"] is True and decoder["kv_cache_bytes"] > 0 and decoder["time"][0]["tokens_per_second"]
+
+
+def test_the_fits_footnote_appears_only_under_a_zero(runner):
+    args = ["plan", str(ROOT / "examples" / "hf" / "Llama-2-7b"), "--memory"]
+    words = lambda result: " ".join(result.stdout.split())  # noqa: E731  (captions wrap at the terminal's width)
+    roomy = words(runner.invoke(app, [*args, "80G"]))
+    assert "not even" not in roomy and "Each figure alone: the batch for contexts of n = 2,048" in roomy
+    tight = words(runner.invoke(app, [*args, "13G"]))
+    assert "A batch of 0: not even one sequence of 2,048 tokens fits." in tight
+    assert "A context of 0" not in tight  # 794 tokens fit at b = 1

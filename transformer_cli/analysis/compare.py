@@ -6,13 +6,11 @@ import math
 from dataclasses import fields
 from typing import Any
 
-from ..spec.definition import Spec
+from ..spec.definition import LABELS, Spec
 from .costs import costs
 from .params import count_params
 from .serving import serving_memory
 from .training import training_memory
-
-LABELS = ("name", "description")  # shown, but a difference in a label is not a difference in the model
 
 
 def _keys(spec: Spec) -> dict[str, Any]:

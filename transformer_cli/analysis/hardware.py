@@ -96,24 +96,21 @@ def timing(
     spec: Spec, hw: Hardware, b: int, n: int, weights: str = "bfloat16", kv: str = "bfloat16",
     n_src: int | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """Prefill of b prompts of n tokens, and one decoding step at context n for b sequences, on `hw`."""
+    """Prefill of b prompts of n tokens, and one decoding step at context n for b sequences, on `hw` (None for a
+    model that does not decode: an encoder's prefill is its whole forward pass)."""
     from .costs import multiply_adds  # (here: `tfm --help` imports this module for the preset names)
     from .decode import step_multiply_adds, weights_read
-    from .kv_cache import kv_cache_bytes
+    from .kv_cache import decodes, kv_cache_bytes
     from .quantized import weight_bytes
 
     kind = compute_type(hw, weights)
     prefill_flops = 2 * sum(multiply_adds(spec, b, n, causal_pairs=True, n_src=n_src).values())
-    cache = kv_cache_bytes(spec, b, n, kv, n_src)
+    cache = kv_cache_bytes(spec, b, n, kv, n_src) if decodes(spec) else 0
     prefill = _roofline(hw, kind, prefill_flops, weight_bytes(spec)[weights] + cache)
-    linear, attention = step_multiply_adds(spec, n, n_src)
-    step = _roofline(hw, kind, 2 * b * (linear + attention), weights_read(spec, b, weights) + cache)
-    return {
-        "hardware": hw.name,
-        "compute_type": kind,
-        "peak_flops": hw.flops[kind],
-        "bandwidth": hw.bandwidth,
-        "time_to_first_token": prefill,
-        "decode_step": step,
-        "tokens_per_second": b / step["seconds"],
-    }
+    out = {"hardware": hw.name, "compute_type": kind, "peak_flops": hw.flops[kind], "bandwidth": hw.bandwidth,
+           "time_to_first_token": prefill, "decode_step": None, "tokens_per_second": None}  # fmt: skip
+    if decodes(spec):  # an encoder's time is its one forward pass
+        linear, attention = step_multiply_adds(spec, n, n_src)
+        step = _roofline(hw, kind, 2 * b * (linear + attention), weights_read(spec, b, weights) + cache)
+        out |= {"decode_step": step, "tokens_per_second": b / step["seconds"]}
+    return out

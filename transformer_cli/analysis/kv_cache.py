@@ -24,6 +24,18 @@ KV_NOTE = (
 )
 
 
+NO_DECODING = (
+    "no causal mask: the model reads its whole input in one forward pass and does not decode token by token, so "
+    "it keeps no KV cache and takes no decoding steps"
+)
+
+
+def decodes(spec: Spec) -> bool:
+    """Whether the model decodes token by token (a causal stack, an encoder-decoder's decoder), keeping a KV
+    cache; an encoder (no causal mask, BERT) runs one forward pass over its whole input."""
+    return spec.mask == "causal"
+
+
 def cached_tokens(spec: Spec, n: int) -> int:
     """Tokens each block's self-attention cache holds while the n-th token attends: n, or at most the window."""
     return min(n, spec.window) if spec.window else n

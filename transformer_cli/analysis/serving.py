@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .kv_cache import kv_cache_bytes
+from .kv_cache import decodes, kv_cache_bytes
 
 WEIGHT_DTYPES = ("float32", "float16", "bfloat16", "float8", "int8", "int4")
 KERNELS = {"fused_attention": True, "unfused_attention": False}  # the two ways attention is computed
@@ -76,7 +76,7 @@ def serving_memory(
     s = compute_bytes(weights)
     parts = {
         "weights": weight_bytes(spec)[weights],
-        "kv_cache": kv_cache_bytes(spec, b, n, kv, n_src),
+        "kv_cache": kv_cache_bytes(spec, b, n, kv, n_src) if decodes(spec) else 0,
         "transient": transient(spec, b, n, s, fused, n_src)["total"],
     }
     return parts | {"total": sum(parts.values())}
@@ -98,24 +98,34 @@ def _largest(ok, limit: int) -> int:  # type: ignore[no-untyped-def]
     return low
 
 
+def context_cap(spec: Spec) -> int | None:
+    """The longest context the model takes: learned positions' max_len, else the context it was made for."""
+    caps = [c for c in (spec.max_len, spec.context) if c]
+    return min(caps) if caps else None
+
+
 def fits(
     spec: Spec, budget: int, b: int, n: int, weights: str = "bfloat16", kv: str = "bfloat16", fused: bool = True,
     n_src: int | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The largest batch at context n, and the largest context at batch b, whose serving memory fits `budget`
-    (0 when even one sequence of one token does not); the context is capped by learned positions' max_len."""
+    (0 when not even one sequence of n tokens, or b sequences of one token, fits); the context is capped at the
+    model's own (context_cap)."""
 
     from .quantized import weight_bytes
 
     fixed, s = weight_bytes(spec)[weights], compute_bytes(weights)  # the weights do not grow with b or n
 
     def total(b: int, n: int) -> int:  # serving_memory's total, without recounting the weights at every probe
-        return fixed + kv_cache_bytes(spec, b, n, kv, n_src) + transient(spec, b, n, s, fused, n_src)["total"]
+        cache = kv_cache_bytes(spec, b, n, kv, n_src) if decodes(spec) else 0
+        return fixed + cache + transient(spec, b, n, s, fused, n_src)["total"]
 
-    cap = spec.max_len or MAX_CONTEXT
+    cap = context_cap(spec) or MAX_CONTEXT
     return {
         "memory": budget,
+        "context": n,
         "max_batch_at_context": _largest(lambda x: total(x, n) <= budget, MAX_CONTEXT),
+        "batch": b,
         "max_context_at_batch": _largest(lambda x: total(b, x) <= budget, cap),
-        "context_cap": cap if spec.max_len else None,
+        "context_cap": context_cap(spec),
     }

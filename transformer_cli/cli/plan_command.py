@@ -10,11 +10,11 @@ from rich.table import Table
 
 from ..analysis.hardware import PRESETS
 from ..analysis.kv_cache import KV_BYTES
-from ..analysis.serving import KERNELS, WEIGHT_DTYPES
+from ..analysis.serving import KERNELS, WEIGHT_DTYPES, context_cap
 from ..analysis.training import OPTIMIZERS
 from ..errors import TfmError
 from ..text import escaped as shown
-from .common import EXIT_CODES, JsonOpt, SpecArg, app, handled, load, out, print_json, spec_json
+from .common import EXIT_CODES, JsonOpt, SpecArg, app, err, handled, load, out, print_json, spec_json
 from .layout import FitTable
 
 WeightDType = Enum("WeightDType", {k: k for k in WEIGHT_DTYPES}, type=str)  # type: ignore[misc]
@@ -71,8 +71,13 @@ def plan(
 
     with handled(json_out):
         spec, _ = load(spec_path)
-        n = seq_len or min(2048, spec.max_len or 2048)
-        check_length(spec, n, "--seq-len")
+        cap = context_cap(spec)
+        n = seq_len or min(2048, cap or 2048)
+        check_length(spec, n, "--seq-len")  # refused beyond learned positions
+        if cap and n > cap:
+            err.print(f"warning: --seq-len {n:,} is beyond {shown(spec.label)}'s own context of {cap:,} tokens "
+                      "(context: max_position_embeddings); the figures are for a model run past it", soft_wrap=True,
+                      highlight=False)  # fmt: skip
         if source_len and not spec.N_enc:
             raise TfmError(
                 f"--source-len {source_len}: {spec.label} is not an encoder-decoder (no N_enc), it reads no source"
@@ -113,8 +118,10 @@ def serving_table(p: dict[str, Any]) -> Table:
                    "(CUDA context, allocator reserve) not included.")  # fmt: skip
     serving, transient = p["serving"], p["serving_transient"]
     table.add_row(f"weights ({p['weights_dtype']})", *(human(serving[w]["weights"]) for w in WAYS))
-    table.add_row(f"KV cache ({p['kv_dtype']}, {human(p['kv_cache_bytes_per_token'])} a token)",
-                  *(human(serving[w]["kv_cache"]) for w in WAYS))  # fmt: skip
+    cache = f"{p['kv_dtype']}, {human(p['kv_cache_bytes_per_token'])} a token" if p["decodes"] else "none: no decoding"
+    table.add_row(f"KV cache ({cache})", *(human(serving[w]["kv_cache"]) for w in WAYS))
+    if not p["decodes"]:
+        table.caption += f" KV cache: {p['kv_cache_note']}."
     for part in ("residual_stream", "blocks", "logits", "encoder"):
         if any(transient[w][part] for w in WAYS):
             table.add_row(f"  prefill: {part.replace('_', ' ')}", *(human(transient[w][part]) for w in WAYS))
@@ -130,10 +137,20 @@ def fits_table(p: dict[str, Any]) -> Table | None:
     if "fits" not in p:
         return None
     fits = p["fits"]
-    table = _table(f"What fits in {human(fits[WAYS[0]]['memory'])}", list(WAYS), "0: not even one sequence "
-                   "of one token fits (the weights alone may not).")  # fmt: skip
-    table.add_row(f"largest batch at n = {p['seq_len']:,}", *(f"{fits[w]['max_batch_at_context']:,}" for w in WAYS))
-    table.add_row(f"largest context at b = {p['batch']}", *(f"{fits[w]['max_context_at_batch']:,}" for w in WAYS))
+    n, b = p["seq_len"], p["batch"]
+    caption = f"Each figure alone: the batch for contexts of n = {n:,}, the context for a batch of b = {b}."
+    if any(fits[w]["max_batch_at_context"] == 0 for w in WAYS):
+        caption += f" A batch of 0: not even one sequence of {n:,} tokens fits."
+    if any(fits[w]["max_context_at_batch"] == 0 for w in WAYS):
+        some = "one sequence" if b == 1 else f"{b} sequences"
+        caption += f" A context of 0: not even {some} of one token fit (the weights alone may not)."
+    table = _table(f"What fits in {human(fits[WAYS[0]]['memory'])}", list(WAYS), caption)
+    table.add_row(f"largest batch at n = {n:,}", *(f"{fits[w]['max_batch_at_context']:,}" for w in WAYS))
+    cap = fits[WAYS[0]]["context_cap"]
+    if cap:
+        caption += f" Contexts are capped at the model's own, {cap:,} tokens (spec key context or max_len)."
+        table.caption = caption
+    table.add_row(f"largest context at b = {b}", *(f"{fits[w]['max_context_at_batch']:,}" for w in WAYS))
     return table
 
 
@@ -159,18 +176,27 @@ def training_table(p: dict[str, Any]) -> Table:
 
 
 def time_table(p: dict[str, Any]) -> Table:
-    caption = ("First token: the prefill; a step and tokens/s: decoding; (c) compute-bound, (m) memory-bound. "
-               "Roofline: max(FLOPs / peak, bytes / bandwidth) with the vendors' dense peaks, so lower bounds on "
-               "time (kernels reach perhaps 50-80 %). Prefill: the forward pass's products (allowed pairs only), "
-               "reading the weights and writing the cache. Decoding: a step reads the weights a token uses once "
-               "for the batch and every sequence's cache.")  # fmt: skip
-    columns = ["peak", "bandwidth", "first token", "a step", "tokens/s"]
+    roofline = ("Roofline: max(FLOPs / peak, bytes / bandwidth) with the vendors' dense peaks, so lower bounds on "
+                "time (kernels reach perhaps 50-80 %).")  # fmt: skip
+    if not p["decodes"]:
+        caption = ("The forward pass of the whole input, its products and reading the weights (no causal mask: the "
+                   "model does not decode, so no steps and no KV cache); (c) compute-bound, (m) memory-bound. "
+                   f"{roofline}")  # fmt: skip
+        columns = ["peak", "bandwidth", "forward pass"]
+    else:
+        caption = ("First token: the prefill; a step and tokens/s: decoding; (c) compute-bound, (m) memory-bound. "
+                   f"{roofline} Prefill: the forward pass's products (allowed pairs only), reading the weights and "
+                   "writing the cache. Decoding: a step reads the weights a token uses once for the batch and every "
+                   "sequence's cache.")  # fmt: skip
+        columns = ["peak", "bandwidth", "first token", "a step", "tokens/s"]
     table = _table(f"Time {_context(p)}, weights {p['weights_dtype']}", columns, caption)
     for r in p["time"]:
         short = {"bfloat16": "bf16", "float32": "f32", "float8": "f8"}[r["compute_type"]]
-        table.add_row(r["hardware"], f"{r['peak_flops'] / 1e12:.3g} T {short}", f"{r['bandwidth'] / 1e9:,.0f} GB/s",
-                      _seconds(r["time_to_first_token"]), _seconds(r["decode_step"]),
-                      f"{r['tokens_per_second']:,.1f}")  # fmt: skip
+        cells = [r["hardware"], f"{r['peak_flops'] / 1e12:.3g} T {short}", f"{r['bandwidth'] / 1e9:,.0f} GB/s",
+                 _seconds(r["time_to_first_token"])]  # fmt: skip
+        if p["decodes"]:
+            cells += [_seconds(r["decode_step"]), f"{r['tokens_per_second']:,.1f}"]
+        table.add_row(*cells)
     step = p["time"][0]["decode_step"] if p["time"] else None
     if step:
         table.caption += f" A decoding step does {step['flops_per_byte']:.3g} FLOPs a byte it reads."

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.units import human, scientific
+from ..spec.definition import LABELS
 from ..text import escaped as shown  # user text: never markup, control characters escaped
 from .layout import FitTable
 
@@ -110,7 +111,7 @@ def comparison_table(counts: list[ParamCount]) -> Table:
     table.add_column("", overflow="fold")
     for c in counts:
         table.add_column(shown(c.spec.label), justify="right", no_wrap=True)
-    keys = list(dict.fromkeys(k for c in counts for k in c.spec.to_dict() if k not in ("name", "description")))
+    keys = list(dict.fromkeys(k for c in counts for k in c.spec.to_dict() if k not in LABELS))
     for key in keys:
         table.add_row(key, *(fmt(c.spec.to_dict().get(key, "-")) for c in counts))
     table.add_section()

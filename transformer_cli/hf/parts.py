@@ -60,7 +60,7 @@ def rope(
     kind = p.text(type_key, "default")
     if kind not in ROPE_TYPES:
         raise p.refuse(type_key, kind, f"tfm implements the rope types {', '.join(ROPE_TYPES)}")
-    out: dict[str, Any] = {"positional": "rope"}
+    out: dict[str, Any] = {"positional": "rope", "context": max_positions}
     out["rope_theta"] = p.number("rope_theta", None) or c.number(theta_keys[0], theta, *theta_keys[1:])
     share = p.fraction("partial_rotary_factor", None) or c.fraction(fraction_keys[0], fraction, *fraction_keys[1:])
     if share != 1 and not partial:

@@ -31,6 +31,9 @@ FEEDFORWARDS = ("plain", "gated")
 ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu")
 
 
+LABELS = ("name", "description", "context")  # shown, but a difference in a label is not a difference in the model
+
+
 def _key(kind: str, doc: str, choices: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"kind": kind, "doc": doc, "choices": choices}
 
@@ -46,6 +49,11 @@ class Spec:
     r: int = field(metadata=_key("posint", "hidden size of the feedforward network"))
     name: str = field(default="", metadata=_key("str", "a label for tables"))
     description: str = field(default="", metadata=_key("str", "free text"))
+    context: int | None = field(
+        default=None,
+        metadata=_key("posint", "a label: the longest context the model was made for (Hugging Face: "
+                      "max_position_embeddings); tfm plan caps what fits at it"),
+    )  # fmt: skip
     scale: str | float = field(
         default="none", metadata=_key("scale", "score scale: none (1), sqrt (1/sqrt(m)) or a positive number", SCALES)
     )
@@ -222,7 +230,7 @@ class Spec:
 
     def summary(self) -> str:
         """One line for titles: 'gpt2-small: N=12, H=12, ..., norm=pre'."""
-        keys = {k: v for k, v in self.to_dict().items() if k not in ("name", "description")}
+        keys = {k: v for k, v in self.to_dict().items() if k not in LABELS}
         return f"{escaped(self.label)}: " + ", ".join(
             f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in keys.items()
         )
@@ -233,12 +241,12 @@ class Spec:
         return {
             f.name: getattr(self, f.name)
             for f in fields(self)
-            if f.name not in REQUIRED + ("name", "description") and getattr(self, f.name) != getattr(plain, f.name)
+            if f.name not in REQUIRED + LABELS and getattr(self, f.name) != getattr(plain, f.name)
         }
 
     def model_keys(self) -> dict[str, Any]:
         """What changes the model's function: the keys without the labels, the scale as the factor it applies."""
-        keys = {k: v for k, v in self.to_dict().items() if k not in ("name", "description")}
+        keys = {k: v for k, v in self.to_dict().items() if k not in LABELS}
         return keys | {"scale": self.score_scale, "G": self.kv_heads}
 
     def differing_keys(self, other: Spec) -> list[str]:
@@ -253,6 +261,8 @@ class Spec:
             out["name"] = self.name
         if self.description:
             out["description"] = self.description
+        if self.context:
+            out["context"] = self.context
         out.update(self.variant_keys())
         return out
 
