@@ -48,8 +48,8 @@ CASES = {
                                "key 'model_type': \"mamba\" is not supported"),
     "a needed key missing": (False, lambda f: _config(f, lambda c: {k: v for k, v in c.items() if k != "hidden_size"}),
                              "key 'hidden_size'"),
-    "rope type not implemented": (False, lambda f: _config(f, lambda c: c | {"rope_parameters": {
-        "rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0}}), "yarn"),
+    "rope type unknown": (False, lambda f: _config(f, lambda c: c | {"rope_parameters": {
+        "rope_type": "mrope", "rope_theta": 10000.0, "factor": 4.0}}), "mrope"),
     "shard outside the folder": (True, lambda f: _index(f, lambda i: i | {"weight_map": {
         k: "../w.safetensors" for k in i["weight_map"]}}), "is not a file name inside the folder; refused"),
     "shard missing": (True, lambda f: (f / "model-00002-of-00006.safetensors").unlink(),
@@ -254,3 +254,26 @@ def test_a_bad_shard_size_names_its_option(runner, tmp_path):
     error = _one_error(runner.invoke(app, ["convert", "w.safetensors", "-o", str(tmp_path / "d"), "--shard-size",
                                            "12Q"]))  # fmt: skip
     assert error == "error: --shard-size: got '12Q', expected a size such as 512M, 1.5G or 2GB"
+
+
+@pytest.mark.parametrize("kind", ["linear", "dynamic", "yarn", "longrope"])
+def test_a_rope_scaling_not_yet_run_is_counted_and_planned_and_refused_by_the_forward_pass(runner, tmp_path, kind):
+    folder = _folder(tmp_path, runner)
+    plain = runner.invoke(app, ["count", str(folder), "--json"])
+    scaling = {"rope_type": kind, "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 64}
+    if kind == "longrope":
+        scaling |= {"short_factor": [1.0] * 8, "long_factor": [2.0] * 8}
+    _config(folder, lambda c: c | {"rope_parameters": scaling})
+    counted = runner.invoke(app, ["count", str(folder), "--json"])
+    assert counted.exit_code == 0, counted.stderr
+    total = lambda result: json.loads(result.stdout)["specs"][0]["total"]  # noqa: E731
+    assert total(counted) == total(plain)
+    assert f"rope_scaling '{kind}' changes no parameter and no memory" in counted.stderr
+    planned = runner.invoke(app, ["plan", str(folder), "--memory", "1G", "--json"])
+    assert planned.exit_code == 0, planned.stderr
+    cap = json.loads(planned.stdout)["fits"]["fused_attention"]["context_cap"]
+    assert cap == (128 if kind == "longrope" else 256)  # longrope states its own; the others max(128, 4 x 64)
+    np.save(tmp_path / "ids.npy", np.arange(5))
+    for args in (["run", str(folder), "-i", str(tmp_path / "ids.npy")], ["verify", str(folder)]):
+        error = _one_error(runner.invoke(app, args))
+        assert f"rope_scaling '{kind}' is counted and planned, but tfm's forward pass does not implement it" in error

@@ -48,7 +48,7 @@ BAD = [
     {**BASE, "positional": "rope", "rope_fraction": 1.5},
     {**BASE, "positional": "rope", "rope_pairing": "gptj"},
     {**BASE, "positional": "rope", "rope_factor": 8},
-    {**BASE, "positional": "rope", "rope_scaling": "yarn"},
+    {**BASE, "positional": "rope", "rope_scaling": "ntk"},
 ]
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import SpecError
 from ..model import layers
+from ..spec.definition import NOT_RUN
 from .base import Component, Pairs, Tensor, Term
 
 ROTARY_PER_ENTRY = 3  # x cos - y sin: two multiplies and an add per rotated entry (the sign is the add's)
@@ -67,8 +69,17 @@ class Rotary(Component):
     def breaks_equivariance(self) -> str | None:
         return "rotary positions"  # absolute positions t enter each rotation, so T(XP) != T(X)P in general
 
+    def check_runnable(self) -> None:
+        """Refuse a rope scaling tfm counts and plans but cannot run yet (its parameters are not read)."""
+        if self.spec.rope_scaling in NOT_RUN:
+            raise SpecError(
+                f"{self.spec.label}: rope_scaling '{self.spec.rope_scaling}' is counted and planned, but tfm's "
+                "forward pass does not implement it yet (run, verify, attention and bench refuse it)"
+            )
+
     def frequencies(self) -> np.ndarray:
         """The rot/2 frequencies f_j, in float64."""
+        self.check_runnable()
         s = self.spec
         freq = layers.rope_frequencies(s.rotated_dims, s.rope_theta)
         if s.rope_scaling == "llama3":

@@ -13,7 +13,8 @@ ACTIVATIONS = {
     "silu": "silu", "swish": "silu", "relu": "relu",
 }  # fmt: skip
 
-ROPE_TYPES = ("default", "llama3")
+ROPE_TYPES = ("default", "llama3")  # run exactly
+COUNTED_ROPE_TYPES = ("linear", "dynamic", "yarn", "longrope")  # counted and planned; the forward pass refuses them
 
 
 def activation(c: Keys, key: str, default: str, gelu: str = "gelu_exact") -> str:
@@ -58,9 +59,11 @@ def rope(
             raise p.refuse(key, value, "rotary parameters per layer type; tfm's rope is the same in every block")
     type_key = "rope_type" if p.has("rope_type") else "type"
     kind = p.text(type_key, "default")
-    if kind not in ROPE_TYPES:
-        raise p.refuse(type_key, kind, f"tfm implements the rope types {', '.join(ROPE_TYPES)}")
+    if kind not in ROPE_TYPES + COUNTED_ROPE_TYPES:
+        raise p.refuse(type_key, kind, f"tfm knows the rope types {', '.join(ROPE_TYPES + COUNTED_ROPE_TYPES)}")
     out: dict[str, Any] = {"positional": "rope", "context": max_positions}
+    if kind in COUNTED_ROPE_TYPES:
+        out |= {"rope_scaling": kind, "context": _scaled_context(c, p, kind, max_positions)}
     out["rope_theta"] = p.number("rope_theta", None) or c.number(theta_keys[0], theta, *theta_keys[1:])
     share = p.fraction("partial_rotary_factor", None) or c.fraction(fraction_keys[0], fraction, *fraction_keys[1:])
     if share != 1 and not partial:
@@ -71,6 +74,17 @@ def rope(
     if kind == "llama3":
         out |= _llama3(c, p, max_positions)
     return out
+
+
+def _scaled_context(c: Keys, p: Keys, kind: str, max_positions: int) -> int:
+    """The context a scaled rope states: longrope's max_position_embeddings is already the long one (Phi-3.5);
+    the others stretch the original context (original_max_position_embeddings, else max_position_embeddings)
+    by their factor, as Qwen2.5's yarn does 32,768 to 131,072."""
+    if kind == "longrope":
+        return max_positions
+    original = c.count("original_max_position_embeddings", None) or p.count("original_max_position_embeddings", None)
+    factor = p.number("factor", 1.0)
+    return max(max_positions, int(factor * (original or max_positions)))
 
 
 def _llama3(c: Keys, p: Keys, max_positions: int) -> dict[str, Any]:
@@ -86,4 +100,4 @@ def _llama3(c: Keys, p: Keys, max_positions: int) -> dict[str, Any]:
     }
 
 
-__all__ = ["ACTIVATIONS", "ROPE_TYPES", "activation", "kv_heads", "rope", "whole_heads"]
+__all__ = ["ACTIVATIONS", "COUNTED_ROPE_TYPES", "ROPE_TYPES", "activation", "kv_heads", "rope", "whole_heads"]

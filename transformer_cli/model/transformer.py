@@ -138,6 +138,8 @@ class Transformer:
                 get = lambda g: np.asarray(weights[f"embedding.norm.{g}"], self.dtype)  # noqa: E731
                 self.embedded["norm"] = self.embedding.norm.stacked(get)
         self.rope = Rotary(spec) if spec.positional == "rope" else None
+        if self.rope is not None:
+            self.rope.check_runnable()
         self.rel_bias = None  # T5's table (rel_buckets, H): a bias on each score by the key's distance bucket
         if spec.positional == "relative":
             self.rel_bias = np.asarray(weights["positional.rel_bias"], self.dtype)

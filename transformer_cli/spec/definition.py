@@ -24,7 +24,8 @@ SCALES = ("none", "sqrt")
 MASKS = ("none", "causal")
 POSITIONALS = ("none", "sinusoidal", "learned", "rope", "relative")
 ROPE_PAIRINGS = ("half", "interleaved")
-ROPE_SCALINGS = ("none", "llama3")
+ROPE_SCALINGS = ("none", "llama3", "linear", "dynamic", "yarn", "longrope")
+NOT_RUN = ("linear", "dynamic", "yarn", "longrope")  # counted and planned (no parameters, no memory); not yet run
 NORMS = ("none", "pre", "post")
 NORM_TYPES = ("layernorm", "rmsnorm")
 FEEDFORWARDS = ("plain", "gated")
@@ -78,7 +79,13 @@ class Spec:
                       ROPE_PAIRINGS),
     )  # fmt: skip
     rope_scaling: str = field(
-        default="none", metadata=_key("choice", "frequency scaling: llama3 (Llama 3.1) or none", ROPE_SCALINGS)
+        default="none",
+        metadata=_key(
+            "choice",
+            "frequency scaling: llama3 (Llama 3.1) or none; linear, dynamic, yarn and longrope "
+            "are counted and planned, not yet run",
+            ROPE_SCALINGS,
+        ),  # fmt: skip
     )
     rope_factor: float = field(default=8.0, metadata=_key("posfloat", "llama3: low frequencies divided by this"))
     rope_low_freq_factor: float = field(default=1.0, metadata=_key("posfloat", "llama3: wavelength > L / this: scaled"))
