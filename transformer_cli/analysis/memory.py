@@ -179,7 +179,8 @@ def check_memory(estimate: MemoryEstimate, max_memory: str | None, what: str) ->
     limit = min(limits, key=lambda lim: lim.free, default=None)
     if limit is not None and estimate.total > limit.free:
         weights = estimate.weights + estimate.loaded
-        advice = f"the weights alone need {human(weights)}" if weights > limit.free else limit.advice
+        alone = "the weights and tfm's copy of them as loaded" if estimate.loaded else "the weights alone"
+        advice = f"{alone} need {human(weights)}" if weights > limit.free else limit.advice
         raise MemoryLimitError(
             f"{what} needs about {human(estimate.total)} ({describe(estimate)}), more than {limit.name}; {advice}"
         )

@@ -358,7 +358,13 @@ def check_summary(results: list[Any], seq_len: int) -> Table:
             table.add_row(shown(r.path), "-", "-", "-", shown(r.error), verdict)
         else:
             budgets = "; ".join(r.over_budget) or "within"
-            checks = Text.assemble(styled(r.verify), *(f"\n{shown(line)}" for line in r.failed_checks()))
+            small = r.verified_on
+            on = (
+                f" (on a scaled-down copy: N={small['N']}, d={small['d']}, r={small['r']}, m={small['m']})"
+                if small
+                else ""
+            )
+            checks = Text.assemble(styled(r.verify), on, *(f"\n{shown(line)}" for line in r.failed_checks()))
             name = f"{shown(r.path)} ({shown(r.name)})"
             table.add_row(name, fmt(r.params), human(r.memory), budgets, checks, verdict)
     return table
