@@ -164,8 +164,12 @@ def test_verify_equivariance_table(runner):
 
 
 def test_verify_equivariance_causal_spec_exit_codes(runner):
-    assert invoke(runner, "verify-equivariance", TINY).exit_code == 1
+    """The single-property command predicts from the spec as `tfm verify` does (it defaulted to holds: FAIL)."""
+    assert invoke(runner, "verify-equivariance", TINY).exit_code == 0  # the theory: a causal mask breaks it
+    assert invoke(runner, "verify", TINY).exit_code == 0
+    assert invoke(runner, "verify-equivariance", TINY, "--expect", "holds").exit_code == 1
     assert invoke(runner, "verify-equivariance", TINY, "--expect", "breaks").exit_code == 0
+    assert invoke(runner, "verify-equivariance", "--expect", "breaks").exit_code == 1  # the seed's holds
 
 
 def test_verify_equivariance_loose_tolerance_is_inconclusive(runner):
@@ -175,7 +179,9 @@ def test_verify_equivariance_loose_tolerance_is_inconclusive(runner):
 @pytest.mark.parametrize("command", ["verify-causality", "verify-decoding"])
 def test_causal_checks(runner, command):
     assert invoke(runner, command, TINY).exit_code == 0
-    result = invoke(runner, command, "--json")  # the default spec has no mask
+    result = invoke(runner, command, "--json")  # the default spec has no mask: the theory predicts a break
+    assert result.exit_code == 0 and json.loads(result.stdout)["observed"] == "breaks"
+    result = invoke(runner, command, "--json", "--expect", "holds")
     assert result.exit_code == 1 and json.loads(result.stdout)["observed"] == "breaks"
 
 

@@ -138,7 +138,8 @@ TolOpt = Annotated[
 ExpectOpt = Annotated[
     Expect,
     typer.Option(
-        "--expect", help="What exit code 0 means: the property holds, breaks, or what theory predicts for the spec."
+        "--expect",
+        help="What exit code 0 means: the property holds, breaks, or what theory predicts for the spec (default).",
     ),
 ]
 MaxMemoryOpt = Annotated[

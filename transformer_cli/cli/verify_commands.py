@@ -81,7 +81,7 @@ def verify_equivariance(
     seed: SeedOpt = 0,
     dtype: DTypeOpt = RUN_DTYPE,
     tol: TolOpt = None,
-    expect: ExpectOpt = Expect.holds,
+    expect: ExpectOpt = Expect.theory,
     max_memory: MaxMemoryOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -110,7 +110,7 @@ def _sequence_check(name: str, doc: str) -> None:
         seed: SeedOpt = 0,
         dtype: DTypeOpt = RUN_DTYPE,
         tol: TolOpt = None,
-        expect: ExpectOpt = Expect.holds,
+        expect: ExpectOpt = Expect.theory,
         max_memory: MaxMemoryOpt = None,
         json_out: JsonOpt = False,
     ) -> None:
@@ -168,7 +168,7 @@ def verify_scaling(
     samples: SamplesOpt = 20000,
     seed: SeedOpt = 0,
     dtype: DTypeOpt = RUN_DTYPE,
-    expect: ExpectOpt = Expect.holds,
+    expect: ExpectOpt = Expect.theory,
     max_memory: MaxMemoryOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
