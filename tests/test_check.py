@@ -79,12 +79,12 @@ def test_a_folder_is_searched_and_the_files_found_are_named(runner, tmp_path):
     expected = [str(tmp_path / "b.yaml"), str(tmp_path / "nested" / "a.yml")]
     data = json.loads(result.stdout)
     assert data["found"] == expected and [s["path"] for s in data["specs"]] == expected
-    assert "found 2 spec files" in result.stderr
+    assert "found 2 specs" in result.stderr
 
 
 def test_an_empty_folder_is_bad_input(runner, tmp_path):
     result = runner.invoke(app, ["check", str(tmp_path), "--json"])
-    assert result.exit_code == 2 and "no .yaml or .yml" in json.loads(result.stdout)["error"]
+    assert result.exit_code == 2 and "no tfm spec (.yaml, .yml)" in json.loads(result.stdout)["error"]
 
 
 def test_the_table_gives_each_failing_checks_reason(runner, monkeypatch):
@@ -146,3 +146,37 @@ def test_a_scaled_down_copy_keeps_every_key_but_the_sizes(path):
 def test_a_small_model_is_verified_as_it_is(runner):
     code, data = run(runner, TINY)
     assert code == 0 and data["specs"][0]["verified_on"] is None
+
+
+# -- issue 22 (9): a folder's search takes specs, not every YAML file ----------------------------------------------
+
+
+def test_a_folder_search_skips_hidden_folders_and_files_that_are_not_specs(runner, tmp_path):
+    repo = tmp_path / "repo"
+    for folder in (".github/workflows", "specs", "models/m", ".hidden"):
+        (repo / folder).mkdir(parents=True)
+    (repo / ".github" / "workflows" / "ci.yml").write_text("on: push\njobs: {}\n")  # a CI workflow
+    (repo / ".hidden" / "seed.yaml").write_text(SEED.read_text())
+    (repo / "specs" / "tiny.yaml").write_text(TINY.read_text())
+    (repo / "specs" / "other.yml").write_text("on: push\n")
+    (repo / "specs" / "broken.yaml").write_text("N: [\n")  # a spec that cannot be read is checked, to say why
+    (repo / "specs" / "draft.yaml").write_text(SEED.read_text())
+    (repo / "models" / "config.json").write_text('{"a": 1}')
+    (repo / "models" / "m" / "config.json").write_text((ROOT / "examples/hf/tiny-llama/config.json").read_text())
+    result = runner.invoke(app, ["check", str(repo), "--no-verify", "--json", "--exclude", "specs/draft*"])
+    data = json.loads(result.stdout)
+    assert result.exit_code == 2  # the broken spec
+    assert [Path(p).relative_to(repo).as_posix() for p in data["found"]] == ["models/m", "specs/broken.yaml",
+                                                                            "specs/tiny.yaml"]  # fmt: skip
+    skipped = {Path(s["path"]).relative_to(repo).as_posix(): s["reason"] for s in data["skipped"]}
+    assert skipped == {"models/config.json": "a config.json without model_type",
+                       "specs/draft.yaml": "excluded",
+                       "specs/other.yml": "YAML without the spec keys N, H, m, d, r"}  # fmt: skip
+    assert "skipped 3 files: " in result.stderr and "(excluded)" in result.stderr
+    error = next(s["error"] for s in data["specs"] if s["path"].endswith("broken.yaml"))
+    assert "invalid YAML" in error
+
+
+def test_the_help_says_what_a_folder_search_takes(runner):
+    help_text = " ".join(runner.invoke(app, ["check", "--help"]).stdout.split())
+    assert "skipping hidden folders" in help_text and "--exclude" in help_text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -157,20 +158,57 @@ def _load(path: Path) -> Spec:
     return spec
 
 
-def find_specs(paths: list[Path]) -> list[Path]:
-    """The specs to check: each path as given (a Hugging Face folder counts as one), each other folder searched
-    recursively for *.yaml and *.yml files and for Hugging Face folders (those holding config.json), sorted."""
+def find_specs(paths: list[Path], exclude: tuple[str, ...] = ()) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The specs to check, and the files a folder's search skipped with the reason.
+
+    Each path as given is checked (a Hugging Face folder counts as one). Each other folder is searched
+    recursively, skipping hidden folders and files (.git, .github) and those matching an `exclude` pattern (a
+    glob on the path below the folder, or on the name), for tfm specs (*.yaml, *.yml holding a mapping with
+    one of the keys N, H, m, d, r; one that cannot be read is checked, to report why) and for Hugging Face
+    folders (a config.json with a model_type); anything else found is skipped, saying why."""
     found: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
     for path in paths:
-        if path.is_dir() and not (path / "config.json").is_file():
-            wanted = [p for p in path.rglob("*") if p.suffix.lower() in (".yaml", ".yml") or p.name == "config.json"]
-            inside = sorted(p.parent if p.name == "config.json" else p for p in wanted if p.is_file())
-            if not inside:
-                raise TfmError(f"{path}: a folder with no .yaml or .yml spec files and no config.json in it")
-            found += inside
-        else:
+        if not (path.is_dir() and not (path / "config.json").is_file()):
             found.append(path)
-    return list(dict.fromkeys(found))
+            continue
+        inside = []
+        for candidate in sorted(path.rglob("*")):
+            relative = candidate.relative_to(path)
+            wanted = candidate.suffix.lower() in (".yaml", ".yml") or candidate.name == "config.json"
+            if not wanted or not candidate.is_file() or any(part.startswith(".") for part in relative.parts):
+                continue
+            if any(fnmatch(relative.as_posix(), pattern) or fnmatch(candidate.name, pattern) for pattern in exclude):
+                skipped.append((candidate, "excluded"))
+                continue
+            why = _not_a_spec(candidate)
+            if why:
+                skipped.append((candidate, why))
+            else:
+                inside.append(candidate.parent if candidate.name == "config.json" else candidate)
+        if not inside:
+            raise TfmError(f"{path}: a folder with no tfm spec (.yaml, .yml) and no Hugging Face config.json in it")
+        found += inside
+    return list(dict.fromkeys(found)), skipped
+
+
+def _not_a_spec(path: Path) -> str:
+    """Why a file a folder's search found is not a spec ('' if it is one, or cannot be read: then it is checked)."""
+    import json
+
+    from ..io.files import read_bounded
+    from ..spec.yaml12 import read_yaml
+
+    try:
+        raw = read_bounded(path, 1 << 20, "a spec file").decode("utf-8")
+        data = json.loads(raw) if path.name == "config.json" else read_yaml(raw, str(path))
+    except (TfmError, ValueError):
+        return ""
+    if path.name == "config.json":
+        return "" if isinstance(data, dict) and "model_type" in data else "a config.json without model_type"
+    if not isinstance(data, dict) or not any(key in data for key in ("N", "H", "m", "d", "r")):
+        return "YAML without the spec keys N, H, m, d, r"
+    return ""
 
 
 def check_specs(

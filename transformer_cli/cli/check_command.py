@@ -14,8 +14,12 @@ from .common import EXIT_CODES, JsonOpt, app, err, handled, out, print_json, pro
 def check(
     specs: Annotated[
         list[Path],
-        typer.Argument(help="Spec files, Hugging Face folders, or folders searched for *.yaml, *.yml and config.json."),
+        typer.Argument(help="Spec files, Hugging Face folders, or folders searched for specs and config.json files."),
     ],
+    exclude: Annotated[
+        Optional[list[str]],
+        typer.Option("--exclude", help="Skip what a folder's search finds matching this glob (repeatable)."),
+    ] = None,
     max_params: Annotated[Optional[str], typer.Option("--max-params", help="Budget: parameters (125M, 1.5B).")] = None,
     max_memory: Annotated[
         Optional[str], typer.Option("--max-memory", help="Budget: a float32 forward pass's peak memory (4G).")
@@ -38,9 +42,10 @@ def check(
 ) -> None:
     """Check many spec files at once: valid, within budgets, and every property as theory predicts.
 
-    A folder is searched recursively for *.yaml and *.yml files (sorted); the files found are named on
-    stderr. Exit 2 if any spec is invalid, else 1 if any breaks a budget or a property, else 3 if any check
-    was inconclusive, else 0.
+    A folder is searched recursively, skipping hidden folders (.git, .github), for tfm specs (*.yaml and *.yml
+    files with one of the keys N, H, m, d, r) and Hugging Face config.json files (with a model_type); the
+    specs found, and every file skipped with the reason, are named on stderr. Exit 2 if any spec is invalid,
+    else 1 if any breaks a budget or a property, else 3 if any check was inconclusive, else 0.
 
     \b
     Example:
@@ -51,21 +56,22 @@ def check(
 
     with handled(json_out):
         budgets = Budgets.parse(max_params, max_memory, max_kv_cache, max_serving_memory, max_training_memory)
-        found = find_specs(specs)
+        found, skipped = find_specs(specs, tuple(exclude or ()))
         if any(p.is_dir() for p in specs):
-            err.print(
-                f"found {len(found)} spec files: {', '.join(map(str, found))}",
-                soft_wrap=True,
-                highlight=False,
-                markup=False,
-            )
+            err.print(f"found {len(found)} spec{'s' * (len(found) != 1)}: {', '.join(map(str, found))}", soft_wrap=True, highlight=False,
+                      markup=False)  # fmt: skip
+        if skipped:
+            said = ", ".join(f"{path} ({why})" for path, why in skipped)
+            err.print(f"skipped {len(skipped)} files: {said}", soft_wrap=True, highlight=False, markup=False)
         with progress_bar(json_out) as progress:
             task = progress.add_task("checking", total=len(found))
             results = check_specs(found, budgets, seq_len, verify_len if verify else None,
                                   lambda path: progress.update(task, advance=1, description=path))  # fmt: skip
     code = overall(results)
     if json_out:
-        print_json({"exit_code": int(code), "found": [str(p) for p in found], "specs": [r.to_dict() for r in results]})
+        skips = [{"path": str(path), "reason": why} for path, why in skipped]
+        print_json({"exit_code": int(code), "found": [str(p) for p in found], "skipped": skips,
+                    "specs": [r.to_dict() for r in results]})  # fmt: skip
     else:
         out.print(render.check_summary(results, seq_len))
     raise typer.Exit(int(code))
