@@ -58,7 +58,8 @@ def check(
         budgets = Budgets.parse(max_params, max_memory, max_kv_cache, max_serving_memory, max_training_memory)
         found, skipped = find_specs(specs, tuple(exclude or ()))
         if any(p.is_dir() for p in specs):
-            err.print(f"found {len(found)} spec{'s' * (len(found) != 1)}: {', '.join(map(str, found))}", soft_wrap=True, highlight=False,
+            names = ", ".join(map(str, found))
+            err.print(f"found {len(found)} spec{'s' * (len(found) != 1)}: {names}", soft_wrap=True, highlight=False,
                       markup=False)  # fmt: skip
         if skipped:
             said = ", ".join(f"{path} ({why})" for path, why in skipped)
