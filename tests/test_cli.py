@@ -397,3 +397,13 @@ def test_the_help_listed_without_the_commands_is_the_help_with_them():
                               env=env)  # fmt: skip
         loaded = subprocess.run([sys.executable, "-c", full], capture_output=True, text=True, env=env)
         assert lazy.stdout == loaded.stdout and "verify-equivariance" in lazy.stdout, width
+
+
+def test_the_helps_say_what_goes_in_and_comes_out(runner):
+    """Issue 22 (15): run's help named neither token ids nor logits; the 6N rule hid what N leaves out."""
+    words = lambda *args: " ".join(runner.invoke(app, list(args)).stdout.split())  # noqa: E731
+    run = words("run", "--help")
+    assert "integer token ids (n,) or (b, n)" in run and "the logits (V, n)" in run
+    assert "tfm plan gives serving in bfloat16" in words("count", "--help")
+    plan = words("plan", str(TINY.parent.parent / "hf" / "tiny-llama"))
+    assert "by the 6N rule (N: the weights a token multiplies by, the head included, the embedding table" in plan

@@ -25,7 +25,12 @@ def count(
         typer.Option("--batch", "-b", min=1, help="Batch size for FLOPs and memory (with -n) [default: 1]."),
     ] = None,
     dtype: Annotated[
-        Optional[DType], typer.Option("--dtype", help="Dtype of the forward-peak figure (with -n) [default: float32].")
+        Optional[DType],
+        typer.Option(
+            "--dtype",
+            help="Dtype of tfm's own NumPy pass for the forward-peak figure (with -n); tfm plan "
+            "gives serving in bfloat16 and others [default: float32].",
+        ),
     ] = None,
     source_len: Annotated[
         Optional[int],

@@ -88,13 +88,24 @@ def init(
 def run(
     spec_path: SpecArg = None,
     input_path: Annotated[
-        Path, typer.Option("--input", "-i", help="Input .npy of shape (d, n) or (b, d, n), one column per token.")
+        Path,
+        typer.Option(
+            "--input",
+            "-i",
+            help="Input .npy: integer token ids (n,) or (b, n) for a model with a "
+            "vocabulary, or columns (d, n) or (b, d, n), one column per token.",
+        ),
     ] = ...,  # type: ignore[assignment]
     target: TargetOpt = None,
     weights: WeightsOpt = None,
     seed: SeedOpt = 0,
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write the output (.npy, same layout as the input).")
+        Optional[Path],
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the output .npy: columns (d, n) or (b, d, n); with a head, the logits (V, n) or (b, V, n).",
+        ),
     ] = None,
     dtype: Annotated[
         Optional[DType],
@@ -106,9 +117,13 @@ def run(
 ) -> None:
     """Run the forward pass on a saved input and show how the signal evolves through the blocks.
 
+    A model with a vocabulary (a Hugging Face folder) takes integer token ids (make some with tfm sample) and
+    gives the logits, one column of V per token; the seed's stack takes and gives columns (d, n).
+
     \b
-    Example:
+    Examples:
       tfm run --input x.npy -o y.npy   (x.npy of shape (32, n) for the default spec)
+      tfm run ./tiny-llama --input ids.npy -o logits.npy
     """
     from ..io.arrays import save_npy
     from ..io.outputs import check_output_path

@@ -172,7 +172,8 @@ def training_table(p: dict[str, Any]) -> Table:
     table.add_row("total", *(human(t["total"][w]) for w in ways), style="bold")
     flops = p["flops"]["training_per_token"]
     table.caption += (f" Training FLOPs a token: {flops['exact']:.3g} (the products, attention's included), "
-                      f"{flops['six_n_rule']:.3g} by the 6N rule.")  # fmt: skip
+                      f"{flops['six_n_rule']:.3g} by the 6N rule (N: the weights a token multiplies by, the head "
+                      "included, the embedding table, a lookup, not).")  # fmt: skip
     return table
 
 

@@ -159,7 +159,10 @@ def flops_table(specs: list[Spec], costs: list[dict[str, Any]]) -> Table:
         table.add_row(name, *(cell for c in costs for cell in [figure(c)] + [""] * ("flops_causal_pairs" in c)))
 
     row("training, per token: 3 x forward products", lambda c: si(c["training_flops_per_token"]["exact"]))
-    row("training, per token: the 6N rule", lambda c: si(c["training_flops_per_token"]["six_n_rule"]))
+    row(
+        "training, per token: the 6N rule (N without the embedding)",
+        lambda c: si(c["training_flops_per_token"]["six_n_rule"]),
+    )
     row(f"decoding token n = {first['seq_len']}: FLOPs", lambda c: si(c["decode_step"]["flops"]))
     row("  bytes it reads (bfloat16 weights and cache)", lambda c: human(c["decode_step"]["bytes"]))
     row("  FLOPs per byte read", lambda c: f"{c['decode_step']['flops_per_byte']:.3g}")
