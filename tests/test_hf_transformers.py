@@ -207,3 +207,33 @@ def test_tfm_verify_and_attention_take_a_folder_and_its_weights(tmp_path, name):
     assert report["weights"] == str(tmp_path / "m")  # the checkpoint, not seeded weights
     np.save(tmp_path / "ids.npy", IDS[0])
     assert runner.invoke(app, ["attention", str(tmp_path / "m"), "--input", str(tmp_path / "ids.npy")]).exit_code == 0
+
+
+def test_a_bert_checkpoint_saved_as_bertformaskedlm_counts_and_runs_without_a_pooler(tmp_path):
+    """Issue 22 (16): most BERT checkpoints are BertForMaskedLM (no pooler, an MLM head): refused before for
+    'missing pooler.dense.weight'. tfm runs BertModel's part of it (the MLM head is not tfm's model)."""
+    from typer.testing import CliRunner
+
+    from transformer_cli.cli import app
+
+    cfg = transformers.BertConfig(attn_implementation="sdpa", **MODELS["bert"][2])
+    model = transformers.BertForMaskedLM(cfg)
+    _randomised(model)
+    model = model.double().eval()
+    model.save_pretrained(tmp_path / "mlm")
+    spec = spec_from_config(tmp_path / "mlm")
+    assert spec.pooler is False
+    assert count_params(spec).total == sum(p.numel() for p in model.bert.parameters())
+    with torch.no_grad():
+        hidden = model.bert(torch.from_numpy(IDS)).last_hidden_state.double().numpy().transpose(0, 2, 1)
+    assert relative(Transformer(spec, load_weights(tmp_path / "mlm", spec))(IDS), hidden) < TOL
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "alone" / "config.json").write_text((tmp_path / "mlm" / "config.json").read_text())
+    assert spec_from_config(tmp_path / "alone").pooler is True  # the config alone: BertModel's, as published
+    runner = CliRunner()
+    weights = str(tmp_path / "w.safetensors")
+    for args in (["count", str(tmp_path / "mlm")], ["convert", str(tmp_path / "mlm"), "-o", weights],
+                 ["convert", weights, "-o", str(tmp_path / "back")]):  # fmt: skip
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+    assert spec_from_config(tmp_path / "back").pooler is False

@@ -109,10 +109,13 @@ def spec_of_config(config: dict[str, Any], source: str) -> Spec:
 
 
 def load_config(path: str | Path) -> tuple[dict[str, Any], Spec]:
-    """A config.json (the file, or a folder holding one) read once: its JSON object and its tfm spec."""
+    """A config.json (the file, or a folder holding one) read once: its JSON object and its tfm spec, fitted to
+    the folder's checkpoint where a part of the model is optional (a BERT checkpoint without its pooler)."""
+    from .weights import fitted_to_checkpoint
+
     path = config_path(path)
     config = read_config(path)
-    return config, spec_of_config(config, str(path))
+    return config, fitted_to_checkpoint(path.parent, spec_of_config(config, str(path)), config)
 
 
 def spec_from_config(path: str | Path) -> Spec:

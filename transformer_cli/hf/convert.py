@@ -160,6 +160,7 @@ def to_hugging_face(
             raise SpecError(f"{path}: holds no Hugging Face config ('hf_config'); name one with --config CONFIG")
         config = stored_config(stored, f"{path}: metadata 'hf_config'")
         own = spec_of_config(config, f"{path}: metadata 'hf_config'")
+    own = _optional_as_in(own, spec, config)
     if own.model_keys() != spec.model_keys():
         differ = spec.differing_keys(own)
         raise SpecError(f"{config_path or path}: the config is another model ({', '.join(differ)} differ)")
@@ -167,6 +168,16 @@ def to_hugging_face(
     if dtype is None:
         dtype = next(iter(weights.values())).dtype
     return spec, write_folder(out, spec, config, weights, dtype, shard_bytes, overwrite)
+
+
+def _optional_as_in(own: Spec, spec: Spec, config: Mapping[str, Any]) -> Spec:
+    """The config's spec with its optional part (a BERT pooler) as the weights have it: both are the model."""
+    from dataclasses import replace
+
+    from .weights import OPTIONAL
+
+    key = OPTIONAL.get(str(config.get("model_type")), (None,))[0]
+    return replace(own, **{key: getattr(spec, key)}) if key and getattr(own, key) and not getattr(spec, key) else own
 
 
 def init_folder(config_path: Path, out: Path, spec: Spec, seed: int, overwrite: bool = False) -> tuple[int, int]:

@@ -60,6 +60,26 @@ SKIPPED = (
 )
 
 
+# Parts of the config's model that a checkpoint may leave out, by model_type: (spec key, its checkpoint tensors).
+# BertForMaskedLM, the form most BERT checkpoints have, builds no pooler (add_pooling_layer=False).
+OPTIONAL = {"bert": ("pooler", ("pooler.dense.weight", "pooler.dense.bias"))}
+
+
+def fitted_to_checkpoint(folder: Path, spec: Spec, config: Mapping[str, Any]) -> Spec:
+    """`spec`, without an optional part (OPTIONAL) that the folder's checkpoint holds none of."""
+    from dataclasses import replace
+
+    from .checkpoint import has_checkpoint
+
+    kind = str(config.get("model_type"))
+    if kind not in OPTIONAL or not getattr(spec, OPTIONAL[kind][0]) or not has_checkpoint(folder):
+        return spec
+    key, names = OPTIONAL[kind]
+    wanted = dict.fromkeys(names)
+    held = {canonical(name, kind, wanted) for name in Checkpoint(folder).tensors}
+    return spec if any(name in held for name in names) else replace(spec, **{key: False})
+
+
 def family_for(config: Mapping[str, Any]) -> Family:
     """The checkpoint layout of a config's model_type (Falcon's depends on its attention options)."""
     kind = config.get("model_type")
