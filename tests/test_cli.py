@@ -407,3 +407,23 @@ def test_the_helps_say_what_goes_in_and_comes_out(runner):
     assert "tfm plan gives serving in bfloat16" in words("count", "--help")
     plan = words("plan", str(TINY.parent.parent / "hf" / "tiny-llama"))
     assert "by the 6N rule (N: the weights a token multiplies by, the head included, the embedding table" in plan
+
+
+def test_diff_of_two_real_models_shows_only_what_applies_and_can_show_only_differences(runner):
+    """Issue 22 (13): Llama-2-7b vs Mistral-7B listed 52 spec rows, rope and relative keys of neither among
+    them, and 'G: - vs 8' for the key Llama leaves at H."""
+    hf = TINY.parent.parent / "hf"
+    result = runner.invoke(app, ["diff", str(hf / "Llama-2-7b"), str(hf / "Mistral-7B-v0.1"), "--json"])
+    rows = json.loads(result.stdout)["rows"]
+    spec_rows = {r["name"]: r for r in rows if r["section"] == "spec"}
+    assert result.exit_code == 1
+    assert not {"rel_buckets", "rel_max_distance", "rope_factor", "max_len", "cross_H", "E"} & set(spec_rows)
+    assert (spec_rows["G"]["a"], spec_rows["G"]["b"]) == (32, 8)  # Llama's G by its effect, H
+    assert spec_rows["out_bias"]["a"] is False and not spec_rows["out_bias"]["differs"]
+    only = runner.invoke(app, ["diff", str(hf / "Llama-2-7b"), str(hf / "Mistral-7B-v0.1"), "-d", "--json"])
+    assert only.exit_code == 1
+    names = [r["name"] for r in json.loads(only.stdout)["rows"] if r["section"] == "spec"]
+    assert names == ["r", "G", "window"] and all(r["differs"] for r in json.loads(only.stdout)["rows"])
+    same = runner.invoke(app, ["diff", str(hf / "Llama-2-7b"), str(TINY.parent.parent / "models" / "Llama-2-7b.yaml"),
+                               "-d", "--json"])  # fmt: skip
+    assert same.exit_code == 0 and json.loads(same.stdout)["rows"] == []

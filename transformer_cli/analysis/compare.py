@@ -6,27 +6,47 @@ import math
 from dataclasses import fields
 from typing import Any
 
-from ..spec.definition import LABELS, Spec
+from ..spec.definition import DEPENDENT, LABELS, Spec
 from .costs import costs
 from .params import count_params
 from .serving import serving_memory
 from .training import training_memory
 
+CROSS = ("cross_H", "cross_m", "cross_bias", "V_src")  # an encoder-decoder's
+
+
+def _applies(key: str, spec: Spec) -> bool:
+    """Whether a key has any effect on this spec: rope_theta only with rope, norm_eps only with a norm, ..."""
+    if key in CROSS:
+        return bool(spec.N_enc)
+    if key not in DEPENDENT:
+        return True
+    other, values, _ = DEPENDENT[key]
+    return getattr(spec, other) in values and _applies(other, spec)
+
 
 def _keys(spec: Spec) -> dict[str, Any]:
-    """Every model key as written (defaults filled in), without keys that have no effect on this spec."""
+    """The model keys with an effect on this spec, as written or by default (G, out_bias, the cross-attention's
+    by what they come to when not set); a key not set and with no default effect (E, window) is absent."""
     keys = {f.name: getattr(spec, f.name) for f in fields(spec) if f.name != "description"}
     keys["name"] = spec.label
-    if spec.norm == "none":
-        del keys["norm_eps"]  # no norm, no epsilon
-    if keys["max_len"] is None:
-        del keys["max_len"]
-    return keys
+    keys |= {k: effect(spec) for k, effect in EFFECTS.items() if keys.get(k) is None and _applies(k, spec)}
+    return {k: v for k, v in keys.items() if v is not None and _applies(k, spec)}
+
+
+EFFECTS = {  # what a key's value does, where values that read differently do the same
+    "scale": lambda s: s.score_scale,  # none, 1 and 1.0 are one score scale; sqrt is 1/sqrt(m)
+    "G": lambda s: s.kv_heads,  # absent: G = H
+    "out_bias": lambda s: s.has_out_bias,  # absent: as attention_bias
+    "cross_bias": lambda s: s.has_cross_bias,
+    "cross_H": lambda s: s.cross_heads,
+    "cross_m": lambda s: s.cross_size,
+}
 
 
 def _effect(key: str, spec: Spec, value: Any) -> Any:
-    """What a key's value does: `scale` none, 1 and 1.0 are one score scale, sqrt is 1/sqrt(m)."""
-    return spec.score_scale if key == "scale" else value
+    """What a key's value does in `spec` (EFFECTS), else the value itself."""
+    return EFFECTS[key](spec) if key in EFFECTS else value
 
 
 def _same(va: Any, vb: Any) -> bool:
@@ -70,15 +90,17 @@ def ratio(a: int, b: int) -> float:
         return float("inf") if (a > 0) == (b > 0) else float("-inf")
 
 
-def compare(a: Spec, b: Spec, batch: int, n: int, dtype: str) -> list[dict[str, Any]]:
+def compare(a: Spec, b: Spec, batch: int, n: int, dtype: str, only_differences: bool = False) -> list[dict[str, Any]]:
     """One row per figure: section, name, value in a and in b (None where absent), and whether they differ.
 
     Spec keys are compared by their effect, so `scale: none` and `scale: 1` do not differ (the row says
-    `equivalent`); a component one spec lacks counts as 0 in it.
+    `equivalent`); a key that has no effect on either spec (rope_theta without rope) has no row; a component
+    one spec lacks counts as 0 in it. `only_differences` keeps the rows that differ (labels aside).
     """
     fa, fb = _figures(a, batch, n, dtype), _figures(b, batch, n, dtype)
+    sections = list(dict.fromkeys(k[0] for k in [*fa, *fb]))
     rows = []
-    for key in dict.fromkeys([*fa, *fb]):
+    for key in sorted(dict.fromkeys([*fa, *fb]), key=lambda k: sections.index(k[0])):  # stable: a's order first
         va, vb = fa.get(key), fb.get(key)
         ea, eb = (_effect(key[1], s, v) for s, v in ((a, va), (b, vb)))
         if key[0] != "spec":
@@ -89,6 +111,8 @@ def compare(a: Spec, b: Spec, batch: int, n: int, dtype: str) -> list[dict[str, 
         if isinstance(va, int) and isinstance(vb, int) and not isinstance(va, bool) and va:
             row["ratio"] = ratio(va, vb)
         rows.append(row)
+    if only_differences:
+        rows = [r for r in rows if r["differs"] and not (r["section"] == "spec" and r["name"] in LABELS)]
     return rows
 
 

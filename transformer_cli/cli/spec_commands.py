@@ -34,12 +34,16 @@ def diff(
     seq_len: Annotated[int, typer.Option("--seq-len", "-n", min=1, help="Length n for FLOPs and memory.")] = 1024,
     batch: Annotated[int, typer.Option("--batch", "-b", min=1, help="Batch size for FLOPs and memory.")] = 1,
     dtype: DTypeOpt = COST_DTYPE,
+    only_differences: Annotated[
+        bool, typer.Option("--only-differences", "-d", help="Show only the rows that differ (labels aside).")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Compare two specs: keys, parameters by component, FLOPs and memory, with the differences marked.
 
     Exit 1 if the models differ in any key or figure (names and descriptions aside), 0 if they are the
-    same model, like diff(1). Keys are compared by effect: `scale: none` and `scale: 1` are the same.
+    same model, like diff(1). Keys are compared by effect: `scale: none` and `scale: 1` are the same; a key
+    neither model uses (rope_theta without rope) is not shown.
 
     \b
     Example:
@@ -55,6 +59,8 @@ def diff(
             check_length(spec, seq_len, "--seq-len")
         rows = compare(spec_a, spec_b, batch, seq_len, dtype.value)
     code = ExitCode.VIOLATED if models_differ(rows) else ExitCode.OK
+    if only_differences:
+        rows = compare(spec_a, spec_b, batch, seq_len, dtype.value, only_differences=True)
     if json_out:
         print_json({"a": spec_json(spec_a), "b": spec_json(spec_b), "batch": batch, "seq_len": seq_len,
                     "dtype": dtype.value, "differ": bool(code), "exit_code": int(code), "rows": rows})  # fmt: skip
