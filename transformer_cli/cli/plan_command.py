@@ -97,8 +97,12 @@ def plan(
             out.print(table)
 
 
-def _table(title: str, columns: list[str], caption: str) -> Table:
-    table = FitTable(title=title, title_justify="left", caption=caption, caption_justify="left")
+NARROW = ("unfused attention",)  # what a narrow terminal loses first: fused attention is what serving runs
+
+
+def _table(title: str, columns: list[str], caption: str, drop: tuple[str, ...] = ()) -> Table:
+    """A plan table: a row label, then figures that never wrap (on a narrow terminal, `drop`'s go first)."""
+    table = FitTable(title=title, title_justify="left", caption=caption, caption_justify="left", drop=drop)
     table.add_column("")
     for column in columns:
         table.add_column(column.replace("_", " "), justify="right", no_wrap=True)
@@ -116,7 +120,7 @@ def serving_table(p: dict[str, Any]) -> Table:
     table = _table(f"Serving {_context(p)}", list(WAYS), "Weights + KV cache + the prefill's transient peak "
                    "(residual stream and the largest phase: attention's scores without a fused kernel, the "
                    "feedforward's hidden rows, or the logits of every position, b n V). Framework memory "
-                   "(CUDA context, allocator reserve) not included.")  # fmt: skip
+                   "(CUDA context, allocator reserve) not included.", NARROW)  # fmt: skip
     serving, transient = p["serving"], p["serving_transient"]
     table.add_row(f"weights ({p['weights_dtype']})", *(human(serving[w]["weights"]) for w in WAYS))
     cache = f"{p['kv_dtype']}, {human(p['kv_cache_bytes_per_token'])} a token" if p["decodes"] else "none: no decoding"
@@ -145,7 +149,7 @@ def fits_table(p: dict[str, Any]) -> Table | None:
     if any(fits[w]["max_context_at_batch"] == 0 for w in WAYS):
         some = "one sequence" if b == 1 else f"{b} sequences"
         caption += f" A context of 0: not even {some} of one token fit (the weights alone may not)."
-    table = _table(f"What fits in {human(fits[WAYS[0]]['memory'])}", list(WAYS), caption)
+    table = _table(f"What fits in {human(fits[WAYS[0]]['memory'])}", list(WAYS), caption, NARROW)
     table.add_row(f"largest batch at n = {n:,}", *(f"{fits[w]['max_batch_at_context']:,}" for w in WAYS))
     cap = fits[WAYS[0]]["context_cap"]
     if cap:
@@ -164,7 +168,7 @@ def training_table(p: dict[str, Any]) -> Table:
     caption = (f"{t['optimizer']}: {t['optimizer_note']}{zero}; per device. Activations: what autograd keeps for "
                f"the backward pass in {t['activation_dtype']}, each tensor once (PyTorch's kernels; see the README). "
                "Not included: the activations' gradients during the backward pass, communication buffers.")  # fmt: skip
-    table = _table(f"Training {_context(p)}", ways, caption)
+    table = _table(f"Training {_context(p)}", ways, caption, ("full recomputation", *NARROW))
     for part in ("weights", "gradients", "optimizer"):
         table.add_row(part, *(human(t["states"][part]) for _ in ways))
     table.add_row("activations", *(human(t["activations"][w]) for w in ways))
@@ -191,7 +195,8 @@ def time_table(p: dict[str, Any]) -> Table:
                    "writing the cache. Decoding: a step reads the weights a token uses once for the batch and every "
                    "sequence's cache.")  # fmt: skip
         columns = ["peak", "bandwidth", "first token", "a step", "tokens/s"]
-    table = _table(f"Time {_context(p)}, weights {p['weights_dtype']}", columns, caption)
+    table = _table(f"Time {_context(p)}, weights {p['weights_dtype']}", columns, caption,
+                   ("bandwidth", "peak", "a step"))  # fmt: skip
     for r in p["time"]:
         short = {"bfloat16": "bf16", "float32": "f32", "float8": "f8"}[r["compute_type"]]
         cells = [r["hardware"], f"{r['peak_flops'] / 1e12:.3g} T {short}", f"{r['bandwidth'] / 1e9:,.0f} GB/s",

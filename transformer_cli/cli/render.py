@@ -278,7 +278,9 @@ def summary_table(result: CheckResult) -> Table:
 
 def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
     """One row per check: what was expected, what was observed, whether they agree, and why."""
-    table = FitTable(title=f"Properties of {shown(spec.summary())}", title_justify="left", drop=["why"])
+    table = FitTable(
+        title=f"Properties of {shown(spec.summary())}", title_justify="left", drop=["why", "expected", "observed"]
+    )  # the verdict says whether they agree
     table.add_column("property", overflow="fold")
     table.add_column("expected", no_wrap=True)  # under `tfm verify`: what theory predicts for the spec
     table.add_column("observed", no_wrap=True)
