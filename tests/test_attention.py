@@ -81,3 +81,19 @@ def test_masked_and_small_weights_look_different():
         cells = [line[3 + 2 * q : 5 + 2 * q] for q in range(n)]
         assert all(c == "  " for c in cells[:k]), (k, cells)  # masked: blank
         assert all(c.strip() for c in cells[k:]), (k, cells)  # every nonzero weight is drawn
+
+
+@pytest.mark.parametrize(("width", "step"), [(200, 1), (80, 1), (20, 2)])
+def test_a_cross_attention_map_is_pooled_only_when_its_queries_do_not_fit(width, step):
+    """Issue 22 (14): 7 source keys x 5 queries was averaged into 2 x 2 blocks even at 200 columns."""
+    from rich.console import Console
+
+    from transformer_cli.cli.heatmap import heatmap
+
+    A = np.random.default_rng(0).random((7, 5))
+    console = Console(width=width, color_system=None, record=True)
+    console.print(heatmap(A / A.sum(axis=0), "cross", width))
+    text = console.export_text()
+    rows = [line for line in text.splitlines() if line.strip()[:1].isdigit() and any(c in line for c in "░▒▓█")]
+    assert len(rows) == -(-7 // step)
+    assert ("blocks of 2 x 2 averaged" in " ".join(text.split())) == (step == 2)

@@ -11,10 +11,11 @@ SHADES = " ░▒▓█"  # so the map reads without colour too (NO_COLOR, a pip
 
 
 def heatmap(A: np.ndarray, title: str, width: int) -> Group:
-    """A (n_k, n_q) weight matrix as shaded cells; averaged into blocks when n is wider than the terminal."""
+    """A (n_k, n_q) weight matrix as shaded cells; averaged into blocks only when its n_q query columns are wider
+    than the terminal (the keys are rows: a cross-attention map of 7 source keys and 5 queries is 7 x 5)."""
     n_k, n_q = A.shape
-    cells = max(1, min(n_q, (width - 12) // 2))
-    step = -(-max(n_k, n_q) // cells)  # ceil: the same block size on both axes keeps the picture square
+    cells = max(1, (width - 12) // 2)  # the query columns that fit, two characters each, beside the row labels
+    step = -(-n_q // cells)  # ceil: the same block size on both axes keeps the picture square
     pooled = _pool(A, step)
     top = float(pooled.max()) or 1.0
     table = Table(show_header=False, box=None, padding=0, pad_edge=False)
