@@ -331,11 +331,14 @@ def test_an_impossible_size_is_refused_in_one_line(runner, impossible, args):
 
 @pytest.mark.parametrize("args", [["check", "{spec}"], ["count", "{spec}", "-n", "4"], ["diff", "{spec}", "{spec}"]])
 def test_an_impossible_size_is_still_counted_and_compared(runner, impossible, args):
-    """count and diff allocate nothing: they show the figures; check reports the refusal in its table."""
+    """count and diff allocate nothing: they show the figures; check verifies the structure on a scaled-down copy
+    (issue 22: a model too large to run is a valid spec, not bad input)."""
     spec, x, folder = impossible
     result = runner.invoke(app, [a.format(spec=spec, x=x, dir=folder) for a in args], env={"COLUMNS": "200"})
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert result.exit_code == (2 if args[0] == "check" else 0) and "e+40" in result.stdout
+    assert result.exit_code == 0 and "e+40" in result.stdout
+    if args[0] == "check":
+        assert "on a scaled-down copy: N=2" in " ".join(result.stdout.split())
 
 
 # -- #3 (issue 10): tfm attention keeps one block of one sequence ------------------------------------

@@ -16,6 +16,7 @@ class SaveDType(str, Enum):
     float64 = "float64"
     float32 = "float32"
     float16 = "float16"
+    bfloat16 = "bfloat16"
 
 
 @app.command()
@@ -53,7 +54,8 @@ def convert(
         typer.Option("--config", help="The Hugging Face config for the folder written [default: the stored one]."),
     ] = None,
     dtype: Annotated[
-        Optional[SaveDType], typer.Option("--dtype", help="Dtype written [default: the source's; bf16 as float32].")
+        Optional[SaveDType],
+        typer.Option("--dtype", help="Dtype written [default: the source's; in tfm's file bfloat16 as float32]."),
     ] = None,
     shard_size: Annotated[
         Optional[str],
@@ -66,9 +68,11 @@ def convert(
 ) -> None:
     """Convert weights between a Hugging Face folder (config.json and safetensors) and tfm's weights file.
 
-    From a folder: tfm's .safetensors (the spec and the config.json in its metadata) or .npz. From tfm's
-    .safetensors: a folder that transformers' from_pretrained loads, with the config stored at conversion
-    (or --config). Written whole or not at all; an existing output is replaced only with --force, and in an
+    From a folder: tfm's .safetensors (the spec, the config.json and generation_config.json in its metadata) or
+    .npz; or another folder (resharded with --shard-size, or in another --dtype; the other files copied). From
+    tfm's .safetensors: a folder that transformers' from_pretrained loads, with the config stored at conversion
+    (or --config). The dtype stays the source's (a bfloat16 folder comes back in bfloat16) unless --dtype says.
+    Written whole or not at all; an existing output is replaced only with --force, and in an
     existing folder only config.json and the checkpoint's files are (every other file in it is kept).
 
     \b
@@ -82,7 +86,8 @@ def convert(
 
     with handled(json_out, "tfm convert holds one tensor at a time, and the name and shape of each"):
         shard_bytes = parse_size(shard_size, "--shard-size") if shard_size else None
-        if source.is_dir():
+        to_file = output.suffix.lower() in (".npz", ".safetensors")
+        if source.is_dir() and to_file:
             from ..hf.convert import to_tfm
 
             for given, option in ((shard_size, "--shard-size"), (config, "--config")):
@@ -95,6 +100,16 @@ def convert(
             with busy("converting", json_out):
                 spec_, tensors = to_tfm(source, output, dtype and dtype.value, overwrite=force)
             written = [str(output)]
+        elif source.is_dir():  # folder to folder: resharded, or in another dtype
+            from ..hf.convert import reshard
+
+            if config is not None:
+                raise TfmError(f"--config: {source} is written again with its own config.json; --config names the "
+                               "config for tfm's weights file")  # fmt: skip
+            check_folder_output(output, [source], force)
+            with busy("converting", json_out):
+                spec_, files = reshard(source, output, dtype and dtype.value, shard_bytes, force)
+            written = [str(output / f) for f in files]
         else:
             from ..hf.convert import to_hugging_face
 

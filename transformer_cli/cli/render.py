@@ -371,7 +371,8 @@ def check_summary(results: list[Any], seq_len: int) -> Table:
             )
             checks = Text.assemble(styled(r.verify), on, *(f"\n{shown(line)}" for line in r.failed_checks()))
             name = f"{shown(r.path)} ({shown(r.name)})"
-            table.add_row(name, fmt(r.params), human(r.memory), budgets, checks, verdict)
+            params = fmt(r.params) if r.params < 10**15 else scientific(r.params)  # 10^400 would be 533 wide
+            table.add_row(name, params, human(r.memory), budgets, checks, verdict)
     return table
 
 

@@ -11,20 +11,26 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..errors import SpecError
 from ..io import outputs, safetensors_io
 from ..io.arrays import Header, cast_finite
+from ..io.safetensors_io import BFLOAT16
 from ..spec.definition import Spec
 from .checkpoint import INDEX, SINGLE
 from .layouts import Rule, hf_shape, join, rules, tensor_shapes
 from .weights import family_for
 
-TORCH_NAMES = {np.dtype(np.float64): "float64", np.dtype(np.float32): "float32", np.dtype(np.float16): "float16"}
+TORCH_NAMES = {np.dtype(np.float64): "float64", np.dtype(np.float32): "float32", np.dtype(np.float16): "float16",
+               BFLOAT16: "bfloat16"}  # fmt: skip
+BY_NAME = {name: dtype for dtype, name in TORCH_NAMES.items()}
+GENERATION = "generation_config.json"  # kept in tfm's weights file (metadata 'hf_generation_config') and written back
 
 
 def _piece(weights: Mapping[str, np.ndarray], name: str) -> np.ndarray:
@@ -64,8 +70,10 @@ def write_folder(
     dtype: Any = np.float32,
     shard_bytes: int | None = None,
     overwrite: bool = False,
+    extra: list[tuple[str, outputs.Writer]] = (),  # type: ignore[assignment]
 ) -> list[str]:
-    """Write config.json and the weights as the config's family lays them out; returns the files written.
+    """Write config.json, the weights as the config's family lays them out, and the `extra` files (a
+    generation_config.json, a tokenizer); returns the files written.
 
     An existing folder (with `overwrite`) keeps every file but config.json and its checkpoint's (outputs.py)."""
     folder, dtype = Path(folder), np.dtype(dtype)
@@ -83,6 +91,7 @@ def write_folder(
         files.append((INDEX, _text(json.dumps(index, indent=2) + "\n")))
     written = dict(config) | {"dtype": TORCH_NAMES.get(dtype, str(dtype)), "torch_dtype": TORCH_NAMES.get(dtype)}
     files.insert(0, ("config.json", _text(json.dumps(written, indent=2) + "\n")))
+    files += list(extra)
     outputs.write_folder(folder, files, is_checkpoint_file, overwrite)
     return [name for name, _ in files]
 
@@ -118,6 +127,9 @@ def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) 
     from .config import load_config
     from .weights import checkpoint_weights
 
+    if dtype == "bfloat16":
+        raise SpecError(f"--dtype bfloat16: tfm's weights file {out} holds float64, float32 or float16 (bfloat16 "
+                        "values as float32, exactly); bfloat16 is for writing a Hugging Face folder")  # fmt: skip
     config, spec = load_config(folder)
     weights = checkpoint_weights(folder, spec, config)
     if dtype is None:
@@ -127,8 +139,56 @@ def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) 
     tensors = list(iter_tensors(spec))
     layout = lambda: ((t.name, Header(t.shape, dtype)) for t in tensors)  # noqa: E731
     arrays = ((t.name, cast_finite(weights[t.name], dtype, f"{folder}: tfm's tensor {t.name}")) for t in tensors)
-    write_weights(out, layout, arrays, spec, overwrite, {"hf_config": json.dumps(dict(config))})
+    metadata = {"hf_config": json.dumps(dict(config))} | _generation(folder)
+    write_weights(out, layout, arrays, spec, overwrite, metadata)
     return spec, len(tensors)
+
+
+def _generation(folder: Path) -> dict[str, str]:
+    """The folder's generation_config.json (stop tokens, sampling defaults) as metadata, if it has one."""
+    from ..io.files import read_bounded
+    from .config import MAX_CONFIG_BYTES, stored_config
+
+    path = folder / GENERATION
+    if not path.is_file():
+        return {}
+    text = read_bounded(path, MAX_CONFIG_BYTES, "a generation_config.json", SpecError).decode("utf-8", "replace")
+    stored_config(text, str(path))  # a JSON object, or a one-line error naming the file
+    return {"hf_generation_config": text}
+
+
+def _source_dtype(codes: set[str]) -> np.dtype:
+    """What a folder's tensors are written back as by default: their own type when they share one."""
+    return {"F64": np.dtype(np.float64), "F16": np.dtype(np.float16), "BF16": BFLOAT16}.get(
+        next(iter(codes)) if len(codes) == 1 else "", np.dtype(np.float32)
+    )
+
+
+def reshard(folder: Path, out: Path, dtype: Any = None, shard_bytes: int | None = None,
+            overwrite: bool = False) -> tuple[Spec, list[str]]:  # fmt: skip
+    """A Hugging Face folder written again as one (resharded, or in another dtype; dtype None keeps the source's),
+    with every other regular file of the folder (generation_config.json, the tokenizer's) copied as it is."""
+    from .config import load_config
+    from .weights import checkpoint_weights
+
+    config, spec = load_config(folder)
+    weights = checkpoint_weights(folder, spec, config)
+    if dtype is None:
+        dtype = _source_dtype({located.entry.code for located in weights.checkpoint.tensors.values()})
+    others = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
+                    and p.name != "config.json" and not is_checkpoint_file(p.name))  # fmt: skip
+    extra = [(p.name, _copier(p)) for p in others]
+    return spec, write_folder(out, spec, config, weights, BY_NAME.get(dtype, dtype), shard_bytes, overwrite, extra)
+
+
+def _copier(path: Path) -> outputs.Writer:
+    def copy(handle) -> None:  # type: ignore[no-untyped-def]
+        from ..io.files import open_regular
+
+        with open_regular(path, "a file to copy", SpecError) as source:
+            shutil.copyfileobj(source, handle, 1 << 20)
+
+    return copy
 
 
 def to_hugging_face(
@@ -141,8 +201,6 @@ def to_hugging_face(
 ) -> tuple[Spec, list[str]]:
     """tfm's weights file (with its spec) as a Hugging Face folder. The config is the one stored by `to_tfm`, or
     the one at `config_path`, which must describe the same model. dtype None keeps the file's."""
-    from ..errors import SpecError
-    from ..io import safetensors_io
     from ..io.weights import load_weights, spec_of_weights
     from .config import load_config, spec_of_config, stored_config
 
@@ -165,9 +223,13 @@ def to_hugging_face(
         differ = spec.differing_keys(own)
         raise SpecError(f"{config_path or path}: the config is another model ({', '.join(differ)} differ)")
     weights = load_weights(path, spec)
-    if dtype is None:
+    if dtype is None:  # the file's, or bfloat16 where it came from a bfloat16 folder (float32 holds it exactly)
         dtype = next(iter(weights.values())).dtype
-    return spec, write_folder(out, spec, config, weights, dtype, shard_bytes, overwrite)
+        if dtype == np.float32 and (config.get("dtype") or config.get("torch_dtype")) == "bfloat16":
+            dtype = BFLOAT16
+    generation = safetensors_io.peek(path)[1].get("hf_generation_config")
+    extra = [(GENERATION, _text(generation))] if generation else []
+    return spec, write_folder(out, spec, config, weights, BY_NAME.get(dtype, dtype), shard_bytes, overwrite, extra)
 
 
 def _optional_as_in(own: Spec, spec: Spec, config: Mapping[str, Any]) -> Spec:

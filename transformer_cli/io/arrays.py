@@ -144,18 +144,35 @@ def first_nonfinite(array: np.ndarray) -> tuple[int, ...] | None:
     return tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), array.shape))
 
 
+def bfloat16_bits(array: np.ndarray) -> np.ndarray:
+    """Values rounded to bfloat16 (to nearest, ties to even) as their 16-bit patterns: the top half of a float32,
+    so a value read from a BF16 checkpoint comes back bit for bit."""
+    bits = np.ascontiguousarray(array, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
 def cast_finite(array: np.ndarray, dtype: np.dtype, where: str) -> np.ndarray:
-    """`array` as `dtype`, refusing a finite value that the cast turns into inf (float16 ends at 65,504)."""
-    out = np.asarray(array, dtype)
-    if out.dtype.kind == "f" and np.asarray(array).dtype.kind == "f":
-        grown = np.isinf(out) & np.isfinite(array)
-        if grown.any():
-            largest = float(np.max(np.abs(np.asarray(array)[grown])))
-            raise NumericalError(
-                f"{where}: holds {largest:.6g}, beyond {np.dtype(dtype).name}'s largest value "
-                f"({float(np.finfo(dtype).max):,.0f}): it would be written as inf; nothing was written "
-                "(choose a wider --dtype)"
-            )
+    """`array` as `dtype` (BFLOAT16: its bit patterns), refusing a finite value that the cast turns into inf
+    (float16 ends at 65,504, bfloat16 at 3.39e+38)."""
+    from .safetensors_io import BFLOAT16
+
+    source = np.asarray(array)
+    if np.dtype(dtype) == BFLOAT16:
+        out = bfloat16_bits(source)
+        grown = ((out & 0x7F80) == 0x7F80) & np.isfinite(source)
+        name, largest_allowed = "bfloat16", 3.3895313892515355e38
+    else:
+        out = np.asarray(source, dtype)
+        if out.dtype.kind != "f" or source.dtype.kind != "f":
+            return out
+        grown = np.isinf(out) & np.isfinite(source)
+        name, largest_allowed = np.dtype(dtype).name, float(np.finfo(dtype).max)
+    if grown.any():
+        largest = float(np.max(np.abs(source[grown])))
+        raise NumericalError(
+            f"{where}: holds {largest:.6g}, beyond {name}'s largest value ({largest_allowed:,.6g}): it would be "
+            "written as inf; nothing was written (choose a wider --dtype)"
+        )
     return out
 
 

@@ -28,7 +28,8 @@ from .outputs import Writer, write_atomic
 MAX_HEADER = 100_000_000  # bytes; the reference implementation refuses more
 DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4", "I16": "<i2",
           "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?"}  # fmt: skip
-CODES = {np.dtype(v): k for k, v in DTYPES.items() if k not in ("BF16",)}
+BFLOAT16 = np.dtype([("bfloat16", "<u2")])  # NumPy has no bfloat16: this marks a tensor written as BF16 bits
+CODES = {np.dtype(v): k for k, v in DTYPES.items() if k not in ("BF16",)} | {BFLOAT16: "BF16"}
 DECODED = {code: np.dtype(np.float32) if code == "BF16" else np.dtype(v) for code, v in DTYPES.items()}
 
 
@@ -225,7 +226,8 @@ def writer(layout: Layout, arrays: Iterable[tuple[str, np.ndarray]], metadata: d
         handle.write(b" " * (n - written))
         for (name, header), (name_, array) in zip(layout(), arrays, strict=True):
             assert name == name_ and array.shape == header.shape, (name, name_)  # the caller's own invariant
-            handle.write(memoryview(np.ascontiguousarray(array, dtype=header.dtype.newbyteorder("<"))).cast("B"))
+            stored = np.dtype("<u2") if header.dtype == BFLOAT16 else header.dtype.newbyteorder("<")  # BF16: bits
+            handle.write(memoryview(np.ascontiguousarray(array, dtype=stored)).cast("B"))
 
     return write
 
