@@ -1,8 +1,11 @@
-"""Shared fixtures: the reference cases, random weights with every entry non-zero, and a CLI runner."""
+"""Shared fixtures: the reference cases, random weights with every entry non-zero, and a CLI runner; and the
+`slow` marker: the few long cases (subprocess runs, the README's examples, the fuzzers) run in CI (CI=true) or
+with TFM_SLOW=1, and are skipped in a developer's `python -m pytest`."""
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -130,3 +133,16 @@ def small_disk(tmp_path):
         yield disk
     finally:
         subprocess.run(["umount", str(disk)], check=True)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: a long case; run in CI (CI=true) or with TFM_SLOW=1, else skipped")
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("CI") == "true" or os.environ.get("TFM_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow: CI runs it; TFM_SLOW=1 python -m pytest runs it here")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

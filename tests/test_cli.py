@@ -204,7 +204,11 @@ def test_verify_option_limits_are_one_line_errors(runner):
         assert result.exit_code == 2 and "Traceback" not in result.output, result.output
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=[pytest.mark.slow] if p.name == "gpt2-small.yaml" else []) for p in EXAMPLES],
+    ids=lambda p: p.name,
+)
 def test_verify_every_example(runner, path):
     result = invoke(runner, "verify", path, "--seq-len", 6, "--json")
     assert result.exit_code == 0, result.stdout

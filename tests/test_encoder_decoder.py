@@ -458,6 +458,7 @@ def test_the_cross_attention_cache_is_two_n_heads_size_and_source_length():
     assert cache == self_attention + 2 * 6 * 8 * 64 * 1024 * 2 * 4  # and 2 N H_c m_c n_src for the source
 
 
+@pytest.mark.slow
 def test_attention_shows_the_decoders_self_and_cross_attention_and_the_encoders(runner, tmp_path):
     import json
 

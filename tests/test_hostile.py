@@ -462,6 +462,7 @@ def _tfm(*args, **kw):
     return subprocess.Popen([sys.executable, "-m", "transformer_cli", *map(str, args)], **kw)
 
 
+@pytest.mark.slow
 def test_sigkill_mid_write_leaves_nothing_or_a_whole_file(tmp_path):
     x = _save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(20000, 32, 8)))  # a 41 MB output
     out = tmp_path / "y.npy"
@@ -533,6 +534,7 @@ documents = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ_EXAMPLES, deadline=60_000, suppress_health_check=list(HealthCheck))
 @given(documents)
 def test_fuzz_random_yaml_never_crashes(tmp_path_factory, text):
@@ -550,6 +552,7 @@ dtypes = st.sampled_from(["float64", "float32", "float16", "int8", "int64", "boo
 shapes = st.lists(st.sampled_from([0, 1, 2, 3, 32]), min_size=0, max_size=4).map(tuple)
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ_EXAMPLES, deadline=60_000, suppress_health_check=list(HealthCheck))
 @given(shapes, dtypes, st.sampled_from([0.0, 1.0, 1e3, 1e30, np.nan, np.inf, -np.inf]))
 def test_fuzz_random_arrays_never_crash(tmp_path_factory, shape, dtype, value):

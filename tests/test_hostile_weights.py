@@ -209,6 +209,7 @@ def _mutated(draw_spec: dict, field: str, value: object, nesting: int) -> bytes:
         st.binary(max_size=64),
     )
 )  # fmt: skip
+@pytest.mark.slow
 def test_fuzz_safetensors_headers_never_crash(runner, tmp_path, content):
     start = time.perf_counter()
     run(runner, tmp_path, content)

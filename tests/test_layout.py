@@ -88,6 +88,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("columns", [40, 60, 80])
 @pytest.mark.parametrize("case", list(CASES))
 def test_narrow_terminals_never_split_a_number_or_verdict(case, columns):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
 
 from readme_examples import ROOT, examples, run, scratch  # noqa: E402
@@ -18,6 +20,7 @@ def test_the_readme_has_examples_of_every_kind():
     assert kinds == {"output", "bash", "python"}
 
 
+@pytest.mark.slow
 def test_every_readme_example_runs_in_order_on_a_fresh_clone():
     with scratch() as folder:
         for example in examples(README):

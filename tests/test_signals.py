@@ -22,6 +22,7 @@ def _leftovers(folder):
     return sorted(p.name for p in folder.iterdir() if p.name != "x.npy")
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_batched_pass_within_seconds(tmp_path):
     """The batch runs on worker threads; they must stop too, not run their part to the end."""
     x = tmp_path / "x.npy"
@@ -54,6 +55,7 @@ UP_THEN_COUNT = (
 )
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_start_up_is_quiet():
     """SIGINT at random moments of tfm's first 0.35 s (its imports): exit 130 (or done, 0), never a traceback."""
     rng = random.Random(0)
@@ -68,6 +70,7 @@ def test_ctrl_c_during_start_up_is_quiet():
         assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, stderr)
 
 
+@pytest.mark.slow
 def test_sigterm_exits_143_and_leaves_no_temp_file(tmp_path):
     """SIGTERM (what `kill` and service managers send) cleans up as Ctrl-C does, caught mid-write."""
     x = tmp_path / "x.npy"
