@@ -146,3 +146,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+def invoke(runner, *args):
+    """`tfm ARGS` through Typer's runner (arguments as text): never a traceback, never an exception but the exit."""
+    from transformer_cli.cli import app
+
+    result = runner.invoke(app, [str(a) for a in args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    return result
+
+
+def one_line_error(result, code=2):
+    """Exit `code`, and the whole stderr one line starting with 'error:' (notes on the spec used aside)."""
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    lines = [line for line in result.stderr.splitlines() if line.strip() and "using the built-in" not in line]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]

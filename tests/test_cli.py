@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 import typer
-from conftest import DATA, EXAMPLES, reference
+from conftest import DATA, EXAMPLES, invoke, reference
 
 from transformer_cli import Transformer, load_spec, load_weights
 from transformer_cli.cli import app
@@ -15,10 +15,6 @@ from transformer_cli.cli import app
 COMMANDS = sorted(typer.main.get_command(app).commands)  # every registered command: a new one cannot skip help
 TINY = next(p for p in EXAMPLES if p.name == "tiny-causal.yaml")
 SEED_PLAIN = DATA / "seed-plain"
-
-
-def invoke(runner, *args):
-    return runner.invoke(app, [str(a) for a in args])
 
 
 @pytest.mark.parametrize("command", COMMANDS)

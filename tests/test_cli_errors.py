@@ -6,26 +6,11 @@ import json
 
 import numpy as np
 import pytest
-from conftest import DATA, EXAMPLES
-
-from transformer_cli.cli import app
+from conftest import DATA, EXAMPLES, invoke, one_line_error
 
 TINY = next(p for p in EXAMPLES if p.name == "tiny-causal.yaml")
 GPT2 = next(p for p in EXAMPLES if p.name == "gpt2-small.yaml")
 LEARNED = DATA / "post-learned-odd-d" / "spec.yaml"  # max_len: 16, d = 9
-
-
-def invoke(runner, *args):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def one_line_error(result, code=2):
-    """Exit `code`, no traceback, and the whole stderr is one line starting with 'error:'."""
-    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
-    assert "Traceback" not in result.output and not isinstance(result.exception, (ValueError, TypeError))
-    lines = [line for line in result.stderr.splitlines() if line.strip() and "using the built-in" not in line]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 def json_error(result, code=2):

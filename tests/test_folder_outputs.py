@@ -14,23 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import invoke, one_line_error
 
-from transformer_cli.cli import app
 from transformer_cli.io import outputs
 
 TINY = Path(__file__).parent.parent / "examples" / "hf" / "tiny-llama"
-
-
-def invoke(runner, *args):
-    result = runner.invoke(app, [str(a) for a in args])
-    assert "Traceback" not in result.output
-    return result
-
-
-def one_error(result, code: int = 2) -> str:
-    lines = [line for line in result.stderr.splitlines() if line]
-    assert result.exit_code == code and len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -113,7 +101,7 @@ def test_a_folder_where_tfm_writes_a_file_is_refused_and_left_alone(runner, tmp_
     (folder / "config.json").mkdir(parents=True)
     (folder / "config.json" / "inside").write_text("mine")
     before = snapshot(tmp_path)
-    error = one_error(invoke(runner, "convert", weights, "-o", folder, "--force"))
+    error = one_line_error(invoke(runner, "convert", weights, "-o", folder, "--force"))
     assert "d/config.json: is a directory" in error
     assert snapshot(tmp_path) == before
 
@@ -123,7 +111,7 @@ def test_a_folder_where_tfm_writes_a_file_is_refused_and_left_alone(runner, tmp_
 
 def test_the_source_as_the_output_is_refused(runner, tmp_path, weights):
     before = snapshot(tmp_path)
-    error = one_error(invoke(runner, "convert", weights, "-o", weights, "--force"))
+    error = one_line_error(invoke(runner, "convert", weights, "-o", weights, "--force"))
     assert "w.safetensors: is also an input of this command" in error
     assert snapshot(tmp_path) == before
 
@@ -134,7 +122,7 @@ def test_a_folder_holding_the_source_is_refused(runner, tmp_path, weights):
     source = holder / "w.safetensors"
     weights.rename(source)
     before = snapshot(tmp_path)
-    error = one_error(invoke(runner, "convert", source, "-o", holder, "--force"))
+    error = one_line_error(invoke(runner, "convert", source, "-o", holder, "--force"))
     assert "h: holds" in error and "an input of this command" in error
     assert snapshot(tmp_path) == before
 
@@ -148,7 +136,7 @@ def test_the_checkpoint_being_read_as_the_output_is_refused(runner, tmp_path, th
         source = tmp_path / "link"
         source.symlink_to(folder)
     before = snapshot(tmp_path)
-    error = one_error(invoke(runner, "convert", source, "-o", folder / "model.safetensors", "--force"))
+    error = one_line_error(invoke(runner, "convert", source, "-o", folder / "model.safetensors", "--force"))
     assert "c/model.safetensors: is also an input of this command" in error
     assert snapshot(tmp_path) == before
 
@@ -172,7 +160,7 @@ def test_a_fifo_a_file_or_a_dangling_link_is_not_replaced_by_a_folder(runner, tm
     for name, said in [("fifo", "is a FIFO (named pipe), expected a folder"),
                        ("file", "is a regular file, expected a folder"),
                        ("dangling", "is a symbolic link to nothing (or a loop), expected a folder")]:  # fmt: skip
-        assert said in one_error(invoke(runner, "convert", weights, "-o", tmp_path / name, "--force"))
+        assert said in one_line_error(invoke(runner, "convert", weights, "-o", tmp_path / name, "--force"))
     assert snapshot(tmp_path) == before
 
 
@@ -183,7 +171,7 @@ def test_a_device_node_is_not_replaced_by_a_folder(runner, tmp_path, weights):
     link = tmp_path / "devlink"
     link.symlink_to(device)
     for out in (device, link):
-        assert "character device, expected a folder" in one_error(
+        assert "character device, expected a folder" in one_line_error(
             invoke(runner, "convert", weights, "-o", out, "--force")
         )
     assert device.is_char_device() and link.is_symlink()
@@ -206,12 +194,12 @@ def _scaled(weights: Path, out: Path, factor: float) -> None:
 def test_float16_beyond_its_range_is_refused_naming_the_tensor(runner, tmp_path, weights):
     big = tmp_path / "big.safetensors"
     _scaled(weights, big, 1e6)
-    error = one_error(invoke(runner, "convert", big, "-o", tmp_path / "f16", "--dtype", "float16"))
+    error = one_line_error(invoke(runner, "convert", big, "-o", tmp_path / "f16", "--dtype", "float16"))
     assert "model.layers.1.mlp.down_proj.weight: holds" in error and "beyond float16's largest value (65,504)" in error
     assert not (tmp_path / "f16").exists()
     folder = tmp_path / "f32"
     assert invoke(runner, "convert", big, "-o", folder).exit_code == 0  # float32 holds it
-    error = one_error(invoke(runner, "convert", folder, "-o", tmp_path / "back.safetensors", "--dtype", "float16"))
+    error = one_line_error(invoke(runner, "convert", folder, "-o", tmp_path / "back.safetensors", "--dtype", "float16"))
     assert "tfm's tensor blocks.1.ff.W2: holds" in error
     assert not (tmp_path / "back.safetensors").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
@@ -305,11 +293,11 @@ def test_a_long_output_name_is_written(runner, tmp_path, weights, length):
 
 def test_a_full_disk_names_the_output_folder(runner, weights, small_disk):
     folder = small_disk / "m"
-    error = one_error(invoke(runner, "convert", weights, "-o", folder))  # 483 KiB of weights
+    error = one_line_error(invoke(runner, "convert", weights, "-o", folder))  # 483 KiB of weights
     assert error == f"error: {folder}: cannot write model.safetensors: No space left on device"
     assert list(small_disk.iterdir()) == []
     folder.mkdir()
     (folder / "notes.txt").write_text("mine")
-    error = one_error(invoke(runner, "convert", weights, "-o", folder, "--force"))
+    error = one_line_error(invoke(runner, "convert", weights, "-o", folder, "--force"))
     assert "m: cannot write model.safetensors: No space left on device" in error
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]

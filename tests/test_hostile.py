@@ -22,7 +22,7 @@ import zipfile
 import numpy as np
 import pytest
 import yaml
-from conftest import DATA
+from conftest import DATA, invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,13 +31,6 @@ from transformer_cli.cli import app
 EXIT_TABLE = {0, 1, 2, 3, 130}
 FUZZ_EXAMPLES = int(os.environ.get("TFM_FUZZ_EXAMPLES", "40"))
 BASE = "N: 2\nH: 4\nm: 8\nd: 32\nr: 64\n"
-
-
-def invoke(runner, *args):
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert "Traceback" not in result.output
-    return result
 
 
 def error_lines(stderr):

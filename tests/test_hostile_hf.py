@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import one_line_error
 
 from transformer_cli.cli import app
 
@@ -101,13 +102,6 @@ def test_an_output_folder_that_exists_is_kept_without_force(runner, tmp_path):
 # -- reliability round 3: links, counts before lists, absurd configs, stored configs ----------------------------
 
 
-def _one_error(result) -> str:
-    lines = [line for line in result.stderr.splitlines() if line]
-    assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.output
-    return lines[0]
-
-
 @pytest.mark.parametrize("link", ["dangling", "loop"])
 @pytest.mark.parametrize("command", ["run", "attention", "verify"])
 def test_a_checkpoint_link_to_nothing_is_an_error_never_seeded_weights(runner, tmp_path, link, command):
@@ -116,7 +110,7 @@ def test_a_checkpoint_link_to_nothing_is_an_error_never_seeded_weights(runner, t
     (folder / "model.safetensors").symlink_to("nowhere.safetensors" if link == "dangling" else "model.safetensors")
     np.save(tmp_path / "ids.npy", np.arange(5))
     args = [command, str(folder)] + (["-i", str(tmp_path / "ids.npy")] if command != "verify" else [])
-    error = _one_error(runner.invoke(app, args))
+    error = one_line_error(runner.invoke(app, args))
     said = "which does not exist" if link == "dangling" else "is a symbolic link in a loop"
     assert "m/model.safetensors: is a symbolic link" in error and said in error
 
@@ -128,7 +122,7 @@ def test_a_shard_linked_to_a_foreign_file_is_refused_without_echoing_it(runner, 
     shard = folder / "model-00002-of-00006.safetensors"
     shard.unlink()
     shard.symlink_to(secret)
-    error = _one_error(runner.invoke(app, ["count", str(folder)]))
+    error = one_line_error(runner.invoke(app, ["count", str(folder)]))
     assert "model-00002-of-00006.safetensors: not a valid .safetensors file: its first 8 bytes are not" in error
     number = int.from_bytes(secret.read_bytes()[:8], "little")
     assert f"{number:,}" not in error and str(number) not in error and "root:x" not in error
@@ -147,7 +141,7 @@ def test_a_config_of_far_more_blocks_than_its_checkpoint_is_told_from_the_counts
     _layers(folder, 10**6)
     tracemalloc.start()
     try:
-        error = _one_error(runner.invoke(app, ["count", str(folder)]))
+        error = one_line_error(runner.invoke(app, ["count", str(folder)]))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -166,7 +160,7 @@ def test_init_of_a_billion_blocks_is_refused_by_the_estimate_at_once(runner, tmp
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert "more than the --max-memory of 1 GiB" in _one_error(result)
+    assert "more than the --max-memory of 1 GiB" in one_line_error(result)
     assert peak < 50 << 20, peak
     assert not (tmp_path / "out").exists()
 
@@ -179,7 +173,7 @@ def test_a_shard_name_too_long_for_the_file_system_is_one_line(runner, tmp_path)
     np.save(tmp_path / "ids.npy", np.arange(5))
     for args in (["count", str(folder)], ["run", str(folder), "-i", str(tmp_path / "ids.npy")],
                  ["convert", str(folder), "-o", str(tmp_path / "out.safetensors")]):  # fmt: skip
-        assert "cannot read: File name too long" in _one_error(runner.invoke(app, args))
+        assert "cannot read: File name too long" in one_line_error(runner.invoke(app, args))
 
 
 @pytest.mark.parametrize("buckets", [1, 2, 3])
@@ -191,7 +185,7 @@ def test_t5_with_too_few_buckets_is_refused_by_every_command(runner, tmp_path, b
                "d_ff": 32, "num_heads": 2, "d_kv": 8, "vocab_size": 50}  # fmt: skip
     (folder / "config.json").write_text(json.dumps(config))
     for args in (["count", str(folder)], ["init", str(folder), "-o", str(tmp_path / "w.npz")]):
-        error = _one_error(runner.invoke(app, args))
+        error = one_line_error(runner.invoke(app, args))
         assert f"key 'relative_attention_num_buckets': got {buckets}, expected at least 4" in error
 
 
@@ -199,9 +193,9 @@ def test_a_tfm_spec_with_too_few_relative_buckets_is_refused(runner, tmp_path):
     spec = tmp_path / "rel.yaml"
     base = "N: 1\nH: 2\nm: 4\nd: 8\nr: 16\npositional: relative\nrel_max_distance: 8\n"
     spec.write_text(base + "rel_buckets: 3\n")
-    assert "key 'rel_buckets': got 3, expected at least 4" in _one_error(runner.invoke(app, ["count", str(spec)]))
+    assert "key 'rel_buckets': got 3, expected at least 4" in one_line_error(runner.invoke(app, ["count", str(spec)]))
     spec.write_text(base + "rel_buckets: 1\nmask: causal\n")
-    assert "expected at least 2 (a causal stack" in _one_error(runner.invoke(app, ["count", str(spec)]))
+    assert "expected at least 2 (a causal stack" in one_line_error(runner.invoke(app, ["count", str(spec)]))
     spec.write_text(base + "rel_buckets: 2\nmask: causal\n")
     np.save(tmp_path / "x.npy", np.ones((8, 5)))
     assert runner.invoke(app, ["run", str(spec), "-i", str(tmp_path / "x.npy")]).exit_code == 0
@@ -237,7 +231,7 @@ STORED = {
 def test_a_stored_config_that_is_not_a_config_object_is_one_line(runner, tmp_path, case):
     text, said = STORED[case]
     weights = _stored(tmp_path, runner, text)
-    error = _one_error(runner.invoke(app, ["convert", str(weights), "-o", str(tmp_path / "out")]))
+    error = one_line_error(runner.invoke(app, ["convert", str(weights), "-o", str(tmp_path / "out")]))
     assert said in error, error
     assert not (tmp_path / "out").exists()
 
@@ -245,13 +239,13 @@ def test_a_stored_config_that_is_not_a_config_object_is_one_line(runner, tmp_pat
 @pytest.mark.parametrize("option", [["--shard-size", "1M"], ["--config", str(TINY)]])
 def test_options_for_writing_a_folder_are_refused_when_reading_one(runner, tmp_path, option):
     folder = _folder(tmp_path, runner)
-    error = _one_error(runner.invoke(app, ["convert", str(folder), "-o", str(tmp_path / "w.safetensors"), *option]))
+    error = one_line_error(runner.invoke(app, ["convert", str(folder), "-o", str(tmp_path / "w.safetensors"), *option]))
     assert f"{option[0]}: applies only when writing a Hugging Face folder" in error
     assert not (tmp_path / "w.safetensors").exists()
 
 
 def test_a_bad_shard_size_names_its_option(runner, tmp_path):
-    error = _one_error(runner.invoke(app, ["convert", "w.safetensors", "-o", str(tmp_path / "d"), "--shard-size",
+    error = one_line_error(runner.invoke(app, ["convert", "w.safetensors", "-o", str(tmp_path / "d"), "--shard-size",
                                            "12Q"]))  # fmt: skip
     assert error == "error: --shard-size: got '12Q', expected a size such as 512M, 1.5G or 2GB"
 
@@ -275,5 +269,5 @@ def test_a_rope_scaling_not_yet_run_is_counted_and_planned_and_refused_by_the_fo
     assert cap == (128 if kind == "longrope" else 256)  # longrope states its own; the others max(128, 4 x 64)
     np.save(tmp_path / "ids.npy", np.arange(5))
     for args in (["run", str(folder), "-i", str(tmp_path / "ids.npy")], ["verify", str(folder)]):
-        error = _one_error(runner.invoke(app, args))
+        error = one_line_error(runner.invoke(app, args))
         assert f"rope_scaling '{kind}' is counted and planned, but tfm's forward pass does not implement it" in error

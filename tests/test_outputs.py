@@ -9,14 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-
-from transformer_cli.cli import app
-
-
-def invoke(runner, *args):
-    result = runner.invoke(app, [str(a) for a in args])
-    assert "Traceback" not in result.output
-    return result
+from conftest import invoke
 
 
 @pytest.fixture
