@@ -100,12 +100,12 @@ def timing(
     model that does not decode: an encoder's prefill is its whole forward pass)."""
     from .costs import multiply_adds  # (here: `tfm --help` imports this module for the preset names)
     from .decode import step_multiply_adds, weights_read
-    from .kv_cache import decodes, kv_cache_bytes
+    from .kv_cache import decodes, served_cache_bytes
     from .quantized import weight_bytes
 
     kind = compute_type(hw, weights)
     prefill_flops = 2 * sum(multiply_adds(spec, b, n, causal_pairs=True, n_src=n_src).values())
-    cache = kv_cache_bytes(spec, b, n, kv, n_src) if decodes(spec) else 0
+    cache = served_cache_bytes(spec, b, n, kv, n_src)
     prefill = _roofline(hw, kind, prefill_flops, weight_bytes(spec)[weights] + cache)
     out = {"hardware": hw.name, "compute_type": kind, "peak_flops": hw.flops[kind], "bandwidth": hw.bandwidth,
            "time_to_first_token": prefill, "decode_step": None, "tokens_per_second": None}  # fmt: skip

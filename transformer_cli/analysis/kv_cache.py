@@ -52,6 +52,11 @@ def kv_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: in
     return total
 
 
+def served_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: int | None = None) -> int:
+    """The cache a served model holds: kv_cache_bytes for a model that decodes, 0 for an encoder (it keeps none)."""
+    return kv_cache_bytes(spec, b, n, dtype, n_src) if decodes(spec) else 0
+
+
 def kv_cache(spec: Spec, b: int, n: int, n_src: int | None = None) -> dict[str, int]:
     """The cache in every element type."""
     return {dtype: kv_cache_bytes(spec, b, n, dtype, n_src) for dtype in KV_BYTES}

@@ -13,7 +13,7 @@ from ..spec.definition import Spec
 from .costs import forward_flops
 from .decode import training_flops_per_token
 from .hardware import PRESETS, probe, timing
-from .kv_cache import KV_NOTE, NO_DECODING, decodes, kv_cache_bytes
+from .kv_cache import KV_NOTE, NO_DECODING, decodes, served_cache_bytes
 from .params import count_params
 from .quantized import GROUP, QUANT_NOTE, weight_bytes
 from .serving import KERNELS, compute_bytes, fits, serving_memory, transient
@@ -62,8 +62,8 @@ def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str, kv: str, 
         "weights_dtype": weights,
         "kv_dtype": kv,
         "decodes": decodes(spec),
-        "kv_cache_bytes": kv_cache_bytes(spec, b, n, kv, n_src) if decodes(spec) else 0,
-        "kv_cache_bytes_per_token": kv_cache_bytes(spec, 1, 1, kv, 1 if spec.N_enc else None) if decodes(spec) else 0,
+        "kv_cache_bytes": served_cache_bytes(spec, b, n, kv, n_src),
+        "kv_cache_bytes_per_token": served_cache_bytes(spec, 1, 1, kv, 1 if spec.N_enc else None),
         "kv_cache_note": KV_NOTE if decodes(spec) else NO_DECODING,
         "weights_bytes": weight_bytes(spec),
         "weights_note": QUANT_NOTE.format(g=GROUP),

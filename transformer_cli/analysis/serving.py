@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .kv_cache import decodes, kv_cache_bytes
+from .kv_cache import served_cache_bytes
 
 WEIGHT_DTYPES = ("float32", "float16", "bfloat16", "float8", "int8", "int4")
 KERNELS = {"fused_attention": True, "unfused_attention": False}  # the two ways attention is computed
@@ -76,7 +76,7 @@ def serving_memory(
     s = compute_bytes(weights)
     parts = {
         "weights": weight_bytes(spec)[weights],
-        "kv_cache": kv_cache_bytes(spec, b, n, kv, n_src) if decodes(spec) else 0,
+        "kv_cache": served_cache_bytes(spec, b, n, kv, n_src),
         "transient": transient(spec, b, n, s, fused, n_src)["total"],
     }
     return parts | {"total": sum(parts.values())}
@@ -117,7 +117,7 @@ def fits(
     fixed, s = weight_bytes(spec)[weights], compute_bytes(weights)  # the weights do not grow with b or n
 
     def total(b: int, n: int) -> int:  # serving_memory's total, without recounting the weights at every probe
-        cache = kv_cache_bytes(spec, b, n, kv, n_src) if decodes(spec) else 0
+        cache = served_cache_bytes(spec, b, n, kv, n_src)
         return fixed + cache + transient(spec, b, n, s, fused, n_src)["total"]
 
     cap = context_cap(spec) or MAX_CONTEXT

@@ -144,6 +144,9 @@ def first_nonfinite(array: np.ndarray) -> tuple[int, ...] | None:
     return tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), array.shape))
 
 
+BFLOAT16 = np.dtype([("bfloat16", "<u2")])  # NumPy has no bfloat16: this marks a tensor written as BF16 bits
+
+
 def bfloat16_bits(array: np.ndarray) -> np.ndarray:
     """Values rounded to bfloat16 (to nearest, ties to even) as their 16-bit patterns: the top half of a float32,
     so a value read from a BF16 checkpoint comes back bit for bit."""
@@ -154,8 +157,6 @@ def bfloat16_bits(array: np.ndarray) -> np.ndarray:
 def cast_finite(array: np.ndarray, dtype: np.dtype, where: str) -> np.ndarray:
     """`array` as `dtype` (BFLOAT16: its bit patterns), refusing a finite value that the cast turns into inf
     (float16 ends at 65,504, bfloat16 at 3.39e+38)."""
-    from .safetensors_io import BFLOAT16
-
     source = np.asarray(array)
     if np.dtype(dtype) == BFLOAT16:
         out = bfloat16_bits(source)

@@ -21,14 +21,13 @@ import numpy as np
 from ..errors import ArrayError
 from ..spec.yaml12 import MAX_DIGITS, parse_int
 from ..text import shown
-from .arrays import Header
+from .arrays import BFLOAT16, Header
 from .files import open_regular
 from .outputs import Writer, write_atomic
 
 MAX_HEADER = 100_000_000  # bytes; the reference implementation refuses more
 DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4", "I16": "<i2",
           "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?"}  # fmt: skip
-BFLOAT16 = np.dtype([("bfloat16", "<u2")])  # NumPy has no bfloat16: this marks a tensor written as BF16 bits
 CODES = {np.dtype(v): k for k, v in DTYPES.items() if k not in ("BF16",)} | {BFLOAT16: "BF16"}
 DECODED = {code: np.dtype(np.float32) if code == "BF16" else np.dtype(v) for code, v in DTYPES.items()}
 
