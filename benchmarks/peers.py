@@ -4,7 +4,7 @@
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/peers.py [--quick] [--json results.json]
 
 Peers, on the same weights and input:
-- PyTorch eager: the spec's model with F.linear and scaled_dot_product_attention (transformer_cli.analysis.bench);
+- PyTorch eager: the spec's model with F.linear and scaled_dot_product_attention (transformer_cli.bench);
 - torch.compile of the same function (compilation left out of the times);
 - JAX with jit: the model written in jax.numpy below, its softmax by hand (jax.nn.dot_product_attention computes
   the softmax in float32 even for float64 input);
@@ -46,8 +46,8 @@ from rich.console import Console
 from rich.table import Table
 
 from transformer_cli import Transformer, init_weights
-from transformer_cli.analysis.bench import blas_info, gemm_gflops, torch_model
 from transformer_cli.analysis.hardware import probe
+from transformer_cli.bench import blas_info, gemm_gflops, torch_model
 from transformer_cli.model.decoding import Decoder
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -155,7 +155,7 @@ def profile_prefill(spec, weights, dtype: str, X: np.ndarray, rounds: int) -> di
     projection (attention's Q, K, V and output, the feedforward); any other is attention's own (scores, A V).
     "other" is the pass's time outside them: adding masks, dividing by the softmax's sums, the gate's product,
     Python. The wrappers cost about a microsecond a call."""
-    import transformer_cli.model.layers as layers
+    import transformer_cli.kernels as layers
     import transformer_cli.model.transformer as forward
 
     model, real = Transformer(spec, weights, dtype), np.matmul

@@ -24,8 +24,8 @@ from rich.console import Console
 from rich.table import Table
 
 from transformer_cli import Spec, init_weights
-from transformer_cli.analysis.bench import run_bench
 from transformer_cli.analysis.memory import human
+from transformer_cli.bench import run_bench
 
 BENCH_SPEC = Spec(N=6, H=8, m=64, d=512, r=2048, scale="sqrt", name="bench")
 LONG_SPEC = Spec(N=2, H=4, m=64, d=256, r=1024, name="long")

@@ -9,7 +9,7 @@ import pytest
 from conftest import random_weights
 
 from transformer_cli import Spec, Transformer
-from transformer_cli.analysis.bench import run_bench, torch_forward
+from transformer_cli.bench import run_bench, torch_forward
 from transformer_cli.cli import app
 
 
@@ -114,7 +114,7 @@ def test_pytorch_computes_the_same_function(spec):
 
 
 def test_bench_names_the_blas_kernel_and_warns_when_the_environment_forces_a_lower_one(monkeypatch):
-    from transformer_cli.analysis import bench
+    from transformer_cli import bench
 
     monkeypatch.setattr(bench, "_cpu_flags", lambda: {"avx2", "avx512f"})
     monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
@@ -139,7 +139,7 @@ def test_the_benchmarks_profile_counts_each_product_once_in_its_kind():
     import sys
     from pathlib import Path
 
-    import transformer_cli.model.layers as layers
+    import transformer_cli.kernels as layers
 
     sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
     from peers import profile_prefill

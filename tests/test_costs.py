@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transformer_cli import Spec, Transformer, count_params
+from transformer_cli import kernels as layers
 from transformer_cli.analysis.costs import (
     ACTIVATION_PER_ENTRY,
     NORM_PER_ENTRY,
@@ -18,7 +19,6 @@ from transformer_cli.analysis.costs import (
     multiply_adds,
 )
 from transformer_cli.components.norm import RMS_PER_ENTRY
-from transformer_cli.model import layers
 from transformer_cli.model import transformer as model_module
 
 

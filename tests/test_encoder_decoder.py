@@ -322,8 +322,8 @@ def test_a_hugging_face_folder_runs_as_transformers_does(tmp_path, family):
     torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
     transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
     from transformer_cli.hf.config import spec_from_config
-    from transformer_cli.io.weights import load_weights
     from transformer_cli.model.encoder_decoder import EncoderDecoder
+    from transformer_cli.sources import load_weights
 
     if family == "t5":
         cfg = transformers.T5Config(vocab_size=97, d_model=32, d_kv=8, d_ff=40, num_layers=2, num_decoder_layers=3,
@@ -391,8 +391,8 @@ NO_POSITIONS = Spec(N=2, N_enc=2, H=2, m=4, d=8, r=16, mask="causal", norm="pre"
 
 
 def test_without_positions_the_output_ignores_the_source_order_and_a_model_that_sees_them_fails(monkeypatch):
+    from transformer_cli.kernels import sinusoidal_positions
     from transformer_cli.model import transformer as model_module
-    from transformer_cli.model.layers import sinusoidal_positions
     from transformer_cli.verify.encoder_decoder import (
         check_memory_order,
         check_source_order,
@@ -420,7 +420,7 @@ def test_the_multiply_adds_are_what_the_pass_computes(monkeypatch):
     n_tgt x n_tgt, n_src x n_src and n_tgt x n_src pairs) against costs.multiply_adds with sources and targets of
     different lengths."""
     from transformer_cli.analysis import memory
-    from transformer_cli.analysis.costs import multiply_adds
+    from transformer_cli.analysis.flops import multiply_adds
     from transformer_cli.io.weights import init_weights
     from transformer_cli.model.encoder_decoder import EncoderDecoder
 
@@ -435,7 +435,7 @@ def test_the_multiply_adds_are_what_the_pass_computes(monkeypatch):
 def test_the_output_heads_products_are_counted_and_a_pooler_adds_none(monkeypatch):
     """Found by the test above: the head's FLOPs were declared on BERT's pooler (never computed), so every model
     with a head lacked its 2 V d FLOPs per token and BERT had them without a head."""
-    from transformer_cli.analysis.costs import forward_flops, multiply_adds
+    from transformer_cli.analysis.flops import forward_flops, multiply_adds
     from transformer_cli.io.weights import init_weights
     from transformer_cli.model.transformer import Transformer
 

@@ -13,8 +13,8 @@ import pytest
 from conftest import random_weights
 
 from transformer_cli import ArrayError, Spec
+from transformer_cli.convert import write_folder
 from transformer_cli.hf.checkpoint import INDEX, SINGLE, Checkpoint
-from transformer_cli.hf.convert import write_folder
 from transformer_cli.hf.weights import checkpoint_weights
 
 LLAMA = Spec(N=2, H=4, G=2, m=8, d=32, r=40, V=97, scale="sqrt", mask="causal", positional="rope", norm="pre",

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from transformer_cli import ArrayError, count_params
 from transformer_cli.cli import app
+from transformer_cli.convert import write_folder
 from transformer_cli.hf.config import read_config, spec_from_config
-from transformer_cli.hf.convert import write_folder
 from transformer_cli.hf.weights import checkpoint_weights
 
 T5 = {"model_type": "t5", "vocab_size": 97, "d_model": 32, "d_kv": 6, "d_ff": 40, "num_layers": 2, "num_heads": 4}
@@ -283,7 +283,7 @@ def test_tfm_count_checks_a_transformers_folder(keys, tmp_path):
                          ids=["t5-untied", "bart"])  # fmt: skip
 def test_tfm_converts_a_folder_and_back_and_transformers_loads_the_same_tensors(keys, tmp_path):
     torch, transformers = _library()
-    from transformer_cli.hf.convert import to_hugging_face, to_tfm
+    from transformer_cli.convert import to_hugging_face, to_tfm
 
     if keys.get("tie_word_embeddings") is False:
         folder, model = tmp_path / "model", _untied_t5(_write(tmp_path / "config", keys), tmp_path / "model")

@@ -18,7 +18,7 @@ from test_transformers import _float64_gemma_rms_norm, _float64_rms_norm, _float
 
 from transformer_cli import Transformer, count_params
 from transformer_cli.hf.config import spec_from_config
-from transformer_cli.io.weights import load_weights
+from transformer_cli.sources import load_weights
 
 torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
 transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")

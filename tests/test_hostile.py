@@ -408,7 +408,7 @@ def test_special_files_are_refused_before_opening(runner, tmp_path, monkeypatch,
 def test_reads_are_capped_by_the_bytes_read_not_the_size_reported(tmp_path):
     """/proc files are regular files of size 0 with content: only the bytes actually read can bound them."""
     from transformer_cli.errors import ArrayError
-    from transformer_cli.io.files import read_bounded
+    from transformer_cli.files import read_bounded
 
     with pytest.raises(ArrayError, match="more than 16 bytes"):
         read_bounded("/proc/self/maps", 16, "a small file")

@@ -18,10 +18,10 @@ from hypothesis import given, settings
 
 from transformer_cli import Spec, Transformer, count_params, init_weights
 from transformer_cli.analysis import limits
-from transformer_cli.analysis.check import Budgets, check_spec
 from transformer_cli.analysis.compare import compare
 from transformer_cli.analysis.costs import costs
 from transformer_cli.analysis.memory import MemoryLimitError, check_memory, estimate_forward, human, out_of_memory
+from transformer_cli.check import Budgets, check_spec
 from transformer_cli.cli import app
 from transformer_cli.model import transformer as model_module
 from transformer_cli.model.attention_maps import attention_maps, block_weights, estimate_maps

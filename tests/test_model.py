@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from reference_model import reference_forward
 
 from transformer_cli import Spec, Transformer, init_weights, load_spec
-from transformer_cli.model.layers import causal_mask, gelu_, sinusoidal_positions, softmax_columns
+from transformer_cli.kernels import causal_mask, gelu_, sinusoidal_positions, softmax_columns
 
 
 def seed_transformer(w: dict, spec: Spec, X: np.ndarray) -> np.ndarray:

@@ -9,11 +9,11 @@ import pytest
 from conftest import random_weights
 
 from transformer_cli import Spec, Transformer, count_params, make_setup
-from transformer_cli.analysis.costs import forward_flops
+from transformer_cli.analysis.flops import forward_flops
 from transformer_cli.cli import app
 from transformer_cli.errors import ExitCode
+from transformer_cli.kernels import llama3_frequencies, rope_frequencies
 from transformer_cli.model import transformer as model_module
-from transformer_cli.model.layers import llama3_frequencies, rope_frequencies
 from transformer_cli.verify import breaking_features, check_decoding, check_equivariance
 
 ROPE = Spec(N=2, H=2, m=8, d=12, r=16, scale="sqrt", mask="causal", positional="rope", norm="pre")

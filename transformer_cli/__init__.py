@@ -7,22 +7,22 @@ modules it needs: `tfm count` never imports the model.
 from importlib import import_module
 from typing import Any
 
-__version__ = "0.1.0"
+from .version import __version__
 
 _EXPORTS = {
     "decode": "model.decoding",
     "ArrayError": "errors", "ExitCode": "errors", "OutputError": "errors", "SpecError": "errors", "TfmError": "errors",
-    "Transformer": "model.transformer", "sinusoidal_positions": "model.layers", "softmax_columns": "model.layers",
+    "Transformer": "model.transformer", "sinusoidal_positions": "kernels", "softmax_columns": "kernels",
     "ParamCount": "analysis.params", "all_tensors": "analysis.params", "count_params": "analysis.params",
     "check_input": "model.runner", "run_forward": "model.runner",
     "DEFAULT_SPEC": "spec", "Spec": "spec", "load_spec": "spec", "spec_from_mapping": "spec",
     "CheckResult": "verify", "check_causality": "verify", "check_counts": "verify", "check_decoding": "verify",
     "check_equivariance": "verify", "check_scaling": "verify", "check_softmax": "verify", "make_setup": "verify",
     "verify_all": "verify",
-    "check_weights": "io.weights", "init_weights": "io.weights", "load_weights": "io.weights",
+    "check_weights": "io.weights", "init_weights": "io.weights", "load_weights": "sources",
     "save_weights": "io.weights",
     "estimate_forward": "analysis.memory",
-    "run_bench": "analysis.bench",
+    "run_bench": "bench",
 }  # fmt: skip
 
 __all__ = ["__version__", *_EXPORTS]

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..components import Pairs, components, encoder_block_components, encoder_model_components, is_causal
+from ..components import is_causal
 from ..components.attention import SOFTMAX_PER_SCORE
-from ..components.encoder import cross_flops, cross_multiply_adds
 from ..components.feedforward import ACTIVATION_PER_ENTRY
 from ..components.norm import NORM_PER_ENTRY
 from ..spec.definition import Spec
+from .decode import decode_step, training_flops_per_token
+from .flops import forward_flops, multiply_adds
 from .kv_cache import KV_NOTE, kv_cache
 from .memory import estimate_encoder_decoder, estimate_forward
 from .params import count_params
@@ -37,47 +38,6 @@ CONVENTION = (
     "multiply-add = 2 FLOPs (multiply-adds: the matrix products only); other ops 1/entry; softmax 5/score, "
     "layer norm 7/entry, relu 1, gelu 9/entry"
 )
-
-
-def _summed(parts: list[dict[str, int]]) -> dict[str, int]:
-    """Rows of several components, rows of the same name added (the order of first appearance kept)."""
-    out: dict[str, int] = {}
-    for part in parts:
-        for name, value in part.items():
-            out[name] = out.get(name, 0) + value
-    return out
-
-
-def _encoder(spec: Spec) -> list:  # type: ignore[type-arg]
-    """An encoder-decoder's encoder components: its blocks', and its inputs' (its own embedding lookup too)."""
-    from ..components.embedding import embedding
-    from ..model.encoder_decoder import encoder_run_spec
-
-    return encoder_block_components(spec) + encoder_model_components(spec) + [embedding(encoder_run_spec(spec))]
-
-
-def multiply_adds(spec: Spec, b: int, n: int, causal_pairs: bool = False, n_src: int | None = None) -> dict[str, int]:
-    """Multiply-adds of the forward pass's matrix products, by product, for b sequences of n tokens (an
-    encoder-decoder: targets of n tokens and sources of n_src, default n)."""
-    return _rows(spec, b, n, causal_pairs, n_src, "multiply_adds")
-
-
-def forward_flops(spec: Spec, b: int, n: int, causal_pairs: bool = False, n_src: int | None = None) -> dict[str, int]:
-    """Forward FLOPs by component for b sequences of n tokens; `causal_pairs` counts allowed pairs only. An
-    encoder-decoder's encoder reads sources of n_src (default n) and adds its rows to the same names."""
-    return _rows(spec, b, n, causal_pairs, n_src, "flops")
-
-
-def _rows(spec: Spec, b: int, n: int, causal_pairs: bool, n_src: int | None, kind: str) -> dict[str, int]:
-    """Every component's rows of one kind (flops or multiply_adds); an encoder-decoder's encoder and
-    cross-attention too."""
-    pairs = Pairs(b, n, causal_pairs, spec.window)
-    parts = [getattr(c, kind)(b, n, pairs) for c in components(spec)]
-    if spec.N_enc:
-        n_src = n_src or n
-        parts += [getattr(c, kind)(b, n_src, Pairs(b, n_src)) for c in _encoder(spec)]
-        parts.append((cross_flops if kind == "flops" else cross_multiply_adds)(spec, b, n, n_src))
-    return _summed(parts)
 
 
 def _with_total(parts: dict[str, int]) -> dict[str, Any]:
@@ -114,8 +74,6 @@ def costs(spec: Spec, b: int, n: int, dtype: str = "float64", n_src: int | None 
     out["memory"]["kv_cache"] = kv_cache(spec, b, n, n_src)  # decoding at context n: what the decoder keeps
     out["memory"]["kv_cache_note"] = KV_NOTE
     out["kv_cache_bytes"] = out["memory"]["kv_cache"][dtype]
-    from .decode import decode_step, training_flops_per_token  # (it reads multiply_adds from here)
-
     out["training_flops_per_token"] = training_flops_per_token(spec, n)
     out["decode_step"] = decode_step(spec, n, "bfloat16", n_src)
     if is_causal(spec):
@@ -124,4 +82,4 @@ def costs(spec: Spec, b: int, n: int, dtype: str = "float64", n_src: int | None 
     return out
 
 
-__all__ = ["ACTIVATION_PER_ENTRY", "NORM_PER_ENTRY", "SOFTMAX_PER_SCORE", "costs", "forward_flops", "multiply_adds"]
+__all__ = ["ACTIVATION_PER_ENTRY", "NORM_PER_ENTRY", "SOFTMAX_PER_SCORE", "costs"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..components import Pairs, components
 from ..spec.definition import Spec
-from .costs import multiply_adds
+from .flops import multiply_adds
 from .kv_cache import cached_tokens, kv_cache_bytes
 from .params import block_tensors, global_tensors
 from .quantized import tensor_bytes

@@ -98,8 +98,8 @@ def timing(
 ) -> dict[str, Any]:  # fmt: skip
     """Prefill of b prompts of n tokens, and one decoding step at context n for b sequences, on `hw` (None for a
     model that does not decode: an encoder's prefill is its whole forward pass)."""
-    from .costs import multiply_adds  # (here: `tfm --help` imports this module for the preset names)
     from .decode import step_multiply_adds, weights_read
+    from .flops import multiply_adds  # (here: `tfm --help` imports this module for the preset names)
     from .kv_cache import decodes, served_cache_bytes
     from .quantized import weight_bytes
 

@@ -115,7 +115,7 @@ def mapped(root: Path = Path("/")) -> int:
 
 def memory_limits(root: Path = Path("/")) -> list[Limit]:
     """Every limit that is known here; the one with the least room applies."""
-    from .memory import human
+    from .units import human
 
     found = []
     available = available_memory(root)

@@ -10,8 +10,8 @@ from typing import Any
 
 from ..errors import SpecError
 from ..spec.definition import Spec
-from .costs import forward_flops
 from .decode import training_flops_per_token
+from .flops import forward_flops
 from .hardware import PRESETS, probe, timing
 from .kv_cache import KV_NOTE, NO_DECODING, decodes, served_cache_bytes
 from .params import count_params

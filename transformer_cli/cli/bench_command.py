@@ -47,8 +47,8 @@ def bench(
     Example:
       tfm bench examples/configs/attention-is-all-you-need-base.yaml --seq-len 512 --batch 8 --dtype float32
     """
-    from ..analysis.bench import run_bench
     from ..analysis.memory import check_memory, estimate_forward
+    from ..bench import run_bench
     from ..model.runner import get_weights
     from ..spec.definition import check_length
     from . import render

@@ -27,9 +27,9 @@ except ImportError:  # pragma: no cover - older typer uses click itself
     import click  # type: ignore[no-redef]
     from click.utils import make_default_short_help  # type: ignore[no-redef]
 
-from .. import __version__
 from ..errors import ExitCode, OutputError, Terminated, TfmError
 from ..spec.definition import DEFAULT_SPEC, Spec, load_spec
+from ..version import __version__
 
 EXIT_CODES = (
     "Exit codes: 0 ok / the property holds as expected; 1 the property is violated; "

@@ -98,6 +98,6 @@ def _checkpoint(path: Path | None, spec) -> dict | None:  # type: ignore[no-unty
     if path is None or not path.is_dir():
         return None
     from ..hf.checkpoint import has_checkpoint
-    from ..hf.weights import summary
+    from ..hf.folder import summary
 
     return summary(path, spec) if has_checkpoint(path) else None

@@ -88,7 +88,7 @@ def convert(
         shard_bytes = parse_size(shard_size, "--shard-size") if shard_size else None
         to_file = output.suffix.lower() in (".npz", ".safetensors")
         if source.is_dir() and to_file:
-            from ..hf.convert import to_tfm
+            from ..convert import to_tfm
 
             for given, option in ((shard_size, "--shard-size"), (config, "--config")):
                 if given is not None:
@@ -101,7 +101,7 @@ def convert(
                 spec_, tensors = to_tfm(source, output, dtype and dtype.value, overwrite=force)
             written = [str(output)]
         elif source.is_dir():  # folder to folder: resharded, or in another dtype
-            from ..hf.convert import reshard
+            from ..convert import reshard
 
             if config is not None:
                 raise TfmError(f"--config: {source} is written again with its own config.json; --config names the "
@@ -111,7 +111,7 @@ def convert(
                 spec_, files = reshard(source, output, dtype and dtype.value, shard_bytes, force)
             written = [str(output / f) for f in files]
         else:
-            from ..hf.convert import to_hugging_face
+            from ..convert import to_hugging_face
 
             check_folder_output(output, [source, config], force)
             with busy("converting", json_out):

@@ -61,8 +61,8 @@ def init(
         spec, _ = load(spec_path)
         hf_config = spec_path is not None and is_hugging_face(spec_path)
         if hf_config and output.suffix.lower() not in (".npz", ".safetensors"):  # a Hugging Face folder
+            from ..convert import init_folder, init_folder_memory
             from ..hf.config import read_config
-            from ..hf.convert import init_folder, init_folder_memory
 
             check_folder_output(output, [spec_path], force)
             check_memory(init_folder_memory(spec, read_config(spec_path)), max_memory, "writing these weights")

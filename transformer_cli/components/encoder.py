@@ -48,6 +48,11 @@ class CrossAttention(Component):
         return out
 
 
+def encoder_run_spec(spec: Spec) -> Spec:
+    """The encoder as a one-stack spec that embeds its own ids with the shared E and has no head."""
+    return replace(encoder_spec(spec), V=spec.V_src or spec.V, embed_scale=spec.embed_scale, head=False)
+
+
 def cross_flops(spec: Spec, b: int, n: int, n_src: int) -> dict[str, int]:
     """The cross-attention's FLOPs over b targets of n columns reading sources of n_src: Q from each target column,
     K and V from each memory column, n x n_src scores per head, in each of the N decoder blocks."""

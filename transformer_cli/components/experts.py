@@ -12,7 +12,6 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..model import layers
 from .attention import SOFTMAX_PER_SCORE
 from .base import Component, Pairs, Tensor, Term
 from .feedforward import FeedForward
@@ -89,4 +88,4 @@ class Experts(Component):
         return out.reshape(d, b, n)
 
 
-__all__ = ["Experts", "layers"]
+__all__ = ["Experts"]

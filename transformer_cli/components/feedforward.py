@@ -11,13 +11,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..model import layers
+from .. import kernels
 from .base import Component, Pairs, Tensor, Term
 
 ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9, "gelu_exact": 5, "silu": 4}  # gelu: the tanh form, tanh as 1;
 # gelu_exact: scale, erf (as 1), +1, x, 0.5; silu: neg, exp, +1, /
 
-Get = Callable[[str], "layers.Array"]
+Get = Callable[[str], "kernels.Array"]
 
 
 class FeedForward(Component):
@@ -69,15 +69,15 @@ class FeedForward(Component):
             "b2": get("ff.b2").reshape(-1, 1, 1) if bias else None,
         }
 
-    def apply(self, blk, X: layers.Array) -> layers.Array:  # type: ignore[no-untyped-def]
+    def apply(self, blk, X: kernels.Array) -> kernels.Array:  # type: ignore[no-untyped-def]
         """W2 act(W1 X + b1) + b2 without the residual: (d, b, n) -> (d, b, n)."""
-        hidden = layers.linear(blk.W1, X)  # (r, b, n)
+        hidden = kernels.linear(blk.W1, X)  # (r, b, n)
         if blk.b1 is not None:
             hidden += blk.b1
-        return self._down(blk, layers.ACTIVATIONS[self.spec.activation](hidden))
+        return self._down(blk, kernels.ACTIVATIONS[self.spec.activation](hidden))
 
-    def _down(self, blk, hidden: layers.Array) -> layers.Array:  # type: ignore[no-untyped-def]
-        out = layers.linear(blk.W2, hidden)
+    def _down(self, blk, hidden: kernels.Array) -> kernels.Array:  # type: ignore[no-untyped-def]
+        out = kernels.linear(blk.W2, hidden)
         if blk.b2 is not None:
             out += blk.b2
         return out
@@ -86,13 +86,13 @@ class FeedForward(Component):
 class GatedFeedForward(FeedForward):
     projections = ("1", "3", "2")
 
-    def apply(self, blk, X: layers.Array) -> layers.Array:  # type: ignore[no-untyped-def]
+    def apply(self, blk, X: kernels.Array) -> kernels.Array:  # type: ignore[no-untyped-def]
         """W2 (act(W1 X + b1) * (W3 X + b3)) + b2 without the residual: (d, b, n) -> (d, b, n)."""
-        both = layers.linear(blk.W1, X)  # (2r, b, n): the gate's rows, then the up projection's
+        both = kernels.linear(blk.W1, X)  # (2r, b, n): the gate's rows, then the up projection's
         if blk.b1 is not None:
             both += blk.b1
         r = self.spec.r
-        gate = layers.ACTIVATIONS[self.spec.activation](both[:r])
+        gate = kernels.ACTIVATIONS[self.spec.activation](both[:r])
         gate *= both[r:]
         return self._down(blk, gate)
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..model import layers
+from .. import kernels
 from .base import Component, Pairs, Tensor, Term
 
 NORM_PER_ENTRY = 7  # layernorm: mean, subtract, square, variance, scale, gamma, beta
 RMS_PER_ENTRY = 4  # rmsnorm: square, mean, scale, gamma
 
-Get = Callable[[str], "layers.Array"]
+Get = Callable[[str], "kernels.Array"]
 
 
 class NoNorm(Component):
@@ -24,7 +24,7 @@ class NoNorm(Component):
     def prepare(self, get: Get) -> dict:
         return {"norm1": None, "norm2": None}
 
-    def apply(self, X: layers.Array, params: tuple) -> layers.Array:
+    def apply(self, X: kernels.Array, params: tuple) -> kernels.Array:
         return X
 
 
@@ -60,9 +60,9 @@ class LayerNorm(Component):
             out[0] = out[0] + 1.0
         return tuple(out)
 
-    def apply(self, X: layers.Array, params: tuple) -> layers.Array:
+    def apply(self, X: kernels.Array, params: tuple) -> kernels.Array:
         """The norm of each column of X (d, b, n)."""
-        return layers.layer_norm(X, *params, self.spec.norm_eps)
+        return kernels.layer_norm(X, *params, self.spec.norm_eps)
 
 
 class LayerNormWithoutBias(LayerNorm):
@@ -71,8 +71,8 @@ class LayerNormWithoutBias(LayerNorm):
     params = ("gamma",)
     per_entry = NORM_PER_ENTRY - 1
 
-    def apply(self, X: layers.Array, params: tuple) -> layers.Array:
-        return layers.layer_norm(X, params[0], 0.0, self.spec.norm_eps)
+    def apply(self, X: kernels.Array, params: tuple) -> kernels.Array:
+        return kernels.layer_norm(X, params[0], 0.0, self.spec.norm_eps)
 
 
 class RMSNorm(LayerNorm):
@@ -80,8 +80,8 @@ class RMSNorm(LayerNorm):
     per_entry = RMS_PER_ENTRY
     label = "rms norm"
 
-    def apply(self, X: layers.Array, params: tuple) -> layers.Array:
-        return layers.rms_norm(X, params[0], self.spec.norm_eps)
+    def apply(self, X: kernels.Array, params: tuple) -> kernels.Array:
+        return kernels.rms_norm(X, params[0], self.spec.norm_eps)
 
 
 class FinalNorm(Component):

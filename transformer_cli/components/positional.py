@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels
 from ..errors import SpecError
-from ..model import layers
 from ..spec.definition import NOT_RUN
 from .base import Component, Pairs, Tensor, Term
 
@@ -81,9 +81,9 @@ class Rotary(Component):
         """The rot/2 frequencies f_j, in float64."""
         self.check_runnable()
         s = self.spec
-        freq = layers.rope_frequencies(s.rotated_dims, s.rope_theta)
+        freq = kernels.rope_frequencies(s.rotated_dims, s.rope_theta)
         if s.rope_scaling == "llama3":
-            freq = layers.llama3_frequencies(freq, s.rope_factor, s.rope_low_freq_factor, s.rope_high_freq_factor,
+            freq = kernels.llama3_frequencies(freq, s.rope_factor, s.rope_low_freq_factor, s.rope_high_freq_factor,
                                              s.rope_original_max_len)  # fmt: skip
         return freq
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ArrayError
+from ..files import read_bounded
 from ..io import safetensors_io
-from ..io.files import read_bounded
 from ..text import shown
 
 SINGLE = "model.safetensors"

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from ..io.files import read_bounded
+from ..files import read_bounded
 from ..spec.definition import FIELDS, REQUIRED, Spec, spec_from_mapping
 from ..text import shown
 from .families import FAMILIES
 from .keys import Keys
+from .weights import fitted_to_checkpoint
 
 MAX_CONFIG_BYTES = 4 << 20  # real config.json files are a few KB; Mixtral's with its comments is under 1 KB
 
@@ -111,8 +112,6 @@ def spec_of_config(config: dict[str, Any], source: str) -> Spec:
 def load_config(path: str | Path) -> tuple[dict[str, Any], Spec]:
     """A config.json (the file, or a folder holding one) read once: its JSON object and its tfm spec, fitted to
     the folder's checkpoint where a part of the model is optional (a BERT checkpoint without its pooler)."""
-    from .weights import fitted_to_checkpoint
-
     path = config_path(path)
     config = read_config(path)
     return config, fitted_to_checkpoint(path.parent, spec_of_config(config, str(path)), config)

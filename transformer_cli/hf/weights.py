@@ -8,7 +8,6 @@ asked (and NumPy keeps no copy of it beyond what the model builds), so loading n
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -239,31 +238,3 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
 
 def checkpoint_weights(folder: str | Path, spec: Spec, config: Mapping[str, Any]) -> CheckpointWeights:
     return CheckpointWeights(Checkpoint(folder), spec, config)
-
-
-def folder_weights(folder: Path, spec: Spec) -> CheckpointWeights:
-    """The weights of a Hugging Face folder, for `spec`: the folder's config must describe the same model."""
-    from .config import load_config
-
-    config, own = load_config(folder)
-    if own.model_keys() != spec.model_keys():
-        differ = spec.differing_keys(own)
-        raise ArrayError(f"{folder}: its config.json is another model ({', '.join(differ)} differ from '{spec.label}')")
-    return checkpoint_weights(folder, spec, config)
-
-
-def summary(folder: Path, spec: Spec) -> dict[str, Any]:
-    """What `tfm count FOLDER` says of the checkpoint, from its headers alone: files, tensors, bytes, dtypes,
-    and the parameters the file holds (a tied head once), after checking that every tensor fits."""
-    from .config import read_config
-
-    checkpoint = Checkpoint(folder)
-    found = check_fit(checkpoint, spec, read_config(folder))
-    entries = [checkpoint.tensors[name].entry for name in found.values()]
-    return {
-        "files": len({t.shard for t in checkpoint.tensors.values()}),
-        "tensors": len(checkpoint.tensors),
-        "bytes": checkpoint.nbytes(),
-        "dtypes": sorted({e.code for e in entries}),
-        "parameters": sum(math.prod(e.shape) for e in entries),
-    }

@@ -19,7 +19,7 @@ from typing import IO, BinaryIO, NamedTuple
 import numpy as np
 
 from ..errors import ArrayError, NumericalError, clipped
-from .files import open_regular
+from ..files import open_regular
 from .outputs import write_atomic
 
 NPY_MAGIC = b"\x93NUMPY"

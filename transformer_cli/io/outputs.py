@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import OutputError, clipped
-from .files import what_is
+from ..files import what_is
 
 Writer = Callable[[IO[bytes]], None]
 TEMP_STEM = 100  # characters of the output's name kept in a temporary name (255 is the usual file-name limit)

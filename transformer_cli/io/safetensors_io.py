@@ -19,10 +19,10 @@ from typing import IO, Any, NamedTuple
 import numpy as np
 
 from ..errors import ArrayError
+from ..files import open_regular
 from ..spec.yaml12 import MAX_DIGITS, parse_int
 from ..text import shown
 from .arrays import BFLOAT16, Header
-from .files import open_regular
 from .outputs import Writer, write_atomic
 
 MAX_HEADER = 100_000_000  # bytes; the reference implementation refuses more

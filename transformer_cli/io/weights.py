@@ -127,10 +127,6 @@ def load_weights(path: str | Path, spec: Spec) -> Weights:
     (labels such as name and description may differ).
     """
     path = Path(path)
-    if path.is_dir():  # a Hugging Face checkpoint: tensors read as the model asks for them
-        from ..hf.weights import folder_weights
-
-        return folder_weights(path, spec)  # type: ignore[return-value]
     if weights_format(path) == ".npz":
         check_layout(peek_npz(path), spec, str(path))
         weights = open_npz(path)

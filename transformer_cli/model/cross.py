@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..kernels import Array, linear
 from ..spec.definition import Spec
-from .layers import Array, linear
 
 
 @dataclass

@@ -10,21 +10,15 @@ spec's own N blocks, given the encoder's output as `memory`.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
 
 import numpy as np
 
-from ..components.encoder import encoder_spec
+from ..components.encoder import encoder_run_spec
 from ..errors import ArrayError
 from ..spec.definition import Spec
 from .transformer import Transformer
 
 Array = np.ndarray
-
-
-def encoder_run_spec(spec: Spec) -> Spec:
-    """The encoder as a one-stack spec that embeds its own ids with the shared E and has no head."""
-    return replace(encoder_spec(spec), V=spec.V_src or spec.V, embed_scale=spec.embed_scale, head=False)
 
 
 class EncoderWeights(Mapping[str, Array]):

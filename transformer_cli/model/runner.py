@@ -12,7 +12,8 @@ import numpy as np
 from ..analysis.memory import check_memory, estimate_encoder_decoder, estimate_forward
 from ..errors import ArrayError, NumericalError, SpecError
 from ..io.arrays import first_nonfinite, open_npy, peek_npy
-from ..io.weights import Weights, init_weights, load_weights
+from ..io.weights import Weights, init_weights
+from ..sources import load_weights
 from ..spec.definition import Spec, check_length
 from .transformer import Transformer
 
@@ -146,7 +147,7 @@ def run_forward(
         raise SpecError(f"--target: {spec.label} has no encoder (N_enc); --target is for encoder-decoders")
     source_spec = spec  # what the input is checked against: an encoder-decoder's source has its own vocabulary
     if target_path is not None:
-        from .encoder_decoder import encoder_run_spec
+        from ..components.encoder import encoder_run_spec
 
         source_spec = encoder_run_spec(spec)
     header = peek_npy(input_path)

@@ -23,9 +23,7 @@ from ..components.norm import block_norm, norm_kind
 from ..components.positional import Rotary
 from ..errors import SpecError
 from ..io.weights import Weights
-from ..spec.definition import Spec
-from .cross import Cross, cross_scale, memory_keys, project, queries, stack_cross
-from .layers import (
+from ..kernels import (
     Array,
     causal_mask,
     linear,
@@ -36,6 +34,8 @@ from .layers import (
     softmax_rows_,
     window_mask,
 )
+from ..spec.definition import Spec
+from .cross import Cross, cross_scale, memory_keys, project, queries, stack_cross
 from .parallel import check_stop, run_parts
 
 PARALLEL_MIN_SIZE = 1 << 16  # below this many activations, threads cost more than they save

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from ..io.files import read_bounded
+from ..files import read_bounded
 from ..text import escaped, lookalike_hint, shown
 from .yaml12 import MAX_DIGITS, TooLong, read_yaml
 

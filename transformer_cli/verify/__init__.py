@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
+import numpy as np
+
+from ..analysis.memory import check_memory, estimate_encoder_decoder, estimate_forward
 from ..errors import ExitCode
 from ..io.weights import Weights
+from ..model.runner import get_weights
 from ..spec.definition import Spec
 from .causality import check_causality
-from .common import CheckResult, Setup, default_tol, make_setup, setup_from_file
+from .common import CheckResult, Setup, default_tol, make_setup
 from .decoding import check_decoding
 from .encoder_decoder import (
     EncoderDecoderSetup,
@@ -23,6 +28,25 @@ from .experts import check_experts
 from .internals import check_counts, check_softmax
 from .relative import check_relative
 from .scaling import check_scaling
+
+
+def setup_from_file(
+    spec: Spec,
+    weights_path: Path | None,
+    seed: int,
+    dtype: str,
+    n: int | None,
+    tol: float | None,
+    max_memory: str | None = None,
+) -> tuple[Setup, Weights, str]:
+    """Check the memory the model needs, then load (or seed) its weights and build the setup."""
+    if spec.N_enc:  # an encoder-decoder: its own setup (the decoder over a seeded source)
+        check_memory(estimate_encoder_decoder(spec, 1, n or 1, n or 1, dtype), max_memory, "this model")
+        weights, source = get_weights(spec, weights_path, seed)
+        return make_encoder_decoder_setup(spec, weights, seed, dtype, n, tol, max_memory), weights, source
+    check_memory(estimate_forward(spec, 1, n or 1, np.dtype(dtype)), max_memory, "this model")
+    weights, source = get_weights(spec, weights_path, seed)
+    return make_setup(spec, weights, seed, dtype, n, tol, max_memory), weights, source
 
 
 def verify_all(

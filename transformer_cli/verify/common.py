@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,7 +12,6 @@ import numpy as np
 from ..analysis.memory import check_memory, estimate_forward
 from ..errors import ExitCode, TfmError
 from ..io.weights import Weights, init_weights
-from ..model.runner import get_weights
 from ..model.transformer import Transformer
 from ..spec.definition import Spec
 
@@ -185,25 +183,3 @@ def make_setup(
         reference = Transformer(spec, weights, np.float64)
     rng = np.random.default_rng([seed, 1])  # a stream of its own, apart from the weights'
     return Setup(spec, model, rng, n, tol, max_memory, reference)
-
-
-def setup_from_file(
-    spec: Spec,
-    weights_path: Path | None,
-    seed: int,
-    dtype: str,
-    n: int | None,
-    tol: float | None,
-    max_memory: str | None = None,
-) -> tuple[Setup, Weights, str]:
-    """Check the memory the model needs, then load (or seed) its weights and build the setup."""
-    if spec.N_enc:  # an encoder-decoder: its own setup (the decoder over a seeded source)
-        from ..analysis.memory import estimate_encoder_decoder
-        from .encoder_decoder import make_encoder_decoder_setup
-
-        check_memory(estimate_encoder_decoder(spec, 1, n or 1, n or 1, dtype), max_memory, "this model")
-        weights, source = get_weights(spec, weights_path, seed)
-        return make_encoder_decoder_setup(spec, weights, seed, dtype, n, tol, max_memory), weights, source
-    check_memory(estimate_forward(spec, 1, n or 1, np.dtype(dtype)), max_memory, "this model")
-    weights, source = get_weights(spec, weights_path, seed)
-    return make_setup(spec, weights, seed, dtype, n, tol, max_memory), weights, source

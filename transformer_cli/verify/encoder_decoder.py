@@ -20,9 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.memory import check_memory, estimate_encoder_decoder
+from ..components.encoder import encoder_run_spec
+from ..kernels import sinusoidal_positions
 from ..model.decoding import decode
-from ..model.encoder_decoder import EncoderDecoder, encoder_run_spec
-from ..model.layers import sinusoidal_positions
+from ..model.encoder_decoder import EncoderDecoder
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 from .equivariance import breaking_features, permutations
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..components import components
 from ..errors import TfmError
-from ..model.layers import sinusoidal_positions
+from ..kernels import sinusoidal_positions
 from ..spec.definition import Spec
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 

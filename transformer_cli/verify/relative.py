@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..components import components
-from ..model.layers import sinusoidal_positions
+from ..kernels import sinusoidal_positions
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 
 SHIFTS = (1, 5, 31)

@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SpecError
-from ..io import outputs, safetensors_io
-from ..io.arrays import Header, cast_finite
-from ..io.safetensors_io import BFLOAT16
-from ..spec.definition import Spec
-from .checkpoint import INDEX, SINGLE
-from .layouts import Rule, hf_shape, join, rules, tensor_shapes
-from .weights import family_for
+from .errors import SpecError
+from .hf.checkpoint import INDEX, SINGLE
+from .hf.layouts import Rule, hf_shape, join, rules, tensor_shapes
+from .hf.weights import family_for
+from .io import outputs, safetensors_io
+from .io.arrays import Header, cast_finite
+from .io.safetensors_io import BFLOAT16
+from .spec.definition import Spec
 
 TORCH_NAMES = {np.dtype(np.float64): "float64", np.dtype(np.float32): "float32", np.dtype(np.float16): "float16",
                BFLOAT16: "bfloat16"}  # fmt: skip
@@ -123,9 +123,9 @@ def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) 
 
     dtype None keeps float64 checkpoints in float64 and writes the others (bf16, f16, f32) as float32, exactly.
     """
-    from ..io.weights import iter_tensors, write_weights
-    from .config import load_config
-    from .weights import checkpoint_weights
+    from .hf.config import load_config
+    from .hf.weights import checkpoint_weights
+    from .io.weights import iter_tensors, write_weights
 
     if dtype == "bfloat16":
         raise SpecError(f"--dtype bfloat16: tfm's weights file {out} holds float64, float32 or float16 (bfloat16 "
@@ -146,8 +146,8 @@ def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) 
 
 def _generation(folder: Path) -> dict[str, str]:
     """The folder's generation_config.json (stop tokens, sampling defaults) as metadata, if it has one."""
-    from ..io.files import read_bounded
-    from .config import MAX_CONFIG_BYTES, stored_config
+    from .files import read_bounded
+    from .hf.config import MAX_CONFIG_BYTES, stored_config
 
     path = folder / GENERATION
     if not path.is_file():
@@ -168,8 +168,8 @@ def reshard(folder: Path, out: Path, dtype: Any = None, shard_bytes: int | None 
             overwrite: bool = False) -> tuple[Spec, list[str]]:  # fmt: skip
     """A Hugging Face folder written again as one (resharded, or in another dtype; dtype None keeps the source's),
     with every other regular file of the folder (generation_config.json, the tokenizer's) copied as it is."""
-    from .config import load_config
-    from .weights import checkpoint_weights
+    from .hf.config import load_config
+    from .hf.weights import checkpoint_weights
 
     config, spec = load_config(folder)
     weights = checkpoint_weights(folder, spec, config)
@@ -183,7 +183,7 @@ def reshard(folder: Path, out: Path, dtype: Any = None, shard_bytes: int | None 
 
 def _copier(path: Path) -> outputs.Writer:
     def copy(handle) -> None:  # type: ignore[no-untyped-def]
-        from ..io.files import open_regular
+        from .files import open_regular
 
         with open_regular(path, "a file to copy", SpecError) as source:
             shutil.copyfileobj(source, handle, 1 << 20)
@@ -201,8 +201,9 @@ def to_hugging_face(
 ) -> tuple[Spec, list[str]]:
     """tfm's weights file (with its spec) as a Hugging Face folder. The config is the one stored by `to_tfm`, or
     the one at `config_path`, which must describe the same model. dtype None keeps the file's."""
-    from ..io.weights import load_weights, spec_of_weights
-    from .config import load_config, spec_of_config, stored_config
+    from .hf.config import load_config, spec_of_config, stored_config
+    from .io.weights import spec_of_weights
+    from .sources import load_weights
 
     spec = spec_of_weights(path)
     if spec is None:  # an .npz, or a .safetensors not written by tfm
@@ -236,7 +237,7 @@ def _optional_as_in(own: Spec, spec: Spec, config: Mapping[str, Any]) -> Spec:
     """The config's spec with its optional part (a BERT pooler) as the weights have it: both are the model."""
     from dataclasses import replace
 
-    from .weights import OPTIONAL
+    from .hf.weights import OPTIONAL
 
     key = OPTIONAL.get(str(config.get("model_type")), (None,))[0]
     return replace(own, **{key: getattr(spec, key)}) if key and getattr(own, key) and not getattr(spec, key) else own
@@ -245,9 +246,9 @@ def _optional_as_in(own: Spec, spec: Spec, config: Mapping[str, Any]) -> Spec:
 def init_folder(config_path: Path, out: Path, spec: Spec, seed: int, overwrite: bool = False) -> tuple[int, int]:
     """A Hugging Face folder of tfm's seeded weights (as `tfm init` makes them), in float32; returns the tensors
     written and the parameters."""
-    from ..analysis.params import count_params
-    from ..io.weights import init_weights
-    from .config import read_config
+    from .analysis.params import count_params
+    from .hf.config import read_config
+    from .io.weights import init_weights
 
     config = read_config(config_path)
     write_folder(out, spec, config, init_weights(spec, seed), np.float32, overwrite=overwrite)
@@ -259,8 +260,8 @@ def init_folder_memory(spec: Spec, config: Mapping[str, Any]):  # type: ignore[n
 
     From the counts alone (block 0's tensors stand for every block's), so a model of 10^9 blocks is refused at
     once."""
-    from ..analysis.memory import MemoryEstimate
-    from ..analysis.params import count_params
+    from .analysis.memory import MemoryEstimate
+    from .analysis.params import count_params
 
     shapes = tensor_shapes(spec, first=True)
     largest = max(math.prod(hf_shape(rule, shapes)) for rule in rules(family_for(config), spec, first=True))

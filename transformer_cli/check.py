@@ -9,13 +9,13 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
-from ..errors import ExitCode, TfmError
-from ..spec.definition import Spec, load_spec
-from .kv_cache import kv_cache_bytes
-from .memory import estimate_encoder_decoder, estimate_forward, parse_size
-from .params import count_params
-from .serving import serving_memory
-from .training import training_memory
+from .analysis.kv_cache import kv_cache_bytes
+from .analysis.memory import estimate_encoder_decoder, estimate_forward, parse_size
+from .analysis.params import count_params
+from .analysis.serving import serving_memory
+from .analysis.training import training_memory
+from .errors import ExitCode, TfmError
+from .spec.definition import Spec, load_spec
 
 CHECK_KEYS = ("check", "verdict", "reason", "observation", "exit_code")  # of each verify check, in the JSON
 SI = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "B": 10**9, "T": 10**12}
@@ -91,8 +91,8 @@ class SpecCheck:
 
 def check_spec(path: Path, budgets: Budgets, seq_len: int, verify_len: int | None) -> SpecCheck:
     """Load one spec, hold it to the budgets, and run the verify suite on it (unless verify_len is None)."""
-    from ..verify import overall_exit, verify_all
-    from .memory import human
+    from .analysis.memory import human
+    from .verify import overall_exit, verify_all
 
     result = SpecCheck(str(path))
     try:
@@ -135,7 +135,7 @@ def scaled_down(spec: Spec) -> Spec:
     """The same model in structure (heads, groups, experts, norms, positions, mask, window, every variant) with
     at most 2 blocks a stack and small sizes: the properties tfm verifies follow from the structure, and the
     weights are seeded either way, so a 1B model's are checked in a moment instead of minutes and gigabytes."""
-    from ..spec.definition import spec_from_mapping
+    from .spec.definition import spec_from_mapping
 
     data = spec.to_dict()
     smaller = {k: min(v, data[k]) for k, v in SMALL.items() if data.get(k)}
@@ -147,9 +147,9 @@ def _load(path: Path) -> Spec:
     one, must fit its config (checked from the headers)."""
     if not (path.is_dir() or path.suffix.lower() == ".json"):
         return load_spec(path)
-    from ..hf.checkpoint import has_checkpoint
-    from ..hf.config import spec_from_config
-    from ..hf.weights import summary
+    from .hf.checkpoint import has_checkpoint
+    from .hf.config import spec_from_config
+    from .hf.folder import summary
 
     spec = spec_from_config(path)
     folder = path if path.is_dir() else path.parent
@@ -196,8 +196,8 @@ def _not_a_spec(path: Path) -> str:
     """Why a file a folder's search found is not a spec ('' if it is one, or cannot be read: then it is checked)."""
     import json
 
-    from ..io.files import read_bounded
-    from ..spec.yaml12 import read_yaml
+    from .files import read_bounded
+    from .spec.yaml12 import read_yaml
 
     try:
         raw = read_bounded(path, 1 << 20, "a spec file").decode("utf-8")

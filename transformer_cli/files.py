@@ -13,8 +13,8 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from ..errors import ArrayError, TfmError
-from ..text import shown
+from .errors import ArrayError, TfmError
+from .text import shown
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from ..io.weights import Weights
-from ..model.layers import sinusoidal_positions
-from ..model.transformer import Transformer
-from ..spec.definition import Spec
-from .costs import forward_flops
+from .analysis.flops import forward_flops
+from .io.weights import Weights
+from .kernels import sinusoidal_positions
+from .model.transformer import Transformer
+from .spec.definition import Spec
 
 
 def timings(fn: Callable[[], Any], repeat: int, warmup: int = 1) -> list[float]:

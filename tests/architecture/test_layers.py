@@ -1,0 +1,64 @@
+"""The package's layers have one direction: every import, function-level ones included, points down this list.
+
+The graph is read from the source (scripts/import_graph.py), so an upward import anywhere fails here.
+"""
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("import_graph", ROOT / "scripts" / "import_graph.py")
+graph = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(graph)
+
+# bottom to top; a layer may import the layers below it, never one above or beside it
+LAYERS = [
+    {"errors", "text", "version"},  # words and exit codes every layer shares
+    {"files", "kernels"},  # bounded file reading; NumPy kernels
+    {"spec"},  # the spec: its keys, checks and YAML
+    {"components"},  # what a model is made of: tensors, closed form, FLOPs, theory, forward pieces
+    {"analysis"},  # counts, costs, memory and plans, from the spec's components
+    {"io"},  # tfm's own files: arrays, weights, safetensors, outputs
+    {"hf"},  # the Hugging Face mapping: config.json and checkpoints
+    {"sources"},  # what a path names, whatever its format
+    {"model"},  # the forward pass and its runner
+    {"verify"},  # the seeds' properties, checked numerically
+    {"bench", "check", "convert"},  # tasks over many parts
+    {"cli"},  # the commands
+    {"__init__", "__main__"},  # the library's front door and `python -m transformer_cli`
+]
+RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+
+
+def upward(edges: dict[str, set[str]]) -> list[str]:
+    """The imports that do not point to a lower layer."""
+    return [f"{a} -> {b}" for a, targets in sorted(edges.items()) for b in sorted(targets) if RANK[b] >= RANK[a]]
+
+
+def test_every_package_is_in_a_layer():
+    assert set(graph.package_graph()) == set(RANK)
+
+
+def test_every_import_points_down_the_layers():
+    assert upward(graph.package_graph()) == []
+
+
+def test_the_module_graph_has_no_cycle():
+    assert graph.cycles(graph.module_graph()) == []
+
+
+def test_an_upward_or_circular_import_is_caught(tmp_path):
+    edges = graph.package_graph()
+    assert upward(edges | {"spec": edges["spec"] | {"model"}}) == ["spec -> model"]
+    assert graph.cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_function_level_and_relative_imports_are_read(tmp_path, monkeypatch):
+    package = tmp_path / "transformer_cli"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "top.py").write_text("")
+    (package / "sub" / "low.py").write_text("def f():\n    from ..top import x\n    from .. import top\n")
+    monkeypatch.setattr(graph, "ROOT", package)
+    assert graph.module_graph()["transformer_cli.sub.low"] == {"transformer_cli.top"}
