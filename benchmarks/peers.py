@@ -155,8 +155,8 @@ def profile_prefill(spec, weights, dtype: str, X: np.ndarray, rounds: int) -> di
     projection (attention's Q, K, V and output, the feedforward); any other is attention's own (scores, A V).
     "other" is the pass's time outside them: adding masks, dividing by the softmax's sums, the gate's product,
     Python. The wrappers cost about a microsecond a call."""
+    import transformer_cli.components.residual as residual
     import transformer_cli.kernels as layers
-    import transformer_cli.model.transformer as forward
 
     model, real = Transformer(spec, weights, dtype), np.matmul
     held = _held(model)
@@ -182,10 +182,10 @@ def profile_prefill(spec, weights, dtype: str, X: np.ndarray, rounds: int) -> di
         flops[kind] += 2 * batch * a.shape[-2] * a.shape[-1] * b.shape[-1]
         return products[kind](a, b, *args, **kwargs)
 
-    patches = [(np, "matmul", matmul), (forward, "softmax_rows_", timed("softmax", layers.softmax_rows_)),
-               (forward, "rotate_", timed("rotary", layers.rotate_)),
-               (forward, "scaled_queries", timed("query scale", layers.scaled_queries)),
-               (forward, "_residual", timed("residuals", forward._residual)),
+    patches = [(np, "matmul", matmul), (layers, "softmax_rows_", timed("softmax", layers.softmax_rows_)),
+               (layers, "rotate_", timed("rotary", layers.rotate_)),
+               (layers, "scaled_queries", timed("query scale", layers.scaled_queries)),
+               (residual, "_residual", timed("residuals", residual._residual)),
                (layers, "rms_norm", timed("norms", layers.rms_norm)),
                (layers, "layer_norm", timed("norms", layers.layer_norm))]  # fmt: skip
     activations = dict(layers.ACTIVATIONS)

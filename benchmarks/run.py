@@ -37,10 +37,10 @@ ROOT = Path(__file__).resolve().parent.parent
 MEMORY_SCRIPT = """
 import sys, numpy as np
 from transformer_cli import Spec, Transformer, init_weights
-from transformer_cli.analysis import memory
+from transformer_cli import kernels
 mask, chunk_bytes, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 if chunk_bytes >= 1 << 40:  # one chunk: also without the causal cap on queries per chunk
-    memory.CAUSAL_CHUNK = 1 << 40
+    kernels.CAUSAL_CHUNK = 1 << 40
 spec = Spec(N=2, H=4, m=64, d=256, r=1024, mask=mask)
 X = np.random.default_rng(0).standard_normal((256, 16384)).astype(np.float32)
 Y = Transformer(spec, init_weights(spec), np.float32, chunk_bytes=chunk_bytes)(X)

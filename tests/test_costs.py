@@ -18,15 +18,15 @@ from transformer_cli.analysis.costs import (
     forward_flops,
     multiply_adds,
 )
+from transformer_cli.components import residual
 from transformer_cli.components.norm import RMS_PER_ENTRY
-from transformer_cli.model import transformer as model_module
 
 
 def direct_count(monkeypatch, model, X) -> dict[str, int]:
     """Run the model with its matrix products, softmax, norms, activations and residuals counted as they happen."""
     done = {"matmul": 0, "softmax": 0, "norms": 0, "activation": 0, "residuals": 0, "gating": 0}
-    real = {"matmul": np.matmul, "softmax": model_module.softmax_rows_, "norms": layers.layer_norm,
-            "rms": layers.rms_norm, "residuals": model_module._residual}  # fmt: skip
+    real = {"matmul": np.matmul, "softmax": layers.softmax_rows_, "norms": layers.layer_norm,
+            "rms": layers.rms_norm, "residuals": residual._residual}  # fmt: skip
     activation = layers.ACTIVATIONS[model.spec.activation]
 
     def matmul(a, b, *args, **kwargs):
@@ -42,10 +42,10 @@ def direct_count(monkeypatch, model, X) -> dict[str, int]:
         return wrapper
 
     monkeypatch.setattr(np, "matmul", matmul)
-    monkeypatch.setattr(model_module, "softmax_rows_", counted("softmax", real["softmax"], SOFTMAX_PER_SCORE))
+    monkeypatch.setattr(layers, "softmax_rows_", counted("softmax", real["softmax"], SOFTMAX_PER_SCORE))
     monkeypatch.setattr(layers, "layer_norm", counted("norms", real["norms"], NORM_PER_ENTRY))  # the norm component
     monkeypatch.setattr(layers, "rms_norm", counted("norms", real["rms"], RMS_PER_ENTRY))  # calls these kernels
-    monkeypatch.setattr(model_module, "_residual", counted("residuals", real["residuals"], 1))
+    monkeypatch.setattr(residual, "_residual", counted("residuals", real["residuals"], 1))
     per = ACTIVATION_PER_ENTRY[model.spec.activation]
     gated = model.spec.feedforward == "gated"
 

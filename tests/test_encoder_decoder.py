@@ -419,14 +419,14 @@ def test_the_multiply_adds_are_what_the_pass_computes(monkeypatch):
     """Every matrix product of an encoder-decoder's pass counted as it happens (one chunk of scores each, so all
     n_tgt x n_tgt, n_src x n_src and n_tgt x n_src pairs) against costs.multiply_adds with sources and targets of
     different lengths."""
-    from transformer_cli.analysis import memory
+    from transformer_cli import kernels
     from transformer_cli.analysis.flops import multiply_adds
     from transformer_cli.io.weights import init_weights
     from transformer_cli.model.encoder_decoder import EncoderDecoder
 
     spec = Spec(N=2, N_enc=3, H=2, m=4, d=8, r=12, cross_H=3, cross_m=5, V=11, mask="causal", norm="pre",
                 scale="sqrt", attention_bias=True, feedforward="gated", activation="silu")  # fmt: skip
-    monkeypatch.setattr(memory, "CAUSAL_CHUNK", 10**9)
+    monkeypatch.setattr(kernels, "CAUSAL_CHUNK", 10**9)
     model = EncoderDecoder(spec, init_weights(spec), workers=1)
     done = matmul_count(monkeypatch, lambda: model(np.arange(7).reshape(1, 7) % 11, np.arange(5).reshape(1, 5)))
     assert done == sum(multiply_adds(spec, 1, 5, n_src=7).values())

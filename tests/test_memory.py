@@ -267,13 +267,13 @@ def test_a_memory_error_in_a_worker_thread_is_the_one_line_refusal(runner, tmp_p
         threads.append(threading.current_thread().name)
         raise MemoryError
 
-    monkeypatch.setattr(model_module, "softmax_rows_", fail)
+    monkeypatch.setattr(model_module.kernels, "softmax_rows_", fail)
     result = runner.invoke(app, ["run", "-i", str(x)])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert result.exit_code == 2
     lines = [line for line in result.stderr.splitlines() if not line.startswith("using")]
     assert len(lines) == 1 and lines[0].startswith("error: ran out of memory"), lines
-    if model_module.available_cores() > 1:
+    if model_module.kernels.cores() > 1:
         assert threads and all(name.startswith("tfm") for name in threads)  # it was raised in a worker
 
 

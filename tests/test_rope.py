@@ -66,13 +66,13 @@ def test_rope_flops_equal_a_direct_count(monkeypatch, G):
     """3 FLOPs per rotated entry, counted as the model turns Q (H heads) and K (G heads), V never."""
     spec = Spec(N=2, H=3, G=G, m=8, d=10, r=8, positional="rope", rope_fraction=0.5, mask="causal")
     done = []
-    real = model_module.rotate_
+    real = model_module.kernels.rotate_
 
     def counted(X, cos, sin, pairing):
         done.append(3 * 2 * cos.shape[0] * math.prod(X.shape[:-2]) * X.shape[-1])
         return real(X, cos, sin, pairing)
 
-    monkeypatch.setattr(model_module, "rotate_", counted)
+    monkeypatch.setattr(model_module.kernels, "rotate_", counted)
     Transformer(spec, random_weights(spec), workers=1)(np.random.default_rng(0).normal(size=(2, 10, 7)))
     assert len(done) == 2 * spec.N and sum(done) == forward_flops(spec, 2, 7)["rotary positions"]
 

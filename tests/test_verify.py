@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transformer_cli import DEFAULT_SPEC, Spec, Transformer, init_weights, make_setup, verify_all
+from transformer_cli import kernels as model_module
 from transformer_cli.errors import ExitCode, TfmError
-from transformer_cli.model import transformer as model_module
 from transformer_cli.verify import (
     check_causality,
     check_counts,

@@ -8,7 +8,6 @@ weights as loaded and the input as read. A command refuses, before allocating, w
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,31 +15,13 @@ import numpy as np
 from ..components import check_one_stack, feedforward
 from ..components.attention import MultiHeadAttention
 from ..errors import TfmError
+from ..kernels import CHUNK_BYTES, chunk_size, cores
 from ..spec.definition import Spec
 from .params import count_params
 from .units import UNITS, human, parse_size, scientific  # noqa: F401 - the names callers import from here
 
-CHUNK_BYTES = 64 << 20  # default budget for one chunk of attention scores (per worker thread)
-# queries per chunk of a causal pass: (c + 1) / 2c of the n^2 scores are computed with c chunks (measured on the
-# LLaMA-style benchmark spec at n = 512: 0.89x the time of one chunk at batch 8, 0.75x at batch 1)
-CAUSAL_CHUNK = 128
 HEATMAP_BYTES = 24  # per attention weight drawn: the padded float64 copy and nanmean's temporaries (19 measured)
 JSON_BYTES = 200  # per attention weight printed as JSON: a float, list slots, its text, the encoder's (147 measured)
-
-
-def chunk_size(H: int, n_q: int, n_k: int, itemsize: int, chunk_bytes: int, causal: bool = False) -> int:
-    """How many queries of one sequence fit in a chunk of scores (H, chunk, n_k) within chunk_bytes (>= 1); at
-    most CAUSAL_CHUNK with a causal mask, whose chunks skip the keys after their last query."""
-    size = max(1, min(n_q, chunk_bytes // max(H * n_k * itemsize, 1)))
-    return min(size, CAUSAL_CHUNK) if causal else size
-
-
-def cores() -> int:
-    """Cores this process may run on: the threads a batched forward pass uses."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 class MemoryLimitError(TfmError):

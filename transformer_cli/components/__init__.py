@@ -13,9 +13,10 @@ from .base import Component, Pairs, Tensor, Term
 from .embedding import embedding, head, pooler
 from .encoder import decoder_extras, encoder_block_components, encoder_model_components
 from .experts import Experts
-from .feedforward import FEEDFORWARDS, Residuals
+from .feedforward import FEEDFORWARDS
 from .norm import block_norm, final_norm
 from .positional import POSITIONALS
+from .residual import Residuals
 
 
 def feedforward(spec: Spec) -> Component:

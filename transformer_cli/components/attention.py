@@ -7,6 +7,12 @@ later keys' scores to -inf.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cached_property
+
+import numpy as np
+
+from .. import kernels
 from .base import Component, Pairs, Tensor, Term
 
 SOFTMAX_PER_SCORE = 5  # max, subtract, exp, sum, divide
@@ -26,12 +32,52 @@ class MultiHeadAttention(Component):
             out += [Tensor(p + f"{qk}_norm.{g}", (m,), "query/key norm") for qk in ("q", "k") for g in self.qk.params]
         return out
 
-    @property
+    @cached_property
     def qk(self):  # type: ignore[no-untyped-def]
         """The norm of each query and key head (the spec's norm type over m entries), with qk_norm."""
         from .norm import norm_kind
 
         return norm_kind(self.spec)
+
+    # -- the forward pass: one block's weights stacked so that all heads go through one product ---------------
+
+    def prepare(self, get: Callable[[str], np.ndarray]) -> dict:
+        """W_qkv ((H + 2G)m, d): rows [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G]; W_O (d, Hm): columns h*m ..
+        (h+1)*m - 1 are W_O^h; biases as (k, 1, 1) columns; the query and key norms' gains as (m, 1, 1, 1)."""
+        H, m, d = self.spec.H, self.spec.m, self.spec.d
+        W_qkv = np.concatenate([get(f"attention.{x}").reshape(-1, d) for x in ("W_Q", "W_K", "W_V")])
+        W_O = np.ascontiguousarray(get("attention.W_O").transpose(1, 0, 2).reshape(d, H * m))  # (H, d, m) -> (d, Hm)
+        b_qkv = b_O = qk = None
+        if self.spec.attention_bias:
+            b_qkv = np.concatenate([get(f"attention.{x}").reshape(-1) for x in ("b_Q", "b_K", "b_V")]).reshape(-1, 1, 1)
+        if self.spec.has_out_bias:
+            b_O = get("attention.b_O").reshape(-1, 1, 1)
+        if self.spec.qk_norm:  # gains (m,) shaped to broadcast over heads moved to axis 0: (m, b, H, n)
+            gains = [self.qk.stacked(lambda g, x=x: get(f"attention.{x}_norm.{g}")) for x in "qk"]
+            qk = tuple(tuple(a.reshape(-1, 1, 1, 1) for a in params) for params in gains)
+        return {"W_qkv": W_qkv, "b_qkv": b_qkv, "W_O": W_O, "b_O": b_O, "qk_norm": qk}
+
+    def qkv(self, blk, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # type: ignore[no-untyped-def]
+        """Projections of all heads at once: (d, b, n) -> Q (b, H, m, n), K and V (b, G, m, n), views."""
+        _, b, n = X.shape
+        H, G, m = self.spec.H, self.spec.kv_heads, self.spec.m
+        QKV = kernels.linear(blk.W_qkv, X)  # ((H + 2G)m, b, n)
+        if blk.b_qkv is not None:
+            QKV += blk.b_qkv
+        QKV = QKV.reshape(H + 2 * G, m, b, n).transpose(2, 0, 1, 3)  # (b, H + 2G, m, n)
+        if blk.qk_norm is not None:  # each query and key head normalised over its m entries, in place
+            kind = self.qk
+            for part, params in ((QKV[:, :H], blk.qk_norm[0]), (QKV[:, H : H + G], blk.qk_norm[1])):
+                part[...] = kind.apply(part.transpose(2, 0, 1, 3), params).transpose(1, 2, 0, 3)
+        return QKV[:, :H], QKV[:, H : H + G], QKV[:, H + G :]
+
+    def project(self, blk, heads: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+        """sum_h W_O^h heads_h (+ b_O): (H, m, b, n) -> (d, b, n)."""
+        H, m, b, n = heads.shape
+        out = kernels.linear(blk.W_O, heads.reshape(H * m, b, n))
+        if blk.b_O is not None:
+            out += blk.b_O
+        return out
 
     def terms(self) -> list[Term]:
         H, G, m, d = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d

@@ -119,7 +119,7 @@ def encoder_block_components(spec: Spec) -> list[Component]:
         return []
     from . import feedforward
     from .attention import MultiHeadAttention
-    from .feedforward import Residuals
+    from .residual import Residuals
 
     enc = encoder_spec(spec)
     return [MultiHeadAttention(enc), feedforward(enc), Residuals(enc), block_norm(enc)]

@@ -97,11 +97,4 @@ class GatedFeedForward(FeedForward):
         return self._down(blk, gate)
 
 
-class Residuals(Component):
-    """The two residual additions of each block: X + Sublayer(X). No parameters."""
-
-    def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        return {"residuals": self.spec.N * 2 * self.spec.d * b * n}
-
-
 FEEDFORWARDS = {"plain": FeedForward, "gated": GatedFeedForward}

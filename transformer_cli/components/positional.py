@@ -1,7 +1,14 @@
-"""Positions: encodings added to X before block 1 (sinusoidal, learned positional.P), or rotary positions (RoPE),
-which turn each head's queries and keys by angles proportional to their positions, in every block."""
+"""Positions: encodings added to X before block 1 (sinusoidal, learned positional.P), rotary positions (RoPE),
+which turn each head's queries and keys by angles proportional to their positions in every block, or a bias
+on each score by the key's distance (T5's relative positions).
+
+Each kind runs itself in the forward pass through three hooks, neutral by default: `encodings` (added to the
+input columns), `rotate` (queries and keys, in place) and `bias` (on the scores of a chunk of queries and keys).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -13,17 +20,39 @@ from .base import Component, Pairs, Tensor, Term
 ROTARY_PER_ENTRY = 3  # x cos - y sin: two multiplies and an add per rotated entry (the sign is the add's)
 
 
-class NoPositions(Component):
+class Positions(Component):
+    """What a position scheme does in the forward pass; each hook is a no-op unless the kind has it."""
+
+    def load(self, get: Callable[[str], np.ndarray], dtype: np.dtype) -> None:
+        """Read its tensors (`get(name)` in the pass's dtype) and get ready to run in `dtype`."""
+        self.dtype = np.dtype(dtype)
+
+    def encodings(self, start: int, n: int) -> np.ndarray | None:
+        """The (d, n) encodings added to the columns at positions start .. start+n-1, or None."""
+        return None
+
+    def rotate(self, Q: np.ndarray, K: np.ndarray, start: int, key_start: int) -> None:
+        """Turn Q's columns (b, H, m, n_q), at positions start.., and K's (b, G, m, n_k), at key_start.., in place."""
+
+    def bias(self, first_query: int, first_key: int) -> kernels.Bias | None:
+        """The bias on the scores of queries from first_query and keys from first_key (kernels.attend's), or None."""
+        return None
+
+
+class NoPositions(Positions):
     where = "input"
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         return {"positions": 0}
 
 
-class Sinusoidal(Component):
+class Sinusoidal(Positions):
     """PE[2i, t] = sin(t / 10000^(2i/d)), PE[2i+1, t] = cos(...): no parameters."""
 
     where = "input"
+
+    def encodings(self, start: int, n: int) -> np.ndarray | None:
+        return kernels.sinusoidal_positions(self.spec.d, start + n)[:, start:].astype(self.dtype)
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         return {"positions": self.spec.d * b * n}
@@ -46,6 +75,14 @@ class Learned(Sinusoidal):
     def tensors(self, prefix: str) -> list[Tensor]:
         return [Tensor(prefix + "positional.P", (self.spec.d, self.columns), "positional")]
 
+    def load(self, get: Callable[[str], np.ndarray], dtype: np.dtype) -> None:
+        super().load(get, dtype)
+        self.P = get("positional.P")  # (d, offset + max_len)
+
+    def encodings(self, start: int, n: int) -> np.ndarray | None:
+        offset = start + (self.spec.position_offset or 0)  # BART's table keeps its first columns unused
+        return self.P[:, offset : offset + n]
+
     def terms(self) -> list[Term]:
         symbols = "d*(max_len + offset)" if self.spec.position_offset else "d*max_len"
         return [Term(symbols, self.spec.d * self.columns, "model")]
@@ -54,7 +91,7 @@ class Learned(Sinusoidal):
         return "learned positional encoding"
 
 
-class Rotary(Component):
+class Rotary(Positions):
     """RoPE: pair j of the first rot = int(m * rope_fraction) dims of each query and key head turns by t * f_j at
     position t, f_j = theta^(-2j/rot) (llama3: rescaled); values never turn. Scores then depend on t - s only.
 
@@ -95,8 +132,25 @@ class Rotary(Component):
         angles = self.frequencies()[:, None] * np.arange(start, start + n, dtype=np.float64)[None, :]
         return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
 
+    def load(self, get: Callable[[str], np.ndarray], dtype: np.dtype) -> None:
+        super().load(get, dtype)
+        self.check_runnable()
+        self._tables: tuple = (None, None, None)  # (start, n), cos, sin: the last tables made
 
-class Relative(Component):
+    def rotate(self, Q: np.ndarray, K: np.ndarray, start: int, key_start: int) -> None:
+        for X, first in ((Q, start), (K, key_start)):
+            kernels.rotate_(X, *self._rotary_tables(first, X.shape[-1]), self.spec.rope_pairing)
+
+    def _rotary_tables(self, start: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """cos, sin for positions start .. start+n-1, kept for the next call (every block asks for the same)."""
+        key, cos, sin = self._tables
+        if key != (start, n):
+            cos, sin = self.tables(start, n, self.dtype)
+            self._tables = ((start, n), cos, sin)  # one assignment: threads see old or new, never a mix
+        return cos, sin
+
+
+class Relative(Positions):
     """T5's relative position bias: a learned (rel_buckets, H) table; the score of query t and key s in head h gets
     table[bucket(s - t), h] added. Buckets: exact for small distances, logarithmic up to rel_max_distance, both
     signs apart when unmasked (an encoder), only s <= t with a causal mask. One table per stack, shared by its
@@ -115,6 +169,20 @@ class Relative(Component):
 
     def breaks_equivariance(self) -> str | None:
         return "relative position bias"
+
+    def load(self, get: Callable[[str], np.ndarray], dtype: np.dtype) -> None:
+        super().load(get, dtype)
+        self.table = get("positional.rel_bias")  # (rel_buckets, H)
+
+    def bias(self, first_query: int, first_key: int) -> kernels.Bias | None:
+        return lambda q0, queries, k0, keys: self.relative_bias(first_query + q0, queries, first_key + k0, keys)
+
+    def relative_bias(self, first_query: int, queries: int, first_key: int, keys: int) -> np.ndarray:
+        """The bias of those queries and keys: (H, queries, keys), table[bucket(s - t), h]."""
+        lags = np.arange(first_key, first_key + keys)[None, :] - np.arange(first_query, first_query + queries)[:, None]
+        s = self.spec
+        buckets = kernels.relative_buckets(lags, s.rel_buckets, s.rel_max_distance, bidirectional=s.mask != "causal")
+        return np.ascontiguousarray(self.table[buckets].transpose(2, 0, 1))
 
 
 POSITIONALS = {"none": NoPositions, "sinusoidal": Sinusoidal, "learned": Learned, "rope": Rotary,

@@ -47,7 +47,7 @@ def decoder_block_weights(model, source: np.ndarray, target: np.ndarray, block: 
     """An encoder-decoder's attention weights for one source and target: the encoder's block (kind 'encoder',
     (H, n_src, n_src)), or the decoder's self-attention ('self', (H, n_tgt, n_tgt)) or cross-attention ('cross',
     (H_c, n_src, n_tgt): keys are the source's columns, queries the target's)."""
-    from .cross import memory_keys
+    from ..components.cross import memory_keys
 
     if kind == "encoder":
         return block_weights(model.encoder, source, block)

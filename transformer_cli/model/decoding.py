@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cross import memory_keys
+from ..components.cross import memory_keys
 from .transformer import Array, Transformer, from_columns, to_columns
 
 

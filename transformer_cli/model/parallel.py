@@ -7,18 +7,10 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from ..kernels import Stopped, check_stop  # noqa: F401 - the names callers import from here
+
 T = TypeVar("T")
 STOP_WAIT = 10.0  # seconds to wait for a stopping worker; it stops at its next check, well within a second
-
-
-class Stopped(Exception):
-    """A worker abandoned its part of the batch: the pass is stopping (Ctrl-C, SIGTERM, or another part failed)."""
-
-
-def check_stop(stop: threading.Event | None) -> None:
-    """Raise Stopped once `stop` is set: a worker calls this between steps of its part."""
-    if stop is not None and stop.is_set():
-        raise Stopped
 
 
 def run_parts(run: Callable[[int, threading.Event], T], count: int) -> list[T]:

@@ -1,0 +1,68 @@
+"""How a block joins its sublayers to the residual stream, chosen once when the model is built.
+
+pre:      X + Attn(N1(X)), then + FF(N2(.))                      (GPT-2, LLaMA: a final norm after the last block)
+post:     N1(X + Attn(X)), then N2(. + FF(.))                    (the original transformer, BERT)
+parallel: X + Attn(N1(X)) + FF(N2(X)), both reading the input   (GPT-J, GPT-NeoX, Phi, Falcon; N2 may be N1)
+none:     X + Attn(X), then + FF(.)                              (the seed)
+An encoder-decoder's decoder block has a cross-attention sublayer between the two, joined the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .base import Component, Pairs
+
+Array = np.ndarray
+Sublayer = Callable[[Array], Array]
+Norm = Callable[[Array, tuple | None], Array]
+
+
+def _residual(X: Array, out: Array) -> Array:
+    """X + out, written into the sublayer's fresh output array."""
+    out += X
+    return out
+
+
+def pre_norm(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, norms: tuple, cross=None) -> Array:  # type: ignore[no-untyped-def]
+    X = _residual(X, attention(norm(X, norms[0])))
+    if cross is not None:
+        X = _residual(X, cross[0](norm(X, cross[1])))
+    return _residual(X, feedforward(norm(X, norms[1])))
+
+
+def post_norm(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, norms: tuple, cross=None) -> Array:  # type: ignore[no-untyped-def]
+    X = norm(_residual(X, attention(X)), norms[0])
+    if cross is not None:
+        X = norm(_residual(X, cross[0](X)), cross[1])
+    return norm(_residual(X, feedforward(X)), norms[1])
+
+
+def parallel(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, norms: tuple, cross=None) -> Array:  # type: ignore[no-untyped-def]
+    first = norm(X, norms[0])
+    second = first if norms[1] is None else norm(X, norms[1])
+    return _residual(X, _residual(feedforward(second), attention(first)))
+
+
+def no_norm(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, norms: tuple, cross=None) -> Array:  # type: ignore[no-untyped-def]
+    X = _residual(X, attention(X))
+    if cross is not None:
+        X = _residual(X, cross[0](X))
+    return _residual(X, feedforward(X))
+
+
+LAYOUTS = {"pre": pre_norm, "post": post_norm, "parallel": parallel, "none": no_norm}
+
+
+class Residuals(Component):
+    """The two residual additions of each block, X + Sublayer(X), in the spec's layout. No parameters."""
+
+    def __init__(self, spec):  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        self.layout = "parallel" if spec.parallel else spec.norm
+        self.apply = LAYOUTS[self.layout]  # (X, attention, feedforward, norm, norms, cross) -> the block's output
+
+    def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        return {"residuals": self.spec.N * 2 * self.spec.d * b * n}
