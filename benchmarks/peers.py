@@ -47,10 +47,11 @@ from rich.table import Table
 
 from transformer_cli import Transformer, init_weights
 from transformer_cli.analysis.hardware import probe
-from transformer_cli.bench import blas_info, gemm_gflops, torch_model
+from transformer_cli.bench import blas_info, gemm_gflops
 from transformer_cli.model.decoding import Decoder
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))  # the PyTorch model the tests check tfm against
 from run import BENCH_SPEC, LLAMA_SPEC, machine, median_seconds  # noqa: E402
 
 TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
@@ -216,8 +217,17 @@ PROFILE = ("projections (GEMM)", "attention (GEMM)", "softmax", "norms", "activa
            "residuals")  # fmt: skip
 
 
+def _torch_model(spec, weights, dtype: str) -> Callable | None:  # type: ignore[no-untyped-def]
+    """tests/torch_reference.py's model of the spec, or None without PyTorch."""
+    try:
+        from torch_reference import torch_model
+    except ImportError:
+        return None
+    return torch_model(spec, weights, dtype)
+
+
 def torch_prefill(spec, weights, dtype: str, compiled: bool = False) -> Callable | None:  # type: ignore[no-untyped-def]
-    model = torch_model(spec, weights, dtype)
+    model = _torch_model(spec, weights, dtype)
     if model is None:
         return None
     import torch
@@ -233,7 +243,7 @@ def torch_prefill(spec, weights, dtype: str, compiled: bool = False) -> Callable
 
 
 def onnx_prefill(spec, weights, dtype: str, X: np.ndarray) -> Callable | None:  # type: ignore[no-untyped-def]
-    model = torch_model(spec, weights, dtype)
+    model = _torch_model(spec, weights, dtype)
     try:
         import onnxruntime as ort
         import torch

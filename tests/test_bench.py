@@ -9,23 +9,30 @@ import pytest
 from conftest import random_weights
 
 from transformer_cli import Spec, Transformer
-from transformer_cli.bench import run_bench, torch_forward
+from transformer_cli.bench import run_bench
 from transformer_cli.cli import app
 
 
-def test_run_bench_without_torch_reports_every_figure():
+def test_run_bench_reports_every_figure():
     spec = Spec(N=1, H=2, m=4, d=8, r=16)
-    data = run_bench(spec, random_weights(spec), 2, 16, "float64", repeat=2, torch=False).to_dict()
-    assert data["torch"] is None and data["flops"] == sum(data["flops_by_component"].values())
+    data = run_bench(spec, random_weights(spec), 2, 16, "float64", repeat=2).to_dict()
+    assert "torch" not in data and data["flops"] == sum(data["flops_by_component"].values())
     assert data["tfm"]["median_s"] > 0 and data["tfm"]["peak_bytes"] > 0 and data["gemm_gflops"] > 0
     assert data["tfm"]["tokens_per_s"] == pytest.approx(32 / data["tfm"]["median_s"])
 
 
 def test_bench_command_json(runner):
-    result = runner.invoke(app, ["bench", "--seq-len", "8", "--repeat", "2", "--no-torch", "--json"])
+    result = runner.invoke(app, ["bench", "--seq-len", "8", "--repeat", "2", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["seq_len"] == 8 and data["batch"] == 1 and data["flops"] == sum(data["flops_by_component"].values())
+
+
+def test_bench_no_longer_runs_pytorch_and_says_where_the_comparison_is(runner):
+    """tfm never imports torch: --torch is refused in one line naming benchmarks/peers.py; --no-torch still works."""
+    result = runner.invoke(app, ["bench", "--seq-len", "8", "--repeat", "1", "--torch"])
+    assert result.exit_code == 2 and "benchmarks/peers.py" in result.output and "Traceback" not in result.output
+    assert runner.invoke(app, ["bench", "--seq-len", "8", "--repeat", "1", "--no-torch", "--json"]).exit_code == 0
 
 
 VARIANTS = [
@@ -85,6 +92,8 @@ TOKEN_MODELS = [
 def test_pytorch_computes_the_same_logits_from_token_ids(spec):
     """Token ids in, logits (b, V, n) out: PyTorch's F.embedding and F.linear head against tfm's."""
     pytest.importorskip("torch")
+    from torch_reference import torch_forward
+
     w = random_weights(spec)
     ids = np.random.default_rng(1).integers(0, spec.V, size=(2, 11))
     ours, theirs = Transformer(spec, w)(ids), torch_forward(spec, w, "float64")(ids)
@@ -107,6 +116,8 @@ def test_pytorch_computes_the_same_logits_from_token_ids(spec):
 def test_pytorch_computes_the_same_function(spec):
     """PyTorch (when installed) is an independent implementation: its output must match tfm's."""
     pytest.importorskip("torch")
+    from torch_reference import torch_forward
+
     w = random_weights(spec)
     X = np.random.default_rng(0).normal(size=(2, spec.d, 11))
     ours, theirs = Transformer(spec, w)(X), torch_forward(spec, w, "float64")(X)

@@ -6,6 +6,8 @@ The graph is read from the source (scripts/import_graph.py), so an upward import
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("import_graph", ROOT / "scripts" / "import_graph.py")
 graph = importlib.util.module_from_spec(_spec)
@@ -62,3 +64,11 @@ def test_function_level_and_relative_imports_are_read(tmp_path, monkeypatch):
     (package / "sub" / "low.py").write_text("def f():\n    from ..top import x\n    from .. import top\n")
     monkeypatch.setattr(graph, "ROOT", package)
     assert graph.module_graph()["transformer_cli.sub.low"] == {"transformer_cli.top"}
+
+
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "transformer_cli").rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_the_package_never_imports_torch(path):
+    found = {name for name in graph.imported_names(path) if name.split(".")[0] == "torch"}
+    assert found == set(), f"{path.relative_to(ROOT)} imports {found}: the torch reference lives in tests/"

@@ -54,7 +54,7 @@ SUMMARIES = {  # each command's first paragraph, in the order of `tfm --help`; a
         'and time (prefill and decoding on named hardware), at batch b and context n.'
     ),
     'check': 'Check many spec files at once: valid, within budgets, and every property as theory predicts.',
-    'bench': 'Time the forward pass: median and spread, tokens/s, GFLOP/s, peak memory, and the ratio to PyTorch.',
+    'bench': 'Time the forward pass: median and spread, tokens/s, GFLOP/s and peak memory.',
 }  # fmt: skip
 
 

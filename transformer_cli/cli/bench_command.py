@@ -1,4 +1,4 @@
-"""`tfm bench`: time the forward pass, beside PyTorch's when it is installed."""
+"""`tfm bench`: time the forward pass, beside NumPy's own GEMM peak."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ..errors import TfmError
 from .common import (
     COST_DTYPE,
     DTypeOpt,
@@ -33,15 +34,18 @@ def bench(
     repeat: Annotated[int, typer.Option("--repeat", "-k", min=1, help="Timed forward passes after a warm-up.")] = 5,
     weights: WeightsOpt = None,
     seed: SeedOpt = 0,
-    torch: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time PyTorch, if it is installed.")] = True,
+    torch: Annotated[bool, typer.Option("--torch/--no-torch", hidden=True)] = False,  # before PyTorch left the package
     json_out: JsonOpt = False,
 ) -> None:
-    """Time the forward pass: median and spread, tokens/s, GFLOP/s, peak memory, and the ratio to PyTorch.
+    """Time the forward pass: median and spread, tokens/s, GFLOP/s and peak memory.
 
-    PyTorch (pip install -e '.[bench]' in the tfm checkout) runs the same computation on the same weights and input
-    (F.linear and scaled_dot_product_attention under inference_mode), interleaved with tfm's runs;
-    the outputs are compared too. GFLOP/s counts the matrix products (a multiply-add is 2 FLOPs),
-    set against NumPy's own GEMM throughput measured in the same run.
+    GFLOP/s counts the matrix products (a multiply-add is 2 FLOPs), set against NumPy's own GEMM throughput
+    measured in the same run. tfm never imports PyTorch: benchmarks/peers.py times tfm beside PyTorch eager,
+    torch.compile, JAX and ONNX Runtime on the same weights.
+
+    \b
+    In the tfm checkout:
+      pip install -e '.[bench]' && python benchmarks/peers.py
 
     \b
     Example:
@@ -54,6 +58,11 @@ def bench(
     from . import render
 
     with handled(json_out):
+        if torch:
+            raise TfmError(
+                "--torch: tfm bench no longer runs PyTorch (tfm never imports it); python benchmarks/peers.py in the "
+                "tfm checkout times tfm beside PyTorch, torch.compile, JAX and ONNX Runtime"
+            )
         spec, _ = load(spec_path, weights)
         weights = weights_of(spec_path, weights)
         check_length(spec, seq_len, "--seq-len")
@@ -61,7 +70,7 @@ def bench(
         w, _ = get_weights(spec, weights, seed)
         with progress_bar(json_out) as progress:
             task = progress.add_task("benchmarking", total=repeat + 2)
-            result = run_bench(spec, w, batch, seq_len, dtype.value, repeat, torch,
+            result = run_bench(spec, w, batch, seq_len, dtype.value, repeat,
                                lambda what: progress.update(task, advance=1, description=what))  # fmt: skip
     data = result.to_dict() | spec_json(spec)
     if json_out:

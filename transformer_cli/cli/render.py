@@ -293,16 +293,12 @@ def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
 
 
 def bench_table(data: dict[str, Any]) -> Table:
-    """tfm beside PyTorch: time per forward, throughput, FLOP rate, memory, and the ratio."""
+    """tfm's time per forward, throughput, FLOP rate against NumPy's GEMM peak, and memory."""
     title = f"Forward pass of {shown(data['name'])}: batch {data['batch']}, n = {data['seq_len']}, {data['dtype']}"
     table = FitTable(title=title, title_justify="left", drop=["min .. max", "of GEMM peak", "peak memory", "GFLOP/s"])
     for col in ("", "median", "min .. max", "tokens/s", "GFLOP/s", "of GEMM peak", "peak memory"):
         table.add_column(col, justify="left" if not col else "right", no_wrap=bool(col))
-    rows = [("tfm", data["tfm"]), ("PyTorch", data["torch"])]
-    for name, run in rows:
-        if run is None:
-            table.add_row(name, "not installed", *[""] * 5)
-            continue
+    for name, run in [("tfm", data["tfm"])]:
         fraction = f"{run['gflops'] / data['gemm_gflops']:.2f}"
         memory = human(run["peak_bytes"]) if "peak_bytes" in run else "-"
         table.add_row(name, f"{run['median_s'] * 1e3:.1f} ms", f"{run['min_s'] * 1e3:.1f} .. {run['max_s'] * 1e3:.1f}",
@@ -312,9 +308,7 @@ def bench_table(data: dict[str, Any]) -> Table:
              f"({blas['library']} {blas['version']}, kernel {blas['kernel']}, {blas['threads']} threads)"]  # fmt: skip
     if blas["warning"]:
         notes.append(f"warning: {blas['warning']}")
-    if data["torch"] is not None:
-        ratio, diff, threads = data["ratio_tfm_over_torch"], data["max_rel_diff"], data["torch"]["threads"]
-        notes.insert(0, f"tfm / PyTorch time = {ratio:.3f} (outputs agree to {diff:.2g}; PyTorch on {threads} threads)")
+    notes.append("tfm beside PyTorch, torch.compile, JAX and ONNX Runtime: python benchmarks/peers.py")
     table.caption = "\n".join(notes)
     return table
 
