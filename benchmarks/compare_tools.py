@@ -26,7 +26,7 @@ from torch import nn
 
 from transformer_cli.analysis.costs import costs
 from transformer_cli.analysis.params import count_params
-from transformer_cli.spec.definition import load_spec
+from transformer_cli.spec.load import load_spec
 
 SPEC = Path(__file__).resolve().parent.parent / "examples" / "configs" / "gpt2-small.yaml"
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from transformer_cli import Spec, SpecError, count_params, load_spec
 from transformer_cli.analysis.params import all_tensors
 from transformer_cli.cli import app
-from transformer_cli.spec.definition import spec_from_mapping
+from transformer_cli.spec.validate import spec_from_mapping
 
 ROOT = Path(__file__).parent.parent
 AIAYN = ROOT / "examples" / "encoder-decoder" / "attention-is-all-you-need-transformer-base.yaml"

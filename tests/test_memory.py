@@ -25,7 +25,7 @@ from transformer_cli.check import Budgets, check_spec
 from transformer_cli.cli import app
 from transformer_cli.model import transformer as model_module
 from transformer_cli.model.attention_maps import attention_maps, block_weights, estimate_maps
-from transformer_cli.spec.definition import load_spec
+from transformer_cli.spec.load import load_spec
 
 ROOT = Path(__file__).parent.parent
 GPT2 = ROOT / "examples" / "configs" / "gpt2-small.yaml"

@@ -15,7 +15,8 @@ from .analysis.params import count_params
 from .analysis.serving import serving_memory
 from .analysis.training import training_memory
 from .errors import ExitCode, TfmError
-from .spec.definition import Spec, load_spec
+from .spec.definition import Spec
+from .spec.load import load_spec
 
 CHECK_KEYS = ("check", "verdict", "reason", "observation", "exit_code")  # of each verify check, in the JSON
 SI = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "B": 10**9, "T": 10**12}
@@ -135,7 +136,7 @@ def scaled_down(spec: Spec) -> Spec:
     """The same model in structure (heads, groups, experts, norms, positions, mask, window, every variant) with
     at most 2 blocks a stack and small sizes: the properties tfm verifies follow from the structure, and the
     weights are seeded either way, so a 1B model's are checked in a moment instead of minutes and gigabytes."""
-    from .spec.definition import spec_from_mapping
+    from .spec.validate import spec_from_mapping
 
     data = spec.to_dict()
     smaller = {k: min(v, data[k]) for k, v in SMALL.items() if data.get(k)}

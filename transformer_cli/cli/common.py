@@ -28,7 +28,8 @@ except ImportError:  # pragma: no cover - older typer uses click itself
     from click.utils import make_default_short_help  # type: ignore[no-redef]
 
 from ..errors import ExitCode, OutputError, Terminated, TfmError
-from ..spec.definition import DEFAULT_SPEC, Spec, load_spec
+from ..spec.definition import DEFAULT_SPEC, Spec
+from ..spec.load import load_spec
 from ..version import __version__
 
 EXIT_CODES = (

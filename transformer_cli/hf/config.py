@@ -15,7 +15,8 @@ from typing import Any
 
 from ..errors import SpecError
 from ..files import read_bounded
-from ..spec.definition import FIELDS, REQUIRED, Spec, spec_from_mapping
+from ..spec.definition import FIELDS, REQUIRED, Spec
+from ..spec.validate import spec_from_mapping
 from ..text import shown
 from .families import FAMILIES
 from .keys import Keys

@@ -17,7 +17,8 @@ import numpy as np
 from ..analysis.memory import MemoryEstimate
 from ..analysis.params import Tensor, all_tensors, block_tensors, count_params, encoder_tensors, global_tensors
 from ..errors import ArrayError, SpecError
-from ..spec.definition import Spec, spec_from_mapping
+from ..spec.definition import Spec
+from ..spec.validate import spec_from_mapping
 from ..text import shown
 from . import safetensors_io
 from .arrays import Header, first_nonfinite, open_npz, peek_npz

@@ -1,0 +1,242 @@
+"""A parsed spec document checked against the keys `Spec` declares: each key's type, then the combinations.
+
+Every error names the source, the key, the value and what was expected, in one line.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+from ..text import lookalike_hint, shown
+from .definition import DEPENDENT, FIELDS, REQUIRED, Spec
+from .yaml12 import MAX_DIGITS, TooLong
+
+
+def _expected(name: str) -> str:
+    meta = FIELDS[name].metadata
+    kind, choices = meta["kind"], meta["choices"]
+    return {
+        "posint": "a positive integer",
+        "posfloat": "a positive number",
+        "fraction": "a number in (0, 1]",
+        "bool": "true or false",
+        "str": "a string",
+        "choice": "one of " + ", ".join(choices),
+        "scale": "none, sqrt or a positive number",
+    }[kind]
+
+
+EXACT_FLOAT = 2**53  # up to here every integer is exactly a float, so 64.0 can only mean 64
+TOO_LONG = 10**MAX_DIGITS  # the smallest integer of MAX_DIGITS + 1 digits
+
+
+def _digits(value: int) -> int:
+    """Decimal digits of abs(value), without str() (refused by Python past 4,300 digits)."""
+    value = abs(value)
+    digits = max(1, int((value.bit_length() - 1) * math.log10(2)) + 1)
+    return digits + (value >= 10**digits)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < TOO_LONG
+
+
+def _is_number(value: Any) -> bool:
+    """A finite number that fits a float (the model computes in floats)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return _is_int(value) and abs(value) <= sys.float_info.max
+
+
+def _is_text(value: Any) -> bool:
+    """A string that is text: no lone surrogate (a JSON or YAML escape such as \\ud800 can make one)."""
+    return isinstance(value, str) and not any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+
+
+def _valid(name: str, value: Any) -> bool:
+    meta = FIELDS[name].metadata
+    kind = meta["kind"]
+    if kind == "posint":
+        return _is_int(value) and value > 0
+    if kind == "posfloat":
+        return _is_number(value) and value > 0
+    if kind == "fraction":
+        return _is_number(value) and 0 < value <= 1
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "str":
+        return _is_text(value)
+    if kind == "choice":
+        return isinstance(value, str) and value in meta["choices"]
+    return (isinstance(value, str) and value in meta["choices"]) or (_is_number(value) and value > 0)
+
+
+def _declared(name: str, value: Any) -> Any:
+    """The value as its key declares it: 64.0 is the integer 64 (as in JSON Schema), a numeric scale a float."""
+    kind = FIELDS[name].metadata["kind"]
+    exact = isinstance(value, float) and value.is_integer() and abs(value) <= EXACT_FLOAT
+    if kind == "posint" and exact:
+        return int(value)
+    if kind == "scale" and _is_number(value):
+        return float(value)
+    return value
+
+
+def _shown_value(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]  # as YAML spells them
+    if isinstance(value, int) and abs(value) >= TOO_LONG:
+        return repr(TooLong(_digits(value)))
+    if isinstance(value, str):
+        return f"'{shown(value)}'"
+    return shown(repr(value))
+
+
+def _expectation(name: str, value: Any) -> str:
+    """What the key expects, with the reason where the value looks right but is not."""
+    expected, kind = _expected(name), FIELDS[name].metadata["kind"]
+    numeric = kind in ("posint", "posfloat", "fraction", "scale")
+    if numeric and isinstance(value, (TooLong, int)) and not isinstance(value, bool) and not _is_int(value):
+        return f"{expected} of at most {MAX_DIGITS:,} digits"
+    if kind == "posint" and isinstance(value, float) and value.is_integer() and abs(value) > EXACT_FLOAT:
+        return f"{expected} (a float this large is not exact: write its digits)"
+    if isinstance(value, str) and not _is_text(value):
+        odd = next(c for c in value if 0xD800 <= ord(c) <= 0xDFFF)
+        return f"{expected} of characters, and a lone surrogate (U+{ord(odd):04X}) is not one"
+    if kind == "bool" and value in ("yes", "no", "on", "off", "y", "n"):
+        return f"{expected} (YAML 1.2 reads {value} as a string)"
+    return expected
+
+
+def _fail(source: str, key: str, value: Any, expected: str) -> SpecError:
+    return SpecError(f"{source}: key '{key}': got {_shown_value(value)}, expected {expected}")
+
+
+def _unknown_key(source: str, key: Any) -> SpecError:
+    text = key if isinstance(key, str) else _shown_value(key)
+    hint = lookalike_hint(text, list(FIELDS)) if isinstance(key, str) else ""
+    if not hint:
+        close = difflib.get_close_matches(text, list(FIELDS), n=1, cutoff=0.5)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+    known = "" if hint else f"; known keys: {', '.join(FIELDS)}"  # the whole list only when no key is close
+    return SpecError(f"{source}: unknown key '{shown(text)}'{hint}{known}")
+
+
+def spec_from_mapping(data: Any, source: str = "spec") -> Spec:
+    """Validate a parsed YAML document and build the Spec; `source` names it in errors."""
+    if not isinstance(data, dict):
+        kind = "an empty document" if data is None else f"a {type(data).__name__}"
+        raise SpecError(f"{source}: expected a mapping of keys (N, H, m, d, r, ...), got {kind}")
+    for key in data:
+        if not isinstance(key, str) or key not in FIELDS:
+            raise _unknown_key(source, key)
+    missing = [k for k in REQUIRED if k not in data]
+    if missing:
+        raise SpecError(f"{source}: missing required key{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    values = {key: _declared(key, value) for key, value in data.items()}
+    for key, value in values.items():
+        if not _valid(key, value):
+            raise _fail(source, key, data[key], _expectation(key, data[key]))
+    if "name" not in values and source.endswith((".yaml", ".yml", ".json")):
+        values["name"] = Path(source).stem
+    spec = Spec(**values)
+    _check_combinations(spec, data, source)
+    return spec
+
+
+def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
+    if "out_bias" in data and not spec.attention_bias:
+        raise _fail(source, "out_bias", data["out_bias"], "no out_bias unless attention_bias is true")
+    if "norm_bias" in data and spec.norm_type != "layernorm":
+        raise _fail(source, "norm_bias", data["norm_bias"], "no norm_bias unless norm_type is layernorm")
+    if spec.norm_plus_one and spec.norm_type != "rmsnorm":
+        raise _fail(source, "norm_plus_one", True, "norm_type: rmsnorm with norm_plus_one (x / rms * (1 + gamma))")
+    if (spec.E is None) != (spec.k is None):
+        key, other = ("E", "k") if spec.E is None else ("k", "E")
+        raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with {other}")
+    if spec.E is not None and spec.k > spec.E:
+        raise _fail(source, "k", spec.k, f"at most E = {spec.E} (the experts each token can choose from)")
+    if spec.window is not None and spec.mask != "causal":
+        raise _fail(
+            source, "window", spec.window, "mask: causal with a sliding window (query t sees keys t - w + 1 .. t)"
+        )
+    if spec.parallel and spec.norm != "pre":
+        raise _fail(source, "parallel", True, "norm: pre with parallel blocks (both sublayers read the block's input)")
+    if "shared_norm" in data and not spec.parallel:
+        raise _fail(source, "shared_norm", data["shared_norm"], "no shared_norm unless parallel is true")
+    if spec.V and not spec.head and (spec.tie_embeddings or spec.head_bias):
+        raise _fail(source, "head", False, "a head for tie_embeddings or head_bias")
+    if "V_src" in data and (spec.N_enc is None or spec.V is None):
+        raise _fail(
+            source, "V_src", data["V_src"], "no V_src unless the spec has an encoder (N_enc) and a vocabulary V"
+        )
+    for key in ("cross_H", "cross_m", "cross_bias"):
+        if key in data and spec.N_enc is None:
+            raise _fail(source, key, data[key], f"no {key} unless the spec has an encoder (N_enc)")
+    if spec.N_enc is not None:
+        _check_encoder_decoder(spec, data, source)
+    for key in ("tie_embeddings", "head_bias", "embed_scale", "head", "type_vocab", "embed_norm", "pooler",
+                "head_scale"):  # fmt: skip
+        if key in data and spec.V is None:
+            raise _fail(source, key, data[key], f"no {key} unless the spec has a vocabulary V")
+    if spec.H % spec.kv_heads:
+        raise _fail(source, "G", data["G"], f"a divisor of H = {spec.H} (each key/value head serves H/G query heads)")
+    for key, (other, values, required) in DEPENDENT.items():
+        allowed = getattr(spec, other) in values
+        if allowed and required and key not in data:
+            raise SpecError(f"{source}: key '{key}': missing, expected {_expected(key)} when {other} is {values[0]}")
+        if not allowed and key in data:
+            raise _fail(source, key, data[key], f"no {key} unless {other} is {' or '.join(values)}")
+    if spec.positional == "rope":
+        _check_rope(spec, source)
+    if spec.positional == "relative":
+        _check_relative(spec, source)
+
+
+def _check_relative(spec: Spec, source: str) -> None:
+    """T5's buckets: each direction a stack looks in needs an exact bucket and a logarithmic one (fewer divide by
+    zero, in transformers as here), and the farthest distance must lie past the exact ones."""
+    unmasked = bool(spec.N_enc) or spec.mask != "causal"
+    least = 4 if unmasked else 2
+    if spec.rel_buckets < least:
+        why = (
+            "an unmasked stack splits them between keys before and after the query, each half"
+            if unmasked
+            else "a causal stack"
+        )
+        raise _fail(source, "rel_buckets", spec.rel_buckets,
+                    f"at least {least} ({why} needing an exact bucket and a logarithmic one)")  # fmt: skip
+    if spec.rel_max_distance <= spec.rel_buckets // 2:
+        raise _fail(source, "rel_max_distance", spec.rel_max_distance, "more than rel_buckets / 2 (the exact buckets)")
+
+
+def _check_encoder_decoder(spec: Spec, data: dict[str, Any], source: str) -> None:
+    """An encoder-decoder's decoder masks its self-attention; the features tfm has for one stack only are refused."""
+    if spec.mask != "causal":
+        raise _fail(source, "N_enc", spec.N_enc, "mask: causal with an encoder (the decoder's self-attention)")
+    for key in ("parallel", "E", "window", "type_vocab", "pooler"):
+        if key in data and data[key] not in (None, False):
+            raise _fail(source, key, data[key], f"no {key} in an encoder-decoder (N_enc)")
+
+
+def _check_rope(spec: Spec, source: str) -> None:
+    """What the rope keys' types cannot say: whole pairs of rotated dims, and llama3's two bands in order."""
+    rot = spec.rotated_dims
+    if rot < 2 or rot % 2:
+        raise SpecError(
+            f"{source}: keys 'm', 'rope_fraction': int(m * rope_fraction) = int({spec.m} * {spec.rope_fraction!r})"
+            f" = {rot} rotated dims per head, expected an even number of at least 2"
+        )
+    if spec.rope_scaling == "llama3" and not spec.rope_high_freq_factor > spec.rope_low_freq_factor:
+        raise SpecError(
+            f"{source}: key 'rope_high_freq_factor': got {spec.rope_high_freq_factor!r}, expected more than "
+            f"rope_low_freq_factor = {spec.rope_low_freq_factor!r}"
+        )
+
+
+__all__ = ["spec_from_mapping"]
