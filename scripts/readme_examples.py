@@ -1,5 +1,5 @@
 """The README's example commands, in order, and how to run them as a new user would (shared by
-scripts/update_readme.py, which shows their outputs, and tests/test_readme.py, which checks they run).
+scripts/update_readme.py, which shows their outputs, and tests/cli/test_readme.py, which checks they run).
 
 The commands are those after `<!-- output: COMMAND -->` markers, and the `tfm ...` commands in ```bash
 blocks (a `pip install ... && tfm verify` line gives `tfm verify`). They run in one scratch folder holding

@@ -1,7 +1,7 @@
 """The spec's model in PyTorch: the one PyTorch forward pass the tests and the benchmarks share.
 
 tfm never imports torch (tests/architecture/test_layers.py holds that); this module is outside the package, imported
-by the tests (tests/test_bench.py: tfm's output against it for every variant) and by benchmarks/peers.py (the
+by the tests (tests/model/test_bench.py: tfm's output against it for every variant) and by benchmarks/peers.py (the
 PyTorch eager, torch.compile and ONNX Runtime peers run it). Written independently of tfm's pass: PyTorch's
 (b, n, d) layout, F.linear, F.scaled_dot_product_attention, F.layer_norm and F.rms_norm, the rotary angles in
 float64, the experts as the dense weighted sum.

@@ -13,7 +13,7 @@ from conftest import one_line_error
 
 from transformer_cli.cli import app
 
-TINY = Path(__file__).parent.parent / "examples" / "hf" / "tiny-llama" / "config.json"
+TINY = Path(__file__).parents[2] / "examples" / "hf" / "tiny-llama" / "config.json"
 
 
 def _folder(tmp_path: Path, runner, shards: bool = False) -> Path:

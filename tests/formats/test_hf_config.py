@@ -13,7 +13,7 @@ import pytest
 from transformer_cli import SpecError, count_params, load_spec, spec_from_mapping
 from transformer_cli.hf.config import config_to_spec_mapping, spec_from_config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REAL = json.loads((ROOT / "tests/data/real-models.json").read_text())
 
 

@@ -1,7 +1,7 @@
 """Hostile and broken input: every case gets a defined answer, an exit code from the table, and no traceback.
 
-The fuzz tests run a bounded number of examples in CI; TFM_FUZZ_EXAMPLES=2000 python -m pytest tests/test_hostile.py
-runs them longer.
+The fuzz tests run a bounded number of examples in CI;
+TFM_FUZZ_EXAMPLES=2000 python -m pytest tests/hostile/test_hostile.py runs them longer.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from conftest import DATA
 
 from transformer_cli import count_params, load_spec
 
-PRESETS = sorted((Path(__file__).parent.parent / "examples" / "models").glob("*.yaml"))
+PRESETS = sorted((Path(__file__).parents[2] / "examples" / "models").glob("*.yaml"))
 PUBLISHED = {m["name"]: m for m in json.loads((DATA / "real-models.json").read_text())}
 
 
@@ -28,8 +28,8 @@ def test_there_are_presets_for_the_gpt2_family():
     assert {"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"} <= {p.stem for p in PRESETS}
 
 
-README = Path(__file__).parent.parent / "README.md"
-PEERS = json.loads((Path(__file__).parent.parent / "benchmarks" / "peer_counts.json").read_text())
+README = Path(__file__).parents[2] / "README.md"
+PEERS = json.loads((Path(__file__).parents[2] / "benchmarks" / "peer_counts.json").read_text())
 
 
 def _readme_table() -> dict[str, list[str]]:
@@ -67,7 +67,7 @@ def test_the_readme_table_of_hugging_face_configs_is_tfms_count_of_each_and_the_
     assert len(rows) == 20
     for row in rows:
         folder = row.split("`")[1]
-        count = count_params(spec_from_config(Path(__file__).parent.parent / folder))
+        count = count_params(spec_from_config(Path(__file__).parents[2] / folder))
         figures = _figures(row.split("|")[4])
         published = PUBLISHED[Path(folder).name]
         assert figures[0] == count.total == published["parameters"], folder

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 TINY = next(p for p in EXAMPLES if p.name == "tiny-causal.yaml")
 SEED = next(p for p in EXAMPLES if p.name == "seed-plain.yaml")
 GPT2 = next(p for p in EXAMPLES if p.name == "gpt2-small.yaml")

@@ -152,7 +152,7 @@ def test_the_benchmarks_profile_counts_each_product_once_in_its_kind():
 
     import transformer_cli.kernels as layers
 
-    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     from peers import profile_prefill
 
     spec = Spec(N=2, H=4, G=2, m=8, d=32, r=48, norm="pre", norm_type="rmsnorm", feedforward="gated",

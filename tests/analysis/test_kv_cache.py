@@ -70,7 +70,7 @@ def test_the_json_gives_the_total_under_kv_cache_bytes_and_mistral_at_32k_is_hal
     from transformer_cli.analysis.kv_cache import KV_BYTES
 
     # Mistral-7B's window of 4096 tokens: 2 x 32 blocks x 8 heads x 128 x 4096 tokens x 2 bytes
-    mistral = load_spec(Path(__file__).parent.parent / "examples" / "models" / "Mistral-7B-v0.1.yaml")
+    mistral = load_spec(Path(__file__).parents[2] / "examples" / "models" / "Mistral-7B-v0.1.yaml")
     assert costs(mistral, 1, 32768, "float32")["memory"]["kv_cache"]["bfloat16"] == 2**29
     assert costs(mistral, 1, 32768, "float32")["kv_cache_bytes"] == 2**30  # float32, the command's dtype
     assert set(KV_BYTES) == {"float64", "float32", "float16", "bfloat16", "float8", "int8"}
@@ -82,7 +82,7 @@ def test_check_holds_specs_to_a_kv_cache_budget_and_diff_shows_the_cache(runner)
     """Mistral's 4096-token window keeps its cache at 32k within 1 GiB; Llama-2-7B's full attention does not."""
     from transformer_cli.cli import app
 
-    models = Path(__file__).parent.parent / "examples" / "models"
+    models = Path(__file__).parents[2] / "examples" / "models"
     mistral, llama = str(models / "Mistral-7B-v0.1.yaml"), str(models / "Llama-2-7b.yaml")
     result = runner.invoke(app, ["check", mistral, "--no-verify", "-n", "32768", "--max-kv-cache", "1G"])
     assert result.exit_code == 0, result.output

@@ -12,7 +12,7 @@ from conftest import EXAMPLES
 from transformer_cli.check import parse_count
 from transformer_cli.cli import app
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 SEED, TINY = (next(p for p in EXAMPLES if p.name == n) for n in ("seed-plain.yaml", "tiny-causal.yaml"))
 
 

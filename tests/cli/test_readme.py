@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "scripts"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
 
 from readme_examples import ROOT, examples, run, scratch  # noqa: E402
 

@@ -18,7 +18,7 @@ from conftest import invoke, one_line_error
 
 from transformer_cli.io import outputs
 
-TINY = Path(__file__).parent.parent / "examples" / "hf" / "tiny-llama"
+TINY = Path(__file__).parents[2] / "examples" / "hf" / "tiny-llama"
 
 
 def snapshot(root: Path) -> dict[str, str]:

@@ -16,7 +16,7 @@ from transformer_cli.analysis.serving import fits, serving_memory, transient
 from transformer_cli.cli import app
 from transformer_cli.hf.config import spec_from_config
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 LLAMA3 = ROOT / "examples" / "hf" / "Meta-Llama-3-8B"
 MIXTRAL = ROOT / "examples" / "hf" / "Mixtral-8x7B-v0.1"
 

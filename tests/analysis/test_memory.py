@@ -27,7 +27,7 @@ from transformer_cli.model import transformer as model_module
 from transformer_cli.model.attention_maps import attention_maps, block_weights, estimate_maps
 from transformer_cli.spec.load import load_spec
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 GPT2 = ROOT / "examples" / "configs" / "gpt2-small.yaml"
 GiB, MiB = 1 << 30, 1 << 20
 

@@ -20,7 +20,7 @@ from transformer_cli.analysis.params import all_tensors
 from transformer_cli.cli import app
 from transformer_cli.spec.validate import spec_from_mapping
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 AIAYN = ROOT / "examples" / "encoder-decoder" / "attention-is-all-you-need-transformer-base.yaml"
 
 
