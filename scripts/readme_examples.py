@@ -1,5 +1,8 @@
-"""The README's example commands, in order, and how to run them as a new user would (shared by
+"""The documentation's example commands, in order, and how to run them as a new user would (shared by
 scripts/update_readme.py, which shows their outputs, and tests/cli/test_readme.py, which checks they run).
+
+The documentation is the README and the site's pages (docs/, in mkdocs.yml's order): PAGES. Its examples run
+in that order, as a reader following it from the README's tour through every page would run them.
 
 The commands are those after `<!-- output: COMMAND -->` markers, and the `tfm ...` commands in ```bash
 blocks (a `pip install ... && tfm verify` line gives `tfm verify`). They run in one scratch folder holding
@@ -20,6 +23,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
+# the README, then the site's pages in the order of mkdocs.yml's nav (tests/cli/test_readme.py holds the two equal)
+PAGES = ["README.md"] + [f"docs/{name}.md" for name in (
+    "index", "model", "hugging-face", "families", "commands", "count", "plan", "run", "verify", "peers", "reference",
+    "bad-input", "performance", "library", "architecture", "development")]  # fmt: skip
 MARKER = re.compile(r"<!-- output: (.+?) -->\n```[a-z]*\n(.*?)```\n", re.DOTALL)
 BLOCK = re.compile(r"```(bash|python)\n(.*?)```\n|" + MARKER.pattern, re.DOTALL)
 EXIT = re.compile(r"\$ echo \$\?\n(\d+)\n?$")
@@ -29,6 +36,11 @@ class Example(NamedTuple):
     kind: str  # "output" (a marker: its output is shown), "bash" (a command in a bash block) or "python"
     code: str
     exit_code: int  # what the README shows (0 unless its block ends with `$ echo $?` and a code)
+
+
+def documentation() -> str:
+    """Every page's text, in PAGES' order."""
+    return "\n".join((ROOT / page).read_text() for page in PAGES)
 
 
 def examples(readme: str) -> list[Example]:

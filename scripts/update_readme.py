@@ -1,7 +1,8 @@
-"""Refresh the command outputs shown in README.md by running the commands (so none is typed by hand).
+"""Refresh the command outputs shown in README.md and the site's pages (docs/) by running the commands (so none
+is typed by hand).
 
-Every example of the README runs in order in one scratch folder holding only `examples/` (see
-readme_examples.py), so the README's own commands make the inputs later ones read, as on a fresh clone.
+Every example of the documentation runs in order (readme_examples.PAGES) in one scratch folder holding only
+`examples/` (see readme_examples.py), so its own commands make the inputs later ones read, as on a fresh clone.
 The code block after each marker `<!-- output: COMMAND -->` becomes `$ COMMAND`, its output (NO_COLOR=1,
 COLUMNS=100), and a line with its exit code if not 0.
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from readme_examples import MARKER, ROOT, examples, run, scratch
+from readme_examples import MARKER, PAGES, ROOT, documentation, examples, run, scratch
 
 
 def shown(command: str, done) -> str:  # type: ignore[no-untyped-def]
@@ -22,17 +23,17 @@ def shown(command: str, done) -> str:  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
-    readme = ROOT / "README.md"
-    text = readme.read_text()
     outputs = {}
     with scratch() as folder:
-        for example in examples(text):
+        for example in examples(documentation()):
             done = run(example, folder)
             if example.kind == "output":
                 outputs[example.code] = shown(example.code, done)
-    text = MARKER.sub(lambda m: f"<!-- output: {m.group(1)} -->\n```\n{outputs[m.group(1)]}\n```\n", text)
-    readme.write_text(text)
-    print(f"refreshed {len(outputs)} outputs in {readme}", file=sys.stderr)
+    for page in PAGES:
+        path = ROOT / page
+        block = lambda m: f"<!-- output: {m.group(1)} -->\n```\n{outputs[m.group(1)]}\n```\n"  # noqa: E731
+        path.write_text(MARKER.sub(block, path.read_text()))
+    print(f"refreshed {len(outputs)} outputs in {len(PAGES)} pages", file=sys.stderr)
 
 
 if __name__ == "__main__":

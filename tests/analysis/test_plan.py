@@ -201,7 +201,7 @@ def test_the_readme_worked_examples_are_tfm_plans_figures_and_the_peers_recorded
     """Each row: tfm plan's figure now, and each peer's from benchmarks/peer_memory.json (its own code, run here)."""
     from worked_examples import kv_rows, total_rows
 
-    readme = (ROOT / "README.md").read_text().splitlines()
+    readme = (ROOT / "docs" / "plan.md").read_text().splitlines()
     for row in kv_rows() + total_rows():
         assert row in readme, row
 

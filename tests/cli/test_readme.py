@@ -1,5 +1,5 @@
-"""Every README example runs, in the order shown, in a folder holding only `examples/` (a fresh clone),
-and exits with the code the README shows."""
+"""Every example of the documentation (the README and the site's pages) runs, in the order shown, in a folder
+holding only `examples/` (a fresh clone), and exits with the code shown; the site's nav is the pages' order."""
 
 from __future__ import annotations
 
@@ -10,9 +10,28 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
 
-from readme_examples import ROOT, examples, run, scratch  # noqa: E402
+from readme_examples import PAGES, ROOT, documentation, examples, run, scratch  # noqa: E402
 
-README = (ROOT / "README.md").read_text()
+README = documentation()
+
+
+def test_the_site_lists_every_page_in_the_order_the_examples_run():
+    import yaml
+
+    def pages(nav):
+        for entry in nav:
+            for value in entry.values():
+                yield from pages(value) if isinstance(value, list) else [f"docs/{value}"]
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    assert ["README.md", *pages(nav)] == PAGES
+    assert sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")) == sorted(PAGES[1:])
+
+
+def test_the_readme_is_short_and_links_every_page():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) < 400
+    assert all(f"({page})" in text for page in PAGES[1:] if page != "docs/index.md")
 
 
 def test_the_readme_has_examples_of_every_kind():
