@@ -65,7 +65,7 @@ def main(n: int = 1024) -> None:
     spec = load_spec(SPEC)
     model = Stack(spec.N, spec.d, spec.H, spec.m, spec.r, spec.max_len).eval()
     x = torch.zeros(1, n, spec.d)
-    ours = costs(spec, 1, n, "float32")
+    ours = costs(spec, 1, n, "float32").to_dict()
     table = Table(title=f"{spec.label} at n = {n}: tfm (from the YAML) beside the PyTorch tools", title_justify="left")
     for col in ("figure", "tfm", "tool", "tool's figure", "note"):
         table.add_column(col, justify="right" if col in ("tfm", "tool's figure") else "left")

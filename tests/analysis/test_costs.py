@@ -102,7 +102,7 @@ def test_multiply_adds_are_half_the_products_flops_counted_as_they_run(spec, b, 
         model = Transformer(spec, random_weights(spec), workers=1)
         X = np.random.default_rng(0).normal(size=(b, spec.d, n))
         assert 2 * sum(multiply_adds(spec, b, n).values()) == direct_count(monkeypatch, model, X)["matmul"]
-    assert costs(spec, b, n)["multiply_adds"]["total"] == sum(multiply_adds(spec, b, n).values())
+    assert costs(spec, b, n).to_dict()["multiply_adds"]["total"] == sum(multiply_adds(spec, b, n).values())
 
 
 def test_the_scores_row_is_the_pure_product_and_the_scale_has_its_own_row():
@@ -135,7 +135,7 @@ def test_a_miscounted_component_would_be_caught(monkeypatch):
 def test_memory_by_dtype_and_adam():
     spec = Spec(N=2, H=4, m=8, d=32, r=64)
     params = count_params(spec).total
-    memory = costs(spec, 1, 16)["memory"]
+    memory = costs(spec, 1, 16).to_dict()["memory"]
     assert memory["weights"] == {"float64": 8 * params, "float32": 4 * params, "float16": 2 * params,
                                  "bfloat16": 2 * params}  # fmt: skip
     assert memory["training_adam"]["float32"] == 16 * params
@@ -143,9 +143,9 @@ def test_memory_by_dtype_and_adam():
 
 
 def test_causal_figures_only_for_causal_specs():
-    assert "flops_causal_pairs" not in costs(Spec(N=1, H=1, m=1, d=1, r=1), 1, 4)
+    assert "flops_causal_pairs" not in costs(Spec(N=1, H=1, m=1, d=1, r=1), 1, 4).to_dict()
     c = costs(Spec(N=1, H=1, m=1, d=1, r=1, mask="causal"), 1, 4)
-    assert c["flops_causal_pairs"]["by_component"]["softmax"] == 10 * SOFTMAX_PER_SCORE
+    assert c.flops_causal_pairs.by_component["softmax"] == 10 * SOFTMAX_PER_SCORE
 
 
 def test_a_window_counts_only_the_pairs_it_scores():

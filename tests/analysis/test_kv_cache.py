@@ -71,8 +71,8 @@ def test_the_json_gives_the_total_under_kv_cache_bytes_and_mistral_at_32k_is_hal
 
     # Mistral-7B's window of 4096 tokens: 2 x 32 blocks x 8 heads x 128 x 4096 tokens x 2 bytes
     mistral = load_spec(Path(__file__).parents[2] / "examples" / "models" / "Mistral-7B-v0.1.yaml")
-    assert costs(mistral, 1, 32768, "float32")["memory"]["kv_cache"]["bfloat16"] == 2**29
-    assert costs(mistral, 1, 32768, "float32")["kv_cache_bytes"] == 2**30  # float32, the command's dtype
+    assert costs(mistral, 1, 32768, "float32").to_dict()["memory"]["kv_cache"]["bfloat16"] == 2**29
+    assert costs(mistral, 1, 32768, "float32").to_dict()["kv_cache_bytes"] == 2**30  # float32, the command's dtype
     assert set(KV_BYTES) == {"float64", "float32", "float16", "bfloat16", "float8", "int8"}
     int8 = kv_cache_bytes(mistral, 1, 32768, "int8")
     assert int8 == 2**28 + 2 * 32 * 8 * 4096 * 2  # one byte an element and a float16 scale per head and token

@@ -125,7 +125,7 @@ def test_diff_and_check_report_the_models_figure():
 def test_adam_in_mixed_precision_is_16_bytes_a_parameter_and_says_activations_are_excluded(runner):
     spec = load_spec(GPT2)
     params = count_params(spec).total
-    memory = costs(spec, 1, 16)["memory"]
+    memory = costs(spec, 1, 16).to_dict()["memory"]
     assert memory["training_adam"] == {"float64": 32 * params, "float32": 16 * params,
                                        "float16_mixed": 16 * params, "bfloat16_mixed": 16 * params}  # fmt: skip
     assert "activations are not included" in memory["training_adam_note"]

@@ -453,7 +453,7 @@ def test_the_cross_attention_cache_is_two_n_heads_size_and_source_length():
     from transformer_cli.analysis.costs import costs
 
     spec = load_spec(ROOT / "examples" / "models" / "t5-small.yaml")
-    cache = costs(spec, 2, 16, "float32", n_src=1024)["memory"]["kv_cache"]["float32"]
+    cache = costs(spec, 2, 16, "float32", n_src=1024).to_dict()["memory"]["kv_cache"]["float32"]
     self_attention = 2 * 6 * 8 * 64 * 16 * 2 * 4  # 2 N G m n per sequence, b = 2, 4 bytes
     assert cache == self_attention + 2 * 6 * 8 * 64 * 1024 * 2 * 4  # and 2 N H_c m_c n_src for the source
 

@@ -62,19 +62,19 @@ def _figures(spec: Spec, b: int, n: int, dtype: str) -> dict[tuple[str, str], An
     figures: dict[tuple[str, str], Any] = {("spec", k): v for k, v in _keys(spec).items()}
     figures |= {("parameters", k): v for k, v in count.components().items()}
     figures |= {("parameters", "per block"): count.per_block, ("parameters", "total"): count.total}
-    figures |= {("FLOPs", k): v for k, v in c["flops"]["by_component"].items()}
-    figures[("FLOPs", "total")] = c["flops"]["total"]
-    figures[("FLOPs", "multiply-adds")] = c["multiply_adds"]["total"]
-    memory = c["memory"]
-    figures |= {("memory", f"weights, {k}"): v for k, v in memory["weights"].items()}
-    figures |= {("memory", f"weights, {k}"): v for k, v in memory["weights_quantized"].items()}
+    figures |= {("FLOPs", k): v for k, v in c.flops.by_component.items()}
+    figures[("FLOPs", "total")] = c.flops.total
+    figures[("FLOPs", "multiply-adds")] = c.multiply_adds.total
+    memory = c.memory
+    figures |= {("memory", f"weights, {k}"): v for k, v in memory.weights.items()}
+    figures |= {("memory", f"weights, {k}"): v for k, v in memory.weights_quantized.items()}
     for kind in ("float32", "bfloat16_mixed"):
-        figures[("memory", f"Adam, {kind.replace('_', ' ')} (no activations)")] = memory["training_adam"][kind]
-    peak = memory["forward_peak"]
-    figures[("memory", f"forward peak, {dtype}, the model")] = peak["model"]
-    figures[("memory", "tfm's pass also holds (float64 copies)")] = peak["loaded"] + peak["input"]
+        figures[("memory", f"Adam, {kind.replace('_', ' ')} (no activations)")] = memory.training_adam[kind]
+    peak = memory.forward_peak
+    figures[("memory", f"forward peak, {dtype}, the model")] = peak.model
+    figures[("memory", "tfm's pass also holds (float64 copies)")] = peak.loaded + peak.input
     for kind in ("bfloat16", "int8"):
-        figures[("memory", f"KV cache at n, {kind}")] = memory["kv_cache"][kind]
+        figures[("memory", f"KV cache at n, {kind}")] = memory.kv_cache[kind]
     n_src = n if spec.N_enc else None  # what tfm plan gives at b and n, in bfloat16 with fused attention
     figures[("memory", "serving at n, bfloat16")] = serving_memory(spec, b, n, n_src=n_src)["total"]
     training = training_memory(spec, count.total, b, n, n_src=n_src)["total"]

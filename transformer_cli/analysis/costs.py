@@ -12,6 +12,7 @@ Conventions (stated once here, in `tfm count` and the README, and used by every 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..components import is_causal
@@ -22,7 +23,7 @@ from ..spec.definition import Spec
 from .decode import decode_step, training_flops_per_token
 from .flops import forward_flops, multiply_adds
 from .kv_cache import KV_NOTE, kv_cache
-from .memory import estimate_encoder_decoder, estimate_forward
+from .memory import MemoryEstimate, estimate_encoder_decoder, estimate_forward
 from .params import count_params
 from .quantized import GROUP, QUANT_NOTE, weight_bytes
 
@@ -40,11 +41,82 @@ CONVENTION = (
 )
 
 
-def _with_total(parts: dict[str, int]) -> dict[str, Any]:
-    return {"by_component": parts, "total": sum(parts.values())}
+@dataclass(frozen=True)
+class Rows:
+    """FLOPs or multiply-adds by row of `tfm count` (by component), and their total."""
+
+    by_component: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_component.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"by_component": self.by_component, "total": self.total}
 
 
-def costs(spec: Spec, b: int, n: int, dtype: str = "float64", n_src: int | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MemoryCosts:
+    """Bytes: the weights by dtype (and quantised), training with Adam (no activations), a forward pass's peak
+    in `dtype`, and the KV cache at the context by dtype."""
+
+    weights: dict[str, int]
+    training_adam: dict[str, int]
+    forward_peak: MemoryEstimate
+    dtype: str
+    weights_quantized: dict[str, int]
+    kv_cache: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "weights": self.weights,
+            "training_adam": self.training_adam,
+            "training_adam_bytes_per_parameter": ADAM_BYTES,
+            "training_adam_note": ADAM_NOTE,
+            "forward_peak": self.forward_peak.to_dict() | {"dtype": self.dtype},
+            "weights_quantized": self.weights_quantized,
+            "weights_quantized_note": QUANT_NOTE.format(g=GROUP),
+            "kv_cache": self.kv_cache,
+            "kv_cache_note": KV_NOTE,
+        }
+
+
+@dataclass(frozen=True)
+class Costs:
+    """FLOPs and memory of a spec at batch b and length n (an encoder-decoder: sources of source_len); the
+    causal-pairs rows only for a causal spec. to_dict() is the JSON of `tfm count --seq-len`."""
+
+    batch: int
+    seq_len: int
+    source_len: int | None
+    flops: Rows
+    multiply_adds: Rows
+    memory: MemoryCosts
+    training_flops_per_token: dict[str, int]
+    decode_step: dict[str, Any]
+    flops_causal_pairs: Rows | None = None
+    multiply_adds_causal_pairs: Rows | None = None
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        """The KV cache at the context in the memory's dtype."""
+        return self.memory.kv_cache[self.memory.dtype]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"batch": self.batch, "seq_len": self.seq_len}
+        if self.source_len is not None:
+            out["source_len"] = self.source_len
+        out |= {"flop_convention": CONVENTION, "flops": self.flops.to_dict(),
+                "multiply_adds": self.multiply_adds.to_dict(), "memory": self.memory.to_dict(),
+                "kv_cache_bytes": self.kv_cache_bytes, "training_flops_per_token": self.training_flops_per_token,
+                "decode_step": self.decode_step}  # fmt: skip
+        if self.flops_causal_pairs is not None and self.multiply_adds_causal_pairs is not None:
+            out["flops_causal_pairs"] = self.flops_causal_pairs.to_dict()
+            out["multiply_adds_causal_pairs"] = self.multiply_adds_causal_pairs.to_dict()
+        return out
+
+
+def costs(spec: Spec, b: int, n: int, dtype: str = "float64", n_src: int | None = None) -> Costs:
     """FLOPs and memory of a spec at batch b and length n, as exact integers (an encoder-decoder: targets of n
     tokens, sources of n_src, default n)."""
     params = count_params(spec).total
@@ -53,33 +125,28 @@ def costs(spec: Spec, b: int, n: int, dtype: str = "float64", n_src: int | None 
         peak = estimate_encoder_decoder(spec, b, n_src, n, dtype)
     else:
         peak = estimate_forward(spec, b, n, dtype)
-    out: dict[str, Any] = {
-        "batch": b,
-        "seq_len": n,
-        **({"source_len": n_src} if spec.N_enc else {}),
-        "flop_convention": CONVENTION,
-        "flops": _with_total(forward_flops(spec, b, n, n_src=n_src)),
-        "multiply_adds": _with_total(multiply_adds(spec, b, n, n_src=n_src)),
-        "memory": {
-            "weights": {name: params * size for name, size in BYTES.items()},
-            "training_adam": {name: params * size for name, size in ADAM_BYTES.items()},
-            "training_adam_bytes_per_parameter": ADAM_BYTES,
-            "training_adam_note": ADAM_NOTE,
-            "forward_peak": peak.to_dict() | {"dtype": dtype},
-        },
-    }
     quantised = weight_bytes(spec)
-    out["memory"]["weights_quantized"] = {dtype: quantised[dtype] for dtype in ("float8", "int8", "int4")}
-    out["memory"]["weights_quantized_note"] = QUANT_NOTE.format(g=GROUP)
-    out["memory"]["kv_cache"] = kv_cache(spec, b, n, n_src)  # decoding at context n: what the decoder keeps
-    out["memory"]["kv_cache_note"] = KV_NOTE
-    out["kv_cache_bytes"] = out["memory"]["kv_cache"][dtype]
-    out["training_flops_per_token"] = training_flops_per_token(spec, n)
-    out["decode_step"] = decode_step(spec, n, "bfloat16", n_src)
-    if is_causal(spec):
-        out["flops_causal_pairs"] = _with_total(forward_flops(spec, b, n, causal_pairs=True, n_src=n_src))
-        out["multiply_adds_causal_pairs"] = _with_total(multiply_adds(spec, b, n, causal_pairs=True, n_src=n_src))
-    return out
+    memory = MemoryCosts(
+        weights={name: params * size for name, size in BYTES.items()},
+        training_adam={name: params * size for name, size in ADAM_BYTES.items()},
+        forward_peak=peak,
+        dtype=dtype,
+        weights_quantized={kind: quantised[kind] for kind in ("float8", "int8", "int4")},
+        kv_cache=kv_cache(spec, b, n, n_src),  # decoding at context n: what the decoder keeps
+    )
+    causal = is_causal(spec)
+    return Costs(
+        batch=b,
+        seq_len=n,
+        source_len=n_src,
+        flops=Rows(forward_flops(spec, b, n, n_src=n_src)),
+        multiply_adds=Rows(multiply_adds(spec, b, n, n_src=n_src)),
+        memory=memory,
+        training_flops_per_token=training_flops_per_token(spec, n),
+        decode_step=decode_step(spec, n, "bfloat16", n_src),
+        flops_causal_pairs=Rows(forward_flops(spec, b, n, causal_pairs=True, n_src=n_src)) if causal else None,
+        multiply_adds_causal_pairs=Rows(multiply_adds(spec, b, n, causal_pairs=True, n_src=n_src)) if causal else None,
+    )
 
 
-__all__ = ["ACTIVATION_PER_ENTRY", "NORM_PER_ENTRY", "SOFTMAX_PER_SCORE", "costs"]
+__all__ = ["ACTIVATION_PER_ENTRY", "NORM_PER_ENTRY", "SOFTMAX_PER_SCORE", "Costs", "MemoryCosts", "Rows", "costs"]

@@ -81,7 +81,7 @@ def main() -> None:
         # no command: the group's help (listed from SUMMARIES) or --version, which need no command's module
         app = load_commands([name] if name in MODULES else [] if name is None else None)
         # The modules just imported live until the process ends: freezing them spares the collector walking
-        # them again, during the command and in the full collection at exit (~25 ms of `tfm count`; README).
+        # them again, during the command and in the full collection at exit (docs/performance.md: start-up).
         gc.freeze()
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here: KeyboardInterrupt, cleaned up
         signal.signal(signal.SIGTERM, _terminate)  # SIGTERM then cleans up as Ctrl-C does

@@ -76,7 +76,7 @@ def count(
             from ..analysis.costs import costs  # (only here: FLOPs and memory import the costs' every module)
         extra = [costs(c.spec, batch or 1, seq_len, dtype_, source_len) if seq_len else None for c, _ in counts]
     if json_out:
-        print_json({"specs": [c.to_dict() | {"source": source} | ({"costs": e} if e else {})
+        print_json({"specs": [c.to_dict() | {"source": source} | ({"costs": e.to_dict()} if e else {})
                               | ({"checkpoint": k} if k else {})
                               for (c, source), e, k in zip(counts, extra, checkpoints, strict=True)]})  # fmt: skip
         return

@@ -33,7 +33,7 @@ from .parallel import run_parts
 
 PARALLEL_MIN_SIZE = 1 << 16  # below this many activations, threads cost more than they save
 
-_BLAS = ThreadpoolController()  # found once: limiting BLAS's threads is then a cheap call (~3 us, not ~200 us)
+_BLAS = ThreadpoolController()  # found once: limiting BLAS's threads is then a cheap call, not a library scan
 
 
 @dataclass
@@ -85,13 +85,13 @@ class Transformer:
             self.crosses = [stack_cross(spec, weights, i, self.dtype, norm_kind(spec)) for i in range(spec.N)]
         self.positional = POSITIONALS[spec.positional](spec)
         self.positional.load(get, self.dtype)
-        self.embedding, self.E = embedding(spec), None
+        self.embedding, self.W_E = embedding(spec), None  # W_E: the token embedding (d, V); spec.E counts experts
         self.W_head = self.b_head = None  # the head: logits = W_head Z + b_head, (V, d) and (V, 1, 1)
         self.embedded: dict = {}  # token type 0 (d, 1, 1) and the embedding norm's parameters, where the spec has them
         if spec.V:
-            self.E = get("embedding.E")  # (d, V)
+            self.W_E = get("embedding.E")  # (d, V)
             if spec.head:
-                self.W_head = self.E.T if spec.tie_embeddings else get("head.W")
+                self.W_head = self.W_E.T if spec.tie_embeddings else get("head.W")
             self.b_head = get("head.b").reshape(-1, 1, 1) if spec.head_bias else None
             if spec.type_vocab:
                 self.embedded["T0"] = get("embedding.T")[:, 0].reshape(-1, 1, 1)
@@ -214,7 +214,7 @@ class Transformer:
         """
         if np.issubdtype(X.dtype, np.integer):
             ids = X[None] if X.ndim == 1 else X  # (b, n)
-            return self.embedding.embed(self.E, ids, self.dtype), X.ndim + 1
+            return self.embedding.embed(self.W_E, ids, self.dtype), X.ndim + 1
         return to_columns(X, self.dtype), X.ndim
 
     # -- the whole pass ------------------------------------------------------------------------------
