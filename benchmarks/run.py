@@ -1,4 +1,5 @@
-"""Run every performance target of tfm and print one table: tfm beside PyTorch, measured in the same run.
+"""Run every performance target of tfm and print one table: tfm beside PyTorch (tests/torch_reference.py), measured
+in the same run.
 
     python benchmarks/run.py            # all targets (about 3 minutes on 2 cores)
     python benchmarks/run.py --quick    # fewer repeats
@@ -27,6 +28,10 @@ from transformer_cli import Spec, init_weights
 from transformer_cli.analysis.memory import human
 from transformer_cli.bench import run_bench
 
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent.parent / "tests")
+)  # the PyTorch model the tests check tfm against
+
 BENCH_SPEC = Spec(N=6, H=8, m=64, d=512, r=2048, scale="sqrt", name="bench")
 LONG_SPEC = Spec(N=2, H=4, m=64, d=256, r=1024, name="long")
 LLAMA_SPEC = Spec(N=4, H=8, G=2, m=64, d=512, r=1408, scale="sqrt", mask="causal", positional="rope", norm="pre",
@@ -50,6 +55,15 @@ print(next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.star
 """
 
 
+def _pytorch(spec: Spec, weights: dict, dtype: str):  # type: ignore[no-untyped-def]
+    """("PyTorch", its forward of (b, d, n) arrays) from tests/torch_reference.py, or None without PyTorch."""
+    try:
+        from torch_reference import torch_forward
+    except ImportError:
+        return None
+    return "PyTorch", torch_forward(spec, weights[spec.name], dtype)
+
+
 def throughput(repeat: int, console: Console) -> list[dict]:
     """Target 1: the bench spec at n = 512, batch 1 and 8, float32 and float64, beside PyTorch; then a
     LLaMA-style spec (GQA, RoPE, SwiGLU, RMSNorm) at batch 1 and 8 in float32."""
@@ -59,7 +73,9 @@ def throughput(repeat: int, console: Console) -> list[dict]:
     weights = {spec.name: init_weights(spec) for spec in (BENCH_SPEC, LLAMA_SPEC)}
     for spec, dtype, b in cases:
         console.log(f"throughput: {spec.name}, batch {b}, {dtype}")
-        rows.append(run_bench(spec, weights[spec.name], b, 512, dtype, repeat).to_dict())
+        rows.append(
+            run_bench(spec, weights[spec.name], b, 512, dtype, repeat, peer=_pytorch(spec, weights, dtype)).to_dict()
+        )
     return rows
 
 
@@ -122,12 +138,12 @@ def report(results: dict, console: Console) -> None:
     for col in ("target", "tfm", "PyTorch", "tfm / PyTorch", "GFLOP/s", "of GEMM peak", "peak memory"):
         table.add_column(col, justify="left" if col == "target" else "right")
     for r in results["throughput"]:
-        torch = r["torch"]
+        torch = r.get("peer")
         table.add_row(
             f"{r['spec']}: batch {r['batch']}, n = {r['seq_len']}, {r['dtype']}",
             f"{r['tfm']['median_s'] * 1e3:.0f} ms",
             f"{torch['median_s'] * 1e3:.0f} ms" if torch else "-",
-            f"{r['ratio_tfm_over_torch']:.2f}" if torch else "-",
+            f"{r['ratio_tfm_over_peer']:.2f}" if torch else "-",
             f"{r['tfm']['gflops']:.0f}",
             f"{r['tfm']['fraction_of_gemm_peak']:.2f}",
             human(r["tfm"]["peak_bytes"]),

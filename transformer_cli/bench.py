@@ -14,7 +14,7 @@ import statistics
 import time
 import tracemalloc
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -89,6 +89,9 @@ class BenchResult:
     tfm_times: list[float]
     tfm_peak_bytes: int  # NumPy's peak allocation during one forward pass (tracemalloc)
     gemm_gflops: float
+    peer: str | None = None  # another implementation timed beside tfm's (benchmarks/run.py: PyTorch)
+    peer_times: list[float] = field(default_factory=list)
+    max_rel_diff: float | None = None  # tfm's output against the peer's, relative to max|output|
 
     @property
     def total_flops(self) -> int:
@@ -107,6 +110,9 @@ class BenchResult:
             "repeat": len(self.tfm_times), "flops": self.total_flops, "flops_by_component": self.flops,
             "gemm_gflops": self.gemm_gflops, "blas": blas_info(), "tfm": tfm,
         }  # fmt: skip
+        if self.peer is not None:
+            out["peer"] = self.summary(self.peer_times) | {"name": self.peer, "max_rel_diff": self.max_rel_diff}
+            out["ratio_tfm_over_peer"] = tfm["median_s"] / out["peer"]["median_s"]
         return out
 
 
@@ -118,8 +124,11 @@ def run_bench(
     dtype: str = "float32",
     repeat: int = 5,
     progress: Callable[[str], None] | None = None,
+    peer: tuple[str, Callable[[np.ndarray], np.ndarray]] | None = None,
 ) -> BenchResult:
-    """Time tfm's forward after a warm-up, and NumPy's GEMM peak in the same run."""
+    """Time tfm's forward after a warm-up, and NumPy's GEMM peak in the same run; `peer` (a name and a function
+    of the same (b, d, n) input, as benchmarks/run.py passes PyTorch's) is timed too, interleaved with tfm's
+    runs so a noisy neighbour slows both alike, and its output compared with tfm's."""
     say = progress or (lambda _: None)
     X = np.random.default_rng(0).standard_normal((b, spec.d, n)).astype(dtype)
     model = Transformer(spec, weights, dtype)
@@ -129,9 +138,15 @@ def run_bench(
     model(X)
     tfm_peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
+    y = model(X)
     result = BenchResult(spec, b, n, dtype, forward_flops(spec, b, n), [], tfm_peak, peak)
+    if peer is not None:
+        result.peer = peer[0]
+        result.max_rel_diff = float(np.max(np.abs(y.astype(np.float64) - peer[1](X))) / np.max(np.abs(y)))
     for i in range(repeat + 1):  # the first is a warm-up
         say(f"repeat {i}/{repeat}")
         result.tfm_times += timings(lambda: model(X), 1, warmup=0)
-    result.tfm_times = result.tfm_times[1:]
+        if peer is not None:
+            result.peer_times += timings(lambda: peer[1](X), 1, warmup=0)
+    result.tfm_times, result.peer_times = result.tfm_times[1:], result.peer_times[1:]
     return result

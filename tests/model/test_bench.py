@@ -21,6 +21,18 @@ def test_run_bench_reports_every_figure():
     assert data["tfm"]["tokens_per_s"] == pytest.approx(32 / data["tfm"]["median_s"])
 
 
+def test_a_peer_is_timed_beside_tfm_and_its_output_compared():
+    """benchmarks/run.py passes PyTorch as the peer; here a NumPy one: the same model agrees, a wrong one does not."""
+    spec = Spec(N=1, H=2, m=4, d=8, r=16, mask="causal", norm="pre")
+    w = random_weights(spec)
+    same = Transformer(spec, w, "float64")
+    data = run_bench(spec, w, 2, 16, "float64", repeat=2, peer=("same", same)).to_dict()
+    assert data["peer"]["name"] == "same" and data["peer"]["max_rel_diff"] < 1e-15 and len(data["tfm"]) > 0
+    assert data["ratio_tfm_over_peer"] == pytest.approx(data["tfm"]["median_s"] / data["peer"]["median_s"])
+    wrong = run_bench(spec, w, 2, 16, "float64", repeat=1, peer=("doubled", lambda X: 2 * same(X))).to_dict()
+    assert wrong["peer"]["max_rel_diff"] == pytest.approx(1.0)
+
+
 def test_bench_command_json(runner):
     result = runner.invoke(app, ["bench", "--seq-len", "8", "--repeat", "2", "--json"])
     assert result.exit_code == 0, result.output
