@@ -1,0 +1,15 @@
+"""Files a newcomer can read: no module of the package, the tests or the scripts over 400 lines."""
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LIMIT = 400
+FILES = sorted(p for folder in ("transformer_cli", "tests", "scripts") for p in (ROOT / folder).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_file_is_over_400_lines(path):
+    lines = len(path.read_text().splitlines())
+    assert lines <= LIMIT, f"{path.relative_to(ROOT)} has {lines} lines: split it where its sections divide"
