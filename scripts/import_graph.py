@@ -49,8 +49,12 @@ def imports(path: Path) -> set[str]:
                 target = node.module or ""
             if target.split(".")[0] != PACKAGE:
                 continue
-            modules = [f"{target}.{a.name}" for a in node.names if _is_module(f"{target}.{a.name}")]
-            found |= set(modules) if len(modules) == len(node.names) else {target, *modules}  # `from . import x`
+            # `from pkg import x` runs pkg/__init__.py, and x may be a name bound there (even one that shadows a
+            # submodule): an edge to pkg, and to pkg.x where x is a module. The root package is the exception:
+            # it is imported before anything else and binds its names lazily (transformer_cli/__init__.py).
+            found |= {f"{target}.{a.name}" for a in node.names if _is_module(f"{target}.{a.name}")}
+            if target != PACKAGE:
+                found.add(target)
     return found - {here}
 
 

@@ -62,8 +62,11 @@ def test_function_level_and_relative_imports_are_read(tmp_path, monkeypatch):
     (package / "sub" / "__init__.py").write_text("")
     (package / "top.py").write_text("")
     (package / "sub" / "low.py").write_text("def f():\n    from ..top import x\n    from .. import top\n")
+    (package / "sub" / "other.py").write_text("from . import low\n")  # runs sub/__init__.py, which may bind `low`
     monkeypatch.setattr(graph, "ROOT", package)
-    assert graph.module_graph()["transformer_cli.sub.low"] == {"transformer_cli.top"}
+    found = graph.module_graph()
+    assert found["transformer_cli.sub.low"] == {"transformer_cli.top"}
+    assert found["transformer_cli.sub.other"] == {"transformer_cli.sub", "transformer_cli.sub.low"}
 
 
 @pytest.mark.parametrize(

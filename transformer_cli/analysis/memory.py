@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..components import check_one_stack, feedforward
+from ..components import block_feedforward, check_one_stack
 from ..components.attention import MultiHeadAttention
 from ..errors import TfmError
 from ..kernels import CHUNK_BYTES, chunk_size, cores
@@ -104,7 +104,7 @@ def estimate_forward(
         activations=arrays * b * d * n * s + 3 * d * n * 8 + 2 * (spec.V or 0) * b * n * s,
         attention=MultiHeadAttention(spec).held_per_token() * b * n * s
         + threads * scores,  # Q, K, V, heads; each thread's chunks
-        feedforward=feedforward(spec).held_per_token() * b * n * s,
+        feedforward=block_feedforward(spec).held_per_token() * b * n * s,
         loaded=8 * (params if s != 8 else stacked),  # the float64 weights as loaded, beside the model's copies
         input=(8 - s) * b * d * n,  # the input is read as float64
     )

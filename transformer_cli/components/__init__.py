@@ -12,17 +12,10 @@ from .attention import MultiHeadAttention
 from .base import Component, Pairs, Tensor, Term
 from .embedding import embedding, head, pooler
 from .encoder import decoder_extras, encoder_block_components, encoder_model_components
-from .experts import Experts
-from .feedforward import FEEDFORWARDS
+from .experts import block_feedforward
 from .norm import block_norm, final_norm
 from .positional import POSITIONALS
 from .residual import Residuals
-
-
-def feedforward(spec: Spec) -> Component:
-    """The block's feedforward: the spec's kind (plain or gated), or E experts of that kind with a router."""
-    expert = FEEDFORWARDS[spec.feedforward](spec)
-    return Experts(spec, expert) if spec.E else expert
 
 
 def components(spec: Spec) -> list[Component]:
@@ -30,7 +23,7 @@ def components(spec: Spec) -> list[Component]:
     return [
         MultiHeadAttention(spec),
         *decoder_extras(spec),
-        feedforward(spec),
+        block_feedforward(spec),
         Residuals(spec),
         block_norm(spec),
         embedding(spec),
@@ -73,6 +66,7 @@ def reach(spec: Spec) -> int | None:
 
 __all__ = [
     "Component",
+    "block_feedforward",
     "Pairs",
     "Tensor",
     "Term",

@@ -117,12 +117,12 @@ def encoder_block_components(spec: Spec) -> list[Component]:
     """The encoder block's components, in the order of the pass (none for a decoder-only spec)."""
     if spec.N_enc is None:
         return []
-    from . import feedforward
     from .attention import MultiHeadAttention
+    from .experts import block_feedforward
     from .residual import Residuals
 
     enc = encoder_spec(spec)
-    return [MultiHeadAttention(enc), feedforward(enc), Residuals(enc), block_norm(enc)]
+    return [MultiHeadAttention(enc), block_feedforward(enc), Residuals(enc), block_norm(enc)]
 
 
 class SourceEmbedding(Component):

@@ -14,7 +14,7 @@ import numpy as np
 
 from .attention import SOFTMAX_PER_SCORE
 from .base import Component, Pairs, Tensor, Term
-from .feedforward import FeedForward
+from .feedforward import FEEDFORWARDS, FeedForward
 
 Get = Callable[[str], np.ndarray]
 
@@ -88,4 +88,10 @@ class Experts(Component):
         return out.reshape(d, b, n)
 
 
-__all__ = ["Experts"]
+def block_feedforward(spec) -> Component:  # type: ignore[no-untyped-def]
+    """The block's feedforward: the spec's kind (plain or gated), or E experts of that kind with a router."""
+    expert = FEEDFORWARDS[spec.feedforward](spec)
+    return Experts(spec, expert) if spec.E else expert
+
+
+__all__ = ["Experts", "block_feedforward"]

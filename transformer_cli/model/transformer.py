@@ -18,7 +18,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from .. import kernels
-from ..components import feedforward
+from ..components import block_feedforward
 from ..components.attention import MultiHeadAttention
 from ..components.cross import Cross, cross_scale, memory_keys, project, queries, stack_cross
 from ..components.embedding import embedding
@@ -77,7 +77,7 @@ class Transformer:
         def get(name: str) -> Array:
             return np.asarray(weights[name], dtype=self.dtype)
 
-        self.attention, self.ff, self.norm = MultiHeadAttention(spec), feedforward(spec), block_norm(spec)
+        self.attention, self.ff, self.norm = MultiHeadAttention(spec), block_feedforward(spec), block_norm(spec)
         self.residuals = Residuals(spec)  # the block's layout: pre, post, parallel or none
         self.blocks = [self._block(lambda name, p=f"blocks.{i}.": get(p + name)) for i in range(spec.N)]
         self.crosses = None  # an encoder-decoder's decoder: each block's cross-attention (components/cross.py)
