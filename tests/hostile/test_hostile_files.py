@@ -17,27 +17,9 @@ import yaml
 from conftest import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_hostile import _save
+from test_hostile import BASE, EXIT_TABLE, FUZZ_EXAMPLES, _save, error_lines, expect_error
 
 from transformer_cli.cli import app
-
-EXIT_TABLE = {0, 1, 2, 3, 130}
-FUZZ_EXAMPLES = int(os.environ.get("TFM_FUZZ_EXAMPLES", "40"))
-BASE = "N: 2\nH: 4\nm: 8\nd: 32\nr: 64\n"
-
-
-def error_lines(stderr):
-    """stderr without the note on where the spec came from: what must be one line."""
-    return [line for line in stderr.strip().splitlines() if not line.startswith("using the ")]
-
-
-def expect_error(runner, words, *args):
-    result = invoke(runner, *args)
-    assert result.exit_code == 2, (result.stdout, result.stderr)
-    for word in words:
-        assert word in result.stderr, (word, result.stderr)
-    return result
-
 
 # -- special files: FIFOs, devices, sockets and directories, as every file a command reads or writes ----
 

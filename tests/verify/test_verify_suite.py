@@ -8,6 +8,7 @@ import pytest
 from conftest import random_weights, variant_specs
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_verify import PLAIN, setup_for
 
 from transformer_cli import DEFAULT_SPEC, Spec, Transformer, init_weights, make_setup, verify_all
 from transformer_cli import kernels as model_module
@@ -21,29 +22,6 @@ from transformer_cli.verify import (
 )
 from transformer_cli.verify.common import FLOOR_FACTOR
 from transformer_cli.verify.equivariance import permutations
-
-PLAIN = Spec(N=2, H=3, m=4, d=10, r=16)
-CAUSAL = Spec(N=2, H=2, m=4, d=8, r=16, scale="sqrt", mask="causal", positional="sinusoidal", norm="pre")
-
-
-def setup_for(spec, dtype="float64", n=None, seed=0, tol=None):
-    return make_setup(spec, random_weights(spec, seed), seed, dtype, n, tol)
-
-
-class PositionalModel(Transformer):
-    """A plain model plus a position-dependent term: equivariance must break."""
-
-    def forward(self, X, **kw):
-        Y = super().forward(X, **kw)
-        return Y + 1e-3 * np.arange(Y.shape[-1])
-
-
-class ConstantModel(Transformer):
-    """Ignores its input: equivariance holds vacuously, so the check must not call it a pass."""
-
-    def forward(self, X, **kw):
-        return np.ones_like(np.asarray(X, dtype=self.dtype))
-
 
 # -- the suite -------------------------------------------------------------------------------------
 
