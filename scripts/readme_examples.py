@@ -22,11 +22,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
-# the README, then the site's pages in the order of mkdocs.yml's nav (tests/cli/test_readme.py holds the two equal)
-PAGES = ["README.md"] + [f"docs/{name}.md" for name in (
-    "index", "model", "hugging-face", "families", "commands", "count", "plan", "run", "verify", "peers", "reference",
-    "bad-input", "performance", "library", "architecture", "development")]  # fmt: skip
+
+
+def _nav_pages(nav: list) -> Iterator[str]:
+    for entry in nav:
+        for value in entry.values():
+            yield from _nav_pages(value) if isinstance(value, list) else [f"docs/{value}"]
+
+
+# the README, then the site's pages in the order of mkdocs.yml's nav, the one list of them
+PAGES = ["README.md", *_nav_pages(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"])]
 MARKER = re.compile(r"<!-- output: (.+?) -->\n```[a-z]*\n(.*?)```\n", re.DOTALL)
 BLOCK = re.compile(r"```(bash|python)\n(.*?)```\n|" + MARKER.pattern, re.DOTALL)
 EXIT = re.compile(r"\$ echo \$\?\n(\d+)\n?$")

@@ -7,8 +7,6 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..kernels import Stopped, check_stop  # noqa: F401 - the names callers import from here
-
 T = TypeVar("T")
 STOP_WAIT = 10.0  # seconds to wait for a stopping worker; it stops at its next check, well within a second
 
