@@ -135,6 +135,16 @@ def experts(spec, w, p, X):
     return out
 
 
+def layer_spec(spec, i):
+    """Block i as its per-layer kinds say, read plainly: a full block has no window, a dense block no experts."""
+    changes = {"attention_layers": None, "feedforward_layers": None}
+    if spec.attention_layers and spec.attention_layers[i % len(spec.attention_layers)] == "full":
+        changes["window"] = None
+    if spec.feedforward_layers and spec.feedforward_layers[i % len(spec.feedforward_layers)] == "dense":
+        changes |= {"E": None, "k": None}
+    return replace(spec, **changes)
+
+
 def reference_forward(spec, w, X):
     """Transformer(X) for X (d, n) or (b, d, n), or token ids (n,) or (b, n) with a vocabulary, written out plainly."""
     ids = np.issubdtype(X.dtype, np.integer)
@@ -151,7 +161,9 @@ def reference_forward(spec, w, X):
     def norm(X, gamma, beta, eps):  # the spec's variant, (1 + gamma) or not, for every norm below
         return layer_norm(X, gamma, beta, eps, spec.norm_plus_one, spec.norm_type == "rmsnorm")
 
-    for i in range(spec.N):
+    model = spec
+    for i in range(model.N):
+        spec = layer_spec(model, i)  # block i's window and feedforward
         p = f"blocks.{i}."
         ln = {k: (w.get(p + f"{k}.gamma"), w.get(p + f"{k}.beta")) for k in ("norm1", "norm2")}
         if spec.parallel:  # both sublayers read the block's input; one shared norm or two
@@ -167,6 +179,7 @@ def reference_forward(spec, w, X):
         else:
             X3 = X3 + attention(spec, w, p, X3)
             X3 = X3 + feedforward(spec, w, p, X3)
+    spec = model
     if spec.norm == "pre":
         X3 = norm(X3, w["final_norm.gamma"], w.get("final_norm.beta"), eps)
     if spec.V and spec.head:  # logits: the head, or E^T when tied, and its bias

@@ -18,7 +18,10 @@ SPECS = {
     "multi-head": Spec(N=2, H=4, m=4, d=16, r=8, mask="causal", norm="pre"),
     "grouped-query G=2": Spec(N=3, H=4, G=2, m=6, d=16, r=8, mask="causal", positional="rope", norm="pre"),
     "multi-query window 3": Spec(N=2, H=4, G=1, m=4, d=16, r=8, mask="causal", window=3, norm="pre"),
-}
+    "sliding and full layers": Spec(N=3, H=4, G=2, m=4, d=16, r=8, mask="causal", window=2, norm="pre",
+                                    positional="rope", attention_layers=("sliding", "full"), E=3, k=2,
+                                    feedforward_layers=("dense", "routed", "routed")),
+}  # fmt: skip
 
 
 def _held_at_last_step(model: Transformer, X: np.ndarray, monkeypatch, **options) -> int:

@@ -12,6 +12,7 @@ import pytest
 
 from transformer_cli import SpecError, count_params, load_spec, spec_from_mapping
 from transformer_cli.hf.config import config_to_spec_mapping, spec_from_config
+from transformer_cli.spec.stacks import decoder
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = json.loads((ROOT / "tests/data/real-models.json").read_text())
@@ -104,6 +105,11 @@ VARIANTS = {
                           sliding_window=8, max_window_layers=0, tie_word_embeddings=True)),
     "qwen2-sliding-none-past-N": ("qwen2", "5.x", SMALL | dict(num_key_value_heads=1, use_sliding_window=True,
                                   max_window_layers=2)),
+    "qwen2-sliding-some-layers": ("qwen2", "4.x", SMALL | dict(num_hidden_layers=3, num_key_value_heads=2,
+                                  use_sliding_window=True, sliding_window=8, max_window_layers=1)),
+    "qwen3-layer_types-5.x": ("qwen3", "5.x", SMALL | dict(num_hidden_layers=3, num_key_value_heads=1,
+                              use_sliding_window=True, sliding_window=6,
+                              layer_types=["sliding_attention", "full_attention", "sliding_attention"])),
     "qwen2-sliding-5.x": ("qwen2", "5.x", SMALL | dict(num_key_value_heads=2, use_sliding_window=True,
                           sliding_window=5, max_window_layers=0)),
     "qwen3-head_dim-default": ("qwen3", "4.x", SMALL | dict(num_key_value_heads=2)),
@@ -157,10 +163,15 @@ def _theirs(folder: Path):
     return config, sum(p.numel() for p in model.parameters())
 
 
-def _their_window(config) -> int | None:
-    """The window transformers' mask applies in every layer (Qwen2: the layers of layer_types)."""
-    kinds = set(getattr(config, "layer_types", None) or ["sliding_attention"])
-    return getattr(config, "sliding_window", None) if kinds == {"sliding_attention"} else None
+def _their_windows(config) -> list[int | None]:
+    """The window transformers' mask applies in each layer (Qwen2, Qwen3: the sliding layers of layer_types)."""
+    kinds = getattr(config, "layer_types", None) or ["sliding_attention"] * config.num_hidden_layers
+    return [getattr(config, "sliding_window", None) if k == "sliding_attention" else None for k in kinds]
+
+
+def _our_windows(spec) -> list[int | None]:
+    stack = decoder(spec)
+    return [stack.layer(i).window for i in range(spec.N)]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -170,7 +181,7 @@ def test_counts_equal_the_model_transformers_builds(variant, tmp_path):
     spec = spec_from_config(folder)
     config, total = _theirs(folder)
     assert count_params(spec).total == total
-    assert spec.window == _their_window(config)
+    assert _our_windows(spec) == _their_windows(config)
     rope = getattr(config, "rope_parameters", None)
     if spec.positional == "rope":  # theta, rotated share and llama3's bands as transformers read them
         assert spec.rope_theta == rope["rope_theta"]
@@ -187,6 +198,7 @@ def test_the_variants_reach_the_settings_they_name(tmp_path):
     assert specs["mistral-defaults"].window == 4096 and specs["mistral-defaults"].G == 8
     assert specs["mistral-window-null"].window is None and specs["qwen2-kv-null"].G is None
     assert specs["qwen2-sliding-all"].window == 8 and specs["qwen2-full"].window is None
+    assert _our_windows(specs["qwen2-sliding-some-layers"]) == [None, 8, 8]
     assert specs["llama3-L-from-max_position_embeddings"].rope_original_max_len == 64
     assert specs["qwen3-head_dim-default"].m == 128 and specs["phi-default-partial"].rope_fraction == 0.5
     assert specs["gpt_neox-default-rotary"].rope_fraction == 0.25 and specs["gemma-legacy-gelu"].activation == "gelu"
@@ -249,8 +261,9 @@ BAD = {
                              "key 'num_ln_in_parallel_attn': 2 is not supported"),
     "falcon-new-sequential": ({"model_type": "falcon", "new_decoder_architecture": True, "parallel_attn": False}
                               | FALCON, "key 'parallel_attn': false is not supported"),
-    "qwen2-some-layers": (QWEN2 | {"use_sliding_window": True, "max_window_layers": 1},
-                          "key 'max_window_layers': 1 is not supported: a sliding window on layers 1.. only"),
+    "qwen2-layers-without-a-window": (QWEN2 | {"layer_types": ["full_attention", "sliding_attention"]},
+                                      "key 'layer_types': [\"full_attention\", \"sliding_attention\"] is not "
+                                      "supported: sliding layers need use_sliding_window"),
     "qwen2-layer_types": (QWEN2 | {"layer_types": ["full_attention"]},
                           "key 'layer_types': got [\"full_attention\"], expected a list of 2"),
     "mixtral-k": ({"model_type": "mixtral", "num_local_experts": 2, "num_experts_per_tok": 3} | SMALL,

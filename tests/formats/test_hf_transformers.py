@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -46,7 +47,14 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                 SMALL | dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
                              experts_implementation="eager")),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", SMALL | dict(num_key_value_heads=2)),
+    "qwen2-sliding-some-layers": ("Qwen2Config", "Qwen2ForCausalLM",
+                                  SMALL | dict(num_key_value_heads=2, num_hidden_layers=3, use_sliding_window=True,
+                                               sliding_window=4, max_window_layers=1)),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", SMALL | dict(num_key_value_heads=2, head_dim=8)),
+    "qwen3-layer_types": ("Qwen3Config", "Qwen3ForCausalLM",
+                          SMALL | dict(num_key_value_heads=2, head_dim=8, num_hidden_layers=3, use_sliding_window=True,
+                                       sliding_window=3, layer_types=["sliding_attention", "full_attention",
+                                                                      "sliding_attention"])),
     "gemma": ("GemmaConfig", "GemmaForCausalLM", SMALL | dict(num_key_value_heads=1, head_dim=12,
                                                               hidden_activation="gelu_pytorch_tanh")),
     "phi": ("PhiConfig", "PhiForCausalLM", dict(vocab_size=97, hidden_size=40, intermediate_size=48,
@@ -147,6 +155,20 @@ def test_a_folder_counts_and_runs_as_transformers_does(tmp_path, name):
     assert count_params(spec).total == sum(p.numel() for p in model.parameters())
     ours = Transformer(spec, load_weights(tmp_path, spec))(IDS)
     assert relative(ours, theirs(exact(model), IDS)) < TOL
+
+
+@pytest.mark.parametrize("name", ["qwen2-sliding-some-layers", "qwen3-layer_types"])
+def test_the_kind_of_each_layer_matters(tmp_path, name):
+    """The control for the layers above: the same weights with the window in every block, or in none, compute
+    something else than transformers (by far more than the tolerance), so the per-layer kinds were exercised."""
+    model = build(name)
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    assert spec.attention_layers is not None
+    reference = theirs(exact(model), IDS)
+    weights = load_weights(tmp_path, spec)
+    for uniform in (replace(spec, attention_layers=None), replace(spec, attention_layers=None, window=None)):
+        assert relative(Transformer(uniform, weights)(IDS), reference) > 1e-3
 
 
 def test_a_sharded_folder_runs_as_the_single_file_does(tmp_path):

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from ..components import Pairs, components
 from ..spec.definition import Spec
+from ..spec.stacks import decoder
 from .flops import multiply_adds
 from .kv_cache import cached_tokens, kv_cache_bytes
-from .params import block_tensors, global_tensors
+from .params import count_params, global_tensors
 from .quantized import tensor_bytes
 
 
@@ -37,8 +38,11 @@ def step_multiply_adds(spec: Spec, n: int, n_src: int | None = None) -> tuple[in
     """One sequence's decoding step at context n: the multiply-adds with the weights, and with the cache."""
     one = Pairs(1, 1)
     weights = sum(c.multiply_adds(1, 1, one).get("linear layers", 0) for c in components(spec))  # the decoder's
-    attention = 2 * spec.N * spec.H * spec.m * cached_tokens(spec, n)  # K^T q and V p, in every block
-    if spec.N_enc:  # its cross-attention: W_Q and W_O per token, and n_src cached keys and values to read
+    groups = decoder(spec).groups()  # K^T q and V p, in every block, over its window's keys
+    attention = sum(2 * g.spec.N * spec.H * spec.m * cached_tokens(g.spec, n) for g in groups)
+    if decoder(
+        spec
+    ).reads_memory:  # its cross-attention: W_Q and W_O per token, and n_src cached keys and values to read
         weights += 2 * spec.N * spec.cross_heads * spec.cross_size * spec.d
         attention += 2 * spec.N * spec.cross_heads * spec.cross_size * (n_src or n)
     return weights, attention
@@ -52,11 +56,12 @@ def weights_read(spec: Spec, b: int, dtype: str) -> int:
     total = sum(v for name, v in sizes.items() if not name.startswith("encoder") and name not in LOOKUPS)
     if spec.tie_embeddings and "embedding.E" in sizes:
         total += sizes["embedding.E"]
-    for t in block_tensors(spec, 0):
-        size = tensor_bytes(t.name, t.shape)[dtype]
-        if spec.E and t.name.split(".")[-1] in ("W1", "W2", "W3", "b1", "b2", "b3"):  # (E, ...) experts
-            size = size * min(spec.E, b * spec.k) // spec.E
-        total += spec.N * size
+    for section in count_params(spec, check=False).decoder:  # blocks alike (dense and routed ones differ)
+        for t in section.tensors:
+            size = tensor_bytes(t.name, t.shape)[dtype]
+            if t.component == "experts":  # (E, ...): of E experts, the b k chosen at most
+                size = size * min(spec.E, b * spec.k) // spec.E
+            total += section.copies * size
     return total
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from ..components import Pairs, components, encoder_block_components, encoder_model_components
+from ..components import Pairs, block_components, encoder_block_components, encoder_model_components, outside_components
 from ..components.embedding import embedding
 from ..components.encoder import cross_flops, cross_multiply_adds, encoder_run_spec
 from ..spec.definition import Spec
+from ..spec.stacks import decoder, encoder
 
 
 def _summed(parts: list[dict[str, int]]) -> dict[str, int]:
@@ -35,11 +36,15 @@ def forward_flops(spec: Spec, b: int, n: int, causal_pairs: bool = False, n_src:
 
 
 def _rows(spec: Spec, b: int, n: int, causal_pairs: bool, n_src: int | None, kind: str) -> dict[str, int]:
-    """Every component's rows of one kind (flops or multiply_adds); an encoder-decoder's encoder and
-    cross-attention too."""
+    """Every component's rows of one kind (flops or multiply_adds): each group of blocks' with the pairs its
+    attention scores, the rest's; an encoder-decoder's encoder and cross-attention too."""
+    parts = []
+    for group in decoder(spec).groups():
+        pairs = Pairs(b, n, causal_pairs, group.spec.window)
+        parts += [getattr(c, kind)(b, n, pairs) for c in block_components(group.spec)]
     pairs = Pairs(b, n, causal_pairs, spec.window)
-    parts = [getattr(c, kind)(b, n, pairs) for c in components(spec)]
-    if spec.N_enc:
+    parts += [getattr(c, kind)(b, n, pairs) for c in outside_components(spec)]
+    if encoder(spec) is not None:
         n_src = n_src or n
         parts += [getattr(c, kind)(b, n_src, Pairs(b, n_src)) for c in _encoder(spec)]
         parts.append((cross_flops if kind == "flops" else cross_multiply_adds)(spec, b, n, n_src))

@@ -14,6 +14,7 @@ modelled) and int8 with a float16 scale per head and token for K and for V (per-
 from __future__ import annotations
 
 from ..spec.definition import Spec
+from ..spec.stacks import decoder
 
 KV_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8": 1, "int8": 1}
 SCALE_BYTES = {"int8": 2}  # a float16 scale per head and token, for K and for V
@@ -44,9 +45,10 @@ def cached_tokens(spec: Spec, n: int) -> int:
 def kv_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: int | None = None) -> int:
     """The cache's bytes for b sequences at context n (an encoder-decoder: sources of n_src, default n)."""
     size, scale = KV_BYTES[dtype], SCALE_BYTES.get(dtype, 0)
-    heads = spec.N * spec.kv_heads * cached_tokens(spec, n)  # (head, token) pairs of the self-attention cache
+    # (head, token) pairs of the self-attention cache: each group of blocks alike keeps its own window's
+    heads = sum(g.spec.N * spec.kv_heads * cached_tokens(g.spec, n) for g in decoder(spec).groups())
     total = 2 * b * heads * (spec.m * size + scale)
-    if spec.N_enc:
+    if decoder(spec).reads_memory:
         cross = spec.N * spec.cross_heads * (n_src or n)
         total += 2 * b * cross * (spec.cross_size * size + scale)
     return total

@@ -17,6 +17,7 @@ from ..components.attention import MultiHeadAttention
 from ..errors import TfmError
 from ..kernels import CHUNK_BYTES, chunk_size, cores
 from ..spec.definition import Spec
+from ..spec.stacks import decoder
 from .params import count_params
 from .units import UNITS, human, parse_size, scientific  # noqa: F401 - the names callers import from here
 
@@ -87,7 +88,9 @@ def estimate_forward(
     # a mask is made (bool, float64 -inf, its cast: 9 + s bytes an entry) while the last chunk's scores are still
     # held, and kept (s bytes an entry) while the chunk's scores are computed: causal, the (c, c) square of a chunk's
     # own keys, once; with a window, each chunk's (c, keys) mask
-    area = (c * c if not spec.window else c * n) if spec.mask == "causal" else 0
+    groups = decoder(spec).groups()  # blocks alike: a window's mask is (c, keys), the causal square (c, c)
+    windowed = any(g.spec.window for g in groups)
+    area = (c * n if windowed else c * c) if spec.mask == "causal" else 0
     made, kept = area * (9 + s), area * s
     # beside them, a chunk's A V product before its division into the heads, and with groups (G < H) the copy of
     # the chunk's queries as each group's rows: (H, m, c) each
@@ -104,7 +107,7 @@ def estimate_forward(
         activations=arrays * b * d * n * s + 3 * d * n * 8 + 2 * (spec.V or 0) * b * n * s,
         attention=MultiHeadAttention(spec).held_per_token() * b * n * s
         + threads * scores,  # Q, K, V, heads; each thread's chunks
-        feedforward=block_feedforward(spec).held_per_token() * b * n * s,
+        feedforward=max(block_feedforward(g.spec).held_per_token() for g in groups) * b * n * s,
         loaded=8 * (params if s != 8 else stacked),  # the float64 weights as loaded, beside the model's copies
         input=(8 - s) * b * d * n,  # the input is read as float64
     )

@@ -6,6 +6,7 @@ shapes and counts are Python integers, exact for any size.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -14,22 +15,28 @@ from ..components import (
     Term,
     block_components,
     components,
-    encoder_block_components,
     encoder_model_components,
     model_components,
 )
 from ..errors import ExitCode, TfmError
 from ..spec.definition import Spec
+from ..spec.stacks import Stack, decoder, encoder, stacks
+
+
+def stack_tensors(stack: Stack, i: int) -> list[Tensor]:
+    """The tensors of a stack's block i, in weights-file order (its components', in the order of the pass)."""
+    return [t for c in block_components(stack.layer(i)) for t in c.tensors(f"{stack.prefix}{i}.")]
 
 
 def block_tensors(spec: Spec, i: int) -> list[Tensor]:
-    """The tensors of block i, in weights-file order (each block component's, in the order of the pass)."""
-    return [t for c in block_components(spec) for t in c.tensors(f"blocks.{i}.")]
+    """The tensors of block i (an encoder-decoder's decoder block i), in weights-file order."""
+    return stack_tensors(decoder(spec), i)
 
 
 def encoder_tensors(spec: Spec, i: int) -> list[Tensor]:
     """The tensors of an encoder-decoder's encoder block i (none for a decoder-only spec)."""
-    return [t for c in encoder_block_components(spec) for t in c.tensors(f"encoder.{i}.")]
+    stack = encoder(spec)
+    return [] if stack is None else stack_tensors(stack, i)
 
 
 def global_tensors(spec: Spec) -> list[Tensor]:
@@ -39,21 +46,80 @@ def global_tensors(spec: Spec) -> list[Tensor]:
     return encoder + [t for c in model_components(spec) for t in c.tensors("")]
 
 
+def iter_tensors(spec: Spec) -> Iterator[Tensor]:
+    """Every parameter tensor in weights-file order, made one at a time (N may be 10**6): each stack's blocks, then
+    the tensors outside them."""
+    for stack in stacks(spec):
+        for i in range(stack.spec.N):
+            yield from stack_tensors(stack, i)
+    yield from global_tensors(spec)
+
+
 def all_tensors(spec: Spec) -> list[Tensor]:
     """Every parameter tensor of the model, in weights-file order: the encoder's blocks, the blocks, the rest."""
-    out = [t for i in range(spec.N_enc or 0) for t in encoder_tensors(spec, i)]
-    out += [t for i in range(spec.N) for t in block_tensors(spec, i)]
-    return out + global_tensors(spec)
+    return list(iter_tensors(spec))
 
 
-def closed_form_terms(spec: Spec) -> list[Term]:
-    """The closed-form count, term by term: the seed's 4Hmd + 2rd + r + d first, then the components' extras;
-    an encoder's block terms have the scope 'encoder block' (counted N_enc times)."""
-    terms = [t for c in block_components(spec) + model_components(spec) for t in c.terms()]
-    encoder = [replace(t, scope="encoder block") if t.scope == "block" else t
-               for c in encoder_block_components(spec) + encoder_model_components(spec) for t in c.terms()]  # fmt: skip
-    ordered = [t for t in terms if t.seed] + [t for t in terms if not t.seed]
-    return ordered + [t for t in encoder if t.seed] + [t for t in encoder if not t.seed]
+@dataclass(frozen=True)
+class Blocks:
+    """Blocks of one stack with the same tensors: which they are, the first one's tensors, their closed form.
+
+    `scope` names them in the closed form's terms: 'block' (a stack whose blocks are alike), 'encoder block', or
+    the kind of the blocks where a stack's differ ('dense block', 'routed block').
+    """
+
+    stack: str
+    scope: str
+    layers: Sequence[int]  # a range in a uniform stack (N may be 10**100, past len())
+    copies: int  # how many they are
+    tensors: list[Tensor]
+    terms: list[Term]
+
+    @property
+    def per_block(self) -> int:
+        return sum(t.count for t in self.tensors)
+
+    @property
+    def closed_per_block(self) -> int:
+        return sum(t.value for t in self.terms)
+
+
+def _scoped(terms: list[Term], scope: str) -> list[Term]:
+    return [replace(t, scope=scope) if t.scope == "block" else t for t in terms]
+
+
+def stack_blocks(stack: Stack) -> list[Blocks]:
+    """A stack's blocks by their tensors: groups of layers alike, merged where they differ only in how they
+    attend (a sliding block and a full one have the same tensors)."""
+    groups = stack.groups()
+    if len(groups) == 1:  # a uniform stack (N may be any size: its layers are a range)
+        (group,) = groups
+        scope = "encoder block" if stack.name == "encoder" else "block"
+        return [_blocks(stack, group.spec, scope, group.layers, group.spec.N)]
+    found: dict[tuple, list] = {}  # type: ignore[type-arg]
+    for group in groups:
+        i = group.layers[0]
+        shapes = tuple((t.name.removeprefix(f"{stack.prefix}{i}."), t.shape) for t in stack_tensors(stack, i))
+        found.setdefault(shapes, []).append(group)
+    sections = list(found.values())
+    # named by the per-layer keys each section has one kind of (the feedforward's: its tensors differ)
+    keys = [p for p in range(len(groups[0].kinds)) if all(len({g.kinds[p] for g in alike}) == 1 for alike in sections)]
+    out = []
+    for alike in sections:
+        scope = " ".join(alike[0].kinds[p] for p in keys) + " block" if len(sections) > 1 else "block"
+        layers = tuple(sorted(i for g in alike for i in g.layers))
+        out.append(_blocks(stack, alike[0].spec, scope, layers, len(layers)))
+    return out
+
+
+def _blocks(stack: Stack, spec: Spec, scope: str, layers: Sequence[int], copies: int) -> Blocks:
+    terms = [t for c in block_components(spec) for t in c.terms() if t.scope == "block"]
+    terms = _seed_first(_scoped(terms, scope))
+    return Blocks(stack.name, scope, layers, copies, stack_tensors(stack, layers[0]), terms)
+
+
+def _seed_first(terms: list[Term]) -> list[Term]:
+    return [t for t in terms if t.seed] + [t for t in terms if not t.seed]
 
 
 @dataclass(frozen=True)
@@ -61,14 +127,41 @@ class ParamCount:
     """A spec's parameter count, from the tensor shapes and from the closed form."""
 
     spec: Spec
-    block: list[Tensor]  # block 0's tensors; every block has the same shapes
+    sections: list[Blocks]  # the blocks' (an encoder-decoder's decoder's first), by their tensors
     model: list[Tensor]  # tensors outside the blocks
-    terms: list[Term]
-    encoder: list[Tensor] = field(default_factory=list)  # an encoder-decoder's encoder block 0's tensors
+    model_terms: list[Term]
+    encoder_terms: list[Term] = field(default_factory=list)  # the encoder's terms outside its blocks
 
     @property
-    def per_block(self) -> int:
-        return sum(t.count for t in self.block)
+    def decoder(self) -> list[Blocks]:
+        return [s for s in self.sections if s.stack == "blocks"]
+
+    @property
+    def uniform(self) -> bool:
+        """Every block (of the decoder) has the same tensors."""
+        return len(self.decoder) == 1
+
+    @property
+    def block(self) -> list[Tensor]:
+        """Block 0's tensors (every block's, in a uniform stack)."""
+        return self.decoder[0].tensors
+
+    @property
+    def encoder(self) -> list[Tensor]:
+        """An encoder-decoder's encoder block 0's tensors ([] for one stack)."""
+        return next((s.tensors for s in self.sections if s.stack == "encoder"), [])
+
+    @property
+    def terms(self) -> list[Term]:
+        """The closed form term by term: the seed's first, then the components' extras; an encoder's after."""
+        blocks = [t for s in self.decoder for t in s.terms]
+        encoder = [t for s in self.sections if s.stack == "encoder" for t in s.terms] + self.encoder_terms
+        return _seed_first(blocks + self.model_terms) + _seed_first(encoder)
+
+    @property
+    def per_block(self) -> int | None:
+        """Parameters of one block, or None where the blocks differ (then: each section's)."""
+        return self.decoder[0].per_block if self.uniform else None
 
     @property
     def per_encoder_block(self) -> int:
@@ -76,8 +169,7 @@ class ParamCount:
 
     @property
     def total(self) -> int:
-        encoder = (self.spec.N_enc or 0) * self.per_encoder_block
-        return self.spec.N * self.per_block + encoder + sum(t.count for t in self.model)
+        return sum(s.copies * s.per_block for s in self.sections) + sum(t.count for t in self.model)
 
     @property
     def active(self) -> int:
@@ -85,34 +177,49 @@ class ParamCount:
         return self.total - sum(c.inactive() for c in components(self.spec))
 
     @property
-    def closed_per_block(self) -> int:
-        return sum(t.value for t in self.terms if t.scope == "block")
+    def closed_per_block(self) -> int | None:
+        return self.decoder[0].closed_per_block if self.uniform else None
 
     @property
     def closed_per_encoder_block(self) -> int:
-        return sum(t.value for t in self.terms if t.scope == "encoder block")
+        return sum(s.closed_per_block for s in self.sections if s.stack == "encoder")
 
     @property
     def closed_total(self) -> int:
-        encoder = (self.spec.N_enc or 0) * self.closed_per_encoder_block
-        return self.spec.N * self.closed_per_block + encoder + sum(t.value for t in self.terms if t.scope == "model")
+        outside = sum(t.value for t in self.model_terms + self.encoder_terms)
+        return sum(s.copies * s.closed_per_block for s in self.sections) + outside
+
+    @property
+    def tensor_count(self) -> int:
+        """How many tensors the weights file holds."""
+        return sum(s.copies * len(s.tensors) for s in self.sections) + len(self.model)
+
+    def shapes(self) -> list[tuple[int, ...]]:
+        """The shape of every different tensor: each section's first block's, and those outside the blocks."""
+        return [t.shape for s in self.sections for t in s.tensors] + [t.shape for t in self.model]
 
     def components(self) -> dict[str, int]:
         """Total parameters of each component over the whole model (an encoder's prefixed 'encoder ')."""
         out: dict[str, int] = {}
-        copies = [(t.component, self.spec.N * t.count) for t in self.block]
-        copies += [(f"encoder {t.component}", (self.spec.N_enc or 0) * t.count) for t in self.encoder]
+        copies = [(t.component if s.stack == "blocks" else f"encoder {t.component}", s.copies * t.count)
+                  for s in self.sections for t in s.tensors]  # fmt: skip
         for name, count in copies + [(t.component, t.count) for t in self.model]:
             out[name] = out.get(name, 0) + count
         return out
 
     def to_dict(self) -> dict[str, Any]:
         """Everything `tfm count` shows, as plain data (exact integers)."""
+        blocks = [] if self.uniform else [  # (a uniform stack's layers are a range of any size: not listed)
+            {"kind": s.scope.removesuffix(" block"), "layers": list(s.layers), "per_block": s.per_block,
+             "closed_per_block": s.closed_per_block}
+            for s in self.decoder
+        ]  # fmt: skip
         return {
             "name": self.spec.label,
             "spec": self.spec.to_dict(),
             "per_block": self.per_block,
-            **({"per_encoder_block": self.per_encoder_block} if self.spec.N_enc else {}),
+            **({} if self.uniform else {"blocks": blocks}),
+            **({"per_encoder_block": self.per_encoder_block} if self.encoder else {}),
             "total": self.total,
             "active_per_token": self.active,
             "closed_form": {
@@ -124,23 +231,31 @@ class ParamCount:
             "depends_on_sequence_length": False,
             "tensors": [  # block tensors once, named with {i}: listing N copies would not scale to any N
                 {
-                    "name": t.name.replace("blocks.0.", "blocks.{i}."),
+                    "name": t.name.replace(f"blocks.{s.layers[0]}.", "blocks.{i}."),
                     "shape": list(t.shape),
                     "count": t.count,
-                    "copies": self.spec.N if t.name.startswith("blocks.") else 1,
+                    "copies": s.copies,
                     "component": t.component,
+                    **({} if self.uniform or s.stack == "encoder" else {"layers": list(s.layers)}),
                 }
-                for t in self.block + self.model
+                for s in self.decoder
+                for t in s.tensors
             ]
+            + [
+                {"name": t.name, "shape": list(t.shape), "count": t.count, "copies": 1, "component": t.component}
+                for t in self.model
+            ]  # fmt: skip
             + [  # an encoder's block tensors once, named with {i}
                 {
                     "name": t.name.replace("encoder.0.", "encoder.{i}."),
                     "shape": list(t.shape),
                     "count": t.count,
-                    "copies": self.spec.N_enc,
+                    "copies": s.copies,
                     "component": t.component,
                 }
-                for t in self.encoder
+                for s in self.sections
+                if s.stack == "encoder"
+                for t in s.tensors
             ],
         }
 
@@ -153,15 +268,26 @@ class CountMismatch(TfmError):
 
 def count_params(spec: Spec, check: bool = True) -> ParamCount:
     """Count the parameters of `spec` from shapes alone; with `check`, raise unless the closed form agrees."""
-    result = ParamCount(spec, block_tensors(spec, 0), global_tensors(spec), closed_form_terms(spec),
-                        encoder_tensors(spec, 0) if spec.N_enc else [])  # fmt: skip
-    if check and (result.per_block, result.total) != (result.closed_per_block, result.closed_total):
-        raise CountMismatch(
-            f"{spec.label}: tensor shapes give {result.per_block} per block and {result.total} in all, "
-            f"but the closed form gives {result.closed_per_block} and {result.closed_total}"
-        )
+    found = stacks(spec)
+    sections = [b for stack in found[::-1] for b in stack_blocks(stack)]  # the decoder's first, as shown
+    model_terms = [t for c in model_components(spec) for t in c.terms()]
+    encoder_terms = [t for c in encoder_model_components(spec) for t in c.terms()]
+    result = ParamCount(spec, sections, global_tensors(spec), model_terms, encoder_terms)
+    if check:
+        for s in sections:
+            if s.per_block != s.closed_per_block:
+                raise CountMismatch(
+                    f"{spec.label}: tensor shapes give {s.per_block} per {s.scope} and {result.total} in all, "
+                    f"but the closed form gives {s.closed_per_block} and {result.closed_total}"
+                )
+        if result.total != result.closed_total:
+            raise CountMismatch(
+                f"{spec.label}: tensor shapes give {result.total} in all, but the closed form gives "
+                f"{result.closed_total}"
+            )
     return result
 
 
-__all__ = ["CountMismatch", "ParamCount", "Tensor", "Term", "all_tensors", "block_tensors", "closed_form_terms",
-           "count_params", "encoder_tensors", "global_tensors"]  # fmt: skip
+__all__ = ["Blocks", "CountMismatch", "ParamCount", "Tensor", "Term", "all_tensors", "block_tensors",
+           "count_params", "encoder_tensors", "global_tensors", "iter_tensors",
+           "stack_tensors"]  # fmt: skip

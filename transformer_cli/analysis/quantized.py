@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from ..spec.definition import Spec
-from .params import block_tensors, encoder_tensors, global_tensors
+from .params import count_params, global_tensors
 
 PLAIN = {"float32": 4, "float16": 2, "bfloat16": 2}
 KEPT = 2  # bytes an element of what stays unquantised (bfloat16)
@@ -60,9 +60,8 @@ def tensor_bytes(name: str, shape: tuple[int, ...], group: int = GROUP) -> dict[
 def weight_bytes(spec: Spec, group: int = GROUP) -> dict[str, int]:
     """The model's weights in float32, float16, bfloat16, float8, int8 and int4 (group size `group`): one block
     of each stack counted and multiplied, so any size counts at once."""
-    parts = [(1, t) for t in global_tensors(spec)] + [(spec.N, t) for t in block_tensors(spec, 0)]
-    if spec.N_enc:
-        parts += [(spec.N_enc, t) for t in encoder_tensors(spec, 0)]
+    sections = count_params(spec, check=False).sections  # blocks alike, of every stack
+    parts = [(1, t) for t in global_tensors(spec)] + [(s.copies, t) for s in sections for t in s.tensors]
     out = {dtype: 0 for dtype in [*PLAIN, "float8", "int8", "int4"]}
     for copies, t in parts:
         for dtype, size in tensor_bytes(t.name, t.shape, group).items():

@@ -21,6 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
+from ..spec.stacks import decoder as decoder_of
+from ..spec.stacks import encoder as encoder_of
 from .kv_cache import served_cache_bytes
 
 WEIGHT_DTYPES = ("float32", "float16", "bfloat16", "float8", "int8", "int4")
@@ -48,15 +50,14 @@ def _stack_peak(spec: Spec, b: int, n: int, keys: int, s: int, fused: bool) -> i
 def transient(spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int | None = None) -> dict[str, int]:
     """The prefill's transient peak and its parts, in bytes."""
     T, d = b * n, spec.d
-    blocks = _stack_peak(spec, b, n, n, s, fused)
+    blocks = max(_stack_peak(group.spec, b, n, n, s, fused) for group in decoder_of(spec).groups())
     head = T * (d + spec.V) * s if spec.V and spec.head else 0
     memory = encoder = 0
-    if spec.N_enc:
-        from ..components.encoder import encoder_spec
-
+    source = encoder_of(spec)
+    if source is not None:
         n_src = n_src or n
         memory = b * n_src * d * s  # the encoder's output, held while the decoder runs
-        encoder = b * n_src * d * s + _stack_peak(encoder_spec(spec), b, n_src, n_src, s, fused)
+        encoder = b * n_src * d * s + _stack_peak(source.spec, b, n_src, n_src, s, fused)
         cross = T * (d + 2 * spec.cross_heads * spec.cross_size) * s
         if not fused:
             cross += 2 * b * spec.cross_heads * n * n_src * s

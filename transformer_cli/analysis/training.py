@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..spec.definition import Spec
+from ..spec.stacks import decoder
+from ..spec.stacks import encoder as encoder_of
 
 ELEMENT = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -149,25 +151,24 @@ def activation_bytes(
     """Bytes autograd keeps for the backward pass of b sequences of n tokens (an encoder-decoder: targets of n,
     sources of n_src, default n), by part, and their total."""
     s = ELEMENT[dtype]
-    parts = block_bytes(spec, n, s, fused)
-    decoder = b * n * sum(parts.values())  # one decoder block's bytes
-    stacks = [(spec.N, b * n, decoder)]  # (blocks, tokens, bytes of one block)
+    groups = decoder(spec).groups()  # blocks alike (dense and routed ones keep different hidden rows)
+    parts = block_bytes(groups[0].spec, n, s, fused)
+    # (blocks, tokens, bytes of one block) of each group
+    stacks = [(g.spec.N, b * n, b * n * sum(block_bytes(g.spec, n, s, fused).values())) for g in groups]
     model = b * n * _model_bytes(spec, s) + _positions(spec, n, s)
-    if spec.N_enc:
-        from ..components.encoder import encoder_spec
-
+    source = encoder_of(spec)
+    if source is not None:
         n_src = n_src or n
-        target, source = _cross_bytes(spec, n_src, s, fused)
-        stacks[0] = (spec.N, b * n, decoder + b * (target * n + source * n_src))  # with its cross-attention
-        stacks.append(
-            (spec.N_enc, b * n_src, b * n_src * sum(block_bytes(encoder_spec(spec), n_src, s, fused).values()))
-        )
+        target, memory = _cross_bytes(spec, n_src, s, fused)
+        cross = b * (target * n + memory * n_src)  # each decoder block's cross-attention
+        stacks = [(count, tokens, size + cross) for count, tokens, size in stacks]
+        stacks.append((source.spec.N, b * n_src, b * n_src * sum(block_bytes(source.spec, n_src, s, fused).values())))
         # the source ids, the encoder's norms of its embedding and of its output, and its output, which the
         # cross-attentions' K and V keep
         norms = (spec.norm == "pre") + spec.embed_norm
         model += b * n_src * ((8 if spec.V else 0) + spec.d * s + norms * _norm(spec, spec.d, s))
         model += _positions(spec, n_src, s)
-    out: dict[str, Any] = {"per_block": {k: v * b * n for k, v in parts.items()}, "model": model}
+    out: dict[str, Any] = {"per_block": {k: v * b * n for k, v in parts.items()}, "model": model}  # block 0's
     if recompute:  # each block's input, and one block's tensors while it is recomputed
         out["blocks"] = sum(count * tokens * spec.d * s for count, tokens, _ in stacks) + max(x for *_, x in stacks)
     else:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
@@ -16,7 +16,7 @@ from .layout import FitTable
 
 if TYPE_CHECKING:  # only for annotations: rendering a count must not import the model
     from ..analysis.costs import Costs, MemoryCosts
-    from ..analysis.params import ParamCount
+    from ..analysis.params import Blocks, ParamCount
     from ..model.runner import RunResult
     from ..spec.definition import Spec
     from ..verify import CheckResult
@@ -72,27 +72,12 @@ def count_table(count: ParamCount, source: str) -> Table:
     spec = count.spec
     title, caption = f"Parameters of {shown(spec.summary())}", f"spec: {shown(source)}"
     table = FitTable(title=title, caption=caption, title_justify="left", drop=["shape", "component"])
-    table.add_column(f"tensor (i = 0 .. {spec.N - 1})", no_wrap=True)
+    table.add_column(f"tensor (i = {layer_list(count.sections[0].layers)})", no_wrap=True)
     table.add_column("shape")
     table.add_column("count", justify="right", no_wrap=True)
     table.add_column("component")
-    for t in count.block:
-        table.add_row(t.name.replace("blocks.0.", "blocks.i."), fmt(t.shape), fmt(t.count), t.component)
-    table.add_section()
-    table.add_row("per block (from shapes)", "", fmt(count.per_block), "independent of sequence length n")
-    table.add_row("per block (closed form)", " + ".join(t.formula for t in count.terms if t.scope == "block"),
-                  fmt(count.closed_per_block), "seed property (b)")  # fmt: skip
-    table.add_row(f"x {spec.N} blocks", "", fmt(spec.N * count.per_block), "")
-    if count.encoder:  # an encoder-decoder's encoder blocks
-        table.add_section()
-        table.add_row(f"encoder blocks (j = 0 .. {spec.N_enc - 1})", "", "", "")
-        for t in count.encoder:
-            table.add_row(t.name.replace("encoder.0.", "encoder.j."), fmt(t.shape), fmt(t.count), t.component)
-        table.add_row("per encoder block (from shapes)", "", fmt(count.per_encoder_block), "")
-        table.add_row("per encoder block (closed form)",
-                      " + ".join(t.formula for t in count.terms if t.scope == "encoder block"),
-                      fmt(count.closed_per_encoder_block), "")  # fmt: skip
-        table.add_row(f"x {spec.N_enc} encoder blocks", "", fmt(spec.N_enc * count.per_encoder_block), "")
+    for k, blocks in enumerate(count.sections):
+        _blocks_rows(table, blocks, k)
     if count.model:
         table.add_section()
         for t in count.model:
@@ -104,6 +89,36 @@ def count_table(count: ParamCount, source: str) -> Table:
     if count.active != count.total:
         table.add_row("active per token", "the k experts a token is routed to", fmt(count.active), "")
     return table
+
+
+def layer_list(layers: Sequence[int]) -> str:
+    """Block indices in few characters: '0 .. 11', '0, 2, 4', '1, 3, 5, ... 59 (30 blocks)'."""
+    if isinstance(layers, range):  # a uniform stack's (N may be past len())
+        return f"{layers[0]} .. {layers[-1]}"
+    if list(layers) == list(range(layers[0], layers[-1] + 1)):
+        return f"{layers[0]} .. {layers[-1]}" if len(layers) > 1 else str(layers[0])
+    if len(layers) <= 4:
+        return ", ".join(map(str, layers))
+    return f"{', '.join(map(str, layers[:3]))}, ... {layers[-1]} ({len(layers)} blocks)"
+
+
+def _blocks_rows(table: Table, blocks: Blocks, k: int) -> None:
+    """One section of the count: the tensors of blocks alike (all of a uniform stack's), their counts."""
+    i = "j" if blocks.stack == "encoder" else "i"
+    name = blocks.scope  # 'block', 'encoder block', 'dense block', ...
+    if k > 0:  # the first section's indices head the column
+        table.add_section()
+        table.add_row(f"{name}s ({i} = {layer_list(blocks.layers)})", "", "", "")
+    first = f"{blocks.stack}.{blocks.layers[0]}."
+    for t in blocks.tensors:
+        table.add_row(t.name.replace(first, f"{blocks.stack}.{i}."), fmt(t.shape), fmt(t.count), t.component)
+    if k == 0:
+        table.add_section()
+    note = "independent of sequence length n" if k == 0 else ""
+    table.add_row(f"per {name} (from shapes)", "", fmt(blocks.per_block), note)
+    table.add_row(f"per {name} (closed form)", " + ".join(t.formula for t in blocks.terms),
+                  fmt(blocks.closed_per_block), "seed property (b)" if k == 0 else "")  # fmt: skip
+    table.add_row(f"x {blocks.copies} {name}s", "", fmt(blocks.copies * blocks.per_block), "")
 
 
 def comparison_table(counts: list[ParamCount]) -> Table:

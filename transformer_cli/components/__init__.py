@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..errors import SpecError
 from ..spec.definition import Spec
+from ..spec.stacks import decoder
 from .attention import MultiHeadAttention
 from .base import Component, Pairs, Tensor, Term
 from .embedding import embedding, head, pooler
@@ -18,30 +19,26 @@ from .positional import POSITIONALS
 from .residual import Residuals
 
 
-def components(spec: Spec) -> list[Component]:
-    """Every component of `spec`: the block's, then the input's and the output's."""
-    return [
-        MultiHeadAttention(spec),
-        *decoder_extras(spec),
-        block_feedforward(spec),
-        Residuals(spec),
-        block_norm(spec),
-        embedding(spec),
-        POSITIONALS[spec.positional](spec),
-        final_norm(spec),
-        head(spec),
-        pooler(spec),
-    ]
-
-
 def block_components(spec: Spec) -> list[Component]:
-    return [c for c in components(spec) if c.where == "block"]
+    """One block's components, in the order of the pass, for a spec whose blocks are alike (a group's: stacks.py)."""
+    return [MultiHeadAttention(spec), *decoder_extras(spec), block_feedforward(spec), Residuals(spec), block_norm(spec)]
+
+
+def outside_components(spec: Spec) -> list[Component]:
+    """The components outside the blocks, in the order of the registry (the rows of the costs)."""
+    return [embedding(spec), POSITIONALS[spec.positional](spec), final_norm(spec), head(spec), pooler(spec)]
+
+
+def components(spec: Spec) -> list[Component]:
+    """Every component of `spec`'s one stack: each group of alike blocks' (its spec's N its blocks), then the
+    input's and the output's."""
+    groups = [c for group in decoder(spec).groups() for c in block_components(group.spec)]
+    return groups + outside_components(spec)
 
 
 def model_components(spec: Spec) -> list[Component]:
     """The components outside the blocks: the input's first, then the output's."""
-    outside = [c for c in components(spec) if c.where != "block"]
-    return sorted(outside, key=lambda c: c.where != "input")
+    return sorted(outside_components(spec), key=lambda c: c.where != "input")
 
 
 def check_one_stack(spec: Spec, what: str) -> None:
@@ -59,9 +56,16 @@ def is_causal(spec: Spec) -> bool:
 
 
 def reach(spec: Spec) -> int | None:
-    """The receptive field: output column t depends on input columns t - reach .. t only (None: on all of them)."""
-    reaches = [r for c in components(spec) if (r := c.reach()) is not None]
-    return min(reaches) if reaches else None
+    """The receptive field: output column t depends on input columns t - reach .. t only (None: on all of them).
+    Each group of blocks reaches back as far as its components let it; a group that reaches every column (a block
+    without a window) makes the whole stack reach every column."""
+    total = 0
+    for group in decoder(spec).groups():
+        reaches = [r for c in block_components(group.spec) if (r := c.reach()) is not None]
+        if not reaches:
+            return None
+        total += min(reaches)
+    return total
 
 
 __all__ = [
@@ -77,5 +81,6 @@ __all__ = [
     "encoder_model_components",
     "is_causal",
     "model_components",
+    "outside_components",
     "reach",
 ]

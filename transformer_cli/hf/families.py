@@ -205,7 +205,8 @@ def _window(window: int | None) -> dict[str, Any]:
 
 
 def _layer_windows(c: Keys, N: int) -> dict[str, Any]:
-    """Qwen2/Qwen3: a window only with use_sliding_window, on layers max_window_layers.. (or as layer_types says)."""
+    """Qwen2/Qwen3: a window only with use_sliding_window, on layers max_window_layers.. (or as layer_types says):
+    the blocks' attention_layers where some slide and some do not."""
     window = c.nullable_count("sliding_window", 4096) if c.flag("use_sliding_window", False) else None
     key, kinds = "layer_types", c.data.get("layer_types")
     if kinds is None:
@@ -213,13 +214,12 @@ def _layer_windows(c: Keys, N: int) -> dict[str, Any]:
         kinds = ["sliding_attention" if window and i >= first else "full_attention" for i in range(N)]
     elif not isinstance(kinds, list) or len(kinds) != N or not set(kinds) <= {"full_attention", "sliding_attention"}:
         raise c.fail(key, kinds, f"a list of {N} 'full_attention' or 'sliding_attention'")
-    if len(set(kinds)) > 1:
-        sliding = kinds.index("sliding_attention")
-        why = f"a sliding window on layers {sliding}.. only; tfm's window is in every block"
-        raise c.refuse(key, c.data.get(key, 28), why)
-    if kinds[0] == "sliding_attention" and window is None:
-        raise c.refuse(key, kinds, "sliding layers need use_sliding_window and a sliding_window")
-    return _window(window if kinds[0] == "sliding_attention" else None)
+    if "sliding_attention" not in kinds:
+        return {}
+    if window is None:
+        raise c.refuse(key, c.data.get(key, kinds), "sliding layers need use_sliding_window and a sliding_window")
+    layers = {"attention_layers": ["sliding" if k == "sliding_attention" else "full" for k in kinds]}
+    return _window(window) | (layers if "full_attention" in kinds else {})
 
 
 FAMILIES = {

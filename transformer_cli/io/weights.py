@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..analysis.memory import MemoryEstimate
-from ..analysis.params import Tensor, all_tensors, block_tensors, count_params, encoder_tensors, global_tensors
+from ..analysis.params import Tensor, all_tensors, count_params, iter_tensors
 from ..errors import ArrayError, SpecError
 from ..spec.definition import Spec
 from ..spec.validate import spec_from_mapping
@@ -47,15 +47,6 @@ def _init_std(spec: Spec, tensor: Tensor) -> float:
     if tensor.name == "head.W":
         return spec.d**-0.5  # logits of order one
     return stds.get(leaf, 0.0)
-
-
-def iter_tensors(spec: Spec) -> Iterator[Tensor]:
-    """Every parameter tensor in weights-file order, made one at a time (N may be 10**6)."""
-    for j in range(spec.N_enc or 0):
-        yield from encoder_tensors(spec, j)
-    for i in range(spec.N):
-        yield from block_tensors(spec, i)
-    yield from global_tensors(spec)
 
 
 def iter_init(spec: Spec, seed: int = 0) -> Iterator[tuple[str, np.ndarray]]:
@@ -203,15 +194,10 @@ def save_weights(path: str | Path, weights: Weights, spec: Spec | None = None, o
     write_weights(Path(path), layout, weights.items(), spec, overwrite)
 
 
-def _tensor_count(spec: Spec) -> int:
-    encoder = (spec.N_enc or 0) * len(encoder_tensors(spec, 0)) if spec.N_enc else 0
-    return spec.N * len(block_tensors(spec, 0)) + encoder + len(global_tensors(spec))
-
-
 def write_init(path: str | Path, spec: Spec, seed: int = 0, overwrite: bool = True) -> tuple[int, int]:
     """Write the seeded weights tensor by tensor (never all at once); returns (tensors, parameters)."""
     path, float64 = Path(path), np.dtype(np.float64)
-    tensors = _tensor_count(spec)
+    tensors = count_params(spec, check=False).tensor_count
     if weights_format(path) == ".safetensors" and tensors * MIN_ENTRY_BYTES > safetensors_io.MAX_HEADER:
         raise ArrayError(
             f"{path}: {tensors:,} tensors need a header over the {safetensors_io.MAX_HEADER:,} bytes safetensors "
@@ -224,10 +210,9 @@ def write_init(path: str | Path, spec: Spec, seed: int = 0, overwrite: bool = Tr
 
 def init_memory(spec: Spec, path: str | Path) -> MemoryEstimate:
     """What write_init holds at once: the largest tensor, NumPy's write chunk, and zipfile's per-member records."""
-    encoder = encoder_tensors(spec, 0) if spec.N_enc else []
-    shapes = [t.shape for t in block_tensors(spec, 0) + encoder + global_tensors(spec)]
-    largest = 8 * max(math.prod(shape) for shape in shapes)
-    tensors = _tensor_count(spec)
+    count = count_params(spec, check=False)
+    largest = 8 * max(math.prod(shape) for shape in count.shapes())
+    tensors = count.tensor_count
     if weights_format(Path(path)) == ".npz":
         held = largest + min(largest, NPY_CHUNK) + ZIP_ENTRY_BYTES * tensors
     else:

@@ -45,8 +45,8 @@ class Decoder:
     def __init__(self, model: Transformer, b: int, n: int, memory: Array | None = None, position_offset: int = 0):
         self.model, self.offset = model, position_offset
         spec = model.spec
-        shape = (b, spec.kv_heads, spec.m, min(n, spec.window) if spec.window else n)
-        self.caches = [Cache(np.empty(shape, model.dtype), np.empty(shape, model.dtype)) for _ in model.blocks]
+        shapes = [(b, spec.kv_heads, spec.m, min(n, blk.window) if blk.window else n) for blk in model.blocks]
+        self.caches = [Cache(np.empty(shape, model.dtype), np.empty(shape, model.dtype)) for shape in shapes]
         self.memory = None if memory is None else to_columns(np.asarray(memory), model.dtype)  # (d, b, n_src)
         self.crosses: list = [None] * len(model.blocks)
         if self.memory is not None:  # per block: the memory's keys and values, and the sublayer that reads them

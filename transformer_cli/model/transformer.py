@@ -20,6 +20,7 @@ from threadpoolctl import ThreadpoolController
 from .. import kernels
 from ..components import block_feedforward
 from ..components.attention import MultiHeadAttention
+from ..components.base import Component
 from ..components.cross import Cross, cross_scale, memory_keys, project, queries, stack_cross
 from ..components.embedding import embedding
 from ..components.norm import block_norm, norm_kind
@@ -29,6 +30,7 @@ from ..errors import SpecError
 from ..io.weights import Weights
 from ..kernels import CHUNK_BYTES, Array, check_stop, linear
 from ..spec.definition import Spec
+from ..spec.stacks import decoder
 from .parallel import run_parts
 
 PARALLEL_MIN_SIZE = 1 << 16  # below this many activations, threads cost more than they save
@@ -52,6 +54,8 @@ class Block:
     norm2: tuple[Array, ...] | None
     router: Array | None = None  # (E, d) with experts, whose W1, b1, W2, b2 then carry a leading axis E
     qk_norm: tuple | None = None  # the query and the key heads' norm parameters, as (m, 1, 1, 1) columns
+    ff: Component | None = None  # the block's feedforward (dense, or routed to experts), which runs it
+    window: int | None = None  # the block's sliding window, or None: it sees every earlier key
 
 
 class Transformer:
@@ -77,9 +81,10 @@ class Transformer:
         def get(name: str) -> Array:
             return np.asarray(weights[name], dtype=self.dtype)
 
-        self.attention, self.ff, self.norm = MultiHeadAttention(spec), block_feedforward(spec), block_norm(spec)
+        self.attention, self.norm = MultiHeadAttention(spec), block_norm(spec)
         self.residuals = Residuals(spec)  # the block's layout: pre, post, parallel or none
-        self.blocks = [self._block(lambda name, p=f"blocks.{i}.": get(p + name)) for i in range(spec.N)]
+        stack = decoder(spec)  # its blocks may differ per layer: each has its own window and feedforward
+        self.blocks = [self._block(stack.layer(i), lambda name, p=f"blocks.{i}.": get(p + name)) for i in range(spec.N)]
         self.crosses = None  # an encoder-decoder's decoder: each block's cross-attention (components/cross.py)
         if spec.N_enc:
             self.crosses = [stack_cross(spec, weights, i, self.dtype, norm_kind(spec)) for i in range(spec.N)]
@@ -101,9 +106,12 @@ class Transformer:
         if spec.norm == "pre":
             self.final_norm = self.norm.stacked(lambda g: get(f"final_norm.{g}"))
 
-    def _block(self, get: Callable[[str], Array]) -> Block:
-        """One block's weights from its components' `prepare` (the heads stacked for one product)."""
-        return Block(**self.attention.prepare(get), **self.ff.prepare(get), **self.norm.prepare(get))
+    def _block(self, layer: Spec, get: Callable[[str], Array]) -> Block:
+        """One block's weights from its components' `prepare` (the heads stacked for one product); `layer`: the
+        block's own spec (stacks.py), which gives its feedforward and its window."""
+        ff = block_feedforward(layer)
+        weights = self.attention.prepare(get) | ff.prepare(get) | self.norm.prepare(get)
+        return Block(**weights, ff=ff, window=layer.window)
 
     @property
     def P(self) -> Array | None:
@@ -163,7 +171,7 @@ class Transformer:
         if kv_out is not None:
             kv_out.append((K, V))
         causal = self.spec.mask == "causal"
-        heads = self.attend(Q, K, V, causal, weights_out=weights_out, stop=stop, window=self.spec.window,
+        heads = self.attend(Q, K, V, causal, weights_out=weights_out, stop=stop, window=blk.window,
                             positions=(start, start))  # fmt: skip
         return self.project(blk, heads)
 
@@ -178,7 +186,7 @@ class Transformer:
 
     def feedforward(self, blk: Block, X: Array) -> Array:
         """The feedforward sublayer without its residual (the spec's kind: plain or gated): (d, b, n) -> (d, b, n)."""
-        return self.ff.apply(blk, X)
+        return blk.ff.apply(blk, X)  # type: ignore[union-attr]
 
     def apply_block(
         self,

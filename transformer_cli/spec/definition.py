@@ -23,6 +23,8 @@ NORMS = ("none", "pre", "post")
 NORM_TYPES = ("layernorm", "rmsnorm")
 FEEDFORWARDS = ("plain", "gated")
 ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu")
+ATTENTION_KINDS = ("sliding", "full")  # a block of a stack with a window: through it, or seeing every earlier key
+FEEDFORWARD_KINDS = ("routed", "dense")  # a block of a stack with experts: routed to them, or one feedforward
 
 
 LABELS = ("name", "description", "context")  # shown, but a difference in a label is not a difference in the model
@@ -150,8 +152,26 @@ class Spec:
         default=None, metadata=_key("posint", "experts: E feedforwards and a router W_r (E, d) in each block (Mixtral)")
     )
     k: int | None = field(default=None, metadata=_key("posint", "experts per token, the top k of the router; with E"))
+    feedforward_layers: tuple[str, ...] | None = field(
+        default=None,
+        metadata=_key(
+            "layers",
+            "which blocks route to the E experts and which have one dense feedforward of size r (DeepSeek's first "
+            "layers): a list of N kinds or a shorter pattern repeated over the blocks [default: all routed]; with E",
+            FEEDFORWARD_KINDS,
+        ),
+    )
     window: int | None = field(
         default=None, metadata=_key("posint", "sliding window: query t sees keys t - w + 1 .. t (Mistral); causal only")
+    )
+    attention_layers: tuple[str, ...] | None = field(
+        default=None,
+        metadata=_key(
+            "layers",
+            "which blocks attend through the window and which see every earlier key (Gemma 2, gpt-oss): a list of "
+            "N kinds or a shorter pattern repeated over the blocks [default: all sliding]; with window",
+            ATTENTION_KINDS,
+        ),
     )
     G: int | None = field(
         default=None,
@@ -187,6 +207,14 @@ class Spec:
         default="none",
         metadata=_key("choice", "the final columns times d^-1/2 before the head (T5, tied); with V", ("none", "sqrt")),
     )
+
+    def __post_init__(self) -> None:
+        """Per-layer kinds in their canonical form: the shortest pattern that repeats to them, None if all default."""
+        for key, default in (("attention_layers", "sliding"), ("feedforward_layers", "routed")):
+            kinds = getattr(self, key)
+            if kinds is not None:
+                pattern = shortest_pattern(kinds, self.N) if self.N > 0 and len(kinds) else tuple(kinds)
+                object.__setattr__(self, key, None if pattern == (default,) else pattern)
 
     @property
     def score_scale(self) -> float:
@@ -231,9 +259,9 @@ class Spec:
     def summary(self) -> str:
         """One line for titles: 'gpt2-small: N=12, H=12, ..., norm=pre'."""
         keys = {k: v for k, v in self.to_dict().items() if k not in LABELS}
-        return f"{escaped(self.label)}: " + ", ".join(
-            f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in keys.items()
-        )
+        shown = {k: str(v).lower() if isinstance(v, bool) else "[" + ", ".join(v) + "]" if isinstance(v, list) else v
+                 for k, v in keys.items()}  # fmt: skip
+        return f"{escaped(self.label)}: " + ", ".join(f"{k}={v}" for k, v in shown.items())
 
     def variant_keys(self) -> dict[str, Any]:
         """The optional model keys that differ from the seed's plain definition."""
@@ -264,7 +292,17 @@ class Spec:
         if self.context:
             out["context"] = self.context
         out.update(self.variant_keys())
+        for key in ("attention_layers", "feedforward_layers"):  # a list, as YAML and JSON hold it
+            if key in out:
+                out[key] = list(out[key])
         return out
+
+
+def shortest_pattern(kinds: list[str] | tuple[str, ...], N: int) -> tuple[str, ...]:
+    """The shortest pattern that, repeated over N blocks, gives the same kinds as `kinds` repeated."""
+    per_layer = [kinds[i % len(kinds)] for i in range(N)]
+    period = next(p for p in range(1, N + 1) if all(per_layer[i] == per_layer[i % p] for i in range(N)))
+    return tuple(per_layer[:period])
 
 
 FIELDS = {f.name: f for f in fields(Spec)}

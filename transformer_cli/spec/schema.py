@@ -22,6 +22,7 @@ def _property(name: str) -> dict[str, Any]:
         "bool": {"type": "boolean"},
         "str": {"type": "string"},
         "choice": {"enum": choices},
+        "layers": {"type": "array", "items": {"enum": choices}, "minItems": 1},
         "scale": {"anyOf": [{"enum": choices}, {"type": "number", "exclusiveMinimum": 0, "maximum": FLOAT_MAX}]},
     }[kind]
     prop["description"] = meta["doc"]
@@ -32,7 +33,10 @@ def _property(name: str) -> dict[str, Any]:
 
 def spec_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) for a tfm spec file."""
-    rules = []
+    rules: list[dict[str, Any]] = [  # the per-layer kinds need what their kinds choose between
+        {"if": {"required": [key]}, "then": {"required": [other]}}
+        for key, other in (("attention_layers", "window"), ("feedforward_layers", "E"))
+    ]
     for key, (other, values, required) in DEPENDENT.items():
         when = {"properties": {other: {"enum": list(values)}}, "required": [other]}
         rules.append(

@@ -28,6 +28,7 @@ def _expected(name: str) -> str:
         "str": "a string",
         "choice": "one of " + ", ".join(choices),
         "scale": "none, sqrt or a positive number",
+        "layers": f"a list of {' or '.join(choices)}, one per block, or a shorter pattern repeated over the blocks",
     }[kind]
 
 
@@ -73,6 +74,12 @@ def _valid(name: str, value: Any) -> bool:
         return _is_text(value)
     if kind == "choice":
         return isinstance(value, str) and value in meta["choices"]
+    if kind == "layers":
+        return (
+            isinstance(value, (list, tuple))
+            and len(value) > 0
+            and all(isinstance(v, str) and v in meta["choices"] for v in value)
+        )
     return (isinstance(value, str) and value in meta["choices"]) or (_is_number(value) and value > 0)
 
 
@@ -84,6 +91,8 @@ def _declared(name: str, value: Any) -> Any:
         return int(value)
     if kind == "scale" and _is_number(value):
         return float(value)
+    if kind == "layers" and isinstance(value, list):
+        return tuple(value)
     return value
 
 
@@ -165,6 +174,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(
             source, "window", spec.window, "mask: causal with a sliding window (query t sees keys t - w + 1 .. t)"
         )
+    _check_layers(spec, data, source)
     if spec.parallel and spec.norm != "pre":
         raise _fail(source, "parallel", True, "norm: pre with parallel blocks (both sublayers read the block's input)")
     if "shared_norm" in data and not spec.parallel:
@@ -196,6 +206,24 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         _check_rope(spec, source)
     if spec.positional == "relative":
         _check_relative(spec, source)
+
+
+def _check_layers(spec: Spec, data: dict[str, Any], source: str) -> None:
+    """Per-layer kinds: at most one per block, with what they choose between, and not all of the other kind."""
+    for key, needs, other in (("attention_layers", "window", "full"), ("feedforward_layers", "E", "dense")):
+        if key not in data:
+            continue
+        kinds = data[key]
+        if getattr(spec, needs) is None:
+            raise _fail(source, key, kinds, f"no {key} without {needs} (what its kinds choose between)")
+        if len(kinds) > spec.N:
+            raise _fail(source, key, kinds, f"at most N = {spec.N} kinds (one per block)")
+        if set(kinds) == {other}:
+            kind = FIELDS[key].metadata["choices"][0]
+            raise _fail(source, key, kinds, f"some {kind} block (with every block {other}, drop {needs} and {key})")
+    if "attention_layers" in data and spec.positional == "relative":
+        raise _fail(source, "attention_layers", data["attention_layers"],
+                    "no attention_layers with relative positions (their bias is counted over one window)")  # fmt: skip
 
 
 def _check_relative(spec: Spec, source: str) -> None:

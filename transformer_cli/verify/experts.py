@@ -20,8 +20,10 @@ def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
     columns = ["block", "routed vs dense", "tol", "experts per column", "all experts (control)", "property"]
     rows = []
     for i, blk in enumerate(model.blocks):
-        routed = model.ff.apply(blk, U).reshape(spec.d, -1)
-        chosen, weights = model.ff.route(blk.router, flat)
+        if blk.router is None:  # a dense block of a stack whose other blocks are routed
+            continue
+        routed = blk.ff.apply(blk, U).reshape(spec.d, -1)
+        chosen, weights = blk.ff.route(blk.router, flat)
         distinct = {len(set(column)) for column in chosen.T}
         scores = (blk.router @ flat).astype(np.float64)
         gates = np.zeros_like(scores)  # (E, T): the softmax over the top k, zero elsewhere
@@ -55,5 +57,5 @@ def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
 def _expert(model, blk, e: int, U: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
     """Expert e alone on every column of U: (d, T)."""
     pick = {key: None if getattr(blk, key) is None else getattr(blk, key)[e] for key in ("W1", "b1", "W2", "b2")}
-    params = type(blk)(**{**vars(blk), **pick, "router": None})
-    return model.ff.expert.apply(params, U).reshape(U.shape[0], -1).astype(np.float64)
+    params = type(blk)(**{**vars(blk), **pick, "router": None})  # the same block with expert e's weights
+    return blk.ff.expert.apply(params, U).reshape(U.shape[0], -1).astype(np.float64)

@@ -1,0 +1,123 @@
+"""A model as stacks of blocks, and the blocks of a stack as groups of layers alike.
+
+A spec describes one stack (a decoder-only model's or an encoder's N blocks) or two: an encoder-decoder's
+encoder (N_enc blocks of unmasked self-attention) and its decoder (N blocks, each with a cross-attention to the
+encoder's output). The blocks of a stack may differ per layer: `attention_layers` says which blocks attend
+through the sliding window and which see every earlier key (Gemma 2/3, gpt-oss, Qwen's layer_types),
+`feedforward_layers` which blocks route to experts and which are dense (DeepSeek's first layers, Qwen-MoE's
+mlp_only_layers). Each is a list of N kinds, or a shorter pattern repeated over the blocks.
+
+Everything that counts, costs or runs a stack walks its `groups()`: the layers alike, each group a spec of its
+own whose N is its number of blocks, so a component's figures over a group are its figures for that spec.
+A uniform stack is one group, the stack's own spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from .definition import Spec, shortest_pattern
+
+SLIDING, FULL = "sliding", "full"
+ROUTED, DENSE = "routed", "dense"
+LAYER_KEYS = ("attention_layers", "feedforward_layers")  # what may differ between the blocks of a stack
+
+
+def encoder_spec(spec: Spec) -> Spec:
+    """The encoder stack as a spec of its own: N_enc blocks of unmasked self-attention, no vocabulary or head."""
+    return replace(spec, N=spec.N_enc, mask="none", N_enc=None, V=None, V_src=None, tie_embeddings=False,
+                   head_bias=False, head=True, embed_scale="none", head_scale="none", cross_H=None, cross_m=None,
+                   cross_bias=None)  # fmt: skip
+
+
+def kind_of(pattern: tuple[str, ...] | None, i: int, default: str) -> str:
+    """Layer i's kind in a pattern repeated over the blocks (None: every layer is `default`)."""
+    return default if pattern is None else pattern[i % len(pattern)]
+
+
+@dataclass(frozen=True)
+class Group:
+    """Blocks of one stack that are alike: their spec (N = how many they are), their indices, their kinds."""
+
+    spec: Spec
+    layers: Sequence[int]  # a range for a uniform stack (N may be 10**100)
+    kinds: tuple[str, ...]  # what sets them apart from the stack's other groups: () in a uniform stack
+
+    @property
+    def label(self) -> str:
+        return ", ".join(self.kinds)
+
+
+@dataclass(frozen=True)
+class Stack:
+    """One stack of blocks: its name, its spec (N its blocks), and the prefixes of its tensors.
+
+    Block i's tensors are named f"{prefix}{i}."; what the stack has outside its blocks, `outside` + name.
+    """
+
+    name: str  # "blocks" (a decoder-only model, an encoder, an encoder-decoder's decoder) or "encoder"
+    spec: Spec
+    prefix: str
+    outside: str
+    reads_memory: bool = False  # each block has a cross-attention to an encoder's output
+
+    def kinds(self, i: int) -> tuple[str, ...]:
+        """Block i's kinds, one per per-layer key the stack sets (() when its blocks are alike)."""
+        spec = self.spec
+        out = []
+        if spec.attention_layers is not None:
+            out.append(kind_of(spec.attention_layers, i, SLIDING))
+        if spec.feedforward_layers is not None:
+            out.append(kind_of(spec.feedforward_layers, i, ROUTED))
+        return tuple(out)
+
+    @property
+    def uniform(self) -> bool:
+        return self.spec.attention_layers is None and self.spec.feedforward_layers is None
+
+    def _spec_of(self, kinds: tuple[str, ...], N: int) -> Spec:
+        """The spec of `N` blocks of these kinds: the stack's, with the window or the experts where they have them."""
+        changes: dict = {"N": N, "attention_layers": None, "feedforward_layers": None}
+        if FULL in kinds:
+            changes["window"] = None
+        if DENSE in kinds:
+            changes |= {"E": None, "k": None}
+        return replace(self.spec, **changes)
+
+    def groups(self) -> list[Group]:
+        """The stack's blocks, alike ones together, in the order each kind first appears."""
+        if self.uniform:
+            return [Group(self.spec, range(self.spec.N), ())]
+        layers: dict[tuple[str, ...], list[int]] = {}
+        for i in range(self.spec.N):
+            layers.setdefault(self.kinds(i), []).append(i)
+        return [Group(self._spec_of(kinds, len(found)), tuple(found), kinds) for kinds, found in layers.items()]
+
+    def layer(self, i: int) -> Spec:
+        """Block i's spec, N = 1: its shapes and kinds (its tensors, its window, its feedforward)."""
+        if self.uniform:
+            return self.spec
+        return self._spec_of(self.kinds(i), 1)
+
+
+def stacks(spec: Spec) -> list[Stack]:
+    """The spec's stacks in weights-file order: an encoder-decoder's encoder first, then the blocks."""
+    blocks = Stack("blocks", spec, "blocks.", "", reads_memory=spec.N_enc is not None)
+    if spec.N_enc is None:
+        return [blocks]
+    return [Stack("encoder", encoder_spec(spec), "encoder.", "encoder_"), blocks]
+
+
+def decoder(spec: Spec) -> Stack:
+    """The stack that makes the output: the blocks (an encoder-decoder's decoder)."""
+    return stacks(spec)[-1]
+
+
+def encoder(spec: Spec) -> Stack | None:
+    """An encoder-decoder's encoder, or None."""
+    found = stacks(spec)
+    return found[0] if len(found) > 1 else None
+
+
+__all__ = ["Group", "Stack", "decoder", "encoder", "encoder_spec", "shortest_pattern", "stacks"]
