@@ -43,7 +43,7 @@ def _peer(key: str, peer: str, figure: str) -> str:
 def _tfm(key: str) -> dict:
     folder, b, n, n_src = EXAMPLES[key]
     spec = spec_from_config(ROOT / "examples" / "hf" / folder)
-    return plan(spec, b, n, n_src, hardware=())
+    return plan(spec, b, n, n_src, hardware=()).to_dict()
 
 
 def kv_rows() -> list[str]:

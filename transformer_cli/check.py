@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .analysis.kv_cache import kv_cache_bytes
-from .analysis.memory import estimate_encoder_decoder, estimate_forward, parse_size
+from .analysis.memory import estimate_pass, parse_size
 from .analysis.params import count_params
 from .analysis.serving import serving_memory
 from .analysis.training import training_memory
@@ -100,18 +100,15 @@ def check_spec(path: Path, budgets: Budgets, seq_len: int, verify_len: int | Non
         spec = _load(path)
         result.name, result.spec = spec.label, spec.to_dict()
         result.params = count_params(spec).total
-        if spec.N_enc:  # sources and targets of seq_len
-            result.memory = estimate_encoder_decoder(spec, 1, seq_len, seq_len, "float32").model
-        else:
-            result.memory = estimate_forward(spec, 1, seq_len, "float32").model  # the model's, not tfm's copies
+        result.memory = estimate_pass(spec, 1, seq_len, "float32").model  # the model's, not tfm's copies
         if budgets.params is not None and result.params > budgets.params:
             result.over_budget.append(f"{result.params:,} parameters > {budgets.params:,}")
         n = seq_len
         sizes = [("memory", f"forward at n = {n}", lambda: result.memory),
                  ("kv_cache", f"KV cache at n = {n} (bfloat16)", lambda: kv_cache_bytes(spec, 1, n, "bfloat16")),
-                 ("serving", f"serving at n = {seq_len}", lambda: serving_memory(spec, 1, seq_len)["total"]),
+                 ("serving", f"serving at n = {seq_len}", lambda: serving_memory(spec, 1, seq_len).total),
                  ("training", f"training at n = {seq_len} (Adam, mixed precision)",
-                  lambda: training_memory(spec, result.params, 1, seq_len)["total"]["fused_attention"])]  # fmt: skip
+                  lambda: training_memory(spec, result.params, 1, seq_len).total["fused_attention"])]  # fmt: skip
         for key, what, figure in sizes:
             budget = getattr(budgets, key)
             if budget is not None and figure() > budget:

@@ -32,14 +32,14 @@ def test_the_transient_peak_by_hand():
     stream = b * n * 64 * s
     attention = b * n * (64 + 2 * 8 * 8) * s
     feedforward = b * n * (64 + 2 * 64) * s  # the pre-activation and the activation
-    assert transient(spec, b, n, s, fused=True)["total"] == stream + max(attention, feedforward)
-    assert transient(spec, b, n, s, fused=False)["total"] == stream + attention + 2 * b * 8 * n * n * s
+    assert transient(spec, b, n, s, fused=True).total == stream + max(attention, feedforward)
+    assert transient(spec, b, n, s, fused=False).total == stream + attention + 2 * b * 8 * n * n * s
 
 
 def test_the_logits_of_every_position_dominate_a_large_vocabulary():
     spec = Spec(N=1, H=2, m=8, d=16, r=32, V=50_000, norm="pre")
-    assert transient(spec, 3, 100, 2)["logits"] == 3 * 100 * (16 + 50_000) * 2  # the final norm's output too
-    assert transient(spec, 3, 100, 2)["total"] == 3 * 100 * 16 * 2 + 3 * 100 * (16 + 50_000) * 2
+    assert transient(spec, 3, 100, 2).logits == 3 * 100 * (16 + 50_000) * 2  # the final norm's output too
+    assert transient(spec, 3, 100, 2).total == 3 * 100 * 16 * 2 + 3 * 100 * (16 + 50_000) * 2
 
 
 def test_serving_is_weights_plus_cache_plus_transient():
@@ -47,12 +47,12 @@ def test_serving_is_weights_plus_cache_plus_transient():
     for weights in ("bfloat16", "int4", "float32"):
         plan = serving_memory(spec, 2, 1000, weights, "int8")
         s = 4 if weights == "float32" else 2
-        assert plan == {
+        assert plan.to_dict() == {
             "weights": weight_bytes(spec)[weights],
             "kv_cache": kv_cache_bytes(spec, 2, 1000, "int8"),
-            "transient": transient(spec, 2, 1000, s)["total"],
+            "transient": transient(spec, 2, 1000, s).total,
             "total": weight_bytes(spec)[weights] + kv_cache_bytes(spec, 2, 1000, "int8")
-            + transient(spec, 2, 1000, s)["total"],
+            + transient(spec, 2, 1000, s).total,
         }  # fmt: skip
 
 
@@ -61,27 +61,27 @@ def test_serving_is_weights_plus_cache_plus_transient():
 def test_the_largest_batch_and_context_fit_and_one_more_does_not(budget, fused):
     spec, n, b = spec_from_config(LLAMA3), 8192, 2
     found = fits(spec, budget, b, n, fused=fused)
-    batch, context = found["max_batch_at_context"], found["max_context_at_batch"]
-    total = lambda b, n: serving_memory(spec, b, n, fused=fused)["total"]  # noqa: E731
+    batch, context = found.max_batch_at_context, found.max_context_at_batch
+    total = lambda b, n: serving_memory(spec, b, n, fused=fused).total  # noqa: E731
     assert batch == 0 or total(batch, n) <= budget
     assert total(batch + 1, n) > budget
     assert context == 0 or total(b, context) <= budget
-    assert context == found["context_cap"] == 8192 or total(b, context + 1) > budget  # Llama 3's own 8k at most
+    assert context == found.context_cap == 8192 or total(b, context + 1) > budget  # Llama 3's own 8k at most
 
 
 def test_nothing_fits_below_the_weights_and_learned_positions_cap_the_context():
     spec = spec_from_config(LLAMA3)
-    assert fits(spec, weight_bytes(spec)["bfloat16"], 1, 10) == {
+    assert fits(spec, weight_bytes(spec)["bfloat16"], 1, 10).to_dict() == {
         "memory": weight_bytes(spec)["bfloat16"], "context": 10, "max_batch_at_context": 0, "batch": 1,
         "max_context_at_batch": 0, "context_cap": 8192}  # fmt: skip
     gpt2 = spec_from_config(ROOT / "examples" / "hf" / "gpt2")
-    assert fits(gpt2, 80 << 30, 1, 10)["max_context_at_batch"] == 1024 == gpt2.max_len
+    assert fits(gpt2, 80 << 30, 1, 10).max_context_at_batch == 1024 == gpt2.max_len
 
 
 def test_mistrals_window_caps_its_cache_at_32k():
     """The issue's figure: Mistral-7B's KV cache at 32k is 0.5 GiB (a 4096 window), not 4 GiB."""
     spec = spec_from_config(ROOT / "examples" / "hf" / "Mistral-7B-v0.1")
-    assert serving_memory(spec, 1, 32768)["kv_cache"] == (1 << 30) // 2
+    assert serving_memory(spec, 1, 32768).kv_cache == (1 << 30) // 2
 
 
 # -- time ------------------------------------------------------------------------------------------
@@ -95,17 +95,17 @@ def test_a_decoding_step_is_memory_bound_and_reads_the_weights_a_token_uses():
     spec = spec_from_config(LLAMA3)
     step = timing(spec, TOY, 1, 8192)
     read = 2 * (count_params(spec).total - spec.V * spec.d) + kv_cache_bytes(spec, 1, 8192, "bfloat16")
-    assert step["decode_step"]["bytes"] == read
-    assert step["decode_step"]["bound"] == "memory"
-    assert step["decode_step"]["seconds"] == read / 1e11
-    assert step["tokens_per_second"] == 1 / step["decode_step"]["seconds"]
+    assert step.decode_step.bytes == read
+    assert step.decode_step.bound == "memory"
+    assert step.decode_step.seconds == read / 1e11
+    assert step.tokens_per_second == 1 / step.decode_step.seconds
 
 
 def test_a_batch_of_prompts_is_compute_bound():
     spec = spec_from_config(LLAMA3)
-    prefill = timing(spec, TOY, 4, 4096)["time_to_first_token"]
-    assert prefill["bound"] == "compute"
-    assert prefill["seconds"] == prefill["flops"] / 4e12
+    prefill = timing(spec, TOY, 4, 4096).time_to_first_token
+    assert prefill.bound == "compute"
+    assert prefill.seconds == prefill.flops / 4e12
 
 
 @pytest.mark.parametrize("b, experts", [(1, 2), (2, 4), (4, 8), (64, 8)])
@@ -115,7 +115,7 @@ def test_routed_experts_are_read_as_many_as_the_batch_can_choose(b, experts):
     per_expert = 3 * spec.r * spec.d  # W1, W3, W2, no biases
     assert count_params(spec).total - count_params(spec).active == spec.N * (spec.E - spec.k) * per_expert
     dense = count_params(spec).total - spec.N * spec.E * per_expert - spec.V * spec.d  # not experts or the table
-    read = timing(spec, TOY, b, 1)["decode_step"]["bytes"] - kv_cache_bytes(spec, b, 1, "bfloat16")
+    read = timing(spec, TOY, b, 1).decode_step.bytes - kv_cache_bytes(spec, b, 1, "bfloat16")
     assert read == 2 * (dense + spec.N * experts * per_expert)
 
 
@@ -124,7 +124,7 @@ def test_the_presets_and_this_machine():
     assert PRESETS["h100-sxm"].flops["bfloat16"] == 989e12 and PRESETS["a100-80gb"].bandwidth == 2039e9
     here = probe(0.01)
     assert here.flops["float32"] > 1e9 and here.bandwidth > 1e8  # anything that runs NumPy does this
-    assert timing(spec_from_config(LLAMA3), here, 1, 16)["compute_type"] == "float32"  # no bfloat16 GEMM here
+    assert timing(spec_from_config(LLAMA3), here, 1, 16).compute_type == "float32"  # no bfloat16 GEMM here
 
 
 # -- the command -----------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ def test_plan_json_holds_the_exact_figures(runner):
     data = json.loads(result.stdout)
     spec = spec_from_config(LLAMA3)
     assert data["kv_cache_bytes"] == kv_cache_bytes(spec, 2, 8192, "float8") == 2 * 2 * 32 * 8 * 128 * 8192
-    assert data["serving"]["fused_attention"] == serving_memory(spec, 2, 8192, "bfloat16", "float8")
+    assert data["serving"]["fused_attention"] == serving_memory(spec, 2, 8192, "bfloat16", "float8").to_dict()
     assert data["training"]["states"]["total"] == -(-count_params(spec).total * 16 // 8)
     assert [t["hardware"] for t in data["time"]] == ["L4"]
 
@@ -171,7 +171,7 @@ def test_plan_refuses_bad_options_in_one_line(runner, args, words):
 def test_check_holds_specs_to_serving_and_training_budgets_and_diff_shows_both(runner):
     """Llama-3-8B at 8k: serving 18.0 GiB (bfloat16, fused attention), training 175 GiB (mixed-precision Adam)."""
     spec = spec_from_config(LLAMA3)
-    serving = serving_memory(spec, 1, 8192)["total"]
+    serving = serving_memory(spec, 1, 8192).total
     args = ["check", str(LLAMA3), "--no-verify", "-n", "8192", "--json"]
     under = runner.invoke(app, [*args, "--max-serving-memory", "19G", "--max-training-memory", "180G"])
     assert under.exit_code == 0, under.output
@@ -222,7 +222,7 @@ def test_what_fits_is_capped_at_the_models_own_context(runner):
         assert plan["fits"][way]["context_cap"] == 8192 == plan["fits"][way]["max_context_at_batch"]
     assert plan["spec"]["spec"]["context"] == 8192
     uncapped = fits(replace(spec_from_config(LLAMA3), context=None), 80 << 30, 1, 2048)
-    assert uncapped["max_context_at_batch"] > 100_000  # what was promised before
+    assert uncapped.max_context_at_batch > 100_000  # what was promised before
 
 
 def test_a_context_beyond_the_models_own_is_warned_about_and_refused_past_learned_positions(runner):

@@ -94,8 +94,8 @@ def test_an_encoder_decoder_counts_both_stacks_and_the_cross_attention():
 def test_the_training_total_is_states_plus_activations():
     spec = SPECS["gpt-2 style (pre layer norm, gelu, learned positions, causal)"]
     plan = training_memory(spec, 12345, 2, 64, "adam", zero=2, devices=4)
-    assert plan["activation_dtype"] == "float32"
-    for way, size in plan["activations"].items():
-        assert plan["total"][way] == plan["states"]["total"] + size
-    assert plan["states"] == {"weights": 4 * 12345, "gradients": -(-4 * 12345 // 4),
+    assert plan.activation_dtype == "float32"
+    for way, size in plan.activations.items():
+        assert plan.total[way] == plan.states["total"] + size
+    assert plan.states == {"weights": 4 * 12345, "gradients": -(-4 * 12345 // 4),
                               "optimizer": -(-8 * 12345 // 4), "total": 4 * 12345 + 12345 + 24690}  # fmt: skip

@@ -7,6 +7,7 @@ from dataclasses import fields
 from typing import Any
 
 from ..spec.definition import DEPENDENT, LABELS, Spec
+from ..spec.stacks import encoder, source_len
 from .costs import costs
 from .params import count_params
 from .serving import serving_memory
@@ -18,7 +19,7 @@ CROSS = ("cross_H", "cross_m", "cross_bias", "V_src")  # an encoder-decoder's
 def _applies(key: str, spec: Spec) -> bool:
     """Whether a key has any effect on this spec: rope_theta only with rope, norm_eps only with a norm, ..."""
     if key in CROSS:
-        return bool(spec.N_enc)
+        return encoder(spec) is not None
     if key not in DEPENDENT:
         return True
     other, values, _ = DEPENDENT[key]
@@ -75,9 +76,9 @@ def _figures(spec: Spec, b: int, n: int, dtype: str) -> dict[tuple[str, str], An
     figures[("memory", "tfm's pass also holds (float64 copies)")] = peak.loaded + peak.input
     for kind in ("bfloat16", "int8"):
         figures[("memory", f"KV cache at n, {kind}")] = memory.kv_cache[kind]
-    n_src = n if spec.N_enc else None  # what tfm plan gives at b and n, in bfloat16 with fused attention
-    figures[("memory", "serving at n, bfloat16")] = serving_memory(spec, b, n, n_src=n_src)["total"]
-    training = training_memory(spec, count.total, b, n, n_src=n_src)["total"]
+    n_src = source_len(spec, n)  # what tfm plan gives at b and n, in bfloat16 with fused attention
+    figures[("memory", "serving at n, bfloat16")] = serving_memory(spec, b, n, n_src=n_src).total
+    training = training_memory(spec, count.total, b, n, n_src=n_src).total
     figures[("memory", "training at n, mixed Adam")] = training["fused_attention"]
     return figures
 

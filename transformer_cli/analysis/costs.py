@@ -20,10 +20,11 @@ from ..components.attention import SOFTMAX_PER_SCORE
 from ..components.feedforward import ACTIVATION_PER_ENTRY
 from ..components.norm import NORM_PER_ENTRY
 from ..spec.definition import Spec
+from ..spec.stacks import source_len
 from .decode import decode_step, training_flops_per_token
 from .flops import forward_flops, multiply_adds
 from .kv_cache import KV_NOTE, kv_cache
-from .memory import MemoryEstimate, estimate_encoder_decoder, estimate_forward
+from .memory import MemoryEstimate, estimate_pass
 from .params import count_params
 from .quantized import GROUP, QUANT_NOTE, weight_bytes
 
@@ -120,11 +121,8 @@ def costs(spec: Spec, b: int, n: int, dtype: str = "float64", n_src: int | None 
     """FLOPs and memory of a spec at batch b and length n, as exact integers (an encoder-decoder: targets of n
     tokens, sources of n_src, default n)."""
     params = count_params(spec).total
-    n_src = (n_src or n) if spec.N_enc else None
-    if spec.N_enc:
-        peak = estimate_encoder_decoder(spec, b, n_src, n, dtype)
-    else:
-        peak = estimate_forward(spec, b, n, dtype)
+    n_src = source_len(spec, n, n_src)
+    peak = estimate_pass(spec, b, n, dtype, n_src)
     quantised = weight_bytes(spec)
     memory = MemoryCosts(
         weights={name: params * size for name, size in BYTES.items()},

@@ -15,7 +15,7 @@ uses the float8 peak where the hardware has one.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -86,16 +86,42 @@ def compute_type(hw: Hardware, weights: str) -> str:
     return "bfloat16" if "bfloat16" in hw.flops else "float32"
 
 
-def _roofline(hw: Hardware, kind: str, flops: int, read: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Roofline:
+    """A step's time on the roofline: max(FLOPs / peak, bytes / bandwidth), and which bound it is."""
+
+    flops: int
+    bytes: int
+    seconds: float
+    bound: str  # "compute" or "memory"
+    flops_per_byte: float
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Prefill (the time to the first token) and, for a model that decodes, one decoding step, on one machine."""
+
+    hardware: str
+    compute_type: str
+    peak_flops: float
+    bandwidth: float
+    time_to_first_token: Roofline
+    decode_step: Roofline | None = None
+    tokens_per_second: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _roofline(hw: Hardware, kind: str, flops: int, read: int) -> Roofline:
     compute, memory = flops / hw.flops[kind], read / hw.bandwidth
-    return {"flops": flops, "bytes": read, "seconds": max(compute, memory),
-            "bound": "compute" if compute >= memory else "memory", "flops_per_byte": flops / read}  # fmt: skip
+    return Roofline(flops, read, max(compute, memory), "compute" if compute >= memory else "memory", flops / read)
 
 
 def timing(
     spec: Spec, hw: Hardware, b: int, n: int, weights: str = "bfloat16", kv: str = "bfloat16",
     n_src: int | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> Timing:  # fmt: skip
     """Prefill of b prompts of n tokens, and one decoding step at context n for b sequences, on `hw` (None for a
     model that does not decode: an encoder's prefill is its whole forward pass)."""
     from .decode import step_multiply_adds, weights_read
@@ -107,10 +133,9 @@ def timing(
     prefill_flops = 2 * sum(multiply_adds(spec, b, n, causal_pairs=True, n_src=n_src).values())
     cache = served_cache_bytes(spec, b, n, kv, n_src)
     prefill = _roofline(hw, kind, prefill_flops, weight_bytes(spec)[weights] + cache)
-    out = {"hardware": hw.name, "compute_type": kind, "peak_flops": hw.flops[kind], "bandwidth": hw.bandwidth,
-           "time_to_first_token": prefill, "decode_step": None, "tokens_per_second": None}  # fmt: skip
+    out = Timing(hw.name, kind, hw.flops[kind], hw.bandwidth, prefill)
     if decodes(spec):  # an encoder's time is its one forward pass
         linear, attention = step_multiply_adds(spec, n, n_src)
         step = _roofline(hw, kind, 2 * b * (linear + attention), weights_read(spec, b, weights) + cache)
-        out |= {"decode_step": step, "tokens_per_second": b / step["seconds"]}
+        out = replace(out, decode_step=step, tokens_per_second=b / step.seconds)
     return out

@@ -17,7 +17,7 @@ from ..components.attention import MultiHeadAttention
 from ..errors import TfmError
 from ..kernels import CHUNK_BYTES, chunk_size, cores
 from ..spec.definition import Spec
-from ..spec.stacks import decoder
+from ..spec.stacks import decoder, encoder, without_encoder
 from .params import count_params
 from .units import UNITS, human, parse_size, scientific  # noqa: F401 - the names callers import from here
 
@@ -113,18 +113,25 @@ def estimate_forward(
     )
 
 
+def estimate_pass(spec: Spec, b: int, n: int, dtype: str | np.dtype = "float64", n_src: int | None = None
+                  ) -> MemoryEstimate:  # fmt: skip
+    """The pass's peak, one stack or two: estimate_forward, or for an encoder-decoder (targets of n, sources of
+    n_src, default n) estimate_encoder_decoder."""
+    if encoder(spec) is None:
+        return estimate_forward(spec, b, n, dtype)
+    return estimate_encoder_decoder(spec, b, n_src or n, n, dtype)
+
+
 def estimate_encoder_decoder(
     spec: Spec, b: int, n_src: int, n_tgt: int, dtype: str | np.dtype = "float64"
 ) -> MemoryEstimate:
     """An encoder-decoder's pass, bounded from above: the encoder's pass and the decoder's (as one-stack models,
     each holding the shared embedding), plus the cross-attention's weights and the memory's keys and values."""
-    from dataclasses import replace
-
-    from ..components.encoder import encoder_spec
+    from ..spec.stacks import encoder_spec
 
     s = np.dtype(dtype).itemsize
     encoder = estimate_forward(encoder_spec(spec), b, n_src, dtype)  # no vocabulary: E and logits are the decoder's
-    decoder = estimate_forward(replace(spec, N_enc=None, cross_H=None, cross_m=None, cross_bias=None), b, n_tgt, dtype)
+    decoder = estimate_forward(without_encoder(spec), b, n_tgt, dtype)
     cross = spec.N * spec.cross_heads * spec.cross_size * 4 * spec.d  # W_Q, W_K, W_V, W_O of every block
     keys = spec.N * spec.cross_heads * spec.cross_size * 2 * b * n_src  # the memory's K and V in every block
     return MemoryEstimate(

@@ -6,21 +6,62 @@ assumptions are in serving.py, training.py, kv_cache.py, quantized.py and hardwa
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import SpecError
 from ..spec.definition import Spec
+from ..spec.stacks import source_len
 from .decode import training_flops_per_token
 from .flops import forward_flops
-from .hardware import PRESETS, probe, timing
+from .hardware import PRESETS, Timing, probe, timing
 from .kv_cache import KV_NOTE, NO_DECODING, decodes, served_cache_bytes
 from .params import count_params
 from .quantized import GROUP, QUANT_NOTE, weight_bytes
-from .serving import KERNELS, compute_bytes, fits, serving_memory, transient
-from .training import OPTIMIZERS, training_memory
+from .serving import KERNELS, Fit, Serving, Transient, compute_bytes, fits, serving_memory, transient
+from .training import OPTIMIZERS, Training, training_memory
 from .units import scientific
 
 HARDWARE = (*PRESETS, "this")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What serving and training a spec cost at b and n; to_dict() is `tfm plan --json` (without the spec)."""
+
+    name: str
+    batch: int
+    seq_len: int
+    source_len: int | None  # an encoder-decoder's sources
+    params: int
+    weights_dtype: str
+    kv_dtype: str
+    decodes: bool
+    kv_cache_bytes: int
+    kv_cache_bytes_per_token: int
+    kv_cache_note: str
+    weights_bytes: dict[str, int]
+    weights_note: str
+    serving: dict[str, Serving]  # by kernel: unfused_attention, fused_attention
+    serving_transient: dict[str, Transient]
+    training: Training
+    forward_flops_per_sequence: int
+    training_flops_per_token: dict[str, int]
+    fits: dict[str, Fit] | None  # with a memory budget
+    time: list[Timing]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        flops = {"forward_per_sequence": out.pop("forward_flops_per_sequence"),
+                 "training_per_token": out.pop("training_flops_per_token")}  # fmt: skip
+        keys = list(out)
+        ordered = {k: out[k] for k in keys[: keys.index("fits")]} | {"flops": flops}
+        ordered |= {k: out[k] for k in keys[keys.index("fits") :]}
+        if self.source_len is None:
+            del ordered["source_len"]
+        if self.fits is None:
+            del ordered["fits"]
+        return ordered
 
 
 def plan(
@@ -35,8 +76,8 @@ def plan(
     zero: int = 0,
     devices: int = 1,
     hardware: tuple[str, ...] = HARDWARE,
-) -> dict[str, Any]:
-    """The whole plan as a JSON-ready dict."""
+) -> Plan:
+    """The whole plan."""
     try:
         return _plan(spec, b, n, n_src, weights, kv, memory, optimizer, zero, devices, hardware)
     except OverflowError:  # exact integers until a time or a ratio needs a float
@@ -48,38 +89,36 @@ def plan(
 
 
 def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str, kv: str, memory: int | None, optimizer: str,
-          zero: int, devices: int, hardware: tuple[str, ...]) -> dict[str, Any]:  # fmt: skip
-    n_src = (n_src or n) if spec.N_enc else None
+          zero: int, devices: int, hardware: tuple[str, ...]) -> Plan:  # fmt: skip
+    n_src = source_len(spec, n, n_src)
     params = count_params(spec).total
     s = compute_bytes(weights)
-    serving = {way: serving_memory(spec, b, n, weights, kv, fused, n_src) for way, fused in KERNELS.items()}
-    out: dict[str, Any] = {
-        "name": spec.label,
-        "batch": b,
-        "seq_len": n,
-        **({"source_len": n_src} if spec.N_enc else {}),
-        "params": params,
-        "weights_dtype": weights,
-        "kv_dtype": kv,
-        "decodes": decodes(spec),
-        "kv_cache_bytes": served_cache_bytes(spec, b, n, kv, n_src),
-        "kv_cache_bytes_per_token": served_cache_bytes(spec, 1, 1, kv, 1 if spec.N_enc else None),
-        "kv_cache_note": KV_NOTE if decodes(spec) else NO_DECODING,
-        "weights_bytes": weight_bytes(spec),
-        "weights_note": QUANT_NOTE.format(g=GROUP),
-        "serving": serving,
-        "serving_transient": {way: transient(spec, b, n, s, fused, n_src) for way, fused in KERNELS.items()},
-        "training": training_memory(spec, params, b, n, optimizer, zero, devices, n_src),
-        "flops": {
-            "forward_per_sequence": sum(forward_flops(spec, 1, n, causal_pairs=True, n_src=n_src).values()),
-            "training_per_token": training_flops_per_token(spec, n),
-        },
-    }
+    fitted = None
     if memory is not None:
-        out["fits"] = {way: fits(spec, memory, b, n, weights, kv, fused, n_src) for way, fused in KERNELS.items()}
+        fitted = {way: fits(spec, memory, b, n, weights, kv, fused, n_src) for way, fused in KERNELS.items()}
     machines = [probe() if name == "this" else PRESETS[name] for name in hardware]
-    out["time"] = [timing(spec, hw, b, n, weights, kv, n_src) for hw in machines]
-    return out
+    return Plan(
+        name=spec.label,
+        batch=b,
+        seq_len=n,
+        source_len=n_src,
+        params=params,
+        weights_dtype=weights,
+        kv_dtype=kv,
+        decodes=decodes(spec),
+        kv_cache_bytes=served_cache_bytes(spec, b, n, kv, n_src),
+        kv_cache_bytes_per_token=served_cache_bytes(spec, 1, 1, kv, source_len(spec, 1)),
+        kv_cache_note=KV_NOTE if decodes(spec) else NO_DECODING,
+        weights_bytes=weight_bytes(spec),
+        weights_note=QUANT_NOTE.format(g=GROUP),
+        serving={way: serving_memory(spec, b, n, weights, kv, fused, n_src) for way, fused in KERNELS.items()},
+        serving_transient={way: transient(spec, b, n, s, fused, n_src) for way, fused in KERNELS.items()},
+        training=training_memory(spec, params, b, n, optimizer, zero, devices, n_src),
+        forward_flops_per_sequence=sum(forward_flops(spec, 1, n, causal_pairs=True, n_src=n_src).values()),
+        training_flops_per_token=training_flops_per_token(spec, n),
+        fits=fitted,
+        time=[timing(spec, hw, b, n, weights, kv, n_src) for hw in machines],
+    )
 
 
-__all__ = ["HARDWARE", "OPTIMIZERS", "plan"]
+__all__ = ["HARDWARE", "OPTIMIZERS", "Plan", "plan"]

@@ -18,6 +18,7 @@ allocator's reserve), which adds a constant.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..spec.definition import Spec
@@ -37,6 +38,48 @@ def compute_bytes(weights: str) -> int:
 MAX_CONTEXT = 1 << 40  # the search for the largest context stops here
 
 
+@dataclass(frozen=True)
+class Transient:
+    """The prefill's transient peak in bytes, and its parts (see the module's docstring)."""
+
+    residual_stream: int
+    blocks: int
+    logits: int
+    encoder: int
+    total: int
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Serving:
+    """A served model's memory in bytes: weights, the KV cache at the context, the prefill's transient peak."""
+
+    weights: int
+    kv_cache: int
+    transient: int
+    total: int
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What fits a memory budget: the largest batch at the context, the largest context at the batch."""
+
+    memory: int
+    context: int
+    max_batch_at_context: int
+    batch: int
+    max_context_at_batch: int
+    context_cap: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def _stack_peak(spec: Spec, b: int, n: int, keys: int, s: int, fused: bool) -> int:
     """The largest transient of one stack's blocks over b sequences of n queries reading `keys` keys each."""
     T, d, H, m = b * n, spec.d, spec.H, spec.m
@@ -47,7 +90,7 @@ def _stack_peak(spec: Spec, b: int, n: int, keys: int, s: int, fused: bool) -> i
     return max(attention, feedforward)
 
 
-def transient(spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int | None = None) -> dict[str, int]:
+def transient(spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int | None = None) -> Transient:
     """The prefill's transient peak and its parts, in bytes."""
     T, d = b * n, spec.d
     blocks = max(_stack_peak(group.spec, b, n, n, s, fused) for group in decoder_of(spec).groups())
@@ -63,24 +106,20 @@ def transient(spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int
             cross += 2 * b * spec.cross_heads * n * n_src * s
         blocks = max(blocks, cross)
     decoder = memory + T * d * s + max(blocks, head)  # the residual stream and the largest phase
-    return {"residual_stream": T * d * s, "blocks": blocks, "logits": head, "encoder": encoder,
-            "total": max(decoder, encoder)}  # fmt: skip
+    return Transient(T * d * s, blocks, head, encoder, max(decoder, encoder))
 
 
 def serving_memory(
     spec: Spec, b: int, n: int, weights: str = "bfloat16", kv: str = "bfloat16", fused: bool = True,
     n_src: int | None = None,
-) -> dict[str, int]:  # fmt: skip
+) -> Serving:  # fmt: skip
     """Weights + KV cache at context n + the prefill's transient peak, for b sequences."""
     from .quantized import weight_bytes  # (here: `tfm --help` imports this module for the weights' types)
 
     s = compute_bytes(weights)
-    parts = {
-        "weights": weight_bytes(spec)[weights],
-        "kv_cache": served_cache_bytes(spec, b, n, kv, n_src),
-        "transient": transient(spec, b, n, s, fused, n_src)["total"],
-    }
-    return parts | {"total": sum(parts.values())}
+    parts = (weight_bytes(spec)[weights], served_cache_bytes(spec, b, n, kv, n_src),
+             transient(spec, b, n, s, fused, n_src).total)  # fmt: skip
+    return Serving(*parts, sum(parts))
 
 
 def _largest(ok, limit: int) -> int:  # type: ignore[no-untyped-def]
@@ -108,7 +147,7 @@ def context_cap(spec: Spec) -> int | None:
 def fits(
     spec: Spec, budget: int, b: int, n: int, weights: str = "bfloat16", kv: str = "bfloat16", fused: bool = True,
     n_src: int | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> Fit:  # fmt: skip
     """The largest batch at context n, and the largest context at batch b, whose serving memory fits `budget`
     (0 when not even one sequence of n tokens, or b sequences of one token, fits); the context is capped at the
     model's own (context_cap)."""
@@ -119,14 +158,8 @@ def fits(
 
     def total(b: int, n: int) -> int:  # serving_memory's total, without recounting the weights at every probe
         cache = served_cache_bytes(spec, b, n, kv, n_src)
-        return fixed + cache + transient(spec, b, n, s, fused, n_src)["total"]
+        return fixed + cache + transient(spec, b, n, s, fused, n_src).total
 
     cap = context_cap(spec) or MAX_CONTEXT
-    return {
-        "memory": budget,
-        "context": n,
-        "max_batch_at_context": _largest(lambda x: total(x, n) <= budget, MAX_CONTEXT),
-        "batch": b,
-        "max_context_at_batch": _largest(lambda x: total(b, x) <= budget, cap),
-        "context_cap": context_cap(spec),
-    }
+    return Fit(budget, n, _largest(lambda x: total(x, n) <= budget, MAX_CONTEXT), b,
+               _largest(lambda x: total(b, x) <= budget, cap), context_cap(spec))  # fmt: skip

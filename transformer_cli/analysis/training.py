@@ -34,7 +34,7 @@ Not included: the gradients of the activations while the backward pass runs, and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..spec.definition import Spec
@@ -177,10 +177,28 @@ def activation_bytes(
     return out
 
 
+@dataclass(frozen=True)
+class Training:
+    """One device's training memory in bytes: its model states, and the activations (and the total) in each of
+    the three ways of keeping them."""
+
+    optimizer: str
+    optimizer_note: str
+    activation_dtype: str
+    zero_stage: int
+    devices: int
+    states: dict[str, int]  # weights, gradients, optimizer, total
+    activations: dict[str, int]  # by way: unfused_attention, fused_attention, full_recomputation
+    total: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def training_memory(
     spec: Spec, params: int, b: int, n: int, optimizer: str = "adam-mixed", zero: int = 0, devices: int = 1,
     n_src: int | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> Training:  # fmt: skip
     """One device's training memory: its model states, and the activations of its b sequences of n tokens in the
     three ways of keeping them."""
     dtype = "bfloat16" if optimizer == "adam-mixed" else "float32"
@@ -190,13 +208,5 @@ def training_memory(
         "fused_attention": activation_bytes(spec, b, n, dtype, fused=True, n_src=n_src)["total"],
         "full_recomputation": activation_bytes(spec, b, n, dtype, fused=True, recompute=True, n_src=n_src)["total"],
     }
-    return {
-        "optimizer": optimizer,
-        "optimizer_note": OPTIMIZERS[optimizer].note,
-        "activation_dtype": dtype,
-        "zero_stage": zero,
-        "devices": devices,
-        "states": states,
-        "activations": ways,
-        "total": {way: states["total"] + size for way, size in ways.items()},
-    }
+    total = {way: states["total"] + size for way, size in ways.items()}
+    return Training(optimizer, OPTIMIZERS[optimizer].note, dtype, zero, devices, states, ways, total)

@@ -52,6 +52,7 @@ def count(
     """
     from ..analysis.params import count_params
     from ..spec.definition import check_length
+    from ..spec.stacks import encoder
     from . import render
 
     with handled(json_out, "tfm count holds the name and shape of each tensor (the checkpoint's, from its headers)"):
@@ -67,7 +68,7 @@ def count(
         for spec, _ in loaded:
             if seq_len:
                 check_length(spec, seq_len, "--seq-len")
-        if source_len and not any(spec.N_enc for spec, _ in loaded):
+        if source_len and not any(encoder(spec) for spec, _ in loaded):
             raise TfmError(
                 f"--source-len {source_len}: no spec here is an encoder-decoder (N_enc), none reads a source"
             )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.table import Table
@@ -16,6 +16,10 @@ from ..errors import TfmError
 from ..text import escaped as shown
 from .common import EXIT_CODES, JsonOpt, SpecArg, app, err, handled, load, out, print_json, spec_json, warn_not_run
 from .layout import FitTable
+
+if TYPE_CHECKING:  # only for annotations: `tfm --help` does not import the plan
+    from ..analysis.hardware import Roofline
+    from ..analysis.plan import Plan
 
 WeightDType = Enum("WeightDType", {k: k for k in WEIGHT_DTYPES}, type=str)  # type: ignore[misc]
 KVDType = Enum("KVDType", {k: k for k in KV_BYTES}, type=str)  # type: ignore[misc]
@@ -68,6 +72,7 @@ def plan(
     from ..analysis.plan import plan as make_plan
     from ..analysis.units import parse_size
     from ..spec.definition import check_length
+    from ..spec.stacks import encoder
 
     with handled(json_out):
         spec, _ = load(spec_path)
@@ -79,7 +84,7 @@ def plan(
             err.print(f"warning: --seq-len {n:,} is beyond {shown(spec.label)}'s own context of {cap:,} tokens "
                       "(context: max_position_embeddings); the figures are for a model run past it", soft_wrap=True,
                       highlight=False)  # fmt: skip
-        if source_len and not spec.N_enc:
+        if source_len and encoder(spec) is None:
             raise TfmError(
                 f"--source-len {source_len}: {spec.label} is not an encoder-decoder (no N_enc), it reads no source"
             )
@@ -90,7 +95,8 @@ def plan(
         result = make_plan(spec, batch, n, source_len, weights.value, kv_dtype.value, budget, optimizer.value, zero,
                            devices, names)  # fmt: skip
     if json_out:
-        print_json({"name": result.pop("name"), "spec": spec_json(spec), **result})
+        data = result.to_dict()
+        print_json({"name": data.pop("name"), "spec": spec_json(spec), **data})
         return
     for table in (serving_table(result), fits_table(result), training_table(result), time_table(result)):
         if table is not None:
@@ -109,82 +115,82 @@ def _table(title: str, columns: list[str], caption: str, drop: tuple[str, ...] =
     return table
 
 
-def _context(p: dict[str, Any]) -> str:
-    source = f", sources of {p['source_len']:,}" if "source_len" in p else ""
-    return f"{shown(p['name'])}: b = {p['batch']}, n = {p['seq_len']:,}{source}"
+def _context(p: Plan) -> str:
+    source = f", sources of {p.source_len:,}" if p.source_len is not None else ""
+    return f"{shown(p.name)}: b = {p.batch}, n = {p.seq_len:,}{source}"
 
 
-def serving_table(p: dict[str, Any]) -> Table:
+def serving_table(p: Plan) -> Table:
     from ..analysis.units import human
 
     table = _table(f"Serving {_context(p)}", list(WAYS), "Weights + KV cache + the prefill's transient peak "
                    "(residual stream and the largest phase: attention's scores without a fused kernel, the "
                    "feedforward's hidden rows, or the logits of every position, b n V). Framework memory "
                    "(CUDA context, allocator reserve) not included.", NARROW)  # fmt: skip
-    serving, transient = p["serving"], p["serving_transient"]
-    table.add_row(f"weights ({p['weights_dtype']})", *(human(serving[w]["weights"]) for w in WAYS))
-    cache = f"{p['kv_dtype']}, {human(p['kv_cache_bytes_per_token'])} a token" if p["decodes"] else "none: no decoding"
-    table.add_row(f"KV cache ({cache})", *(human(serving[w]["kv_cache"]) for w in WAYS))
-    if not p["decodes"]:
-        table.caption += f" KV cache: {p['kv_cache_note']}."
+    serving, transient = p.serving, p.serving_transient
+    table.add_row(f"weights ({p.weights_dtype})", *(human(serving[w].weights) for w in WAYS))
+    cache = f"{p.kv_dtype}, {human(p.kv_cache_bytes_per_token)} a token" if p.decodes else "none: no decoding"
+    table.add_row(f"KV cache ({cache})", *(human(serving[w].kv_cache) for w in WAYS))
+    if not p.decodes:
+        table.caption += f" KV cache: {p.kv_cache_note}."
     for part in ("residual_stream", "blocks", "logits", "encoder"):
-        if any(transient[w][part] for w in WAYS):
-            table.add_row(f"  prefill: {part.replace('_', ' ')}", *(human(transient[w][part]) for w in WAYS))
-    table.add_row("prefill's transient peak", *(human(serving[w]["transient"]) for w in WAYS))
+        if any(getattr(transient[w], part) for w in WAYS):
+            table.add_row(f"  prefill: {part.replace('_', ' ')}", *(human(getattr(transient[w], part)) for w in WAYS))
+    table.add_row("prefill's transient peak", *(human(serving[w].transient) for w in WAYS))
     table.add_section()
-    table.add_row("total", *(human(serving[w]["total"]) for w in WAYS), style="bold")
+    table.add_row("total", *(human(serving[w].total) for w in WAYS), style="bold")
     return table
 
 
-def fits_table(p: dict[str, Any]) -> Table | None:
+def fits_table(p: Plan) -> Table | None:
     from ..analysis.units import human
 
-    if "fits" not in p:
+    if p.fits is None:
         return None
-    fits = p["fits"]
-    n, b = p["seq_len"], p["batch"]
+    fits = p.fits
+    n, b = p.seq_len, p.batch
     caption = f"Each figure alone: the batch for contexts of n = {n:,}, the context for a batch of b = {b}."
-    if any(fits[w]["max_batch_at_context"] == 0 for w in WAYS):
+    if any(fits[w].max_batch_at_context == 0 for w in WAYS):
         caption += f" A batch of 0: not even one sequence of {n:,} tokens fits."
-    if any(fits[w]["max_context_at_batch"] == 0 for w in WAYS):
+    if any(fits[w].max_context_at_batch == 0 for w in WAYS):
         some = "one sequence" if b == 1 else f"{b} sequences"
         caption += f" A context of 0: not even {some} of one token fit (the weights alone may not)."
-    table = _table(f"What fits in {human(fits[WAYS[0]]['memory'])}", list(WAYS), caption, NARROW)
-    table.add_row(f"largest batch at n = {n:,}", *(f"{fits[w]['max_batch_at_context']:,}" for w in WAYS))
-    cap = fits[WAYS[0]]["context_cap"]
+    table = _table(f"What fits in {human(fits[WAYS[0]].memory)}", list(WAYS), caption, NARROW)
+    table.add_row(f"largest batch at n = {n:,}", *(f"{fits[w].max_batch_at_context:,}" for w in WAYS))
+    cap = fits[WAYS[0]].context_cap
     if cap:
         caption += f" Contexts are capped at the model's own, {cap:,} tokens (spec key context or max_len)."
         table.caption = caption
-    table.add_row(f"largest context at b = {b}", *(f"{fits[w]['max_context_at_batch']:,}" for w in WAYS))
+    table.add_row(f"largest context at b = {b}", *(f"{fits[w].max_context_at_batch:,}" for w in WAYS))
     return table
 
 
-def training_table(p: dict[str, Any]) -> Table:
+def training_table(p: Plan) -> Table:
     from ..analysis.units import human
 
-    t = p["training"]
-    ways = list(t["activations"])
-    zero = f", ZeRO stage {t['zero_stage']} over {t['devices']} devices" if t["zero_stage"] else ""
-    caption = (f"{t['optimizer']}: {t['optimizer_note']}{zero}; per device. Activations: what autograd keeps for "
-               f"the backward pass in {t['activation_dtype']}, each tensor once (PyTorch's kernels; see the README). "
+    t = p.training
+    ways = list(t.activations)
+    zero = f", ZeRO stage {t.zero_stage} over {t.devices} devices" if t.zero_stage else ""
+    caption = (f"{t.optimizer}: {t.optimizer_note}{zero}; per device. Activations: what autograd keeps for "
+               f"the backward pass in {t.activation_dtype}, each tensor once (PyTorch's kernels; see the README). "
                "Not included: the activations' gradients during the backward pass, communication buffers.")  # fmt: skip
     table = _table(f"Training {_context(p)}", ways, caption, ("full recomputation", *NARROW))
     for part in ("weights", "gradients", "optimizer"):
-        table.add_row(part, *(human(t["states"][part]) for _ in ways))
-    table.add_row("activations", *(human(t["activations"][w]) for w in ways))
+        table.add_row(part, *(human(t.states[part]) for _ in ways))
+    table.add_row("activations", *(human(t.activations[w]) for w in ways))
     table.add_section()
-    table.add_row("total", *(human(t["total"][w]) for w in ways), style="bold")
-    flops = p["flops"]["training_per_token"]
+    table.add_row("total", *(human(t.total[w]) for w in ways), style="bold")
+    flops = p.training_flops_per_token
     table.caption += (f" Training FLOPs a token: {flops['exact']:.3g} (the products, attention's included), "
                       f"{flops['six_n_rule']:.3g} by the 6N rule (N: the weights a token multiplies by, the head "
                       "included, the embedding table, a lookup, not).")  # fmt: skip
     return table
 
 
-def time_table(p: dict[str, Any]) -> Table:
+def time_table(p: Plan) -> Table:
     roofline = ("Roofline: max(FLOPs / peak, bytes / bandwidth) with the vendors' dense peaks, so lower bounds on "
                 "time (kernels reach perhaps 50-80 %).")  # fmt: skip
-    if not p["decodes"]:
+    if not p.decodes:
         caption = ("The forward pass of the whole input, its products and reading the weights (no causal mask: the "
                    "model does not decode, so no steps and no KV cache); (c) compute-bound, (m) memory-bound. "
                    f"{roofline}")  # fmt: skip
@@ -195,21 +201,21 @@ def time_table(p: dict[str, Any]) -> Table:
                    "writing the cache. Decoding: a step reads the weights a token uses once for the batch and every "
                    "sequence's cache.")  # fmt: skip
         columns = ["peak", "bandwidth", "first token", "a step", "tokens/s"]
-    table = _table(f"Time {_context(p)}, weights {p['weights_dtype']}", columns, caption,
+    table = _table(f"Time {_context(p)}, weights {p.weights_dtype}", columns, caption,
                    ("bandwidth", "peak", "a step"))  # fmt: skip
-    for r in p["time"]:
-        short = {"bfloat16": "bf16", "float32": "f32", "float8": "f8"}[r["compute_type"]]
-        cells = [r["hardware"], f"{r['peak_flops'] / 1e12:.3g} T {short}", f"{r['bandwidth'] / 1e9:,.0f} GB/s",
-                 _seconds(r["time_to_first_token"])]  # fmt: skip
-        if p["decodes"]:
-            cells += [_seconds(r["decode_step"]), f"{r['tokens_per_second']:,.1f}"]
+    for r in p.time:
+        short = {"bfloat16": "bf16", "float32": "f32", "float8": "f8"}[r.compute_type]
+        cells = [r.hardware, f"{r.peak_flops / 1e12:.3g} T {short}", f"{r.bandwidth / 1e9:,.0f} GB/s",
+                 _seconds(r.time_to_first_token)]  # fmt: skip
+        if p.decodes and r.decode_step is not None:
+            cells += [_seconds(r.decode_step), f"{r.tokens_per_second:,.1f}"]
         table.add_row(*cells)
-    step = p["time"][0]["decode_step"] if p["time"] else None
+    step = p.time[0].decode_step if p.time else None
     if step:
-        table.caption += f" A decoding step does {step['flops_per_byte']:.3g} FLOPs a byte it reads."
+        table.caption += f" A decoding step does {step.flops_per_byte:.3g} FLOPs a byte it reads."
     return table
 
 
-def _seconds(step: dict[str, Any]) -> str:
-    s, bound = step["seconds"], step["bound"][0]
+def _seconds(step: Roofline) -> str:
+    s, bound = step.seconds, step.bound[0]
     return f"{s * 1e3:.3g} ms ({bound})" if s < 1 else f"{s:,.3g} s ({bound})"

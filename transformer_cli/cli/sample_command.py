@@ -45,7 +45,7 @@ def sample(
     Example:
       tfm sample examples/configs/tiny-causal.yaml -n 12 --seed 1 -o x16.npy
     """
-    from ..analysis.memory import check_memory, estimate_encoder_decoder, estimate_forward
+    from ..analysis.memory import check_memory, estimate_pass
     from ..io.arrays import save_npy
     from ..io.outputs import check_output_path
     from ..model.runner import random_input
@@ -55,11 +55,7 @@ def sample(
         check_npy_output(output)
         check_output_path(output, [spec_path] if spec_path else [], force)
         b = batch or 1  # an encoder-decoder's source or target: both as long as this input, at most
-        if spec.N_enc:
-            estimate = estimate_encoder_decoder(spec, b, seq_len, seq_len)
-        else:
-            estimate = estimate_forward(spec, b, seq_len)
-        check_memory(estimate, max_memory, "a forward pass over this input")
+        check_memory(estimate_pass(spec, b, seq_len), max_memory, "a forward pass over this input")
         x = random_input(spec, seq_len, batch, seed)
         save_npy(output, x)
     data = spec_json(spec) | {"output": str(output), "shape": list(x.shape), "seed": seed}

@@ -215,7 +215,7 @@ def verify(
         weights = weights_of(spec_path, weights)
         setup, w, w_source = verify.setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
         with progress_bar(json_out) as progress:
-            task = progress.add_task("verifying", total=9 if spec.N_enc else 7 + bool(spec.E))
+            task = progress.add_task("verifying", total=len(verify.checks_of(setup, w)))
             results = verify.run_checks(setup, w, lambda name: progress.update(task, advance=1, description=name))
     code = verify.overall_exit(results)
     if json_out:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..errors import SpecError
 from ..spec.definition import Spec
-from ..spec.stacks import decoder
+from ..spec.stacks import decoder, stacks
 from .attention import MultiHeadAttention
 from .base import Component, Pairs, Tensor, Term
 from .embedding import embedding, head, pooler
@@ -43,7 +43,7 @@ def model_components(spec: Spec) -> list[Component]:
 
 def check_one_stack(spec: Spec, what: str) -> None:
     """Refuse an encoder-decoder where tfm handles one stack only so far (estimates, verify, attention maps)."""
-    if spec.N_enc:
+    if len(stacks(spec)) > 1:
         raise SpecError(
             f"{spec.label}: {what} of encoder-decoders (N_enc) come next; tfm count, init, run --target and verify "
             "take them"

@@ -14,15 +14,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..spec.definition import Spec
+from ..spec.stacks import decoder, encoder, encoder_spec
 from .base import Component, Pairs, Tensor, Term
 from .norm import block_norm, final_norm, norm_kind
-
-
-def encoder_spec(spec: Spec) -> Spec:
-    """The encoder stack as a spec of its own: N_enc blocks of unmasked self-attention, no vocabulary or head."""
-    return replace(spec, N=spec.N_enc, mask="none", N_enc=None, V=None, V_src=None, tie_embeddings=False,
-                   head_bias=False, head=True, embed_scale="none", head_scale="none", cross_H=None, cross_m=None,
-                   cross_bias=None)  # fmt: skip
 
 
 class CrossAttention(Component):
@@ -115,7 +109,7 @@ class EmbeddingNorm(Component):
 
 def encoder_block_components(spec: Spec) -> list[Component]:
     """The encoder block's components, in the order of the pass (none for a decoder-only spec)."""
-    if spec.N_enc is None:
+    if encoder(spec) is None:
         return []
     from .attention import MultiHeadAttention
     from .experts import block_feedforward
@@ -139,7 +133,7 @@ class SourceEmbedding(Component):
 
 def encoder_model_components(spec: Spec) -> list[Component]:
     """What the encoder has outside its blocks: its embedding (with V_src), positions, embedding norm, final norm."""
-    if spec.N_enc is None:
+    if encoder(spec) is None:
         return []
     from .positional import POSITIONALS
 
@@ -153,7 +147,7 @@ def encoder_model_components(spec: Spec) -> list[Component]:
 
 def decoder_extras(spec: Spec) -> list[Component]:
     """What an encoder-decoder's decoder block has beyond a decoder-only block: cross-attention and its norm."""
-    return [CrossAttention(spec), CrossNorm(spec)] if spec.N_enc is not None else []
+    return [CrossAttention(spec), CrossNorm(spec)] if decoder(spec).reads_memory else []
 
 
 __all__ = ["CrossAttention", "CrossNorm", "Pairs", "decoder_extras", "encoder_block_components",

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..analysis.params import all_tensors, block_tensors, encoder_tensors, global_tensors
+from ..analysis.params import all_tensors, global_tensors, stack_tensors
 from ..spec.definition import Spec
+from ..spec.stacks import Stack, stacks
 
 Array = np.ndarray
 
@@ -255,7 +256,7 @@ def _tensors(spec: Spec, first: bool) -> list:
     every block has the same shapes, so these are all the shapes there are."""
     if not first:
         return all_tensors(spec)
-    return block_tensors(spec, 0) + (encoder_tensors(spec, 0) if spec.N_enc else []) + global_tensors(spec)
+    return [t for stack in stacks(spec) for t in stack_tensors(stack, 0)] + global_tensors(spec)
 
 
 def rules(family: Family, spec: Spec, first: bool = False) -> list[Rule]:
@@ -263,11 +264,10 @@ def rules(family: Family, spec: Spec, first: bool = False) -> list[Rule]:
     `first`, those of block 0 (and encoder block 0) and outside the blocks only."""
     present = {t.name for t in _tensors(spec, first)}
     out: list[Rule] = []
-    for j in range(min(spec.N_enc or 0, 1) if first else spec.N_enc or 0):
-        block = family.encoder_block.format(i=j)
-        out += _block_rules(family, block, family.encoder_names, f"encoder.{j}.", present, spec)
-    for i in range(min(spec.N, 1) if first else spec.N):
-        out += _block_rules(family, family.block.format(i=i), family.names, f"blocks.{i}.", present, spec)
+    for stack in stacks(spec):
+        block, names = _stack_layout(family, stack)
+        for i in range(min(stack.spec.N, 1) if first else stack.spec.N):
+            out += _block_rules(family, block.format(i=i), names, f"{stack.prefix}{i}.", present, spec)
     out += [Rule(theirs, (ours,)) for ours, theirs in family.globals_.items() if ours in present]
     return out
 
@@ -276,11 +276,20 @@ def rule_count(family: Family, spec: Spec) -> tuple[int, int]:
     """How many checkpoint tensors the spec's model holds, and how many a block: from block 0's, at once, for
     any number of blocks."""
     present = {t.name for t in _tensors(spec, True)}
-    block = _block_rules(family, family.block.format(i=0), family.names, "blocks.0.", present, spec)
-    encoder = _block_rules(family, family.encoder_block.format(i=0), family.encoder_names, "encoder.0.", present,
-                           spec) if spec.N_enc else []  # fmt: skip
+    per_stack = []  # (blocks, rules of block 0) of each stack
+    for stack in stacks(spec):
+        block, names = _stack_layout(family, stack)
+        per_stack.append((stack.spec.N, len(_block_rules(family, block.format(i=0), names, f"{stack.prefix}0.",
+                                                         present, spec))))  # fmt: skip
     outside = [ours for ours in family.globals_ if ours in present]
-    return spec.N * len(block) + (spec.N_enc or 0) * len(encoder) + len(outside), len(block)
+    return sum(count * size for count, size in per_stack) + len(outside), per_stack[-1][1]
+
+
+def _stack_layout(family: Family, stack: Stack) -> tuple[str, dict[str, str]]:
+    """A stack's block names in the checkpoint and its tensors' names: the encoder's, or the blocks'."""
+    if stack.name == "encoder":
+        return family.encoder_block, family.encoder_names
+    return family.block, family.names
 
 
 def _block_rules(family: Family, block: str, names: dict[str, str], prefix: str, present: set[str],

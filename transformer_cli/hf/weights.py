@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import ArrayError
 from ..io.arrays import first_nonfinite
 from ..spec.definition import Spec
+from ..spec.stacks import stacks
 from ..text import shown
 from .checkpoint import Checkpoint
 from .encoder_decoder_layouts import BART, t5
@@ -126,7 +127,9 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
     needed, per_block = rule_count(family, spec)
     if needed - len(checkpoint.tensors) >= max(per_block, 1):  # whole blocks missing: told from the counts,
         # before listing a model of any size
-        blocks = f"{spec.N:,} blocks" + (f" and {spec.N_enc:,} encoder blocks" if spec.N_enc else "")
+        blocks = " and ".join(
+            f"{s.spec.N:,} {'encoder ' if s.name == 'encoder' else ''}blocks" for s in stacks(spec)[::-1]
+        )
         raise ArrayError(
             f"{checkpoint.folder}: checkpoint does not fit its config.json: it holds {len(checkpoint.tensors):,} "
             f"tensors, the config's model ({blocks}) has {needed:,}"

@@ -15,6 +15,7 @@ from ..analysis.memory import HEATMAP_BYTES, JSON_BYTES, MemoryEstimate, check_m
 from ..errors import TfmError
 from ..io.arrays import open_npy, peek_npy
 from ..spec.definition import Spec
+from ..spec.stacks import decoder, encoder
 from .runner import check_input, check_input_header, get_weights, sequences, token_ids
 from .transformer import Transformer, to_columns
 
@@ -95,7 +96,7 @@ def attention_maps(
 
     An encoder-decoder reads the source (input) and the target, and shows the decoder's self-attention or
     cross-attention, or the encoder's attention (kind)."""
-    if spec.N_enc:
+    if encoder(spec) is not None:
         return _encoder_decoder_maps(spec, input_path, target_path, weights_path, seed, dtype, block, head, sequence,
                                      kind)  # fmt: skip
     if target_path is not None or kind != "self":
@@ -123,9 +124,8 @@ def _encoder_decoder_maps(spec, source_path, target_path, weights_path, seed, dt
 
     if target_path is None:
         raise TfmError(f"{spec.label}: an encoder-decoder's attention needs --input SRC and --target TGT")
-    blocks, heads = (
-        (spec.N_enc, spec.H) if kind == "encoder" else (spec.N, spec.cross_heads if kind == "cross" else spec.H)
-    )
+    stack = encoder(spec) if kind == "encoder" else decoder(spec)
+    blocks, heads = stack.spec.N, spec.cross_heads if kind == "cross" else spec.H  # type: ignore[union-attr]
     if block >= blocks:
         raise TfmError(f"--block: got {block}, expected 0 .. {blocks - 1} ({kind} attention has {blocks} blocks)")
     if head is not None and head >= heads:

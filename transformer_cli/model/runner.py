@@ -15,6 +15,7 @@ from ..io.arrays import first_nonfinite, open_npy, peek_npy
 from ..io.weights import Weights, init_weights
 from ..sources import load_weights
 from ..spec.definition import Spec, check_length
+from ..spec.stacks import encoder
 from .transformer import Transformer
 
 
@@ -141,9 +142,10 @@ def run_forward(
 
     The input's header and the memory estimate are checked before any data is read or weight built.
     """
-    if spec.N_enc and target_path is None:
+    two_stacks = encoder(spec) is not None
+    if two_stacks and target_path is None:
         raise SpecError(f"{spec.label}: an encoder-decoder reads a source and a target: --input SRC --target TGT")
-    if target_path is not None and not spec.N_enc:
+    if target_path is not None and not two_stacks:
         raise SpecError(f"--target: {spec.label} has no encoder (N_enc); --target is for encoder-decoders")
     source_spec = spec  # what the input is checked against: an encoder-decoder's source has its own vocabulary
     if target_path is not None:

@@ -86,7 +86,7 @@ class Transformer:
         stack = decoder(spec)  # its blocks may differ per layer: each has its own window and feedforward
         self.blocks = [self._block(stack.layer(i), lambda name, p=f"blocks.{i}.": get(p + name)) for i in range(spec.N)]
         self.crosses = None  # an encoder-decoder's decoder: each block's cross-attention (components/cross.py)
-        if spec.N_enc:
+        if stack.reads_memory:
             self.crosses = [stack_cross(spec, weights, i, self.dtype, norm_kind(spec)) for i in range(spec.N)]
         self.positional = POSITIONALS[spec.positional](spec)
         self.positional.load(get, self.dtype)

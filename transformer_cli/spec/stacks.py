@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .definition import Spec, shortest_pattern
+from .definition import Spec
 
 SLIDING, FULL = "sliding", "full"
 ROUTED, DENSE = "routed", "dense"
@@ -109,6 +109,16 @@ def stacks(spec: Spec) -> list[Stack]:
     return [Stack("encoder", encoder_spec(spec), "encoder.", "encoder_"), blocks]
 
 
+def source_len(spec: Spec, n: int, n_src: int | None = None) -> int | None:
+    """The source's length an encoder-decoder reads beside targets of n (default: n), None for one stack."""
+    return (n_src or n) if spec.N_enc is not None else None
+
+
+def without_encoder(spec: Spec) -> Spec:
+    """An encoder-decoder's decoder as a one-stack spec: its blocks without the cross-attention."""
+    return replace(spec, N_enc=None, cross_H=None, cross_m=None, cross_bias=None)
+
+
 def decoder(spec: Spec) -> Stack:
     """The stack that makes the output: the blocks (an encoder-decoder's decoder)."""
     return stacks(spec)[-1]
@@ -120,4 +130,4 @@ def encoder(spec: Spec) -> Stack | None:
     return found[0] if len(found) > 1 else None
 
 
-__all__ = ["Group", "Stack", "decoder", "encoder", "encoder_spec", "shortest_pattern", "stacks"]
+__all__ = ["Group", "Stack", "decoder", "encoder", "encoder_spec", "source_len", "stacks", "without_encoder"]

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analysis.memory import check_memory, estimate_encoder_decoder, estimate_forward
+from ..analysis.memory import check_memory, estimate_pass
 from ..errors import ExitCode
 from ..io.weights import Weights
 from ..model.runner import get_weights
 from ..spec.definition import Spec
+from ..spec.stacks import encoder
 from .causality import check_causality
 from .common import CheckResult, Setup, default_tol, make_setup
 from .decoding import check_decoding
@@ -40,13 +41,16 @@ def setup_from_file(
     max_memory: str | None = None,
 ) -> tuple[Setup, Weights, str]:
     """Check the memory the model needs, then load (or seed) its weights and build the setup."""
-    if spec.N_enc:  # an encoder-decoder: its own setup (the decoder over a seeded source)
-        check_memory(estimate_encoder_decoder(spec, 1, n or 1, n or 1, dtype), max_memory, "this model")
-        weights, source = get_weights(spec, weights_path, seed)
-        return make_encoder_decoder_setup(spec, weights, seed, dtype, n, tol, max_memory), weights, source
-    check_memory(estimate_forward(spec, 1, n or 1, np.dtype(dtype)), max_memory, "this model")
+    check_memory(estimate_pass(spec, 1, n or 1, np.dtype(dtype)), max_memory, "this model")
     weights, source = get_weights(spec, weights_path, seed)
-    return make_setup(spec, weights, seed, dtype, n, tol, max_memory), weights, source
+    return _setup(spec, weights, seed, dtype, n, tol, max_memory), weights, source
+
+
+def _setup(spec: Spec, weights: Weights, seed: int, dtype: str, n: int | None, tol: float | None,
+           max_memory: str | None) -> Setup:  # fmt: skip
+    """One stack's setup, or an encoder-decoder's own (the decoder over a seeded source)."""
+    make = make_setup if encoder(spec) is None else make_encoder_decoder_setup
+    return make(spec, weights, seed, dtype, n, tol, max_memory)
 
 
 def verify_all(
@@ -61,18 +65,21 @@ def verify_all(
     """Run every check against the theory's prediction for `spec`."""
     if weights is None:  # seeded weights, built only once the memory check has passed
         setup, weights, _ = setup_from_file(spec, None, seed, dtype, n, tol, max_memory)
-    elif spec.N_enc:
-        setup = make_encoder_decoder_setup(spec, weights, seed, dtype, n, tol, max_memory)
     else:
-        setup = make_setup(spec, weights, seed, dtype, n, tol, max_memory)
+        setup = _setup(spec, weights, seed, dtype, n, tol, max_memory)
     return run_checks(setup, weights)
 
 
 def run_checks(setup: Setup, weights: Weights, progress: Callable[[str], None] | None = None) -> list[CheckResult]:
     """Every check on a prepared setup, each expecting what the theory predicts; `progress` hears each name."""
+    return _run(checks_of(setup, weights), progress)
+
+
+def checks_of(setup: Setup, weights: Weights) -> list[tuple[str, Callable[[], CheckResult]]]:
+    """The checks a setup takes, by name, each run when called."""
     if isinstance(setup, EncoderDecoderSetup):
-        return _run(encoder_decoder_checks(setup, weights), progress)
-    checks: list[tuple[str, Callable[[], CheckResult]]] = [
+        return encoder_decoder_checks(setup, weights)
+    return [
         ("counts", lambda: check_counts(setup, weights, expect="theory")),
         ("softmax", lambda: check_softmax(setup, expect="theory")),
         ("equivariance", lambda: check_equivariance(setup, expect="theory")),
@@ -82,7 +89,6 @@ def run_checks(setup: Setup, weights: Weights, progress: Callable[[str], None] |
         *([("experts", lambda: check_experts(setup, expect="theory"))] if setup.spec.E else []),
         ("scaling", lambda: check_scaling(setup, expect="theory")),
     ]
-    return _run(checks, progress)
 
 
 def encoder_decoder_checks(setup: EncoderDecoderSetup, weights: Weights) -> list[tuple[str, Callable[[], CheckResult]]]:
