@@ -27,7 +27,7 @@ SPECS = {
 def test_the_activations_are_what_pytorchs_autograd_saves_within_10_percent(name, dtype, fused):
     """Measured here: equal to the byte in every case but a few scalars (the loss's)."""
     pytest.importorskip("torch", reason="PyTorch is the reference for the bytes autograd saves (the test extra)")
-    from torch_training import saved_bytes
+    from torch_reference import saved_bytes
 
     spec = SPECS[name]
     for b, n in ((2, 64), (1, 256)):
@@ -39,7 +39,7 @@ def test_the_activations_are_what_pytorchs_autograd_saves_within_10_percent(name
 def test_the_fused_figure_is_not_the_unfused_kernels_the_check_can_fail():
     """The control: at n = 256 the unfused kernels keep the (H, n, n) softmax, which the fused figure leaves out."""
     pytest.importorskip("torch", reason="PyTorch is the reference for the bytes autograd saves (the test extra)")
-    from torch_training import saved_bytes
+    from torch_reference import saved_bytes
 
     spec = SPECS["llama style (rms norm, rope, 8 heads over 2 kv heads, swiglu)"]
     measured = saved_bytes(spec, 1, 256, "float32", fused=False)
