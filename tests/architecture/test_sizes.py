@@ -1,4 +1,4 @@
-"""Files a newcomer can read: no module of the package, the tests or the scripts over 400 lines."""
+"""Files a newcomer can read: no module of the package, the tests, the scripts or the benchmarks over 400 lines."""
 
 from pathlib import Path
 
@@ -6,7 +6,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 400
-FILES = sorted(p for folder in ("transformer_cli", "tests", "scripts") for p in (ROOT / folder).rglob("*.py"))
+FOLDERS = ("transformer_cli", "tests", "scripts", "benchmarks")
+FILES = sorted(p for folder in FOLDERS for p in (ROOT / folder).rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
