@@ -99,16 +99,16 @@ def check_spec(path: Path, budgets: Budgets, seq_len: int, verify_len: int | Non
     try:
         spec = _load(path)
         result.name, result.spec = spec.label, spec.to_dict()
-        result.params = count_params(spec).total
-        result.memory = estimate_pass(spec, 1, seq_len, "float32").model  # the model's, not tfm's copies
-        if budgets.params is not None and result.params > budgets.params:
-            result.over_budget.append(f"{result.params:,} parameters > {budgets.params:,}")
+        result.params = params = count_params(spec).total
+        result.memory = memory = estimate_pass(spec, 1, seq_len, "float32").model  # the model's, not tfm's copies
+        if budgets.params is not None and params > budgets.params:
+            result.over_budget.append(f"{params:,} parameters > {budgets.params:,}")
         n = seq_len
-        sizes = [("memory", f"forward at n = {n}", lambda: result.memory),
+        sizes = [("memory", f"forward at n = {n}", lambda: memory),
                  ("kv_cache", f"KV cache at n = {n} (bfloat16)", lambda: kv_cache_bytes(spec, 1, n, "bfloat16")),
                  ("serving", f"serving at n = {seq_len}", lambda: serving_memory(spec, 1, seq_len).total),
                  ("training", f"training at n = {seq_len} (Adam, mixed precision)",
-                  lambda: training_memory(spec, result.params, 1, seq_len).total["fused_attention"])]  # fmt: skip
+                  lambda: training_memory(spec, params, 1, seq_len).total["fused_attention"])]  # fmt: skip
         for key, what, figure in sizes:
             budget = getattr(budgets, key)
             if budget is not None and figure() > budget:

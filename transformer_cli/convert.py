@@ -14,7 +14,7 @@ import re
 import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -97,7 +97,10 @@ def write_folder(
 
 
 def _text(text: str) -> outputs.Writer:
-    return lambda handle: handle.write(text.encode())  # type: ignore[func-returns-value]
+    def write(handle: IO[bytes]) -> None:
+        handle.write(text.encode())
+
+    return write
 
 
 def _shard_writer(
@@ -159,9 +162,8 @@ def _generation(folder: Path) -> dict[str, str]:
 
 def _source_dtype(codes: set[str]) -> np.dtype:
     """What a folder's tensors are written back as by default: their own type when they share one."""
-    return {"F64": np.dtype(np.float64), "F16": np.dtype(np.float16), "BF16": BFLOAT16}.get(
-        next(iter(codes)) if len(codes) == 1 else "", np.dtype(np.float32)
-    )
+    dtypes: dict[str, np.dtype] = {"F64": np.dtype(np.float64), "F16": np.dtype(np.float16), "BF16": BFLOAT16}
+    return dtypes.get(next(iter(codes)) if len(codes) == 1 else "", np.dtype(np.float32))
 
 
 def reshard(folder: Path, out: Path, dtype: Any = None, shard_bytes: int | None = None,
@@ -182,7 +184,7 @@ def reshard(folder: Path, out: Path, dtype: Any = None, shard_bytes: int | None 
 
 
 def _copier(path: Path) -> outputs.Writer:
-    def copy(handle) -> None:  # type: ignore[no-untyped-def]
+    def copy(handle) -> None:
         from .files import open_regular
 
         with open_regular(path, "a file to copy", SpecError) as source:
@@ -255,7 +257,7 @@ def init_folder(config_path: Path, out: Path, spec: Spec, seed: int, overwrite: 
     return len(rules(family_for(config), spec)), count_params(spec).total
 
 
-def init_folder_memory(spec: Spec, config: Mapping[str, Any]):  # type: ignore[no-untyped-def]
+def init_folder_memory(spec: Spec, config: Mapping[str, Any]):
     """What init_folder holds: every seeded float64 tensor, and the largest checkpoint tensor joined from them.
 
     From the counts alone (block 0's tensors stand for every block's), so a model of 10^9 blocks is refused at

@@ -65,7 +65,7 @@ def softmax_rows_(P: Array, normalise: bool = True) -> Array:
     return sums
 
 
-def layer_norm(X: Array, gamma: Array, beta: Array, eps: float) -> Array:
+def layer_norm(X: Array, gamma: Array, beta: Array | float, eps: float) -> Array:
     """Normalise each column over its d entries (axis 0): (d, b, n) -> (d, b, n); gamma, beta are (d, 1, 1)."""
     mean = X.mean(axis=0)
     centred = X - mean
@@ -108,7 +108,7 @@ _erf = np.frompyfunc(math.erf, 1, 1)  # the C library's erf, element by element:
 
 def gelu_exact_(X: Array) -> Array:
     """GELU, erf form: x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), overwriting X (BERT, GPT-NeoX, Falcon)."""
-    inner = _erf(X * (1.0 / math.sqrt(2.0))).astype(X.dtype)
+    inner = np.asarray(_erf(X * (1.0 / math.sqrt(2.0)))).astype(X.dtype)
     inner += 1.0
     X *= inner
     X *= 0.5
@@ -288,7 +288,7 @@ def attend(
                       out=into[i, ..., q0:q1].reshape(*group, m, c))  # fmt: skip
             if A is not None:  # the weights themselves, when asked for (the outputs are the same either way)
                 np.divide(P, sums, out=A[i, :, q0:q1, k0:k1])
-    if weights_out is not None:
+    if weights_out is not None and A is not None:
         weights_out.append(A.swapaxes(-1, -2))
     if scores_out is not None:
         scores_out.append(S)

@@ -60,7 +60,8 @@ def weights_read(spec: Spec, b: int, dtype: str) -> int:
         for t in section.tensors:
             size = tensor_bytes(t.name, t.shape)[dtype]
             if t.component == "experts":  # (E, ...): of E experts, the b k chosen at most
-                size = size * min(spec.E, b * spec.k) // spec.E
+                E, k = spec.E or 1, spec.k or 1  # (a block with experts: both set)
+                size = size * min(E, b * k) // E
             total += section.copies * size
     return total
 

@@ -18,7 +18,7 @@ def _summed(parts: list[dict[str, int]]) -> dict[str, int]:
     return out
 
 
-def _encoder(spec: Spec) -> list:  # type: ignore[type-arg]
+def _encoder(spec: Spec) -> list:
     """An encoder-decoder's encoder components: its blocks', and its inputs' (its own embedding lookup too)."""
     return encoder_block_components(spec) + encoder_model_components(spec) + [embedding(encoder_run_spec(spec))]
 

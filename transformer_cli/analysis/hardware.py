@@ -65,7 +65,7 @@ def probe(seconds: float = 0.1) -> Hardware:
                     "measured now: NumPy GEMM 1024^3 and a 64 MiB copy")  # fmt: skip
 
 
-def _best(fn, seconds: float) -> float:  # type: ignore[no-untyped-def]
+def _best(fn, seconds: float) -> float:
     fn()  # warm up
     best, start = float("inf"), time.perf_counter()
     for _ in range(50):

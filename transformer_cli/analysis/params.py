@@ -96,7 +96,7 @@ def stack_blocks(stack: Stack) -> list[Blocks]:
         (group,) = groups
         scope = "encoder block" if stack.name == "encoder" else "block"
         return [_blocks(stack, group.spec, scope, group.layers, group.spec.N)]
-    found: dict[tuple, list] = {}  # type: ignore[type-arg]
+    found: dict[tuple, list] = {}
     for group in groups:
         i = group.layers[0]
         shapes = tuple((t.name.removeprefix(f"{stack.prefix}{i}."), t.shape) for t in stack_tensors(stack, i))

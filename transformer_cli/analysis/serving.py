@@ -122,7 +122,7 @@ def serving_memory(
     return Serving(*parts, sum(parts))
 
 
-def _largest(ok, limit: int) -> int:  # type: ignore[no-untyped-def]
+def _largest(ok, limit: int) -> int:
     """The largest x in 1..limit with ok(x), for ok true up to some x and false after; 0 if ok(1) is false."""
     if not ok(1):
         return 0

@@ -85,7 +85,7 @@ def _feedforward(spec: Spec, s: int) -> int:
     else:  # relu keeps its output, which W2 keeps too; the others their input, and W2 the output
         core = (1 if spec.activation == "relu" else 2) * r * s
     if spec.E:  # k experts per token: their tensors, the gathered input and the output; the router's softmax
-        return spec.k * (core + 2 * spec.d * s) + spec.E * s
+        return (spec.k or 0) * (core + 2 * spec.d * s) + spec.E * s
     return core
 
 

@@ -57,12 +57,13 @@ class TfmGroup(TyperGroup):
     def main(self, args: Sequence[str] | None = None, *pos: Any, standalone_mode: bool = True, **extra: Any) -> Any:
         words = list(sys.argv[1:] if args is None else args)
         try:
-            code = super().main(words, *pos, standalone_mode=False, **extra)
+            code = super().main(words, *pos, standalone_mode=False, **extra)  # type: ignore[misc]  # click's signature
         except click.exceptions.NoArgsIsHelpError as exc:  # bare `tfm`: the help, as click shows it
             exc.show()
             code = exc.exit_code
         except click.ClickException as exc:
-            hint = f" (see {exc.ctx.command_path} --help)" if getattr(exc, "ctx", None) else ""
+            ctx = getattr(exc, "ctx", None)  # a usage error's command, where click has one
+            hint = f" (see {ctx.command_path} --help)" if ctx else ""
             code = _report(exc.format_message().rstrip(".") + hint, exc.exit_code, "--json" in words)
         except typer.Abort:
             code = _report("aborted", ExitCode.INTERRUPTED, "--json" in words)
@@ -238,6 +239,7 @@ def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
         from ..text import escaped as shown
 
         stored = spec_of_weights(weights, required=True)  # never the default spec for a file made for another
+        assert stored is not None  # (required: an error otherwise)
         err.print(f"using the spec stored in {shown(weights)} ({shown(stored.summary())})", soft_wrap=True)
         return stored, f"{weights} metadata"
     if path is None:

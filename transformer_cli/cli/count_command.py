@@ -53,7 +53,7 @@ def count(
     from ..analysis.params import count_params
     from ..spec.definition import check_length
     from ..spec.stacks import encoder
-    from . import render
+    from . import render, render_costs
 
     with handled(json_out, "tfm count holds the name and shape of each tensor (the checkpoint's, from its headers)"):
         if seq_len is None and (batch is not None or dtype is not None):
@@ -64,7 +64,8 @@ def count(
         for spec, _ in loaded:
             warn_not_run(spec)
         counts = [(count_params(spec), source) for spec, source in loaded]
-        checkpoints = [_checkpoint(p, spec) for p, (spec, _) in zip(specs or [None], loaded, strict=True)]
+        paths: list[Path | None] = list(specs) if specs else [None]
+        checkpoints = [_checkpoint(p, spec) for p, (spec, _) in zip(paths, loaded, strict=True)]
         for spec, _ in loaded:
             if seq_len:
                 check_length(spec, seq_len, "--seq-len")
@@ -89,12 +90,12 @@ def count(
         if checkpoint:
             out.print(render.checkpoint_line(source, checkpoint))
     if seq_len:
-        specs_ = [c.spec for c, _ in counts]
-        out.print(render.flops_table(specs_, extra))
-        out.print(render.memory_table(specs_, extra))
+        specs_, found = [c.spec for c, _ in counts], [e for e in extra if e is not None]
+        out.print(render_costs.flops_table(specs_, found))
+        out.print(render_costs.memory_table(specs_, found))
 
 
-def _checkpoint(path: Path | None, spec) -> dict | None:  # type: ignore[no-untyped-def]
+def _checkpoint(path: Path | None, spec) -> dict | None:
     """A Hugging Face folder's checkpoint, checked against its config from the headers alone (no data read)."""
     if path is None or not path.is_dir():
         return None

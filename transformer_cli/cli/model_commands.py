@@ -60,7 +60,7 @@ def init(
     with handled(json_out):
         spec, _ = load(spec_path)
         hf_config = spec_path is not None and is_hugging_face(spec_path)
-        if hf_config and output.suffix.lower() not in (".npz", ".safetensors"):  # a Hugging Face folder
+        if hf_config and spec_path is not None and output.suffix.lower() not in (".npz", ".safetensors"):
             from ..convert import init_folder, init_folder_memory
             from ..hf.config import read_config
 

@@ -132,7 +132,7 @@ def serving_table(p: Plan) -> Table:
     cache = f"{p.kv_dtype}, {human(p.kv_cache_bytes_per_token)} a token" if p.decodes else "none: no decoding"
     table.add_row(f"KV cache ({cache})", *(human(serving[w].kv_cache) for w in WAYS))
     if not p.decodes:
-        table.caption += f" KV cache: {p.kv_cache_note}."
+        table.caption = f"{table.caption} KV cache: {p.kv_cache_note}."
     for part in ("residual_stream", "blocks", "logits", "encoder"):
         if any(getattr(transient[w], part) for w in WAYS):
             table.add_row(f"  prefill: {part.replace('_', ' ')}", *(human(getattr(transient[w], part)) for w in WAYS))
@@ -181,9 +181,9 @@ def training_table(p: Plan) -> Table:
     table.add_section()
     table.add_row("total", *(human(t.total[w]) for w in ways), style="bold")
     flops = p.training_flops_per_token
-    table.caption += (f" Training FLOPs a token: {flops['exact']:.3g} (the products, attention's included), "
-                      f"{flops['six_n_rule']:.3g} by the 6N rule (N: the weights a token multiplies by, the head "
-                      "included, the embedding table, a lookup, not).")  # fmt: skip
+    table.caption = (f"{table.caption} Training FLOPs a token: {flops['exact']:.3g} (the products, attention's "
+                     f"included), {flops['six_n_rule']:.3g} by the 6N rule (N: the weights a token multiplies by, the "
+                     "head included, the embedding table, a lookup, not).")  # fmt: skip
     return table
 
 
@@ -212,7 +212,7 @@ def time_table(p: Plan) -> Table:
         table.add_row(*cells)
     step = p.time[0].decode_step if p.time else None
     if step:
-        table.caption += f" A decoding step does {step.flops_per_byte:.3g} FLOPs a byte it reads."
+        table.caption = f"{table.caption} A decoding step does {step.flops_per_byte:.3g} FLOPs a byte it reads."
     return table
 
 

@@ -33,7 +33,7 @@ class MultiHeadAttention(Component):
         return out
 
     @cached_property
-    def qk(self):  # type: ignore[no-untyped-def]
+    def qk(self):
         """The norm of each query and key head (the spec's norm type over m entries), with qk_norm."""
         from .norm import norm_kind
 
@@ -57,7 +57,7 @@ class MultiHeadAttention(Component):
             qk = tuple(tuple(a.reshape(-1, 1, 1, 1) for a in params) for params in gains)
         return {"W_qkv": W_qkv, "b_qkv": b_qkv, "W_O": W_O, "b_O": b_O, "qk_norm": qk}
 
-    def qkv(self, blk, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # type: ignore[no-untyped-def]
+    def qkv(self, blk, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Projections of all heads at once: (d, b, n) -> Q (b, H, m, n), K and V (b, G, m, n), views."""
         _, b, n = X.shape
         H, G, m = self.spec.H, self.spec.kv_heads, self.spec.m
@@ -71,7 +71,7 @@ class MultiHeadAttention(Component):
                 part[...] = kind.apply(part.transpose(2, 0, 1, 3), params).transpose(1, 2, 0, 3)
         return QKV[:, :H], QKV[:, H : H + G], QKV[:, H + G :]
 
-    def project(self, blk, heads: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+    def project(self, blk, heads: np.ndarray) -> np.ndarray:
         """sum_h W_O^h heads_h (+ b_O): (H, m, b, n) -> (d, b, n)."""
         H, m, b, n = heads.shape
         out = kernels.linear(blk.W_O, heads.reshape(H * m, b, n))

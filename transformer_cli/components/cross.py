@@ -31,7 +31,7 @@ class Cross:
     norm: tuple[Array, ...] | None  # the cross norm's parameters as (d, 1, 1) columns
 
 
-def stack_cross(spec: Spec, w, i: int, dtype: np.dtype, norm) -> Cross:  # type: ignore[no-untyped-def]
+def stack_cross(spec: Spec, w, i: int, dtype: np.dtype, norm) -> Cross:
     """Gather block i's cross-attention weights (blocks.{i}.cross.*, blocks.{i}.cross_norm.*)."""
     p, d = f"blocks.{i}.", spec.d
     H, m = spec.cross_heads, spec.cross_size

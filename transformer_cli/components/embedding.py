@@ -20,7 +20,7 @@ class TokenEmbedding(Component):
 
     where = "input"
 
-    def __init__(self, spec):  # type: ignore[no-untyped-def]
+    def __init__(self, spec):
         super().__init__(spec)
         self.norm = norm_kind(spec) if spec.embed_norm else None
 
@@ -104,13 +104,13 @@ class Pooler(Component):
         return [Term("d^2 + d", self.spec.d**2 + self.spec.d, "model")]
 
 
-def embedding(spec) -> Component:  # type: ignore[no-untyped-def]
+def embedding(spec) -> Component:
     return TokenEmbedding(spec) if spec.V else Component(spec)
 
 
-def head(spec) -> Component:  # type: ignore[no-untyped-def]
+def head(spec) -> Component:
     return Head(spec) if spec.V and spec.head else Component(spec)
 
 
-def pooler(spec) -> Component:  # type: ignore[no-untyped-def]
+def pooler(spec) -> Component:
     return Pooler(spec) if spec.pooler else Component(spec)

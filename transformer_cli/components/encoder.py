@@ -125,10 +125,10 @@ class SourceEmbedding(Component):
     where = "input"
 
     def tensors(self, prefix: str) -> list[Tensor]:
-        return [Tensor(prefix + "embedding.E", (self.spec.d, self.spec.V_src), "embedding")]
+        return [Tensor(prefix + "embedding.E", (self.spec.d, self.spec.V_src or 0), "embedding")]
 
     def terms(self) -> list[Term]:
-        return [Term("V_src d", self.spec.V_src * self.spec.d, "model")]
+        return [Term("V_src d", (self.spec.V_src or 0) * self.spec.d, "model")]
 
 
 def encoder_model_components(spec: Spec) -> list[Component]:
@@ -138,7 +138,7 @@ def encoder_model_components(spec: Spec) -> list[Component]:
     from .positional import POSITIONALS
 
     enc = encoder_spec(spec)
-    out = [SourceEmbedding(spec)] if spec.V_src else []
+    out: list[Component] = [SourceEmbedding(spec)] if spec.V_src else []
     out.append(POSITIONALS[spec.positional](enc))
     if spec.embed_norm:
         out.append(EmbeddingNorm(enc))

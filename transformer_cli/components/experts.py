@@ -22,10 +22,11 @@ Get = Callable[[str], np.ndarray]
 class Experts(Component):
     label = "experts"
 
-    def __init__(self, spec, expert: FeedForward):  # type: ignore[no-untyped-def]
+    def __init__(self, spec, expert: FeedForward):
         super().__init__(spec)
         self.expert = expert
-        self.E, self.k = spec.E, spec.k
+        self.E: int = spec.E
+        self.k: int = spec.k
 
     def tensors(self, prefix: str) -> list[Tensor]:
         router = Tensor(prefix + "ff.router", (self.E, self.spec.d), "router")
@@ -57,7 +58,7 @@ class Experts(Component):
 
     def prepare(self, get: Get) -> dict:
         """Each expert's stacked weights on a leading axis E, and the router."""
-        experts = [self.expert.prepare(lambda name, e=e: get(name)[e]) for e in range(self.E)]
+        experts = [self.expert.prepare(_expert(get, e)) for e in range(self.E)]
         stacked = {key: None if experts[0][key] is None else np.stack([x[key] for x in experts]) for key in experts[0]}
         return stacked | {"router": get("ff.router")}
 
@@ -70,7 +71,7 @@ class Experts(Component):
         weights /= weights.sum(axis=0, keepdims=True)
         return chosen, weights
 
-    def apply(self, blk, X: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+    def apply(self, blk, X: np.ndarray) -> np.ndarray:
         """sum over the k chosen experts of weight * expert(x), column by column: (d, b, n) -> (d, b, n)."""
         d, b, n = X.shape
         flat = X.reshape(d, b * n)
@@ -88,7 +89,12 @@ class Experts(Component):
         return out.reshape(d, b, n)
 
 
-def block_feedforward(spec) -> Component:  # type: ignore[no-untyped-def]
+def _expert(get: Get, e: int) -> Get:
+    """Expert e's slice of the stacked tensors."""
+    return lambda name: get(name)[e]
+
+
+def block_feedforward(spec) -> FeedForward | Experts:
     """The block's feedforward: the spec's kind (plain or gated), or E experts of that kind with a router."""
     expert = FEEDFORWARDS[spec.feedforward](spec)
     return Experts(spec, expert) if spec.E else expert

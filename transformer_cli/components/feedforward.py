@@ -21,7 +21,7 @@ Get = Callable[[str], "kernels.Array"]
 
 
 class FeedForward(Component):
-    projections = ("1", "2")  # W1, b1, W2, b2 in weights-file order
+    projections: tuple[str, ...] = ("1", "2")  # W1, b1, W2, b2 in weights-file order
     label = "feedforward"
 
     def tensors(self, prefix: str) -> list[Tensor]:
@@ -69,14 +69,14 @@ class FeedForward(Component):
             "b2": get("ff.b2").reshape(-1, 1, 1) if bias else None,
         }
 
-    def apply(self, blk, X: kernels.Array) -> kernels.Array:  # type: ignore[no-untyped-def]
+    def apply(self, blk, X: kernels.Array) -> kernels.Array:
         """W2 act(W1 X + b1) + b2 without the residual: (d, b, n) -> (d, b, n)."""
         hidden = kernels.linear(blk.W1, X)  # (r, b, n)
         if blk.b1 is not None:
             hidden += blk.b1
         return self._down(blk, kernels.ACTIVATIONS[self.spec.activation](hidden))
 
-    def _down(self, blk, hidden: kernels.Array) -> kernels.Array:  # type: ignore[no-untyped-def]
+    def _down(self, blk, hidden: kernels.Array) -> kernels.Array:
         out = kernels.linear(blk.W2, hidden)
         if blk.b2 is not None:
             out += blk.b2
@@ -86,7 +86,7 @@ class FeedForward(Component):
 class GatedFeedForward(FeedForward):
     projections = ("1", "3", "2")
 
-    def apply(self, blk, X: kernels.Array) -> kernels.Array:  # type: ignore[no-untyped-def]
+    def apply(self, blk, X: kernels.Array) -> kernels.Array:
         """W2 (act(W1 X + b1) * (W3 X + b3)) + b2 without the residual: (d, b, n) -> (d, b, n)."""
         both = kernels.linear(blk.W1, X)  # (2r, b, n): the gate's rows, then the up projection's
         if blk.b1 is not None:

@@ -29,7 +29,7 @@ class NoNorm(Component):
 
 
 class LayerNorm(Component):
-    params = ("gamma", "beta")
+    params: tuple[str, ...] = ("gamma", "beta")
     per_entry = NORM_PER_ENTRY
     label = "layer norm"
 
@@ -51,7 +51,7 @@ class LayerNorm(Component):
 
     def prepare(self, get: Get) -> dict:
         """norm1 and norm2 as tuples of (d, 1, 1) columns, for the forward pass (a shared norm: norm2 is None)."""
-        return {"norm2": None} | {ln: self.stacked(lambda g, ln=ln: get(f"{ln}.{g}")) for ln in self.norms}
+        return {"norm2": None} | {ln: self.stacked(lambda g, ln=ln: get(f"{ln}.{g}")) for ln in self.norms}  # type: ignore[misc]
 
     def stacked(self, get: Get) -> tuple:
         """One norm's parameters as (d, 1, 1) columns; with norm_plus_one the gain is 1 + gamma (Gemma)."""
@@ -62,13 +62,14 @@ class LayerNorm(Component):
 
     def apply(self, X: kernels.Array, params: tuple) -> kernels.Array:
         """The norm of each column of X (d, b, n)."""
-        return kernels.layer_norm(X, *params, self.spec.norm_eps)
+        gamma, beta = params
+        return kernels.layer_norm(X, gamma, beta, self.spec.norm_eps)
 
 
 class LayerNormWithoutBias(LayerNorm):
     """(x - mean) / sqrt(var + eps) * gamma: a layer norm with no beta (norm_bias: false)."""
 
-    params = ("gamma",)
+    params: tuple[str, ...] = ("gamma",)
     per_entry = NORM_PER_ENTRY - 1
 
     def apply(self, X: kernels.Array, params: tuple) -> kernels.Array:
@@ -76,7 +77,7 @@ class LayerNormWithoutBias(LayerNorm):
 
 
 class RMSNorm(LayerNorm):
-    params = ("gamma",)
+    params: tuple[str, ...] = ("gamma",)
     per_entry = RMS_PER_ENTRY
     label = "rms norm"
 
@@ -89,7 +90,7 @@ class FinalNorm(Component):
 
     where = "output"
 
-    def __init__(self, spec):  # type: ignore[no-untyped-def]
+    def __init__(self, spec):
         super().__init__(spec)
         self.kind = norm_kind(spec)
 
@@ -107,16 +108,16 @@ class FinalNorm(Component):
 NORM_TYPES = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
 
 
-def norm_kind(spec) -> LayerNorm:  # type: ignore[no-untyped-def]
+def norm_kind(spec) -> LayerNorm:
     """The spec's norm (norm_type, and for layernorm norm_bias): what every norm of the model computes."""
     if spec.norm_type == "layernorm" and not spec.norm_bias:
         return LayerNormWithoutBias(spec)
     return NORM_TYPES[spec.norm_type](spec)
 
 
-def block_norm(spec) -> Component:  # type: ignore[no-untyped-def]
+def block_norm(spec) -> NoNorm | LayerNorm:
     return NoNorm(spec) if spec.norm == "none" else norm_kind(spec)
 
 
-def final_norm(spec) -> Component:  # type: ignore[no-untyped-def]
+def final_norm(spec) -> Component:
     return FinalNorm(spec) if spec.norm == "pre" else Component(spec)

@@ -26,27 +26,27 @@ def _residual(X: Array, out: Array) -> Array:
     return out
 
 
-def pre_norm(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, norms: tuple, cross=None) -> Array:  # type: ignore[no-untyped-def]
+def pre_norm(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, norms: tuple, cross=None) -> Array:
     X = _residual(X, attention(norm(X, norms[0])))
     if cross is not None:
         X = _residual(X, cross[0](norm(X, cross[1])))
     return _residual(X, feedforward(norm(X, norms[1])))
 
 
-def post_norm(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, norms: tuple, cross=None) -> Array:  # type: ignore[no-untyped-def]
+def post_norm(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, norms: tuple, cross=None) -> Array:
     X = norm(_residual(X, attention(X)), norms[0])
     if cross is not None:
         X = norm(_residual(X, cross[0](X)), cross[1])
     return norm(_residual(X, feedforward(X)), norms[1])
 
 
-def parallel(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, norms: tuple, cross=None) -> Array:  # type: ignore[no-untyped-def]
+def parallel(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, norms: tuple, cross=None) -> Array:
     first = norm(X, norms[0])
     second = first if norms[1] is None else norm(X, norms[1])
     return _residual(X, _residual(feedforward(second), attention(first)))
 
 
-def no_norm(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, norms: tuple, cross=None) -> Array:  # type: ignore[no-untyped-def]
+def no_norm(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, norms: tuple, cross=None) -> Array:
     X = _residual(X, attention(X))
     if cross is not None:
         X = _residual(X, cross[0](X))
@@ -59,7 +59,7 @@ LAYOUTS = {"pre": pre_norm, "post": post_norm, "parallel": parallel, "none": no_
 class Residuals(Component):
     """The two residual additions of each block, X + Sublayer(X), in the spec's layout. No parameters."""
 
-    def __init__(self, spec):  # type: ignore[no-untyped-def]
+    def __init__(self, spec):
         super().__init__(spec)
         self.layout = "parallel" if spec.parallel else spec.norm
         self.apply = LAYOUTS[self.layout]  # (X, attention, feedforward, norm, norms, cross) -> the block's output

@@ -11,7 +11,7 @@ from .layouts import Family, _linear, _norm
 
 def _attention(ours: str, theirs: str, projections: tuple[str, str, str, str], parts: str) -> dict[str, str]:
     """'attention', 'layer.0.SelfAttention', (q, k, v, o) -> W_Q -> ...q.weight, and so on."""
-    names = {}
+    names: dict[str, str] = {}
     for x, proj in zip("QKVO", projections, strict=True):
         names |= _linear(ours + ".{}_" + x, f"{theirs}.{proj}", parts)
     return names

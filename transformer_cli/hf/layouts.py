@@ -137,7 +137,7 @@ class Family:
 
 
 def _llama_names() -> dict[str, str]:
-    names = {}
+    names: dict[str, str] = {}
     for x, proj in (("Q", "q_proj"), ("K", "k_proj"), ("V", "v_proj"), ("O", "o_proj")):
         names |= _linear("attention.{}_" + x, f"self_attn.{proj}")
     for n, proj in (("1", "gate_proj"), ("3", "up_proj"), ("2", "down_proj")):
@@ -169,7 +169,7 @@ PHI3 = Family(
 
 
 def _phi_names() -> dict[str, str]:
-    names = {}
+    names: dict[str, str] = {}
     for x, proj in (("Q", "q_proj"), ("K", "k_proj"), ("V", "v_proj"), ("O", "dense")):
         names |= _linear("attention.{}_" + x, f"self_attn.{proj}")
     names |= _linear("ff.{}1", "mlp.fc1") | _linear("ff.{}2", "mlp.fc2")
@@ -234,7 +234,7 @@ GPT2 = Family(
 
 
 def _bert_names() -> dict[str, str]:
-    names = {}
+    names: dict[str, str] = {}
     for x, proj in (("Q", "attention.self.query"), ("K", "attention.self.key"), ("V", "attention.self.value"),
                     ("O", "attention.output.dense")):  # fmt: skip
         names |= _linear("attention.{}_" + x, proj)
@@ -305,7 +305,7 @@ def _block_rules(family: Family, block: str, names: dict[str, str], prefix: str,
     for ours, theirs in names.items():
         if "{e}" in ours:  # one checkpoint tensor per expert
             if prefix + ours.split("[")[0] in present:
-                out += [Rule(block + theirs.format(e=e), (prefix + ours.format(e=e),)) for e in range(spec.E)]
+                out += [Rule(block + theirs.format(e=e), (prefix + ours.format(e=e),)) for e in range(spec.E or 0)]
         elif prefix + ours in present and prefix + ours not in used:
             out.append(Rule(block + theirs, (prefix + ours,), 1, theirs in family.transposed))
     return out

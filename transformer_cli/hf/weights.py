@@ -77,7 +77,7 @@ def fitted_to_checkpoint(folder: Path, spec: Spec, config: Mapping[str, Any]) ->
     key, names = OPTIONAL[kind]
     wanted = dict.fromkeys(names)
     held = {canonical(name, kind, wanted) for name in Checkpoint(folder).tensors}
-    return spec if any(name in held for name in names) else replace(spec, **{key: False})
+    return spec if any(name in held for name in names) else replace(spec, **{key: False})  # type: ignore[arg-type]
 
 
 def family_for(config: Mapping[str, Any]) -> Family:
@@ -94,7 +94,7 @@ def family_for(config: Mapping[str, Any]) -> Family:
         return falcon(new, norms)
     if kind == "t5":
         return t5(str(config.get("feed_forward_proj", "relu")).startswith("gated-"))
-    return FAMILIES[kind]
+    return FAMILIES[str(kind)]
 
 
 def canonical(name: str, kind: str, expected: Mapping[str, Any]) -> str | None:

@@ -77,7 +77,7 @@ def _read_array(handle: IO[bytes], size: int, where: str) -> np.ndarray:
     if nbytes:
         into, done = flat.view(np.uint8), 0
         while done < nbytes:
-            got = handle.readinto(into[done : done + READ_CHUNK])
+            got = handle.readinto(into[done : done + READ_CHUNK])  # type: ignore[attr-defined]  # a binary file
             if not got:
                 raise ArrayError(f"{where}: not a valid .npy file (its data ends after {done} of {nbytes} bytes)")
             done += got
@@ -189,9 +189,9 @@ class _Stream:
 
 def save_npy(out: Path, array: np.ndarray, overwrite: bool = True) -> None:
     """Save one array as .npy, atomically (see `write_atomic` for `overwrite`)."""
-    write_atomic(out, lambda handle: np.save(_Stream(handle), array, allow_pickle=False), overwrite)  # type: ignore[arg-type]
+    write_atomic(out, lambda handle: np.save(_Stream(handle), array, allow_pickle=False), overwrite)
 
 
 def save_npz(out: Path, arrays: dict[str, np.ndarray], overwrite: bool = True) -> None:
     """Save named arrays as an uncompressed .npz, atomically."""
-    write_atomic(out, lambda handle: np.savez(handle, **arrays), overwrite)
+    write_atomic(out, lambda handle: np.savez(handle, **arrays), overwrite)  # type: ignore[arg-type]  # numpy's stub

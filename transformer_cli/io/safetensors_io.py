@@ -173,7 +173,8 @@ def peek(path: Path) -> tuple[dict[str, Header], dict[str, str]]:
 def read_tensor(path: Path, handle: IO[bytes], name: str, entry: Entry, data_start: int) -> np.ndarray:
     array = np.empty(entry.shape, dtype=DTYPES[entry.code])
     handle.seek(data_start + entry.begin)
-    if array.size and handle.readinto(memoryview(array.reshape(-1)).cast("B")) != entry.end - entry.begin:
+    view = memoryview(array.reshape(-1)).cast("B")  # type: ignore[arg-type]  # an ndarray is a buffer
+    if array.size and handle.readinto(view) != entry.end - entry.begin:  # type: ignore[attr-defined]
         raise _bad(path, f"tensor '{shown(name)}': the file ends inside its data")
     if entry.code == "BF16":  # bfloat16 is the top half of a float32: shifting the bits back is exact
         return (array.astype(np.uint32) << 16).view(np.float32)
@@ -226,7 +227,7 @@ def writer(layout: Layout, arrays: Iterable[tuple[str, np.ndarray]], metadata: d
         for (name, header), (name_, array) in zip(layout(), arrays, strict=True):
             assert name == name_ and array.shape == header.shape, (name, name_)  # the caller's own invariant
             stored = np.dtype("<u2") if header.dtype == BFLOAT16 else header.dtype.newbyteorder("<")  # BF16: bits
-            handle.write(memoryview(np.ascontiguousarray(array, dtype=stored)).cast("B"))
+            handle.write(memoryview(np.ascontiguousarray(array, dtype=stored)).cast("B"))  # type: ignore[arg-type]
 
     return write
 

@@ -161,7 +161,7 @@ BUFFERS = 1 << 20  # zipfile's, json's and the generator's small temporaries (me
 def _write_npz(path: Path, arrays: Iterable[tuple[str, np.ndarray]], overwrite: bool = True) -> None:
     """An uncompressed .npz written member by member, exactly as np.savez writes it."""
 
-    def write(handle) -> None:  # type: ignore[no-untyped-def]
+    def write(handle) -> None:
         with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
             for name, array in arrays:
                 with archive.open(name + ".npy", "w", force_zip64=True) as member:

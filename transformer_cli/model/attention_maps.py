@@ -7,6 +7,7 @@ stops after the requested block, and only that block's (H, n, n) weights are col
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -37,14 +38,14 @@ def block_weights(model: Transformer, x: np.ndarray, block: int) -> np.ndarray:
     if model.embedded:
         Z = model.embedding.finish(Z, model.embedded)
     for blk in model.blocks[:block]:
-        Z = model.apply_block(blk, Z, lambda U, blk=blk: model.self_attention(blk, U))
+        Z = model.apply_block(blk, Z, partial(model.self_attention, blk))
     found: list[np.ndarray] = []
     target = model.blocks[block]
     model.apply_block(target, Z, lambda U: model.self_attention(target, U, weights_out=found))
     return found[0][0]  # (H, n_k, n_q)
 
 
-def decoder_block_weights(model, source: np.ndarray, target: np.ndarray, block: int, kind: str) -> np.ndarray:  # type: ignore[no-untyped-def]
+def decoder_block_weights(model, source: np.ndarray, target: np.ndarray, block: int, kind: str) -> np.ndarray:
     """An encoder-decoder's attention weights for one source and target: the encoder's block (kind 'encoder',
     (H, n_src, n_src)), or the decoder's self-attention ('self', (H, n_tgt, n_tgt)) or cross-attention ('cross',
     (H_c, n_src, n_tgt): keys are the source's columns, queries the target's)."""
@@ -71,11 +72,11 @@ def decoder_block_weights(model, source: np.ndarray, target: np.ndarray, block: 
     return found[0][0]
 
 
-def _cross_sublayer(decoder, c, keys, out):  # type: ignore[no-untyped-def]
+def _cross_sublayer(decoder, c, keys, out):
     return lambda U: decoder.cross_attention(c, U, keys, None, out)
 
 
-def _self_sublayer(decoder, blk, out):  # type: ignore[no-untyped-def]
+def _self_sublayer(decoder, blk, out):
     return lambda U: decoder.self_attention(blk, U, out)
 
 
@@ -118,14 +119,14 @@ def attention_maps(
     return block_weights(model, x, block)
 
 
-def _encoder_decoder_maps(spec, source_path, target_path, weights_path, seed, dtype, block, head, sequence, kind):  # type: ignore[no-untyped-def]
+def _encoder_decoder_maps(spec, source_path, target_path, weights_path, seed, dtype, block, head, sequence, kind):
     from ..analysis.memory import estimate_encoder_decoder
     from .encoder_decoder import EncoderDecoder
 
     if target_path is None:
         raise TfmError(f"{spec.label}: an encoder-decoder's attention needs --input SRC and --target TGT")
     stack = encoder(spec) if kind == "encoder" else decoder(spec)
-    blocks, heads = stack.spec.N, spec.cross_heads if kind == "cross" else spec.H  # type: ignore[union-attr]
+    blocks, heads = stack.spec.N, spec.cross_heads if kind == "cross" else spec.H
     if block >= blocks:
         raise TfmError(f"--block: got {block}, expected 0 .. {blocks - 1} ({kind} attention has {blocks} blocks)")
     if head is not None and head >= heads:

@@ -50,7 +50,7 @@ class Decoder:
         self.memory = None if memory is None else to_columns(np.asarray(memory), model.dtype)  # (d, b, n_src)
         self.crosses: list = [None] * len(model.blocks)
         if self.memory is not None:  # per block: the memory's keys and values, and the sublayer that reads them
-            self.crosses = [(c, memory_keys(c, self.memory, spec.cross_heads)) for c in model.crosses]
+            self.crosses = [(c, memory_keys(c, self.memory, spec.cross_heads)) for c in model.crosses or []]
         self.t = 0  # the next column's position
 
     def prefill(self, Z: Array) -> Array:

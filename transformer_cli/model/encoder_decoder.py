@@ -57,7 +57,7 @@ class EncoderDecoder:
     right behind a start token: tfm does not shift it).
     """
 
-    def __init__(self, spec: Spec, weights: Mapping[str, Array], dtype=np.float64, **options):  # type: ignore[no-untyped-def]
+    def __init__(self, spec: Spec, weights: Mapping[str, Array], dtype=np.float64, **options):
         self.spec = spec
         self.dtype = np.dtype(dtype)
         self.encoder = Transformer(encoder_run_spec(spec), EncoderWeights(weights, bool(spec.V_src)), dtype, **options)
@@ -67,7 +67,7 @@ class EncoderDecoder:
         """The encoder's output for the source: (d, n_src) or (b, d, n_src)."""
         return self.encoder.forward(source)
 
-    def forward(self, source: Array, target: Array, **options) -> Array:  # type: ignore[no-untyped-def]
+    def forward(self, source: Array, target: Array, **options) -> Array:
         source, target = np.asarray(source), np.asarray(target)
         if _batch(source) != _batch(target):
             raise ArrayError(f"source {source.shape} and target {target.shape}: expected the same batch of sequences")

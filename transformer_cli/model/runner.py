@@ -61,7 +61,7 @@ def check_input_header(shape: tuple[int, ...], dtype: np.dtype, spec: Spec, sour
 def check_input(x: np.ndarray, spec: Spec, source: str, dtype: str = "float64") -> tuple[np.ndarray, list[str]]:
     """Check an input array against the spec; returns it as float64 (token ids as int64) plus notes."""
     notes = check_input_header(x.shape, x.dtype, spec, source)
-    if token_ids(x.shape, x.dtype, spec):
+    if token_ids(x.shape, x.dtype, spec) and spec.V is not None:
         outside = np.argwhere((x < 0) | (x >= spec.V))
         if outside.size:
             at = tuple(int(i) for i in outside[0])

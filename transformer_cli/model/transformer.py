@@ -11,7 +11,7 @@ at a time, so its extra memory grows as O(n), not O(n^2).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,12 +22,11 @@ from ..components import block_feedforward
 from ..components.attention import MultiHeadAttention
 from ..components.base import Component
 from ..components.cross import Cross, cross_scale, memory_keys, project, queries, stack_cross
-from ..components.embedding import embedding
+from ..components.embedding import TokenEmbedding
 from ..components.norm import block_norm, norm_kind
 from ..components.positional import POSITIONALS
 from ..components.residual import Residuals
 from ..errors import SpecError
-from ..io.weights import Weights
 from ..kernels import CHUNK_BYTES, Array, check_stop, linear
 from ..spec.definition import Spec
 from ..spec.stacks import decoder
@@ -68,8 +67,8 @@ class Transformer:
     def __init__(
         self,
         spec: Spec,
-        weights: Weights,
-        dtype: type | np.dtype = np.float64,
+        weights: Mapping[str, Array],
+        dtype: type | np.dtype | str = np.float64,
         chunk_bytes: int = CHUNK_BYTES,
         workers: int | None = None,
     ):
@@ -84,13 +83,14 @@ class Transformer:
         self.attention, self.norm = MultiHeadAttention(spec), block_norm(spec)
         self.residuals = Residuals(spec)  # the block's layout: pre, post, parallel or none
         stack = decoder(spec)  # its blocks may differ per layer: each has its own window and feedforward
-        self.blocks = [self._block(stack.layer(i), lambda name, p=f"blocks.{i}.": get(p + name)) for i in range(spec.N)]
+        self.blocks = [self._block(stack.layer(i), _prefixed(get, f"blocks.{i}.")) for i in range(spec.N)]
         self.crosses = None  # an encoder-decoder's decoder: each block's cross-attention (components/cross.py)
         if stack.reads_memory:
             self.crosses = [stack_cross(spec, weights, i, self.dtype, norm_kind(spec)) for i in range(spec.N)]
         self.positional = POSITIONALS[spec.positional](spec)
         self.positional.load(get, self.dtype)
-        self.embedding, self.W_E = embedding(spec), None  # W_E: the token embedding (d, V); spec.E counts experts
+        self.embedding = TokenEmbedding(spec)  # the lookup, used with a vocabulary
+        self.W_E: Array | None = None  # the token embedding (d, V); spec.E counts experts
         self.W_head = self.b_head = None  # the head: logits = W_head Z + b_head, (V, d) and (V, 1, 1)
         self.embedded: dict = {}  # token type 0 (d, 1, 1) and the embedding norm's parameters, where the spec has them
         if spec.V:
@@ -101,10 +101,10 @@ class Transformer:
             if spec.type_vocab:
                 self.embedded["T0"] = get("embedding.T")[:, 0].reshape(-1, 1, 1)
             if spec.embed_norm:
-                self.embedded["norm"] = self.embedding.norm.stacked(lambda g: get(f"embedding.norm.{g}"))
+                self.embedded["norm"] = norm_kind(spec).stacked(lambda g: get(f"embedding.norm.{g}"))
         self.final_norm = None
         if spec.norm == "pre":
-            self.final_norm = self.norm.stacked(lambda g: get(f"final_norm.{g}"))
+            self.final_norm = norm_kind(spec).stacked(lambda g: get(f"final_norm.{g}"))
 
     def _block(self, layer: Spec, get: Callable[[str], Array]) -> Block:
         """One block's weights from its components' `prepare` (the heads stacked for one product); `layer`: the
@@ -177,7 +177,7 @@ class Transformer:
 
     def cross_attention(
         self, cross: Cross, X: Array, memory: tuple[Array, Array], stop=None, weights_out=None
-    ) -> Array:  # type: ignore[no-untyped-def]
+    ) -> Array:
         """The cross-attention sublayer without its residual: the decoder's columns X (d, b, n) attend to the
         memory's keys and values (each (b, H_c, m_c, n_src)) -> (d, b, n); `weights_out` gets its weights."""
         Q = queries(cross, X, self.spec.cross_heads)
@@ -221,6 +221,8 @@ class Transformer:
         (b, d, n) are taken as they are (for a model with a vocabulary: as the embedding's output).
         """
         if np.issubdtype(X.dtype, np.integer):
+            if self.W_E is None:
+                raise SpecError(f"{self.spec.label}: token ids need a vocabulary (V); give real columns (d, n)")
             ids = X[None] if X.ndim == 1 else X  # (b, n)
             return self.embedding.embed(self.W_E, ids, self.dtype), X.ndim + 1
         return to_columns(X, self.dtype), X.ndim
@@ -252,6 +254,8 @@ class Transformer:
             raise SpecError(f"{self.spec.label}: an encoder-decoder's decoder reads a source's encoding, and only it")
         M = None if memory is None else to_columns(memory, self.dtype)  # (d, b, n_src)
         workers = min(self.workers, Z.shape[1])
+        parts: list[Array]
+        memories: list[Array | None]
         if weights_out is None and workers > 1 and Z.size >= PARALLEL_MIN_SIZE:
             parts = [np.ascontiguousarray(part) for part in np.array_split(Z, workers, axis=1)]
             memories = [None] * workers if M is None else list(map(np.ascontiguousarray, np.array_split(M, workers, 1)))
@@ -302,7 +306,7 @@ class Transformer:
         for i, blk in enumerate(self.blocks):
             check_stop(stop)
             cross = None
-            if memory is not None:  # the memory's keys and values, then the sublayer that reads them
+            if memory is not None and self.crosses is not None:  # the memory's keys, values; the sublayer reading them
                 c = self.crosses[i]
                 keys = memory_keys(c, memory, self.spec.cross_heads)
                 cross = (lambda U, c=c, keys=keys: self.cross_attention(c, U, keys, stop), c.norm)
@@ -327,6 +331,11 @@ class Transformer:
         found: list[Array] = []
         self.forward(X, weights_out=found)
         return found
+
+
+def _prefixed(get: Callable[[str], Array], prefix: str) -> Callable[[str], Array]:
+    """A block's getter: its tensors' names without the block's prefix."""
+    return lambda name: get(prefix + name)
 
 
 def to_columns(X: Array, dtype: np.dtype) -> Array:

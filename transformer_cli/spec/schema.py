@@ -15,7 +15,7 @@ def _property(name: str) -> dict[str, Any]:
     field = FIELDS[name]
     meta = field.metadata
     kind, choices = meta["kind"], list(meta["choices"])
-    prop: dict[str, Any] = {
+    kinds: dict[str, dict[str, Any]] = {
         "posint": {"type": "integer", "minimum": 1},
         "posfloat": {"type": "number", "exclusiveMinimum": 0, "maximum": FLOAT_MAX},
         "fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
@@ -24,7 +24,8 @@ def _property(name: str) -> dict[str, Any]:
         "choice": {"enum": choices},
         "layers": {"type": "array", "items": {"enum": choices}, "minItems": 1},
         "scale": {"anyOf": [{"enum": choices}, {"type": "number", "exclusiveMinimum": 0, "maximum": FLOAT_MAX}]},
-    }[kind]
+    }
+    prop = dict(kinds[kind])
     prop["description"] = meta["doc"]
     if field.default is not MISSING and field.default is not None and field.default != "":
         prop["default"] = field.default

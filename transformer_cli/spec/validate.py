@@ -168,7 +168,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
     if (spec.E is None) != (spec.k is None):
         key, other = ("E", "k") if spec.E is None else ("k", "E")
         raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with {other}")
-    if spec.E is not None and spec.k > spec.E:
+    if spec.E is not None and spec.k is not None and spec.k > spec.E:
         raise _fail(source, "k", spec.k, f"at most E = {spec.E} (the experts each token can choose from)")
     if spec.window is not None and spec.mask != "causal":
         raise _fail(

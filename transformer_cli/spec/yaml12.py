@@ -76,7 +76,7 @@ class SpecLoader(yaml.SafeLoader):
     depth = 0
     key = ""
 
-    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+    def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             raise self._error("aliases (*name) are not allowed in a spec file")
         if self.depth == 1 and isinstance(index, yaml.ScalarNode):
@@ -93,7 +93,7 @@ class SpecLoader(yaml.SafeLoader):
     def _error(self, problem: str) -> yaml.MarkedYAMLError:
         return yaml.composer.ComposerError(None, None, problem, self.peek_event().start_mark)
 
-    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
+    def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
@@ -105,7 +105,7 @@ class SpecLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def _scalar(parse):  # type: ignore[no-untyped-def]
+def _scalar(parse):
     def construct(loader: SpecLoader, node: yaml.ScalarNode) -> Any:
         text = loader.construct_scalar(node)
         try:

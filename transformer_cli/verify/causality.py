@@ -6,6 +6,8 @@ t - N(w - 1) .. t, so column 0 must move columns 0 .. N(w - 1) and must leave ev
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..components import is_causal, reach
@@ -28,7 +30,8 @@ def check_causality(setup: Setup, expect: str = "holds") -> CheckResult:
     TX = Y[0]
     tol, how = setup.tolerance(inputs, Y)
     columns = ["t", "leak from columns > t", "tol", "influence of column 0", "leak"]
-    rows, beyond = [], []  # beyond: columns past the receptive field, where column 0 must have no influence
+    rows: list[list[Any]] = []
+    beyond: list[int] = []  # beyond: columns past the receptive field, where column 0 must have no influence
     for t in range(n):
         leak = rel_err(Y[2 + t][:, : t + 1], TX[:, : t + 1], TX) if t < n - 1 else 0.0
         influence = rel_err(Y[1][:, t], TX[:, t], TX)
@@ -39,7 +42,8 @@ def check_causality(setup: Setup, expect: str = "holds") -> CheckResult:
     leaks = [row[1] for row in rows]
     worst = float("nan") if any(np.isnan(leaks)) else max(leaks)
     weakest = min(row[3] for row in rows if row[0] not in beyond)
-    observed, reason = all(row[-1] == "none" for row in rows), ""
+    observed: bool | None = all(row[-1] == "none" for row in rows)
+    reason = ""
     if observed and n < 2:
         observed, reason = None, "n = 1: there is no later column to leak from"
     elif observed and not rows[0][3] >= CONTROL_FACTOR * tol:

@@ -165,11 +165,12 @@ def make_setup(
     max_memory: str | None = None,
 ) -> Setup:
     """Build the model (seeded weights unless given) and pick n and the tolerance."""
+    longest = spec.max_len if spec.positional == "learned" and spec.max_len else None
     if n is None:
-        n = min(16, spec.max_len) if spec.positional == "learned" else 16
+        n = min(16, longest) if longest else 16
     if n < 1:
         raise TfmError(f"--seq-len: got {n}, expected a positive integer")
-    if spec.positional == "learned" and n > spec.max_len:
+    if longest is not None and n > longest:
         raise TfmError(f"--seq-len: got {n}, expected at most max_len = {spec.max_len} (learned positions)")
     if tol is not None and not (tol > 0 and math.isfinite(tol)):
         raise TfmError(f"--tol: got {tol}, expected a positive number")
@@ -179,7 +180,7 @@ def make_setup(
     model = Transformer(spec, weights, np_dtype)
     reference = None
     if np_dtype != np.float64 and tol is None:  # the float64 twin that measures float32's rounding
-        check_memory(estimate_forward(spec, 1, n, np.float64), max_memory, "this model's float64 reference")
+        check_memory(estimate_forward(spec, 1, n, np.dtype(np.float64)), max_memory, "this model's float64 reference")
         reference = Transformer(spec, weights, np.float64)
     rng = np.random.default_rng([seed, 1])  # a stream of its own, apart from the weights'
     return Setup(spec, model, rng, n, tol, max_memory, reference)

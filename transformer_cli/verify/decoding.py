@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..components import is_causal
@@ -9,7 +11,7 @@ from ..model.decoding import decode
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 
 
-def _decode(model, X: np.ndarray, **options) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _decode(model, X: np.ndarray, **options) -> np.ndarray:
     """Decode with the model's own method where it has one (an encoder-decoder's decoder over its source)."""
     return model.decode(X, **options) if hasattr(model, "decode") else decode(model, X, **options)
 
@@ -26,7 +28,7 @@ def _controls(setup: Setup, X: np.ndarray, parallel: np.ndarray) -> tuple[dict[s
     if spec.positional == "none":
         skipped[shifted] = "the spec has no positions to get wrong"
     else:  # with learned positions and n = max_len, column n - 1 has no position t + 1: decode the first n - 1
-        k = n - 1 if spec.positional == "learned" and n >= spec.max_len else n
+        k = n - 1 if spec.positional == "learned" and n >= (spec.max_len or 0) else n
         if k >= 1:
             wrong = _decode(model, X[..., :k], position_offset=1)
             controls[shifted] = rel_err(wrong, parallel[..., :k], parallel)
@@ -45,7 +47,7 @@ def check_decoding(setup: Setup, expect: str = "holds") -> CheckResult:
     tol, how = setup.tolerance(X, parallel)
     sequential = _decode(setup.model, X)
     columns = ["step", "rel error", "tol", "decoded = parallel"]
-    rows = []
+    rows: list[list[Any]] = []
     for t in range(n):
         err = rel_err(sequential[..., t], parallel[..., t], parallel)
         rows.append([t, err, tol, "equal" if within(err, tol) else "DIFFERS"])
@@ -58,7 +60,8 @@ def check_decoding(setup: Setup, expect: str = "holds") -> CheckResult:
         )
     for name, why in skipped.items():
         rows.append([f"control: {name}", None, None, f"not run: {why}"])
-    observed, reason = all(row[-1] == "equal" for row in rows[:n]), ""
+    observed: bool | None = all(row[-1] == "equal" for row in rows[:n])
+    reason = ""
     if observed and any(row[-1] == "MISSED" for row in rows[n:]):
         observed, reason = None, "a broken decoder (control) was not told apart from the parallel pass"
     elif observed and not controls:

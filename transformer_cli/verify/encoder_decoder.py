@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -42,13 +43,13 @@ class Decoder:
         batched = X.ndim == (2 if np.issubdtype(X.dtype, np.integer) else 3)
         return np.broadcast_to(self.memory, (X.shape[0], *self.memory.shape)) if batched else self.memory
 
-    def forward(self, X: np.ndarray, **options) -> np.ndarray:  # type: ignore[no-untyped-def]
+    def forward(self, X: np.ndarray, **options) -> np.ndarray:
         X = np.asarray(X)
         return self.model.decoder.forward(X, memory=self._memory(X), **options)
 
     __call__ = forward
 
-    def decode(self, X: np.ndarray, **options) -> np.ndarray:  # type: ignore[no-untyped-def]
+    def decode(self, X: np.ndarray, **options) -> np.ndarray:
         X = np.asarray(X)
         return decode(self.model.decoder, X, memory=self._memory(X), **options)
 
@@ -62,8 +63,9 @@ class Decoder:
 class EncoderDecoderSetup(Setup):
     """A Setup whose model is the decoder over one seeded source; `pair` is the whole encoder-decoder."""
 
-    pair: EncoderDecoder | None = None
-    source: np.ndarray | None = None
+    # always given (make_encoder_decoder_setup); defaults only because they follow Setup's defaulted fields
+    pair: EncoderDecoder = None  # type: ignore[assignment]
+    source: np.ndarray = None  # type: ignore[assignment]
 
     def require(self, batch: int) -> None:
         estimate = estimate_encoder_decoder(self.spec, batch, self.n, self.n, self.model.dtype)
@@ -72,7 +74,7 @@ class EncoderDecoderSetup(Setup):
 
 def make_encoder_decoder_setup(
     spec, weights, seed: int, dtype: str, n: int | None, tol: float | None, max_memory: str | None = None
-) -> EncoderDecoderSetup:  # type: ignore[no-untyped-def]
+) -> EncoderDecoderSetup:
     """The encoder-decoder (seeded weights unless given), a seeded source, and the decoder reading it."""
     from ..io.weights import init_weights
 
@@ -96,7 +98,7 @@ def encoder_setup(setup: EncoderDecoderSetup) -> Setup:
                  reference)  # fmt: skip
 
 
-def _tolerance(setup: EncoderDecoderSetup, run, inputs: np.ndarray, Y: np.ndarray) -> float:  # type: ignore[no-untyped-def]
+def _tolerance(setup: EncoderDecoderSetup, run, inputs: np.ndarray, Y: np.ndarray) -> float:
     """As Setup.tolerance: at least 4 x the rounding noise of `run` on `inputs` nudged by one rounding step."""
     if setup.tol is not None:
         return setup.tol
@@ -107,7 +109,7 @@ def _tolerance(setup: EncoderDecoderSetup, run, inputs: np.ndarray, Y: np.ndarra
 
 def _order_check(
     setup: EncoderDecoderSetup, name: str, title: str, run, inputs: np.ndarray, predicted: bool, why: str
-) -> CheckResult:  # type: ignore[no-untyped-def]
+) -> CheckResult:
     """run(inputs permuted) against run(inputs), over distinct permutations, and the same with absolute
     positions added to the inputs, which must break it by 1000 x tol."""
     n = inputs.shape[-1]
@@ -115,13 +117,15 @@ def _order_check(
     E = sinusoidal_positions(setup.spec.d, n)
     Y0, Yc0 = run(inputs), run(inputs + E)
     tol = _tolerance(setup, run, inputs, Y0)
-    rows, control = [], 0.0
+    rows: list[list[Any]] = []
+    control = 0.0
     for kind, p in perms[1:]:
         err = rel_err(run(inputs[:, p]), Y0, Y0)
         control = max(control, rel_err(run(inputs[:, p] + E), Yc0, Yc0))
         rows.append([kind, err, tol, "holds" if within(err, tol) else "breaks"])
     holds = all(row[-1] == "holds" for row in rows)
-    observed, reason = holds, why
+    observed: bool | None = holds
+    reason = why
     if holds and not rows:
         observed, reason = None, "n = 1: the only permutation is the identity"
     elif holds and not control >= CONTROL_FACTOR * tol:
@@ -137,7 +141,7 @@ def _order_check(
 
 def check_memory_order(setup: EncoderDecoderSetup) -> CheckResult:
     T = setup.gaussian(setup.spec.d, setup.n)
-    memory = setup.model.memory
+    memory = setup.model.memory  # type: ignore[attr-defined]  # the model is the Decoder above
     run = lambda M: setup.pair.decoder.forward(T, memory=M)  # noqa: E731
     return _order_check(setup, "memory order", "cross-attention ignores the order of the encoder's output", run,
                         np.asarray(memory, np.float64), True,
@@ -166,7 +170,7 @@ def check_source_reach(setup: EncoderDecoderSetup) -> CheckResult:
     S = setup.source
     Y = setup.pair.forward(S, T)
     tol = _tolerance(setup, lambda s: setup.pair.forward(s, T), S, Y)
-    rows = []
+    rows: list[list[Any]] = []
     for j in range(n):
         changed = S.copy()
         changed[:, j] = setup.gaussian(spec.d)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 
@@ -91,7 +92,8 @@ def check_equivariance(setup: Setup, trials: int = 8, expect: str = "holds") -> 
     tol, how = setup.tolerance(batch[:k], Y[:k])  # the rounding of the very passes compared
     mixing = rel_err(Y[-1][:, 1:], TX[:, 1:], TX) if n >= 2 else 0.0
     columns = ["permutation", "fixed", "abs error", "rel error", "tol", "moved", "property"]
-    rows, moved_min, control = [], math.inf, 0.0
+    rows: list[list[Any]] = []
+    moved_min, control = math.inf, 0.0
     for j, (kind, p) in enumerate(perms):
         err = rel_err(Y[j], TX[:, p], TX)
         abs_err = float(np.max(np.abs(np.asarray(Y[j], np.float64) - np.asarray(TX[:, p], np.float64))))
@@ -103,7 +105,8 @@ def check_equivariance(setup: Setup, trials: int = 8, expect: str = "holds") -> 
         rows.append([kind, int(np.sum(p == np.arange(n))), abs_err, err, trial_tol, moved,
                      "holds" if within(err, trial_tol) else "breaks"])  # fmt: skip
     holds = all(row[-1] == "holds" for row in rows)
-    observed, reason = holds, _theory(breakers)
+    observed: bool | None = holds
+    reason = _theory(breakers)
     if holds and n < 2:
         observed, reason = None, "n = 1: the only permutation is the identity, so nothing was tested"
     elif holds and not control >= CONTROL_FACTOR * tol:

@@ -7,8 +7,14 @@ pass by 1000 x tol, or the check cannot tell (the experts compute alike).
 
 from __future__ import annotations
 
+import operator
+from functools import reduce
+from typing import Any
+
 import numpy as np
 
+from ..components.experts import Experts
+from ..model.transformer import Block
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 
 
@@ -18,9 +24,10 @@ def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
     U = setup.gaussian(spec.d, 1, 4 * setup.n).astype(model.dtype)  # columns fed straight to each block's experts
     flat = U.reshape(spec.d, -1)
     columns = ["block", "routed vs dense", "tol", "experts per column", "all experts (control)", "property"]
-    rows = []
+    rows: list[list[Any]] = []
+    E, k = spec.E or 0, spec.k or 0
     for i, blk in enumerate(model.blocks):
-        if blk.router is None:  # a dense block of a stack whose other blocks are routed
+        if blk.router is None or not isinstance(blk.ff, Experts):  # a dense block beside routed ones
             continue
         routed = blk.ff.apply(blk, U).reshape(spec.d, -1)
         chosen, weights = blk.ff.route(blk.router, flat)
@@ -29,15 +36,15 @@ def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
         gates = np.zeros_like(scores)  # (E, T): the softmax over the top k, zero elsewhere
         np.put_along_axis(gates, chosen, weights, axis=0)
         full = np.exp(scores - scores.max(axis=0)) / np.exp(scores - scores.max(axis=0)).sum(axis=0)
-        outputs = [_expert(model, blk, e, U) for e in range(spec.E)]
-        dense = sum(gates[e] * outputs[e] for e in range(spec.E))
-        control = rel_err(sum(full[e] * outputs[e] for e in range(spec.E)), routed, routed)
+        outputs = [_expert(blk, e, U) for e in range(E)]
+        dense = reduce(operator.add, [gates[e] * outputs[e] for e in range(E)])  # in order, as sum() adds
+        control = rel_err(reduce(operator.add, [full[e] * outputs[e] for e in range(E)]), routed, routed)
         err = rel_err(routed, dense, dense)
-        ok = within(err, tol) and distinct == {spec.k}
+        ok = within(err, tol) and distinct == {k}
         rows.append([i, err, tol, ", ".join(map(str, sorted(distinct))), control, "holds" if ok else "breaks"])
     observed: bool | None = all(row[-1] == "holds" for row in rows)
     reason = f"{spec.k} of {spec.E} experts per column, weighted by a softmax over their router scores"
-    if observed and spec.k < spec.E and not min(row[4] for row in rows) >= CONTROL_FACTOR * tol:
+    if observed and k < E and not min(row[4] for row in rows) >= CONTROL_FACTOR * tol:
         observed, reason = None, "keeping every expert moved the output by too little to tell routing apart"
     worst = max(row[1] for row in rows)
     return CheckResult(
@@ -54,8 +61,9 @@ def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
     )
 
 
-def _expert(model, blk, e: int, U: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _expert(blk: Block, e: int, U: np.ndarray) -> np.ndarray:
     """Expert e alone on every column of U: (d, T)."""
     pick = {key: None if getattr(blk, key) is None else getattr(blk, key)[e] for key in ("W1", "b1", "W2", "b2")}
     params = type(blk)(**{**vars(blk), **pick, "router": None})  # the same block with expert e's weights
+    assert isinstance(blk.ff, Experts)
     return blk.ff.expert.apply(params, U).reshape(U.shape[0], -1).astype(np.float64)

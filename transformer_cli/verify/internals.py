@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..analysis.params import count_params
@@ -17,7 +19,7 @@ def check_softmax(setup: Setup, expect: str = "holds") -> CheckResult:
     tol = 4 * float(np.finfo(setup.model.dtype).eps) * n
     later = np.arange(n)[:, None] > np.arange(n)[None, :]  # (n_k, n_q): keys after the query
     columns = ["block", "max |column sum - 1|", "min weight", "max masked weight", "property"]
-    rows = []
+    rows: list[list[Any]] = []
     for i, A in enumerate(weights):  # A: (b, H, n_k, n_q)
         A64 = A.astype(np.float64)
         sum_err = float(np.max(np.abs(A64.sum(axis=-2) - 1.0)))

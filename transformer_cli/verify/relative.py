@@ -8,6 +8,8 @@ the check cannot tell (the model ignores its input, or the tolerance is too loos
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..components import components
@@ -22,20 +24,21 @@ def check_relative(setup: Setup, expect: str = "holds") -> CheckResult:
     spec, n = setup.spec, setup.n
     absolute = [reason for c in components(spec) if (reason := c.absolute_positions()) is not None]
     predicted = not absolute
-    room = spec.max_len - n if spec.positional == "learned" else max(SHIFTS)  # learned positions end at max_len
+    room = (spec.max_len or 0) - n if spec.positional == "learned" else max(SHIFTS)  # learned positions end at max_len
     shifts = [s for s in SHIFTS if s <= room] or ([room] if room > 0 else [])
     setup.require(2)
     X = setup.gaussian(spec.d, n)
     Y0 = setup.model.forward(X)
     tol, how = setup.tolerance(X, Y0)
     columns = ["shift", "rel error", "tol", "control (absolute term)", "property"]
-    rows = []
+    rows: list[list[Any]] = []
     for s in shifts:
         err = rel_err(setup.model.forward(X, start=s), Y0, Y0)
         base, moved = X + sinusoidal_positions(spec.d, n), X + sinusoidal_positions(spec.d, s + n)[:, s:]
         control = rel_err(setup.model.forward(moved, start=s), setup.model.forward(base), Y0)
         rows.append([s, err, tol, control, "holds" if within(err, tol) else "breaks"])
     holds = all(row[-1] == "holds" for row in rows)
+    observed: bool | None
     observed, reason = holds, (" and ".join(absolute) + " depend on absolute positions") if absolute else (
         "no absolute positions: rotary scores depend on t - s only, and nothing else sees a position")  # fmt: skip
     if not shifts:

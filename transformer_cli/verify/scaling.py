@@ -11,6 +11,7 @@ Each figure is a mean over independent sequences, so its band is measured: 5 sta
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,9 @@ def check_scaling(setup: Setup, samples: int = 20000, expect: str = "holds") -> 
     per = "" if unit == c2 else " / scale^2"
     columns = [f"scores{per}", "predicted variance", "observed", "band (+/-)", "if the scale were ignored",
                "as predicted"]  # fmt: skip
-    rows, told_apart, skipped = [], [], []
+    rows: list[list[Any]] = []
+    told_apart: list[str] = []
+    skipped: list[str] = []
     tiny, huge = float(np.finfo(setup.model.dtype).tiny), float(np.finfo(setup.model.dtype).max)
     for block in [None, *range(spec.N)]:
         label = f"unit-variance q, k (m = {m})" if block is None else f"block {block}: W_Q x + b_Q, W_K y + b_K"
