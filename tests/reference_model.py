@@ -176,11 +176,15 @@ def reference_forward(spec, w, X):
         elif spec.norm == "pre":
             X3 = X3 + attention(spec, w, p, norm(X3, *ln["norm1"], eps))
             X3 = X3 + feedforward(spec, w, p, norm(X3, *ln["norm2"], eps))
+        elif spec.norm == "sandwich":  # each sublayer's output normalised too, before its residual
+            out = {k: (w.get(p + f"{k}.gamma"), w.get(p + f"{k}.beta")) for k in ("norm1_out", "norm2_out")}
+            X3 = X3 + norm(attention(spec, w, p, norm(X3, *ln["norm1"], eps)), *out["norm1_out"], eps)
+            X3 = X3 + norm(feedforward(spec, w, p, norm(X3, *ln["norm2"], eps)), *out["norm2_out"], eps)
         else:
             X3 = X3 + attention(spec, w, p, X3)
             X3 = X3 + feedforward(spec, w, p, X3)
     spec = model
-    if spec.norm == "pre":
+    if spec.norm in ("pre", "sandwich"):
         X3 = norm(X3, w["final_norm.gamma"], w.get("final_norm.beta"), eps)
     if spec.V and spec.head:  # logits: the head, or E^T when tied, and its bias
         W = w["embedding.E"].T if spec.tie_embeddings else w["head.W"]

@@ -49,7 +49,7 @@ def torch_model(spec: Spec, weights: Weights, dtype: str, eager: bool = False, t
         }  # fmt: skip
         if trainable:  # transformers' layout: q_proj, k_proj and v_proj apart, each output a storage of its own
             blk["q_k_v"] = [(t[p + f"attention.W_{k}"].reshape(-1, d), t.get(p + f"attention.b_{k}")) for k in "QKV"]
-        for ln in ("norm1", "norm2"):
+        for ln in ("norm1", "norm2", "norm1_out", "norm2_out"):
             blk[ln] = (t[p + f"{ln}.gamma"], t.get(p + f"{ln}.beta")) if p + f"{ln}.gamma" in t else None
         if trainable:  # the weights as the pass reads them are the parameters, not activations derived from them
             blk = {k: v.detach().requires_grad_() if isinstance(v, torch.Tensor) else v for k, v in blk.items()}
@@ -141,10 +141,13 @@ def torch_model(spec: Spec, weights: Weights, dtype: str, eager: bool = False, t
             elif spec.norm == "pre":
                 x = x + attention_(blk, norm(x, blk["norm1"]))
                 x = x + feedforward(blk, norm(x, blk["norm2"]))
+            elif spec.norm == "sandwich":
+                x = x + norm(attention_(blk, norm(x, blk["norm1"])), blk["norm1_out"])
+                x = x + norm(feedforward(blk, norm(x, blk["norm2"])), blk["norm2_out"])
             else:
                 x = x + attention_(blk, x)
                 x = x + feedforward(blk, x)
-        if spec.norm == "pre":
+        if spec.norm in ("pre", "sandwich"):
             x = norm(x, (t["final_norm.gamma"], t.get("final_norm.beta")))
         if spec.V and spec.head:
             x = F.linear(x, t["embedding.E"].T if spec.tie_embeddings else t["head.W"], t.get("head.b"))

@@ -21,6 +21,7 @@ SPECS = {
     "sliding and full layers": Spec(N=3, H=4, G=2, m=4, d=16, r=8, mask="causal", window=2, norm="pre",
                                     positional="rope", attention_layers=("sliding", "full"), E=3, k=2,
                                     feedforward_layers=("dense", "routed", "routed")),
+    "sandwich": Spec(N=2, H=4, G=2, m=4, d=16, r=8, mask="causal", norm="sandwich", positional="rope"),
 }  # fmt: skip
 
 

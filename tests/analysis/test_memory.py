@@ -84,6 +84,7 @@ MEASURED = [
     (Spec(N=2, H=8, m=128, d=128, r=128, positional="rope"), 2, 512),  # attention dominates; Q and K turned in place
     (Spec(N=2, H=4, G=2, m=32, d=128, r=352, norm="pre", norm_type="rmsnorm", feedforward="gated", activation="silu",
           mask="causal", positional="rope"), 2, 512),  # LLaMA's kind: RMSNorm holds no temporary
+    (Spec(N=2, H=4, m=32, d=128, r=512, norm="sandwich", mask="causal", positional="sinusoidal"), 2, 512),  # 4 norms
 ]  # fmt: skip
 
 

@@ -16,6 +16,9 @@ SPECS = {
     "llama style (rms norm, rope, 8 heads over 2 kv heads, swiglu)": Spec(
         N=2, H=8, G=2, m=16, d=128, r=344, norm="pre", norm_type="rmsnorm", activation="silu",
         feedforward="gated", ff_bias=False, mask="causal", positional="rope", V=500, scale="sqrt"),
+    "gemma 2 style (sandwich rms norms, rope, gated gelu)": Spec(
+        N=2, H=4, G=1, m=16, d=64, r=192, norm="sandwich", norm_type="rmsnorm", activation="gelu", feedforward="gated",
+        ff_bias=False, mask="causal", positional="rope", V=300, scale="sqrt"),
     "bert style (post layer norm, gelu)": Spec(N=2, H=4, m=16, d=64, r=256, norm="post", activation="gelu", V=100,
                                               scale="sqrt"),
 }  # fmt: skip

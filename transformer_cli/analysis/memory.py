@@ -14,6 +14,7 @@ import numpy as np
 
 from ..components import block_feedforward, check_one_stack
 from ..components.attention import MultiHeadAttention
+from ..components.norm import norm_kind
 from ..errors import TfmError
 from ..kernels import CHUNK_BYTES, chunk_size, cores
 from ..spec.definition import Spec
@@ -98,9 +99,9 @@ def estimate_forward(
     scores = max((held - 1) * chunk + made, held * chunk + kept) + products
     stacked = 4 * H * m * d * spec.N  # in float64 the model stacks copies of W_Q, W_K, W_V, W_O only
     # (b, d, n) arrays: the input, its columns and their split over threads (one thread: none), X, a norm's output
-    # and temporary (no norm: none; RMSNorm: no temporary), a sublayer's output (or a float64 mean square between
+    # and temporary (no norm: none; RMSNorm has no temporary), a sublayer's output (or a float64 mean square between
     # blocks)
-    arrays = 7 - (threads == 1) - 2 * (spec.norm == "none") - (spec.norm != "none" and spec.norm_type == "rmsnorm")
+    arrays = 7 - (threads == 1) - 2 * (spec.norm == "none") - (spec.norm != "none" and not norm_kind(spec).temporary)
     return MemoryEstimate(
         weights=s * params,
         # positions are made in float64; the logits twice

@@ -71,10 +71,9 @@ def model_states(params: int, optimizer: str = "adam-mixed", zero: int = 0, devi
 
 def _norm(spec: Spec, width: int, s: int) -> int:
     """Bytes a norm over `width` entries keeps per token (its output is counted where a linear keeps it)."""
-    if spec.norm_type == "rmsnorm":
-        u = max(s, 4)  # F.rms_norm works in float32 at least
-        return (2 * width + 1) * u
-    return width * s + 2 * s  # the input, a mean and 1/std
+    from ..components.norm import norm_kind  # (here: `tfm --help` imports this module for the optimizers' names)
+
+    return norm_kind(spec).saved_bytes(width, s)
 
 
 def _feedforward(spec: Spec, s: int) -> int:
@@ -99,7 +98,7 @@ def _attention(H: int, G: int, m: int, keys: int, s: int, fused: bool) -> int:
 def block_bytes(spec: Spec, n: int, s: int, fused: bool) -> dict[str, int]:
     """Bytes one block keeps per token at length n, by part: norms, linear inputs, attention, feedforward."""
     d, H, G, m = spec.d, spec.H, spec.kv_heads, spec.m
-    norms = 0 if spec.norm == "none" else 2 * _norm(spec, d, s)
+    norms = 0 if spec.norm == "none" else (4 if spec.norm == "sandwich" else 2) * _norm(spec, d, s)
     linear = 2 * d * s + H * m * s  # the inputs of QKV and W1 (or the router), and of W_O
     if spec.parallel:  # one norm's output feeds both sublayers unless each has its own
         norms = _norm(spec, d, s) * (1 if spec.shared_norm else 2)
@@ -131,17 +130,16 @@ def _model_bytes(spec: Spec, s: int) -> int:
             out += spec.d * s + spec.V * s + 8  # the head's input, the log-softmax, the targets
     if spec.embed_norm:
         out += _norm(spec, spec.d, s)
-    if spec.norm == "pre":
+    if spec.final_norm:
         out += _norm(spec, spec.d, s)
     return out
 
 
 def _positions(spec: Spec, n: int, s: int) -> int:
-    """Bytes a stack keeps once for its positions: rotary cosines and sines (n, m); relative positions' (n, n)
-    int64 bucket ids, which the lookup in the bias table keeps."""
-    if spec.positional == "rope":
-        return 2 * n * spec.m * s
-    return 8 * n * n if spec.positional == "relative" else 0
+    """Bytes a stack keeps once for its positions (rotary cosines and sines, relative positions' bucket ids)."""
+    from ..components.positional import POSITIONALS
+
+    return POSITIONALS[spec.positional](spec).saved_bytes(n, s)
 
 
 def activation_bytes(
@@ -165,7 +163,7 @@ def activation_bytes(
         stacks.append((source.spec.N, b * n_src, b * n_src * sum(block_bytes(source.spec, n_src, s, fused).values())))
         # the source ids, the encoder's norms of its embedding and of its output, and its output, which the
         # cross-attentions' K and V keep
-        norms = (spec.norm == "pre") + spec.embed_norm
+        norms = spec.final_norm + spec.embed_norm
         model += b * n_src * ((8 if spec.V else 0) + spec.d * s + norms * _norm(spec, spec.d, s))
         model += _positions(spec, n_src, s)
     out: dict[str, Any] = {"per_block": {k: v * b * n for k, v in parts.items()}, "model": model}  # block 0's

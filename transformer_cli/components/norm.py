@@ -1,7 +1,8 @@
 """Norms over the d entries of each column, placed before (pre) or after (post) each sublayer.
 
 layernorm: (x - mean) / sqrt(var + eps) * gamma + beta; rmsnorm: x / sqrt(mean(x^2) + eps) * gamma.
-Each block has norm1 (around attention) and norm2 (around the feedforward); pre-norm models add a final norm.
+Each block has norm1 (around attention) and norm2 (around the feedforward); the sandwich layout adds norm1_out and
+norm2_out on the sublayers' outputs; pre-norm and sandwich models add a final norm.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class NoNorm(Component):
         return {"norms": 0}
 
     def prepare(self, get: Get) -> dict:
-        return {"norm1": None, "norm2": None}
+        return {"norm1": None, "norm2": None, "norm1_out": None, "norm2_out": None}
 
     def apply(self, X: kernels.Array, params: tuple) -> kernels.Array:
         return X
@@ -32,10 +33,19 @@ class LayerNorm(Component):
     params: tuple[str, ...] = ("gamma", "beta")
     per_entry = NORM_PER_ENTRY
     label = "layer norm"
+    temporary = True  # tfm's pass holds a (d, b, n) temporary beside the output (the centred columns)
+
+    def saved_bytes(self, width: int, s: int) -> int:
+        """Bytes autograd keeps per token for this norm over `width` entries in s-byte elements (training.py):
+        F.layer_norm keeps its input, a mean and 1/std."""
+        return width * s + 2 * s
 
     @property
     def norms(self) -> tuple[str, ...]:
-        """The block's norms: norm1 and norm2, or norm1 alone when parallel blocks share it."""
+        """The block's norms: norm1 and norm2, or norm1 alone when parallel blocks share it; the sandwich layout's
+        norms of the sublayers' outputs too."""
+        if self.spec.norm == "sandwich":
+            return ("norm1", "norm2", "norm1_out", "norm2_out")
         return ("norm1",) if self.spec.parallel and self.spec.shared_norm else ("norm1", "norm2")
 
     def tensors(self, prefix: str) -> list[Tensor]:
@@ -51,7 +61,8 @@ class LayerNorm(Component):
 
     def prepare(self, get: Get) -> dict:
         """norm1 and norm2 as tuples of (d, 1, 1) columns, for the forward pass (a shared norm: norm2 is None)."""
-        return {"norm2": None} | {ln: self.stacked(lambda g, ln=ln: get(f"{ln}.{g}")) for ln in self.norms}  # type: ignore[misc]
+        absent = {"norm2": None, "norm1_out": None, "norm2_out": None}
+        return absent | {ln: self.stacked(lambda g, ln=ln: get(f"{ln}.{g}")) for ln in self.norms}  # type: ignore[misc]
 
     def stacked(self, get: Get) -> tuple:
         """One norm's parameters as (d, 1, 1) columns; with norm_plus_one the gain is 1 + gamma (Gemma)."""
@@ -79,6 +90,13 @@ class LayerNormWithoutBias(LayerNorm):
 class RMSNorm(LayerNorm):
     params: tuple[str, ...] = ("gamma",)
     per_entry = RMS_PER_ENTRY
+    temporary = False  # the mean square is summed in one pass (kernels.rms_norm)
+
+    def saved_bytes(self, width: int, s: int) -> int:
+        """F.rms_norm, composite, works in float32 at least: its input, the product, 1/rms."""
+        u = max(s, 4)
+        return (2 * width + 1) * u
+
     label = "rms norm"
 
     def apply(self, X: kernels.Array, params: tuple) -> kernels.Array:
@@ -120,4 +138,4 @@ def block_norm(spec) -> NoNorm | LayerNorm:
 
 
 def final_norm(spec) -> Component:
-    return FinalNorm(spec) if spec.norm == "pre" else Component(spec)
+    return FinalNorm(spec) if spec.final_norm else Component(spec)

@@ -38,6 +38,10 @@ class Positions(Component):
         """The bias on the scores of queries from first_query and keys from first_key (kernels.attend's), or None."""
         return None
 
+    def saved_bytes(self, n: int, s: int) -> int:
+        """Bytes a stack's training pass keeps once for its positions over n tokens in s-byte elements (none)."""
+        return 0
+
 
 class NoPositions(Positions):
     where = "input"
@@ -97,6 +101,10 @@ class Rotary(Positions):
 
     No parameters and no max_len. FLOPs: ROTARY_PER_ENTRY per rotated entry of Q and K (H heads each), per block.
     """
+
+    def saved_bytes(self, n: int, s: int) -> int:
+        """The cosines and sines (n, m) the rotations keep."""
+        return 2 * n * self.spec.m * s
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         s = self.spec
@@ -163,6 +171,10 @@ class Relative(Positions):
 
     def terms(self) -> list[Term]:
         return [Term("buckets*H", self.spec.rel_buckets * self.spec.H, "model")]
+
+    def saved_bytes(self, n: int, s: int) -> int:
+        """The (n, n) int64 bucket ids the lookup in the bias table keeps."""
+        return 8 * n * n
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         return {"relative position bias": self.spec.N * self.spec.H * pairs.count}  # one add per score

@@ -51,6 +51,8 @@ class Block:
     b2: Array | None  # (d, 1, 1)
     norm1: tuple[Array, ...] | None  # the norm's parameters as (d, 1, 1) columns: gamma, beta (layernorm) or gamma
     norm2: tuple[Array, ...] | None
+    norm1_out: tuple[Array, ...] | None  # the sandwich layout's norms of the sublayers' outputs, else None
+    norm2_out: tuple[Array, ...] | None
     router: Array | None = None  # (E, d) with experts, whose W1, b1, W2, b2 then carry a leading axis E
     qk_norm: tuple | None = None  # the query and the key heads' norm parameters, as (m, 1, 1, 1) columns
     ff: Component | None = None  # the block's feedforward (dense, or routed to experts), which runs it
@@ -103,7 +105,7 @@ class Transformer:
             if spec.embed_norm:
                 self.embedded["norm"] = norm_kind(spec).stacked(lambda g: get(f"embedding.norm.{g}"))
         self.final_norm = None
-        if spec.norm == "pre":
+        if spec.final_norm:
             self.final_norm = norm_kind(spec).stacked(lambda g: get(f"final_norm.{g}"))
 
     def _block(self, layer: Spec, get: Callable[[str], Array]) -> Block:
@@ -199,7 +201,8 @@ class Transformer:
         encoder-decoder's decoder block has `cross`, the cross-attention sublayer and its norm's parameters,
         between the attention and the feedforward."""
         sublayer = lambda U: self.feedforward(blk, U)  # noqa: E731
-        return self.residuals.apply(X, attention, sublayer, self.norm.apply, (blk.norm1, blk.norm2), cross)
+        norms = (blk.norm1, blk.norm2, blk.norm1_out, blk.norm2_out)
+        return self.residuals.apply(X, attention, sublayer, self.norm.apply, norms, cross)
 
     def finish(self, X: Array) -> Array:
         """The final norm of pre-norm models, then the head's logits (V, b, n) if the spec has a vocabulary."""

@@ -19,7 +19,7 @@ POSITIONALS = ("none", "sinusoidal", "learned", "rope", "relative")
 ROPE_PAIRINGS = ("half", "interleaved")
 ROPE_SCALINGS = ("none", "llama3", "linear", "dynamic", "yarn", "longrope")
 NOT_RUN = ("linear", "dynamic", "yarn", "longrope")  # counted and planned (no parameters, no memory); not yet run
-NORMS = ("none", "pre", "post")
+NORMS = ("none", "pre", "post", "sandwich")
 NORM_TYPES = ("layernorm", "rmsnorm")
 FEEDFORWARDS = ("plain", "gated")
 ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu")
@@ -86,7 +86,11 @@ class Spec:
     rope_low_freq_factor: float = field(default=1.0, metadata=_key("posfloat", "llama3: wavelength > L / this: scaled"))
     rope_high_freq_factor: float = field(default=4.0, metadata=_key("posfloat", "llama3: wavelength < L / this: kept"))
     rope_original_max_len: int = field(default=8192, metadata=_key("posint", "llama3: L, the original context length"))
-    norm: str = field(default="none", metadata=_key("choice", "layer norm placement", NORMS))
+    norm: str = field(
+        default="none",
+        metadata=_key("choice", "layer norm placement; sandwich: pre-norm plus a norm of each sublayer's output "
+                      "before its residual (Gemma 2, 3)", NORMS),
+    )  # fmt: skip
     norm_eps: float = field(default=1e-5, metadata=_key("posfloat", "layer norm epsilon"))
     attention_bias: bool = field(default=False, metadata=_key("bool", "biases b_Q, b_K, b_V, b_O"))
     activation: str = field(default="relu", metadata=_key("choice", "feedforward activation", ACTIVATIONS))
@@ -243,6 +247,11 @@ class Spec:
         return self.attention_bias if self.cross_bias is None else self.cross_bias
 
     @property
+    def final_norm(self) -> bool:
+        """A norm after the last block: pre-norm and sandwich layouts have one."""
+        return self.norm in ("pre", "sandwich")
+
+    @property
     def kv_heads(self) -> int:
         """G: the key/value heads (H unless the spec sets G)."""
         return self.G if self.G is not None else self.H
@@ -320,8 +329,8 @@ DEPENDENT = {
     "rel_buckets": ("positional", ("relative",), False),
     "rel_max_distance": ("positional", ("relative",), False),
     "position_offset": ("positional", ("learned",), False),
-    "norm_eps": ("norm", ("pre", "post"), False),
-    "norm_type": ("norm", ("pre", "post"), False),
+    "norm_eps": ("norm", ("pre", "post", "sandwich"), False),
+    "norm_type": ("norm", ("pre", "post", "sandwich"), False),
 }
 
 DEFAULT_SPEC = Spec(N=2, H=4, m=8, d=32, r=64, name="default", description="built-in default spec")

@@ -247,6 +247,8 @@ def _check_encoder_decoder(spec: Spec, data: dict[str, Any], source: str) -> Non
     """An encoder-decoder's decoder masks its self-attention; the features tfm has for one stack only are refused."""
     if spec.mask != "causal":
         raise _fail(source, "N_enc", spec.N_enc, "mask: causal with an encoder (the decoder's self-attention)")
+    if spec.norm == "sandwich":
+        raise _fail(source, "norm", "sandwich", "pre, post or none in an encoder-decoder (N_enc)")
     for key in ("parallel", "E", "window", "type_vocab", "pooler"):
         if key in data and data[key] not in (None, False):
             raise _fail(source, key, data[key], f"no {key} in an encoder-decoder (N_enc)")
