@@ -99,6 +99,23 @@ def random_weights(spec: Spec, seed: int = 0, scale: float = 0.3) -> dict[str, n
     }
 
 
+def rel(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest difference relative to b's largest entry (or a's largest entry where b is all zeros)."""
+    scale = np.max(np.abs(b))
+    return float(np.max(np.abs(a - b)) / scale) if scale else float(np.max(np.abs(a)))
+
+
+def reference_error(spec: Spec, b: int, n: int, seed: int) -> float:
+    """tfm's pass against the plain reference model (tests/reference_model.py) on random weights and inputs."""
+    from reference_model import reference_forward
+
+    from transformer_cli.model.transformer import Transformer
+
+    w = random_weights(spec, seed)
+    X = np.random.default_rng(seed).normal(size=(b, spec.d, n))
+    return rel(Transformer(spec, w)(X), reference_forward(spec, w, X))
+
+
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()

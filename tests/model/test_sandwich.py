@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import random_weights, variant_specs
+from conftest import random_weights, reference_error, rel, variant_specs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_model import reference_forward
@@ -24,18 +24,11 @@ GEMMA2 = Spec(N=2, H=2, G=1, m=6, d=8, r=10, V=13, scale="sqrt", mask="causal", 
               ff_bias=False)  # fmt: skip
 
 
-def rel(a: np.ndarray, b: np.ndarray) -> float:
-    scale = np.max(np.abs(b))
-    return float(np.max(np.abs(a - b)) / scale) if scale else float(np.max(np.abs(a)))
-
-
 @settings(max_examples=40, deadline=None)
 @given(variant_specs().map(lambda s: replace(s, norm="sandwich", parallel=False, shared_norm=False)),
        st.integers(1, 2), st.integers(1, 9), st.integers(0, 99))  # fmt: skip
 def test_the_sandwich_layout_runs_as_the_plain_reference(spec, b, n, seed):
-    w = random_weights(spec, seed)
-    X = np.random.default_rng(seed).normal(size=(b, spec.d, n))
-    assert rel(Transformer(spec, w)(X), reference_forward(spec, w, X)) < 1e-12
+    assert reference_error(spec, b, n, seed) < 1e-12
 
 
 def test_the_norms_of_the_outputs_are_applied():

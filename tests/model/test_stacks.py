@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import random_weights, variant_specs
+from conftest import random_weights, reference_error, rel, variant_specs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_model import reference_forward
@@ -29,11 +29,6 @@ MIXED = Spec(N=5, H=2, G=1, m=4, d=8, r=6, mask="causal", norm="pre", positional
              feedforward_layers=("dense", "routed"))  # fmt: skip
 
 
-def rel(a: np.ndarray, b: np.ndarray) -> float:
-    scale = np.max(np.abs(b))
-    return float(np.max(np.abs(a - b)) / scale) if scale else float(np.max(np.abs(a)))
-
-
 def _layered(spec: Spec, attention: list[str], feedforward: list[str]) -> Spec:
     """A drawn spec made causal, with a window and experts, and per-layer kinds over at least 2 blocks."""
     N = max(spec.N, 2)
@@ -49,9 +44,7 @@ ff_kinds = st.lists(st.sampled_from(["routed", "dense"]), min_size=2, max_size=2
 @settings(max_examples=60, deadline=None)
 @given(st.builds(_layered, variant_specs(), kinds, ff_kinds), st.integers(1, 2), st.integers(1, 9), st.integers(0, 99))
 def test_a_stack_with_per_layer_kinds_runs_as_the_plain_reference(spec, b, n, seed):
-    w = random_weights(spec, seed)
-    X = np.random.default_rng(seed).normal(size=(b, spec.d, n))
-    assert rel(Transformer(spec, w)(X), reference_forward(spec, w, X)) < 1e-12
+    assert reference_error(spec, b, n, seed) < 1e-12
 
 
 def test_each_blocks_kind_is_exercised():
