@@ -151,6 +151,39 @@ def llama3_frequencies(freq: Array, factor: float, low: float, high: float, orig
     return np.where(wavelength > original / low, freq / factor, np.where(wavelength < original / high, freq, between))
 
 
+def yarn_frequencies(rot: int, theta: float, factor: float, original: int, beta_fast: float, beta_slow: float,
+                     truncate: bool) -> Array:  # fmt: skip
+    """YaRN's rotary frequencies (Peng et al. 2023, as transformers computes them): pairs that turn more than
+    beta_fast times over the original context keep their frequency, those under beta_slow are interpolated
+    (f / factor), a linear ramp between; in float64: (rot/2,)."""
+    freq = rope_frequencies(rot, theta)
+
+    def pair_at(rotations: float) -> float:  # the pair index that turns `rotations` times over the original context
+        return rot * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+    low, high = pair_at(beta_fast), pair_at(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, rot - 1)
+    if low == high:
+        high += 0.001  # as transformers: no division by zero
+    ramp = np.clip((np.arange(rot // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
+    kept = 1.0 - ramp  # the share of each pair's frequency kept (extrapolated)
+    return freq / factor * (1.0 - kept) + freq * kept
+
+
+def yarn_attention_factor(factor: float, mscale: float | None, mscale_all_dim: float | None) -> float:
+    """YaRN's factor on cos and sin: 0.1 ln(factor) + 1 (1 for factor <= 1); DeepSeek's mscale and mscale_all_dim
+    give the ratio of two such factors."""
+
+    def m(scale: float, k: float = 1.0) -> float:
+        return 1.0 if scale <= 1 else 0.1 * k * math.log(scale) + 1.0
+
+    if mscale and mscale_all_dim:
+        return m(factor, mscale) / m(factor, mscale_all_dim)
+    return m(factor)
+
+
 def rotate_(X: Array, cos: Array, sin: Array, pairing: str) -> Array:
     """Rotary positions, overwriting X: (..., m, n) with cos, sin (rot/2, n), one angle per pair and column.
 

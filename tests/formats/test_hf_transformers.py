@@ -42,6 +42,16 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                             SMALL | dict(num_key_value_heads=4, rope_parameters=dict(
                                 rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0,
                                 high_freq_factor=4.0, original_max_position_embeddings=16))),
+    "llama-rope-linear": ("LlamaConfig", "LlamaForCausalLM", SMALL | dict(
+        num_key_value_heads=2, rope_parameters=dict(rope_type="linear", rope_theta=10000.0, factor=2.5))),
+    "llama-rope-yarn": ("LlamaConfig", "LlamaForCausalLM",  # Qwen2.5's kind: past an original context of 8
+                        SMALL | dict(num_key_value_heads=2, rope_parameters=dict(
+                            rope_type="yarn", rope_theta=10000.0, factor=4.0, original_max_position_embeddings=8))),
+    "llama-rope-yarn-mscale-untruncated": ("LlamaConfig", "LlamaForCausalLM",  # DeepSeek's mscale, gpt-oss's ramp
+                                           SMALL | dict(num_key_value_heads=4, rope_parameters=dict(
+                                               rope_type="yarn", rope_theta=500.0, factor=8.0, mscale=0.707,
+                                               mscale_all_dim=1.0, beta_fast=16.0, beta_slow=2.0, truncate=False,
+                                               original_max_position_embeddings=6))),
     "mistral": ("MistralConfig", "MistralForCausalLM", SMALL | dict(num_key_value_heads=2, sliding_window=4)),
     "mixtral": ("MixtralConfig", "MixtralForCausalLM",
                 SMALL | dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
@@ -93,9 +103,23 @@ def build(name: str):
 
 
 def _inv_freq(cfg, rotated: int) -> torch.Tensor:
-    """The rotary inverse frequencies in float64, by transformers' formulas (default and llama3)."""
+    """The rotary inverse frequencies in float64, by transformers' formulas (default, llama3, linear, yarn)."""
     params = cfg.rope_parameters
     freq = 1.0 / params["rope_theta"] ** (torch.arange(0, rotated, 2, dtype=torch.float64) / rotated)
+    if params.get("rope_type") == "linear":
+        return freq / params["factor"]
+    if params.get("rope_type") == "yarn":  # _compute_yarn_parameters, in float64
+        base, factor, original = params["rope_theta"], params["factor"], params["original_max_position_embeddings"]
+
+        def pair(rotations):
+            return rotated * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+        low, high = pair(params.get("beta_fast") or 32), pair(params.get("beta_slow") or 1)
+        if params.get("truncate", True):
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, rotated - 1)
+        ramp = ((torch.arange(rotated // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+        return freq / factor * ramp + freq * (1 - ramp)
     if params.get("rope_type", "default") == "llama3":  # _compute_llama3_parameters, in float64
         factor, low, high = params["factor"], params["low_freq_factor"], params["high_freq_factor"]
         original = params["original_max_position_embeddings"]
@@ -115,11 +139,12 @@ def exact(model):
         kind = type(module).__name__
         if kind.endswith("RotaryEmbedding"):
             inv_freq = _inv_freq(cfg, 2 * module.inv_freq.shape[0])
+            scaling = module.attention_scaling  # a Python float (YaRN's; 1 for the others)
 
-            def forward(x, position_ids, inv_freq=inv_freq):
+            def forward(x, position_ids, inv_freq=inv_freq, scaling=scaling):
                 freqs = position_ids[..., None].double() * inv_freq
                 emb = torch.cat((freqs, freqs), dim=-1)
-                return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+                return (emb.cos() * scaling).to(x.dtype), (emb.sin() * scaling).to(x.dtype)
 
             module.forward = forward
         elif kind.endswith("RMSNorm"):
@@ -155,6 +180,25 @@ def test_a_folder_counts_and_runs_as_transformers_does(tmp_path, name):
     assert count_params(spec).total == sum(p.numel() for p in model.parameters())
     ours = Transformer(spec, load_weights(tmp_path, spec))(IDS)
     assert relative(ours, theirs(exact(model), IDS)) < TOL
+
+
+@pytest.mark.parametrize("name", ["llama-rope-linear", "llama-rope-yarn", "llama-rope-yarn-mscale-untruncated"])
+def test_scaled_rotary_frequencies_are_transformers_and_the_scaling_matters(tmp_path, name):
+    """tfm's float64 frequencies and YaRN's factor on cos and sin against transformers' own (its frequencies in
+    float32: to 1e-6), and the control: the same weights without the scaling compute something else."""
+    from transformer_cli.components.positional import Rotary
+
+    model = build(name)
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    rotary = next(m for m in model.modules() if type(m).__name__.endswith("RotaryEmbedding"))
+    ours = Rotary(spec)
+    assert np.allclose(ours.frequencies(), rotary.inv_freq.double().numpy(), rtol=1e-6, atol=0)
+    assert ours.attention_factor == pytest.approx(rotary.attention_scaling, rel=1e-12)
+    reference = theirs(exact(model), IDS)
+    weights = load_weights(tmp_path, spec)
+    assert relative(Transformer(spec, weights)(IDS), reference) < TOL
+    assert relative(Transformer(replace(spec, rope_scaling="none"), weights)(IDS), reference) > 1e-3
 
 
 @pytest.mark.parametrize("name", ["qwen2-sliding-some-layers", "qwen3-layer_types"])

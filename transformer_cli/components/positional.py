@@ -130,7 +130,22 @@ class Rotary(Positions):
         if s.rope_scaling == "llama3":
             freq = kernels.llama3_frequencies(freq, s.rope_factor, s.rope_low_freq_factor, s.rope_high_freq_factor,
                                              s.rope_original_max_len)  # fmt: skip
+        elif s.rope_scaling == "linear":
+            freq = freq / s.rope_factor
+        elif s.rope_scaling == "yarn":
+            freq = kernels.yarn_frequencies(s.rotated_dims, s.rope_theta, s.rope_factor, s.rope_original_max_len,
+                                            s.rope_beta_fast, s.rope_beta_slow, s.rope_truncate)  # fmt: skip
         return freq
+
+    @property
+    def attention_factor(self) -> float:
+        """What cos and sin are multiplied by: YaRN's attention factor, else 1."""
+        s = self.spec
+        if s.rope_scaling != "yarn":
+            return 1.0
+        if s.rope_attention_factor is not None:
+            return s.rope_attention_factor
+        return kernels.yarn_attention_factor(s.rope_factor, s.rope_mscale, s.rope_mscale_all_dim)
 
     def tables(self, start: int, n: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
         """cos and sin of the angles t * f_j for positions t = start .. start+n-1: each (rot/2, n), in `dtype`.
@@ -138,6 +153,9 @@ class Rotary(Positions):
         The angles are computed in float64 and only then cast, so float32 models lose nothing to the angles.
         """
         angles = self.frequencies()[:, None] * np.arange(start, start + n, dtype=np.float64)[None, :]
+        factor = self.attention_factor
+        if factor != 1.0:  # YaRN: both scaled in float64, then cast
+            return (factor * np.cos(angles)).astype(dtype), (factor * np.sin(angles)).astype(dtype)
         return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
 
     def load(self, get: Callable[[str], np.ndarray], dtype: np.dtype) -> None:

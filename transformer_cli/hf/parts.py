@@ -73,6 +73,30 @@ def rope(
         out["rope_fraction"] = share
     if kind == "llama3":
         out |= _llama3(c, p, max_positions)
+    elif kind == "linear":
+        out["rope_factor"] = p.number("factor")
+    elif kind == "yarn":
+        out |= _yarn(c, p, max_positions)
+    return out
+
+
+def _yarn(c: Keys, p: Keys, max_positions: int) -> dict[str, Any]:
+    """YaRN's parameters as transformers' _compute_yarn_parameters reads them: the original context from the rope
+    parameters (else the top level, else max_position_embeddings), a missing factor as max_position_embeddings over
+    it, beta_fast 32 and beta_slow 1 unless set, truncate unless false."""
+    original = p.count("original_max_position_embeddings", None) or c.count(
+        "original_max_position_embeddings", max_positions
+    )
+    factor = p.number("factor", None) or max_positions / original
+    out: dict[str, Any] = {"rope_factor": factor, "rope_original_max_len": original}
+    for ours, theirs in (("rope_attention_factor", "attention_factor"), ("rope_mscale", "mscale"),
+                         ("rope_mscale_all_dim", "mscale_all_dim"), ("rope_beta_fast", "beta_fast"),
+                         ("rope_beta_slow", "beta_slow")):  # fmt: skip
+        value = p.number(theirs, None)
+        if value:  # (transformers reads 0 and null as unset alike)
+            out[ours] = value
+    if not p.flag("truncate", True):
+        out["rope_truncate"] = False
     return out
 
 

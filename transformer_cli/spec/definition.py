@@ -18,7 +18,7 @@ MASKS = ("none", "causal")
 POSITIONALS = ("none", "sinusoidal", "learned", "rope", "relative")
 ROPE_PAIRINGS = ("half", "interleaved")
 ROPE_SCALINGS = ("none", "llama3", "linear", "dynamic", "yarn", "longrope")
-NOT_RUN = ("linear", "dynamic", "yarn", "longrope")  # counted and planned (no parameters, no memory); not yet run
+NOT_RUN = ("dynamic", "longrope")  # counted and planned (no parameters, no memory); not yet run
 NORMS = ("none", "pre", "post", "sandwich")
 NORM_TYPES = ("layernorm", "rmsnorm")
 FEEDFORWARDS = ("plain", "gated")
@@ -77,15 +77,39 @@ class Spec:
         default="none",
         metadata=_key(
             "choice",
-            "frequency scaling: llama3 (Llama 3.1) or none; linear, dynamic, yarn and longrope "
-            "are counted and planned, not yet run",
+            "frequency scaling: llama3 (Llama 3.1), linear (f / factor), yarn (Qwen2.5, DeepSeek, gpt-oss) or "
+            "none; dynamic and longrope are counted and planned, not yet run",
             ROPE_SCALINGS,
         ),  # fmt: skip
     )
-    rope_factor: float = field(default=8.0, metadata=_key("posfloat", "llama3: low frequencies divided by this"))
+    rope_factor: float = field(
+        default=8.0,
+        metadata=_key("posfloat", "llama3: low frequencies divided by this; linear: every frequency; yarn: the "
+                      "context's stretch (interpolated frequencies divided by it)"),
+    )  # fmt: skip
     rope_low_freq_factor: float = field(default=1.0, metadata=_key("posfloat", "llama3: wavelength > L / this: scaled"))
     rope_high_freq_factor: float = field(default=4.0, metadata=_key("posfloat", "llama3: wavelength < L / this: kept"))
-    rope_original_max_len: int = field(default=8192, metadata=_key("posint", "llama3: L, the original context length"))
+    rope_original_max_len: int = field(
+        default=8192, metadata=_key("posint", "llama3, yarn: L, the original context length")
+    )
+    rope_attention_factor: float | None = field(
+        default=None,
+        metadata=_key("posfloat", "yarn: cos and sin times this [default: 0.1 ln(factor) + 1, or with rope_mscale "
+                      "and rope_mscale_all_dim their ratio of that form (DeepSeek)]"),
+    )  # fmt: skip
+    rope_beta_fast: float = field(
+        default=32.0, metadata=_key("posfloat", "yarn: rotations past which pairs extrapolate")
+    )
+    rope_beta_slow: float = field(
+        default=1.0, metadata=_key("posfloat", "yarn: rotations below which pairs interpolate")
+    )
+    rope_mscale: float | None = field(default=None, metadata=_key("posfloat", "yarn: DeepSeek's mscale"))
+    rope_mscale_all_dim: float | None = field(
+        default=None, metadata=_key("posfloat", "yarn: DeepSeek's mscale_all_dim")
+    )
+    rope_truncate: bool = field(
+        default=True, metadata=_key("bool", "yarn: the ramp's ends rounded to whole pairs (false: gpt-oss)")
+    )
     norm: str = field(
         default="none",
         metadata=_key("choice", "layer norm placement; sandwich: pre-norm plus a norm of each sublayer's output "
@@ -318,7 +342,9 @@ FIELDS = {f.name: f for f in fields(Spec)}
 REQUIRED = tuple(name for name, f in FIELDS.items() if f.default is MISSING)
 
 ROPE_KEYS = ("rope_theta", "rope_fraction", "rope_pairing", "rope_scaling")
-LLAMA3_KEYS = ("rope_factor", "rope_low_freq_factor", "rope_high_freq_factor", "rope_original_max_len")
+LLAMA3_KEYS = ("rope_low_freq_factor", "rope_high_freq_factor")
+YARN_KEYS = ("rope_attention_factor", "rope_beta_fast", "rope_beta_slow", "rope_mscale", "rope_mscale_all_dim",
+             "rope_truncate")  # fmt: skip
 
 # Keys that go with a value of another key: (other key, its values, required then). The loader and the
 # JSON Schema (schema.py) both read this table.
@@ -326,6 +352,9 @@ DEPENDENT = {
     "max_len": ("positional", ("learned",), True),
     **{key: ("positional", ("rope",), False) for key in ROPE_KEYS},
     **{key: ("rope_scaling", ("llama3",), False) for key in LLAMA3_KEYS},
+    "rope_factor": ("rope_scaling", ("llama3", "linear", "yarn"), False),
+    "rope_original_max_len": ("rope_scaling", ("llama3", "yarn"), False),
+    **{key: ("rope_scaling", ("yarn",), False) for key in YARN_KEYS},
     "rel_buckets": ("positional", ("relative",), False),
     "rel_max_distance": ("positional", ("relative",), False),
     "position_offset": ("positional", ("learned",), False),
