@@ -18,6 +18,7 @@ import pytest
 from test_transformers import _float64_gemma_rms_norm, _float64_rms_norm, _float64_router, _randomised
 
 from transformer_cli import Transformer, count_params
+from transformer_cli.cli import app
 from transformer_cli.hf.config import spec_from_config
 from transformer_cli.sources import load_weights
 
@@ -34,6 +35,14 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                                          n_positions=64, n_inner=36, tie_word_embeddings=False)),
     "bert": ("BertConfig", "BertModel", dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                              intermediate_size=40, max_position_embeddings=64)),
+    "roberta": ("RobertaConfig", "RobertaModel", dict(vocab_size=97, hidden_size=32, num_hidden_layers=2,
+                                                      num_attention_heads=4, intermediate_size=40, pad_token_id=1,
+                                                      max_position_embeddings=66, type_vocab_size=1,
+                                                      layer_norm_eps=1e-5)),
+    "xlm-roberta-pad-3": ("XLMRobertaConfig", "XLMRobertaModel", dict(vocab_size=97, hidden_size=32,
+                                                                      num_hidden_layers=2, num_attention_heads=4,
+                                                                      intermediate_size=40, pad_token_id=3,
+                                                                      max_position_embeddings=40)),
     "llama": ("LlamaConfig", "LlamaForCausalLM", SMALL | dict(num_key_value_heads=2, rope_theta=10000.0)),
     "llama-mqa-tied-wide-heads": ("LlamaConfig", "LlamaForCausalLM",
                                   SMALL | dict(num_key_value_heads=1, head_dim=12, tie_word_embeddings=True,
@@ -172,14 +181,42 @@ def relative(ours: np.ndarray, reference: np.ndarray) -> float:
 IDS = np.random.default_rng(0).integers(0, 97, size=(2, 13))
 
 
+def unpadded(spec) -> np.ndarray:
+    """IDS without the padding token (RoBERTa's positions skip it; tfm refuses it in its inputs)."""
+    return IDS if spec.pad_id is None else np.where(IDS == spec.pad_id, spec.pad_id + 1, IDS)
+
+
 @pytest.mark.parametrize("name", MODELS)
 def test_a_folder_counts_and_runs_as_transformers_does(tmp_path, name):
     model = build(name)
     model.save_pretrained(tmp_path)
     spec = spec_from_config(tmp_path)
     assert count_params(spec).total == sum(p.numel() for p in model.parameters())
-    ours = Transformer(spec, load_weights(tmp_path, spec))(IDS)
-    assert relative(ours, theirs(exact(model), IDS)) < TOL
+    ids = unpadded(spec)
+    ours = Transformer(spec, load_weights(tmp_path, spec))(ids)
+    assert relative(ours, theirs(exact(model), ids)) < TOL
+
+
+@pytest.mark.parametrize("name", ["roberta", "xlm-roberta-pad-3"])
+def test_robertas_positions_start_after_the_padding_index_and_padding_is_refused(tmp_path, name, runner):
+    """The control: the same weights with BERT's positions (from 0) differ; a padding token in tfm's input is one
+    line naming it."""
+    model = build(name)
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    assert (
+        spec.position_offset == spec.pad_id + 1
+        and spec.max_len == model.config.max_position_embeddings - spec.pad_id - 1
+    )
+    ids, weights = unpadded(spec), load_weights(tmp_path, spec)
+    reference = theirs(exact(model), ids)
+    bert = replace(spec, position_offset=None, pad_id=None)
+    shifted = {k: (v[:, spec.pad_id + 1 :] if k == "positional.P" else v) for k, v in weights.items()}
+    assert relative(Transformer(bert, shifted)(ids), reference) < TOL  # the same positions, read from column 0
+    assert relative(Transformer(bert, weights)(ids), reference) > 1e-3
+    np.save(tmp_path / "ids.npy", np.array([[5, spec.pad_id, 7]]))
+    result = runner.invoke(app, ["run", str(tmp_path), "-i", str(tmp_path / "ids.npy")])
+    assert result.exit_code != 0 and f"token id {spec.pad_id} at index (0, 1) is the padding token" in result.stderr
 
 
 @pytest.mark.parametrize("name", ["llama-rope-linear", "llama-rope-yarn", "llama-rope-yarn-mscale-untruncated"])
@@ -233,8 +270,9 @@ def test_a_bfloat16_checkpoint_runs_in_float32_as_transformers_does(tmp_path, na
     reference = getattr(transformers, MODELS[name][1]).from_pretrained(tmp_path, dtype=torch.float32,
                                                                        attn_implementation="sdpa").eval()  # fmt: skip
     spec = spec_from_config(tmp_path)
-    ours = Transformer(spec, load_weights(tmp_path, spec), np.float32)(IDS)
-    assert relative(ours, theirs(reference, IDS)) < 1e-5  # measured: under 6e-7 for every model here
+    ids = unpadded(spec)
+    ours = Transformer(spec, load_weights(tmp_path, spec), np.float32)(ids)
+    assert relative(ours, theirs(reference, ids)) < 1e-5  # measured: under 6e-7 for every model here
 
 
 def test_tfm_converts_a_folder_and_back_and_transformers_loads_it(tmp_path):
@@ -271,7 +309,7 @@ def test_tfm_verify_and_attention_take_a_folder_and_its_weights(tmp_path, name):
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["weights"] == str(tmp_path / "m")  # the checkpoint, not seeded weights
-    np.save(tmp_path / "ids.npy", IDS[0])
+    np.save(tmp_path / "ids.npy", unpadded(spec_from_config(tmp_path / "m"))[0])
     assert runner.invoke(app, ["attention", str(tmp_path / "m"), "--input", str(tmp_path / "ids.npy")]).exit_code == 0
 
 

@@ -369,3 +369,16 @@ def test_experts_need_k_of_at_most_E(tmp_path, extra, words):
 )  # fmt: skip
 def test_bert_keys_need_a_vocabulary_and_a_head_when_tied(tmp_path, extra, words):
     assert words in error_of(tmp_path, BASE + extra)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("pad_id: 1\n", "key 'pad_id': got 1, expected no pad_id unless the spec has a vocabulary V"),
+        ("V: 10\npad_id: -1\n", "key 'pad_id': got -1, expected a non-negative integer"),
+        ("V: 10\npad_id: 1.5\n", "key 'pad_id': got 1.5, expected a non-negative integer"),
+    ],
+)
+def test_the_padding_token_is_a_token_of_the_vocabulary(tmp_path, extra, message):
+    assert error_of(tmp_path, BASE + extra).endswith("/spec.yaml: " + message)
+    assert load_spec(write(tmp_path, BASE + "V: 10\npad_id: 0\n")).pad_id == 0  # (0 is a token like any other)

@@ -55,6 +55,17 @@ def bert(c: Keys) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def roberta(c: Keys) -> dict[str, Any]:
+    """RobertaModel, XLMRobertaModel: BERT whose positions start after the padding index (pad_token_id + 1), the
+    padding token taking no position; one token type in the published files."""
+    pad = c.index("pad_token_id", 1)
+    spec = bert(c) | {"type_vocab": c.count("type_vocab_size", 2), "position_offset": pad + 1, "pad_id": pad}
+    positions = c.count("max_position_embeddings", 512)
+    if positions <= pad + 1:
+        raise c.refuse("max_position_embeddings", positions, f"more than pad_token_id + 1 = {pad + 1} positions")
+    return spec | {"max_len": positions - pad - 1}
+
+
 def _llama_like(c: Keys, G: int | None, head_dim: int | None, eps: float, tie: bool, max_positions: int,
                 act: str = "silu", gelu: str = "gelu_exact", theta: float = 10000.0, partial: float | None = None,
                 ) -> dict[str, Any]:  # fmt: skip
@@ -223,7 +234,8 @@ def _layer_windows(c: Keys, N: int) -> dict[str, Any]:
 
 
 FAMILIES = {
-    "gpt2": ("GPT2LMHeadModel", gpt2), "bert": ("BertModel", bert), "llama": ("LlamaForCausalLM", llama),
+    "gpt2": ("GPT2LMHeadModel", gpt2), "bert": ("BertModel", bert), "roberta": ("RobertaModel", roberta),
+    "xlm-roberta": ("XLMRobertaModel", roberta), "llama": ("LlamaForCausalLM", llama),
     "mistral": ("MistralForCausalLM", mistral), "mixtral": ("MixtralForCausalLM", mixtral),
     "qwen2": ("Qwen2ForCausalLM", qwen2), "qwen3": ("Qwen3ForCausalLM", qwen3), "gemma": ("GemmaForCausalLM", gemma),
     "phi": ("PhiForCausalLM", phi), "phi3": ("Phi3ForCausalLM", phi3), "gpt_neox": ("GPTNeoXForCausalLM", gpt_neox),

@@ -40,7 +40,8 @@ from .layouts import (
     tensor_shapes,
 )
 
-FAMILIES = {"gpt2": GPT2, "bert": BERT, "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA,
+FAMILIES = {"gpt2": GPT2, "bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "llama": LLAMA, "mistral": LLAMA,
+            "mixtral": MIXTRAL, "qwen2": LLAMA,
             "qwen3": LLAMA, "gemma": LLAMA, "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX, "bart": BART}  # fmt: skip
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the
@@ -48,6 +49,8 @@ FAMILIES = {"gpt2": GPT2, "bert": BERT, "llama": LLAMA, "mistral": LLAMA, "mixtr
 ALIASES = {
     "gpt2": ((r"^(?!transformer\.)", "transformer."),),  # the hub's GPT-2 files have no "transformer." prefix
     "bert": ((r"^bert\.", ""), (r"LayerNorm\.gamma$", "LayerNorm.weight"), (r"LayerNorm\.beta$", "LayerNorm.bias")),
+    "roberta": ((r"^roberta\.", ""),),  # RobertaForMaskedLM's files
+    "xlm-roberta": ((r"^roberta\.", ""),),
     "gpt_neox": ((r"^lm_head\.weight$", "embed_out.weight"),),
 }
 SKIPPED = (
@@ -62,7 +65,10 @@ SKIPPED = (
 
 # Parts of the config's model that a checkpoint may leave out, by model_type: (spec key, its checkpoint tensors).
 # BertForMaskedLM, the form most BERT checkpoints have, builds no pooler (add_pooling_layer=False).
-OPTIONAL = {"bert": ("pooler", ("pooler.dense.weight", "pooler.dense.bias"))}
+OPTIONAL = {
+    kind: ("pooler", ("pooler.dense.weight", "pooler.dense.bias")) for kind in ("bert", "roberta", "xlm-roberta")
+}
+SKIPPED_BY_KIND = {kind: (r"^lm_head\.",) for kind in ("roberta", "xlm-roberta")}  # RobertaForMaskedLM's head
 
 
 def fitted_to_checkpoint(folder: Path, spec: Spec, config: Mapping[str, Any]) -> Spec:
@@ -106,7 +112,7 @@ def canonical(name: str, kind: str, expected: Mapping[str, Any]) -> str | None:
         renamed = re.sub(pattern, replacement, renamed)
     if renamed in expected:
         return renamed
-    if any(re.search(pattern, name) for pattern in SKIPPED):
+    if any(re.search(pattern, name) for pattern in SKIPPED + SKIPPED_BY_KIND.get(kind, ())):
         return None
     return name
 

@@ -66,6 +66,11 @@ def check_input(x: np.ndarray, spec: Spec, source: str, dtype: str = "float64") 
         if outside.size:
             at = tuple(int(i) for i in outside[0])
             raise ArrayError(f"{source}: token id {x[at]} at index {at}, expected 0 .. {spec.V - 1} (V = {spec.V})")
+        padded = np.argwhere(x == spec.pad_id) if spec.pad_id is not None else np.empty((0,))
+        if padded.size:  # RoBERTa's positions skip padding, which tfm's learned positions do not model
+            at = tuple(int(i) for i in padded[0])
+            raise ArrayError(f"{source}: token id {spec.pad_id} at index {at} is the padding token (pad_id): tfm "
+                             "runs unpadded sequences; give each sequence without its padding")  # fmt: skip
         return x.astype(np.int64), notes
     x = np.asarray(x, dtype=np.float64)
     bad = first_nonfinite(x)

@@ -231,6 +231,11 @@ class Spec:
     position_offset: int | None = field(
         default=None, metadata=_key("posint", "learned: position t reads column t + offset of P (BART: 2)")
     )
+    pad_id: int | None = field(
+        default=None,
+        metadata=_key("index", "the padding token id, which counts no position (RoBERTa): tfm runs unpadded "
+                      "sequences and refuses token inputs holding it; with V"),
+    )  # fmt: skip
     head_scale: str = field(
         default="none",
         metadata=_key("choice", "the final columns times d^-1/2 before the head (T5, tied); with V", ("none", "sqrt")),

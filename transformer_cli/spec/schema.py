@@ -17,6 +17,7 @@ def _property(name: str) -> dict[str, Any]:
     kind, choices = meta["kind"], list(meta["choices"])
     kinds: dict[str, dict[str, Any]] = {
         "posint": {"type": "integer", "minimum": 1},
+        "index": {"type": "integer", "minimum": 0},
         "posfloat": {"type": "number", "exclusiveMinimum": 0, "maximum": FLOAT_MAX},
         "fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
         "bool": {"type": "boolean"},

@@ -22,6 +22,7 @@ def _expected(name: str) -> str:
     kind, choices = meta["kind"], meta["choices"]
     return {
         "posint": "a positive integer",
+        "index": "a non-negative integer",
         "posfloat": "a positive number",
         "fraction": "a number in (0, 1]",
         "bool": "true or false",
@@ -64,6 +65,8 @@ def _valid(name: str, value: Any) -> bool:
     kind = meta["kind"]
     if kind == "posint":
         return _is_int(value) and value > 0
+    if kind == "index":
+        return _is_int(value) and value >= 0
     if kind == "posfloat":
         return _is_number(value) and value > 0
     if kind == "fraction":
@@ -87,7 +90,7 @@ def _declared(name: str, value: Any) -> Any:
     """The value as its key declares it: 64.0 is the integer 64 (as in JSON Schema), a numeric scale a float."""
     kind = FIELDS[name].metadata["kind"]
     exact = isinstance(value, float) and value.is_integer() and abs(value) <= EXACT_FLOAT
-    if kind == "posint" and exact:
+    if kind in ("posint", "index") and exact:
         return int(value)
     if kind == "scale" and _is_number(value):
         return float(value)
@@ -109,7 +112,7 @@ def _shown_value(value: Any) -> str:
 def _expectation(name: str, value: Any) -> str:
     """What the key expects, with the reason where the value looks right but is not."""
     expected, kind = _expected(name), FIELDS[name].metadata["kind"]
-    numeric = kind in ("posint", "posfloat", "fraction", "scale")
+    numeric = kind in ("posint", "index", "posfloat", "fraction", "scale")
     if numeric and isinstance(value, (TooLong, int)) and not isinstance(value, bool) and not _is_int(value):
         return f"{expected} of at most {MAX_DIGITS:,} digits"
     if kind == "posint" and isinstance(value, float) and value.is_integer() and abs(value) > EXACT_FLOAT:
@@ -191,7 +194,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
     if spec.N_enc is not None:
         _check_encoder_decoder(spec, data, source)
     for key in ("tie_embeddings", "head_bias", "embed_scale", "head", "type_vocab", "embed_norm", "pooler",
-                "head_scale"):  # fmt: skip
+                "head_scale", "pad_id"):  # fmt: skip
         if key in data and spec.V is None:
             raise _fail(source, key, data[key], f"no {key} unless the spec has a vocabulary V")
     if spec.H % spec.kv_heads:
