@@ -66,6 +66,18 @@ def roberta(c: Keys) -> dict[str, Any]:
     return spec | {"max_len": positions - pad - 1}
 
 
+def distilbert(c: Keys) -> dict[str, Any]:
+    """DistilBertModel: BERT's block (post-norm, gelu) under other names, no token types and no pooler; its norms'
+    eps is 1e-12 in the code (no config key). A sinusoidal table (sinusoidal_pos_embds) is a parameter too: read."""
+    d, H = c.count("dim"), c.count("n_heads")
+    return {
+        "N": c.count("n_layers"), "H": H, "m": whole_heads(c, d, H, "dim", "n_heads"), "d": d,
+        "r": c.count("hidden_dim"), "V": c.count("vocab_size"), "head": False, "embed_norm": True, "scale": "sqrt",
+        "positional": "learned", "max_len": c.count("max_position_embeddings", 512), "norm": "post",
+        "norm_eps": 1e-12, "attention_bias": True, "activation": activation(c, "activation", "gelu"),
+    }  # fmt: skip
+
+
 def _llama_like(c: Keys, G: int | None, head_dim: int | None, eps: float, tie: bool, max_positions: int,
                 act: str = "silu", gelu: str = "gelu_exact", theta: float = 10000.0, partial: float | None = None,
                 ) -> dict[str, Any]:  # fmt: skip
@@ -235,7 +247,8 @@ def _layer_windows(c: Keys, N: int) -> dict[str, Any]:
 
 FAMILIES = {
     "gpt2": ("GPT2LMHeadModel", gpt2), "bert": ("BertModel", bert), "roberta": ("RobertaModel", roberta),
-    "xlm-roberta": ("XLMRobertaModel", roberta), "llama": ("LlamaForCausalLM", llama),
+    "xlm-roberta": ("XLMRobertaModel", roberta), "distilbert": ("DistilBertModel", distilbert),
+    "llama": ("LlamaForCausalLM", llama),
     "mistral": ("MistralForCausalLM", mistral), "mixtral": ("MixtralForCausalLM", mixtral),
     "qwen2": ("Qwen2ForCausalLM", qwen2), "qwen3": ("Qwen3ForCausalLM", qwen3), "gemma": ("GemmaForCausalLM", gemma),
     "phi": ("PhiForCausalLM", phi), "phi3": ("Phi3ForCausalLM", phi3), "gpt_neox": ("GPTNeoXForCausalLM", gpt_neox),

@@ -251,6 +251,22 @@ BERT = Family(
 )  # fmt: skip
 
 
+def _distilbert_names() -> dict[str, str]:
+    names: dict[str, str] = {}
+    for x, proj in (("Q", "q_lin"), ("K", "k_lin"), ("V", "v_lin"), ("O", "out_lin")):
+        names |= _linear("attention.{}_" + x, f"attention.{proj}")
+    names |= _linear("ff.{}1", "ffn.lin1") | _linear("ff.{}2", "ffn.lin2")
+    return names | _norm("norm1", "sa_layer_norm") | _norm("norm2", "output_layer_norm")
+
+
+DISTILBERT = Family(
+    "transformer.layer.{i}.",
+    _distilbert_names(),
+    {"embedding.E": "embeddings.word_embeddings.weight", "positional.P": "embeddings.position_embeddings.weight"}
+    | _norm("embedding.norm", "embeddings.LayerNorm"),
+)  # fmt: skip
+
+
 def _tensors(spec: Spec, first: bool) -> list:
     """Every tensor of the model, or with `first` those of block 0 (and encoder block 0) and outside the blocks:
     every block has the same shapes, so these are all the shapes there are."""

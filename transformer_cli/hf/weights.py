@@ -24,6 +24,7 @@ from .checkpoint import Checkpoint
 from .encoder_decoder_layouts import BART, t5
 from .layouts import (
     BERT,
+    DISTILBERT,
     GPT2,
     GPT_NEOX,
     LLAMA,
@@ -40,9 +41,9 @@ from .layouts import (
     tensor_shapes,
 )
 
-FAMILIES = {"gpt2": GPT2, "bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "llama": LLAMA, "mistral": LLAMA,
-            "mixtral": MIXTRAL, "qwen2": LLAMA,
-            "qwen3": LLAMA, "gemma": LLAMA, "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX, "bart": BART}  # fmt: skip
+FAMILIES = {"gpt2": GPT2, "bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "distilbert": DISTILBERT,
+            "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA, "qwen3": LLAMA, "gemma": LLAMA,
+            "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX, "bart": BART}  # fmt: skip
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the
 # model tfm builds: (pattern, replacement) tried in order, then the patterns skipped.
@@ -51,6 +52,7 @@ ALIASES = {
     "bert": ((r"^bert\.", ""), (r"LayerNorm\.gamma$", "LayerNorm.weight"), (r"LayerNorm\.beta$", "LayerNorm.bias")),
     "roberta": ((r"^roberta\.", ""),),  # RobertaForMaskedLM's files
     "xlm-roberta": ((r"^roberta\.", ""),),
+    "distilbert": ((r"^distilbert\.", ""),),  # DistilBertForMaskedLM's files
     "gpt_neox": ((r"^lm_head\.weight$", "embed_out.weight"),),
 }
 SKIPPED = (
@@ -69,6 +71,7 @@ OPTIONAL = {
     kind: ("pooler", ("pooler.dense.weight", "pooler.dense.bias")) for kind in ("bert", "roberta", "xlm-roberta")
 }
 SKIPPED_BY_KIND = {kind: (r"^lm_head\.",) for kind in ("roberta", "xlm-roberta")}  # RobertaForMaskedLM's head
+SKIPPED_BY_KIND["distilbert"] = (r"^vocab_(transform|layer_norm|projector)\.",)  # DistilBertForMaskedLM's head
 
 
 def fitted_to_checkpoint(folder: Path, spec: Spec, config: Mapping[str, Any]) -> Spec:

@@ -1,0 +1,84 @@
+"""The Hugging Face families and features added for 2026's models (issue 24) against transformers, with their
+controls: rope scaling (linear, yarn), sliding layers per block (Qwen2, Qwen3), RoBERTa's and XLM-R's positions
+after the padding index, and every command on their folders. The models are test_hf_transformers.py's MODELS,
+built the same way (float64, every parameter perturbed, transformers' float32 steps recomputed in float64)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from test_hf_transformers import IDS, TOL, build, exact, relative, theirs, unpadded
+
+from transformer_cli import Transformer
+from transformer_cli.cli import app
+from transformer_cli.hf.config import spec_from_config
+from transformer_cli.sources import load_weights
+
+
+@pytest.mark.parametrize("name", ["roberta", "xlm-roberta-pad-3"])
+def test_robertas_positions_start_after_the_padding_index_and_padding_is_refused(tmp_path, name, runner):
+    """The control: the same weights with BERT's positions (from 0) differ; a padding token in tfm's input is one
+    line naming it."""
+    model = build(name)
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    assert (
+        spec.position_offset == spec.pad_id + 1
+        and spec.max_len == model.config.max_position_embeddings - spec.pad_id - 1
+    )
+    ids, weights = unpadded(spec), load_weights(tmp_path, spec)
+    reference = theirs(exact(model), ids)
+    bert = replace(spec, position_offset=None, pad_id=None)
+    shifted = {k: (v[:, spec.pad_id + 1 :] if k == "positional.P" else v) for k, v in weights.items()}
+    assert relative(Transformer(bert, shifted)(ids), reference) < TOL  # the same positions, read from column 0
+    assert relative(Transformer(bert, weights)(ids), reference) > 1e-3
+    np.save(tmp_path / "ids.npy", np.array([[5, spec.pad_id, 7]]))
+    result = runner.invoke(app, ["run", str(tmp_path), "-i", str(tmp_path / "ids.npy")])
+    assert result.exit_code != 0 and f"token id {spec.pad_id} at index (0, 1) is the padding token" in result.stderr
+
+
+@pytest.mark.parametrize("name", ["llama-rope-linear", "llama-rope-yarn", "llama-rope-yarn-mscale-untruncated"])
+def test_scaled_rotary_frequencies_are_transformers_and_the_scaling_matters(tmp_path, name):
+    """tfm's float64 frequencies and YaRN's factor on cos and sin against transformers' own (its frequencies in
+    float32: to 1e-6), and the control: the same weights without the scaling compute something else."""
+    from transformer_cli.components.positional import Rotary
+
+    model = build(name)
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    rotary = next(m for m in model.modules() if type(m).__name__.endswith("RotaryEmbedding"))
+    ours = Rotary(spec)
+    assert np.allclose(ours.frequencies(), rotary.inv_freq.double().numpy(), rtol=1e-6, atol=0)
+    assert ours.attention_factor == pytest.approx(rotary.attention_scaling, rel=1e-12)
+    reference = theirs(exact(model), IDS)
+    weights = load_weights(tmp_path, spec)
+    assert relative(Transformer(spec, weights)(IDS), reference) < TOL
+    assert relative(Transformer(replace(spec, rope_scaling="none"), weights)(IDS), reference) > 1e-3
+
+
+@pytest.mark.parametrize("name", ["qwen2-sliding-some-layers", "qwen3-layer_types"])
+def test_the_kind_of_each_layer_matters(tmp_path, name):
+    """The control for the layers above: the same weights with the window in every block, or in none, compute
+    something else than transformers (by far more than the tolerance), so the per-layer kinds were exercised."""
+    model = build(name)
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    assert spec.attention_layers is not None
+    reference = theirs(exact(model), IDS)
+    weights = load_weights(tmp_path, spec)
+    for uniform in (replace(spec, attention_layers=None), replace(spec, attention_layers=None, window=None)):
+        assert relative(Transformer(uniform, weights)(IDS), reference) > 1e-3
+
+
+@pytest.mark.parametrize("name", ["roberta", "xlm-roberta-pad-3", "distilbert", "distilbert-sinusoidal-relu",
+                                  "llama-rope-linear", "llama-rope-yarn", "qwen2-sliding-some-layers"])  # fmt: skip
+def test_verify_and_attention_take_the_new_families_folders(tmp_path, name, runner):
+    """The properties as theory predicts them, on the checkpoint's own weights, and one block's attention maps."""
+    build(name).save_pretrained(tmp_path / "m")
+    result = runner.invoke(app, ["verify", str(tmp_path / "m"), "--json"])
+    assert result.exit_code == 0, result.output
+    np.save(tmp_path / "ids.npy", unpadded(spec_from_config(tmp_path / "m"))[0])
+    maps = runner.invoke(app, ["attention", str(tmp_path / "m"), "--input", str(tmp_path / "ids.npy")])
+    assert maps.exit_code == 0, maps.output
