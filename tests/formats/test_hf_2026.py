@@ -58,7 +58,7 @@ def test_scaled_rotary_frequencies_are_transformers_and_the_scaling_matters(tmp_
     assert relative(Transformer(replace(spec, rope_scaling="none"), weights)(IDS), reference) > 1e-3
 
 
-@pytest.mark.parametrize("name", ["qwen2-sliding-some-layers", "qwen3-layer_types"])
+@pytest.mark.parametrize("name", ["qwen2-sliding-some-layers", "qwen3-layer_types", "gpt_neo-global-local"])
 def test_the_kind_of_each_layer_matters(tmp_path, name):
     """The control for the layers above: the same weights with the window in every block, or in none, compute
     something else than transformers (by far more than the tolerance), so the per-layer kinds were exercised."""
@@ -73,7 +73,8 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", ["roberta", "xlm-roberta-pad-3", "distilbert", "distilbert-sinusoidal-relu",
-                                  "llama-rope-linear", "llama-rope-yarn", "qwen2-sliding-some-layers"])  # fmt: skip
+                                  "llama-rope-linear", "llama-rope-yarn", "qwen2-sliding-some-layers",
+                                  "gpt_neo-global-local", "gpt_neo-local-untied"])  # fmt: skip
 def test_verify_and_attention_take_the_new_families_folders(tmp_path, name, runner):
     """The properties as theory predicts them, on the checkpoint's own weights, and one block's attention maps."""
     build(name).save_pretrained(tmp_path / "m")

@@ -47,6 +47,13 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "distilbert-sinusoidal-relu": ("DistilBertConfig", "DistilBertModel", dict(
         vocab_size=97, dim=32, n_layers=2, n_heads=4, hidden_dim=40, max_position_embeddings=64,
         sinusoidal_pos_embds=True, activation="relu")),
+    "gpt_neo-global-local": ("GPTNeoConfig", "GPTNeoForCausalLM", dict(
+        vocab_size=97, hidden_size=32, num_layers=2, num_heads=4, max_position_embeddings=64, window_size=4,
+        attention_types=[[["global", "local"], 1]], attn_implementation="eager")),  # (it has no SDPA)
+    "gpt_neo-local-untied": ("GPTNeoConfig", "GPTNeoForCausalLM", dict(
+        vocab_size=97, hidden_size=32, num_layers=2, num_heads=4, max_position_embeddings=64, window_size=3,
+        attention_types=[[["local"], 2]], intermediate_size=40, tie_word_embeddings=False,
+        attn_implementation="eager")),
     "llama": ("LlamaConfig", "LlamaForCausalLM", SMALL | dict(num_key_value_heads=2, rope_theta=10000.0)),
     "llama-mqa-tied-wide-heads": ("LlamaConfig", "LlamaForCausalLM",
                                   SMALL | dict(num_key_value_heads=1, head_dim=12, tie_word_embeddings=True,
@@ -109,7 +116,7 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
 def build(name: str):
     """The model, random in every parameter, in float64 (its config as transformers completed it)."""
     config_class, model_class, config = MODELS[name]
-    cfg = getattr(transformers, config_class)(attn_implementation="sdpa", **config)
+    cfg = getattr(transformers, config_class)(**({"attn_implementation": "sdpa"} | config))
     model = getattr(transformers, model_class)(cfg)
     _randomised(model)
     return model.double().eval()
@@ -165,9 +172,23 @@ def exact(model):
             module.forward = norm.__get__(module)
         elif kind.endswith("TopKRouter"):
             module.forward = _float64_router.__get__(module)
+        elif kind == "GPTNeoSelfAttention":  # its scores in float32 even in a float64 model: here in float64
+            module._attn = _float64_neo_attention.__get__(module)
         elif hasattr(module, "embed_scale"):  # Gemma's sqrt(d), a float32 constant in the library
             module.embed_scale = torch.tensor(cfg.hidden_size**0.5, dtype=torch.float64)
     return model
+
+
+def _float64_neo_attention(self, query, key, value, attention_mask=None):
+    """GPTNeoSelfAttention._attn without its casts to float32."""
+    weights = torch.matmul(query, key.transpose(-1, -2))
+    q, k = query.size(-2), key.size(-2)
+    allowed = self.bias[:, :, k - q : k, :k]
+    weights = torch.where(allowed, weights, torch.tensor(torch.finfo(weights.dtype).min, dtype=weights.dtype))
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    weights = torch.softmax(weights, dim=-1)
+    return torch.matmul(weights, value), weights
 
 
 def theirs(model, ids: np.ndarray) -> np.ndarray:
@@ -216,8 +237,9 @@ def test_a_bfloat16_checkpoint_runs_in_float32_as_transformers_does(tmp_path, na
     build(name).to(torch.bfloat16).save_pretrained(tmp_path)
     header = (tmp_path / "model.safetensors").read_bytes()[:4096]
     assert b'"BF16"' in header
+    kernel = MODELS[name][2].get("attn_implementation", "sdpa")
     reference = getattr(transformers, MODELS[name][1]).from_pretrained(tmp_path, dtype=torch.float32,
-                                                                       attn_implementation="sdpa").eval()  # fmt: skip
+                                                                       attn_implementation=kernel).eval()  # fmt: skip
     spec = spec_from_config(tmp_path)
     ids = unpadded(spec)
     ours = Transformer(spec, load_weights(tmp_path, spec), np.float32)(ids)

@@ -7,7 +7,7 @@ import math
 import pytest
 from conftest import EXAMPLES
 
-from transformer_cli import DEFAULT_SPEC, Spec, SpecError, load_spec, spec_from_mapping
+from transformer_cli import DEFAULT_SPEC, Spec, SpecError, count_params, load_spec, spec_from_mapping
 
 BASE = "N: 2\nH: 4\nm: 8\nd: 32\nr: 64\n"
 
@@ -343,13 +343,21 @@ def test_a_window_needs_the_causal_mask(tmp_path):
     assert "mask: causal with a sliding window" in error_of(tmp_path, BASE + "window: 4\n")
 
 
-@pytest.mark.parametrize(
-    ("extra", "words"),
-    [("out_bias: false\n", "no out_bias unless attention_bias is true"),
-     ("norm: pre\nnorm_plus_one: true\n", "norm_type: rmsnorm with norm_plus_one")],
-)  # fmt: skip
-def test_out_bias_needs_attention_bias_and_plus_one_needs_rmsnorm(tmp_path, extra, words):
-    assert words in error_of(tmp_path, BASE + extra)
+def test_dropping_an_output_bias_needs_the_attention_biases(tmp_path):
+    assert "no out_bias: false unless attention_bias is true" in error_of(tmp_path, BASE + "out_bias: false\n")
+
+
+def test_plus_one_needs_rmsnorm(tmp_path):
+    assert "norm_type: rmsnorm with norm_plus_one" in error_of(tmp_path, BASE + "norm: pre\nnorm_plus_one: true\n")
+
+
+def test_an_output_bias_alone_is_counted_as_d(tmp_path):
+    """GPT-Neo: b_O without b_Q, b_K, b_V (out_bias: true, attention_bias false), d more per block."""
+    plain = load_spec(write(tmp_path, BASE))
+    alone = load_spec(write(tmp_path, BASE + "out_bias: true\n"))
+    assert count_params(alone).per_block == count_params(plain).per_block + plain.d
+    assert count_params(alone).closed_per_block == count_params(alone).per_block
+    assert "blocks.0.attention.b_O" in [t.name for t in count_params(alone).block]
 
 
 @pytest.mark.parametrize(

@@ -89,6 +89,8 @@ class MultiHeadAttention(Component):
             qkv = "3Hm" if G == H else "Hm + 2Gm"
             out_bias = self.spec.has_out_bias
             out.append(Term(qkv + (" + d" if out_bias else ""), (H + 2 * G) * m + d * out_bias, "block"))
+        elif self.spec.has_out_bias:  # b_O alone (GPT-Neo)
+            out.append(Term("d", d, "block"))
         if self.spec.qk_norm:
             k = 2 * len(self.qk.params)
             out.append(Term(f"{k}m", k * m, "block"))

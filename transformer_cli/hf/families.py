@@ -37,6 +37,29 @@ def gpt2(c: Keys) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def gpt_neo(c: Keys) -> dict[str, Any]:
+    """GPTNeoForCausalLM: GPT-2's block without score scaling, q/k/v without biases (out_proj with one), and
+    attention_types alternating global layers with local ones of window_size (tfm's window: keys t - w + 1 .. t)."""
+    d, N, H = c.count("hidden_size"), c.count("num_layers"), c.count("num_heads")
+    kinds = c.data.get("attention_types", [[["global", "local"], N // 2]])
+    try:
+        layers = [kind for pattern, times in kinds for _ in range(times) for kind in pattern]
+    except (TypeError, ValueError):
+        raise c.fail("attention_types", kinds, "a list of [[kinds...], times] pairs") from None
+    if len(layers) != N or not set(layers) <= {"global", "local"}:
+        raise c.fail("attention_types", kinds, f"{N} layers of 'global' or 'local' (num_layers)")
+    window: dict[str, Any] = {} if "local" not in layers else {"window": c.count("window_size", 256)}
+    if window and "global" in layers:
+        window["attention_layers"] = ["full" if kind == "global" else "sliding" for kind in layers]
+    return CAUSAL_PRE | window | {
+        "N": N, "H": H, "m": whole_heads(c, d, H, "hidden_size", "num_heads"), "d": d,
+        "r": c.count("intermediate_size", 4 * d), "V": c.count("vocab_size"),
+        "tie_embeddings": c.flag("tie_word_embeddings", True), "scale": "none", "positional": "learned",
+        "max_len": c.count("max_position_embeddings", 2048), "norm_eps": c.number("layer_norm_epsilon", 1e-5),
+        "out_bias": True, "activation": activation(c, "activation_function", "gelu_new"),
+    }  # fmt: skip
+
+
 def bert(c: Keys) -> dict[str, Any]:
     """BertModel: post-norm, learned positions and token types, a norm of the embeddings, a pooler, no head."""
     kind = c.text("position_embedding_type", "absolute")
@@ -248,6 +271,7 @@ def _layer_windows(c: Keys, N: int) -> dict[str, Any]:
 FAMILIES = {
     "gpt2": ("GPT2LMHeadModel", gpt2), "bert": ("BertModel", bert), "roberta": ("RobertaModel", roberta),
     "xlm-roberta": ("XLMRobertaModel", roberta), "distilbert": ("DistilBertModel", distilbert),
+    "gpt_neo": ("GPTNeoForCausalLM", gpt_neo),
     "llama": ("LlamaForCausalLM", llama),
     "mistral": ("MistralForCausalLM", mistral), "mixtral": ("MixtralForCausalLM", mixtral),
     "qwen2": ("Qwen2ForCausalLM", qwen2), "qwen3": ("Qwen3ForCausalLM", qwen3), "gemma": ("GemmaForCausalLM", gemma),

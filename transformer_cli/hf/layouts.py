@@ -251,6 +251,22 @@ BERT = Family(
 )  # fmt: skip
 
 
+def _gpt_neo_names() -> dict[str, str]:
+    names: dict[str, str] = {}
+    for x, proj in (("Q", "q_proj"), ("K", "k_proj"), ("V", "v_proj"), ("O", "out_proj")):
+        names |= _linear("attention.{}_" + x, f"attn.attention.{proj}")
+    names |= _linear("ff.{}1", "mlp.c_fc") | _linear("ff.{}2", "mlp.c_proj")
+    return names | _norm("norm1", "ln_1") | _norm("norm2", "ln_2")
+
+
+GPT_NEO = Family(
+    "transformer.h.{i}.",
+    _gpt_neo_names(),
+    {"embedding.E": "transformer.wte.weight", "positional.P": "transformer.wpe.weight", "head.W": "lm_head.weight"}
+    | _norm("final_norm", "transformer.ln_f"),
+)  # fmt: skip
+
+
 def _distilbert_names() -> dict[str, str]:
     names: dict[str, str] = {}
     for x, proj in (("Q", "q_lin"), ("K", "k_lin"), ("V", "v_lin"), ("O", "out_lin")):

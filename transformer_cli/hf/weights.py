@@ -26,6 +26,7 @@ from .layouts import (
     BERT,
     DISTILBERT,
     GPT2,
+    GPT_NEO,
     GPT_NEOX,
     LLAMA,
     MIXTRAL,
@@ -42,7 +43,8 @@ from .layouts import (
 )
 
 FAMILIES = {"gpt2": GPT2, "bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "distilbert": DISTILBERT,
-            "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA, "qwen3": LLAMA, "gemma": LLAMA,
+            "gpt_neo": GPT_NEO, "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA, "qwen3": LLAMA,
+            "gemma": LLAMA,
             "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX, "bart": BART}  # fmt: skip
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the

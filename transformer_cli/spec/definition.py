@@ -161,7 +161,7 @@ class Spec:
         metadata=_key(
             "bool",
             "the output projection's bias b_O [default: attention_bias]; false with attention_bias "
-            "true gives biases on q, k, v only (Qwen2)",
+            "true gives biases on q, k, v only (Qwen2), true with attention_bias false b_O alone (GPT-Neo)",
         ),
     )
     norm_bias: bool = field(default=True, metadata=_key("bool", "layernorm's beta; false: gamma only (OLMo-style)"))

@@ -162,8 +162,8 @@ def spec_from_mapping(data: Any, source: str = "spec") -> Spec:
 
 
 def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
-    if "out_bias" in data and not spec.attention_bias:
-        raise _fail(source, "out_bias", data["out_bias"], "no out_bias unless attention_bias is true")
+    if data.get("out_bias") is False and not spec.attention_bias:
+        raise _fail(source, "out_bias", False, "no out_bias: false unless attention_bias is true (no bias to drop)")
     if "norm_bias" in data and spec.norm_type != "layernorm":
         raise _fail(source, "norm_bias", data["norm_bias"], "no norm_bias unless norm_type is layernorm")
     if spec.norm_plus_one and spec.norm_type != "rmsnorm":
