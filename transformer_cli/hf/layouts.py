@@ -233,13 +233,21 @@ GPT2 = Family(
 )  # fmt: skip
 
 
-def _bert_names() -> dict[str, str]:
+def _plain_block_names(attention: tuple[str, str, str, str], ff: tuple[str, str], norms: tuple[str, str]
+                       ) -> dict[str, str]:  # fmt: skip
+    """A block with a plain feedforward: the checkpoint's names of W_Q, W_K, W_V, W_O, of W1, W2, and of the norms
+    around attention and the feedforward (weights and biases each)."""
     names: dict[str, str] = {}
-    for x, proj in (("Q", "attention.self.query"), ("K", "attention.self.key"), ("V", "attention.self.value"),
-                    ("O", "attention.output.dense")):  # fmt: skip
+    for x, proj in zip("QKVO", attention, strict=True):
         names |= _linear("attention.{}_" + x, proj)
-    names |= _linear("ff.{}1", "intermediate.dense") | _linear("ff.{}2", "output.dense")
-    return names | _norm("norm1", "attention.output.LayerNorm") | _norm("norm2", "output.LayerNorm")
+    names |= _linear("ff.{}1", ff[0]) | _linear("ff.{}2", ff[1])
+    return names | _norm("norm1", norms[0]) | _norm("norm2", norms[1])
+
+
+def _bert_names() -> dict[str, str]:
+    return _plain_block_names(("attention.self.query", "attention.self.key", "attention.self.value",
+                               "attention.output.dense"), ("intermediate.dense", "output.dense"),
+                              ("attention.output.LayerNorm", "output.LayerNorm"))  # fmt: skip
 
 
 BERT = Family(
@@ -252,11 +260,8 @@ BERT = Family(
 
 
 def _gpt_neo_names() -> dict[str, str]:
-    names: dict[str, str] = {}
-    for x, proj in (("Q", "q_proj"), ("K", "k_proj"), ("V", "v_proj"), ("O", "out_proj")):
-        names |= _linear("attention.{}_" + x, f"attn.attention.{proj}")
-    names |= _linear("ff.{}1", "mlp.c_fc") | _linear("ff.{}2", "mlp.c_proj")
-    return names | _norm("norm1", "ln_1") | _norm("norm2", "ln_2")
+    attention = ("attn.attention.q_proj", "attn.attention.k_proj", "attn.attention.v_proj", "attn.attention.out_proj")
+    return _plain_block_names(attention, ("mlp.c_fc", "mlp.c_proj"), ("ln_1", "ln_2"))
 
 
 GPT_NEO = Family(
@@ -268,11 +273,8 @@ GPT_NEO = Family(
 
 
 def _distilbert_names() -> dict[str, str]:
-    names: dict[str, str] = {}
-    for x, proj in (("Q", "q_lin"), ("K", "k_lin"), ("V", "v_lin"), ("O", "out_lin")):
-        names |= _linear("attention.{}_" + x, f"attention.{proj}")
-    names |= _linear("ff.{}1", "ffn.lin1") | _linear("ff.{}2", "ffn.lin2")
-    return names | _norm("norm1", "sa_layer_norm") | _norm("norm2", "output_layer_norm")
+    attention = ("attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin")
+    return _plain_block_names(attention, ("ffn.lin1", "ffn.lin2"), ("sa_layer_norm", "output_layer_norm"))
 
 
 DISTILBERT = Family(
