@@ -184,6 +184,28 @@ def yarn_attention_factor(factor: float, mscale: float | None, mscale_all_dim: f
     return m(factor)
 
 
+def dynamic_frequencies(rot: int, theta: float, factor: float, original: int, length: int) -> Array:
+    """Dynamic NTK scaling (as transformers' _compute_dynamic_ntk_parameters): for a pass whose last position is
+    L - 1 with L past the original context, the base grows to theta ((factor L / original) - (factor - 1))^(rot /
+    (rot - 2)); up to the original context it is theta. In float64: (rot/2,)."""
+    L = max(length, original)
+    base = theta * ((factor * L / original) - (factor - 1)) ** (rot / (rot - 2))
+    return rope_frequencies(rot, base)
+
+
+def longrope_frequencies(rot: int, theta: float, short: tuple[float, ...], long: tuple[float, ...], original: int,
+                         length: int) -> Array:  # fmt: skip
+    """LongRoPE (Phi-3.5, as transformers computes it): pair j's frequency divided by long[j] in a pass whose
+    length L is past the original context, by short[j] up to it (every position of the pass alike). (rot/2,)."""
+    factors = np.asarray(long if length > original else short, dtype=np.float64)
+    return rope_frequencies(rot, theta) / factors
+
+
+def longrope_attention_factor(factor: float, original: int) -> float:
+    """LongRoPE's factor on cos and sin: sqrt(1 + ln(factor) / ln(original)), 1 for factor <= 1."""
+    return 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
+
+
 def rotate_(X: Array, cos: Array, sin: Array, pairing: str) -> Array:
     """Rotary positions, overwriting X: (..., m, n) with cos, sin (rot/2, n), one angle per pair and column.
 

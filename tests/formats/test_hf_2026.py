@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from test_hf_transformers import IDS, TOL, build, exact, relative, theirs, unpadded
+from hf_exact import exact
+from test_hf_transformers import IDS, TOL, build, relative, theirs, unpadded
 
 from transformer_cli import Transformer
 from transformer_cli.cli import app
@@ -39,23 +40,37 @@ def test_robertas_positions_start_after_the_padding_index_and_padding_is_refused
     assert result.exit_code != 0 and f"token id {spec.pad_id} at index (0, 1) is the padding token" in result.stderr
 
 
-@pytest.mark.parametrize("name", ["llama-rope-linear", "llama-rope-yarn", "llama-rope-yarn-mscale-untruncated"])
+SCALED = ["llama-rope-linear", "llama-rope-dynamic", "llama-rope-yarn", "llama-rope-yarn-mscale-untruncated",
+          "phi3-longrope"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SCALED)
 def test_scaled_rotary_frequencies_are_transformers_and_the_scaling_matters(tmp_path, name):
-    """tfm's float64 frequencies and YaRN's factor on cos and sin against transformers' own (its frequencies in
-    float32: to 1e-6), and the control: the same weights without the scaling compute something else."""
+    """tfm's float64 frequencies and YaRN's or LongRoPE's factor on cos and sin against transformers' own (its
+    frequencies in float32: to 1e-6), for passes up to and past the original context (dynamic and longrope
+    choose by the length), and the control: the same weights without the scaling compute something else."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
     from transformer_cli.components.positional import Rotary
 
     model = build(name)
     model.save_pretrained(tmp_path)
     spec = spec_from_config(tmp_path)
-    rotary = next(m for m in model.modules() if type(m).__name__.endswith("RotaryEmbedding"))
     ours = Rotary(spec)
-    assert np.allclose(ours.frequencies(), rotary.inv_freq.double().numpy(), rtol=1e-6, atol=0)
-    assert ours.attention_factor == pytest.approx(rotary.attention_scaling, rel=1e-12)
+    init = ROPE_INIT_FUNCTIONS[model.config.rope_parameters["rope_type"]]
+    for length in (5, 13):  # within and past every original context here (8)
+        inv_freq, factor = init(model.config, None, seq_len=length)
+        assert np.allclose(ours.frequencies(length), inv_freq.double().numpy(), rtol=1e-6, atol=0)
+        assert ours.attention_factor == pytest.approx(factor, rel=1e-12)
+    if spec.rope_scaling in ("dynamic", "longrope"):
+        assert not np.allclose(ours.frequencies(5), ours.frequencies(13), rtol=1e-3)
     reference = theirs(exact(model), IDS)
     weights = load_weights(tmp_path, spec)
     assert relative(Transformer(spec, weights)(IDS), reference) < TOL
     assert relative(Transformer(replace(spec, rope_scaling="none"), weights)(IDS), reference) > 1e-3
+    if spec.rope_scaling in ("dynamic", "longrope"):  # the pass of 13 chose its frequencies by its length
+        short = replace(spec, rope_original_max_len=64)
+        assert relative(Transformer(short, weights)(IDS), reference) > 1e-3
 
 
 @pytest.mark.parametrize("name", ["qwen2-sliding-some-layers", "qwen3-layer_types", "gpt_neo-global-local"])
@@ -73,7 +88,8 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", ["roberta", "xlm-roberta-pad-3", "distilbert", "distilbert-sinusoidal-relu",
-                                  "llama-rope-linear", "llama-rope-yarn", "qwen2-sliding-some-layers",
+                                  "llama-rope-linear", "llama-rope-dynamic", "llama-rope-yarn", "phi3-longrope",
+                                  "qwen2-sliding-some-layers",
                                   "gpt_neo-global-local", "gpt_neo-local-untied"])  # fmt: skip
 def test_verify_and_attention_take_the_new_families_folders(tmp_path, name, runner):
     """The properties as theory predicts them, on the checkpoint's own weights, and one block's attention maps."""

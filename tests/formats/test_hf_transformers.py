@@ -10,11 +10,12 @@ tfm's own conversion back to a folder are loaded by transformers.
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
-from test_transformers import _float64_gemma_rms_norm, _float64_rms_norm, _float64_router, _randomised
+from hf_exact import exact
+from hf_models import MODELS
+from test_transformers import _randomised
 
 from transformer_cli import Transformer, count_params
 from transformer_cli.cli import app
@@ -25,92 +26,6 @@ torch = pytest.importorskip("torch", reason="PyTorch is the transformers library
 transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
 
 TOL = 1e-10
-SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
-             max_position_embeddings=64, rms_norm_eps=1e-5)  # fmt: skip
-
-MODELS = {  # name: (config class, model class, config) — every model_type and its layout variants
-    "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(vocab_size=97, n_embd=32, n_layer=2, n_head=4, n_positions=64)),
-    "gpt2-untied": ("GPT2Config", "GPT2LMHeadModel", dict(vocab_size=97, n_embd=32, n_layer=2, n_head=4,
-                                                         n_positions=64, n_inner=36, tie_word_embeddings=False)),
-    "bert": ("BertConfig", "BertModel", dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                             intermediate_size=40, max_position_embeddings=64)),
-    "roberta": ("RobertaConfig", "RobertaModel", dict(vocab_size=97, hidden_size=32, num_hidden_layers=2,
-                                                      num_attention_heads=4, intermediate_size=40, pad_token_id=1,
-                                                      max_position_embeddings=66, type_vocab_size=1,
-                                                      layer_norm_eps=1e-5)),
-    "xlm-roberta-pad-3": ("XLMRobertaConfig", "XLMRobertaModel", dict(vocab_size=97, hidden_size=32,
-                                                                      num_hidden_layers=2, num_attention_heads=4,
-                                                                      intermediate_size=40, pad_token_id=3,
-                                                                      max_position_embeddings=40)),
-    "distilbert": ("DistilBertConfig", "DistilBertModel", dict(vocab_size=97, dim=32, n_layers=2, n_heads=4,
-                                                              hidden_dim=40, max_position_embeddings=64)),
-    "distilbert-sinusoidal-relu": ("DistilBertConfig", "DistilBertModel", dict(
-        vocab_size=97, dim=32, n_layers=2, n_heads=4, hidden_dim=40, max_position_embeddings=64,
-        sinusoidal_pos_embds=True, activation="relu")),
-    "gpt_neo-global-local": ("GPTNeoConfig", "GPTNeoForCausalLM", dict(
-        vocab_size=97, hidden_size=32, num_layers=2, num_heads=4, max_position_embeddings=64, window_size=4,
-        attention_types=[[["global", "local"], 1]], attn_implementation="eager")),  # (it has no SDPA)
-    "gpt_neo-local-untied": ("GPTNeoConfig", "GPTNeoForCausalLM", dict(
-        vocab_size=97, hidden_size=32, num_layers=2, num_heads=4, max_position_embeddings=64, window_size=3,
-        attention_types=[[["local"], 2]], intermediate_size=40, tie_word_embeddings=False,
-        attn_implementation="eager")),
-    "llama": ("LlamaConfig", "LlamaForCausalLM", SMALL | dict(num_key_value_heads=2, rope_theta=10000.0)),
-    "llama-mqa-tied-wide-heads": ("LlamaConfig", "LlamaForCausalLM",
-                                  SMALL | dict(num_key_value_heads=1, head_dim=12, tie_word_embeddings=True,
-                                               attention_bias=True, mlp_bias=True, intermediate_size=37)),
-    "llama3-rope-scaling": ("LlamaConfig", "LlamaForCausalLM",
-                            SMALL | dict(num_key_value_heads=4, rope_parameters=dict(
-                                rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0,
-                                high_freq_factor=4.0, original_max_position_embeddings=16))),
-    "llama-rope-linear": ("LlamaConfig", "LlamaForCausalLM", SMALL | dict(
-        num_key_value_heads=2, rope_parameters=dict(rope_type="linear", rope_theta=10000.0, factor=2.5))),
-    "llama-rope-yarn": ("LlamaConfig", "LlamaForCausalLM",  # Qwen2.5's kind: past an original context of 8
-                        SMALL | dict(num_key_value_heads=2, rope_parameters=dict(
-                            rope_type="yarn", rope_theta=10000.0, factor=4.0, original_max_position_embeddings=8))),
-    "llama-rope-yarn-mscale-untruncated": ("LlamaConfig", "LlamaForCausalLM",  # DeepSeek's mscale, gpt-oss's ramp
-                                           SMALL | dict(num_key_value_heads=4, rope_parameters=dict(
-                                               rope_type="yarn", rope_theta=500.0, factor=8.0, mscale=0.707,
-                                               mscale_all_dim=1.0, beta_fast=16.0, beta_slow=2.0, truncate=False,
-                                               original_max_position_embeddings=6))),
-    "mistral": ("MistralConfig", "MistralForCausalLM", SMALL | dict(num_key_value_heads=2, sliding_window=4)),
-    "mixtral": ("MixtralConfig", "MixtralForCausalLM",
-                SMALL | dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
-                             experts_implementation="eager")),
-    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", SMALL | dict(num_key_value_heads=2)),
-    "qwen2-sliding-some-layers": ("Qwen2Config", "Qwen2ForCausalLM",
-                                  SMALL | dict(num_key_value_heads=2, num_hidden_layers=3, use_sliding_window=True,
-                                               sliding_window=4, max_window_layers=1)),
-    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", SMALL | dict(num_key_value_heads=2, head_dim=8)),
-    "qwen3-layer_types": ("Qwen3Config", "Qwen3ForCausalLM",
-                          SMALL | dict(num_key_value_heads=2, head_dim=8, num_hidden_layers=3, use_sliding_window=True,
-                                       sliding_window=3, layer_types=["sliding_attention", "full_attention",
-                                                                      "sliding_attention"])),
-    "gemma": ("GemmaConfig", "GemmaForCausalLM", SMALL | dict(num_key_value_heads=1, head_dim=12,
-                                                              hidden_activation="gelu_pytorch_tanh")),
-    "phi": ("PhiConfig", "PhiForCausalLM", dict(vocab_size=97, hidden_size=40, intermediate_size=48,
-                                                num_hidden_layers=2, num_attention_heads=4,
-                                                max_position_embeddings=64, partial_rotary_factor=0.4)),
-    "phi-qk-layernorm": ("PhiConfig", "PhiForCausalLM", dict(vocab_size=97, hidden_size=32, intermediate_size=48,
-                                                             num_hidden_layers=2, num_attention_heads=4,
-                                                             max_position_embeddings=64, qk_layernorm=True)),
-    "phi3": ("Phi3Config", "Phi3ForCausalLM", SMALL | dict(num_key_value_heads=2, pad_token_id=0)),
-    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM",
-                 dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
-                      max_position_embeddings=64, rotary_pct=0.25, hidden_act="gelu")),
-    "gpt_neox-sequential": ("GPTNeoXConfig", "GPTNeoXForCausalLM",
-                            dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
-                                 num_attention_heads=4, max_position_embeddings=64, use_parallel_residual=False)),
-    "falcon-7b": ("FalconConfig", "FalconForCausalLM",
-                  dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, multi_query=True,
-                       parallel_attn=True, bias=False, max_position_embeddings=64)),
-    "falcon-40b": ("FalconConfig", "FalconForCausalLM",
-                   dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_kv_heads=2,
-                        new_decoder_architecture=True, bias=False, max_position_embeddings=64,
-                        tie_word_embeddings=False)),
-    "falcon-sequential-mha": ("FalconConfig", "FalconForCausalLM",
-                              dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                   multi_query=False, parallel_attn=False, bias=True, max_position_embeddings=64)),
-}  # fmt: skip
 
 
 def build(name: str):
@@ -120,75 +35,6 @@ def build(name: str):
     model = getattr(transformers, model_class)(cfg)
     _randomised(model)
     return model.double().eval()
-
-
-def _inv_freq(cfg, rotated: int) -> torch.Tensor:
-    """The rotary inverse frequencies in float64, by transformers' formulas (default, llama3, linear, yarn)."""
-    params = cfg.rope_parameters
-    freq = 1.0 / params["rope_theta"] ** (torch.arange(0, rotated, 2, dtype=torch.float64) / rotated)
-    if params.get("rope_type") == "linear":
-        return freq / params["factor"]
-    if params.get("rope_type") == "yarn":  # _compute_yarn_parameters, in float64
-        base, factor, original = params["rope_theta"], params["factor"], params["original_max_position_embeddings"]
-
-        def pair(rotations):
-            return rotated * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
-
-        low, high = pair(params.get("beta_fast") or 32), pair(params.get("beta_slow") or 1)
-        if params.get("truncate", True):
-            low, high = math.floor(low), math.ceil(high)
-        low, high = max(low, 0), min(high, rotated - 1)
-        ramp = ((torch.arange(rotated // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
-        return freq / factor * ramp + freq * (1 - ramp)
-    if params.get("rope_type", "default") == "llama3":  # _compute_llama3_parameters, in float64
-        factor, low, high = params["factor"], params["low_freq_factor"], params["high_freq_factor"]
-        original = params["original_max_position_embeddings"]
-        wavelength = 2 * math.pi / freq
-        scaled = torch.where(wavelength > original / low, freq / factor, freq)
-        smooth = (original / wavelength - low) / (high - low)
-        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
-        medium = ~(wavelength < original / high) * ~(wavelength > original / low)
-        freq = torch.where(medium, smoothed, scaled)
-    return freq
-
-
-def exact(model):
-    """transformers' float32 internals recomputed in float64 (the model's own arithmetic otherwise)."""
-    cfg = model.config
-    for module in model.modules():
-        kind = type(module).__name__
-        if kind.endswith("RotaryEmbedding"):
-            inv_freq = _inv_freq(cfg, 2 * module.inv_freq.shape[0])
-            scaling = module.attention_scaling  # a Python float (YaRN's; 1 for the others)
-
-            def forward(x, position_ids, inv_freq=inv_freq, scaling=scaling):
-                freqs = position_ids[..., None].double() * inv_freq
-                emb = torch.cat((freqs, freqs), dim=-1)
-                return (emb.cos() * scaling).to(x.dtype), (emb.sin() * scaling).to(x.dtype)
-
-            module.forward = forward
-        elif kind.endswith("RMSNorm"):
-            norm = _float64_gemma_rms_norm if kind.startswith("Gemma") else _float64_rms_norm
-            module.forward = norm.__get__(module)
-        elif kind.endswith("TopKRouter"):
-            module.forward = _float64_router.__get__(module)
-        elif kind == "GPTNeoSelfAttention":  # its scores in float32 even in a float64 model: here in float64
-            module._attn = _float64_neo_attention.__get__(module)
-        elif hasattr(module, "embed_scale"):  # Gemma's sqrt(d), a float32 constant in the library
-            module.embed_scale = torch.tensor(cfg.hidden_size**0.5, dtype=torch.float64)
-    return model
-
-
-def _float64_neo_attention(self, query, key, value, attention_mask=None):
-    """GPTNeoSelfAttention._attn without its casts to float32."""
-    weights = torch.matmul(query, key.transpose(-1, -2))
-    q, k = query.size(-2), key.size(-2)
-    allowed = self.bias[:, :, k - q : k, :k]
-    weights = torch.where(allowed, weights, torch.tensor(torch.finfo(weights.dtype).min, dtype=weights.dtype))
-    if attention_mask is not None:
-        weights = weights + attention_mask
-    weights = torch.softmax(weights, dim=-1)
-    return torch.matmul(weights, value), weights
 
 
 def theirs(model, ids: np.ndarray) -> np.ndarray:

@@ -251,9 +251,9 @@ def test_a_bad_shard_size_names_its_option(runner, tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["linear", "dynamic", "yarn", "longrope"])
-def test_a_scaled_rope_is_counted_and_planned_and_run_where_tfm_runs_it(runner, tmp_path, kind):
-    """linear and yarn run (their logits: tests/formats/test_hf_transformers.py); dynamic and longrope, whose
-    frequencies depend on the sequence's length, are counted and planned and refused by the forward pass."""
+def test_a_scaled_rope_is_counted_planned_and_run(runner, tmp_path, kind):
+    """Every rope type transformers knows counts as the plain one (no parameters), plans to its stated context and
+    runs (the logits against transformers: tests/formats/test_hf_2026.py)."""
     folder = _folder(tmp_path, runner)
     plain = runner.invoke(app, ["count", str(folder), "--json"])
     scaling = {"rope_type": kind, "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 64}
@@ -261,11 +261,9 @@ def test_a_scaled_rope_is_counted_and_planned_and_run_where_tfm_runs_it(runner, 
         scaling |= {"short_factor": [1.0] * 8, "long_factor": [2.0] * 8}
     _config(folder, lambda c: c | {"rope_parameters": scaling})
     counted = runner.invoke(app, ["count", str(folder), "--json"])
-    assert counted.exit_code == 0, counted.stderr
+    assert counted.exit_code == 0 and not counted.stderr, counted.stderr
     total = lambda result: json.loads(result.stdout)["specs"][0]["total"]  # noqa: E731
     assert total(counted) == total(plain)
-    runs = kind in ("linear", "yarn")
-    assert (f"rope_scaling '{kind}' changes no parameter and no memory" in counted.stderr) is not runs
     planned = runner.invoke(app, ["plan", str(folder), "--memory", "1G", "--json"])
     assert planned.exit_code == 0, planned.stderr
     cap = json.loads(planned.stdout)["fits"]["fused_attention"]["context_cap"]
@@ -273,8 +271,13 @@ def test_a_scaled_rope_is_counted_and_planned_and_run_where_tfm_runs_it(runner, 
     np.save(tmp_path / "ids.npy", np.arange(5))
     for args in (["run", str(folder), "-i", str(tmp_path / "ids.npy")], ["verify", str(folder)]):
         result = runner.invoke(app, args)
-        if runs:
-            assert result.exit_code == 0, (args, result.output)
-            continue
-        error = one_line_error(result)
-        assert f"rope_scaling '{kind}' is counted and planned, but tfm's forward pass does not implement it" in error
+        assert result.exit_code == 0, (args, result.output)
+
+
+def test_longrope_factors_of_the_wrong_length_name_the_key(runner, tmp_path):
+    folder = _folder(tmp_path, runner)
+    scaling = {"rope_type": "longrope", "short_factor": [1.0] * 8, "long_factor": [2.0] * 7}
+    _config(folder, lambda c: c | {"rope_parameters": scaling, "original_max_position_embeddings": 32})
+    error = one_line_error(runner.invoke(app, ["count", str(folder)]))
+    assert error.endswith("key 'rope_parameters.long_factor': got [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0], expected a "
+                          "list of 8 positive numbers"), error  # fmt: skip

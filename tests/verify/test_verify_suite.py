@@ -261,6 +261,30 @@ def test_rotary_positions_that_are_not_relative_are_caught(monkeypatch):
     assert check_relative(setup_for(spec, n=8)).exit_code == ExitCode.VIOLATED  # keys always at 0: absolute
 
 
+LENGTH_ROPES = {
+    "dynamic": dict(rope_scaling="dynamic", rope_factor=4.0, rope_original_max_len=10),
+    "longrope": dict(rope_scaling="longrope", rope_original_max_len=10, rope_short_factor=(1.0, 1.5),
+                     rope_long_factor=(2.0, 7.0)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", LENGTH_ROPES)
+def test_ropes_that_choose_by_length_break_decoding_and_shifts_exactly_past_their_context(kind):
+    """Theory: a pass within L = 10 is plain rope (decoding = parallel, shifts that stay within L change nothing);
+    past L, step t of decoding (a pass t + 1 long) turns its key by other angles than the whole pass does, and a
+    shift across L changes the output; two passes both past L agree for longrope (one long set), not for dynamic."""
+    spec = Spec(N=2, H=2, m=4, d=8, r=12, scale="sqrt", mask="causal", positional="rope", norm="pre",
+                **LENGTH_ROPES[kind])  # fmt: skip
+    within, past = setup_for(spec, n=4), setup_for(spec, n=12)
+    for check, setup, holds in ((check_decoding, within, True), (check_decoding, past, False),
+                                (check_relative, past, kind == "longrope")):  # fmt: skip
+        result = check(setup)
+        assert result.predicted is holds and result.observed is holds, (check, result.reason)
+        assert result.exit_code == ExitCode(0 if holds else 1)
+    shifted = check_relative(setup_for(spec, n=8))  # shifts of 1, 5, 31 from 8: across L = 10
+    assert shifted.predicted is False and shifted.observed is False and "past L = 10" in shifted.reason
+
+
 def test_learned_positions_with_no_room_to_shift_are_inconclusive():
     spec = Spec(N=1, H=2, m=4, d=8, r=12, positional="learned", max_len=8)
     result = check_relative(setup_for(spec, n=8))

@@ -257,17 +257,6 @@ def is_hugging_face(path: Path) -> bool:
     return path.is_dir() or path.suffix.lower() == ".json"
 
 
-def warn_not_run(spec: Spec) -> None:
-    """Say on stderr that a figure is exact but the model cannot run in tfm yet (a rope scaling not implemented)."""
-    from ..spec.definition import NOT_RUN
-    from ..text import escaped as shown
-
-    if spec.rope_scaling in NOT_RUN:
-        err.print(f"warning: {shown(spec.label)}: rope_scaling '{spec.rope_scaling}' changes no parameter and no "
-                  "memory, so these figures are exact; tfm's forward pass does not run it yet", soft_wrap=True,
-                  highlight=False)  # fmt: skip
-
-
 def weights_of(spec_path: Path | None, weights: Path | None) -> Path | None:
     """The weights a command runs: --weights, else the checkpoint in the Hugging Face folder given as the spec,
     else None (seeded weights)."""

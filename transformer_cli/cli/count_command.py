@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import TfmError
-from .common import COST_DTYPE, DType, JsonOpt, app, handled, load, out, print_json, warn_not_run
+from .common import COST_DTYPE, DType, JsonOpt, app, handled, load, out, print_json
 
 
 @app.command()
@@ -61,8 +61,6 @@ def count(
                 f"{'--batch' if batch is not None else '--dtype'} needs --seq-len: it sizes the FLOPs and memory at n"
             )
         loaded = [load(p) for p in specs] if specs else [load(None)]
-        for spec, _ in loaded:
-            warn_not_run(spec)
         counts = [(count_params(spec), source) for spec, source in loaded]
         paths: list[Path | None] = list(specs) if specs else [None]
         checkpoints = [_checkpoint(p, spec) for p, (spec, _) in zip(paths, loaded, strict=True)]

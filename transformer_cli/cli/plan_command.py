@@ -14,7 +14,7 @@ from ..analysis.serving import KERNELS, WEIGHT_DTYPES, context_cap
 from ..analysis.training import OPTIMIZERS
 from ..errors import TfmError
 from ..text import escaped as shown
-from .common import EXIT_CODES, JsonOpt, SpecArg, app, err, handled, load, out, print_json, spec_json, warn_not_run
+from .common import EXIT_CODES, JsonOpt, SpecArg, app, err, handled, load, out, print_json, spec_json
 from .layout import FitTable
 
 if TYPE_CHECKING:  # only for annotations: `tfm --help` does not import the plan
@@ -76,7 +76,6 @@ def plan(
 
     with handled(json_out):
         spec, _ = load(spec_path)
-        warn_not_run(spec)
         cap = context_cap(spec)
         n = seq_len or min(2048, cap or 2048)
         check_length(spec, n, "--seq-len")  # refused beyond learned positions

@@ -103,6 +103,10 @@ class Component:
         """What in this component depends on absolute positions (so shifting every position changes the output)."""
         return None
 
+    def length_dependent(self, first: int, second: int) -> str | None:
+        """Why passes `first` and `second` positions long compute a position differently (dynamic rope), or None."""
+        return None
+
     def reach(self) -> int | None:
         """How many columns back one pass can see through this component (a sliding window's), or None: all."""
         return None

@@ -13,8 +13,6 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import kernels
-from ..errors import SpecError
-from ..spec.definition import NOT_RUN
 from .base import Component, Pairs, Tensor, Term
 
 ROTARY_PER_ENTRY = 3  # x cos - y sin: two multiplies and an add per rotated entry (the sign is the add's)
@@ -114,65 +112,80 @@ class Rotary(Positions):
     def breaks_equivariance(self) -> str | None:
         return "rotary positions"  # absolute positions t enter each rotation, so T(XP) != T(X)P in general
 
-    def check_runnable(self) -> None:
-        """Refuse a rope scaling tfm counts and plans but cannot run yet (its parameters are not read)."""
-        if self.spec.rope_scaling in NOT_RUN:
-            raise SpecError(
-                f"{self.spec.label}: rope_scaling '{self.spec.rope_scaling}' is counted and planned, but tfm's "
-                "forward pass does not implement it yet (run, verify, attention and bench refuse it)"
-            )
-
-    def frequencies(self) -> np.ndarray:
-        """The rot/2 frequencies f_j, in float64."""
-        self.check_runnable()
+    def frequencies(self, length: int = 0) -> np.ndarray:
+        """The rot/2 frequencies f_j of a pass whose last position is length - 1, in float64 (only dynamic and
+        longrope depend on the length, and only past their original context)."""
         s = self.spec
-        freq = kernels.rope_frequencies(s.rotated_dims, s.rope_theta)
+        rot, theta = s.rotated_dims, s.rope_theta
         if s.rope_scaling == "llama3":
-            freq = kernels.llama3_frequencies(freq, s.rope_factor, s.rope_low_freq_factor, s.rope_high_freq_factor,
-                                             s.rope_original_max_len)  # fmt: skip
-        elif s.rope_scaling == "linear":
-            freq = freq / s.rope_factor
-        elif s.rope_scaling == "yarn":
-            freq = kernels.yarn_frequencies(s.rotated_dims, s.rope_theta, s.rope_factor, s.rope_original_max_len,
-                                            s.rope_beta_fast, s.rope_beta_slow, s.rope_truncate)  # fmt: skip
-        return freq
+            return kernels.llama3_frequencies(kernels.rope_frequencies(rot, theta), s.rope_factor,
+                                              s.rope_low_freq_factor, s.rope_high_freq_factor,
+                                              s.rope_original_max_len)  # fmt: skip
+        if s.rope_scaling == "linear":
+            return kernels.rope_frequencies(rot, theta) / s.rope_factor
+        if s.rope_scaling == "dynamic":
+            return kernels.dynamic_frequencies(rot, theta, s.rope_factor, s.rope_original_max_len, length)
+        if s.rope_scaling == "yarn":
+            return kernels.yarn_frequencies(rot, theta, s.rope_factor, s.rope_original_max_len, s.rope_beta_fast,
+                                            s.rope_beta_slow, s.rope_truncate)  # fmt: skip
+        if s.rope_scaling == "longrope":
+            return kernels.longrope_frequencies(rot, theta, s.rope_short_factor or (), s.rope_long_factor or (),
+                                                s.rope_original_max_len, length)  # fmt: skip
+        return kernels.rope_frequencies(rot, theta)
+
+    def length_dependent(self, first: int, second: int) -> str | None:
+        """Why passes of lengths `first` and `second` turn the same position by different angles, or None."""
+        if self.spec.rope_scaling not in ("dynamic", "longrope"):
+            return None
+        if np.array_equal(self.frequencies(first), self.frequencies(second)):
+            return None
+        L = self.spec.rope_original_max_len
+        return (
+            f"rope_scaling {self.spec.rope_scaling}: the frequencies depend on the pass's length past L = {L} "
+            f"(lengths {first} and {second} differ)"
+        )
 
     @property
     def attention_factor(self) -> float:
-        """What cos and sin are multiplied by: YaRN's attention factor, else 1."""
+        """What cos and sin are multiplied by: YaRN's or LongRoPE's attention factor, else 1."""
         s = self.spec
-        if s.rope_scaling != "yarn":
+        if s.rope_scaling not in ("yarn", "longrope"):
             return 1.0
         if s.rope_attention_factor is not None:
             return s.rope_attention_factor
+        if s.rope_scaling == "longrope":
+            return kernels.longrope_attention_factor(s.rope_factor, s.rope_original_max_len)
         return kernels.yarn_attention_factor(s.rope_factor, s.rope_mscale, s.rope_mscale_all_dim)
 
-    def tables(self, start: int, n: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-        """cos and sin of the angles t * f_j for positions t = start .. start+n-1: each (rot/2, n), in `dtype`.
+    def tables(self, start: int, n: int, dtype: np.dtype, length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """cos and sin of the angles t * f_j for positions t = start .. start+n-1 of a pass `length` long (default
+        start + n): each (rot/2, n), in `dtype`.
 
         The angles are computed in float64 and only then cast, so float32 models lose nothing to the angles.
         """
-        angles = self.frequencies()[:, None] * np.arange(start, start + n, dtype=np.float64)[None, :]
+        freq = self.frequencies(start + n if length is None else length)
+        angles = freq[:, None] * np.arange(start, start + n, dtype=np.float64)[None, :]
         factor = self.attention_factor
-        if factor != 1.0:  # YaRN: both scaled in float64, then cast
+        if factor != 1.0:  # YaRN, LongRoPE: both scaled in float64, then cast
             return (factor * np.cos(angles)).astype(dtype), (factor * np.sin(angles)).astype(dtype)
         return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
 
     def load(self, get: Callable[[str], np.ndarray], dtype: np.dtype) -> None:
         super().load(get, dtype)
-        self.check_runnable()
-        self._tables: tuple = (None, None, None)  # (start, n), cos, sin: the last tables made
+        self._tables: tuple = (None, None, None)  # (start, n, length), cos, sin: the last tables made
 
     def rotate(self, Q: np.ndarray, K: np.ndarray, start: int, key_start: int) -> None:
+        """The pass is as long as its last query or key (dynamic and longrope choose their frequencies by it)."""
+        length = max(start + Q.shape[-1], key_start + K.shape[-1])
         for X, first in ((Q, start), (K, key_start)):
-            kernels.rotate_(X, *self._rotary_tables(first, X.shape[-1]), self.spec.rope_pairing)
+            kernels.rotate_(X, *self._rotary_tables(first, X.shape[-1], length), self.spec.rope_pairing)
 
-    def _rotary_tables(self, start: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def _rotary_tables(self, start: int, n: int, length: int) -> tuple[np.ndarray, np.ndarray]:
         """cos, sin for positions start .. start+n-1, kept for the next call (every block asks for the same)."""
         key, cos, sin = self._tables
-        if key != (start, n):
-            cos, sin = self.tables(start, n, self.dtype)
-            self._tables = ((start, n), cos, sin)  # one assignment: threads see old or new, never a mix
+        if key != (start, n, length):
+            cos, sin = self.tables(start, n, self.dtype, length)
+            self._tables = ((start, n, length), cos, sin)  # one assignment: threads see old or new, never a mix
         return cos, sin
 
 

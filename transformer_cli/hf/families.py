@@ -109,12 +109,13 @@ def _llama_like(c: Keys, G: int | None, head_dim: int | None, eps: float, tie: b
     d, H = c.count("hidden_size"), c.count("num_attention_heads")
     G = G or H
     positions = c.count("max_position_embeddings", max_positions)
+    m = c.count("head_dim", head_dim) or whole_heads(c, d, H)
     return CAUSAL_PRE | {
-        "N": c.count("num_hidden_layers"), "H": H, "m": c.count("head_dim", head_dim) or whole_heads(c, d, H),
+        "N": c.count("num_hidden_layers"), "H": H, "m": m,
         "d": d, "r": c.count("intermediate_size"), "V": c.count("vocab_size"),
         **kv_heads(c, "num_key_value_heads", G, H),
         "tie_embeddings": c.flag("tie_word_embeddings", tie),
-        **rope(c, positions, theta, fraction=partial or 1.0, partial=partial is not None),
+        **rope(c, positions, m, theta, fraction=partial or 1.0, partial=partial is not None),
         "norm_type": "rmsnorm", "norm_eps": c.number("rms_norm_eps", eps),
         "feedforward": "gated", "activation": activation(c, "hidden_act", act, gelu), "ff_bias": False,
     }  # fmt: skip
@@ -179,11 +180,12 @@ def phi(c: Keys) -> dict[str, Any]:
     """PhiForCausalLM: one LayerNorm shared by parallel attention and feedforward, biases, a head with a bias."""
     d, H = c.count("hidden_size"), c.count("num_attention_heads")
     G = c.count("num_key_value_heads", None) or H
+    m = c.count("head_dim", None) or whole_heads(c, d, H)
     return CAUSAL_PRE | {
-        "N": c.count("num_hidden_layers"), "H": H, "m": c.count("head_dim", None) or whole_heads(c, d, H), "d": d,
+        "N": c.count("num_hidden_layers"), "H": H, "m": m, "d": d,
         "r": c.count("intermediate_size"), "V": c.count("vocab_size"), **kv_heads(c, "num_key_value_heads", G, H),
         "tie_embeddings": c.flag("tie_word_embeddings", False), "head_bias": True,
-        **rope(c, c.count("max_position_embeddings", 2048), fraction=0.5, partial=True),
+        **rope(c, c.count("max_position_embeddings", 2048), m, fraction=0.5, partial=True),
         "norm_eps": c.number("layer_norm_eps", 1e-5), "parallel": True, "shared_norm": True,
         "attention_bias": True, "qk_norm": c.flag("qk_layernorm", False),
         "activation": activation(c, "hidden_act", "gelu_new"),
@@ -194,7 +196,7 @@ def gpt_neox(c: Keys) -> dict[str, Any]:
     """GPTNeoXForCausalLM: two LayerNorms, parallel or not, rotary on 25% of each head unless the file says."""
     d, H = c.count("hidden_size"), c.count("num_attention_heads")
     parallel = c.flag("use_parallel_residual", True)
-    rotary = rope(c, c.count("max_position_embeddings", 2048), fraction=0.25, partial=True,
+    rotary = rope(c, c.count("max_position_embeddings", 2048), whole_heads(c, d, H), fraction=0.25, partial=True,
                   theta_keys=("rotary_emb_base",), fraction_keys=("rotary_pct",))  # fmt: skip
     return CAUSAL_PRE | {
         "N": c.count("num_hidden_layers"), "H": H, "m": whole_heads(c, d, H), "d": d, "r": c.count("intermediate_size"),
@@ -216,7 +218,8 @@ def falcon(c: Keys) -> dict[str, Any]:
     return CAUSAL_PRE | {
         "N": c.count("num_hidden_layers", REQUIRED, "n_layer"), "H": H, "m": whole_heads(c, d, H), "d": d,
         "r": c.count("ffn_hidden_size", 4 * d), "V": c.count("vocab_size"), **_falcon_kv(c, H),
-        "tie_embeddings": c.flag("tie_word_embeddings", True), **rope(c, c.count("max_position_embeddings", 2048)),
+        "tie_embeddings": c.flag("tie_word_embeddings", True),
+        **rope(c, c.count("max_position_embeddings", 2048), d // H),
         "norm_eps": c.number("layer_norm_epsilon", 1e-5), "parallel": parallel, "shared_norm": shared,
         "attention_bias": bias, "ff_bias": bias, "activation": activation(c, "activation", "gelu"),
     }  # fmt: skip

@@ -92,6 +92,13 @@ class Keys:
         value = self._get(key, aliases, default, lambda v: _number(v) and v <= 1, "a number in (0, 1]")
         return value if value is None else float(value)
 
+    def numbers(self, key: str, length: int) -> tuple[float, ...]:
+        """A list of `length` positive numbers (LongRoPE's factors, one per rotated pair)."""
+        expected = f"a list of {length} positive numbers"
+        value = self._get(key, (), REQUIRED, lambda v: isinstance(v, list) and len(v) == length
+                          and all(_number(x) for x in v), expected)  # fmt: skip
+        return tuple(float(x) for x in value)
+
     def flag(self, key: str, default: bool) -> bool:
         return self._get(key, (), default, lambda v: isinstance(v, bool), "true or false")
 

@@ -13,8 +13,8 @@ ACTIVATIONS = {
     "silu": "silu", "swish": "silu", "relu": "relu",
 }  # fmt: skip
 
-ROPE_TYPES = ("default", "llama3")  # run exactly
-COUNTED_ROPE_TYPES = ("linear", "dynamic", "yarn", "longrope")  # counted and planned; the forward pass refuses them
+ROPE_TYPES = ("default", "llama3", "linear", "dynamic", "yarn", "longrope")
+STRETCHED = ("linear", "dynamic", "yarn", "longrope")  # their context is longer than the original one
 
 
 def activation(c: Keys, key: str, default: str, gelu: str = "gelu_exact") -> str:
@@ -42,6 +42,7 @@ def kv_heads(c: Keys, key: str, G: int, H: int) -> dict[str, Any]:
 def rope(
     c: Keys,
     max_positions: int,
+    head_dim: int | None,
     theta: float = 10000.0,
     fraction: float = 1.0,
     partial: bool = False,
@@ -59,10 +60,10 @@ def rope(
             raise p.refuse(key, value, "rotary parameters per layer type; tfm's rope is the same in every block")
     type_key = "rope_type" if p.has("rope_type") else "type"
     kind = p.text(type_key, "default")
-    if kind not in ROPE_TYPES + COUNTED_ROPE_TYPES:
-        raise p.refuse(type_key, kind, f"tfm knows the rope types {', '.join(ROPE_TYPES + COUNTED_ROPE_TYPES)}")
+    if kind not in ROPE_TYPES:
+        raise p.refuse(type_key, kind, f"tfm knows the rope types {', '.join(ROPE_TYPES)}")
     out: dict[str, Any] = {"positional": "rope", "context": max_positions}
-    if kind in COUNTED_ROPE_TYPES:
+    if kind in STRETCHED:
         out |= {"rope_scaling": kind, "context": _scaled_context(c, p, kind, max_positions)}
     out["rope_theta"] = p.number("rope_theta", None) or c.number(theta_keys[0], theta, *theta_keys[1:])
     share = p.fraction("partial_rotary_factor", None) or c.fraction(fraction_keys[0], fraction, *fraction_keys[1:])
@@ -75,8 +76,29 @@ def rope(
         out |= _llama3(c, p, max_positions)
     elif kind == "linear":
         out["rope_factor"] = p.number("factor")
+    elif kind == "dynamic":  # transformers grows the base past max_position_embeddings
+        out |= {"rope_factor": p.number("factor"), "rope_original_max_len": max_positions}
     elif kind == "yarn":
         out |= _yarn(c, p, max_positions)
+    elif kind == "longrope":
+        out |= _longrope(c, p, max_positions, head_dim, share or 1.0)
+    return out
+
+
+def _longrope(c: Keys, p: Keys, max_positions: int, head_dim: int | None, share: float) -> dict[str, Any]:
+    """LongRoPE as transformers' _compute_longrope_parameters reads it: the original context from the top level
+    first (Phi-3 saves it there), its short and long factors one per rotated pair, a missing factor as
+    max_position_embeddings over the original context, the attention factor from it unless given."""
+    original = c.count("original_max_position_embeddings", None) or p.count(
+        "original_max_position_embeddings", max_positions
+    )
+    pairs = int((head_dim or 0) * share) // 2
+    out: dict[str, Any] = {"rope_scaling": "longrope", "rope_original_max_len": original,
+                           "rope_factor": p.number("factor", None) or max_positions / original,
+                           "rope_short_factor": list(p.numbers("short_factor", pairs)),
+                           "rope_long_factor": list(p.numbers("long_factor", pairs))}  # fmt: skip
+    if p.number("attention_factor", None):
+        out["rope_attention_factor"] = p.number("attention_factor")
     return out
 
 
@@ -124,4 +146,4 @@ def _llama3(c: Keys, p: Keys, max_positions: int) -> dict[str, Any]:
     }
 
 
-__all__ = ["ACTIVATIONS", "COUNTED_ROPE_TYPES", "ROPE_TYPES", "activation", "kv_heads", "rope", "whole_heads"]
+__all__ = ["ACTIVATIONS", "ROPE_TYPES", "activation", "kv_heads", "rope", "whole_heads"]

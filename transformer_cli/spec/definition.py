@@ -18,7 +18,6 @@ MASKS = ("none", "causal")
 POSITIONALS = ("none", "sinusoidal", "learned", "rope", "relative")
 ROPE_PAIRINGS = ("half", "interleaved")
 ROPE_SCALINGS = ("none", "llama3", "linear", "dynamic", "yarn", "longrope")
-NOT_RUN = ("dynamic", "longrope")  # counted and planned (no parameters, no memory); not yet run
 NORMS = ("none", "pre", "post", "sandwich")
 NORM_TYPES = ("layernorm", "rmsnorm")
 FEEDFORWARDS = ("plain", "gated")
@@ -77,26 +76,40 @@ class Spec:
         default="none",
         metadata=_key(
             "choice",
-            "frequency scaling: llama3 (Llama 3.1), linear (f / factor), yarn (Qwen2.5, DeepSeek, gpt-oss) or "
-            "none; dynamic and longrope are counted and planned, not yet run",
+            "frequency scaling: llama3 (Llama 3.1), linear (f / factor), dynamic (NTK: the base grows with a pass "
+            "past the original context), yarn (Qwen2.5, DeepSeek, gpt-oss), longrope (Phi-3.5) or none",
             ROPE_SCALINGS,
         ),  # fmt: skip
     )
     rope_factor: float = field(
         default=8.0,
-        metadata=_key("posfloat", "llama3: low frequencies divided by this; linear: every frequency; yarn: the "
-                      "context's stretch (interpolated frequencies divided by it)"),
+        metadata=_key("posfloat", "llama3: low frequencies divided by this; linear: every frequency; dynamic: the "
+                      "base's growth rate; yarn: the context's stretch (interpolated frequencies divided by it); "
+                      "longrope: the stretch its attention factor is made from"),
     )  # fmt: skip
     rope_low_freq_factor: float = field(default=1.0, metadata=_key("posfloat", "llama3: wavelength > L / this: scaled"))
     rope_high_freq_factor: float = field(default=4.0, metadata=_key("posfloat", "llama3: wavelength < L / this: kept"))
     rope_original_max_len: int = field(
-        default=8192, metadata=_key("posint", "llama3, yarn: L, the original context length")
+        default=8192,
+        metadata=_key(
+            "posint",
+            "llama3, yarn, longrope: L, the original context length; dynamic: the length past "
+            "which the base grows (transformers' max_position_embeddings)",
+        ),
     )
     rope_attention_factor: float | None = field(
         default=None,
-        metadata=_key("posfloat", "yarn: cos and sin times this [default: 0.1 ln(factor) + 1, or with rope_mscale "
-                      "and rope_mscale_all_dim their ratio of that form (DeepSeek)]"),
+        metadata=_key("posfloat", "yarn, longrope: cos and sin times this [yarn: 0.1 ln(factor) + 1, or with "
+                      "rope_mscale and rope_mscale_all_dim their ratio of that form (DeepSeek); longrope: "
+                      "sqrt(1 + ln(factor) / ln(L))]"),
     )  # fmt: skip
+    rope_short_factor: tuple[float, ...] | None = field(
+        default=None,
+        metadata=_key("floats", "longrope: rot/2 numbers dividing the frequencies of a pass up to L long"),
+    )
+    rope_long_factor: tuple[float, ...] | None = field(
+        default=None, metadata=_key("floats", "longrope: rot/2 numbers dividing the frequencies of a longer pass")
+    )
     rope_beta_fast: float = field(
         default=32.0, metadata=_key("posfloat", "yarn: rotations past which pairs extrapolate")
     )
@@ -297,8 +310,8 @@ class Spec:
     def summary(self) -> str:
         """One line for titles: 'gpt2-small: N=12, H=12, ..., norm=pre'."""
         keys = {k: v for k, v in self.to_dict().items() if k not in LABELS}
-        shown = {k: str(v).lower() if isinstance(v, bool) else "[" + ", ".join(v) + "]" if isinstance(v, list) else v
-                 for k, v in keys.items()}  # fmt: skip
+        shown = {k: str(v).lower() if isinstance(v, bool) else "[" + ", ".join(f"{x:g}" if isinstance(x, float)
+                 else str(x) for x in v) + "]" if isinstance(v, list) else v for k, v in keys.items()}  # fmt: skip
         return f"{escaped(self.label)}: " + ", ".join(f"{k}={v}" for k, v in shown.items())
 
     def variant_keys(self) -> dict[str, Any]:
@@ -330,7 +343,7 @@ class Spec:
         if self.context:
             out["context"] = self.context
         out.update(self.variant_keys())
-        for key in ("attention_layers", "feedforward_layers"):  # a list, as YAML and JSON hold it
+        for key in ("attention_layers", "feedforward_layers", "rope_short_factor", "rope_long_factor"):  # lists
             if key in out:
                 out[key] = list(out[key])
         return out
@@ -357,9 +370,12 @@ DEPENDENT = {
     "max_len": ("positional", ("learned",), True),
     **{key: ("positional", ("rope",), False) for key in ROPE_KEYS},
     **{key: ("rope_scaling", ("llama3",), False) for key in LLAMA3_KEYS},
-    "rope_factor": ("rope_scaling", ("llama3", "linear", "yarn"), False),
-    "rope_original_max_len": ("rope_scaling", ("llama3", "yarn"), False),
+    "rope_factor": ("rope_scaling", ("llama3", "linear", "dynamic", "yarn", "longrope"), False),
+    "rope_original_max_len": ("rope_scaling", ("llama3", "dynamic", "yarn", "longrope"), False),
     **{key: ("rope_scaling", ("yarn",), False) for key in YARN_KEYS},
+    "rope_attention_factor": ("rope_scaling", ("yarn", "longrope"), False),
+    "rope_short_factor": ("rope_scaling", ("longrope",), True),
+    "rope_long_factor": ("rope_scaling", ("longrope",), True),
     "rel_buckets": ("positional", ("relative",), False),
     "rel_max_distance": ("positional", ("relative",), False),
     "position_offset": ("positional", ("learned",), False),

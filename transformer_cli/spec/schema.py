@@ -23,6 +23,11 @@ def _property(name: str) -> dict[str, Any]:
         "bool": {"type": "boolean"},
         "str": {"type": "string"},
         "choice": {"enum": choices},
+        "floats": {
+            "type": "array",
+            "items": {"type": "number", "exclusiveMinimum": 0, "maximum": FLOAT_MAX},
+            "minItems": 1,
+        },
         "layers": {"type": "array", "items": {"enum": choices}, "minItems": 1},
         "scale": {"anyOf": [{"enum": choices}, {"type": "number", "exclusiveMinimum": 0, "maximum": FLOAT_MAX}]},
     }

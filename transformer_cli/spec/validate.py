@@ -29,6 +29,7 @@ def _expected(name: str) -> str:
         "str": "a string",
         "choice": "one of " + ", ".join(choices),
         "scale": "none, sqrt or a positive number",
+        "floats": "a list of positive numbers",
         "layers": f"a list of {' or '.join(choices)}, one per block, or a shorter pattern repeated over the blocks",
     }[kind]
 
@@ -77,6 +78,8 @@ def _valid(name: str, value: Any) -> bool:
         return _is_text(value)
     if kind == "choice":
         return isinstance(value, str) and value in meta["choices"]
+    if kind == "floats":
+        return isinstance(value, (list, tuple)) and len(value) > 0 and all(_is_number(v) and v > 0 for v in value)
     if kind == "layers":
         return (
             isinstance(value, (list, tuple))
@@ -96,6 +99,8 @@ def _declared(name: str, value: Any) -> Any:
         return float(value)
     if kind == "layers" and isinstance(value, list):
         return tuple(value)
+    if kind == "floats" and isinstance(value, (list, tuple)):
+        return tuple(float(v) for v in value)
     return value
 
 
@@ -265,6 +270,17 @@ def _check_rope(spec: Spec, source: str) -> None:
             f"{source}: keys 'm', 'rope_fraction': int(m * rope_fraction) = int({spec.m} * {spec.rope_fraction!r})"
             f" = {rot} rotated dims per head, expected an even number of at least 2"
         )
+    if spec.rope_scaling == "dynamic" and rot == 2:
+        raise SpecError(
+            f"{source}: key 'rope_scaling': 'dynamic' needs more than 2 rotated dims per head (its base's "
+            f"exponent is rot / (rot - 2)), got rot = int({spec.m} * {spec.rope_fraction!r}) = 2"
+        )
+    for key in ("rope_short_factor", "rope_long_factor"):
+        factors = getattr(spec, key)
+        if factors is not None and len(factors) != rot // 2:
+            raise SpecError(
+                f"{source}: key '{key}': got {len(factors)} numbers, expected rot/2 = {rot // 2} (one per rotated pair)"
+            )
     if spec.rope_scaling == "llama3" and not spec.rope_high_freq_factor > spec.rope_low_freq_factor:
         raise SpecError(
             f"{source}: key 'rope_high_freq_factor': got {spec.rope_high_freq_factor!r}, expected more than "

@@ -23,9 +23,10 @@ def check_relative(setup: Setup, expect: str = "holds") -> CheckResult:
     """T(X at positions s..) against T(X at positions 0..) for a few shifts s, with an absolute-position control."""
     spec, n = setup.spec, setup.n
     absolute = [reason for c in components(spec) if (reason := c.absolute_positions()) is not None]
-    predicted = not absolute
     room = (spec.max_len or 0) - n if spec.positional == "learned" else max(SHIFTS)  # learned positions end at max_len
     shifts = [s for s in SHIFTS if s <= room] or ([room] if room > 0 else [])
+    lengths = [why for c in components(spec) for s in shifts[-1:] if (why := c.length_dependent(n, n + s))]
+    predicted = not absolute and not lengths
     setup.require(2)
     X = setup.gaussian(spec.d, n)
     Y0 = setup.model.forward(X)
@@ -39,7 +40,8 @@ def check_relative(setup: Setup, expect: str = "holds") -> CheckResult:
         rows.append([s, err, tol, control, "holds" if within(err, tol) else "breaks"])
     holds = all(row[-1] == "holds" for row in rows)
     observed: bool | None
-    observed, reason = holds, (" and ".join(absolute) + " depend on absolute positions") if absolute else (
+    reasons = [" and ".join(absolute) + " depend on absolute positions"] if absolute else []
+    observed, reason = holds, "; ".join(reasons + lengths) if not predicted else (
         "no absolute positions: rotary scores depend on t - s only, and nothing else sees a position")  # fmt: skip
     if not shifts:
         observed, reason = None, f"n = {n} = max_len: no room to shift the learned positions"

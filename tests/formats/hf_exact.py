@@ -1,0 +1,89 @@
+"""transformers' float32 steps recomputed in float64, so that its float64 models can be compared with tfm's to 1e-10:
+the rotary angles (every rope type, by transformers' own formulas), RMSNorm, Gemma's sqrt(d), the routers and
+GPT-Neo's scores. Everything else is the model's own arithmetic."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from test_transformers import _float64_gemma_rms_norm, _float64_rms_norm, _float64_router
+
+
+def _inv_freq(cfg, rotated: int, seq_len: int) -> torch.Tensor:
+    """The rotary inverse frequencies in float64 of a pass of seq_len positions, by transformers' formulas (default,
+    llama3, linear, dynamic, yarn, longrope; only dynamic and longrope depend on seq_len)."""
+    params = cfg.rope_parameters
+    base = params["rope_theta"]
+    if params.get("rope_type") == "dynamic":  # _compute_dynamic_ntk_parameters, in float64
+        factor, longest = params["factor"], cfg.max_position_embeddings
+        length = max(seq_len, longest)
+        base = base * ((factor * length / longest) - (factor - 1)) ** (rotated / (rotated - 2))
+    freq = 1.0 / base ** (torch.arange(0, rotated, 2, dtype=torch.float64) / rotated)
+    if params.get("rope_type") == "linear":
+        return freq / params["factor"]
+    if params.get("rope_type") == "longrope":  # _compute_longrope_parameters, in float64
+        long = seq_len > params["original_max_position_embeddings"]
+        return freq / torch.tensor(params["long_factor" if long else "short_factor"], dtype=torch.float64)
+    if params.get("rope_type") == "yarn":  # _compute_yarn_parameters, in float64
+        base, factor, original = params["rope_theta"], params["factor"], params["original_max_position_embeddings"]
+
+        def pair(rotations):
+            return rotated * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+        low, high = pair(params.get("beta_fast") or 32), pair(params.get("beta_slow") or 1)
+        if params.get("truncate", True):
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, rotated - 1)
+        ramp = ((torch.arange(rotated // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+        return freq / factor * ramp + freq * (1 - ramp)
+    if params.get("rope_type", "default") == "llama3":  # _compute_llama3_parameters, in float64
+        factor, low, high = params["factor"], params["low_freq_factor"], params["high_freq_factor"]
+        original = params["original_max_position_embeddings"]
+        wavelength = 2 * math.pi / freq
+        scaled = torch.where(wavelength > original / low, freq / factor, freq)
+        smooth = (original / wavelength - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelength < original / high) * ~(wavelength > original / low)
+        freq = torch.where(medium, smoothed, scaled)
+    return freq
+
+
+def exact(model):
+    """transformers' float32 internals recomputed in float64 (the model's own arithmetic otherwise)."""
+    cfg = model.config
+    for module in model.modules():
+        kind = type(module).__name__
+        if kind.endswith("RotaryEmbedding"):
+            rotated = 2 * module.inv_freq.shape[0]
+            scaling = module.attention_scaling  # a Python float (YaRN's, LongRoPE's; 1 for the others)
+
+            def forward(x, position_ids, rotated=rotated, scaling=scaling):
+                inv_freq = _inv_freq(cfg, rotated, int(position_ids.max()) + 1)
+                freqs = position_ids[..., None].double() * inv_freq
+                emb = torch.cat((freqs, freqs), dim=-1)
+                return (emb.cos() * scaling).to(x.dtype), (emb.sin() * scaling).to(x.dtype)
+
+            module.forward = forward
+        elif kind.endswith("RMSNorm"):
+            norm = _float64_gemma_rms_norm if kind.startswith("Gemma") else _float64_rms_norm
+            module.forward = norm.__get__(module)
+        elif kind.endswith("TopKRouter"):
+            module.forward = _float64_router.__get__(module)
+        elif kind == "GPTNeoSelfAttention":  # its scores in float32 even in a float64 model: here in float64
+            module._attn = _float64_neo_attention.__get__(module)
+        elif hasattr(module, "embed_scale"):  # Gemma's sqrt(d), a float32 constant in the library
+            module.embed_scale = torch.tensor(cfg.hidden_size**0.5, dtype=torch.float64)
+    return model
+
+
+def _float64_neo_attention(self, query, key, value, attention_mask=None):
+    """GPTNeoSelfAttention._attn without its casts to float32."""
+    weights = torch.matmul(query, key.transpose(-1, -2))
+    q, k = query.size(-2), key.size(-2)
+    allowed = self.bias[:, :, k - q : k, :k]
+    weights = torch.where(allowed, weights, torch.tensor(torch.finfo(weights.dtype).min, dtype=weights.dtype))
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    weights = torch.softmax(weights, dim=-1)
+    return torch.matmul(weights, value), weights

@@ -1,0 +1,100 @@
+"""The Hugging Face models the conformance tests build with transformers: every supported model_type and its layout
+variants, small (d = 32, two blocks, 97 tokens) so that a float64 pass takes milliseconds. Each entry is (config
+class, model class, config keys); test_hf_transformers.py's `build` makes the model, random in every parameter."""
+
+from __future__ import annotations
+
+SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
+             max_position_embeddings=64, rms_norm_eps=1e-5)  # fmt: skip
+
+MODELS = {  # name: (config class, model class, config) — every model_type and its layout variants
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(vocab_size=97, n_embd=32, n_layer=2, n_head=4, n_positions=64)),
+    "gpt2-untied": ("GPT2Config", "GPT2LMHeadModel", dict(vocab_size=97, n_embd=32, n_layer=2, n_head=4,
+                                                         n_positions=64, n_inner=36, tie_word_embeddings=False)),
+    "bert": ("BertConfig", "BertModel", dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                             intermediate_size=40, max_position_embeddings=64)),
+    "roberta": ("RobertaConfig", "RobertaModel", dict(vocab_size=97, hidden_size=32, num_hidden_layers=2,
+                                                      num_attention_heads=4, intermediate_size=40, pad_token_id=1,
+                                                      max_position_embeddings=66, type_vocab_size=1,
+                                                      layer_norm_eps=1e-5)),
+    "xlm-roberta-pad-3": ("XLMRobertaConfig", "XLMRobertaModel", dict(vocab_size=97, hidden_size=32,
+                                                                      num_hidden_layers=2, num_attention_heads=4,
+                                                                      intermediate_size=40, pad_token_id=3,
+                                                                      max_position_embeddings=40)),
+    "distilbert": ("DistilBertConfig", "DistilBertModel", dict(vocab_size=97, dim=32, n_layers=2, n_heads=4,
+                                                              hidden_dim=40, max_position_embeddings=64)),
+    "distilbert-sinusoidal-relu": ("DistilBertConfig", "DistilBertModel", dict(
+        vocab_size=97, dim=32, n_layers=2, n_heads=4, hidden_dim=40, max_position_embeddings=64,
+        sinusoidal_pos_embds=True, activation="relu")),
+    "gpt_neo-global-local": ("GPTNeoConfig", "GPTNeoForCausalLM", dict(
+        vocab_size=97, hidden_size=32, num_layers=2, num_heads=4, max_position_embeddings=64, window_size=4,
+        attention_types=[[["global", "local"], 1]], attn_implementation="eager")),  # (it has no SDPA)
+    "gpt_neo-local-untied": ("GPTNeoConfig", "GPTNeoForCausalLM", dict(
+        vocab_size=97, hidden_size=32, num_layers=2, num_heads=4, max_position_embeddings=64, window_size=3,
+        attention_types=[[["local"], 2]], intermediate_size=40, tie_word_embeddings=False,
+        attn_implementation="eager")),
+    "llama": ("LlamaConfig", "LlamaForCausalLM", SMALL | dict(num_key_value_heads=2, rope_theta=10000.0)),
+    "llama-mqa-tied-wide-heads": ("LlamaConfig", "LlamaForCausalLM",
+                                  SMALL | dict(num_key_value_heads=1, head_dim=12, tie_word_embeddings=True,
+                                               attention_bias=True, mlp_bias=True, intermediate_size=37)),
+    "llama3-rope-scaling": ("LlamaConfig", "LlamaForCausalLM",
+                            SMALL | dict(num_key_value_heads=4, rope_parameters=dict(
+                                rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0,
+                                high_freq_factor=4.0, original_max_position_embeddings=16))),
+    "llama-rope-linear": ("LlamaConfig", "LlamaForCausalLM", SMALL | dict(
+        num_key_value_heads=2, rope_parameters=dict(rope_type="linear", rope_theta=10000.0, factor=2.5))),
+    "llama-rope-yarn": ("LlamaConfig", "LlamaForCausalLM",  # Qwen2.5's kind: past an original context of 8
+                        SMALL | dict(num_key_value_heads=2, rope_parameters=dict(
+                            rope_type="yarn", rope_theta=10000.0, factor=4.0, original_max_position_embeddings=8))),
+    "llama-rope-yarn-mscale-untruncated": ("LlamaConfig", "LlamaForCausalLM",  # DeepSeek's mscale, gpt-oss's ramp
+                                           SMALL | dict(num_key_value_heads=4, rope_parameters=dict(
+                                               rope_type="yarn", rope_theta=500.0, factor=8.0, mscale=0.707,
+                                               mscale_all_dim=1.0, beta_fast=16.0, beta_slow=2.0, truncate=False,
+                                               original_max_position_embeddings=6))),
+    "llama-rope-dynamic": ("LlamaConfig", "LlamaForCausalLM",  # the base grows past 8 positions
+                           SMALL | dict(num_key_value_heads=2, max_position_embeddings=8, rope_parameters=dict(
+                               rope_type="dynamic", rope_theta=10000.0, factor=3.0))),
+    "mistral": ("MistralConfig", "MistralForCausalLM", SMALL | dict(num_key_value_heads=2, sliding_window=4)),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM",
+                SMALL | dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+                             experts_implementation="eager")),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", SMALL | dict(num_key_value_heads=2)),
+    "qwen2-sliding-some-layers": ("Qwen2Config", "Qwen2ForCausalLM",
+                                  SMALL | dict(num_key_value_heads=2, num_hidden_layers=3, use_sliding_window=True,
+                                               sliding_window=4, max_window_layers=1)),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", SMALL | dict(num_key_value_heads=2, head_dim=8)),
+    "qwen3-layer_types": ("Qwen3Config", "Qwen3ForCausalLM",
+                          SMALL | dict(num_key_value_heads=2, head_dim=8, num_hidden_layers=3, use_sliding_window=True,
+                                       sliding_window=3, layer_types=["sliding_attention", "full_attention",
+                                                                      "sliding_attention"])),
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", SMALL | dict(num_key_value_heads=1, head_dim=12,
+                                                              hidden_activation="gelu_pytorch_tanh")),
+    "phi": ("PhiConfig", "PhiForCausalLM", dict(vocab_size=97, hidden_size=40, intermediate_size=48,
+                                                num_hidden_layers=2, num_attention_heads=4,
+                                                max_position_embeddings=64, partial_rotary_factor=0.4)),
+    "phi-qk-layernorm": ("PhiConfig", "PhiForCausalLM", dict(vocab_size=97, hidden_size=32, intermediate_size=48,
+                                                             num_hidden_layers=2, num_attention_heads=4,
+                                                             max_position_embeddings=64, qk_layernorm=True)),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", SMALL | dict(num_key_value_heads=2, pad_token_id=0)),
+    "phi3-longrope": ("Phi3Config", "Phi3ForCausalLM",  # Phi-3.5's kind: long factors past 8 positions
+                      SMALL | dict(num_key_value_heads=2, pad_token_id=0, original_max_position_embeddings=8,
+                                   rope_parameters=dict(rope_type="longrope", rope_theta=10000.0,
+                                                        short_factor=[1.0, 1.1, 1.3, 1.5],
+                                                        long_factor=[1.0, 2.0, 4.0, 9.0]))),
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM",
+                 dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
+                      max_position_embeddings=64, rotary_pct=0.25, hidden_act="gelu")),
+    "gpt_neox-sequential": ("GPTNeoXConfig", "GPTNeoXForCausalLM",
+                            dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
+                                 num_attention_heads=4, max_position_embeddings=64, use_parallel_residual=False)),
+    "falcon-7b": ("FalconConfig", "FalconForCausalLM",
+                  dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, multi_query=True,
+                       parallel_attn=True, bias=False, max_position_embeddings=64)),
+    "falcon-40b": ("FalconConfig", "FalconForCausalLM",
+                   dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_kv_heads=2,
+                        new_decoder_architecture=True, bias=False, max_position_embeddings=64,
+                        tie_word_embeddings=False)),
+    "falcon-sequential-mha": ("FalconConfig", "FalconForCausalLM",
+                              dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                   multi_query=False, parallel_attn=False, bias=True, max_position_embeddings=64)),
+}  # fmt: skip
