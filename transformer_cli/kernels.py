@@ -267,6 +267,14 @@ def scaled_queries(Q: Array, scale: float) -> Array:
     return Q * Q.dtype.type(scale) if scale != 1.0 else Q
 
 
+def soft_cap_(X: Array, cap: float) -> Array:
+    """cap tanh(X / cap), overwriting X: every entry then lies in (-cap, cap) (Gemma 2's scores and logits)."""
+    X *= 1.0 / cap
+    np.tanh(X, out=X)
+    X *= cap
+    return X
+
+
 def linear(W: Array, X: Array) -> Array:
     """W X for X of shape (d, b, n): one matrix product over all b*n columns -> (rows of W, b, n)."""
     d, b, n = X.shape
@@ -288,6 +296,7 @@ def attend(
     stop: threading.Event | None = None,
     weights_out: list | None = None,
     scores_out: list | None = None,
+    softcap: float | None = None,
 ) -> Array:
     """Each head's V Softmax(scale K^T Q), a chunk of queries at a time: -> heads (H, m, b, n_q).
 
@@ -297,7 +306,8 @@ def attend(
     keys before a chunk's first window are never touched). `bias(q0, c, k0, k)` adds a position bias (H, c, k)
     to the scores of queries q0.. and keys k0.. (relative positions). `weights_out` receives the weights
     (b, H, n_k, n_q); `scores_out` the scaled scores before any mask, (b, H, n_q, n_k) (the scaling check reads
-    them). Once `stop` is set, the next chunk raises Stopped.
+    them). With `softcap` c, each scaled score s becomes c tanh(s / c) before the mask (Gemma 2). Once `stop` is
+    set, the next chunk raises Stopped.
     """
     b, H, m, n_q = Q.shape
     G, n_k = K.shape[1], K.shape[-1]
@@ -332,6 +342,8 @@ def attend(
             P = np.matmul(rows, K[i, ..., k0:k1]).reshape(H, c, k)  # (H, c, k) scores, queries as rows
             if S is not None:
                 S[i, :, q0:q1, k0:k1] = P
+            if softcap is not None:
+                soft_cap_(P, softcap)
             if mask is not None:
                 P += mask
             if own is not None:

@@ -153,3 +153,29 @@ def test_a_window_counts_only_the_pairs_it_scores():
     pairs = 3 * 4 // 2 + (10 - 3) * 3  # the first w queries see 1 .. w keys, the other 7 see w
     assert forward_flops(spec, 1, 10, causal_pairs=True)["softmax"] == pairs * SOFTMAX_PER_SCORE
     assert forward_flops(spec, 1, 2, causal_pairs=True)["softmax"] == 3 * SOFTMAX_PER_SCORE  # n <= w: all causal
+
+
+def test_soft_capping_is_counted_where_the_pass_caps(monkeypatch):
+    """Gemma 2's caps: 3 FLOPs a capped score (its own row) and 3 a capped logit (in the head's row), counted as
+    the pass calls the cap: over every score it computes (causal chunks, windows) and every logit."""
+    spec = Spec(N=2, H=2, m=4, d=8, r=12, V=11, mask="causal", positional="rope", norm="sandwich", attn_softcap=2.0,
+                logit_softcap=3.0, window=3, attention_layers=["sliding", "full"])  # fmt: skip
+    capped = {"entries": 0}
+    real = layers.soft_cap_
+
+    def counted(X, cap):
+        capped["entries"] += X.size
+        return real(X, cap)
+
+    monkeypatch.setattr(layers, "soft_cap_", counted)
+    b, n = 2, 7
+    Transformer(spec, random_weights(spec), workers=1)(np.zeros((b, n), dtype=np.int64))
+    f, plain = forward_flops(spec, b, n, causal_pairs=True), forward_flops(Spec(**{
+        **spec.to_dict(), "logit_softcap": None, "attn_softcap": None}), b, n, causal_pairs=True)  # fmt: skip
+    scores = f["score soft-capping"]
+    logits = f["output head"] - plain["output head"]
+    assert "score soft-capping" not in plain and logits == 3 * spec.V * b * n
+    # the pass caps whole chunks of scores (each query's keys from its window's start to the chunk's end), at most
+    # the causal pairs' count plus the masked corner of each chunk: the row counts the pairs attention scores
+    assert scores == 3 * (spec.H * (b * (3 * 4 // 2 + 4 * 3)) + spec.H * b * n * (n + 1) // 2)
+    assert 3 * capped["entries"] >= scores + logits

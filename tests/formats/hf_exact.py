@@ -5,15 +5,16 @@ GPT-Neo's scores. Everything else is the model's own arithmetic."""
 from __future__ import annotations
 
 import math
+import sys
 
 import torch
 from test_transformers import _float64_gemma_rms_norm, _float64_rms_norm, _float64_router
 
 
-def _inv_freq(cfg, rotated: int, seq_len: int) -> torch.Tensor:
+def _inv_freq(cfg, rotated: int, seq_len: int, params: dict) -> torch.Tensor:
     """The rotary inverse frequencies in float64 of a pass of seq_len positions, by transformers' formulas (default,
-    llama3, linear, dynamic, yarn, longrope; only dynamic and longrope depend on seq_len)."""
-    params = cfg.rope_parameters
+    llama3, linear, dynamic, yarn, longrope; only dynamic and longrope depend on seq_len), for the rope `params`
+    (the model's, or one layer type's)."""
     base = params["rope_theta"]
     if params.get("rope_type") == "dynamic":  # _compute_dynamic_ntk_parameters, in float64
         factor, longest = params["factor"], cfg.max_position_embeddings
@@ -54,12 +55,14 @@ def exact(model):
     cfg = model.config
     for module in model.modules():
         kind = type(module).__name__
-        if kind.endswith("RotaryEmbedding"):
-            rotated = 2 * module.inv_freq.shape[0]
-            scaling = module.attention_scaling  # a Python float (YaRN's, LongRoPE's; 1 for the others)
+        if kind.endswith("RotaryEmbedding"):  # one set of parameters, or one per layer type (Gemma 3)
 
-            def forward(x, position_ids, rotated=rotated, scaling=scaling):
-                inv_freq = _inv_freq(cfg, rotated, int(position_ids.max()) + 1)
+            def forward(x, position_ids, layer_type=None, module=module):
+                prefix = f"{layer_type}_" if layer_type else ""
+                rotated = 2 * getattr(module, prefix + "inv_freq").shape[0]
+                scaling = getattr(module, prefix + "attention_scaling")  # a Python float (YaRN's, LongRoPE's; or 1)
+                params = cfg.rope_parameters[layer_type] if layer_type else cfg.rope_parameters
+                inv_freq = _inv_freq(cfg, rotated, int(position_ids.max()) + 1, params)
                 freqs = position_ids[..., None].double() * inv_freq
                 emb = torch.cat((freqs, freqs), dim=-1)
                 return (emb.cos() * scaling).to(x.dtype), (emb.sin() * scaling).to(x.dtype)
@@ -70,11 +73,27 @@ def exact(model):
             module.forward = norm.__get__(module)
         elif kind.endswith("TopKRouter"):
             module.forward = _float64_router.__get__(module)
+        elif kind in ("Gemma2Attention", "Gemma3Attention"):  # their eager softmax upcasts to float32
+            sys.modules[type(module).__module__].eager_attention_forward = _float64_eager  # (float32: the same)
         elif kind == "GPTNeoSelfAttention":  # its scores in float32 even in a float64 model: here in float64
             module._attn = _float64_neo_attention.__get__(module)
         elif hasattr(module, "embed_scale"):  # Gemma's sqrt(d), a float32 constant in the library
             module.embed_scale = torch.tensor(cfg.hidden_size**0.5, dtype=torch.float64)
     return model
+
+
+def _float64_eager(module, query, key, value, attention_mask, dropout=0.0, scaling=None, softcap=None, **kwargs):
+    """Gemma 2's and 3's eager_attention_forward with its softmax in the scores' dtype (float32 in float32)."""
+    from transformers.models.gemma2.modeling_gemma2 import repeat_kv
+
+    key, value = repeat_kv(key, module.num_key_value_groups), repeat_kv(value, module.num_key_value_groups)
+    weights = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if softcap is not None:
+        weights = torch.tanh(weights / softcap) * softcap
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    weights = torch.softmax(weights, dim=-1)
+    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
 
 
 def _float64_neo_attention(self, query, key, value, attention_mask=None):

@@ -69,6 +69,16 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                                                       "sliding_attention"])),
     "gemma": ("GemmaConfig", "GemmaForCausalLM", SMALL | dict(num_key_value_heads=1, head_dim=12,
                                                               hidden_activation="gelu_pytorch_tanh")),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM",  # sliding, full, sliding; capped scores and logits
+               SMALL | dict(num_hidden_layers=3, num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=6,
+                            sliding_window=4, attn_logit_softcapping=2.0, final_logit_softcapping=3.0,
+                            attn_implementation="eager")),
+    "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM",  # two sliding layers to one full, their own base
+                    SMALL | dict(num_hidden_layers=3, num_key_value_heads=1, head_dim=12, sliding_window=5,
+                                 sliding_window_pattern=3, rope_parameters={
+                                     "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e5},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 50.0}},
+                                 attn_implementation="eager")),
     "phi": ("PhiConfig", "PhiForCausalLM", dict(vocab_size=97, hidden_size=40, intermediate_size=48,
                                                 num_hidden_layers=2, num_attention_heads=4,
                                                 max_position_embeddings=64, partial_rotary_factor=0.4)),

@@ -73,7 +73,9 @@ def test_scaled_rotary_frequencies_are_transformers_and_the_scaling_matters(tmp_
         assert relative(Transformer(short, weights)(IDS), reference) > 1e-3
 
 
-@pytest.mark.parametrize("name", ["qwen2-sliding-some-layers", "qwen3-layer_types", "gpt_neo-global-local"])
+@pytest.mark.parametrize(
+    "name", ["qwen2-sliding-some-layers", "qwen3-layer_types", "gpt_neo-global-local", "gemma2", "gemma3_text"]
+)
 def test_the_kind_of_each_layer_matters(tmp_path, name):
     """The control for the layers above: the same weights with the window in every block, or in none, compute
     something else than transformers (by far more than the tolerance), so the per-layer kinds were exercised."""
@@ -90,7 +92,7 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
 @pytest.mark.parametrize("name", ["roberta", "xlm-roberta-pad-3", "distilbert", "distilbert-sinusoidal-relu",
                                   "llama-rope-linear", "llama-rope-dynamic", "llama-rope-yarn", "phi3-longrope",
                                   "qwen2-sliding-some-layers",
-                                  "gpt_neo-global-local", "gpt_neo-local-untied"])  # fmt: skip
+                                  "gpt_neo-global-local", "gpt_neo-local-untied", "gemma2", "gemma3_text"])  # fmt: skip
 def test_verify_and_attention_take_the_new_families_folders(tmp_path, name, runner):
     """The properties as theory predicts them, on the checkpoint's own weights, and one block's attention maps."""
     build(name).save_pretrained(tmp_path / "m")
@@ -99,3 +101,29 @@ def test_verify_and_attention_take_the_new_families_folders(tmp_path, name, runn
     np.save(tmp_path / "ids.npy", unpadded(spec_from_config(tmp_path / "m"))[0])
     maps = runner.invoke(app, ["attention", str(tmp_path / "m"), "--input", str(tmp_path / "ids.npy")])
     assert maps.exit_code == 0, maps.output
+
+
+@pytest.mark.parametrize(("name", "off"), [("gemma2", {"attn_softcap": None}), ("gemma2", {"logit_softcap": None}),
+                                          ("gemma2", {"norm": "pre"}), ("gemma3_text", {"rope_local_theta": None}),
+                                          ("gemma3_text", {"qk_norm": False})])  # fmt: skip
+def test_gemmas_own_steps_matter(tmp_path, name, off):
+    """The controls for Gemma 2 and 3: without the score or the logit soft-capping, the output norms of the
+    sandwich, the sliding layers' own rope base or the query/key norms, the same weights compute something else."""
+    model = build(name)
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    weights = load_weights(tmp_path, spec)
+    reference = theirs(exact(model), IDS)
+    assert relative(Transformer(replace(spec, **off), weights)(IDS), reference) > 1e-3
+
+
+def test_soft_capped_logits_stay_within_the_cap(tmp_path):
+    """Gemma 2's cap bounds every logit (tanh; in floats it may reach the cap itself), even for inputs far out;
+    uncapped, the same model exceeds it."""
+    model = build("gemma2")
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    weights = {k: (v * 5 if k == "embedding.E" else v) for k, v in load_weights(tmp_path, spec).items()}
+    capped = Transformer(spec, weights)(IDS)
+    assert np.abs(capped).max() <= spec.logit_softcap
+    assert np.abs(Transformer(replace(spec, logit_softcap=None), weights)(IDS)).max() > spec.logit_softcap

@@ -317,7 +317,7 @@ def test_experts_need_k_of_at_most_E(tmp_path, extra, words):
 @pytest.mark.parametrize(
     ("extra", "words"),
     [("type_vocab: 2\n", "no type_vocab unless the spec has a vocabulary V"),
-     ("V: 10\nhead: false\ntie_embeddings: true\n", "a head for tie_embeddings or head_bias")],
+     ("V: 10\nhead: false\ntie_embeddings: true\n", "a head for tie_embeddings, head_bias or logit_softcap")],
 )  # fmt: skip
 def test_bert_keys_need_a_vocabulary_and_a_head_when_tied(tmp_path, extra, words):
     assert words in error_of(tmp_path, BASE + extra)
@@ -334,3 +334,24 @@ def test_bert_keys_need_a_vocabulary_and_a_head_when_tied(tmp_path, extra, words
 def test_the_padding_token_is_a_token_of_the_vocabulary(tmp_path, extra, message):
     assert error_of(tmp_path, BASE + extra).endswith("/spec.yaml: " + message)
     assert load_spec(write(tmp_path, BASE + "V: 10\npad_id: 0\n")).pad_id == 0  # (0 is a token like any other)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("logit_softcap: 30\n",
+         "key 'logit_softcap': got 30, expected no logit_softcap unless the spec has a vocabulary V"),
+        ("V: 10\nhead: false\nlogit_softcap: 30\n",
+         "key 'head': got false, expected a head for tie_embeddings, head_bias or logit_softcap"),
+        ("attn_softcap: 0\n", "key 'attn_softcap': got 0, expected a positive number"),
+        ("N_enc: 2\nmask: causal\nattn_softcap: 50\n",
+         "key 'attn_softcap': got 50, expected no attn_softcap in an encoder-decoder (N_enc)"),
+        ("positional: rope\nrope_local_theta: 10000\n",
+         "key 'rope_local_theta': got 10000, expected no rope_local_theta without attention_layers (sliding blocks "
+         "beside full ones)"),
+        ("mask: causal\nwindow: 4\nattention_layers: [sliding, full]\nrope_local_theta: 10000\n",
+         "key 'rope_local_theta': got 10000, expected no rope_local_theta unless positional is rope"),
+    ],
+)  # fmt: skip
+def test_gemmas_keys_are_one_line_errors(tmp_path, extra, message):
+    assert error_of(tmp_path, BASE + extra).endswith("/spec.yaml: " + message)

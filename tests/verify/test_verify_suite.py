@@ -256,7 +256,9 @@ def test_shifting_every_position_changes_nothing_exactly_when_positions_are_rela
 
 def test_rotary_positions_that_are_not_relative_are_caught(monkeypatch):
     real = Transformer.rotate
-    monkeypatch.setattr(Transformer, "rotate", lambda self, Q, K, start, key_start=None: real(self, Q, K, start, 0))
+    monkeypatch.setattr(
+        Transformer, "rotate", lambda self, Q, K, start, key_start=None, **kw: real(self, Q, K, start, 0, **kw)
+    )
     spec = Spec(N=1, H=2, m=4, d=8, r=12, mask="causal", positional="rope")
     assert check_relative(setup_for(spec, n=8)).exit_code == ExitCode.VIOLATED  # keys always at 0: absolute
 

@@ -6,7 +6,8 @@ import math
 from dataclasses import fields
 from typing import Any
 
-from ..spec.definition import DEPENDENT, LABELS, Spec
+from ..spec.definition import LABELS, Spec
+from ..spec.dependent import DEPENDENT
 from ..spec.stacks import encoder, source_len
 from .costs import costs
 from .params import count_params

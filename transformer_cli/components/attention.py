@@ -16,6 +16,7 @@ from .. import kernels
 from .base import Component, Pairs, Tensor, Term
 
 SOFTMAX_PER_SCORE = 5  # max, subtract, exp, sum, divide
+SOFT_CAP_PER_ENTRY = 3  # cap tanh(s / cap): a multiply, the tanh, a multiply
 
 
 class MultiHeadAttention(Component):
@@ -100,6 +101,7 @@ class MultiHeadAttention(Component):
         H, G, m, d, N = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d, self.spec.N
         tokens, bias, per_head = b * n, int(self.spec.attention_bias), N * H * pairs.count
         out_bias = int(self.spec.has_out_bias)
+        capped = {"score soft-capping": per_head * SOFT_CAP_PER_ENTRY} if self.spec.attn_softcap else {}
         return {
             "Q/K/V projections": N * (2 * (H + 2 * G) * m * d + bias * (H + 2 * G) * m) * tokens,
             "scores K^T Q": per_head * 2 * m,
@@ -108,7 +110,7 @@ class MultiHeadAttention(Component):
             "weights x V": per_head * 2 * m,
             "output projection": N * (2 * d * H * m + out_bias * d) * tokens,
             "query/key norms": N * self.qk.per_entry * (H + G) * m * tokens if self.spec.qk_norm else 0,
-        }
+        } | capped
 
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         H, G, m, d, N = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d, self.spec.N

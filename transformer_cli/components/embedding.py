@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from .attention import SOFT_CAP_PER_ENTRY
 from .base import Component, Pairs, Tensor, Term
 from .norm import norm_kind
 
@@ -84,7 +85,8 @@ class Head(Component):
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         V, d = self.spec.V or 0, self.spec.d
         scale = d * (self.spec.head_scale != "none")  # T5's d^-1/2 on the final columns
-        return {"output head": (2 * V * d + V * self.spec.head_bias + scale) * b * n}
+        cap = SOFT_CAP_PER_ENTRY * V * (self.spec.logit_softcap is not None)  # Gemma 2's cap tanh(z / cap)
+        return {"output head": (2 * V * d + V * self.spec.head_bias + scale + cap) * b * n}
 
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         return {"linear layers": (self.spec.V or 0) * self.spec.d * b * n}

@@ -170,6 +170,66 @@ def gemma(c: Keys) -> dict[str, Any]:
     return spec | {"attention_bias": c.flag("attention_bias", False), "norm_plus_one": True, "embed_scale": "sqrt"}
 
 
+def gemma2(c: Keys) -> dict[str, Any]:
+    """Gemma2ForCausalLM: Gemma's embedding and GeGLU (hidden_activation), four norms a block (sandwich), scores
+    scaled by query_pre_attn_scalar^-1/2 and soft-capped, logits soft-capped, sliding and full layers alternating
+    (layer_types; by default layer 0 slides)."""
+    caps = {"attn_softcap": c.nullable_number("attn_logit_softcapping", 50.0),
+            "logit_softcap": c.nullable_number("final_logit_softcapping", 30.0)}  # fmt: skip
+    return _gemma_like(c, caps, rope(c, c.count("max_position_embeddings", 8192), c.count("head_dim", 256)), period=2)
+
+
+def gemma3_text(c: Keys) -> dict[str, Any]:
+    """Gemma3ForCausalLM: Gemma 2's block with (1 + gamma) RMSNorms of each query and key head, five sliding
+    layers to one full by default, the sliding layers' own rope base, soft-capping only where the file asks."""
+    full, local = _gemma3_ropes(c, c.count("max_position_embeddings", 131072), c.count("head_dim", 256))
+    caps = {"attn_softcap": c.nullable_number("attn_logit_softcapping", None),
+            "logit_softcap": c.nullable_number("final_logit_softcapping", None)}  # fmt: skip
+    spec = _gemma_like(c, caps | {"qk_norm": True}, full, period=c.count("sliding_window_pattern", 6))
+    if spec.get("attention_layers") and local != spec["rope_theta"]:
+        spec["rope_local_theta"] = local
+    return spec
+
+
+def _gemma_like(c: Keys, extras: dict[str, Any], rotary: dict[str, Any], period: int) -> dict[str, Any]:
+    """Gemma 2 and 3: the block around a sandwich of norms, the scale, the layers' kinds."""
+    if c.flag("use_bidirectional_attention", False):
+        raise c.refuse("use_bidirectional_attention", True, "tfm maps Gemma's causal language model only")
+    d, H = c.count("hidden_size"), c.count("num_attention_heads")
+    m = c.count("head_dim", 256)
+    scalar = c.number("query_pre_attn_scalar", 256)
+    kinds = ["sliding_attention" if (i + 1) % period else "full_attention" for i in range(c.count("num_hidden_layers"))]
+    return CAUSAL_PRE | {
+        "N": c.count("num_hidden_layers"), "H": H, "m": m, "d": d, "r": c.count("intermediate_size"),
+        "V": c.count("vocab_size"), **kv_heads(c, "num_key_value_heads", c.count("num_key_value_heads", 4), H),
+        "tie_embeddings": c.flag("tie_word_embeddings", True), **rotary,
+        "scale": "sqrt" if scalar == m else scalar**-0.5, "norm": "sandwich", "norm_type": "rmsnorm",
+        "norm_eps": c.number("rms_norm_eps", 1e-6), "norm_plus_one": True, "embed_scale": "sqrt",
+        "feedforward": "gated", "activation": activation(c, "hidden_activation", "gelu_pytorch_tanh"),
+        "ff_bias": False, "attention_bias": c.flag("attention_bias", False),
+        **{key: value for key, value in extras.items() if value is not None},
+        **_typed_layers(c, c.count("num_hidden_layers"), c.nullable_count("sliding_window", 4096), kinds),
+    }  # fmt: skip
+
+
+def _gemma3_ropes(c: Keys, max_positions: int, m: int) -> tuple[dict[str, Any], float]:
+    """Gemma 3's rotary keys of the full layers and the sliding layers' base: 5.x's rope_parameters per layer type
+    ({full_attention: {...}, sliding_attention: {...}}), or 4.x's rope_theta, rope_scaling (the full layers') and
+    rope_local_base_freq."""
+    nested = c.nested("rope_parameters")
+    if nested is not None and any(isinstance(v, dict) for v in nested.data.values()):
+        full = nested.nested("full_attention") or Keys({}, c.source, "rope_parameters.full_attention.")
+        local = nested.nested("sliding_attention") or Keys({}, c.source, "rope_parameters.sliding_attention.")
+        kind = local.text("rope_type", "default")
+        if kind != "default":
+            raise local.refuse("rope_type", kind, "tfm's sliding layers turn by their own base without scaling")
+        top = Keys({k: v for k, v in c.data.items() if k not in ("rope_parameters", "rope_scaling")}
+                   | {"rope_parameters": full.data},
+                   c.source)  # fmt: skip
+        return rope(top, max_positions, m, 1e6), local.number("rope_theta", 10000.0)
+    return rope(c, max_positions, m, 1e6), c.number("rope_local_base_freq", 10000.0)
+
+
 def phi3(c: Keys) -> dict[str, Any]:
     """Phi3ForCausalLM: fused qkv_proj and gate_up_proj (the same tensors), an optional window, partial rotary."""
     spec = _llama_like(c, c.count("num_key_value_heads", None), None, 1e-5, False, 4096, partial=1.0)
@@ -253,6 +313,19 @@ def _window(window: int | None) -> dict[str, Any]:
     return {} if window is None else {"window": window}
 
 
+def _typed_layers(c: Keys, N: int, window: int | None, default: list[str]) -> dict[str, Any]:
+    """layer_types (else `default`) as the blocks' attention_layers: a window on the sliding ones."""
+    kinds = c.data.get("layer_types") or default
+    if not isinstance(kinds, list) or len(kinds) != N or not set(kinds) <= {"full_attention", "sliding_attention"}:
+        raise c.fail("layer_types", kinds, f"a list of {N} 'full_attention' or 'sliding_attention'")
+    if "sliding_attention" not in kinds:
+        return {}
+    if window is None:
+        raise c.refuse("sliding_window", None, "sliding layers (layer_types) need a sliding_window")
+    layers = {"attention_layers": ["sliding" if k == "sliding_attention" else "full" for k in kinds]}
+    return _window(window) | (layers if "full_attention" in kinds else {})
+
+
 def _layer_windows(c: Keys, N: int) -> dict[str, Any]:
     """Qwen2/Qwen3: a window only with use_sliding_window, on layers max_window_layers.. (or as layer_types says):
     the blocks' attention_layers where some slide and some do not."""
@@ -278,6 +351,7 @@ FAMILIES = {
     "llama": ("LlamaForCausalLM", llama),
     "mistral": ("MistralForCausalLM", mistral), "mixtral": ("MixtralForCausalLM", mixtral),
     "qwen2": ("Qwen2ForCausalLM", qwen2), "qwen3": ("Qwen3ForCausalLM", qwen3), "gemma": ("GemmaForCausalLM", gemma),
+    "gemma2": ("Gemma2ForCausalLM", gemma2), "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
     "phi": ("PhiForCausalLM", phi), "phi3": ("Phi3ForCausalLM", phi3), "gpt_neox": ("GPTNeoXForCausalLM", gpt_neox),
     "falcon": ("FalconForCausalLM", falcon), "t5": ("T5ForConditionalGeneration", t5),
     "bart": ("BartForConditionalGeneration", bart),

@@ -84,6 +84,10 @@ class Keys:
         """A positive integer, `absent` when the key is missing, None when the file says null."""
         return None if key in self.data and self.data[key] is None else self.count(key, absent)
 
+    def nullable_number(self, key: str, absent: float | None) -> float | None:
+        """A positive number, `absent` when the key is missing, None when the file says null (soft-capping off)."""
+        return None if key in self.data and self.data[key] is None else self.number(key, absent)
+
     def number(self, key: str, default: Any = REQUIRED, *aliases: str) -> Any:
         value = self._get(key, aliases, default, _number, "a positive number")
         return value if value is None else float(value)

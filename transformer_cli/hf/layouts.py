@@ -152,6 +152,14 @@ _LLAMA_GLOBALS = {"embedding.E": "model.embed_tokens.weight", "head.W": "lm_head
 _one = lambda spec: 1  # noqa: E731
 
 LLAMA = Family("model.layers.{i}.", _llama_names(), _LLAMA_GLOBALS)
+# Gemma 2 and 3: four norms a block; post_attention_layernorm is the attention's output norm here, not norm2
+GEMMA2 = Family(
+    "model.layers.{i}.",
+    {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith("norm2")}
+    | _norm("norm1_out", "post_attention_layernorm") | _norm("norm2", "pre_feedforward_layernorm")
+    | _norm("norm2_out", "post_feedforward_layernorm"),
+    _LLAMA_GLOBALS,
+)  # fmt: skip
 MIXTRAL = Family(
     "model.layers.{i}.",
     {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith("ff.")}

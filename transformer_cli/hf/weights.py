@@ -25,6 +25,7 @@ from .encoder_decoder_layouts import BART, t5
 from .layouts import (
     BERT,
     DISTILBERT,
+    GEMMA2,
     GPT2,
     GPT_NEO,
     GPT_NEOX,
@@ -44,7 +45,7 @@ from .layouts import (
 
 FAMILIES = {"gpt2": GPT2, "bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "distilbert": DISTILBERT,
             "gpt_neo": GPT_NEO, "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA, "qwen3": LLAMA,
-            "gemma": LLAMA,
+            "gemma": LLAMA, "gemma2": GEMMA2, "gemma3_text": GEMMA2,
             "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX, "bart": BART}  # fmt: skip
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the

@@ -77,7 +77,7 @@ class Decoder:
 
             def attention(u: Array, blk=blk, cache=cache) -> Array:
                 Q, K, V = model.qkv(blk, u)  # each (b, H, m, 1)
-                model.rotate(Q, K, t + offset, key_start=t)  # the key is cached already turned
+                model.rotate(Q, K, t + offset, key_start=t, blk=blk)  # the key is cached already turned
                 K_all, V_all = cache.store(K, V, keep)  # (b, G, m, t + 1), or w with a window
                 first_key = t + 1 - K_all.shape[-1]  # (a window keeps the latest keys only)
                 heads = model.attend(Q, K_all, V_all, causal=False, positions=(t + offset, first_key))

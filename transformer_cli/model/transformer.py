@@ -24,7 +24,7 @@ from ..components.base import Component
 from ..components.cross import Cross, cross_scale, memory_keys, project, queries, stack_cross
 from ..components.embedding import TokenEmbedding
 from ..components.norm import block_norm, norm_kind
-from ..components.positional import POSITIONALS
+from ..components.positional import POSITIONALS, Positions
 from ..components.residual import Residuals
 from ..errors import SpecError
 from ..kernels import CHUNK_BYTES, Array, check_stop, linear
@@ -57,6 +57,7 @@ class Block:
     qk_norm: tuple | None = None  # the query and the key heads' norm parameters, as (m, 1, 1, 1) columns
     ff: Component | None = None  # the block's feedforward (dense, or routed to experts), which runs it
     window: int | None = None  # the block's sliding window, or None: it sees every earlier key
+    positions: Positions | None = None  # the block's own rotary positions (Gemma 3's local base), or None: the model's
 
 
 class Transformer:
@@ -113,7 +114,11 @@ class Transformer:
         block's own spec (stacks.py), which gives its feedforward and its window."""
         ff = block_feedforward(layer)
         weights = self.attention.prepare(get) | ff.prepare(get) | self.norm.prepare(get)
-        return Block(**weights, ff=ff, window=layer.window)
+        positions = None
+        if (layer.rope_theta, layer.rope_scaling) != (self.spec.rope_theta, self.spec.rope_scaling):
+            positions = POSITIONALS[layer.positional](layer)
+            positions.load(get, self.dtype)
+        return Block(**weights, ff=ff, window=layer.window, positions=positions)
 
     @property
     def P(self) -> Array | None:
@@ -130,9 +135,11 @@ class Transformer:
         """Projections of all heads at once: (d, b, n) -> Q (b, H, m, n), K and V (b, G, m, n), views."""
         return self.attention.qkv(blk, X)
 
-    def rotate(self, Q: Array, K: Array, start: int, key_start: int | None = None) -> None:
-        """Rotary positions, in place: Q's columns at positions start.., K's at key_start.. (default: start)."""
-        self.positional.rotate(Q, K, start, start if key_start is None else key_start)
+    def rotate(self, Q: Array, K: Array, start: int, key_start: int | None = None, blk: Block | None = None) -> None:
+        """Rotary positions, in place: Q's columns at positions start.., K's at key_start.. (default: start); by
+        block `blk`'s own positions where it has them."""
+        positions = blk.positions if blk is not None and blk.positions is not None else self.positional
+        positions.rotate(Q, K, start, start if key_start is None else key_start)
 
     def attend(
         self,
@@ -151,7 +158,9 @@ class Transformer:
         start at `positions` (first query, first key): -> heads (H, m, b, n_q)."""
         bias = None if positions is None else self.positional.bias(*positions)
         scale = self.spec.score_scale if scale is None else scale
-        return kernels.attend(Q, K, V, scale, causal, window, bias, self.chunk_bytes, stop, weights_out, scores_out)
+        softcap = self.spec.attn_softcap
+        return kernels.attend(Q, K, V, scale, causal, window, bias, self.chunk_bytes, stop, weights_out, scores_out,
+                              softcap)  # fmt: skip
 
     def project(self, blk: Block, heads: Array) -> Array:
         """sum_h W_O^h heads_h (+ b_O): (H, m, b, n) -> (d, b, n)."""
@@ -169,7 +178,7 @@ class Transformer:
         """The attention sublayer without its residual: (d, b, n) -> (d, b, n); columns at positions start..;
         `kv_out` (unless None) receives the keys and values, (b, G, m, n) each, rotated."""
         Q, K, V = self.qkv(blk, X)
-        self.rotate(Q, K, start)
+        self.rotate(Q, K, start, blk=blk)
         if kv_out is not None:
             kv_out.append((K, V))
         causal = self.spec.mask == "causal"
@@ -215,6 +224,8 @@ class Transformer:
         logits = linear(self.W_head, X)
         if self.b_head is not None:
             logits += self.b_head
+        if self.spec.logit_softcap is not None:
+            kernels.soft_cap_(logits, self.spec.logit_softcap)
         return logits
 
     def columns(self, X: Array) -> tuple[Array, int]:

@@ -159,6 +159,9 @@ class Spec:
         default=False,
         metadata=_key("bool", "BERT's pooler W_p (d, d), b_p: counted, not part of the output (tanh(W_p x_0 + b_p))"),
     )
+    logit_softcap: float | None = field(
+        default=None, metadata=_key("posfloat", "logits capped as cap tanh(z / cap) (Gemma 2); only with V and a head")
+    )
     embed_scale: str = field(
         default="none", metadata=_key("choice", "embedded columns times sqrt(d) (Gemma); only with V", ("none", "sqrt"))
     )
@@ -202,6 +205,11 @@ class Spec:
             FEEDFORWARD_KINDS,
         ),
     )
+    attn_softcap: float | None = field(
+        default=None,
+        metadata=_key("posfloat", "attention scores capped as cap tanh(s / cap), after the scale and before the mask "
+                      "(Gemma 2)"),
+    )  # fmt: skip
     window: int | None = field(
         default=None, metadata=_key("posint", "sliding window: query t sees keys t - w + 1 .. t (Mistral); causal only")
     )
@@ -214,6 +222,11 @@ class Spec:
             ATTENTION_KINDS,
         ),
     )
+    rope_local_theta: float | None = field(
+        default=None,
+        metadata=_key("posfloat", "rotary base of the sliding blocks, which turn without rope_scaling (Gemma 3's "
+                      "local layers); with rope and attention_layers [default: rope_theta]"),
+    )  # fmt: skip
     G: int | None = field(
         default=None,
         metadata=_key("posint", "key/value heads, each shared by H/G query heads (grouped-query; 1: multi-query)"),
@@ -359,30 +372,6 @@ def shortest_pattern(kinds: list[str] | tuple[str, ...], N: int) -> tuple[str, .
 FIELDS = {f.name: f for f in fields(Spec)}
 REQUIRED = tuple(name for name, f in FIELDS.items() if f.default is MISSING)
 
-ROPE_KEYS = ("rope_theta", "rope_fraction", "rope_pairing", "rope_scaling")
-LLAMA3_KEYS = ("rope_low_freq_factor", "rope_high_freq_factor")
-YARN_KEYS = ("rope_attention_factor", "rope_beta_fast", "rope_beta_slow", "rope_mscale", "rope_mscale_all_dim",
-             "rope_truncate")  # fmt: skip
-
-# Keys that go with a value of another key: (other key, its values, required then). The loader and the
-# JSON Schema (schema.py) both read this table.
-DEPENDENT = {
-    "max_len": ("positional", ("learned",), True),
-    **{key: ("positional", ("rope",), False) for key in ROPE_KEYS},
-    **{key: ("rope_scaling", ("llama3",), False) for key in LLAMA3_KEYS},
-    "rope_factor": ("rope_scaling", ("llama3", "linear", "dynamic", "yarn", "longrope"), False),
-    "rope_original_max_len": ("rope_scaling", ("llama3", "dynamic", "yarn", "longrope"), False),
-    **{key: ("rope_scaling", ("yarn",), False) for key in YARN_KEYS},
-    "rope_attention_factor": ("rope_scaling", ("yarn", "longrope"), False),
-    "rope_short_factor": ("rope_scaling", ("longrope",), True),
-    "rope_long_factor": ("rope_scaling", ("longrope",), True),
-    "rel_buckets": ("positional", ("relative",), False),
-    "rel_max_distance": ("positional", ("relative",), False),
-    "position_offset": ("positional", ("learned",), False),
-    "norm_eps": ("norm", ("pre", "post", "sandwich"), False),
-    "norm_type": ("norm", ("pre", "post", "sandwich"), False),
-}
-
 DEFAULT_SPEC = Spec(N=2, H=4, m=8, d=32, r=64, name="default", description="built-in default spec")
 
 
@@ -394,4 +383,4 @@ def check_length(spec: Spec, n: int, where: str) -> None:
         )
 
 
-__all__ = ["DEFAULT_SPEC", "DEPENDENT", "FIELDS", "REQUIRED", "Spec", "check_length"]
+__all__ = ["DEFAULT_SPEC", "FIELDS", "REQUIRED", "Spec", "check_length"]

@@ -6,7 +6,8 @@ import sys
 from dataclasses import MISSING
 from typing import Any
 
-from .definition import DEPENDENT, FIELDS, REQUIRED
+from .definition import FIELDS, REQUIRED
+from .dependent import DEPENDENT
 
 FLOAT_MAX = sys.float_info.max  # refuses YAML's .inf, as the loader does (JSON itself has no infinity)
 

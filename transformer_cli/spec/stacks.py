@@ -79,9 +79,11 @@ class Stack:
 
     def _spec_of(self, kinds: tuple[str, ...], N: int) -> Spec:
         """The spec of `N` blocks of these kinds: the stack's, with the window or the experts where they have them."""
-        changes: dict = {"N": N, "attention_layers": None, "feedforward_layers": None}
+        changes: dict = {"N": N, "attention_layers": None, "feedforward_layers": None, "rope_local_theta": None}
         if FULL in kinds:
             changes["window"] = None
+        elif SLIDING in kinds and self.spec.rope_local_theta is not None:  # Gemma 3's local layers
+            changes |= {"rope_theta": self.spec.rope_local_theta, "rope_scaling": "none"}
         if DENSE in kinds:
             changes |= {"E": None, "k": None}
         return replace(self.spec, **changes)

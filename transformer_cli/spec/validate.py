@@ -13,7 +13,8 @@ from typing import Any
 
 from ..errors import SpecError
 from ..text import lookalike_hint, shown
-from .definition import DEPENDENT, FIELDS, REQUIRED, Spec
+from .definition import FIELDS, REQUIRED, Spec
+from .dependent import DEPENDENT
 from .yaml12 import MAX_DIGITS, TooLong
 
 
@@ -187,8 +188,8 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "parallel", True, "norm: pre with parallel blocks (both sublayers read the block's input)")
     if "shared_norm" in data and not spec.parallel:
         raise _fail(source, "shared_norm", data["shared_norm"], "no shared_norm unless parallel is true")
-    if spec.V and not spec.head and (spec.tie_embeddings or spec.head_bias):
-        raise _fail(source, "head", False, "a head for tie_embeddings or head_bias")
+    if spec.V and not spec.head and (spec.tie_embeddings or spec.head_bias or spec.logit_softcap):
+        raise _fail(source, "head", False, "a head for tie_embeddings, head_bias or logit_softcap")
     if "V_src" in data and (spec.N_enc is None or spec.V is None):
         raise _fail(
             source, "V_src", data["V_src"], "no V_src unless the spec has an encoder (N_enc) and a vocabulary V"
@@ -199,7 +200,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
     if spec.N_enc is not None:
         _check_encoder_decoder(spec, data, source)
     for key in ("tie_embeddings", "head_bias", "embed_scale", "head", "type_vocab", "embed_norm", "pooler",
-                "head_scale", "pad_id"):  # fmt: skip
+                "head_scale", "pad_id", "logit_softcap"):  # fmt: skip
         if key in data and spec.V is None:
             raise _fail(source, key, data[key], f"no {key} unless the spec has a vocabulary V")
     if spec.H % spec.kv_heads:
@@ -229,6 +230,9 @@ def _check_layers(spec: Spec, data: dict[str, Any], source: str) -> None:
         if set(kinds) == {other}:
             kind = FIELDS[key].metadata["choices"][0]
             raise _fail(source, key, kinds, f"some {kind} block (with every block {other}, drop {needs} and {key})")
+    if "rope_local_theta" in data and spec.attention_layers is None:
+        raise _fail(source, "rope_local_theta", data["rope_local_theta"],
+                    "no rope_local_theta without attention_layers (sliding blocks beside full ones)")  # fmt: skip
     if "attention_layers" in data and spec.positional == "relative":
         raise _fail(source, "attention_layers", data["attention_layers"],
                     "no attention_layers with relative positions (their bias is counted over one window)")  # fmt: skip
@@ -257,7 +261,7 @@ def _check_encoder_decoder(spec: Spec, data: dict[str, Any], source: str) -> Non
         raise _fail(source, "N_enc", spec.N_enc, "mask: causal with an encoder (the decoder's self-attention)")
     if spec.norm == "sandwich":
         raise _fail(source, "norm", "sandwich", "pre, post or none in an encoder-decoder (N_enc)")
-    for key in ("parallel", "E", "window", "type_vocab", "pooler"):
+    for key in ("parallel", "E", "window", "type_vocab", "pooler", "attn_softcap"):
         if key in data and data[key] not in (None, False):
             raise _fail(source, key, data[key], f"no {key} in an encoder-decoder (N_enc)")
 

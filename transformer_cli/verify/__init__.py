@@ -29,6 +29,7 @@ from .experts import check_experts
 from .internals import check_counts, check_softmax
 from .relative import check_relative
 from .scaling import check_scaling
+from .softcap import check_softcap
 
 
 def setup_from_file(
@@ -87,6 +88,7 @@ def checks_of(setup: Setup, weights: Weights) -> list[tuple[str, Callable[[], Ch
         ("decoding", lambda: check_decoding(setup, expect="theory")),
         ("relative", lambda: check_relative(setup, expect="theory")),
         *([("experts", lambda: check_experts(setup, expect="theory"))] if setup.spec.E else []),
+        *([("softcap", lambda: check_softcap(setup))] if setup.spec.attn_softcap or setup.spec.logit_softcap else []),
         ("scaling", lambda: check_scaling(setup, expect="theory")),
     ]
 
@@ -141,6 +143,7 @@ __all__ = [
     "check_decoding",
     "check_equivariance",
     "check_experts",
+    "check_softcap",
     "check_relative",
     "check_scaling",
     "check_softmax",

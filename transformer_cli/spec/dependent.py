@@ -1,0 +1,32 @@
+"""Keys that go with a value of another key (rope_factor with a rope scaling, max_len with learned positions):
+the table the loader (validate.py) and the JSON Schema (schema.py) both read."""
+
+from __future__ import annotations
+
+ROPE_KEYS = ("rope_theta", "rope_fraction", "rope_pairing", "rope_scaling")
+LLAMA3_KEYS = ("rope_low_freq_factor", "rope_high_freq_factor")
+YARN_KEYS = ("rope_attention_factor", "rope_beta_fast", "rope_beta_slow", "rope_mscale", "rope_mscale_all_dim",
+             "rope_truncate")  # fmt: skip
+
+# Keys that go with a value of another key: (other key, its values, required then). The loader and the
+# JSON Schema (schema.py) both read this table.
+DEPENDENT = {
+    "max_len": ("positional", ("learned",), True),
+    **{key: ("positional", ("rope",), False) for key in ROPE_KEYS},
+    **{key: ("rope_scaling", ("llama3",), False) for key in LLAMA3_KEYS},
+    "rope_factor": ("rope_scaling", ("llama3", "linear", "dynamic", "yarn", "longrope"), False),
+    "rope_original_max_len": ("rope_scaling", ("llama3", "dynamic", "yarn", "longrope"), False),
+    **{key: ("rope_scaling", ("yarn",), False) for key in YARN_KEYS},
+    "rope_attention_factor": ("rope_scaling", ("yarn", "longrope"), False),
+    "rope_short_factor": ("rope_scaling", ("longrope",), True),
+    "rope_long_factor": ("rope_scaling", ("longrope",), True),
+    "rope_local_theta": ("positional", ("rope",), False),
+    "rel_buckets": ("positional", ("relative",), False),
+    "rel_max_distance": ("positional", ("relative",), False),
+    "position_offset": ("positional", ("learned",), False),
+    "norm_eps": ("norm", ("pre", "post", "sandwich"), False),
+    "norm_type": ("norm", ("pre", "post", "sandwich"), False),
+}
+
+
+__all__ = ["DEPENDENT"]
