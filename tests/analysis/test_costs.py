@@ -179,3 +179,15 @@ def test_soft_capping_is_counted_where_the_pass_caps(monkeypatch):
     # the causal pairs' count plus the masked corner of each chunk: the row counts the pairs attention scores
     assert scores == 3 * (spec.H * (b * (3 * 4 // 2 + 4 * 3)) + spec.H * b * n * (n + 1) // 2)
     assert 3 * capped["entries"] >= scores + logits
+
+
+@pytest.mark.parametrize("shared_gate", [False, True])
+def test_multiply_adds_of_routed_and_shared_experts_are_counted_as_they_run(monkeypatch, shared_gate):
+    """Qwen-MoE's layout: experts of their own size, a shared expert (gated or not), a dense block beside routed
+    ones: the matrix products the pass runs are the multiply-adds the costs say (each column through k experts)."""
+    spec = Spec(N=3, H=2, m=4, d=8, r=10, E=4, k=2, expert_r=6, shared_r=5, shared_gate=shared_gate,
+                router_renorm=False, feedforward="gated", activation="silu", norm="pre", mask="causal",
+                feedforward_layers=["routed", "dense"])  # fmt: skip
+    model = Transformer(spec, random_weights(spec), workers=1)
+    X = np.random.default_rng(0).normal(size=(2, spec.d, 5))
+    assert 2 * sum(multiply_adds(spec, 2, 5).values()) == direct_count(monkeypatch, model, X)["matmul"]

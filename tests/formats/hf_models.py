@@ -62,6 +62,14 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "qwen2-sliding-some-layers": ("Qwen2Config", "Qwen2ForCausalLM",
                                   SMALL | dict(num_key_value_heads=2, num_hidden_layers=3, use_sliding_window=True,
                                                sliding_window=4, max_window_layers=1)),
+    "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM",  # a shared expert; layer 1 dense (mlp_only_layers)
+                  SMALL | dict(num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=12,
+                               shared_expert_intermediate_size=20, mlp_only_layers=[1],
+                               experts_implementation="eager")),
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",  # renormalised top k, every other layer routed
+                  SMALL | dict(num_key_value_heads=2, head_dim=8, num_hidden_layers=3, num_experts=4,
+                               num_experts_per_tok=2, moe_intermediate_size=12, norm_topk_prob=True,
+                               decoder_sparse_step=2, experts_implementation="eager")),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", SMALL | dict(num_key_value_heads=2, head_dim=8)),
     "qwen3-layer_types": ("Qwen3Config", "Qwen3ForCausalLM",
                           SMALL | dict(num_key_value_heads=2, head_dim=8, num_hidden_layers=3, use_sliding_window=True,

@@ -92,7 +92,8 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
 @pytest.mark.parametrize("name", ["roberta", "xlm-roberta-pad-3", "distilbert", "distilbert-sinusoidal-relu",
                                   "llama-rope-linear", "llama-rope-dynamic", "llama-rope-yarn", "phi3-longrope",
                                   "qwen2-sliding-some-layers",
-                                  "gpt_neo-global-local", "gpt_neo-local-untied", "gemma2", "gemma3_text"])  # fmt: skip
+                                  "gpt_neo-global-local", "gpt_neo-local-untied", "gemma2", "gemma3_text",
+                                  "qwen2_moe", "qwen3_moe"])  # fmt: skip
 def test_verify_and_attention_take_the_new_families_folders(tmp_path, name, runner):
     """The properties as theory predicts them, on the checkpoint's own weights, and one block's attention maps."""
     build(name).save_pretrained(tmp_path / "m")
@@ -127,3 +128,17 @@ def test_soft_capped_logits_stay_within_the_cap(tmp_path):
     capped = Transformer(spec, weights)(IDS)
     assert np.abs(capped).max() <= spec.logit_softcap
     assert np.abs(Transformer(replace(spec, logit_softcap=None), weights)(IDS)).max() > spec.logit_softcap
+
+
+@pytest.mark.parametrize(("name", "off"), [("qwen2_moe", {"router_renorm": True}),
+                                          ("qwen2_moe", {"shared_gate": False}),
+                                          ("qwen3_moe", {"router_renorm": False})])  # fmt: skip
+def test_qwen_moes_routing_and_shared_expert_matter(tmp_path, name, off):
+    """The controls for Qwen-MoE: renormalising the chosen weights (or not, where transformers does), or the shared
+    expert without its sigmoid gate, computes something else from the same weights."""
+    model = build(name)
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    weights = load_weights(tmp_path, spec)
+    reference = theirs(exact(model), IDS)
+    assert relative(Transformer(replace(spec, **off), weights)(IDS), reference) > 1e-3

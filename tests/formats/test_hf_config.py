@@ -319,3 +319,18 @@ def test_the_2026_published_counts_are_exact_where_the_family_is_supported(tmp_p
             spec_from_config(folder)
         return
     assert count_params(spec_from_config(folder)).total == entry["total_params"]
+
+
+# Active parameters per token of the published MoE configs, by hand: the total less the experts a token skips,
+# routed layers x (E - k) x 3 d r_e (gated experts). The model cards say "3.3B activated" (Qwen3-30B-A3B) and
+# "2.7B activated" (Qwen1.5-MoE-A2.7B).
+ACTIVE = {
+    "Qwen3-30B-A3B": 30_532_122_624 - 48 * (128 - 8) * 3 * 2048 * 768,  # 3,353,032,704
+    "Qwen1.5-MoE-A2.7B": 14_315_784_192 - 24 * (60 - 4) * 3 * 2048 * 1408,  # 2,689,173,504
+}
+
+
+@pytest.mark.parametrize("entry", [e for e in REAL_2 if e["name"] in ACTIVE], ids=lambda e: e["name"])
+def test_the_published_moe_configs_active_parameters(tmp_path, entry):
+    folder = _write(tmp_path / entry["name"], {"model_type": entry["model_type"]} | entry["config"])
+    assert count_params(spec_from_config(folder)).active == ACTIVE[entry["name"]]

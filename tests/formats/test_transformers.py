@@ -173,10 +173,11 @@ def test_qwen3_query_and_key_norms_equal_transformers():
     assert _compare(model, spec, _llama_weights(model, cfg, m), 97) < TOL
 
 
-def _float64_router(self, hidden):  # MixtralTopKRouter without its cast to float32
+def _float64_router(self, hidden):  # Mixtral's and Qwen-MoE's TopKRouter without its cast to float32
     logits = torch.nn.functional.linear(hidden.reshape(-1, self.hidden_dim), self.weight)
     top, index = torch.topk(torch.softmax(logits, dim=-1), self.top_k, dim=-1)
-    return logits, top / top.sum(dim=-1, keepdim=True), index
+    renormalise = getattr(self, "norm_topk_prob", True)  # Mixtral always renormalises
+    return logits, top / top.sum(dim=-1, keepdim=True) if renormalise else top, index
 
 
 def test_mixtral_experts_equal_transformers():

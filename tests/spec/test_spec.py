@@ -355,3 +355,17 @@ def test_the_padding_token_is_a_token_of_the_vocabulary(tmp_path, extra, message
 )  # fmt: skip
 def test_gemmas_keys_are_one_line_errors(tmp_path, extra, message):
     assert error_of(tmp_path, BASE + extra).endswith("/spec.yaml: " + message)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("expert_r: 8\n", "key 'expert_r': got 8, expected no expert_r without experts (E)"),
+        ("shared_r: 8\n", "key 'shared_r': got 8, expected no shared_r without experts (E)"),
+        ("router_renorm: false\n", "key 'router_renorm': got false, expected no router_renorm without experts (E)"),
+        ("E: 4\nk: 2\nshared_gate: true\n",
+         "key 'shared_gate': got true, expected no shared_gate without a shared expert (shared_r)"),
+    ],
+)  # fmt: skip
+def test_the_experts_keys_are_one_line_errors(tmp_path, extra, message):
+    assert error_of(tmp_path, BASE + extra).endswith("/spec.yaml: " + message)

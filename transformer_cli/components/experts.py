@@ -1,22 +1,28 @@
-"""A mixture of experts in place of the feedforward (Mixtral): E copies of the feedforward and a router.
+"""A mixture of experts in place of the feedforward (Mixtral, Qwen-MoE): E copies of the feedforward and a router,
+and optionally a shared expert every token goes through.
 
 The router W_r (E, d) scores each column; the k experts with the highest scores process it, and their outputs
 are summed with weights softmax over those k scores (the same as a softmax over all E renormalised on the
-chosen k). Each expert is the spec's feedforward (plain or gated), its tensors stacked on a leading axis E.
+chosen k), or with router_renorm false the softmax over all E read at the chosen k. Each expert is the spec's
+feedforward (plain or gated) of size expert_r, its tensors stacked on a leading axis E. A shared expert
+(shared_r) adds its output to every column's, times sigmoid(w . x) with shared_gate (Qwen2-MoE).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 
+from .. import kernels
 from .attention import SOFTMAX_PER_SCORE
 from .base import Component, Pairs, Tensor, Term
 from .feedforward import FEEDFORWARDS, FeedForward
 
 Get = Callable[[str], np.ndarray]
+SIGMOID_PER_ENTRY = 4  # neg, exp, +1, / (as silu's)
 
 
 class Experts(Component):
@@ -27,14 +33,26 @@ class Experts(Component):
         self.expert = expert
         self.E: int = spec.E
         self.k: int = spec.k
+        self.shared = None if spec.shared_r is None else type(expert)(replace(spec, r=spec.shared_r, E=None, k=None))
 
     def tensors(self, prefix: str) -> list[Tensor]:
         router = Tensor(prefix + "ff.router", (self.E, self.spec.d), "router")
-        return [router] + [Tensor(t.name, (self.E, *t.shape), self.label) for t in self.expert.tensors(prefix)]
+        out = [router] + [Tensor(t.name, (self.E, *t.shape), self.label) for t in self.expert.tensors(prefix)]
+        if self.shared is not None:  # its tensors under ff.shared.: ff.shared.W1, ...
+            out += [Tensor(_shared(t.name), t.shape, "shared expert") for t in self.shared.tensors(prefix)]
+        if self.spec.shared_gate:
+            out.append(Tensor(prefix + "ff.shared.W_gate", (1, self.spec.d), "shared expert"))
+        return out
 
     def terms(self) -> list[Term]:
-        out = [Term(f"E({t.formula})", self.E * t.value, t.scope, t.seed) for t in self.expert.terms()]
-        return out + [Term("Ed", self.E * self.spec.d, "block")]
+        size = "r" if self.spec.expert_r is None else "r_e"
+        out = [Term(f"E({_sized(t.formula, size)})", self.E * t.value, t.scope, t.seed) for t in self.expert.terms()]
+        out.append(Term("Ed", self.E * self.spec.d, "block"))
+        if self.shared is not None:
+            out += [Term(_sized(t.formula, "r_s"), t.value, t.scope) for t in self.shared.terms()]
+        if self.spec.shared_gate:
+            out.append(Term("d", self.spec.d, "block"))
+        return out
 
     def per_expert(self) -> int:
         return sum(t.value for t in self.expert.terms())
@@ -45,22 +63,34 @@ class Experts(Component):
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         ff = {name: self.k * v for name, v in self.expert.flops(b, n, pairs).items()}  # k experts per token
+        if self.shared is not None:  # every token through the shared expert, then added (gated: 2d + 4 more)
+            extra = self.spec.d + (2 * self.spec.d + SIGMOID_PER_ENTRY + self.spec.d) * self.spec.shared_gate
+            shared = self.shared.flops(b, n, pairs)
+            ff = {name: v + shared[name] + self.spec.N * extra * b * n for name, v in ff.items()}
         combine = 2 * self.k * self.spec.d  # weight and add each chosen expert's output
-        router = 2 * self.E * self.spec.d + SOFTMAX_PER_SCORE * self.k  # scores, then a softmax over the chosen k
+        softmax = SOFTMAX_PER_SCORE * (self.k if self.spec.router_renorm else self.E)  # over the chosen k, or all E
+        router = 2 * self.E * self.spec.d + softmax
         return ff | {"router": self.spec.N * (router + combine) * b * n}
 
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         inner = self.expert.multiply_adds(b, n, pairs)["linear layers"]
-        return {"linear layers": self.k * inner + self.spec.N * self.E * self.spec.d * b * n}
+        shared = 0 if self.shared is None else self.shared.multiply_adds(b, n, pairs)["linear layers"]
+        gate = self.spec.N * self.spec.d * b * n * self.spec.shared_gate
+        return {"linear layers": self.k * inner + shared + gate + self.spec.N * self.E * self.spec.d * b * n}
 
     def held_per_token(self) -> int:
-        return self.expert.held_per_token() + self.E + self.spec.d  # an expert's hidden layer, scores, the sum
+        shared = 0 if self.shared is None else self.shared.held_per_token() + self.spec.d  # its hidden layer, output
+        return self.expert.held_per_token() + self.E + self.spec.d + shared  # an expert's hidden layer, scores, sum
 
     def prepare(self, get: Get) -> dict:
         """Each expert's stacked weights on a leading axis E, and the router."""
         experts = [self.expert.prepare(_expert(get, e)) for e in range(self.E)]
         stacked = {key: None if experts[0][key] is None else np.stack([x[key] for x in experts]) for key in experts[0]}
-        return stacked | {"router": get("ff.router")}
+        shared = None
+        if self.shared is not None:
+            shared = SimpleNamespace(**self.shared.prepare(lambda name: get(_shared(name))))
+            shared.gate = get("ff.shared.W_gate") if self.spec.shared_gate else None
+        return stacked | {"router": get("ff.router"), "shared": shared}
 
     def route(self, router: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The chosen experts (k, T) of each of the T columns of X (d, T), and their weights (k, T)."""
@@ -68,7 +98,10 @@ class Experts(Component):
         chosen = np.argsort(-scores, axis=0, kind="stable")[: self.k]  # highest first; ties to the lower index
         top = np.take_along_axis(scores, chosen, axis=0)
         weights = np.exp(top - top[:1])
-        weights /= weights.sum(axis=0, keepdims=True)
+        if self.spec.router_renorm:
+            weights /= weights.sum(axis=0, keepdims=True)
+        else:  # the softmax over all E at the chosen: exp(s - max) / sum over all E of exp(s - max)
+            weights /= np.exp(scores - top[:1]).sum(axis=0, keepdims=True)
         return chosen, weights
 
     def apply(self, blk, X: np.ndarray) -> np.ndarray:
@@ -86,7 +119,28 @@ class Experts(Component):
                                         if key in ("W1", "b1", "W2", "b2")})  # fmt: skip
             y = self.expert.apply(params, flat[:, columns].reshape(d, 1, -1)).reshape(d, -1)
             out[:, columns] += (weights * hit).sum(axis=0)[columns] * y
+        if blk.shared is not None:
+            out += self.shared_output(blk.shared, X).reshape(d, -1)
         return out.reshape(d, b, n)
+
+    def shared_output(self, shared, X: np.ndarray) -> np.ndarray:
+        """The shared expert's part of the output, gated where the spec says: (d, b, n) -> (d, b, n)."""
+        assert self.shared is not None
+        y = self.shared.apply(shared, X)
+        if shared.gate is not None:  # sigmoid(w . x) per column
+            y *= 1.0 / (1.0 + np.exp(-kernels.linear(shared.gate, X)))
+        return y
+
+
+def _sized(formula: str, r: str) -> str:
+    """A feedforward's formula with its size named `r`: 3rd -> 3r_e d, 2r + d -> 2r_e + d."""
+    return formula if r == "r" else formula.replace("rd", f"{r} d").replace("r ", f"{r} ").replace("r+", f"{r}+")
+
+
+def _shared(name: str) -> str:
+    """The shared expert's name of a feedforward tensor: blocks.0.ff.W1 -> blocks.0.ff.shared.W1."""
+    head, _, leaf = name.rpartition("ff.")
+    return f"{head}ff.shared.{leaf}"
 
 
 def _expert(get: Get, e: int) -> Get:
@@ -96,8 +150,9 @@ def _expert(get: Get, e: int) -> Get:
 
 def block_feedforward(spec) -> FeedForward | Experts:
     """The block's feedforward: the spec's kind (plain or gated), or E experts of that kind with a router."""
-    expert = FEEDFORWARDS[spec.feedforward](spec)
-    return Experts(spec, expert) if spec.E else expert
+    if not spec.E:
+        return FEEDFORWARDS[spec.feedforward](spec)
+    return Experts(spec, FEEDFORWARDS[spec.feedforward](replace(spec, r=spec.expert_r or spec.r)))
 
 
 __all__ = ["Experts", "block_feedforward"]

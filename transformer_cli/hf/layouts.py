@@ -167,6 +167,19 @@ MIXTRAL = Family(
        "ff.W3[{e}]": "block_sparse_moe.experts.{e}.w3.weight", "ff.W2[{e}]": "block_sparse_moe.experts.{e}.w2.weight"},
     _LLAMA_GLOBALS,
 )  # fmt: skip
+
+
+def _qwen_moe_names() -> dict[str, str]:
+    """Qwen2-MoE, Qwen3-MoE: LLaMA's block (and its mlp in dense layers), mlp.gate the router, mlp.experts.{e}.*
+    the experts, mlp.shared_expert.* and mlp.shared_expert_gate the shared expert (Qwen2-MoE)."""
+    names = _llama_names() | {"ff.router": "mlp.gate.weight", "ff.shared.W_gate": "mlp.shared_expert_gate.weight"}
+    for n, proj in (("1", "gate_proj"), ("3", "up_proj"), ("2", "down_proj")):
+        names[f"ff.W{n}[{{e}}]"] = f"mlp.experts.{{e}}.{proj}.weight"
+        names[f"ff.shared.W{n}"] = f"mlp.shared_expert.{proj}.weight"
+    return names
+
+
+QWEN_MOE = Family("model.layers.{i}.", _qwen_moe_names(), _LLAMA_GLOBALS)
 PHI3 = Family(
     "model.layers.{i}.",
     _llama_names(),
@@ -293,38 +306,45 @@ DISTILBERT = Family(
 )  # fmt: skip
 
 
+def _firsts(stack: Stack) -> list[int]:
+    """The first block of each group of alike blocks: between them they have every shape the stack has."""
+    return [group.layers[0] for group in stack.groups() if len(group.layers)]
+
+
 def _tensors(spec: Spec, first: bool) -> list:
-    """Every tensor of the model, or with `first` those of block 0 (and encoder block 0) and outside the blocks:
-    every block has the same shapes, so these are all the shapes there are."""
+    """Every tensor of the model, or with `first` those of each stack's first block of each kind and outside the
+    blocks: blocks of one kind have the same shapes, so these are all the shapes there are."""
     if not first:
         return all_tensors(spec)
-    return [t for stack in stacks(spec) for t in stack_tensors(stack, 0)] + global_tensors(spec)
+    return [t for stack in stacks(spec) for i in _firsts(stack) for t in stack_tensors(stack, i)] + global_tensors(spec)
 
 
 def rules(family: Family, spec: Spec, first: bool = False) -> list[Rule]:
     """Every checkpoint tensor the spec's model holds, with the tfm tensors in it (tied heads hold none); with
-    `first`, those of block 0 (and encoder block 0) and outside the blocks only."""
+    `first`, those of each stack's first block of each kind and outside the blocks only."""
     present = {t.name for t in _tensors(spec, first)}
     out: list[Rule] = []
     for stack in stacks(spec):
         block, names = _stack_layout(family, stack)
-        for i in range(min(stack.spec.N, 1) if first else stack.spec.N):
-            out += _block_rules(family, block.format(i=i), names, f"{stack.prefix}{i}.", present, spec)
+        for i in _firsts(stack) if first else range(stack.spec.N):
+            out += _block_rules(family, block.format(i=i), names, f"{stack.prefix}{i}.", present, stack.layer(i))
     out += [Rule(theirs, (ours,)) for ours, theirs in family.globals_.items() if ours in present]
     return out
 
 
 def rule_count(family: Family, spec: Spec) -> tuple[int, int]:
-    """How many checkpoint tensors the spec's model holds, and how many a block: from block 0's, at once, for
-    any number of blocks."""
+    """How many checkpoint tensors the spec's model holds, and how many its largest kind of block: from each kind
+    of block's first, at once, for any number of blocks."""
     present = {t.name for t in _tensors(spec, True)}
-    per_stack = []  # (blocks, rules of block 0) of each stack
+    per_group = []  # (blocks, rules of the group's first block) of each group of each stack
     for stack in stacks(spec):
         block, names = _stack_layout(family, stack)
-        per_stack.append((stack.spec.N, len(_block_rules(family, block.format(i=0), names, f"{stack.prefix}0.",
-                                                         present, spec))))  # fmt: skip
+        for group in stack.groups():
+            i = group.layers[0]
+            rules_of = _block_rules(family, block.format(i=i), names, f"{stack.prefix}{i}.", present, stack.layer(i))
+            per_group.append((len(group.layers), len(rules_of)))
     outside = [ours for ours in family.globals_ if ours in present]
-    return sum(count * size for count, size in per_stack) + len(outside), per_stack[-1][1]
+    return sum(count * size for count, size in per_group) + len(outside), max(size for _, size in per_group)
 
 
 def _stack_layout(family: Family, stack: Stack) -> tuple[str, dict[str, str]]:
@@ -336,7 +356,9 @@ def _stack_layout(family: Family, stack: Stack) -> tuple[str, dict[str, str]]:
 
 def _block_rules(family: Family, block: str, names: dict[str, str], prefix: str, present: set[str],
                  spec: Spec) -> list[Rule]:  # fmt: skip
-    """One block's rules (tfm's names from `prefix`, the checkpoint's from `block`): fused tensors, then the rest."""
+    """One block's rules (tfm's names from `prefix`, the checkpoint's from `block`; `spec` the block's own):
+    fused tensors, then the rest. A routed block's ff.W1 .. are its experts' (names with "{e}"), a dense block's
+    its one feedforward's."""
     out: list[Rule] = []
     used: set[str] = set()
     for theirs, pieces, groups in family.fused:
@@ -346,8 +368,10 @@ def _block_rules(family: Family, block: str, names: dict[str, str], prefix: str,
             used |= set(fused)
     for ours, theirs in names.items():
         if "{e}" in ours:  # one checkpoint tensor per expert
-            if prefix + ours.split("[")[0] in present:
-                out += [Rule(block + theirs.format(e=e), (prefix + ours.format(e=e),)) for e in range(spec.E or 0)]
+            if spec.E and prefix + ours.split("[")[0] in present:
+                out += [Rule(block + theirs.format(e=e), (prefix + ours.format(e=e),)) for e in range(spec.E)]
+        elif spec.E and ours.startswith(("ff.W", "ff.b")) and f"{ours}[{{e}}]" in names:
+            continue  # the experts' stacked tensor, held expert by expert
         elif prefix + ours in present and prefix + ours not in used:
             out.append(Rule(block + theirs, (prefix + ours,), 1, theirs in family.transposed))
     return out

@@ -33,6 +33,7 @@ from .layouts import (
     MIXTRAL,
     PHI,
     PHI3,
+    QWEN_MOE,
     Family,
     Rule,
     falcon,
@@ -45,7 +46,7 @@ from .layouts import (
 
 FAMILIES = {"gpt2": GPT2, "bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "distilbert": DISTILBERT,
             "gpt_neo": GPT_NEO, "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA, "qwen3": LLAMA,
-            "gemma": LLAMA, "gemma2": GEMMA2, "gemma3_text": GEMMA2,
+            "gemma": LLAMA, "gemma2": GEMMA2, "gemma3_text": GEMMA2, "qwen2_moe": QWEN_MOE, "qwen3_moe": QWEN_MOE,
             "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX, "bart": BART}  # fmt: skip
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the

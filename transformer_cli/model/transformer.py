@@ -54,6 +54,7 @@ class Block:
     norm1_out: tuple[Array, ...] | None  # the sandwich layout's norms of the sublayers' outputs, else None
     norm2_out: tuple[Array, ...] | None
     router: Array | None = None  # (E, d) with experts, whose W1, b1, W2, b2 then carry a leading axis E
+    shared: object | None = None  # a shared expert's weights (W1, b1, W2, b2, gate), with shared_r
     qk_norm: tuple | None = None  # the query and the key heads' norm parameters, as (m, 1, 1, 1) columns
     ff: Component | None = None  # the block's feedforward (dense, or routed to experts), which runs it
     window: int | None = None  # the block's sliding window, or None: it sees every earlier key

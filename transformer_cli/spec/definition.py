@@ -12,25 +12,20 @@ from typing import Any
 
 from ..errors import SpecError
 from ..text import escaped
-
-SCALES = ("none", "sqrt")
-MASKS = ("none", "causal")
-POSITIONALS = ("none", "sinusoidal", "learned", "rope", "relative")
-ROPE_PAIRINGS = ("half", "interleaved")
-ROPE_SCALINGS = ("none", "llama3", "linear", "dynamic", "yarn", "longrope")
-NORMS = ("none", "pre", "post", "sandwich")
-NORM_TYPES = ("layernorm", "rmsnorm")
-FEEDFORWARDS = ("plain", "gated")
-ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu")
-ATTENTION_KINDS = ("sliding", "full")  # a block of a stack with a window: through it, or seeing every earlier key
-FEEDFORWARD_KINDS = ("routed", "dense")  # a block of a stack with experts: routed to them, or one feedforward
-
-
-LABELS = ("name", "description", "context")  # shown, but a difference in a label is not a difference in the model
-
-
-def _key(kind: str, doc: str, choices: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"kind": kind, "doc": doc, "choices": choices}
+from .choices import (
+    ACTIVATIONS,
+    ATTENTION_KINDS,
+    FEEDFORWARD_KINDS,
+    FEEDFORWARDS,
+    LABELS,
+    MASKS,
+    NORM_TYPES,
+    NORMS,
+    POSITIONALS,
+    SCALES,
+)
+from .choices import key as _key
+from .rope_keys import ROPE_FIELDS
 
 
 @dataclass(frozen=True)
@@ -63,66 +58,22 @@ class Spec:
         ),
     )
     max_len: int | None = field(default=None, metadata=_key("posint", "longest sequence (learned positions only)"))
-    rope_theta: float = field(default=10000.0, metadata=_key("posfloat", "rotary base: pair j turns t theta^(-2j/rot)"))
-    rope_fraction: float = field(
-        default=1.0, metadata=_key("fraction", "rotated part of each head: rot = int(m * fraction) dims, even")
-    )
-    rope_pairing: str = field(
-        default="half",
-        metadata=_key("choice", "half: dim j with j + rot/2 (LLaMA, NeoX); interleaved: 2j with 2j+1 (GPT-J)",
-                      ROPE_PAIRINGS),
-    )  # fmt: skip
-    rope_scaling: str = field(
-        default="none",
-        metadata=_key(
-            "choice",
-            "frequency scaling: llama3 (Llama 3.1), linear (f / factor), dynamic (NTK: the base grows with a pass "
-            "past the original context), yarn (Qwen2.5, DeepSeek, gpt-oss), longrope (Phi-3.5) or none",
-            ROPE_SCALINGS,
-        ),  # fmt: skip
-    )
-    rope_factor: float = field(
-        default=8.0,
-        metadata=_key("posfloat", "llama3: low frequencies divided by this; linear: every frequency; dynamic: the "
-                      "base's growth rate; yarn: the context's stretch (interpolated frequencies divided by it); "
-                      "longrope: the stretch its attention factor is made from"),
-    )  # fmt: skip
-    rope_low_freq_factor: float = field(default=1.0, metadata=_key("posfloat", "llama3: wavelength > L / this: scaled"))
-    rope_high_freq_factor: float = field(default=4.0, metadata=_key("posfloat", "llama3: wavelength < L / this: kept"))
-    rope_original_max_len: int = field(
-        default=8192,
-        metadata=_key(
-            "posint",
-            "llama3, yarn, longrope: L, the original context length; dynamic: the length past "
-            "which the base grows (transformers' max_position_embeddings)",
-        ),
-    )
-    rope_attention_factor: float | None = field(
-        default=None,
-        metadata=_key("posfloat", "yarn, longrope: cos and sin times this [yarn: 0.1 ln(factor) + 1, or with "
-                      "rope_mscale and rope_mscale_all_dim their ratio of that form (DeepSeek); longrope: "
-                      "sqrt(1 + ln(factor) / ln(L))]"),
-    )  # fmt: skip
-    rope_short_factor: tuple[float, ...] | None = field(
-        default=None,
-        metadata=_key("floats", "longrope: rot/2 numbers dividing the frequencies of a pass up to L long"),
-    )
-    rope_long_factor: tuple[float, ...] | None = field(
-        default=None, metadata=_key("floats", "longrope: rot/2 numbers dividing the frequencies of a longer pass")
-    )
-    rope_beta_fast: float = field(
-        default=32.0, metadata=_key("posfloat", "yarn: rotations past which pairs extrapolate")
-    )
-    rope_beta_slow: float = field(
-        default=1.0, metadata=_key("posfloat", "yarn: rotations below which pairs interpolate")
-    )
-    rope_mscale: float | None = field(default=None, metadata=_key("posfloat", "yarn: DeepSeek's mscale"))
-    rope_mscale_all_dim: float | None = field(
-        default=None, metadata=_key("posfloat", "yarn: DeepSeek's mscale_all_dim")
-    )
-    rope_truncate: bool = field(
-        default=True, metadata=_key("bool", "yarn: the ramp's ends rounded to whole pairs (false: gpt-oss)")
-    )
+    rope_theta: float = ROPE_FIELDS["rope_theta"]
+    rope_fraction: float = ROPE_FIELDS["rope_fraction"]
+    rope_pairing: str = ROPE_FIELDS["rope_pairing"]
+    rope_scaling: str = ROPE_FIELDS["rope_scaling"]
+    rope_factor: float = ROPE_FIELDS["rope_factor"]
+    rope_low_freq_factor: float = ROPE_FIELDS["rope_low_freq_factor"]
+    rope_high_freq_factor: float = ROPE_FIELDS["rope_high_freq_factor"]
+    rope_original_max_len: int = ROPE_FIELDS["rope_original_max_len"]
+    rope_attention_factor: float | None = ROPE_FIELDS["rope_attention_factor"]
+    rope_short_factor: tuple[float, ...] | None = ROPE_FIELDS["rope_short_factor"]
+    rope_long_factor: tuple[float, ...] | None = ROPE_FIELDS["rope_long_factor"]
+    rope_beta_fast: float = ROPE_FIELDS["rope_beta_fast"]
+    rope_beta_slow: float = ROPE_FIELDS["rope_beta_slow"]
+    rope_mscale: float | None = ROPE_FIELDS["rope_mscale"]
+    rope_mscale_all_dim: float | None = ROPE_FIELDS["rope_mscale_all_dim"]
+    rope_truncate: bool = ROPE_FIELDS["rope_truncate"]
     norm: str = field(
         default="none",
         metadata=_key("choice", "layer norm placement; sandwich: pre-norm plus a norm of each sublayer's output "
@@ -196,6 +147,21 @@ class Spec:
         default=None, metadata=_key("posint", "experts: E feedforwards and a router W_r (E, d) in each block (Mixtral)")
     )
     k: int | None = field(default=None, metadata=_key("posint", "experts per token, the top k of the router; with E"))
+    expert_r: int | None = field(
+        default=None, metadata=_key("posint", "each routed expert's feedforward size [default: r]; with E")
+    )
+    router_renorm: bool = field(
+        default=True,
+        metadata=_key("bool", "the k chosen experts' softmax weights renormalised to sum to 1 (Mixtral); false: the "
+                      "softmax over all E, read at the chosen k (Qwen-MoE's norm_topk_prob: false); with E"),
+    )  # fmt: skip
+    shared_r: int | None = field(
+        default=None, metadata=_key("posint", "a shared expert of this size that every token goes through; with E")
+    )
+    shared_gate: bool = field(
+        default=False,
+        metadata=_key("bool", "the shared expert's output times sigmoid(w . x), w (1, d) (Qwen2-MoE); with shared_r"),
+    )
     feedforward_layers: tuple[str, ...] | None = field(
         default=None,
         metadata=_key(

@@ -84,8 +84,9 @@ class Stack:
             changes["window"] = None
         elif SLIDING in kinds and self.spec.rope_local_theta is not None:  # Gemma 3's local layers
             changes |= {"rope_theta": self.spec.rope_local_theta, "rope_scaling": "none"}
-        if DENSE in kinds:
-            changes |= {"E": None, "k": None}
+        if DENSE in kinds:  # one feedforward of size r: no router, no routed or shared experts
+            changes |= {"E": None, "k": None, "expert_r": None, "router_renorm": True, "shared_r": None,
+                        "shared_gate": False}  # fmt: skip
         return replace(self.spec, **changes)
 
     def groups(self) -> list[Group]:

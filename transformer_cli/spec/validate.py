@@ -177,6 +177,11 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
     if (spec.E is None) != (spec.k is None):
         key, other = ("E", "k") if spec.E is None else ("k", "E")
         raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with {other}")
+    for key in ("expert_r", "router_renorm", "shared_r"):
+        if key in data and spec.E is None:
+            raise _fail(source, key, data[key], f"no {key} without experts (E)")
+    if spec.shared_gate and spec.shared_r is None:
+        raise _fail(source, "shared_gate", True, "no shared_gate without a shared expert (shared_r)")
     if spec.E is not None and spec.k is not None and spec.k > spec.E:
         raise _fail(source, "k", spec.k, f"at most E = {spec.E} (the experts each token can choose from)")
     if spec.window is not None and spec.mask != "causal":

@@ -1,5 +1,6 @@
 """Mixtures of experts: the routed pass (each column through its k chosen experts only) equals the dense sum over
-all E experts with the weights zero off the top k, and each column has exactly k distinct experts.
+all E experts with the weights zero off the top k (plus the shared expert's output, where there is one), and each
+column has exactly k distinct experts.
 
 The control is a mixture that keeps every expert's softmax weight (no top k): it must differ from the routed
 pass by 1000 x tol, or the check cannot tell (the experts compute alike).
@@ -37,8 +38,9 @@ def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
         np.put_along_axis(gates, chosen, weights, axis=0)
         full = np.exp(scores - scores.max(axis=0)) / np.exp(scores - scores.max(axis=0)).sum(axis=0)
         outputs = [_expert(blk, e, U) for e in range(E)]
-        dense = reduce(operator.add, [gates[e] * outputs[e] for e in range(E)])  # in order, as sum() adds
-        control = rel_err(reduce(operator.add, [full[e] * outputs[e] for e in range(E)]), routed, routed)
+        shared = 0.0 if blk.shared is None else blk.ff.shared_output(blk.shared, U).reshape(spec.d, -1)
+        dense = reduce(operator.add, [gates[e] * outputs[e] for e in range(E)]) + shared  # in order, as sum() adds
+        control = rel_err(reduce(operator.add, [full[e] * outputs[e] for e in range(E)]) + shared, routed, routed)
         err = rel_err(routed, dense, dense)
         ok = within(err, tol) and distinct == {k}
         rows.append([i, err, tol, ", ".join(map(str, sorted(distinct))), control, "holds" if ok else "breaks"])
@@ -64,6 +66,6 @@ def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
 def _expert(blk: Block, e: int, U: np.ndarray) -> np.ndarray:
     """Expert e alone on every column of U: (d, T)."""
     pick = {key: None if getattr(blk, key) is None else getattr(blk, key)[e] for key in ("W1", "b1", "W2", "b2")}
-    params = type(blk)(**{**vars(blk), **pick, "router": None})  # the same block with expert e's weights
+    params = type(blk)(**{**vars(blk), **pick, "router": None, "shared": None})  # the block with expert e's weights
     assert isinstance(blk.ff, Experts)
     return blk.ff.expert.apply(params, U).reshape(U.shape[0], -1).astype(np.float64)

@@ -1,0 +1,25 @@
+"""The values a spec's choice keys take, and the metadata every key declares (definition.py, rope_keys.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCALES = ("none", "sqrt")
+MASKS = ("none", "causal")
+POSITIONALS = ("none", "sinusoidal", "learned", "rope", "relative")
+ROPE_PAIRINGS = ("half", "interleaved")
+ROPE_SCALINGS = ("none", "llama3", "linear", "dynamic", "yarn", "longrope")
+NORMS = ("none", "pre", "post", "sandwich")
+NORM_TYPES = ("layernorm", "rmsnorm")
+FEEDFORWARDS = ("plain", "gated")
+ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu")
+ATTENTION_KINDS = ("sliding", "full")  # a block of a stack with a window: through it, or seeing every earlier key
+FEEDFORWARD_KINDS = ("routed", "dense")  # a block of a stack with experts: routed to them, or one feedforward
+
+
+LABELS = ("name", "description", "context")  # shown, but a difference in a label is not a difference in the model
+
+
+def key(kind: str, doc: str, choices: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A key's metadata: its kind (what validate.py checks), its help, its choices."""
+    return {"kind": kind, "doc": doc, "choices": choices}
