@@ -74,11 +74,28 @@ def rotary_matrices(spec, n):
     return R
 
 
+def _whole_width_qk(spec, w, p, X):
+    """Every head's query and key projections, each set normalised over all its heads' entries together:
+    {"Q": (H, b, m, n), "K": (G, b, m, n)}."""
+    out = {}
+    for k in ("Q", "K"):
+        W = w[p + f"attention.W_{k}"]  # (heads, m, d)
+        heads, m, d = W.shape
+        flat = np.einsum("od,bdn->bon", W.reshape(heads * m, d), X)  # (b, heads m, n)
+        if spec.attention_bias:
+            flat = flat + w[p + f"attention.b_{k}"].reshape(-1)[:, None]
+        gamma, beta = w[p + f"attention.{k.lower()}_norm.gamma"], w.get(p + f"attention.{k.lower()}_norm.beta")
+        flat = layer_norm(flat, gamma, beta, spec.norm_eps, spec.norm_plus_one, spec.norm_type == "rmsnorm")
+        out[k] = flat.reshape(flat.shape[0], heads, m, -1).transpose(1, 0, 2, 3)
+    return out
+
+
 def attention(spec, w, p, X):
     """sum_h W_O^h (W_V^h X + b_V) Softmax(scale (W_K^h X + b_K)^T (W_Q^h X + b_Q)) + b_O, per head."""
     n = X.shape[-1]
     out = np.zeros_like(X)
     per_group = spec.H // (spec.G or spec.H)  # query heads that share one key/value head
+    whole = _whole_width_qk(spec, w, p, X) if spec.qk_norm and spec.qk_norm_over == "all" else None
     for h in range(spec.H):
         proj = {}
         for k in ("Q", "K", "V"):
@@ -86,7 +103,9 @@ def attention(spec, w, p, X):
             proj[k] = np.einsum("md,bdn->bmn", w[p + f"attention.W_{k}"][g], X)
             if spec.attention_bias:
                 proj[k] = proj[k] + w[p + f"attention.b_{k}"][g][:, None]
-            if spec.qk_norm and k != "V":  # each head over its m entries (axis -2 of (b, m, n)), before the rotation
+            if whole is not None and k != "V":  # all heads' projections normalised together (OLMo 2)
+                proj[k] = whole[k][g]
+            elif spec.qk_norm and k != "V":  # each head over its m entries (axis -2 of (b, m, n)), before the rotation
                 g = w[p + f"attention.{k.lower()}_norm.gamma"]
                 beta = w.get(p + f"attention.{k.lower()}_norm.beta")
                 proj[k] = layer_norm(proj[k], g, beta, spec.norm_eps, spec.norm_plus_one, spec.norm_type == "rmsnorm")
@@ -176,6 +195,10 @@ def reference_forward(spec, w, X):
         elif spec.norm == "pre":
             X3 = X3 + attention(spec, w, p, norm(X3, *ln["norm1"], eps))
             X3 = X3 + feedforward(spec, w, p, norm(X3, *ln["norm2"], eps))
+        elif spec.norm == "output":  # only each sublayer's output normalised, before its residual (OLMo 2)
+            out = {k: (w.get(p + f"{k}.gamma"), w.get(p + f"{k}.beta")) for k in ("norm1_out", "norm2_out")}
+            X3 = X3 + norm(attention(spec, w, p, X3), *out["norm1_out"], eps)
+            X3 = X3 + norm(feedforward(spec, w, p, X3), *out["norm2_out"], eps)
         elif spec.norm == "sandwich":  # each sublayer's output normalised too, before its residual
             out = {k: (w.get(p + f"{k}.gamma"), w.get(p + f"{k}.beta")) for k in ("norm1_out", "norm2_out")}
             X3 = X3 + norm(attention(spec, w, p, norm(X3, *ln["norm1"], eps)), *out["norm1_out"], eps)
@@ -184,7 +207,7 @@ def reference_forward(spec, w, X):
             X3 = X3 + attention(spec, w, p, X3)
             X3 = X3 + feedforward(spec, w, p, X3)
     spec = model
-    if spec.norm in ("pre", "sandwich"):
+    if spec.norm in ("pre", "sandwich", "output"):
         X3 = norm(X3, w["final_norm.gamma"], w.get("final_norm.beta"), eps)
     if spec.V and spec.head:  # logits: the head, or E^T when tied, and its bias
         W = w["embedding.E"].T if spec.tie_embeddings else w["head.W"]

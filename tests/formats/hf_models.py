@@ -75,6 +75,7 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                           SMALL | dict(num_key_value_heads=2, head_dim=8, num_hidden_layers=3, use_sliding_window=True,
                                        sliding_window=3, layer_types=["sliding_attention", "full_attention",
                                                                       "sliding_attention"])),
+    "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", SMALL | dict(num_key_value_heads=2)),
     "gemma": ("GemmaConfig", "GemmaForCausalLM", SMALL | dict(num_key_value_heads=1, head_dim=12,
                                                               hidden_activation="gelu_pytorch_tanh")),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM",  # sliding, full, sliding; capped scores and logits

@@ -15,15 +15,15 @@ from .serving import serving_memory
 from .training import training_memory
 
 CROSS = ("cross_H", "cross_m", "cross_bias", "V_src")  # an encoder-decoder's
-EXPERTS = ("expert_r", "router_renorm", "shared_r", "shared_gate")  # only with experts (E)
+ONLY_WITH = {"expert_r": "E", "router_renorm": "E", "shared_r": "E", "shared_gate": "E", "qk_norm_over": "qk_norm"}
 
 
 def _applies(key: str, spec: Spec) -> bool:
     """Whether a key has any effect on this spec: rope_theta only with rope, norm_eps only with a norm, ..."""
     if key in CROSS:
         return encoder(spec) is not None
-    if key in EXPERTS:
-        return spec.E is not None
+    if key in ONLY_WITH:  # a key of a part the spec may not have (experts, query/key norms)
+        return bool(getattr(spec, ONLY_WITH[key]))
     if key not in DEPENDENT:
         return True
     other, values, _ = DEPENDENT[key]

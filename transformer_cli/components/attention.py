@@ -30,8 +30,17 @@ class MultiHeadAttention(Component):
         if self.spec.has_out_bias:
             out.append(Tensor(p + "b_O", (d,), "attention bias"))
         if self.spec.qk_norm:
-            out += [Tensor(p + f"{qk}_norm.{g}", (m,), "query/key norm") for qk in ("q", "k") for g in self.qk.params]
+            out += [Tensor(p + f"{qk}_norm.{g}", (width,), "query/key norm") for qk, width in self.qk_widths
+                    for g in self.qk.params]  # fmt: skip
         return out
+
+    @property
+    def qk_widths(self) -> tuple[tuple[str, int], tuple[str, int]]:
+        """The query and key norms' widths: m (each head), or Hm and Gm (all heads' projections: OLMo 2)."""
+        m = self.spec.m
+        if self.spec.qk_norm_over == "all":
+            return (("q", self.spec.H * m), ("k", self.spec.kv_heads * m))
+        return (("q", m), ("k", m))
 
     @cached_property
     def qk(self):
@@ -53,9 +62,10 @@ class MultiHeadAttention(Component):
             b_qkv = np.concatenate([get(f"attention.{x}").reshape(-1) for x in ("b_Q", "b_K", "b_V")]).reshape(-1, 1, 1)
         if self.spec.has_out_bias:
             b_O = get("attention.b_O").reshape(-1, 1, 1)
-        if self.spec.qk_norm:  # gains (m,) shaped to broadcast over heads moved to axis 0: (m, b, H, n)
-            gains = [self.qk.stacked(lambda g, x=x: get(f"attention.{x}_norm.{g}")) for x in "qk"]
-            qk = tuple(tuple(a.reshape(-1, 1, 1, 1) for a in params) for params in gains)
+        if self.spec.qk_norm:  # gains (m,) shaped to broadcast over heads moved to axis 0: (m, b, H, n); over all
+            gains = [self.qk.stacked(lambda g, x=x: get(f"attention.{x}_norm.{g}")) for x in "qk"]  # heads: (Hm, 1, 1)
+            shape = (-1, 1, 1) if self.spec.qk_norm_over == "all" else (-1, 1, 1, 1)
+            qk = tuple(tuple(a.reshape(shape) for a in params) for params in gains)
         return {"W_qkv": W_qkv, "b_qkv": b_qkv, "W_O": W_O, "b_O": b_O, "qk_norm": qk}
 
     def qkv(self, blk, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -66,10 +76,15 @@ class MultiHeadAttention(Component):
         if blk.b_qkv is not None:
             QKV += blk.b_qkv
         QKV = QKV.reshape(H + 2 * G, m, b, n).transpose(2, 0, 1, 3)  # (b, H + 2G, m, n)
-        if blk.qk_norm is not None:  # each query and key head normalised over its m entries, in place
-            kind = self.qk
+        if blk.qk_norm is not None:  # each query and key head normalised over its m entries (or all heads'), in place
+            kind, whole = self.qk, self.spec.qk_norm_over == "all"
             for part, params in ((QKV[:, :H], blk.qk_norm[0]), (QKV[:, H : H + G], blk.qk_norm[1])):
-                part[...] = kind.apply(part.transpose(2, 0, 1, 3), params).transpose(1, 2, 0, 3)
+                if whole:  # (b, heads, m, n) -> (heads m, b, n), normalised over its first axis, and back
+                    heads = part.shape[1]
+                    rows = part.transpose(1, 2, 0, 3).reshape(heads * m, b, n)
+                    part[...] = kind.apply(rows, params).reshape(heads, m, b, n).transpose(2, 0, 1, 3)
+                else:
+                    part[...] = kind.apply(part.transpose(2, 0, 1, 3), params).transpose(1, 2, 0, 3)
         return QKV[:, :H], QKV[:, H : H + G], QKV[:, H + G :]
 
     def project(self, blk, heads: np.ndarray) -> np.ndarray:
@@ -92,7 +107,10 @@ class MultiHeadAttention(Component):
             out.append(Term(qkv + (" + d" if out_bias else ""), (H + 2 * G) * m + d * out_bias, "block"))
         elif self.spec.has_out_bias:  # b_O alone (GPT-Neo)
             out.append(Term("d", d, "block"))
-        if self.spec.qk_norm:
+        if self.spec.qk_norm and self.spec.qk_norm_over == "all":
+            k = len(self.qk.params)
+            out.append(Term(f"{k}(H + G)m" if k > 1 else "(H + G)m", k * (H + G) * m, "block"))
+        elif self.spec.qk_norm:
             k = 2 * len(self.qk.params)
             out.append(Term(f"{k}m", k * m, "block"))
         return out

@@ -2,7 +2,8 @@
 
 layernorm: (x - mean) / sqrt(var + eps) * gamma + beta; rmsnorm: x / sqrt(mean(x^2) + eps) * gamma.
 Each block has norm1 (around attention) and norm2 (around the feedforward); the sandwich layout adds norm1_out and
-norm2_out on the sublayers' outputs; pre-norm and sandwich models add a final norm.
+norm2_out on the sublayers' outputs, and the output layout has those alone (OLMo 2); pre-norm, sandwich and output
+models add a final norm.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class LayerNorm(Component):
         norms of the sublayers' outputs too."""
         if self.spec.norm == "sandwich":
             return ("norm1", "norm2", "norm1_out", "norm2_out")
+        if self.spec.norm == "output":  # OLMo 2: the sublayers' outputs only
+            return ("norm1_out", "norm2_out")
         return ("norm1",) if self.spec.parallel and self.spec.shared_norm else ("norm1", "norm2")
 
     def tensors(self, prefix: str) -> list[Tensor]:
@@ -61,7 +64,7 @@ class LayerNorm(Component):
 
     def prepare(self, get: Get) -> dict:
         """norm1 and norm2 as tuples of (d, 1, 1) columns, for the forward pass (a shared norm: norm2 is None)."""
-        absent = {"norm2": None, "norm1_out": None, "norm2_out": None}
+        absent = {"norm1": None, "norm2": None, "norm1_out": None, "norm2_out": None}
         return absent | {ln: self.stacked(lambda g, ln=ln: get(f"{ln}.{g}")) for ln in self.norms}  # type: ignore[misc]
 
     def stacked(self, get: Get) -> tuple:

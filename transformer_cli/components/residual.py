@@ -5,6 +5,7 @@ post:     N1(X + Attn(X)), then N2(. + FF(.))                    (the original t
 parallel: X + Attn(N1(X)) + FF(N2(X)), both reading the input   (GPT-J, GPT-NeoX, Phi, Falcon; N2 may be N1)
 none:     X + Attn(X), then + FF(.)                              (the seed)
 sandwich: X + N1o(Attn(N1(X))), then + N2o(FF(N2(.)))           (Gemma 2, 3: a final norm too)
+output:   X + N1o(Attn(X)), then + N2o(FF(.))                    (OLMo 2: a final norm too)
 An encoder-decoder's decoder block has a cross-attention sublayer between the two, joined the same way.
 """
 
@@ -59,7 +60,13 @@ def sandwich(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, n
     return _residual(X, norm(feedforward(norm(X, norms[1])), norms[3]))
 
 
-LAYOUTS = {"pre": pre_norm, "post": post_norm, "parallel": parallel, "none": no_norm, "sandwich": sandwich}
+def output_norm(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, norms: tuple, cross=None) -> Array:
+    X = _residual(X, norm(attention(X), norms[2]))
+    return _residual(X, norm(feedforward(X), norms[3]))
+
+
+LAYOUTS = {"pre": pre_norm, "post": post_norm, "parallel": parallel, "none": no_norm, "sandwich": sandwich,
+           "output": output_norm}  # fmt: skip
 
 
 class Residuals(Component):

@@ -160,6 +160,13 @@ GEMMA2 = Family(
     | _norm("norm2_out", "post_feedforward_layernorm"),
     _LLAMA_GLOBALS,
 )  # fmt: skip
+# OLMo 2: the sublayers' outputs normalised (post_attention_layernorm, post_feedforward_layernorm), not their inputs
+OLMO2 = Family(
+    "model.layers.{i}.",
+    {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith(("norm1", "norm2"))}
+    | _norm("norm1_out", "post_attention_layernorm") | _norm("norm2_out", "post_feedforward_layernorm"),
+    _LLAMA_GLOBALS,
+)  # fmt: skip
 MIXTRAL = Family(
     "model.layers.{i}.",
     {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith("ff.")}

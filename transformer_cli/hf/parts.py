@@ -146,4 +146,56 @@ def _llama3(c: Keys, p: Keys, max_positions: int) -> dict[str, Any]:
     }
 
 
-__all__ = ["ACTIVATIONS", "ROPE_TYPES", "activation", "kv_heads", "rope", "whole_heads"]
+CAUSAL_PRE = {"scale": "sqrt", "mask": "causal", "norm": "pre"}
+
+
+def llama_like(c: Keys, G: int | None, head_dim: int | None, eps: float, tie: bool, max_positions: int,
+                act: str = "silu", gelu: str = "gelu_exact", theta: float = 10000.0, partial: float | None = None,
+                ) -> dict[str, Any]:  # fmt: skip
+    """What the LLaMA layout shares: GQA (`G` read by the family; None is H), heads of `head_dim` (None: d/H),
+    RMSNorm, a gated feedforward without biases, rotary positions, an optional tied head."""
+    d, H = c.count("hidden_size"), c.count("num_attention_heads")
+    G = G or H
+    positions = c.count("max_position_embeddings", max_positions)
+    m = c.count("head_dim", head_dim) or whole_heads(c, d, H)
+    return CAUSAL_PRE | {
+        "N": c.count("num_hidden_layers"), "H": H, "m": m,
+        "d": d, "r": c.count("intermediate_size"), "V": c.count("vocab_size"),
+        **kv_heads(c, "num_key_value_heads", G, H),
+        "tie_embeddings": c.flag("tie_word_embeddings", tie),
+        **rope(c, positions, m, theta, fraction=partial or 1.0, partial=partial is not None),
+        "norm_type": "rmsnorm", "norm_eps": c.number("rms_norm_eps", eps),
+        "feedforward": "gated", "activation": activation(c, "hidden_act", act, gelu), "ff_bias": False,
+    }  # fmt: skip
+
+
+def window_key(window: int | None) -> dict[str, Any]:
+    """Query t sees keys t - w + 1 .. t: transformers' mask keeps kv_idx > q_idx - sliding_window, the same w."""
+    return {} if window is None else {"window": window}
+
+
+def typed_layers(c: Keys, N: int, window: int | None, default: list[str]) -> dict[str, Any]:
+    """layer_types (else `default`) as the blocks' attention_layers: a window on the sliding ones."""
+    kinds = c.data.get("layer_types") or default
+    if not isinstance(kinds, list) or len(kinds) != N or not set(kinds) <= {"full_attention", "sliding_attention"}:
+        raise c.fail("layer_types", kinds, f"a list of {N} 'full_attention' or 'sliding_attention'")
+    if "sliding_attention" not in kinds:
+        return {}
+    if window is None:
+        raise c.refuse("sliding_window", None, "sliding layers (layer_types) need a sliding_window")
+    layers = {"attention_layers": ["sliding" if k == "sliding_attention" else "full" for k in kinds]}
+    return window_key(window) | (layers if "full_attention" in kinds else {})
+
+
+__all__ = [
+    "ACTIVATIONS",
+    "CAUSAL_PRE",
+    "ROPE_TYPES",
+    "llama_like",
+    "typed_layers",
+    "window_key",
+    "activation",
+    "kv_heads",
+    "rope",
+    "whole_heads",
+]

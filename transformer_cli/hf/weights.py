@@ -31,6 +31,7 @@ from .layouts import (
     GPT_NEOX,
     LLAMA,
     MIXTRAL,
+    OLMO2,
     PHI,
     PHI3,
     QWEN_MOE,
@@ -47,6 +48,7 @@ from .layouts import (
 FAMILIES = {"gpt2": GPT2, "bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "distilbert": DISTILBERT,
             "gpt_neo": GPT_NEO, "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA, "qwen3": LLAMA,
             "gemma": LLAMA, "gemma2": GEMMA2, "gemma3_text": GEMMA2, "qwen2_moe": QWEN_MOE, "qwen3_moe": QWEN_MOE,
+            "olmo2": OLMO2,
             "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX, "bart": BART}  # fmt: skip
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the

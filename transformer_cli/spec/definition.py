@@ -77,7 +77,8 @@ class Spec:
     norm: str = field(
         default="none",
         metadata=_key("choice", "layer norm placement; sandwich: pre-norm plus a norm of each sublayer's output "
-                      "before its residual (Gemma 2, 3)", NORMS),
+                      "before its residual (Gemma 2, 3); output: only the norm of each sublayer's output (OLMo 2); "
+                      "both with a final norm", NORMS),
     )  # fmt: skip
     norm_eps: float = field(default=1e-5, metadata=_key("posfloat", "layer norm epsilon"))
     attention_bias: bool = field(default=False, metadata=_key("bool", "biases b_Q, b_K, b_V, b_O"))
@@ -131,13 +132,18 @@ class Spec:
             "true gives biases on q, k, v only (Qwen2), true with attention_bias false b_O alone (GPT-Neo)",
         ),
     )
+    qk_norm_over: str = field(
+        default="head",
+        metadata=_key("choice", "what the query and key norms normalise: each head (Qwen3, Gemma 3), or all heads' "
+                      "projections together, gains (Hm,) and (Gm,) (OLMo 2); with qk_norm", ("head", "all")),
+    )  # fmt: skip
     norm_bias: bool = field(default=True, metadata=_key("bool", "layernorm's beta; false: gamma only (OLMo-style)"))
     qk_norm: bool = field(
         default=False,
         metadata=_key(
             "bool",
             "a norm of each query and key head over its m entries, before rotary positions "
-            "(Qwen3, OLMo 2): the spec's norm_type, gains (m,) shared by the heads",
+            "(Qwen3): the spec's norm_type, gains (m,) shared by the heads; see qk_norm_over",
         ),
     )
     norm_plus_one: bool = field(
@@ -269,8 +275,8 @@ class Spec:
 
     @property
     def final_norm(self) -> bool:
-        """A norm after the last block: pre-norm and sandwich layouts have one."""
-        return self.norm in ("pre", "sandwich")
+        """A norm after the last block: the pre-norm, sandwich and output layouts have one."""
+        return self.norm in ("pre", "sandwich", "output")
 
     @property
     def kv_heads(self) -> int:

@@ -24,8 +24,8 @@ DEPENDENT = {
     "rel_buckets": ("positional", ("relative",), False),
     "rel_max_distance": ("positional", ("relative",), False),
     "position_offset": ("positional", ("learned",), False),
-    "norm_eps": ("norm", ("pre", "post", "sandwich"), False),
-    "norm_type": ("norm", ("pre", "post", "sandwich"), False),
+    "norm_eps": ("norm", ("pre", "post", "sandwich", "output"), False),
+    "norm_type": ("norm", ("pre", "post", "sandwich", "output"), False),
 }
 
 

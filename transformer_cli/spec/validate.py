@@ -180,6 +180,8 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
     for key in ("expert_r", "router_renorm", "shared_r"):
         if key in data and spec.E is None:
             raise _fail(source, key, data[key], f"no {key} without experts (E)")
+    if "qk_norm_over" in data and not spec.qk_norm:
+        raise _fail(source, "qk_norm_over", data["qk_norm_over"], "no qk_norm_over without qk_norm")
     if spec.shared_gate and spec.shared_r is None:
         raise _fail(source, "shared_gate", True, "no shared_gate without a shared expert (shared_r)")
     if spec.E is not None and spec.k is not None and spec.k > spec.E:
@@ -264,8 +266,8 @@ def _check_encoder_decoder(spec: Spec, data: dict[str, Any], source: str) -> Non
     """An encoder-decoder's decoder masks its self-attention; the features tfm has for one stack only are refused."""
     if spec.mask != "causal":
         raise _fail(source, "N_enc", spec.N_enc, "mask: causal with an encoder (the decoder's self-attention)")
-    if spec.norm == "sandwich":
-        raise _fail(source, "norm", "sandwich", "pre, post or none in an encoder-decoder (N_enc)")
+    if spec.norm in ("sandwich", "output"):
+        raise _fail(source, "norm", spec.norm, "pre, post or none in an encoder-decoder (N_enc)")
     for key in ("parallel", "E", "window", "type_vocab", "pooler", "attn_softcap"):
         if key in data and data[key] not in (None, False):
             raise _fail(source, key, data[key], f"no {key} in an encoder-decoder (N_enc)")
