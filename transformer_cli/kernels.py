@@ -298,9 +298,10 @@ def attend(
     scores_out: list | None = None,
     softcap: float | None = None,
 ) -> Array:
-    """Each head's V Softmax(scale K^T Q), a chunk of queries at a time: -> heads (H, m, b, n_q).
+    """Each head's V Softmax(scale K^T Q), a chunk of queries at a time: -> heads (H, m_v, b, n_q).
 
-    Q: (b, H, m, n_q); K, V: (b, G, m, n_k), key/value head g serving query heads g H/G .. (g + 1) H/G - 1
+    Q: (b, H, m, n_q); K: (b, G, m, n_k), V: (b, G, m_v, n_k) (m_v = m but in latent attention), key/value head g
+    serving query heads g H/G .. (g + 1) H/G - 1
     (one product per group, never repeated). With `causal`, query q sees keys 0..q only (and the keys
     after a chunk's last query are never touched); with a `window` w too, only keys q - w + 1 .. q (and the
     keys before a chunk's first window are never touched). `bias(q0, c, k0, k)` adds a position bias (H, c, k)
@@ -310,10 +311,10 @@ def attend(
     set, the next chunk raises Stopped.
     """
     b, H, m, n_q = Q.shape
-    G, n_k = K.shape[1], K.shape[-1]
+    G, n_k, m_v = K.shape[1], K.shape[-1], V.shape[2]
     dtype = Q.dtype
     group = (G, H // G)  # query heads as (key/value head, query head within its group)
-    heads = np.empty((H, m, b, n_q), dtype=dtype)
+    heads = np.empty((H, m_v, b, n_q), dtype=dtype)
     into = heads.transpose(2, 0, 1, 3)  # (b, H, m, n_q) view
     A = np.zeros((b, H, n_q, n_k), dtype=dtype) if weights_out is not None else None
     S = np.zeros((b, H, n_q, n_k), dtype=dtype) if scores_out is not None else None
@@ -351,8 +352,8 @@ def attend(
             sums = softmax_rows_(P, normalise=False)  # exp(scores - max) and their sums (H, c, 1)
             out = np.matmul(V[i, ..., k0:k1], P.reshape(G, -1, k).swapaxes(-1, -2))  # (G, m, (H/G) c)
             # divided by the sums on the way into the heads: the (m, c) outputs, not the (c, k) weights
-            np.divide(out.reshape(G, m, group[1], c).swapaxes(1, 2), sums.reshape(*group, 1, c),
-                      out=into[i, ..., q0:q1].reshape(*group, m, c))  # fmt: skip
+            np.divide(out.reshape(G, m_v, group[1], c).swapaxes(1, 2), sums.reshape(*group, 1, c),
+                      out=into[i, ..., q0:q1].reshape(*group, m_v, c))  # fmt: skip
             if A is not None:  # the weights themselves, when asked for (the outputs are the same either way)
                 np.divide(P, sums, out=A[i, :, q0:q1, k0:k1])
     if weights_out is not None and A is not None:

@@ -144,3 +144,37 @@ def test_an_encoder_decoders_prefill_reads_the_source_too():
     parallel = model(source, target)
     decoded = decoding.decode(model.decoder, target, memory=model.encode(source), prompt=4)
     assert np.max(np.abs(decoded - parallel)) <= 1e-12 * np.max(np.abs(parallel))
+
+
+LATENT = Spec(N=2, H=4, m=12, d=16, r=8, mask="causal", norm="pre", norm_type="rmsnorm", positional="rope",
+              attention="latent", kv_rank=6, q_rank=5, rope_m=4, v_m=5, rope_pairing="interleaved")  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_latent_attention_caches_its_latent_and_rotary_key_only(dtype):
+    """DeepSeek's cache: kv_rank + rope_m numbers per token and block, what tfm's decoder allocates and fills (its
+    steps then expand the latents), against 2 H m for the same heads cached in full; decoding it reproduces the
+    parallel pass."""
+    b, n = 2, 7
+    model = Transformer(LATENT, init_weights(LATENT), dtype)
+    X = np.random.default_rng(0).standard_normal((b, LATENT.d, n))
+    decoder = decoding.Decoder(model, b, n)
+    held = sum(cache.K.nbytes + cache.V.nbytes for cache in decoder.caches)
+    size = np.dtype(dtype).itemsize
+    assert held == kv_cache_bytes(LATENT, b, n, dtype) == LATENT.N * b * n * (6 + 4) * size
+    assert kv_cache_bytes(LATENT, b, n, dtype) < 2 * LATENT.N * b * n * LATENT.H * LATENT.m * size / 9
+    parallel = model(X)
+    assert np.max(np.abs(decoding.decode(model, X) - parallel)) < 1e-6 * np.max(np.abs(parallel))
+
+
+def test_deepseek_v3s_cache_at_32k_is_its_latents():
+    """The published DeepSeek-V3 at 32,768 tokens in bfloat16: 61 blocks x (512 + 64) x 2 bytes a token, 2.3 GB
+    (caching every head's keys and values in full, 128 x (192 + 128) a token and block, would be 71 times that)."""
+    import json
+
+    from transformer_cli.hf.config import spec_of_config
+
+    entry = next(e for e in json.loads((Path(__file__).parents[1] / "data/real-models-2.json").read_text())
+                 if e["name"] == "DeepSeek-V3")  # fmt: skip
+    spec = spec_of_config({"model_type": "deepseek_v3"} | entry["config"], "DeepSeek-V3")
+    assert kv_cache_bytes(spec, 1, 32768, "bfloat16") == 61 * (512 + 64) * 2 * 32768 == 2_302_672_896

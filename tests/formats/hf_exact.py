@@ -55,7 +55,10 @@ def exact(model):
     cfg = model.config
     for module in model.modules():
         kind = type(module).__name__
-        if kind.endswith("RotaryEmbedding"):  # one set of parameters, or one per layer type (Gemma 3)
+        if kind == "DeepseekV2RotaryEmbedding":  # complex rotations, made and applied in float32
+            module.forward = _float64_complex_rotary.__get__(module)
+            sys.modules[type(module).__module__].apply_rotary_emb = _float64_complex_rotate
+        elif kind.endswith("RotaryEmbedding"):  # one set of parameters, or one per layer type (Gemma 3)
 
             def forward(x, position_ids, layer_type=None, module=module):
                 prefix = f"{layer_type}_" if layer_type else ""
@@ -73,6 +76,8 @@ def exact(model):
             module.forward = norm.__get__(module)
         elif kind.endswith("TopKRouter"):
             module.forward = _float64_router.__get__(module)
+        elif kind in ("DeepseekV2TopkRouter", "DeepseekV3TopkRouter"):  # routed in float32 even in float64
+            module.forward = _float64_deepseek_router.__get__(module)
         elif kind in ("Gemma2Attention", "Gemma3Attention"):  # their eager softmax upcasts to float32
             sys.modules[type(module).__module__].eager_attention_forward = _float64_eager  # (float32: the same)
         elif kind == "GPTNeoSelfAttention":  # its scores in float32 even in a float64 model: here in float64
@@ -94,6 +99,47 @@ def _float64_eager(module, query, key, value, attention_mask, dropout=0.0, scali
         weights = weights + attention_mask
     weights = torch.softmax(weights, dim=-1)
     return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
+def _float64_deepseek_router(self, hidden):
+    """DeepseekV2/V3TopkRouter.forward in the model's dtype: softmax (V2) or sigmoid with the correction bias (V3)
+    scores, the group-limited choice, renormalised (V3 with norm_topk_prob) and scaled."""
+    logits = torch.nn.functional.linear(hidden.view(-1, self.hidden_dim), self.weight)
+    v3 = hasattr(self, "e_score_correction_bias")
+    scores = logits.sigmoid() if v3 else logits.softmax(dim=-1)
+    choice = scores + self.e_score_correction_bias.to(scores.dtype) if v3 else scores
+    if v3 or self.topk_method == "group_limited_greedy":
+        grouped = choice.view(-1, self.num_group, self.num_experts // self.num_group)
+        group_scores = grouped.topk(2, dim=-1)[0].sum(dim=-1) if v3 else grouped.max(dim=-1).values
+        group_idx = torch.topk(group_scores, k=self.topk_group, dim=-1, sorted=False)[1]
+        mask = torch.zeros_like(group_scores).scatter_(1, group_idx, 1).bool()
+        mask = (
+            mask.unsqueeze(-1)
+            .expand(-1, self.num_group, self.num_experts // self.num_group)
+            .reshape(-1, self.num_experts)
+        )
+        choice = choice.masked_fill(~mask, float("-inf") if v3 else 0.0)
+    index = torch.topk(choice, k=self.top_k, dim=-1, sorted=False)[1]
+    weights = scores.gather(1, index)
+    if v3 and self.norm_topk_prob:
+        weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
+    return logits, weights * self.routed_scaling_factor, index
+
+
+def _float64_complex_rotary(self, x, position_ids):
+    """DeepseekV2RotaryEmbedding.forward with its angles in float64 (its frequencies recomputed so)."""
+    params = self.config.rope_parameters
+    rotated = 2 * self.inv_freq.shape[0]
+    inv_freq = _inv_freq(self.config, rotated, int(position_ids.max()) + 1, params)
+    freqs = position_ids[..., None].double() * inv_freq
+    return torch.polar(torch.ones_like(freqs), freqs) * self.attention_scaling
+
+
+def _float64_complex_rotate(xq, xk, freqs_cis):
+    """DeepSeek-V2's apply_rotary_emb without its cast to float32 (complex128 in float64)."""
+    as_complex = lambda t: torch.view_as_complex(t.double().reshape(*t.shape[:-1], -1, 2))  # noqa: E731
+    freqs_cis = freqs_cis.unsqueeze(1)
+    return (torch.view_as_real(as_complex(t) * freqs_cis).flatten(3).type_as(t) for t in (xq, xk))
 
 
 def _float64_neo_attention(self, query, key, value, attention_mask=None):

@@ -76,6 +76,17 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                        sliding_window=3, layer_types=["sliding_attention", "full_attention",
                                                                       "sliding_attention"])),
     "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", SMALL | dict(num_key_value_heads=2)),
+    "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM",  # latent attention, sigmoid routing in groups
+                    SMALL | dict(num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2,
+                                 moe_intermediate_size=6, n_shared_experts=2, first_k_dense_replace=1, q_lora_rank=8,
+                                 kv_lora_rank=10, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6, n_group=4,
+                                 topk_group=1, experts_implementation="eager")),
+    "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM",  # no query bottleneck, group-limited greedy
+                    SMALL | dict(num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2,
+                                 moe_intermediate_size=6, n_shared_experts=2, first_k_dense_replace=1, q_lora_rank=None,
+                                 kv_lora_rank=10, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6, n_group=4,
+                                 topk_group=1, topk_method="group_limited_greedy", routed_scaling_factor=1.5,
+                                 experts_implementation="eager")),
     "gemma": ("GemmaConfig", "GemmaForCausalLM", SMALL | dict(num_key_value_heads=1, head_dim=12,
                                                               hidden_activation="gelu_pytorch_tanh")),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM",  # sliding, full, sliding; capped scores and logits

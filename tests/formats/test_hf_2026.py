@@ -93,7 +93,7 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
                                   "llama-rope-linear", "llama-rope-dynamic", "llama-rope-yarn", "phi3-longrope",
                                   "qwen2-sliding-some-layers",
                                   "gpt_neo-global-local", "gpt_neo-local-untied", "gemma2", "gemma3_text",
-                                  "qwen2_moe", "qwen3_moe", "olmo2"])  # fmt: skip
+                                  "qwen2_moe", "qwen3_moe", "olmo2", "deepseek_v2", "deepseek_v3"])  # fmt: skip
 def test_verify_and_attention_take_the_new_families_folders(tmp_path, name, runner):
     """The properties as theory predicts them, on the checkpoint's own weights, and one block's attention maps."""
     build(name).save_pretrained(tmp_path / "m")
@@ -142,3 +142,19 @@ def test_qwen_moes_routing_and_shared_expert_matter(tmp_path, name, off):
     weights = load_weights(tmp_path, spec)
     reference = theirs(exact(model), IDS)
     assert relative(Transformer(replace(spec, **off), weights)(IDS), reference) > 1e-3
+
+
+@pytest.mark.parametrize(("name", "off"), [
+    ("deepseek_v3", {"router_bias": False}), ("deepseek_v3", {"router_groups": None, "router_topk_groups": None}),
+    ("deepseek_v3", {"router_scale": 1.0}), ("deepseek_v3", {"rope_pairing": "half"}),
+    ("deepseek_v3", {"router_score": "softmax"}), ("deepseek_v2", {"router_groups": None, "router_topk_groups": None}),
+    ("deepseek_v2", {"router_scale": 1.0}), ("deepseek_v2", {"shared_r": None}),
+])  # fmt: skip
+def test_deepseeks_routing_and_rotary_part_matter(tmp_path, name, off):
+    """The controls for DeepSeek: its correction bias, groups, scaling, sigmoid scores, interleaved rotary pairs
+    and shared experts each change what the same weights compute."""
+    model = build(name)
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    reference = theirs(exact(model), IDS)
+    assert relative(Transformer(replace(spec, **off), load_weights(tmp_path, spec))(IDS), reference) > 1e-3

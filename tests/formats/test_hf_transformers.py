@@ -34,6 +34,9 @@ def build(name: str):
     cfg = getattr(transformers, config_class)(**({"attn_implementation": "sdpa"} | config))
     model = getattr(transformers, model_class)(cfg)
     _randomised(model)
+    for name_, buffer in model.named_buffers():  # DeepSeek-V3's correction bias is a buffer, zero as built
+        if name_.endswith("e_score_correction_bias"):
+            buffer.copy_(torch.linspace(-0.5, 0.5, buffer.numel()).flip(0))
     return model.double().eval()
 
 
@@ -83,9 +86,12 @@ def test_a_bfloat16_checkpoint_runs_in_float32_as_transformers_does(tmp_path, na
     build(name).to(torch.bfloat16).save_pretrained(tmp_path)
     header = (tmp_path / "model.safetensors").read_bytes()[:4096]
     assert b'"BF16"' in header
-    kernel = MODELS[name][2].get("attn_implementation", "sdpa")
-    reference = getattr(transformers, MODELS[name][1]).from_pretrained(tmp_path, dtype=torch.float32,
-                                                                       attn_implementation=kernel).eval()  # fmt: skip
+    kernels = {key: MODELS[name][2][key] for key in ("attn_implementation", "experts_implementation")
+               if key in MODELS[name][2]}  # fmt: skip
+    reference = getattr(transformers, MODELS[name][1]).from_pretrained(
+        tmp_path, dtype=torch.float32, **({"attn_implementation": "sdpa"} | kernels)
+    )
+    reference = reference.eval()
     spec = spec_from_config(tmp_path)
     ids = unpadded(spec)
     ours = Transformer(spec, load_weights(tmp_path, spec), np.float32)(ids)

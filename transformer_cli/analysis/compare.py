@@ -8,6 +8,7 @@ from typing import Any
 
 from ..spec.definition import LABELS, Spec
 from ..spec.dependent import DEPENDENT
+from ..spec.expert_keys import EXPERT_FIELDS
 from ..spec.stacks import encoder, source_len
 from .costs import costs
 from .params import count_params
@@ -15,7 +16,7 @@ from .serving import serving_memory
 from .training import training_memory
 
 CROSS = ("cross_H", "cross_m", "cross_bias", "V_src")  # an encoder-decoder's
-ONLY_WITH = {"expert_r": "E", "router_renorm": "E", "shared_r": "E", "shared_gate": "E", "qk_norm_over": "qk_norm"}
+ONLY_WITH = {key: "E" for key in EXPERT_FIELDS} | {"qk_norm_over": "qk_norm", "router_group_score": "router_groups"}
 
 
 def _applies(key: str, spec: Spec) -> bool:

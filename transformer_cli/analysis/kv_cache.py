@@ -44,10 +44,13 @@ def cached_tokens(spec: Spec, n: int) -> int:
 
 def kv_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: int | None = None) -> int:
     """The cache's bytes for b sequences at context n (an encoder-decoder: sources of n_src, default n)."""
+    from ..components import attention_component
+
     size, scale = KV_BYTES[dtype], SCALE_BYTES.get(dtype, 0)
-    # (head, token) pairs of the self-attention cache: each group of blocks alike keeps its own window's
-    heads = sum(g.spec.N * spec.kv_heads * cached_tokens(g.spec, n) for g in decoder(spec).groups())
-    total = 2 * b * heads * (spec.m * size + scale)
+    # each group of blocks alike keeps its own window's tokens, each token what its attention caches (G keys and
+    # values of m, or latent attention's latent and rotary key)
+    total = sum(b * g.spec.N * cached_tokens(g.spec, n) * attention_component(g.spec).cache_per_token(size, scale)
+                for g in decoder(spec).groups())  # fmt: skip
     if decoder(spec).reads_memory:
         cross = spec.N * spec.cross_heads * (n_src or n)
         total += 2 * b * cross * (spec.cross_size * size + scale)

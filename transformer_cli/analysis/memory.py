@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..components import block_feedforward, check_one_stack
-from ..components.attention import MultiHeadAttention
+from ..components import attention_component, block_feedforward, check_one_stack
 from ..components.norm import norm_kind
 from ..errors import TfmError
 from ..kernels import CHUNK_BYTES, chunk_size, cores
@@ -106,7 +105,7 @@ def estimate_forward(
         weights=s * params,
         # positions are made in float64; the logits twice
         activations=arrays * b * d * n * s + 3 * d * n * 8 + 2 * (spec.V or 0) * b * n * s,
-        attention=MultiHeadAttention(spec).held_per_token() * b * n * s
+        attention=attention_component(spec).held_per_token() * b * n * s
         + threads * scores,  # Q, K, V, heads; each thread's chunks
         feedforward=max(block_feedforward(g.spec).held_per_token() for g in groups) * b * n * s,
         loaded=8 * (params if s != 8 else stacked),  # the float64 weights as loaded, beside the model's copies

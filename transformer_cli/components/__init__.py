@@ -14,14 +14,23 @@ from .base import Component, Pairs, Tensor, Term
 from .embedding import embedding, head, pooler
 from .encoder import decoder_extras, encoder_block_components, encoder_model_components
 from .experts import block_feedforward
+from .latent import LatentAttention
 from .norm import block_norm, final_norm
 from .positional import POSITIONALS
 from .residual import Residuals
 
+ATTENTIONS = {"standard": MultiHeadAttention, "latent": LatentAttention}  # the spec's `attention` key
+
+
+def attention_component(spec: Spec) -> MultiHeadAttention:
+    """The block's attention: heads of W_Q, W_K, W_V (standard), or keys and values from a latent (latent)."""
+    return ATTENTIONS[spec.attention](spec)
+
 
 def block_components(spec: Spec) -> list[Component]:
     """One block's components, in the order of the pass, for a spec whose blocks are alike (a group's: stacks.py)."""
-    return [MultiHeadAttention(spec), *decoder_extras(spec), block_feedforward(spec), Residuals(spec), block_norm(spec)]
+    return [attention_component(spec), *decoder_extras(spec), block_feedforward(spec), Residuals(spec),
+            block_norm(spec)]  # fmt: skip
 
 
 def outside_components(spec: Spec) -> list[Component]:
@@ -70,6 +79,7 @@ def reach(spec: Spec) -> int | None:
 
 __all__ = [
     "Component",
+    "attention_component",
     "block_feedforward",
     "Pairs",
     "Tensor",

@@ -142,6 +142,26 @@ class MultiHeadAttention(Component):
         """Entries the pass holds per token for attention besides the scores: Q and the heads' outputs (H), K, V (G)."""
         return (2 * self.spec.H + 2 * self.spec.kv_heads) * self.spec.m
 
+    # -- decoding: what a decoder caches per token, and the keys and values it reads back ----------------------
+
+    def cache_shapes(self, b: int, slots: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The two arrays a decoder's cache holds for b sequences of `slots` tokens: keys (b, G, m, slots) and
+        values (b, G, m_v, slots)."""
+        return (b, self.spec.kv_heads, self.spec.m, slots), (b, self.spec.kv_heads, self.spec.value_size, slots)
+
+    def cache_entries(self, blk, X: np.ndarray, K: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """What the cache keeps of the columns X (d, b, n), whose rotated keys and values are K, V: K and V."""
+        return K, V
+
+    def keys_values(self, blk, first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The keys and values a step attends to, from the cache's two arrays: they are the keys and values."""
+        return first, second
+
+    def cache_per_token(self, size: int, scale: int) -> int:
+        """Bytes a decoder keeps per token and block in `size`-byte elements (with a `scale`-byte scale per head and
+        token for K and for V): G keys and G values of m."""
+        return 2 * self.spec.kv_heads * (self.spec.m * size + scale)
+
     def breaks_equivariance(self) -> str | None:
         if self.spec.window == 1:  # each query sees only its own key: attention acts on each column alone
             return None

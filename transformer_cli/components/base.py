@@ -15,15 +15,23 @@ from ..spec.definition import Spec
 
 @dataclass(frozen=True)
 class Tensor:
-    """One parameter array: its name in the weights file, its shape, and the component it belongs to."""
+    """One array of the weights file: its name, its shape, and the component it belongs to. A buffer (DeepSeek-V3's
+    router correction bias) is stored and read like the others but is not a parameter: it counts none."""
 
     name: str
     shape: tuple[int, ...]
     component: str
+    buffer: bool = False
+
+    @property
+    def size(self) -> int:
+        """The numbers it stores."""
+        return math.prod(self.shape)
 
     @property
     def count(self) -> int:
-        return math.prod(self.shape)
+        """The parameters it holds: its size, 0 for a buffer."""
+        return 0 if self.buffer else self.size
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,10 @@ class Experts(Component):
         self.shared = None if spec.shared_r is None else type(expert)(replace(spec, r=spec.shared_r, E=None, k=None))
 
     def tensors(self, prefix: str) -> list[Tensor]:
-        router = Tensor(prefix + "ff.router", (self.E, self.spec.d), "router")
-        out = [router] + [Tensor(t.name, (self.E, *t.shape), self.label) for t in self.expert.tensors(prefix)]
+        router = [Tensor(prefix + "ff.router", (self.E, self.spec.d), "router")]
+        if self.spec.router_bias:  # DeepSeek-V3's correction bias: stored with the router, not a parameter
+            router.append(Tensor(prefix + "ff.router_bias", (self.E,), "router", buffer=True))
+        out = router + [Tensor(t.name, (self.E, *t.shape), self.label) for t in self.expert.tensors(prefix)]
         if self.shared is not None:  # its tensors under ff.shared.: ff.shared.W1, ...
             out += [Tensor(_shared(t.name), t.shape, "shared expert") for t in self.shared.tensors(prefix)]
         if self.spec.shared_gate:
@@ -69,6 +71,8 @@ class Experts(Component):
             ff = {name: v + shared[name] + self.spec.N * extra * b * n for name, v in ff.items()}
         combine = 2 * self.k * self.spec.d  # weight and add each chosen expert's output
         softmax = SOFTMAX_PER_SCORE * (self.k if self.spec.router_renorm else self.E)  # over the chosen k, or all E
+        if self.spec.router_score == "sigmoid":  # each of the E scores, and the chosen renormalised
+            softmax = SIGMOID_PER_ENTRY * self.E + 2 * self.k * self.spec.router_renorm
         router = 2 * self.E * self.spec.d + softmax
         return ff | {"router": self.spec.N * (router + combine) * b * n}
 
@@ -90,10 +94,14 @@ class Experts(Component):
         if self.shared is not None:
             shared = SimpleNamespace(**self.shared.prepare(lambda name: get(_shared(name))))
             shared.gate = get("ff.shared.W_gate") if self.spec.shared_gate else None
-        return stacked | {"router": get("ff.router"), "shared": shared}
+        bias = get("ff.router_bias").reshape(-1, 1) if self.spec.router_bias else None
+        return stacked | {"router": get("ff.router") if bias is None else (get("ff.router"), bias), "shared": shared}
 
-    def route(self, router: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def route(self, router, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The chosen experts (k, T) of each of the T columns of X (d, T), and their weights (k, T)."""
+        s = self.spec
+        if s.router_score == "sigmoid" or s.router_groups or s.router_bias or s.router_scale != 1.0:
+            return self._route_scored(router, X)
         scores = np.matmul(router, X)  # (E, T)
         chosen = np.argsort(-scores, axis=0, kind="stable")[: self.k]  # highest first; ties to the lower index
         top = np.take_along_axis(scores, chosen, axis=0)
@@ -102,6 +110,34 @@ class Experts(Component):
             weights /= weights.sum(axis=0, keepdims=True)
         else:  # the softmax over all E at the chosen: exp(s - max) / sum over all E of exp(s - max)
             weights /= np.exp(scores - top[:1]).sum(axis=0, keepdims=True)
+        return chosen, weights
+
+    def _route_scored(self, router, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """DeepSeek's routing: softmax or sigmoid scores, a correction bias added to choose (not to weight), the
+        choice limited to the best router_topk_groups groups, the chosen weights renormalised and scaled."""
+        s, E, k = self.spec, self.E, self.k
+        W, bias = router if isinstance(router, tuple) else (router, None)
+        logits = np.matmul(W, X)  # (E, T)
+        if s.router_score == "sigmoid":
+            scores = 1.0 / (1.0 + np.exp(-logits))
+        else:
+            scores = np.exp(logits - logits.max(axis=0, keepdims=True))
+            scores /= scores.sum(axis=0, keepdims=True)
+        choice = scores if bias is None else scores + bias
+        if s.router_groups:  # each group scored by its best expert (or best two), the others ruled out
+            groups = choice.reshape(s.router_groups, E // s.router_groups, -1)
+            best = -np.sort(-groups, axis=1)
+            score = best[:, 0] if s.router_group_score == "max" else best[:, :2].sum(axis=1)  # (groups, T)
+            kept = np.argsort(-score, axis=0, kind="stable")[: s.router_topk_groups]
+            allowed = np.zeros_like(score, dtype=bool)
+            np.put_along_axis(allowed, kept, True, axis=0)
+            choice = np.where(allowed[:, None, :], groups, -np.inf).reshape(E, -1)
+        chosen = np.argsort(-choice, axis=0, kind="stable")[:k]
+        weights = np.take_along_axis(scores, chosen, axis=0)
+        if s.router_renorm:
+            weights /= weights.sum(axis=0, keepdims=True) + (1e-20 if s.router_score == "sigmoid" else 0.0)
+        if s.router_scale != 1.0:
+            weights *= s.router_scale
         return chosen, weights
 
     def apply(self, blk, X: np.ndarray) -> np.ndarray:

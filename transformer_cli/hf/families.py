@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .bert_families import bert, distilbert, roberta
+from .deepseek import deepseek_v2, deepseek_v3
 from .encoder_decoder import bart, t5
 from .gemma import gemma, gemma2, gemma3_text
 from .keys import REQUIRED, Keys
@@ -207,6 +208,7 @@ FAMILIES = {
     "qwen2": ("Qwen2ForCausalLM", qwen2), "qwen3": ("Qwen3ForCausalLM", qwen3), "gemma": ("GemmaForCausalLM", gemma),
     "qwen2_moe": ("Qwen2MoeForCausalLM", qwen2_moe), "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
     "olmo2": ("Olmo2ForCausalLM", olmo2),
+    "deepseek_v2": ("DeepseekV2ForCausalLM", deepseek_v2), "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
     "gemma2": ("Gemma2ForCausalLM", gemma2), "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
     "phi": ("PhiForCausalLM", phi), "phi3": ("Phi3ForCausalLM", phi3), "gpt_neox": ("GPTNeoXForCausalLM", gpt_neox),
     "falcon": ("FalconForCausalLM", falcon), "t5": ("T5ForConditionalGeneration", t5),

@@ -22,8 +22,9 @@ from ..spec.stacks import stacks
 from ..text import shown
 from .checkpoint import Checkpoint
 from .encoder_decoder_layouts import BART, t5
-from .layouts import (
+from .family_layouts import (
     BERT,
+    DEEPSEEK,
     DISTILBERT,
     GEMMA2,
     GPT2,
@@ -35,20 +36,14 @@ from .layouts import (
     PHI,
     PHI3,
     QWEN_MOE,
-    Family,
-    Rule,
     falcon,
-    hf_shape,
-    rule_count,
-    rules,
-    split,
-    tensor_shapes,
 )
+from .layouts import Family, Rule, hf_shape, rule_count, rules, split, tensor_shapes
 
 FAMILIES = {"gpt2": GPT2, "bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "distilbert": DISTILBERT,
             "gpt_neo": GPT_NEO, "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA, "qwen3": LLAMA,
             "gemma": LLAMA, "gemma2": GEMMA2, "gemma3_text": GEMMA2, "qwen2_moe": QWEN_MOE, "qwen3_moe": QWEN_MOE,
-            "olmo2": OLMO2,
+            "olmo2": OLMO2, "deepseek_v2": DEEPSEEK, "deepseek_v3": DEEPSEEK,
             "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX, "bart": BART}  # fmt: skip
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the
@@ -78,6 +73,9 @@ OPTIONAL = {
 }
 SKIPPED_BY_KIND = {kind: (r"^lm_head\.",) for kind in ("roberta", "xlm-roberta")}  # RobertaForMaskedLM's head
 SKIPPED_BY_KIND["distilbert"] = (r"^vocab_(transform|layer_norm|projector)\.",)  # DistilBertForMaskedLM's head
+SKIPPED_BY_KIND["deepseek_v3"] = (
+    r"^model\.layers\.61\.",
+)  # DeepSeek-V3's multi-token prediction layer, as transformers
 
 
 def fitted_to_checkpoint(folder: Path, spec: Spec, config: Mapping[str, Any]) -> Spec:

@@ -35,7 +35,12 @@ def _init_std(spec: Spec, tensor: Tensor) -> float:
         "W_Q": spec.d**-0.5,
         "W_K": spec.d**-0.5,
         "W_V": spec.d**-0.5,
-        "W_O": (spec.H * spec.m * depth) ** -0.5,
+        "W_O": (spec.H * spec.value_size * depth) ** -0.5,
+        "W_QA": spec.d**-0.5,  # latent attention's down projections, then the ups from the (normalised) latents
+        "W_KVA": spec.d**-0.5,
+        "W_QB": (spec.q_rank or 1) ** -0.5,
+        "W_KVB": (spec.kv_rank or 1) ** -0.5,
+        "W_gate": spec.d**-0.5,  # a shared expert's gate
         "W1": (2.0 / spec.d) ** 0.5,
         "W3": spec.d**-0.5,  # the gated feedforward's linear (up) projection
         "W2": (spec.r * depth) ** -0.5,

@@ -45,8 +45,8 @@ class Decoder:
     def __init__(self, model: Transformer, b: int, n: int, memory: Array | None = None, position_offset: int = 0):
         self.model, self.offset = model, position_offset
         spec = model.spec
-        shapes = [(b, spec.kv_heads, spec.m, min(n, blk.window) if blk.window else n) for blk in model.blocks]
-        self.caches = [Cache(np.empty(shape, model.dtype), np.empty(shape, model.dtype)) for shape in shapes]
+        shapes = [model.attention.cache_shapes(b, min(n, blk.window) if blk.window else n) for blk in model.blocks]
+        self.caches = [Cache(np.empty(keys, model.dtype), np.empty(values, model.dtype)) for keys, values in shapes]
         self.memory = None if memory is None else to_columns(np.asarray(memory), model.dtype)  # (d, b, n_src)
         self.crosses: list = [None] * len(model.blocks)
         if self.memory is not None:  # per block: the memory's keys and values, and the sublayer that reads them
@@ -78,7 +78,8 @@ class Decoder:
             def attention(u: Array, blk=blk, cache=cache) -> Array:
                 Q, K, V = model.qkv(blk, u)  # each (b, H, m, 1)
                 model.rotate(Q, K, t + offset, key_start=t, blk=blk)  # the key is cached already turned
-                K_all, V_all = cache.store(K, V, keep)  # (b, G, m, t + 1), or w with a window
+                stored = cache.store(*model.attention.cache_entries(blk, u, K, V), keep)  # t + 1, or w with a window
+                K_all, V_all = model.attention.keys_values(blk, *stored)  # (b, G, m, t + 1): latents expanded
                 first_key = t + 1 - K_all.shape[-1]  # (a window keeps the latest keys only)
                 heads = model.attend(Q, K_all, V_all, causal=False, positions=(t + offset, first_key))
                 return model.project(blk, heads)

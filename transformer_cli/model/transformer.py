@@ -18,8 +18,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from .. import kernels
-from ..components import block_feedforward
-from ..components.attention import MultiHeadAttention
+from ..components import attention_component, block_feedforward
 from ..components.base import Component
 from ..components.cross import Cross, cross_scale, memory_keys, project, queries, stack_cross
 from ..components.embedding import TokenEmbedding
@@ -41,9 +40,9 @@ _BLAS = ThreadpoolController()  # found once: limiting BLAS's threads is then a 
 class Block:
     """One block's weights, as its components prepared them; vectors as (k, 1, 1) columns."""
 
-    W_qkv: Array  # ((H + 2G)m, d): rows are [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G]
+    W_qkv: Array | None  # ((H + 2G)m, d): rows are [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G] (None: latent)
     b_qkv: Array | None  # ((H + 2G)m, 1, 1)
-    W_O: Array  # (d, Hm): columns h*m .. (h+1)*m - 1 are W_O^h
+    W_O: Array  # (d, Hm): columns h*m .. (h+1)*m - 1 are W_O^h (latent attention: (d, H v_m))
     b_O: Array | None  # (d, 1, 1)
     W1: Array  # (r, d), or gated (2r, d): W1 over W3
     b1: Array | None  # (r, 1, 1) or (2r, 1, 1)
@@ -59,6 +58,7 @@ class Block:
     ff: Component | None = None  # the block's feedforward (dense, or routed to experts), which runs it
     window: int | None = None  # the block's sliding window, or None: it sees every earlier key
     positions: Positions | None = None  # the block's own rotary positions (Gemma 3's local base), or None: the model's
+    latent: object | None = None  # latent attention's projections (components/latent.py), else None
 
 
 class Transformer:
@@ -84,7 +84,7 @@ class Transformer:
         def get(name: str) -> Array:
             return np.asarray(weights[name], dtype=self.dtype)
 
-        self.attention, self.norm = MultiHeadAttention(spec), block_norm(spec)
+        self.attention, self.norm = attention_component(spec), block_norm(spec)
         self.residuals = Residuals(spec)  # the block's layout: pre, post, parallel or none
         stack = decoder(spec)  # its blocks may differ per layer: each has its own window and feedforward
         self.blocks = [self._block(stack.layer(i), _prefixed(get, f"blocks.{i}.")) for i in range(spec.N)]
@@ -180,8 +180,8 @@ class Transformer:
         `kv_out` (unless None) receives the keys and values, (b, G, m, n) each, rotated."""
         Q, K, V = self.qkv(blk, X)
         self.rotate(Q, K, start, blk=blk)
-        if kv_out is not None:
-            kv_out.append((K, V))
+        if kv_out is not None:  # what a decoder's cache keeps (latent attention: its latents and rotary keys)
+            kv_out.append(self.attention.cache_entries(blk, X, K, V))
         causal = self.spec.mask == "causal"
         heads = self.attend(Q, K, V, causal, weights_out=weights_out, stop=stop, window=blk.window,
                             positions=(start, start))  # fmt: skip

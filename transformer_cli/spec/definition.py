@@ -25,6 +25,8 @@ from .choices import (
     SCALES,
 )
 from .choices import key as _key
+from .expert_keys import EXPERT_FIELDS
+from .latent_keys import LATENT_FIELDS
 from .rope_keys import ROPE_FIELDS
 
 
@@ -153,21 +155,16 @@ class Spec:
         default=None, metadata=_key("posint", "experts: E feedforwards and a router W_r (E, d) in each block (Mixtral)")
     )
     k: int | None = field(default=None, metadata=_key("posint", "experts per token, the top k of the router; with E"))
-    expert_r: int | None = field(
-        default=None, metadata=_key("posint", "each routed expert's feedforward size [default: r]; with E")
-    )
-    router_renorm: bool = field(
-        default=True,
-        metadata=_key("bool", "the k chosen experts' softmax weights renormalised to sum to 1 (Mixtral); false: the "
-                      "softmax over all E, read at the chosen k (Qwen-MoE's norm_topk_prob: false); with E"),
-    )  # fmt: skip
-    shared_r: int | None = field(
-        default=None, metadata=_key("posint", "a shared expert of this size that every token goes through; with E")
-    )
-    shared_gate: bool = field(
-        default=False,
-        metadata=_key("bool", "the shared expert's output times sigmoid(w . x), w (1, d) (Qwen2-MoE); with shared_r"),
-    )
+    expert_r: int | None = EXPERT_FIELDS["expert_r"]
+    router_renorm: bool = EXPERT_FIELDS["router_renorm"]
+    shared_r: int | None = EXPERT_FIELDS["shared_r"]
+    shared_gate: bool = EXPERT_FIELDS["shared_gate"]
+    router_score: str = EXPERT_FIELDS["router_score"]
+    router_groups: int | None = EXPERT_FIELDS["router_groups"]
+    router_topk_groups: int | None = EXPERT_FIELDS["router_topk_groups"]
+    router_group_score: str = EXPERT_FIELDS["router_group_score"]
+    router_scale: float = EXPERT_FIELDS["router_scale"]
+    router_bias: bool = EXPERT_FIELDS["router_bias"]
     feedforward_layers: tuple[str, ...] | None = field(
         default=None,
         metadata=_key(
@@ -199,6 +196,11 @@ class Spec:
         metadata=_key("posfloat", "rotary base of the sliding blocks, which turn without rope_scaling (Gemma 3's "
                       "local layers); with rope and attention_layers [default: rope_theta]"),
     )  # fmt: skip
+    attention: str = LATENT_FIELDS["attention"]
+    kv_rank: int | None = LATENT_FIELDS["kv_rank"]
+    q_rank: int | None = LATENT_FIELDS["q_rank"]
+    rope_m: int | None = LATENT_FIELDS["rope_m"]
+    v_m: int | None = LATENT_FIELDS["v_m"]
     G: int | None = field(
         default=None,
         metadata=_key("posint", "key/value heads, each shared by H/G query heads (grouped-query; 1: multi-query)"),
@@ -285,8 +287,16 @@ class Spec:
 
     @property
     def rotated_dims(self) -> int:
-        """Rotary positions turn the first int(m * rope_fraction) dims of each query and key head."""
+        """Rotary positions turn the first int(m * rope_fraction) dims of each query and key head (latent attention:
+        its rope_m)."""
+        if self.attention == "latent":
+            return self.rope_m or 0
         return int(self.m * self.rope_fraction)
+
+    @property
+    def value_size(self) -> int:
+        """Each value head's size: m, or latent attention's v_m."""
+        return self.v_m or self.m
 
     @property
     def label(self) -> str:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from .definition import Spec
+from .expert_keys import EXPERT_FIELDS
 
 SLIDING, FULL = "sliding", "full"
 ROUTED, DENSE = "routed", "dense"
@@ -85,8 +86,7 @@ class Stack:
         elif SLIDING in kinds and self.spec.rope_local_theta is not None:  # Gemma 3's local layers
             changes |= {"rope_theta": self.spec.rope_local_theta, "rope_scaling": "none"}
         if DENSE in kinds:  # one feedforward of size r: no router, no routed or shared experts
-            changes |= {"E": None, "k": None, "expert_r": None, "router_renorm": True, "shared_r": None,
-                        "shared_gate": False}  # fmt: skip
+            changes |= {"E": None, "k": None} | {key: f.default for key, f in EXPERT_FIELDS.items()}
         return replace(self.spec, **changes)
 
     def groups(self) -> list[Group]:

@@ -15,6 +15,7 @@ from ..errors import SpecError
 from ..text import lookalike_hint, shown
 from .definition import FIELDS, REQUIRED, Spec
 from .dependent import DEPENDENT
+from .expert_keys import EXPERT_FIELDS
 from .yaml12 import MAX_DIGITS, TooLong
 
 
@@ -177,9 +178,10 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
     if (spec.E is None) != (spec.k is None):
         key, other = ("E", "k") if spec.E is None else ("k", "E")
         raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with {other}")
-    for key in ("expert_r", "router_renorm", "shared_r"):
+    for key in EXPERT_FIELDS:
         if key in data and spec.E is None:
             raise _fail(source, key, data[key], f"no {key} without experts (E)")
+    _check_groups(spec, data, source)
     if "qk_norm_over" in data and not spec.qk_norm:
         raise _fail(source, "qk_norm_over", data["qk_norm_over"], "no qk_norm_over without qk_norm")
     if spec.shared_gate and spec.shared_r is None:
@@ -218,6 +220,8 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
             raise SpecError(f"{source}: key '{key}': missing, expected {_expected(key)} when {other} is {values[0]}")
         if not allowed and key in data:
             raise _fail(source, key, data[key], f"no {key} unless {other} is {' or '.join(values)}")
+    if spec.attention == "latent":
+        _check_latent(spec, data, source)
     if spec.positional == "rope":
         _check_rope(spec, source)
     if spec.positional == "relative":
@@ -271,6 +275,37 @@ def _check_encoder_decoder(spec: Spec, data: dict[str, Any], source: str) -> Non
     for key in ("parallel", "E", "window", "type_vocab", "pooler", "attn_softcap"):
         if key in data and data[key] not in (None, False):
             raise _fail(source, key, data[key], f"no {key} in an encoder-decoder (N_enc)")
+
+
+def _check_groups(spec: Spec, data: dict[str, Any], source: str) -> None:
+    """Group-limited routing: groups that divide the experts, fewer chosen than there are, room for k experts."""
+    for key in ("router_topk_groups", "router_group_score"):
+        if key in data and spec.router_groups is None:
+            raise _fail(source, key, data[key], f"no {key} without router_groups")
+    groups, chosen = spec.router_groups, spec.router_topk_groups
+    if groups is None or spec.E is None or spec.k is None:
+        return
+    if spec.E % groups:
+        raise _fail(source, "router_groups", groups, f"a divisor of E = {spec.E} (experts per group alike)")
+    if chosen is None:
+        raise SpecError(f"{source}: key 'router_topk_groups': missing, expected a positive integer with router_groups")
+    if chosen > groups or chosen * (spec.E // groups) < spec.k:
+        raise _fail(source, "router_topk_groups", chosen, f"at most router_groups = {groups} groups holding at "
+                    f"least k = {spec.k} experts")  # fmt: skip
+
+
+def _check_latent(spec: Spec, data: dict[str, Any], source: str) -> None:
+    """Latent attention: every query head has its own key and value (no G), rotary positions on the last rope_m
+    entries of each head (fewer than m: the rest are the heads' own), one stack."""
+    if spec.positional != "rope":
+        raise _fail(source, "positional", spec.positional, "rope with attention: latent (its keys' shared part turns)")
+    for key in ("G", "rope_fraction", "qk_norm", "N_enc", "window"):
+        if key in data and data[key] not in (None, False) and not (key == "G" and data[key] == spec.H):
+            raise _fail(source, key, data[key], f"no {key} with attention: latent")
+    if spec.rope_m is not None and (spec.rope_m >= spec.m or spec.rope_m % 2):
+        raise _fail(
+            source, "rope_m", spec.rope_m, f"an even number below m = {spec.m} (the rest of each head is its own)"
+        )
 
 
 def _check_rope(spec: Spec, source: str) -> None:

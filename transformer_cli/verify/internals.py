@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.params import count_params
+from ..analysis.params import all_tensors, count_params
 from ..io.weights import Weights
 from .common import CheckResult, Setup, resolve_expect
 
@@ -44,7 +44,8 @@ def check_softmax(setup: Setup, expect: str = "holds") -> CheckResult:
 def check_counts(setup: Setup, weights: Weights, expect: str = "holds") -> CheckResult:
     """Parameter count from tensor shapes == closed form == number of scalars stored in the weights."""
     count = count_params(setup.spec, check=False)
-    stored = sum(int(np.size(w)) for w in weights.values())
+    buffers = {t.name for t in all_tensors(setup.spec) if t.buffer}  # stored, but not parameters
+    stored = sum(int(np.size(w)) for name, w in weights.items() if name not in buffers)
     columns = ["source", "per block", "total"]
     rows = [
         ["tensor shapes", count.per_block, count.total],

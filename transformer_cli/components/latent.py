@@ -1,0 +1,177 @@
+"""Multi-head latent attention (DeepSeek-V2/V3): each token's keys and values come from one compressed latent.
+
+With c = kv_rank, r = rope_m (the rotated part of each query and key head, its last r entries) and v = v_m:
+  queries  Q = W_QB RMSNorm(W_QA x) (a low-rank bottleneck of q_rank), or W_Q x; (H, m) per token
+  latent   [l ; k_r] = W_KVA x: l (c) is normalised, k_r (r) is one rotary key part shared by every head
+  keys     head h: [W_KVB^h,k l ; k_r], values W_KVB^h,v l (v); scores scale * K^T Q, outputs W_O (d, Hv)
+A decoder caches l and k_r only: c + r numbers per token and block, against 2 H m for the same heads in full.
+
+tfm lays each query and key head out as [rotary part | the rest] inside the pass (scores are dot products, so the
+order of the entries does not matter as long as queries and keys agree), so the rotary positions turn the first
+r entries as they do for every other attention; the checkpoint's order ([rest | rotary]) is kept in the tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import SimpleNamespace
+
+import numpy as np
+
+from .. import kernels
+from .attention import SOFTMAX_PER_SCORE, MultiHeadAttention
+from .base import Pairs, Tensor, Term
+from .norm import RMS_PER_ENTRY
+
+LATENT_EPS = 1e-6  # the latents' RMSNorms, as DeepSeek's code builds them (its default eps, not rms_norm_eps)
+
+
+class LatentAttention(MultiHeadAttention):
+    @property
+    def sizes(self) -> tuple[int, int, int, int, int, int, int]:
+        """H, m, d, c (kv_rank), r (rope_m), v (v_m), q (q_rank, 0 without the bottleneck)."""
+        s = self.spec
+        return s.H, s.m, s.d, s.kv_rank or 0, s.rotated_dims, s.value_size, s.q_rank or 0
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        H, m, d, c, r, v, q = self.sizes
+        p, kind, bias = prefix + "attention.", "latent attention", self.spec.attention_bias
+        out = []
+        if q:
+            out.append(Tensor(p + "W_QA", (q, d), kind))
+            out += [Tensor(p + "b_QA", (q,), kind)] if bias else []
+            out += [Tensor(p + "q_a_norm.gamma", (q,), kind), Tensor(p + "W_QB", (H, m, q), kind)]
+        else:
+            out.append(Tensor(p + "W_Q", (H, m, d), kind))
+        out.append(Tensor(p + "W_KVA", (c + r, d), kind))
+        out += [Tensor(p + "b_KVA", (c + r,), kind)] if bias else []
+        out += [Tensor(p + "kv_a_norm.gamma", (c,), kind), Tensor(p + "W_KVB", (H, m - r + v, c), kind)]
+        out.append(Tensor(p + "W_O", (H, d, v), kind))
+        out += [Tensor(p + "b_O", (d,), kind)] if self.spec.has_out_bias else []
+        return out
+
+    def _parts(self) -> tuple[int, int, int]:
+        """Weights of the queries, of the latent and its keys and values, and of the output projection."""
+        H, m, d, c, r, v, q = self.sizes
+        queries = q * (d + 1 + H * m) if q else H * m * d  # (the bottleneck's norm gain: q)
+        return queries, (c + r) * d + c + H * (m - r + v) * c, H * v * d
+
+    def terms(self) -> list[Term]:
+        H, m, d, c, r, v, q = self.sizes
+        queries, latent, output = self._parts()
+        out = [Term("q_rank(d + 1 + Hm)" if q else "Hmd", queries, "block"),
+               Term("(kv_rank + rope_m)d + kv_rank + H(m - rope_m + v_m)kv_rank", latent, "block"),
+               Term("H v_m d", output, "block")]  # fmt: skip
+        if self.spec.attention_bias:
+            out.append(Term("q_rank + kv_rank + rope_m" if q else "kv_rank + rope_m", q + c + r, "block"))
+        if self.spec.has_out_bias:
+            out.append(Term("d", d, "block"))
+        return out
+
+    def prepare(self, get: Callable[[str], np.ndarray]) -> dict:
+        """The projections as matrices on columns, each query head's rows in tfm's order [rotary | rest]."""
+        H, m, d, c, r, v, q = self.sizes
+        order = np.r_[m - r : m, 0 : m - r]  # a head's rows: its rotary part first
+
+        def heads_first(W: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(W[:, order].reshape(H * m, -1))
+
+        a = SimpleNamespace(W_QA=None, b_QA=None, q_gain=None, b_KVA=None)
+        if q:
+            a.W_QA, a.q_gain, a.W_Q = get("attention.W_QA"), get("attention.q_a_norm.gamma").reshape(-1, 1, 1), None
+            a.W_QB = heads_first(get("attention.W_QB"))
+            a.b_QA = get("attention.b_QA").reshape(-1, 1, 1) if self.spec.attention_bias else None
+        else:
+            a.W_Q = heads_first(get("attention.W_Q"))
+        a.W_KVA, a.kv_gain = get("attention.W_KVA"), get("attention.kv_a_norm.gamma").reshape(-1, 1, 1)
+        a.b_KVA = get("attention.b_KVA").reshape(-1, 1, 1) if self.spec.attention_bias else None
+        a.W_KVB = get("attention.W_KVB").reshape(H * (m - r + v), c)
+        W_O = np.ascontiguousarray(get("attention.W_O").transpose(1, 0, 2).reshape(d, H * v))
+        b_O = get("attention.b_O").reshape(-1, 1, 1) if self.spec.has_out_bias else None
+        return {"W_qkv": None, "b_qkv": None, "qk_norm": None, "latent": a, "W_O": W_O, "b_O": b_O}
+
+    def compress(self, blk, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(d, b, n) -> Q (b, H, m, n) in the order [rotary | rest], the normalised latent (b, 1, c, n) and the
+        shared rotary key part (b, 1, r, n), not yet rotated."""
+        H, m, d, c, r, v, q = self.sizes
+        _, b, n = X.shape
+        a = blk.latent
+        if a.W_Q is None:  # the bottleneck: W_QB RMSNorm(W_QA x + b_QA)
+            low = kernels.linear(a.W_QA, X)
+            if a.b_QA is not None:
+                low += a.b_QA
+            Q = kernels.linear(a.W_QB, kernels.rms_norm(low, a.q_gain, LATENT_EPS))
+        else:
+            Q = kernels.linear(a.W_Q, X)
+        both = kernels.linear(a.W_KVA, X)  # (c + r, b, n): the latent, then the shared rotary key part
+        if a.b_KVA is not None:
+            both += a.b_KVA
+        latent = kernels.rms_norm(both[:c], a.kv_gain, LATENT_EPS)
+        return (
+            Q.reshape(H, m, b, n).transpose(2, 0, 1, 3),
+            latent.transpose(1, 0, 2)[:, None],
+            both[c:].transpose(1, 0, 2)[:, None],
+        )
+
+    def keys_values(self, blk, rotary: np.ndarray, latent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every head's keys (b, H, m, t) [rotary | rest] and values (b, H, v, t) from the latents (b, 1, c, t) and
+        the shared rotary key parts (b, 1, r, t): W_KVB expands each latent into the heads' own parts."""
+        H, m, d, c, r, v, q = self.sizes
+        b, t = latent.shape[0], latent.shape[-1]
+        KV = kernels.linear(blk.latent.W_KVB, latent[:, 0].transpose(1, 0, 2)).reshape(H, m - r + v, b, t)
+        K = np.empty((b, H, m, t), dtype=latent.dtype)
+        K[:, :, :r] = rotary  # every head's rotary part: the shared one
+        K[:, :, r:] = KV[:, : m - r].transpose(2, 0, 1, 3)
+        return K, KV[:, m - r :].transpose(2, 0, 1, 3)
+
+    def qkv(self, blk, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(d, b, n) -> Q, K (b, H, m, n) in the order [rotary | rest], V (b, H, v, n)."""
+        Q, latent, rotary = self.compress(blk, X)
+        K, V = self.keys_values(blk, rotary, latent)
+        return Q, K, V
+
+    def cache_shapes(self, b: int, slots: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The shared rotary key parts (b, 1, r, slots) and the latents (b, 1, c, slots): c + r per token."""
+        H, m, d, c, r, v, q = self.sizes
+        return (b, 1, r, slots), (b, 1, c, slots)
+
+    def cache_entries(self, blk, X: np.ndarray, K: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The rotated shared key part (any head's: they are one) and the latent of the columns X (made again from
+        X: the keys and values hold it expanded)."""
+        r = self.spec.rotated_dims
+        return K[:, :1, :r], self.compress(blk, X)[1]
+
+    def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        H, m, d, c, r, v, q = self.sizes
+        N, tokens, per_head = self.spec.N, b * n, self.spec.N * H * pairs.count
+        queries, latent, output = self._parts()
+        bias = self.spec.attention_bias * (q + c + r)
+        return {
+            "Q/K/V projections": N * (2 * (queries - q + latent - c) + bias) * tokens,
+            "latent norms": N * RMS_PER_ENTRY * (q + c) * tokens,
+            "scores K^T Q": per_head * 2 * m,
+            "score scaling": N * H * m * tokens if self.spec.score_scale != 1.0 else 0,
+            "softmax": per_head * SOFTMAX_PER_SCORE,
+            "weights x V": per_head * 2 * v,
+            "output projection": N * (2 * output + self.spec.has_out_bias * d) * tokens,
+        }
+
+    def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        H, m, d, c, r, v, q = self.sizes
+        queries, latent, output = self._parts()
+        N = self.spec.N
+        return {
+            "linear layers": N * (queries - q + latent - c + output) * b * n,
+            "scores K^T Q": N * H * pairs.count * m,
+            "weights x V": N * H * pairs.count * v,
+        }
+
+    def held_per_token(self) -> int:
+        """Q and K (H m each), V and the heads' outputs (H v each), the latent and the bottleneck."""
+        H, m, d, c, r, v, q = self.sizes
+        return 2 * H * m + 2 * H * v + c + r + q
+
+    def cache_per_token(self, size: int, scale: int) -> int:
+        """Bytes a decoder keeps per token and block: the latent and the rotary key part (a scale each)."""
+        H, m, d, c, r, v, q = self.sizes
+        return (c + r) * size + 2 * scale

@@ -1,0 +1,110 @@
+"""DeepSeek-V2 and V3: multi-head latent attention (components/latent.py) and a mixture of routed and shared
+experts after first_k_dense_replace dense layers. V2 routes by a softmax (greedy, or group-limited: each group
+scored by its best expert), the chosen weights scaled; V3 by sigmoid scores, a correction bias to choose,
+groups scored by their best two, the chosen weights renormalised and scaled."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .keys import Keys
+from .parts import CAUSAL_PRE, activation, rope
+
+
+def deepseek_v2(c: Keys) -> dict[str, Any]:
+    """DeepseekV2ForCausalLM (DeepSeek-V2, V2-Lite): its rotary part turned as complex pairs (interleaved)."""
+    method = c.text("topk_method", "greedy")
+    if method not in ("greedy", "group_limited_greedy"):
+        raise c.refuse("topk_method", method, "tfm routes DeepSeek-V2 by greedy or group_limited_greedy")
+    spec = _deepseek(c, q_rank=1536, E=64, shared=2, size=1407, dense=0, max_positions=2048, interleaved=True)
+    router = {"router_renorm": False}  # (DeepseekV2TopkRouter reads no norm_topk_prob)
+    if method == "group_limited_greedy":
+        router |= _groups(c, spec, None, None, "max")
+    return spec | router | _scale(c, 1.0)
+
+
+def deepseek_v3(c: Keys) -> dict[str, Any]:
+    """DeepseekV3ForCausalLM: sigmoid routing with e_score_correction_bias (a buffer), 8 groups of which 4 chosen."""
+    spec = _deepseek(c, q_rank=1536, E=256, shared=1, size=2048, dense=3, max_positions=4096,
+                     interleaved=c.flag("rope_interleave", True))  # fmt: skip
+    router = {"router_score": "sigmoid", "router_bias": True, "router_renorm": c.flag("norm_topk_prob", True)}
+    return spec | router | _groups(c, spec, 8, 4, "top2") | _scale(c, 2.5)
+
+
+def _deepseek(c: Keys, q_rank: int | None, E: int, shared: int, size: int, dense: int, max_positions: int,
+              interleaved: bool) -> dict[str, Any]:  # fmt: skip
+    """What V2 and V3 share: the latent attention, the norms, the dense and routed layers."""
+    d, H, N = c.count("hidden_size"), c.count("num_attention_heads"), c.count("num_hidden_layers")
+    G = c.nullable_count("num_key_value_heads", H) or H
+    if G != H:
+        raise c.refuse("num_key_value_heads", G, f"latent attention gives every one of the {H} heads its own keys")
+    nope, rotated = c.count("qk_nope_head_dim", 128), c.count("qk_rope_head_dim", 64)
+    m, v = nope + rotated, c.count("v_head_dim", 128)
+    positions = c.count("max_position_embeddings", max_positions)
+    rotary = rope(c, positions, rotated, 10000.0)
+    spec = CAUSAL_PRE | {
+        "N": N, "H": H, "m": m, "d": d, "r": c.count("intermediate_size"), "V": c.count("vocab_size"),
+        "tie_embeddings": c.flag("tie_word_embeddings", False), **rotary, "scale": _score_scale(c, m),
+        "norm_type": "rmsnorm", "norm_eps": c.number("rms_norm_eps", 1e-6), "feedforward": "gated",
+        "activation": activation(c, "hidden_act", "silu"), "ff_bias": False,
+        "attention": "latent", "kv_rank": c.count("kv_lora_rank", 512), "rope_m": rotated,
+        "attention_bias": c.flag("attention_bias", False),
+    }  # fmt: skip
+    if interleaved:
+        spec["rope_pairing"] = "interleaved"
+    if v != m:
+        spec["v_m"] = v
+    low = c.nullable_count("q_lora_rank", q_rank)
+    if low is not None:
+        spec["q_rank"] = low
+    return spec | _experts(c, N, E, shared, size, dense)
+
+
+def _score_scale(c: Keys, m: int) -> str | float:
+    """m^-1/2, times mscale^2 where a scaled rope has mscale_all_dim (yarn_apply_mscale): 0.1 k ln(factor) + 1."""
+    p = c.nested("rope_scaling") or c.nested("rope_parameters")
+    if (
+        p is None
+        or p.text("rope_type", p.data.get("type", "default")) == "default"
+        or not p.number("mscale_all_dim", None)
+    ):
+        return "sqrt"
+    factor = p.number("factor")
+    mscale = 1.0 if factor <= 1 else 0.1 * p.number("mscale_all_dim") * math.log(factor) + 1.0
+    return m**-0.5 * mscale * mscale
+
+
+def _experts(c: Keys, N: int, E: int, shared: int, size: int, dense: int) -> dict[str, Any]:
+    """The routed layers (from first_k_dense_replace on), their experts and the shared ones."""
+    first = c.index("first_k_dense_replace", dense)
+    E, k = c.count("n_routed_experts", E, "num_experts"), c.count("num_experts_per_tok", 6)
+    if first >= N or not E:
+        return {}
+    if k > E:
+        raise c.fail("num_experts_per_tok", k, f"at most n_routed_experts = {E}")
+    r_e = c.count("moe_intermediate_size", size)
+    out: dict[str, Any] = {"E": E, "k": k, "expert_r": r_e}
+    shared = c.index("n_shared_experts", shared)
+    if shared:
+        out["shared_r"] = shared * r_e  # one MLP of n_shared_experts x moe_intermediate_size
+    if first:
+        out["feedforward_layers"] = ["dense" if i < first else "routed" for i in range(N)]
+    return out
+
+
+def _groups(c: Keys, spec: dict[str, Any], groups: int | None, chosen: int | None, score: str) -> dict[str, Any]:
+    """Group-limited routing (n_group, topk_group); none with one group."""
+    n = c.nullable_count("n_group", groups)
+    if not spec.get("E") or n is None or n == 1:
+        return {}
+    top = c.count("topk_group", chosen)
+    return {"router_groups": n, "router_topk_groups": top, "router_group_score": score}
+
+
+def _scale(c: Keys, default: float) -> dict[str, Any]:
+    factor = c.number("routed_scaling_factor", default)
+    return {"router_scale": factor} if factor != 1.0 else {}
+
+
+__all__ = ["deepseek_v2", "deepseek_v3"]

@@ -1,0 +1,206 @@
+"""The checkpoint layouts of the decoder-only and encoder families: each model_type's tensor names, per block and
+global, with its fused and transposed tensors (layouts.py says what a layout is and how it reads and writes)."""
+
+from __future__ import annotations
+
+from ..spec.definition import Spec
+from .layouts import Family
+from .layouts import linear_names as _linear
+from .layouts import norm_names as _norm
+
+
+def _llama_names() -> dict[str, str]:
+    names: dict[str, str] = {}
+    for x, proj in (("Q", "q_proj"), ("K", "k_proj"), ("V", "v_proj"), ("O", "o_proj")):
+        names |= _linear("attention.{}_" + x, f"self_attn.{proj}")
+    for n, proj in (("1", "gate_proj"), ("3", "up_proj"), ("2", "down_proj")):
+        names |= _linear("ff.{}" + n, f"mlp.{proj}")
+    names |= {"attention.q_norm.gamma": "self_attn.q_norm.weight", "attention.k_norm.gamma": "self_attn.k_norm.weight"}
+    return names | _norm("norm1", "input_layernorm") | _norm("norm2", "post_attention_layernorm")
+
+
+_LLAMA_GLOBALS = {"embedding.E": "model.embed_tokens.weight", "head.W": "lm_head.weight"} | _norm(
+    "final_norm", "model.norm"
+)
+_one = lambda spec: 1  # noqa: E731
+
+LLAMA = Family("model.layers.{i}.", _llama_names(), _LLAMA_GLOBALS)
+# Gemma 2 and 3: four norms a block; post_attention_layernorm is the attention's output norm here, not norm2
+GEMMA2 = Family(
+    "model.layers.{i}.",
+    {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith("norm2")}
+    | _norm("norm1_out", "post_attention_layernorm") | _norm("norm2", "pre_feedforward_layernorm")
+    | _norm("norm2_out", "post_feedforward_layernorm"),
+    _LLAMA_GLOBALS,
+)  # fmt: skip
+# OLMo 2: the sublayers' outputs normalised (post_attention_layernorm, post_feedforward_layernorm), not their inputs
+OLMO2 = Family(
+    "model.layers.{i}.",
+    {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith(("norm1", "norm2"))}
+    | _norm("norm1_out", "post_attention_layernorm") | _norm("norm2_out", "post_feedforward_layernorm"),
+    _LLAMA_GLOBALS,
+)  # fmt: skip
+MIXTRAL = Family(
+    "model.layers.{i}.",
+    {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith("ff.")}
+    | {"ff.router": "block_sparse_moe.gate.weight", "ff.W1[{e}]": "block_sparse_moe.experts.{e}.w1.weight",
+       "ff.W3[{e}]": "block_sparse_moe.experts.{e}.w3.weight", "ff.W2[{e}]": "block_sparse_moe.experts.{e}.w2.weight"},
+    _LLAMA_GLOBALS,
+)  # fmt: skip
+
+
+def _qwen_moe_names() -> dict[str, str]:
+    """Qwen2-MoE, Qwen3-MoE: LLaMA's block (and its mlp in dense layers), mlp.gate the router, mlp.experts.{e}.*
+    the experts, mlp.shared_expert.* and mlp.shared_expert_gate the shared expert (Qwen2-MoE)."""
+    names = _llama_names() | {"ff.router": "mlp.gate.weight", "ff.shared.W_gate": "mlp.shared_expert_gate.weight"}
+    for n, proj in (("1", "gate_proj"), ("3", "up_proj"), ("2", "down_proj")):
+        names[f"ff.W{n}[{{e}}]"] = f"mlp.experts.{{e}}.{proj}.weight"
+        names[f"ff.shared.W{n}"] = f"mlp.shared_expert.{proj}.weight"
+    return names
+
+
+QWEN_MOE = Family("model.layers.{i}.", _qwen_moe_names(), _LLAMA_GLOBALS)
+
+
+def _deepseek_names() -> dict[str, str]:
+    """DeepSeek-V2/V3: latent attention's projections, LLaMA's norms, the MoE layers' gate (with V3's correction
+    bias), experts and shared experts, the dense layers' MLP."""
+    attention = {"W_QA": "q_a_proj", "W_QB": "q_b_proj", "W_Q": "q_proj", "W_KVA": "kv_a_proj_with_mqa",
+                 "W_KVB": "kv_b_proj", "W_O": "o_proj"}  # fmt: skip
+    names = {f"attention.{ours}": f"self_attn.{theirs}.weight" for ours, theirs in attention.items()}
+    names |= {f"attention.b_{x}": f"self_attn.{theirs}.bias" for x, theirs in (("QA", "q_a_proj"),
+              ("KVA", "kv_a_proj_with_mqa"), ("O", "o_proj"))}  # fmt: skip
+    names |= {"attention.q_a_norm.gamma": "self_attn.q_a_layernorm.weight",
+              "attention.kv_a_norm.gamma": "self_attn.kv_a_layernorm.weight",
+              "ff.router": "mlp.gate.weight", "ff.router_bias": "mlp.gate.e_score_correction_bias"}  # fmt: skip
+    for n, proj in (("1", "gate_proj"), ("3", "up_proj"), ("2", "down_proj")):
+        names |= {f"ff.W{n}": f"mlp.{proj}.weight", f"ff.W{n}[{{e}}]": f"mlp.experts.{{e}}.{proj}.weight",
+                  f"ff.shared.W{n}": f"mlp.shared_experts.{proj}.weight"}  # fmt: skip
+    return names | _norm("norm1", "input_layernorm") | _norm("norm2", "post_attention_layernorm")
+
+
+DEEPSEEK = Family("model.layers.{i}.", _deepseek_names(), _LLAMA_GLOBALS)
+PHI3 = Family(
+    "model.layers.{i}.",
+    _llama_names(),
+    _LLAMA_GLOBALS,
+    fused=(("self_attn.qkv_proj.weight", ("attention.W_Q", "attention.W_K", "attention.W_V"), _one),
+           ("mlp.gate_up_proj.weight", ("ff.W1", "ff.W3"), _one)),
+)  # fmt: skip
+
+
+def _phi_names() -> dict[str, str]:
+    names: dict[str, str] = {}
+    for x, proj in (("Q", "q_proj"), ("K", "k_proj"), ("V", "v_proj"), ("O", "dense")):
+        names |= _linear("attention.{}_" + x, f"self_attn.{proj}")
+    names |= _linear("ff.{}1", "mlp.fc1") | _linear("ff.{}2", "mlp.fc2")
+    names |= _norm("attention.q_norm", "self_attn.q_layernorm") | _norm("attention.k_norm", "self_attn.k_layernorm")
+    return names | _norm("norm1", "input_layernorm")
+
+
+PHI = Family(
+    "model.layers.{i}.",
+    _phi_names(),
+    {"embedding.E": "model.embed_tokens.weight", "head.W": "lm_head.weight", "head.b": "lm_head.bias"}
+    | _norm("final_norm", "model.final_layernorm"),
+)
+
+
+def _neox_names(attention: str, norms: tuple[str, str]) -> dict[str, str]:
+    names = _linear("attention.{}_O", f"{attention}.dense")
+    names |= _linear("ff.{}1", "mlp.dense_h_to_4h") | _linear("ff.{}2", "mlp.dense_4h_to_h")
+    return names | _norm("norm1", norms[0]) | _norm("norm2", norms[1])
+
+
+_QKV = ("attention.W_Q", "attention.W_K", "attention.W_V")
+_QKV_BIAS = ("attention.b_Q", "attention.b_K", "attention.b_V")
+GPT_NEOX = Family(
+    "gpt_neox.layers.{i}.",
+    _neox_names("attention", ("input_layernorm", "post_attention_layernorm")),
+    {"embedding.E": "gpt_neox.embed_in.weight", "head.W": "embed_out.weight"}
+    | _norm("final_norm", "gpt_neox.final_layer_norm"),
+    fused=(("attention.query_key_value.weight", _QKV, lambda spec: spec.H),
+           ("attention.query_key_value.bias", _QKV_BIAS, lambda spec: spec.H)),
+)  # fmt: skip
+
+
+def falcon(new_architecture: bool, norms: tuple[str, str]) -> Family:
+    """Falcon's fused query_key_value: grouped per key/value head in the new architecture (falcon-40b), else
+    [all queries | key | value] with multi-query (falcon-7b), or per head like GPT-NeoX without it."""
+
+    def groups(spec: Spec) -> int:
+        if new_architecture:
+            return spec.kv_heads
+        return 1 if spec.kv_heads == 1 else spec.H
+
+    return Family(
+        "transformer.h.{i}.",
+        _neox_names("self_attention", norms),
+        {"embedding.E": "transformer.word_embeddings.weight", "head.W": "lm_head.weight"}
+        | _norm("final_norm", "transformer.ln_f"),
+        fused=(("self_attention.query_key_value.weight", _QKV, groups),
+               ("self_attention.query_key_value.bias", _QKV_BIAS, groups)),
+    )  # fmt: skip
+
+
+GPT2 = Family(
+    "transformer.h.{i}.",
+    _linear("attention.{}_O", "attn.c_proj") | _linear("ff.{}1", "mlp.c_fc") | _linear("ff.{}2", "mlp.c_proj")
+    | _norm("norm1", "ln_1") | _norm("norm2", "ln_2"),
+    {"embedding.E": "transformer.wte.weight", "positional.P": "transformer.wpe.weight", "head.W": "lm_head.weight"}
+    | _norm("final_norm", "transformer.ln_f"),
+    fused=(("attn.c_attn.weight", _QKV, _one), ("attn.c_attn.bias", _QKV_BIAS, _one)),
+    transposed=frozenset({"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"}),
+)  # fmt: skip
+
+
+def _plain_block_names(attention: tuple[str, str, str, str], ff: tuple[str, str], norms: tuple[str, str]
+                       ) -> dict[str, str]:  # fmt: skip
+    """A block with a plain feedforward: the checkpoint's names of W_Q, W_K, W_V, W_O, of W1, W2, and of the norms
+    around attention and the feedforward (weights and biases each)."""
+    names: dict[str, str] = {}
+    for x, proj in zip("QKVO", attention, strict=True):
+        names |= _linear("attention.{}_" + x, proj)
+    names |= _linear("ff.{}1", ff[0]) | _linear("ff.{}2", ff[1])
+    return names | _norm("norm1", norms[0]) | _norm("norm2", norms[1])
+
+
+def _bert_names() -> dict[str, str]:
+    return _plain_block_names(("attention.self.query", "attention.self.key", "attention.self.value",
+                               "attention.output.dense"), ("intermediate.dense", "output.dense"),
+                              ("attention.output.LayerNorm", "output.LayerNorm"))  # fmt: skip
+
+
+BERT = Family(
+    "encoder.layer.{i}.",
+    _bert_names(),
+    {"embedding.E": "embeddings.word_embeddings.weight", "positional.P": "embeddings.position_embeddings.weight",
+     "embedding.T": "embeddings.token_type_embeddings.weight", "pooler.W": "pooler.dense.weight",
+     "pooler.b": "pooler.dense.bias"} | _norm("embedding.norm", "embeddings.LayerNorm"),
+)  # fmt: skip
+
+
+def _gpt_neo_names() -> dict[str, str]:
+    attention = ("attn.attention.q_proj", "attn.attention.k_proj", "attn.attention.v_proj", "attn.attention.out_proj")
+    return _plain_block_names(attention, ("mlp.c_fc", "mlp.c_proj"), ("ln_1", "ln_2"))
+
+
+GPT_NEO = Family(
+    "transformer.h.{i}.",
+    _gpt_neo_names(),
+    {"embedding.E": "transformer.wte.weight", "positional.P": "transformer.wpe.weight", "head.W": "lm_head.weight"}
+    | _norm("final_norm", "transformer.ln_f"),
+)  # fmt: skip
+
+
+def _distilbert_names() -> dict[str, str]:
+    attention = ("attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin")
+    return _plain_block_names(attention, ("ffn.lin1", "ffn.lin2"), ("sa_layer_norm", "output_layer_norm"))
+
+
+DISTILBERT = Family(
+    "transformer.layer.{i}.",
+    _distilbert_names(),
+    {"embedding.E": "embeddings.word_embeddings.weight", "positional.P": "embeddings.position_embeddings.weight"}
+    | _norm("embedding.norm", "embeddings.LayerNorm"),
+)  # fmt: skip

@@ -1,0 +1,56 @@
+"""The keys of a mixture of experts beyond E and k: the experts' own size, a shared expert, and how the router
+chooses and weights them (Mixtral's softmax over the top k, Qwen-MoE's unnormalised softmax, DeepSeek's
+group-limited choice, sigmoid scores and correction bias). The Spec's class body takes each field from here."""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Any
+
+from .choices import key as _key
+
+EXPERT_FIELDS: dict[str, Any] = {
+    "expert_r": field(
+        default=None, metadata=_key("posint", "each routed expert's feedforward size [default: r]; with E")
+    ),
+    "router_renorm": field(
+        default=True,
+        metadata=_key("bool", "the k chosen experts' softmax weights renormalised to sum to 1 (Mixtral); false: the "
+                      "softmax over all E, read at the chosen k (Qwen-MoE's norm_topk_prob: false); with E"),
+    ),
+    "shared_r": field(
+        default=None, metadata=_key("posint", "a shared expert of this size that every token goes through; with E")
+    ),
+    "shared_gate": field(
+        default=False,
+        metadata=_key("bool", "the shared expert's output times sigmoid(w . x), w (1, d) (Qwen2-MoE); with shared_r"),
+    ),
+    "router_score": field(
+        default="softmax",
+        metadata=_key("choice", "how the router turns its scores into weights: softmax (Mixtral, Qwen, DeepSeek-V2) "
+                      "or sigmoid of each (DeepSeek-V3); with E", ("softmax", "sigmoid")),
+    ),
+    "router_groups": field(
+        default=None,
+        metadata=_key("posint", "group-limited routing: the E experts in this many groups, a token choosing among "
+                      "the router_topk_groups best groups only (DeepSeek's n_group); with E"),
+    ),
+    "router_topk_groups": field(
+        default=None, metadata=_key("posint", "the groups a token may choose its experts from; with router_groups")
+    ),
+    "router_group_score": field(
+        default="max",
+        metadata=_key("choice", "a group's score: its best expert's (DeepSeek-V2) or the sum of its best two "
+                      "(top2: DeepSeek-V3); with router_groups", ("max", "top2")),
+    ),
+    "router_scale": field(
+        default=1.0, metadata=_key("posfloat", "the chosen experts' weights times this (routed_scaling_factor); with E")
+    ),
+    "router_bias": field(
+        default=False,
+        metadata=_key("bool", "a correction bias per expert, ff.router_bias (E,), added to the scores to choose the "
+                      "experts but not to weight them (DeepSeek-V3); a buffer, not a parameter; with E"),
+    ),
+}  # fmt: skip
+
+__all__ = ["EXPERT_FIELDS"]

@@ -1,0 +1,34 @@
+"""The keys of multi-head latent attention (DeepSeek-V2/V3): queries through an optional low-rank bottleneck, keys
+and values from one compressed latent per token plus a rotary key part shared by the heads. The Spec's class body
+takes each field from here (definition.py), as it does the rotary keys (rope_keys.py)."""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Any
+
+from .choices import key as _key
+
+LATENT_FIELDS: dict[str, Any] = {
+    "attention": field(
+        default="standard",
+        metadata=_key("choice", "standard: W_Q, W_K, W_V per head; latent: multi-head latent attention (DeepSeek): "
+                      "keys and values from a compressed latent of kv_rank per token", ("standard", "latent")),
+    ),
+    "kv_rank": field(
+        default=None,
+        metadata=_key("posint", "latent: the compressed key/value latent's size (kv_lora_rank), cached per token"),
+    ),
+    "q_rank": field(
+        default=None,
+        metadata=_key("posint", "latent: the queries' low-rank bottleneck (q_lora_rank) [default: none, one W_Q]"),
+    ),
+    "rope_m": field(
+        default=None,
+        metadata=_key("posint", "latent: the rotated part of each query and key head (qk_rope_head_dim), its last "
+                      "entries; the key's is one head shared by all, cached beside the latent"),
+    ),
+    "v_m": field(default=None, metadata=_key("posint", "latent: each value head's size (v_head_dim) [default: m]")),
+}  # fmt: skip
+
+__all__ = ["LATENT_FIELDS"]
