@@ -297,6 +297,7 @@ def attend(
     weights_out: list | None = None,
     scores_out: list | None = None,
     softcap: float | None = None,
+    sinks: Array | None = None,
 ) -> Array:
     """Each head's V Softmax(scale K^T Q), a chunk of queries at a time: -> heads (H, m_v, b, n_q).
 
@@ -307,8 +308,9 @@ def attend(
     keys before a chunk's first window are never touched). `bias(q0, c, k0, k)` adds a position bias (H, c, k)
     to the scores of queries q0.. and keys k0.. (relative positions). `weights_out` receives the weights
     (b, H, n_k, n_q); `scores_out` the scaled scores before any mask, (b, H, n_q, n_k) (the scaling check reads
-    them). With `softcap` c, each scaled score s becomes c tanh(s / c) before the mask (Gemma 2). Once `stop` is
-    set, the next chunk raises Stopped.
+    them). With `softcap` c, each scaled score s becomes c tanh(s / c) before the mask (Gemma 2). With `sinks`
+    (H,), head h's softmax has one more logit, sinks[h], beside the keys' scores, whose weight is dropped: a
+    query's weights then sum to less than 1 (gpt-oss). Once `stop` is set, the next chunk raises Stopped.
     """
     b, H, m, n_q = Q.shape
     G, n_k, m_v = K.shape[1], K.shape[-1], V.shape[2]
@@ -319,6 +321,7 @@ def attend(
     A = np.zeros((b, H, n_q, n_k), dtype=dtype) if weights_out is not None else None
     S = np.zeros((b, H, n_q, n_k), dtype=dtype) if scores_out is not None else None
     Q = scaled_queries(Q, scale)
+    sink = None if sinks is None else np.asarray(sinks, dtype=dtype).reshape(H, 1, 1)
     step = chunk_size(H, n_q, n_k, dtype.itemsize, chunk_bytes, causal)
     # causal without a window: a chunk's queries see every key before the chunk, so only the square of the
     # chunk's own keys is masked, and that square is the same for every chunk: made once, added to c^2 scores
@@ -349,7 +352,13 @@ def attend(
                 P += mask
             if own is not None:
                 P[..., q0:q1] += own[:c, :c]
-            sums = softmax_rows_(P, normalise=False)  # exp(scores - max) and their sums (H, c, 1)
+            if sink is None:
+                sums = softmax_rows_(P, normalise=False)  # exp(scores - max) and their sums (H, c, 1)
+            else:  # the sink's logit in the max and in the sum, not among the weights
+                top = np.maximum(P.max(axis=-1, keepdims=True), sink)
+                P -= top
+                np.exp(P, out=P)
+                sums = P.sum(axis=-1, keepdims=True) + np.exp(sink - top)
             out = np.matmul(V[i, ..., k0:k1], P.reshape(G, -1, k).swapaxes(-1, -2))  # (G, m, (H/G) c)
             # divided by the sums on the way into the heads: the (m, c) outputs, not the (c, k) weights
             np.divide(out.reshape(G, m_v, group[1], c).swapaxes(1, 2), sums.reshape(*group, 1, c),

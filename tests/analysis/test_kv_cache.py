@@ -178,3 +178,21 @@ def test_deepseek_v3s_cache_at_32k_is_its_latents():
                  if e["name"] == "DeepSeek-V3")  # fmt: skip
     spec = spec_of_config({"model_type": "deepseek_v3"} | entry["config"], "DeepSeek-V3")
     assert kv_cache_bytes(spec, 1, 32768, "bfloat16") == 61 * (512 + 64) * 2 * 32768 == 2_302_672_896
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    # 18 full layers caching all 32,768 tokens, 18 sliding ones their 128; 8 key/value heads of 64; bf16
+    ("gpt-oss-120b", 18 * 2 * 8 * 64 * 2 * 32768 + 18 * 2 * 8 * 64 * 2 * 128),  # 1,212,678,144
+    # 23 full and 23 sliding (4,096) layers, 16 key/value heads of 128 (past Gemma 2's own 8,192: as asked)
+    ("gemma-2-27b", 23 * 2 * 16 * 128 * 2 * 32768 + 23 * 2 * 16 * 128 * 2 * 4096),  # 6,945,767,424
+])  # fmt: skip
+def test_the_published_hybrid_stacks_cache_their_windows_per_layer(name, expected):
+    """gpt-oss-120b and Gemma 2 27B at 32,768 tokens in bfloat16: each sliding layer keeps its window only."""
+    import json
+
+    from transformer_cli.hf.config import spec_of_config
+
+    entry = next(e for e in json.loads((Path(__file__).parents[1] / "data/real-models-2.json").read_text())
+                 if e["name"] == name)  # fmt: skip
+    spec = spec_of_config({"model_type": entry["model_type"]} | entry["config"], name)
+    assert kv_cache_bytes(spec, 1, 32768, "bfloat16") == expected

@@ -60,14 +60,14 @@ def exact(model):
             sys.modules[type(module).__module__].apply_rotary_emb = _float64_complex_rotate
         elif kind.endswith("RotaryEmbedding"):  # one set of parameters, or one per layer type (Gemma 3)
 
-            def forward(x, position_ids, layer_type=None, module=module):
+            def forward(x, position_ids, layer_type=None, module=module, kind=kind):
                 prefix = f"{layer_type}_" if layer_type else ""
                 rotated = 2 * getattr(module, prefix + "inv_freq").shape[0]
                 scaling = getattr(module, prefix + "attention_scaling")  # a Python float (YaRN's, LongRoPE's; or 1)
                 params = cfg.rope_parameters[layer_type] if layer_type else cfg.rope_parameters
                 inv_freq = _inv_freq(cfg, rotated, int(position_ids.max()) + 1, params)
                 freqs = position_ids[..., None].double() * inv_freq
-                emb = torch.cat((freqs, freqs), dim=-1)
+                emb = freqs if kind == "GptOssRotaryEmbedding" else torch.cat((freqs, freqs), dim=-1)  # (its halves)
                 return (emb.cos() * scaling).to(x.dtype), (emb.sin() * scaling).to(x.dtype)
 
             module.forward = forward

@@ -87,6 +87,12 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                  kv_lora_rank=10, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6, n_group=4,
                                  topk_group=1, topk_method="group_limited_greedy", routed_scaling_factor=1.5,
                                  experts_implementation="eager")),
+    "gpt_oss": ("GptOssConfig", "GptOssForCausalLM",  # sinks, biased experts, sliding and full layers, YaRN
+                SMALL | dict(intermediate_size=12, num_key_value_heads=2, head_dim=8, num_local_experts=4,
+                             num_experts_per_tok=2, sliding_window=4, swiglu_limit=0.2, attn_implementation="eager",
+                             experts_implementation="eager", rope_parameters=dict(
+                                 rope_type="yarn", rope_theta=150000.0, factor=4.0, beta_fast=32.0, beta_slow=1.0,
+                                 truncate=False, original_max_position_embeddings=8))),
     "gemma": ("GemmaConfig", "GemmaForCausalLM", SMALL | dict(num_key_value_heads=1, head_dim=12,
                                                               hidden_activation="gelu_pytorch_tanh")),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM",  # sliding, full, sliding; capped scores and logits

@@ -93,7 +93,8 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
                                   "llama-rope-linear", "llama-rope-dynamic", "llama-rope-yarn", "phi3-longrope",
                                   "qwen2-sliding-some-layers",
                                   "gpt_neo-global-local", "gpt_neo-local-untied", "gemma2", "gemma3_text",
-                                  "qwen2_moe", "qwen3_moe", "olmo2", "deepseek_v2", "deepseek_v3"])  # fmt: skip
+                                  "qwen2_moe", "qwen3_moe", "olmo2", "deepseek_v2", "deepseek_v3",
+                                  "gpt_oss"])  # fmt: skip
 def test_verify_and_attention_take_the_new_families_folders(tmp_path, name, runner):
     """The properties as theory predicts them, on the checkpoint's own weights, and one block's attention maps."""
     build(name).save_pretrained(tmp_path / "m")
@@ -158,3 +159,31 @@ def test_deepseeks_routing_and_rotary_part_matter(tmp_path, name, off):
     spec = spec_from_config(tmp_path)
     reference = theirs(exact(model), IDS)
     assert relative(Transformer(replace(spec, **off), load_weights(tmp_path, spec))(IDS), reference) > 1e-3
+
+
+@pytest.mark.parametrize("off", [{"attn_sinks": False}, {"router_logit_bias": False}, {"swiglu_limit": 1e6},
+                                 {"feedforward": "gated"}])  # fmt: skip
+def test_gpt_osss_sinks_router_bias_and_clamps_matter(tmp_path, off):
+    """The controls for gpt-oss: without the heads' sinks, the router's bias or the SwiGLU's clamps (or with a
+    plain SwiGLU), the same weights compute something else."""
+    model = build("gpt_oss")
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    reference = theirs(exact(model), IDS)
+    assert relative(Transformer(replace(spec, **off), load_weights(tmp_path, spec))(IDS), reference) > 1e-3
+
+
+def test_attention_sinks_take_part_of_every_column_and_verify_says_so(tmp_path, runner):
+    """With sinks each query's weights sum to less than 1 (the sink takes the rest): verify's softmax check holds
+    as predicted, and decoding with the sinks equals the parallel pass."""
+    import json
+
+    build("gpt_oss").save_pretrained(tmp_path / "m")
+    result = runner.invoke(app, ["verify", str(tmp_path / "m"), "--json"])
+    assert result.exit_code == 0, result.output
+    checks = {c["check"]: c for c in json.loads(result.stdout)["checks"]}
+    assert "sinks take the rest" in checks["softmax"]["reason"] and checks["decoding"]["observed"] == "holds"
+    spec = spec_from_config(tmp_path / "m")
+    weights = Transformer(spec, load_weights(tmp_path / "m", spec)).attention_weights(IDS)
+    sums = np.concatenate([A.sum(axis=-2).ravel() for A in weights])
+    assert 0 < sums.min() and sums.max() < 1

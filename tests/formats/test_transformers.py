@@ -174,8 +174,8 @@ def test_qwen3_query_and_key_norms_equal_transformers():
 
 
 def _float64_router(self, hidden):  # Mixtral's and Qwen-MoE's TopKRouter without its cast to float32
-    logits = torch.nn.functional.linear(hidden.reshape(-1, self.hidden_dim), self.weight)
-    top, index = torch.topk(torch.softmax(logits, dim=-1), self.top_k, dim=-1)
+    logits = torch.nn.functional.linear(hidden.reshape(-1, self.hidden_dim), self.weight, getattr(self, "bias", None))
+    top, index = torch.topk(torch.softmax(logits, dim=-1), self.top_k, dim=-1)  # (gpt-oss's router has a bias)
     renormalise = getattr(self, "norm_topk_prob", True)  # Mixtral always renormalises
     return logits, top / top.sum(dim=-1, keepdim=True) if renormalise else top, index
 

@@ -224,7 +224,7 @@ def test_routed_experts_equal_the_dense_sum_with_zeros_off_the_top_k():
     X = np.random.default_rng(3).normal(size=(6, 2, 9))
     chosen, weights = ff.route(blk.router, X.reshape(6, -1))
     assert chosen.shape == (2, 18) and all(len(set(column)) == 2 for column in chosen.T)  # exactly k, distinct
-    scores = blk.router @ X.reshape(6, -1)
+    scores = blk.router.W @ X.reshape(6, -1)
     dense = np.zeros((6, 18))
     for e in range(4):  # every expert on every column, its weight 0 unless it is among the top k
         gate = np.where(np.argsort(-scores, axis=0)[:2] == e, weights, 0.0).sum(axis=0)
@@ -236,7 +236,7 @@ def test_routed_experts_equal_the_dense_sum_with_zeros_off_the_top_k():
 def test_experts_with_k_equal_to_E_weigh_every_expert_by_the_softmax():
     spec = Spec(N=1, H=1, m=2, d=4, r=3, E=3, k=3)
     model = Transformer(spec, random_weights(spec))
-    scores = model.blocks[0].router @ np.eye(4)
+    scores = model.blocks[0].router.W @ np.eye(4)
     _, weights = model.blocks[0].ff.route(model.blocks[0].router, np.eye(4))
     expected = np.sort(np.exp(scores) / np.exp(scores).sum(axis=0), axis=0)[::-1]
     assert np.allclose(weights, expected, rtol=1e-14)

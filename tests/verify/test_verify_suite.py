@@ -312,7 +312,7 @@ def test_a_mixture_that_ignores_the_top_k_is_caught(monkeypatch):
 
     def every_expert(self, router, X):  # all E experts, weighted by the softmax over all scores
         chosen, _ = real(self, router, X)
-        scores = router @ X
+        scores = router.logits(X)
         everything = np.argsort(-scores, axis=0, kind="stable")
         weights = np.take_along_axis(np.exp(scores - scores.max(axis=0)), everything, axis=0)
         return everything, weights / weights.sum(axis=0)

@@ -85,8 +85,9 @@ def _stack_peak(spec: Spec, b: int, n: int, keys: int, s: int, fused: bool) -> i
     T, d, H, m = b * n, spec.d, spec.H, spec.m
     scores = 0 if fused else 2 * b * H * n * keys * s
     attention = T * (d + 2 * H * m) * s + scores
-    hidden = 3 if spec.feedforward == "gated" else 2
-    feedforward = T * (d + hidden * spec.r + (spec.E or 0)) * s
+    hidden = 2 if spec.feedforward == "plain" else 3
+    width = max(spec.expert_r or spec.r, spec.shared_r or 0) if spec.E else spec.r  # the widest hidden layer
+    feedforward = T * (d + hidden * width + (spec.E or 0)) * s
     return max(attention, feedforward)
 
 

@@ -78,14 +78,16 @@ def _norm(spec: Spec, width: int, s: int) -> int:
 
 def _feedforward(spec: Spec, s: int) -> int:
     """Bytes one token's feedforward keeps beyond its input."""
-    r = spec.r
-    if spec.feedforward == "gated":  # act(W1 x) * (W3 x): the gate, act(gate), the up row and the product
-        core = (3 if spec.activation == "relu" else 4) * r * s
-    else:  # relu keeps its output, which W2 keeps too; the others their input, and W2 the output
-        core = (1 if spec.activation == "relu" else 2) * r * s
-    if spec.E:  # k experts per token: their tensors, the gathered input and the output; the router's softmax
-        return (spec.k or 0) * (core + 2 * spec.d * s) + spec.E * s
-    return core
+
+    def core(r: int) -> int:
+        if spec.feedforward != "plain":  # act(W1 x) * (W3 x): the gate, act(gate), the up row and the product
+            return (3 if spec.activation == "relu" else 4) * r * s
+        return (1 if spec.activation == "relu" else 2) * r * s  # relu keeps its output (W2 too); else the input
+
+    if spec.E:  # k experts per token: their tensors, the gathered input and the output; the router's softmax; the
+        shared = core(spec.shared_r) + spec.d * s if spec.shared_r else 0  # shared expert's and its output
+        return (spec.k or 0) * (core(spec.expert_r or spec.r) + 2 * spec.d * s) + spec.E * s + shared
+    return core(spec.r)
 
 
 def _attention(H: int, G: int, m: int, keys: int, s: int, fused: bool) -> int:

@@ -32,6 +32,8 @@ class MultiHeadAttention(Component):
         if self.spec.qk_norm:
             out += [Tensor(p + f"{qk}_norm.{g}", (width,), "query/key norm") for qk, width in self.qk_widths
                     for g in self.qk.params]  # fmt: skip
+        if self.spec.attn_sinks:
+            out.append(Tensor(p + "sinks", (H,), "attention sinks"))
         return out
 
     @property
@@ -66,7 +68,8 @@ class MultiHeadAttention(Component):
             gains = [self.qk.stacked(lambda g, x=x: get(f"attention.{x}_norm.{g}")) for x in "qk"]  # heads: (Hm, 1, 1)
             shape = (-1, 1, 1) if self.spec.qk_norm_over == "all" else (-1, 1, 1, 1)
             qk = tuple(tuple(a.reshape(shape) for a in params) for params in gains)
-        return {"W_qkv": W_qkv, "b_qkv": b_qkv, "W_O": W_O, "b_O": b_O, "qk_norm": qk}
+        sinks = get("attention.sinks") if self.spec.attn_sinks else None
+        return {"W_qkv": W_qkv, "b_qkv": b_qkv, "W_O": W_O, "b_O": b_O, "qk_norm": qk, "sinks": sinks}
 
     def qkv(self, blk, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Projections of all heads at once: (d, b, n) -> Q (b, H, m, n), K and V (b, G, m, n), views."""
@@ -107,6 +110,8 @@ class MultiHeadAttention(Component):
             out.append(Term(qkv + (" + d" if out_bias else ""), (H + 2 * G) * m + d * out_bias, "block"))
         elif self.spec.has_out_bias:  # b_O alone (GPT-Neo)
             out.append(Term("d", d, "block"))
+        if self.spec.attn_sinks:
+            out.append(Term("H", H, "block"))
         if self.spec.qk_norm and self.spec.qk_norm_over == "all":
             k = len(self.qk.params)
             out.append(Term(f"{k}(H + G)m" if k > 1 else "(H + G)m", k * (H + G) * m, "block"))

@@ -11,7 +11,7 @@ feedforward (plain or gated) of size expert_r, its tensors stacked on a leading 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -37,6 +37,8 @@ class Experts(Component):
 
     def tensors(self, prefix: str) -> list[Tensor]:
         router = [Tensor(prefix + "ff.router", (self.E, self.spec.d), "router")]
+        if self.spec.router_logit_bias:  # gpt-oss's: W_r x + b_r
+            router.append(Tensor(prefix + "ff.router_b", (self.E,), "router"))
         if self.spec.router_bias:  # DeepSeek-V3's correction bias: stored with the router, not a parameter
             router.append(Tensor(prefix + "ff.router_bias", (self.E,), "router", buffer=True))
         out = router + [Tensor(t.name, (self.E, *t.shape), self.label) for t in self.expert.tensors(prefix)]
@@ -49,7 +51,8 @@ class Experts(Component):
     def terms(self) -> list[Term]:
         size = "r" if self.spec.expert_r is None else "r_e"
         out = [Term(f"E({_sized(t.formula, size)})", self.E * t.value, t.scope, t.seed) for t in self.expert.terms()]
-        out.append(Term("Ed", self.E * self.spec.d, "block"))
+        biased = self.spec.router_logit_bias
+        out.append(Term("Ed + E" if biased else "Ed", self.E * (self.spec.d + biased), "block"))
         if self.shared is not None:
             out += [Term(_sized(t.formula, "r_s"), t.value, t.scope) for t in self.shared.terms()]
         if self.spec.shared_gate:
@@ -94,15 +97,16 @@ class Experts(Component):
         if self.shared is not None:
             shared = SimpleNamespace(**self.shared.prepare(lambda name: get(_shared(name))))
             shared.gate = get("ff.shared.W_gate") if self.spec.shared_gate else None
-        bias = get("ff.router_bias").reshape(-1, 1) if self.spec.router_bias else None
-        return stacked | {"router": get("ff.router") if bias is None else (get("ff.router"), bias), "shared": shared}
+        router = Router(get("ff.router"), get("ff.router_b").reshape(-1, 1) if self.spec.router_logit_bias else None,
+                        get("ff.router_bias").reshape(-1, 1) if self.spec.router_bias else None)  # fmt: skip
+        return stacked | {"router": router, "shared": shared}
 
     def route(self, router, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The chosen experts (k, T) of each of the T columns of X (d, T), and their weights (k, T)."""
         s = self.spec
         if s.router_score == "sigmoid" or s.router_groups or s.router_bias or s.router_scale != 1.0:
             return self._route_scored(router, X)
-        scores = np.matmul(router, X)  # (E, T)
+        scores = router.logits(X)  # (E, T)
         chosen = np.argsort(-scores, axis=0, kind="stable")[: self.k]  # highest first; ties to the lower index
         top = np.take_along_axis(scores, chosen, axis=0)
         weights = np.exp(top - top[:1])
@@ -116,8 +120,7 @@ class Experts(Component):
         """DeepSeek's routing: softmax or sigmoid scores, a correction bias added to choose (not to weight), the
         choice limited to the best router_topk_groups groups, the chosen weights renormalised and scaled."""
         s, E, k = self.spec, self.E, self.k
-        W, bias = router if isinstance(router, tuple) else (router, None)
-        logits = np.matmul(W, X)  # (E, T)
+        logits, bias = router.logits(X), router.correction  # (E, T), (E, 1)
         if s.router_score == "sigmoid":
             scores = 1.0 / (1.0 + np.exp(-logits))
         else:
@@ -166,6 +169,22 @@ class Experts(Component):
         if shared.gate is not None:  # sigmoid(w . x) per column
             y *= 1.0 / (1.0 + np.exp(-kernels.linear(shared.gate, X)))
         return y
+
+
+@dataclass(frozen=True)
+class Router:
+    """A block's router: W_r (E, d), gpt-oss's bias b_r (E, 1) on its scores, DeepSeek-V3's correction (E, 1)."""
+
+    W: np.ndarray
+    b: np.ndarray | None = None
+    correction: np.ndarray | None = None
+
+    def logits(self, X: np.ndarray) -> np.ndarray:
+        """W_r X (+ b_r): (E, T)."""
+        out = np.matmul(self.W, X)
+        if self.b is not None:
+            out += self.b
+        return out
 
 
 def _sized(formula: str, r: str) -> str:

@@ -97,4 +97,26 @@ class GatedFeedForward(FeedForward):
         return self._down(blk, gate)
 
 
-FEEDFORWARDS = {"plain": FeedForward, "gated": GatedFeedForward}
+class ClampedFeedForward(GatedFeedForward):
+    """gpt-oss's SwiGLU: with g = min(W1 x + b1, limit) and u = clamp(W3 x + b3, -limit, limit),
+    W2 ((u + 1) * g sigmoid(alpha g)) + b2."""
+
+    def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        """The gated count, plus the two clamps, the + 1 and the sigmoid's slope: 4 more per hidden entry."""
+        gated = super().flops(b, n, pairs)["feedforward"]
+        return {"feedforward": gated + self.spec.N * 4 * self.spec.r * b * n}
+
+    def apply(self, blk, X: kernels.Array) -> kernels.Array:
+        both = kernels.linear(blk.W1, X)  # (2r, b, n): the gate's rows, then the up projection's
+        if blk.b1 is not None:
+            both += blk.b1
+        r, limit, alpha = self.spec.r, self.spec.swiglu_limit, self.spec.swiglu_alpha
+        gate = np.minimum(both[:r], limit)
+        up = np.clip(both[r:], -limit, limit)
+        glu = gate / (1.0 + np.exp(-alpha * gate))  # g sigmoid(alpha g)
+        up += 1.0
+        glu *= up
+        return self._down(blk, glu)
+
+
+FEEDFORWARDS = {"plain": FeedForward, "gated": GatedFeedForward, "clamped": ClampedFeedForward}

@@ -88,7 +88,7 @@ class LatentAttention(MultiHeadAttention):
         a.W_KVB = get("attention.W_KVB").reshape(H * (m - r + v), c)
         W_O = np.ascontiguousarray(get("attention.W_O").transpose(1, 0, 2).reshape(d, H * v))
         b_O = get("attention.b_O").reshape(-1, 1, 1) if self.spec.has_out_bias else None
-        return {"W_qkv": None, "b_qkv": None, "qk_norm": None, "latent": a, "W_O": W_O, "b_O": b_O}
+        return {"W_qkv": None, "b_qkv": None, "qk_norm": None, "latent": a, "W_O": W_O, "b_O": b_O, "sinks": None}
 
     def compress(self, blk, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(d, b, n) -> Q (b, H, m, n) in the order [rotary | rest], the normalised latent (b, 1, c, n) and the

@@ -16,7 +16,7 @@ from .deepseek import deepseek_v2, deepseek_v3
 from .encoder_decoder import bart, t5
 from .gemma import gemma, gemma2, gemma3_text
 from .keys import REQUIRED, Keys
-from .moe_families import qwen2_moe, qwen3_moe
+from .moe_families import gpt_oss, qwen2_moe, qwen3_moe
 from .parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope, whole_heads, window_key
 
 
@@ -208,6 +208,7 @@ FAMILIES = {
     "qwen2": ("Qwen2ForCausalLM", qwen2), "qwen3": ("Qwen3ForCausalLM", qwen3), "gemma": ("GemmaForCausalLM", gemma),
     "qwen2_moe": ("Qwen2MoeForCausalLM", qwen2_moe), "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
     "olmo2": ("Olmo2ForCausalLM", olmo2),
+    "gpt_oss": ("GptOssForCausalLM", gpt_oss),
     "deepseek_v2": ("DeepseekV2ForCausalLM", deepseek_v2), "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
     "gemma2": ("Gemma2ForCausalLM", gemma2), "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
     "phi": ("PhiForCausalLM", phi), "phi3": ("Phi3ForCausalLM", phi3), "gpt_neox": ("GPTNeoXForCausalLM", gpt_neox),

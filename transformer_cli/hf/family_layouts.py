@@ -62,6 +62,22 @@ def _qwen_moe_names() -> dict[str, str]:
 QWEN_MOE = Family("model.layers.{i}.", _qwen_moe_names(), _LLAMA_GLOBALS)
 
 
+# gpt-oss: every expert's tensors stacked in one (E, in, out), the gate's and the up projection's columns interleaved
+_OSS_EXPERTS = ("mlp.experts.gate_up_proj", "mlp.experts.gate_up_proj_bias", "mlp.experts.down_proj",
+                "mlp.experts.down_proj_bias")  # fmt: skip
+GPT_OSS = Family(
+    "model.layers.{i}.",
+    {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith("ff.")}
+    | {"attention.sinks": "self_attn.sinks", "ff.router": "mlp.router.weight", "ff.router_b": "mlp.router.bias"},
+    _LLAMA_GLOBALS,
+    fused=((_OSS_EXPERTS[0], ("ff.W1", "ff.W3"), lambda spec: (spec.E or 0) * (spec.expert_r or spec.r)),
+           (_OSS_EXPERTS[1], ("ff.b1", "ff.b3"), lambda spec: (spec.E or 0) * (spec.expert_r or spec.r)),
+           (_OSS_EXPERTS[2], ("ff.W2",), _one), (_OSS_EXPERTS[3], ("ff.b2",), _one)),
+    transposed=frozenset({_OSS_EXPERTS[0], _OSS_EXPERTS[2]}),
+    stacked=frozenset(_OSS_EXPERTS),
+)  # fmt: skip
+
+
 def _deepseek_names() -> dict[str, str]:
     """DeepSeek-V2/V3: latent attention's projections, LLaMA's norms, the MoE layers' gate (with V3's correction
     bias), experts and shared experts, the dense layers' MLP."""

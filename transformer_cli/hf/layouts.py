@@ -52,12 +52,15 @@ def from_rows(name: str, rows: Array, shape: tuple[int, ...]) -> Array:
 @dataclass(frozen=True)
 class Rule:
     """One checkpoint tensor: the tfm tensors it holds (rows stacked in this order, in `groups` interleaved
-    groups), stored transposed or not. A tfm name may pick one expert: 'blocks.0.ff.W1[3]'."""
+    groups), stored transposed or not. A tfm name may pick one expert: 'blocks.0.ff.W1[3]'. With `experts` E, the
+    tensor holds every expert's rows, one block of them per expert on a leading axis E (gpt-oss), transposed
+    within each block."""
 
     hf: str
     tfm: tuple[str, ...]
     groups: int = 1
     transposed: bool = False
+    experts: int = 0
 
 
 def rows_of(shape: tuple[int, ...], name: str) -> tuple[int, tuple[int, ...]]:
@@ -78,12 +81,19 @@ def hf_shape(rule: Rule, shapes: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
     """The checkpoint tensor's shape, from the tfm tensors' shapes."""
     parts = [rows_of(shapes[name], name) for name in rule.tfm]
     shape = (sum(rows for rows, _ in parts), *parts[0][1])
+    if rule.experts:  # (E, rows per expert, ...), each expert's block transposed where it is
+        shape = (rule.experts, shape[0] // rule.experts, *shape[1:])
+        return (*shape[:-2], shape[-1], shape[-2]) if rule.transposed and len(shape) == 3 else shape
     return shape[::-1] if rule.transposed and len(shape) == 2 else shape
 
 
 def split(rule: Rule, stored: Array, shapes: dict[str, tuple[int, ...]]) -> Iterator[tuple[str, Array]]:
     """The tfm tensors in a checkpoint tensor (views where the layout allows)."""
-    rows = stored.T if rule.transposed and stored.ndim == 2 else stored
+    if rule.experts:  # every expert's block of rows, one after the other
+        block = stored.swapaxes(-1, -2) if rule.transposed and stored.ndim == 3 else stored
+        rows = block.reshape(-1, *block.shape[2:])
+    else:
+        rows = stored.T if rule.transposed and stored.ndim == 2 else stored
     grouped = rows.reshape(rule.groups, -1, *rows.shape[1:])
     start = 0
     for name in rule.tfm:
@@ -98,6 +108,9 @@ def join(rule: Rule, arrays: dict[str, Array], spec: Spec) -> Array:
     pieces = [rows_form(name, arrays[name], spec) for name in rule.tfm]
     grouped = [p.reshape(rule.groups, -1, *p.shape[1:]) for p in pieces]
     rows = np.concatenate(grouped, axis=1).reshape(-1, *pieces[0].shape[1:])
+    if rule.experts:
+        block = rows.reshape(rule.experts, -1, *rows.shape[1:])
+        return np.ascontiguousarray(block.swapaxes(-1, -2) if rule.transposed and block.ndim == 3 else block)
     return np.ascontiguousarray(rows.T if rule.transposed and rows.ndim == 2 else rows)
 
 
@@ -133,6 +146,7 @@ class Family:
     encoder_names: dict[str, str] = field(default_factory=dict)
     copies: dict[str, str] = field(default_factory=dict)  # checkpoint name -> the tfm tensor it is a copy of
     zero_buffers: tuple[str, ...] = ()
+    stacked: frozenset[str] = frozenset()  # checkpoint names holding every expert on a leading axis (gpt-oss)
     hints: dict[str, str] = field(default_factory=dict)  # checkpoint name -> why it may be missing
 
 
@@ -194,7 +208,8 @@ def _block_rules(family: Family, block: str, names: dict[str, str], prefix: str,
     for theirs, pieces, groups in family.fused:
         fused = tuple(prefix + p for p in pieces)
         if all(n in present for n in fused):
-            out.append(Rule(block + theirs, fused, groups(spec), theirs in family.transposed))
+            experts = (spec.E or 0) if theirs in family.stacked else 0
+            out.append(Rule(block + theirs, fused, groups(spec), theirs in family.transposed, experts))
             used |= set(fused)
     for ours, theirs in names.items():
         if "{e}" in ours:  # one checkpoint tensor per expert

@@ -81,7 +81,7 @@ class Decoder:
                 stored = cache.store(*model.attention.cache_entries(blk, u, K, V), keep)  # t + 1, or w with a window
                 K_all, V_all = model.attention.keys_values(blk, *stored)  # (b, G, m, t + 1): latents expanded
                 first_key = t + 1 - K_all.shape[-1]  # (a window keeps the latest keys only)
-                heads = model.attend(Q, K_all, V_all, causal=False, positions=(t + offset, first_key))
+                heads = model.attend(Q, K_all, V_all, causal=False, positions=(t + offset, first_key), sinks=blk.sinks)
                 return model.project(blk, heads)
 
             reads = None

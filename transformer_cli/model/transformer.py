@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -52,13 +53,14 @@ class Block:
     norm2: tuple[Array, ...] | None
     norm1_out: tuple[Array, ...] | None  # the sandwich layout's norms of the sublayers' outputs, else None
     norm2_out: tuple[Array, ...] | None
-    router: Array | None = None  # (E, d) with experts, whose W1, b1, W2, b2 then carry a leading axis E
+    router: Any = None  # the experts' Router (W_r (E, d)), whose W1, b1, W2, b2 then carry a leading axis E
     shared: object | None = None  # a shared expert's weights (W1, b1, W2, b2, gate), with shared_r
     qk_norm: tuple | None = None  # the query and the key heads' norm parameters, as (m, 1, 1, 1) columns
     ff: Component | None = None  # the block's feedforward (dense, or routed to experts), which runs it
     window: int | None = None  # the block's sliding window, or None: it sees every earlier key
     positions: Positions | None = None  # the block's own rotary positions (Gemma 3's local base), or None: the model's
     latent: object | None = None  # latent attention's projections (components/latent.py), else None
+    sinks: Array | None = None  # (H,): each head's sink logit (gpt-oss), else None
 
 
 class Transformer:
@@ -154,14 +156,15 @@ class Transformer:
         window: int | None = None,
         scale: float | None = None,
         positions: tuple[int, int] | None = None,
+        sinks: Array | None = None,
     ) -> Array:
         """kernels.attend with the spec's scale, and the positions' bias on the scores of queries and keys that
-        start at `positions` (first query, first key): -> heads (H, m, b, n_q)."""
+        start at `positions` (first query, first key), and a block's attention sinks: -> heads (H, m, b, n_q)."""
         bias = None if positions is None else self.positional.bias(*positions)
         scale = self.spec.score_scale if scale is None else scale
         softcap = self.spec.attn_softcap
         return kernels.attend(Q, K, V, scale, causal, window, bias, self.chunk_bytes, stop, weights_out, scores_out,
-                              softcap)  # fmt: skip
+                              softcap, sinks)  # fmt: skip
 
     def project(self, blk: Block, heads: Array) -> Array:
         """sum_h W_O^h heads_h (+ b_O): (H, m, b, n) -> (d, b, n)."""
@@ -184,7 +187,7 @@ class Transformer:
             kv_out.append(self.attention.cache_entries(blk, X, K, V))
         causal = self.spec.mask == "causal"
         heads = self.attend(Q, K, V, causal, weights_out=weights_out, stop=stop, window=blk.window,
-                            positions=(start, start))  # fmt: skip
+                            positions=(start, start), sinks=blk.sinks)  # fmt: skip
         return self.project(blk, heads)
 
     def cross_attention(

@@ -91,8 +91,12 @@ class Spec:
     )
     feedforward: str = field(
         default="plain",
-        metadata=_key("choice", "plain: W2 act(W1 X + b1) + b2; gated: W2 (act(W1 X) * (W3 X))", FEEDFORWARDS),
-    )
+        metadata=_key("choice", "plain: W2 act(W1 X + b1) + b2; gated: W2 (act(W1 X) * (W3 X)); clamped: gpt-oss's "
+                      "SwiGLU, W2 ((clamp(W3 X, +-limit) + 1) * g sigmoid(alpha g)), g = min(W1 X, limit)",
+                      FEEDFORWARDS),
+    )  # fmt: skip
+    swiglu_alpha: float = field(default=1.702, metadata=_key("posfloat", "clamped: the sigmoid's slope alpha"))
+    swiglu_limit: float = field(default=7.0, metadata=_key("posfloat", "clamped: the clamp's limit"))
     ff_bias: bool = field(default=True, metadata=_key("bool", "feedforward biases b1, b2 (and b3 when gated)"))
     V: int | None = field(
         default=None, metadata=_key("posint", "vocabulary: token ids in, V logits per column out (embedding E (d, V))")
@@ -164,6 +168,7 @@ class Spec:
     router_topk_groups: int | None = EXPERT_FIELDS["router_topk_groups"]
     router_group_score: str = EXPERT_FIELDS["router_group_score"]
     router_scale: float = EXPERT_FIELDS["router_scale"]
+    router_logit_bias: bool = EXPERT_FIELDS["router_logit_bias"]
     router_bias: bool = EXPERT_FIELDS["router_bias"]
     feedforward_layers: tuple[str, ...] | None = field(
         default=None,
@@ -178,6 +183,11 @@ class Spec:
         default=None,
         metadata=_key("posfloat", "attention scores capped as cap tanh(s / cap), after the scale and before the mask "
                       "(Gemma 2)"),
+    )  # fmt: skip
+    attn_sinks: bool = field(
+        default=False,
+        metadata=_key("bool", "a learned logit per head, attention.sinks (H,), in each query's softmax beside its "
+                      "keys' scores, its weight then dropped: the weights sum to less than 1 (gpt-oss)"),
     )  # fmt: skip
     window: int | None = field(
         default=None, metadata=_key("posint", "sliding window: query t sees keys t - w + 1 .. t (Mistral); causal only")

@@ -25,6 +25,8 @@ DEPENDENT = {
     "rope_m": ("attention", ("latent",), True),
     "q_rank": ("attention", ("latent",), False),
     "v_m": ("attention", ("latent",), False),
+    "swiglu_alpha": ("feedforward", ("clamped",), False),
+    "swiglu_limit": ("feedforward", ("clamped",), False),
     "rel_buckets": ("positional", ("relative",), False),
     "rel_max_distance": ("positional", ("relative",), False),
     "position_offset": ("positional", ("learned",), False),

@@ -46,6 +46,10 @@ EXPERT_FIELDS: dict[str, Any] = {
     "router_scale": field(
         default=1.0, metadata=_key("posfloat", "the chosen experts' weights times this (routed_scaling_factor); with E")
     ),
+    "router_logit_bias": field(
+        default=False,
+        metadata=_key("bool", "the router's scores W_r x + b_r, ff.router_b (E,) a parameter (gpt-oss); with E"),
+    ),
     "router_bias": field(
         default=False,
         metadata=_key("bool", "a correction bias per expert, ff.router_bias (E,), added to the scores to choose the "

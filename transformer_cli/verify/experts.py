@@ -33,8 +33,7 @@ def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
         routed = blk.ff.apply(blk, U).reshape(spec.d, -1)
         chosen, weights = blk.ff.route(blk.router, flat)
         distinct = {len(set(column)) for column in chosen.T}
-        W = blk.router[0] if isinstance(blk.router, tuple) else blk.router  # (with DeepSeek-V3's correction bias)
-        scores = (W @ flat).astype(np.float64)
+        scores = blk.router.logits(flat).astype(np.float64)
         gates = np.zeros_like(scores)  # (E, T): the softmax over the top k, zero elsewhere
         np.put_along_axis(gates, chosen, weights, axis=0)
         full = np.exp(scores - scores.max(axis=0)) / np.exp(scores - scores.max(axis=0)).sum(axis=0)

@@ -12,19 +12,27 @@ from .common import CheckResult, Setup, resolve_expect
 
 
 def check_softmax(setup: Setup, expect: str = "holds") -> CheckResult:
-    """Every block's attention weights are >= 0, each column sums to 1, and masked weights are exactly 0."""
+    """Every block's attention weights are >= 0, each column sums to 1 (with attention sinks: to less than 1, the
+    sink taking the rest), and masked weights are exactly 0."""
     spec, n = setup.spec, setup.n
     setup.require(1)
     weights = setup.model.attention_weights(setup.gaussian(spec.d, n))
     tol = 4 * float(np.finfo(setup.model.dtype).eps) * n
     later = np.arange(n)[:, None] > np.arange(n)[None, :]  # (n_k, n_q): keys after the query
-    columns = ["block", "max |column sum - 1|", "min weight", "max masked weight", "property"]
+    label = "max (column sum - 1)" if spec.attn_sinks else "max |column sum - 1|"
+    columns = ["block", label, "min weight", "max masked weight", "property"]
     rows: list[list[Any]] = []
     for i, A in enumerate(weights):  # A: (b, H, n_k, n_q)
         A64 = A.astype(np.float64)
-        sum_err = float(np.max(np.abs(A64.sum(axis=-2) - 1.0)))
+        sums = A64.sum(axis=-2)
+        if spec.attn_sinks:  # 1 - sum is the sink's weight: positive, at most 1
+            sum_err = float(np.max(sums - 1.0, initial=-np.inf))
+            summed = sum_err <= tol and float(sums.min()) >= 0.0 and bool(np.all(sums < 1.0))
+        else:
+            sum_err = float(np.max(np.abs(sums - 1.0)))
+            summed = sum_err <= tol
         masked = float(np.max(np.abs(A64[..., later]))) if spec.mask == "causal" and n > 1 else 0.0
-        ok = sum_err <= tol and float(A64.min()) >= 0 and masked == 0.0
+        ok = summed and float(A64.min()) >= 0 and masked == 0.0
         rows.append([i, sum_err, float(A64.min()), masked, "holds" if ok else "BREAKS"])
     worst = max(row[1] for row in rows)
     return CheckResult(
@@ -34,7 +42,8 @@ def check_softmax(setup: Setup, expect: str = "holds") -> CheckResult:
         predicted=True,
         observed=all(row[-1] == "holds" for row in rows),
         observation=f"worst |column sum - 1| {worst:.3g} vs tol {tol:.3g}",
-        reason="softmax over keys for each query column (seed 000)",
+        reason="softmax over keys for each query column (seed 000)"
+        + ("; the heads' sinks take the rest of each column" if spec.attn_sinks else ""),
         columns=columns,
         rows=rows,
         summary={"worst_sum_error": worst, "tolerance": tol},
