@@ -15,6 +15,7 @@ from test_hf_config import _write, assert_refused_in_one_line
 from typer.testing import CliRunner
 
 from transformer_cli import ArrayError, count_params
+from transformer_cli.analysis.params import all_tensors
 from transformer_cli.cli import app
 from transformer_cli.convert import write_folder
 from transformer_cli.hf.config import read_config, spec_from_config
@@ -299,16 +300,20 @@ def test_tfm_converts_a_folder_and_back_and_transformers_loads_the_same_tensors(
     assert all(torch.equal(back[name].to(theirs[name].dtype), theirs[name]) for name in theirs)
 
 
-def test_a_t5_head_saved_tied_by_transformers_5_is_named_with_what_to_do(tmp_path):
-    """5.x builds an untied config's T5 tied and saves no lm_head: tfm, reading the config as the untied releases
-    are, says so and how to read it; a copy of shared.weight as lm_head.weight then fits."""
+def test_a_t5_saved_by_transformers_5_from_an_untied_config_reads_tied(tmp_path):
+    """Issue 24: 5.x builds an untied config's T5 tied and saves no lm_head: tfm read the config as the untied
+    releases are and refused the folder ("missing lm_head.weight"); it now reads it as transformers does, the head
+    the shared embedding (unscaled), counted once. A file that holds an lm_head of its own is still read untied."""
     folder = tmp_path / "model"
     _build(_write(tmp_path / "config", T5 | {"tie_word_embeddings": False}), "cpu").save_pretrained(folder)
     spec, config = spec_from_config(folder), read_config(folder / "config.json")
-    with pytest.raises(ArrayError, match=r"missing lm_head.weight \(tfm reads an unscaled T5 head as untied"):
-        checkpoint_weights(folder, spec, config)
+    assert spec.tie_embeddings and spec.head_scale == "none"
+    weights = checkpoint_weights(folder, spec, config)
+    assert count_params(spec).total == sum(np.size(weights[t.name]) for t in all_tensors(spec))
     from safetensors.numpy import load_file, save_file
 
     tensors = load_file(folder / "model.safetensors")
-    save_file(tensors | {"lm_head.weight": tensors["shared.weight"]}, folder / "model.safetensors")
-    assert np.array_equal(checkpoint_weights(folder, spec, config)["head.W"], tensors["shared.weight"])
+    save_file(tensors | {"lm_head.weight": tensors["shared.weight"] + 1.0}, folder / "model.safetensors")
+    untied = spec_from_config(folder)
+    assert not untied.tie_embeddings
+    assert np.array_equal(checkpoint_weights(folder, untied, config)["head.W"], tensors["shared.weight"] + 1.0)

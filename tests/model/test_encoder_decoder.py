@@ -315,20 +315,25 @@ def test_t5_logits_equal_transformers(variant):
     assert np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)) < 1e-10  # measured: 3.6e-14 (tied), 2.4e-14
 
 
-@pytest.mark.parametrize("family", ["t5", "bart"])
+@pytest.mark.parametrize("family", ["t5", "bart", "t5-untied-config", "mt5"])
 def test_a_hugging_face_folder_runs_as_transformers_does(tmp_path, family):
-    """T5 and BART saved by save_pretrained, read by tfm from the folder alone (config and checkpoint)."""
+    """T5, BART and mT5 saved by save_pretrained, read by tfm from the folder alone (config and checkpoint). A T5
+    (or mT5) whose config says untied is built tied by transformers 5 and saved without lm_head: tfm reads that
+    folder as transformers does, its head the shared embedding, unscaled."""
     torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
     transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
     from transformer_cli.hf.config import spec_from_config
     from transformer_cli.model.encoder_decoder import EncoderDecoder
     from transformer_cli.sources import load_weights
 
-    if family == "t5":
-        cfg = transformers.T5Config(vocab_size=97, d_model=32, d_kv=8, d_ff=40, num_layers=2, num_decoder_layers=3,
-                                    num_heads=4, relative_attention_num_buckets=8, relative_attention_max_distance=20,
-                                    dropout_rate=0.0, attn_implementation="eager")  # fmt: skip
-        model = transformers.T5ForConditionalGeneration(cfg)
+    if family != "bart":
+        untied = {} if family == "t5" else {"tie_word_embeddings": False, "feed_forward_proj": "gated-gelu"}
+        kind = "MT5" if family == "mt5" else "T5"
+        cfg = getattr(transformers, f"{kind}Config")(
+            vocab_size=97, d_model=32, d_kv=8, d_ff=40, num_layers=2, num_decoder_layers=3, num_heads=4,
+            relative_attention_num_buckets=8, relative_attention_max_distance=20, dropout_rate=0.0,
+            attn_implementation="eager", **untied)  # fmt: skip
+        model = getattr(transformers, f"{kind}ForConditionalGeneration")(cfg)
     else:
         quiet = dict(dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, attn_implementation="eager")
         cfg = transformers.BartConfig(vocab_size=97, d_model=32, encoder_layers=2, decoder_layers=3,
@@ -342,9 +347,14 @@ def test_a_hugging_face_folder_runs_as_transformers_does(tmp_path, family):
     model = model.double().eval()
     model.save_pretrained(tmp_path)
     for module in model.modules():
-        if type(module).__name__ == "T5LayerNorm":
+        if type(module).__name__ in ("T5LayerNorm", "MT5LayerNorm"):
             module.forward = _float64_t5_norm.__get__(module)
     spec = spec_from_config(tmp_path)
+    if family != "t5" and family != "bart":  # tied as built, but unscaled: what the config's untied head becomes
+        from safetensors import safe_open
+
+        with safe_open(str(tmp_path / "model.safetensors"), "np") as saved:
+            assert spec.tie_embeddings and spec.head_scale == "none" and "lm_head.weight" not in saved.keys()
     assert count_params(spec).total == sum(p.numel() for p in model.parameters())
     rng = np.random.default_rng(0)
     src, tgt = rng.integers(0, 97, size=(2, 11)), rng.integers(0, 97, size=(2, 9))

@@ -36,6 +36,13 @@ def t5(c: Keys) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def mt5(c: Keys) -> dict[str, Any]:
+    """MT5ForConditionalGeneration: T5's stacks (gated GELU by default) and a head never scaled: its own where the
+    file says untied (the published checkpoints hold lm_head), else tied to the shared embedding."""
+    spec = t5(Keys({"feed_forward_proj": "gated-gelu"} | c.data, c.source))
+    return spec | {"tie_embeddings": c.flag("tie_word_embeddings", True), "head_scale": "none"}
+
+
 def _t5_feedforward(c: Keys) -> dict[str, Any]:
     """feed_forward_proj 'act' or 'gated-act' (T5Config.__post_init__); 'gated-gelu' is the tanh form."""
     proj = c.text("feed_forward_proj", "relu")
@@ -91,4 +98,4 @@ def _same(c: Keys, encoder: str, decoder: str, what: str, *aliases: str) -> int:
     return ours
 
 
-__all__ = ["bart", "t5"]
+__all__ = ["bart", "mt5", "t5"]

@@ -33,9 +33,8 @@ def _t5_ff(layer: str, gated: bool) -> dict[str, str]:
 
 
 UNTIED_T5 = (  # the case tfm cannot tell from config.json alone
-    "(tfm reads an unscaled T5 head as untied, as the v1.1 and flan-t5 files hold it; transformers 5.x saves none "
-    "from a model it built from an untied config and ties it to shared.weight: a copy of shared.weight as "
-    "lm_head.weight is the same model)"
+    "(an unscaled T5 head is untied, as the v1.1 and flan-t5 files hold it; a folder whose checkpoint has no "
+    "lm_head.weight is read tied to shared.weight, as transformers 5.x saves and reads it)"
 )
 
 

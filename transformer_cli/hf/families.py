@@ -13,7 +13,7 @@ from typing import Any
 
 from .bert_families import bert, distilbert, roberta
 from .deepseek import deepseek_v2, deepseek_v3
-from .encoder_decoder import bart, t5
+from .encoder_decoder import bart, mt5, t5
 from .gemma import gemma, gemma2, gemma3_text
 from .keys import REQUIRED, Keys
 from .moe_families import gpt_oss, qwen2_moe, qwen3_moe
@@ -214,6 +214,7 @@ FAMILIES = {
     "phi": ("PhiForCausalLM", phi), "phi3": ("Phi3ForCausalLM", phi3), "gpt_neox": ("GPTNeoXForCausalLM", gpt_neox),
     "falcon": ("FalconForCausalLM", falcon), "t5": ("T5ForConditionalGeneration", t5),
     "bart": ("BartForConditionalGeneration", bart),
+    "mt5": ("MT5ForConditionalGeneration", mt5),
 }  # fmt: skip
 
 __all__ = ["FAMILIES"]

@@ -70,9 +70,10 @@ SKIPPED = (
 
 # Parts of the config's model that a checkpoint may leave out, by model_type: (spec key, its checkpoint tensors).
 # BertForMaskedLM, the form most BERT checkpoints have, builds no pooler (add_pooling_layer=False).
+# A T5 saved by transformers 5 from an untied config holds no lm_head: transformers ties it to shared (unscaled).
 OPTIONAL = {
-    kind: ("pooler", ("pooler.dense.weight", "pooler.dense.bias")) for kind in ("bert", "roberta", "xlm-roberta")
-}
+    kind: ("pooler", False, ("pooler.dense.weight", "pooler.dense.bias")) for kind in ("bert", "roberta", "xlm-roberta")
+} | {kind: ("tie_embeddings", True, ("lm_head.weight",)) for kind in ("t5", "mt5")}
 SKIPPED_BY_KIND = {kind: (r"^lm_head\.",) for kind in ("roberta", "xlm-roberta")}  # RobertaForMaskedLM's head
 SKIPPED_BY_KIND["distilbert"] = (r"^vocab_(transform|layer_norm|projector)\.",)  # DistilBertForMaskedLM's head
 SKIPPED_BY_KIND["deepseek_v3"] = (
@@ -81,18 +82,19 @@ SKIPPED_BY_KIND["deepseek_v3"] = (
 
 
 def fitted_to_checkpoint(folder: Path, spec: Spec, config: Mapping[str, Any]) -> Spec:
-    """`spec`, without an optional part (OPTIONAL) that the folder's checkpoint holds none of."""
+    """`spec`, without an optional part (OPTIONAL) that the folder's checkpoint holds none of (a T5's own head:
+    then tied, as transformers reads such a folder)."""
     from dataclasses import replace
 
     from .checkpoint import has_checkpoint
 
     kind = str(config.get("model_type"))
-    if kind not in OPTIONAL or not getattr(spec, OPTIONAL[kind][0]) or not has_checkpoint(folder):
+    if kind not in OPTIONAL or getattr(spec, OPTIONAL[kind][0]) == OPTIONAL[kind][1] or not has_checkpoint(folder):
         return spec
-    key, names = OPTIONAL[kind]
+    key, value, names = OPTIONAL[kind]
     wanted = dict.fromkeys(names)
     held = {canonical(name, kind, wanted) for name in Checkpoint(folder).tensors}
-    return spec if any(name in held for name in names) else replace(spec, **{key: False})  # type: ignore[arg-type]
+    return spec if any(name in held for name in names) else replace(spec, **{key: value})  # type: ignore[arg-type]
 
 
 def family_for(config: Mapping[str, Any]) -> Family:
@@ -107,8 +109,9 @@ def family_for(config: Mapping[str, Any]) -> Family:
         else:
             norms = ("input_layernorm", "")  # one norm shared by attention and feedforward
         return falcon(new, norms)
-    if kind == "t5":
-        return t5(str(config.get("feed_forward_proj", "relu")).startswith("gated-"))
+    if kind in ("t5", "mt5"):
+        default = "gated-gelu" if kind == "mt5" else "relu"
+        return t5(str(config.get("feed_forward_proj", default)).startswith("gated-"))
     return FAMILIES[str(kind)]
 
 
