@@ -55,7 +55,10 @@ def exact(model):
     cfg = model.config
     for module in model.modules():
         kind = type(module).__name__
-        if kind == "DeepseekV2RotaryEmbedding":  # complex rotations, made and applied in float32
+        if kind == "GPTJRotaryEmbedding":  # its sin/cos table made in float32
+            module.forward = _float64_gptj_rotary.__get__(module)
+            sys.modules[type(module).__module__].eager_attention_forward = _float64_gptj_attention
+        elif kind == "DeepseekV2RotaryEmbedding":  # complex rotations, made and applied in float32
             module.forward = _float64_complex_rotary.__get__(module)
             sys.modules[type(module).__module__].apply_rotary_emb = _float64_complex_rotate
         elif kind.endswith("RotaryEmbedding"):  # one set of parameters, or one per layer type (Gemma 3)
@@ -140,6 +143,23 @@ def _float64_complex_rotate(xq, xk, freqs_cis):
     as_complex = lambda t: torch.view_as_complex(t.double().reshape(*t.shape[:-1], -1, 2))  # noqa: E731
     freqs_cis = freqs_cis.unsqueeze(1)
     return (torch.view_as_real(as_complex(t) * freqs_cis).flatten(3).type_as(t) for t in (xq, xk))
+
+
+def _float64_gptj_rotary(self, x, position_ids):
+    """GPTJRotaryEmbedding.forward with its sinusoid table in float64: (sin, cos) of the rotary_dim / 2 angles."""
+    dim = self.pos_embd_dim
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    angles = position_ids[..., None].double() * inv_freq
+    return angles.sin().to(x.dtype), angles.cos().to(x.dtype)
+
+
+def _float64_gptj_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+    """GPT-J's eager attention without its cast of the scores to float32 (float32 in float32: the same)."""
+    weights = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    weights = torch.softmax(weights, dim=-1)
+    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
 
 
 def _float64_neo_attention(self, query, key, value, attention_mask=None):

@@ -93,6 +93,13 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                              experts_implementation="eager", rope_parameters=dict(
                                  rope_type="yarn", rope_theta=150000.0, factor=4.0, beta_fast=32.0, beta_slow=1.0,
                                  truncate=False, original_max_position_embeddings=8))),
+    "gptj": ("GPTJConfig", "GPTJForCausalLM", dict(vocab_size=97, n_embd=32, n_layer=2, n_head=4, rotary_dim=4,
+                                                   n_positions=64, n_inner=40, attn_implementation="eager")),
+    "opt": ("OPTConfig", "OPTForCausalLM", dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, ffn_dim=40,
+                                                num_attention_heads=4, max_position_embeddings=64)),
+    "opt-post-norm-untied": ("OPTConfig", "OPTForCausalLM", dict(
+        vocab_size=97, hidden_size=32, num_hidden_layers=2, ffn_dim=40, num_attention_heads=4,
+        max_position_embeddings=64, do_layer_norm_before=False, tie_word_embeddings=False)),
     "gemma": ("GemmaConfig", "GemmaForCausalLM", SMALL | dict(num_key_value_heads=1, head_dim=12,
                                                               hidden_activation="gelu_pytorch_tanh")),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM",  # sliding, full, sliding; capped scores and logits

@@ -94,7 +94,7 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
                                   "qwen2-sliding-some-layers",
                                   "gpt_neo-global-local", "gpt_neo-local-untied", "gemma2", "gemma3_text",
                                   "qwen2_moe", "qwen3_moe", "olmo2", "deepseek_v2", "deepseek_v3",
-                                  "gpt_oss"])  # fmt: skip
+                                  "gpt_oss", "gptj", "opt", "opt-post-norm-untied"])  # fmt: skip
 def test_verify_and_attention_take_the_new_families_folders(tmp_path, name, runner):
     """The properties as theory predicts them, on the checkpoint's own weights, and one block's attention maps."""
     build(name).save_pretrained(tmp_path / "m")
@@ -187,3 +187,24 @@ def test_attention_sinks_take_part_of_every_column_and_verify_says_so(tmp_path, 
     weights = Transformer(spec, load_weights(tmp_path / "m", spec)).attention_weights(IDS)
     sums = np.concatenate([A.sum(axis=-2).ravel() for A in weights])
     assert 0 < sums.min() and sums.max() < 1
+
+
+@pytest.mark.parametrize("off", [{"rope_pairing": "half"}, {"rope_fraction": 1.0}, {"head_bias": False}])
+def test_gptjs_interleaved_partial_rotary_and_head_bias_matter(tmp_path, off):
+    model = build("gptj")
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    reference = theirs(exact(model), IDS)
+    assert relative(Transformer(replace(spec, **off), load_weights(tmp_path, spec))(IDS), reference) > 1e-3
+
+
+def test_opts_positions_read_two_columns_on(tmp_path):
+    """The control for OPT: its table read from column 0 (no offset) computes something else."""
+    model = build("opt")
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    weights = load_weights(tmp_path, spec)
+    reference = theirs(exact(model), IDS)
+    shifted = {k: (v[:, 2:] if k == "positional.P" else v) for k, v in weights.items()}
+    assert relative(Transformer(replace(spec, position_offset=None), shifted)(IDS), reference) < TOL
+    assert relative(Transformer(replace(spec, position_offset=None), weights)(IDS), reference) > 1e-3

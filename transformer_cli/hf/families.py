@@ -125,6 +125,50 @@ def phi(c: Keys) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def gptj(c: Keys) -> dict[str, Any]:
+    """GPTJForCausalLM: one LayerNorm shared by parallel attention and MLP, q/k/v/o without biases, rotary_dim of
+    each head turned in interleaved pairs (rotate_every_two), an MLP and a head with biases, untied."""
+    d, N, H = (
+        c.count("n_embd", REQUIRED, "hidden_size"),
+        c.count("n_layer", REQUIRED, "num_hidden_layers"),
+        c.count("n_head", REQUIRED, "num_attention_heads"),
+    )
+    m = whole_heads(c, d, H, "n_embd", "n_head")
+    rotated = c.nullable_count("rotary_dim", 64) or m  # null: every dim of the head
+    if rotated > m or rotated % 2:
+        raise c.fail("rotary_dim", rotated, f"an even number of at most the head size {m}")
+    rotary = rope(c, c.count("n_positions", 2048, "max_position_embeddings"), m, fraction=rotated / m, partial=True)
+    return CAUSAL_PRE | rotary | {
+        "N": N, "H": H, "m": m, "d": d, "r": c.count("n_inner", 4 * d), "V": c.count("vocab_size"),
+        "tie_embeddings": c.flag("tie_word_embeddings", False), "head_bias": True, "rope_pairing": "interleaved",
+        "norm_eps": c.number("layer_norm_epsilon", 1e-5), "parallel": True, "shared_norm": True,
+        "attention_bias": False, "ff_bias": True, "activation": activation(c, "activation_function", "gelu_new"),
+    }  # fmt: skip
+
+
+def opt(c: Keys) -> dict[str, Any]:
+    """OPTForCausalLM: learned positions read two columns on (offset 2), pre-norm (or post with
+    do_layer_norm_before false, then no final norm), biases everywhere (enable_bias), ReLU, a tied head."""
+    d, H = c.count("hidden_size"), c.count("num_attention_heads")
+    projected = c.nullable_count("word_embed_proj_dim", None) or d
+    if projected != d:
+        raise c.refuse("word_embed_proj_dim", projected, f"tfm's embedding is d = {d} wide (OPT-350m's project_in "
+                       "and project_out are not mapped yet)")  # fmt: skip
+    if not c.flag("layer_norm_elementwise_affine", True):
+        raise c.refuse("layer_norm_elementwise_affine", False, "tfm's LayerNorms have a gain")
+    pre = c.flag("do_layer_norm_before", True)
+    if pre and c.flag("_remove_final_layer_norm", False):
+        raise c.refuse("_remove_final_layer_norm", True, "tfm's pre-norm stacks end with a norm")
+    bias = c.flag("enable_bias", True)
+    return {
+        "N": c.count("num_hidden_layers"), "H": H, "m": whole_heads(c, d, H), "d": d, "r": c.count("ffn_dim"),
+        "V": c.count("vocab_size"), "tie_embeddings": c.flag("tie_word_embeddings", True), "scale": "sqrt",
+        "mask": "causal", "positional": "learned", "max_len": c.count("max_position_embeddings", 2048),
+        "position_offset": 2, "norm": "pre" if pre else "post", "norm_eps": 1e-5, "attention_bias": bias,
+        "ff_bias": bias, "activation": activation(c, "activation_function", "relu"),
+    }  # fmt: skip
+
+
 def gpt_neox(c: Keys) -> dict[str, Any]:
     """GPTNeoXForCausalLM: two LayerNorms, parallel or not, rotary on 25% of each head unless the file says."""
     d, H = c.count("hidden_size"), c.count("num_attention_heads")
@@ -209,6 +253,7 @@ FAMILIES = {
     "qwen2_moe": ("Qwen2MoeForCausalLM", qwen2_moe), "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
     "olmo2": ("Olmo2ForCausalLM", olmo2),
     "gpt_oss": ("GptOssForCausalLM", gpt_oss),
+    "gptj": ("GPTJForCausalLM", gptj), "opt": ("OPTForCausalLM", opt),
     "deepseek_v2": ("DeepseekV2ForCausalLM", deepseek_v2), "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
     "gemma2": ("Gemma2ForCausalLM", gemma2), "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
     "phi": ("PhiForCausalLM", phi), "phi3": ("Phi3ForCausalLM", phi3), "gpt_neox": ("GPTNeoXForCausalLM", gpt_neox),

@@ -170,6 +170,16 @@ GPT2 = Family(
 )  # fmt: skip
 
 
+GPTJ = Family(
+    "transformer.h.{i}.",
+    {f"attention.W_{x}": f"attn.{proj}.weight" for x, proj in zip("QKVO", ("q_proj", "k_proj", "v_proj", "out_proj"),
+                                                                    strict=True)}
+    | _linear("ff.{}1", "mlp.fc_in") | _linear("ff.{}2", "mlp.fc_out") | _norm("norm1", "ln_1"),
+    {"embedding.E": "transformer.wte.weight", "head.W": "lm_head.weight", "head.b": "lm_head.bias"}
+    | _norm("final_norm", "transformer.ln_f"),
+)  # fmt: skip
+
+
 def _plain_block_names(attention: tuple[str, str, str, str], ff: tuple[str, str], norms: tuple[str, str]
                        ) -> dict[str, str]:  # fmt: skip
     """A block with a plain feedforward: the checkpoint's names of W_Q, W_K, W_V, W_O, of W1, W2, and of the norms
@@ -219,4 +229,17 @@ DISTILBERT = Family(
     _distilbert_names(),
     {"embedding.E": "embeddings.word_embeddings.weight", "positional.P": "embeddings.position_embeddings.weight"}
     | _norm("embedding.norm", "embeddings.LayerNorm"),
+)  # fmt: skip
+
+
+def _opt_names() -> dict[str, str]:
+    attention = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.out_proj")
+    return _plain_block_names(attention, ("fc1", "fc2"), ("self_attn_layer_norm", "final_layer_norm"))
+
+
+OPT = Family(
+    "model.decoder.layers.{i}.",
+    _opt_names(),
+    {"embedding.E": "model.decoder.embed_tokens.weight", "positional.P": "model.decoder.embed_positions.weight",
+     "head.W": "lm_head.weight"} | _norm("final_norm", "model.decoder.final_layer_norm"),
 )  # fmt: skip
