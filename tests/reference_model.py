@@ -33,7 +33,8 @@ def activation(name, X):
         return X / (1 + np.exp(-X))
     if name == "gelu_exact":  # x Phi(x), Phi the normal distribution function
         return X * np.vectorize(lambda x: 0.5 * math.erfc(-x / math.sqrt(2)))(X)
-    return 0.5 * X * (1 + np.tanh(np.sqrt(2 / np.pi) * (X + 0.044715 * X**3)))
+    root = 0.79788456 if name == "gelu_bloom" else np.sqrt(2 / np.pi)  # BLOOM's code writes sqrt(2/pi) so
+    return 0.5 * X * (1 + np.tanh(root * (X + 0.044715 * X**3)))
 
 
 def positions(spec, w, n):
@@ -90,6 +91,14 @@ def _whole_width_qk(spec, w, p, X):
     return out
 
 
+def alibi_slope(H, h):
+    """Head h's ALiBi slope, by the paper's geometric sequence: with P the largest power of two up to H, the first
+    P heads take 2^(-8/P) to the powers 1 .. P, the others every other slope of 2P heads, 2^(-4/P) to the odd
+    powers 1, 3, ..."""
+    P = 2 ** int(math.log2(H))
+    return (2 ** (-8 / P)) ** (h + 1) if h < P else (2 ** (-4 / P)) ** (2 * (h - P) + 1)
+
+
 def attention(spec, w, p, X):
     """sum_h W_O^h (W_V^h X + b_V) Softmax(scale (W_K^h X + b_K)^T (W_Q^h X + b_Q)) + b_O, per head."""
     n = X.shape[-1]
@@ -112,6 +121,8 @@ def attention(spec, w, p, X):
             if spec.positional == "rope" and k != "V":  # rotary positions turn queries and keys, never values
                 proj[k] = np.einsum("tij,bjt->bit", rotary_matrices(spec, n), proj[k])
         S = spec.score_scale * np.einsum("bmk,bmq->bkq", proj["K"], proj["Q"])  # (b, n_k, n_q)
+        if spec.positional == "alibi":  # slope_h (s - t) on key s's score for query t
+            S = S + alibi_slope(spec.H, h) * (np.arange(n)[:, None] - np.arange(n)[None, :])
         if spec.mask == "causal":
             S = np.where(np.arange(n)[:, None] > np.arange(n)[None, :], -np.inf, S)
         if spec.window:  # and keys more than w - 1 before the query

@@ -89,13 +89,13 @@ def relu_(X: Array) -> Array:
     return np.maximum(X, 0, out=X)
 
 
-def gelu_(X: Array) -> Array:
-    """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), overwriting X."""
+def gelu_(X: Array, root: float = math.sqrt(2.0 / math.pi)) -> Array:
+    """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), overwriting X (`root`: sqrt(2/pi))."""
     inner = X * X
     inner *= 0.044715
     inner += 1.0
     inner *= X
-    inner *= math.sqrt(2.0 / math.pi)  # a Python float keeps X's dtype
+    inner *= root  # a Python float keeps X's dtype
     np.tanh(inner, out=inner)
     inner += 1.0
     X *= inner
@@ -124,8 +124,13 @@ def silu_(X: Array) -> Array:
     return X
 
 
+def gelu_bloom_(X: Array) -> Array:
+    """BLOOM's GELU: the tanh form with sqrt(2/pi) written 0.79788456 (its code's constant), overwriting X."""
+    return gelu_(X, 0.79788456)
+
+
 ACTIVATIONS: dict[str, Callable[[Array], Array]] = {"relu": relu_, "gelu": gelu_, "gelu_exact": gelu_exact_,
-                                                    "silu": silu_}  # fmt: skip
+                                                    "silu": silu_, "gelu_bloom": gelu_bloom_}  # fmt: skip
 
 
 def sinusoidal_positions(d: int, n: int) -> Array:
@@ -235,6 +240,16 @@ def window_mask(q0: int, q1: int, k0: int, k1: int, w: int) -> Array:
     """Additive mask (q1 - q0, k1 - k0) for queries q0..q1-1 and keys k0..k1-1: 0 where q - w < k <= q, else -inf."""
     lag = np.arange(q0, q1)[:, None] - np.arange(k0, k1)[None, :]  # q - k
     return np.where((lag >= 0) & (lag < w), 0.0, -np.inf)
+
+
+def alibi_slopes(H: int) -> Array:
+    """ALiBi's per-head slopes (Press et al. 2022, as BLOOM computes them): for H a power of two, 2^(-8h/H) for
+    h = 1 .. H; otherwise those of the largest power of two below H, then every other slope of twice as many
+    heads. In float64: (H,)."""
+    top = 2 ** math.floor(math.log2(H))
+    slopes = [2.0 ** (-8.0 * h / top) for h in range(1, top + 1)]
+    extra = [2.0 ** (-8.0 * h / (2 * top)) for h in range(1, 2 * min(top, H - top), 2)]
+    return np.array(slopes + extra, dtype=np.float64)
 
 
 def relative_buckets(lags: Array, buckets: int, max_distance: int, bidirectional: bool) -> Array:

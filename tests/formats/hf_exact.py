@@ -81,6 +81,10 @@ def exact(model):
             module.forward = _float64_router.__get__(module)
         elif kind in ("DeepseekV2TopkRouter", "DeepseekV3TopkRouter"):  # routed in float32 even in float64
             module.forward = _float64_deepseek_router.__get__(module)
+        elif kind == "BloomAttention":  # its ALiBi slopes and its softmax in float32
+            bloom = sys.modules[type(module).__module__]
+            bloom._get_alibi_slopes = _float64_alibi_slopes
+            bloom.F = _Float64Functional()
         elif kind in ("Gemma2Attention", "Gemma3Attention"):  # their eager softmax upcasts to float32
             sys.modules[type(module).__module__].eager_attention_forward = _float64_eager  # (float32: the same)
         elif kind == "GPTNeoSelfAttention":  # its scores in float32 even in a float64 model: here in float64
@@ -160,6 +164,25 @@ def _float64_gptj_attention(module, query, key, value, attention_mask, scaling, 
         weights = weights + attention_mask
     weights = torch.softmax(weights, dim=-1)
     return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
+def _float64_alibi_slopes(num_heads, device):
+    """BLOOM's _get_alibi_slopes in float64."""
+    top = 2 ** math.floor(math.log2(num_heads))
+    slopes = [2.0 ** (-8.0 * h / top) for h in range(1, top + 1)]
+    slopes += [2.0 ** (-8.0 * h / (2 * top)) for h in range(1, 2 * min(top, num_heads - top), 2)]
+    return torch.tensor(slopes, dtype=torch.float64, device=device)
+
+
+class _Float64Functional:
+    """torch.nn.functional for modeling_bloom, its softmax in the scores' dtype (float32 in float32: the same)."""
+
+    def __getattr__(self, name):
+        return getattr(torch.nn.functional, name)
+
+    @staticmethod
+    def softmax(x, dim=-1, dtype=None):
+        return torch.softmax(x, dim=dim)
 
 
 def _float64_neo_attention(self, query, key, value, attention_mask=None):

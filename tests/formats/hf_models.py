@@ -100,6 +100,10 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "opt-post-norm-untied": ("OPTConfig", "OPTForCausalLM", dict(
         vocab_size=97, hidden_size=32, num_hidden_layers=2, ffn_dim=40, num_attention_heads=4,
         max_position_embeddings=64, do_layer_norm_before=False, tie_word_embeddings=False)),
+    "bloom": ("BloomConfig", "BloomForCausalLM", dict(vocab_size=97, hidden_size=32, n_layer=2, n_head=4,
+                                                      attn_implementation="eager")),
+    "bloom-6-heads": ("BloomConfig", "BloomForCausalLM", dict(vocab_size=97, hidden_size=36, n_layer=2, n_head=6,
+                                                              attn_implementation="eager")),
     "gemma": ("GemmaConfig", "GemmaForCausalLM", SMALL | dict(num_key_value_heads=1, head_dim=12,
                                                               hidden_activation="gelu_pytorch_tanh")),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM",  # sliding, full, sliding; capped scores and logits

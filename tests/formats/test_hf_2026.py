@@ -94,7 +94,7 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
                                   "qwen2-sliding-some-layers",
                                   "gpt_neo-global-local", "gpt_neo-local-untied", "gemma2", "gemma3_text",
                                   "qwen2_moe", "qwen3_moe", "olmo2", "deepseek_v2", "deepseek_v3",
-                                  "gpt_oss", "gptj", "opt", "opt-post-norm-untied"])  # fmt: skip
+                                  "gpt_oss", "gptj", "opt", "opt-post-norm-untied", "bloom"])  # fmt: skip
 def test_verify_and_attention_take_the_new_families_folders(tmp_path, name, runner):
     """The properties as theory predicts them, on the checkpoint's own weights, and one block's attention maps."""
     build(name).save_pretrained(tmp_path / "m")

@@ -14,8 +14,8 @@ import numpy as np
 from .. import kernels
 from .base import Component, Pairs, Tensor, Term
 
-ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9, "gelu_exact": 5, "silu": 4}  # gelu: the tanh form, tanh as 1;
-# gelu_exact: scale, erf (as 1), +1, x, 0.5; silu: neg, exp, +1, /
+# gelu (and BLOOM's): the tanh form, tanh as 1; gelu_exact: scale, erf (as 1), +1, x, 0.5; silu: neg, exp, +1, /
+ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9, "gelu_exact": 5, "silu": 4, "gelu_bloom": 9}
 
 Get = Callable[[str], "kernels.Array"]
 

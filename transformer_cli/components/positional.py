@@ -21,6 +21,10 @@ ROTARY_PER_ENTRY = 3  # x cos - y sin: two multiplies and an add per rotated ent
 class Positions(Component):
     """What a position scheme does in the forward pass; each hook is a no-op unless the kind has it."""
 
+    # whether a query's position moved alone (its keys' kept) changes its weights: not with ALiBi, whose bias then
+    # moves every key's score of that query alike, which the softmax cannot see
+    query_position_matters = True
+
     def load(self, get: Callable[[str], np.ndarray], dtype: np.dtype) -> None:
         """Read its tensors (`get(name)` in the pass's dtype) and get ready to run in `dtype`."""
         self.dtype = np.dtype(dtype)
@@ -228,5 +232,34 @@ class Relative(Positions):
         return np.ascontiguousarray(self.table[buckets].transpose(2, 0, 1))
 
 
+class ALiBi(Positions):
+    """ALiBi (BLOOM): head h's score of query t and key s gets slope_h (s - t) added, slopes fixed by the number of
+    heads (kernels.alibi_slopes), never scaled. No parameters; it depends on s - t only: relative, and it tells
+    positions apart."""
+
+    where = "input"
+    query_position_matters = False
+
+    def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        return {"alibi position bias": self.spec.N * self.spec.H * pairs.count}  # one add per score
+
+    def breaks_equivariance(self) -> str | None:
+        return "ALiBi position bias"
+
+    def load(self, get: Callable[[str], np.ndarray], dtype: np.dtype) -> None:
+        super().load(get, dtype)
+        self.slopes = kernels.alibi_slopes(self.spec.H).astype(dtype)[:, None, None]  # (H, 1, 1)
+
+    def bias(self, first_query: int, first_key: int) -> kernels.Bias | None:
+        def bias(q0: int, queries: int, k0: int, keys: int) -> np.ndarray:
+            lags = (
+                np.arange(first_key + k0, first_key + k0 + keys)[None, :]
+                - np.arange(first_query + q0, first_query + q0 + queries)[:, None]
+            )
+            return self.slopes * lags.astype(self.dtype)[None]
+
+        return bias
+
+
 POSITIONALS = {"none": NoPositions, "sinusoidal": Sinusoidal, "learned": Learned, "rope": Rotary,
-               "relative": Relative}  # fmt: skip
+               "relative": Relative, "alibi": ALiBi}  # fmt: skip

@@ -169,6 +169,21 @@ def opt(c: Keys) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def bloom(c: Keys) -> dict[str, Any]:
+    """BloomForCausalLM: ALiBi instead of positions, a LayerNorm of the embeddings, GPT-NeoX's fused
+    query_key_value per head, biases everywhere, the tanh GELU, a tied head."""
+    if c.flag("apply_residual_connection_post_layernorm", False):
+        raise c.refuse("apply_residual_connection_post_layernorm", True, "tfm's residuals add the block's input")
+    d = c.count("hidden_size", REQUIRED, "n_embed")
+    H = c.count("n_head", REQUIRED, "num_attention_heads")
+    return CAUSAL_PRE | {
+        "N": c.count("n_layer", REQUIRED, "num_hidden_layers"), "H": H, "d": d, "r": 4 * d,
+        "m": whole_heads(c, d, H, "hidden_size", "n_head"), "V": c.count("vocab_size"),
+        "tie_embeddings": c.flag("tie_word_embeddings", True), "embed_norm": True, "positional": "alibi",
+        "norm_eps": c.number("layer_norm_epsilon", 1e-5), "attention_bias": True, "activation": "gelu_bloom",
+    }  # fmt: skip
+
+
 def gpt_neox(c: Keys) -> dict[str, Any]:
     """GPTNeoXForCausalLM: two LayerNorms, parallel or not, rotary on 25% of each head unless the file says."""
     d, H = c.count("hidden_size"), c.count("num_attention_heads")
@@ -253,7 +268,7 @@ FAMILIES = {
     "qwen2_moe": ("Qwen2MoeForCausalLM", qwen2_moe), "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
     "olmo2": ("Olmo2ForCausalLM", olmo2),
     "gpt_oss": ("GptOssForCausalLM", gpt_oss),
-    "gptj": ("GPTJForCausalLM", gptj), "opt": ("OPTForCausalLM", opt),
+    "gptj": ("GPTJForCausalLM", gptj), "bloom": ("BloomForCausalLM", bloom), "opt": ("OPTForCausalLM", opt),
     "deepseek_v2": ("DeepseekV2ForCausalLM", deepseek_v2), "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
     "gemma2": ("Gemma2ForCausalLM", gemma2), "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
     "phi": ("PhiForCausalLM", phi), "phi3": ("Phi3ForCausalLM", phi3), "gpt_neox": ("GPTNeoXForCausalLM", gpt_neox),

@@ -243,3 +243,13 @@ OPT = Family(
     {"embedding.E": "model.decoder.embed_tokens.weight", "positional.P": "model.decoder.embed_positions.weight",
      "head.W": "lm_head.weight"} | _norm("final_norm", "model.decoder.final_layer_norm"),
 )  # fmt: skip
+
+
+BLOOM = Family(
+    "transformer.h.{i}.",
+    _neox_names("self_attention", ("input_layernorm", "post_attention_layernorm")),
+    {"embedding.E": "transformer.word_embeddings.weight", "head.W": "lm_head.weight"}
+    | _norm("embedding.norm", "transformer.word_embeddings_layernorm") | _norm("final_norm", "transformer.ln_f"),
+    fused=(("self_attention.query_key_value.weight", _QKV, lambda spec: spec.H),
+           ("self_attention.query_key_value.bias", _QKV_BIAS, lambda spec: spec.H)),
+)  # fmt: skip

@@ -24,6 +24,7 @@ from .checkpoint import Checkpoint
 from .encoder_decoder_layouts import BART, t5
 from .family_layouts import (
     BERT,
+    BLOOM,
     DEEPSEEK,
     DISTILBERT,
     GEMMA2,
@@ -47,7 +48,7 @@ FAMILIES = {"gpt2": GPT2, "bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "d
             "gpt_neo": GPT_NEO, "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA, "qwen3": LLAMA,
             "gemma": LLAMA, "gemma2": GEMMA2, "gemma3_text": GEMMA2, "qwen2_moe": QWEN_MOE, "qwen3_moe": QWEN_MOE,
             "olmo2": OLMO2, "deepseek_v2": DEEPSEEK, "deepseek_v3": DEEPSEEK,
-            "gpt_oss": GPT_OSS, "gptj": GPTJ, "opt": OPT,
+            "gpt_oss": GPT_OSS, "gptj": GPTJ, "opt": OPT, "bloom": BLOOM,
             "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX, "bart": BART}  # fmt: skip
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the
@@ -59,6 +60,7 @@ ALIASES = {
     "xlm-roberta": ((r"^roberta\.", ""),),
     "distilbert": ((r"^distilbert\.", ""),),  # DistilBertForMaskedLM's files
     "gpt_neox": ((r"^lm_head\.weight$", "embed_out.weight"),),
+    "bloom": ((r"^(?!transformer\.|lm_head\.)", "transformer."),),  # BloomModel's files (bloom-560m on the hub)
 }
 SKIPPED = (
     r"rotary_emb\.inv_freq$",  # buffers some older files saved

@@ -6,13 +6,13 @@ from typing import Any
 
 SCALES = ("none", "sqrt")
 MASKS = ("none", "causal")
-POSITIONALS = ("none", "sinusoidal", "learned", "rope", "relative")
+POSITIONALS = ("none", "sinusoidal", "learned", "rope", "relative", "alibi")
 ROPE_PAIRINGS = ("half", "interleaved")
 ROPE_SCALINGS = ("none", "llama3", "linear", "dynamic", "yarn", "longrope")
 NORMS = ("none", "pre", "post", "sandwich", "output")
 NORM_TYPES = ("layernorm", "rmsnorm")
 FEEDFORWARDS = ("plain", "gated", "clamped")
-ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu")
+ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu", "gelu_bloom")
 ATTENTION_KINDS = ("sliding", "full")  # a block of a stack with a window: through it, or seeing every earlier key
 FEEDFORWARD_KINDS = ("routed", "dense")  # a block of a stack with experts: routed to them, or one feedforward
 

@@ -54,8 +54,9 @@ class Spec:
         default="none",
         metadata=_key(
             "choice",
-            "positions: added to X (sinusoidal, learned), rotating Q and K (rope), or a learned bias per head on "
-            "the scores of each distance bucket (relative: T5)",
+            "positions: added to X (sinusoidal, learned), rotating Q and K (rope), a learned bias per head on "
+            "the scores of each distance bucket (relative: T5), or a fixed slope per head times the distance "
+            "(alibi: BLOOM)",
             POSITIONALS,
         ),
     )

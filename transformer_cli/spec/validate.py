@@ -272,6 +272,8 @@ def _check_encoder_decoder(spec: Spec, data: dict[str, Any], source: str) -> Non
         raise _fail(source, "N_enc", spec.N_enc, "mask: causal with an encoder (the decoder's self-attention)")
     if spec.norm in ("sandwich", "output"):
         raise _fail(source, "norm", spec.norm, "pre, post or none in an encoder-decoder (N_enc)")
+    if spec.positional == "alibi":
+        raise _fail(source, "positional", "alibi", "none, sinusoidal, learned, rope or relative in an encoder-decoder")
     for key in ("parallel", "E", "window", "type_vocab", "pooler", "attn_softcap"):
         if key in data and data[key] not in (None, False):
             raise _fail(source, key, data[key], f"no {key} in an encoder-decoder (N_enc)")

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..components import components, is_causal
+from ..components.positional import POSITIONALS
 from ..model.decoding import decode
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 
@@ -27,6 +28,8 @@ def _controls(setup: Setup, X: np.ndarray, parallel: np.ndarray) -> tuple[dict[s
     shifted = "wrong position (t + 1)"
     if spec.positional == "none":
         skipped[shifted] = "the spec has no positions to get wrong"
+    elif not POSITIONALS[spec.positional].query_position_matters:
+        skipped[shifted] = "ALiBi moves every key's score of a query alike when the query's position moves alone"
     else:  # with learned positions and n = max_len, column n - 1 has no position t + 1: decode the first n - 1
         k = n - 1 if spec.positional == "learned" and n >= (spec.max_len or 0) else n
         if k >= 1:
