@@ -104,6 +104,8 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                                       attn_implementation="eager")),
     "bloom-6-heads": ("BloomConfig", "BloomForCausalLM", dict(vocab_size=97, hidden_size=36, n_layer=2, n_head=6,
                                                               attn_implementation="eager")),
+    "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM", SMALL | dict(num_key_value_heads=2, sliding_window=5,
+                                                                              norm_epsilon=1e-5)),
     "gemma": ("GemmaConfig", "GemmaForCausalLM", SMALL | dict(num_key_value_heads=1, head_dim=12,
                                                               hidden_activation="gelu_pytorch_tanh")),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM",  # sliding, full, sliding; capped scores and logits

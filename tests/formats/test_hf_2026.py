@@ -94,7 +94,8 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
                                   "qwen2-sliding-some-layers",
                                   "gpt_neo-global-local", "gpt_neo-local-untied", "gemma2", "gemma3_text",
                                   "qwen2_moe", "qwen3_moe", "olmo2", "deepseek_v2", "deepseek_v3",
-                                  "gpt_oss", "gptj", "opt", "opt-post-norm-untied", "bloom"])  # fmt: skip
+                                  "gpt_oss", "gptj", "opt", "opt-post-norm-untied", "bloom",
+                                  "starcoder2"])  # fmt: skip
 def test_verify_and_attention_take_the_new_families_folders(tmp_path, name, runner):
     """The properties as theory predicts them, on the checkpoint's own weights, and one block's attention maps."""
     build(name).save_pretrained(tmp_path / "m")
@@ -159,7 +160,7 @@ CONTROLS = [
     ("gpt_oss", {"attn_sinks": False}), ("gpt_oss", {"router_logit_bias": False}), ("gpt_oss", {"swiglu_limit": 1e6}),
     ("gpt_oss", {"feedforward": "gated"}),
     ("gptj", {"rope_pairing": "half"}), ("gptj", {"rope_fraction": 1.0}), ("gptj", {"head_bias": False}),
-    ("bloom", {"positional": "none"}), ("bloom", {"embed_norm": False}),
+    ("bloom", {"positional": "none"}), ("bloom", {"embed_norm": False}), ("starcoder2", {"window": None}),
 ]  # fmt: skip
 
 

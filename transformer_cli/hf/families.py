@@ -184,6 +184,21 @@ def bloom(c: Keys) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def starcoder2(c: Keys) -> dict[str, Any]:
+    """Starcoder2ForCausalLM: LLaMA's attention (biases with use_bias) between LayerNorms with biases, a plain MLP
+    (c_fc, c_proj) of gelu_pytorch_tanh, an optional window, a tied head."""
+    d, H = c.count("hidden_size"), c.count("num_attention_heads")
+    G, m = c.count("num_key_value_heads", 2), whole_heads(c, d, H)
+    bias = c.flag("use_bias", True)
+    return CAUSAL_PRE | window_key(c.nullable_count("sliding_window", None)) | {
+        "N": c.count("num_hidden_layers"), "H": H, "m": m, "d": d, "r": c.count("intermediate_size"),
+        "V": c.count("vocab_size"), **kv_heads(c, "num_key_value_heads", G, H),
+        "tie_embeddings": c.flag("tie_word_embeddings", True), **rope(c, c.count("max_position_embeddings", 4096), m),
+        "norm_eps": c.number("norm_epsilon", 1e-5), "attention_bias": bias, "ff_bias": bias,
+        "activation": activation(c, "hidden_act", "gelu_pytorch_tanh"),
+    }  # fmt: skip
+
+
 def gpt_neox(c: Keys) -> dict[str, Any]:
     """GPTNeoXForCausalLM: two LayerNorms, parallel or not, rotary on 25% of each head unless the file says."""
     d, H = c.count("hidden_size"), c.count("num_attention_heads")
@@ -268,7 +283,8 @@ FAMILIES = {
     "qwen2_moe": ("Qwen2MoeForCausalLM", qwen2_moe), "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
     "olmo2": ("Olmo2ForCausalLM", olmo2),
     "gpt_oss": ("GptOssForCausalLM", gpt_oss),
-    "gptj": ("GPTJForCausalLM", gptj), "bloom": ("BloomForCausalLM", bloom), "opt": ("OPTForCausalLM", opt),
+    "gptj": ("GPTJForCausalLM", gptj), "opt": ("OPTForCausalLM", opt), "bloom": ("BloomForCausalLM", bloom),
+    "starcoder2": ("Starcoder2ForCausalLM", starcoder2),
     "deepseek_v2": ("DeepseekV2ForCausalLM", deepseek_v2), "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
     "gemma2": ("Gemma2ForCausalLM", gemma2), "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
     "phi": ("PhiForCausalLM", phi), "phi3": ("Phi3ForCausalLM", phi3), "gpt_neox": ("GPTNeoXForCausalLM", gpt_neox),

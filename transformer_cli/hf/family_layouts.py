@@ -253,3 +253,11 @@ BLOOM = Family(
     fused=(("self_attention.query_key_value.weight", _QKV, lambda spec: spec.H),
            ("self_attention.query_key_value.bias", _QKV_BIAS, lambda spec: spec.H)),
 )  # fmt: skip
+
+
+STARCODER2 = Family(
+    "model.layers.{i}.",
+    _plain_block_names(("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"),
+                       ("mlp.c_fc", "mlp.c_proj"), ("input_layernorm", "post_attention_layernorm")),
+    _LLAMA_GLOBALS,
+)  # fmt: skip
