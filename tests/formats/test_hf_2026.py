@@ -95,7 +95,7 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
                                   "gpt_neo-global-local", "gpt_neo-local-untied", "gemma2", "gemma3_text",
                                   "qwen2_moe", "qwen3_moe", "olmo2", "deepseek_v2", "deepseek_v3",
                                   "gpt_oss", "gptj", "opt", "opt-post-norm-untied", "bloom",
-                                  "starcoder2"])  # fmt: skip
+                                  "starcoder2", "stablelm", "stablelm-parallel"])  # fmt: skip
 def test_verify_and_attention_take_the_new_families_folders(tmp_path, name, runner):
     """The properties as theory predicts them, on the checkpoint's own weights, and one block's attention maps."""
     build(name).save_pretrained(tmp_path / "m")
@@ -161,6 +161,7 @@ CONTROLS = [
     ("gpt_oss", {"feedforward": "gated"}),
     ("gptj", {"rope_pairing": "half"}), ("gptj", {"rope_fraction": 1.0}), ("gptj", {"head_bias": False}),
     ("bloom", {"positional": "none"}), ("bloom", {"embed_norm": False}), ("starcoder2", {"window": None}),
+    ("stablelm", {"rope_fraction": 1.0}), ("stablelm-parallel", {"rope_fraction": 0.25}),
 ]  # fmt: skip
 
 

@@ -199,6 +199,18 @@ def starcoder2(c: Keys) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def stablelm(c: Keys) -> dict[str, Any]:
+    """StableLmForCausalLM: LLaMA's layout with LayerNorms (biases), rotary on 25% of each head unless the file
+    says, biases on q, k, v with use_qkv_bias, a parallel block with one norm with use_parallel_residual."""
+    if c.flag("qk_layernorm", False):
+        raise c.refuse("qk_layernorm", True, "StableLM's query/key norms have weights per head; tfm's share them")
+    spec = llama_like(c, c.count("num_key_value_heads", 32), None, 1e-5, False, 4096, partial=0.25)
+    parallel = c.flag("use_parallel_residual", False)
+    biases = {"attention_bias": True, "out_bias": False} if c.flag("use_qkv_bias", False) else {}
+    return spec | biases | {"norm_type": "layernorm", "norm_eps": c.number("layer_norm_eps", 1e-5),
+                            "parallel": parallel, "shared_norm": parallel}  # fmt: skip
+
+
 def gpt_neox(c: Keys) -> dict[str, Any]:
     """GPTNeoXForCausalLM: two LayerNorms, parallel or not, rotary on 25% of each head unless the file says."""
     d, H = c.count("hidden_size"), c.count("num_attention_heads")
@@ -284,7 +296,7 @@ FAMILIES = {
     "olmo2": ("Olmo2ForCausalLM", olmo2),
     "gpt_oss": ("GptOssForCausalLM", gpt_oss),
     "gptj": ("GPTJForCausalLM", gptj), "opt": ("OPTForCausalLM", opt), "bloom": ("BloomForCausalLM", bloom),
-    "starcoder2": ("Starcoder2ForCausalLM", starcoder2),
+    "starcoder2": ("Starcoder2ForCausalLM", starcoder2), "stablelm": ("StableLmForCausalLM", stablelm),
     "deepseek_v2": ("DeepseekV2ForCausalLM", deepseek_v2), "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
     "gemma2": ("Gemma2ForCausalLM", gemma2), "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
     "phi": ("PhiForCausalLM", phi), "phi3": ("Phi3ForCausalLM", phi3), "gpt_neox": ("GPTNeoXForCausalLM", gpt_neox),

@@ -50,6 +50,7 @@ FAMILIES = {"gpt2": GPT2, "bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "d
             "gemma": LLAMA, "gemma2": GEMMA2, "gemma3_text": GEMMA2, "qwen2_moe": QWEN_MOE, "qwen3_moe": QWEN_MOE,
             "olmo2": OLMO2, "deepseek_v2": DEEPSEEK, "deepseek_v3": DEEPSEEK,
             "gpt_oss": GPT_OSS, "gptj": GPTJ, "opt": OPT, "bloom": BLOOM, "starcoder2": STARCODER2,
+            "stablelm": LLAMA,
             "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX, "bart": BART}  # fmt: skip
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the
