@@ -226,7 +226,7 @@ class Relative(Positions):
 
     def relative_bias(self, first_query: int, queries: int, first_key: int, keys: int) -> np.ndarray:
         """The bias of those queries and keys: (H, queries, keys), table[bucket(s - t), h]."""
-        lags = np.arange(first_key, first_key + keys)[None, :] - np.arange(first_query, first_query + queries)[:, None]
+        lags = _lags(first_query, queries, first_key, keys)
         s = self.spec
         buckets = kernels.relative_buckets(lags, s.rel_buckets, s.rel_max_distance, bidirectional=s.mask != "causal")
         return np.ascontiguousarray(self.table[buckets].transpose(2, 0, 1))
@@ -251,14 +251,16 @@ class ALiBi(Positions):
         self.slopes = kernels.alibi_slopes(self.spec.H).astype(dtype)[:, None, None]  # (H, 1, 1)
 
     def bias(self, first_query: int, first_key: int) -> kernels.Bias | None:
-        def bias(q0: int, queries: int, k0: int, keys: int) -> np.ndarray:
-            lags = (
-                np.arange(first_key + k0, first_key + k0 + keys)[None, :]
-                - np.arange(first_query + q0, first_query + q0 + queries)[:, None]
-            )
-            return self.slopes * lags.astype(self.dtype)[None]
+        return lambda q0, queries, k0, keys: self.alibi_bias(first_query + q0, queries, first_key + k0, keys)
 
-        return bias
+    def alibi_bias(self, first_query: int, queries: int, first_key: int, keys: int) -> np.ndarray:
+        """The bias of those queries and keys: (H, queries, keys), slope_h (s - t)."""
+        return self.slopes * _lags(first_query, queries, first_key, keys).astype(self.dtype)[None]
+
+
+def _lags(first_query: int, queries: int, first_key: int, keys: int) -> np.ndarray:
+    """s - t for the queries t = first_query.. and the keys s = first_key..: (queries, keys)."""
+    return np.arange(first_key, first_key + keys)[None, :] - np.arange(first_query, first_query + queries)[:, None]
 
 
 POSITIONALS = {"none": NoPositions, "sinusoidal": Sinusoidal, "learned": Learned, "rope": Rotary,
