@@ -1,5 +1,8 @@
 """What three peer tools say for the parameter counts of the real models in tests/data/real-models.json.
 
+--models PATH --out PATH run it on another file of the same kind (tests/data/real-models-2.json ->
+benchmarks/peer_counts_2.json); that file may name the count total_params and the class hf_class.
+
 Each peer is run here, on the fields of that file, and its figure is set beside the published count (the sum
 of numel over the transformers model's parameters, tied tensors once). Nothing is copied from elsewhere.
 
@@ -58,7 +61,9 @@ MODELS = ROOT / "tests" / "data" / "real-models.json"
 OUT = Path(__file__).resolve().parent / "peer_counts.json"
 
 GATED = {"llama", "mistral", "mixtral", "qwen2", "gemma", "phi3"}  # SwiGLU / GeGLU: three MLP matrices
-DECODER_LAYERS = {"t5": "num_decoder_layers", "bart": "decoder_layers"}
+GATED |= {"gemma2", "gemma3_text", "qwen3_moe", "qwen2_moe", "deepseek_v3", "deepseek_v2", "gpt_oss", "olmo2"}
+GATED |= {"phimoe"}
+DECODER_LAYERS = {"t5": "num_decoder_layers", "bart": "decoder_layers", "mt5": "num_decoder_layers"}
 ENCODER_DECODER = set(DECODER_LAYERS)
 
 # llm-analysis ships configs (llm_analysis/model_configs/*.json) under these names for the same architecture.
@@ -70,6 +75,10 @@ LLM_ANALYSIS_BUILTIN = {
     "bert-base-uncased": "bert-base-uncased",
     "Llama-2-7b": "NousResearch_Llama-2-7b-hf",
     "Llama-2-70b": "upstage_Llama-2-70b-instruct-v2",  # a fine-tune of Llama-2-70b: same shapes
+    "bloom-560m": "bigscience_bloom-560m",
+    "opt-125m": "facebook_opt-125m",
+    "gpt-j-6b": "EleutherAI_gpt-j-6b",
+    "gpt-neo-125m": "EleutherAI_gpt-neo-125m",
 }
 
 
@@ -102,7 +111,12 @@ def fields(entry: dict) -> dict:
     else:
         kv = getattr(c, "num_key_value_heads", None) or H
         ffn_field = {"gpt2": "n_inner", "t5": "d_ff", "bart": "encoder_ffn_dim"}.get(t, "intermediate_size")
+        ffn_field = {"mt5": "d_ff", "distilbert": "hidden_dim", "opt": "ffn_dim", "gptj": "n_inner"}.get(t, ffn_field)
         ffn = getattr(c, ffn_field, None) or 4 * d  # GPT-2's n_inner=None means 4d
+    # MoE: the experts' count under the family's name, and one expert's width where it has its own field.
+    experts = raw.get("num_local_experts") or raw.get("num_experts") or raw.get("n_routed_experts") or 1
+    if experts > 1 and raw.get("moe_intermediate_size"):
+        ffn = raw["moe_intermediate_size"]
     return {
         "d": d,
         "layers": c.num_hidden_layers,
@@ -111,15 +125,32 @@ def fields(entry: dict) -> dict:
         "kv_heads": kv,
         "head_dim": getattr(c, "head_dim", None) or d // H,
         "ffn": ffn,
-        "gated": t in GATED or (t == "t5" and str(raw.get("feed_forward_proj", "")).startswith("gated")),
+        "gated": t in GATED or (t in ("t5", "mt5") and str(raw.get("feed_forward_proj", "")).startswith("gated")),
         "vocab": c.vocab_size,
         "max_len": getattr(c, "max_position_embeddings", None),
         # Read from the file, not the config object: T5Config in transformers 5.24 reports True for t5-v1_1.
         # BertModel has no output head, so its one embedding matrix counts as "tied".
         "tied": bool(raw.get("tie_word_embeddings", True)),
-        "experts": raw.get("num_local_experts", 1),
+        "experts": experts,
         "top_k": raw.get("num_experts_per_tok", 1),
     }
+
+
+def moe_unmodelled(raw: dict) -> list[str]:
+    """What a model's MoE has that neither ModelConfig nor calc_transformer_params.py's flags can say."""
+    notes = []
+    if raw.get("n_shared_experts"):
+        notes.append(f"{raw['n_shared_experts']} shared expert(s) of moe_intermediate_size per MoE layer not counted")
+    if raw.get("shared_expert_intermediate_size"):
+        notes.append(f"the shared expert ({raw['shared_expert_intermediate_size']} wide) and its gate not counted")
+    if raw.get("first_k_dense_replace"):
+        notes.append(
+            f"the first {raw['first_k_dense_replace']} layers are dense ({raw['intermediate_size']} wide) "
+            "but counted as MoE layers"
+        )
+    if raw.get("kv_lora_rank"):
+        notes.append("MLA (q_lora_rank/kv_lora_rank) read as plain multi-head attention of hidden_size")
+    return notes
 
 
 # ---------------------------------------------------------------------------------------------- llm-analysis
@@ -169,6 +200,7 @@ def llm_analysis_count(entry: dict, f: dict) -> dict:
         out["value"], active = total(ModelConfig(**kw))
         if f["experts"] > 1:
             out["active"] = active
+        out["note"] = "; ".join(moe_unmodelled(entry["config"]))
 
     builtin = LLM_ANALYSIS_BUILTIN.get(entry["name"])
     if builtin:
@@ -261,64 +293,14 @@ def eleuther_count(entry: dict, f: dict, calc: Path) -> dict:
         )
         return out
     out["printed"], out["value"] = printed, exact(argv)
-    return out
-
-
-# --------------------------------------------------------------------------------------------- accelerate
-def accelerate_count(entry: dict) -> dict:
-    """accelerate's estimate-memory without the Hub.
-
-    create_empty_model (accelerate/commands/estimate.py) does, once it has the config:
-        with init_empty_weights(): model = AutoModel.from_config(config, torch_dtype=torch.float32)
-    and gather_data then calls calculate_maximum_sizes(model) (accelerate/utils/modeling.py), whose total is
-    compute_module_sizes(model)[""]: numel * element size over named_parameters() and named_buffers(). The
-    same calls are made here on AutoConfig.for_model(model_type, **fields). AutoModel is the bare model class
-    (LlamaModel, not LlamaForCausalLM): no output head. The figure is total bytes / 4 (float32).
-    """
-    import torch
-    from accelerate import init_empty_weights
-    from accelerate.utils import calculate_maximum_sizes, convert_bytes
-    from transformers import AutoConfig, AutoModel
-
-    with quiet():
-        config = AutoConfig.for_model(entry["model_type"], **entry["config"])
-        with init_empty_weights():
-            model = AutoModel.from_config(config, torch_dtype=torch.float32)
-    total_size, _largest = calculate_maximum_sizes(model)
-    params = sum(p.numel() for p in model.parameters())
-    buffers = {n: b.numel() * b.element_size() for n, b in model.named_buffers()}
-    out = {
-        "value": int(total_size) // 4,
-        "printed": convert_bytes(total_size),
-        "class": type(model).__name__,
-        "parameters_numel": params,
-        "buffer_bytes": sum(buffers.values()),
-        "note": "",
-    }
-    assert total_size % 4 == 0
-    notes = []
-    if buffers:
-        kinds = ", ".join(sorted({n.split(".")[-1] for n in buffers}))
-        notes.append(f"buffers counted: {sum(buffers.values())} bytes ({kinds})")
-    # The same class built on torch.device("meta") without accelerate's context: does init_empty_weights change it?
-    with quiet():
-        with torch.device("meta"):
-            plain = AutoModel.from_config(config, torch_dtype=torch.float32)
-    out["parameters_numel_plain_meta"] = sum(p.numel() for p in plain.parameters())
-    if out["parameters_numel_plain_meta"] != params:
-        notes.append(
-            f"init_empty_weights re-wraps every registered parameter (big_modeling.py, "
-            f"register_empty_parameter), "
-            f"so weights tied by assignment become distinct: {params:,} parameters under it, "
-            f"{out['parameters_numel_plain_meta']:,} for the same class on torch.device('meta')"
-        )
-    out["note"] = "; ".join(notes)
-    del model, plain
+    out["note"] = "; ".join(moe_unmodelled(entry["config"]))
     return out
 
 
 # ---------------------------------------------------------------------------------------------------- main
 def main() -> None:
+    from peer_count_accelerate import accelerate_count
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_calc = os.environ.get("ELEUTHER_CALC", "/work/peers/calc_transformer_params.py")
     ap.add_argument("--eleuther-calc", type=Path, default=Path(default_calc), help="calc/calc_transformer_params.py")
@@ -327,19 +309,20 @@ def main() -> None:
         default=os.environ.get("ELEUTHER_COMMIT", "unknown"),
         help="the EleutherAI/cookbook commit the script was taken from, recorded in the JSON",
     )
+    ap.add_argument("--models", type=Path, default=MODELS, help="a file of the kind of tests/data/real-models.json")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
 
     from rich.console import Console
     from rich.table import Table
 
-    entries = json.loads(MODELS.read_text())
+    entries = json.loads(args.models.read_text())
     results: dict = {}
     for e in entries:
         f = fields(e)
         la, el, ac = llm_analysis_count(e, f), eleuther_count(e, f, args.eleuther_calc), accelerate_count(e)
         results[e["name"]] = {
-            "published": e["parameters"],
+            "published": e["parameters"] if "parameters" in e else e["total_params"],
             "published_active": e.get("active_parameters"),
             "llm_analysis": la["value"],
             "eleuther": el["value"],
@@ -361,7 +344,8 @@ def main() -> None:
         table.add_row(
             name,
             f"{r['published']:,}",
-            cell(r["llm_analysis"], r["published"]),
+            cell(r["llm_analysis"], r["published"])
+            + (f"\nactive {a:,}" if (a := r["notes"]["llm_analysis"]["active"]) else ""),
             cell(r["eleuther"], r["published"]),
             cell(r["accelerate"], r["published"]),
         )

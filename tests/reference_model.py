@@ -42,8 +42,9 @@ def positions(spec, w, n):
         rows = np.arange(spec.d)[:, None]
         angle = np.arange(n)[None, :] / 10000.0 ** (2 * (rows // 2) / spec.d)
         return np.where(rows % 2 == 0, np.sin(angle), np.cos(angle))
-    if spec.positional == "learned":
-        return w["positional.P"][:, :n]
+    if spec.positional == "learned":  # read from column position_offset on (OPT, RoBERTa)
+        start = spec.position_offset or 0
+        return w["positional.P"][:, start : start + n]
     return 0.0
 
 
@@ -115,8 +116,9 @@ def attention(spec, w, p, X):
             if whole is not None and k != "V":  # all heads' projections normalised together (OLMo 2)
                 proj[k] = whole[k][g]
             elif spec.qk_norm and k != "V":  # each head over its m entries (axis -2 of (b, m, n)), before the rotation
-                g = w[p + f"attention.{k.lower()}_norm.gamma"]
+                gain = w[p + f"attention.{k.lower()}_norm.gamma"]
                 beta = w.get(p + f"attention.{k.lower()}_norm.beta")
+                g = gain[g] if gain.ndim == 2 else gain  # per_head: head g's own gains
                 proj[k] = layer_norm(proj[k], g, beta, spec.norm_eps, spec.norm_plus_one, spec.norm_type == "rmsnorm")
             if spec.positional == "rope" and k != "V":  # rotary positions turn queries and keys, never values
                 proj[k] = np.einsum("tij,bjt->bit", rotary_matrices(spec, n), proj[k])
@@ -179,7 +181,10 @@ def reference_forward(spec, w, X):
     """Transformer(X) for X (d, n) or (b, d, n), or token ids (n,) or (b, n) with a vocabulary, written out plainly."""
     ids = np.issubdtype(X.dtype, np.integer)
     if ids:  # one column of E per token, times sqrt(d) if the spec says so
-        X = np.moveaxis(w["embedding.E"][:, X], 0, -2) * (np.sqrt(spec.d) if spec.embed_scale == "sqrt" else 1.0)
+        factor = {"none": 1.0, "sqrt": np.sqrt(spec.d)}.get(spec.embed_scale, spec.embed_scale)  # type: ignore
+        X = np.moveaxis(w["embedding.E"][:, X], 0, -2) * factor
+        if spec.embed_dim:  # up from the embedding's width to d
+            X = np.einsum("de,...en->...dn", w["embedding.W_in"], X)
     X3 = (X[None] if X.ndim == 2 else X) + positions(spec, w, X.shape[-1])
     eps = spec.norm_eps
     if spec.type_vocab:  # token type 0 for every token
@@ -191,7 +196,7 @@ def reference_forward(spec, w, X):
     def norm(X, gamma, beta, eps):  # the spec's variant, (1 + gamma) or not, for every norm below
         return layer_norm(X, gamma, beta, eps, spec.norm_plus_one, spec.norm_type == "rmsnorm")
 
-    model = spec
+    model, s = spec, spec.residual_scale  # each sublayer's output times s as it joins the residual
     for i in range(model.N):
         spec = layer_spec(model, i)  # block i's window and feedforward
         p = f"blocks.{i}."
@@ -199,28 +204,31 @@ def reference_forward(spec, w, X):
         if spec.parallel:  # both sublayers read the block's input; one shared norm or two
             second = ln["norm1"] if spec.shared_norm else ln["norm2"]
             h1, h2 = norm(X3, *ln["norm1"], eps), norm(X3, *second, eps)
-            X3 = X3 + attention(spec, w, p, h1) + feedforward(spec, w, p, h2)
+            X3 = X3 + s * attention(spec, w, p, h1) + s * feedforward(spec, w, p, h2)
         elif spec.norm == "post":
-            X3 = norm(X3 + attention(spec, w, p, X3), *ln["norm1"], eps)
-            X3 = norm(X3 + feedforward(spec, w, p, X3), *ln["norm2"], eps)
+            X3 = norm(X3 + s * attention(spec, w, p, X3), *ln["norm1"], eps)
+            X3 = norm(X3 + s * feedforward(spec, w, p, X3), *ln["norm2"], eps)
         elif spec.norm == "pre":
-            X3 = X3 + attention(spec, w, p, norm(X3, *ln["norm1"], eps))
-            X3 = X3 + feedforward(spec, w, p, norm(X3, *ln["norm2"], eps))
+            X3 = X3 + s * attention(spec, w, p, norm(X3, *ln["norm1"], eps))
+            X3 = X3 + s * feedforward(spec, w, p, norm(X3, *ln["norm2"], eps))
         elif spec.norm == "output":  # only each sublayer's output normalised, before its residual (OLMo 2)
             out = {k: (w.get(p + f"{k}.gamma"), w.get(p + f"{k}.beta")) for k in ("norm1_out", "norm2_out")}
-            X3 = X3 + norm(attention(spec, w, p, X3), *out["norm1_out"], eps)
-            X3 = X3 + norm(feedforward(spec, w, p, X3), *out["norm2_out"], eps)
+            X3 = X3 + norm(s * attention(spec, w, p, X3), *out["norm1_out"], eps)
+            X3 = X3 + norm(s * feedforward(spec, w, p, X3), *out["norm2_out"], eps)
         elif spec.norm == "sandwich":  # each sublayer's output normalised too, before its residual
             out = {k: (w.get(p + f"{k}.gamma"), w.get(p + f"{k}.beta")) for k in ("norm1_out", "norm2_out")}
-            X3 = X3 + norm(attention(spec, w, p, norm(X3, *ln["norm1"], eps)), *out["norm1_out"], eps)
-            X3 = X3 + norm(feedforward(spec, w, p, norm(X3, *ln["norm2"], eps)), *out["norm2_out"], eps)
+            X3 = X3 + norm(s * attention(spec, w, p, norm(X3, *ln["norm1"], eps)), *out["norm1_out"], eps)
+            X3 = X3 + norm(s * feedforward(spec, w, p, norm(X3, *ln["norm2"], eps)), *out["norm2_out"], eps)
         else:
-            X3 = X3 + attention(spec, w, p, X3)
-            X3 = X3 + feedforward(spec, w, p, X3)
+            X3 = X3 + s * attention(spec, w, p, X3)
+            X3 = X3 + s * feedforward(spec, w, p, X3)
     spec = model
     if spec.norm in ("pre", "sandwich", "output"):
         X3 = norm(X3, w["final_norm.gamma"], w.get("final_norm.beta"), eps)
     if spec.V and spec.head:  # logits: the head, or E^T when tied, and its bias
+        if spec.embed_dim:  # down to the embedding's width first
+            X3 = np.einsum("ed,bdn->ben", w["head.W_out"], X3)
         W = w["embedding.E"].T if spec.tie_embeddings else w["head.W"]
         X3 = np.einsum("vd,bdn->bvn", W, X3) + (w["head.b"][:, None] if spec.head_bias else 0.0)
+        X3 = X3 * spec.logit_scale
     return X3[0] if X.ndim == 2 else X3

@@ -59,6 +59,10 @@ def torch_model(spec: Spec, weights: Weights, dtype: str, eager: bool = False, t
     causal, scale, eps = spec.mask == "causal", spec.score_scale, spec.norm_eps
 
     def norm_m(x, params):
+        if params[0].ndim == 2:  # per_head: (heads, m) gains of each head's own, no beta; x is (b, heads, n, m)
+            gain = (params[0] + 1 if spec.norm_plus_one else params[0])[:, None, :]
+            plain = F.rms_norm if spec.norm_type == "rmsnorm" else F.layer_norm
+            return plain(x, (m,), eps=eps) * gain
         if spec.norm_type == "rmsnorm":
             return F.rms_norm(x, (m,), params[0] + 1 if spec.norm_plus_one else params[0], eps)
         return F.layer_norm(x, (m,), params[0], params[1], eps)  # params[1] None: no bias

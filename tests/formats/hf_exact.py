@@ -58,6 +58,8 @@ def exact(model):
         if kind == "GPTJRotaryEmbedding":  # its sin/cos table made in float32
             module.forward = _float64_gptj_rotary.__get__(module)
             sys.modules[type(module).__module__].eager_attention_forward = _float64_gptj_attention
+        elif kind == "PhimoeRotaryEmbedding":  # the short factors at every length, cos and sin times an mscale
+            module.forward = _float64_phimoe_rotary.__get__(module)
         elif kind == "DeepseekV2RotaryEmbedding":  # complex rotations, made and applied in float32
             module.forward = _float64_complex_rotary.__get__(module)
             sys.modules[type(module).__module__].apply_rotary_emb = _float64_complex_rotate
@@ -71,13 +73,19 @@ def exact(model):
                 inv_freq = _inv_freq(cfg, rotated, int(position_ids.max()) + 1, params)
                 freqs = position_ids[..., None].double() * inv_freq
                 emb = freqs if kind == "GptOssRotaryEmbedding" else torch.cat((freqs, freqs), dim=-1)  # (its halves)
+                if kind == "CohereRotaryEmbedding":  # each angle twice in a row: interleaved pairs
+                    emb = torch.repeat_interleave(freqs, 2, dim=-1)
                 return (emb.cos() * scaling).to(x.dtype), (emb.sin() * scaling).to(x.dtype)
 
             module.forward = forward
+            if kind == "CohereRotaryEmbedding":  # its rotation applied in float32: here in the model's dtype
+                sys.modules[type(module).__module__].apply_rotary_pos_emb = _float64_cohere_rotate
+        elif kind == "CohereLayerNorm":  # its mean and variance in float32 even in a float64 model
+            module.forward = _float64_cohere_layer_norm.__get__(module)
         elif kind.endswith("RMSNorm"):
             norm = _float64_gemma_rms_norm if kind.startswith("Gemma") else _float64_rms_norm
             module.forward = norm.__get__(module)
-        elif kind.endswith("TopKRouter"):
+        elif kind.endswith("TopKRouter") and kind != "PhimoeTopKRouter":  # (PhiMoE's routes in the model's dtype)
             module.forward = _float64_router.__get__(module)
         elif kind in ("DeepseekV2TopkRouter", "DeepseekV3TopkRouter"):  # routed in float32 even in float64
             module.forward = _float64_deepseek_router.__get__(module)
@@ -92,6 +100,36 @@ def exact(model):
         elif hasattr(module, "embed_scale"):  # Gemma's sqrt(d), a float32 constant in the library
             module.embed_scale = torch.tensor(cfg.hidden_size**0.5, dtype=torch.float64)
     return model
+
+
+def _float64_cohere_layer_norm(self, x):
+    """CohereLayerNorm (no bias; over the last axis, also each head's (H, m) gains) in the model's dtype."""
+    mean = x.mean(-1, keepdim=True)
+    variance = (x - mean).pow(2).mean(-1, keepdim=True)
+    return self.weight * ((x - mean) * torch.rsqrt(variance + self.variance_epsilon))
+
+
+def _float64_phimoe_rotary(self, x, position_ids=None):
+    """PhimoeRotaryEmbedding.forward in float64: its rope_init_fn called without a length (so LongRoPE's short
+    factors always), cos and sin times long_mscale past the original context, else short_mscale."""
+    params, seq_len = self.config.rope_parameters, int(position_ids.max()) + 1
+    inv_freq = _inv_freq(self.config, 2 * self.inv_freq.shape[0], 1, params)
+    scale = 1.0
+    if params["rope_type"] != "default":
+        scale = params["long_mscale" if seq_len > params["original_max_position_embeddings"] else "short_mscale"]
+    freqs = position_ids[..., None].double() * inv_freq
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return (emb.cos() * scale).to(x.dtype), (emb.sin() * scale).to(x.dtype)
+
+
+def _float64_cohere_rotate(q, k, cos, sin, unsqueeze_dim=1):
+    """Cohere's apply_rotary_pos_emb without its cast to float32 (pairs 2i, 2i + 1)."""
+    cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+
+    def turned(x):
+        return torch.stack([-x[..., 1::2], x[..., ::2]], dim=-1).flatten(-2)
+
+    return q * cos + turned(q) * sin, k * cos + turned(k) * sin
 
 
 def _float64_eager(module, query, key, value, attention_mask, dropout=0.0, scaling=None, softcap=None, **kwargs):

@@ -100,6 +100,12 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "opt-post-norm-untied": ("OPTConfig", "OPTForCausalLM", dict(
         vocab_size=97, hidden_size=32, num_hidden_layers=2, ffn_dim=40, num_attention_heads=4,
         max_position_embeddings=64, do_layer_norm_before=False, tie_word_embeddings=False)),
+    "opt-350m-projected": ("OPTConfig", "OPTForCausalLM", dict(  # OPT-350m's kind: a narrower embedding, post-norm
+        vocab_size=97, hidden_size=32, num_hidden_layers=2, ffn_dim=40, num_attention_heads=4, word_embed_proj_dim=12,
+        max_position_embeddings=64, do_layer_norm_before=False)),
+    "opt-projected-pre-untied": ("OPTConfig", "OPTForCausalLM", dict(  # the final norm, then project_out
+        vocab_size=97, hidden_size=32, num_hidden_layers=2, ffn_dim=40, num_attention_heads=4, word_embed_proj_dim=12,
+        max_position_embeddings=64, tie_word_embeddings=False)),
     "bloom": ("BloomConfig", "BloomForCausalLM", dict(vocab_size=97, hidden_size=32, n_layer=2, n_head=4,
                                                       attn_implementation="eager")),
     "bloom-6-heads": ("BloomConfig", "BloomForCausalLM", dict(vocab_size=97, hidden_size=36, n_layer=2, n_head=6,
@@ -109,6 +115,15 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "stablelm": ("StableLmConfig", "StableLmForCausalLM", SMALL | dict(num_key_value_heads=2, use_qkv_bias=True)),
     "stablelm-parallel": ("StableLmConfig", "StableLmForCausalLM",
                           SMALL | dict(num_key_value_heads=4, use_parallel_residual=True, partial_rotary_factor=0.5)),
+    "stablelm-qk-layernorm": ("StableLmConfig", "StableLmForCausalLM",  # a LayerNorm per query and key head
+                              SMALL | dict(num_key_value_heads=2, qk_layernorm=True)),
+    "granite": ("GraniteConfig", "GraniteForCausalLM", SMALL | dict(  # every multiplier away from 1, biases
+        num_key_value_heads=2, embedding_multiplier=3.0, attention_multiplier=0.3, residual_multiplier=0.4,
+        logits_scaling=3.0, attention_bias=True, mlp_bias=True)),
+    "cohere": ("CohereConfig", "CohereForCausalLM", SMALL | dict(num_key_value_heads=2, logit_scale=0.3,
+                                                                 layer_norm_eps=1e-5)),
+    "cohere-qk-norm": ("CohereConfig", "CohereForCausalLM", SMALL | dict(  # Command R+: per-head norms, biases
+        num_key_value_heads=2, use_qk_norm=True, attention_bias=True, tie_word_embeddings=False)),
     "gemma": ("GemmaConfig", "GemmaForCausalLM", SMALL | dict(num_key_value_heads=1, head_dim=12,
                                                               hidden_activation="gelu_pytorch_tanh")),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM",  # sliding, full, sliding; capped scores and logits
@@ -133,6 +148,14 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                    rope_parameters=dict(rope_type="longrope", rope_theta=10000.0,
                                                         short_factor=[1.0, 1.1, 1.3, 1.5],
                                                         long_factor=[1.0, 2.0, 4.0, 9.0]))),
+    "phimoe": ("PhimoeConfig", "PhimoeForCausalLM",  # Phi-3.5-MoE's kind: LongRoPE past 8 positions, biases,
+               SMALL | dict(num_key_value_heads=2, num_local_experts=4, attention_bias=True, lm_head_bias=True,
+                            router_jitter_noise=0.4,  # a threshold wide enough to keep several experts' scores
+                            experts_implementation="eager", rms_norm_eps=1e-5, sliding_window=6,
+                            rope_parameters=dict(rope_type="longrope", rope_theta=10000.0,
+                                                 short_factor=[1.0, 1.1, 1.3, 1.5], long_factor=[1.0, 2.0, 4.0, 9.0],
+                                                 short_mscale=1.25, long_mscale=1.25,
+                                                 original_max_position_embeddings=8))),
     "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM",
                  dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
                       max_position_embeddings=64, rotary_pct=0.25, hidden_act="gelu")),

@@ -5,6 +5,7 @@ built the same way (float64, every parameter perturbed, transformers' float32 st
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -95,12 +96,19 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
                                   "gpt_neo-global-local", "gpt_neo-local-untied", "gemma2", "gemma3_text",
                                   "qwen2_moe", "qwen3_moe", "olmo2", "deepseek_v2", "deepseek_v3",
                                   "gpt_oss", "gptj", "opt", "opt-post-norm-untied", "bloom",
-                                  "starcoder2", "stablelm", "stablelm-parallel"])  # fmt: skip
-def test_verify_and_attention_take_the_new_families_folders(tmp_path, name, runner):
-    """The properties as theory predicts them, on the checkpoint's own weights, and one block's attention maps."""
-    build(name).save_pretrained(tmp_path / "m")
+                                  "starcoder2", "stablelm", "stablelm-parallel",
+                                  "stablelm-qk-layernorm", "granite", "cohere", "cohere-qk-norm",
+                                  "phimoe", "opt-350m-projected", "opt-projected-pre-untied"])  # fmt: skip
+def test_verify_attention_and_plan_take_the_new_families_folders(tmp_path, name, runner):
+    """The properties as theory predicts them, on the checkpoint's own weights, one block's attention maps, and the
+    serving and training plan (its weights the checkpoint's parameters)."""
+    model = build(name)
+    model.save_pretrained(tmp_path / "m")
     result = runner.invoke(app, ["verify", str(tmp_path / "m"), "--json"])
     assert result.exit_code == 0, result.output
+    planned = runner.invoke(app, ["plan", str(tmp_path / "m"), "-n", "16", "--json"])
+    assert planned.exit_code == 0, planned.output
+    assert json.loads(planned.stdout)["params"] == sum(p.numel() for p in model.parameters())
     np.save(tmp_path / "ids.npy", unpadded(spec_from_config(tmp_path / "m"))[0])
     maps = runner.invoke(app, ["attention", str(tmp_path / "m"), "--input", str(tmp_path / "ids.npy")])
     assert maps.exit_code == 0, maps.output
@@ -162,6 +170,12 @@ CONTROLS = [
     ("gptj", {"rope_pairing": "half"}), ("gptj", {"rope_fraction": 1.0}), ("gptj", {"head_bias": False}),
     ("bloom", {"positional": "none"}), ("bloom", {"embed_norm": False}), ("starcoder2", {"window": None}),
     ("stablelm", {"rope_fraction": 1.0}), ("stablelm-parallel", {"rope_fraction": 0.25}),
+    ("stablelm-qk-layernorm", {"qk_norm": False}),
+    ("granite", {"embed_scale": "none"}), ("granite", {"scale": "sqrt"}), ("granite", {"residual_scale": 1.0}),
+    ("granite", {"logit_scale": 1.0}), ("cohere", {"rope_pairing": "half"}), ("cohere", {"logit_scale": 1.0}),
+    ("cohere-qk-norm", {"qk_norm": False}), ("phimoe", {"router_jitter": 1e-9}),
+    ("phimoe", {"router_score": "softmax"}),
+    ("phimoe", {"rope_long_factor": (1.0, 2.0, 4.0, 9.0)}), ("phimoe", {"rope_attention_factor": None}),
 ]  # fmt: skip
 
 
@@ -170,7 +184,8 @@ def test_each_familys_own_steps_matter(tmp_path, name, off):
     """Gemma's soft-capping, sandwich, local rope base and query/key norms; Qwen-MoE's renormalisation and shared
     gate; DeepSeek's correction bias, groups, scaling, sigmoid, interleaved pairs and shared experts; gpt-oss's
     sinks, router bias and clamps; GPT-J's pairing, partial rotation and head bias; BLOOM's ALiBi and embedding
-    norm."""
+    norm; StableLM's and Cohere's per-head norms; Granite's multipliers; Cohere's pairs and logit scale;
+    PhiMoE's sparsemixer threshold and router, and its LongRoPE as transformers runs it (short factors, mscale)."""
     model = build(name)
     model.save_pretrained(tmp_path)
     spec = spec_from_config(tmp_path)

@@ -309,24 +309,23 @@ REAL_2 = json.loads((ROOT / "tests/data/real-models-2.json").read_text())  # (..
 
 @pytest.mark.parametrize("entry", REAL_2, ids=lambda e: e["name"])
 def test_the_2026_published_counts_are_exact_where_the_family_is_supported(tmp_path, entry):
-    """The 20 published configs of 2026's models: counted exactly once their family is mapped, refused in one line
-    naming model_type until then (so this list says which are left)."""
-    from transformer_cli.hf.families import FAMILIES
-
+    """The 20 published configs of 2026's models, every one counted exactly."""
     folder = _write(tmp_path / entry["name"], {"model_type": entry["model_type"]} | entry["config"])
-    if entry["model_type"] not in FAMILIES:
-        with pytest.raises(SpecError, match="model_type"):
-            spec_from_config(folder)
-        return
     assert count_params(spec_from_config(folder)).total == entry["total_params"]
 
 
 # Active parameters per token of the published MoE configs, by hand: the total less the experts a token skips,
-# routed layers x (E - k) x 3 d r_e (gated experts). The model cards say "3.3B activated" (Qwen3-30B-A3B) and
-# "2.7B activated" (Qwen1.5-MoE-A2.7B).
+# routed layers x (E - k) x one expert (gated: 3 d r_e; gpt-oss's with biases: 3 d r_e + 2 r_e + d). The model
+# cards' rounded figures ("3.3B activated", "2.7B activated", "6.6B active", "37B activated"; gpt-oss' 5.13B and
+# 3.61B are these less the embedding, 201,088 x 2,880).
 ACTIVE = {
     "Qwen3-30B-A3B": 30_532_122_624 - 48 * (128 - 8) * 3 * 2048 * 768,  # 3,353,032,704
     "Qwen1.5-MoE-A2.7B": 14_315_784_192 - 24 * (60 - 4) * 3 * 2048 * 1408,  # 2,689,173,504
+    "Phi-3.5-MoE": 41_873_153_344 - 32 * (16 - 2) * 3 * 4096 * 6400,  # 6,640,999,744
+    "DeepSeek-V3": 671_026_404_352 - (61 - 3) * (256 - 8) * 3 * 7168 * 2048,  # 37,552,282,624
+    "DeepSeek-V2-Lite": 15_706_484_224 - (27 - 1) * (64 - 6) * 3 * 2048 * 1408,  # 2,661,150,208
+    "gpt-oss-120b": 116_829_156_672 - 36 * (128 - 4) * (3 * 2880 * 2880 + 2 * 2880 + 2880),  # 5,711,982,912
+    "gpt-oss-20b": 20_914_757_184 - 24 * (32 - 4) * (3 * 2880 * 2880 + 2 * 2880 + 2880),  # 4,187,440,704
 }
 
 

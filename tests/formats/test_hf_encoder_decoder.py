@@ -40,6 +40,8 @@ VARIANTS = {
     "bart-3-enc-1-dec-scaled-relu": (BART | dict(encoder_layers=3, decoder_layers=1, scale_embedding=True,
                                                  activation_function="relu"), "4.x"),
     "bart-5.x": (BART | dict(scale_embedding=True, decoder_layers=3), "5.x"),
+    "mbart": (BART | dict(model_type="mbart", scale_embedding=True), "4.x"),
+    "mbart-5.x": (BART | dict(model_type="mbart", decoder_layers=3), "5.x"),
 }  # fmt: skip
 
 
@@ -162,7 +164,8 @@ def test_what_tfm_cannot_hold_is_one_line_naming_the_key(case, tmp_path):
 
 @pytest.mark.parametrize("keys", [T5 | {"num_layers": 3, "num_decoder_layers": 2},
                                   T5 | {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False},
-                                  BART | {"encoder_layers": 3}], ids=["t5", "t5-gated-untied", "bart"])  # fmt: skip
+                                  BART | {"encoder_layers": 3}, BART | {"model_type": "mbart"}],
+                         ids=["t5", "t5-gated-untied", "bart", "mbart"])  # fmt: skip
 def test_tfm_writes_both_stacks_and_reads_them_back_exactly(keys, tmp_path):
     spec = spec_from_config(_write(tmp_path / "config", keys))
     weights = random_weights(spec)
@@ -208,8 +211,15 @@ BART_FILES = {
 }
 
 
-@pytest.mark.parametrize(("keys", "files"), [(T5 | {"feed_forward_proj": "gated-gelu"}, T5_FILES), (BART, BART_FILES)],
-                         ids=["t5", "bart"])  # fmt: skip
+MBART_FILES = BART_FILES | {
+    "encoder_final_norm.gamma": "model.encoder.layer_norm.weight",
+    "final_norm.beta": "model.decoder.layer_norm.bias",
+}  # mBART's pre-norm stacks' last norms
+
+
+@pytest.mark.parametrize(("keys", "files"), [(T5 | {"feed_forward_proj": "gated-gelu"}, T5_FILES), (BART, BART_FILES),
+                                             (BART | {"model_type": "mbart"}, MBART_FILES)],
+                         ids=["t5", "bart", "mbart"])  # fmt: skip
 def test_a_folder_saved_by_transformers_is_read_tensor_by_tensor(keys, files, tmp_path):
     folder, model = _saved(tmp_path, keys)
     spec = spec_from_config(folder)
@@ -280,8 +290,8 @@ def test_tfm_count_checks_a_transformers_folder(keys, tmp_path):
     assert broken.exit_code != 0 and f"missing {name}" in broken.output
 
 
-@pytest.mark.parametrize("keys", [T5 | {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}, BART],
-                         ids=["t5-untied", "bart"])  # fmt: skip
+@pytest.mark.parametrize("keys", [T5 | {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}, BART,
+                                  BART | {"model_type": "mbart"}], ids=["t5-untied", "bart", "mbart"])  # fmt: skip
 def test_tfm_converts_a_folder_and_back_and_transformers_loads_the_same_tensors(keys, tmp_path):
     torch, transformers = _library()
     from transformer_cli.convert import to_hugging_face, to_tfm

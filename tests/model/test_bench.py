@@ -89,6 +89,8 @@ VARIANTS = [
          norm="pre", norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False),  # Qwen3's shape
     Spec(N=1, H=2, m=4, d=8, r=6, qk_norm=True, norm="post", attention_bias=True),  # layernorm on q and k
     Spec(N=2, H=2, m=4, d=8, r=6, qk_norm=True, norm="pre", norm_bias=False, mask="causal"),  # layernorm, no bias
+    Spec(N=2, H=4, G=2, m=4, d=8, r=6, qk_norm=True, qk_norm_over="per_head", norm="pre", parallel=True,
+         mask="causal"),  # StableLM's per-head layer norms (gains only) in a parallel block
     Spec(N=2, H=2, G=1, m=6, d=8, r=10, V=13, scale="sqrt", mask="causal", positional="rope", norm="sandwich",
          norm_type="rmsnorm", norm_plus_one=True, feedforward="gated", activation="gelu", ff_bias=False),  # Gemma 2's
     Spec(N=1, H=2, m=4, d=8, r=6, norm="sandwich", attention_bias=True),  # sandwich of layer norms
@@ -127,7 +129,8 @@ def test_pytorch_computes_the_same_logits_from_token_ids(spec):
                                                 "qwen2-like-qkv-bias", "gemma-like-plus-one",
                                                 "mixtral-like-experts", "plain-experts-top-1",
                                                 "bert-like", "qwen3-like-qk-norm", "qk-layernorm",
-                                                "layernorm-without-bias", "gemma2-like-sandwich",
+                                                "layernorm-without-bias", "stablelm-like-per-head-qk-norm",
+                                                "gemma2-like-sandwich",
                                                 "sandwich-layernorm"])  # fmt: skip
 def test_pytorch_computes_the_same_function(spec):
     """PyTorch (when installed) is an independent implementation: its output must match tfm's."""

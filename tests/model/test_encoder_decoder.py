@@ -315,18 +315,18 @@ def test_t5_logits_equal_transformers(variant):
     assert np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)) < 1e-10  # measured: 3.6e-14 (tied), 2.4e-14
 
 
-@pytest.mark.parametrize("family", ["t5", "bart", "t5-untied-config", "mt5"])
+@pytest.mark.parametrize("family", ["t5", "bart", "t5-untied-config", "mt5", "mbart"])
 def test_a_hugging_face_folder_runs_as_transformers_does(tmp_path, family):
-    """T5, BART and mT5 saved by save_pretrained, read by tfm from the folder alone (config and checkpoint). A T5
-    (or mT5) whose config says untied is built tied by transformers 5 and saved without lm_head: tfm reads that
-    folder as transformers does, its head the shared embedding, unscaled."""
+    """T5, BART, mT5 and mBART (pre-norm, a final norm per stack) saved by save_pretrained, read by tfm from the
+    folder alone (config and checkpoint). A T5 (or mT5) whose config says untied is built tied by transformers 5 and
+    saved without lm_head: tfm reads that folder as transformers does, its head the shared embedding, unscaled."""
     torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
     transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
     from transformer_cli.hf.config import spec_from_config
     from transformer_cli.model.encoder_decoder import EncoderDecoder
     from transformer_cli.sources import load_weights
 
-    if family != "bart":
+    if family not in ("bart", "mbart"):
         untied = {} if family == "t5" else {"tie_word_embeddings": False, "feed_forward_proj": "gated-gelu"}
         kind = "MT5" if family == "mt5" else "T5"
         cfg = getattr(transformers, f"{kind}Config")(
@@ -336,10 +336,12 @@ def test_a_hugging_face_folder_runs_as_transformers_does(tmp_path, family):
         model = getattr(transformers, f"{kind}ForConditionalGeneration")(cfg)
     else:
         quiet = dict(dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, attn_implementation="eager")
-        cfg = transformers.BartConfig(vocab_size=97, d_model=32, encoder_layers=2, decoder_layers=3,
-                                      encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=40,
-                                      decoder_ffn_dim=40, max_position_embeddings=64, **quiet)  # fmt: skip
-        model = transformers.BartForConditionalGeneration(cfg)
+        kind, scaled = ("MBart", {"scale_embedding": True}) if family == "mbart" else ("Bart", {})
+        cfg = getattr(transformers, f"{kind}Config")(
+            vocab_size=97, d_model=32, encoder_layers=2, decoder_layers=3, encoder_attention_heads=4,
+            decoder_attention_heads=4, encoder_ffn_dim=40, decoder_ffn_dim=40, max_position_embeddings=64, **quiet,
+            **scaled)  # fmt: skip
+        model = getattr(transformers, f"{kind}ForConditionalGeneration")(cfg)
     torch.manual_seed(0)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -350,7 +352,7 @@ def test_a_hugging_face_folder_runs_as_transformers_does(tmp_path, family):
         if type(module).__name__ in ("T5LayerNorm", "MT5LayerNorm"):
             module.forward = _float64_t5_norm.__get__(module)
     spec = spec_from_config(tmp_path)
-    if family != "t5" and family != "bart":  # tied as built, but unscaled: what the config's untied head becomes
+    if family in ("t5-untied-config", "mt5"):  # tied as built, but unscaled: what the config's untied head becomes
         from safetensors import safe_open
 
         with safe_open(str(tmp_path / "model.safetensors"), "np") as saved:
@@ -361,7 +363,13 @@ def test_a_hugging_face_folder_runs_as_transformers_does(tmp_path, family):
     with torch.no_grad():
         theirs = model(input_ids=torch.from_numpy(src), decoder_input_ids=torch.from_numpy(tgt)).logits
     theirs = theirs.numpy().transpose(0, 2, 1)
-    ours = EncoderDecoder(spec, load_weights(tmp_path, spec))(src, tgt)
+    weights = load_weights(tmp_path, spec)
+    ours = EncoderDecoder(spec, weights)(src, tgt)
     error = np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs))
     print(f"{family}: {error:.1e}")
     assert error < 1e-10  # measured: 7.3e-15 (t5), 1.1e-15 (bart)
+    if family == "mbart":  # the control: the same weights in BART's post-norm blocks (no final norms) differ
+        from dataclasses import replace
+
+        post = EncoderDecoder(replace(spec, norm="post"), weights)(src, tgt)
+        assert np.max(np.abs(post - theirs)) / np.max(np.abs(theirs)) > 1e-3

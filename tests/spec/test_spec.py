@@ -317,7 +317,8 @@ def test_experts_need_k_of_at_most_E(tmp_path, extra, words):
 @pytest.mark.parametrize(
     ("extra", "words"),
     [("type_vocab: 2\n", "no type_vocab unless the spec has a vocabulary V"),
-     ("V: 10\nhead: false\ntie_embeddings: true\n", "a head for tie_embeddings, head_bias or logit_softcap")],
+     ("V: 10\nhead: false\ntie_embeddings: true\n",
+      "a head for tie_embeddings, head_bias, logit_scale or logit_softcap")],
 )  # fmt: skip
 def test_bert_keys_need_a_vocabulary_and_a_head_when_tied(tmp_path, extra, words):
     assert words in error_of(tmp_path, BASE + extra)
@@ -342,7 +343,7 @@ def test_the_padding_token_is_a_token_of_the_vocabulary(tmp_path, extra, message
         ("logit_softcap: 30\n",
          "key 'logit_softcap': got 30, expected no logit_softcap unless the spec has a vocabulary V"),
         ("V: 10\nhead: false\nlogit_softcap: 30\n",
-         "key 'head': got false, expected a head for tie_embeddings, head_bias or logit_softcap"),
+         "key 'head': got false, expected a head for tie_embeddings, head_bias, logit_scale or logit_softcap"),
         ("attn_softcap: 0\n", "key 'attn_softcap': got 0, expected a positive number"),
         ("N_enc: 2\nmask: causal\nattn_softcap: 50\n",
          "key 'attn_softcap': got 50, expected no attn_softcap in an encoder-decoder (N_enc)"),

@@ -95,7 +95,7 @@ def transient(spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int
     """The prefill's transient peak and its parts, in bytes."""
     T, d = b * n, spec.d
     blocks = max(_stack_peak(group.spec, b, n, n, s, fused) for group in decoder_of(spec).groups())
-    head = T * (d + spec.V) * s if spec.V and spec.head else 0
+    head = T * (d + (spec.embed_dim or 0) + spec.V) * s if spec.V and spec.head else 0  # its input(s), the logits
     memory = encoder = 0
     source = encoder_of(spec)
     if source is not None:

@@ -130,6 +130,8 @@ def _model_bytes(spec: Spec, s: int) -> int:
         out += 8  # the ids
         if spec.head:
             out += spec.d * s + spec.V * s + 8  # the head's input, the log-softmax, the targets
+        if spec.embed_dim:  # W_in's input (the looked-up columns) and the head's narrower input beside W_out's
+            out += 2 * spec.embed_dim * s
     if spec.embed_norm:
         out += _norm(spec, spec.d, s)
     if spec.final_norm:

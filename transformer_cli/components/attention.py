@@ -8,7 +8,7 @@ later keys' scores to -inf.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -17,6 +17,10 @@ from .base import Component, Pairs, Tensor, Term
 
 SOFTMAX_PER_SCORE = 5  # max, subtract, exp, sum, divide
 SOFT_CAP_PER_ENTRY = 3  # cap tanh(s / cap): a multiply, the tanh, a multiply
+
+
+def _norm_part(get: Callable[[str], np.ndarray], prefix: str, name: str) -> np.ndarray:
+    return get(prefix + name)
 
 
 class MultiHeadAttention(Component):
@@ -30,25 +34,32 @@ class MultiHeadAttention(Component):
         if self.spec.has_out_bias:
             out.append(Tensor(p + "b_O", (d,), "attention bias"))
         if self.spec.qk_norm:
-            out += [Tensor(p + f"{qk}_norm.{g}", (width,), "query/key norm") for qk, width in self.qk_widths
+            out += [Tensor(p + f"{qk}_norm.{g}", shape, "query/key norm") for qk, shape in self.qk_shapes
                     for g in self.qk.params]  # fmt: skip
         if self.spec.attn_sinks:
             out.append(Tensor(p + "sinks", (H,), "attention sinks"))
         return out
 
     @property
-    def qk_widths(self) -> tuple[tuple[str, int], tuple[str, int]]:
-        """The query and key norms' widths: m (each head), or Hm and Gm (all heads' projections: OLMo 2)."""
-        m = self.spec.m
-        if self.spec.qk_norm_over == "all":
-            return (("q", self.spec.H * m), ("k", self.spec.kv_heads * m))
-        return (("q", m), ("k", m))
+    def qk_shapes(self) -> tuple[tuple[str, tuple[int, ...]], tuple[str, tuple[int, ...]]]:
+        """The query and key norms' gains: (m,) the heads share, (Hm,) and (Gm,) over all heads' projections
+        (OLMo 2), or (H, m) and (G, m), a norm per head (StableLM, Cohere)."""
+        H, G, m = self.spec.H, self.spec.kv_heads, self.spec.m
+        over = self.spec.qk_norm_over
+        if over == "all":
+            return (("q", (H * m,)), ("k", (G * m,)))
+        if over == "per_head":
+            return (("q", (H, m)), ("k", (G, m)))
+        return (("q", (m,)), ("k", (m,)))
 
     @cached_property
     def qk(self):
-        """The norm of each query and key head (the spec's norm type over m entries), with qk_norm."""
-        from .norm import norm_kind
+        """The norm of each query and key head (the spec's norm type over m entries), with qk_norm; a norm per head
+        has gains only (StableLM's and Cohere's LayerNorms without a bias)."""
+        from .norm import LayerNormWithoutBias, norm_kind
 
+        if self.spec.qk_norm_over == "per_head" and self.spec.norm_type == "layernorm":
+            return LayerNormWithoutBias(self.spec)
         return norm_kind(self.spec)
 
     # -- the forward pass: one block's weights stacked so that all heads go through one product ---------------
@@ -64,12 +75,19 @@ class MultiHeadAttention(Component):
             b_qkv = np.concatenate([get(f"attention.{x}").reshape(-1) for x in ("b_Q", "b_K", "b_V")]).reshape(-1, 1, 1)
         if self.spec.has_out_bias:
             b_O = get("attention.b_O").reshape(-1, 1, 1)
-        if self.spec.qk_norm:  # gains (m,) shaped to broadcast over heads moved to axis 0: (m, b, H, n); over all
-            gains = [self.qk.stacked(lambda g, x=x: get(f"attention.{x}_norm.{g}")) for x in "qk"]  # heads: (Hm, 1, 1)
-            shape = (-1, 1, 1) if self.spec.qk_norm_over == "all" else (-1, 1, 1, 1)
-            qk = tuple(tuple(a.reshape(shape) for a in params) for params in gains)
+        if self.spec.qk_norm:  # the query norm's parameters, the key norm's, shaped as qk_gains says
+            qk = tuple(self.qk_gains(partial(_norm_part, get, f"attention.{x}_norm.")) for x in "qk")
         sinks = get("attention.sinks") if self.spec.attn_sinks else None
         return {"W_qkv": W_qkv, "b_qkv": b_qkv, "W_O": W_O, "b_O": b_O, "qk_norm": qk, "sinks": sinks}
+
+    def qk_gains(self, get: Callable[[str], np.ndarray]) -> tuple:
+        """One query or key norm's parameters shaped for `qkv`: (m, 1, 1, 1) against heads as (m, b, heads, n);
+        (heads m, 1, 1) over all heads; per head (m, 1, heads, 1)."""
+        over = self.spec.qk_norm_over
+        if over == "per_head":  # (heads, m) -> (m, 1, heads, 1)
+            return tuple(a.T.reshape(a.shape[1], 1, a.shape[0], 1) for a in self.qk.stacked(get, flat=False))
+        shape = (-1, 1, 1) if over == "all" else (-1, 1, 1, 1)
+        return tuple(a.reshape(shape) for a in self.qk.stacked(get))
 
     def qkv(self, blk, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Projections of all heads at once: (d, b, n) -> Q (b, H, m, n), K and V (b, G, m, n), views."""
@@ -112,7 +130,7 @@ class MultiHeadAttention(Component):
             out.append(Term("d", d, "block"))
         if self.spec.attn_sinks:
             out.append(Term("H", H, "block"))
-        if self.spec.qk_norm and self.spec.qk_norm_over == "all":
+        if self.spec.qk_norm and self.spec.qk_norm_over in ("all", "per_head"):
             k = len(self.qk.params)
             out.append(Term(f"{k}(H + G)m" if k > 1 else "(H + G)m", k * (H + G) * m, "block"))
         elif self.spec.qk_norm:

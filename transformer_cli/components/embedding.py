@@ -7,10 +7,9 @@ plus an optional bias. A spec without V has neither and takes (d, n) columns dir
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from .. import kernels
 from .attention import SOFT_CAP_PER_ENTRY
 from .base import Component, Pairs, Tensor, Term
 from .norm import norm_kind
@@ -27,7 +26,9 @@ class TokenEmbedding(Component):
 
     def tensors(self, prefix: str) -> list[Tensor]:
         d = self.spec.d
-        out = [Tensor("embedding.E", (d, self.spec.V or 0), "embedding")]
+        out = [Tensor("embedding.E", (self.spec.embed_width, self.spec.V or 0), "embedding")]
+        if self.spec.embed_dim:  # OPT-350m's project_in: (d_e,) columns up to d
+            out.append(Tensor("embedding.W_in", (d, self.spec.embed_dim), "embedding"))
         if self.spec.type_vocab:
             out.append(Tensor("embedding.T", (d, self.spec.type_vocab), "embedding"))
         if self.norm is not None:
@@ -37,6 +38,9 @@ class TokenEmbedding(Component):
     def terms(self) -> list[Term]:
         d = self.spec.d
         out = [Term("Vd", (self.spec.V or 0) * d, "model")]
+        if self.spec.embed_dim:  # E is (d_e, V), and W_in (d, d_e)
+            out = [Term("V d_e", (self.spec.V or 0) * self.spec.embed_dim, "model"),
+                   Term("d d_e", d * self.spec.embed_dim, "model")]  # fmt: skip
         if self.spec.type_vocab:
             out.append(Term("types*d", self.spec.type_vocab * d, "model"))
         if self.norm is not None:
@@ -48,7 +52,8 @@ class TokenEmbedding(Component):
         d, tokens = self.spec.d, b * n
         extra = d * (self.spec.embed_scale != "none") + d * bool(self.spec.type_vocab)
         norm = self.norm.per_entry * d if self.norm is not None else 0
-        return {"embedding scale, types, norm": (extra + norm) * tokens}
+        projected = {"embedding projection": 2 * d * self.spec.embed_dim * tokens} if self.spec.embed_dim else {}
+        return {"embedding scale, types, norm": (extra + norm) * tokens} | projected
 
     def finish(self, Z: np.ndarray, params: dict) -> np.ndarray:
         """After the positions: add token type 0 and apply the embedding norm, if the spec has them (d, b, n)."""
@@ -58,38 +63,43 @@ class TokenEmbedding(Component):
 
     @property
     def factor(self) -> float:
-        """What the looked-up columns are multiplied by: sqrt(d) or 1."""
-        return math.sqrt(self.spec.d) if self.spec.embed_scale == "sqrt" else 1.0
+        """What the looked-up columns are multiplied by: sqrt(d), a number, or 1."""
+        return self.spec.embed_factor
 
-    def embed(self, E: np.ndarray, ids: np.ndarray, dtype: np.dtype) -> np.ndarray:
-        """Columns E[:, ids] (times the factor) for ids of shape (b, n): a new (d, b, n) array."""
+    def embed(self, E: np.ndarray, ids: np.ndarray, dtype: np.dtype, W_in: np.ndarray | None = None) -> np.ndarray:
+        """Columns E[:, ids] (times the factor; then W_in, up from d_e to d) for ids (b, n): a new (d, b, n) array."""
         X = np.asarray(E[:, ids], dtype=dtype)
         if self.factor != 1.0:
             X *= np.asarray(self.factor, dtype=dtype)  # rounded to the dtype first, as the families do
-        return X
+        return X if W_in is None else kernels.linear(W_in, X)
 
 
 class Head(Component):
     where = "output"
 
     def tensors(self, prefix: str) -> list[Tensor]:
-        V, d = self.spec.V or 0, self.spec.d
-        out = [] if self.spec.tie_embeddings else [Tensor("head.W", (V, d), "head")]
+        V, d, e = self.spec.V or 0, self.spec.d, self.spec.embed_dim
+        out = [] if self.spec.tie_embeddings else [Tensor("head.W", (V, e or d), "head")]
+        out += [Tensor("head.W_out", (e, d), "head")] if e else []  # OPT-350m's project_out: d down to d_e
         return out + ([Tensor("head.b", (V,), "head")] if self.spec.head_bias else [])
 
     def terms(self) -> list[Term]:
-        V, d = self.spec.V or 0, self.spec.d
-        out = [] if self.spec.tie_embeddings else [Term("Vd", V * d, "model")]
+        V, d, e = self.spec.V or 0, self.spec.d, self.spec.embed_dim
+        out = [] if self.spec.tie_embeddings else [Term("V d_e" if e else "Vd", V * (e or d), "model")]
+        out += [Term("d d_e", d * e, "model")] if e else []
         return out + ([Term("V", V, "model")] if self.spec.head_bias else [])
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        V, d = self.spec.V or 0, self.spec.d
+        V, d = self.spec.V or 0, self.spec.embed_width
         scale = d * (self.spec.head_scale != "none")  # T5's d^-1/2 on the final columns
         cap = SOFT_CAP_PER_ENTRY * V * (self.spec.logit_softcap is not None)  # Gemma 2's cap tanh(z / cap)
-        return {"output head": (2 * V * d + V * self.spec.head_bias + scale + cap) * b * n}
+        scaled = V * (self.spec.logit_scale != 1.0)  # Cohere's and Granite's logit scale
+        out = 2 * self.spec.d * d if self.spec.embed_dim else 0  # W_out, down to d_e first
+        return {"output head": (2 * V * d + V * self.spec.head_bias + scale + cap + scaled + out) * b * n}
 
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        return {"linear layers": (self.spec.V or 0) * self.spec.d * b * n}
+        e = self.spec.embed_width
+        return {"linear layers": ((self.spec.V or 0) * e + self.spec.d * e * bool(self.spec.embed_dim)) * b * n}
 
 
 class Pooler(Component):

@@ -23,6 +23,7 @@ from .feedforward import FEEDFORWARDS, FeedForward
 
 Get = Callable[[str], np.ndarray]
 SIGMOID_PER_ENTRY = 4  # neg, exp, +1, / (as silu's)
+SPARSEMIXER_PER_SCORE = 4  # |s|, max with m, m - s, divide (then a comparison)
 
 
 class Experts(Component):
@@ -76,6 +77,8 @@ class Experts(Component):
         softmax = SOFTMAX_PER_SCORE * (self.k if self.spec.router_renorm else self.E)  # over the chosen k, or all E
         if self.spec.router_score == "sigmoid":  # each of the E scores, and the chosen renormalised
             softmax = SIGMOID_PER_ENTRY * self.E + 2 * self.k * self.spec.router_renorm
+        elif self.spec.router_score == "sparsemixer":  # per chosen expert: the threshold test of E, a softmax of E
+            softmax = self.k * (SPARSEMIXER_PER_SCORE + SOFTMAX_PER_SCORE) * self.E
         router = 2 * self.E * self.spec.d + softmax
         return ff | {"router": self.spec.N * (router + combine) * b * n}
 
@@ -104,6 +107,8 @@ class Experts(Component):
     def route(self, router, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The chosen experts (k, T) of each of the T columns of X (d, T), and their weights (k, T)."""
         s = self.spec
+        if s.router_score == "sparsemixer":
+            return sparsemixer(router.logits(X), s.router_jitter)
         if s.router_score == "sigmoid" or s.router_groups or s.router_bias or s.router_scale != 1.0:
             return self._route_scored(router, X)
         scores = router.logits(X)  # (E, T)
@@ -169,6 +174,26 @@ class Experts(Component):
         if shared.gate is not None:  # sigmoid(w . x) per column
             y *= 1.0 / (1.0 + np.exp(-kernels.linear(shared.gate, X)))
         return y
+
+
+def sparsemixer(scores: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """PhiMoE's router as transformers evaluates it (sparsemixer in eval mode): the best expert i1 of each column's
+    scores (E, T), weighted by the softmax over the experts j within its threshold, (m1 - s_j) / max(|s_j|, m1)
+    <= 2 eps; then the best other expert i2, its weight the softmax over the others within its own threshold
+    (measured on all the scores, i1 left out). Two experts (2, T), weights not renormalised."""
+    columns = np.arange(scores.shape[1])
+    chosen, weights, rest = [], [], scores
+    for _ in range(2):
+        best = np.argmax(rest, axis=0)  # the first of equal scores, as torch.max on the CPU
+        m = rest[best, columns]
+        with np.errstate(invalid="ignore", divide="ignore"):  # 0 / 0 is NaN: not past the threshold
+            far = (m - scores) / np.maximum(np.abs(scores), m) > 2 * eps
+        kept = np.where(far, -np.inf, rest)
+        weights.append(1.0 / np.exp(kept - m).sum(axis=0))  # softmax(kept) at the best: exp(0) / sum
+        chosen.append(best)
+        rest = rest.copy()
+        rest[best, columns] = -np.inf
+    return np.stack(chosen), np.stack(weights)
 
 
 @dataclass(frozen=True)

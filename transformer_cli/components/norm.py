@@ -67,9 +67,10 @@ class LayerNorm(Component):
         absent = {"norm1": None, "norm2": None, "norm1_out": None, "norm2_out": None}
         return absent | {ln: self.stacked(lambda g, ln=ln: get(f"{ln}.{g}")) for ln in self.norms}  # type: ignore[misc]
 
-    def stacked(self, get: Get) -> tuple:
-        """One norm's parameters as (d, 1, 1) columns; with norm_plus_one the gain is 1 + gamma (Gemma)."""
-        out = [get(g).reshape(-1, 1, 1) for g in self.params]
+    def stacked(self, get: Get, flat: bool = True) -> tuple:
+        """One norm's parameters as (d, 1, 1) columns (flat: false, as stored); with norm_plus_one the gain is
+        1 + gamma (Gemma)."""
+        out = [get(g).reshape(-1, 1, 1) if flat else get(g) for g in self.params]
         if self.spec.norm_plus_one:
             out[0] = out[0] + 1.0
         return tuple(out)

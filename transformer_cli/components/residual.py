@@ -75,7 +75,27 @@ class Residuals(Component):
     def __init__(self, spec):
         super().__init__(spec)
         self.layout = "parallel" if spec.parallel else spec.norm
-        self.apply = LAYOUTS[self.layout]  # (X, attention, feedforward, norm, norms, cross) -> the block's output
+        self.join = LAYOUTS[self.layout]  # (X, attention, feedforward, norm, norms, cross) -> the block's output
+
+    def apply(self, X: Array, attention: Sublayer, feedforward: Sublayer, norm: Callable, norms: tuple, cross=None):
+        """The block's output in the spec's layout, each sublayer's output times residual_scale (Granite)."""
+        s = self.spec.residual_scale
+        if s != 1.0:
+            attention, feedforward = _scaled(attention, s), _scaled(feedforward, s)
+            cross = None if cross is None else (_scaled(cross[0], s), cross[1])
+        return self.join(X, attention, feedforward, norm, norms, cross)
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        return {"residuals": self.spec.N * 2 * self.spec.d * b * n}
+        scaled = {"residual scaling": self.spec.N * 2 * self.spec.d * b * n} if self.spec.residual_scale != 1 else {}
+        return {"residuals": self.spec.N * 2 * self.spec.d * b * n} | scaled
+
+
+def _scaled(sublayer: Sublayer, s: float) -> Sublayer:
+    """The sublayer with its (fresh) output multiplied by s in place, in the output's dtype."""
+
+    def run(U: Array) -> Array:
+        out = sublayer(U)
+        out *= out.dtype.type(s)
+        return out
+
+    return run

@@ -90,6 +90,11 @@ def bart(c: Keys) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def mbart(c: Keys) -> dict[str, Any]:
+    """MBartForConditionalGeneration: BART's stacks in pre-norm, each with a final LayerNorm (layer_norm)."""
+    return bart(c) | {"norm": "pre"}
+
+
 def _same(c: Keys, encoder: str, decoder: str, what: str, *aliases: str) -> int:
     """A size both stacks have in transformers' BART and tfm holds once: the two must agree."""
     ours, theirs = c.count(encoder, REQUIRED, *aliases), c.count(decoder)
@@ -98,4 +103,4 @@ def _same(c: Keys, encoder: str, decoder: str, what: str, *aliases: str) -> int:
     return ours
 
 
-__all__ = ["bart", "mt5", "t5"]
+__all__ = ["bart", "mbart", "mt5", "t5"]

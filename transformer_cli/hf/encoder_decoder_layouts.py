@@ -85,4 +85,13 @@ BART = Family(
     zero_buffers=("final_logits_bias",),  # added to the logits; zero as transformers builds it
 )  # fmt: skip
 
-__all__ = ["BART", "t5"]
+# mBART: BART's names, and the final norm of each pre-norm stack
+MBART = Family(
+    BART.block, BART.names,
+    BART.globals_ | _norm("encoder_final_norm", "model.encoder.layer_norm")
+    | _norm("final_norm", "model.decoder.layer_norm"),
+    encoder_block=BART.encoder_block, encoder_names=BART.encoder_names, copies=BART.copies,
+    zero_buffers=BART.zero_buffers,
+)  # fmt: skip
+
+__all__ = ["BART", "MBART", "t5"]

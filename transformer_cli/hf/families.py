@@ -13,11 +13,12 @@ from typing import Any
 
 from .bert_families import bert, distilbert, roberta
 from .deepseek import deepseek_v2, deepseek_v3
-from .encoder_decoder import bart, mt5, t5
+from .encoder_decoder import bart, mbart, mt5, t5
 from .gemma import gemma, gemma2, gemma3_text
 from .keys import REQUIRED, Keys
-from .moe_families import gpt_oss, qwen2_moe, qwen3_moe
+from .moe_families import gpt_oss, phimoe, qwen2_moe, qwen3_moe
 from .parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope, whole_heads, window_key
+from .scaled import cohere, granite
 
 
 def gpt2(c: Keys) -> dict[str, Any]:
@@ -148,12 +149,10 @@ def gptj(c: Keys) -> dict[str, Any]:
 
 def opt(c: Keys) -> dict[str, Any]:
     """OPTForCausalLM: learned positions read two columns on (offset 2), pre-norm (or post with
-    do_layer_norm_before false, then no final norm), biases everywhere (enable_bias), ReLU, a tied head."""
+    do_layer_norm_before false, then no final norm), biases everywhere (enable_bias), ReLU, a tied head; an
+    embedding of word_embed_proj_dim projected in and out where that is not hidden_size (OPT-350m)."""
     d, H = c.count("hidden_size"), c.count("num_attention_heads")
     projected = c.nullable_count("word_embed_proj_dim", None) or d
-    if projected != d:
-        raise c.refuse("word_embed_proj_dim", projected, f"tfm's embedding is d = {d} wide (OPT-350m's project_in "
-                       "and project_out are not mapped yet)")  # fmt: skip
     if not c.flag("layer_norm_elementwise_affine", True):
         raise c.refuse("layer_norm_elementwise_affine", False, "tfm's LayerNorms have a gain")
     pre = c.flag("do_layer_norm_before", True)
@@ -166,7 +165,7 @@ def opt(c: Keys) -> dict[str, Any]:
         "mask": "causal", "positional": "learned", "max_len": c.count("max_position_embeddings", 2048),
         "position_offset": 2, "norm": "pre" if pre else "post", "norm_eps": 1e-5, "attention_bias": bias,
         "ff_bias": bias, "activation": activation(c, "activation_function", "relu"),
-    }  # fmt: skip
+    } | ({"embed_dim": projected} if projected != d else {})  # fmt: skip
 
 
 def bloom(c: Keys) -> dict[str, Any]:
@@ -201,14 +200,14 @@ def starcoder2(c: Keys) -> dict[str, Any]:
 
 def stablelm(c: Keys) -> dict[str, Any]:
     """StableLmForCausalLM: LLaMA's layout with LayerNorms (biases), rotary on 25% of each head unless the file
-    says, biases on q, k, v with use_qkv_bias, a parallel block with one norm with use_parallel_residual."""
-    if c.flag("qk_layernorm", False):
-        raise c.refuse("qk_layernorm", True, "StableLM's query/key norms have weights per head; tfm's share them")
+    says, biases on q, k, v with use_qkv_bias, a parallel block with one norm with use_parallel_residual, a
+    LayerNorm (no bias) per query and key head with qk_layernorm."""
+    qk = {"qk_norm": True, "qk_norm_over": "per_head"} if c.flag("qk_layernorm", False) else {}
     spec = llama_like(c, c.count("num_key_value_heads", 32), None, 1e-5, False, 4096, partial=0.25)
     parallel = c.flag("use_parallel_residual", False)
     biases = {"attention_bias": True, "out_bias": False} if c.flag("use_qkv_bias", False) else {}
-    return spec | biases | {"norm_type": "layernorm", "norm_eps": c.number("layer_norm_eps", 1e-5),
-                            "parallel": parallel, "shared_norm": parallel}  # fmt: skip
+    return spec | biases | qk | {"norm_type": "layernorm", "norm_eps": c.number("layer_norm_eps", 1e-5),
+                                 "parallel": parallel, "shared_norm": parallel}  # fmt: skip
 
 
 def gpt_neox(c: Keys) -> dict[str, Any]:
@@ -293,16 +292,17 @@ FAMILIES = {
     "mistral": ("MistralForCausalLM", mistral), "mixtral": ("MixtralForCausalLM", mixtral),
     "qwen2": ("Qwen2ForCausalLM", qwen2), "qwen3": ("Qwen3ForCausalLM", qwen3), "gemma": ("GemmaForCausalLM", gemma),
     "qwen2_moe": ("Qwen2MoeForCausalLM", qwen2_moe), "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
-    "olmo2": ("Olmo2ForCausalLM", olmo2),
+    "olmo2": ("Olmo2ForCausalLM", olmo2), "phimoe": ("PhimoeForCausalLM", phimoe),
     "gpt_oss": ("GptOssForCausalLM", gpt_oss),
     "gptj": ("GPTJForCausalLM", gptj), "opt": ("OPTForCausalLM", opt), "bloom": ("BloomForCausalLM", bloom),
     "starcoder2": ("Starcoder2ForCausalLM", starcoder2), "stablelm": ("StableLmForCausalLM", stablelm),
+    "granite": ("GraniteForCausalLM", granite), "cohere": ("CohereForCausalLM", cohere),
     "deepseek_v2": ("DeepseekV2ForCausalLM", deepseek_v2), "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
     "gemma2": ("Gemma2ForCausalLM", gemma2), "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
     "phi": ("PhiForCausalLM", phi), "phi3": ("Phi3ForCausalLM", phi3), "gpt_neox": ("GPTNeoXForCausalLM", gpt_neox),
     "falcon": ("FalconForCausalLM", falcon), "t5": ("T5ForConditionalGeneration", t5),
     "bart": ("BartForConditionalGeneration", bart),
-    "mt5": ("MT5ForConditionalGeneration", mt5),
+    "mt5": ("MT5ForConditionalGeneration", mt5), "mbart": ("MBartForConditionalGeneration", mbart),
 }  # fmt: skip
 
 __all__ = ["FAMILIES"]

@@ -25,6 +25,13 @@ _LLAMA_GLOBALS = {"embedding.E": "model.embed_tokens.weight", "head.W": "lm_head
 _one = lambda spec: 1  # noqa: E731
 
 LLAMA = Family("model.layers.{i}.", _llama_names(), _LLAMA_GLOBALS)
+# StableLM: a LayerNorm per head of the queries and keys (qk_layernorm), one module each, read head by head
+STABLELM = Family(
+    "model.layers.{i}.",
+    {ours: theirs for ours, theirs in _llama_names().items() if "_norm." not in ours}
+    | {f"attention.{x}_norm.gamma[{{e}}]": f"self_attn.{x}_layernorm.norms.{{e}}.weight" for x in "qk"},
+    _LLAMA_GLOBALS,
+)  # fmt: skip
 # Gemma 2 and 3: four norms a block; post_attention_layernorm is the attention's output norm here, not norm2
 GEMMA2 = Family(
     "model.layers.{i}.",
@@ -47,6 +54,9 @@ MIXTRAL = Family(
        "ff.W3[{e}]": "block_sparse_moe.experts.{e}.w3.weight", "ff.W2[{e}]": "block_sparse_moe.experts.{e}.w2.weight"},
     _LLAMA_GLOBALS,
 )  # fmt: skip
+
+# PhiMoE: Mixtral's names, its LayerNorms' biases and the head's bias among them
+PHIMOE = Family(MIXTRAL.block, MIXTRAL.names, _LLAMA_GLOBALS | {"head.b": "lm_head.bias"})
 
 
 def _qwen_moe_names() -> dict[str, str]:
@@ -241,7 +251,8 @@ OPT = Family(
     "model.decoder.layers.{i}.",
     _opt_names(),
     {"embedding.E": "model.decoder.embed_tokens.weight", "positional.P": "model.decoder.embed_positions.weight",
-     "head.W": "lm_head.weight"} | _norm("final_norm", "model.decoder.final_layer_norm"),
+     "head.W": "lm_head.weight", "embedding.W_in": "model.decoder.project_in.weight",
+     "head.W_out": "model.decoder.project_out.weight"} | _norm("final_norm", "model.decoder.final_layer_norm"),
 )  # fmt: skip
 
 

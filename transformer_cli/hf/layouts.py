@@ -35,6 +35,8 @@ def rows_form(name: str, array: Array, spec: Spec) -> Array:
         return array.transpose(1, 0, 2).reshape(spec.d, -1)
     if leaf.startswith("W") or leaf == "router":
         return array.reshape(-1, array.shape[-1])
+    if leaf == "gamma" and array.ndim == 2:  # a norm per head, (heads, m): Cohere's q_norm as it is
+        return array
     return array.reshape(-1)  # biases and norm parameters
 
 
@@ -74,6 +76,8 @@ def rows_of(shape: tuple[int, ...], name: str) -> tuple[int, tuple[int, ...]]:
         return shape[1], (shape[0] * shape[2],)
     if leaf.startswith("W") or leaf == "router":
         return math.prod(shape[:-1]), (shape[-1],)
+    if leaf == "gamma" and len(shape) == 2:
+        return shape[0], shape[1:]
     return math.prod(shape), ()
 
 
@@ -116,7 +120,8 @@ def join(rule: Rule, arrays: dict[str, Array], spec: Spec) -> Array:
 
 # -- the families ---------------------------------------------------------------------------------------
 # Each maps tfm's names to the checkpoint's: per block ("{i}" the block), and global. A norm is named by its
-# module: its gamma is `.weight`, its beta `.bias`. Fused tensors list their pieces; experts use "{e}".
+# module: its gamma is `.weight`, its beta `.bias`. Fused tensors list their pieces; experts (and
+# the heads of a norm per head) use "{e}".
 
 LINEAR = {"W": "weight", "b": "bias"}
 
@@ -166,7 +171,7 @@ def _tensors(spec: Spec, first: bool) -> list:
 def rules(family: Family, spec: Spec, first: bool = False) -> list[Rule]:
     """Every checkpoint tensor the spec's model holds, with the tfm tensors in it (tied heads hold none); with
     `first`, those of each stack's first block of each kind and outside the blocks only."""
-    present = {t.name for t in _tensors(spec, first)}
+    present = {t.name: t.shape for t in _tensors(spec, first)}
     out: list[Rule] = []
     for stack in stacks(spec):
         block, names = _stack_layout(family, stack)
@@ -179,7 +184,7 @@ def rules(family: Family, spec: Spec, first: bool = False) -> list[Rule]:
 def rule_count(family: Family, spec: Spec) -> tuple[int, int]:
     """How many checkpoint tensors the spec's model holds, and how many its largest kind of block: from each kind
     of block's first, at once, for any number of blocks."""
-    present = {t.name for t in _tensors(spec, True)}
+    present = {t.name: t.shape for t in _tensors(spec, True)}
     per_group = []  # (blocks, rules of the group's first block) of each group of each stack
     for stack in stacks(spec):
         block, names = _stack_layout(family, stack)
@@ -198,11 +203,11 @@ def _stack_layout(family: Family, stack: Stack) -> tuple[str, dict[str, str]]:
     return family.block, family.names
 
 
-def _block_rules(family: Family, block: str, names: dict[str, str], prefix: str, present: set[str],
-                 spec: Spec) -> list[Rule]:  # fmt: skip
-    """One block's rules (tfm's names from `prefix`, the checkpoint's from `block`; `spec` the block's own):
-    fused tensors, then the rest. A routed block's ff.W1 .. are its experts' (names with "{e}"), a dense block's
-    its one feedforward's."""
+def _block_rules(family: Family, block: str, names: dict[str, str], prefix: str,
+                 present: dict[str, tuple[int, ...]], spec: Spec) -> list[Rule]:  # fmt: skip
+    """One block's rules (tfm's names from `prefix`, the checkpoint's from `block`; `spec` the block's own; the
+    model's tensors and shapes `present`): fused tensors, then the rest. A routed block's ff.W1 .. are its
+    experts' (names with "{e}"), a dense block's its one feedforward's; a norm per head is read head by head."""
     out: list[Rule] = []
     used: set[str] = set()
     for theirs, pieces, groups in family.fused:
@@ -212,9 +217,11 @@ def _block_rules(family: Family, block: str, names: dict[str, str], prefix: str,
             out.append(Rule(block + theirs, fused, groups(spec), theirs in family.transposed, experts))
             used |= set(fused)
     for ours, theirs in names.items():
-        if "{e}" in ours:  # one checkpoint tensor per expert
-            if spec.E and prefix + ours.split("[")[0] in present:
-                out += [Rule(block + theirs.format(e=e), (prefix + ours.format(e=e),)) for e in range(spec.E)]
+        if "{e}" in ours:  # one checkpoint tensor per expert, or per head of a norm per head
+            whole = prefix + ours.split("[")[0]
+            if whole in present and (spec.E or not ours.startswith("ff.")):
+                count = present[whole][0]
+                out += [Rule(block + theirs.format(e=e), (prefix + ours.format(e=e),)) for e in range(count)]
         elif spec.E and ours.startswith(("ff.W", "ff.b")) and f"{ours}[{{e}}]" in names:
             continue  # the experts' stacked tensor, held expert by expert
         elif prefix + ours in present and prefix + ours not in used:
@@ -222,11 +229,17 @@ def _block_rules(family: Family, block: str, names: dict[str, str], prefix: str,
     return out
 
 
-def tensor_shapes(spec: Spec, first: bool = False) -> dict[str, tuple[int, ...]]:
-    """tfm's tensor shapes by name, experts also one by one ('blocks.0.ff.W1[3]'); with `first`, those of
-    block 0 (and encoder block 0) and outside the blocks only."""
-    shapes = {t.name: t.shape for t in _tensors(spec, first)}
-    if spec.E:
-        shapes |= {f"{name}[{e}]": shape[1:] for name, shape in list(shapes.items()) if ".ff.W" in name
-                   for e in range(spec.E)}  # fmt: skip
-    return shapes
+class Shapes(dict):
+    """tfm's tensor shapes by name; a name with an index, one expert or one head ('blocks.0.ff.W1[3]'), has the
+    shape of its tensor without the leading axis."""
+
+    def __missing__(self, name: str) -> tuple[int, ...]:
+        if name.endswith("]"):
+            return self[name.split("[")[0]][1:]
+        raise KeyError(name)
+
+
+def tensor_shapes(spec: Spec, first: bool = False) -> Shapes:
+    """tfm's tensor shapes by name (and by name and index: Shapes); with `first`, those of block 0 (and encoder
+    block 0) and outside the blocks only."""
+    return Shapes({t.name: t.shape for t in _tensors(spec, first)})

@@ -21,7 +21,7 @@ from ..spec.definition import Spec
 from ..spec.stacks import stacks
 from ..text import shown
 from .checkpoint import Checkpoint
-from .encoder_decoder_layouts import BART, t5
+from .encoder_decoder_layouts import BART, MBART, t5
 from .family_layouts import (
     BERT,
     BLOOM,
@@ -39,7 +39,9 @@ from .family_layouts import (
     OPT,
     PHI,
     PHI3,
+    PHIMOE,
     QWEN_MOE,
+    STABLELM,
     STARCODER2,
     falcon,
 )
@@ -50,8 +52,8 @@ FAMILIES = {"gpt2": GPT2, "bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "d
             "gemma": LLAMA, "gemma2": GEMMA2, "gemma3_text": GEMMA2, "qwen2_moe": QWEN_MOE, "qwen3_moe": QWEN_MOE,
             "olmo2": OLMO2, "deepseek_v2": DEEPSEEK, "deepseek_v3": DEEPSEEK,
             "gpt_oss": GPT_OSS, "gptj": GPTJ, "opt": OPT, "bloom": BLOOM, "starcoder2": STARCODER2,
-            "stablelm": LLAMA,
-            "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX, "bart": BART}  # fmt: skip
+            "stablelm": STABLELM, "phimoe": PHIMOE, "granite": LLAMA, "cohere": LLAMA,
+            "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX, "bart": BART, "mbart": MBART}  # fmt: skip
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the
 # model tfm builds: (pattern, replacement) tried in order, then the patterns skipped.
@@ -252,8 +254,8 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
     def __getitem__(self, name: str) -> np.ndarray:
         if name in self.rule_of:
             return self._piece(name)
-        if self.spec.E and f"{name}[0]" in self.rule_of:  # an expert tensor (E, ...), stacked from E tensors
-            return np.stack([self._piece(f"{name}[{e}]") for e in range(self.spec.E)])
+        if f"{name}[0]" in self.rule_of:  # an expert tensor (E, ...) or a norm per head, stacked from its pieces
+            return np.stack([self._piece(f"{name}[{e}]") for e in range(self.shapes[name][0])])
         raise KeyError(name)
 
     def __iter__(self) -> Iterator[str]:

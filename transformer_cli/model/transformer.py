@@ -99,8 +99,11 @@ class Transformer:
         self.W_E: Array | None = None  # the token embedding (d, V); spec.E counts experts
         self.W_head = self.b_head = None  # the head: logits = W_head Z + b_head, (V, d) and (V, 1, 1)
         self.embedded: dict = {}  # token type 0 (d, 1, 1) and the embedding norm's parameters, where the spec has them
+        self.W_in = self.W_out = None  # OPT-350m's projections of a narrower embedding: (d, d_e), (d_e, d)
         if spec.V:
-            self.W_E = get("embedding.E")  # (d, V)
+            self.W_E = get("embedding.E")  # (d, V), or (d_e, V)
+            if spec.embed_dim:
+                self.W_in, self.W_out = get("embedding.W_in"), get("head.W_out")
             if spec.head:
                 self.W_head = self.W_E.T if spec.tie_embeddings else get("head.W")
             self.b_head = get("head.b").reshape(-1, 1, 1) if spec.head_bias else None
@@ -223,11 +226,15 @@ class Transformer:
             X = self.norm.apply(X, self.final_norm)
         if self.W_head is None:
             return X
+        if self.W_out is not None:  # down to the embedding's width first
+            X = linear(self.W_out, X)
         if self.spec.head_scale == "sqrt":  # T5's tied head reads the columns scaled by d^-1/2
             X = X * self.dtype.type(self.spec.d**-0.5)
         logits = linear(self.W_head, X)
         if self.b_head is not None:
             logits += self.b_head
+        if self.spec.logit_scale != 1.0:  # Cohere's logit_scale, Granite's 1 / logits_scaling
+            logits *= self.dtype.type(self.spec.logit_scale)
         if self.spec.logit_softcap is not None:
             kernels.soft_cap_(logits, self.spec.logit_softcap)
         return logits
@@ -242,7 +249,7 @@ class Transformer:
             if self.W_E is None:
                 raise SpecError(f"{self.spec.label}: token ids need a vocabulary (V); give real columns (d, n)")
             ids = X[None] if X.ndim == 1 else X  # (b, n)
-            return self.embedding.embed(self.W_E, ids, self.dtype), X.ndim + 1
+            return self.embedding.embed(self.W_E, ids, self.dtype, self.W_in), X.ndim + 1
         return to_columns(X, self.dtype), X.ndim
 
     # -- the whole pass ------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from .choices import key as _key
 from .expert_keys import EXPERT_FIELDS
 from .latent_keys import LATENT_FIELDS
 from .rope_keys import ROPE_FIELDS
+from .scale_keys import SCALE_FIELDS
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ class Spec:
     V: int | None = field(
         default=None, metadata=_key("posint", "vocabulary: token ids in, V logits per column out (embedding E (d, V))")
     )
+    embed_dim: int | None = SCALE_FIELDS["embed_dim"]
     tie_embeddings: bool = field(default=False, metadata=_key("bool", "the head is E^T (no head.W); only with V"))
     head_bias: bool = field(default=False, metadata=_key("bool", "a bias head.b (V,) on the logits; only with V"))
     head: bool = field(
@@ -121,9 +123,9 @@ class Spec:
     logit_softcap: float | None = field(
         default=None, metadata=_key("posfloat", "logits capped as cap tanh(z / cap) (Gemma 2); only with V and a head")
     )
-    embed_scale: str = field(
-        default="none", metadata=_key("choice", "embedded columns times sqrt(d) (Gemma); only with V", ("none", "sqrt"))
-    )
+    embed_scale: str | float = SCALE_FIELDS["embed_scale"]
+    logit_scale: float = SCALE_FIELDS["logit_scale"]
+    residual_scale: float = SCALE_FIELDS["residual_scale"]
     parallel: bool = field(
         default=False,
         metadata=_key("bool", "parallel blocks: X + Attn(N1(X)) + FF(N2(X)) (GPT-NeoX, Falcon, Phi-2); pre-norm"),
@@ -141,8 +143,10 @@ class Spec:
     )
     qk_norm_over: str = field(
         default="head",
-        metadata=_key("choice", "what the query and key norms normalise: each head (Qwen3, Gemma 3), or all heads' "
-                      "projections together, gains (Hm,) and (Gm,) (OLMo 2); with qk_norm", ("head", "all")),
+        metadata=_key("choice", "what the query and key norms normalise: each head, gains (m,) the heads share (Qwen3, "
+                      "Gemma 3); all heads' projections together, gains (Hm,) and (Gm,) (OLMo 2); per_head: each head "
+                      "with gains of its own, (H, m) and (G, m), no beta (StableLM, Cohere); with qk_norm",
+                      ("head", "all", "per_head")),
     )  # fmt: skip
     norm_bias: bool = field(default=True, metadata=_key("bool", "layernorm's beta; false: gamma only (OLMo-style)"))
     qk_norm: bool = field(
@@ -165,6 +169,7 @@ class Spec:
     shared_r: int | None = EXPERT_FIELDS["shared_r"]
     shared_gate: bool = EXPERT_FIELDS["shared_gate"]
     router_score: str = EXPERT_FIELDS["router_score"]
+    router_jitter: float = EXPERT_FIELDS["router_jitter"]
     router_groups: int | None = EXPERT_FIELDS["router_groups"]
     router_topk_groups: int | None = EXPERT_FIELDS["router_topk_groups"]
     router_group_score: str = EXPERT_FIELDS["router_group_score"]
@@ -261,6 +266,15 @@ class Spec:
                 object.__setattr__(self, key, None if pattern == (default,) else pattern)
 
     @property
+    def embed_factor(self) -> float:
+        """What the looked-up embedding columns are multiplied by: sqrt(d), a number, or 1."""
+        if self.embed_scale == "none":
+            return 1.0
+        if self.embed_scale == "sqrt":
+            return math.sqrt(self.d)
+        return float(self.embed_scale)
+
+    @property
     def score_scale(self) -> float:
         """The factor that multiplies every attention score before the softmax."""
         if self.scale == "none":
@@ -285,6 +299,11 @@ class Spec:
     @property
     def has_cross_bias(self) -> bool:
         return self.attention_bias if self.cross_bias is None else self.cross_bias
+
+    @property
+    def embed_width(self) -> int:
+        """The token embedding's width: embed_dim, else d."""
+        return self.embed_dim or self.d
 
     @property
     def final_norm(self) -> bool:

@@ -27,8 +27,15 @@ EXPERT_FIELDS: dict[str, Any] = {
     ),
     "router_score": field(
         default="softmax",
-        metadata=_key("choice", "how the router turns its scores into weights: softmax (Mixtral, Qwen, DeepSeek-V2) "
-                      "or sigmoid of each (DeepSeek-V3); with E", ("softmax", "sigmoid")),
+        metadata=_key("choice", "how the router turns its scores into weights: softmax (Mixtral, Qwen, DeepSeek-V2), "
+                      "sigmoid of each (DeepSeek-V3), or sparsemixer (PhiMoE, k = 2): the best expert, then the best "
+                      "of the others, each weighted by a softmax over the experts within router_jitter of it; with E",
+                      ("softmax", "sigmoid", "sparsemixer")),
+    ),
+    "router_jitter": field(
+        default=0.01,
+        metadata=_key("posfloat", "sparsemixer's eps: an expert j shares the softmax of a chosen expert of score m "
+                      "when (m - s_j) / max(|s_j|, m) <= 2 eps (PhiMoE's router_jitter_noise); with sparsemixer"),
     ),
     "router_groups": field(
         default=None,

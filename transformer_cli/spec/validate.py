@@ -197,8 +197,11 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "parallel", True, "norm: pre with parallel blocks (both sublayers read the block's input)")
     if "shared_norm" in data and not spec.parallel:
         raise _fail(source, "shared_norm", data["shared_norm"], "no shared_norm unless parallel is true")
-    if spec.V and not spec.head and (spec.tie_embeddings or spec.head_bias or spec.logit_softcap):
-        raise _fail(source, "head", False, "a head for tie_embeddings, head_bias or logit_softcap")
+    if spec.V and not spec.head and (spec.tie_embeddings or spec.head_bias or spec.logit_softcap
+                                     or spec.logit_scale != 1.0):  # fmt: skip
+        raise _fail(source, "head", False, "a head for tie_embeddings, head_bias, logit_scale or logit_softcap")
+    if spec.V and spec.embed_dim and not spec.head:
+        raise _fail(source, "embed_dim", spec.embed_dim, "no embed_dim without a head (its projection out feeds it)")
     if "V_src" in data and (spec.N_enc is None or spec.V is None):
         raise _fail(
             source, "V_src", data["V_src"], "no V_src unless the spec has an encoder (N_enc) and a vocabulary V"
@@ -209,7 +212,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
     if spec.N_enc is not None:
         _check_encoder_decoder(spec, data, source)
     for key in ("tie_embeddings", "head_bias", "embed_scale", "head", "type_vocab", "embed_norm", "pooler",
-                "head_scale", "pad_id", "logit_softcap"):  # fmt: skip
+                "head_scale", "pad_id", "logit_softcap", "logit_scale", "embed_dim"):  # fmt: skip
         if key in data and spec.V is None:
             raise _fail(source, key, data[key], f"no {key} unless the spec has a vocabulary V")
     if spec.H % spec.kv_heads:
@@ -274,7 +277,7 @@ def _check_encoder_decoder(spec: Spec, data: dict[str, Any], source: str) -> Non
         raise _fail(source, "norm", spec.norm, "pre, post or none in an encoder-decoder (N_enc)")
     if spec.positional == "alibi":
         raise _fail(source, "positional", "alibi", "none, sinusoidal, learned, rope or relative in an encoder-decoder")
-    for key in ("parallel", "E", "window", "type_vocab", "pooler", "attn_softcap"):
+    for key in ("parallel", "E", "window", "type_vocab", "pooler", "attn_softcap", "embed_dim"):
         if key in data and data[key] not in (None, False):
             raise _fail(source, key, data[key], f"no {key} in an encoder-decoder (N_enc)")
 
@@ -284,6 +287,14 @@ def _check_groups(spec: Spec, data: dict[str, Any], source: str) -> None:
     for key in ("router_topk_groups", "router_group_score"):
         if key in data and spec.router_groups is None:
             raise _fail(source, key, data[key], f"no {key} without router_groups")
+    if "router_jitter" in data and spec.router_score != "sparsemixer":
+        raise _fail(source, "router_jitter", data["router_jitter"], "no router_jitter unless router_score: sparsemixer")
+    if spec.router_score == "sparsemixer" and spec.E is not None and spec.k is not None:
+        if spec.k != 2:
+            raise _fail(source, "k", spec.k, "k = 2 with router_score: sparsemixer (it chooses two experts)")
+        for key in ("router_groups", "router_bias", "router_logit_bias"):
+            if getattr(spec, key):
+                raise _fail(source, key, getattr(spec, key), f"no {key} with router_score: sparsemixer")
     groups, chosen = spec.router_groups, spec.router_topk_groups
     if groups is None or spec.E is None or spec.k is None:
         return

@@ -1,0 +1,38 @@
+"""`tfm convert` on every family's folder, there and back: Hugging Face folder -> tfm's weights -> folder holds
+exactly the tensors transformers saved, by name, shape and value (so transformers loads the result as it loaded
+the original), for the layouts that fuse, stack or split tensors (experts on a leading axis, a norm per head)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+from test_hf_transformers import build
+
+from transformer_cli.cli import app
+
+FAMILIES = ["llama", "gpt_neox", "gpt2", "bert", "roberta", "distilbert", "gpt_neo-global-local", "mixtral",
+            "qwen2_moe", "qwen3_moe", "gemma2", "gemma3_text", "olmo2", "deepseek_v2", "deepseek_v3", "gpt_oss",
+            "gptj", "opt", "bloom", "starcoder2", "stablelm-parallel", "stablelm-qk-layernorm",
+            "phi3-longrope", "granite", "cohere", "cohere-qk-norm", "phimoe",
+            "opt-350m-projected", "opt-projected-pre-untied"]  # fmt: skip
+
+
+def _tensors(folder):
+    out = {}
+    for file in sorted(folder.glob("*.safetensors")):
+        out |= load_file(file)
+    return out
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_a_folder_converts_to_tfm_and_back_to_the_same_tensors(tmp_path, name, runner):
+    build(name).save_pretrained(tmp_path / "hf")
+    first = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "w.safetensors")])
+    assert first.exit_code == 0, first.output
+    back = runner.invoke(app, ["convert", str(tmp_path / "w.safetensors"), "-o", str(tmp_path / "again")])
+    assert back.exit_code == 0, back.output
+    before, after = _tensors(tmp_path / "hf"), _tensors(tmp_path / "again")
+    assert sorted(after) == sorted(before)
+    for key, array in before.items():
+        assert after[key].shape == array.shape and np.array_equal(after[key].astype(np.float64), array), key
