@@ -22,6 +22,7 @@ LAYERS = [
     {"analysis"},  # counts, costs, memory and plans, from the spec's components
     {"io"},  # tfm's own files: arrays, weights, safetensors, outputs
     {"hf"},  # the Hugging Face mapping: config.json and checkpoints
+    {"gguf"},  # GGUF files: their header, metadata as a spec (the families' reading of keys), tensors dequantised
     {"sources"},  # what a path names, whatever its format
     {"model"},  # the forward pass and its runner
     {"verify"},  # the seeds' properties, checked numerically

@@ -249,6 +249,10 @@ def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
         from ..hf.config import spec_from_config
 
         return spec_from_config(path), str(path)
+    if path.suffix.lower() == ".gguf":
+        from ..gguf.model import spec_from_gguf
+
+        return spec_from_gguf(path), str(path)
     return load_spec(path), str(path)
 
 
@@ -258,8 +262,10 @@ def is_hugging_face(path: Path) -> bool:
 
 
 def weights_of(spec_path: Path | None, weights: Path | None) -> Path | None:
-    """The weights a command runs: --weights, else the checkpoint in the Hugging Face folder given as the spec,
-    else None (seeded weights)."""
+    """The weights a command runs: --weights, else the checkpoint in the Hugging Face folder given as the spec, or
+    the GGUF file given as the spec, else None (seeded weights)."""
+    if weights is None and spec_path is not None and spec_path.suffix.lower() == ".gguf":
+        return spec_path
     if weights is None and spec_path is not None and spec_path.is_dir():
         from ..hf.checkpoint import has_checkpoint
         from ..text import escaped as shown

@@ -94,7 +94,12 @@ def count(
 
 
 def _checkpoint(path: Path | None, spec) -> dict | None:
-    """A Hugging Face folder's checkpoint, checked against its config from the headers alone (no data read)."""
+    """A Hugging Face folder's checkpoint, checked against its config from the headers alone (no data read); a
+    GGUF file's tensors, checked against its metadata, with their bits per weight by type."""
+    if path is not None and path.suffix.lower() == ".gguf":
+        from ..gguf.model import gguf_summary
+
+        return gguf_summary(path, spec)
     if path is None or not path.is_dir():
         return None
     from ..hf.checkpoint import has_checkpoint

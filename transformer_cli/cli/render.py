@@ -299,8 +299,19 @@ def check_summary(results: list[Any], seq_len: int) -> Table:
     return table
 
 
+def gguf_line(source: str, g: dict) -> str:
+    """A GGUF file: its tensors, and the bits per weight of each GGML type it stores (from its real bytes)."""
+    types = ", ".join(f"{kind} {row['parameters']:,} ({row['bits_per_weight']:.2f} bits)"
+                      for kind, row in sorted(g["types"].items(), key=lambda kv: -kv[1]["parameters"]))  # fmt: skip
+    return (f"GGUF {shown(source)} (v{g['version']}): {g['tensors']:,} tensors, {human(g['file_bytes'])}; every tensor "
+            f"fits its metadata ({g['parameters']:,} parameters stored, {g['bits_per_weight']:.2f} bits per weight: "
+            f"{types})")  # fmt: skip
+
+
 def checkpoint_line(source: str, checkpoint: dict) -> str:
-    """One line on a Hugging Face checkpoint whose headers fit its config."""
+    """One line on a Hugging Face checkpoint whose headers fit its config (or on a GGUF file's tensors)."""
+    if "types" in checkpoint:
+        return gguf_line(source, checkpoint)
     files = f"{checkpoint['files']} file{'s' if checkpoint['files'] > 1 else ''}"
     return (f"checkpoint {shown(source)}: {files}, {checkpoint['tensors']:,} tensors, {human(checkpoint['bytes'])} "
             f"{'/'.join(checkpoint['dtypes'])}; every tensor fits config.json "

@@ -1,0 +1,111 @@
+"""GGUF files (written as llama.cpp's converter writes them, tests/formats/gguf_files.py) read by tfm: the spec
+from the metadata, the weights dequantised by the gguf package with the converter's Q/K permutation undone, and
+the logits equal to transformers' on the same dequantised weights (float64, its float32 steps recomputed)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from gguf_files import dequantised_model, write_gguf
+from hf_exact import exact
+from test_hf_transformers import IDS, TOL, build, relative, theirs
+
+from transformer_cli import Transformer, count_params
+from transformer_cli.gguf.model import GGUFWeights, gguf_summary, spec_from_gguf
+from transformer_cli.hf.config import spec_from_config
+
+pytest.importorskip("gguf")
+
+
+@pytest.mark.parametrize("qtype", ["F32", "F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
+@pytest.mark.parametrize("name", ["llama", "qwen2", "qwen3"])
+def test_a_gguf_file_runs_as_transformers_on_its_dequantised_weights(tmp_path, name, qtype):
+    model = build(name)
+    model.save_pretrained(tmp_path / "hf")
+    path = write_gguf(model, tmp_path / "m.gguf", qtype)
+    spec = spec_from_gguf(path)
+    hf_spec = spec_from_config(tmp_path / "hf")
+    assert spec.model_keys() == hf_spec.model_keys()  # the same model as the folder it was converted from
+    assert count_params(spec).total == sum(p.numel() for p in model.parameters())
+    reference = theirs(exact(dequantised_model(copy.deepcopy(model), qtype)), IDS)
+    ours = Transformer(spec, GGUFWeights(path, spec))(IDS)
+    assert relative(ours, reference) < TOL
+    if qtype not in ("F32",):  # the control: the file's weights are not the original ones
+        assert relative(ours, theirs(exact(model), IDS)) > 1e-6
+
+
+def test_the_converters_permutation_is_undone(tmp_path):
+    """The control: read without undoing LlamaModel.permute, the same file computes something else."""
+    from transformer_cli.gguf import archs
+
+    model = build("llama")
+    path = write_gguf(model, tmp_path / "m.gguf")
+    spec = spec_from_gguf(path)
+    reference = theirs(exact(copy.deepcopy(model)), IDS)
+    assert relative(Transformer(spec, GGUFWeights(path, spec))(IDS), reference) < TOL
+    kept = archs.ARCHITECTURES["llama"]
+    archs.ARCHITECTURES["llama"] = archs.Arch(kept.spec, kept.layout, {})
+    try:
+        assert relative(Transformer(spec, GGUFWeights(path, spec))(IDS), reference) > 1e-3
+    finally:
+        archs.ARCHITECTURES["llama"] = kept
+
+
+def test_count_reports_the_files_bits_per_weight_by_type(tmp_path):
+    model = build("llama")
+    path = write_gguf(model, tmp_path / "m.gguf", "Q8_0")
+    spec = spec_from_gguf(path)
+    summary = gguf_summary(path, spec)
+    assert summary["parameters"] == count_params(spec).total
+    q8 = summary["types"]["Q8_0"]
+    assert q8["type_bits_per_weight"] == 8.5 and q8["bits_per_weight"] == 8.5  # 34 bytes a block of 32
+    f32 = summary["types"]["F32"]  # the norms, and ffn_down, whose rows of 40 are no whole blocks of 32
+    kept = sum(p.numel() for p in model.parameters() if p.ndim == 1 or p.shape[-1] % 32)
+    assert f32["bits_per_weight"] == 32 and f32["parameters"] == kept
+    assert summary["tensor_bytes"] == q8["bytes"] + f32["bytes"] < path.stat().st_size
+
+
+def test_the_commands_take_a_gguf_file(tmp_path, runner):
+    """count (its bits per weight), run (its own weights, not seeded ones), verify and plan, each from the file."""
+    import json
+
+    import numpy as np
+
+    from transformer_cli.cli import app
+
+    model = build("qwen3")
+    path = write_gguf(model, tmp_path / "m.gguf", "Q8_0")
+    counted = runner.invoke(app, ["count", str(path), "--json"])
+    assert counted.exit_code == 0, counted.output
+    stored = json.loads(counted.stdout)["specs"][0]["checkpoint"]
+    assert stored["parameters"] == sum(p.numel() for p in model.parameters()) and "Q8_0" in stored["types"]
+    np.save(tmp_path / "ids.npy", IDS)
+    ran = runner.invoke(app, ["run", str(path), "--input", str(tmp_path / "ids.npy"), "-o", str(tmp_path / "y.npy")])
+    assert ran.exit_code == 0, ran.output
+    reference = theirs(exact(dequantised_model(copy.deepcopy(model), "Q8_0")), IDS)
+    assert relative(np.load(tmp_path / "y.npy"), reference) < TOL
+    for command in (["verify", str(path), "--json"], ["plan", str(path), "-n", "16"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("qtype", ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"])
+def test_k_quant_and_iq4_files_run_as_transformers_on_what_the_package_dequantises(tmp_path, qtype):
+    """The package writes no K-quants: random blocks (scales set moderate) stand for them, the reference being the
+    model whose weights are what the package's dequantiser makes of those blocks. LLaMA with rows of 256."""
+    import torch
+    import transformers
+    from gguf_files import write_random_quantised
+
+    cfg = transformers.LlamaConfig(vocab_size=97, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                   rms_norm_eps=1e-5, attn_implementation="sdpa")  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg).double().eval()
+    path = write_random_quantised(model, tmp_path / "m.gguf", qtype)
+    spec = spec_from_gguf(path)
+    assert gguf_summary(path, spec)["types"][qtype]["parameters"] == sum(p.numel() for p in model.parameters()
+                                                                         if p.ndim == 2)  # fmt: skip
+    reference = theirs(exact(model), IDS)
+    assert relative(Transformer(spec, GGUFWeights(path, spec))(IDS), reference) < TOL

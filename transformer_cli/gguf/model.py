@@ -1,0 +1,143 @@
+"""A GGUF file as a model: its spec from the metadata, its weights read tensor by tensor (dequantised, the
+converter's changes undone), and what `tfm count` says of its storage (bits per weight by tensor type)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ArrayError, SpecError
+from ..hf.keys import Keys
+from ..hf.layouts import Rule, hf_shape, rules, split, tensor_shapes
+from ..io.arrays import first_nonfinite
+from ..spec.definition import Spec
+from ..spec.validate import spec_from_mapping
+from ..text import shown
+from .archs import ARCHITECTURES, Arch
+from .header import Header, read_header
+from .tensors import bits_per_weight, read_tensor, type_name
+
+
+def is_gguf(path: str | Path) -> bool:
+    return Path(path).suffix.lower() == ".gguf"
+
+
+def _arch(header: Header) -> tuple[str, Arch, Keys]:
+    """The file's general.architecture, its entry, and its `{arch}.*` keys."""
+    name = header.metadata.get("general.architecture")
+    supported = ", ".join(ARCHITECTURES)
+    if not isinstance(name, str):
+        raise SpecError(f"{header.path}: key 'general.architecture': missing, expected one of {supported}")
+    if name not in ARCHITECTURES:
+        raise SpecError(f"{header.path}: key 'general.architecture': '{shown(name)}' is not supported: tfm reads the "
+                        f"GGUF architectures {supported}")  # fmt: skip
+    prefix = name + "."
+    keys = {k[len(prefix) :]: v for k, v in header.metadata.items() if k.startswith(prefix)}
+    return name, ARCHITECTURES[name], Keys(keys, str(header.path), prefix)
+
+
+def spec_mapping(header: Header) -> dict[str, Any]:
+    name, arch, keys = _arch(header)
+    label = header.metadata.get("general.name")
+    head = {"name": label.strip()} if isinstance(label, str) and label.strip() else {}
+    return head | {"description": f"GGUF {name} ({header.path.name})"} | arch.spec(keys, header)
+
+
+def spec_from_gguf(path: str | Path) -> Spec:
+    """The tfm spec of the model in a GGUF file, from its header alone."""
+    header = read_header(path)
+    return spec_from_mapping(spec_mapping(header), str(path))
+
+
+class GGUFWeights(Mapping[str, np.ndarray]):
+    """tfm's weights by name, each tensor of the file read (and dequantised) when asked for; the file's tensors are
+    checked against the spec's first: every one expected, in its shape, and none left over."""
+
+    def __init__(self, path: str | Path, spec: Spec):
+        self.header = read_header(path)
+        _, self.arch, self.meta = _arch(self.header)
+        self.spec, self.shapes = spec, tensor_shapes(spec)
+        self.rule_of: dict[str, Rule] = {}
+        for rule in rules(self.arch.layout, spec):
+            for name in rule.tfm:
+                self.rule_of[name] = rule
+        self._check_fit()
+        self.names = list(dict.fromkeys(n.split("[")[0] for n in self.rule_of))
+        self._last: tuple[str, np.ndarray] | None = None
+
+    def _check_fit(self) -> None:
+        expected = {rule.hf: hf_shape(rule, self.shapes) for rule in self.rule_of.values()}
+        held = self.header.tensors
+        missing = [n for n in expected if n not in held]
+        extra = [n for n in held if n not in expected and n not in self.arch.skipped]
+        wrong = [f"{n} {held[n].shape} (expected {shape})" for n, shape in expected.items()
+                 if n in held and held[n].shape != shape]  # fmt: skip
+        found = (("missing", missing), ("unexpected", extra), ("wrong shape", wrong))
+        problems = [f"{what} {', '.join(names[:6])}{' and more' if len(names) > 6 else ''}"
+                    for what, names in found if names]  # fmt: skip
+        if problems:
+            raise ArrayError(f"{self.header.path}: tensors do not fit its metadata's model: {'; '.join(problems)}")
+
+    def stored(self, name: str) -> np.ndarray:
+        """The file's tensor `name`, dequantised, the converter's change to it undone."""
+        if self._last is None or self._last[0] != name:
+            array = read_tensor(self.header, name)
+            bad = first_nonfinite(array)
+            if bad is not None:
+                raise ArrayError(f"{self.header.path}: NaN or inf in tensor {name} at {bad}")
+            undo = self.arch.transforms.get(name.split(".", 2)[-1] if name.startswith("blk.") else name)
+            if undo is not None:
+                array = undo(array, self.meta.data)
+            self._last = (name, array)
+        return self._last[1]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name in self.rule_of:
+            rule = self.rule_of[name]
+            return dict(split(rule, self.stored(rule.hf), self.shapes))[name]
+        if f"{name}[0]" in self.rule_of:  # experts stored one by one
+            return np.stack([self[f"{name}[{e}]"] for e in range(self.shapes[name][0])])
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def gguf_weights(path: str | Path, spec: Spec) -> GGUFWeights:
+    """The weights of a GGUF file, for `spec`: the file's metadata must describe the same model."""
+    own = spec_from_gguf(path)
+    if own.model_keys() != spec.model_keys():
+        differ = spec.differing_keys(own)
+        raise ArrayError(f"{path}: its metadata is another model ({', '.join(differ)} differ from '{spec.label}')")
+    return GGUFWeights(path, spec)
+
+
+def gguf_summary(path: str | Path, spec: Spec) -> dict[str, Any]:
+    """What `tfm count FILE.gguf` says of the file, from its header: tensors, bytes, the parameters it holds, and
+    per GGML type the tensors, parameters, bytes and bits per weight (the file's real bytes per element x 8)."""
+    weights = GGUFWeights(path, spec)  # (checks the fit; reads no data)
+    header = weights.header
+    by_type: dict[str, dict[str, Any]] = {}
+    for t in header.tensors.values():
+        row = by_type.setdefault(type_name(t.type), {"tensors": 0, "parameters": 0, "bytes": 0})
+        row["tensors"] += 1
+        row["parameters"] += t.elements
+        row["bytes"] += t.nbytes
+    for kind, row in by_type.items():
+        row["bits_per_weight"] = 8 * row["bytes"] / row["parameters"]
+        row["type_bits_per_weight"] = bits_per_weight(next(t.type for t in header.tensors.values()
+                                                           if type_name(t.type) == kind))  # fmt: skip
+    parameters = sum(t.elements for t in header.tensors.values())
+    data = sum(t.nbytes for t in header.tensors.values())
+    return {"file_bytes": header.size, "tensors": len(header.tensors), "parameters": parameters,
+            "tensor_bytes": data, "bits_per_weight": 8 * data / parameters, "types": by_type,
+            "version": header.version}  # fmt: skip
+
+
+__all__ = ["GGUFWeights", "gguf_summary", "gguf_weights", "is_gguf", "spec_from_gguf"]
