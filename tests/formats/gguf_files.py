@@ -13,7 +13,15 @@ from pathlib import Path
 
 import numpy as np
 
-ARCHS = {"llama": "LLAMA", "mistral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3"}  # model_type -> MODEL_ARCH
+ARCHS = {"llama": "LLAMA", "mistral": "LLAMA", "mixtral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3",
+         "qwen2_moe": "QWEN2MOE", "qwen3_moe": "QWEN3MOE", "gemma": "GEMMA", "gemma2": "GEMMA2",
+         "gemma3_text": "GEMMA3"}  # model_type -> MODEL_ARCH  # fmt: skip
+GEMMAS = ("gemma", "gemma2", "gemma3_text")  # their norms stored as 1 + w (GemmaModel.modify_tensors)
+EXPERTS = {"mixtral": ("block_sparse_moe.experts.{e}.{w}.weight", ("w1", "w2", "w3"),
+                       "model.layers.{i}.block_sparse_moe.experts.{w}.weight"),
+           "qwen2_moe": ("mlp.experts.{e}.{w}.weight", ("gate_proj", "up_proj", "down_proj"),
+                         "model.layers.{i}.mlp.experts.{w}.weight")}  # fmt: skip
+EXPERTS["qwen3_moe"] = EXPERTS["qwen2_moe"]
 
 
 def permute(weights: np.ndarray, n_head: int, n_head_kv: int | None) -> np.ndarray:
@@ -28,7 +36,7 @@ def quantisable(array: np.ndarray, qtype) -> bool:
     import gguf
 
     block = gguf.GGML_QUANT_SIZES[qtype][0]
-    return array.ndim == 2 and array.shape[-1] % block == 0
+    return array.ndim >= 2 and array.shape[-1] % block == 0
 
 
 def round_trip(array: np.ndarray, qtype) -> np.ndarray:
@@ -42,6 +50,89 @@ def round_trip(array: np.ndarray, qtype) -> np.ndarray:
     return dequantize(quantize(array.astype(np.float32), qtype), qtype).astype(np.float64)
 
 
+def _saved_tensors(model) -> dict[str, np.ndarray]:
+    """The tensors as the model's files hold them (what the converter reads), by name."""
+    import tempfile
+
+    from safetensors.numpy import load_file
+
+    with tempfile.TemporaryDirectory() as folder:
+        model.save_pretrained(folder)
+        out = {}
+        for file in sorted(Path(folder).glob("*.safetensors")):
+            out |= load_file(file)
+    return out
+
+
+def _converted(model) -> dict[str, np.ndarray]:
+    """The converter's modify_tensors: LLaMA's Q/K permuted, experts stacked per layer, Gemma's norms + 1, Gemma's
+    and Gemma 2's lm_head dropped; HF names (the stacked ones as the converter names them)."""
+    cfg, kind = model.config, model.config.model_type
+    tensors = _saved_tensors(model)
+    H, G = cfg.num_attention_heads, cfg.num_key_value_heads
+    out = {}
+    for name, data in tensors.items():
+        if ARCHS[kind] == "LLAMA" and ".q_proj." in name:
+            data = permute(data, H, H)
+        elif ARCHS[kind] == "LLAMA" and ".k_proj." in name:
+            data = permute(data, H, G)
+        if kind in GEMMAS and name.endswith("norm.weight"):
+            data = data + 1
+        if kind in ("gemma", "gemma2") and name == "lm_head.weight":
+            continue
+        out[name] = data
+    if kind in EXPERTS:
+        single, parts, merged = EXPERTS[kind]
+        E = getattr(cfg, "num_local_experts", None) or cfg.num_experts
+        for i in range(cfg.num_hidden_layers):
+            for w in parts:
+                names = [f"model.layers.{i}." + single.format(e=e, w=w) for e in range(E)]
+                out[merged.format(i=i, w=w)] = np.stack([out.pop(n) for n in names])
+    return out
+
+
+def _metadata(writer, cfg) -> None:
+    """The keys TextModel.set_gguf_parameters and the architecture's class write (GemmaModel and Gemma2Model
+    their own list, no rope base)."""
+    kind, H = cfg.model_type, cfg.num_attention_heads
+    writer.add_name(f"tiny {kind}")
+    writer.add_block_count(cfg.num_hidden_layers)
+    writer.add_context_length(cfg.max_position_embeddings)
+    writer.add_embedding_length(cfg.hidden_size)
+    writer.add_feed_forward_length(cfg.intermediate_size)
+    writer.add_head_count(H)
+    writer.add_head_count_kv(cfg.num_key_value_heads)
+    writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    rope = cfg.rope_parameters.get("full_attention", cfg.rope_parameters)
+    if kind not in ("gemma", "gemma2"):
+        writer.add_rope_freq_base(rope["rope_theta"])
+    if rope.get("rope_type") == "linear":
+        writer.add_rope_scaling_type(__import__("gguf").RopeScalingType.LINEAR)
+        writer.add_rope_scaling_factor(rope["factor"])
+    if "sliding_attention" in cfg.rope_parameters:
+        writer.add_rope_freq_base_swa(cfg.rope_parameters["sliding_attention"]["rope_theta"])
+    if getattr(cfg, "head_dim", None) is not None:  # TextModel: head_dim, where the config has it
+        writer.add_key_length(cfg.head_dim)
+        writer.add_value_length(cfg.head_dim)
+    writer.add_token_list([f"<t{i}>" for i in range(cfg.vocab_size)])  # (set_vocab: the vocabulary's tokens)
+    if ARCHS[kind] == "LLAMA":  # LlamaModel adds these
+        writer.add_vocab_size(cfg.vocab_size)
+        writer.add_rope_dimension_count(cfg.head_dim or cfg.hidden_size // H)
+    E = getattr(cfg, "num_local_experts", None) or getattr(cfg, "num_experts", None)
+    if E:
+        writer.add_expert_count(E)
+        writer.add_expert_used_count(cfg.num_experts_per_tok)
+    if getattr(cfg, "moe_intermediate_size", None):
+        writer.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+    if getattr(cfg, "shared_expert_intermediate_size", None):
+        writer.add_expert_shared_feed_forward_length(cfg.shared_expert_intermediate_size)
+    if kind == "gemma2":
+        writer.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
+        writer.add_final_logit_softcapping(cfg.final_logit_softcapping)
+    if kind in ("gemma2", "gemma3_text"):
+        writer.add_sliding_window(cfg.sliding_window)
+
+
 def write_gguf(model, path: Path, qtype_name: str = "F32", raw: dict | None = None, raw_type=None) -> Path:
     """`model` (a transformers ...ForCausalLM) as a GGUF file of `qtype_name` weights (F32, F16, Q8_0, Q4_0, ...);
     `raw`: tensors given as bytes of `raw_type` instead (rows in the model's order, permuted as the weights are)."""
@@ -53,35 +144,22 @@ def write_gguf(model, path: Path, qtype_name: str = "F32", raw: dict | None = No
     qtype = gguf.GGMLQuantizationType[qtype_name]
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[arch], cfg.num_hidden_layers)
     writer = gguf.GGUFWriter(str(path), gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH[arch]])
-    H, G = cfg.num_attention_heads, cfg.num_key_value_heads
-    m = getattr(cfg, "head_dim", None) or cfg.hidden_size // H
-    writer.add_name(f"tiny {cfg.model_type}")
-    writer.add_block_count(cfg.num_hidden_layers)
-    writer.add_context_length(cfg.max_position_embeddings)
-    writer.add_embedding_length(cfg.hidden_size)
-    writer.add_feed_forward_length(cfg.intermediate_size)
-    writer.add_head_count(H)
-    writer.add_head_count_kv(G)
-    writer.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
-    writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    writer.add_vocab_size(cfg.vocab_size)
-    writer.add_rope_dimension_count(m)
-    if m != cfg.hidden_size // H:
-        writer.add_key_length(m)
-        writer.add_value_length(m)
-    for hf_name, tensor in model.state_dict().items():
-        data = tensor.detach().numpy() if raw is None or hf_name not in raw else raw[hf_name]
-        if arch == "LLAMA" and hf_name.endswith("q_proj.weight"):
-            data = permute(data, H, H)
-        elif arch == "LLAMA" and hf_name.endswith("k_proj.weight"):
-            data = permute(data, H, G)
+    _metadata(writer, cfg)
+    tensors = _converted(model)
+    if raw is not None:  # bytes in the model's row order, permuted as the converter permutes the weights
+        H, G = cfg.num_attention_heads, cfg.num_key_value_heads
+        raw = {n: permute(b, H, H if ".q_proj." in n else G) if arch == "LLAMA" and (".q_proj." in n or ".k_proj." in n)
+               else b for n, b in raw.items()}  # fmt: skip
+    for hf_name, data in tensors.items():
         name = names.get_name(hf_name, try_suffixes=(".weight", ".bias"))
         assert name is not None, hf_name
-        if raw is not None and hf_name in raw:  # bytes: the permutation above reordered whole rows of them
-            writer.add_tensor(name, data, raw_dtype=raw_type)
+        if raw is not None and hf_name in raw:
+            writer.add_tensor(name, raw[hf_name], raw_dtype=raw_type)
+        elif name.endswith(("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight")) or data.ndim == 1:  # kept F32
+            writer.add_tensor(name, data.astype(np.float32))
         elif qtype.name not in ("F32", "F16") and quantisable(data, qtype):
             writer.add_tensor(name, quantize(data.astype(np.float32), qtype), raw_dtype=qtype)
-        elif qtype.name == "F16" and data.ndim == 2:
+        elif qtype.name == "F16":
             writer.add_tensor(name, data.astype(np.float16))
         else:
             writer.add_tensor(name, data.astype(np.float32))
@@ -93,14 +171,23 @@ def write_gguf(model, path: Path, qtype_name: str = "F32", raw: dict | None = No
 
 
 def dequantised_model(model, qtype_name: str):
-    """The same transformers model with every weight as the GGUF file of `qtype_name` stores it (float64)."""
+    """The same transformers model with every weight as the GGUF file of `qtype_name` stores it (float64): 1-D
+    tensors and the router through float32 (Gemma's norms as float32(1 + w) - 1), the others round-tripped."""
     import gguf
     import torch
 
     qtype = gguf.GGMLQuantizationType[qtype_name]
+    gemma = model.config.model_type in GEMMAS
     with torch.no_grad():
-        for _, p in model.named_parameters():
-            p.copy_(torch.from_numpy(round_trip(p.detach().numpy(), qtype)))
+        for name, p in model.named_parameters():
+            w = p.detach().numpy()
+            if w.ndim == 1 and gemma and name.endswith("norm.weight"):
+                kept = (w + 1).astype(np.float32).astype(np.float64) - 1
+            elif w.ndim == 1 or name.endswith((".gate.weight", "shared_expert_gate.weight")):  # (the routers)
+                kept = w.astype(np.float32).astype(np.float64)
+            else:
+                kept = round_trip(w, qtype)
+            p.copy_(torch.from_numpy(kept))
     return model
 
 

@@ -71,6 +71,22 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                num_experts_per_tok=2, moe_intermediate_size=12, norm_topk_prob=True,
                                decoder_sparse_step=2, experts_implementation="eager")),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", SMALL | dict(num_key_value_heads=2, head_dim=8)),
+    # GGUF-shaped variants: what a GGUF can hold (every layer routed; Gemma's scale and layer pattern as llama.cpp's)
+    "qwen2_moe-all-routed": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", SMALL | dict(
+        num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=12,
+        shared_expert_intermediate_size=20, experts_implementation="eager")),
+    "qwen3_moe-all-routed": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", SMALL | dict(
+        num_key_value_heads=2, head_dim=8, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=12,
+        norm_topk_prob=True, experts_implementation="eager")),
+    "gemma2-gguf": ("Gemma2Config", "Gemma2ForCausalLM", SMALL | dict(
+        num_hidden_layers=3, num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8, sliding_window=4,
+        attn_logit_softcapping=2.0, final_logit_softcapping=3.0, attn_implementation="eager")),
+    "gemma3-gguf": ("Gemma3TextConfig", "Gemma3ForCausalLM", SMALL | dict(  # five sliding layers to one full
+        num_hidden_layers=6, num_key_value_heads=1, head_dim=12, query_pre_attn_scalar=12, sliding_window=5,
+        rope_parameters={"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e5},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 50.0}},
+        attn_implementation="eager")),
+    "qwen3-head-128": ("Qwen3Config", "Qwen3ForCausalLM", SMALL | dict(num_key_value_heads=2)),  # the class's head_dim
     "qwen3-layer_types": ("Qwen3Config", "Qwen3ForCausalLM",
                           SMALL | dict(num_key_value_heads=2, head_dim=8, num_hidden_layers=3, use_sliding_window=True,
                                        sliding_window=3, layer_types=["sliding_attention", "full_attention",

@@ -18,8 +18,12 @@ from transformer_cli.hf.config import spec_from_config
 pytest.importorskip("gguf")
 
 
+FAMILIES = ["llama", "qwen2", "qwen3", "mixtral", "qwen2_moe-all-routed", "qwen3_moe-all-routed", "gemma",
+            "gemma2-gguf", "gemma3-gguf"]  # fmt: skip
+
+
 @pytest.mark.parametrize("qtype", ["F32", "F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
-@pytest.mark.parametrize("name", ["llama", "qwen2", "qwen3"])
+@pytest.mark.parametrize("name", FAMILIES)
 def test_a_gguf_file_runs_as_transformers_on_its_dequantised_weights(tmp_path, name, qtype):
     model = build(name)
     model.save_pretrained(tmp_path / "hf")
@@ -109,3 +113,20 @@ def test_k_quant_and_iq4_files_run_as_transformers_on_what_the_package_dequantis
                                                                          if p.ndim == 2)  # fmt: skip
     reference = theirs(exact(model), IDS)
     assert relative(Transformer(spec, GGUFWeights(path, spec))(IDS), reference) < TOL
+
+
+@pytest.mark.parametrize(("name", "qtype"), [("llama", "F32"), ("llama", "Q8_0"), ("qwen2", "Q4_0"),
+                                             ("qwen3-head-128", "F16"), ("llama", "Q5_1")])  # fmt: skip
+def test_transformers_own_gguf_loader_computes_what_tfm_reads(tmp_path, name, qtype):
+    """The second reference: transformers' from_pretrained(gguf_file=...) (its own dequantisation and its own
+    inverse of the converter's permutation) on the same file, in float64, its float32 steps recomputed. Its Qwen3
+    mapping ignores attention.key_length and takes Qwen3Config's head_dim (128): the Qwen3 model here has that."""
+    import torch
+    import transformers
+
+    path = write_gguf(build(name), tmp_path / "m.gguf", qtype)
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(str(tmp_path), gguf_file=path.name, dtype=torch.float64)
+    spec = spec_from_gguf(path)
+    assert count_params(spec).total == sum(p.numel() for p in loaded.parameters())
+    ours = Transformer(spec, GGUFWeights(path, spec))(IDS)
+    assert relative(ours, theirs(exact(loaded.eval()), IDS)) < TOL

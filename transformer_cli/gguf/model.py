@@ -61,7 +61,7 @@ class GGUFWeights(Mapping[str, np.ndarray]):
         _, self.arch, self.meta = _arch(self.header)
         self.spec, self.shapes = spec, tensor_shapes(spec)
         self.rule_of: dict[str, Rule] = {}
-        for rule in rules(self.arch.layout, spec):
+        for rule in rules(self.arch.layout_of(spec), spec):
             for name in rule.tfm:
                 self.rule_of[name] = rule
         self._check_fit()

@@ -1,0 +1,120 @@
+"""What the GGUF architectures share: an architecture's entry (spec, layout, the converter's changes to undo),
+LLaMA's tensor names and spec (the template of the others), the inverse of the converter's Q/K permutation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..hf.keys import Keys
+from ..hf.layouts import Family
+from .header import ArrayCount, Header
+
+Transform = Callable[[np.ndarray, dict[str, Any]], np.ndarray]
+
+
+def _linear(ours: str, theirs: str, parts: str = "Wb") -> dict[str, str]:
+    return {ours.format(p): f"{theirs}.{'weight' if p == 'W' else 'bias'}" for p in parts}
+
+
+def _llama_names() -> dict[str, str]:
+    names = {"norm1.gamma": "attn_norm.weight", "norm2.gamma": "ffn_norm.weight",
+             "attention.q_norm.gamma": "attn_q_norm.weight",
+             "attention.k_norm.gamma": "attn_k_norm.weight"}  # fmt: skip
+    for x, theirs in (("Q", "attn_q"), ("K", "attn_k"), ("V", "attn_v"), ("O", "attn_output")):
+        names |= _linear("attention.{}_" + x, theirs)
+    for n, theirs in (("1", "ffn_gate"), ("3", "ffn_up"), ("2", "ffn_down")):
+        names |= _linear("ff.{}" + n, theirs)
+    return names
+
+
+LLAMA_LAYOUT = Family("blk.{i}.", _llama_names(), {"embedding.E": "token_embd.weight", "head.W": "output.weight",
+                                                   "final_norm.gamma": "output_norm.weight"})  # fmt: skip
+
+
+def unpermute(heads_key: str) -> Transform:
+    """The inverse of convert_hf_to_gguf.py's LlamaModel.permute: llama.cpp's rotary turns adjacent pairs, so the
+    converter reorders each head's rows from the halves (j, j + m/2) to pairs (2j, 2j + 1); this puts them back.
+    `heads_key`: the metadata key with the head count it used (head_count for Q, head_count_kv for K)."""
+
+    def undo(rows: np.ndarray, meta: dict[str, Any]) -> np.ndarray:
+        heads = meta.get(heads_key) or meta["attention.head_count"]
+        return rows.reshape(heads, rows.shape[0] // heads // 2, 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
+
+    return undo
+
+
+@dataclass(frozen=True)
+class Arch:
+    """One GGUF architecture: its spec from the metadata, its tensor layout, the changes to undo per tensor name
+    (the part after blk.{i}.), and tensors the file holds that the model has no place for."""
+
+    spec: Callable[[Keys, Header], dict[str, Any]]
+    layout: Family
+    transforms: dict[str, Transform] = field(default_factory=dict)
+    experts: Family | None = None  # the layout when the file's model has experts (Mixtral's files are llama's)
+    skipped: tuple[str, ...] = ("rope_freqs.weight",)
+
+    def layout_of(self, spec) -> Family:
+        return self.experts if spec.E and self.experts is not None else self.layout
+
+
+def vocabulary(c: Keys, header: Header) -> int:
+    """V: {arch}.vocab_size, else the tokenizer's token list, else the embedding's rows."""
+    if c.has("vocab_size"):
+        return c.count("vocab_size")
+    tokens = header.metadata.get("tokenizer.ggml.tokens")
+    if isinstance(tokens, (list, ArrayCount)):
+        return len(tokens) if isinstance(tokens, list) else tokens.count
+    return header.tensors["token_embd.weight"].shape[0]
+
+
+def llama(c: Keys, header: Header) -> dict[str, Any]:
+    """llama (also Mistral's and Llama 3's files; Mistral's window is not in the file, so llama.cpp and tfm run it
+    without one): RMSNorm, SwiGLU, rotary, grouped-query heads, a head unless the file has no output.weight (tied);
+    Qwen2's q/k/v biases and Qwen3's query/key norms where the file holds them."""
+    d, H = c.count("embedding_length"), c.count("attention.head_count")
+    G = c.count("attention.head_count_kv", H)
+    m = c.count("attention.key_length", None) or d // H
+    rotated = c.count("rope.dimension_count", m)
+    spec: dict[str, Any] = {
+        "N": c.count("block_count"), "H": H, "m": m, "d": d, "r": c.count("feed_forward_length"),
+        "V": vocabulary(c, header), "scale": "sqrt", "mask": "causal", "positional": "rope", "norm": "pre",
+        "rope_theta": c.number("rope.freq_base", 10000.0), "norm_type": "rmsnorm",
+        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-5), "feedforward": "gated",
+        "activation": "silu", "ff_bias": False, "tie_embeddings": "output.weight" not in header.tensors,
+    }  # fmt: skip
+    if G != H:
+        spec["G"] = G
+    if rotated != m:
+        spec["rope_fraction"] = rotated / m
+    if c.has("context_length"):
+        spec["context"] = c.count("context_length")
+    if "blk.0.attn_q.bias" in header.tensors:  # (Qwen2: q, k, v only)
+        spec |= {"attention_bias": True, "out_bias": "blk.0.attn_output.bias" in header.tensors}
+    if "blk.0.attn_q_norm.weight" in header.tensors:  # Qwen3's per-head query and key norms
+        spec["qk_norm"] = True
+    if c.has("expert_count"):  # Mixtral: every block's feedforward E experts of feed_forward_length, the top k
+        spec |= {"E": c.count("expert_count"), "k": c.count("expert_used_count")}
+    return spec
+
+
+def stacked_experts(names: dict[str, str], globals_: dict[str, str], shared: bool = False) -> Family:
+    """A layout whose feedforward is E experts stacked in one tensor per matrix (ffn_gate_exps (E, r, d), ...) and
+    a router ffn_gate_inp (E, d); with `shared`, Qwen2-MoE's shared expert (_shexp) and its gate."""
+    one = lambda spec: 1  # noqa: E731
+    dense = {ours: theirs for ours, theirs in names.items() if not ours.startswith("ff.")}
+    routed = dense | {"ff.router": "ffn_gate_inp.weight"}
+    if shared:
+        routed |= {"ff.shared.W1": "ffn_gate_shexp.weight", "ff.shared.W3": "ffn_up_shexp.weight",
+                   "ff.shared.W2": "ffn_down_shexp.weight",
+                   "ff.shared.W_gate": "ffn_gate_inp_shexp.weight"}  # fmt: skip
+    exps = (("ffn_gate_exps.weight", ("ff.W1",), one), ("ffn_up_exps.weight", ("ff.W3",), one),
+            ("ffn_down_exps.weight", ("ff.W2",), one))  # fmt: skip
+    return Family("blk.{i}.", routed, globals_, fused=exps, stacked=frozenset(t for t, _, _ in exps))
+
+
+__all__ = ["LLAMA_LAYOUT", "Arch", "Transform", "llama", "stacked_experts", "unpermute", "vocabulary"]

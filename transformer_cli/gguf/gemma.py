@@ -1,0 +1,102 @@
+"""GGUF Gemma, Gemma 2 and Gemma 3 (text) as convert_hf_to_gguf.py writes them: every norm stored as 1 + w (tfm
+reads w back: norm_plus_one, as Hugging Face keeps it), the head tied (no output.weight). What the file does not
+hold is read as llama.cpp reads it: rope base 10000 for Gemma and Gemma 2, their layers' kinds by the fixed
+pattern (Gemma 2: every other layer slides from the first; Gemma 3: five to one), and Gemma 2/3's score scale
+1/sqrt(d/H) for the 27B models (46 and 62 layers), 1/sqrt(head size) otherwise (query_pre_attn_scalar is not in
+the file)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..hf.keys import Keys
+from ..hf.layouts import Family
+from .base import LLAMA_LAYOUT, Arch, Transform, vocabulary
+from .header import Header
+
+BIG = {"gemma2": 46, "gemma3": 62}  # (see the module's docstring)
+GEMMA2_LAYOUT = Family(
+    "blk.{i}.",
+    {ours: theirs for ours, theirs in LLAMA_LAYOUT.names.items() if not ours.startswith("norm2")}
+    | {"norm1_out.gamma": "post_attention_norm.weight", "norm2.gamma": "ffn_norm.weight",
+       "norm2_out.gamma": "post_ffw_norm.weight"},
+    LLAMA_LAYOUT.globals_,
+)  # fmt: skip  # llama.cpp's LLM_TYPE_27B: the score scale from d / H
+
+
+def _less_one(rows: np.ndarray, meta: dict[str, Any]) -> np.ndarray:
+    """The converter stores Gemma's norm gains as 1 + w: w back."""
+    return rows - 1.0
+
+
+NORMS = ("attn_norm.weight", "ffn_norm.weight", "post_attention_norm.weight", "post_ffw_norm.weight",
+         "attn_q_norm.weight", "attn_k_norm.weight", "output_norm.weight")  # fmt: skip
+LESS_ONE: dict[str, Transform] = dict.fromkeys(NORMS, _less_one)
+
+
+def _common(c: Keys, header: Header, base: float) -> dict[str, Any]:
+    d, H = c.count("embedding_length"), c.count("attention.head_count")
+    m = c.count("attention.key_length", None) or d // H
+    G = c.count("attention.head_count_kv", H)
+    spec: dict[str, Any] = {
+        "N": c.count("block_count"), "H": H, "m": m, "d": d, "r": c.count("feed_forward_length"),
+        "V": vocabulary(c, header), "scale": "sqrt", "mask": "causal", "positional": "rope",
+        "rope_theta": c.number("rope.freq_base", base), "norm": "pre", "norm_type": "rmsnorm",
+        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-6), "norm_plus_one": True, "embed_scale": "sqrt",
+        "feedforward": "gated", "activation": "gelu", "ff_bias": False, "tie_embeddings": True,
+    }  # fmt: skip
+    if G != H:
+        spec["G"] = G
+    if c.has("context_length"):
+        spec["context"] = c.count("context_length")
+    return spec
+
+
+def gemma(c: Keys, header: Header) -> dict[str, Any]:
+    """Gemma: (1 + w) RMSNorms, embeddings times sqrt(d), GeGLU (tanh), a tied head."""
+    return _common(c, header, 10000.0)
+
+
+def _layered(c: Keys, spec: dict[str, Any], arch: str, period: int) -> dict[str, Any]:
+    """Gemma 2 and 3: the sandwich of norms, soft-capping where the file says, the score scale, sliding layers."""
+    N, m = spec["N"], spec["m"]
+    spec |= {"norm": "sandwich"}
+    if N == BIG[arch] and spec["d"] // spec["H"] != m:
+        spec["scale"] = (spec["d"] / spec["H"]) ** -0.5
+    for ours, theirs in (("attn_softcap", "attn_logit_softcapping"), ("logit_softcap", "final_logit_softcapping")):
+        if c.has(theirs):
+            spec[ours] = c.number(theirs)
+    if c.has("attention.sliding_window"):
+        kinds = ["sliding" if (i + 1) % period else "full" for i in range(N)]
+        spec["window"] = c.count("attention.sliding_window")
+        if "full" in kinds:
+            spec["attention_layers"] = kinds
+    return spec
+
+
+def gemma2(c: Keys, header: Header) -> dict[str, Any]:
+    return _layered(c, _common(c, header, 10000.0), "gemma2", 2)
+
+
+def gemma3(c: Keys, header: Header) -> dict[str, Any]:
+    """Gemma 3: Gemma 2's block with query/key norms, the full layers' base (and linear scaling), the sliding
+    layers' own base (rope.freq_base_swa)."""
+    spec = _layered(c, _common(c, header, 1e6) | {"qk_norm": True}, "gemma3", 6)
+    if c.has("rope.scaling.type"):
+        kind = c.text("rope.scaling.type")
+        if kind != "linear":
+            raise c.refuse("rope.scaling.type", kind, "tfm reads Gemma 3's full layers with linear scaling or none")
+        spec |= {"rope_scaling": "linear", "rope_factor": c.number("rope.scaling.factor")}
+    local = c.number("rope.freq_base_swa", 10000.0)
+    if spec.get("attention_layers") and local != spec["rope_theta"]:
+        spec["rope_local_theta"] = local
+    return spec
+
+
+GEMMA = Arch(gemma, LLAMA_LAYOUT, LESS_ONE)
+GEMMA2 = Arch(gemma2, GEMMA2_LAYOUT, LESS_ONE)
+GEMMA3 = Arch(gemma3, GEMMA2_LAYOUT, LESS_ONE)
+
+__all__ = ["GEMMA", "GEMMA2", "GEMMA3"]
