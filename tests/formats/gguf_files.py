@@ -64,6 +64,36 @@ def _saved_tensors(model) -> dict[str, np.ndarray]:
     return out
 
 
+def llama3_rope_freqs(cfg) -> np.ndarray:
+    """convert_hf_to_gguf.py, LlamaModel.generate_extra_tensors (llama.cpp, MIT): Llama 3's per-pair factors, in
+    torch's float32 as the converter makes them; the original context from the config's top level (8192 else)."""
+    import math
+
+    import torch
+
+    rope_params = cfg.rope_parameters
+    base = rope_params.get("rope_theta", 10000.0)
+    dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    factor = rope_params.get("factor", 8.0)
+    low_freq_factor = rope_params.get("low_freq_factor", 1.0)
+    high_freq_factor = rope_params.get("high_freq_factor", 4.0)
+    old_context_len = 8192  # hparams.get("original_max_position_embeddings", 8192): 5.x keeps it in rope_parameters
+    low_freq_wavelen = old_context_len / low_freq_factor
+    high_freq_wavelen = old_context_len / high_freq_factor
+    rope_factors = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < high_freq_wavelen:
+            rope_factors.append(1)
+        elif wavelen > low_freq_wavelen:
+            rope_factors.append(factor)
+        else:
+            smooth = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+            rope_factors.append(1 / ((1 - smooth) / factor + smooth))
+    return torch.tensor(rope_factors, dtype=torch.float32).numpy()
+
+
 def _converted(model) -> dict[str, np.ndarray]:
     """The converter's modify_tensors: LLaMA's Q/K permuted, experts stacked per layer, Gemma's norms + 1, Gemma's
     and Gemma 2's lm_head dropped; HF names (the stacked ones as the converter names them)."""
@@ -94,6 +124,8 @@ def _converted(model) -> dict[str, np.ndarray]:
 def _metadata(writer, cfg) -> None:
     """The keys TextModel.set_gguf_parameters and the architecture's class write (GemmaModel and Gemma2Model
     their own list, no rope base)."""
+    import gguf
+
     kind, H = cfg.model_type, cfg.num_attention_heads
     writer.add_name(f"tiny {kind}")
     writer.add_block_count(cfg.num_hidden_layers)
@@ -107,8 +139,17 @@ def _metadata(writer, cfg) -> None:
     if kind not in ("gemma", "gemma2"):
         writer.add_rope_freq_base(rope["rope_theta"])
     if rope.get("rope_type") == "linear":
-        writer.add_rope_scaling_type(__import__("gguf").RopeScalingType.LINEAR)
+        writer.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         writer.add_rope_scaling_factor(rope["factor"])
+    elif rope.get("rope_type") == "yarn":
+        writer.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        writer.add_rope_scaling_factor(rope["factor"])
+        writer.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
+        for key, add in (("attention_factor", writer.add_rope_scaling_yarn_attn_factor),
+                         ("beta_fast", writer.add_rope_scaling_yarn_beta_fast),
+                         ("beta_slow", writer.add_rope_scaling_yarn_beta_slow)):  # fmt: skip
+            if rope.get(key) is not None:
+                add(rope[key])
     if "sliding_attention" in cfg.rope_parameters:
         writer.add_rope_freq_base_swa(cfg.rope_parameters["sliding_attention"]["rope_theta"])
     if getattr(cfg, "head_dim", None) is not None:  # TextModel: head_dim, where the config has it
@@ -150,6 +191,8 @@ def write_gguf(model, path: Path, qtype_name: str = "F32", raw: dict | None = No
         H, G = cfg.num_attention_heads, cfg.num_key_value_heads
         raw = {n: permute(b, H, H if ".q_proj." in n else G) if arch == "LLAMA" and (".q_proj." in n or ".k_proj." in n)
                else b for n, b in raw.items()}  # fmt: skip
+    if cfg.rope_parameters.get("rope_type") == "llama3" and arch == "LLAMA":
+        writer.add_tensor("rope_freqs.weight", llama3_rope_freqs(cfg))
     for hf_name, data in tensors.items():
         name = names.get_name(hf_name, try_suffixes=(".weight", ".bias"))
         assert name is not None, hf_name

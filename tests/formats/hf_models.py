@@ -41,6 +41,10 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                             SMALL | dict(num_key_value_heads=4, rope_parameters=dict(
                                 rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0,
                                 high_freq_factor=4.0, original_max_position_embeddings=16))),
+    "llama3-gguf": ("LlamaConfig", "LlamaForCausalLM",  # Llama 3.1's scaling with Meta's bands and context, as GGUF
+                    SMALL | dict(num_key_value_heads=2, rope_parameters=dict(  # files hold it (rope_freqs)
+                        rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0,
+                        high_freq_factor=4.0, original_max_position_embeddings=8192))),
     "llama-rope-linear": ("LlamaConfig", "LlamaForCausalLM", SMALL | dict(
         num_key_value_heads=2, rope_parameters=dict(rope_type="linear", rope_theta=10000.0, factor=2.5))),
     "llama-rope-yarn": ("LlamaConfig", "LlamaForCausalLM",  # Qwen2.5's kind: past an original context of 8

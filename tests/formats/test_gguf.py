@@ -19,7 +19,7 @@ pytest.importorskip("gguf")
 
 
 FAMILIES = ["llama", "qwen2", "qwen3", "mixtral", "qwen2_moe-all-routed", "qwen3_moe-all-routed", "gemma",
-            "gemma2-gguf", "gemma3-gguf"]  # fmt: skip
+            "gemma2-gguf", "gemma3-gguf", "llama3-gguf", "llama-rope-linear", "llama-rope-yarn"]  # fmt: skip
 
 
 @pytest.mark.parametrize("qtype", ["F32", "F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
@@ -130,3 +130,20 @@ def test_transformers_own_gguf_loader_computes_what_tfm_reads(tmp_path, name, qt
     assert count_params(spec).total == sum(p.numel() for p in loaded.parameters())
     ours = Transformer(spec, GGUFWeights(path, spec))(IDS)
     assert relative(ours, theirs(exact(loaded.eval()), IDS)) < TOL
+
+
+def test_llama3_factors_are_read_as_the_formula_and_other_factors_refused(tmp_path, monkeypatch):
+    """rope_freqs.weight holds Llama 3's factors alone: read back as llama3 scaling with Meta's bands (the spec
+    equals the Hugging Face folder's); factors the formula does not give are one line naming the tensor."""
+    import gguf_files
+
+    from transformer_cli.errors import SpecError
+
+    model = build("llama3-gguf")
+    model.save_pretrained(tmp_path / "hf")
+    spec = spec_from_gguf(write_gguf(model, tmp_path / "m.gguf"))
+    assert spec.rope_scaling == "llama3" and spec.model_keys() == spec_from_config(tmp_path / "hf").model_keys()
+    made = gguf_files.llama3_rope_freqs
+    monkeypatch.setattr(gguf_files, "llama3_rope_freqs", lambda cfg: made(cfg) * 1.01)
+    with pytest.raises(SpecError, match=r"tensor rope_freqs.weight: factors that are not Llama 3's formula"):
+        spec_from_gguf(write_gguf(model, tmp_path / "other.gguf"))

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import SpecError
 from ..hf.keys import Keys
 from ..hf.layouts import Family
 from .header import ArrayCount, Header
@@ -93,6 +94,7 @@ def llama(c: Keys, header: Header) -> dict[str, Any]:
         spec["rope_fraction"] = rotated / m
     if c.has("context_length"):
         spec["context"] = c.count("context_length")
+    spec |= rope_scaling(c, header, m)
     if "blk.0.attn_q.bias" in header.tensors:  # (Qwen2: q, k, v only)
         spec |= {"attention_bias": True, "out_bias": "blk.0.attn_output.bias" in header.tensors}
     if "blk.0.attn_q_norm.weight" in header.tensors:  # Qwen3's per-head query and key norms
@@ -100,6 +102,55 @@ def llama(c: Keys, header: Header) -> dict[str, Any]:
     if c.has("expert_count"):  # Mixtral: every block's feedforward E experts of feed_forward_length, the top k
         spec |= {"E": c.count("expert_count"), "k": c.count("expert_used_count")}
     return spec
+
+
+LLAMA3 = {"rope_low_freq_factor": 1.0, "rope_high_freq_factor": 4.0, "rope_original_max_len": 8192}  # Meta's values
+
+
+def rope_scaling(c: Keys, header: Header, m: int) -> dict[str, Any]:
+    """The rotary scaling the file says: rope.scaling.type linear or yarn with their keys, or (Llama 3.1+) none but
+    a rope_freqs.weight tensor of per-pair factors, which the converter computes from Llama 3's formula: read back as
+    that formula with Meta's bands and original context (the file holds only the factors; they are checked to be
+    what the formula gives, to float32 precision)."""
+    kind = c.text("rope.scaling.type", "none")
+    if kind == "linear":
+        return {"rope_scaling": "linear", "rope_factor": c.number("rope.scaling.factor")}
+    if kind == "yarn":
+        out: dict[str, Any] = {"rope_scaling": "yarn", "rope_factor": c.number("rope.scaling.factor"),
+                               "rope_original_max_len": c.count("rope.scaling.original_context_length")}  # fmt: skip
+        for ours, theirs in (("rope_beta_fast", "yarn_beta_fast"), ("rope_beta_slow", "yarn_beta_slow"),
+                             ("rope_attention_factor", "yarn_attn_factor")):  # fmt: skip
+            if c.has(f"rope.scaling.{theirs}"):
+                out[ours] = c.number(f"rope.scaling.{theirs}")
+        return out
+    if kind != "none":
+        raise c.refuse("rope.scaling.type", kind, "tfm reads GGUF rope scaling linear, yarn, or Llama 3's rope_freqs")
+    if "rope_freqs.weight" not in header.tensors:
+        return {}
+    from .tensors import read_tensor
+
+    factors = read_tensor(header, "rope_freqs.weight").astype(np.float64)
+    factor = float(factors.max())
+    expected = _llama3_factors(c.number("rope.freq_base", 10000.0), m, factor)
+    if factors.shape != expected.shape or not np.allclose(factors, expected, rtol=1e-6, atol=0):
+        raise SpecError(f"{header.path}: tensor rope_freqs.weight: factors that are not Llama 3's formula (factor "
+                        f"{factor:g}, bands 1 and 4, original context 8192): tfm reads no other "
+                        "per-pair factors")  # fmt: skip
+    return {"rope_scaling": "llama3", "rope_factor": factor} | LLAMA3
+
+
+def _llama3_factors(base: float, m: int, factor: float) -> np.ndarray:
+    """convert_hf_to_gguf.py's rope_freqs for Llama 3 (LlamaModel.generate_extra_tensors), with Meta's bands."""
+    freqs = 1.0 / base ** (np.arange(0, m, 2) / m)
+    wavelength = 2 * np.pi / freqs
+    low, high, original = (
+        LLAMA3["rope_low_freq_factor"],
+        LLAMA3["rope_high_freq_factor"],
+        LLAMA3["rope_original_max_len"],
+    )
+    smooth = (original / wavelength - low) / (high - low)
+    between = 1 / ((1 - smooth) / factor + smooth)
+    return np.where(wavelength < original / high, 1.0, np.where(wavelength > original / low, factor, between))
 
 
 def stacked_experts(names: dict[str, str], globals_: dict[str, str], shared: bool = False) -> Family:
