@@ -9,13 +9,16 @@ change what a row dequantises to, and the reference never needs tfm's inverse of
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 
 ARCHS = {"llama": "LLAMA", "mistral": "LLAMA", "mixtral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3",
          "qwen2_moe": "QWEN2MOE", "qwen3_moe": "QWEN3MOE", "gemma": "GEMMA", "gemma2": "GEMMA2",
-         "gemma3_text": "GEMMA3"}  # model_type -> MODEL_ARCH  # fmt: skip
+         "gemma3_text": "GEMMA3", "phi3": "PHI3", "starcoder2": "STARCODER2", "gpt2": "GPT2",
+         "falcon": "FALCON"}  # model_type -> MODEL_ARCH  # fmt: skip
+CONV1D = (".c_attn.weight", ".c_proj.weight", ".c_fc.weight")  # GPT2Model.modify_tensors transposes these
 GEMMAS = ("gemma", "gemma2", "gemma3_text")  # their norms stored as 1 + w (GemmaModel.modify_tensors)
 EXPERTS = {"mixtral": ("block_sparse_moe.experts.{e}.{w}.weight", ("w1", "w2", "w3"),
                        "model.layers.{i}.block_sparse_moe.experts.{w}.weight"),
@@ -99,9 +102,16 @@ def _converted(model) -> dict[str, np.ndarray]:
     and Gemma 2's lm_head dropped; HF names (the stacked ones as the converter names them)."""
     cfg, kind = model.config, model.config.model_type
     tensors = _saved_tensors(model)
-    H, G = cfg.num_attention_heads, cfg.num_key_value_heads
+    H, G = cfg.num_attention_heads, _kv_heads(cfg)
     out = {}
     for name, data in tensors.items():
+        if kind == "gpt2" and name.endswith(CONV1D):
+            data = data.T
+        if kind == "falcon" and "query_key_value" in name:  # FalconModel.modify_tensors (llama.cpp, MIT)
+            m = cfg.hidden_size // H
+            qkv = data.reshape(G, H // G + 2, m, m * H)
+            data = np.concatenate((qkv[:, :-2].reshape(H * m, m * H), qkv[:, [-2]].reshape(G * m, m * H),
+                                   qkv[:, [-1]].reshape(G * m, m * H))).reshape(data.shape)  # fmt: skip
         if ARCHS[kind] == "LLAMA" and ".q_proj." in name:
             data = permute(data, H, H)
         elif ARCHS[kind] == "LLAMA" and ".k_proj." in name:
@@ -121,11 +131,75 @@ def _converted(model) -> dict[str, np.ndarray]:
     return out
 
 
+def _kv_heads(cfg) -> int:
+    """Key/value heads as the converter reads them from config.json (Falcon: num_kv_heads with the new
+    architecture, else 1 for multi-query; GPT-2: the query heads)."""
+    if cfg.model_type == "falcon":
+        return cfg.num_kv_heads if cfg.new_decoder_architecture else 1 if cfg.multi_query else cfg.num_attention_heads
+    return getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+
+
+def _own_metadata(writer, cfg) -> bool:
+    """The architectures whose class writes its own list (GPT2Model, FalconModel, Phi3MiniModel); True if it did."""
+    import gguf
+
+    kind = cfg.model_type
+    if kind == "gpt2":
+        for add, value in (
+            (writer.add_block_count, cfg.n_layer),
+            (writer.add_context_length, cfg.n_positions),
+            (writer.add_embedding_length, cfg.n_embd),
+            (writer.add_feed_forward_length, 4 * cfg.n_embd),
+            (writer.add_head_count, cfg.n_head),
+            (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
+        ):
+            add(value)  # fmt: skip
+    elif kind == "falcon":
+        writer.add_context_length(2048)
+        writer.add_tensor_data_layout("jploski")
+        for add, value in (
+            (writer.add_embedding_length, cfg.hidden_size),
+            (writer.add_feed_forward_length, 4 * cfg.hidden_size),
+            (writer.add_block_count, cfg.num_hidden_layers),
+            (writer.add_head_count, cfg.num_attention_heads),
+            (writer.add_head_count_kv, _kv_heads(cfg)),
+            (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
+        ):
+            add(value)  # fmt: skip
+    elif kind == "phi3":
+        H, rope = cfg.num_attention_heads, cfg.rope_parameters
+        writer.add_context_length(cfg.max_position_embeddings)
+        writer.add_rope_scaling_orig_ctx_len(cfg.original_max_position_embeddings)
+        writer.add_embedding_length(cfg.hidden_size)
+        writer.add_feed_forward_length(cfg.intermediate_size)
+        writer.add_block_count(cfg.num_hidden_layers)
+        writer.add_head_count(H)
+        writer.add_head_count_kv(cfg.num_key_value_heads)
+        writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+        writer.add_rope_dimension_count(int(rope.get("partial_rotary_factor", 1.0) * cfg.hidden_size) // H)
+        writer.add_rope_freq_base(rope["rope_theta"])
+        writer.add_sliding_window(cfg.sliding_window or 0)
+        if rope.get("rope_type") == "longrope":  # Phi3MiniModel.generate_extra_tensors
+            scale = cfg.max_position_embeddings / cfg.original_max_position_embeddings
+            orig = cfg.original_max_position_embeddings
+            writer.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1 else 1.0)
+            writer.add_tensor("rope_factors_long.weight", np.array(rope["long_factor"], dtype=np.float32))
+            writer.add_tensor("rope_factors_short.weight", np.array(rope["short_factor"], dtype=np.float32))
+    else:
+        return False
+    writer.add_name(f"tiny {kind}")
+    writer.add_token_list([f"<t{i}>" for i in range(cfg.vocab_size)])
+    assert gguf  # (imported for the writer's types)
+    return True
+
+
 def _metadata(writer, cfg) -> None:
     """The keys TextModel.set_gguf_parameters and the architecture's class write (GemmaModel and Gemma2Model
     their own list, no rope base)."""
     import gguf
 
+    if _own_metadata(writer, cfg):
+        return
     kind, H = cfg.model_type, cfg.num_attention_heads
     writer.add_name(f"tiny {kind}")
     writer.add_block_count(cfg.num_hidden_layers)
@@ -134,7 +208,10 @@ def _metadata(writer, cfg) -> None:
     writer.add_feed_forward_length(cfg.intermediate_size)
     writer.add_head_count(H)
     writer.add_head_count_kv(cfg.num_key_value_heads)
-    writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    if getattr(cfg, "rms_norm_eps", None) is not None:
+        writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    if getattr(cfg, "norm_epsilon", None) is not None:  # (StarCoder2's LayerNorm)
+        writer.add_layer_norm_eps(cfg.norm_epsilon)
     rope = cfg.rope_parameters.get("full_attention", cfg.rope_parameters)
     if kind not in ("gemma", "gemma2"):
         writer.add_rope_freq_base(rope["rope_theta"])
@@ -191,14 +268,17 @@ def write_gguf(model, path: Path, qtype_name: str = "F32", raw: dict | None = No
         H, G = cfg.num_attention_heads, cfg.num_key_value_heads
         raw = {n: permute(b, H, H if ".q_proj." in n else G) if arch == "LLAMA" and (".q_proj." in n or ".k_proj." in n)
                else b for n, b in raw.items()}  # fmt: skip
-    if cfg.rope_parameters.get("rope_type") == "llama3" and arch == "LLAMA":
+    if (getattr(cfg, "rope_parameters", None) or {}).get("rope_type") == "llama3" and arch == "LLAMA":
         writer.add_tensor("rope_freqs.weight", llama3_rope_freqs(cfg))
     for hf_name, data in tensors.items():
         name = names.get_name(hf_name, try_suffixes=(".weight", ".bias"))
         assert name is not None, hf_name
         if raw is not None and hf_name in raw:
             writer.add_tensor(name, raw[hf_name], raw_dtype=raw_type)
-        elif name.endswith(("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight")) or data.ndim == 1:  # kept F32
+        elif (
+            name.endswith(("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight"))
+            or data.ndim == 1
+        ):
             writer.add_tensor(name, data.astype(np.float32))
         elif qtype.name not in ("F32", "F16") and quantisable(data, qtype):
             writer.add_tensor(name, quantize(data.astype(np.float32), qtype), raw_dtype=qtype)
@@ -226,8 +306,10 @@ def dequantised_model(model, qtype_name: str):
             w = p.detach().numpy()
             if w.ndim == 1 and gemma and name.endswith("norm.weight"):
                 kept = (w + 1).astype(np.float32).astype(np.float64) - 1
-            elif w.ndim == 1 or name.endswith((".gate.weight", "shared_expert_gate.weight")):  # (the routers)
-                kept = w.astype(np.float32).astype(np.float64)
+            elif w.ndim == 1 or name.endswith((".gate.weight", "shared_expert_gate.weight", "wpe.weight")):
+                kept = w.astype(np.float32).astype(np.float64)  # (the routers, GPT-2's positions: F32)
+            elif model.config.model_type == "gpt2" and name.endswith(CONV1D):  # stored transposed: blocks of rows
+                kept = round_trip(w.T, qtype).T
             else:
                 kept = round_trip(w, qtype)
             p.copy_(torch.from_numpy(kept))

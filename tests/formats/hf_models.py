@@ -132,6 +132,8 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                                               attn_implementation="eager")),
     "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM", SMALL | dict(num_key_value_heads=2, sliding_window=5,
                                                                               norm_epsilon=1e-5)),
+    "starcoder2-no-window": ("Starcoder2Config", "Starcoder2ForCausalLM", SMALL | dict(  # (a GGUF holds no window)
+        num_key_value_heads=2, norm_epsilon=1e-5)),
     "stablelm": ("StableLmConfig", "StableLmForCausalLM", SMALL | dict(num_key_value_heads=2, use_qkv_bias=True)),
     "stablelm-parallel": ("StableLmConfig", "StableLmForCausalLM",
                           SMALL | dict(num_key_value_heads=4, use_parallel_residual=True, partial_rotary_factor=0.5)),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from .base import LLAMA_LAYOUT, Arch, llama, unpermute
 from .gemma import GEMMA, GEMMA2, GEMMA3
 from .moe import MIXTRAL, QWEN2MOE, QWEN3MOE
+from .others import FALCON, GPT2, PHI3, STARCODER2
 
 _Q, _K = unpermute("attention.head_count"), unpermute("attention.head_count_kv")
 _PERMUTED = {"attn_q.weight": _Q, "attn_k.weight": _K, "attn_q.bias": _Q, "attn_k.bias": _K}  # weights and biases
@@ -22,6 +23,10 @@ ARCHITECTURES: dict[str, Arch] = {
     "gemma": GEMMA,
     "gemma2": GEMMA2,
     "gemma3": GEMMA3,
+    "phi3": PHI3,
+    "starcoder2": STARCODER2,
+    "gpt2": GPT2,
+    "falcon": FALCON,
 }
 
 __all__ = ["ARCHITECTURES", "Arch"]

@@ -58,8 +58,11 @@ class Arch:
     transforms: dict[str, Transform] = field(default_factory=dict)
     experts: Family | None = None  # the layout when the file's model has experts (Mixtral's files are llama's)
     skipped: tuple[str, ...] = ("rope_freqs.weight",)
+    alternative: tuple[Callable[[Any], bool], Family] | None = None  # another layout for the specs it is for
 
     def layout_of(self, spec) -> Family:
+        if self.alternative is not None and self.alternative[0](spec):
+            return self.alternative[1]
         return self.experts if spec.E and self.experts is not None else self.layout
 
 
