@@ -142,7 +142,13 @@ def scaled_down(spec: Spec) -> Spec:
 
 def _load(path: Path) -> Spec:
     """A YAML spec, or a Hugging Face model (its folder or config.json), whose checkpoint, if the folder holds
-    one, must fit its config (checked from the headers)."""
+    one, must fit its config (checked from the headers); or a GGUF file, whose tensors must fit its metadata."""
+    if path.suffix.lower() == ".gguf":
+        from .gguf.model import GGUFWeights, spec_from_gguf
+
+        spec = spec_from_gguf(path)
+        GGUFWeights(path, spec)  # (the fit, from the header)
+        return spec
     if not (path.is_dir() or path.suffix.lower() == ".json"):
         return load_spec(path)
     from .hf.checkpoint import has_checkpoint
@@ -163,7 +169,7 @@ def find_specs(paths: list[Path], exclude: tuple[str, ...] = ()) -> tuple[list[P
     recursively, skipping hidden folders and files (.git, .github) and those matching an `exclude` pattern (a
     glob on the path below the folder, or on the name), for tfm specs (*.yaml, *.yml holding a mapping with
     one of the keys N, H, m, d, r; one that cannot be read is checked, to report why) and for Hugging Face
-    folders (a config.json with a model_type); anything else found is skipped, saying why."""
+    folders (a config.json with a model_type) and GGUF files; anything else found is skipped, saying why."""
     found: list[Path] = []
     skipped: list[tuple[Path, str]] = []
     for path in paths:
@@ -173,7 +179,7 @@ def find_specs(paths: list[Path], exclude: tuple[str, ...] = ()) -> tuple[list[P
         inside = []
         for candidate in sorted(path.rglob("*")):
             relative = candidate.relative_to(path)
-            wanted = candidate.suffix.lower() in (".yaml", ".yml") or candidate.name == "config.json"
+            wanted = candidate.suffix.lower() in (".yaml", ".yml", ".gguf") or candidate.name == "config.json"
             if not wanted or not candidate.is_file() or any(part.startswith(".") for part in relative.parts):
                 continue
             if any(fnmatch(relative.as_posix(), pattern) or fnmatch(candidate.name, pattern) for pattern in exclude):
@@ -194,6 +200,8 @@ def _not_a_spec(path: Path) -> str:
     """Why a file a folder's search found is not a spec ('' if it is one, or cannot be read: then it is checked)."""
     import json
 
+    if path.suffix.lower() == ".gguf":
+        return ""
     from .files import read_bounded
     from .spec.yaml12 import read_yaml
 

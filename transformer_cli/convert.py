@@ -147,6 +147,24 @@ def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) 
     return spec, len(tensors)
 
 
+def gguf_to_tfm(path: Path, out: Path, dtype: Any = None, overwrite: bool = False) -> tuple[Spec, int]:
+    """A GGUF file as tfm's weights file, dequantised tensor by tensor (float32 unless dtype says: every GGML type
+    dequantises to float32 values exactly). Returns the spec and the tensors written."""
+    from .gguf.model import GGUFWeights, spec_from_gguf
+    from .io.weights import iter_tensors, write_weights
+
+    if dtype == "bfloat16":
+        raise SpecError(f"--dtype bfloat16: tfm's weights file {out} holds float64, float32 or float16")
+    spec = spec_from_gguf(path)
+    weights = GGUFWeights(path, spec)
+    dtype = np.dtype(dtype or np.float32)
+    tensors = list(iter_tensors(spec))
+    layout = lambda: ((t.name, Header(t.shape, dtype)) for t in tensors)  # noqa: E731
+    arrays = ((t.name, cast_finite(weights[t.name], dtype, f"{path}: tfm's tensor {t.name}")) for t in tensors)
+    write_weights(out, layout, arrays, spec, overwrite, {"gguf_source": path.name})
+    return spec, len(tensors)
+
+
 def _generation(folder: Path) -> dict[str, str]:
     """The folder's generation_config.json (stop tokens, sampling defaults) as metadata, if it has one."""
     from .files import read_bounded

@@ -72,7 +72,8 @@ def test_count_reports_the_files_bits_per_weight_by_type(tmp_path):
 
 
 def test_the_commands_take_a_gguf_file(tmp_path, runner):
-    """count (its bits per weight), run (its own weights, not seeded ones), verify and plan, each from the file."""
+    """count (its bits per weight), run (its own weights, not seeded ones), verify, plan, attention, check, and diff
+    (the same model as the folder it was converted from), each from the file."""
     import json
 
     import numpy as np
@@ -90,9 +91,14 @@ def test_the_commands_take_a_gguf_file(tmp_path, runner):
     assert ran.exit_code == 0, ran.output
     reference = theirs(exact(dequantised_model(copy.deepcopy(model), "Q8_0")), IDS)
     assert relative(np.load(tmp_path / "y.npy"), reference) < TOL
-    for command in (["verify", str(path), "--json"], ["plan", str(path), "-n", "16"]):
+    model.save_pretrained(tmp_path / "hf")
+    for command in (["verify", str(path), "--json"], ["plan", str(path), "-n", "16"],
+                    ["attention", str(path), "--input", str(tmp_path / "ids.npy")],
+                    ["check", str(path), "--seq-len", "8"]):  # fmt: skip
         result = runner.invoke(app, command)
         assert result.exit_code == 0, result.output
+    same = runner.invoke(app, ["diff", str(path), str(tmp_path / "hf"), "--json"])
+    assert same.exit_code == 0 and json.loads(same.stdout)["differ"] is False
 
 
 @pytest.mark.parametrize("qtype", ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"])
@@ -148,3 +154,24 @@ def test_llama3_factors_are_read_as_the_formula_and_other_factors_refused(tmp_pa
     monkeypatch.setattr(gguf_files, "llama3_rope_freqs", lambda cfg: made(cfg) * 1.01)
     with pytest.raises(SpecError, match=r"tensor rope_freqs.weight: factors that are not Llama 3's formula"):
         spec_from_gguf(write_gguf(model, tmp_path / "other.gguf"))
+
+
+def test_convert_writes_a_gguf_files_weights_as_tfms_file(tmp_path, runner):
+    """GGUF -> tfm's .safetensors, dequantised: running it gives the GGUF's logits bit for bit; a Hugging Face
+    folder from GGUF is refused in one line (not written yet), and an existing output is never replaced."""
+    import numpy as np
+
+    from transformer_cli.cli import app
+
+    path = write_gguf(build("qwen2"), tmp_path / "m.gguf", "Q4_0")
+    result = runner.invoke(app, ["convert", str(path), "-o", str(tmp_path / "w.safetensors")])
+    assert result.exit_code == 0, result.output
+    np.save(tmp_path / "ids.npy", IDS)
+    for source, out in ((["run", str(path)], "a.npy"), (["run", "-w", str(tmp_path / "w.safetensors")], "b.npy")):
+        ran = runner.invoke(app, [*source, "--input", str(tmp_path / "ids.npy"), "-o", str(tmp_path / out)])
+        assert ran.exit_code == 0, ran.output
+    assert np.array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))
+    again = runner.invoke(app, ["convert", str(path), "-o", str(tmp_path / "w.safetensors")])
+    assert again.exit_code == 2 and "already exists" in again.stderr
+    folder = runner.invoke(app, ["convert", str(path), "-o", str(tmp_path / "hf")])
+    assert folder.exit_code == 2 and "not written yet" in folder.stderr and not (tmp_path / "hf").exists()

@@ -43,7 +43,7 @@ def check(
     """Check many spec files at once: valid, within budgets, and every property as theory predicts.
 
     A folder is searched recursively, skipping hidden folders (.git, .github), for tfm specs (*.yaml and *.yml
-    files with one of the keys N, H, m, d, r) and Hugging Face config.json files (with a model_type); the
+    files with one of the keys N, H, m, d, r), Hugging Face config.json files (with a model_type) and GGUF files; the
     specs found, and every file skipped with the reason, are named on stderr. Exit 2 if any spec is invalid,
     else 1 if any breaks a budget or a property, else 3 if any check was inconclusive, else 0.
 

@@ -44,7 +44,10 @@ def spec(
 @app.command()
 def convert(
     source: Annotated[
-        Path, typer.Argument(help="A Hugging Face folder (to tfm's weights), or tfm's .safetensors (to a folder).")
+        Path,
+        typer.Argument(
+            help="A Hugging Face folder or a GGUF file (to tfm's weights), or tfm's .safetensors (to a folder)."
+        ),  # fmt: skip
     ],
     output: Annotated[
         Path, typer.Option("--output", "-o", help="tfm's weights (.safetensors or .npz), or the folder to write.")
@@ -87,7 +90,18 @@ def convert(
     with handled(json_out, "tfm convert holds one tensor at a time, and the name and shape of each"):
         shard_bytes = parse_size(shard_size, "--shard-size") if shard_size else None
         to_file = output.suffix.lower() in (".npz", ".safetensors")
-        if source.is_dir() and to_file:
+        if source.suffix.lower() == ".gguf":
+            from ..convert import gguf_to_tfm
+
+            if not to_file:
+                raise TfmError(f"{output}: a GGUF file converts to tfm's weights file (.safetensors or .npz); a "
+                               "Hugging Face folder from GGUF is not written yet")  # fmt: skip
+            weights_format(output)
+            check_output_path(output, [source], force)
+            with busy("converting", json_out):
+                spec_, tensors = gguf_to_tfm(source, output, dtype and dtype.value, overwrite=force)
+            written = [str(output)]
+        elif source.is_dir() and to_file:
             from ..convert import to_tfm
 
             for given, option in ((shard_size, "--shard-size"), (config, "--config")):
