@@ -46,10 +46,10 @@ def round_trip(array: np.ndarray, qtype) -> np.ndarray:
     """What a weight becomes once stored as `qtype` and read back, by the package's reference code (float64)."""
     from gguf.quants import dequantize, quantize
 
-    if qtype.name in ("F32",) or not quantisable(array, qtype):
+    if qtype.name == "F32":
         return array.astype(np.float32).astype(np.float64)
-    if qtype.name == "F16":
-        return array.astype(np.float16).astype(np.float64)
+    if qtype.name == "F16" or not quantisable(array, qtype):  # the converter's fallback: F16 on a QuantError
+        return array.astype(np.float32).astype(np.float16).astype(np.float64)
     return dequantize(quantize(array.astype(np.float32), qtype), qtype).astype(np.float64)
 
 
@@ -282,8 +282,8 @@ def write_gguf(model, path: Path, qtype_name: str = "F32", raw: dict | None = No
             writer.add_tensor(name, data.astype(np.float32))
         elif qtype.name not in ("F32", "F16") and quantisable(data, qtype):
             writer.add_tensor(name, quantize(data.astype(np.float32), qtype), raw_dtype=qtype)
-        elif qtype.name == "F16":
-            writer.add_tensor(name, data.astype(np.float16))
+        elif qtype.name != "F32":  # F16 asked for, or the converter's fallback when rows are no whole blocks
+            writer.add_tensor(name, data.astype(np.float32).astype(np.float16))
         else:
             writer.add_tensor(name, data.astype(np.float32))
     writer.write_header_to_file()

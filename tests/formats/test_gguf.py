@@ -23,7 +23,7 @@ FAMILIES = ["llama", "qwen2", "qwen3", "mixtral", "qwen2_moe-all-routed", "qwen3
             "phi3-longrope", "starcoder2-no-window", "gpt2", "falcon-7b", "falcon-40b"]  # fmt: skip
 
 
-@pytest.mark.parametrize("qtype", ["F32", "F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
+@pytest.mark.parametrize("qtype", ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
 @pytest.mark.parametrize("name", FAMILIES)
 def test_a_gguf_file_runs_as_transformers_on_its_dequantised_weights(tmp_path, name, qtype):
     model = build(name)
@@ -65,10 +65,14 @@ def test_count_reports_the_files_bits_per_weight_by_type(tmp_path):
     assert summary["parameters"] == count_params(spec).total
     q8 = summary["types"]["Q8_0"]
     assert q8["type_bits_per_weight"] == 8.5 and q8["bits_per_weight"] == 8.5  # 34 bytes a block of 32
-    f32 = summary["types"]["F32"]  # the norms, and ffn_down, whose rows of 40 are no whole blocks of 32
-    kept = sum(p.numel() for p in model.parameters() if p.ndim == 1 or p.shape[-1] % 32)
-    assert f32["bits_per_weight"] == 32 and f32["parameters"] == kept
-    assert summary["tensor_bytes"] == q8["bytes"] + f32["bytes"] < path.stat().st_size
+    f32 = summary["types"]["F32"]  # the norms
+    assert f32["bits_per_weight"] == 32 and f32["parameters"] == sum(
+        p.numel() for p in model.parameters() if p.ndim == 1
+    )
+    f16 = summary["types"]["F16"]  # ffn_down, whose rows of 40 are no whole blocks of 32: the converter's fallback
+    assert f16["bits_per_weight"] == 16 and f16["parameters"] == sum(p.numel() for p in model.parameters()
+                                                                     if p.ndim == 2 and p.shape[-1] % 32)  # fmt: skip
+    assert summary["tensor_bytes"] == q8["bytes"] + f32["bytes"] + f16["bytes"] < path.stat().st_size
 
 
 def test_the_commands_take_a_gguf_file(tmp_path, runner):
