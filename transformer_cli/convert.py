@@ -165,6 +165,30 @@ def gguf_to_tfm(path: Path, out: Path, dtype: Any = None, overwrite: bool = Fals
     return spec, len(tensors)
 
 
+def to_gguf(source: Path, out: Path, type_name: str = "f16", overwrite: bool = False) -> tuple[Spec, int]:
+    """A Hugging Face folder, or tfm's .safetensors written from one (its config in the metadata), as a GGUF file of
+    `type_name` weights (f32, f16, bf16, q8_0, q4_0). Returns the spec and the tensors written."""
+    from .gguf.write import write_gguf
+    from .hf.config import load_config, stored_config
+    from .hf.weights import checkpoint_weights
+    from .io.weights import spec_of_weights
+    from .sources import load_weights
+
+    if source.is_dir():
+        config, spec = load_config(source)
+        weights: Mapping[str, np.ndarray] = checkpoint_weights(source, spec, config)
+    else:
+        stored = spec_of_weights(source) if source.suffix.lower() == ".safetensors" else None
+        kept = safetensors_io.peek(source)[1].get("hf_config") if stored is not None else None
+        if stored is None or kept is None:
+            raise SpecError(f"{source}: a GGUF file is written from a Hugging Face folder, or from tfm's .safetensors "
+                            "converted from one (it keeps the config.json, whose model_type names the "
+                            "architecture)")  # fmt: skip
+        config, spec = stored_config(kept, f"{source}: metadata 'hf_config'"), stored
+        weights = load_weights(source, spec)
+    return spec, write_gguf(out, spec, str(config.get("model_type")), weights, type_name, overwrite)
+
+
 def _generation(folder: Path) -> dict[str, str]:
     """The folder's generation_config.json (stop tokens, sampling defaults) as metadata, if it has one."""
     from .files import read_bounded

@@ -19,6 +19,16 @@ class SaveDType(str, Enum):
     bfloat16 = "bfloat16"
 
 
+class GGUFType(str, Enum):
+    """What `tfm convert ... -o out.gguf` writes (gguf/write.py's TYPES)."""
+
+    f32 = "f32"
+    f16 = "f16"
+    bf16 = "bf16"
+    q8_0 = "q8_0"
+    q4_0 = "q4_0"
+
+
 @app.command()
 def spec(
     spec_path: Annotated[Path, typer.Argument(help="A Hugging Face model: a folder with config.json, or the file.")],
@@ -66,6 +76,9 @@ def convert(
             "--shard-size", help="Cut a Hugging Face checkpoint into shards of this size, with its unit (5G)."
         ),
     ] = None,
+    gguf_type: Annotated[
+        GGUFType, typer.Option("--type", help="A GGUF file's weights (norms, routers, positions stay f32).")
+    ] = "f16",  # type: ignore[assignment]
     force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -79,9 +92,13 @@ def convert(
     existing folder only config.json and the checkpoint's files are (every other file in it is kept).
 
     \b
+    A GGUF file (llama.cpp's format) is read too, to tfm's weights file (dequantised), and written from a folder
+    or from tfm's file converted from one, its weights of --type (the architecture its model_type names).
+
     Examples:
       tfm convert ./tiny-llama -o tiny-llama.safetensors
       tfm convert tiny-llama.safetensors -o ./tiny-llama-again
+      tfm convert ./tiny-llama -o tiny-llama-q8_0.gguf --type q8_0
     """
     from ..analysis.units import parse_size
     from ..io.outputs import check_folder_output, check_output_path
@@ -90,7 +107,17 @@ def convert(
     with handled(json_out, "tfm convert holds one tensor at a time, and the name and shape of each"):
         shard_bytes = parse_size(shard_size, "--shard-size") if shard_size else None
         to_file = output.suffix.lower() in (".npz", ".safetensors")
-        if source.suffix.lower() == ".gguf":
+        if output.suffix.lower() == ".gguf":
+            from ..convert import to_gguf
+
+            if source.suffix.lower() == ".gguf":
+                raise TfmError(f"{output}: tfm writes GGUF files from a Hugging Face folder or tfm's .safetensors; "
+                               f"{source} is a GGUF file already")  # fmt: skip
+            check_output_path(output, [source], force)
+            with busy("converting", json_out):
+                spec_, tensors = to_gguf(source, output, gguf_type.value, overwrite=force)
+            written = [str(output)]
+        elif source.suffix.lower() == ".gguf":
             from ..convert import gguf_to_tfm
 
             if not to_file:

@@ -6,16 +6,18 @@ interleaved rotary, Gemma's norms stored as 1 + w). A new architecture is one fu
 
 from __future__ import annotations
 
-from .base import LLAMA_LAYOUT, Arch, llama, unpermute
+from .base import LLAMA_LAYOUT, Arch, llama, permute, unpermute
 from .gemma import GEMMA, GEMMA2, GEMMA3
 from .moe import MIXTRAL, QWEN2MOE, QWEN3MOE
 from .others import FALCON, GPT2, PHI3, STARCODER2
 
 _Q, _K = unpermute("attention.head_count"), unpermute("attention.head_count_kv")
 _PERMUTED = {"attn_q.weight": _Q, "attn_k.weight": _K, "attn_q.bias": _Q, "attn_k.bias": _K}  # weights and biases
+_Q2, _K2 = permute("attention.head_count"), permute("attention.head_count_kv")
+_REDO = {"attn_q.weight": _Q2, "attn_k.weight": _K2, "attn_q.bias": _Q2, "attn_k.bias": _K2}
 
 ARCHITECTURES: dict[str, Arch] = {
-    "llama": Arch(llama, LLAMA_LAYOUT, _PERMUTED, experts=MIXTRAL),  # (Mixtral's files too: llama with experts)
+    "llama": Arch(llama, LLAMA_LAYOUT, _PERMUTED, experts=MIXTRAL, redo=_REDO),  # (Mixtral's: llama with experts)
     "qwen2": Arch(llama, LLAMA_LAYOUT),  # llama.cpp turns Qwen's halves as they are (NEOX rope): no permutation
     "qwen3": Arch(llama, LLAMA_LAYOUT),
     "qwen2moe": QWEN2MOE,

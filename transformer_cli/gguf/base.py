@@ -48,6 +48,17 @@ def unpermute(heads_key: str) -> Transform:
     return undo
 
 
+def permute(heads_key: str) -> Transform:
+    """convert_hf_to_gguf.py's LlamaModel.permute: each head's rows from the halves (j, j + m/2) to adjacent pairs
+    (2j, 2j + 1), for llama.cpp's rotary; the inverse of `unpermute`."""
+
+    def do(rows: np.ndarray, meta: dict[str, Any]) -> np.ndarray:
+        heads = meta.get(heads_key) or meta["attention.head_count"]
+        return rows.reshape(heads, 2, rows.shape[0] // heads // 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
+
+    return do
+
+
 @dataclass(frozen=True)
 class Arch:
     """One GGUF architecture: its spec from the metadata, its tensor layout, the changes to undo per tensor name
@@ -59,6 +70,7 @@ class Arch:
     experts: Family | None = None  # the layout when the file's model has experts (Mixtral's files are llama's)
     skipped: tuple[str, ...] = ("rope_freqs.weight",)
     alternative: tuple[Callable[[Any], bool], Family] | None = None  # another layout for the specs it is for
+    redo: dict[str, Transform] = field(default_factory=dict)  # the converter's changes, to write a file
 
     def layout_of(self, spec) -> Family:
         if self.alternative is not None and self.alternative[0](spec):
@@ -171,4 +183,4 @@ def stacked_experts(names: dict[str, str], globals_: dict[str, str], shared: boo
     return Family("blk.{i}.", routed, globals_, fused=exps, stacked=frozenset(t for t, _, _ in exps))
 
 
-__all__ = ["LLAMA_LAYOUT", "Arch", "Transform", "llama", "stacked_experts", "unpermute", "vocabulary"]
+__all__ = ["LLAMA_LAYOUT", "Arch", "Transform", "llama", "permute", "stacked_experts", "unpermute", "vocabulary"]

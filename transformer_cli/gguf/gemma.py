@@ -34,6 +34,7 @@ def _less_one(rows: np.ndarray, meta: dict[str, Any]) -> np.ndarray:
 NORMS = ("attn_norm.weight", "ffn_norm.weight", "post_attention_norm.weight", "post_ffw_norm.weight",
          "attn_q_norm.weight", "attn_k_norm.weight", "output_norm.weight")  # fmt: skip
 LESS_ONE: dict[str, Transform] = dict.fromkeys(NORMS, _less_one)
+PLUS_ONE: dict[str, Transform] = dict.fromkeys(NORMS, lambda rows, meta: rows + 1.0)
 
 
 def _common(c: Keys, header: Header, base: float) -> dict[str, Any]:
@@ -95,8 +96,8 @@ def gemma3(c: Keys, header: Header) -> dict[str, Any]:
     return spec
 
 
-GEMMA = Arch(gemma, LLAMA_LAYOUT, LESS_ONE)
-GEMMA2 = Arch(gemma2, GEMMA2_LAYOUT, LESS_ONE)
-GEMMA3 = Arch(gemma3, GEMMA2_LAYOUT, LESS_ONE)
+GEMMA = Arch(gemma, LLAMA_LAYOUT, LESS_ONE, redo=PLUS_ONE)
+GEMMA2 = Arch(gemma2, GEMMA2_LAYOUT, LESS_ONE, redo=PLUS_ONE)
+GEMMA3 = Arch(gemma3, GEMMA2_LAYOUT, LESS_ONE, redo=PLUS_ONE)
 
 __all__ = ["GEMMA", "GEMMA2", "GEMMA3"]

@@ -175,6 +175,14 @@ def write_atomic(out: Path, write: Writer, overwrite: bool = True) -> None:
             os.unlink(tmp)
 
 
+def publish(tmp: Path, out: Path, overwrite: bool) -> None:
+    """Move a finished temp file (named by temp_name, in `out`'s folder) to `out`, as write_atomic does."""
+    try:
+        _publish(tmp, out, overwrite)
+    except OSError as exc:
+        raise OutputError(f"{out}: cannot write: {reason(exc)}") from None
+
+
 def _publish(tmp: Path, out: Path, overwrite: bool) -> None:
     if overwrite:
         _existing(out)  # again at the last moment: a device swapped in since the check is still refused

@@ -1,0 +1,175 @@
+"""A model as a GGUF file, as llama.cpp's convert_hf_to_gguf.py would write it: the architecture of its Hugging Face
+model_type, the metadata keys that architecture's reader takes, the converter's changes made (LLaMA's Q/K rows
+permuted, Gemma's norms stored as 1 + w), norms, routers and positions in F32, the other weights in the asked type
+(F32, F16, BF16, Q8_0, Q4_0) by the gguf package's quantiser, with the converter's F16 fallback for rows that are
+no whole blocks. Tensors are written one at a time. The file is read back before it is published: a model the
+format cannot hold (Mistral's window, Qwen-MoE's dense layers) is refused naming what it would lose."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import SpecError
+from ..hf.layouts import hf_shape, join, rules, tensor_shapes
+from ..spec.definition import Spec
+from .archs import ARCHITECTURES
+from .base import LLAMA3, _llama3_factors
+
+ARCH_OF = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
+           "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "gemma": "gemma", "gemma2": "gemma2",
+           "gemma3_text": "gemma3", "phi3": "phi3", "starcoder2": "starcoder2", "gpt2": "gpt2",
+           "falcon": "falcon"}  # fmt: skip
+TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0")
+KEPT_F32 = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight")
+
+
+def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
+    """`{arch}.*` keys (and their values: int, float or str) that the architecture's reader takes."""
+    out: dict[str, Any] = {"block_count": spec.N, "embedding_length": spec.d, "feed_forward_length": spec.r,
+                           "attention.head_count": spec.H, "attention.head_count_kv": spec.kv_heads,
+                           "attention.key_length": spec.m, "attention.value_length": spec.m,
+                           "vocab_size": spec.V}  # fmt: skip
+    if spec.context or spec.max_len:
+        out["context_length"] = spec.context or spec.max_len
+    eps = "attention.layer_norm_rms_epsilon" if spec.norm_type == "rmsnorm" else "attention.layer_norm_epsilon"
+    out[eps] = float(spec.norm_eps)
+    if spec.positional == "rope":
+        out |= {"rope.freq_base": float(spec.rope_theta), "rope.dimension_count": int(spec.m * spec.rope_fraction)}
+    if spec.rope_scaling in ("linear", "yarn"):
+        out |= {"rope.scaling.type": spec.rope_scaling, "rope.scaling.factor": float(spec.rope_factor)}
+    if spec.rope_scaling == "yarn":
+        out |= {"rope.scaling.original_context_length": spec.rope_original_max_len,
+                "rope.scaling.yarn_beta_fast": float(spec.rope_beta_fast),
+                "rope.scaling.yarn_beta_slow": float(spec.rope_beta_slow)}  # fmt: skip
+        if spec.rope_attention_factor is not None:
+            out["rope.scaling.yarn_attn_factor"] = float(spec.rope_attention_factor)
+    if spec.rope_scaling == "longrope":  # Phi-3
+        out["rope.scaling.original_context_length"] = spec.rope_original_max_len
+    if spec.E:
+        out |= {"expert_count": spec.E, "expert_used_count": spec.k}
+        if spec.expert_r:
+            out["expert_feed_forward_length"] = spec.expert_r
+        if spec.shared_r:
+            out["expert_shared_feed_forward_length"] = spec.shared_r
+    if spec.attn_softcap:
+        out["attn_logit_softcapping"] = float(spec.attn_softcap)
+    if spec.logit_softcap:
+        out["final_logit_softcapping"] = float(spec.logit_softcap)
+    if spec.window or arch == "phi3":
+        out["attention.sliding_window"] = spec.window or 0
+    if arch == "gemma3" and spec.rope_local_theta:
+        out["rope.freq_base_swa"] = float(spec.rope_local_theta)
+    return out
+
+
+def _extra_tensors(spec: Spec) -> dict[str, np.ndarray]:
+    """Tensors the converter generates: Llama 3's rope_freqs, Phi-3's LongRoPE factors (F32)."""
+    if spec.rope_scaling == "llama3":
+        if any(getattr(spec, key) != value for key, value in LLAMA3.items()):
+            raise SpecError(f"{spec.label}: a GGUF file holds Llama 3's scaling as factors made with Meta's bands and "
+                            "original context (1, 4, 8192); this model's differ")  # fmt: skip
+        rotated = int(spec.m * spec.rope_fraction)
+        return {"rope_freqs.weight": _llama3_factors(spec.rope_theta, rotated, spec.rope_factor).astype(np.float32)}
+    if spec.rope_scaling == "longrope":
+        assert spec.rope_short_factor is not None and spec.rope_long_factor is not None
+        return {"rope_factors_short.weight": np.asarray(spec.rope_short_factor, dtype=np.float32),
+                "rope_factors_long.weight": np.asarray(spec.rope_long_factor, dtype=np.float32)}  # fmt: skip
+    return {}
+
+
+def _qtype(name: str, shape: tuple[int, ...], asked):
+    """The tensor's GGML type: F32 for 1-D tensors, norms, routers and positions; else `asked`, F16 where its rows
+    are no whole blocks of it (the converter's fallback)."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    if len(shape) <= 1 or name.endswith(KEPT_F32) or asked.name == "F32":
+        return GGMLQuantizationType.F32
+    block = GGML_QUANT_SIZES[asked][0]
+    return asked if shape[-1] % block == 0 else GGMLQuantizationType.F16
+
+
+def _stored(data: np.ndarray, qtype) -> np.ndarray:
+    from gguf.quants import quantize
+
+    data = np.ascontiguousarray(data, dtype=np.float32)
+    if qtype.name == "F32":
+        return data
+    if qtype.name == "F16":
+        return data.astype(np.float16)
+    return quantize(data, qtype)
+
+
+def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.ndarray], type_name: str = "F16",
+               overwrite: bool = False) -> int:  # fmt: skip
+    """Write the model (`spec`, `weights` by tfm's names, of Hugging Face `model_type`) as a GGUF file at `out`;
+    returns the tensors written. Refused in one line where the format cannot hold the model."""
+    import gguf
+
+    from ..io.outputs import publish, temp_name
+    from .model import spec_from_gguf
+
+    if model_type not in ARCH_OF:
+        raise SpecError(f"{spec.label}: model_type '{model_type}' has no GGUF architecture tfm writes (it writes "
+                        f"{', '.join(ARCH_OF)})")  # fmt: skip
+    if type_name.upper() not in TYPES:
+        raise SpecError(f"--type {type_name}: tfm writes GGUF files of {', '.join(t.lower() for t in TYPES)}")
+    arch_name, asked = ARCH_OF[model_type], gguf.GGMLQuantizationType[type_name.upper()]
+    arch = ARCHITECTURES[arch_name]
+    extra = _extra_tensors(spec)
+    meta = _metadata(spec, arch_name)
+    shapes = tensor_shapes(spec)
+    planned = [(rule, hf_shape(rule, shapes)) for rule in rules(arch.layout_of(spec), spec)]
+    tmp = out.parent / temp_name(out.name)
+    try:
+        writer = gguf.GGUFWriter(str(tmp), arch_name)
+        writer.add_name(spec.label)
+        for key, value in meta.items():
+            add: Callable = (writer.add_string if isinstance(value, str) else writer.add_float32
+                             if isinstance(value, float) else writer.add_uint32)  # fmt: skip
+            add(f"{arch_name}.{key}", value)
+        types = {rule.hf: _qtype(rule.hf, shape, asked) for rule, shape in planned}
+        for name, data in extra.items():
+            writer.add_tensor_info(name, data.shape, np.dtype(np.float32), data.nbytes)
+        for rule, shape in planned:
+            block, size = gguf.GGML_QUANT_SIZES[types[rule.hf]]
+            nbytes = int(np.prod(shape)) // block * size
+            writer.add_tensor_info(rule.hf, shape, np.dtype(np.float32), nbytes, raw_dtype=types[rule.hf])
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_ti_data_to_file()
+        for data in extra.values():
+            writer.write_tensor_data(data)
+        for rule, _ in planned:
+            joined = join(rule, {name: _piece(weights, name) for name in rule.tfm}, spec)
+            short = rule.hf.split(".", 2)[-1] if rule.hf.startswith("blk.") else rule.hf
+            if short in arch.redo:
+                joined = arch.redo[short](joined, meta)
+            writer.write_tensor_data(_stored(joined, types[rule.hf]))
+        writer.close()
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        written = spec_from_gguf(tmp)
+        if written.model_keys() != spec.model_keys():
+            lost = ", ".join(spec.differing_keys(written))
+            raise SpecError(f"{out}: the GGUF {arch_name} architecture cannot hold this model ({lost} would differ "
+                            "when read back): not written")  # fmt: skip
+        publish(tmp, out, overwrite)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+    return len(planned) + len(extra)
+
+
+def _piece(weights: Mapping[str, np.ndarray], name: str) -> np.ndarray:
+    if "[" in name:
+        base, e = name[:-1].split("[")
+        return np.asarray(weights[base])[int(e)]
+    return np.asarray(weights[name])
+
+
+__all__ = ["ARCH_OF", "TYPES", "write_gguf"]
