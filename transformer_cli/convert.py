@@ -165,6 +165,27 @@ def gguf_to_tfm(path: Path, out: Path, dtype: Any = None, overwrite: bool = Fals
     return spec, len(tensors)
 
 
+def gguf_to_hugging_face(path: Path, out: Path, dtype: Any = None, shard_bytes: int | None = None,
+                         overwrite: bool = False) -> tuple[Spec, list[str]]:  # fmt: skip
+    """A GGUF file as a Hugging Face folder (float32 unless dtype says), its config.json built from the metadata
+    and checked to describe the file's model before anything is written."""
+    from .gguf.hf_config import hf_config
+    from .gguf.model import GGUFWeights, spec_from_gguf
+    from .hf.config import spec_of_config
+
+    spec = spec_from_gguf(path)
+    weights = GGUFWeights(path, spec)
+    arch = str(weights.header.metadata["general.architecture"])
+    config = hf_config(spec, arch, weights.header.metadata)
+    own = spec_of_config(config, f"{path}: the config.json built from its metadata")
+    if own.model_keys() != spec.model_keys():
+        differ = ", ".join(spec.differing_keys(own))
+        raise SpecError(f"{path}: no Hugging Face config describes this GGUF model ({differ} would differ): not "
+                        "written")  # fmt: skip
+    written = BY_NAME.get(dtype, dtype or np.float32)
+    return spec, write_folder(out, spec, config, weights, written, shard_bytes, overwrite)
+
+
 def to_gguf(source: Path, out: Path, type_name: str = "f16", overwrite: bool = False) -> tuple[Spec, int]:
     """A Hugging Face folder, or tfm's .safetensors written from one (its config in the metadata), as a GGUF file of
     `type_name` weights (f32, f16, bf16, q8_0, q4_0). Returns the spec and the tensors written."""

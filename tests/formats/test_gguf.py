@@ -161,8 +161,8 @@ def test_llama3_factors_are_read_as_the_formula_and_other_factors_refused(tmp_pa
 
 
 def test_convert_writes_a_gguf_files_weights_as_tfms_file(tmp_path, runner):
-    """GGUF -> tfm's .safetensors, dequantised: running it gives the GGUF's logits bit for bit; a Hugging Face
-    folder from GGUF is refused in one line (not written yet), and an existing output is never replaced."""
+    """GGUF -> tfm's .safetensors, dequantised: running it gives the GGUF's logits bit for bit, and an existing
+    output is never replaced."""
     import numpy as np
 
     from transformer_cli.cli import app
@@ -177,5 +177,26 @@ def test_convert_writes_a_gguf_files_weights_as_tfms_file(tmp_path, runner):
     assert np.array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))
     again = runner.invoke(app, ["convert", str(path), "-o", str(tmp_path / "w.safetensors")])
     assert again.exit_code == 2 and "already exists" in again.stderr
-    folder = runner.invoke(app, ["convert", str(path), "-o", str(tmp_path / "hf")])
-    assert folder.exit_code == 2 and "not written yet" in folder.stderr and not (tmp_path / "hf").exists()
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_a_gguf_file_converts_to_a_folder_transformers_loads(tmp_path, runner, name):
+    """GGUF -> Hugging Face folder: its config.json (built from the metadata) is the model's, so transformers'
+    from_pretrained builds the model the file holds, with the file's dequantised weights (float32), and computes
+    the logits of the dequantised model."""
+    import torch
+    import transformers
+
+    from transformer_cli.cli import app
+
+    model = build(name)
+    path = write_gguf(model, tmp_path / "m.gguf", "Q8_0")
+    result = runner.invoke(app, ["convert", str(path), "-o", str(tmp_path / "hf")])
+    assert result.exit_code == 0, result.output
+    assert spec_from_config(tmp_path / "hf").model_keys() == spec_from_gguf(path).model_keys()
+    eager = {"experts_implementation": "eager"} if model.config.model_type.endswith(("moe", "mixtral")) else {}
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "hf", dtype=torch.float64, **eager).eval()
+    reference = dequantised_model(copy.deepcopy(model), "Q8_0")
+    assert relative(theirs(exact(loaded), IDS), theirs(exact(reference), IDS)) < 1e-6  # (float32 weights)
+    ours = Transformer(spec_from_gguf(path), GGUFWeights(path, spec_from_gguf(path)))(IDS)
+    assert relative(theirs(exact(loaded), IDS), ours) < TOL  # every dequantised value is a float32

@@ -120,14 +120,19 @@ def convert(
         elif source.suffix.lower() == ".gguf":
             from ..convert import gguf_to_tfm
 
-            if not to_file:
-                raise TfmError(f"{output}: a GGUF file converts to tfm's weights file (.safetensors or .npz); a "
-                               "Hugging Face folder from GGUF is not written yet")  # fmt: skip
-            weights_format(output)
-            check_output_path(output, [source], force)
-            with busy("converting", json_out):
-                spec_, tensors = gguf_to_tfm(source, output, dtype and dtype.value, overwrite=force)
-            written = [str(output)]
+            if to_file:
+                weights_format(output)
+                check_output_path(output, [source], force)
+                with busy("converting", json_out):
+                    spec_, tensors = gguf_to_tfm(source, output, dtype and dtype.value, overwrite=force)
+                written = [str(output)]
+            else:
+                from ..convert import gguf_to_hugging_face
+
+                check_folder_output(output, [source], force)
+                with busy("converting", json_out):
+                    spec_, files = gguf_to_hugging_face(source, output, dtype and dtype.value, shard_bytes, force)
+                written = [str(output / f) for f in files]
         elif source.is_dir() and to_file:
             from ..convert import to_tfm
 

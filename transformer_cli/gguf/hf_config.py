@@ -1,0 +1,109 @@
+"""The Hugging Face config.json of a GGUF file's model, for `tfm convert FILE.gguf -o FOLDER`: the model_type its
+architecture comes from (llama with experts: mixtral), and the keys transformers reads to build that model. The
+config is checked by reading it back: its spec must be the file's, or the folder is not written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec.definition import Spec
+
+MODEL_TYPE = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": "qwen2_moe", "qwen3moe": "qwen3_moe",
+              "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3_text", "phi3": "phi3",
+              "starcoder2": "starcoder2", "gpt2": "gpt2", "falcon": "falcon"}  # fmt: skip
+CLASSES = {"llama": "LlamaForCausalLM", "mixtral": "MixtralForCausalLM", "qwen2": "Qwen2ForCausalLM",
+           "qwen3": "Qwen3ForCausalLM", "qwen2_moe": "Qwen2MoeForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM",
+           "gemma": "GemmaForCausalLM", "gemma2": "Gemma2ForCausalLM", "gemma3_text": "Gemma3ForCausalLM",
+           "phi3": "Phi3ForCausalLM", "starcoder2": "Starcoder2ForCausalLM", "gpt2": "GPT2LMHeadModel",
+           "falcon": "FalconForCausalLM"}  # fmt: skip
+
+
+def _rope(spec: Spec) -> dict[str, Any]:
+    """rope_theta and rope_scaling as 4.x wrote them (5.x reads both)."""
+    out: dict[str, Any] = {"rope_theta": spec.rope_theta}
+    if spec.rope_fraction != 1.0:
+        out["partial_rotary_factor"] = spec.rope_fraction
+    kind = spec.rope_scaling
+    if kind == "linear":
+        out["rope_scaling"] = {"rope_type": "linear", "factor": spec.rope_factor}
+    elif kind == "llama3":
+        out["rope_scaling"] = {"rope_type": "llama3", "factor": spec.rope_factor,
+                               "low_freq_factor": spec.rope_low_freq_factor,
+                               "high_freq_factor": spec.rope_high_freq_factor,
+                               "original_max_position_embeddings": spec.rope_original_max_len}  # fmt: skip
+    elif kind == "yarn":
+        out["rope_scaling"] = {"rope_type": "yarn", "factor": spec.rope_factor, "beta_fast": spec.rope_beta_fast,
+                               "beta_slow": spec.rope_beta_slow,
+                               "original_max_position_embeddings": spec.rope_original_max_len}  # fmt: skip
+        if spec.rope_attention_factor is not None:
+            out["rope_scaling"]["attention_factor"] = spec.rope_attention_factor
+    elif kind == "longrope":
+        out["rope_scaling"] = {"rope_type": "longrope", "short_factor": list(spec.rope_short_factor or ()),
+                               "long_factor": list(spec.rope_long_factor or ())}  # fmt: skip
+        out["original_max_position_embeddings"] = spec.rope_original_max_len
+    return out
+
+
+def hf_config(spec: Spec, arch: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The config.json transformers builds the GGUF file's model from (its special tokens from the metadata's
+    tokenizer.ggml.*_token_id, else none: a family's default padding id may lie past a small vocabulary)."""
+    tokens = {f"{kind}_token_id": (metadata or {}).get(f"tokenizer.ggml.{name}_token_id")
+              for kind, name in (("pad", "padding"), ("bos", "bos"), ("eos", "eos"))}  # fmt: skip
+    return hf_model_config(spec, arch) | tokens
+
+
+def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
+    """The keys that make the model."""
+    kind = MODEL_TYPE[arch]
+    if kind == "llama" and spec.E:
+        kind = "mixtral"
+    sizes = {"vocab_size": spec.V, "hidden_size": spec.d, "intermediate_size": spec.r, "num_hidden_layers": spec.N,
+             "num_attention_heads": spec.H, "num_key_value_heads": spec.kv_heads, "head_dim": spec.m,
+             "max_position_embeddings": spec.context or spec.max_len or 2048,
+             "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip
+    out: dict[str, Any] = {"architectures": [CLASSES[kind]], "model_type": kind}
+    if kind == "gpt2":
+        return out | {"vocab_size": spec.V, "n_embd": spec.d, "n_layer": spec.N, "n_head": spec.H,
+                      "n_positions": spec.max_len, "n_inner": spec.r, "layer_norm_epsilon": spec.norm_eps,
+                      "activation_function": "gelu_new", "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip
+    if kind == "falcon":
+        two = not spec.shared_norm
+        return out | {k: v for k, v in sizes.items() if k not in ("num_key_value_heads", "head_dim",
+                                                                   "intermediate_size")} | {
+            "ffn_hidden_size": spec.r, "layer_norm_epsilon": spec.norm_eps, "new_decoder_architecture": two,
+            "multi_query": spec.kv_heads == 1, "num_kv_heads": spec.kv_heads, "parallel_attn": True, "bias": False,
+            "alibi": False, **_rope(spec)}  # fmt: skip
+    out |= sizes | _rope(spec)
+    if spec.norm_type == "rmsnorm":
+        out["rms_norm_eps"] = spec.norm_eps
+    if kind in ("llama", "mixtral", "qwen3", "qwen2_moe", "qwen3_moe", "phi3", "gemma", "gemma2", "gemma3_text"):
+        out["attention_bias"] = spec.attention_bias
+    if kind in ("llama", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "phi3"):
+        out["hidden_act"] = "silu"
+    if kind == "mixtral":
+        out |= {"num_local_experts": spec.E, "num_experts_per_tok": spec.k, "sliding_window": None}
+    if kind in ("qwen2", "qwen3"):
+        out["use_sliding_window"] = False
+    if kind in ("qwen2_moe", "qwen3_moe"):
+        out |= {"num_experts": spec.E, "num_experts_per_tok": spec.k, "moe_intermediate_size": spec.expert_r,
+                "norm_topk_prob": spec.router_renorm, "decoder_sparse_step": 1, "mlp_only_layers": [],
+                "use_sliding_window": False}  # fmt: skip
+        if spec.shared_r:
+            out["shared_expert_intermediate_size"] = spec.shared_r
+    if kind.startswith("gemma"):
+        out |= {"hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh"}
+    if kind in ("gemma2", "gemma3_text"):
+        out |= {"query_pre_attn_scalar": spec.m if spec.scale == "sqrt" else float(spec.scale) ** -2,
+                "sliding_window": spec.window, "attn_logit_softcapping": spec.attn_softcap,
+                "final_logit_softcapping": spec.logit_softcap}  # fmt: skip
+    if kind == "gemma3_text":
+        out |= {"sliding_window_pattern": 6, "rope_local_base_freq": spec.rope_local_theta or spec.rope_theta}
+    if kind == "phi3":
+        out["sliding_window"] = spec.window
+    if kind == "starcoder2":
+        out |= {"norm_epsilon": spec.norm_eps, "use_bias": True, "sliding_window": None,
+                "hidden_act": "gelu_pytorch_tanh"}  # fmt: skip
+    return out
+
+
+__all__ = ["hf_config"]
