@@ -200,3 +200,40 @@ def test_a_gguf_file_converts_to_a_folder_transformers_loads(tmp_path, runner, n
     assert relative(theirs(exact(loaded), IDS), theirs(exact(reference), IDS)) < 1e-6  # (float32 weights)
     ours = Transformer(spec_from_gguf(path), GGUFWeights(path, spec_from_gguf(path)))(IDS)
     assert relative(theirs(exact(loaded), IDS), ours) < TOL  # every dequantised value is a float32
+
+
+def test_ggmls_block_sizes_are_the_packages():
+    import gguf
+
+    from transformer_cli.analysis.quantized import GGML
+
+    assert GGML == {kind: gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[kind.upper()]] for kind in GGML}
+
+
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q6_K", "IQ4_XS"])
+def test_plans_ggml_weights_are_the_bytes_a_gguf_file_of_that_type_stores(tmp_path, runner, qtype):
+    """tfm plan --weights q8_0 (...) counts a model's weights as a GGUF file of that type holds them (the converter's
+    F32 norms, F16 fallback, quantised embedding and head): exactly the tensor bytes of such a file."""
+    import json
+
+    from gguf_files import write_random_quantised
+
+    from transformer_cli.cli import app
+
+    if qtype.endswith(("_K", "XS")):  # no quantiser in the package: random blocks, rows of 256
+        import torch
+        import transformers
+
+        cfg = transformers.LlamaConfig(vocab_size=97, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2,
+                                       max_position_embeddings=64)  # fmt: skip
+        torch.manual_seed(0)
+        path = write_random_quantised(transformers.LlamaForCausalLM(cfg).double(), tmp_path / "m.gguf", qtype)
+    else:
+        path = write_gguf(build("qwen2"), tmp_path / "m.gguf", qtype)
+    planned = runner.invoke(app, ["plan", str(path), "-n", "16", "--weights", qtype.lower(), "--json"])
+    assert planned.exit_code == 0, planned.output
+    stored = gguf_summary(path, spec_from_gguf(path))["tensor_bytes"]
+    assert json.loads(planned.stdout)["weights_bytes"][qtype.lower()] == stored
+    own = runner.invoke(app, ["plan", str(path), "-n", "16", "--json"])  # by default: the file's own type
+    assert json.loads(own.stdout)["weights_dtype"] == qtype.lower() and "note:" not in own.stderr

@@ -9,6 +9,9 @@ and the head (GPTQ and AWQ checkpoints keep them), norms, biases, positions, rou
 - int8: one byte an element and a float16 scale per output row (LLM.int8's row-wise scaling).
 - int4 with group size g (default 128): half a byte an element, and per group of g inputs a float16 scale and a
   float16 zero point (GPTQ's and AWQ's asymmetric groups); a row of k inputs has ceil(k / g) groups.
+- GGML's types (q8_0, q4_0, ... the K-quants, as a GGUF file holds them): the bytes of a block of its weights (scales
+  included) for every tensor of two or more axes, the embedding and the head too, as llama.cpp's converter writes
+  them; F16 where a tensor's rows are no whole blocks (its fallback); norms, biases, routers and positions F32.
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ from ..spec.definition import Spec
 from .params import count_params, global_tensors
 
 PLAIN = {"float32": 4, "float16": 2, "bfloat16": 2}
+# GGML's types: (weights a block, bytes a block), as gguf's GGML_QUANT_SIZES has them (a test holds the two equal)
+GGML = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24), "q2_k": (256, 84),
+        "q3_k": (256, 110), "q4_k": (256, 144), "q5_k": (256, 176), "q6_k": (256, 210), "iq4_nl": (32, 18),
+        "iq4_xs": (256, 136)}  # fmt: skip
 KEPT = 2  # bytes an element of what stays unquantised (bfloat16)
 GROUP = 128
 QUANT_NOTE = (
@@ -43,10 +50,20 @@ def _rows_and_inputs(name: str, shape: tuple[int, ...]) -> tuple[int, int]:
     return math.prod(shape[:-1]), shape[-1]
 
 
+def _ggml_bytes(name: str, shape: tuple[int, ...]) -> dict[str, int]:
+    """A tensor's bytes in each GGML type, as the converter stores it."""
+    count = math.prod(shape)
+    leaf = name.rsplit(".", 1)[-1]
+    if len(shape) < 2 or leaf in ("P", "T", "router", "W_gate") or leaf.startswith(("b", "gamma", "beta")):
+        return dict.fromkeys(GGML, 4 * count)  # F32: 1-D tensors, positions, token types, routers
+    inputs = shape[0] if leaf == "E" else _rows_and_inputs(name, shape)[1]  # E (d, V): rows of d in the file
+    return {kind: count // block * size if inputs % block == 0 else 2 * count for kind, (block, size) in GGML.items()}
+
+
 def tensor_bytes(name: str, shape: tuple[int, ...], group: int = GROUP) -> dict[str, int]:
     """One tensor's bytes in every type."""
     count = math.prod(shape)
-    out = {dtype: count * size for dtype, size in PLAIN.items()}
+    out = {dtype: count * size for dtype, size in PLAIN.items()} | _ggml_bytes(name, shape)
     if not quantised(name, shape):
         return out | {dtype: count * KEPT for dtype in ("float8", "int8", "int4")}
     rows, inputs = _rows_and_inputs(name, shape)
@@ -62,7 +79,7 @@ def weight_bytes(spec: Spec, group: int = GROUP) -> dict[str, int]:
     of each stack counted and multiplied, so any size counts at once."""
     sections = count_params(spec, check=False).sections  # blocks alike, of every stack
     parts = [(1, t) for t in global_tensors(spec)] + [(s.copies, t) for s in sections for t in s.tensors]
-    out = {dtype: 0 for dtype in [*PLAIN, "float8", "int8", "int4"]}
+    out = {dtype: 0 for dtype in [*PLAIN, "float8", "int8", "int4", *GGML]}
     for copies, t in parts:
         for dtype, size in tensor_bytes(t.name, t.shape, group).items():
             out[dtype] += copies * size

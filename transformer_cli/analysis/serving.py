@@ -26,7 +26,26 @@ from ..spec.stacks import decoder as decoder_of
 from ..spec.stacks import encoder as encoder_of
 from .kv_cache import served_cache_bytes
 
-WEIGHT_DTYPES = ("float32", "float16", "bfloat16", "float8", "int8", "int4")
+WEIGHT_DTYPES = (
+    "float32",
+    "float16",
+    "bfloat16",
+    "float8",
+    "int8",
+    "int4",
+    "q8_0",
+    "q4_0",
+    "q4_1",
+    "q5_0",
+    "q5_1",
+    "q2_k",
+    "q3_k",
+    "q4_k",
+    "q5_k",
+    "q6_k",
+    "iq4_nl",
+    "iq4_xs",
+)  # (quantized.py's GGML types last)
 KERNELS = {"fused_attention": True, "unfused_attention": False}  # the two ways attention is computed
 
 

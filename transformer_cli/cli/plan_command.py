@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -38,7 +39,10 @@ def plan(
     source_len: Annotated[
         Optional[int], typer.Option("--source-len", min=1, help="An encoder-decoder's source length [default: n].")
     ] = None,
-    weights: Annotated[WeightDType, typer.Option("--weights", help="Weights' type.")] = "bfloat16",  # type: ignore[assignment]
+    weights: Annotated[
+        Optional[WeightDType],
+        typer.Option("--weights", help="Weights' type [default: bfloat16; a GGUF file's own type]."),
+    ] = None,
     kv_dtype: Annotated[KVDType, typer.Option("--kv-dtype", help="KV cache's type.")] = "bfloat16",  # type: ignore[assignment]
     memory: Annotated[
         Optional[str],
@@ -91,7 +95,8 @@ def plan(
             raise TfmError(f"--devices {devices}: needs --zero 1, 2 or 3 (without ZeRO each device holds it all)")
         budget = parse_size(memory, "--memory") if memory else None
         names = tuple(h.value for h in hardware) if hardware else HARDWARE
-        result = make_plan(spec, batch, n, source_len, weights.value, kv_dtype.value, budget, optimizer.value, zero,
+        kind = weights.value if weights is not None else _stored_type(spec_path, spec) or "bfloat16"
+        result = make_plan(spec, batch, n, source_len, kind, kv_dtype.value, budget, optimizer.value, zero,
                            devices, names)  # fmt: skip
     if json_out:
         data = result.to_dict()
@@ -117,6 +122,33 @@ def _table(title: str, columns: list[str], caption: str, drop: tuple[str, ...] =
 def _context(p: Plan) -> str:
     source = f", sources of {p.source_len:,}" if p.source_len is not None else ""
     return f"{shown(p.name)}: b = {p.batch}, n = {p.seq_len:,}{source}"
+
+
+def _stored_type(path: Path | None, spec) -> str | None:
+    """A GGUF file's own type for the plan: the type most of its weights are stored in (as --weights names it).
+    Where the file mixes types (Q4_K_M: Q4_K and Q6_K), the plan counts every weight in that one: said on stderr,
+    with the file's own bytes."""
+    if path is None or path.suffix.lower() != ".gguf":
+        return None
+    from ..analysis.quantized import weight_bytes
+    from ..analysis.units import human
+    from ..gguf.model import gguf_summary
+
+    summary = gguf_summary(path, spec)
+    names = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+    types = {kind: row for kind, row in summary["types"].items() if kind != "F32"} or summary["types"]
+    main = max(types, key=lambda kind: types[kind]["parameters"])
+    kind = names.get(main, main.lower())
+    if kind not in WEIGHT_DTYPES:
+        err.print(f"note: {shown(str(path))} stores its weights as {main}, which tfm plan does not price: planned "
+                  "in bfloat16 (--weights to choose)", soft_wrap=True, highlight=False)  # fmt: skip
+        return None
+    planned, held = weight_bytes(spec)[kind], summary["tensor_bytes"]
+    if planned != held:
+        err.print(f"note: {shown(str(path))} mixes types ({', '.join(sorted(summary['types']))}); the plan counts its "
+                  f"weights as {kind} ({human(planned)}), the file holds {human(held)} of tensors", soft_wrap=True,
+                  highlight=False)  # fmt: skip
+    return kind
 
 
 def serving_table(p: Plan) -> Table:
