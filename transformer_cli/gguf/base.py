@@ -119,6 +119,21 @@ def llama(c: Keys, header: Header) -> dict[str, Any]:
     return spec
 
 
+def sizes(c: Keys, header: Header, G_default: int | None = None) -> dict[str, Any]:
+    """The sizes every architecture reads alike, causal pre-norm, scores scaled by 1/sqrt(m), a head unless the
+    file has no output.weight (tied)."""
+    d, H = c.count("embedding_length"), c.count("attention.head_count")
+    G = c.count("attention.head_count_kv", G_default or H)
+    out = {"N": c.count("block_count"), "H": H, "m": c.count("attention.key_length", None) or d // H, "d": d,
+           "r": c.count("feed_forward_length"), "V": vocabulary(c, header), "scale": "sqrt", "mask": "causal",
+           "norm": "pre", "tie_embeddings": "output.weight" not in header.tensors}  # fmt: skip
+    if G != H:
+        out["G"] = G
+    if c.has("context_length"):
+        out["context"] = c.count("context_length")
+    return out
+
+
 LLAMA3 = {"rope_low_freq_factor": 1.0, "rope_high_freq_factor": 4.0, "rope_original_max_len": 8192}  # Meta's values
 
 
@@ -183,4 +198,14 @@ def stacked_experts(names: dict[str, str], globals_: dict[str, str], shared: boo
     return Family("blk.{i}.", routed, globals_, fused=exps, stacked=frozenset(t for t, _, _ in exps))
 
 
-__all__ = ["LLAMA_LAYOUT", "Arch", "Transform", "llama", "permute", "stacked_experts", "unpermute", "vocabulary"]
+__all__ = [
+    "LLAMA_LAYOUT",
+    "Arch",
+    "Transform",
+    "llama",
+    "permute",
+    "sizes",
+    "stacked_experts",
+    "unpermute",
+    "vocabulary",
+]

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..hf.keys import Keys
 from ..hf.layouts import Family
-from .base import LLAMA_LAYOUT, Arch, Transform, vocabulary
+from .base import LLAMA_LAYOUT, Arch, Transform, sizes
 from .header import Header
 
 BIG = {"gemma2": 46, "gemma3": 62}  # (see the module's docstring)
@@ -38,21 +38,11 @@ PLUS_ONE: dict[str, Transform] = dict.fromkeys(NORMS, lambda rows, meta: rows + 
 
 
 def _common(c: Keys, header: Header, base: float) -> dict[str, Any]:
-    d, H = c.count("embedding_length"), c.count("attention.head_count")
-    m = c.count("attention.key_length", None) or d // H
-    G = c.count("attention.head_count_kv", H)
-    spec: dict[str, Any] = {
-        "N": c.count("block_count"), "H": H, "m": m, "d": d, "r": c.count("feed_forward_length"),
-        "V": vocabulary(c, header), "scale": "sqrt", "mask": "causal", "positional": "rope",
-        "rope_theta": c.number("rope.freq_base", base), "norm": "pre", "norm_type": "rmsnorm",
+    return sizes(c, header) | {
+        "positional": "rope", "rope_theta": c.number("rope.freq_base", base), "norm_type": "rmsnorm",
         "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-6), "norm_plus_one": True, "embed_scale": "sqrt",
         "feedforward": "gated", "activation": "gelu", "ff_bias": False, "tie_embeddings": True,
     }  # fmt: skip
-    if G != H:
-        spec["G"] = G
-    if c.has("context_length"):
-        spec["context"] = c.count("context_length")
-    return spec
 
 
 def gemma(c: Keys, header: Header) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..hf.keys import Keys
 from ..hf.layouts import Family
-from .base import LLAMA_LAYOUT, Arch, vocabulary
+from .base import LLAMA_LAYOUT, Arch, sizes
 from .header import Header
 
 _one = lambda spec: 1  # noqa: E731
@@ -27,23 +27,10 @@ _GLOBALS = {"embedding.E": "token_embd.weight", "head.W": "output.weight", "fina
             "final_norm.beta": "output_norm.bias"}  # fmt: skip
 
 
-def _sizes(c: Keys, header: Header, G_default: int | None = None) -> dict[str, Any]:
-    d, H = c.count("embedding_length"), c.count("attention.head_count")
-    G = c.count("attention.head_count_kv", G_default or H)
-    out = {"N": c.count("block_count"), "H": H, "m": c.count("attention.key_length", None) or d // H, "d": d,
-           "r": c.count("feed_forward_length"), "V": vocabulary(c, header), "scale": "sqrt", "mask": "causal",
-           "norm": "pre", "tie_embeddings": "output.weight" not in header.tensors}  # fmt: skip
-    if G != H:
-        out["G"] = G
-    if c.has("context_length"):
-        out["context"] = c.count("context_length")
-    return out
-
-
 def phi3(c: Keys, header: Header) -> dict[str, Any]:
     """Phi-3: LLaMA's block with fused qkv and gate-up tensors, a partial rotary (rope.dimension_count), the window
     sliding_window says (0: none), LongRoPE from rope_factors_short/long and rope.scaling.original_context_length."""
-    spec = _sizes(c, header) | {"positional": "rope", "rope_theta": c.number("rope.freq_base", 10000.0),
+    spec = sizes(c, header) | {"positional": "rope", "rope_theta": c.number("rope.freq_base", 10000.0),
                                 "norm_type": "rmsnorm", "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-5),
                                 "feedforward": "gated", "activation": "silu", "ff_bias": False}  # fmt: skip
     rotated = c.count("rope.dimension_count", spec["m"])
@@ -74,14 +61,14 @@ def _decimals(values) -> list[float]:
 
 def starcoder2(c: Keys, header: Header) -> dict[str, Any]:
     """StarCoder2: LayerNorms with biases, biases on q, k, v, o and the plain MLP (gelu tanh), rotary."""
-    return _sizes(c, header) | {"positional": "rope", "rope_theta": c.number("rope.freq_base", 10000.0),
+    return sizes(c, header) | {"positional": "rope", "rope_theta": c.number("rope.freq_base", 10000.0),
                                 "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5), "attention_bias": True,
                                 "activation": "gelu"}  # fmt: skip
 
 
 def gpt2(c: Keys, header: Header) -> dict[str, Any]:
     """GPT-2: learned positions (position_embd), LayerNorms with biases, biases everywhere, gelu (tanh)."""
-    spec = _sizes(c, header) | {"positional": "learned", "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
+    spec = sizes(c, header) | {"positional": "learned", "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
                                 "attention_bias": True, "activation": "gelu"}  # fmt: skip
     return spec | {"max_len": header.tensors["position_embd.weight"].shape[0]}
 
@@ -90,7 +77,7 @@ def falcon(c: Keys, header: Header) -> dict[str, Any]:
     """Falcon: parallel attention and MLP, one norm (7B) or two (attn_norm_2: the new decoder architecture), key and
     value heads head_count_kv (1 by default: multi-query), exact GELU, no biases."""
     two = "blk.0.attn_norm_2.weight" in header.tensors
-    return _sizes(c, header, G_default=1) | {
+    return sizes(c, header, G_default=1) | {
         "positional": "rope", "rope_theta": c.number("rope.freq_base", 10000.0),
         "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5), "parallel": True, "shared_norm": not two,
         "activation": "gelu_exact", "ff_bias": False,
