@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import SpecError
 from .hf.checkpoint import INDEX, SINGLE
-from .hf.layouts import Rule, hf_shape, join, rules, tensor_shapes
+from .hf.layouts import Rule, hf_shape, join, piece, rules, tensor_shapes
 from .hf.weights import family_for
 from .io import outputs, safetensors_io
 from .io.arrays import Header, cast_finite
@@ -31,14 +31,6 @@ TORCH_NAMES = {np.dtype(np.float64): "float64", np.dtype(np.float32): "float32",
                BFLOAT16: "bfloat16"}  # fmt: skip
 BY_NAME = {name: dtype for dtype, name in TORCH_NAMES.items()}
 GENERATION = "generation_config.json"  # kept in tfm's weights file (metadata 'hf_generation_config') and written back
-
-
-def _piece(weights: Mapping[str, np.ndarray], name: str) -> np.ndarray:
-    """tfm's tensor `name`, or one expert of it: 'blocks.0.ff.W1[3]'."""
-    if "[" in name:
-        base, e = name[:-1].split("[")
-        return np.asarray(weights[base])[int(e)]
-    return np.asarray(weights[name])
 
 
 def _shards(sized: list[tuple[Rule, int]], shard_bytes: int | None) -> list[list[Rule]]:
@@ -111,7 +103,7 @@ def _shard_writer(
 
     def arrays() -> Iterator[tuple[str, np.ndarray]]:
         for rule in shard:
-            joined = join(rule, {name: _piece(weights, name) for name in rule.tfm}, spec)
+            joined = join(rule, {name: piece(weights, name) for name in rule.tfm}, spec)
             yield rule.hf, cast_finite(joined, dtype, f"{path.parent}: tensor {rule.hf}")
 
     return safetensors_io.writer(layout, arrays(), {"format": "pt"}, path)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
-from ..hf.layouts import hf_shape, join, rules, tensor_shapes
+from ..hf.layouts import hf_shape, join, piece, rules, tensor_shapes
 from ..spec.definition import Spec
 from .archs import ARCHITECTURES
 from .base import LLAMA3, _llama3_factors
@@ -145,7 +145,7 @@ def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.
         for data in extra.values():
             writer.write_tensor_data(data)
         for rule, _ in planned:
-            joined = join(rule, {name: _piece(weights, name) for name in rule.tfm}, spec)
+            joined = join(rule, {name: piece(weights, name) for name in rule.tfm}, spec)
             short = rule.hf.split(".", 2)[-1] if rule.hf.startswith("blk.") else rule.hf
             if short in arch.redo:
                 joined = arch.redo[short](joined, meta)
@@ -163,13 +163,6 @@ def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.
         if os.path.lexists(tmp):
             os.unlink(tmp)
     return len(planned) + len(extra)
-
-
-def _piece(weights: Mapping[str, np.ndarray], name: str) -> np.ndarray:
-    if "[" in name:
-        base, e = name[:-1].split("[")
-        return np.asarray(weights[base])[int(e)]
-    return np.asarray(weights[name])
 
 
 __all__ = ["ARCH_OF", "TYPES", "write_gguf"]

@@ -239,6 +239,14 @@ class Shapes(dict):
         raise KeyError(name)
 
 
+def piece(weights, name: str) -> Array:
+    """tfm's tensor `name` from `weights`, or one expert (or head) of it: 'blocks.0.ff.W1[3]'."""
+    if "[" in name:
+        base, index = name[:-1].split("[")
+        return np.asarray(weights[base])[int(index)]
+    return np.asarray(weights[name])
+
+
 def tensor_shapes(spec: Spec, first: bool = False) -> Shapes:
     """tfm's tensor shapes by name (and by name and index: Shapes); with `first`, those of block 0 (and encoder
     block 0) and outside the blocks only."""
