@@ -27,9 +27,28 @@ from .outputs import Writer, write_atomic
 
 MAX_HEADER = 100_000_000  # bytes; the reference implementation refuses more
 DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4", "I16": "<i2",
-          "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?"}  # fmt: skip
-CODES = {np.dtype(v): k for k, v in DTYPES.items() if k not in ("BF16",)} | {BFLOAT16: "BF16"}
-DECODED = {code: np.dtype(np.float32) if code == "BF16" else np.dtype(v) for code, v in DTYPES.items()}
+          "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?",
+          "F8_E4M3": "u1", "F8_E5M2": "u1"}  # fmt: skip
+FLOAT8 = ("F8_E4M3", "F8_E5M2")  # read as bytes, decoded exactly to float32 (quantised checkpoints hold them)
+CODES = {np.dtype(v): k for k, v in DTYPES.items() if k not in ("BF16", *FLOAT8)} | {BFLOAT16: "BF16"}
+DECODED = {code: np.dtype(np.float32) if code in ("BF16", *FLOAT8) else np.dtype(v) for code, v in DTYPES.items()}
+
+
+def _e4m3() -> np.ndarray:
+    """The 256 values of float8 E4M3 ("fn": no infinities; S.1111.111 is NaN) as float32, exactly."""
+    b = np.arange(256)
+    exponent, mantissa = (b >> 3) & 15, b & 7
+    magnitude = np.where(exponent == 0, mantissa / 8 * 2.0**-6, (1 + mantissa / 8) * 2.0 ** (exponent - 7))
+    values = np.where(b >> 7, -magnitude, magnitude)
+    values[(exponent == 15) & (mantissa == 7)] = np.nan
+    return values.astype(np.float32)
+
+
+# E5M2 is the top byte of an IEEE float16 (infinities and NaN included), so float16's bits decode it.
+FLOAT8_VALUES = {
+    "F8_E4M3": _e4m3(),
+    "F8_E5M2": (np.arange(256, dtype=np.uint16) << 8).view(np.float16).astype(np.float32),
+}
 
 
 class Entry(NamedTuple):
@@ -178,6 +197,8 @@ def read_tensor(path: Path, handle: IO[bytes], name: str, entry: Entry, data_sta
         raise _bad(path, f"tensor '{shown(name)}': the file ends inside its data")
     if entry.code == "BF16":  # bfloat16 is the top half of a float32: shifting the bits back is exact
         return (array.astype(np.uint32) << 16).view(np.float32)
+    if entry.code in FLOAT8:
+        return FLOAT8_VALUES[entry.code][array]
     return array.astype(array.dtype.newbyteorder("="), copy=False)
 
 
