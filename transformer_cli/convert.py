@@ -21,6 +21,7 @@ import numpy as np
 from .errors import SpecError
 from .hf.checkpoint import INDEX, SINGLE
 from .hf.layouts import Rule, hf_shape, join, piece, rules, tensor_shapes
+from .hf.quant import dequantised
 from .hf.weights import family_for
 from .io import outputs, safetensors_io
 from .io.arrays import Header, cast_finite
@@ -81,7 +82,7 @@ def write_folder(
         weight_map = {rule.hf: name for name, shard in zip(names, shards, strict=True) for rule in shard}
         index = {"metadata": {"total_size": sum(size for _, size in sized)}, "weight_map": weight_map}
         files.append((INDEX, _text(json.dumps(index, indent=2) + "\n")))
-    written = dict(config) | {"dtype": TORCH_NAMES.get(dtype, str(dtype)), "torch_dtype": TORCH_NAMES.get(dtype)}
+    written = dequantised(config) | {"dtype": TORCH_NAMES.get(dtype, str(dtype)), "torch_dtype": TORCH_NAMES.get(dtype)}
     files.insert(0, ("config.json", _text(json.dumps(written, indent=2) + "\n")))
     files += list(extra)
     outputs.write_folder(folder, files, is_checkpoint_file, overwrite)
@@ -134,7 +135,7 @@ def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) 
     tensors = list(iter_tensors(spec))
     layout = lambda: ((t.name, Header(t.shape, dtype)) for t in tensors)  # noqa: E731
     arrays = ((t.name, cast_finite(weights[t.name], dtype, f"{folder}: tfm's tensor {t.name}")) for t in tensors)
-    metadata = {"hf_config": json.dumps(dict(config))} | _generation(folder)
+    metadata = {"hf_config": json.dumps(dequantised(config))} | _generation(folder)
     write_weights(out, layout, arrays, spec, overwrite, metadata)
     return spec, len(tensors)
 

@@ -308,11 +308,36 @@ def gguf_line(source: str, g: dict) -> str:
             f"{types})")  # fmt: skip
 
 
+def _bits(bits: float) -> str:
+    """Bits per weight to two decimals, or to four below 0.01 (a scale per 128 x 128 block: 0.0020)."""
+    return f"{bits:.2f}" if bits >= 0.01 or bits == 0 else f"{bits:.4f}"
+
+
+def quantized_line(source: str, checkpoint: dict, files: str) -> str:
+    """A quantised checkpoint: its packed weights' bits per weight (what each kind of their bytes costs), the
+    rest by dtype, and its true parameters beside the elements its tensors hold."""
+    q, n = checkpoint["quantization"], checkpoint["parameters"]
+    packed = q["packed"]
+    weights = packed["parameters"]
+    kinds = ", ".join(f"{kind} {_bits(8 * size / weights)}" for kind, size in packed["bytes_by_kind"].items())
+    plain = ", ".join(f"{code} {row['parameters']:,} ({row['bits_per_weight']:.2f} bits)"
+                      for code, row in sorted(q["plain"].items()))  # fmt: skip
+    runs = "" if q["runs"] else "; counted and planned, not run"
+    return (
+        f"checkpoint {shown(source)}: {files}, {checkpoint['tensors']:,} tensors, {human(checkpoint['bytes'])}, "
+        f"{shown(q['scheme'])}: {packed['weights']:,} packed weights, {packed['parameters']:,} parameters at "
+        f"{packed['bits_per_weight']:.2f} bits per weight ({kinds}); {plain or 'nothing else'}; every tensor fits "
+        f"config.json ({n:,} parameters; its tensors hold {checkpoint['stored_elements']:,} elements){runs}"
+    )
+
+
 def checkpoint_line(source: str, checkpoint: dict) -> str:
     """One line on a Hugging Face checkpoint whose headers fit its config (or on a GGUF file's tensors)."""
     if "types" in checkpoint:
         return gguf_line(source, checkpoint)
     files = f"{checkpoint['files']} file{'s' if checkpoint['files'] > 1 else ''}"
+    if "quantization" in checkpoint:
+        return quantized_line(source, checkpoint, files)
     return (f"checkpoint {shown(source)}: {files}, {checkpoint['tensors']:,} tensors, {human(checkpoint['bytes'])} "
             f"{'/'.join(checkpoint['dtypes'])}; every tensor fits config.json "
             f"({checkpoint['parameters']:,} parameters stored)")  # fmt: skip

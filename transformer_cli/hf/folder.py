@@ -10,7 +10,8 @@ from ..errors import ArrayError
 from ..spec.definition import Spec
 from .checkpoint import Checkpoint
 from .config import load_config, read_config
-from .weights import CheckpointWeights, check_fit, checkpoint_weights
+from .quant.base import KINDS
+from .weights import CheckpointWeights, Fitted, check_fit, checkpoint_weights
 
 
 def folder_weights(folder: Path, spec: Spec) -> CheckpointWeights:
@@ -24,14 +25,66 @@ def folder_weights(folder: Path, spec: Spec) -> CheckpointWeights:
 
 def summary(folder: Path, spec: Spec) -> dict[str, Any]:
     """What `tfm count FOLDER` says of the checkpoint, from its headers alone: files, tensors, bytes, dtypes,
-    and the parameters the file holds (a tied head once), after checking that every tensor fits."""
+    and the parameters the file holds (a tied head once), after checking that every tensor fits. A quantised
+    checkpoint's parameters are the weights' own (unpacked), beside the elements its tensors hold; its bytes and
+    bits per weight are given for the packed weights (codes, scales, zero points, ... apart) and per dtype for
+    the rest."""
     checkpoint = Checkpoint(folder)
-    found = check_fit(checkpoint, spec, read_config(folder))
-    entries = [checkpoint.tensors[name].entry for name in found.values()]
-    return {
+    config = read_config(folder)
+    fitted = check_fit(checkpoint, spec, config)
+    entries = [checkpoint.tensors[name].entry for name in fitted.files.values()]
+    parameters = sum(math.prod(e.shape) for e in entries)
+    out: dict[str, Any] = {
         "files": len({t.shard for t in checkpoint.tensors.values()}),
         "tensors": len(checkpoint.tensors),
         "bytes": checkpoint.nbytes(),
         "dtypes": sorted({e.code for e in entries}),
-        "parameters": sum(math.prod(e.shape) for e in entries),
+        "parameters": parameters,
     }
+    if fitted.scheme is None:
+        return out
+    plain: dict[str, dict[str, Any]] = {}
+    for e in entries:
+        row = plain.setdefault(e.code, {"tensors": 0, "parameters": 0, "bytes": 0})
+        row["tensors"] += 1
+        row["parameters"] += math.prod(e.shape)
+        row["bytes"] += e.end - e.begin
+    by_kind: dict[str, int] = {}  # (in the order of KINDS)
+    stored_elements = parameters
+    for packed in fitted.packed.values():
+        for name, stored in packed.items():
+            if name in checkpoint.tensors:
+                entry = checkpoint.tensors[name].entry
+                by_kind[stored.kind] = by_kind.get(stored.kind, 0) + entry.end - entry.begin
+                stored_elements += math.prod(entry.shape)
+    unpacked = sum(math.prod(shape) for shape in _packed_shapes(checkpoint, spec, config, fitted))
+    packed_bytes = sum(by_kind.values())
+    by_kind = {kind: by_kind[kind] for kind in KINDS if kind in by_kind}
+    for row in plain.values():
+        row["bits_per_weight"] = 8 * row["bytes"] / row["parameters"] if row["parameters"] else 0.0
+    return out | {
+        "parameters": parameters + unpacked,
+        "stored_elements": stored_elements,
+        "quantization": {
+            "method": fitted.scheme.method,
+            "scheme": fitted.scheme.label,
+            "runs": fitted.scheme.refused is None,
+            "packed": {
+                "weights": len(fitted.packed),
+                "parameters": unpacked,
+                "bytes": packed_bytes,
+                "bits_per_weight": 8 * packed_bytes / unpacked if unpacked else 0.0,
+                "bytes_by_kind": by_kind,
+            },
+            "plain": plain,
+        },
+    }
+
+
+def _packed_shapes(checkpoint: Checkpoint, spec: Spec, config: dict[str, Any], fitted: Fitted) -> list[tuple[int, ...]]:
+    """The shapes of the weights the file holds packed, as the model holds them."""
+    from .layouts import hf_shape, rules, tensor_shapes
+    from .weights import family_for
+
+    shapes = tensor_shapes(spec)
+    return [hf_shape(rule, shapes) for rule in rules(family_for(config), spec) if rule.hf in fitted.packed]

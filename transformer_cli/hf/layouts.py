@@ -247,6 +247,22 @@ def piece(weights, name: str) -> Array:
     return np.asarray(weights[name])
 
 
+def bytes_by_tensor(rule_of: dict[str, Rule], shapes: Shapes, stored: Callable[[str], int]) -> dict[str, int]:
+    """Each tfm tensor's bytes in a file: the bytes `stored(name)` of the file tensor holding it, a fused or stacked
+    tensor's shared by element count (exact in total; each share rounded down, the last takes the rest)."""
+    holders: dict[str, list[str]] = {}
+    for name, rule in rule_of.items():
+        holders.setdefault(rule.hf, []).append(name)
+    out: dict[str, int] = {}
+    for hf, names in holders.items():
+        total, elements = stored(hf), [math.prod(shapes[n]) for n in names]
+        shares = [total * e // max(sum(elements), 1) for e in elements]
+        shares[-1] += total - sum(shares)
+        for name, share in zip(names, shares, strict=True):
+            out[name.split("[")[0]] = out.get(name.split("[")[0], 0) + share
+    return out
+
+
 def tensor_shapes(spec: Spec, first: bool = False) -> Shapes:
     """tfm's tensor shapes by name (and by name and index: Shapes); with `first`, those of block 0 (and encoder
     block 0) and outside the blocks only."""

@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..analysis.quantized import Held
 from ..errors import ArrayError
 from ..io.arrays import first_nonfinite
 from ..spec.definition import Spec
@@ -45,8 +46,11 @@ from .family_layouts import (
     STARCODER2,
     falcon,
 )
-from .layouts import Family, Rule, hf_shape, rule_count, rules, split, tensor_shapes
+from .layouts import Family, Rule, bytes_by_tensor, hf_shape, rule_count, rules, split, tensor_shapes
+from .quant import Scheme, scheme_of
+from .quant.base import Stored
 
+FLOATING = ("F64", "F32", "F16", "BF16")
 FAMILIES = {"gpt2": GPT2, "bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "distilbert": DISTILBERT,
             "gpt_neo": GPT_NEO, "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA, "qwen3": LLAMA,
             "gemma": LLAMA, "gemma2": GEMMA2, "gemma3_text": GEMMA2, "qwen2_moe": QWEN_MOE, "qwen3_moe": QWEN_MOE,
@@ -142,12 +146,34 @@ def _listed(items: list[str], limit: int = 6) -> str:
     return ", ".join(items[:limit]) + more
 
 
-def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> dict[str, str]:
-    """Check the headers against the config's model; return tfm's checkpoint name -> the file's name for it.
+class Fitted(NamedTuple):
+    """A checkpoint checked against its config: tfm's checkpoint name -> the file's name, for the tensors held as
+    they are; for the weights a quantised file holds packed, their stored tensors by name; the quantisation."""
+
+    files: dict[str, str]
+    packed: dict[str, dict[str, Stored]]
+    scheme: Scheme | None
+
+
+def _packed(checkpoint: Checkpoint, expected: dict[str, tuple[int, ...]], scheme: Scheme | None):
+    """The weights the file holds packed (the first tensor of their packed form is in it), with those tensors."""
+    if scheme is None:
+        return {}
+    out = {}
+    for name, shape in expected.items():
+        stored = scheme.packed(name, shape)
+        if stored and next(n for n in stored if n != name) in checkpoint.tensors:
+            out[name] = stored
+    return out
+
+
+def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> Fitted:
+    """Check the headers against the config's model; return where each tensor is (Fitted).
 
     Raises an ArrayError listing every missing, unexpected, misshapen or non-floating tensor, with its file.
     A tied copy that a file holds anyway (a tied head, as older conversions kept; T5's and BART's per-stack
-    token embeddings) is accepted if its shape fits, and not read.
+    token embeddings) is accepted if its shape fits, and not read. A quantised checkpoint's packed weights are
+    checked as their method stores them (quant/): every packed tensor present, of its shape and dtype.
     """
     family = family_for(config)
     needed, per_block = rule_count(family, spec)
@@ -162,12 +188,19 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
         )
     shapes = tensor_shapes(spec)
     expected = {rule.hf: hf_shape(rule, shapes) for rule in rules(family, spec)}
+    scheme = scheme_of(config, str(checkpoint.folder / "config.json"))
+    packs = _packed(checkpoint, expected, scheme)
+    stored = {n: t for name in packs for n, t in packs[name].items()}
+    for name in packs:
+        del expected[name]
     copies = {name: hf_shape(Rule(name, (ours,)), shapes) for name, ours in _copies(family, spec).items()}
     kind = str(config.get("model_type"))
     found: dict[str, str] = {}
     copied: dict[str, str] = {}
     unexpected = []
     for name in checkpoint.tensors:
+        if name in stored:
+            continue
         ours = canonical(name, kind, expected)
         if ours is None or ours in family.zero_buffers:
             continue
@@ -179,6 +212,7 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
             unexpected.append(f"{shown(name)} ({checkpoint.where(name)})")
     problems = []
     missing = [name for name in expected if name not in found]
+    missing += [name for name, t in stored.items() if not t.optional and name not in checkpoint.tensors]
     if missing:
         hints = [family.hints[name] for name in missing if name in family.hints]
         problems.append(" ".join([f"missing {_listed(missing)}", *hints]))
@@ -187,15 +221,20 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
     held = [(n, file, expected[n]) for n, file in found.items()] + [(n, f, copies[n]) for n, f in copied.items()]
     wrong = [f"{file} {checkpoint.shape(file)} in {checkpoint.where(file)} (expected {shape})"
              for _, file, shape in held if checkpoint.shape(file) != shape]  # fmt: skip
+    present = [n for n in stored if n in checkpoint.tensors]
+    wrong += [f"{n} {checkpoint.shape(n)} in {checkpoint.where(n)} (expected {stored[n].shape})"
+              for n in present if not stored[n].fits(checkpoint.shape(n))]  # fmt: skip
     if wrong:
         problems.append(f"wrong shape {_listed(wrong, 3)}")
     codes = [f"{found[n]} {checkpoint.tensors[found[n]].entry.code}" for n in found
-             if checkpoint.tensors[found[n]].entry.code not in ("F64", "F32", "F16", "BF16")]  # fmt: skip
+             if checkpoint.tensors[found[n]].entry.code not in FLOATING]  # fmt: skip
+    codes += [f"{n} {checkpoint.tensors[n].entry.code} (expected {' or '.join(stored[n].codes)})" for n in present
+              if checkpoint.tensors[n].entry.code not in stored[n].codes]  # fmt: skip
     if codes:
-        problems.append(f"not floating point {_listed(codes)}")
+        problems.append(f"{'not floating point' if not stored else 'wrong dtype'} {_listed(codes)}")
     if problems:
         raise ArrayError(f"{checkpoint.folder}: checkpoint does not fit its config.json: " + "; ".join(problems))
-    return found
+    return Fitted(found, packs, scheme)
 
 
 def _copies(family: Family, spec: Spec) -> dict[str, str]:
@@ -226,7 +265,8 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
 
     def __init__(self, checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]):
         self.checkpoint, self.spec = checkpoint, spec
-        self.files = check_fit(checkpoint, spec, config)
+        self.fitted = check_fit(checkpoint, spec, config)
+        self.files = self.fitted.files
         _check_zero_buffers(checkpoint, family_for(config))
         self.shapes = tensor_shapes(spec)
         self.rule_of: dict[str, Rule] = {}
@@ -238,6 +278,10 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
 
     def _stored(self, rule: Rule) -> np.ndarray:
         if self._last is None or self._last[0] != rule.hf:
+            if rule.hf in self.fitted.packed:
+                array = self._dequantised(rule)
+                self._last = (rule.hf, array)
+                return array
             file_name = self.files[rule.hf]
             array = self.checkpoint.read(file_name)
             bad = first_nonfinite(array)
@@ -246,6 +290,42 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
                 raise ArrayError(f"{self.checkpoint.folder}: NaN or inf in {shown(file_name)} ({where}) at {bad}")
             self._last = (rule.hf, array)
         return self._last[1]
+
+    def _dequantised(self, rule: Rule) -> np.ndarray:
+        """A packed weight, rebuilt by its method from the tensors the file holds for it."""
+        scheme = self.fitted.scheme
+        assert scheme is not None
+        if scheme.refused:
+            raise ArrayError(f"{self.checkpoint.folder}: {shown(rule.hf)} is packed ({scheme.label}): {scheme.refused}")
+        checkpoint, stored = self.checkpoint, self.fitted.packed[rule.hf]
+
+        class Reader:
+            def __call__(self, name: str) -> np.ndarray:
+                return checkpoint.read(name)
+
+            def has(self, name: str) -> bool:
+                return name in checkpoint.tensors and name in stored
+
+        array = scheme.dequantise(rule.hf, hf_shape(rule, self.shapes), Reader())
+        bad = first_nonfinite(array)
+        if bad is not None:
+            where = f"{shown(rule.hf)} (dequantised, {scheme.label})"
+            raise ArrayError(f"{checkpoint.folder}: NaN or inf in {where} at {bad}")
+        return array
+
+    def held(self) -> Held:
+        """The bytes the checkpoint holds for each of tfm's tensors (a packed weight's scales and zero points
+        included), for the plan."""
+        tensors = self.checkpoint.tensors
+
+        def stored(hf: str) -> int:
+            names = list(self.fitted.packed.get(hf) or [self.files[hf]])
+            return sum(tensors[n].entry.end - tensors[n].entry.begin for n in names if n in tensors)
+
+        scheme = self.fitted.scheme
+        codes = sorted({tensors[name].entry.code for name in self.files.values()})
+        label = scheme.label if scheme is not None else "/".join(codes)
+        return Held(label, bytes_by_tensor(self.rule_of, self.shapes, stored))
 
     def _piece(self, name: str) -> np.ndarray:
         rule = self.rule_of[name]
