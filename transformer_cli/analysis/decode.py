@@ -21,7 +21,7 @@ from ..spec.stacks import decoder
 from .flops import multiply_adds
 from .kv_cache import cached_tokens, kv_cache_bytes
 from .params import count_params, global_tensors
-from .quantized import tensor_bytes
+from .quantized import Held, tensor_bytes
 
 
 def training_flops_per_token(spec: Spec, n: int) -> dict[str, int]:
@@ -48,10 +48,12 @@ def step_multiply_adds(spec: Spec, n: int, n_src: int | None = None) -> tuple[in
     return weights, attention
 
 
-def weights_read(spec: Spec, b: int, dtype: str) -> int:
+def weights_read(spec: Spec, b: int, dtype: str | Held) -> int:
     """Bytes of weights a decoding step for b sequences reads: every tensor its tokens use once, but not the
     lookup tables (a row each; the token embedding is read whole when it is also the head), not the encoder,
-    and of routed experts at most min(E, b k) a block."""
+    and of routed experts at most min(E, b k) a block. `dtype` a type, or the bytes a file holds (Held)."""
+    if isinstance(dtype, Held):
+        return _held_read(spec, b, dtype)
     sizes = {t.name: tensor_bytes(t.name, t.shape)[dtype] for t in global_tensors(spec)}
     total = sum(v for name, v in sizes.items() if not name.startswith("encoder") and name not in LOOKUPS)
     if spec.tie_embeddings and "embedding.E" in sizes:
@@ -63,6 +65,19 @@ def weights_read(spec: Spec, b: int, dtype: str) -> int:
                 E, k = spec.E or 1, spec.k or 1  # (a block with experts: both set)
                 size = size * min(E, b * k) // E
             total += section.copies * size
+    return total
+
+
+def _held_read(spec: Spec, b: int, held: Held) -> int:
+    """weights_read on a file's own bytes, tensor by tensor (its blocks may differ: Q4_K_M's Q6_K ones)."""
+    experts = {t.name.split(".", 2)[-1] for s in count_params(spec, check=False).decoder for t in s.tensors
+               if t.component == "experts"}  # fmt: skip
+    E, k = spec.E or 1, spec.k or 1
+    total = 0
+    for name, size in held.tensors.items():
+        if name.startswith("encoder") or (name in LOOKUPS and not (name == "embedding.E" and spec.tie_embeddings)):
+            continue
+        total += size * min(E, b * k) // E if name.split(".", 2)[-1] in experts else size
     return total
 
 

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..spec.definition import Spec
+
+if TYPE_CHECKING:  # (quantized.py counts parameters: not imported by `tfm --help`)
+    from .quantized import Held
 
 T, G = 10**12, 10**9
 
@@ -77,7 +80,7 @@ def _best(fn, seconds: float) -> float:
     return best
 
 
-def compute_type(hw: Hardware, weights: str) -> str:
+def compute_type(hw: Hardware, weights: str | Held) -> str:
     """The FLOP/s figure a step in these weights uses on this hardware."""
     if weights == "float32":
         return "float32"
@@ -119,7 +122,7 @@ def _roofline(hw: Hardware, kind: str, flops: int, read: int) -> Roofline:
 
 
 def timing(
-    spec: Spec, hw: Hardware, b: int, n: int, weights: str = "bfloat16", kv: str = "bfloat16",
+    spec: Spec, hw: Hardware, b: int, n: int, weights: str | Held = "bfloat16", kv: str = "bfloat16",
     n_src: int | None = None,
 ) -> Timing:  # fmt: skip
     """Prefill of b prompts of n tokens, and one decoding step at context n for b sequences, on `hw` (None for a
@@ -127,12 +130,12 @@ def timing(
     from .decode import step_multiply_adds, weights_read
     from .flops import multiply_adds  # (here: `tfm --help` imports this module for the preset names)
     from .kv_cache import decodes, served_cache_bytes
-    from .quantized import weight_bytes
+    from .quantized import total_bytes
 
     kind = compute_type(hw, weights)
     prefill_flops = 2 * sum(multiply_adds(spec, b, n, causal_pairs=True, n_src=n_src).values())
     cache = served_cache_bytes(spec, b, n, kv, n_src)
-    prefill = _roofline(hw, kind, prefill_flops, weight_bytes(spec)[weights] + cache)
+    prefill = _roofline(hw, kind, prefill_flops, total_bytes(spec, weights) + cache)
     out = Timing(hw.name, kind, hw.flops[kind], hw.bandwidth, prefill)
     if decodes(spec):  # an encoder's time is its one forward pass
         linear, attention = step_multiply_adds(spec, n, n_src)

@@ -17,7 +17,7 @@ from .flops import forward_flops
 from .hardware import PRESETS, Timing, probe, timing
 from .kv_cache import KV_NOTE, NO_DECODING, decodes, served_cache_bytes
 from .params import count_params
-from .quantized import GROUP, QUANT_NOTE, weight_bytes
+from .quantized import GROUP, QUANT_NOTE, Held, weight_bytes
 from .serving import KERNELS, Fit, Serving, Transient, compute_bytes, fits, serving_memory, transient
 from .training import OPTIMIZERS, Training, training_memory
 from .units import scientific
@@ -34,7 +34,7 @@ class Plan:
     seq_len: int
     source_len: int | None  # an encoder-decoder's sources
     params: int
-    weights_dtype: str
+    weights_dtype: str  # a type, or "stored": the file's own bytes (weights_stored)
     kv_dtype: str
     decodes: bool
     kv_cache_bytes: int
@@ -42,6 +42,7 @@ class Plan:
     kv_cache_note: str
     weights_bytes: dict[str, int]
     weights_note: str
+    weights_stored: dict[str, Any] | None  # a file's own: {"as": its scheme, "bytes": its tensors' bytes}
     serving: dict[str, Serving]  # by kernel: unfused_attention, fused_attention
     serving_transient: dict[str, Transient]
     training: Training
@@ -61,6 +62,8 @@ class Plan:
             del ordered["source_len"]
         if self.fits is None:
             del ordered["fits"]
+        if self.weights_stored is None:
+            del ordered["weights_stored"]
         return ordered
 
 
@@ -69,7 +72,7 @@ def plan(
     b: int = 1,
     n: int = 2048,
     n_src: int | None = None,
-    weights: str = "bfloat16",
+    weights: str | Held = "bfloat16",
     kv: str = "bfloat16",
     memory: int | None = None,
     optimizer: str = "adam-mixed",
@@ -77,7 +80,7 @@ def plan(
     devices: int = 1,
     hardware: tuple[str, ...] = HARDWARE,
 ) -> Plan:
-    """The whole plan."""
+    """The whole plan; `weights` a type priced by its formula, or the bytes a file holds (Held)."""
     try:
         return _plan(spec, b, n, n_src, weights, kv, memory, optimizer, zero, devices, hardware)
     except OverflowError:  # exact integers until a time or a ratio needs a float
@@ -88,8 +91,8 @@ def plan(
         ) from None
 
 
-def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str, kv: str, memory: int | None, optimizer: str,
-          zero: int, devices: int, hardware: tuple[str, ...]) -> Plan:  # fmt: skip
+def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str | Held, kv: str, memory: int | None,
+          optimizer: str, zero: int, devices: int, hardware: tuple[str, ...]) -> Plan:  # fmt: skip
     n_src = source_len(spec, n, n_src)
     params = count_params(spec).total
     s = compute_bytes(weights)
@@ -103,7 +106,7 @@ def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str, kv: str, 
         seq_len=n,
         source_len=n_src,
         params=params,
-        weights_dtype=weights,
+        weights_dtype="stored" if isinstance(weights, Held) else weights,
         kv_dtype=kv,
         decodes=decodes(spec),
         kv_cache_bytes=served_cache_bytes(spec, b, n, kv, n_src),
@@ -111,6 +114,7 @@ def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str, kv: str, 
         kv_cache_note=KV_NOTE if decodes(spec) else NO_DECODING,
         weights_bytes=weight_bytes(spec),
         weights_note=QUANT_NOTE.format(g=GROUP),
+        weights_stored={"as": weights.label, "bytes": weights.total()} if isinstance(weights, Held) else None,
         serving={way: serving_memory(spec, b, n, weights, kv, fused, n_src) for way, fused in KERNELS.items()},
         serving_transient={way: transient(spec, b, n, s, fused, n_src) for way, fused in KERNELS.items()},
         training=training_memory(spec, params, b, n, optimizer, zero, devices, n_src),

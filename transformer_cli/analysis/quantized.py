@@ -17,6 +17,8 @@ and the head (GPTQ and AWQ checkpoints keep them), norms, biases, positions, rou
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..spec.definition import Spec
 from .params import count_params, global_tensors
@@ -84,3 +86,21 @@ def weight_bytes(spec: Spec, group: int = GROUP) -> dict[str, int]:
         for dtype, size in tensor_bytes(t.name, t.shape, group).items():
             out[dtype] += copies * size
     return out
+
+
+@dataclass(frozen=True)
+class Held:
+    """Weights as a file holds them (a quantised checkpoint, a GGUF file of mixed types): the bytes of each of
+    tfm's tensors by full name ('blocks.3.ff.W1'), its scales, zero points and metadata included. The plan
+    prices these in place of a type's formula."""
+
+    label: str  # "gptq int4, groups of 128", "GGUF Q4_K, Q6_K"
+    tensors: Mapping[str, int]
+
+    def total(self) -> int:
+        return sum(self.tensors.values())
+
+
+def total_bytes(spec: Spec, weights: str | Held) -> int:
+    """The model's weights in bytes: a type's formula, or what the file holds."""
+    return weights.total() if isinstance(weights, Held) else weight_bytes(spec)[weights]

@@ -19,12 +19,15 @@ allocator's reserve), which adds a constant.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..spec.definition import Spec
 from ..spec.stacks import decoder as decoder_of
 from ..spec.stacks import encoder as encoder_of
 from .kv_cache import served_cache_bytes
+
+if TYPE_CHECKING:  # (quantized.py counts parameters: not imported by `tfm --help`)
+    from .quantized import Held
 
 WEIGHT_DTYPES = (
     "float32",
@@ -49,7 +52,7 @@ WEIGHT_DTYPES = (
 KERNELS = {"fused_attention": True, "unfused_attention": False}  # the two ways attention is computed
 
 
-def compute_bytes(weights: str) -> int:
+def compute_bytes(weights: str | Held) -> int:
     """Bytes an activation: float32 weights compute in float32, the rest in 16 bits."""
     return 4 if weights == "float32" else 2
 
@@ -130,14 +133,14 @@ def transient(spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int
 
 
 def serving_memory(
-    spec: Spec, b: int, n: int, weights: str = "bfloat16", kv: str = "bfloat16", fused: bool = True,
+    spec: Spec, b: int, n: int, weights: str | Held = "bfloat16", kv: str = "bfloat16", fused: bool = True,
     n_src: int | None = None,
 ) -> Serving:  # fmt: skip
     """Weights + KV cache at context n + the prefill's transient peak, for b sequences."""
-    from .quantized import weight_bytes  # (here: `tfm --help` imports this module for the weights' types)
+    from .quantized import total_bytes  # (here: `tfm --help` imports this module for the weights' types)
 
     s = compute_bytes(weights)
-    parts = (weight_bytes(spec)[weights], served_cache_bytes(spec, b, n, kv, n_src),
+    parts = (total_bytes(spec, weights), served_cache_bytes(spec, b, n, kv, n_src),
              transient(spec, b, n, s, fused, n_src).total)  # fmt: skip
     return Serving(*parts, sum(parts))
 
@@ -165,16 +168,16 @@ def context_cap(spec: Spec) -> int | None:
 
 
 def fits(
-    spec: Spec, budget: int, b: int, n: int, weights: str = "bfloat16", kv: str = "bfloat16", fused: bool = True,
+    spec: Spec, budget: int, b: int, n: int, weights: str | Held = "bfloat16", kv: str = "bfloat16", fused: bool = True,
     n_src: int | None = None,
 ) -> Fit:  # fmt: skip
     """The largest batch at context n, and the largest context at batch b, whose serving memory fits `budget`
     (0 when not even one sequence of n tokens, or b sequences of one token, fits); the context is capped at the
     model's own (context_cap)."""
 
-    from .quantized import weight_bytes
+    from .quantized import total_bytes
 
-    fixed, s = weight_bytes(spec)[weights], compute_bytes(weights)  # the weights do not grow with b or n
+    fixed, s = total_bytes(spec, weights), compute_bytes(weights)  # the weights do not grow with b or n
 
     def total(b: int, n: int) -> int:  # serving_memory's total, without recounting the weights at every probe
         cache = served_cache_bytes(spec, b, n, kv, n_src)

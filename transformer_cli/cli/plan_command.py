@@ -21,6 +21,7 @@ from .layout import FitTable
 if TYPE_CHECKING:  # only for annotations: `tfm --help` does not import the plan
     from ..analysis.hardware import Roofline
     from ..analysis.plan import Plan
+    from ..analysis.quantized import Held
 
 WeightDType = Enum("WeightDType", {k: k for k in WEIGHT_DTYPES}, type=str)  # type: ignore[misc]
 KVDType = Enum("KVDType", {k: k for k in KV_BYTES}, type=str)  # type: ignore[misc]
@@ -124,31 +125,40 @@ def _context(p: Plan) -> str:
     return f"{shown(p.name)}: b = {p.batch}, n = {p.seq_len:,}{source}"
 
 
-def _stored_type(path: Path | None, spec) -> str | None:
-    """A GGUF file's own type for the plan: the type most of its weights are stored in (as --weights names it).
-    Where the file mixes types (Q4_K_M: Q4_K and Q6_K), the plan counts every weight in that one: said on stderr,
-    with the file's own bytes."""
-    if path is None or path.suffix.lower() != ".gguf":
+def _stored_type(path: Path | None, spec) -> str | Held | None:
+    """The weights a file holds, for the plan: a GGUF file's one type (as --weights names it); the file's own
+    bytes, tensor by tensor, for a GGUF file that mixes types (Q4_K_M: Q4_K and Q6_K) or a quantised Hugging
+    Face checkpoint (said on stderr); None for anything else (planned in bfloat16)."""
+    if path is None:
+        return None
+    if path.is_dir():
+        from ..hf.config import read_config
+
+        if not (path / "config.json").is_file() or "quantization_config" not in read_config(path):
+            return None
+        from ..sources import load_weights
+
+        held = load_weights(path, spec).held()  # type: ignore[attr-defined]
+        err.print(f"note: {shown(str(path))} is quantised ({shown(held.label)}): planned at its own bytes",
+                  soft_wrap=True, highlight=False)  # fmt: skip
+        return held
+    if path.suffix.lower() != ".gguf":
         return None
     from ..analysis.quantized import weight_bytes
     from ..analysis.units import human
-    from ..gguf.model import gguf_summary
+    from ..gguf.model import GGUFWeights, gguf_summary
 
     summary = gguf_summary(path, spec)
     names = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
     types = {kind: row for kind, row in summary["types"].items() if kind != "F32"} or summary["types"]
     main = max(types, key=lambda kind: types[kind]["parameters"])
     kind = names.get(main, main.lower())
-    if kind not in WEIGHT_DTYPES:
-        err.print(f"note: {shown(str(path))} stores its weights as {main}, which tfm plan does not price: planned "
-                  "in bfloat16 (--weights to choose)", soft_wrap=True, highlight=False)  # fmt: skip
-        return None
-    planned, held = weight_bytes(spec)[kind], summary["tensor_bytes"]
-    if planned != held:
-        err.print(f"note: {shown(str(path))} mixes types ({', '.join(sorted(summary['types']))}); the plan counts its "
-                  f"weights as {kind} ({human(planned)}), the file holds {human(held)} of tensors", soft_wrap=True,
-                  highlight=False)  # fmt: skip
-    return kind
+    if kind in WEIGHT_DTYPES and weight_bytes(spec)[kind] == summary["tensor_bytes"]:
+        return kind
+    held = GGUFWeights(path, spec).held()
+    err.print(f"note: {shown(str(path))} stores {', '.join(sorted(summary['types']))}: planned at its own bytes "
+              f"({human(held.total())})", soft_wrap=True, highlight=False)  # fmt: skip
+    return held
 
 
 def serving_table(p: Plan) -> Table:
@@ -159,7 +169,8 @@ def serving_table(p: Plan) -> Table:
                    "feedforward's hidden rows, or the logits of every position, b n V). Framework memory "
                    "(CUDA context, allocator reserve) not included.", NARROW)  # fmt: skip
     serving, transient = p.serving, p.serving_transient
-    table.add_row(f"weights ({p.weights_dtype})", *(human(serving[w].weights) for w in WAYS))
+    held = f"as stored: {p.weights_stored['as']}" if p.weights_stored else p.weights_dtype
+    table.add_row(f"weights ({shown(held)})", *(human(serving[w].weights) for w in WAYS))
     cache = f"{p.kv_dtype}, {human(p.kv_cache_bytes_per_token)} a token" if p.decodes else "none: no decoding"
     table.add_row(f"KV cache ({cache})", *(human(serving[w].kv_cache) for w in WAYS))
     if not p.decodes:

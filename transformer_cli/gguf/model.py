@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.quantized import Held
 from ..errors import ArrayError, SpecError
 from ..hf.keys import Keys
-from ..hf.layouts import Rule, hf_shape, rules, split, tensor_shapes
+from ..hf.layouts import Rule, bytes_by_tensor, hf_shape, rules, split, tensor_shapes
 from ..io.arrays import first_nonfinite
 from ..spec.definition import Spec
 from ..spec.validate import spec_from_mapping
@@ -93,6 +94,12 @@ class GGUFWeights(Mapping[str, np.ndarray]):
                 array = undo(array, self.meta.data)
             self._last = (name, array)
         return self._last[1]
+
+    def held(self) -> Held:
+        """The bytes the file holds for each of tfm's tensors, for the plan (a Q4_K_M file's blocks differ)."""
+        tensors = self.header.tensors
+        types = sorted({type_name(t.type) for t in tensors.values()})
+        return Held(f"GGUF {', '.join(types)}", bytes_by_tensor(self.rule_of, self.shapes, lambda n: tensors[n].nbytes))
 
     def __getitem__(self, name: str) -> np.ndarray:
         if name in self.rule_of:
