@@ -342,6 +342,11 @@ def test_a_missing_scale_or_a_wrong_dtype_is_one_line_naming_the_tensor(tmp_path
     save_file(tensors, folder / "model.safetensors")
     result = runner.invoke(app, ["count", str(folder)])
     assert result.exit_code != 0 and f"missing {name}" in " ".join(result.output.split())
+    tensors = load_file(fp8_folder(llama, tmp_path / "q2") / "model.safetensors")
+    del tensors[f"{name}_scale_inv"]  # the FP8 weight without its scales
+    save_file(tensors, tmp_path / "q2" / "model.safetensors")
+    result = runner.invoke(app, ["count", str(tmp_path / "q2")])
+    assert result.exit_code == 2 and f"missing {name}_scale_inv" in " ".join(result.output.split())
 
 
 def test_convert_writes_the_dequantised_model_without_its_quantization_config(tmp_path, llama, runner):

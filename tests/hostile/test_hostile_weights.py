@@ -85,7 +85,7 @@ CRAFTED = {
     "deep nesting": (safetensors_bytes(b"[" * 100_000 + b"]" * 100_000), "nested too deeply"),
     "huge integer": (safetensors_bytes(b'{"a": ' + b"9" * 5000 + b"}"), "an integer of 5,000 digits"),
     "duplicate tensor": (safetensors_bytes(b'{"a": 1, "a": 2}'), "key 'a' appears twice"),
-    "unknown dtype": (_with(lambda h: h[W_Q].update(dtype="F8_E4M3")), "dtype F8_E4M3 is not supported"),
+    "unknown dtype": (_with(lambda h: h[W_Q].update(dtype="C64")), "dtype C64 is not supported"),
     "10 KB dtype": (_with(lambda h: h[W_Q].update(dtype="X" * 10_000)), "XXXX... (10,000 characters) is not"),
     "markup dtype": (_with(lambda h: h[W_Q].update(dtype="[/x]\x1b[31m")), "dtype [/x]\\x1b[31m is not supported"),
     "negative shape": (_with(lambda h: h[W_Q].update(shape=[-1, 2])), "is not a list of non-negative integers"),

@@ -156,13 +156,17 @@ class Fitted(NamedTuple):
 
 
 def _packed(checkpoint: Checkpoint, expected: dict[str, tuple[int, ...]], scheme: Scheme | None):
-    """The weights the file holds packed (the first tensor of their packed form is in it), with those tensors."""
+    """The weights the file holds packed, with those tensors: one of their packed tensors is in it, or the weight
+    itself is, not as a float (an FP8 weight whose scale is missing is packed, and its scale missing)."""
     if scheme is None:
         return {}
     out = {}
     for name, shape in expected.items():
         stored = scheme.packed(name, shape)
-        if stored and next(n for n in stored if n != name) in checkpoint.tensors:
+        if not stored:
+            continue
+        own = checkpoint.tensors.get(name)
+        if any(n in checkpoint.tensors for n in stored if n != name) or (own and own.entry.code not in FLOATING):
             out[name] = stored
     return out
 

@@ -3,7 +3,7 @@
 A `Scheme` is one config's quantisation (its `quantization_config`, read by the method's module). For a weight
 the model holds, say `model.layers.0.self_attn.q_proj.weight` of shape (o, i), `packed` names the tensors a file
 holds instead (`...q_proj.qweight` (i b / 32, o) int32, `...q_proj.scales`, ...), each with its shape, its dtypes
-and its kind (packed weights, scales, zero points, index); `dequantise` rebuilds the weight from them. Whether a
+and its kind (codes, scales, zero points, index, metadata); `dequantise` rebuilds the weight from them. Whether a
 weight is packed is read from the file: a method leaves some weights as they are (the head, routers, the
 modules its config excludes), and the file holds either the plain weight or every packed tensor.
 """
@@ -28,7 +28,7 @@ class Read(Protocol):
     def has(self, name: str) -> bool: ...
 
 
-KINDS = ("packed weights", "scales", "zero points", "index", "metadata")  # what the bytes of a packed weight are
+KINDS = ("codes", "scales", "zero points", "index", "metadata")  # what the bytes of a packed weight are
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Stored:
 
     shape: Shape
     codes: tuple[str, ...]
-    kind: str = "packed weights"
+    kind: str = "codes"
     optional: bool = False
 
     def fits(self, shape: Shape) -> bool:
@@ -54,8 +54,8 @@ class Scheme:
     refused: str | None = None
 
     def packed(self, name: str, shape: Shape) -> dict[str, Stored] | None:
-        """The tensors the file holds in place of the weight `name` of `shape` (its first one tells that the
-        weight is packed: a file without it holds the weight as it is); None for a weight never packed."""
+        """The tensors the file holds in place of the weight `name` of `shape` (a file holding none of them but
+        the weight itself, as a float, holds it unpacked); None for a weight never packed."""
         raise NotImplementedError
 
     def dequantise(self, name: str, shape: Shape, read: Read) -> np.ndarray:
