@@ -34,7 +34,7 @@ class Plan:
     seq_len: int
     source_len: int | None  # an encoder-decoder's sources
     params: int
-    weights_dtype: str  # a type, or "stored": the file's own bytes (weights_stored)
+    weights_dtype: str  # a type (a llama.cpp mix among them), or "stored": the file's own bytes (weights_stored)
     kv_dtype: str
     decodes: bool
     kv_cache_bytes: int
@@ -106,15 +106,23 @@ def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str | Held, kv
         seq_len=n,
         source_len=n_src,
         params=params,
-        weights_dtype="stored" if isinstance(weights, Held) else weights,
+        weights_dtype=(weights.dtype or "stored") if isinstance(weights, Held) else weights,
         kv_dtype=kv,
         decodes=decodes(spec),
         kv_cache_bytes=served_cache_bytes(spec, b, n, kv, n_src),
         kv_cache_bytes_per_token=served_cache_bytes(spec, 1, 1, kv, source_len(spec, 1)),
         kv_cache_note=KV_NOTE if decodes(spec) else NO_DECODING,
-        weights_bytes=weight_bytes(spec),
-        weights_note=QUANT_NOTE.format(g=GROUP),
-        weights_stored={"as": weights.label, "bytes": weights.total()} if isinstance(weights, Held) else None,
+        weights_bytes=weight_bytes(spec)
+        | ({weights.dtype: weights.total()} if isinstance(weights, Held) and weights.dtype else {}),  # fmt: skip
+        weights_note=QUANT_NOTE.format(g=GROUP)
+        + (
+            f"; {weights.label}, as llama-quantize types each tensor"
+            if isinstance(weights, Held) and weights.dtype
+            else ""
+        ),  # fmt: skip
+        weights_stored={"as": weights.label, "bytes": weights.total()}
+        if isinstance(weights, Held) and not weights.dtype
+        else None,
         serving={way: serving_memory(spec, b, n, weights, kv, fused, n_src) for way, fused in KERNELS.items()},
         serving_transient={way: transient(spec, b, n, s, fused, n_src) for way, fused in KERNELS.items()},
         training=training_memory(spec, params, b, n, optimizer, zero, devices, n_src),

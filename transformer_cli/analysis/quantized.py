@@ -96,6 +96,7 @@ class Held:
 
     label: str  # "gptq int4, groups of 128", "GGUF Q4_K, Q6_K"
     tensors: Mapping[str, int]
+    dtype: str | None = None  # a type asked for (a llama.cpp mix: "q4_k_m") rather than a file's own
 
     def total(self) -> int:
         return sum(self.tensors.values())

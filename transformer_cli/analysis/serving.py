@@ -49,6 +49,7 @@ WEIGHT_DTYPES = (
     "iq4_nl",
     "iq4_xs",
 )  # (quantized.py's GGML types last)
+GGUF_MIXES = ("q3_k_m", "q4_k_s", "q4_k_m", "q5_k_s", "q5_k_m")  # llama.cpp's file types mixing types (gguf/mixes.py)
 KERNELS = {"fused_attention": True, "unfused_attention": False}  # the two ways attention is computed
 
 

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..analysis.hardware import PRESETS
 from ..analysis.kv_cache import KV_BYTES
-from ..analysis.serving import KERNELS, WEIGHT_DTYPES, context_cap
+from ..analysis.serving import GGUF_MIXES, KERNELS, WEIGHT_DTYPES, context_cap
 from ..analysis.training import OPTIMIZERS
 from ..errors import TfmError
 from ..text import escaped as shown
@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # only for annotations: `tfm --help` does not import the plan
     from ..analysis.plan import Plan
     from ..analysis.quantized import Held
 
-WeightDType = Enum("WeightDType", {k: k for k in WEIGHT_DTYPES}, type=str)  # type: ignore[misc]
+WeightDType = Enum("WeightDType", {k: k for k in (*WEIGHT_DTYPES, *GGUF_MIXES)}, type=str)  # type: ignore[misc]
 KVDType = Enum("KVDType", {k: k for k in KV_BYTES}, type=str)  # type: ignore[misc]
 OptimizerName = Enum("OptimizerName", {k: k for k in OPTIMIZERS}, type=str)  # type: ignore[misc]
 HardwareName = Enum("HardwareName", {k: k for k in (*PRESETS, "this")}, type=str)  # type: ignore[misc]
@@ -96,7 +96,9 @@ def plan(
             raise TfmError(f"--devices {devices}: needs --zero 1, 2 or 3 (without ZeRO each device holds it all)")
         budget = parse_size(memory, "--memory") if memory else None
         names = tuple(h.value for h in hardware) if hardware else HARDWARE
-        kind = weights.value if weights is not None else _stored_type(spec_path, spec) or "bfloat16"
+        kind: str | Held = weights.value if weights is not None else _stored_type(spec_path, spec) or "bfloat16"
+        if kind in GGUF_MIXES:
+            kind = _mix(spec_path, spec, str(kind))
         result = make_plan(spec, batch, n, source_len, kind, kv_dtype.value, budget, optimizer.value, zero,
                            devices, names)  # fmt: skip
     if json_out:
@@ -125,6 +127,36 @@ def _context(p: Plan) -> str:
     return f"{shown(p.name)}: b = {p.batch}, n = {p.seq_len:,}{source}"
 
 
+def _mix(path: Path | None, spec, mix: str) -> Held:
+    """A llama.cpp file type (Q4_K_M: Q4_K with Q6_K where llama-quantize puts it) for the GGUF architecture of
+    the model: a folder's model_type, a GGUF file's own, that of the config tfm's weights file keeps, else llama."""
+    from ..gguf.mixes import mix_held
+    from ..gguf.write import ARCH_OF
+
+    model_type, arch = None, "llama"
+    if path is not None and path.is_dir():
+        from ..hf.config import read_config
+
+        model_type = read_config(path).get("model_type")
+    elif path is not None and path.suffix.lower() == ".gguf":
+        from ..gguf.header import read_header
+
+        arch = str(read_header(path).metadata.get("general.architecture"))
+    elif path is not None and path.suffix.lower() == ".safetensors":
+        import json
+
+        from ..io.safetensors_io import peek
+
+        kept = peek(path)[1].get("hf_config")
+        model_type = json.loads(kept).get("model_type") if kept else None
+    if model_type is not None:
+        if model_type not in ARCH_OF:
+            raise TfmError(f"--weights {mix}: model_type '{model_type}' has no GGUF architecture tfm knows (it "
+                           f"knows {', '.join(ARCH_OF)})")  # fmt: skip
+        arch = ARCH_OF[str(model_type)]
+    return mix_held(spec, arch, mix)
+
+
 def _stored_type(path: Path | None, spec) -> str | Held | None:
     """The weights a file holds, for the plan: a GGUF file's one type (as --weights names it); the file's own
     bytes, tensor by tensor, for a GGUF file that mixes types (Q4_K_M: Q4_K and Q6_K) or a quantised Hugging
@@ -133,8 +165,9 @@ def _stored_type(path: Path | None, spec) -> str | Held | None:
         return None
     if path.is_dir():
         from ..hf.config import read_config
+        from ..hf.quant import KEYS
 
-        if not (path / "config.json").is_file() or "quantization_config" not in read_config(path):
+        if not (path / "config.json").is_file() or not any(key in read_config(path) for key in KEYS):
             return None
         from ..sources import load_weights
 

@@ -1,0 +1,137 @@
+"""llama.cpp's mixed file types (Q4_K_M, ...): the GGML type tfm says llama-quantize gives each tensor, against
+tables worked out by hand from src/llama-quant.cpp for small models (and, in tests/data, what llama-quantize
+itself wrote when run here), and `tfm plan --weights q4_k_m` priced at those tensors' bytes."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from transformer_cli.cli import app
+from transformer_cli.spec.validate import spec_from_mapping
+
+gguf = pytest.importorskip("gguf")
+from transformer_cli.gguf.mixes import mix_held, mix_types, use_more_bits  # noqa: E402
+
+LLAMA = {"N": 8, "H": 4, "G": 2, "m": 64, "d": 256, "r": 512, "V": 1000, "scale": "sqrt", "mask": "causal",
+         "positional": "rope", "norm": "pre", "norm_type": "rmsnorm", "activation": "silu", "feedforward": "gated",
+         "ff_bias": False}  # fmt: skip
+DATA = Path(__file__).parent.parent / "data" / "llama_quantize_types.json"
+
+
+def spec(**keys):
+    return spec_from_mapping(LLAMA | keys, "test")
+
+
+def by_block(types: dict[str, str], short: str) -> list[str]:
+    return [types[f"blk.{i}.{short}"] for i in range(sum(1 for n in types if n.endswith(f".{short}")))]
+
+
+def test_use_more_bits_is_the_first_and_last_eighth_and_every_third_between():
+    assert [i for i in range(8) if use_more_bits(i, 8)] == [0, 3, 6, 7]
+    assert [i for i in range(16) if use_more_bits(i, 16)] == [0, 1, 4, 7, 10, 13, 14, 15]
+    assert [i for i in range(32) if use_more_bits(i, 32)] == [0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31]
+
+
+def test_q4_k_m_gives_q6_k_to_attn_v_and_ffn_down_where_llama_cpp_uses_more_bits():
+    types = mix_types(spec(), "llama", "q4_k_m")
+    six = ["Q6_K", "Q4_K", "Q4_K", "Q6_K", "Q4_K", "Q4_K", "Q6_K", "Q6_K"]  # blocks 0, 3, 6, 7 (N = 8)
+    assert by_block(types, "attn_v.weight") == by_block(types, "ffn_down.weight") == six
+    for short in ("attn_q.weight", "attn_k.weight", "attn_output.weight", "ffn_gate.weight", "ffn_up.weight"):
+        assert set(by_block(types, short)) == {"Q4_K"}
+    assert types["output.weight"] == "Q6_K" and types["token_embd.weight"] == "Q4_K"
+    assert {types[n] for n in types if n.endswith("norm.weight")} == {"F32"}
+
+
+def test_the_other_mixes_follow_their_own_rules():
+    q4s = mix_types(spec(), "llama", "q4_k_s")
+    assert by_block(q4s, "attn_v.weight") == ["Q5_K"] * 4 + ["Q4_K"] * 4  # blocks 0-3
+    assert by_block(q4s, "ffn_down.weight") == ["Q5_K"] + ["Q4_K"] * 7  # the first eighth
+    q5m = mix_types(spec(), "llama", "q5_k_m")
+    assert by_block(q5m, "ffn_down.weight") == [t.replace("Q4", "Q5") for t in by_block(mix_types(
+        spec(), "llama", "q4_k_m"), "ffn_down.weight")]  # fmt: skip
+    assert set(by_block(q5m, "attn_q.weight")) == {"Q5_K"}
+    q3m = mix_types(spec(), "llama", "q3_k_m")
+    assert by_block(q3m, "attn_v.weight") == ["Q5_K"] * 2 + ["Q4_K"] * 6
+    assert set(by_block(q3m, "ffn_down.weight")) == {"Q4_K"}  # (the first sixteenth of 8 blocks is none)
+    assert set(by_block(q3m, "attn_output.weight")) == {"Q4_K"} and set(by_block(q3m, "ffn_up.weight")) == {"Q3_K"}
+    assert mix_types(spec(), "llama", "q5_k_s")["blk.0.attn_v.weight"] == "Q5_K"
+
+
+def test_rows_that_are_no_whole_blocks_fall_back_and_a_tied_embedding_takes_the_heads_type():
+    tied = spec(N=16, H=5, G=5, d=320, r=640, tie_embeddings=True)  # 320 and 640: not multiples of 256
+    types = mix_types(tied, "llama", "q4_k_m")
+    assert "output.weight" not in types and types["token_embd.weight"] == "Q8_0"  # the head's rule, rows of 320
+    more = [0, 1, 4, 7, 10, 13, 14, 15]
+    assert by_block(types, "attn_v.weight") == ["Q8_0" if i in more else "Q5_0" for i in range(16)]  # Q6_K, Q4_K
+    assert set(by_block(types, "attn_q.weight")) == {"Q5_0"}
+    odd = mix_types(spec(d=200, m=50), "llama", "q4_k_m")  # rows of 200: no whole blocks of 32 either
+    assert odd["blk.1.attn_q.weight"] == "F16" and odd["output.weight"] == "F16"
+
+
+def test_eight_experts_lift_attention_and_a_70b_lifts_attn_v():
+    moe = mix_types(spec(E=8, k=2), "llama", "q4_k_m")
+    assert set(by_block(moe, "attn_v.weight")) == set(by_block(moe, "attn_k.weight")) == {"Q8_0"}
+    assert set(by_block(moe, "attn_output.weight")) == {"Q5_K"}
+    assert by_block(moe, "ffn_down_exps.weight")[:4] == ["Q6_K", "Q4_K", "Q4_K", "Q6_K"]
+    big = by_block(mix_types(spec(N=80), "llama", "q4_k_m"), "attn_v.weight")
+    assert set(big) == {"Q5_K", "Q6_K"} and big.count("Q6_K") == sum(use_more_bits(i, 80) for i in range(80))
+
+
+def test_fused_qkv_counts_as_attn_v():
+    phi3 = spec_from_mapping({k: v for k, v in LLAMA.items() if k != "G"}, "phi3")
+    types = mix_types(phi3, "phi3", "q4_k_m")
+    assert by_block(types, "attn_qkv.weight") == ["Q6_K", "Q4_K", "Q4_K", "Q6_K", "Q4_K", "Q4_K", "Q6_K", "Q6_K"]
+
+
+def test_the_held_bytes_are_the_tensors_blocks():
+    s = spec()
+    types = mix_types(s, "llama", "q4_k_m")
+    held = mix_held(s, "llama", "q4_k_m")
+    per = {"Q4_K": (256, 144), "Q6_K": (256, 210), "F32": (1, 4)}  # llama.cpp's block sizes, by hand
+    shapes = {"token_embd.weight": (1000, 256), "output.weight": (1000, 256), "output_norm.weight": (256,)}
+    block = {"attn_q": (256, 256), "attn_k": (128, 256), "attn_v": (128, 256), "attn_output": (256, 256),
+             "ffn_gate": (512, 256), "ffn_up": (512, 256), "ffn_down": (256, 512), "attn_norm": (256,),
+             "ffn_norm": (256,)}  # fmt: skip
+    shapes |= {f"blk.{i}.{k}.weight": v for i in range(8) for k, v in block.items()}
+    assert set(shapes) == set(types)
+    expected = sum(math.prod(shape) // per[types[n]][0] * per[types[n]][1] for n, shape in shapes.items())
+    assert held.total() == expected and held.dtype == "q4_k_m"
+    assert held.tensors["blocks.0.attention.W_V"] == 128 * 256 // 256 * 210  # Q6_K in block 0
+    assert held.tensors["blocks.1.attention.W_V"] == 128 * 256 // 256 * 144
+
+
+def test_the_types_and_bytes_are_the_ones_llama_quantize_wrote():
+    recorded = json.loads(DATA.read_text())  # llama.cpp's own run (its source and version in the file)
+    assert len(recorded["cases"]) == 10
+    for case in recorded["cases"]:
+        s = spec_from_mapping(case["spec"], "recorded")
+        ours = mix_types(s, "llama", case["mix"])
+        theirs = {n: "Q4_0" if t == "IQ4_NL" else t for n, t in case["types"].items()}  # (the note in the file)
+        assert ours == theirs, case["file"]
+        assert mix_held(s, "llama", case["mix"]).total() == case["tensor_bytes"], case["file"]
+
+
+def test_plan_prices_a_mix_and_refuses_what_it_cannot(tmp_path, runner):
+    import yaml
+
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(LLAMA))
+    result = runner.invoke(app, ["plan", str(path), "--weights", "q4_k_m", "--json", "--hardware", "h100-sxm"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    total = mix_held(spec(), "llama", "q4_k_m").total()
+    assert plan["weights_dtype"] == "q4_k_m" and plan["serving"]["fused_attention"]["weights"] == total
+    assert plan["weights_bytes"]["q4_k"] < total < plan["weights_bytes"]["q6_k"]
+    t5 = tmp_path / "t5.yaml"
+    t5.write_text(yaml.safe_dump({"N": 2, "N_enc": 2, "H": 2, "m": 8, "d": 16, "r": 32, "V": 40, "mask": "causal"}))
+    refused = runner.invoke(app, ["plan", str(t5), "--weights", "q4_k_m"])
+    assert refused.exit_code == 2 and "encoder-decoder" in refused.output and "Traceback" not in refused.output
+    gpt = tmp_path / "gpt.yaml"  # learned positions and LayerNorm's biases: no tensor of llama's layout holds them
+    gpt.write_text(yaml.safe_dump({"N": 2, "H": 2, "m": 8, "d": 16, "r": 32, "V": 40, "mask": "causal",
+                                   "norm": "pre", "positional": "learned", "max_len": 64}))  # fmt: skip
+    refused = runner.invoke(app, ["plan", str(gpt), "--weights", "q4_k_m"])
+    assert refused.exit_code == 2 and "not a GGUF llama model" in " ".join(refused.output.split())
