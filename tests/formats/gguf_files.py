@@ -13,11 +13,10 @@ import math
 from pathlib import Path
 
 import numpy as np
+from gguf_metadata import ARCHS, PERMUTED, _kv_heads, _metadata
 
-ARCHS = {"llama": "LLAMA", "mistral": "LLAMA", "mixtral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3",
-         "qwen2_moe": "QWEN2MOE", "qwen3_moe": "QWEN3MOE", "gemma": "GEMMA", "gemma2": "GEMMA2",
-         "gemma3_text": "GEMMA3", "phi3": "PHI3", "starcoder2": "STARCODER2", "gpt2": "GPT2",
-         "falcon": "FALCON"}  # model_type -> MODEL_ARCH  # fmt: skip
+REORDERED = ("bloom", "gpt_neox")  # BloomModel, GPTNeoXModel: per-head [q; k; v] -> [Q; K; V]
+KEPT_F32 = (".gate.weight", "shared_expert_gate.weight", "wpe.weight", "norm.weight")  # (routers, positions, norms)
 CONV1D = (".c_attn.weight", ".c_proj.weight", ".c_fc.weight")  # GPT2Model.modify_tensors transposes these
 GEMMAS = ("gemma", "gemma2", "gemma3_text")  # their norms stored as 1 + w (GemmaModel.modify_tensors)
 EXPERTS = {"mixtral": ("block_sparse_moe.experts.{e}.{w}.weight", ("w1", "w2", "w3"),
@@ -70,7 +69,6 @@ def _saved_tensors(model) -> dict[str, np.ndarray]:
 def llama3_rope_freqs(cfg) -> np.ndarray:
     """convert_hf_to_gguf.py, LlamaModel.generate_extra_tensors (llama.cpp, MIT): Llama 3's per-pair factors, in
     torch's float32 as the converter makes them; the original context from the config's top level (8192 else)."""
-    import math
 
     import torch
 
@@ -112,15 +110,24 @@ def _converted(model) -> dict[str, np.ndarray]:
             qkv = data.reshape(G, H // G + 2, m, m * H)
             data = np.concatenate((qkv[:, :-2].reshape(H * m, m * H), qkv[:, [-2]].reshape(G * m, m * H),
                                    qkv[:, [-1]].reshape(G * m, m * H))).reshape(data.shape)  # fmt: skip
-        if ARCHS[kind] == "LLAMA" and ".q_proj." in name:
+        if kind in REORDERED and "query_key_value" in name:  # BloomModel.modify_tensors (llama.cpp, MIT)
+            d = cfg.hidden_size
+            qkv = data.reshape((H, 3, d // H, *data.shape[1:]))
+            data = np.concatenate([qkv[:, j].reshape((-1, *data.shape[1:])) for j in range(3)], axis=0)
+        if ARCHS[kind] in PERMUTED and ".q_proj." in name:
             data = permute(data, H, H)
-        elif ARCHS[kind] == "LLAMA" and ".k_proj." in name:
+        elif ARCHS[kind] in PERMUTED and ".k_proj." in name:
             data = permute(data, H, G)
         if kind in GEMMAS and name.endswith("norm.weight"):
             data = data + 1
         if kind in ("gemma", "gemma2") and name == "lm_head.weight":
             continue
         out[name] = data
+    if kind == "stablelm" and cfg.qk_layernorm:  # StableLMModel._stack_qk_norm: one (heads, m) tensor per layer
+        for i in range(cfg.num_hidden_layers):
+            for x, heads in (("q", H), ("k", G)):
+                names = [f"model.layers.{i}.self_attn.{x}_layernorm.norms.{h}.weight" for h in range(heads)]
+                out[f"model.layers.{i}.self_attn.{x}_layernorm.weight"] = np.stack([out.pop(n) for n in names])
     if kind in EXPERTS:
         single, parts, merged = EXPERTS[kind]
         E = getattr(cfg, "num_local_experts", None) or cfg.num_experts
@@ -129,126 +136,6 @@ def _converted(model) -> dict[str, np.ndarray]:
                 names = [f"model.layers.{i}." + single.format(e=e, w=w) for e in range(E)]
                 out[merged.format(i=i, w=w)] = np.stack([out.pop(n) for n in names])
     return out
-
-
-def _kv_heads(cfg) -> int:
-    """Key/value heads as the converter reads them from config.json (Falcon: num_kv_heads with the new
-    architecture, else 1 for multi-query; GPT-2: the query heads)."""
-    if cfg.model_type == "falcon":
-        return cfg.num_kv_heads if cfg.new_decoder_architecture else 1 if cfg.multi_query else cfg.num_attention_heads
-    return getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-
-
-def _own_metadata(writer, cfg) -> bool:
-    """The architectures whose class writes its own list (GPT2Model, FalconModel, Phi3MiniModel); True if it did."""
-    import gguf
-
-    kind = cfg.model_type
-    if kind == "gpt2":
-        for add, value in (
-            (writer.add_block_count, cfg.n_layer),
-            (writer.add_context_length, cfg.n_positions),
-            (writer.add_embedding_length, cfg.n_embd),
-            (writer.add_feed_forward_length, 4 * cfg.n_embd),
-            (writer.add_head_count, cfg.n_head),
-            (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
-        ):
-            add(value)  # fmt: skip
-    elif kind == "falcon":
-        writer.add_context_length(2048)
-        writer.add_tensor_data_layout("jploski")
-        for add, value in (
-            (writer.add_embedding_length, cfg.hidden_size),
-            (writer.add_feed_forward_length, 4 * cfg.hidden_size),
-            (writer.add_block_count, cfg.num_hidden_layers),
-            (writer.add_head_count, cfg.num_attention_heads),
-            (writer.add_head_count_kv, _kv_heads(cfg)),
-            (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
-        ):
-            add(value)  # fmt: skip
-    elif kind == "phi3":
-        H, rope = cfg.num_attention_heads, cfg.rope_parameters
-        writer.add_context_length(cfg.max_position_embeddings)
-        writer.add_rope_scaling_orig_ctx_len(cfg.original_max_position_embeddings)
-        writer.add_embedding_length(cfg.hidden_size)
-        writer.add_feed_forward_length(cfg.intermediate_size)
-        writer.add_block_count(cfg.num_hidden_layers)
-        writer.add_head_count(H)
-        writer.add_head_count_kv(cfg.num_key_value_heads)
-        writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-        writer.add_rope_dimension_count(int(rope.get("partial_rotary_factor", 1.0) * cfg.hidden_size) // H)
-        writer.add_rope_freq_base(rope["rope_theta"])
-        writer.add_sliding_window(cfg.sliding_window or 0)
-        if rope.get("rope_type") == "longrope":  # Phi3MiniModel.generate_extra_tensors
-            scale = cfg.max_position_embeddings / cfg.original_max_position_embeddings
-            orig = cfg.original_max_position_embeddings
-            writer.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1 else 1.0)
-            writer.add_tensor("rope_factors_long.weight", np.array(rope["long_factor"], dtype=np.float32))
-            writer.add_tensor("rope_factors_short.weight", np.array(rope["short_factor"], dtype=np.float32))
-    else:
-        return False
-    writer.add_name(f"tiny {kind}")
-    writer.add_token_list([f"<t{i}>" for i in range(cfg.vocab_size)])
-    assert gguf  # (imported for the writer's types)
-    return True
-
-
-def _metadata(writer, cfg) -> None:
-    """The keys TextModel.set_gguf_parameters and the architecture's class write (GemmaModel and Gemma2Model
-    their own list, no rope base)."""
-    import gguf
-
-    if _own_metadata(writer, cfg):
-        return
-    kind, H = cfg.model_type, cfg.num_attention_heads
-    writer.add_name(f"tiny {kind}")
-    writer.add_block_count(cfg.num_hidden_layers)
-    writer.add_context_length(cfg.max_position_embeddings)
-    writer.add_embedding_length(cfg.hidden_size)
-    writer.add_feed_forward_length(cfg.intermediate_size)
-    writer.add_head_count(H)
-    writer.add_head_count_kv(cfg.num_key_value_heads)
-    if getattr(cfg, "rms_norm_eps", None) is not None:
-        writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    if getattr(cfg, "norm_epsilon", None) is not None:  # (StarCoder2's LayerNorm)
-        writer.add_layer_norm_eps(cfg.norm_epsilon)
-    rope = cfg.rope_parameters.get("full_attention", cfg.rope_parameters)
-    if kind not in ("gemma", "gemma2"):
-        writer.add_rope_freq_base(rope["rope_theta"])
-    if rope.get("rope_type") == "linear":
-        writer.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
-        writer.add_rope_scaling_factor(rope["factor"])
-    elif rope.get("rope_type") == "yarn":
-        writer.add_rope_scaling_type(gguf.RopeScalingType.YARN)
-        writer.add_rope_scaling_factor(rope["factor"])
-        writer.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
-        for key, add in (("attention_factor", writer.add_rope_scaling_yarn_attn_factor),
-                         ("beta_fast", writer.add_rope_scaling_yarn_beta_fast),
-                         ("beta_slow", writer.add_rope_scaling_yarn_beta_slow)):  # fmt: skip
-            if rope.get(key) is not None:
-                add(rope[key])
-    if "sliding_attention" in cfg.rope_parameters:
-        writer.add_rope_freq_base_swa(cfg.rope_parameters["sliding_attention"]["rope_theta"])
-    if getattr(cfg, "head_dim", None) is not None:  # TextModel: head_dim, where the config has it
-        writer.add_key_length(cfg.head_dim)
-        writer.add_value_length(cfg.head_dim)
-    writer.add_token_list([f"<t{i}>" for i in range(cfg.vocab_size)])  # (set_vocab: the vocabulary's tokens)
-    if ARCHS[kind] == "LLAMA":  # LlamaModel adds these
-        writer.add_vocab_size(cfg.vocab_size)
-        writer.add_rope_dimension_count(cfg.head_dim or cfg.hidden_size // H)
-    E = getattr(cfg, "num_local_experts", None) or getattr(cfg, "num_experts", None)
-    if E:
-        writer.add_expert_count(E)
-        writer.add_expert_used_count(cfg.num_experts_per_tok)
-    if getattr(cfg, "moe_intermediate_size", None):
-        writer.add_expert_feed_forward_length(cfg.moe_intermediate_size)
-    if getattr(cfg, "shared_expert_intermediate_size", None):
-        writer.add_expert_shared_feed_forward_length(cfg.shared_expert_intermediate_size)
-    if kind == "gemma2":
-        writer.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
-        writer.add_final_logit_softcapping(cfg.final_logit_softcapping)
-    if kind in ("gemma2", "gemma3_text"):
-        writer.add_sliding_window(cfg.sliding_window)
 
 
 def write_gguf(model, path: Path, qtype_name: str = "F32", raw: dict | None = None, raw_type=None) -> Path:
@@ -271,12 +158,13 @@ def write_gguf(model, path: Path, qtype_name: str = "F32", raw: dict | None = No
     if (getattr(cfg, "rope_parameters", None) or {}).get("rope_type") == "llama3" and arch == "LLAMA":
         writer.add_tensor("rope_freqs.weight", llama3_rope_freqs(cfg))
     for hf_name, data in tensors.items():
-        name = names.get_name(hf_name, try_suffixes=(".weight", ".bias"))
+        mapped = hf_name.replace("transformer.", "") if cfg.model_type == "bloom" else hf_name  # (BloomModel)
+        name = names.get_name(mapped, try_suffixes=(".weight", ".bias"))
         assert name is not None, hf_name
         if raw is not None and hf_name in raw:
             writer.add_tensor(name, raw[hf_name], raw_dtype=raw_type)
         elif (
-            name.endswith(("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight"))
+            name.endswith(("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight", "_norm.weight"))
             or data.ndim == 1
         ):
             writer.add_tensor(name, data.astype(np.float32))
@@ -306,7 +194,7 @@ def dequantised_model(model, qtype_name: str):
             w = p.detach().numpy()
             if w.ndim == 1 and gemma and name.endswith("norm.weight"):
                 kept = (w + 1).astype(np.float32).astype(np.float64) - 1
-            elif w.ndim == 1 or name.endswith((".gate.weight", "shared_expert_gate.weight", "wpe.weight")):
+            elif w.ndim == 1 or name.endswith(KEPT_F32):
                 kept = w.astype(np.float32).astype(np.float64)  # (the routers, GPT-2's positions: F32)
             elif model.config.model_type == "gpt2" and name.endswith(CONV1D):  # stored transposed: blocks of rows
                 kept = round_trip(w.T, qtype).T

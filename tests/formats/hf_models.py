@@ -146,6 +146,8 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                                                  layer_norm_eps=1e-5)),
     "cohere-qk-norm": ("CohereConfig", "CohereForCausalLM", SMALL | dict(  # Command R+: per-head norms, biases
         num_key_value_heads=2, use_qk_norm=True, attention_bias=True, tie_word_embeddings=False)),
+    "cohere-qk-norm-tied": ("CohereConfig", "CohereForCausalLM", SMALL | dict(  # (a GGUF's head is tied)
+        num_key_value_heads=2, use_qk_norm=True, attention_bias=True, logit_scale=0.3, layer_norm_eps=1e-5)),
     "gemma": ("GemmaConfig", "GemmaForCausalLM", SMALL | dict(num_key_value_heads=1, head_dim=12,
                                                               hidden_activation="gelu_pytorch_tanh")),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM",  # sliding, full, sliding; capped scores and logits
@@ -161,6 +163,9 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "phi": ("PhiConfig", "PhiForCausalLM", dict(vocab_size=97, hidden_size=40, intermediate_size=48,
                                                 num_hidden_layers=2, num_attention_heads=4,
                                                 max_position_embeddings=64, partial_rotary_factor=0.4)),
+    "phi-gguf": ("PhiConfig", "PhiForCausalLM", dict(vocab_size=97, hidden_size=40, intermediate_size=160,
+                                                     num_hidden_layers=2, num_attention_heads=4,
+                                                     max_position_embeddings=64, partial_rotary_factor=0.4)),  # 4 d
     "phi-qk-layernorm": ("PhiConfig", "PhiForCausalLM", dict(vocab_size=97, hidden_size=32, intermediate_size=48,
                                                              num_hidden_layers=2, num_attention_heads=4,
                                                              max_position_embeddings=64, qk_layernorm=True)),

@@ -20,7 +20,9 @@ pytest.importorskip("gguf")
 
 FAMILIES = ["llama", "qwen2", "qwen3", "mixtral", "qwen2_moe-all-routed", "qwen3_moe-all-routed", "gemma",
             "gemma2-gguf", "gemma3-gguf", "llama3-gguf", "llama-rope-linear", "llama-rope-yarn", "phi3",
-            "phi3-longrope", "starcoder2-no-window", "gpt2", "falcon-7b", "falcon-40b"]  # fmt: skip
+            "phi3-longrope", "starcoder2-no-window", "gpt2", "falcon-7b", "falcon-40b", "olmo2", "granite", "cohere",
+            "cohere-qk-norm-tied", "stablelm", "stablelm-parallel", "stablelm-qk-layernorm", "bloom", "bloom-6-heads",
+            "gpt_neox", "gpt_neox-sequential", "phi-gguf"]  # fmt: skip
 
 
 @pytest.mark.parametrize("qtype", ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from .base import LLAMA_LAYOUT, Arch, llama, permute, unpermute
 from .gemma import GEMMA, GEMMA2, GEMMA3
+from .layernorm_families import BLOOM, GPTNEOX, PHI2
+from .llama_likes import COMMAND_R, OLMO2, STABLELM, granite
 from .moe import MIXTRAL, QWEN2MOE, QWEN3MOE
 from .others import FALCON, GPT2, PHI3, STARCODER2
 
@@ -29,6 +31,13 @@ ARCHITECTURES: dict[str, Arch] = {
     "starcoder2": STARCODER2,
     "gpt2": GPT2,
     "falcon": FALCON,
+    "olmo2": OLMO2,
+    "granite": Arch(granite, LLAMA_LAYOUT, _PERMUTED, redo=_REDO),  # (LLaMA's file, permuted, with multipliers)
+    "command-r": COMMAND_R,
+    "stablelm": STABLELM,
+    "bloom": BLOOM,
+    "gptneox": GPTNEOX,
+    "phi2": PHI2,
 }
 
 __all__ = ["ARCHITECTURES", "Arch"]

@@ -10,12 +10,19 @@ from ..spec.definition import Spec
 
 MODEL_TYPE = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": "qwen2_moe", "qwen3moe": "qwen3_moe",
               "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3_text", "phi3": "phi3",
-              "starcoder2": "starcoder2", "gpt2": "gpt2", "falcon": "falcon"}  # fmt: skip
+              "starcoder2": "starcoder2", "gpt2": "gpt2", "falcon": "falcon", "olmo2": "olmo2", "granite": "granite",
+              "command-r": "cohere", "stablelm": "stablelm", "bloom": "bloom", "gptneox": "gpt_neox",
+              "phi2": "phi"}  # fmt: skip
 CLASSES = {"llama": "LlamaForCausalLM", "mixtral": "MixtralForCausalLM", "qwen2": "Qwen2ForCausalLM",
            "qwen3": "Qwen3ForCausalLM", "qwen2_moe": "Qwen2MoeForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM",
            "gemma": "GemmaForCausalLM", "gemma2": "Gemma2ForCausalLM", "gemma3_text": "Gemma3ForCausalLM",
            "phi3": "Phi3ForCausalLM", "starcoder2": "Starcoder2ForCausalLM", "gpt2": "GPT2LMHeadModel",
-           "falcon": "FalconForCausalLM"}  # fmt: skip
+           "falcon": "FalconForCausalLM", "olmo2": "Olmo2ForCausalLM", "granite": "GraniteForCausalLM",
+           "cohere": "CohereForCausalLM", "stablelm": "StableLmForCausalLM", "bloom": "BloomForCausalLM",
+           "gpt_neox": "GPTNeoXForCausalLM", "phi": "PhiForCausalLM"}  # fmt: skip
+
+
+BIASED = ("llama", "mixtral", "qwen3", "qwen2_moe", "qwen3_moe", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2")
 
 
 def _rope(spec: Spec) -> dict[str, Any]:
@@ -73,12 +80,33 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
             "ffn_hidden_size": spec.r, "layer_norm_epsilon": spec.norm_eps, "new_decoder_architecture": two,
             "multi_query": spec.kv_heads == 1, "num_kv_heads": spec.kv_heads, "parallel_attn": True, "bias": False,
             "alibi": False, **_rope(spec)}  # fmt: skip
+    if kind == "bloom":
+        return out | {"vocab_size": spec.V, "hidden_size": spec.d, "n_layer": spec.N, "n_head": spec.H,
+                      "layer_norm_epsilon": spec.norm_eps, "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip
     out |= sizes | _rope(spec)
+    if spec.norm_type == "layernorm":
+        out["layer_norm_eps"] = spec.norm_eps
+    if kind == "granite":
+        out |= {"attention_bias": spec.attention_bias, "mlp_bias": spec.ff_bias, "hidden_act": "silu",
+                "attention_multiplier": spec.scale if isinstance(spec.scale, float) else spec.m**-0.5,
+                "embedding_multiplier": spec.embed_scale if isinstance(spec.embed_scale, float) else 1.0,
+                "residual_multiplier": spec.residual_scale, "logits_scaling": 1.0 / spec.logit_scale}  # fmt: skip
+    if kind == "cohere":
+        out |= {"logit_scale": spec.logit_scale, "use_qk_norm": spec.qk_norm, "attention_bias": spec.attention_bias,
+                "hidden_act": "silu"}  # fmt: skip
+    if kind == "stablelm":
+        out |= {"use_qkv_bias": spec.attention_bias, "qk_layernorm": spec.qk_norm, "hidden_act": "silu",
+                "use_parallel_residual": spec.parallel}  # fmt: skip
+    if kind == "gpt_neox":
+        out |= {"use_parallel_residual": spec.parallel, "hidden_act": "gelu", "attention_bias": True,
+                "rotary_pct": spec.rope_fraction, "rotary_emb_base": spec.rope_theta}  # fmt: skip
+    if kind == "phi":
+        out |= {"hidden_act": "gelu_new", "qk_layernorm": False}
     if spec.norm_type == "rmsnorm":
         out["rms_norm_eps"] = spec.norm_eps
-    if kind in ("llama", "mixtral", "qwen3", "qwen2_moe", "qwen3_moe", "phi3", "gemma", "gemma2", "gemma3_text"):
+    if kind in BIASED:
         out["attention_bias"] = spec.attention_bias
-    if kind in ("llama", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "phi3"):
+    if kind in ("llama", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "phi3", "olmo2"):
         out["hidden_act"] = "silu"
     if kind == "mixtral":
         out |= {"num_local_experts": spec.E, "num_experts_per_tok": spec.k, "sliding_window": None}

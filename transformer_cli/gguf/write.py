@@ -23,7 +23,8 @@ from .base import LLAMA3, _llama3_factors
 ARCH_OF = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
            "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "gemma": "gemma", "gemma2": "gemma2",
            "gemma3_text": "gemma3", "phi3": "phi3", "starcoder2": "starcoder2", "gpt2": "gpt2",
-           "falcon": "falcon"}  # fmt: skip
+           "falcon": "falcon", "olmo2": "olmo2", "granite": "granite", "cohere": "command-r",
+           "stablelm": "stablelm", "bloom": "bloom", "gpt_neox": "gptneox", "phi": "phi2"}  # fmt: skip
 TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0")
 KEPT_F32 = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight")
 
@@ -64,6 +65,16 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
         out["attention.sliding_window"] = spec.window or 0
     if arch == "gemma3" and spec.rope_local_theta:
         out["rope.freq_base_swa"] = float(spec.rope_local_theta)
+    if arch == "granite":  # llama.cpp divides the logits by its logit_scale
+        embed = spec.embed_scale if isinstance(spec.embed_scale, (int, float)) else 1.0
+        out |= {"embedding_scale": float(embed), "residual_scale": float(spec.residual_scale),
+                "logit_scale": 1.0 / float(spec.logit_scale)}  # fmt: skip
+        if isinstance(spec.scale, (int, float)):
+            out["attention.scale"] = float(spec.scale)
+    if arch == "command-r":
+        out["logit_scale"] = float(spec.logit_scale)
+    if arch == "gptneox":
+        out["use_parallel_residual"] = bool(spec.parallel)
     return out
 
 
@@ -129,8 +140,9 @@ def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.
         writer = gguf.GGUFWriter(str(tmp), arch_name)
         writer.add_name(spec.label)
         for key, value in meta.items():
-            add: Callable = (writer.add_string if isinstance(value, str) else writer.add_float32
-                             if isinstance(value, float) else writer.add_uint32)  # fmt: skip
+            add: Callable = (writer.add_string if isinstance(value, str) else writer.add_bool
+                             if isinstance(value, bool) else writer.add_float32 if isinstance(value, float)
+                             else writer.add_uint32)  # fmt: skip
             add(f"{arch_name}.{key}", value)
         types = {rule.hf: _qtype(rule.hf, shape, asked) for rule, shape in planned}
         for name, data in extra.items():

@@ -1,0 +1,186 @@
+"""The metadata llama.cpp's convert_hf_to_gguf.py writes for each architecture (TextModel.set_gguf_parameters and
+the classes that write their own list), for tests/formats/gguf_files.py's converter-like files."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+ARCHS = {"llama": "LLAMA", "mistral": "LLAMA", "mixtral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3",
+         "qwen2_moe": "QWEN2MOE", "qwen3_moe": "QWEN3MOE", "gemma": "GEMMA", "gemma2": "GEMMA2",
+         "gemma3_text": "GEMMA3", "phi3": "PHI3", "starcoder2": "STARCODER2", "gpt2": "GPT2",
+         "falcon": "FALCON", "olmo2": "OLMO2", "granite": "GRANITE", "cohere": "COMMAND_R", "stablelm": "STABLELM",
+         "bloom": "BLOOM", "gpt_neox": "GPTNEOX", "phi": "PHI2"}  # model_type -> MODEL_ARCH  # fmt: skip
+PERMUTED = ("LLAMA", "GRANITE")  # LlamaModel and its subclasses permute Q and K
+
+
+def _kv_heads(cfg) -> int:
+    """Key/value heads as the converter reads them from config.json (Falcon: num_kv_heads with the new
+    architecture, else 1 for multi-query; GPT-2: the query heads)."""
+    if cfg.model_type == "falcon":
+        return cfg.num_kv_heads if cfg.new_decoder_architecture else 1 if cfg.multi_query else cfg.num_attention_heads
+    return getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+
+
+def _own_metadata(writer, cfg) -> bool:
+    """The architectures whose class writes its own list (GPT2Model, FalconModel, Phi3MiniModel); True if it did."""
+    import gguf
+
+    kind = cfg.model_type
+    if kind == "gpt2":
+        for add, value in (
+            (writer.add_block_count, cfg.n_layer),
+            (writer.add_context_length, cfg.n_positions),
+            (writer.add_embedding_length, cfg.n_embd),
+            (writer.add_feed_forward_length, 4 * cfg.n_embd),
+            (writer.add_head_count, cfg.n_head),
+            (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
+        ):
+            add(value)  # fmt: skip
+    elif kind == "falcon":
+        writer.add_context_length(2048)
+        writer.add_tensor_data_layout("jploski")
+        for add, value in (
+            (writer.add_embedding_length, cfg.hidden_size),
+            (writer.add_feed_forward_length, 4 * cfg.hidden_size),
+            (writer.add_block_count, cfg.num_hidden_layers),
+            (writer.add_head_count, cfg.num_attention_heads),
+            (writer.add_head_count_kv, _kv_heads(cfg)),
+            (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
+        ):
+            add(value)  # fmt: skip
+    elif kind == "bloom":  # BloomModel.set_gguf_parameters
+        d = cfg.hidden_size
+        for add, value in ((writer.add_context_length, getattr(cfg, "seq_length", d)), (writer.add_embedding_length, d),
+                           (writer.add_feed_forward_length, 4 * d), (writer.add_block_count, cfg.n_layer),
+                           (writer.add_head_count, cfg.n_head), (writer.add_head_count_kv, cfg.n_head),
+                           (writer.add_layer_norm_eps, cfg.layer_norm_epsilon)):  # fmt: skip
+            add(value)
+    elif kind == "gpt_neox":  # GPTNeoXModel.set_gguf_parameters
+        m = cfg.hidden_size // cfg.num_attention_heads
+        for add, value in ((writer.add_context_length, cfg.max_position_embeddings),
+                           (writer.add_embedding_length, cfg.hidden_size),
+                           (writer.add_block_count, cfg.num_hidden_layers),
+                           (writer.add_feed_forward_length, cfg.intermediate_size),
+                           (writer.add_rope_dimension_count, int(cfg.rope_parameters["partial_rotary_factor"] * m)),
+                           (writer.add_head_count, cfg.num_attention_heads),
+                           (writer.add_parallel_residual, cfg.use_parallel_residual),
+                           (writer.add_layer_norm_eps, cfg.layer_norm_eps)):  # fmt: skip
+            add(value)
+    elif kind == "phi":  # Phi2Model.set_gguf_parameters
+        d, H = cfg.hidden_size, cfg.num_attention_heads
+        for add, value in ((writer.add_context_length, cfg.max_position_embeddings), (writer.add_embedding_length, d),
+                           (writer.add_feed_forward_length, 4 * d), (writer.add_block_count, cfg.num_hidden_layers),
+                           (writer.add_head_count, H), (writer.add_head_count_kv, H),
+                           (writer.add_layer_norm_eps, cfg.layer_norm_eps),
+                           (writer.add_rope_dimension_count,
+                            int(cfg.rope_parameters["partial_rotary_factor"] * d) // H),
+                           (writer.add_add_bos_token, False)):  # fmt: skip
+            add(value)
+    elif kind == "stablelm":  # StableLMModel.set_gguf_parameters
+        m = cfg.hidden_size // cfg.num_attention_heads
+        for add, value in ((writer.add_context_length, cfg.max_position_embeddings),
+                           (writer.add_embedding_length, cfg.hidden_size),
+                           (writer.add_block_count, cfg.num_hidden_layers),
+                           (writer.add_feed_forward_length, cfg.intermediate_size),
+                           (writer.add_rope_dimension_count, int(cfg.rope_parameters["partial_rotary_factor"] * m)),
+                           (writer.add_head_count, cfg.num_attention_heads),
+                           (writer.add_head_count_kv, cfg.num_key_value_heads),
+                           (writer.add_parallel_residual, cfg.use_parallel_residual),
+                           (writer.add_layer_norm_eps, cfg.layer_norm_eps)):  # fmt: skip
+            add(value)
+    elif kind == "phi3":
+        H, rope = cfg.num_attention_heads, cfg.rope_parameters
+        writer.add_context_length(cfg.max_position_embeddings)
+        writer.add_rope_scaling_orig_ctx_len(cfg.original_max_position_embeddings)
+        writer.add_embedding_length(cfg.hidden_size)
+        writer.add_feed_forward_length(cfg.intermediate_size)
+        writer.add_block_count(cfg.num_hidden_layers)
+        writer.add_head_count(H)
+        writer.add_head_count_kv(cfg.num_key_value_heads)
+        writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+        writer.add_rope_dimension_count(int(rope.get("partial_rotary_factor", 1.0) * cfg.hidden_size) // H)
+        writer.add_rope_freq_base(rope["rope_theta"])
+        writer.add_sliding_window(cfg.sliding_window or 0)
+        if rope.get("rope_type") == "longrope":  # Phi3MiniModel.generate_extra_tensors
+            scale = cfg.max_position_embeddings / cfg.original_max_position_embeddings
+            orig = cfg.original_max_position_embeddings
+            writer.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1 else 1.0)
+            writer.add_tensor("rope_factors_long.weight", np.array(rope["long_factor"], dtype=np.float32))
+            writer.add_tensor("rope_factors_short.weight", np.array(rope["short_factor"], dtype=np.float32))
+    else:
+        return False
+    writer.add_name(f"tiny {kind}")
+    writer.add_token_list([f"<t{i}>" for i in range(cfg.vocab_size)])
+    assert gguf  # (imported for the writer's types)
+    return True
+
+
+def _metadata(writer, cfg) -> None:
+    """The keys TextModel.set_gguf_parameters and the architecture's class write (GemmaModel and Gemma2Model
+    their own list, no rope base)."""
+    import gguf
+
+    if _own_metadata(writer, cfg):
+        return
+    kind, H = cfg.model_type, cfg.num_attention_heads
+    writer.add_name(f"tiny {kind}")
+    writer.add_block_count(cfg.num_hidden_layers)
+    writer.add_context_length(cfg.max_position_embeddings)
+    writer.add_embedding_length(cfg.hidden_size)
+    writer.add_feed_forward_length(cfg.intermediate_size)
+    writer.add_head_count(H)
+    writer.add_head_count_kv(cfg.num_key_value_heads)
+    if getattr(cfg, "rms_norm_eps", None) is not None:
+        writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    for key in ("layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"):  # TextModel: the first it finds
+        if getattr(cfg, key, None) is not None:
+            writer.add_layer_norm_eps(getattr(cfg, key))
+            break
+    rope = cfg.rope_parameters.get("full_attention", cfg.rope_parameters)
+    if kind not in ("gemma", "gemma2"):
+        writer.add_rope_freq_base(rope["rope_theta"])
+    if rope.get("rope_type") == "linear":
+        writer.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        writer.add_rope_scaling_factor(rope["factor"])
+    elif rope.get("rope_type") == "yarn":
+        writer.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        writer.add_rope_scaling_factor(rope["factor"])
+        writer.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
+        for key, add in (("attention_factor", writer.add_rope_scaling_yarn_attn_factor),
+                         ("beta_fast", writer.add_rope_scaling_yarn_beta_fast),
+                         ("beta_slow", writer.add_rope_scaling_yarn_beta_slow)):  # fmt: skip
+            if rope.get(key) is not None:
+                add(rope[key])
+    if "sliding_attention" in cfg.rope_parameters:
+        writer.add_rope_freq_base_swa(cfg.rope_parameters["sliding_attention"]["rope_theta"])
+    if kind == "granite":  # GraniteModel: the multipliers (head_dim popped)
+        writer.add_attention_scale(cfg.attention_multiplier)
+        writer.add_embedding_scale(cfg.embedding_multiplier)
+        writer.add_residual_scale(cfg.residual_multiplier)
+        writer.add_logit_scale(cfg.logits_scaling)
+    if kind == "cohere":  # CommandR2Model
+        writer.add_logit_scale(cfg.logit_scale)
+        writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
+    if getattr(cfg, "head_dim", None) is not None and kind != "granite":  # TextModel: head_dim, if the config has it
+        writer.add_key_length(cfg.head_dim)
+        writer.add_value_length(cfg.head_dim)
+    writer.add_token_list([f"<t{i}>" for i in range(cfg.vocab_size)])  # (set_vocab: the vocabulary's tokens)
+    if ARCHS[kind] in PERMUTED:  # LlamaModel adds these
+        writer.add_vocab_size(cfg.vocab_size)
+        head = cfg.hidden_size // H if kind == "granite" else cfg.head_dim or cfg.hidden_size // H
+        writer.add_rope_dimension_count(head)
+    E = getattr(cfg, "num_local_experts", None) or getattr(cfg, "num_experts", None)
+    if E:
+        writer.add_expert_count(E)
+        writer.add_expert_used_count(cfg.num_experts_per_tok)
+    if getattr(cfg, "moe_intermediate_size", None):
+        writer.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+    if getattr(cfg, "shared_expert_intermediate_size", None):
+        writer.add_expert_shared_feed_forward_length(cfg.shared_expert_intermediate_size)
+    if kind == "gemma2":
+        writer.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
+        writer.add_final_logit_softcapping(cfg.final_logit_softcapping)
+    if kind in ("gemma2", "gemma3_text"):
+        writer.add_sliding_window(cfg.sliding_window)
