@@ -16,7 +16,8 @@ import numpy as np
 from gguf_metadata import ARCHS, PERMUTED, _kv_heads, _metadata
 
 REORDERED = ("bloom", "gpt_neox")  # BloomModel, GPTNeoXModel: per-head [q; k; v] -> [Q; K; V]
-KEPT_F32 = (".gate.weight", "shared_expert_gate.weight", "wpe.weight", "norm.weight")  # (routers, positions, norms)
+KEPT_F32 = (".gate.weight", "shared_expert_gate.weight", "wpe.weight", "norm.weight", "router.weight", "sinks")
+OSS_IN_OUT = ("experts.gate_up_proj", "experts.down_proj")  # gpt-oss's experts (in, out): stored transposed
 CONV1D = (".c_attn.weight", ".c_proj.weight", ".c_fc.weight")  # GPT2Model.modify_tensors transposes these
 GEMMAS = ("gemma", "gemma2", "gemma3_text")  # their norms stored as 1 + w (GemmaModel.modify_tensors)
 EXPERTS = {"mixtral": ("block_sparse_moe.experts.{e}.{w}.weight", ("w1", "w2", "w3"),
@@ -95,6 +96,27 @@ def llama3_rope_freqs(cfg) -> np.ndarray:
     return torch.tensor(rope_factors, dtype=torch.float32).numpy()
 
 
+def _gpt_oss(tensors: dict[str, np.ndarray]):
+    """GptOssModel.modify_tensors (llama.cpp, MIT) on float experts: down_proj transposed, gate_up_proj transposed
+    and split into its even (gate) and odd (up) rows, the biases split alike; the sinks named .weight."""
+    for name, data in tensors.items():
+        if name.endswith("down_proj_bias"):
+            yield name.replace("down_proj_bias", "down_proj.bias"), data
+        elif name.endswith("experts.down_proj"):
+            yield name + ".weight", data.swapaxes(-1, -2)
+        elif name.endswith("gate_up_proj_bias"):
+            yield name.replace("gate_up_proj_bias", "gate_proj.bias"), data[..., ::2]
+            yield name.replace("gate_up_proj_bias", "up_proj.bias"), data[..., 1::2]
+        elif name.endswith("gate_up_proj"):
+            data = data.swapaxes(-1, -2)
+            yield name.replace("gate_up_proj", "gate_proj.weight"), data[:, ::2, :]
+            yield name.replace("gate_up_proj", "up_proj.weight"), data[:, 1::2, :]
+        elif name.endswith("sinks"):
+            yield name + ".weight", data
+        else:
+            yield name, data
+
+
 def _converted(model) -> dict[str, np.ndarray]:
     """The converter's modify_tensors: LLaMA's Q/K permuted, experts stacked per layer, Gemma's norms + 1, Gemma's
     and Gemma 2's lm_head dropped; HF names (the stacked ones as the converter names them)."""
@@ -123,6 +145,8 @@ def _converted(model) -> dict[str, np.ndarray]:
         if kind in ("gemma", "gemma2") and name == "lm_head.weight":
             continue
         out[name] = data
+    if kind == "gpt_oss":  # GptOssModel.modify_tensors, for a checkpoint not in MXFP4
+        out = dict(_gpt_oss(out))
     if kind == "stablelm" and cfg.qk_layernorm:  # StableLMModel._stack_qk_norm: one (heads, m) tensor per layer
         for i in range(cfg.num_hidden_layers):
             for x, heads in (("q", H), ("k", G)):
@@ -196,8 +220,8 @@ def dequantised_model(model, qtype_name: str):
                 kept = (w + 1).astype(np.float32).astype(np.float64) - 1
             elif w.ndim == 1 or name.endswith(KEPT_F32):
                 kept = w.astype(np.float32).astype(np.float64)  # (the routers, GPT-2's positions: F32)
-            elif model.config.model_type == "gpt2" and name.endswith(CONV1D):  # stored transposed: blocks of rows
-                kept = round_trip(w.T, qtype).T
+            elif model.config.model_type == "gpt2" and name.endswith(CONV1D) or name.endswith(OSS_IN_OUT):
+                kept = round_trip(w.swapaxes(-1, -2), qtype).swapaxes(-1, -2)
             else:
                 kept = round_trip(w, qtype)
             p.copy_(torch.from_numpy(kept))

@@ -11,7 +11,8 @@ ARCHS = {"llama": "LLAMA", "mistral": "LLAMA", "mixtral": "LLAMA", "qwen2": "QWE
          "qwen2_moe": "QWEN2MOE", "qwen3_moe": "QWEN3MOE", "gemma": "GEMMA", "gemma2": "GEMMA2",
          "gemma3_text": "GEMMA3", "phi3": "PHI3", "starcoder2": "STARCODER2", "gpt2": "GPT2",
          "falcon": "FALCON", "olmo2": "OLMO2", "granite": "GRANITE", "cohere": "COMMAND_R", "stablelm": "STABLELM",
-         "bloom": "BLOOM", "gpt_neox": "GPTNEOX", "phi": "PHI2"}  # model_type -> MODEL_ARCH  # fmt: skip
+         "bloom": "BLOOM", "gpt_neox": "GPTNEOX", "phi": "PHI2",
+         "gpt_oss": "GPT_OSS"}  # model_type -> MODEL_ARCH  # fmt: skip
 PERMUTED = ("LLAMA", "GRANITE")  # LlamaModel and its subclasses permute Q and K
 
 
@@ -160,6 +161,9 @@ def _metadata(writer, cfg) -> None:
         writer.add_embedding_scale(cfg.embedding_multiplier)
         writer.add_residual_scale(cfg.residual_multiplier)
         writer.add_logit_scale(cfg.logits_scaling)
+    if kind == "gpt_oss":  # GptOssModel
+        writer.add_sliding_window(cfg.sliding_window)
+        writer.add_expert_feed_forward_length(cfg.intermediate_size)
     if kind == "cohere":  # CommandR2Model
         writer.add_logit_scale(cfg.logit_scale)
         writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)

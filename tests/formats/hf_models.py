@@ -113,6 +113,12 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                              experts_implementation="eager", rope_parameters=dict(
                                  rope_type="yarn", rope_theta=150000.0, factor=4.0, beta_fast=32.0, beta_slow=1.0,
                                  truncate=False, original_max_position_embeddings=8))),
+    "gpt_oss-gguf": ("GptOssConfig", "GptOssForCausalLM",  # the clamp llama.cpp hard-codes (7), no other
+                     SMALL | dict(intermediate_size=12, num_key_value_heads=2, head_dim=8, num_local_experts=4,
+                                  num_experts_per_tok=2, sliding_window=4, attn_implementation="eager",
+                                  experts_implementation="eager", rope_parameters=dict(
+                                      rope_type="yarn", rope_theta=150000.0, factor=4.0, beta_fast=32.0,
+                                      beta_slow=1.0, truncate=False, original_max_position_embeddings=8))),
     "gptj": ("GPTJConfig", "GPTJForCausalLM", dict(vocab_size=97, n_embd=32, n_layer=2, n_head=4, rotary_dim=4,
                                                    n_positions=64, n_inner=40, attn_implementation="eager")),
     "opt": ("OPTConfig", "OPTForCausalLM", dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, ffn_dim=40,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .base import LLAMA_LAYOUT, Arch, llama, permute, unpermute
 from .gemma import GEMMA, GEMMA2, GEMMA3
+from .gpt_oss import GPT_OSS
 from .layernorm_families import BLOOM, GPTNEOX, PHI2
 from .llama_likes import COMMAND_R, OLMO2, STABLELM, granite
 from .moe import MIXTRAL, QWEN2MOE, QWEN3MOE
@@ -38,6 +39,7 @@ ARCHITECTURES: dict[str, Arch] = {
     "bloom": BLOOM,
     "gptneox": GPTNEOX,
     "phi2": PHI2,
+    "gpt-oss": GPT_OSS,
 }
 
 __all__ = ["ARCHITECTURES", "Arch"]

@@ -12,14 +12,14 @@ MODEL_TYPE = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": 
               "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3_text", "phi3": "phi3",
               "starcoder2": "starcoder2", "gpt2": "gpt2", "falcon": "falcon", "olmo2": "olmo2", "granite": "granite",
               "command-r": "cohere", "stablelm": "stablelm", "bloom": "bloom", "gptneox": "gpt_neox",
-              "phi2": "phi"}  # fmt: skip
+              "phi2": "phi", "gpt-oss": "gpt_oss"}  # fmt: skip
 CLASSES = {"llama": "LlamaForCausalLM", "mixtral": "MixtralForCausalLM", "qwen2": "Qwen2ForCausalLM",
            "qwen3": "Qwen3ForCausalLM", "qwen2_moe": "Qwen2MoeForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM",
            "gemma": "GemmaForCausalLM", "gemma2": "Gemma2ForCausalLM", "gemma3_text": "Gemma3ForCausalLM",
            "phi3": "Phi3ForCausalLM", "starcoder2": "Starcoder2ForCausalLM", "gpt2": "GPT2LMHeadModel",
            "falcon": "FalconForCausalLM", "olmo2": "Olmo2ForCausalLM", "granite": "GraniteForCausalLM",
            "cohere": "CohereForCausalLM", "stablelm": "StableLmForCausalLM", "bloom": "BloomForCausalLM",
-           "gpt_neox": "GPTNeoXForCausalLM", "phi": "PhiForCausalLM"}  # fmt: skip
+           "gpt_neox": "GPTNeoXForCausalLM", "phi": "PhiForCausalLM", "gpt_oss": "GptOssForCausalLM"}  # fmt: skip
 
 
 BIASED = ("llama", "mixtral", "qwen3", "qwen2_moe", "qwen3_moe", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2")
@@ -102,6 +102,13 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
                 "rotary_pct": spec.rope_fraction, "rotary_emb_base": spec.rope_theta}  # fmt: skip
     if kind == "phi":
         out |= {"hidden_act": "gelu_new", "qk_layernorm": False}
+    if kind == "gpt_oss":
+        layers = spec.attention_layers or ("full",) * spec.N
+        out |= {"attention_bias": True, "num_local_experts": spec.E, "num_experts_per_tok": spec.k,
+                "sliding_window": spec.window, "layer_types": [f"{kind}_attention" for kind in layers],
+                "swiglu_limit": spec.swiglu_limit}  # fmt: skip
+        if spec.rope_scaling == "yarn":
+            out["rope_scaling"]["truncate"] = spec.rope_truncate
     if spec.norm_type == "rmsnorm":
         out["rms_norm_eps"] = spec.norm_eps
     if kind in BIASED:

@@ -24,7 +24,8 @@ ARCH_OF = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "q
            "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "gemma": "gemma", "gemma2": "gemma2",
            "gemma3_text": "gemma3", "phi3": "phi3", "starcoder2": "starcoder2", "gpt2": "gpt2",
            "falcon": "falcon", "olmo2": "olmo2", "granite": "granite", "cohere": "command-r",
-           "stablelm": "stablelm", "bloom": "bloom", "gpt_neox": "gptneox", "phi": "phi2"}  # fmt: skip
+           "stablelm": "stablelm", "bloom": "bloom", "gpt_neox": "gptneox", "phi": "phi2",
+           "gpt_oss": "gpt-oss"}  # fmt: skip
 TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0")
 KEPT_F32 = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight")
 
