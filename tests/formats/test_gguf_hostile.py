@@ -104,3 +104,16 @@ def test_the_command_line_says_it_in_one_line_with_exit_code_2(tmp_path, runner)
     path.write_bytes(CASES["array-10^12"][0])
     result = runner.invoke(app, ["count", str(path)])
     assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "not a valid GGUF file" in result.stderr
+
+
+def test_a_missing_or_unreadable_gguf_is_one_line(tmp_path, runner):
+    import os
+
+    from transformer_cli.cli import app
+
+    missing = runner.invoke(app, ["count", str(tmp_path / "none.gguf")])
+    assert missing.exit_code == 2 and missing.stderr.strip() == f"error: {tmp_path / 'none.gguf'}: no such GGUF file"
+    fifo = tmp_path / "pipe.gguf"
+    os.mkfifo(fifo)  # (never opened: a FIFO would block the reader)
+    result = runner.invoke(app, ["count", str(fifo)])
+    assert result.exit_code == 2 and "not a regular file" in result.stderr and "Traceback" not in result.output

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..errors import ArrayError, clipped
+from ..errors import ArrayError, SpecError, clipped
 
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)
@@ -131,8 +131,16 @@ def read_header(path: str | Path) -> Header:
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
     path = Path(path)
+    if not path.exists():
+        raise SpecError(f"{path}: no such GGUF file")
+    if not path.is_file():
+        raise ArrayError(f"{path}: not a regular file (a GGUF file is one)")
+    try:
+        f = path.open("rb")
+    except OSError as e:
+        raise ArrayError(f"{path}: cannot be read ({e.strerror})") from None
     size = path.stat().st_size
-    with path.open("rb") as f:
+    with f:
         r = _Reader(f, size, path)
         if r.take(4, "the magic number") != MAGIC:
             raise r.fail("it does not start with GGUF")
