@@ -25,6 +25,7 @@ EXPERTS = {"mixtral": ("block_sparse_moe.experts.{e}.{w}.weight", ("w1", "w2", "
            "qwen2_moe": ("mlp.experts.{e}.{w}.weight", ("gate_proj", "up_proj", "down_proj"),
                          "model.layers.{i}.mlp.experts.{w}.weight")}  # fmt: skip
 EXPERTS["qwen3_moe"] = EXPERTS["qwen2_moe"]
+EXPERTS["deepseek_v2"] = EXPERTS["deepseek_v3"] = EXPERTS["qwen2_moe"]
 
 
 def permute(weights: np.ndarray, n_head: int, n_head_kv: int | None) -> np.ndarray:
@@ -96,6 +97,21 @@ def llama3_rope_freqs(cfg) -> np.ndarray:
     return torch.tensor(rope_factors, dtype=torch.float32).numpy()
 
 
+def _deepseek(tensors: dict[str, np.ndarray], cfg):
+    """DeepseekV2Model.modify_tensors (llama.cpp, MIT): kv_b_proj viewed (heads, nope + v, kv_lora_rank), split into
+    k_b (transposed to (heads, kv_lora_rank, nope)) and v_b; e_score_correction_bias named as a bias."""
+    nope, v = cfg.qk_nope_head_dim, cfg.v_head_dim
+    for name, data in tensors.items():
+        if name.endswith("kv_b_proj.weight"):
+            kv_b = data.reshape(cfg.num_attention_heads, nope + v, data.shape[-1])
+            yield name.replace("kv_b_proj", "k_b_proj"), np.ascontiguousarray(kv_b[:, :nope].swapaxes(1, 2))
+            yield name.replace("kv_b_proj", "v_b_proj"), np.ascontiguousarray(kv_b[:, nope:])
+        elif name.endswith("e_score_correction_bias"):
+            yield name.replace("e_score_correction_bias", "e_score_correction.bias"), data
+        else:
+            yield name, data
+
+
 def _gpt_oss(tensors: dict[str, np.ndarray]):
     """GptOssModel.modify_tensors (llama.cpp, MIT) on float experts: down_proj transposed, gate_up_proj transposed
     and split into its even (gate) and odd (up) rows, the biases split alike; the sinks named .weight."""
@@ -145,6 +161,8 @@ def _converted(model) -> dict[str, np.ndarray]:
         if kind in ("gemma", "gemma2") and name == "lm_head.weight":
             continue
         out[name] = data
+    if kind.startswith("deepseek"):  # DeepseekV2Model.modify_tensors: kv_b split, the correction bias renamed
+        out = dict(_deepseek(out, cfg))
     if kind == "gpt_oss":  # GptOssModel.modify_tensors, for a checkpoint not in MXFP4
         out = dict(_gpt_oss(out))
     if kind == "stablelm" and cfg.qk_layernorm:  # StableLMModel._stack_qk_norm: one (heads, m) tensor per layer
@@ -154,11 +172,13 @@ def _converted(model) -> dict[str, np.ndarray]:
                 out[f"model.layers.{i}.self_attn.{x}_layernorm.weight"] = np.stack([out.pop(n) for n in names])
     if kind in EXPERTS:
         single, parts, merged = EXPERTS[kind]
-        E = getattr(cfg, "num_local_experts", None) or cfg.num_experts
+        E = getattr(cfg, "num_local_experts", None) or getattr(cfg, "num_experts", None)
+        E = E or cfg.n_routed_experts
         for i in range(cfg.num_hidden_layers):
             for w in parts:
                 names = [f"model.layers.{i}." + single.format(e=e, w=w) for e in range(E)]
-                out[merged.format(i=i, w=w)] = np.stack([out.pop(n) for n in names])
+                if names[0] in out:  # (a routed layer)
+                    out[merged.format(i=i, w=w)] = np.stack([out.pop(n) for n in names])
     return out
 
 
@@ -212,7 +232,8 @@ def dequantised_model(model, qtype_name: str):
     import torch
 
     qtype = gguf.GGMLQuantizationType[qtype_name]
-    gemma = model.config.model_type in GEMMAS
+    kind = model.config.model_type
+    gemma = kind in GEMMAS
     with torch.no_grad():
         for name, p in model.named_parameters():
             w = p.detach().numpy()
@@ -220,7 +241,10 @@ def dequantised_model(model, qtype_name: str):
                 kept = (w + 1).astype(np.float32).astype(np.float64) - 1
             elif w.ndim == 1 or name.endswith(KEPT_F32):
                 kept = w.astype(np.float32).astype(np.float64)  # (the routers, GPT-2's positions: F32)
-            elif model.config.model_type == "gpt2" and name.endswith(CONV1D) or name.endswith(OSS_IN_OUT):
+            elif (kind, name.endswith(CONV1D)) == ("gpt2", True) or (kind, name.endswith(OSS_IN_OUT)) == (
+                "gpt_oss",
+                True,
+            ):
                 kept = round_trip(w.swapaxes(-1, -2), qtype).swapaxes(-1, -2)
             else:
                 kept = round_trip(w, qtype)

@@ -12,7 +12,7 @@ ARCHS = {"llama": "LLAMA", "mistral": "LLAMA", "mixtral": "LLAMA", "qwen2": "QWE
          "gemma3_text": "GEMMA3", "phi3": "PHI3", "starcoder2": "STARCODER2", "gpt2": "GPT2",
          "falcon": "FALCON", "olmo2": "OLMO2", "granite": "GRANITE", "cohere": "COMMAND_R", "stablelm": "STABLELM",
          "bloom": "BLOOM", "gpt_neox": "GPTNEOX", "phi": "PHI2",
-         "gpt_oss": "GPT_OSS"}  # model_type -> MODEL_ARCH  # fmt: skip
+         "gpt_oss": "GPT_OSS", "deepseek_v2": "DEEPSEEK2", "deepseek_v3": "DEEPSEEK2"}  # fmt: skip
 PERMUTED = ("LLAMA", "GRANITE")  # LlamaModel and its subclasses permute Q and K
 
 
@@ -51,6 +51,8 @@ def _own_metadata(writer, cfg) -> bool:
             (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
         ):
             add(value)  # fmt: skip
+    elif kind.startswith("deepseek"):
+        _deepseek(writer, cfg)
     elif kind == "bloom":  # BloomModel.set_gguf_parameters
         d = cfg.hidden_size
         for add, value in ((writer.add_context_length, getattr(cfg, "seq_length", d)), (writer.add_embedding_length, d),
@@ -188,3 +190,49 @@ def _metadata(writer, cfg) -> None:
         writer.add_final_logit_softcapping(cfg.final_logit_softcapping)
     if kind in ("gemma2", "gemma3_text"):
         writer.add_sliding_window(cfg.sliding_window)
+
+
+def _deepseek(writer, cfg) -> None:
+    """DeepseekV2Model.set_gguf_parameters and the TextModel keys it inherits (num_key_value_heads forced to 1)."""
+    import gguf
+
+    rope = cfg.rope_parameters
+    for add, value in ((writer.add_block_count, cfg.num_hidden_layers),
+                       (writer.add_context_length, cfg.max_position_embeddings),
+                       (writer.add_embedding_length, cfg.hidden_size),
+                       (writer.add_feed_forward_length, cfg.intermediate_size),
+                       (writer.add_head_count, cfg.num_attention_heads), (writer.add_head_count_kv, 1),
+                       (writer.add_rope_freq_base, rope["rope_theta"]),
+                       (writer.add_layer_norm_rms_eps, cfg.rms_norm_eps),
+                       (writer.add_expert_used_count, cfg.num_experts_per_tok),
+                       (writer.add_expert_group_count, cfg.n_group),
+                       (writer.add_expert_group_used_count, cfg.topk_group),
+                       (writer.add_leading_dense_block_count, cfg.first_k_dense_replace),
+                       (writer.add_vocab_size, cfg.vocab_size), (writer.add_kv_lora_rank, cfg.kv_lora_rank),
+                       (writer.add_key_length, cfg.kv_lora_rank + cfg.qk_rope_head_dim),
+                       (writer.add_value_length, cfg.kv_lora_rank),
+                       (writer.add_key_length_mla, cfg.qk_nope_head_dim + cfg.qk_rope_head_dim),
+                       (writer.add_value_length_mla, cfg.v_head_dim),
+                       (writer.add_expert_feed_forward_length, cfg.moe_intermediate_size),
+                       (writer.add_expert_count, cfg.n_routed_experts),
+                       (writer.add_expert_shared_count, cfg.n_shared_experts),
+                       (writer.add_expert_weights_scale, cfg.routed_scaling_factor),
+                       (writer.add_rope_dimension_count, cfg.qk_rope_head_dim)):  # fmt: skip
+        add(value)
+    scoring = getattr(cfg, "scoring_func", "softmax")
+    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID if scoring == "sigmoid"
+                                  else gguf.ExpertGatingFuncType.SOFTMAX)  # fmt: skip
+    if cfg.q_lora_rank is not None:
+        writer.add_q_lora_rank(cfg.q_lora_rank)
+    if getattr(cfg, "norm_topk_prob", False):
+        writer.add_expert_weights_norm(True)
+    if rope.get("rope_type") == "yarn":
+        writer.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        writer.add_rope_scaling_factor(rope["factor"])
+        writer.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
+        for key, add in (("beta_fast", writer.add_rope_scaling_yarn_beta_fast),
+                         ("beta_slow", writer.add_rope_scaling_yarn_beta_slow)):  # fmt: skip
+            if rope.get(key) is not None:
+                add(rope[key])
+        if rope.get("mscale_all_dim"):
+            writer.add_rope_scaling_yarn_log_mul(0.1 * rope["mscale_all_dim"])

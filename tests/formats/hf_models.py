@@ -101,6 +101,22 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                  moe_intermediate_size=6, n_shared_experts=2, first_k_dense_replace=1, q_lora_rank=8,
                                  kv_lora_rank=10, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6, n_group=4,
                                  topk_group=1, experts_implementation="eager")),
+    "deepseek_v3-gguf": ("DeepseekV3Config", "DeepseekV3ForCausalLM",  # V3's config.json names its router's score
+                         SMALL | dict(num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=8,
+                                      num_experts_per_tok=2, moe_intermediate_size=6, n_shared_experts=2,
+                                      first_k_dense_replace=1, q_lora_rank=8, kv_lora_rank=10, qk_nope_head_dim=8,
+                                      qk_rope_head_dim=4, v_head_dim=6, n_group=4, topk_group=1,
+                                      scoring_func="sigmoid", experts_implementation="eager")),
+    "deepseek_v3-gguf-yarn": ("DeepseekV3Config", "DeepseekV3ForCausalLM",  # V3's YaRN with mscale_all_dim
+                              SMALL | dict(num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=8,
+                                           num_experts_per_tok=2, moe_intermediate_size=6, n_shared_experts=2,
+                                           first_k_dense_replace=1, q_lora_rank=8, kv_lora_rank=10,
+                                           qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6, n_group=4,
+                                           topk_group=1, scoring_func="sigmoid", experts_implementation="eager",
+                                           rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=4.0,
+                                                                original_max_position_embeddings=8, mscale=0.8,
+                                                                mscale_all_dim=0.8, beta_fast=32.0,
+                                                                beta_slow=1.0))),
     "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM",  # no query bottleneck, group-limited greedy
                     SMALL | dict(num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2,
                                  moe_intermediate_size=6, n_shared_experts=2, first_k_dense_replace=1, q_lora_rank=None,

@@ -22,7 +22,8 @@ FAMILIES = ["llama", "qwen2", "qwen3", "mixtral", "qwen2_moe-all-routed", "qwen3
             "gemma2-gguf", "gemma3-gguf", "llama3-gguf", "llama-rope-linear", "llama-rope-yarn", "phi3",
             "phi3-longrope", "starcoder2-no-window", "gpt2", "falcon-7b", "falcon-40b", "olmo2", "granite", "cohere",
             "cohere-qk-norm-tied", "stablelm", "stablelm-parallel", "stablelm-qk-layernorm", "bloom", "bloom-6-heads",
-            "gpt_neox", "gpt_neox-sequential", "phi-gguf", "gpt_oss-gguf"]  # fmt: skip
+            "gpt_neox", "gpt_neox-sequential", "phi-gguf", "gpt_oss-gguf", "deepseek_v3-gguf",
+            "deepseek_v2"]  # fmt: skip
 
 
 @pytest.mark.parametrize("qtype", ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
@@ -196,8 +197,10 @@ def test_a_gguf_file_converts_to_a_folder_transformers_loads(tmp_path, runner, n
     result = runner.invoke(app, ["convert", str(path), "-o", str(tmp_path / "hf")])
     assert result.exit_code == 0, result.output
     assert spec_from_config(tmp_path / "hf").model_keys() == spec_from_gguf(path).model_keys()
-    eager = {"experts_implementation": "eager"} if model.config.model_type.endswith(("moe", "mixtral", "oss")) else {}
-    loaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "hf", dtype=torch.float64, **eager).eval()
+    routed = model.config.model_type.endswith(("moe", "mixtral", "oss", "v2", "v3"))
+    eager = {"experts_implementation": "eager"} if routed else {}
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "hf", dtype=torch.float64, **eager)
+    loaded = loaded.double().eval()  # (DeepSeek keeps its router in float32: _keep_in_fp32_modules)
     reference = dequantised_model(copy.deepcopy(model), "Q8_0")
     assert relative(theirs(exact(loaded), IDS), theirs(exact(reference), IDS)) < 1e-6  # (float32 weights)
     ours = Transformer(spec_from_gguf(path), GGUFWeights(path, spec_from_gguf(path)))(IDS)

@@ -7,6 +7,7 @@ interleaved rotary, Gemma's norms stored as 1 + w). A new architecture is one fu
 from __future__ import annotations
 
 from .base import LLAMA_LAYOUT, Arch, llama, permute, unpermute
+from .deepseek2 import DEEPSEEK2
 from .gemma import GEMMA, GEMMA2, GEMMA3
 from .gpt_oss import GPT_OSS
 from .layernorm_families import BLOOM, GPTNEOX, PHI2
@@ -40,6 +41,7 @@ ARCHITECTURES: dict[str, Arch] = {
     "gptneox": GPTNEOX,
     "phi2": PHI2,
     "gpt-oss": GPT_OSS,
+    "deepseek2": DEEPSEEK2,
 }
 
 __all__ = ["ARCHITECTURES", "Arch"]

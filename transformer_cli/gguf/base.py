@@ -60,6 +60,16 @@ def permute(heads_key: str) -> Transform:
 
 
 @dataclass(frozen=True)
+class Joined:
+    """A tensor the converter writes in pieces (DeepSeek's kv_b as k_b and v_b): the pieces' names and shapes for
+    a spec, and the tensor made whole from them (in that order)."""
+
+    pieces: Callable[[Any], dict[str, tuple[int, ...]]]
+    join: Callable[[list[np.ndarray]], np.ndarray]
+    divide: Callable[[np.ndarray, Any], list[np.ndarray]]  # the converter's split, to write a file
+
+
+@dataclass(frozen=True)
 class Arch:
     """One GGUF architecture: its spec from the metadata, its tensor layout, the changes to undo per tensor name
     (the part after blk.{i}.), and tensors the file holds that the model has no place for."""
@@ -71,6 +81,7 @@ class Arch:
     skipped: tuple[str, ...] = ("rope_freqs.weight",)
     alternative: tuple[Callable[[Any], bool], Family] | None = None  # another layout for the specs it is for
     redo: dict[str, Transform] = field(default_factory=dict)  # the converter's changes, to write a file
+    joined: dict[str, Joined] = field(default_factory=dict)  # tensors newer converters split in pieces
 
     def layout_of(self, spec) -> Family:
         if self.alternative is not None and self.alternative[0](spec):

@@ -12,14 +12,15 @@ MODEL_TYPE = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": 
               "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3_text", "phi3": "phi3",
               "starcoder2": "starcoder2", "gpt2": "gpt2", "falcon": "falcon", "olmo2": "olmo2", "granite": "granite",
               "command-r": "cohere", "stablelm": "stablelm", "bloom": "bloom", "gptneox": "gpt_neox",
-              "phi2": "phi", "gpt-oss": "gpt_oss"}  # fmt: skip
+              "phi2": "phi", "gpt-oss": "gpt_oss", "deepseek2": "deepseek_v2"}  # fmt: skip
 CLASSES = {"llama": "LlamaForCausalLM", "mixtral": "MixtralForCausalLM", "qwen2": "Qwen2ForCausalLM",
            "qwen3": "Qwen3ForCausalLM", "qwen2_moe": "Qwen2MoeForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM",
            "gemma": "GemmaForCausalLM", "gemma2": "Gemma2ForCausalLM", "gemma3_text": "Gemma3ForCausalLM",
            "phi3": "Phi3ForCausalLM", "starcoder2": "Starcoder2ForCausalLM", "gpt2": "GPT2LMHeadModel",
            "falcon": "FalconForCausalLM", "olmo2": "Olmo2ForCausalLM", "granite": "GraniteForCausalLM",
            "cohere": "CohereForCausalLM", "stablelm": "StableLmForCausalLM", "bloom": "BloomForCausalLM",
-           "gpt_neox": "GPTNeoXForCausalLM", "phi": "PhiForCausalLM", "gpt_oss": "GptOssForCausalLM"}  # fmt: skip
+           "gpt_neox": "GPTNeoXForCausalLM", "phi": "PhiForCausalLM", "gpt_oss": "GptOssForCausalLM",
+           "deepseek_v2": "DeepseekV2ForCausalLM", "deepseek_v3": "DeepseekV3ForCausalLM"}  # fmt: skip
 
 
 BIASED = ("llama", "mixtral", "qwen3", "qwen2_moe", "qwen3_moe", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2")
@@ -64,6 +65,8 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
     kind = MODEL_TYPE[arch]
     if kind == "llama" and spec.E:
         kind = "mixtral"
+    if kind == "deepseek_v2" and spec.router_score == "sigmoid":
+        kind = "deepseek_v3"
     sizes = {"vocab_size": spec.V, "hidden_size": spec.d, "intermediate_size": spec.r, "num_hidden_layers": spec.N,
              "num_attention_heads": spec.H, "num_key_value_heads": spec.kv_heads, "head_dim": spec.m,
              "max_position_embeddings": spec.context or spec.max_len or 2048,
@@ -80,6 +83,8 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
             "ffn_hidden_size": spec.r, "layer_norm_epsilon": spec.norm_eps, "new_decoder_architecture": two,
             "multi_query": spec.kv_heads == 1, "num_kv_heads": spec.kv_heads, "parallel_attn": True, "bias": False,
             "alibi": False, **_rope(spec)}  # fmt: skip
+    if kind.startswith("deepseek"):
+        return out | _deepseek(spec, sizes)
     if kind == "bloom":
         return out | {"vocab_size": spec.V, "hidden_size": spec.d, "n_layer": spec.N, "n_head": spec.H,
                       "layer_norm_epsilon": spec.norm_eps, "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip
@@ -139,6 +144,27 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         out |= {"norm_epsilon": spec.norm_eps, "use_bias": True, "sliding_window": None,
                 "hidden_act": "gelu_pytorch_tanh"}  # fmt: skip
     return out
+
+
+def _deepseek(spec: Spec, sizes: dict[str, Any]) -> dict[str, Any]:
+    """DeepSeek-V2's or V3's keys (V3: the sigmoid router, its correction bias, groups by their best two)."""
+    rotated, dense = spec.rotated_dims, spec.feedforward_layers or ()
+    out = {k: v for k, v in sizes.items() if k != "head_dim"} | _rope(spec) | {
+        "num_key_value_heads": spec.H, "kv_lora_rank": spec.kv_rank, "q_lora_rank": spec.q_rank,
+        "qk_rope_head_dim": rotated, "qk_nope_head_dim": spec.m - rotated, "v_head_dim": spec.value_size,
+        "rms_norm_eps": spec.norm_eps, "attention_bias": False, "hidden_act": "silu",
+        "n_routed_experts": spec.E, "num_experts_per_tok": spec.k, "moe_intermediate_size": spec.expert_r,
+        "n_shared_experts": (spec.shared_r or 0) // (spec.expert_r or 1),
+        "first_k_dense_replace": sum(1 for kind in dense if kind == "dense"),
+        "n_group": spec.router_groups or 1, "topk_group": spec.router_topk_groups or 1,
+        "routed_scaling_factor": spec.router_scale, "norm_topk_prob": spec.router_renorm,
+    }  # fmt: skip
+    out.pop("partial_rotary_factor", None)
+    if spec.rope_scaling == "yarn":
+        out["rope_scaling"] |= {"mscale": spec.rope_mscale, "mscale_all_dim": spec.rope_mscale_all_dim}
+    if spec.router_score == "sigmoid":
+        return out | {"scoring_func": "sigmoid", "topk_method": "noaux_tc", "rope_interleave": True}
+    return out | {"topk_method": "group_limited_greedy" if spec.router_groups else "greedy"}
 
 
 __all__ = ["hf_config"]

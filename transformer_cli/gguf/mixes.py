@@ -21,6 +21,7 @@ The rules, for the mixes here (no importance matrix, no --pure, no overrides):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from ..analysis.quantized import Held
@@ -117,12 +118,23 @@ def _layout(spec: Spec, arch_name: str) -> list[Rule]:
     return layout
 
 
+def _file_tensors(spec: Spec, arch_name: str) -> dict[str, tuple[int, ...]]:
+    """The GGUF tensors of the model and their shapes, as a newer converter writes them (DeepSeek's kv_b in two)."""
+    from .model import pieces_of
+
+    shapes, pieces = tensor_shapes(spec), pieces_of(ARCHITECTURES[arch_name], None, spec)
+    out: dict[str, tuple[int, ...]] = {}
+    for rule in _layout(spec, arch_name):
+        out |= pieces.get(rule.hf) or {rule.hf: hf_shape(rule, shapes)}
+    return out
+
+
 def mix_types(spec: Spec, arch_name: str, mix: str) -> dict[str, str]:
     """Each GGUF tensor's type in a file of `mix` (the kept ones F32, as the converter writes them)."""
-    shapes, layout = tensor_shapes(spec), _layout(spec, arch_name)
-    tied = all(rule.hf != "output.weight" for rule in layout)
-    return {rule.hf: tensor_type(mix, rule.hf, hf_shape(rule, shapes), spec, tied, arch_name == "falcon") or "F32"
-            for rule in layout}  # fmt: skip
+    tensors = _file_tensors(spec, arch_name)
+    tied = "output.weight" not in tensors
+    return {name: tensor_type(mix, name, shape, spec, tied, arch_name == "falcon") or "F32"
+            for name, shape in tensors.items()}  # fmt: skip
 
 
 def mix_held(spec: Spec, arch_name: str, mix: str) -> Held:
@@ -132,18 +144,16 @@ def mix_held(spec: Spec, arch_name: str, mix: str) -> Held:
     if encoder(spec) is not None:
         raise SpecError(f"--weights {mix}: {spec.label} is an encoder-decoder; llama.cpp's mixes are for the GGUF "
                         "architectures tfm reads (decoder-only)")  # fmt: skip
-    layout = _layout(spec, arch_name)
-    types = mix_types(spec, arch_name, mix)
-    shapes = tensor_shapes(spec)
+    from .model import pieces_of
+
+    layout, types = _layout(spec, arch_name), mix_types(spec, arch_name, mix)
     sizes = {}
-    for rule in layout:
-        block, size = GGML_QUANT_SIZES[GGMLQuantizationType[types[rule.hf]]]
-        elements = 1
-        for axis in hf_shape(rule, shapes):
-            elements *= axis
-        sizes[rule.hf] = elements // block * size
+    for name, shape in _file_tensors(spec, arch_name).items():
+        block, size = GGML_QUANT_SIZES[GGMLQuantizationType[types[name]]]
+        sizes[name] = math.prod(shape) // block * size
+    pieces = pieces_of(ARCHITECTURES[arch_name], None, spec)
     rule_of = {name: rule for rule in layout for name in rule.tfm}
-    held = bytes_by_tensor(rule_of, shapes, sizes.__getitem__)
+    held = bytes_by_tensor(rule_of, tensor_shapes(spec), lambda hf: sum(sizes[n] for n in pieces.get(hf) or [hf]))
     return Held(f"{mix}: {_named(types.values())}", held, mix)
 
 

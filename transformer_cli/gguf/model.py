@@ -53,6 +53,23 @@ def spec_from_gguf(path: str | Path) -> Spec:
     return spec_from_mapping(spec_mapping(header), str(path))
 
 
+def _short(name: str) -> str:
+    """A tensor's name within its block ('blk.3.attn_q.weight' -> 'attn_q.weight'), or a global one's."""
+    return name.split(".", 2)[-1] if name.startswith("blk.") else name
+
+
+def pieces_of(arch: Arch, header: Header | None, spec: Spec) -> dict[str, dict[str, tuple[int, ...]]]:
+    """The tensors of the layout that the file (None: a newer converter's) holds in pieces, with the pieces'
+    names and shapes: where the whole tensor is not in it."""
+    out = {}
+    for rule in rules(arch.layout_of(spec), spec):
+        joined = arch.joined.get(_short(rule.hf))
+        if joined is not None and (header is None or rule.hf not in header.tensors):
+            prefix = rule.hf[: len(rule.hf) - len(_short(rule.hf))]
+            out[rule.hf] = {prefix + piece: shape for piece, shape in joined.pieces(spec).items()}
+    return out
+
+
 class GGUFWeights(Mapping[str, np.ndarray]):
     """tfm's weights by name, each tensor of the file read (and dequantised) when asked for; the file's tensors are
     checked against the spec's first: every one expected, in its shape, and none left over."""
@@ -61,6 +78,7 @@ class GGUFWeights(Mapping[str, np.ndarray]):
         self.header = read_header(path)
         _, self.arch, self.meta = _arch(self.header)
         self.spec, self.shapes = spec, tensor_shapes(spec)
+        self.pieces = pieces_of(self.arch, self.header, spec)
         self.rule_of: dict[str, Rule] = {}
         for rule in rules(self.arch.layout_of(spec), spec):
             for name in rule.tfm:
@@ -71,6 +89,9 @@ class GGUFWeights(Mapping[str, np.ndarray]):
 
     def _check_fit(self) -> None:
         expected = {rule.hf: hf_shape(rule, self.shapes) for rule in self.rule_of.values()}
+        for name, pieces in self.pieces.items():  # held in pieces: those are expected instead
+            del expected[name]
+            expected |= pieces
         held = self.header.tensors
         missing = [n for n in expected if n not in held]
         extra = [n for n in held if n not in expected and n not in self.arch.skipped]
@@ -85,11 +106,15 @@ class GGUFWeights(Mapping[str, np.ndarray]):
     def stored(self, name: str) -> np.ndarray:
         """The file's tensor `name`, dequantised, the converter's change to it undone."""
         if self._last is None or self._last[0] != name:
-            array = read_tensor(self.header, name)
+            if name in self.pieces:
+                joined = self.arch.joined[_short(name)]
+                array = joined.join([read_tensor(self.header, piece) for piece in self.pieces[name]])
+            else:
+                array = read_tensor(self.header, name)
             bad = first_nonfinite(array)
             if bad is not None:
                 raise ArrayError(f"{self.header.path}: NaN or inf in tensor {name} at {bad}")
-            undo = self.arch.transforms.get(name.split(".", 2)[-1] if name.startswith("blk.") else name)
+            undo = self.arch.transforms.get(_short(name))
             if undo is not None:
                 array = undo(array, self.meta.data)
             self._last = (name, array)
@@ -99,7 +124,11 @@ class GGUFWeights(Mapping[str, np.ndarray]):
         """The bytes the file holds for each of tfm's tensors, for the plan (a Q4_K_M file's blocks differ)."""
         tensors = self.header.tensors
         types = sorted({type_name(t.type) for t in tensors.values()})
-        return Held(f"GGUF {', '.join(types)}", bytes_by_tensor(self.rule_of, self.shapes, lambda n: tensors[n].nbytes))
+
+        def stored(name: str) -> int:
+            return sum(tensors[piece].nbytes for piece in self.pieces.get(name, {name: ()}))
+
+        return Held(f"GGUF {', '.join(types)}", bytes_by_tensor(self.rule_of, self.shapes, stored))
 
     def __getitem__(self, name: str) -> np.ndarray:
         if name in self.rule_of:

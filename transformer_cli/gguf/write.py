@@ -25,7 +25,7 @@ ARCH_OF = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "q
            "gemma3_text": "gemma3", "phi3": "phi3", "starcoder2": "starcoder2", "gpt2": "gpt2",
            "falcon": "falcon", "olmo2": "olmo2", "granite": "granite", "cohere": "command-r",
            "stablelm": "stablelm", "bloom": "bloom", "gpt_neox": "gptneox", "phi": "phi2",
-           "gpt_oss": "gpt-oss"}  # fmt: skip
+           "gpt_oss": "gpt-oss", "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2"}  # fmt: skip
 TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0")
 KEPT_F32 = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight")
 
@@ -76,6 +76,32 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
         out["logit_scale"] = float(spec.logit_scale)
     if arch == "gptneox":
         out["use_parallel_residual"] = bool(spec.parallel)
+    if arch == "deepseek2":
+        out |= _deepseek2(spec)
+    return out
+
+
+def _deepseek2(spec: Spec) -> dict[str, Any]:
+    """DeepseekV2Model's keys: the latent sizes (key_length and value_length the latent's, the heads' in *_mla),
+    the leading dense blocks, the router's scoring, groups, normalisation and scale."""
+    c, rotated = spec.kv_rank or 0, spec.rotated_dims
+    out: dict[str, Any] = {"attention.head_count_kv": 1, "attention.kv_lora_rank": c,
+                           "attention.key_length": c + rotated, "attention.value_length": c,
+                           "attention.key_length_mla": spec.m, "attention.value_length_mla": spec.value_size,
+                           "rope.dimension_count": rotated}  # fmt: skip
+    if spec.q_rank:
+        out["attention.q_lora_rank"] = spec.q_rank
+    if spec.rope_scaling == "yarn" and spec.rope_mscale_all_dim:
+        out["rope.scaling.yarn_log_multiplier"] = 0.1 * float(spec.rope_mscale_all_dim)
+    if spec.E:
+        dense = spec.feedforward_layers or ()
+        out |= {"leading_dense_block_count": sum(1 for kind in dense if kind == "dense"),
+                "expert_shared_count": (spec.shared_r or 0) // (spec.expert_r or 1),
+                "expert_gating_func": 2 if spec.router_score == "sigmoid" else 1,
+                "expert_group_count": spec.router_groups or 1, "expert_group_used_count": spec.router_topk_groups or 1,
+                "expert_weights_scale": float(spec.router_scale)}  # fmt: skip
+        if spec.router_renorm:
+            out["expert_weights_norm"] = True
     return out
 
 
@@ -123,7 +149,7 @@ def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.
     import gguf
 
     from ..io.outputs import publish, temp_name
-    from .model import spec_from_gguf
+    from .model import pieces_of, spec_from_gguf
 
     if model_type not in ARCH_OF:
         raise SpecError(f"{spec.label}: model_type '{model_type}' has no GGUF architecture tfm writes (it writes "
@@ -135,7 +161,10 @@ def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.
     extra = _extra_tensors(spec)
     meta = _metadata(spec, arch_name)
     shapes = tensor_shapes(spec)
+    pieces = pieces_of(arch, None, spec)  # (written as the newer converters split them)
     planned = [(rule, hf_shape(rule, shapes)) for rule in rules(arch.layout_of(spec), spec)]
+    tensors = [(name, shape) for rule, whole in planned
+               for name, shape in (pieces.get(rule.hf) or {rule.hf: whole}).items()]  # fmt: skip
     tmp = out.parent / temp_name(out.name)
     try:
         writer = gguf.GGUFWriter(str(tmp), arch_name)
@@ -145,13 +174,13 @@ def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.
                              if isinstance(value, bool) else writer.add_float32 if isinstance(value, float)
                              else writer.add_uint32)  # fmt: skip
             add(f"{arch_name}.{key}", value)
-        types = {rule.hf: _qtype(rule.hf, shape, asked) for rule, shape in planned}
+        types = {name: _qtype(name, shape, asked) for name, shape in tensors}
         for name, data in extra.items():
             writer.add_tensor_info(name, data.shape, np.dtype(np.float32), data.nbytes)
-        for rule, shape in planned:
-            block, size = gguf.GGML_QUANT_SIZES[types[rule.hf]]
+        for name, shape in tensors:
+            block, size = gguf.GGML_QUANT_SIZES[types[name]]
             nbytes = int(np.prod(shape)) // block * size
-            writer.add_tensor_info(rule.hf, shape, np.dtype(np.float32), nbytes, raw_dtype=types[rule.hf])
+            writer.add_tensor_info(name, shape, np.dtype(np.float32), nbytes, raw_dtype=types[name])
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
         writer.write_ti_data_to_file()
@@ -162,7 +191,9 @@ def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.
             short = rule.hf.split(".", 2)[-1] if rule.hf.startswith("blk.") else rule.hf
             if short in arch.redo:
                 joined = arch.redo[short](joined, meta)
-            writer.write_tensor_data(_stored(joined, types[rule.hf]))
+            parts = arch.joined[short].divide(joined, spec) if rule.hf in pieces else [joined]
+            for name, part in zip(pieces.get(rule.hf) or [rule.hf], parts, strict=True):
+                writer.write_tensor_data(_stored(part, types[name]))
         writer.close()
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())

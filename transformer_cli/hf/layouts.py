@@ -211,6 +211,8 @@ def _block_rules(family: Family, block: str, names: dict[str, str], prefix: str,
     out: list[Rule] = []
     used: set[str] = set()
     for theirs, pieces, groups in family.fused:
+        if theirs in family.stacked and not spec.E:
+            continue  # (a dense block among routed ones: its one feedforward, by `names`)
         fused = tuple(prefix + p for p in pieces)
         if all(n in present for n in fused):
             experts = (spec.E or 0) if theirs in family.stacked else 0
