@@ -162,13 +162,16 @@ def gguf_to_hugging_face(path: Path, out: Path, dtype: Any = None, shard_bytes: 
                          overwrite: bool = False) -> tuple[Spec, list[str]]:  # fmt: skip
     """A GGUF file as a Hugging Face folder (float32 unless dtype says), its config.json built from the metadata
     and checked to describe the file's model before anything is written."""
-    from .gguf.hf_config import hf_config
+    from .gguf.hf_config import MODEL_TYPE, hf_config
     from .gguf.model import GGUFWeights, spec_from_gguf
     from .hf.config import spec_of_config
 
     spec = spec_from_gguf(path)
     weights = GGUFWeights(path, spec)
     arch = str(weights.header.metadata["general.architecture"])
+    if arch not in MODEL_TYPE:  # (BERT's: the file has no pooler, which a BertModel's config cannot leave out)
+        raise SpecError(f"{path}: tfm writes no Hugging Face folder of a GGUF {arch} file (it writes one of "
+                        f"{', '.join(MODEL_TYPE)}); tfm's weights file takes it: -o FILE.safetensors")  # fmt: skip
     config = hf_config(spec, arch, weights.header.metadata)
     own = spec_of_config(config, f"{path}: the config.json built from its metadata")
     if own.model_keys() != spec.model_keys():

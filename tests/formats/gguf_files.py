@@ -16,7 +16,8 @@ import numpy as np
 from gguf_metadata import ARCHS, PERMUTED, _kv_heads, _metadata
 
 REORDERED = ("bloom", "gpt_neox")  # BloomModel, GPTNeoXModel: per-head [q; k; v] -> [Q; K; V]
-KEPT_F32 = (".gate.weight", "shared_expert_gate.weight", "wpe.weight", "norm.weight", "router.weight", "sinks")
+KEPT_F32 = (".gate.weight", "shared_expert_gate.weight", "wpe.weight", "norm.weight", "router.weight", "sinks",
+            "position_embeddings.weight", "token_type_embeddings.weight")  # fmt: skip
 OSS_IN_OUT = ("experts.gate_up_proj", "experts.down_proj")  # gpt-oss's experts (in, out): stored transposed
 CONV1D = (".c_attn.weight", ".c_proj.weight", ".c_fc.weight")  # GPT2Model.modify_tensors transposes these
 GEMMAS = ("gemma", "gemma2", "gemma3_text")  # their norms stored as 1 + w (GemmaModel.modify_tensors)
@@ -161,6 +162,11 @@ def _converted(model) -> dict[str, np.ndarray]:
         if kind in ("gemma", "gemma2") and name == "lm_head.weight":
             continue
         out[name] = data
+    if ARCHS[kind] == "BERT":  # BertModel.filter_tensors: no pooler, RoBERTa's positions after the padding index
+        out = {n: t for n, t in out.items() if not n.startswith(("pooler.", "embeddings.position_ids"))}
+        if kind in ("roberta", "xlm-roberta"):
+            name = "embeddings.position_embeddings.weight"
+            out[name] = out[name][cfg.pad_token_id + 1 :]
     if kind.startswith("deepseek"):  # DeepseekV2Model.modify_tensors: kv_b split, the correction bias renamed
         out = dict(_deepseek(out, cfg))
     if kind == "gpt_oss":  # GptOssModel.modify_tensors, for a checkpoint not in MXFP4
@@ -208,7 +214,15 @@ def write_gguf(model, path: Path, qtype_name: str = "F32", raw: dict | None = No
         if raw is not None and hf_name in raw:
             writer.add_tensor(name, raw[hf_name], raw_dtype=raw_type)
         elif (
-            name.endswith(("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight", "_norm.weight"))
+            name.endswith(
+                (
+                    "ffn_gate_inp.weight",
+                    "ffn_gate_inp_shexp.weight",
+                    "position_embd.weight",
+                    "_norm.weight",
+                    "token_types.weight",
+                )
+            )
             or data.ndim == 1
         ):
             writer.add_tensor(name, data.astype(np.float32))

@@ -12,7 +12,8 @@ ARCHS = {"llama": "LLAMA", "mistral": "LLAMA", "mixtral": "LLAMA", "qwen2": "QWE
          "gemma3_text": "GEMMA3", "phi3": "PHI3", "starcoder2": "STARCODER2", "gpt2": "GPT2",
          "falcon": "FALCON", "olmo2": "OLMO2", "granite": "GRANITE", "cohere": "COMMAND_R", "stablelm": "STABLELM",
          "bloom": "BLOOM", "gpt_neox": "GPTNEOX", "phi": "PHI2",
-         "gpt_oss": "GPT_OSS", "deepseek_v2": "DEEPSEEK2", "deepseek_v3": "DEEPSEEK2"}  # fmt: skip
+         "gpt_oss": "GPT_OSS", "deepseek_v2": "DEEPSEEK2", "deepseek_v3": "DEEPSEEK2",
+         "bert": "BERT", "roberta": "BERT", "xlm-roberta": "BERT", "distilbert": "BERT"}  # fmt: skip
 PERMUTED = ("LLAMA", "GRANITE")  # LlamaModel and its subclasses permute Q and K
 
 
@@ -53,6 +54,8 @@ def _own_metadata(writer, cfg) -> bool:
             add(value)  # fmt: skip
     elif kind.startswith("deepseek"):
         _deepseek(writer, cfg)
+    elif ARCHS.get(kind) == "BERT":
+        _bert(writer, cfg)
     elif kind == "bloom":  # BloomModel.set_gguf_parameters
         d = cfg.hidden_size
         for add, value in ((writer.add_context_length, getattr(cfg, "seq_length", d)), (writer.add_embedding_length, d),
@@ -236,3 +239,19 @@ def _deepseek(writer, cfg) -> None:
                 add(rope[key])
         if rope.get("mscale_all_dim"):
             writer.add_rope_scaling_yarn_log_mul(0.1 * rope["mscale_all_dim"])
+
+
+def _bert(writer, cfg) -> None:
+    """BertModel.set_gguf_parameters: TextModel's keys (RoBERTa's context less its position offset), not causal,
+    the token types' count (set_vocab)."""
+    d = getattr(cfg, "hidden_size", None) or cfg.dim
+    offset = cfg.pad_token_id + 1 if cfg.model_type in ("roberta", "xlm-roberta") else 0
+    for add, value in ((writer.add_block_count, getattr(cfg, "num_hidden_layers", None) or cfg.n_layers),
+                       (writer.add_context_length, cfg.max_position_embeddings - offset),
+                       (writer.add_embedding_length, d),
+                       (writer.add_feed_forward_length, getattr(cfg, "intermediate_size", None) or cfg.hidden_dim),
+                       (writer.add_head_count, getattr(cfg, "num_attention_heads", None) or cfg.n_heads),
+                       (writer.add_layer_norm_eps, getattr(cfg, "layer_norm_eps", 1e-12)),
+                       (writer.add_causal_attention, False),
+                       (writer.add_token_type_count, getattr(cfg, "type_vocab_size", 1))):  # fmt: skip
+        add(value)

@@ -7,6 +7,7 @@ interleaved rotary, Gemma's norms stored as 1 + w). A new architecture is one fu
 from __future__ import annotations
 
 from .base import LLAMA_LAYOUT, Arch, llama, permute, unpermute
+from .bert import BERT
 from .deepseek2 import DEEPSEEK2
 from .gemma import GEMMA, GEMMA2, GEMMA3
 from .gpt_oss import GPT_OSS
@@ -42,6 +43,7 @@ ARCHITECTURES: dict[str, Arch] = {
     "phi2": PHI2,
     "gpt-oss": GPT_OSS,
     "deepseek2": DEEPSEEK2,
+    "bert": BERT,
 }
 
 __all__ = ["ARCHITECTURES", "Arch"]

@@ -167,4 +167,4 @@ def _deepseek(spec: Spec, sizes: dict[str, Any]) -> dict[str, Any]:
     return out | {"topk_method": "group_limited_greedy" if spec.router_groups else "greedy"}
 
 
-__all__ = ["hf_config"]
+__all__ = ["MODEL_TYPE", "hf_config"]
