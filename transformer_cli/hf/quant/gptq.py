@@ -47,15 +47,23 @@ class GPTQ(Scheme):
         self.refused = REFUSED
 
     def packed(self, name: str, shape: Shape) -> dict[str, Stored] | None:
-        prefix = linear(name, shape)
-        if prefix is None:
+        found = _grouped(name, shape, self.group)
+        if found is None:
             return None
-        o, i = shape
-        groups = 1 if self.group == -1 else -(-i // self.group)
+        prefix, o, i, groups = found
         return {f"{prefix}.qweight": Stored((i * self.bits // 32, o), ("I32",)),
                 f"{prefix}.qzeros": Stored((groups, o * self.bits // 32), ("I32",), "zero points"),
                 f"{prefix}.scales": Stored((groups, o), ("F16", "BF16", "F32"), "scales"),
                 f"{prefix}.g_idx": Stored((i,), ("I32",), "index")}  # fmt: skip
+
+
+def _grouped(name: str, shape: Shape, group: int) -> tuple[str, int, int, int] | None:
+    """A linear layer's weight: its module, outputs, inputs and groups of `group` inputs (-1: one a row)."""
+    prefix = linear(name, shape)
+    if prefix is None:
+        return None
+    o, i = shape
+    return prefix, o, i, 1 if group == -1 else -(-i // group)
 
 
 class AWQ(Scheme):
@@ -75,11 +83,10 @@ class AWQ(Scheme):
             self.refused = "AWQ without zero points is counted and planned, not run (no reference to test against)"
 
     def packed(self, name: str, shape: Shape) -> dict[str, Stored] | None:
-        prefix = linear(name, shape)
-        if prefix is None:
+        found = _grouped(name, shape, self.group)
+        if found is None:
             return None
-        o, i = shape
-        groups = 1 if self.group == -1 else -(-i // self.group)
+        prefix, o, i, groups = found
         out = {f"{prefix}.qweight": Stored((i, o // 8), ("I32",))}
         if self.zero_point:
             out[f"{prefix}.qzeros"] = Stored((groups, o // 8), ("I32",), "zero points")
