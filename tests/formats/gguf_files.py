@@ -162,6 +162,8 @@ def _converted(model) -> dict[str, np.ndarray]:
         if kind in ("gemma", "gemma2") and name == "lm_head.weight":
             continue
         out[name] = data
+    if ARCHS[kind] == "T5":  # T5Model.modify_tensors: the shared embedding once
+        out = {n: t for n, t in out.items() if n not in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight")}
     if ARCHS[kind] == "BERT":  # BertModel.filter_tensors: no pooler, RoBERTa's positions after the padding index
         out = {n: t for n, t in out.items() if not n.startswith(("pooler.", "embeddings.position_ids"))}
         if kind in ("roberta", "xlm-roberta"):

@@ -13,7 +13,8 @@ ARCHS = {"llama": "LLAMA", "mistral": "LLAMA", "mixtral": "LLAMA", "qwen2": "QWE
          "falcon": "FALCON", "olmo2": "OLMO2", "granite": "GRANITE", "cohere": "COMMAND_R", "stablelm": "STABLELM",
          "bloom": "BLOOM", "gpt_neox": "GPTNEOX", "phi": "PHI2",
          "gpt_oss": "GPT_OSS", "deepseek_v2": "DEEPSEEK2", "deepseek_v3": "DEEPSEEK2",
-         "bert": "BERT", "roberta": "BERT", "xlm-roberta": "BERT", "distilbert": "BERT"}  # fmt: skip
+         "bert": "BERT", "roberta": "BERT", "xlm-roberta": "BERT", "distilbert": "BERT", "t5": "T5",
+         "mt5": "T5"}  # fmt: skip
 PERMUTED = ("LLAMA", "GRANITE")  # LlamaModel and its subclasses permute Q and K
 
 
@@ -56,6 +57,18 @@ def _own_metadata(writer, cfg) -> bool:
         _deepseek(writer, cfg)
     elif ARCHS.get(kind) == "BERT":
         _bert(writer, cfg)
+    elif ARCHS.get(kind) == "T5":  # T5Model.set_gguf_parameters
+        for add, value in ((writer.add_context_length, getattr(cfg, "n_positions", 512)),
+                           (writer.add_embedding_length, cfg.d_model), (writer.add_feed_forward_length, cfg.d_ff),
+                           (writer.add_block_count, cfg.num_layers), (writer.add_head_count, cfg.num_heads),
+                           (writer.add_key_length, cfg.d_kv), (writer.add_value_length, cfg.d_kv),
+                           (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
+                           (writer.add_layer_norm_rms_eps, cfg.layer_norm_epsilon),
+                           (writer.add_relative_attn_buckets_count, cfg.relative_attention_num_buckets),
+                           (writer.add_decoder_start_token_id, cfg.decoder_start_token_id)):  # fmt: skip
+            add(value)
+        if getattr(cfg, "num_decoder_layers", None) is not None:
+            writer.add_decoder_block_count(cfg.num_decoder_layers)
     elif kind == "bloom":  # BloomModel.set_gguf_parameters
         d = cfg.hidden_size
         for add, value in ((writer.add_context_length, getattr(cfg, "seq_length", d)), (writer.add_embedding_length, d),

@@ -15,6 +15,7 @@ from .layernorm_families import BLOOM, GPTNEOX, PHI2
 from .llama_likes import COMMAND_R, OLMO2, STABLELM, granite
 from .moe import MIXTRAL, QWEN2MOE, QWEN3MOE
 from .others import FALCON, GPT2, PHI3, STARCODER2
+from .t5 import T5
 
 _Q, _K = unpermute("attention.head_count"), unpermute("attention.head_count_kv")
 _PERMUTED = {"attn_q.weight": _Q, "attn_k.weight": _K, "attn_q.bias": _Q, "attn_k.bias": _K}  # weights and biases
@@ -44,6 +45,7 @@ ARCHITECTURES: dict[str, Arch] = {
     "gpt-oss": GPT_OSS,
     "deepseek2": DEEPSEEK2,
     "bert": BERT,
+    "t5": T5,
 }
 
 __all__ = ["ARCHITECTURES", "Arch"]

@@ -12,7 +12,7 @@ MODEL_TYPE = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": 
               "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3_text", "phi3": "phi3",
               "starcoder2": "starcoder2", "gpt2": "gpt2", "falcon": "falcon", "olmo2": "olmo2", "granite": "granite",
               "command-r": "cohere", "stablelm": "stablelm", "bloom": "bloom", "gptneox": "gpt_neox",
-              "phi2": "phi", "gpt-oss": "gpt_oss", "deepseek2": "deepseek_v2"}  # fmt: skip
+              "phi2": "phi", "gpt-oss": "gpt_oss", "deepseek2": "deepseek_v2", "t5": "t5"}  # fmt: skip
 CLASSES = {"llama": "LlamaForCausalLM", "mixtral": "MixtralForCausalLM", "qwen2": "Qwen2ForCausalLM",
            "qwen3": "Qwen3ForCausalLM", "qwen2_moe": "Qwen2MoeForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM",
            "gemma": "GemmaForCausalLM", "gemma2": "Gemma2ForCausalLM", "gemma3_text": "Gemma3ForCausalLM",
@@ -20,7 +20,8 @@ CLASSES = {"llama": "LlamaForCausalLM", "mixtral": "MixtralForCausalLM", "qwen2"
            "falcon": "FalconForCausalLM", "olmo2": "Olmo2ForCausalLM", "granite": "GraniteForCausalLM",
            "cohere": "CohereForCausalLM", "stablelm": "StableLmForCausalLM", "bloom": "BloomForCausalLM",
            "gpt_neox": "GPTNeoXForCausalLM", "phi": "PhiForCausalLM", "gpt_oss": "GptOssForCausalLM",
-           "deepseek_v2": "DeepseekV2ForCausalLM", "deepseek_v3": "DeepseekV3ForCausalLM"}  # fmt: skip
+           "deepseek_v2": "DeepseekV2ForCausalLM", "deepseek_v3": "DeepseekV3ForCausalLM",
+           "t5": "T5ForConditionalGeneration", "mt5": "MT5ForConditionalGeneration"}  # fmt: skip
 
 
 BIASED = ("llama", "mixtral", "qwen3", "qwen2_moe", "qwen3_moe", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2")
@@ -85,6 +86,8 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
             "alibi": False, **_rope(spec)}  # fmt: skip
     if kind.startswith("deepseek"):
         return out | _deepseek(spec, sizes)
+    if kind == "t5":
+        return _t5(spec)
     if kind == "bloom":
         return out | {"vocab_size": spec.V, "hidden_size": spec.d, "n_layer": spec.N, "n_head": spec.H,
                       "layer_norm_epsilon": spec.norm_eps, "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip
@@ -144,6 +147,18 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         out |= {"norm_epsilon": spec.norm_eps, "use_bias": True, "sliding_window": None,
                 "hidden_act": "gelu_pytorch_tanh"}  # fmt: skip
     return out
+
+
+def _t5(spec: Spec) -> dict[str, Any]:
+    """T5's keys: its own head as T5 1.1's config (t5, untied); a tied one unscaled as mT5's config is (T5's
+    config would scale it by d^-1/2, which the GGUF file's model does not)."""
+    kind = "t5" if not spec.tie_embeddings else "mt5"
+    return {"architectures": [CLASSES[kind]], "model_type": kind, "is_encoder_decoder": True, "vocab_size": spec.V,
+            "d_model": spec.d, "d_kv": spec.m, "d_ff": spec.r, "num_layers": spec.N_enc, "num_decoder_layers": spec.N,
+            "num_heads": spec.H, "relative_attention_num_buckets": spec.rel_buckets,
+            "relative_attention_max_distance": spec.rel_max_distance, "layer_norm_epsilon": spec.norm_eps,
+            "feed_forward_proj": "gated-gelu" if spec.feedforward == "gated" else spec.activation,
+            "tie_word_embeddings": spec.tie_embeddings, "decoder_start_token_id": 0}  # fmt: skip
 
 
 def _deepseek(spec: Spec, sizes: dict[str, Any]) -> dict[str, Any]:

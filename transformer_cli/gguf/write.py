@@ -25,7 +25,8 @@ ARCH_OF = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "q
            "gemma3_text": "gemma3", "phi3": "phi3", "starcoder2": "starcoder2", "gpt2": "gpt2",
            "falcon": "falcon", "olmo2": "olmo2", "granite": "granite", "cohere": "command-r",
            "stablelm": "stablelm", "bloom": "bloom", "gpt_neox": "gptneox", "phi": "phi2",
-           "gpt_oss": "gpt-oss", "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2"}  # fmt: skip
+           "gpt_oss": "gpt-oss", "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2", "t5": "t5",
+           "mt5": "t5"}  # fmt: skip
 TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0")
 KEPT_F32 = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight")
 
@@ -78,6 +79,9 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
         out["use_parallel_residual"] = bool(spec.parallel)
     if arch == "deepseek2":
         out |= _deepseek2(spec)
+    if arch == "t5":  # (block_count the encoder's)
+        out |= {"block_count": spec.N_enc, "decoder_block_count": spec.N,
+                "attention.relative_buckets_count": spec.rel_buckets}  # fmt: skip
     return out
 
 
