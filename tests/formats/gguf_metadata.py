@@ -14,7 +14,7 @@ ARCHS = {"llama": "LLAMA", "mistral": "LLAMA", "mixtral": "LLAMA", "qwen2": "QWE
          "bloom": "BLOOM", "gpt_neox": "GPTNEOX", "phi": "PHI2",
          "gpt_oss": "GPT_OSS", "deepseek_v2": "DEEPSEEK2", "deepseek_v3": "DEEPSEEK2",
          "bert": "BERT", "roberta": "BERT", "xlm-roberta": "BERT", "distilbert": "BERT", "t5": "T5",
-         "mt5": "T5"}  # fmt: skip
+         "mt5": "T5", "gptj": "GPTJ"}  # fmt: skip
 PERMUTED = ("LLAMA", "GRANITE")  # LlamaModel and its subclasses permute Q and K
 
 
@@ -69,6 +69,15 @@ def _own_metadata(writer, cfg) -> bool:
             add(value)
         if getattr(cfg, "num_decoder_layers", None) is not None:
             writer.add_decoder_block_count(cfg.num_decoder_layers)
+    elif kind == "gptj":  # GPTJModel.set_gguf_parameters
+        m = cfg.n_embd // cfg.n_head
+        for add, value in ((writer.add_block_count, cfg.n_layer), (writer.add_context_length, cfg.n_positions),
+                           (writer.add_embedding_length, cfg.n_embd), (writer.add_feed_forward_length, 4 * cfg.n_embd),
+                           (writer.add_head_count, cfg.n_head),
+                           (writer.add_layer_norm_eps, cfg.layer_norm_epsilon)):  # fmt: skip
+            add(value)
+        if (cfg.rotary_dim or m) < m:
+            writer.add_rope_dimension_count(cfg.rotary_dim)
     elif kind == "bloom":  # BloomModel.set_gguf_parameters
         d = cfg.hidden_size
         for add, value in ((writer.add_context_length, getattr(cfg, "seq_length", d)), (writer.add_embedding_length, d),

@@ -137,6 +137,8 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                       beta_slow=1.0, truncate=False, original_max_position_embeddings=8))),
     "gptj": ("GPTJConfig", "GPTJForCausalLM", dict(vocab_size=97, n_embd=32, n_layer=2, n_head=4, rotary_dim=4,
                                                    n_positions=64, n_inner=40, attn_implementation="eager")),
+    "gptj-gguf": ("GPTJConfig", "GPTJForCausalLM", dict(vocab_size=97, n_embd=32, n_layer=2, n_head=4, rotary_dim=4,
+                                                        n_positions=64, attn_implementation="eager")),  # 4 d
     "opt": ("OPTConfig", "OPTForCausalLM", dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, ffn_dim=40,
                                                 num_attention_heads=4, max_position_embeddings=64)),
     "opt-post-norm-untied": ("OPTConfig", "OPTForCausalLM", dict(

@@ -23,7 +23,7 @@ FAMILIES = ["llama", "qwen2", "qwen3", "mixtral", "qwen2_moe-all-routed", "qwen3
             "phi3-longrope", "starcoder2-no-window", "gpt2", "falcon-7b", "falcon-40b", "olmo2", "granite", "cohere",
             "cohere-qk-norm-tied", "stablelm", "stablelm-parallel", "stablelm-qk-layernorm", "bloom", "bloom-6-heads",
             "gpt_neox", "gpt_neox-sequential", "phi-gguf", "gpt_oss-gguf", "deepseek_v3-gguf",
-            "deepseek_v2"]  # fmt: skip
+            "deepseek_v2", "gptj-gguf"]  # fmt: skip
 
 
 @pytest.mark.parametrize("qtype", ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])

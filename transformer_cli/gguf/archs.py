@@ -11,7 +11,7 @@ from .bert import BERT
 from .deepseek2 import DEEPSEEK2
 from .gemma import GEMMA, GEMMA2, GEMMA3
 from .gpt_oss import GPT_OSS
-from .layernorm_families import BLOOM, GPTNEOX, PHI2
+from .layernorm_families import BLOOM, GPTJ, GPTNEOX, PHI2
 from .llama_likes import COMMAND_R, OLMO2, STABLELM, granite
 from .moe import MIXTRAL, QWEN2MOE, QWEN3MOE
 from .others import FALCON, GPT2, PHI3, STARCODER2
@@ -46,6 +46,7 @@ ARCHITECTURES: dict[str, Arch] = {
     "deepseek2": DEEPSEEK2,
     "bert": BERT,
     "t5": T5,
+    "gptj": GPTJ,
 }
 
 __all__ = ["ARCHITECTURES", "Arch"]

@@ -12,7 +12,8 @@ MODEL_TYPE = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": 
               "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3_text", "phi3": "phi3",
               "starcoder2": "starcoder2", "gpt2": "gpt2", "falcon": "falcon", "olmo2": "olmo2", "granite": "granite",
               "command-r": "cohere", "stablelm": "stablelm", "bloom": "bloom", "gptneox": "gpt_neox",
-              "phi2": "phi", "gpt-oss": "gpt_oss", "deepseek2": "deepseek_v2", "t5": "t5"}  # fmt: skip
+              "phi2": "phi", "gpt-oss": "gpt_oss", "deepseek2": "deepseek_v2", "t5": "t5",
+              "gptj": "gptj"}  # fmt: skip
 CLASSES = {"llama": "LlamaForCausalLM", "mixtral": "MixtralForCausalLM", "qwen2": "Qwen2ForCausalLM",
            "qwen3": "Qwen3ForCausalLM", "qwen2_moe": "Qwen2MoeForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM",
            "gemma": "GemmaForCausalLM", "gemma2": "Gemma2ForCausalLM", "gemma3_text": "Gemma3ForCausalLM",
@@ -21,7 +22,8 @@ CLASSES = {"llama": "LlamaForCausalLM", "mixtral": "MixtralForCausalLM", "qwen2"
            "cohere": "CohereForCausalLM", "stablelm": "StableLmForCausalLM", "bloom": "BloomForCausalLM",
            "gpt_neox": "GPTNeoXForCausalLM", "phi": "PhiForCausalLM", "gpt_oss": "GptOssForCausalLM",
            "deepseek_v2": "DeepseekV2ForCausalLM", "deepseek_v3": "DeepseekV3ForCausalLM",
-           "t5": "T5ForConditionalGeneration", "mt5": "MT5ForConditionalGeneration"}  # fmt: skip
+           "t5": "T5ForConditionalGeneration", "mt5": "MT5ForConditionalGeneration",
+           "gptj": "GPTJForCausalLM"}  # fmt: skip
 
 
 BIASED = ("llama", "mixtral", "qwen3", "qwen2_moe", "qwen3_moe", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2")
@@ -88,6 +90,11 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         return out | _deepseek(spec, sizes)
     if kind == "t5":
         return _t5(spec)
+    if kind == "gptj":
+        return out | {"vocab_size": spec.V, "n_embd": spec.d, "n_layer": spec.N, "n_head": spec.H,
+                      "n_inner": spec.r, "n_positions": spec.context or 2048, "layer_norm_epsilon": spec.norm_eps,
+                      "rotary_dim": spec.rotated_dims, "activation_function": "gelu_new",
+                      "tie_word_embeddings": False}  # fmt: skip
     if kind == "bloom":
         return out | {"vocab_size": spec.V, "hidden_size": spec.d, "n_layer": spec.N, "n_head": spec.H,
                       "layer_norm_epsilon": spec.norm_eps, "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip

@@ -1,9 +1,10 @@
-"""GGUF BLOOM, GPT-NeoX and Phi-2 as convert_hf_to_gguf.py writes them: LayerNorms with biases and biases on every
-projection; BLOOM's and GPT-NeoX's fused query_key_value reordered by the converter from per-head [q; k; v]
+"""GGUF BLOOM, GPT-NeoX, Phi-2 and GPT-J as convert_hf_to_gguf.py writes them: LayerNorms with biases and biases
+on every projection (GPT-J's q, k, v and o have none); BLOOM's and GPT-NeoX's fused query_key_value reordered by the converter from per-head [q; k; v]
 groups to [Q; K; V] (how tfm reads a fused tensor). What the files do not hold is read as llama.cpp reads it:
 BLOOM's ALiBi of maximum bias 8 and feedforward of 4 d, no context (its context_length is the converter's
 seq_length, or d); GPT-NeoX's and Phi-2's rope base 10000 (the converter writes none), GPT-NeoX's GELU the exact
-one of Pythia's config (llama.cpp computes the tanh form), Phi-2's feedforward the 4 d the converter writes."""
+one of Pythia's config (llama.cpp computes the tanh form), Phi-2's and GPT-J's feedforward the 4 d the converter
+writes, GPT-J's rotary in adjacent pairs (its own rotate_every_two; the converter does not permute)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,20 @@ def phi2(c: Keys, header: Header) -> dict[str, Any]:
     return spec
 
 
+def gptj(c: Keys, header: Header) -> dict[str, Any]:
+    """GPT-J: one LayerNorm shared by parallel attention and feedforward, rope.dimension_count of each head turned
+    in adjacent pairs, no biases on q, k, v and o, the feedforward's and the head's biases."""
+    spec = sizes(c, header) | {"positional": "rope", "rope_theta": c.number("rope.freq_base", 10000.0),
+                                "rope_pairing": "interleaved",
+                                "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
+                                "parallel": True, "shared_norm": True, "attention_bias": False, "ff_bias": True,
+                                "head_bias": True, "activation": "gelu"}  # fmt: skip
+    rotated = c.count("rope.dimension_count", spec["m"])
+    if rotated != spec["m"]:
+        spec["rope_fraction"] = rotated / spec["m"]
+    return spec
+
+
 _FUSED = (("attn_qkv.weight", _QKV, _one), ("attn_qkv.bias", _QKV_BIAS, _one))
 _BLOCK = (_linear("attention.{}_O", "attn_output") | _linear("ff.{}1", "ffn_up") | _linear("ff.{}2", "ffn_down")
           | _norms("norm1", "attn_norm") | _norms("norm2", "ffn_norm"))  # fmt: skip
@@ -73,4 +88,11 @@ PHI2 = Arch(phi2, Family(
     _GLOBALS | {"head.b": "output.bias"},
 ))  # fmt: skip
 
-__all__ = ["BLOOM", "GPTNEOX", "PHI2"]
+GPTJ = Arch(gptj, Family(
+    "blk.{i}.",
+    {f"attention.W_{x}": f"attn_{y}.weight" for x, y in zip("QKVO", ("q", "k", "v", "output"), strict=True)}
+    | _linear("ff.{}1", "ffn_up") | _linear("ff.{}2", "ffn_down") | _norms("norm1", "attn_norm"),
+    _GLOBALS | {"head.b": "output.bias"},
+))  # fmt: skip
+
+__all__ = ["BLOOM", "GPTJ", "GPTNEOX", "PHI2"]

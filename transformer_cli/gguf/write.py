@@ -26,7 +26,7 @@ ARCH_OF = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "q
            "falcon": "falcon", "olmo2": "olmo2", "granite": "granite", "cohere": "command-r",
            "stablelm": "stablelm", "bloom": "bloom", "gpt_neox": "gptneox", "phi": "phi2",
            "gpt_oss": "gpt-oss", "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2", "t5": "t5",
-           "mt5": "t5"}  # fmt: skip
+           "mt5": "t5", "gptj": "gptj"}  # fmt: skip
 TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0")
 KEPT_F32 = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight")
 
