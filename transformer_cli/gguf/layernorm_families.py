@@ -1,10 +1,11 @@
 """GGUF BLOOM, GPT-NeoX, Phi-2 and GPT-J as convert_hf_to_gguf.py writes them: LayerNorms with biases and biases
-on every projection (GPT-J's q, k, v and o have none); BLOOM's and GPT-NeoX's fused query_key_value reordered by the converter from per-head [q; k; v]
-groups to [Q; K; V] (how tfm reads a fused tensor). What the files do not hold is read as llama.cpp reads it:
-BLOOM's ALiBi of maximum bias 8 and feedforward of 4 d, no context (its context_length is the converter's
-seq_length, or d); GPT-NeoX's and Phi-2's rope base 10000 (the converter writes none), GPT-NeoX's GELU the exact
-one of Pythia's config (llama.cpp computes the tanh form), Phi-2's and GPT-J's feedforward the 4 d the converter
-writes, GPT-J's rotary in adjacent pairs (its own rotate_every_two; the converter does not permute)."""
+on every projection (GPT-J's q, k, v and o have none); BLOOM's and GPT-NeoX's fused query_key_value reordered by
+the converter from per-head [q; k; v] groups to [Q; K; V] (how tfm reads a fused tensor). What the files do not
+hold is read as llama.cpp reads it: BLOOM's ALiBi of maximum bias 8 and feedforward of 4 d, no context (its
+context_length is the converter's seq_length, or d); GPT-NeoX's and Phi-2's rope base 10000 (the converter writes
+none), GPT-NeoX's GELU the exact one of Pythia's config (llama.cpp computes the tanh form), Phi-2's and GPT-J's
+feedforward the 4 d the converter writes, GPT-J's rotary in adjacent pairs (its own rotate_every_two; the
+converter does not permute)."""
 
 from __future__ import annotations
 
