@@ -19,6 +19,7 @@ from ..errors import ExitCode, Terminated
 
 MODULES = {  # in the order `tfm --help` lists them
     "count": "count_command", "init": "model_commands", "sample": "sample_command", "run": "model_commands",
+    "generate": "generate_command",
     "schema": "spec_commands", "diff": "spec_commands", "spec": "hf_commands", "convert": "hf_commands",
     "attention": "attention_command",
     "verify": "verify_commands", "verify-equivariance": "verify_commands", "verify-causality": "verify_commands",
@@ -33,6 +34,9 @@ SUMMARIES = {  # each command's first paragraph, in the order of `tfm --help`; a
     'sample': (
         'Write a random input for a spec: standard normal float64 columns (d, n) or (b, d, n); for a spec '
         'with a vocabulary V, uniform token ids (n,) or (b, n) in 0 .. V-1.'
+    ),
+    'generate': (
+        'Generate tokens after prompts: greedy by default, or sampled (--temperature, --top-k, --top-p, --seed).'
     ),
     'schema': 'Print the JSON Schema of the spec format, for editor completion and validation (always JSON).',
     'diff': 'Compare two specs: keys, parameters by component, FLOPs and memory, with the differences marked.',
