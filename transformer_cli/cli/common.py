@@ -126,6 +126,10 @@ TargetOpt = Annotated[
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", "-s", min=0, help="Seed for weights and random inputs (0 or more).")]
 DTypeOpt = Annotated[DType, typer.Option("--dtype", help="Compute dtype.")]
+RunDTypeOpt = Annotated[  # run and generate: a forward pass on a user's input
+    Optional[DType],
+    typer.Option("--dtype", help="Compute dtype [default: float64; float32 for a Hugging Face checkpoint]."),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout, nothing else.")]
 SeqLenOpt = Annotated[
     Optional[int], typer.Option("--seq-len", "-n", help="Sequence length n of the random inputs [default: 16].")

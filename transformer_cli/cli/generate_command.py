@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -16,6 +15,7 @@ from .common import (
     ForceOpt,
     JsonOpt,
     MaxMemoryOpt,
+    RunDTypeOpt,
     SpecArg,
     WeightsOpt,
     app,
@@ -54,10 +54,7 @@ def generate(
         typer.Option("--stop", help="A stop token id (repeatable) [default: the model's eos_token_id]."),
     ] = None,
     weights: WeightsOpt = None,
-    dtype: Annotated[
-        Optional[DType],
-        typer.Option("--dtype", help="Compute dtype [default: float64; float32 for a Hugging Face checkpoint]."),
-    ] = None,
+    dtype: RunDTypeOpt = None,
     max_memory: MaxMemoryOpt = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
@@ -178,7 +175,7 @@ def _generation_config(spec_path: Path | None, weights: Path | None) -> dict[str
     """The stop, padding and start tokens the model's files give: a folder's generation_config.json over its
     config.json, the configs a tfm .safetensors keeps, a GGUF file's tokenizer.ggml ids."""
     from ..files import read_bounded
-    from ..hf.config import MAX_CONFIG_BYTES
+    from ..hf.config import MAX_CONFIG_BYTES, stored_config
 
     for path in (spec_path, weights):
         if path is None:
@@ -189,7 +186,7 @@ def _generation_config(spec_path: Path | None, weights: Path | None) -> dict[str
                 file = path / name
                 if file.is_file():
                     text = read_bounded(file, MAX_CONFIG_BYTES, f"a {name}", SpecError).decode("utf-8", "replace")
-                    found |= _object(text, str(file))
+                    found |= stored_config(text, str(file))
             return found
         if path.suffix.lower() == ".gguf":
             from ..gguf.header import read_header
@@ -204,19 +201,9 @@ def _generation_config(spec_path: Path | None, weights: Path | None) -> dict[str
             found = {}
             for key in ("hf_config", "hf_generation_config"):
                 if key in kept:
-                    found |= _object(kept[key], f"{path}: metadata '{key}'")
+                    found |= stored_config(kept[key], f"{path}: metadata '{key}'")
             return found
     return {}
-
-
-def _object(text: str, source: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError as e:
-        raise SpecError(f"{source}: not JSON: {e}") from None
-    if not isinstance(value, dict):
-        raise SpecError(f"{source}: expected a JSON object")
-    return value
 
 
 def _has_tokenizer(spec_path: Path) -> bool:
