@@ -106,7 +106,6 @@ def llama(c: Keys, header: Header) -> dict[str, Any]:
     d, H = c.count("embedding_length"), c.count("attention.head_count")
     G = c.count("attention.head_count_kv", H)
     m = c.count("attention.key_length", None) or d // H
-    rotated = c.count("rope.dimension_count", m)
     spec: dict[str, Any] = {
         "N": c.count("block_count"), "H": H, "m": m, "d": d, "r": c.count("feed_forward_length"),
         "V": vocabulary(c, header), "scale": "sqrt", "mask": "causal", "positional": "rope", "norm": "pre",
@@ -116,8 +115,7 @@ def llama(c: Keys, header: Header) -> dict[str, Any]:
     }  # fmt: skip
     if G != H:
         spec["G"] = G
-    if rotated != m:
-        spec["rope_fraction"] = rotated / m
+    spec |= partial_rotary(c, m)
     if c.has("context_length"):
         spec["context"] = c.count("context_length")
     spec |= rope_scaling(c, header, m)
@@ -128,6 +126,12 @@ def llama(c: Keys, header: Header) -> dict[str, Any]:
     if c.has("expert_count"):  # Mixtral: every block's feedforward E experts of feed_forward_length, the top k
         spec |= {"E": c.count("expert_count"), "k": c.count("expert_used_count")}
     return spec
+
+
+def partial_rotary(c: Keys, m: int) -> dict[str, Any]:
+    """rope_fraction where rope.dimension_count turns fewer than a head's m dims (a partial rotary), else none."""
+    rotated = c.count("rope.dimension_count", m)
+    return {} if rotated == m else {"rope_fraction": rotated / m}
 
 
 def sizes(c: Keys, header: Header, G_default: int | None = None) -> dict[str, Any]:

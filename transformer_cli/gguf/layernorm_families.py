@@ -13,7 +13,7 @@ from typing import Any
 
 from ..hf.keys import Keys
 from ..hf.layouts import Family
-from .base import Arch, sizes
+from .base import Arch, partial_rotary, sizes
 from .header import Header
 
 _one = lambda spec: 1  # noqa: E731
@@ -44,9 +44,7 @@ def gptneox(c: Keys, header: Header) -> dict[str, Any]:
                                 "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5), "attention_bias": True,
                                 "parallel": c.flag("use_parallel_residual", True),
                                 "activation": "gelu_exact"}  # fmt: skip
-    rotated = c.count("rope.dimension_count", spec["m"])
-    if rotated != spec["m"]:
-        spec["rope_fraction"] = rotated / spec["m"]
+    spec |= partial_rotary(c, spec["m"])
     return spec
 
 
@@ -56,9 +54,7 @@ def phi2(c: Keys, header: Header) -> dict[str, Any]:
                                 "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5), "attention_bias": True,
                                 "parallel": True, "shared_norm": True, "head_bias": True,
                                 "activation": "gelu"}  # fmt: skip
-    rotated = c.count("rope.dimension_count", spec["m"])
-    if rotated != spec["m"]:
-        spec["rope_fraction"] = rotated / spec["m"]
+    spec |= partial_rotary(c, spec["m"])
     return spec
 
 
@@ -70,9 +66,7 @@ def gptj(c: Keys, header: Header) -> dict[str, Any]:
                                 "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
                                 "parallel": True, "shared_norm": True, "attention_bias": False, "ff_bias": True,
                                 "head_bias": True, "activation": "gelu"}  # fmt: skip
-    rotated = c.count("rope.dimension_count", spec["m"])
-    if rotated != spec["m"]:
-        spec["rope_fraction"] = rotated / spec["m"]
+    spec |= partial_rotary(c, spec["m"])
     return spec
 
 

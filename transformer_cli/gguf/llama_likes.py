@@ -18,7 +18,7 @@ from typing import Any
 
 from ..hf.keys import Keys
 from ..hf.layouts import Family
-from .base import LLAMA_LAYOUT, Arch, llama, sizes
+from .base import LLAMA_LAYOUT, Arch, llama, partial_rotary, sizes
 from .header import Header
 
 
@@ -62,9 +62,7 @@ def stablelm(c: Keys, header: Header) -> dict[str, Any]:
         "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5), "feedforward": "gated", "activation": "silu",
         "ff_bias": False,
     }  # fmt: skip
-    rotated = c.count("rope.dimension_count", spec["m"])
-    if rotated != spec["m"]:
-        spec["rope_fraction"] = rotated / spec["m"]
+    spec |= partial_rotary(c, spec["m"])
     if "blk.0.ffn_norm.weight" not in header.tensors:
         spec |= {"parallel": True, "shared_norm": True}
     if "blk.0.attn_q.bias" in header.tensors:

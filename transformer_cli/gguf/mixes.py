@@ -33,6 +33,7 @@ from .archs import ARCHITECTURES
 
 MIXES = {"q3_k_m": "Q3_K", "q4_k_s": "Q4_K", "q4_k_m": "Q4_K", "q5_k_s": "Q5_K", "q5_k_m": "Q5_K"}
 FALLBACK = {"Q3_K": "Q4_0", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0"}
+Shape = tuple[int, ...]
 KEPT = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight",
         "token_types.weight")  # fmt: skip
 
@@ -118,23 +119,28 @@ def _layout(spec: Spec, arch_name: str) -> list[Rule]:
     return layout
 
 
-def _file_tensors(spec: Spec, arch_name: str) -> dict[str, tuple[int, ...]]:
-    """The GGUF tensors of the model and their shapes, as a newer converter writes them (DeepSeek's kv_b in two)."""
+def _file_tensors(spec: Spec, arch_name: str) -> tuple[list[Rule], dict[str, dict[str, Shape]], dict[str, Shape]]:
+    """The layout's rules, the tensors held in pieces, and the GGUF tensors with their shapes as a newer
+    converter writes them (DeepSeek's kv_b in two)."""
     from .model import pieces_of
 
-    shapes, pieces = tensor_shapes(spec), pieces_of(ARCHITECTURES[arch_name], None, spec)
-    out: dict[str, tuple[int, ...]] = {}
-    for rule in _layout(spec, arch_name):
-        out |= pieces.get(rule.hf) or {rule.hf: hf_shape(rule, shapes)}
-    return out
+    layout, shapes = _layout(spec, arch_name), tensor_shapes(spec)
+    pieces = pieces_of(ARCHITECTURES[arch_name], None, spec)
+    tensors: dict[str, Shape] = {}
+    for rule in layout:
+        tensors |= pieces.get(rule.hf) or {rule.hf: hf_shape(rule, shapes)}
+    return layout, pieces, tensors
+
+
+def _types(tensors: dict[str, Shape], spec: Spec, arch_name: str, mix: str) -> dict[str, str]:
+    tied = "output.weight" not in tensors
+    return {name: tensor_type(mix, name, shape, spec, tied, arch_name == "falcon") or "F32"
+            for name, shape in tensors.items()}  # fmt: skip
 
 
 def mix_types(spec: Spec, arch_name: str, mix: str) -> dict[str, str]:
     """Each GGUF tensor's type in a file of `mix` (the kept ones F32, as the converter writes them)."""
-    tensors = _file_tensors(spec, arch_name)
-    tied = "output.weight" not in tensors
-    return {name: tensor_type(mix, name, shape, spec, tied, arch_name == "falcon") or "F32"
-            for name, shape in tensors.items()}  # fmt: skip
+    return _types(_file_tensors(spec, arch_name)[2], spec, arch_name, mix)
 
 
 def mix_held(spec: Spec, arch_name: str, mix: str) -> Held:
@@ -144,14 +150,12 @@ def mix_held(spec: Spec, arch_name: str, mix: str) -> Held:
     if encoder(spec) is not None:
         raise SpecError(f"--weights {mix}: {spec.label} is an encoder-decoder; llama.cpp's mixes are for the GGUF "
                         "architectures tfm reads (decoder-only)")  # fmt: skip
-    from .model import pieces_of
-
-    layout, types = _layout(spec, arch_name), mix_types(spec, arch_name, mix)
+    layout, pieces, tensors = _file_tensors(spec, arch_name)
+    types = _types(tensors, spec, arch_name, mix)
     sizes = {}
-    for name, shape in _file_tensors(spec, arch_name).items():
+    for name, shape in tensors.items():
         block, size = GGML_QUANT_SIZES[GGMLQuantizationType[types[name]]]
         sizes[name] = math.prod(shape) // block * size
-    pieces = pieces_of(ARCHITECTURES[arch_name], None, spec)
     rule_of = {name: rule for rule in layout for name in rule.tfm}
     held = bytes_by_tensor(rule_of, tensor_shapes(spec), lambda hf: sum(sizes[n] for n in pieces.get(hf) or [hf]))
     return Held(f"{mix}: {_named(types.values())}", held, mix)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..hf.keys import Keys
 from ..hf.layouts import Family
-from .base import LLAMA_LAYOUT, Arch, sizes
+from .base import LLAMA_LAYOUT, Arch, partial_rotary, sizes
 from .header import Header
 
 _one = lambda spec: 1  # noqa: E731
@@ -33,9 +33,7 @@ def phi3(c: Keys, header: Header) -> dict[str, Any]:
     spec = sizes(c, header) | {"positional": "rope", "rope_theta": c.number("rope.freq_base", 10000.0),
                                 "norm_type": "rmsnorm", "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-5),
                                 "feedforward": "gated", "activation": "silu", "ff_bias": False}  # fmt: skip
-    rotated = c.count("rope.dimension_count", spec["m"])
-    if rotated != spec["m"]:
-        spec["rope_fraction"] = rotated / spec["m"]
+    spec |= partial_rotary(c, spec["m"])
     window = c.data.get("attention.sliding_window")
     if isinstance(window, int) and window > 0:
         spec["window"] = window
