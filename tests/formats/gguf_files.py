@@ -26,6 +26,7 @@ EXPERTS = {"mixtral": ("block_sparse_moe.experts.{e}.{w}.weight", ("w1", "w2", "
            "qwen2_moe": ("mlp.experts.{e}.{w}.weight", ("gate_proj", "up_proj", "down_proj"),
                          "model.layers.{i}.mlp.experts.{w}.weight")}  # fmt: skip
 EXPERTS["qwen3_moe"] = EXPERTS["qwen2_moe"]
+EXPERTS["phimoe"] = EXPERTS["mixtral"]
 EXPERTS["deepseek_v2"] = EXPERTS["deepseek_v3"] = EXPERTS["qwen2_moe"]
 
 

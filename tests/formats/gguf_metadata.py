@@ -9,7 +9,7 @@ import numpy as np
 
 ARCHS = {"llama": "LLAMA", "mistral": "LLAMA", "mixtral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3",
          "qwen2_moe": "QWEN2MOE", "qwen3_moe": "QWEN3MOE", "gemma": "GEMMA", "gemma2": "GEMMA2",
-         "gemma3_text": "GEMMA3", "phi3": "PHI3", "starcoder2": "STARCODER2", "gpt2": "GPT2",
+         "gemma3_text": "GEMMA3", "phi3": "PHI3", "phimoe": "PHIMOE", "starcoder2": "STARCODER2", "gpt2": "GPT2",
          "falcon": "FALCON", "olmo2": "OLMO2", "granite": "GRANITE", "cohere": "COMMAND_R", "stablelm": "STABLELM",
          "bloom": "BLOOM", "gpt_neox": "GPTNEOX", "phi": "PHI2",
          "gpt_oss": "GPT_OSS", "deepseek_v2": "DEEPSEEK2", "deepseek_v3": "DEEPSEEK2",
@@ -118,10 +118,11 @@ def _own_metadata(writer, cfg) -> bool:
                            (writer.add_parallel_residual, cfg.use_parallel_residual),
                            (writer.add_layer_norm_eps, cfg.layer_norm_eps)):  # fmt: skip
             add(value)
-    elif kind == "phi3":
+    elif kind in ("phi3", "phimoe"):  # Phi3MiniModel.set_gguf_parameters (and PhiMoeModel's expert counts)
         H, rope = cfg.num_attention_heads, cfg.rope_parameters
+        orig = getattr(cfg, "original_max_position_embeddings", None) or rope["original_max_position_embeddings"]
         writer.add_context_length(cfg.max_position_embeddings)
-        writer.add_rope_scaling_orig_ctx_len(cfg.original_max_position_embeddings)
+        writer.add_rope_scaling_orig_ctx_len(orig)
         writer.add_embedding_length(cfg.hidden_size)
         writer.add_feed_forward_length(cfg.intermediate_size)
         writer.add_block_count(cfg.num_hidden_layers)
@@ -131,9 +132,11 @@ def _own_metadata(writer, cfg) -> bool:
         writer.add_rope_dimension_count(int(rope.get("partial_rotary_factor", 1.0) * cfg.hidden_size) // H)
         writer.add_rope_freq_base(rope["rope_theta"])
         writer.add_sliding_window(cfg.sliding_window or 0)
+        if kind == "phimoe":
+            writer.add_expert_used_count(cfg.num_experts_per_tok)
+            writer.add_expert_count(cfg.num_local_experts)
         if rope.get("rope_type") == "longrope":  # Phi3MiniModel.generate_extra_tensors
-            scale = cfg.max_position_embeddings / cfg.original_max_position_embeddings
-            orig = cfg.original_max_position_embeddings
+            scale = cfg.max_position_embeddings / orig
             writer.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1 else 1.0)
             writer.add_tensor("rope_factors_long.weight", np.array(rope["long_factor"], dtype=np.float32))
             writer.add_tensor("rope_factors_short.weight", np.array(rope["short_factor"], dtype=np.float32))

@@ -207,6 +207,14 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                                  short_factor=[1.0, 1.1, 1.3, 1.5], long_factor=[1.0, 2.0, 4.0, 9.0],
                                                  short_mscale=1.25, long_mscale=1.25,
                                                  original_max_position_embeddings=8))),
+    "phimoe-gguf": ("PhimoeConfig", "PhimoeForCausalLM",  # what a GGUF file holds: transformers' threshold, the
+                    SMALL | dict(num_key_value_heads=2, num_local_experts=4, attention_bias=True, lm_head_bias=True,
+                                 experts_implementation="eager", sliding_window=6,  # converter's attention factor,
+                                 rope_parameters=dict(rope_type="longrope", rope_theta=10000.0,  # the factors used
+                                                      short_factor=[1.0, 1.1, 1.3, 1.5],
+                                                      long_factor=[1.0, 1.1, 1.3, 1.5],
+                                                      short_mscale=2**0.5, long_mscale=2**0.5,  # sqrt(1 + ln 8 / ln 8)
+                                                      original_max_position_embeddings=8))),
     "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM",
                  dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
                       max_position_embeddings=64, rotary_pct=0.25, hidden_act="gelu")),

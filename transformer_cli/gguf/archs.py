@@ -13,7 +13,7 @@ from .gemma import GEMMA, GEMMA2, GEMMA3
 from .gpt_oss import GPT_OSS
 from .layernorm_families import BLOOM, GPTJ, GPTNEOX, PHI2
 from .llama_likes import COMMAND_R, OLMO2, STABLELM, granite
-from .moe import MIXTRAL, QWEN2MOE, QWEN3MOE
+from .moe import MIXTRAL, PHIMOE, QWEN2MOE, QWEN3MOE
 from .others import FALCON, GPT2, PHI3, STARCODER2
 from .t5 import T5
 
@@ -32,6 +32,7 @@ ARCHITECTURES: dict[str, Arch] = {
     "gemma2": GEMMA2,
     "gemma3": GEMMA3,
     "phi3": PHI3,
+    "phimoe": PHIMOE,
     "starcoder2": STARCODER2,
     "gpt2": GPT2,
     "falcon": FALCON,

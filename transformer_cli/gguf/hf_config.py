@@ -10,6 +10,7 @@ from ..spec.definition import Spec
 
 MODEL_TYPE = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": "qwen2_moe", "qwen3moe": "qwen3_moe",
               "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3_text", "phi3": "phi3",
+              "phimoe": "phimoe",
               "starcoder2": "starcoder2", "gpt2": "gpt2", "falcon": "falcon", "olmo2": "olmo2", "granite": "granite",
               "command-r": "cohere", "stablelm": "stablelm", "bloom": "bloom", "gptneox": "gpt_neox",
               "phi2": "phi", "gpt-oss": "gpt_oss", "deepseek2": "deepseek_v2", "t5": "t5",
@@ -17,7 +18,8 @@ MODEL_TYPE = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": 
 CLASSES = {"llama": "LlamaForCausalLM", "mixtral": "MixtralForCausalLM", "qwen2": "Qwen2ForCausalLM",
            "qwen3": "Qwen3ForCausalLM", "qwen2_moe": "Qwen2MoeForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM",
            "gemma": "GemmaForCausalLM", "gemma2": "Gemma2ForCausalLM", "gemma3_text": "Gemma3ForCausalLM",
-           "phi3": "Phi3ForCausalLM", "starcoder2": "Starcoder2ForCausalLM", "gpt2": "GPT2LMHeadModel",
+           "phi3": "Phi3ForCausalLM", "phimoe": "PhimoeForCausalLM", "starcoder2": "Starcoder2ForCausalLM",
+           "gpt2": "GPT2LMHeadModel",
            "falcon": "FalconForCausalLM", "olmo2": "Olmo2ForCausalLM", "granite": "GraniteForCausalLM",
            "cohere": "CohereForCausalLM", "stablelm": "StableLmForCausalLM", "bloom": "BloomForCausalLM",
            "gpt_neox": "GPTNeoXForCausalLM", "phi": "PhiForCausalLM", "gpt_oss": "GptOssForCausalLM",
@@ -99,7 +101,7 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         return out | {"vocab_size": spec.V, "hidden_size": spec.d, "n_layer": spec.N, "n_head": spec.H,
                       "layer_norm_epsilon": spec.norm_eps, "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip
     out |= sizes | _rope(spec)
-    if spec.norm_type == "layernorm":
+    if spec.norm_type == "layernorm" and kind != "phimoe":
         out["layer_norm_eps"] = spec.norm_eps
     if kind == "granite":
         out |= {"attention_bias": spec.attention_bias, "mlp_bias": spec.ff_bias, "hidden_act": "silu",
@@ -150,9 +152,25 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         out |= {"sliding_window_pattern": 6, "rope_local_base_freq": spec.rope_local_theta or spec.rope_theta}
     if kind == "phi3":
         out["sliding_window"] = spec.window
+    if kind == "phimoe":
+        out |= _phimoe(spec)
     if kind == "starcoder2":
         out |= {"norm_epsilon": spec.norm_eps, "use_bias": True, "sliding_window": None,
                 "hidden_act": "gelu_pytorch_tanh"}  # fmt: skip
+    return out
+
+
+def _phimoe(spec: Spec) -> dict[str, Any]:
+    """PhiMoE's keys: LayerNorms whose eps is rms_norm_eps, the head's bias, sparsemixer's threshold, and
+    LongRoPE's attention factor as short_mscale and long_mscale (its original context in rope_scaling)."""
+    out: dict[str, Any] = {"rms_norm_eps": spec.norm_eps, "lm_head_bias": spec.head_bias,
+                           "attention_bias": spec.attention_bias, "sliding_window": spec.window,
+                           "num_local_experts": spec.E, "num_experts_per_tok": spec.k,
+                           "router_jitter_noise": spec.router_jitter, "hidden_act": "silu"}  # fmt: skip
+    if spec.rope_scaling == "longrope":
+        out["rope_scaling"] = _rope(spec)["rope_scaling"] | {
+            "short_mscale": spec.rope_attention_factor, "long_mscale": spec.rope_attention_factor,
+            "original_max_position_embeddings": spec.rope_original_max_len}  # fmt: skip
     return out
 
 

@@ -7,6 +7,7 @@ format cannot hold (Mistral's window, Qwen-MoE's dense layers) is refused naming
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,7 +23,7 @@ from .base import LLAMA3, _llama3_factors
 
 ARCH_OF = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
            "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "gemma": "gemma", "gemma2": "gemma2",
-           "gemma3_text": "gemma3", "phi3": "phi3", "starcoder2": "starcoder2", "gpt2": "gpt2",
+           "gemma3_text": "gemma3", "phi3": "phi3", "phimoe": "phimoe", "starcoder2": "starcoder2", "gpt2": "gpt2",
            "falcon": "falcon", "olmo2": "olmo2", "granite": "granite", "cohere": "command-r",
            "stablelm": "stablelm", "bloom": "bloom", "gpt_neox": "gptneox", "phi": "phi2",
            "gpt_oss": "gpt-oss", "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2", "t5": "t5",
@@ -39,7 +40,8 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
                            "vocab_size": spec.V}  # fmt: skip
     if spec.context or spec.max_len:
         out["context_length"] = spec.context or spec.max_len
-    eps = "attention.layer_norm_rms_epsilon" if spec.norm_type == "rmsnorm" else "attention.layer_norm_epsilon"
+    rms = spec.norm_type == "rmsnorm" or arch == "phimoe"  # (PhiMoE's LayerNorms take config.json's rms_norm_eps)
+    eps = "attention.layer_norm_rms_epsilon" if rms else "attention.layer_norm_epsilon"
     out[eps] = float(spec.norm_eps)
     if spec.positional == "rope":
         out |= {"rope.freq_base": float(spec.rope_theta), "rope.dimension_count": int(spec.m * spec.rope_fraction)}
@@ -51,8 +53,11 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
                 "rope.scaling.yarn_beta_slow": float(spec.rope_beta_slow)}  # fmt: skip
         if spec.rope_attention_factor is not None:
             out["rope.scaling.yarn_attn_factor"] = float(spec.rope_attention_factor)
-    if spec.rope_scaling == "longrope":  # Phi-3
-        out["rope.scaling.original_context_length"] = spec.rope_original_max_len
+    if spec.rope_scaling == "longrope":  # Phi-3, PhiMoE: the attention factor always (Phi3MiniModel)
+        original, factor = spec.rope_original_max_len or 1, float(spec.rope_factor)
+        derived = math.sqrt(1 + math.log(factor) / math.log(original)) if factor > 1 else 1.0
+        out |= {"rope.scaling.original_context_length": spec.rope_original_max_len,
+                "rope.scaling.attn_factor": float(spec.rope_attention_factor or derived)}  # fmt: skip
     if spec.E:
         out |= {"expert_count": spec.E, "expert_used_count": spec.k}
         if spec.expert_r:
@@ -63,7 +68,7 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
         out["attn_logit_softcapping"] = float(spec.attn_softcap)
     if spec.logit_softcap:
         out["final_logit_softcapping"] = float(spec.logit_softcap)
-    if spec.window or arch == "phi3":
+    if spec.window or arch in ("phi3", "phimoe"):
         out["attention.sliding_window"] = spec.window or 0
     if arch == "gemma3" and spec.rope_local_theta:
         out["rope.freq_base_swa"] = float(spec.rope_local_theta)
