@@ -182,9 +182,10 @@ def gguf_to_hugging_face(path: Path, out: Path, dtype: Any = None, shard_bytes: 
     return spec, write_folder(out, spec, config, weights, written, shard_bytes, overwrite)
 
 
-def to_gguf(source: Path, out: Path, type_name: str = "f16", overwrite: bool = False) -> tuple[Spec, int]:
-    """A Hugging Face folder, or tfm's .safetensors written from one (its config in the metadata), as a GGUF file of
-    `type_name` weights (f32, f16, bf16, q8_0, q4_0). Returns the spec and the tensors written."""
+def to_gguf(source: Path, out: Path, type_name: str = "f16", overwrite: bool = False) -> tuple[Spec, int, str]:
+    """A Hugging Face folder (with its tokenizer), or tfm's .safetensors written from one (its config in the
+    metadata), as a GGUF file of `type_name` weights (f32, f16, bf16, q8_0, q4_0). Returns the spec, the tensors
+    written and what was written of the tokenizer."""
     from .gguf.write import write_gguf
     from .hf.config import load_config, stored_config
     from .hf.weights import checkpoint_weights
@@ -203,7 +204,9 @@ def to_gguf(source: Path, out: Path, type_name: str = "f16", overwrite: bool = F
                             "architecture)")  # fmt: skip
         config, spec = stored_config(kept, f"{source}: metadata 'hf_config'"), stored
         weights = load_weights(source, spec)
-    return spec, write_gguf(out, spec, str(config.get("model_type")), weights, type_name, overwrite)
+    folder = source if source.is_dir() else None
+    tensors, said = write_gguf(out, spec, str(config.get("model_type")), weights, type_name, overwrite, folder)
+    return spec, tensors, said
 
 
 def _generation(folder: Path) -> dict[str, str]:

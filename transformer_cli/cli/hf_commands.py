@@ -93,7 +93,8 @@ def convert(
 
     \b
     A GGUF file (llama.cpp's format) is read too, to tfm's weights file (dequantised), and written from a folder
-    or from tfm's file converted from one, its weights of --type (the architecture its model_type names).
+    (with its byte-level BPE tokenizer) or from tfm's file converted from one, its weights of --type (the
+    architecture its model_type names).
 
     Examples:
       tfm convert ./tiny-llama -o tiny-llama.safetensors
@@ -104,6 +105,7 @@ def convert(
     from ..io.outputs import check_folder_output, check_output_path
     from ..io.weights import weights_format
 
+    notes: list[str] = []  # (what a GGUF file holds of the folder's tokenizer)
     with handled(json_out, "tfm convert holds one tensor at a time, and the name and shape of each"):
         shard_bytes = parse_size(shard_size, "--shard-size") if shard_size else None
         to_file = output.suffix.lower() in (".npz", ".safetensors")
@@ -115,8 +117,9 @@ def convert(
                                f"{source} is a GGUF file already")  # fmt: skip
             check_output_path(output, [source], force)
             with busy("converting", json_out):
-                spec_, tensors = to_gguf(source, output, gguf_type.value, overwrite=force)
+                spec_, tensors, said = to_gguf(source, output, gguf_type.value, overwrite=force)
             written = [str(output)]
+            notes.append(said)
         elif source.suffix.lower() == ".gguf":
             from ..convert import gguf_to_tfm
 
@@ -164,9 +167,12 @@ def convert(
                 spec_, files = to_hugging_face(source, output, config, dtype and dtype.value, shard_bytes, force)
             written = [str(output / f) for f in files]
     if json_out:
-        print_json(spec_json(spec_) | {"source": str(source), "written": written})
+        print_json(spec_json(spec_) | {"source": str(source), "written": written}
+                   | ({"tokenizer": notes[0]} if notes else {}))  # fmt: skip
         return
     from ..text import escaped as shown
 
     for path in written:
         out.print(f"wrote {shown(path)}", highlight=False)
+    for note in notes:
+        out.print(shown(note), highlight=False, soft_wrap=True)

@@ -20,6 +20,7 @@ from ..hf.layouts import hf_shape, join, piece, rules, tensor_shapes
 from ..spec.definition import Spec
 from .archs import ARCHITECTURES
 from .base import LLAMA3, _llama3_factors
+from .vocab import add_vocabulary
 
 ARCH_OF = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
            "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "gemma": "gemma", "gemma2": "gemma2",
@@ -152,9 +153,10 @@ def _stored(data: np.ndarray, qtype) -> np.ndarray:
 
 
 def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.ndarray], type_name: str = "F16",
-               overwrite: bool = False) -> int:  # fmt: skip
-    """Write the model (`spec`, `weights` by tfm's names, of Hugging Face `model_type`) as a GGUF file at `out`;
-    returns the tensors written. Refused in one line where the format cannot hold the model."""
+               overwrite: bool = False, tokenizer: Path | None = None) -> tuple[int, str]:  # fmt: skip
+    """Write the model (`spec`, `weights` by tfm's names, of Hugging Face `model_type`) as a GGUF file at `out`,
+    with the tokenizer of the folder `tokenizer` (gguf/vocab.py); returns the tensors written and what was said of
+    the tokenizer. Refused in one line where the format cannot hold the model."""
     import gguf
 
     from ..io.outputs import publish, temp_name
@@ -183,6 +185,7 @@ def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.
                              if isinstance(value, bool) else writer.add_float32 if isinstance(value, float)
                              else writer.add_uint32)  # fmt: skip
             add(f"{arch_name}.{key}", value)
+        said = add_vocabulary(writer, tokenizer, int(spec.V or 0))
         types = {name: _qtype(name, shape, asked) for name, shape in tensors}
         for name, data in extra.items():
             writer.add_tensor_info(name, data.shape, np.dtype(np.float32), data.nbytes)
@@ -215,7 +218,7 @@ def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.
     finally:
         if os.path.lexists(tmp):
             os.unlink(tmp)
-    return len(planned) + len(extra)
+    return len(planned) + len(extra), said
 
 
 __all__ = ["ARCH_OF", "TYPES", "write_gguf"]
