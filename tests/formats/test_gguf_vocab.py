@@ -17,8 +17,12 @@ tokenizers = pytest.importorskip("tokenizers")
 
 TEXTS = ["Hello world, 12345 tokens!", "  two spaces\nand a new line", "ünïcödé and émoji 🙂", "x<|endoftext|>y",
          "numbers 2026 and 31415926"]  # fmt: skip
-CORPUS = [f"the {w} number {n} is {n * 7} and {n * 31} words, hello world" for n in range(300) for w in ("big", "small")]
-LLAMA3 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+CORPUS = [f"the {w} number {n} is {n * 7} and {n * 31} words, hello world" for n in range(300)
+          for w in ("big", "small")]  # fmt: skip
+LLAMA3 = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
+    r"|\s+(?!\S)|\s+"
+)  # LLaMA 3's split, as its tokenizer.json has it
 QWEN2 = LLAMA3.replace(r"\p{N}{1,3}", r"\p{N}")
 
 
