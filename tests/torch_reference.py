@@ -23,12 +23,13 @@ Weights = Mapping[str, np.ndarray]
 
 
 def torch_model(spec: Spec, weights: Weights, dtype: str, eager: bool = False, trainable: bool = False,
-                native_gqa: bool = False) -> Callable:  # fmt: skip
+                native_gqa: bool = False, cached_rope: bool = False) -> Callable:  # fmt: skip
     """The spec's model in PyTorch (F.linear, scaled_dot_product_attention) on tensors in its usual (b, n, d)
     layout. Not under inference_mode: torch.compile and ONNX export take it as it is.
 
     eager: attention as transformers' eager kernel (scores, an additive mask, softmax, K and V repeated to H heads)
-    instead of SDPA; native_gqa: SDPA's enable_gqa instead of repeating K and V; trainable: the weights, as the
+    instead of SDPA; native_gqa: SDPA's enable_gqa instead of repeating K and V; cached_rope: the rotary tables
+    made once per length and kept (as tfm keeps its own; else in every block); trainable: the weights, as the
     pass reads them (the heads' projections stacked), are leaves that require gradients (what autograd saves)."""
     tdtype = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}[dtype]
     t = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)).to(tdtype).requires_grad_(trainable)
@@ -57,6 +58,7 @@ def torch_model(spec: Spec, weights: Weights, dtype: str, eager: bool = False, t
     act = {"gelu": lambda x: F.gelu(x, approximate="tanh"), "gelu_exact": F.gelu, "relu": F.relu,
            "silu": F.silu}[spec.activation]  # fmt: skip
     causal, scale, eps = spec.mask == "causal", spec.score_scale, spec.norm_eps
+    kept: dict[int, tuple] = {}  # cached_rope's tables, by length
 
     def norm_m(x, params):
         if params[0].ndim == 2:  # per_head: (heads, m) gains of each head's own, no beta; x is (b, heads, n, m)
@@ -134,6 +136,10 @@ def torch_model(spec: Spec, weights: Weights, dtype: str, eager: bool = False, t
             x = norm(x, (t["embedding.norm.gamma"], t.get("embedding.norm.beta")))
         # training, as transformers does: the rotary tables made once per pass (else in each block, as before)
         tables = _rope_tables(spec, n, tdtype) if trainable and spec.positional == "rope" else None
+        if cached_rope and spec.positional == "rope":
+            if n not in kept:
+                kept[n] = _rope_tables(spec, n, tdtype)
+            tables = kept[n]
         attention_ = lambda blk, x: attention(blk, x, tables)  # noqa: E731
         for blk in blocks:
             if spec.parallel:

@@ -313,6 +313,8 @@ def attend(
     scores_out: list | None = None,
     softcap: float | None = None,
     sinks: Array | None = None,
+    out: Array | None = None,
+    part: tuple[int, int] = (0, 1),
 ) -> Array:
     """Each head's V Softmax(scale K^T Q), a chunk of queries at a time: -> heads (H, m_v, b, n_q).
 
@@ -326,12 +328,15 @@ def attend(
     them). With `softcap` c, each scaled score s becomes c tanh(s / c) before the mask (Gemma 2). With `sinks`
     (H,), head h's softmax has one more logit, sinks[h], beside the keys' scores, whose weight is dropped: a
     query's weights then sum to less than 1 (gpt-oss). Once `stop` is set, the next chunk raises Stopped.
+
+    `out` and `part` (i, parts): write into `out` (H, m_v, b, n_q) the chunks i, i + parts, ... only, so that
+    `parts` threads share one call's chunks (the model runs them; weights_out and scores_out are not shared).
     """
     b, H, m, n_q = Q.shape
     G, n_k, m_v = K.shape[1], K.shape[-1], V.shape[2]
     dtype = Q.dtype
     group = (G, H // G)  # query heads as (key/value head, query head within its group)
-    heads = np.empty((H, m_v, b, n_q), dtype=dtype)
+    heads = np.empty((H, m_v, b, n_q), dtype=dtype) if out is None else out
     into = heads.transpose(2, 0, 1, 3)  # (b, H, m, n_q) view
     A = np.zeros((b, H, n_q, n_k), dtype=dtype) if weights_out is not None else None
     S = np.zeros((b, H, n_q, n_k), dtype=dtype) if scores_out is not None else None
@@ -341,7 +346,7 @@ def attend(
     # causal without a window: a chunk's queries see every key before the chunk, so only the square of the
     # chunk's own keys is masked, and that square is the same for every chunk: made once, added to c^2 scores
     own = causal_mask(0, step, step).astype(dtype) if causal and not window else None
-    for q0 in range(0, n_q, step):
+    for q0 in range(part[0] * step, n_q, part[1] * step):
         q1 = min(q0 + step, n_q)
         k1 = q1 if causal else n_k  # keys after the chunk's last query are all masked
         k0 = max(0, q0 - window + 1) if causal and window else 0  # and those before its first window
@@ -374,9 +379,9 @@ def attend(
                 P -= top
                 np.exp(P, out=P)
                 sums = P.sum(axis=-1, keepdims=True) + np.exp(sink - top)
-            out = np.matmul(V[i, ..., k0:k1], P.reshape(G, -1, k).swapaxes(-1, -2))  # (G, m, (H/G) c)
+            outputs = np.matmul(V[i, ..., k0:k1], P.reshape(G, -1, k).swapaxes(-1, -2))  # (G, m, (H/G) c)
             # divided by the sums on the way into the heads: the (m, c) outputs, not the (c, k) weights
-            np.divide(out.reshape(G, m_v, group[1], c).swapaxes(1, 2), sums.reshape(*group, 1, c),
+            np.divide(outputs.reshape(G, m_v, group[1], c).swapaxes(1, 2), sums.reshape(*group, 1, c),
                       out=into[i, ..., q0:q1].reshape(*group, m_v, c))  # fmt: skip
             if A is not None:  # the weights themselves, when asked for (the outputs are the same either way)
                 np.divide(P, sums, out=A[i, :, q0:q1, k0:k1])

@@ -181,6 +181,29 @@ def test_batch_split_over_threads_equals_one_thread():
     assert rel(two, reference_forward(spec, w, X)) < 1e-12
 
 
+@pytest.mark.parametrize("kind", [dict(mask="causal"), dict(mask="none"), dict(mask="causal", window=100, G=2)])
+def test_one_long_sequences_attention_shared_over_threads_equals_one_thread(monkeypatch, kind):
+    """A batch of one: each attention's chunks of queries split over the threads (interleaved), each writing its
+    own columns; a chunk no thread took would leave the columns np.empty made."""
+    import transformer_cli.kernels as kernels
+    import transformer_cli.model.transformer as transformer
+
+    monkeypatch.setattr(transformer, "PARALLEL_QUERIES", 256)  # (8,192 in use: the test's sequence is shorter)
+    calls: list[tuple[int, int]] = []
+    real = kernels.attend
+    monkeypatch.setattr(kernels, "attend", lambda *a, **k: calls.append(k.get("part", (0, 1))) or real(*a, **k))
+    spec = Spec(N=2, H=4, m=8, d=32, r=64, scale="sqrt", positional="rope", **kind)
+    w = random_weights(spec)
+    X = np.random.default_rng(0).normal(size=(1, spec.d, 700))  # six chunks of 128 queries and one of 60
+    one = Transformer(spec, w, workers=1)(X)
+    assert set(calls) == {(0, 1)}
+    calls.clear()
+    two = Transformer(spec, w, workers=2)(X)
+    assert sorted(set(calls)) == [(0, 2), (1, 2)]  # (each block's attention in two parts)
+    assert rel(two, one) < 1e-13  # (BLAS at one thread or two sums its products in another order)
+    assert rel(two, reference_forward(spec, w, X)) < 1e-12
+
+
 def test_trace_and_progress_are_the_same_split_over_threads_or_not():
     spec = Spec(N=3, H=2, m=8, d=32, r=64)
     w = random_weights(spec)

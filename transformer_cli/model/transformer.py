@@ -35,6 +35,23 @@ from .parallel import run_parts
 PARALLEL_MIN_SIZE = 1 << 16  # below this many activations, threads cost more than they save
 
 _BLAS = ThreadpoolController()  # found once: limiting BLAS's threads is then a cheap call, not a library scan
+# from this many queries a pass in one thread shares each attention's chunks over threads (measured here: 0.79x
+# the time at 16k, 0.88x at 8k, slower below 4k; benchmarks/long_context.py)
+PARALLEL_QUERIES = 8192
+_PASS = threading.local()  # .threads: the threads the pass running in this thread may give one attention
+
+
+class _Threads:
+    """While a pass runs in this thread alone (a batch of one part), its attentions may use `threads` threads."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+
+    def __enter__(self) -> None:
+        self.kept, _PASS.threads = getattr(_PASS, "threads", 1), self.threads
+
+    def __exit__(self, *exc: object) -> None:
+        _PASS.threads = self.kept
 
 
 @dataclass
@@ -166,8 +183,23 @@ class Transformer:
         bias = None if positions is None else self.positional.bias(*positions)
         scale = self.spec.score_scale if scale is None else scale
         softcap = self.spec.attn_softcap
-        return kernels.attend(Q, K, V, scale, causal, window, bias, self.chunk_bytes, stop, weights_out, scores_out,
-                              softcap, sinks)  # fmt: skip
+        b, H, _, n_q = Q.shape
+        step = kernels.CAUSAL_CHUNK
+        threads = min(getattr(_PASS, "threads", 1), -(-n_q // step))
+        if threads < 2 or n_q < PARALLEL_QUERIES or weights_out is not None or scores_out is not None:
+            return kernels.attend(Q, K, V, scale, causal, window, bias, self.chunk_bytes, stop, weights_out,
+                                  scores_out, softcap, sinks)  # fmt: skip
+        # one sequence's long attention: its chunks of queries shared over threads (interleaved, so that a causal
+        # pass's longer late chunks are shared too), BLAS at one thread each, every one writing its own columns
+        heads = np.empty((H, V.shape[2], b, n_q), dtype=Q.dtype)
+
+        def run(i: int, stop_: threading.Event) -> None:
+            kernels.attend(Q, K, V, scale, causal, window, bias, self.chunk_bytes, stop_, None, None, softcap, sinks,
+                           out=heads, part=(i, threads))  # fmt: skip
+
+        with _BLAS.limit(limits=1, user_api="blas"):
+            run_parts(run, threads)
+        return heads
 
     def project(self, blk: Block, heads: Array) -> Array:
         """sum_h W_O^h heads_h (+ b_O): (H, m, b, n) -> (d, b, n)."""
@@ -294,7 +326,8 @@ class Transformer:
             return self._forward_columns(parts[i], squares[i], weights_out, on_block, step, stop, start, memories[i])
 
         if len(parts) == 1:
-            Z = run(0)  # in the calling thread, which a signal interrupts directly
+            with _Threads(self.workers):  # (its long attentions then share their chunks over the cores)
+                Z = run(0)  # in the calling thread, which a signal interrupts directly
         else:  # the batch over threads, BLAS at one thread each: NumPy's elementwise work then uses every core
             with _BLAS.limit(limits=1, user_api="blas"):
                 Z = np.concatenate(run_parts(run, len(parts)), axis=1)
@@ -349,7 +382,8 @@ class Transformer:
     def columns_forward(self, Z: Array, kv_out: list | None = None, memory: Array | None = None) -> Array:
         """The pass on embedded (d, b, n) columns at positions 0.., in this thread -> (d or V, b, n); `kv_out`
         receives each block's keys and values (b, G, m, n), rotated: the prefill of decoding."""
-        return self._forward_columns(Z.copy(), None, memory=memory, kv_out=kv_out)
+        with _Threads(self.workers):
+            return self._forward_columns(Z.copy(), None, memory=memory, kv_out=kv_out)
 
     def attention_weights(self, X: Array) -> list[Array]:
         """Each block's attention weights for input X: a list of N arrays (b, H, n_k, n_q)."""
