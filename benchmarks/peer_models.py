@@ -184,13 +184,14 @@ PROFILE = ("projections (GEMM)", "attention (GEMM)", "softmax", "norms", "activa
            "residuals")  # fmt: skip
 
 
-def _torch_model(spec, weights, dtype: str) -> Callable | None:  # type: ignore[no-untyped-def]
-    """tests/torch_reference.py's model of the spec, or None without PyTorch."""
+def _torch_model(spec, weights, dtype: str, native_gqa: bool = True) -> Callable | None:  # type: ignore[no-untyped-def]
+    """tests/torch_reference.py's model of the spec as a competent user writes it: SDPA's own grouped heads
+    (enable_gqa, no copies of K and V) and the rotary tables made once per length; None without PyTorch."""
     try:
         from torch_reference import torch_model
     except ImportError:
         return None
-    return torch_model(spec, weights, dtype)
+    return torch_model(spec, weights, dtype, native_gqa=native_gqa, cached_rope=True)
 
 
 def torch_prefill(spec, weights, dtype: str, compiled: bool = False) -> Callable | None:  # type: ignore[no-untyped-def]
@@ -210,13 +211,20 @@ def torch_prefill(spec, weights, dtype: str, compiled: bool = False) -> Callable
 
 
 def onnx_prefill(spec, weights, dtype: str, X: np.ndarray) -> Callable | None:  # type: ignore[no-untyped-def]
-    model = _torch_model(spec, weights, dtype)
+    """PyTorch's model exported (dynamo): SDPA's enable_gqa becomes ONNX's Attention with its own key/value heads
+    where the exporter writes it; else (an exporter that cannot) the export of K and V repeated."""
     try:
         import onnxruntime as ort
         import torch
     except ImportError:
         return None
+    try:
+        return _onnx_session(_torch_model(spec, weights, dtype), X, ort, torch)
+    except Exception:  # noqa: BLE001 - enable_gqa not exportable here: the repeated heads
+        return _onnx_session(_torch_model(spec, weights, dtype, native_gqa=False), X, ort, torch)
 
+
+def _onnx_session(model, X: np.ndarray, ort, torch) -> Callable:  # type: ignore[no-untyped-def]
     class Module(torch.nn.Module):
         def forward(self, x):  # type: ignore[no-untyped-def]
             return model(x)
@@ -235,8 +243,9 @@ def onnx_prefill(spec, weights, dtype: str, X: np.ndarray) -> Callable | None:  
 
 
 def _jax_model(spec, weights, dtype: str):  # type: ignore[no-untyped-def]
-    """What both JAX peers use: the weights as JAX arrays and a block's pieces in jax.numpy, the softmax by hand
-    (jax.nn.dot_product_attention computes it in float32 even for float64 input)."""
+    """What both JAX peers use: the weights as JAX arrays and a block's pieces in jax.numpy. In float32 a causal
+    prefill is jax.nn.dot_product_attention(is_causal=True), XLA's own attention (no n x n mask built); in float64
+    the softmax by hand (dot_product_attention computes it in float32 even for float64 input)."""
     import jax
     import jax.numpy as jnp
 
@@ -270,6 +279,14 @@ def _jax_model(spec, weights, dtype: str):  # type: ignore[no-untyped-def]
         o = jnp.einsum("bgrqk,bgkm->bgrqm", s / s.sum(-1, keepdims=True), v)
         return o.transpose(0, 3, 1, 2, 4).reshape(b, n, H * m) @ p["o"]
 
+    def attend_causal(p, q, k, v):  # type: ignore[no-untyped-def]
+        """A causal prefill's heads through W_O with jax.nn.dot_product_attention: (b, n, heads, m) layouts,
+        the G key/value heads read by their H/G query heads each (no copies)."""
+        b, _, _, n, _ = q.shape
+        o = jax.nn.dot_product_attention(q.transpose(0, 3, 1, 2, 4).reshape(b, n, H, m), k.transpose(0, 2, 1, 3),
+                                         v.transpose(0, 2, 1, 3), scale=spec.score_scale, is_causal=True)  # fmt: skip
+        return o.reshape(b, n, H * m) @ p["o"]
+
     def feedforward(p, x):  # type: ignore[no-untyped-def]
         h = x @ p["w1"] + (0 if p["b1"] is None else p["b1"])
         h = act(h) if spec.feedforward == "plain" else act(h[..., :r]) * h[..., r:]
@@ -278,7 +295,7 @@ def _jax_model(spec, weights, dtype: str):  # type: ignore[no-untyped-def]
     blocks = jax.tree.map(jnp.asarray, _blocks(spec, weights, dtype))
     final = jnp.asarray(np.asarray(weights["final_norm.gamma"], dtype)) if spec.norm == "pre" else None
     return SimpleNamespace(blocks=blocks, final=final, norm=norm, heads=heads, attend=attend,
-                           feedforward=feedforward)  # fmt: skip
+                           attend_causal=attend_causal, feedforward=feedforward)  # fmt: skip
 
 
 def jax_prefill(spec, weights, dtype: str) -> Callable | None:  # type: ignore[no-untyped-def]
@@ -295,9 +312,11 @@ def jax_prefill(spec, weights, dtype: str) -> Callable | None:  # type: ignore[n
     @jax.jit
     def forward(blocks, x, cos, sin):  # type: ignore[no-untyped-def]
         n = x.shape[1]
+        fused = spec.mask == "causal" and dtype == "float32"
         visible = jnp.tril(jnp.ones((n, n), bool)) if spec.mask == "causal" else jnp.ones((n, n), bool)
         for p in blocks:
-            x = x + model.attend(p, *model.heads(p, model.norm(x, p["g1"]), cos, sin), visible)
+            q, k, v = model.heads(p, model.norm(x, p["g1"]), cos, sin)
+            x = x + (model.attend_causal(p, q, k, v) if fused else model.attend(p, q, k, v, visible))
             x = x + model.feedforward(p, model.norm(x, p["g2"]))
         return model.norm(x, model.final)
 

@@ -16,10 +16,18 @@ Each peer's output is checked against tfm's first (1e-5 in float32, 1e-12 in flo
 then every peer runs once per round, rounds interleaved, so a noisy neighbour slows them alike, each call 0.2 s
 after the last (another library's threads spin for a while after its call and slow whatever runs next).
 
+The PyTorch peers (and ONNX's export of them) use SDPA's own grouped heads (enable_gqa) and rotary tables made once
+per length, as a competent user writes them; JAX's float32 causal prefill is jax.nn.dot_product_attention with
+is_causal. Besides the two small specs at n = 512, TinyLlama's blocks (d 2048, H 32, G 4, r 5632, 4 blocks) at
+n = 512 and 2048, batch 1, float32 (longer contexts: benchmarks/long_context.py). Ratios are taken round by round
+(tfm's time over the peer's in the same round) and given as median (lowest..highest).
+
 Decoding: 256 columns one at a time after a 512-column prompt, with the KV cache: tfm's Decoder (prefill, then
-steps), PyTorch eager with a cache allocated once and written in place (the gpt-fast way), and JAX with a jitted
-step over a fixed-size cache. Only the steps are timed; the bytes a step reads (the weights and the cache) over
-its time are set against this machine's copy bandwidth.
+steps), PyTorch eager with a cache allocated once and written in place, torch.compile of a step over a static
+cache (the gpt-fast way), and JAX with a jitted step over a fixed-size cache; each built and compiled once, the
+rounds interleaved, each round on a fresh cache. Only the steps are timed; the bytes a step reads (the weights and
+the cache) over its time are set against this machine's copy bandwidth. Generation from token ids beside
+transformers' generate is benchmarks/generate.py.
 
 The BLAS: OPENBLAS_CORETYPE forces OpenBLAS's kernel (some machines set it; it is unset above for this command
 only): the table names the kernel used and warns when it is below what the CPU runs.
@@ -47,7 +55,7 @@ from transformer_cli.bench import blas_info, gemm_gflops
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))  # the PyTorch model the tests check tfm against
-from peer_decoders import jax_decoder, tfm_decoder, torch_decoder  # noqa: E402
+from peer_decoders import jax_decoder, tfm_decoder, torch_compiled_decoder, torch_decoder  # noqa: E402
 from peer_models import (  # noqa: E402
     DECODE_PEER,
     PROFILE,
@@ -63,6 +71,9 @@ from peer_models import (  # noqa: E402
 )
 from run import BENCH_SPEC, LLAMA_SPEC, machine, median_seconds  # noqa: E402
 
+# TinyLlama's blocks (d 2048, 32 heads of 64, 4 key/value heads, r 5632), 4 of them, without its embedding and
+# head (V = 32000: the peers here take columns; the head is one product, the same for each)
+TINYLLAMA_SPEC = replace(LLAMA_SPEC, N=4, H=32, G=4, m=64, d=2048, r=5632, name="tinyllama-blocks")
 PAUSE = 0.2  # seconds between calls: the previous library's threads stop spinning on the other core
 
 
@@ -85,9 +96,9 @@ def _agree(y: np.ndarray, reference: np.ndarray) -> float:
     return float(np.max(np.abs(np.asarray(y, np.float64) - reference)) / np.max(np.abs(reference)))
 
 
-def prefill_case(spec, dtype: str, b: int, rounds: int, console: Console) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def prefill_case(spec, dtype: str, b: int, rounds: int, console: Console, n: int = PROMPT) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     weights = init_weights(spec)
-    X = np.random.default_rng(0).standard_normal((b, spec.d, PROMPT)).astype(dtype)
+    X = np.random.default_rng(0).standard_normal((b, spec.d, n)).astype(dtype)
     builders = {
         "tfm": lambda: tfm_prefill(spec, weights, dtype),
         "PyTorch eager": lambda: torch_prefill(spec, weights, dtype),
@@ -98,7 +109,7 @@ def prefill_case(spec, dtype: str, b: int, rounds: int, console: Console) -> dic
     reference = np.asarray(tfm_prefill(spec, weights, dtype)(X), np.float64)
     peers, notes = {}, {}
     for name, build in builders.items():
-        console.log(f"prefill {spec.name} b={b} {dtype}: {name}")
+        console.log(f"prefill {spec.name} n={n} b={b} {dtype}: {name}")
         try:
             fn = build()
         except Exception as exc:  # noqa: BLE001 - a peer that cannot build this model is reported, not fatal
@@ -116,40 +127,52 @@ def prefill_case(spec, dtype: str, b: int, rounds: int, console: Console) -> dic
     times = interleaved({name: (lambda f=f: f(X)) for name, (f, _) in peers.items()} | {"floor": lambda: floor(X)},
                         rounds)  # fmt: skip
     profile = profile_prefill(spec, weights, dtype, X, rounds) if b == 1 else None
-    return {"spec": spec.name, "batch": b, "dtype": dtype, "n": PROMPT, "notes": notes, "profile": profile,
+    return {"spec": spec.name, "batch": b, "dtype": dtype, "n": n, "notes": notes, "profile": profile,
             "agreement": {name: error for name, (_, error) in peers.items()},
             "times": times}  # fmt: skip
 
 
+DECODERS = (("tfm", tfm_decoder), (DECODE_PEER, torch_decoder),
+            ("torch.compile (static cache)", torch_compiled_decoder), ("JAX jit", jax_decoder))  # fmt: skip
+
+
 def decode_case(spec, dtype: str, b: int, rounds: int, console: Console, bandwidth: float) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Each decoder built (and compiled) once; then per round, peers interleaved: its cache reset, the prompt
+    through it, and its STEPS steps timed."""
     weights = init_weights(spec)
     X = np.random.default_rng(0).standard_normal((b, spec.d, PROMPT + STEPS)).astype(dtype)
     out: dict[str, Any] = {"spec": spec.name, "batch": b, "dtype": dtype, "prompt": PROMPT, "steps": STEPS,
                            "times": {}, "notes": {}, "agreement": {}}  # fmt: skip
-    reference = None
-    for name, build in (("tfm", tfm_decoder), (DECODE_PEER, torch_decoder), ("JAX jit", jax_decoder)):
-        console.log(f"decoding {spec.name} b={b} {dtype}: {name}")
-        seconds, steps = [], []
-        for _ in range(rounds):  # a fresh cache each round
+    built = {}
+    for name, build in DECODERS:
+        console.log(f"decoding {spec.name} b={b} {dtype}: building {name}")
+        try:
             made = build(spec, weights, dtype, b)
-            if made is None:
-                out["notes"][name] = "not installed (or this spec is not written for it)"
-                break
-            prefill, step = made
+        except Exception as exc:  # noqa: BLE001 - a peer that cannot build this model is reported, not fatal
+            out["notes"][name] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
+            continue
+        if made is None:
+            out["notes"][name] = "not installed (or this spec is not written for it)"
+            continue
+        built[name] = made
+    outputs: dict[str, np.ndarray] = {}
+    times: dict[str, list[float]] = {name: [] for name in built}
+    for _ in range(rounds):
+        for name, (prefill, step, reset) in built.items():
+            reset()
             prefill(X[..., :PROMPT])
             time.sleep(PAUSE)
             start = time.perf_counter()
             steps = [step(X[..., t : t + 1]) for t in range(PROMPT, PROMPT + STEPS)]
-            seconds.append(time.perf_counter() - start)
-        if not seconds:
-            continue
-        y = np.concatenate([np.asarray(s, np.float64) for s in steps], -1)  # (b, d, steps)
-        reference = y if reference is None else reference
-        out["agreement"][name] = error = _agree(y, reference)
+            times[name].append(time.perf_counter() - start)
+            outputs[name] = np.concatenate([np.asarray(s, np.float64) for s in steps], -1)  # (b, d, steps)
+    reference = outputs.get("tfm")
+    for name, y in outputs.items():
+        out["agreement"][name] = error = _agree(y, reference) if reference is not None else float("nan")
         if not error <= TOLERANCE[dtype]:
             out["notes"][name] = f"disagrees: {error:.2g} > {TOLERANCE[dtype]:g}"
             continue
-        out["times"][name] = seconds
+        out["times"][name] = times[name]
     from transformer_cli.analysis.decode import weights_read
     from transformer_cli.analysis.kv_cache import kv_cache_bytes
 
@@ -161,6 +184,13 @@ def decode_case(spec, dtype: str, b: int, rounds: int, console: Console, bandwid
 
 
 PREFILL_PEERS = ("PyTorch eager", "torch.compile", "JAX jit", "ONNX Runtime")
+DECODE_COLUMNS = {"PyTorch eager": DECODE_PEER, "torch.compile": "torch.compile (static cache)", "JAX jit": "JAX jit"}
+
+
+def per_round(ours: list[float], theirs: list[float]) -> str:
+    """tfm's time over the peer's, round by round (the same round's calls): median (lowest..highest)."""
+    ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+    return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}..{max(ratios):.2f})"
 
 
 def report(results: dict[str, Any], console: Console) -> None:
@@ -172,21 +202,22 @@ def report(results: dict[str, Any], console: Console) -> None:
     for case in results["prefill"]:
         med = {k: statistics.median(v) * 1e3 for k, v in case["times"].items()}
         peers = {k: v for k, v in med.items() if k in PREFILL_PEERS}
-        fastest = min(peers.values(), default=None)
+        fastest = min(peers, key=peers.__getitem__, default=None)
         table.add_row(
-            f"prefill {case['spec']} b={case['batch']} {case['dtype']}", f"{med['tfm']:.1f}",
+            f"prefill {case['spec']} n={case['n']} b={case['batch']} {case['dtype']}", f"{med['tfm']:.1f}",
             *(f"{med[k]:.1f}" if k in med else "-" for k in PREFILL_PEERS), f"{med['floor']:.1f}",
-            f"{med['tfm'] / fastest:.2f}" if fastest else "-", f"{med['tfm'] / med['floor']:.2f}",
+            per_round(case["times"]["tfm"], case["times"][fastest]) if fastest else "-",
+            per_round(case["times"]["tfm"], case["times"]["floor"]),
         )  # fmt: skip
     table.add_section()
     for case in results["decode"]:
         tps = {k: case["steps"] / statistics.median(v) for k, v in case["times"].items()}
-        column = {"PyTorch eager": DECODE_PEER, "JAX jit": "JAX jit"}  # the decoding peers, in the prefill's columns
-        peers = [tps[column[k]] if column.get(k) in tps else None for k in PREFILL_PEERS]
-        fastest = max((x for x in peers if x), default=None)
+        peers = [tps.get(DECODE_COLUMNS.get(k, "")) for k in PREFILL_PEERS]
+        fastest = max((k for k in tps if k != "tfm"), key=tps.__getitem__, default=None)
         table.add_row(
             f"decode {case['spec']} b={case['batch']} {case['dtype']}", f"{tps['tfm']:.0f}",
-            *(f"{x:.0f}" if x else "-" for x in peers), "", f"{fastest / tps['tfm']:.2f}" if fastest else "-", "",
+            *(f"{x:.0f}" if x else "-" for x in peers), "",
+            per_round(case["times"]["tfm"], case["times"][fastest]) if fastest else "-", "",
         )  # fmt: skip
     table.add_section()
     c = results["commands"]
@@ -196,8 +227,9 @@ def report(results: dict[str, Any], console: Console) -> None:
     notes = [f"NumPy's BLAS: {blas['library']} {blas['version']}, kernel {blas['kernel']}, {blas['threads']} threads; "
              f"GEMM peak float32 {results['gemm_gflops']['float32']:.0f}, float64 "
              f"{results['gemm_gflops']['float64']:.0f} GFLOP/s. Decoding: {STEPS} steps after a {PROMPT}-column "
-             f"prompt; PyTorch eager with its cache written in place, JAX a jitted step on a fixed-size cache; tfm / "
-             "fastest compares times."]  # fmt: skip
+             "prompt; PyTorch eager with its cache written in place, torch.compile a step over a static cache, JAX a "
+             "jitted step on a fixed-size cache. tfm / fastest: tfm's time over the fastest peer's (by median), "
+             "round by round: median (lowest..highest)."]  # fmt: skip
     for case in results["decode"]:
         read = case["bytes_per_step"] * case["steps"] / statistics.median(case["times"]["tfm"]) / 1e9
         notes.append(f"decode {case['spec']}: tfm reads {read:.1f} GB/s (weights and cache), this machine copies "
@@ -253,7 +285,8 @@ def main() -> None:
             for spec in (BENCH_SPEC, LLAMA_SPEC)
             for dtype in ("float32", "float64")
             for b in (1, 8)
-        ],  # fmt: skip
+        ]
+        + [prefill_case(TINYLLAMA_SPEC, "float32", 1, rounds, console, n) for n in (512, 2048)],  # fmt: skip
         "decode": [
             decode_case(spec, "float32", 1, rounds, console, here.bandwidth)
             for spec in (replace(BENCH_SPEC, mask="causal"), LLAMA_SPEC)

@@ -160,3 +160,40 @@ def test_text_in_and_out_through_the_folders_tokenizer(tmp_path, runner):
     expected = generate(Transformer(spec, load_weights(tmp_path, spec)), np.array([[5, 17, 3]]), 4).new_tokens
     assert data["tokens"] == expected.tolist()
     assert data["text"] == [" ".join(f"w{t}" for t in expected[0])]
+
+
+def test_on_a_terminal_each_token_is_written_as_it_comes(tmp_path, runner, monkeypatch):
+    """On a terminal, one prompt: each new token reaches the terminal (written and flushed) before the next step
+    is computed; off a terminal (the control) nothing is written until the sequence is done."""
+    import io
+
+    from rich.console import Console
+
+    import transformer_cli.cli.generate_command as command
+    from transformer_cli.model.decoding import Decoder
+
+    build("llama").save_pretrained(tmp_path / "hf")
+    np.save(tmp_path / "ids.npy", PROMPT[:1])
+    steps, seen = [0], []  # decoding steps so far; (steps, text) at each flush of the terminal
+
+    class Terminal(io.StringIO):
+        def flush(self) -> None:
+            seen.append((steps[0], self.getvalue()))
+
+    real_step = Decoder.step
+    monkeypatch.setattr(Decoder, "step", lambda self, *a, **k: steps.__setitem__(0, steps[0] + 1) or real_step(
+        self, *a, **k))  # fmt: skip
+    for terminal in (True, False):
+        steps[0], seen[:] = 0, []
+        screen = Terminal()
+        monkeypatch.setattr(command, "out", Console(file=screen, force_terminal=terminal, width=200))
+        result = runner.invoke(app, ["generate", str(tmp_path / "hf"), "-i", str(tmp_path / "ids.npy"), "-k", "5",
+                                     "--stop", "-1", "--dtype", "float64"])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        tokens = screen.getvalue().split()
+        assert len(tokens) == 5
+        written = [(step, text.split()) for step, text in seen if text.split()]
+        if terminal:  # token j (from the prefill's logits, then after step j) flushed before step j + 1 starts
+            assert [(step, len(words)) for step, words in written][:5] == [(j, j + 1) for j in range(5)]
+        else:
+            assert all(step == steps[0] for step, _ in written)  # only once every step had run
