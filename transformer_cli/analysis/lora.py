@@ -1,0 +1,111 @@
+"""LoRA's trainable parameters (Hu et al. 2021), as peft counts them: each targeted linear module of (in, out)
+gains A (r, in) and B (out, r), r (in + out) parameters, its own weight frozen. The modules are the model's as
+its checkpoint names them: a Hugging Face family's (q_proj, v_proj, c_attn, qkv_proj, ...: a fused projection is
+one module, so LoRA on it is r (d + the fused rows)), and a tfm spec's own projections (W_Q, W_K, W_V, W_O, W1,
+W3, W2). `all-linear` is peft's: every linear module but the output head (embeddings are not linear modules).
+
+Mixtures of experts are not counted yet: peft wraps transformers' stacked expert parameters in its own way
+(ParamWrapper), which tfm has not been checked against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import SpecError
+from ..spec.definition import Spec
+
+ALL_LINEAR = "all-linear"
+_LOOKUPS = ("embedding.E", "embedding.T", "head.W")  # tables looked up, and the output head all-linear leaves out
+_POSITIONS = ("positional.", "encoder_positional.")  # learned positions and relative-position biases: lookups
+
+
+def _linear(name: str) -> bool:
+    """Whether a tfm tensor is (in) a linear module: not a lookup table, nor the output head."""
+    return name not in _LOOKUPS and not name.startswith(_POSITIONS)
+
+
+TFM_MODULES = ("W_Q", "W_K", "W_V", "W_O", "W1", "W3", "W2")  # a tfm spec's projections, by their tensor names
+
+
+@dataclass(frozen=True)
+class Module:
+    """One linear module LoRA may target: its name in the checkpoint (without .weight), in and out features."""
+
+    name: str
+    features_in: int
+    features_out: int
+
+    @property
+    def short(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+
+def linear_modules(spec: Spec, config: Mapping[str, Any] | None = None) -> list[Module]:
+    """The model's linear modules: by the checkpoint names of the Hugging Face family of `config` (its
+    config.json), else tfm's own."""
+    if spec.E:
+        raise SpecError(f"{spec.label}: LoRA on a mixture of experts is not counted yet (peft wraps the stacked "
+                        "expert weights its own way, not checked against here)")  # fmt: skip
+    if config is None:
+        return _tfm_modules(spec)
+    from ..hf.layouts import hf_shape, rules, tensor_shapes
+    from ..hf.weights import family_for
+
+    shapes = tensor_shapes(spec)
+    out = []
+    for rule in rules(family_for(config), spec):
+        if not rule.hf.endswith(".weight") or not all(_linear(name) for name in rule.tfm):
+            continue
+        shape = hf_shape(rule, shapes)
+        if len(shape) != 2:
+            continue
+        rows, columns = shape[::-1] if rule.transposed else shape  # (out, in) (GPT-2's Conv1D stores (in, out))
+        out.append(Module(rule.hf[: -len(".weight")], columns, rows))
+    return out
+
+
+def _tfm_modules(spec: Spec) -> list[Module]:
+    from .params import iter_tensors
+
+    out = []
+    for tensor in iter_tensors(spec):
+        kind = tensor.name.rsplit(".", 1)[-1]
+        if kind not in TFM_MODULES or not _linear(tensor.name):
+            continue
+        shape = tensor.shape
+        if kind in ("W_Q", "W_K", "W_V"):  # (heads, m, d): d -> heads m
+            out.append(Module(tensor.name, shape[-1], shape[0] * shape[1]))
+        elif kind == "W_O":  # (heads, d, m): heads m -> d
+            out.append(Module(tensor.name, shape[0] * shape[2], shape[1]))
+        else:  # (out, in)
+            out.append(Module(tensor.name, shape[-1], shape[0]))
+    return out
+
+
+def targeted(modules: list[Module], targets: str) -> list[Module]:
+    """The modules `targets` names: all-linear, or a comma-separated list matched as peft matches a list (a
+    module whose name is the target or ends with '.' + target). A name that matches no module is refused."""
+    if targets == ALL_LINEAR:
+        return modules
+    names = [t.strip() for t in targets.split(",") if t.strip()]
+    chosen = [m for m in modules if any(m.name == t or m.name.endswith("." + t) for t in names)]
+    unmatched = [t for t in names if not any(m.name == t or m.name.endswith("." + t) for m in modules)]
+    if unmatched or not names:
+        known = sorted({m.short for m in modules})
+        raise SpecError(f"--lora-targets {targets}: {', '.join(unmatched) or 'nothing'} names no linear module of "
+                        f"this model (its modules: {', '.join(known)}, or all-linear)")  # fmt: skip
+    return chosen
+
+
+def lora_parameters(spec: Spec, rank: int, targets: str = ALL_LINEAR, config: Mapping[str, Any] | None = None) -> int:
+    """The trainable parameters LoRA of rank `rank` adds on `targets` (of the Hugging Face model of `config`, else
+    tfm's modules): the sum of r (in + out) over the modules."""
+    if rank < 1:
+        raise SpecError(f"--lora-rank {rank}: expected a positive rank")
+    return sum(rank * (m.features_in + m.features_out) for m in targeted(linear_modules(spec, config), targets))
+
+
+__all__ = ["ALL_LINEAR", "Module", "linear_modules", "lora_parameters", "targeted"]
