@@ -13,7 +13,8 @@ are compared (float32: both run the same products, ties aside).
 With --llama-python (the Python of a venv where llama-cpp-python 0.3.36 is built, as benchmarks/gguf_llama_cpp.py
 says), llama.cpp runs too, in its own process held open over the rounds (so that its round falls between the
 others'): the same weights as the GGUF F32 file `tfm convert` writes (no tokenizer: no_vocab, ids in), 2 threads,
-an F32 KV cache, greedy by the argmax of its logits; its prompt time is eval(prompt) and the first token, its
+an F32 KV cache, greedy by the argmax of its last logits (llama_get_logits: without logits_all the Python
+wrapper keeps none); its prompt time is eval(prompt) and the first token, its
 decoding the evals of the tokens after.
 """
 
@@ -39,15 +40,16 @@ from llama_cpp import Llama
 llm = Llama(model_path=sys.argv[1], n_ctx=int(sys.argv[2]), verbose=False, n_threads=2, n_threads_batch=2,
             n_batch=512, type_k=0, type_v=0)
 prompt, new = [int(x) for x in sys.argv[3].split(",")], int(sys.argv[4])
+last = lambda: int(np.argmax(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))))  # (the last's)
 for line in sys.stdin:  # one round per line
     llm.reset()
     t0 = time.perf_counter()
     llm.eval(prompt)
-    tokens = [int(np.argmax(llm.scores[llm.n_tokens - 1]))]
+    tokens = [last()]
     t1 = time.perf_counter()
     for _ in range(new - 1):
         llm.eval(tokens[-1:])
-        tokens.append(int(np.argmax(llm.scores[llm.n_tokens - 1])))
+        tokens.append(last())
     t2 = time.perf_counter()
     print(json.dumps({"prompt_s": t1 - t0, "decode_s": t2 - t1, "tokens": tokens}), flush=True)
 """
@@ -99,7 +101,7 @@ def main() -> None:
                                   ",".join(map(str, prompt[0])), str(new)], stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, text=True)  # fmt: skip
     rows = []
-    equal = llama_equal = None
+    equal = llama_equal = llama_prefix = None
     for _ in range(rounds):
         t0 = time.perf_counter()
         tfm(1)
@@ -123,6 +125,8 @@ def main() -> None:
             llama.stdin.flush()
             got = json.loads(llama.stdout.readline())
             llama_equal = got["tokens"] == mine.new_tokens[0].tolist()
+            same = [a == b for a, b in zip(got["tokens"], mine.new_tokens[0].tolist(), strict=True)]
+            llama_prefix = same.index(False) if False in same else len(same)  # the tokens equal before the first not
             lp, ld = got["prompt_s"], got["decode_s"]
             rows[-1] |= {"llama_prompt_tps": prompt_len / lp, "llama_decode_tps": (new - 1) / ld,
                          "llama_prompt_ratio": tp / lp, "llama_decode_ratio": td / ld}  # fmt: skip
@@ -140,12 +144,14 @@ def main() -> None:
             print(f"{'':7s} llama.cpp {spread(f'llama_{what}_tps'):28s} time ratio tfm/llama.cpp "
                   f"{spread(f'llama_{what}_ratio')}")  # fmt: skip
     if llama is not None:
-        print(f"llama.cpp's greedy tokens equal tfm's: {llama_equal}")
+        print(f"llama.cpp's greedy tokens equal tfm's: {llama_equal} (the first {llama_prefix} of {new} equal)")
         llama.stdin.close()  # type: ignore[union-attr]
         llama.wait()
     if args.json:
         args.json.write_text(json.dumps({"sizes": SIZES, "prompt": prompt_len, "new": new, "tokens_equal": equal,
-                                         "llama_cpp_tokens_equal": llama_equal, "rounds": rows}, indent=1))  # fmt: skip
+                                         "llama_cpp_tokens_equal": llama_equal,
+                                         "llama_cpp_equal_prefix": llama_prefix, "rounds": rows},
+                                        indent=1))  # fmt: skip
 
 
 if __name__ == "__main__":
