@@ -35,16 +35,20 @@ sys.path[:0] = [str(ROOT / "tests")]
 SPEC = Spec(N=2, H=4, G=2, m=64, d=256, r=704, scale="sqrt", mask="causal", positional="rope", norm="pre",
             norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False, name="long-llama")  # fmt: skip
 LENGTHS = {1024: 7, 4096: 5, 16384: 3, 32768: 3}
+# --tinyllama: TinyLlama's blocks (d 2048, 32 heads of 64, 4 key/value heads, r 5632; 4 blocks, no head) at 16k
+TINYLLAMA = Spec(N=4, H=32, G=4, m=64, d=2048, r=5632, scale="sqrt", mask="causal", positional="rope", norm="pre",
+                 norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False,
+                 name="tinyllama-blocks")  # fmt: skip
 PAUSE = 0.2
 
 
-def peers(weights):  # type: ignore[no-untyped-def]
+def peers(weights, spec: Spec = SPEC):  # type: ignore[no-untyped-def]
     import torch
     from torch_reference import torch_model
 
     torch.set_num_threads(2)
-    model = torch_model(SPEC, weights, "float32", native_gqa=True, cached_rope=True)
-    tfm = Transformer(SPEC, weights, "float32")
+    model = torch_model(spec, weights, "float32", native_gqa=True, cached_rope=True)
+    tfm = Transformer(spec, weights, "float32")
 
     def theirs(X: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
@@ -53,9 +57,9 @@ def peers(weights):  # type: ignore[no-untyped-def]
     return {"tfm": lambda X: tfm(X[None])[0], "PyTorch SDPA": theirs}
 
 
-def extra_memory(weights, X: np.ndarray) -> int:  # type: ignore[no-untyped-def]
+def extra_memory(weights, X: np.ndarray, spec: Spec = SPEC) -> int:  # type: ignore[no-untyped-def]
     """The peak bytes NumPy allocates during one pass of tfm (the model built before: its weights not counted)."""
-    model = Transformer(SPEC, weights, "float32")
+    model = Transformer(spec, weights, "float32")
     tracemalloc.start()
     try:
         model(X[None])
@@ -105,14 +109,17 @@ def profile(n: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 rounds a length, up to 16k")
+    parser.add_argument("--tinyllama", action="store_true", help="TinyLlama's blocks at n = 16k, 1 round, no profile")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    weights = init_weights(SPEC)
-    fns = peers(weights)
-    results: dict = {"spec": SPEC.name, "lengths": {}}
+    spec = TINYLLAMA if args.tinyllama else SPEC
+    weights = init_weights(spec)
+    fns = peers(weights, spec)
+    results: dict = {"spec": spec.name, "lengths": {}}
     lengths = {n: 2 for n in LENGTHS if n <= 16384} if args.quick else LENGTHS
+    lengths = {16384: 1} if args.tinyllama else lengths
     for n, rounds in lengths.items():
-        X = np.random.default_rng(0).standard_normal((SPEC.d, n)).astype(np.float32)
+        X = np.random.default_rng(0).standard_normal((spec.d, n)).astype(np.float32)
         ys = {name: fn(X) for name, fn in fns.items()}  # (the warm-up round)
         agree = float(np.max(np.abs(ys["tfm"] - ys["PyTorch SDPA"])) / np.max(np.abs(ys["PyTorch SDPA"])))
         times: dict[str, list[float]] = {name: [] for name in fns}
@@ -123,12 +130,16 @@ def main() -> None:
                 fn(X)
                 times[name].append(time.perf_counter() - start)
         ratios = [a / b for a, b in zip(times["tfm"], times["PyTorch SDPA"], strict=True)]
-        row = {"times": times, "ratios": ratios, "agreement": agree, "tfm_extra_bytes": extra_memory(weights, X)}
+        row = {"times": times, "ratios": ratios, "agreement": agree, "tfm_extra_bytes": extra_memory(weights, X, spec)}
         results["lengths"][n] = row
         print(f"n = {n:6}: tfm {statistics.median(times['tfm']):7.3f} s, PyTorch SDPA "
               f"{statistics.median(times['PyTorch SDPA']):7.3f} s, tfm / PyTorch {statistics.median(ratios):.2f} "
               f"({min(ratios):.2f}..{max(ratios):.2f}), agree {agree:.1e}, tfm's extra memory "
               f"{row['tfm_extra_bytes'] / 2**20:.0f} MiB", flush=True)  # fmt: skip
+    if args.tinyllama:
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2) + "\n")
+        return
     results["profile_16k"] = profile(16384)
     total = results["profile_16k"]["total"]
     print("tfm's attention kernel at n = 16384 (one block's attention, one thread), by kind of work:")
