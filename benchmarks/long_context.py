@@ -30,7 +30,7 @@ import numpy as np
 from transformer_cli import Spec, Transformer, init_weights
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 SPEC = Spec(N=2, H=4, G=2, m=64, d=256, r=704, scale="sqrt", mask="causal", positional="rope", norm="pre",
             norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False, name="long-llama")  # fmt: skip
@@ -70,6 +70,8 @@ def extra_memory(weights, X: np.ndarray, spec: Spec = SPEC) -> int:  # type: ign
 
 def profile(n: int) -> dict[str, float]:
     """Seconds of tfm's attention kernel at n by kind of work (one thread; BLAS on its own threads)."""
+    from peer_models import timer
+
     import transformer_cli.kernels as kernels
 
     rng = np.random.default_rng(0)
@@ -79,15 +81,7 @@ def profile(n: int) -> dict[str, float]:
     real = {name: getattr(np, name) for name in ("matmul", "exp")}
     counter = {"products": 0}
 
-    def timed(kind, fn):  # type: ignore[no-untyped-def]
-        def call(*args, **kwargs):  # type: ignore[no-untyped-def]
-            start = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                spent[kind] += time.perf_counter() - start
-
-        return call
+    timed = timer(spent)
 
     def matmul(a, b, *args, **kwargs):  # type: ignore[no-untyped-def]
         counter["products"] += 1  # scores and outputs alternate, a block at a time

@@ -117,6 +117,22 @@ def floor_prefill(spec, weights, dtype: str, X: np.ndarray) -> Callable:  # type
     return replay
 
 
+def timer(spent: dict[str, float]) -> Callable[[str, Callable], Callable]:
+    """timed(kind, fn): fn, its seconds added to spent[kind] at each call (a microsecond's overhead)."""
+
+    def timed(kind: str, fn: Callable) -> Callable:
+        def call(*args, **kwargs):  # type: ignore[no-untyped-def]
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[kind] += time.perf_counter() - start
+
+        return call
+
+    return timed
+
+
 def profile_prefill(spec, weights, dtype: str, X: np.ndarray, rounds: int) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     """Where tfm's pass spends its time (batch 1: one Python thread, BLAS on every core): each kind of work timed
     around its calls over `rounds` passes, in ms a pass, with the GEMMs' rates. A product with a model weight is a
@@ -131,16 +147,7 @@ def profile_prefill(spec, weights, dtype: str, X: np.ndarray, rounds: int) -> di
     spent: dict[str, float] = dict.fromkeys(PROFILE, 0.0)
     flops = {"projections (GEMM)": 0, "attention (GEMM)": 0}
 
-    def timed(kind: str, fn: Callable) -> Callable:
-        def call(*args, **kwargs):  # type: ignore[no-untyped-def]
-            start = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                spent[kind] += time.perf_counter() - start
-
-        return call
-
+    timed = timer(spent)
     products = {kind: timed(kind, real) for kind in flops}  # made once, not at every product
 
     def matmul(a, b, *args, **kwargs):  # type: ignore[no-untyped-def]
