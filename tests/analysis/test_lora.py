@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "formats"))
 from transformer_cli import Spec
 from transformer_cli.analysis.lora import lora_parameters
 from transformer_cli.errors import SpecError
+from transformer_cli.hf.lora_modules import hf_linear_modules
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -63,10 +64,11 @@ def test_trainable_parameters_are_peft_s(tmp_path, name, rank):
     spec = spec_from_config(tmp_path)
     linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
                      if isinstance(m, (torch.nn.Linear, transformers.pytorch_utils.Conv1D))} - {"lm_head"})  # fmt: skip
-    assert lora_parameters(spec, rank, "all-linear", config) == _peft_count(model, "all-linear", rank)
+    modules = hf_linear_modules(spec, config)
+    assert lora_parameters(spec, rank, "all-linear", modules) == _peft_count(model, "all-linear", rank)
     two = linear[:2]  # (a list of module names, matched as peft matches them)
     model, _ = _model_and_config(name, tmp_path)  # (peft wrapped the first in place)
-    assert lora_parameters(spec, rank, ",".join(two), config) == _peft_count(model, two, rank)
+    assert lora_parameters(spec, rank, ",".join(two), modules) == _peft_count(model, two, rank)
 
 
 def test_a_tfm_spec_counts_its_own_projections_by_the_closed_form():

@@ -10,9 +10,7 @@ Mixtures of experts are not counted yet: peft wraps transformers' stacked expert
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ..errors import SpecError
 from ..spec.definition import Spec
@@ -20,11 +18,6 @@ from ..spec.definition import Spec
 ALL_LINEAR = "all-linear"
 _LOOKUPS = ("embedding.E", "embedding.T", "head.W")  # tables looked up, and the output head all-linear leaves out
 _POSITIONS = ("positional.", "encoder_positional.")  # learned positions and relative-position biases: lookups
-
-
-def _linear(name: str) -> bool:
-    """Whether a tfm tensor is (in) a linear module: not a lookup table, nor the output head."""
-    return name not in _LOOKUPS and not name.startswith(_POSITIONS)
 
 
 TFM_MODULES = ("W_Q", "W_K", "W_V", "W_O", "W1", "W3", "W2")  # a tfm spec's projections, by their tensor names
@@ -43,28 +36,21 @@ class Module:
         return self.name.rsplit(".", 1)[-1]
 
 
-def linear_modules(spec: Spec, config: Mapping[str, Any] | None = None) -> list[Module]:
-    """The model's linear modules: by the checkpoint names of the Hugging Face family of `config` (its
-    config.json), else tfm's own."""
+def linear_modules(spec: Spec) -> list[Module]:
+    """A tfm spec's linear modules, by its own tensor names (hf/lora_modules.py gives a Hugging Face family's)."""
+    refuse_experts(spec)
+    return _tfm_modules(spec)
+
+
+def refuse_experts(spec: Spec) -> None:
     if spec.E:
         raise SpecError(f"{spec.label}: LoRA on a mixture of experts is not counted yet (peft wraps the stacked "
                         "expert weights its own way, not checked against here)")  # fmt: skip
-    if config is None:
-        return _tfm_modules(spec)
-    from ..hf.layouts import hf_shape, rules, tensor_shapes
-    from ..hf.weights import family_for
 
-    shapes = tensor_shapes(spec)
-    out = []
-    for rule in rules(family_for(config), spec):
-        if not rule.hf.endswith(".weight") or not all(_linear(name) for name in rule.tfm):
-            continue
-        shape = hf_shape(rule, shapes)
-        if len(shape) != 2:
-            continue
-        rows, columns = shape[::-1] if rule.transposed else shape  # (out, in) (GPT-2's Conv1D stores (in, out))
-        out.append(Module(rule.hf[: -len(".weight")], columns, rows))
-    return out
+
+def linear(name: str) -> bool:
+    """Whether a tfm tensor is (in) a linear module: not a lookup table, nor the output head."""
+    return name not in _LOOKUPS and not name.startswith(_POSITIONS)
 
 
 def _tfm_modules(spec: Spec) -> list[Module]:
@@ -73,7 +59,7 @@ def _tfm_modules(spec: Spec) -> list[Module]:
     out = []
     for tensor in iter_tensors(spec):
         kind = tensor.name.rsplit(".", 1)[-1]
-        if kind not in TFM_MODULES or not _linear(tensor.name):
+        if kind not in TFM_MODULES or not linear(tensor.name):
             continue
         shape = tensor.shape
         if kind in ("W_Q", "W_K", "W_V"):  # (heads, m, d): d -> heads m
@@ -100,12 +86,13 @@ def targeted(modules: list[Module], targets: str) -> list[Module]:
     return chosen
 
 
-def lora_parameters(spec: Spec, rank: int, targets: str = ALL_LINEAR, config: Mapping[str, Any] | None = None) -> int:
-    """The trainable parameters LoRA of rank `rank` adds on `targets` (of the Hugging Face model of `config`, else
-    tfm's modules): the sum of r (in + out) over the modules."""
+def lora_parameters(spec: Spec, rank: int, targets: str = ALL_LINEAR, modules: list[Module] | None = None) -> int:
+    """The trainable parameters LoRA of rank `rank` adds on `targets` of `modules` (a Hugging Face model's, from
+    hf/lora_modules.py; else the spec's own): the sum of r (in + out) over the targeted modules."""
     if rank < 1:
         raise SpecError(f"--lora-rank {rank}: expected a positive rank")
-    return sum(rank * (m.features_in + m.features_out) for m in targeted(linear_modules(spec, config), targets))
+    chosen = targeted(linear_modules(spec) if modules is None else modules, targets)
+    return sum(rank * (m.features_in + m.features_out) for m in chosen)
 
 
-__all__ = ["ALL_LINEAR", "Module", "linear_modules", "lora_parameters", "targeted"]
+__all__ = ["ALL_LINEAR", "Module", "linear", "linear_modules", "lora_parameters", "refuse_experts", "targeted"]

@@ -1,4 +1,5 @@
-"""A batch split over worker threads that all stop promptly when the caller is interrupted or one part fails."""
+"""A batch split over worker threads that all stop promptly when the caller is interrupted or one part fails; and
+the threads a pass running alone in its thread may give one long attention."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
+_PASS = threading.local()  # .threads: the threads the pass running in this thread may give one attention
 STOP_WAIT = 10.0  # seconds to wait for a stopping worker; it stops at its next check, well within a second
 
 
@@ -53,3 +55,21 @@ def _next(finished: queue.SimpleQueue) -> BaseException | None:
             return finished.get(timeout=0.1)
         except queue.Empty:
             continue
+
+
+class PassThreads:
+    """While a pass runs in this thread alone (a batch of one part), its attentions may use `threads` threads."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+
+    def __enter__(self) -> None:
+        self.kept, _PASS.threads = getattr(_PASS, "threads", 1), self.threads
+
+    def __exit__(self, *exc: object) -> None:
+        _PASS.threads = self.kept
+
+
+def pass_threads() -> int:
+    """The threads the pass running in this thread may give one attention (1 but inside PassThreads)."""
+    return int(getattr(_PASS, "threads", 1))

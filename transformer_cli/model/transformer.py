@@ -30,7 +30,7 @@ from ..errors import SpecError
 from ..kernels import CHUNK_BYTES, Array, check_stop, linear
 from ..spec.definition import Spec
 from ..spec.stacks import decoder
-from .parallel import run_parts
+from .parallel import PassThreads, pass_threads, run_parts
 
 PARALLEL_MIN_SIZE = 1 << 16  # below this many activations, threads cost more than they save
 
@@ -38,20 +38,6 @@ _BLAS = ThreadpoolController()  # found once: limiting BLAS's threads is then a 
 # from this many queries a pass in one thread shares each attention's chunks over threads (measured here: 0.79x
 # the time at 16k, 0.88x at 8k, slower below 4k; benchmarks/long_context.py)
 PARALLEL_QUERIES = 8192
-_PASS = threading.local()  # .threads: the threads the pass running in this thread may give one attention
-
-
-class _Threads:
-    """While a pass runs in this thread alone (a batch of one part), its attentions may use `threads` threads."""
-
-    def __init__(self, threads: int) -> None:
-        self.threads = threads
-
-    def __enter__(self) -> None:
-        self.kept, _PASS.threads = getattr(_PASS, "threads", 1), self.threads
-
-    def __exit__(self, *exc: object) -> None:
-        _PASS.threads = self.kept
 
 
 @dataclass
@@ -185,7 +171,7 @@ class Transformer:
         softcap = self.spec.attn_softcap
         b, H, _, n_q = Q.shape
         step = kernels.CAUSAL_CHUNK
-        threads = min(getattr(_PASS, "threads", 1), -(-n_q // step))
+        threads = min(pass_threads(), -(-n_q // step))
         if threads < 2 or n_q < PARALLEL_QUERIES or weights_out is not None or scores_out is not None:
             return kernels.attend(Q, K, V, scale, causal, window, bias, self.chunk_bytes, stop, weights_out,
                                   scores_out, softcap, sinks)  # fmt: skip
@@ -326,7 +312,7 @@ class Transformer:
             return self._forward_columns(parts[i], squares[i], weights_out, on_block, step, stop, start, memories[i])
 
         if len(parts) == 1:
-            with _Threads(self.workers):  # (its long attentions then share their chunks over the cores)
+            with PassThreads(self.workers):  # (its long attentions then share their chunks over the cores)
                 Z = run(0)  # in the calling thread, which a signal interrupts directly
         else:  # the batch over threads, BLAS at one thread each: NumPy's elementwise work then uses every core
             with _BLAS.limit(limits=1, user_api="blas"):
@@ -382,7 +368,7 @@ class Transformer:
     def columns_forward(self, Z: Array, kv_out: list | None = None, memory: Array | None = None) -> Array:
         """The pass on embedded (d, b, n) columns at positions 0.., in this thread -> (d or V, b, n); `kv_out`
         receives each block's keys and values (b, G, m, n), rotated: the prefill of decoding."""
-        with _Threads(self.workers):
+        with PassThreads(self.workers):
             return self._forward_columns(Z.copy(), None, memory=memory, kv_out=kv_out)
 
     def attention_weights(self, X: Array) -> list[Array]:
