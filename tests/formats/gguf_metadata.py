@@ -85,17 +85,6 @@ def _own_metadata(writer, cfg) -> bool:
                            (writer.add_head_count, cfg.n_head), (writer.add_head_count_kv, cfg.n_head),
                            (writer.add_layer_norm_eps, cfg.layer_norm_epsilon)):  # fmt: skip
             add(value)
-    elif kind == "gpt_neox":  # GPTNeoXModel.set_gguf_parameters
-        m = cfg.hidden_size // cfg.num_attention_heads
-        for add, value in ((writer.add_context_length, cfg.max_position_embeddings),
-                           (writer.add_embedding_length, cfg.hidden_size),
-                           (writer.add_block_count, cfg.num_hidden_layers),
-                           (writer.add_feed_forward_length, cfg.intermediate_size),
-                           (writer.add_rope_dimension_count, int(cfg.rope_parameters["partial_rotary_factor"] * m)),
-                           (writer.add_head_count, cfg.num_attention_heads),
-                           (writer.add_parallel_residual, cfg.use_parallel_residual),
-                           (writer.add_layer_norm_eps, cfg.layer_norm_eps)):  # fmt: skip
-            add(value)
     elif kind == "phi":  # Phi2Model.set_gguf_parameters
         d, H = cfg.hidden_size, cfg.num_attention_heads
         for add, value in ((writer.add_context_length, cfg.max_position_embeddings), (writer.add_embedding_length, d),
@@ -106,15 +95,15 @@ def _own_metadata(writer, cfg) -> bool:
                             int(cfg.rope_parameters["partial_rotary_factor"] * d) // H),
                            (writer.add_add_bos_token, False)):  # fmt: skip
             add(value)
-    elif kind == "stablelm":  # StableLMModel.set_gguf_parameters
+    elif kind in ("gpt_neox", "stablelm"):  # GPTNeoXModel's and StableLMModel's set_gguf_parameters
         m = cfg.hidden_size // cfg.num_attention_heads
+        kv = [(writer.add_head_count_kv, cfg.num_key_value_heads)] if kind == "stablelm" else []  # (StableLM's only)
         for add, value in ((writer.add_context_length, cfg.max_position_embeddings),
                            (writer.add_embedding_length, cfg.hidden_size),
                            (writer.add_block_count, cfg.num_hidden_layers),
                            (writer.add_feed_forward_length, cfg.intermediate_size),
                            (writer.add_rope_dimension_count, int(cfg.rope_parameters["partial_rotary_factor"] * m)),
-                           (writer.add_head_count, cfg.num_attention_heads),
-                           (writer.add_head_count_kv, cfg.num_key_value_heads),
+                           (writer.add_head_count, cfg.num_attention_heads), *kv,
                            (writer.add_parallel_residual, cfg.use_parallel_residual),
                            (writer.add_layer_norm_eps, cfg.layer_norm_eps)):  # fmt: skip
             add(value)

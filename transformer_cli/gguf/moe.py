@@ -11,10 +11,10 @@ factors the file holds are not used (tfm's Hugging Face PhiMoE does the same).""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..hf.keys import Keys
+from ..kernels import longrope_attention_factor
 from .base import LLAMA_LAYOUT, Arch, llama, stacked_experts
 from .header import Header
 from .others import PHI3, phi3
@@ -49,13 +49,10 @@ def phimoe(c: Keys, header: Header) -> dict[str, Any]:
     k = c.count("expert_used_count", 2)
     if k != 2:
         raise c.refuse("expert_used_count", k, "PhiMoE's sparsemixer chooses two experts whatever this key says")
-    if spec.get("rope_scaling") == "longrope":
-        original = spec["rope_original_max_len"]
-        factor = spec["rope_factor"]
-        derived = math.sqrt(1 + math.log(factor) / math.log(original)) if factor > 1 else 1.0
-        given = c.number("rope.scaling.attn_factor", derived)  # (the converter's derived factor, in float32)
+    if spec.get("rope_scaling") == "longrope":  # (phi3 keeps the file's factor only where it is not the formula's)
+        derived = longrope_attention_factor(spec["rope_factor"], spec["rope_original_max_len"])
         spec |= {"rope_long_factor": spec["rope_short_factor"],
-                 "rope_attention_factor": derived if math.isclose(given, derived, rel_tol=1e-6) else given}  # fmt: skip
+                 "rope_attention_factor": spec.get("rope_attention_factor", derived)}  # fmt: skip
     return spec | {
         "norm_type": "layernorm", "attention_bias": "blk.0.attn_q.bias" in header.tensors,
         "head_bias": "output.bias" in header.tensors, "E": c.count("expert_count"), "k": 2,

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..hf.keys import Keys
 from ..hf.layouts import Family
+from ..kernels import longrope_attention_factor
 from .base import LLAMA_LAYOUT, Arch, partial_rotary, sizes
 from .header import Header
 
@@ -45,7 +46,7 @@ def phi3(c: Keys, header: Header) -> dict[str, Any]:
         spec |= {"rope_scaling": "longrope", "rope_original_max_len": original, "rope_factor": factor,
                  "rope_short_factor": _decimals(read_tensor(header, "rope_factors_short.weight")),
                  "rope_long_factor": _decimals(read_tensor(header, "rope_factors_long.weight"))}  # fmt: skip
-        derived = math.sqrt(1 + math.log(factor) / math.log(original)) if factor > 1 else 1.0
+        derived = longrope_attention_factor(factor, original)
         given = c.number("rope.scaling.attn_factor", derived)
         if not math.isclose(given, derived, rel_tol=1e-6):  # (the converter writes the derived factor, in float32)
             spec["rope_attention_factor"] = given

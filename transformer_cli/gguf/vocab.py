@@ -29,7 +29,7 @@ _SPLITS = {_WORDS + r"\p{N}{1,3}" + _REST: "llama-bpe", _WORDS + r"\p{N}" + _RES
 def add_vocabulary(writer: Any, folder: Path | None, V: int) -> str:
     """Add the folder's tokenizer to `writer` (a gguf.GGUFWriter); returns what was written, for the user."""
     path = folder / "tokenizer.json" if folder is not None else None
-    if folder is None or path is None or not path.is_file():
+    if folder is None or path is None or not path.is_file():  # (path None exactly when folder is)
         writer.add_tokenizer_model("no_vocab")
         return "no tokenizer (no tokenizer.json): the file is marked no_vocab"
     try:

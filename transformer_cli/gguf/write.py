@@ -7,7 +7,6 @@ format cannot hold (Mistral's window, Qwen-MoE's dense layers) is refused naming
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..hf.layouts import hf_shape, join, piece, rules, tensor_shapes
+from ..kernels import longrope_attention_factor
 from ..spec.definition import Spec
 from .archs import ARCHITECTURES
 from .base import LLAMA3, _llama3_factors
@@ -55,8 +55,7 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
         if spec.rope_attention_factor is not None:
             out["rope.scaling.yarn_attn_factor"] = float(spec.rope_attention_factor)
     if spec.rope_scaling == "longrope":  # Phi-3, PhiMoE: the attention factor always (Phi3MiniModel)
-        original, factor = spec.rope_original_max_len or 1, float(spec.rope_factor)
-        derived = math.sqrt(1 + math.log(factor) / math.log(original)) if factor > 1 else 1.0
+        derived = longrope_attention_factor(float(spec.rope_factor), spec.rope_original_max_len or 1)
         out |= {"rope.scaling.original_context_length": spec.rope_original_max_len,
                 "rope.scaling.attn_factor": float(spec.rope_attention_factor or derived)}  # fmt: skip
     if spec.E:
