@@ -74,7 +74,10 @@ def test_recomputation_keeps_each_blocks_input_and_one_block():
     recomputed = activation_bytes(spec, b, n, "bfloat16", recompute=True)
     one_block = sum(full["per_block"].values())
     assert full["blocks"] == spec.N * one_block
-    assert recomputed["blocks"] == spec.N * b * n * spec.d * s + one_block
+    tables = 2 * n * spec.m * s  # the rotary cosines and sines, made again with the block
+    assert recomputed["recomputed"] == one_block + tables
+    assert recomputed["blocks"] == spec.N * b * n * spec.d * s + one_block + tables
+    assert recomputed["model"] == full["model"] - tables
     assert recomputed["total"] < full["total"]
 
 

@@ -30,6 +30,7 @@ class Module:
     name: str
     features_in: int
     features_out: int
+    tfm: tuple[str, ...] = ()  # the tfm tensors it holds (a fused projection: several) [default: (name,)]
 
     @property
     def short(self) -> str:
@@ -89,10 +90,45 @@ def targeted(modules: list[Module], targets: str) -> list[Module]:
 def lora_parameters(spec: Spec, rank: int, targets: str = ALL_LINEAR, modules: list[Module] | None = None) -> int:
     """The trainable parameters LoRA of rank `rank` adds on `targets` of `modules` (a Hugging Face model's, from
     hf/lora_modules.py; else the spec's own): the sum of r (in + out) over the targeted modules."""
+    return adapters(spec, rank, targets, modules).parameters
+
+
+@dataclass(frozen=True)
+class Adapters:
+    """LoRA on a model: its rank and targets, the trainable parameters, and what each stack's blocks target (what
+    the training activations depend on, training.py): the tfm kinds (attention.W_Q, cross.W_K, ff.W2, ...) and
+    how many adapters a block has (a fused projection is one)."""
+
+    rank: int
+    targets: str
+    parameters: int
+    kinds: dict[str, frozenset[str]]  # by stack: "blocks" (the decoder, or the only stack), "encoder"
+    per_block: dict[str, int]
+
+    def trains_any(self, stack: str, *kinds: str) -> bool:
+        return any(kind in self.kinds.get(stack, ()) for kind in kinds)
+
+
+def adapters(spec: Spec, rank: int, targets: str = ALL_LINEAR, modules: list[Module] | None = None) -> Adapters:
+    """LoRA of rank `rank` on `targets` of `modules` (a Hugging Face model's, from hf/lora_modules.py; else the
+    spec's own)."""
     if rank < 1:
         raise SpecError(f"--lora-rank {rank}: expected a positive rank")
     chosen = targeted(linear_modules(spec) if modules is None else modules, targets)
-    return sum(rank * (m.features_in + m.features_out) for m in chosen)
+    kinds: dict[str, set[str]] = {}
+    per_block: dict[str, int] = {}
+    for module in chosen:
+        names = module.tfm or (module.name,)
+        stack, block, *_ = [*names[0].split("."), ""]
+        if not block.isdigit():  # outside the blocks (a narrower embedding's projections)
+            kinds.setdefault("model", set()).update(names)
+            continue
+        kinds.setdefault(stack, set()).update(name.split(".", 2)[2] for name in names)
+        if block == "0":
+            per_block[stack] = per_block.get(stack, 0) + 1
+    return Adapters(rank, targets, sum(rank * (m.features_in + m.features_out) for m in chosen),
+                    {stack: frozenset(k) for stack, k in kinds.items()}, per_block)  # fmt: skip
 
 
-__all__ = ["ALL_LINEAR", "Module", "linear", "linear_modules", "lora_parameters", "refuse_experts", "targeted"]
+__all__ = ["ALL_LINEAR", "Adapters", "Module", "adapters", "linear", "linear_modules", "lora_parameters",
+           "refuse_experts", "targeted"]  # fmt: skip

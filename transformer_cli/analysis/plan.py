@@ -16,8 +16,9 @@ from .decode import training_flops_per_token
 from .flops import forward_flops
 from .hardware import PRESETS, Timing, probe, timing
 from .kv_cache import KV_NOTE, NO_DECODING, decodes, served_cache_bytes
+from .lora import Adapters
 from .params import count_params
-from .quantized import GROUP, QUANT_NOTE, Held, weight_bytes
+from .quantized import GROUP, QUANT_NOTE, Held, total_bytes, weight_bytes
 from .serving import KERNELS, Fit, Serving, Transient, compute_bytes, fits, serving_memory, transient
 from .training import OPTIMIZERS, Training, training_memory
 from .units import scientific
@@ -79,10 +80,12 @@ def plan(
     zero: int = 0,
     devices: int = 1,
     hardware: tuple[str, ...] = HARDWARE,
+    lora: Adapters | None = None,
 ) -> Plan:
-    """The whole plan; `weights` a type priced by its formula, or the bytes a file holds (Held)."""
+    """The whole plan; `weights` a type priced by its formula, or the bytes a file holds (Held); training with
+    `lora` fine-tunes its adapters on the base frozen in `weights` (nf4: QLoRA)."""
     try:
-        return _plan(spec, b, n, n_src, weights, kv, memory, optimizer, zero, devices, hardware)
+        return _plan(spec, b, n, n_src, weights, kv, memory, optimizer, zero, devices, hardware, lora)
     except OverflowError:  # exact integers until a time or a ratio needs a float
         symbol = max(("N", "H", "m", "d", "r", "V", "E", "N_enc"), key=lambda k: getattr(spec, k) or 0)
         raise SpecError(
@@ -92,7 +95,8 @@ def plan(
 
 
 def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str | Held, kv: str, memory: int | None,
-          optimizer: str, zero: int, devices: int, hardware: tuple[str, ...]) -> Plan:  # fmt: skip
+          optimizer: str, zero: int, devices: int, hardware: tuple[str, ...],
+          lora: Adapters | None) -> Plan:  # fmt: skip
     n_src = source_len(spec, n, n_src)
     params = count_params(spec).total
     s = compute_bytes(weights)
@@ -106,7 +110,7 @@ def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str | Held, kv
         seq_len=n,
         source_len=n_src,
         params=params,
-        weights_dtype=(weights.dtype or "stored") if isinstance(weights, Held) else weights,
+        weights_dtype=_label(weights),
         kv_dtype=kv,
         decodes=decodes(spec),
         kv_cache_bytes=served_cache_bytes(spec, b, n, kv, n_src),
@@ -125,12 +129,18 @@ def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str | Held, kv
         else None,
         serving={way: serving_memory(spec, b, n, weights, kv, fused, n_src) for way, fused in KERNELS.items()},
         serving_transient={way: transient(spec, b, n, s, fused, n_src) for way, fused in KERNELS.items()},
-        training=training_memory(spec, params, b, n, optimizer, zero, devices, n_src),
+        training=training_memory(
+            spec, params, b, n, optimizer, zero, devices, n_src, lora, (_label(weights), total_bytes(spec, weights))
+        ),  # fmt: skip
         forward_flops_per_sequence=sum(forward_flops(spec, 1, n, causal_pairs=True, n_src=n_src).values()),
         training_flops_per_token=training_flops_per_token(spec, n),
         fits=fitted,
         time=[timing(spec, hw, b, n, weights, kv, n_src) for hw in machines],
     )
+
+
+def _label(weights: str | Held) -> str:
+    return (weights.dtype or "stored") if isinstance(weights, Held) else weights
 
 
 __all__ = ["HARDWARE", "OPTIMIZERS", "Plan", "plan"]

@@ -9,6 +9,12 @@ and the head (GPTQ and AWQ checkpoints keep them), norms, biases, positions, rou
 - int8: one byte an element and a float16 scale per output row (LLM.int8's row-wise scaling).
 - int4 with group size g (default 128): half a byte an element, and per group of g inputs a float16 scale and a
   float16 zero point (GPTQ's and AWQ's asymmetric groups); a row of k inputs has ceil(k / g) groups.
+- nf4 (bitsandbytes' 4-bit NormalFloat with double quantisation, QLoRA's, `quantize_4bit(blocksize=64,
+  compress_statistics=True)`): a tensor of k elements holds ceil(k / 2) bytes of packed codes; a uint8 absmax for
+  each of its B = ceil(k / 64) blocks; the absmaxes' own float32 scale per 256 of them, 4 ceil(B / 256) bytes; the
+  16 float32 NF4 values and the 256 float32 values of the absmaxes' code; a float32 offset: ceil(k / 2) + B +
+  4 ceil(B / 256) + 1,092 bytes (a saved checkpoint adds each tensor's state as a short JSON string).
+- bnb_int8 (bitsandbytes' LLM.int8, `Linear8bitLt`): one byte an element and a float32 scale per output row.
 - GGML's types (q8_0, q4_0, ... the K-quants, as a GGUF file holds them): the bytes of a block of its weights (scales
   included) for every tensor of two or more axes, the embedding and the head too, as llama.cpp's converter writes
   them; F16 where a tensor's rows are no whole blocks (its fallback); norms, biases, routers and positions F32.
@@ -28,13 +34,23 @@ PLAIN = {"float32": 4, "float16": 2, "bfloat16": 2}
 GGML = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24), "q2_k": (256, 84),
         "q3_k": (256, 110), "q4_k": (256, 144), "q5_k": (256, 176), "q6_k": (256, 210), "iq4_nl": (32, 18),
         "iq4_xs": (256, 136)}  # fmt: skip
+QUANTISED = ("float8", "int8", "int4", "nf4", "bnb_int8")  # the blocks' matrices packed, the rest kept in 16 bits
 KEPT = 2  # bytes an element of what stays unquantised (bfloat16)
 GROUP = 128
 QUANT_NOTE = (
     "float8: 1 B + a float32 scale per tensor; int8: 1 B + a float16 scale per output row; int4: 0.5 B + a "
-    "float16 scale and zero point per group of {g} inputs; embeddings, head, norms, biases and positions stay "
-    "bfloat16"
+    "float16 scale and zero point per group of {g} inputs; nf4 (bitsandbytes, double-quantised): 0.5 B + a uint8 "
+    "absmax per 64 + a float32 per 256 absmaxes + 1,092 B a tensor; bnb_int8: 1 B + a float32 scale per row; "
+    "embeddings, head, norms, biases and positions stay bfloat16"
 )
+NF4_BLOCK, NF4_NESTED = 64, 256  # bitsandbytes' blocks of weights, and of their absmaxes (double quantisation)
+NF4_CONSTANTS = 4 * (16 + 256 + 1)  # the NF4 code, the absmaxes' code, the offset: float32 each
+
+
+def nf4_bytes(count: int) -> int:
+    """A tensor of `count` elements in bitsandbytes' NF4 with double quantisation (the module's docstring)."""
+    blocks = -(-count // NF4_BLOCK)
+    return (count + 1) // 2 + blocks + 4 * -(-blocks // NF4_NESTED) + NF4_CONSTANTS
 
 
 def quantised(name: str, shape: tuple[int, ...]) -> bool:
@@ -67,21 +83,23 @@ def tensor_bytes(name: str, shape: tuple[int, ...], group: int = GROUP) -> dict[
     count = math.prod(shape)
     out = {dtype: count * size for dtype, size in PLAIN.items()} | _ggml_bytes(name, shape)
     if not quantised(name, shape):
-        return out | {dtype: count * KEPT for dtype in ("float8", "int8", "int4")}
+        return out | {dtype: count * KEPT for dtype in QUANTISED}
     rows, inputs = _rows_and_inputs(name, shape)
     return out | {
         "float8": count + 4,
         "int8": count + 2 * rows,
         "int4": (count + 1) // 2 + 4 * rows * -(-inputs // group),
+        "nf4": nf4_bytes(count),
+        "bnb_int8": count + 4 * rows,
     }
 
 
 def weight_bytes(spec: Spec, group: int = GROUP) -> dict[str, int]:
-    """The model's weights in float32, float16, bfloat16, float8, int8 and int4 (group size `group`): one block
+    """The model's weights in every type (int4 of group size `group`): one block
     of each stack counted and multiplied, so any size counts at once."""
     sections = count_params(spec, check=False).sections  # blocks alike, of every stack
     parts = [(1, t) for t in global_tensors(spec)] + [(s.copies, t) for s in sections for t in s.tensors]
-    out = {dtype: 0 for dtype in [*PLAIN, "float8", "int8", "int4", *GGML]}
+    out = {dtype: 0 for dtype in [*PLAIN, *QUANTISED, *GGML]}
     for copies, t in parts:
         for dtype, size in tensor_bytes(t.name, t.shape, group).items():
             out[dtype] += copies * size

@@ -36,6 +36,8 @@ WEIGHT_DTYPES = (
     "float8",
     "int8",
     "int4",
+    "nf4",
+    "bnb_int8",
     "q8_0",
     "q4_0",
     "q4_1",

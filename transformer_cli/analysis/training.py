@@ -35,11 +35,14 @@ Not included: the gradients of the activations while the backward pass runs, and
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..spec.definition import Spec
 from ..spec.stacks import decoder
 from ..spec.stacks import encoder as encoder_of
+
+if TYPE_CHECKING:
+    from .lora import Adapters
 
 ELEMENT = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -69,20 +72,40 @@ def model_states(params: int, optimizer: str = "adam-mixed", zero: int = 0, devi
     return out | {"total": sum(out.values())}
 
 
-def _norm(spec: Spec, width: int, s: int) -> int:
+def _norm(spec: Spec, width: int, s: int, frozen: bool = False) -> int:
     """Bytes a norm over `width` entries keeps per token (its output is counted where a linear keeps it)."""
     from ..components.norm import norm_kind  # (here: `tfm --help` imports this module for the optimizers' names)
 
-    return norm_kind(spec).saved_bytes(width, s)
+    return norm_kind(spec).saved_bytes(width, s, frozen)
 
 
-def _feedforward(spec: Spec, s: int) -> int:
-    """Bytes one token's feedforward keeps beyond its input."""
+@dataclass(frozen=True)
+class Tuned:
+    """LoRA on one stack's blocks, the rest frozen: the kinds its adapters target (attention.W_Q, ff.W2, cross.W_K,
+    ...), the adapters a block has, their rank. In the stack's first block nothing before the first adapter needs a
+    gradient (`first`)."""
+
+    kinds: frozenset[str]
+    adapters: int
+    rank: int
+    first: bool = False
+
+    def trains(self, *kinds: str) -> bool:
+        return any(kind in self.kinds for kind in kinds)
+
+
+def _feedforward(spec: Spec, s: int, down: bool = True, gate: bool = True, up: bool = True) -> int:
+    """Bytes one token's feedforward keeps beyond its input. Under LoRA some tensors need no gradient: W2's input
+    is kept only when W2 trains (`down`), the gate's and the up row's when they need a gradient (`gate`, `up`)."""
 
     def core(r: int) -> int:
-        if spec.feedforward != "plain":  # act(W1 x) * (W3 x): the gate, act(gate), the up row and the product
-            return (3 if spec.activation == "relu" else 4) * r * s
-        return (1 if spec.activation == "relu" else 2) * r * s  # relu keeps its output (W2 too); else the input
+        if spec.feedforward != "plain":  # act(W1 x) * (W3 x): the gate (for act), act(gate) (for up's gradient),
+            # the up row (for act's gradient), the product (W2's input); relu keeps act(gate) for both
+            kept = (gate or up) + gate + down if spec.activation == "relu" else gate + up + gate + down
+            return kept * r * s
+        if spec.activation == "relu":  # relu keeps its output, the same tensor W2 keeps
+            return (gate or down) * r * s
+        return (gate + down) * r * s  # gelu, silu: the input, and the output W2 keeps
 
     if spec.E:  # k experts per token: their tensors, the gathered input and the output; the router's softmax; the
         shared = core(spec.shared_r) + spec.d * s if spec.shared_r else 0  # shared expert's and its output
@@ -97,25 +120,59 @@ def _attention(H: int, G: int, m: int, keys: int, s: int, fused: bool) -> int:
     return (3 * H * m + H * keys) * s  # Q, K and V repeated to H heads, the softmax's output
 
 
-def block_bytes(spec: Spec, n: int, s: int, fused: bool) -> dict[str, int]:
-    """Bytes one block keeps per token at length n, by part: norms, linear inputs, attention, feedforward."""
+def block_bytes(spec: Spec, n: int, s: int, fused: bool, tuned: Tuned | None = None) -> dict[str, int]:
+    """Bytes one block keeps per token at length n, by part: norms, linear inputs, attention, feedforward (and
+    LoRA's adapters, their A's outputs of r a token each, `tuned`: then a frozen linear module keeps no input, a
+    norm no normalised copy, and in a stack's first block whatever needs no gradient before the first adapter
+    keeps nothing)."""
     d, H, G, m = spec.d, spec.H, spec.kv_heads, spec.m
-    norms = 0 if spec.norm == "none" else (4 if spec.norm == "sandwich" else 2) * _norm(spec, d, s)
-    linear = 2 * d * s + H * m * s  # the inputs of QKV and W1 (or the router), and of W_O
+
+    def trains(*kinds: str) -> bool:
+        return tuned is None or tuned.trains(*kinds)
+
+    grad = tuned is None or not tuned.first  # the block's input needs a gradient
+    q, k, v = (grad or trains(f"attention.W_{c}") for c in "QKV")
+    core = q or k or v  # attention's kernel keeps its tensors
+    attended = core or trains("attention.W_O")  # attention's output needs a gradient
+    middle = grad or attended  # the stream between the sublayers
+    fed_in = grad if spec.parallel else middle  # the feedforward's input needs a gradient
+    gate, up = fed_in or trains("ff.W1"), fed_in or trains("ff.W3")
+    fed = gate or up or trains("ff.W2")  # the feedforward's output needs a gradient
+    inputs = {
+        "pre": [grad, middle],
+        "sandwich": [grad, attended, middle, fed],
+        "post": [middle, middle or fed],
+        "output": [attended, fed],
+        "none": [],
+    }[spec.norm]  # does each norm's input need a gradient
     if spec.parallel:  # one norm's output feeds both sublayers unless each has its own
-        norms = _norm(spec, d, s) * (1 if spec.shared_norm else 2)
-        linear = (1 if spec.shared_norm else 2) * d * s + H * m * s
-    attention = _attention(H, G, m, n, s, fused)
+        inputs = [grad] * (1 if spec.shared_norm else 2)
+    norm = _norm(spec, d, s, frozen=tuned is not None)
+    qkv, w1 = trains("attention.W_Q", "attention.W_K", "attention.W_V"), trains("ff.W1", "ff.W3")
+    linear = (qkv + w1) * d * s + (H * m * s if (fused and core) or trains("attention.W_O") else 0)
+    if spec.parallel and spec.shared_norm and qkv and w1:
+        linear -= d * s  # the one norm's output, kept once
+    attention = _attention(H, G, m, n, s, fused) if core else 0
     if spec.qk_norm:
-        attention += (H + G) * _norm(spec, m, s)
-    return {"norms": norms, "linear_inputs": linear, "attention": attention, "feedforward": _feedforward(spec, s)}
+        attention += (H * q + G * k) * _norm(spec, m, s, frozen=tuned is not None)
+    out = {"norms": sum(inputs) * norm, "linear_inputs": linear, "attention": attention,
+           "feedforward": _feedforward(spec, s, trains("ff.W2"), gate, up)}  # fmt: skip
+    if tuned is not None:
+        out["adapters"] = tuned.adapters * tuned.rank * s
+    return out
 
 
-def _cross_bytes(spec: Spec, n_src: int, s: int, fused: bool) -> tuple[int, int]:
+def _cross_bytes(spec: Spec, n_src: int, s: int, fused: bool, tuned: Tuned | None = None) -> tuple[int, int]:
     """Bytes a decoder block's cross-attention keeps per target token and per source token."""
     H, m, d = spec.cross_heads, spec.cross_size, spec.d
-    norm = 0 if spec.norm == "none" else _norm(spec, d, s)
-    per_target = norm + d * s + H * m * s  # its norm, W_Q's input, W_O's input
+
+    def trains(kind: str) -> bool:
+        return tuned is None or tuned.trains(kind)
+
+    norm = 0 if spec.norm == "none" else _norm(spec, d, s, frozen=tuned is not None)
+    per_target = norm + (d * s if trains("cross.W_Q") else 0)  # its norm, W_Q's input (frozen: none)
+    if fused or trains("cross.W_O"):
+        per_target += H * m * s  # W_O's input (SDPA's output)
     if fused:
         per_target += H * m * s + H * max(s, 4)  # Q and the log-sum-exp
     else:
@@ -123,58 +180,82 @@ def _cross_bytes(spec: Spec, n_src: int, s: int, fused: bool) -> tuple[int, int]
     return per_target, 2 * H * m * s  # K and V of each source token
 
 
-def _model_bytes(spec: Spec, s: int) -> int:
-    """Bytes per token kept outside the blocks: ids, the embedding's norm, the final norm, the head, the loss."""
+def _model_bytes(spec: Spec, s: int, frozen: bool = False) -> int:
+    """Bytes per token kept outside the blocks: ids, the embedding's norm, the final norm, the head, the loss
+    (frozen, LoRA: no ids nor embedding norm, which need no gradient, nor the frozen head's input)."""
     out = 0
     if spec.V:
-        out += 8  # the ids
+        out += 0 if frozen else 8  # the ids
         if spec.head:
-            out += spec.d * s + spec.V * s + 8  # the head's input, the log-softmax, the targets
-        if spec.embed_dim:  # W_in's input (the looked-up columns) and the head's narrower input beside W_out's
+            out += (0 if frozen else spec.d * s) + spec.V * s + 8  # the head's input, the log-softmax, the targets
+        if spec.embed_dim and not frozen:  # W_in's input (the looked-up columns) and the head's narrower input
             out += 2 * spec.embed_dim * s
-    if spec.embed_norm:
+    if spec.embed_norm and not frozen:
         out += _norm(spec, spec.d, s)
     if spec.final_norm:
-        out += _norm(spec, spec.d, s)
+        out += _norm(spec, spec.d, s, frozen)
     return out
 
 
-def _positions(spec: Spec, n: int, s: int) -> int:
+def _positions(spec: Spec, n: int, s: int, frozen: bool = False) -> int:
     """Bytes a stack keeps once for its positions (rotary cosines and sines, relative positions' bucket ids)."""
     from ..components.positional import POSITIONALS
 
-    return POSITIONALS[spec.positional](spec).saved_bytes(n, s)
+    return POSITIONALS[spec.positional](spec).saved_bytes(n, s, frozen)
+
+
+def _tuned(lora: Adapters | None, stack: str, first: bool) -> Tuned | None:
+    if lora is None:
+        return None
+    return Tuned(lora.kinds.get(stack, frozenset()), lora.per_block.get(stack, 0), lora.rank, first)
 
 
 def activation_bytes(
     spec: Spec, b: int, n: int, dtype: str = "bfloat16", fused: bool = True, recompute: bool = False,
-    n_src: int | None = None,
+    n_src: int | None = None, lora: Adapters | None = None,
 ) -> dict[str, int]:  # fmt: skip
     """Bytes autograd keeps for the backward pass of b sequences of n tokens (an encoder-decoder: targets of n,
-    sources of n_src, default n), by part, and their total."""
+    sources of n_src, default n), by part, and their total; with `lora`, of its adapters, the rest frozen."""
     s = ELEMENT[dtype]
+    frozen = lora is not None
     groups = decoder(spec).groups()  # blocks alike (dense and routed ones keep different hidden rows)
-    parts = block_bytes(groups[0].spec, n, s, fused)
+
+    def block(g_spec: Spec, stack: str, length: int, first: bool = False) -> int:
+        return sum(block_bytes(g_spec, length, s, fused, _tuned(lora, stack, first)).values())
+
+    parts = block_bytes(groups[0].spec, n, s, fused, _tuned(lora, "blocks", False))
     # (blocks, tokens, bytes of one block) of each group
-    stacks = [(g.spec.N, b * n, b * n * sum(block_bytes(g.spec, n, s, fused).values())) for g in groups]
-    model = b * n * _model_bytes(spec, s) + _positions(spec, n, s)
+    stacks = [(g.spec.N, b * n, b * n * block(g.spec, "blocks", n)) for g in groups]
+    # the first block under LoRA (nothing before its first adapter needs a gradient), unless recomputed
+    first = b * n * (block(groups[0].spec, "blocks", n, True) - block(groups[0].spec, "blocks", n)) if frozen else 0
+    model = b * n * _model_bytes(spec, s, frozen)
+    positions = _positions(spec, n, s, frozen)
     source = encoder_of(spec)
     if source is not None:
         n_src = n_src or n
-        target, memory = _cross_bytes(spec, n_src, s, fused)
+        target, memory = _cross_bytes(spec, n_src, s, fused, _tuned(lora, "blocks", False))
         cross = b * (target * n + memory * n_src)  # each decoder block's cross-attention
         stacks = [(count, tokens, size + cross) for count, tokens, size in stacks]
-        stacks.append((source.spec.N, b * n_src, b * n_src * sum(block_bytes(source.spec, n_src, s, fused).values())))
+        stacks.append((source.spec.N, b * n_src, b * n_src * block(source.spec, "encoder", n_src)))
+        if frozen:
+            first += b * n_src * (block(source.spec, "encoder", n_src, True) - block(source.spec, "encoder", n_src))
         # the source ids, the encoder's norms of its embedding and of its output, and its output, which the
-        # cross-attentions' K and V keep
+        # cross-attentions' K and V keep (under LoRA: when they train)
         norms = spec.final_norm + spec.embed_norm
-        model += b * n_src * ((8 if spec.V else 0) + spec.d * s + norms * _norm(spec, spec.d, s))
-        model += _positions(spec, n_src, s)
-    out: dict[str, Any] = {"per_block": {k: v * b * n for k, v in parts.items()}, "model": model}  # block 0's
-    if recompute:  # each block's input, and one block's tensors while it is recomputed
-        out["blocks"] = sum(count * tokens * spec.d * s for count, tokens, _ in stacks) + max(x for *_, x in stacks)
+        if frozen:
+            kept = lora.trains_any("blocks", "cross.W_K", "cross.W_V")  # type: ignore[union-attr]
+            model += b * n_src * (spec.d * s * kept + spec.final_norm * _norm(spec, spec.d, s, True))
+        else:
+            model += b * n_src * ((8 if spec.V else 0) + spec.d * s + norms * _norm(spec, spec.d, s))
+        positions += _positions(spec, n_src, s, frozen)
+    out: dict[str, Any] = {"per_block": {k: v * b * n for k, v in parts.items()}}  # block 0's
+    if recompute:  # each block's input; one block's tensors while it is recomputed, the position tables with it
+        out["recomputed"] = max(x for *_, x in stacks) + positions
+        out["blocks"] = sum(count * tokens * spec.d * s for count, tokens, _ in stacks) + out["recomputed"]
     else:
-        out["blocks"] = sum(count * size for count, _, size in stacks)
+        out["blocks"] = sum(count * size for count, _, size in stacks) + first
+        model += positions
+    out["model"] = model
     out["total"] = out["blocks"] + model
     return out
 
@@ -192,6 +273,7 @@ class Training:
     states: dict[str, int]  # weights, gradients, optimizer, total
     activations: dict[str, int]  # by way: unfused_attention, fused_attention, full_recomputation
     total: dict[str, int]
+    lora: dict[str, Any] | None = None  # rank, targets, trainable parameters, frozen weights' bytes and type
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -199,16 +281,23 @@ class Training:
 
 def training_memory(
     spec: Spec, params: int, b: int, n: int, optimizer: str = "adam-mixed", zero: int = 0, devices: int = 1,
-    n_src: int | None = None,
+    n_src: int | None = None, lora: Adapters | None = None, frozen: tuple[str, int] = ("bfloat16", 0),
 ) -> Training:  # fmt: skip
     """One device's training memory: its model states, and the activations of its b sequences of n tokens in the
-    three ways of keeping them."""
+    three ways of keeping them. With `lora`, fine-tuning its adapters: the optimizer's states for the adapters
+    only, the base weights frozen in `frozen` = (their type, their bytes), split over the devices by ZeRO 3."""
     dtype = "bfloat16" if optimizer == "adam-mixed" else "float32"
-    states = model_states(params, optimizer, zero, devices)
+    states = model_states(lora.parameters if lora else params, optimizer, zero, devices)
+    notes = None
+    if lora is not None:
+        base = -(-frozen[1] // devices) if zero >= 3 else frozen[1]
+        notes = {"rank": lora.rank, "targets": lora.targets, "trainable_parameters": lora.parameters,
+                 "frozen_weights": base, "frozen_dtype": frozen[0], "adapter_weights": states["weights"]}  # fmt: skip
+        states = states | {"weights": states["weights"] + base, "total": states["total"] + base}
     ways = {
-        "unfused_attention": activation_bytes(spec, b, n, dtype, fused=False, n_src=n_src)["total"],
-        "fused_attention": activation_bytes(spec, b, n, dtype, fused=True, n_src=n_src)["total"],
-        "full_recomputation": activation_bytes(spec, b, n, dtype, fused=True, recompute=True, n_src=n_src)["total"],
+        "unfused_attention": activation_bytes(spec, b, n, dtype, False, n_src=n_src, lora=lora)["total"],
+        "fused_attention": activation_bytes(spec, b, n, dtype, True, n_src=n_src, lora=lora)["total"],
+        "full_recomputation": activation_bytes(spec, b, n, dtype, True, True, n_src, lora)["total"],
     }
     total = {way: states["total"] + size for way, size in ways.items()}
-    return Training(optimizer, OPTIMIZERS[optimizer].note, dtype, zero, devices, states, ways, total)
+    return Training(optimizer, OPTIMIZERS[optimizer].note, dtype, zero, devices, states, ways, total, notes)

@@ -58,6 +58,16 @@ def plan(
         Optional[list[HardwareName]],
         typer.Option("--hardware", help="Hardware for the time estimates (repeatable) [default: all, and this]."),
     ] = None,
+    lora_rank: Annotated[
+        Optional[int], typer.Option("--lora-rank", min=1, help="Train LoRA adapters of this rank, the base frozen.")
+    ] = None,
+    lora_targets: Annotated[
+        Optional[str],
+        typer.Option(
+            "--lora-targets",
+            help="LoRA's modules: all-linear, or names (q_proj,v_proj; a tfm spec: W_Q,W_V) [default: all-linear].",
+        ),  # fmt: skip
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Plan serving and training: memory (weights, KV cache, the prefill's peak; model states, activations)
@@ -66,12 +76,14 @@ def plan(
     Serving: weights + KV cache + a plain prefill's transient peak, with and without a fused attention kernel;
     --memory finds the largest batch at n and the largest context at b that fit. Training: one device's model
     states (the optimizer's bytes per parameter, split by ZeRO over --devices) and the activations autograd
-    keeps (unfused attention, fused, full recomputation). Time: a roofline on the vendors' peak dense FLOP/s
+    keeps (unfused attention, fused, full recomputation); --lora-rank fine-tunes adapters instead, the base frozen
+    in --weights (nf4: QLoRA). Time: a roofline on the vendors' peak dense FLOP/s
     and bandwidth, lower bounds; "this" measures this machine (NumPy GEMM and copy).
 
     \b
-    Example:
+    Examples:
       tfm plan examples/hf/Meta-Llama-3-8B -n 8192 --memory 80G
+      tfm plan examples/hf/Meta-Llama-3-8B --weights nf4 --lora-rank 16
     """
     from ..analysis.plan import HARDWARE
     from ..analysis.plan import plan as make_plan
@@ -99,8 +111,11 @@ def plan(
         kind: str | Held = weights.value if weights is not None else _stored_type(spec_path, spec) or "bfloat16"
         if kind in GGUF_MIXES:
             kind = _mix(spec_path, spec, str(kind))
+        if lora_targets and not lora_rank:
+            raise TfmError(f"--lora-targets {lora_targets}: needs --lora-rank R (the adapters' rank)")
+        lora = _adapters(spec_path, spec, lora_rank, lora_targets or "all-linear") if lora_rank else None
         result = make_plan(spec, batch, n, source_len, kind, kv_dtype.value, budget, optimizer.value, zero,
-                           devices, names)  # fmt: skip
+                           devices, names, lora)  # fmt: skip
     if json_out:
         data = result.to_dict()
         print_json({"name": data.pop("name"), "spec": spec_json(spec), **data})
@@ -155,6 +170,19 @@ def _mix(path: Path | None, spec, mix: str) -> Held:
                            f"knows {', '.join(ARCH_OF)})")  # fmt: skip
         arch = ARCH_OF[str(model_type)]
     return mix_held(spec, arch, mix)
+
+
+def _adapters(path: Path | None, spec, rank: int, targets: str):
+    """LoRA on the model: a Hugging Face folder's (or config.json's) modules by their names, else tfm's own."""
+    from ..analysis.lora import adapters
+
+    modules = None
+    if path is not None and (path.is_dir() or path.name == "config.json"):
+        from ..hf.config import read_config
+        from ..hf.lora_modules import hf_linear_modules
+
+        modules = hf_linear_modules(spec, read_config(path))
+    return adapters(spec, rank, targets, modules)
 
 
 def _stored_type(path: Path | None, spec) -> str | Held | None:
@@ -250,7 +278,16 @@ def training_table(p: Plan) -> Table:
                f"the backward pass in {t.activation_dtype}, each tensor once (PyTorch's kernels; see the README). "
                "Not included: the activations' gradients during the backward pass, communication buffers.")  # fmt: skip
     table = _table(f"Training {_context(p)}", ways, caption, ("full recomputation", *NARROW))
-    for part in ("weights", "gradients", "optimizer"):
+    if t.lora:
+        lora = t.lora
+        table.caption = (f"LoRA of rank {lora['rank']} on {shown(lora['targets'])}: {lora['trainable_parameters']:,} "
+                         "trainable parameters, the base frozen; the optimizer's states and the gradients are the "
+                         f"adapters' only. {caption}")  # fmt: skip
+        table.add_row(f"frozen weights ({shown(lora['frozen_dtype'])})", *(human(lora["frozen_weights"]) for _ in ways))
+        table.add_row("adapters' weights", *(human(lora["adapter_weights"]) for _ in ways))
+    else:
+        table.add_row("weights", *(human(t.states["weights"]) for _ in ways))
+    for part in ("gradients", "optimizer"):
         table.add_row(part, *(human(t.states[part]) for _ in ways))
     table.add_row("activations", *(human(t.activations[w]) for w in ways))
     table.add_section()

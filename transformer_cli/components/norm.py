@@ -36,9 +36,9 @@ class LayerNorm(Component):
     label = "layer norm"
     temporary = True  # tfm's pass holds a (d, b, n) temporary beside the output (the centred columns)
 
-    def saved_bytes(self, width: int, s: int) -> int:
+    def saved_bytes(self, width: int, s: int, frozen: bool = False) -> int:
         """Bytes autograd keeps per token for this norm over `width` entries in s-byte elements (training.py):
-        F.layer_norm keeps its input, a mean and 1/std."""
+        F.layer_norm keeps its input, a mean and 1/std, its gains frozen (LoRA) or not."""
         return width * s + 2 * s
 
     @property
@@ -96,10 +96,11 @@ class RMSNorm(LayerNorm):
     per_entry = RMS_PER_ENTRY
     temporary = False  # the mean square is summed in one pass (kernels.rms_norm)
 
-    def saved_bytes(self, width: int, s: int) -> int:
-        """F.rms_norm, composite, works in float32 at least: its input, the product, 1/rms."""
+    def saved_bytes(self, width: int, s: int, frozen: bool = False) -> int:
+        """F.rms_norm, composite, works in float32 at least: its input, 1/rms, and the normalised input (the gain's
+        gradient needs it: not when the gain is frozen, LoRA)."""
         u = max(s, 4)
-        return (2 * width + 1) * u
+        return (width + 1) * u if frozen else (2 * width + 1) * u
 
     label = "rms norm"
 

@@ -40,8 +40,9 @@ class Positions(Component):
         """The bias on the scores of queries from first_query and keys from first_key (kernels.attend's), or None."""
         return None
 
-    def saved_bytes(self, n: int, s: int) -> int:
-        """Bytes a stack's training pass keeps once for its positions over n tokens in s-byte elements (none)."""
+    def saved_bytes(self, n: int, s: int, frozen: bool = False) -> int:
+        """Bytes a stack's training pass keeps once for its positions over n tokens in s-byte elements (none), its
+        tables frozen (LoRA) or not."""
         return 0
 
 
@@ -104,7 +105,7 @@ class Rotary(Positions):
     No parameters and no max_len. FLOPs: ROTARY_PER_ENTRY per rotated entry of Q and K (H heads each), per block.
     """
 
-    def saved_bytes(self, n: int, s: int) -> int:
+    def saved_bytes(self, n: int, s: int, frozen: bool = False) -> int:
         """The cosines and sines (n, m) the rotations keep."""
         return 2 * n * self.spec.m * s
 
@@ -207,9 +208,9 @@ class Relative(Positions):
     def terms(self) -> list[Term]:
         return [Term("buckets*H", self.spec.rel_buckets * self.spec.H, "model")]
 
-    def saved_bytes(self, n: int, s: int) -> int:
-        """The (n, n) int64 bucket ids the lookup in the bias table keeps."""
-        return 8 * n * n
+    def saved_bytes(self, n: int, s: int, frozen: bool = False) -> int:
+        """The (n, n) int64 bucket ids the lookup in the bias table keeps (for the table's gradient: none frozen)."""
+        return 0 if frozen else 8 * n * n
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         return {"relative position bias": self.spec.N * self.spec.H * pairs.count}  # one add per score

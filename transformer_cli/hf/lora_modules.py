@@ -25,7 +25,7 @@ def hf_linear_modules(spec: Spec, config: Mapping[str, Any]) -> list[Module]:
         if len(shape) != 2:
             continue
         rows, columns = shape[::-1] if rule.transposed else shape  # (out, in) (GPT-2's Conv1D stores (in, out))
-        out.append(Module(rule.hf[: -len(".weight")], columns, rows))
+        out.append(Module(rule.hf[: -len(".weight")], columns, rows, rule.tfm))
     return out
 
 

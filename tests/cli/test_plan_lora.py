@@ -1,0 +1,64 @@
+"""`tfm plan --lora-rank R --lora-targets ...` (issue 27, items 1 and 2): LoRA and QLoRA fine-tuning's memory on
+a Hugging Face folder, its figures against published and independently computed ones, and its refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from transformer_cli.cli import app
+
+LLAMA3 = Path(__file__).resolve().parent.parent.parent / "examples" / "hf" / "Meta-Llama-3-8B"
+D, KV, FF, LAYERS, VOCAB = 4096, 1024, 14336, 32, 128256  # Llama-3-8B's config.json
+
+
+def _plan(runner, *args: str) -> dict:
+    result = runner.invoke(app, ["plan", str(LLAMA3), *args, "--hardware", "rtx-4090", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_qlora_on_llama3_8b_trains_what_peft_prints_on_a_frozen_nf4_base(runner):
+    """peft prints 'trainable params: 41,943,040' for Llama-3-8B at r = 16 on every linear module; the base: the
+    seven projections of each layer in NF4 (bitsandbytes' bytes), the embedding, head and norms in bfloat16."""
+    lora = _plan(runner, "--weights", "nf4", "--lora-rank", "16")["training"]["lora"]
+    assert lora["trainable_parameters"] == 41_943_040
+    projections = [(D, D), (KV, D), (KV, D), (D, D), (FF, D), (FF, D), (D, FF)]  # q k v o gate up down: (out, in)
+
+    def nf4(k: int) -> int:  # codes, uint8 absmax per 64, float32 per 256 absmaxes, the codes and offset
+        blocks = -(-k // 64)
+        return k // 2 + blocks + 4 * -(-blocks // 256) + 4 * (16 + 256 + 1)
+
+    kept = 2 * (2 * VOCAB * D + (2 * LAYERS + 1) * D)  # embedding, head, two norms a layer and the final one
+    assert lora["frozen_weights"] == kept + LAYERS * sum(nf4(o * i) for o, i in projections)
+    assert lora["frozen_dtype"] == "nf4"
+
+
+def test_lora_on_two_projections_keeps_less_than_on_all(runner):
+    two = _plan(runner, "--lora-rank", "8", "--lora-targets", "q_proj,v_proj")["training"]
+    everything = _plan(runner, "--lora-rank", "8")["training"]
+    assert two["lora"]["trainable_parameters"] == LAYERS * 8 * (D + D + D + KV)  # q: d -> d, v: d -> G m
+    assert two["activations"]["fused_attention"] < everything["activations"]["fused_attention"]
+    full = _plan(runner)["training"]  # full fine-tuning: states for all 8B parameters
+    assert full.get("lora") is None and two["states"]["total"] < full["states"]["total"] / 7
+
+
+def test_the_table_names_the_frozen_base_and_the_adapters(runner):
+    result = runner.invoke(app, ["plan", str(LLAMA3), "--weights", "nf4", "--lora-rank", "16", "--hardware", "l4"],
+                           env={"COLUMNS": "160"})  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "frozen weights (nf4)" in result.stdout and "41,943,040 trainable parameters" in result.stdout
+
+
+def test_what_lora_cannot_plan_is_one_line_and_exit_2(runner):
+    cases = {
+        ("--lora-targets", "q_proj"): "--lora-targets q_proj: needs --lora-rank R",
+        ("--lora-rank", "8", "--lora-targets", "q_prj"): "q_prj names no linear module of this model (its modules: "
+                                                         "down_proj, gate_proj, k_proj, o_proj, q_proj",
+    }  # fmt: skip
+    for args, message in cases.items():
+        result = runner.invoke(app, ["plan", str(LLAMA3), *args])
+        assert result.exit_code == 2 and message in result.output and len(result.output.strip().splitlines()) == 1
+    mixtral = LLAMA3.parent / "Mixtral-8x7B-v0.1"
+    result = runner.invoke(app, ["plan", str(mixtral), "--lora-rank", "8"])
+    assert result.exit_code == 2 and "LoRA on a mixture of experts is not counted yet" in result.output
