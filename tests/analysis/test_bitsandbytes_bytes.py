@@ -72,3 +72,35 @@ def _quantised_model_bytes(tmp_path, four_bit: bool) -> tuple[int, int]:
 def test_a_model_loaded_by_bitsandbytes_holds_tfms_bytes(tmp_path, four_bit):
     held, figure = _quantised_model_bytes(tmp_path, four_bit)
     assert figure == held
+
+
+@pytest.mark.parametrize("rank", [8, 128], ids=["float32 states (under 4,096 elements)", "8-bit states"])
+def test_the_8bit_optimizers_states_are_what_bitsandbytes_keeps_for_the_adapters(tmp_path, rank):
+    """bitsandbytes' AdamW8bit (the paged one is the same on the CPU) after a step on peft's LoRA adapters of a
+    small LLaMA: its state tensors' bytes beside tfm's figure for the adapters' tensors."""
+    transformers = pytest.importorskip("transformers")
+    peft = pytest.importorskip("peft")
+    import bitsandbytes
+    from hf_models import MODELS
+
+    from transformer_cli.analysis.lora import adapters
+    from transformer_cli.analysis.optimizers import state_bytes
+    from transformer_cli.hf.lora_modules import hf_linear_modules
+
+    config_class, model_class, kwargs = MODELS["llama"]
+    cfg = getattr(transformers, config_class)(**kwargs)
+    cfg.save_pretrained(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = peft.get_peft_model(getattr(transformers, model_class)(cfg), peft.LoraConfig(r=rank))
+        trained = [p for p in model.parameters() if p.requires_grad]
+        optimizer = bitsandbytes.optim.AdamW8bit(trained)
+        for p in trained:
+            p.grad = torch.randn_like(p)
+        optimizer.step()
+    kept = sum(_bytes(v) for p in trained for v in optimizer.state[p].values() if torch.is_tensor(v) and v.ndim)
+    config, spec = load_config(tmp_path)
+    lora = adapters(spec, rank, "q_proj,v_proj", hf_linear_modules(spec, config))  # peft's default targets
+    assert state_bytes("paged-adamw-8bit", lora.sizes) == kept
+    if rank == 128:  # (the control: float32 moments take over twice the bytes, maps and scales included)
+        assert state_bytes("adam", lora.sizes) > 2 * kept

@@ -104,6 +104,7 @@ class Adapters:
     parameters: int
     kinds: dict[str, frozenset[str]]  # by stack: "blocks" (the decoder, or the only stack), "encoder"
     per_block: dict[str, int]
+    sizes: tuple[tuple[int, int], ...] = ()  # (elements, copies) of each A and B (an 8-bit optimizer's states)
 
     def trains_any(self, stack: str, *kinds: str) -> bool:
         return any(kind in self.kinds.get(stack, ()) for kind in kinds)
@@ -126,8 +127,9 @@ def adapters(spec: Spec, rank: int, targets: str = ALL_LINEAR, modules: list[Mod
         kinds.setdefault(stack, set()).update(name.split(".", 2)[2] for name in names)
         if block == "0":
             per_block[stack] = per_block.get(stack, 0) + 1
+    sizes = tuple((rank * features, 1) for m in chosen for features in (m.features_in, m.features_out))
     return Adapters(rank, targets, sum(rank * (m.features_in + m.features_out) for m in chosen),
-                    {stack: frozenset(k) for stack, k in kinds.items()}, per_block)  # fmt: skip
+                    {stack: frozenset(k) for stack, k in kinds.items()}, per_block, sizes)  # fmt: skip
 
 
 __all__ = ["ALL_LINEAR", "Adapters", "Module", "adapters", "linear", "linear_modules", "lora_parameters",

@@ -1,13 +1,7 @@
 """Training memory from the spec: the model states an optimizer keeps (split by ZeRO over D devices) and the
 activations the backward pass needs, as exact integers.
 
-Model states, bytes per parameter (weights + gradients + optimizer):
-- adam-mixed: bfloat16 weights and gradients, float32 master weights and Adam's two moments: 2 + 2 + 12 = 16;
-- adam: float32 weights, gradients and two moments: 4 + 4 + 8 = 16;
-- sgd: float32 weights and gradients, no momentum: 4 + 4 = 8; sgd-momentum adds a float32 buffer: 12.
-ZeRO (Rajbhandari et al. 2020) over D data-parallel devices: stage 1 splits the optimizer's states, stage 2 the
-gradients too, stage 3 the weights too; a device holds its share, rounded up. Communication buffers, gradient
-bucketing and the allocator's fragmentation are not included.
+Model states: the optimizer's bytes a parameter (optimizers.py), split by ZeRO over D devices.
 
 Activations: what autograd keeps for the backward pass, counted as Korthikanti et al. (2022) count them (every
 tensor a kernel saves, once, however many kernels save it), for the spec's block without dropout, with the
@@ -40,36 +34,12 @@ from typing import TYPE_CHECKING, Any
 from ..spec.definition import Spec
 from ..spec.stacks import decoder
 from ..spec.stacks import encoder as encoder_of
+from .optimizers import OPTIMIZERS, model_states, tensor_sizes
 
 if TYPE_CHECKING:
     from .lora import Adapters
 
 ELEMENT = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
-
-
-@dataclass(frozen=True)
-class Optimizer:
-    weights: int
-    gradients: int
-    states: int
-    note: str
-
-
-OPTIMIZERS = {
-    "adam-mixed": Optimizer(2, 2, 12, "bfloat16 weights and gradients, float32 master weights and two moments"),
-    "adam": Optimizer(4, 4, 8, "float32 weights, gradients and two moments"),
-    "sgd": Optimizer(4, 4, 0, "float32 weights and gradients, no momentum"),
-    "sgd-momentum": Optimizer(4, 4, 4, "float32 weights, gradients and a momentum buffer"),
-}
-
-
-def model_states(params: int, optimizer: str = "adam-mixed", zero: int = 0, devices: int = 1) -> dict[str, int]:
-    """Bytes one device holds of the weights, gradients and optimizer states, with ZeRO stage `zero` over D."""
-    opt = OPTIMIZERS[optimizer]
-    split = {"weights": zero >= 3, "gradients": zero >= 2, "optimizer": zero >= 1}
-    sizes = {"weights": opt.weights, "gradients": opt.gradients, "optimizer": opt.states}
-    out = {part: -(-params * size // devices) if split[part] else params * size for part, size in sizes.items()}
-    return out | {"total": sum(out.values())}
 
 
 def _norm(spec: Spec, width: int, s: int, frozen: bool = False) -> int:
@@ -274,6 +244,7 @@ class Training:
     activations: dict[str, int]  # by way: unfused_attention, fused_attention, full_recomputation
     total: dict[str, int]
     lora: dict[str, Any] | None = None  # rank, targets, trainable parameters, frozen weights' bytes and type
+    paged: bool = False  # the optimizer's states may move to CPU memory (the device needs total - optimizer)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -286,8 +257,12 @@ def training_memory(
     """One device's training memory: its model states, and the activations of its b sequences of n tokens in the
     three ways of keeping them. With `lora`, fine-tuning its adapters: the optimizer's states for the adapters
     only, the base weights frozen in `frozen` = (their type, their bytes), split over the devices by ZeRO 3."""
+    opt = OPTIMIZERS[optimizer]
     dtype = "bfloat16" if optimizer == "adam-mixed" else "float32"
-    states = model_states(lora.parameters if lora else params, optimizer, zero, devices)
+    if lora is not None:  # the base's compute type
+        dtype = "float32" if frozen[0] == "float32" else "bfloat16"
+    sizes = (lora.sizes if lora else tensor_sizes(spec)) if opt.blockwise else None
+    states = model_states(lora.parameters if lora else params, optimizer, zero, devices, sizes)
     notes = None
     if lora is not None:
         base = -(-frozen[1] // devices) if zero >= 3 else frozen[1]
@@ -300,4 +275,4 @@ def training_memory(
         "full_recomputation": activation_bytes(spec, b, n, dtype, True, True, n_src, lora)["total"],
     }
     total = {way: states["total"] + size for way, size in ways.items()}
-    return Training(optimizer, OPTIMIZERS[optimizer].note, dtype, zero, devices, states, ways, total, notes)
+    return Training(optimizer, opt.note, dtype, zero, devices, states, ways, total, notes, opt.paged)

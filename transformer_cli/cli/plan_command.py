@@ -292,6 +292,10 @@ def training_table(p: Plan) -> Table:
     table.add_row("activations", *(human(t.activations[w]) for w in ways))
     table.add_section()
     table.add_row("total", *(human(t.total[w]) for w in ways), style="bold")
+    if t.paged:  # bitsandbytes' paged states move to CPU memory under pressure
+        table.add_row(
+            "  total, the paged states on the CPU", *(human(t.total[w] - t.states["optimizer"]) for w in ways)
+        )
     flops = p.training_flops_per_token
     table.caption = (f"{table.caption} Training FLOPs a token: {flops['exact']:.3g} (the products, attention's "
                      f"included), {flops['six_n_rule']:.3g} by the 6N rule (N: the weights a token multiplies by, the "
