@@ -17,6 +17,8 @@ from .flops import forward_flops
 from .hardware import PRESETS, Timing, probe, timing
 from .kv_cache import KV_NOTE, NO_DECODING, decodes, served_cache_bytes
 from .lora import Adapters
+from .parallel import Devices, Split, local_spec, stage_weights
+from .parallel import devices as parallel_devices
 from .params import count_params
 from .quantized import GROUP, QUANT_NOTE, Held, total_bytes, weight_bytes
 from .serving import KERNELS, Fit, Serving, Transient, compute_bytes, fits, serving_memory, transient
@@ -51,6 +53,7 @@ class Plan:
     training_flops_per_token: dict[str, int]
     fits: dict[str, Fit] | None  # with a memory budget
     time: list[Timing]
+    split: Devices | None = None  # over several devices: serving, fits and training are one device's
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -65,6 +68,8 @@ class Plan:
             del ordered["fits"]
         if self.weights_stored is None:
             del ordered["weights_stored"]
+        if self.split is None:
+            del ordered["split"]
         return ordered
 
 
@@ -81,11 +86,12 @@ def plan(
     devices: int = 1,
     hardware: tuple[str, ...] = HARDWARE,
     lora: Adapters | None = None,
+    split: Split | None = None,
 ) -> Plan:
     """The whole plan; `weights` a type priced by its formula, or the bytes a file holds (Held); training with
     `lora` fine-tunes its adapters on the base frozen in `weights` (nf4: QLoRA)."""
     try:
-        return _plan(spec, b, n, n_src, weights, kv, memory, optimizer, zero, devices, hardware, lora)
+        return _plan(spec, b, n, n_src, weights, kv, memory, optimizer, zero, devices, hardware, lora, split)
     except OverflowError:  # exact integers until a time or a ratio needs a float
         symbol = max(("N", "H", "m", "d", "r", "V", "E", "N_enc"), key=lambda k: getattr(spec, k) or 0)
         raise SpecError(
@@ -96,13 +102,19 @@ def plan(
 
 def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str | Held, kv: str, memory: int | None,
           optimizer: str, zero: int, devices: int, hardware: tuple[str, ...],
-          lora: Adapters | None) -> Plan:  # fmt: skip
+          lora: Adapters | None, split: Split | None) -> Plan:  # fmt: skip
     n_src = source_len(spec, n, n_src)
     params = count_params(spec).total
     s = compute_bytes(weights)
+    split = None if split is None or split.trivial else split
+    shards = None if split is None else parallel_devices(spec, split, b, n, weights, kv, n_src)
+    if shards is not None and lora is not None:
+        raise SpecError("--lora-rank with several devices: LoRA's adapters over a split model are not planned yet")
+    local = spec if split is None else local_spec(spec, split)  # what one device runs
     fitted = None
     if memory is not None:
-        fitted = {way: fits(spec, memory, b, n, weights, kv, fused, n_src) for way, fused in KERNELS.items()}
+        fitted = {way: fits(spec, memory, b, n, weights, kv, fused, n_src, split) for way, fused in KERNELS.items()}
+    device_params = params if split is None else max(stage_weights(spec, split, "float32")) // 4
     machines = [probe() if name == "this" else PRESETS[name] for name in hardware]
     return Plan(
         name=spec.label,
@@ -127,15 +139,25 @@ def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str | Held, kv
         weights_stored={"as": weights.label, "bytes": weights.total()}
         if isinstance(weights, Held) and not weights.dtype
         else None,
-        serving={way: serving_memory(spec, b, n, weights, kv, fused, n_src) for way, fused in KERNELS.items()},
-        serving_transient={way: transient(spec, b, n, s, fused, n_src) for way, fused in KERNELS.items()},
+        serving={way: serving_memory(spec, b, n, weights, kv, fused, n_src, split) for way, fused in KERNELS.items()},
+        serving_transient={way: transient(local, b, n, s, fused, n_src) for way, fused in KERNELS.items()},
         training=training_memory(
-            spec, params, b, n, optimizer, zero, devices, n_src, lora, (_label(weights), total_bytes(spec, weights))
+            local,
+            device_params,
+            b,
+            n,
+            optimizer,
+            zero,
+            devices,
+            n_src,
+            lora,
+            (_label(weights), total_bytes(spec, weights)),
         ),  # fmt: skip
         forward_flops_per_sequence=sum(forward_flops(spec, 1, n, causal_pairs=True, n_src=n_src).values()),
         training_flops_per_token=training_flops_per_token(spec, n),
         fits=fitted,
         time=[timing(spec, hw, b, n, weights, kv, n_src) for hw in machines],
+        split=shards,
     )
 
 

@@ -27,6 +27,7 @@ from ..spec.stacks import encoder as encoder_of
 from .kv_cache import served_cache_bytes
 
 if TYPE_CHECKING:  # (quantized.py counts parameters: not imported by `tfm --help`)
+    from .parallel import Split
     from .quantized import Held
 
 WEIGHT_DTYPES = (
@@ -135,16 +136,30 @@ def transient(spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int
     return Transient(T * d * s, blocks, head, encoder, max(decoder, encoder))
 
 
-def serving_memory(
-    spec: Spec, b: int, n: int, weights: str | Held = "bfloat16", kv: str = "bfloat16", fused: bool = True,
-    n_src: int | None = None,
-) -> Serving:  # fmt: skip
-    """Weights + KV cache at context n + the prefill's transient peak, for b sequences."""
+def _device(spec: Spec, weights: str | Held, kv: str, fused: bool, n_src: int | None, split: Split | None):
+    """(weights, cache(b, n), transient(b, n)) of one device: the whole model's, or a split one's largest stage
+    (parallel.py)."""
     from .quantized import total_bytes  # (here: `tfm --help` imports this module for the weights' types)
 
     s = compute_bytes(weights)
-    parts = (total_bytes(spec, weights), served_cache_bytes(spec, b, n, kv, n_src),
-             transient(spec, b, n, s, fused, n_src).total)  # fmt: skip
+    if split is None or split.trivial:
+        return (total_bytes(spec, weights), lambda b, n: served_cache_bytes(spec, b, n, kv, n_src),
+                lambda b, n: transient(spec, b, n, s, fused, n_src).total)  # fmt: skip
+    from .parallel import local_spec, stage_cache, stage_weights
+
+    local = local_spec(spec, split)
+    return (max(stage_weights(spec, split, weights)), lambda b, n: max(stage_cache(spec, split, b, n, kv, n_src)),
+            lambda b, n: transient(local, b, n, s, fused, n_src).total)  # fmt: skip
+
+
+def serving_memory(
+    spec: Spec, b: int, n: int, weights: str | Held = "bfloat16", kv: str = "bfloat16", fused: bool = True,
+    n_src: int | None = None, split: Split | None = None,
+) -> Serving:  # fmt: skip
+    """Weights + KV cache at context n + the prefill's transient peak, for b sequences (of one device of a split
+    model: its largest stage's)."""
+    fixed, cache, peak = _device(spec, weights, kv, fused, n_src, split)
+    parts = (fixed, cache(b, n), peak(b, n))
     return Serving(*parts, sum(parts))
 
 
@@ -172,19 +187,15 @@ def context_cap(spec: Spec) -> int | None:
 
 def fits(
     spec: Spec, budget: int, b: int, n: int, weights: str | Held = "bfloat16", kv: str = "bfloat16", fused: bool = True,
-    n_src: int | None = None,
+    n_src: int | None = None, split: Split | None = None,
 ) -> Fit:  # fmt: skip
     """The largest batch at context n, and the largest context at batch b, whose serving memory fits `budget`
-    (0 when not even one sequence of n tokens, or b sequences of one token, fits); the context is capped at the
-    model's own (context_cap)."""
+    (on each device of a split model; 0 when not even one sequence of n tokens, or b sequences of one token,
+    fits); the context is capped at the model's own (context_cap)."""
+    fixed, cache, peak = _device(spec, weights, kv, fused, n_src, split)  # the weights do not grow with b or n
 
-    from .quantized import total_bytes
-
-    fixed, s = total_bytes(spec, weights), compute_bytes(weights)  # the weights do not grow with b or n
-
-    def total(b: int, n: int) -> int:  # serving_memory's total, without recounting the weights at every probe
-        cache = served_cache_bytes(spec, b, n, kv, n_src)
-        return fixed + cache + transient(spec, b, n, s, fused, n_src).total
+    def total(b: int, n: int) -> int:
+        return fixed + cache(b, n) + peak(b, n)
 
     cap = context_cap(spec) or MAX_CONTEXT
     return Fit(budget, n, _largest(lambda x: total(x, n) <= budget, MAX_CONTEXT), b,

@@ -68,6 +68,15 @@ def plan(
             help="LoRA's modules: all-linear, or names (q_proj,v_proj; a tfm spec: W_Q,W_V) [default: all-linear].",
         ),  # fmt: skip
     ] = None,
+    tensor_parallel: Annotated[
+        int, typer.Option("--tensor-parallel", min=1, help="Devices splitting each layer (Megatron's way).")
+    ] = 1,
+    pipeline_parallel: Annotated[
+        int, typer.Option("--pipeline-parallel", min=1, help="Pipeline stages, N / P blocks each.")
+    ] = 1,
+    expert_parallel: Annotated[
+        int, typer.Option("--expert-parallel", min=1, help="Devices splitting a mixture's experts.")
+    ] = 1,
     json_out: JsonOpt = False,
 ) -> None:
     """Plan serving and training: memory (weights, KV cache, the prefill's peak; model states, activations)
@@ -77,8 +86,11 @@ def plan(
     --memory finds the largest batch at n and the largest context at b that fit. Training: one device's model
     states (the optimizer's bytes per parameter, split by ZeRO over --devices) and the activations autograd
     keeps (unfused attention, fused, full recomputation); --lora-rank fine-tunes adapters instead, the base frozen
-    in --weights (nf4: QLoRA). Time: a roofline on the vendors' peak dense FLOP/s
-    and bandwidth, lower bounds; "this" measures this machine (NumPy GEMM and copy).
+    in --weights (nf4: QLoRA). --tensor-parallel, --pipeline-parallel and --expert-parallel split the model
+    over devices: serving, what fits and training are then one device's (its largest stage's).
+
+    Time: a roofline on the vendors' peak dense FLOP/s and bandwidth, lower bounds; "this" measures this machine
+    (NumPy GEMM and copy).
 
     \b
     Examples:
@@ -114,13 +126,18 @@ def plan(
         if lora_targets and not lora_rank:
             raise TfmError(f"--lora-targets {lora_targets}: needs --lora-rank R (the adapters' rank)")
         lora = _adapters(spec_path, spec, lora_rank, lora_targets or "all-linear") if lora_rank else None
+        from ..analysis.parallel import Split
+
+        split = Split(tensor_parallel, pipeline_parallel, expert_parallel)
         result = make_plan(spec, batch, n, source_len, kind, kv_dtype.value, budget, optimizer.value, zero,
-                           devices, names, lora)  # fmt: skip
+                           devices, names, lora, split)  # fmt: skip
     if json_out:
         data = result.to_dict()
         print_json({"name": data.pop("name"), "spec": spec_json(spec), **data})
         return
-    for table in (serving_table(result), fits_table(result), training_table(result), time_table(result)):
+    tables = (devices_table(result), serving_table(result), fits_table(result), training_table(result),
+              time_table(result))  # fmt: skip
+    for table in tables:
         if table is not None:
             out.print(table)
 
@@ -220,6 +237,31 @@ def _stored_type(path: Path | None, spec) -> str | Held | None:
     err.print(f"note: {shown(str(path))} stores {', '.join(sorted(summary['types']))}: planned at its own bytes "
               f"({human(held.total())})", soft_wrap=True, highlight=False)  # fmt: skip
     return held
+
+
+def devices_table(p: Plan) -> Table | None:
+    """A split model: each stage's weights and KV cache on one device, and what a device sends a token."""
+    from ..analysis.units import human
+
+    d = p.split
+    if d is None:
+        return None
+    stages = [f"stage {i + 1}" for i in range(d.pipeline_parallel)]
+    comm = d.communication_per_token
+    caption = (f"{d.devices} devices: tensor parallel {d.tensor_parallel} (heads, hidden units, vocabulary split; "
+               f"norms replicated), {d.pipeline_parallel} stage(s) of N / P blocks, expert parallel "
+               f"{d.expert_parallel}. Bytes a device sends a token: ring all-reduces of each sublayer's output, "
+               "hops between stages, experts' dispatch and return; training sends as much again backwards. "
+               "The tables below are one device's (its largest stage's); the time table a whole one's.")  # fmt: skip
+    table = _table(f"Devices {_context(p)}", stages, caption)
+    table.add_row(f"weights ({shown(p.weights_dtype)})", *(human(x) for x in d.weights_per_stage))
+    table.add_row(f"KV cache ({p.kv_dtype})", *(human(x) for x in d.kv_cache_per_stage))
+    table.add_section()
+    for key, label in (("tensor_parallel", "sent a token: all-reduces"), ("pipeline_parallel", "  stage hops"),
+                       ("expert_parallel", "  experts"), ("forward", "  in all (forward)")):  # fmt: skip
+        if comm[key] or key == "forward":
+            table.add_row(label, *(human(comm[key]) for _ in stages))
+    return table
 
 
 def serving_table(p: Plan) -> Table:

@@ -1,5 +1,6 @@
-"""`tfm plan --lora-rank R --lora-targets ...` (issue 27, items 1 and 2): LoRA and QLoRA fine-tuning's memory on
-a Hugging Face folder, its figures against published and independently computed ones, and its refusals."""
+"""`tfm plan --lora-rank R`, `--weights nf4` and `--tensor-parallel T` (issue 27, items 1-3): LoRA and QLoRA
+fine-tuning and serving on two devices, on a Hugging Face folder, its figures against published and independently
+computed ones, and its refusals."""
 
 from __future__ import annotations
 
@@ -62,3 +63,19 @@ def test_what_lora_cannot_plan_is_one_line_and_exit_2(runner):
     mixtral = LLAMA3.parent / "Mixtral-8x7B-v0.1"
     result = runner.invoke(app, ["plan", str(mixtral), "--lora-rank", "8"])
     assert result.exit_code == 2 and "LoRA on a mixture of experts is not counted yet" in result.output
+
+
+def test_serving_llama3_8b_on_two_devices_halves_all_but_the_norms(runner):
+    """--tensor-parallel 2: each device holds half of every matrix (and of the vocabulary), all 65 norms, and
+    half of the eight key/value heads' cache; it all-reduces 65 messages of d a token (32 blocks x 2, the
+    embedding's), sending half of each twice (a ring)."""
+    plan = _plan(runner, "-n", "8192", "--tensor-parallel", "2", "--memory", "80G")
+    norms = 2 * (2 * LAYERS + 1) * D
+    whole = 2 * (2 * VOCAB * D + LAYERS * (2 * D * D + 2 * KV * D + 3 * FF * D)) + norms
+    split = plan["split"]
+    assert split["weights"] == (whole - norms) // 2 + norms == plan["serving"]["fused_attention"]["weights"]
+    assert split["kv_cache"] == 2 * 8192 * LAYERS * 4 * 128 * 2  # K and V, 4 heads of 128 a device, bfloat16
+    assert split["communication_per_token"]["tensor_parallel"] == 65 * 2 * D * 2 // 2
+    single = _plan(runner, "-n", "8192", "--memory", "80G")
+    assert plan["fits"]["fused_attention"]["max_batch_at_context"] > single["fits"]["fused_attention"][
+        "max_batch_at_context"]  # fmt: skip
