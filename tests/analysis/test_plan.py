@@ -38,8 +38,12 @@ def test_the_transient_peak_by_hand():
 
 def test_the_logits_of_every_position_dominate_a_large_vocabulary():
     spec = Spec(N=1, H=2, m=8, d=16, r=32, V=50_000, norm="pre")
-    assert transient(spec, 3, 100, 2).logits == 3 * 100 * (16 + 50_000) * 2  # the final norm's output too
-    assert transient(spec, 3, 100, 2).total == 3 * 100 * 16 * 2 + 3 * 100 * (16 + 50_000) * 2
+    every = transient(spec, 3, 100, 2, logits="all")
+    assert every.logits == 3 * 100 * (16 + 50_000) * 2  # the final norm's output too
+    assert every.total == 3 * 100 * 16 * 2 + 3 * 100 * (16 + 50_000) * 2
+    last = transient(spec, 3, 100, 2)  # a serving engine's: each prompt's last position
+    assert last.logits == 3 * 100 * 16 * 2 + 3 * 50_000 * 2
+    assert last.total == 3 * 100 * 16 * 2 + max(last.blocks, last.logits)
 
 
 def test_serving_is_weights_plus_cache_plus_transient():
@@ -169,16 +173,17 @@ def test_plan_refuses_bad_options_in_one_line(runner, args, words):
 
 
 def test_check_holds_specs_to_serving_and_training_budgets_and_diff_shows_both(runner):
-    """Llama-3-8B at 8k: serving 18.0 GiB (bfloat16, fused attention), training 175 GiB (mixed-precision Adam)."""
+    """Llama-3-8B at 8k: serving 16.7 GiB (bfloat16, fused attention, the last position's logits), training 175 GiB
+    (mixed-precision Adam)."""
     spec = spec_from_config(LLAMA3)
     serving = serving_memory(spec, 1, 8192).total
     args = ["check", str(LLAMA3), "--no-verify", "-n", "8192", "--json"]
-    under = runner.invoke(app, [*args, "--max-serving-memory", "19G", "--max-training-memory", "180G"])
+    under = runner.invoke(app, [*args, "--max-serving-memory", "17G", "--max-training-memory", "180G"])
     assert under.exit_code == 0, under.output
-    over = runner.invoke(app, [*args, "--max-serving-memory", "17G", "--max-training-memory", "170G"])
+    over = runner.invoke(app, [*args, "--max-serving-memory", "16G", "--max-training-memory", "170G"])
     assert over.exit_code == 1
     assert json.loads(over.stdout)["specs"][0]["over_budget"] == [
-        "serving at n = 8192: 18 GiB > 17 GiB",
+        "serving at n = 8192: 16.7 GiB > 16 GiB",
         "training at n = 8192 (Adam, mixed precision): 175 GiB > 170 GiB",
     ]
     bad = runner.invoke(app, ["check", str(LLAMA3), "--max-training-memory", "x"])

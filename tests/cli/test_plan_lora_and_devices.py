@@ -79,3 +79,13 @@ def test_serving_llama3_8b_on_two_devices_halves_all_but_the_norms(runner):
     single = _plan(runner, "-n", "8192", "--memory", "80G")
     assert plan["fits"]["fused_attention"]["max_batch_at_context"] > single["fits"]["fused_attention"][
         "max_batch_at_context"]  # fmt: skip
+
+
+def test_prefill_keeps_the_last_positions_logits_unless_asked_for_all(runner):
+    """A serving engine's prefill multiplies each prompt's last position by the head (b V logits); --logits all
+    prices a forward pass's logits of every position (b n V), the final norm's output of every position in both."""
+    n = 8192
+    last = _plan(runner, "-n", str(n))["serving_transient"]["fused_attention"]
+    every = _plan(runner, "-n", str(n), "--logits", "all")["serving_transient"]["fused_attention"]
+    assert last["logits"] == (n * D + VOCAB) * 2 and every["logits"] == n * (D + VOCAB) * 2
+    assert every["total"] - last["total"] == every["logits"] - max(last["logits"], last["blocks"])

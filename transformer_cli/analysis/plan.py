@@ -54,6 +54,7 @@ class Plan:
     fits: dict[str, Fit] | None  # with a memory budget
     time: list[Timing]
     split: Devices | None = None  # over several devices: serving, fits and training are one device's
+    logits: str = "last"  # the prefill's logits: each prompt's last position's, or every position's
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -87,11 +88,12 @@ def plan(
     hardware: tuple[str, ...] = HARDWARE,
     lora: Adapters | None = None,
     split: Split | None = None,
+    logits: str = "last",
 ) -> Plan:
     """The whole plan; `weights` a type priced by its formula, or the bytes a file holds (Held); training with
     `lora` fine-tunes its adapters on the base frozen in `weights` (nf4: QLoRA)."""
     try:
-        return _plan(spec, b, n, n_src, weights, kv, memory, optimizer, zero, devices, hardware, lora, split)
+        return _plan(spec, b, n, n_src, weights, kv, memory, optimizer, zero, devices, hardware, lora, split, logits)
     except OverflowError:  # exact integers until a time or a ratio needs a float
         symbol = max(("N", "H", "m", "d", "r", "V", "E", "N_enc"), key=lambda k: getattr(spec, k) or 0)
         raise SpecError(
@@ -102,7 +104,7 @@ def plan(
 
 def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str | Held, kv: str, memory: int | None,
           optimizer: str, zero: int, devices: int, hardware: tuple[str, ...],
-          lora: Adapters | None, split: Split | None) -> Plan:  # fmt: skip
+          lora: Adapters | None, split: Split | None, logits: str) -> Plan:  # fmt: skip
     n_src = source_len(spec, n, n_src)
     params = count_params(spec).total
     s = compute_bytes(weights)
@@ -113,7 +115,9 @@ def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str | Held, kv
     local = spec if split is None else local_spec(spec, split)  # what one device runs
     fitted = None
     if memory is not None:
-        fitted = {way: fits(spec, memory, b, n, weights, kv, fused, n_src, split) for way, fused in KERNELS.items()}
+        fitted = {
+            way: fits(spec, memory, b, n, weights, kv, fused, n_src, split, logits) for way, fused in KERNELS.items()
+        }
     device_params = params if split is None else max(stage_weights(spec, split, "float32")) // 4
     machines = [probe() if name == "this" else PRESETS[name] for name in hardware]
     return Plan(
@@ -139,8 +143,10 @@ def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str | Held, kv
         weights_stored={"as": weights.label, "bytes": weights.total()}
         if isinstance(weights, Held) and not weights.dtype
         else None,
-        serving={way: serving_memory(spec, b, n, weights, kv, fused, n_src, split) for way, fused in KERNELS.items()},
-        serving_transient={way: transient(local, b, n, s, fused, n_src) for way, fused in KERNELS.items()},
+        serving={
+            way: serving_memory(spec, b, n, weights, kv, fused, n_src, split, logits) for way, fused in KERNELS.items()
+        },
+        serving_transient={way: transient(local, b, n, s, fused, n_src, logits) for way, fused in KERNELS.items()},
         training=training_memory(
             local,
             device_params,
@@ -158,6 +164,7 @@ def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str | Held, kv
         fits=fitted,
         time=[timing(spec, hw, b, n, weights, kv, n_src) for hw in machines],
         split=shards,
+        logits=logits,
     )
 
 

@@ -9,8 +9,9 @@ and the largest of
   keeps its tiles on chip, so no n^2 term;
 - feedforward: the norm's output and the hidden rows (plain: the pre-activation and activation; gated: gate,
   up and their product; routed experts: the same for every token, as if one expert took them all);
-- the head: the final norm's output and the logits of every position (b n V, what a forward pass returns; an
-  engine keeping only each prompt's last position needs b V).
+- the head: the final norm's output of every position and the logits of each prompt's last position (b V: what
+  a serving engine computes, `logits="last"`, the default), or of every position (b n V: what a forward pass
+  returns, `logits="all"`).
 An encoder-decoder runs its encoder first; its output (b n_src d) is held while the decoder runs, and the
 cross-attention's scores are (H_c, n, n_src). Not included: the framework's own memory (CUDA context, the
 allocator's reserve), which adds a constant.
@@ -117,11 +118,16 @@ def _stack_peak(spec: Spec, b: int, n: int, keys: int, s: int, fused: bool) -> i
     return max(attention, feedforward)
 
 
-def transient(spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int | None = None) -> Transient:
+LOGITS = ("last", "all")  # the prefill's logits: of each prompt's last position, or of every position
+
+
+def transient(spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int | None = None,
+              logits: str = "last") -> Transient:  # fmt: skip
     """The prefill's transient peak and its parts, in bytes."""
     T, d = b * n, spec.d
     blocks = max(_stack_peak(group.spec, b, n, n, s, fused) for group in decoder_of(spec).groups())
-    head = T * (d + (spec.embed_dim or 0) + spec.V) * s if spec.V and spec.head else 0  # its input(s), the logits
+    rows = T if logits == "all" else b  # the positions the head multiplies
+    head = (T * d + rows * ((spec.embed_dim or 0) + spec.V)) * s if spec.V and spec.head else 0  # input(s), logits
     memory = encoder = 0
     source = encoder_of(spec)
     if source is not None:
@@ -136,7 +142,8 @@ def transient(spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int
     return Transient(T * d * s, blocks, head, encoder, max(decoder, encoder))
 
 
-def _device(spec: Spec, weights: str | Held, kv: str, fused: bool, n_src: int | None, split: Split | None):
+def _device(spec: Spec, weights: str | Held, kv: str, fused: bool, n_src: int | None, split: Split | None,
+            logits: str = "last"):  # fmt: skip
     """(weights, cache(b, n), transient(b, n)) of one device: the whole model's, or a split one's largest stage
     (parallel.py)."""
     from .quantized import total_bytes  # (here: `tfm --help` imports this module for the weights' types)
@@ -144,21 +151,21 @@ def _device(spec: Spec, weights: str | Held, kv: str, fused: bool, n_src: int | 
     s = compute_bytes(weights)
     if split is None or split.trivial:
         return (total_bytes(spec, weights), lambda b, n: served_cache_bytes(spec, b, n, kv, n_src),
-                lambda b, n: transient(spec, b, n, s, fused, n_src).total)  # fmt: skip
+                lambda b, n: transient(spec, b, n, s, fused, n_src, logits).total)  # fmt: skip
     from .parallel import local_spec, stage_cache, stage_weights
 
     local = local_spec(spec, split)
     return (max(stage_weights(spec, split, weights)), lambda b, n: max(stage_cache(spec, split, b, n, kv, n_src)),
-            lambda b, n: transient(local, b, n, s, fused, n_src).total)  # fmt: skip
+            lambda b, n: transient(local, b, n, s, fused, n_src, logits).total)  # fmt: skip
 
 
 def serving_memory(
     spec: Spec, b: int, n: int, weights: str | Held = "bfloat16", kv: str = "bfloat16", fused: bool = True,
-    n_src: int | None = None, split: Split | None = None,
+    n_src: int | None = None, split: Split | None = None, logits: str = "last",
 ) -> Serving:  # fmt: skip
     """Weights + KV cache at context n + the prefill's transient peak, for b sequences (of one device of a split
     model: its largest stage's)."""
-    fixed, cache, peak = _device(spec, weights, kv, fused, n_src, split)
+    fixed, cache, peak = _device(spec, weights, kv, fused, n_src, split, logits)
     parts = (fixed, cache(b, n), peak(b, n))
     return Serving(*parts, sum(parts))
 
@@ -187,12 +194,12 @@ def context_cap(spec: Spec) -> int | None:
 
 def fits(
     spec: Spec, budget: int, b: int, n: int, weights: str | Held = "bfloat16", kv: str = "bfloat16", fused: bool = True,
-    n_src: int | None = None, split: Split | None = None,
+    n_src: int | None = None, split: Split | None = None, logits: str = "last",
 ) -> Fit:  # fmt: skip
     """The largest batch at context n, and the largest context at batch b, whose serving memory fits `budget`
     (on each device of a split model; 0 when not even one sequence of n tokens, or b sequences of one token,
     fits); the context is capped at the model's own (context_cap)."""
-    fixed, cache, peak = _device(spec, weights, kv, fused, n_src, split)  # the weights do not grow with b or n
+    fixed, cache, peak = _device(spec, weights, kv, fused, n_src, split, logits)  # weights do not grow with b, n
 
     def total(b: int, n: int) -> int:
         return fixed + cache(b, n) + peak(b, n)

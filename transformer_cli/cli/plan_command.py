@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..analysis.hardware import PRESETS
 from ..analysis.kv_cache import KV_BYTES
-from ..analysis.serving import GGUF_MIXES, KERNELS, WEIGHT_DTYPES, context_cap
+from ..analysis.serving import GGUF_MIXES, KERNELS, LOGITS, WEIGHT_DTYPES, context_cap
 from ..analysis.training import OPTIMIZERS
 from ..errors import TfmError
 from ..text import escaped as shown
@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # only for annotations: `tfm --help` does not import the plan
 WeightDType = Enum("WeightDType", {k: k for k in (*WEIGHT_DTYPES, *GGUF_MIXES)}, type=str)  # type: ignore[misc]
 KVDType = Enum("KVDType", {k: k for k in KV_BYTES}, type=str)  # type: ignore[misc]
 OptimizerName = Enum("OptimizerName", {k: k for k in OPTIMIZERS}, type=str)  # type: ignore[misc]
+LogitsOf = Enum("LogitsOf", {k: k for k in LOGITS}, type=str)  # type: ignore[misc]
 HardwareName = Enum("HardwareName", {k: k for k in (*PRESETS, "this")}, type=str)  # type: ignore[misc]
 WAYS = tuple(KERNELS)  # the columns: fused, unfused attention
 
@@ -77,6 +78,9 @@ def plan(
     expert_parallel: Annotated[
         int, typer.Option("--expert-parallel", min=1, help="Devices splitting a mixture's experts.")
     ] = 1,
+    logits: Annotated[
+        LogitsOf, typer.Option("--logits", help="The prefill's logits: each prompt's last position's, or all.")
+    ] = "last",  # type: ignore[assignment]
     json_out: JsonOpt = False,
 ) -> None:
     """Plan serving and training: memory (weights, KV cache, the prefill's peak; model states, activations)
@@ -130,7 +134,7 @@ def plan(
 
         split = Split(tensor_parallel, pipeline_parallel, expert_parallel)
         result = make_plan(spec, batch, n, source_len, kind, kv_dtype.value, budget, optimizer.value, zero,
-                           devices, names, lora, split)  # fmt: skip
+                           devices, names, lora, split, logits.value)  # fmt: skip
     if json_out:
         data = result.to_dict()
         print_json({"name": data.pop("name"), "spec": spec_json(spec), **data})
@@ -267,9 +271,10 @@ def devices_table(p: Plan) -> Table | None:
 def serving_table(p: Plan) -> Table:
     from ..analysis.units import human
 
+    logits = "every position, b n V" if p.logits == "all" else "each prompt's last position, b V (--logits all: b n V)"
     table = _table(f"Serving {_context(p)}", list(WAYS), "Weights + KV cache + the prefill's transient peak "
                    "(residual stream and the largest phase: attention's scores without a fused kernel, the "
-                   "feedforward's hidden rows, or the logits of every position, b n V). Framework memory "
+                   f"feedforward's hidden rows, or the head's input and the logits of {logits}). Framework memory "
                    "(CUDA context, allocator reserve) not included.", NARROW)  # fmt: skip
     serving, transient = p.serving, p.serving_transient
     held = f"as stored: {p.weights_stored['as']}" if p.weights_stored else p.weights_dtype
