@@ -168,8 +168,28 @@ def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str | Held, kv
     )
 
 
+def contexts(spec: Spec, n: int) -> list[int]:
+    """The contexts a serving chart spans: powers of two from 128 to the model's own context (or 4n, at least
+    8,192), and n itself."""
+    from .serving import context_cap
+
+    top = context_cap(spec) or max(4 * n, 8192)
+    points = {1 << k for k in range(7, top.bit_length()) if 1 << k <= top} | {top, n}
+    return sorted(points)
+
+
+def serving_curve(
+    spec: Spec, b: int, lengths: list[int], weights: list[str | Held], kv: str = "bfloat16",
+    n_src: int | None = None, split: Split | None = None, logits: str = "last",
+) -> dict[str, list[Serving]]:  # fmt: skip
+    """Serving memory (fused attention) at each context of `lengths`, for each weights type: what `tfm plan
+    --plot` draws."""
+    return {_label(w) if not isinstance(w, Held) else w.label: [
+        serving_memory(spec, b, n, w, kv, True, n_src, split, logits) for n in lengths] for w in weights}  # fmt: skip
+
+
 def _label(weights: str | Held) -> str:
     return (weights.dtype or "stored") if isinstance(weights, Held) else weights
 
 
-__all__ = ["HARDWARE", "OPTIMIZERS", "Plan", "plan"]
+__all__ = ["HARDWARE", "OPTIMIZERS", "Plan", "contexts", "plan", "serving_curve"]

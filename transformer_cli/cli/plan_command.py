@@ -15,7 +15,7 @@ from ..analysis.serving import GGUF_MIXES, KERNELS, LOGITS, WEIGHT_DTYPES, conte
 from ..analysis.training import OPTIMIZERS
 from ..errors import TfmError
 from ..text import escaped as shown
-from .common import EXIT_CODES, JsonOpt, SpecArg, app, err, handled, load, out, print_json, spec_json
+from .common import EXIT_CODES, ForceOpt, JsonOpt, SpecArg, app, err, handled, load, out, print_json, spec_json
 from .layout import FitTable
 
 if TYPE_CHECKING:  # only for annotations: `tfm --help` does not import the plan
@@ -81,6 +81,23 @@ def plan(
     logits: Annotated[
         LogitsOf, typer.Option("--logits", help="The prefill's logits: each prompt's last position's, or all.")
     ] = "last",  # type: ignore[assignment]
+    plot: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--plot",
+            help="Draw serving memory against the context into this .png, .svg or .pdf file "
+            "(matplotlib: the plot extra).",
+        ),  # fmt: skip
+    ] = None,
+    plot_weights: Annotated[
+        Optional[str],
+        typer.Option("--plot-weights", help="Also draw these weights' totals (bfloat16,int4,q4_k_m).", metavar="TYPES"),
+    ] = None,
+    chart: Annotated[
+        Optional[bool],
+        typer.Option("--chart/--no-chart", help="Serving memory against the context as bars [default: on a terminal]."),
+    ] = None,
+    force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Plan serving and training: memory (weights, KV cache, the prefill's peak; model states, activations)
@@ -100,6 +117,7 @@ def plan(
     Examples:
       tfm plan examples/hf/Meta-Llama-3-8B -n 8192 --memory 80G
       tfm plan examples/hf/Meta-Llama-3-8B --weights nf4 --lora-rank 16
+      tfm plan examples/hf/Meta-Llama-3-8B --memory 24G --plot plan.svg --plot-weights int4
     """
     from ..analysis.plan import HARDWARE
     from ..analysis.plan import plan as make_plan
@@ -108,6 +126,12 @@ def plan(
     from ..spec.stacks import encoder
 
     with handled(json_out):
+        if plot is not None:
+            from ..io.outputs import check_output_path
+            from .plot import plot_format
+
+            plot_format(plot)
+            check_output_path(plot, [spec_path], force)
         spec, _ = load(spec_path)
         cap = context_cap(spec)
         n = seq_len or min(2048, cap or 2048)
@@ -135,6 +159,11 @@ def plan(
         split = Split(tensor_parallel, pipeline_parallel, expert_parallel)
         result = make_plan(spec, batch, n, source_len, kind, kv_dtype.value, budget, optimizer.value, zero,
                            devices, names, lora, split, logits.value)  # fmt: skip
+    with handled(json_out):
+        if plot is not None or chart or (chart is None and not json_out and out.is_terminal):
+            curve = _curve(spec_path, spec, result, kind, plot_weights, split, names)
+            if plot is not None:
+                _draw(plot, result, *curve)
     if json_out:
         data = result.to_dict()
         print_json({"name": data.pop("name"), "spec": spec_json(spec), **data})
@@ -144,6 +173,11 @@ def plan(
     for table in tables:
         if table is not None:
             out.print(table)
+    if chart or (chart is None and out.is_terminal):
+        from .plot import chart as bars
+
+        out.print(f"Serving {_context(result).split(': ', 1)[0]} against the context, b = {result.batch}")
+        out.print(bars(*curve))
 
 
 NARROW = ("unfused attention",)  # what a narrow terminal loses first: fused attention is what serving runs
@@ -191,6 +225,48 @@ def _mix(path: Path | None, spec, mix: str) -> Held:
                            f"knows {', '.join(ARCH_OF)})")  # fmt: skip
         arch = ARCH_OF[str(model_type)]
     return mix_held(spec, arch, mix)
+
+
+def _curve(path: Path | None, spec, p: Plan, kind, also: str | None, split, hardware: tuple[str, ...]):
+    """(contexts, serving memory at each for each weights type, the limits drawn: the budget, each GPU's memory)."""
+    from ..analysis.plan import contexts, serving_curve
+    from ..analysis.units import human
+
+    weights = [kind]
+    for name in [w.strip() for w in (also or "").split(",") if w.strip()]:
+        if name in GGUF_MIXES:
+            weights.append(_mix(path, spec, name))
+        elif name in WEIGHT_DTYPES:
+            weights.append(name)
+        else:
+            raise TfmError(f"--plot-weights {also}: '{name}' is no weights type (expected {', '.join(WEIGHT_DTYPES)}, "
+                           f"or a mix: {', '.join(GGUF_MIXES)})")  # fmt: skip
+    lengths = contexts(spec, p.seq_len)
+    curve = serving_curve(spec, p.batch, lengths, weights, p.kv_dtype, p.source_len, split, p.logits)
+    limits: list[tuple[str, int]] = []
+    if p.fits is not None:
+        limits.append((f"budget (--memory {human(p.fits[WAYS[0]].memory)})", p.fits[WAYS[0]].memory))
+    by_size: dict[int, list[str]] = {}  # GPUs of one size: one line
+    for name in hardware:
+        if name in PRESETS:
+            by_size.setdefault(PRESETS[name].memory, []).append(PRESETS[name].name)
+    limits += [(f"{', '.join(names)} ({size / 1e9:g} GB)", size) for size, names in by_size.items()]
+    return lengths, curve, limits
+
+
+def _draw(path: Path, p: Plan, lengths, curve, limits) -> None:
+    from ..io.outputs import write_atomic
+    from .plot import figure, plot_format
+
+    devices = f", per device of {p.split.devices}" if p.split else ""
+    title = f"{p.name}: serving memory, b = {p.batch}, KV cache {p.kv_dtype}{devices}"
+    data = figure(title, lengths, curve, limits, plot_format(path))
+
+    def write(handle) -> None:
+        handle.write(data)
+
+    write_atomic(path, write)
+    err.print(f"wrote {shown(str(path))}", highlight=False, soft_wrap=True)
 
 
 def _adapters(path: Path | None, spec, rank: int, targets: str):

@@ -1,0 +1,86 @@
+"""`tfm plan --plot FILE` and `--chart` (issue 27, item 5): serving memory against the context, drawn from the
+plan's own figures, with the budget and each GPU's memory as lines; the file written as outputs are written."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+from transformer_cli.analysis.plan import contexts, serving_curve
+from transformer_cli.cli import app
+from transformer_cli.hf.config import spec_from_config
+
+LLAMA3 = Path(__file__).resolve().parent.parent.parent / "examples" / "hf" / "Meta-Llama-3-8B"
+ARGS = [str(LLAMA3), "--memory", "24G", "--hardware", "rtx-4090", "--hardware", "h100-sxm"]
+
+
+def _svg_text(path: Path) -> list[str]:
+    root = ElementTree.parse(path).getroot()
+    return [t.text.strip() for t in root.iter() if t.tag.endswith("text") and t.text]
+
+
+def test_the_picture_names_every_part_and_every_limit(runner, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "plan.svg"
+    result = runner.invoke(app, ["plan", *ARGS, "--plot", str(out), "--plot-weights", "int4,q4_k_m"])
+    assert result.exit_code == 0, result.output
+    assert f"wrote {out}" in result.stderr
+    texts = _svg_text(out)
+    for label in ("weights (bfloat16)", "KV cache", "the prefill's transient peak", "total, weights int4",
+                  "budget (--memory 24 GiB)", "RTX 4090 (24 GB)", "H100 SXM (80 GB)", "context (tokens)"):  # fmt: skip
+        assert label in texts, (label, texts)
+    assert any(t.startswith("total, weights q4_k_m") for t in texts)
+    again = tmp_path / "again.svg"  # the same figures, the same bytes (no date, fixed ids)
+    assert runner.invoke(app, ["plan", *ARGS, "--plot", str(again), "--plot-weights", "int4,q4_k_m"]).exit_code == 0
+    assert again.read_bytes() == out.read_bytes()
+    png = tmp_path / "plan.png"
+    assert runner.invoke(app, ["plan", *ARGS, "--plot", str(png)]).exit_code == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_curve_is_the_plans_serving_memory_at_each_context(runner):
+    spec = spec_from_config(LLAMA3)
+    lengths = contexts(spec, 2048)
+    assert lengths[0] == 128 and lengths[-1] == 8192 and 2048 in lengths  # up to the model's own context
+    curve = serving_curve(spec, 1, lengths, ["bfloat16", "int4"])
+    for n, point in zip(lengths, curve["bfloat16"], strict=True):
+        if n in (128, 8192):
+            result = runner.invoke(app, ["plan", str(LLAMA3), "-n", str(n), "--hardware", "l4", "--json"])
+            assert point.to_dict() == json.loads(result.stdout)["serving"]["fused_attention"]
+    assert all(a.total > b.total for a, b in zip(curve["bfloat16"], curve["int4"], strict=True))
+
+
+def test_the_chart_draws_a_bar_a_context_on_the_plans_scale(runner):
+    result = runner.invoke(app, ["plan", *ARGS, "--chart"], env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    rows = {int(m.group(1).replace(",", "")): m.group(2) for m in re.finditer(r"n = ([\d,]+)  (.*?) +[\d.]+ GiB",
+                                                                               result.stdout)}  # fmt: skip
+    assert set(rows) == set(contexts(spec_from_config(LLAMA3), 2048))
+    assert rows[8192].count("▓") + rows[8192].count("░") > rows[128].count("▓") + rows[128].count("░")
+    assert all(row.count("│") == 3 for row in rows.values())  # the budget and two GPUs' memory
+    assert "│ at 24 GiB: budget (--memory 24 GiB)" in result.stdout
+    quiet = runner.invoke(app, ["plan", *ARGS, "--no-chart"])
+    assert "against the context" not in quiet.stdout  # (the control)
+
+
+def test_a_plot_never_replaces_a_file_unasked_nor_an_input(runner, tmp_path, monkeypatch):
+    out = tmp_path / "plan.svg"
+    out.write_text("mine")
+    result = runner.invoke(app, ["plan", *ARGS, "--plot", str(out)])
+    assert result.exit_code != 0 and "already exists; pass --force" in result.stderr and out.read_text() == "mine"
+    bad = runner.invoke(app, ["plan", *ARGS, "--plot", str(tmp_path / "plan.jpg")])
+    assert bad.exit_code == 2 and "expected a .png, .svg or .pdf file" in bad.stderr
+    config = tmp_path / "model"
+    config.mkdir()
+    (config / "config.json").write_text((LLAMA3 / "config.json").read_text())
+    (config / "plot.svg").write_text("<svg/>")
+    result = runner.invoke(app, ["plan", str(config), "--plot", str(config / "plot.svg"), "--force"])
+    assert result.exit_code != 0 and (config / "plot.svg").read_text() == "<svg/>"  # an input of the model
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    missing = runner.invoke(app, ["plan", *ARGS, "--plot", str(tmp_path / "new.svg")])
+    assert missing.exit_code == 2 and "--plot needs matplotlib: pip install 'tfm[plot]'" in missing.stderr
