@@ -15,7 +15,7 @@ from ..analysis.training import OPTIMIZERS
 from ..errors import TfmError
 from ..text import escaped as shown
 from .common import EXIT_CODES, ForceOpt, JsonOpt, SpecArg, app, err, handled, load, out, print_json, spec_json
-from .plan_tables import WAYS, context_label, devices_table, fits_table, serving_table, time_table, training_table
+from .plan_tables import WAYS, devices_table, fits_table, serving_table, time_table, training_table
 
 if TYPE_CHECKING:  # only for annotations: `tfm --help` does not import the plan
     from ..analysis.plan import Plan
@@ -173,7 +173,7 @@ def plan(
     if chart or (chart is None and out.is_terminal):
         from .plot import chart as bars
 
-        out.print(f"Serving {context_label(result).split(': ', 1)[0]} against the context, b = {result.batch}")
+        out.print(f"Serving {shown(result.name)} against the context, b = {result.batch}")
         out.print(bars(*curve))
 
 
