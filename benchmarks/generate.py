@@ -94,7 +94,7 @@ def main() -> None:
 
     llama = None
     if args.llama_python:
-        from transformer_cli.convert import to_gguf
+        from transformer_cli.conversions import to_gguf
 
         to_gguf(folder, folder / "m.gguf", "f32")
         llama = subprocess.Popen([args.llama_python, "-c", LLAMA_CPP, str(folder / "m.gguf"), str(prompt_len + new),

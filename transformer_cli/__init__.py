@@ -1,5 +1,8 @@
 """tfm: inspect and verify transformer specs (the library behind the `tfm` command).
 
+`tfm.load(path)` opens whatever a command takes (a YAML spec, a Hugging Face folder, tfm's weights, a GGUF file)
+as a Model, whose methods are the commands; the functions below them are exported too (docs/library.md).
+
 Names are imported on first use, so `import transformer_cli` (and every `tfm` command) loads only the
 modules it needs: `tfm count` never imports the model.
 """
@@ -10,19 +13,31 @@ from typing import Any
 from .version import __version__
 
 _EXPORTS = {
-    "decode": "model.decoding",
-    "ArrayError": "errors", "ExitCode": "errors", "OutputError": "errors", "SpecError": "errors", "TfmError": "errors",
-    "Transformer": "model.transformer", "sinusoidal_positions": "kernels", "softmax_columns": "kernels",
+    # a model, from any path a command takes
+    "load": "models", "Model": "models", "load_spec": "models", "load_weights": "sources",
+    "DEFAULT_SPEC": "spec", "Spec": "spec", "spec_from_mapping": "spec", "spec_schema": "spec.schema",
+    # counting, costs, plans, comparisons
     "ParamCount": "analysis.params", "all_tensors": "analysis.params", "count_params": "analysis.params",
-    "check_input": "model.runner", "run_forward": "model.runner",
-    "DEFAULT_SPEC": "spec", "Spec": "spec", "load_spec": "spec", "spec_from_mapping": "spec",
+    "Costs": "analysis.costs", "costs": "analysis.costs", "estimate_forward": "analysis.memory",
+    "Plan": "analysis.plan", "plan": "analysis.plan", "Adapters": "analysis.lora", "adapters": "analysis.lora",
+    "Split": "analysis.parallel", "compare": "analysis.compare",
+    # running, decoding, generating
+    "Transformer": "model.transformer", "EncoderDecoder": "model.encoder_decoder",
+    "sinusoidal_positions": "kernels", "softmax_columns": "kernels",
+    "RunResult": "model.runner", "check_input": "model.runner", "random_input": "model.runner",
+    "run_forward": "model.runner",
+    "Decoder": "model.decoding", "decode": "model.decoding",
+    "Generation": "model.generate", "Sampling": "model.generate", "generate": "model.generate",
+    # the seeds' properties, and many specs in CI
     "CheckResult": "verify", "check_causality": "verify", "check_counts": "verify", "check_decoding": "verify",
     "check_equivariance": "verify", "check_scaling": "verify", "check_softmax": "verify", "make_setup": "verify",
-    "verify_all": "verify",
-    "check_weights": "io.weights", "init_weights": "io.weights", "load_weights": "sources",
-    "save_weights": "io.weights",
-    "estimate_forward": "analysis.memory",
+    "verify_all": "verify", "Budgets": "check", "SpecCheck": "check", "check_specs": "check",
+    # weights written and converted
+    "check_weights": "io.weights", "init_weights": "io.weights", "save_weights": "io.weights",
+    "Written": "writing", "convert": "writing", "init": "writing",
     "run_bench": "bench",
+    # errors and exit codes
+    "ArrayError": "errors", "ExitCode": "errors", "OutputError": "errors", "SpecError": "errors", "TfmError": "errors",
 }  # fmt: skip
 
 __all__ = ["__version__", *_EXPORTS]

@@ -1,4 +1,5 @@
-"""What a path on the command line names, whatever its format: a tfm weights file or a Hugging Face folder.
+"""What a path on the command line names, whatever its format: a tfm spec or weights file, a Hugging Face folder,
+a GGUF file; its spec, and the weights a model given by it runs.
 
 The formats live below this module (io: tfm's .npz and .safetensors; hf: Hugging Face folders; gguf: GGUF
 files); the commands,
@@ -9,11 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .gguf.model import gguf_weights, is_gguf
+from .gguf.model import gguf_weights, is_gguf, spec_from_gguf
 from .hf.folder import folder_weights
 from .io import weights as tfm_weights
 from .io.weights import Weights
-from .spec.definition import Spec
+from .spec.definition import DEFAULT_SPEC, Spec
+from .spec.load import load_spec
 
 
 def load_weights(path: str | Path, spec: Spec) -> Weights:
@@ -26,3 +28,73 @@ def load_weights(path: str | Path, spec: Spec) -> Weights:
     if is_gguf(path):
         return gguf_weights(path, spec)  # type: ignore[return-value]
     return tfm_weights.load_weights(path, spec)
+
+
+def is_hugging_face(path: Path) -> bool:
+    """A Hugging Face model: a folder (holding config.json), or a .json config (named config.json, or giving a
+    model_type) rather than a tfm spec written as JSON (its keys N, H, m, d, r)."""
+    if path.is_dir():
+        return True
+    if path.suffix.lower() != ".json":
+        return False
+    if path.name.lower() == "config.json" or not path.is_file():
+        return True
+    import json
+
+    try:
+        with path.open("rb") as handle:
+            data = json.loads(handle.read(4 << 20))  # (configs are a few KB; a longer file is no spec either)
+    except (OSError, ValueError):
+        return True  # (its reader names what is wrong with it)
+    tfm_keys = isinstance(data, dict) and "model_type" not in data and any(k in data for k in ("N", "H", "m", "d", "r"))
+    return not tfm_keys
+
+
+def spec_at(path: Path | None, weights: Path | None = None) -> tuple[Spec, str, str | None]:
+    """The spec at `path`, else the one stored in a .safetensors `weights` file, else the built-in default; with
+    where it came from, and a note saying so when it was not `path` itself."""
+    if path is None and weights is not None and weights.suffix.lower() == ".safetensors":
+        from .io.weights import spec_of_weights
+
+        stored = spec_of_weights(weights, required=True)  # never the default spec for a file made for another
+        assert stored is not None  # (required: an error otherwise)
+        return stored, f"{weights} metadata", f"using the spec stored in {weights} ({stored.summary()})"
+    if path is None:
+        return DEFAULT_SPEC, "built-in default", f"using the built-in default spec ({DEFAULT_SPEC.summary()})"
+    if is_hugging_face(path):
+        from .hf.config import spec_from_config
+
+        return spec_from_config(path), str(path), None
+    if path.suffix.lower() == ".gguf":
+        return spec_from_gguf(path), str(path), None
+    return load_spec(path), str(path), None
+
+
+def checkpoint_at(spec_path: Path | None, weights: Path | None) -> tuple[Path | None, str | None]:
+    """The weights a model runs: `weights`, else the checkpoint in the Hugging Face folder or the GGUF file given
+    as the spec, else None (seeded weights); with a note when a folder holds no checkpoint."""
+    if weights is None and spec_path is not None and spec_path.suffix.lower() == ".gguf":
+        return spec_path, None
+    if weights is None and spec_path is not None and spec_path.is_dir():
+        from .hf.checkpoint import has_checkpoint
+
+        if has_checkpoint(spec_path):
+            return spec_path, None
+        return None, (f"{spec_path} holds no checkpoint (model.safetensors or its index): seeded random weights "
+                      "are used (--seed)")  # fmt: skip
+    return weights, None
+
+
+def checkpoint_summary(path: Path | None, spec: Spec) -> dict | None:
+    """A Hugging Face folder's checkpoint, checked against its config from the headers alone (no data read); a
+    GGUF file's tensors, checked against its metadata, with their bits per weight by type; None for the rest."""
+    if path is not None and is_gguf(path):
+        from .gguf.model import gguf_summary
+
+        return gguf_summary(path, spec)
+    if path is None or not path.is_dir():
+        return None
+    from .hf.checkpoint import has_checkpoint
+    from .hf.folder import summary
+
+    return summary(path, spec) if has_checkpoint(path) else None

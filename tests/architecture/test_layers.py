@@ -26,7 +26,8 @@ LAYERS = [
     {"sources"},  # what a path names, whatever its format
     {"model"},  # the forward pass and its runner
     {"verify"},  # the seeds' properties, checked numerically
-    {"bench", "check", "convert"},  # tasks over many parts
+    {"bench", "check", "conversions", "generation", "planning"},  # tasks over many parts
+    {"models", "writing"},  # what the commands do, for Python: tfm.load(path) and its Model; tfm.init, tfm.convert
     {"cli"},  # the commands
     {"__init__", "__main__"},  # the library's front door and `python -m transformer_cli`
 ]

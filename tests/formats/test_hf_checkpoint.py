@@ -13,7 +13,7 @@ import pytest
 from conftest import random_weights
 
 from transformer_cli import ArrayError, Spec
-from transformer_cli.convert import write_folder
+from transformer_cli.conversions import write_folder
 from transformer_cli.hf.checkpoint import INDEX, SINGLE, Checkpoint
 from transformer_cli.hf.weights import checkpoint_weights
 

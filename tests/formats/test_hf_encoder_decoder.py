@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from transformer_cli import ArrayError, count_params
 from transformer_cli.analysis.params import all_tensors
 from transformer_cli.cli import app
-from transformer_cli.convert import write_folder
+from transformer_cli.conversions import write_folder
 from transformer_cli.hf.config import read_config, spec_from_config
 from transformer_cli.hf.weights import checkpoint_weights
 
@@ -294,7 +294,7 @@ def test_tfm_count_checks_a_transformers_folder(keys, tmp_path):
                                   BART | {"model_type": "mbart"}], ids=["t5-untied", "bart", "mbart"])  # fmt: skip
 def test_tfm_converts_a_folder_and_back_and_transformers_loads_the_same_tensors(keys, tmp_path):
     torch, transformers = _library()
-    from transformer_cli.convert import to_hugging_face, to_tfm
+    from transformer_cli.conversions import to_hugging_face, to_tfm
 
     if keys.get("tie_word_embeddings") is False:
         folder, model = tmp_path / "model", _untied_t5(_write(tmp_path / "config", keys), tmp_path / "model")

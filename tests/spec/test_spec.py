@@ -7,7 +7,8 @@ import math
 import pytest
 from conftest import EXAMPLES
 
-from transformer_cli import DEFAULT_SPEC, Spec, SpecError, count_params, load_spec, spec_from_mapping
+from transformer_cli import DEFAULT_SPEC, Spec, SpecError, count_params, spec_from_mapping
+from transformer_cli.spec.load import load_spec  # the YAML reader (transformer_cli.load_spec takes any model)
 
 BASE = "N: 2\nH: 4\nm: 8\nd: 32\nr: 64\n"
 

@@ -28,8 +28,7 @@ except ImportError:  # pragma: no cover - older typer uses click itself
     from click.utils import make_default_short_help  # type: ignore[no-redef]
 
 from ..errors import ExitCode, OutputError, Terminated, TfmError
-from ..spec.definition import DEFAULT_SPEC, Spec
-from ..spec.load import load_spec
+from ..spec.definition import Spec
 from ..version import __version__
 
 EXIT_CODES = (
@@ -234,51 +233,35 @@ def progress_bar(json_out: bool) -> Any:
 
 
 def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
-    """The spec at `path`, else the one stored in a .safetensors `weights` file, else the built-in default.
+    """The spec at `path`, else the one stored in a .safetensors `weights` file, else the built-in default
+    (models.spec_at, as the library reads it). Where it came from is returned, and said on stderr unless it was a
+    file named on the command line."""
+    from ..sources import spec_at
+    from ..text import escaped as shown
 
-    Where it came from is returned, and said on stderr unless it was a file named on the command line.
-    """
-    if path is None and weights is not None and weights.suffix.lower() == ".safetensors":
-        from ..io.weights import spec_of_weights
-        from ..text import escaped as shown
-
-        stored = spec_of_weights(weights, required=True)  # never the default spec for a file made for another
-        assert stored is not None  # (required: an error otherwise)
-        err.print(f"using the spec stored in {shown(weights)} ({shown(stored.summary())})", soft_wrap=True)
-        return stored, f"{weights} metadata"
-    if path is None:
-        err.print(f"using the built-in default spec ({DEFAULT_SPEC.summary()})", soft_wrap=True)
-        return DEFAULT_SPEC, "built-in default"
-    if is_hugging_face(path):
-        from ..hf.config import spec_from_config
-
-        return spec_from_config(path), str(path)
-    if path.suffix.lower() == ".gguf":
-        from ..gguf.model import spec_from_gguf
-
-        return spec_from_gguf(path), str(path)
-    return load_spec(path), str(path)
+    spec, source, note = spec_at(path, weights)
+    if note is not None:
+        err.print(shown(note), soft_wrap=True)
+    return spec, source
 
 
 def is_hugging_face(path: Path) -> bool:
     """A Hugging Face model: a folder (holding config.json) or a .json config, rather than a YAML spec."""
-    return path.is_dir() or path.suffix.lower() == ".json"
+    from ..sources import is_hugging_face as named
+
+    return named(path)
 
 
 def weights_of(spec_path: Path | None, weights: Path | None) -> Path | None:
     """The weights a command runs: --weights, else the checkpoint in the Hugging Face folder given as the spec, or
-    the GGUF file given as the spec, else None (seeded weights)."""
-    if weights is None and spec_path is not None and spec_path.suffix.lower() == ".gguf":
-        return spec_path
-    if weights is None and spec_path is not None and spec_path.is_dir():
-        from ..hf.checkpoint import has_checkpoint
-        from ..text import escaped as shown
+    the GGUF file given as the spec, else None (seeded weights); models.checkpoint_at, as the library finds them."""
+    from ..sources import checkpoint_at
+    from ..text import escaped as shown
 
-        if has_checkpoint(spec_path):
-            return spec_path
-        err.print(f"note: {shown(spec_path)} holds no checkpoint (model.safetensors or its index): seeded random "
-                  "weights are used (--seed)", soft_wrap=True, highlight=False)  # fmt: skip
-    return weights
+    found, note = checkpoint_at(spec_path, weights)
+    if note is not None:
+        err.print(f"note: {shown(note)}", soft_wrap=True, highlight=False)
+    return found
 
 
 def check_npy_output(path: Path | None) -> None:

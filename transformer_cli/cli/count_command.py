@@ -51,6 +51,7 @@ def count(
       tfm count examples/configs/gpt2-small.yaml examples/configs/seed-plain.yaml --seq-len 1024
     """
     from ..analysis.params import count_params
+    from ..sources import checkpoint_summary
     from ..spec.definition import check_length
     from ..spec.stacks import encoder
     from . import render, render_costs
@@ -63,7 +64,7 @@ def count(
         loaded = [load(p) for p in specs] if specs else [load(None)]
         counts = [(count_params(spec), source) for spec, source in loaded]
         paths: list[Path | None] = list(specs) if specs else [None]
-        checkpoints = [_checkpoint(p, spec) for p, (spec, _) in zip(paths, loaded, strict=True)]
+        checkpoints = [checkpoint_summary(p, spec) for p, (spec, _) in zip(paths, loaded, strict=True)]
         for spec, _ in loaded:
             if seq_len:
                 check_length(spec, seq_len, "--seq-len")
@@ -91,18 +92,3 @@ def count(
         specs_, found = [c.spec for c, _ in counts], [e for e in extra if e is not None]
         out.print(render_costs.flops_table(specs_, found))
         out.print(render_costs.memory_table(specs_, found))
-
-
-def _checkpoint(path: Path | None, spec) -> dict | None:
-    """A Hugging Face folder's checkpoint, checked against its config from the headers alone (no data read); a
-    GGUF file's tensors, checked against its metadata, with their bits per weight by type."""
-    if path is not None and path.suffix.lower() == ".gguf":
-        from ..gguf.model import gguf_summary
-
-        return gguf_summary(path, spec)
-    if path is None or not path.is_dir():
-        return None
-    from ..hf.checkpoint import has_checkpoint
-    from ..hf.folder import summary
-
-    return summary(path, spec) if has_checkpoint(path) else None

@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import TfmError
 from .common import ForceOpt, JsonOpt, app, busy, handled, load, out, print_json, spec_json
 
 
@@ -101,71 +100,12 @@ def convert(
       tfm convert tiny-llama.safetensors -o ./tiny-llama-again
       tfm convert ./tiny-llama -o tiny-llama-q8_0.gguf --type q8_0
     """
-    from ..analysis.units import parse_size
-    from ..io.outputs import check_folder_output, check_output_path
-    from ..io.weights import weights_format
+    from ..writing import convert as write
 
-    notes: list[str] = []  # (what a GGUF file holds of the folder's tokenizer)
     with handled(json_out, "tfm convert holds one tensor at a time, and the name and shape of each"):
-        shard_bytes = parse_size(shard_size, "--shard-size") if shard_size else None
-        to_file = output.suffix.lower() in (".npz", ".safetensors")
-        if output.suffix.lower() == ".gguf":
-            from ..convert import to_gguf
-
-            if source.suffix.lower() == ".gguf":
-                raise TfmError(f"{output}: tfm writes GGUF files from a Hugging Face folder or tfm's .safetensors; "
-                               f"{source} is a GGUF file already")  # fmt: skip
-            check_output_path(output, [source], force)
-            with busy("converting", json_out):
-                spec_, tensors, said = to_gguf(source, output, gguf_type.value, overwrite=force)
-            written = [str(output)]
-            notes.append(said)
-        elif source.suffix.lower() == ".gguf":
-            from ..convert import gguf_to_tfm
-
-            if to_file:
-                weights_format(output)
-                check_output_path(output, [source], force)
-                with busy("converting", json_out):
-                    spec_, tensors = gguf_to_tfm(source, output, dtype and dtype.value, overwrite=force)
-                written = [str(output)]
-            else:
-                from ..convert import gguf_to_hugging_face
-
-                check_folder_output(output, [source], force)
-                with busy("converting", json_out):
-                    spec_, files = gguf_to_hugging_face(source, output, dtype and dtype.value, shard_bytes, force)
-                written = [str(output / f) for f in files]
-        elif source.is_dir() and to_file:
-            from ..convert import to_tfm
-
-            for given, option in ((shard_size, "--shard-size"), (config, "--config")):
-                if given is not None:
-                    raise TfmError(f"{option}: applies only when writing a Hugging Face folder; here the folder "
-                                   f"{source} is read (with its own config.json) and tfm's weights file {output} "
-                                   "written")  # fmt: skip
-            weights_format(output)
-            check_output_path(output, [source], force)
-            with busy("converting", json_out):
-                spec_, tensors = to_tfm(source, output, dtype and dtype.value, overwrite=force)
-            written = [str(output)]
-        elif source.is_dir():  # folder to folder: resharded, or in another dtype
-            from ..convert import reshard
-
-            if config is not None:
-                raise TfmError(f"--config: {source} is written again with its own config.json; --config names the "
-                               "config for tfm's weights file")  # fmt: skip
-            check_folder_output(output, [source], force)
-            with busy("converting", json_out):
-                spec_, files = reshard(source, output, dtype and dtype.value, shard_bytes, force)
-            written = [str(output / f) for f in files]
-        else:
-            from ..convert import to_hugging_face
-
-            check_folder_output(output, [source, config], force)
-            with busy("converting", json_out):
-                spec_, files = to_hugging_face(source, output, config, dtype and dtype.value, shard_bytes, force)
-            written = [str(output / f) for f in files]
+        with busy("converting", json_out):
+            done = write(source, output, config, dtype and dtype.value, shard_size, gguf_type.value, force)
+    spec_, written, notes = done.spec, done.files, done.notes
     if json_out:
         print_json(spec_json(spec_) | {"source": str(source), "written": written}
                    | ({"tokenizer": notes[0]} if notes else {}))  # fmt: skip

@@ -23,7 +23,6 @@ from .common import (
     check_npy_output,
     err,
     handled,
-    is_hugging_face,
     load,
     out,
     print_json,
@@ -54,27 +53,13 @@ def init(
       tfm init examples/configs/tiny-causal.yaml --seed 1 -o weights.npz
       tfm init examples/hf/tiny-llama -o tiny-llama
     """
-    from ..analysis.memory import check_memory
-    from ..io.outputs import check_folder_output, check_output_path
-    from ..io.weights import init_memory, weights_format, write_init
+    from ..writing import init as write
 
     with handled(json_out):
-        spec, _ = load(spec_path)
-        hf_config = spec_path is not None and is_hugging_face(spec_path)
-        if hf_config and spec_path is not None and output.suffix.lower() not in (".npz", ".safetensors"):
-            from ..convert import init_folder, init_folder_memory
-            from ..hf.config import read_config
-
-            check_folder_output(output, [spec_path], force)
-            check_memory(init_folder_memory(spec, read_config(spec_path)), max_memory, "writing these weights")
-            with busy("initialising weights", json_out):
-                tensors, parameters = init_folder(spec_path, output, spec, seed, overwrite=force)
-        else:
-            weights_format(output)
-            check_output_path(output, [spec_path], force)
-            check_memory(init_memory(spec, output), max_memory, "writing these weights")
-            with busy("initialising weights", json_out):
-                tensors, parameters = write_init(output, spec, seed, overwrite=force)
+        load(spec_path)  # (said on stderr: where the spec came from, unless named)
+        with busy("initialising weights", json_out):
+            written = write(spec_path, output, seed, force, max_memory)
+    spec, tensors, parameters = written.spec, written.tensors, written.parameters
     data = spec_json(spec) | {"output": str(output), "seed": seed, "tensors": tensors, "parameters": parameters}
     if json_out:
         print_json(data)

@@ -135,15 +135,17 @@ def get_weights(spec: Spec, weights_path: Path | None, seed: int) -> tuple[Weigh
 
 def run_forward(
     spec: Spec,
-    input_path: Path,
+    input_path: Path | np.ndarray,
     weights_path: Path | None = None,
     seed: int = 0,
     dtype: str = "float64",
     max_memory: str | None = None,
     on_block: Callable[[float], None] | None = None,
-    target_path: Path | None = None,
+    target_path: Path | np.ndarray | None = None,
+    weights: Weights | None = None,
 ) -> RunResult:
-    """Check and load an input .npy, run Transformer on it, and record the activation RMS after each block.
+    """Check and load an input (a .npy path, or an array), run Transformer on it, and record the activation RMS
+    after each block; `weights` already loaded, else read from weights_path (or seeded).
 
     The input's header and the memory estimate are checked before any data is read or weight built.
     """
@@ -157,23 +159,26 @@ def run_forward(
         from ..components.encoder import encoder_run_spec
 
         source_spec = encoder_run_spec(spec)
-    header = peek_npy(input_path)
-    check_input_header(header.shape, header.dtype, source_spec, str(input_path))
+    header = _header(input_path)
+    check_input_header(header.shape, header.dtype, source_spec, _named(input_path, "input"))
     b, n = sequences(header.shape, header.dtype, source_spec)
     if target_path is None:
         check_memory(estimate_forward(spec, b, n, dtype), max_memory, "this forward pass")
     else:
-        target_header = peek_npy(target_path)
-        check_input_header(target_header.shape, target_header.dtype, spec, str(target_path))
+        target_header = _header(target_path)
+        check_input_header(target_header.shape, target_header.dtype, spec, _named(target_path, "target"))
         check_memory(estimate_encoder_decoder(spec, b, n, target_header.shape[-1], dtype), max_memory,
                      "this forward pass")  # fmt: skip
-    x, notes = check_input(open_npy(input_path), source_spec, str(input_path), dtype)
-    weights, source = get_weights(spec, weights_path, seed)
+    x, notes = check_input(_array(input_path), source_spec, _named(input_path, "input"), dtype)
+    if weights is None:
+        weights, source = get_weights(spec, weights_path, seed)
+    else:
+        source = str(weights_path) if weights_path is not None else f"seeded init (seed {seed})"
     trace: list[float] = []
     if target_path is not None:
         from .encoder_decoder import EncoderDecoder
 
-        t, target_notes = check_input(open_npy(target_path), spec, str(target_path), dtype)
+        t, target_notes = check_input(_array(target_path), spec, _named(target_path, "target"), dtype)
         model = EncoderDecoder(spec, weights, np.dtype(dtype))
         y = model.forward(x, t, trace=trace, on_block=on_block)
         notes += target_notes
@@ -182,5 +187,20 @@ def run_forward(
     bad = first_nonfinite(y)
     if bad is not None:
         hint = "; try --dtype float64" if dtype != "float64" else ""
-        raise NumericalError(f"{input_path}: the output has {y[bad]} at index {bad}: {dtype} cannot hold it{hint}")
+        where = _named(input_path, "input")
+        raise NumericalError(f"{where}: the output has {y[bad]} at index {bad}: {dtype} cannot hold it{hint}")
     return RunResult(spec, x.shape, dtype, source, y, trace, notes)
+
+
+def _header(x: Path | np.ndarray) -> Any:
+    """An input's shape and dtype, from a .npy's header before its data is read, or from the array."""
+    return peek_npy(x) if isinstance(x, (str, Path)) else np.asarray(x)
+
+
+def _array(x: Path | np.ndarray) -> np.ndarray:
+    return open_npy(x) if isinstance(x, (str, Path)) else np.asarray(x)
+
+
+def _named(x: Path | np.ndarray, what: str) -> str:
+    """How a message names an input: its file, or `what` (the input, the target) for an array."""
+    return str(x) if isinstance(x, (str, Path)) else what

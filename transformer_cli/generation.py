@@ -1,0 +1,128 @@
+"""Generation from a model's files, for `tfm generate` and `Model.generate`: the prompts (token ids, or text through
+the folder's tokenizer.json), the stop, padding and start tokens the files give, and the model set up to decode
+(an encoder-decoder encodes its source once). The decoding itself is model/generate.py's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import SpecError
+from .spec.definition import Spec
+
+if TYPE_CHECKING:
+    from .model.generate import Generation
+
+
+def generate_from(model: Any, prompt: Any, max_new_tokens: int = 16, temperature: float = 0.0,
+                  top_k: int | None = None, top_p: float | None = None, seed: int = 0, stop: list[int] | None = None,
+                  dtype: str | None = None,
+                  on_token: Callable[[np.ndarray], None] | None = None) -> Generation:  # fmt: skip
+    """The prompt (ids (p,) or (b, p), or a text the model's tokenizer encodes) continued by `model` (a
+    models.Model) by up to max_new_tokens."""
+    from .model.generate import Sampling, generate
+
+    if isinstance(prompt, str):
+        if model.tokenizer is None:
+            raise SpecError(f"{model.path or 'the built-in spec'}: has no tokenizer.json to encode a text prompt; "
+                            "give token ids")  # fmt: skip
+        prompt = [model.tokenizer.encode(prompt).ids]
+    ids = check_prompts(np.asarray(prompt), model.spec, "the prompt")
+    config = model.generation_config
+    stops = list(stop) if stop else token_ids(config.get("eos_token_id"))
+    pad = config.get("pad_token_id")
+    pad = pad if isinstance(pad, int) else None
+    sampling = Sampling(temperature, top_k, top_p, seed)
+    net = model.transformer(dtype)
+    if not hasattr(net, "encode"):
+        return generate(net, ids, max_new_tokens, stops, pad, sampling, on_token)
+    start = config.get("decoder_start_token_id")
+    if not isinstance(start, int):
+        raise SpecError(f"{model.spec.label}: an encoder-decoder generates from decoder_start_token_id, which its "
+                        "config does not give")  # fmt: skip
+    memory = net.encode(ids)
+    begin = np.full((ids.shape[0], 1), start, dtype=np.int64)
+    return generate(net.decoder, begin, max_new_tokens, stops, pad, sampling, on_token, memory)
+
+
+def check_prompts(ids: np.ndarray, spec: Spec, where: str) -> np.ndarray:
+    """The prompts (b, p) as int64 ids, checked: integers, one or two axes, not empty, within the vocabulary."""
+    if not np.issubdtype(ids.dtype, np.integer) or ids.ndim not in (1, 2):
+        raise SpecError(f"{where}: expected integer token ids (p,) or (b, p), got {ids.dtype} {ids.shape}")
+    ids = np.asarray(ids, dtype=np.int64)
+    ids = ids[None] if ids.ndim == 1 else ids
+    if ids.shape[1] == 0:
+        raise SpecError(f"{where}: the prompt is empty (at least one token)")
+    vocabulary = spec.V_src or spec.V
+    if vocabulary is None:
+        raise SpecError(f"{spec.label}: generation needs a vocabulary (V)")
+    if ids.min() < 0 or ids.max() >= vocabulary:
+        raise SpecError(f"{where}: token ids must be in 0 .. {vocabulary - 1}, got "
+                        f"{int(ids.min())} .. {int(ids.max())}")  # fmt: skip
+    return ids
+
+
+def token_ids(value: Any) -> list[int]:
+    """A config's token id or list of them (eos_token_id), as a list; anything else is none."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+    return []
+
+
+def generation_config(spec_path: Path | None, weights: Path | None) -> dict[str, Any]:
+    """The stop, padding and start tokens the model's files give: a folder's generation_config.json over its
+    config.json, the configs a tfm .safetensors keeps, a GGUF file's tokenizer.ggml ids."""
+    from .files import read_bounded
+    from .hf.config import MAX_CONFIG_BYTES, stored_config
+
+    for path in (spec_path, weights):
+        if path is None:
+            continue
+        if path.is_dir():
+            found: dict[str, Any] = {}
+            for name in ("config.json", "generation_config.json"):
+                file = path / name
+                if file.is_file():
+                    text = read_bounded(file, MAX_CONFIG_BYTES, f"a {name}", SpecError).decode("utf-8", "replace")
+                    found |= stored_config(text, str(file))
+            return found
+        if path.suffix.lower() == ".gguf":
+            from .gguf.header import read_header
+
+            meta = read_header(path).metadata
+            return {key: meta.get(f"tokenizer.ggml.{name}") for key, name in
+                    (("eos_token_id", "eos_token_id"), ("pad_token_id", "padding_token_id"))}  # fmt: skip
+        if path.suffix.lower() == ".safetensors":
+            from .io.safetensors_io import peek
+
+            kept = peek(path)[1]
+            found = {}
+            for key in ("hf_config", "hf_generation_config"):
+                if key in kept:
+                    found |= stored_config(kept[key], f"{path}: metadata '{key}'")
+            return found
+    return {}
+
+
+def has_tokenizer(path: Path) -> bool:
+    return path.is_dir() and (path / "tokenizer.json").is_file()
+
+
+def tokenizer(path: Path | None) -> Any:
+    """The folder's tokenizer.json, read by the tokenizers library."""
+    if path is None or not has_tokenizer(path):
+        raise SpecError(f"--prompt: {path or 'the built-in spec'} has no tokenizer.json; give token ids: --input")
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise SpecError("--prompt: text needs the tokenizers library: pip install 'tfm[text]'") from None
+    try:
+        return Tokenizer.from_file(str(path / "tokenizer.json"))
+    except Exception as e:  # (the library's own message: a Rust error as an Exception)
+        raise SpecError(f"{path / 'tokenizer.json'}: not a tokenizer the tokenizers library reads ({e})") from None

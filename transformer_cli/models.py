@@ -1,0 +1,166 @@
+"""A model as the commands take it, for Python: `tfm.load(path)` reads what any command reads and returns a Model.
+
+A path names a tfm YAML or JSON spec, a Hugging Face model (its folder, quantised checkpoints included, or its
+config.json), tfm's .safetensors weights (the spec kept in their metadata) or a GGUF file. The spec is read at
+once; the weights only when first used, tensor by tensor from the file as the model asks for them. Errors are the
+TfmErrors the CLI prints as one line. The commands call this module for what a path names, so the library and the
+command line cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import SpecError
+from .sources import checkpoint_at, spec_at
+from .spec.definition import Spec
+
+WEIGHT_FILES = (".npz", ".safetensors")
+
+
+def load(path: str | Path | None = None, weights: str | Path | None = None, seed: int = 0) -> Model:
+    """The model at `path` (None: the built-in default spec), its weights from `weights`, else the checkpoint
+    `path` holds, else seeded from `seed`. tfm's .safetensors is a model by itself (its spec in the metadata)."""
+    path = None if path is None else Path(path)
+    weights = None if weights is None else Path(weights)
+    if path is not None and weights is None and path.suffix.lower() in WEIGHT_FILES:
+        if path.suffix.lower() == ".npz":
+            raise SpecError(f"{path}: tfm's .npz weights keep no spec; name the spec too: "
+                            f"tfm.load(SPEC, weights='{path}')")  # fmt: skip
+        path, weights = None, path
+    spec, source, said = spec_at(path, weights)
+    checkpoint, missing = checkpoint_at(path, weights)
+    return Model(spec, source, path, checkpoint, seed, [n for n in (said, missing) if n])
+
+
+@dataclass
+class Model:
+    """A spec, where it came from, and its weights (a checkpoint read lazily, or seeded from `seed`).
+
+    Each method is what the command of its name does, returning the command's typed result; `weights`,
+    `generation_config` and `tokenizer` are read on first use."""
+
+    spec: Spec
+    source: str  # what the spec was read from: a path, "built-in default", or "FILE metadata"
+    path: Path | None  # the path loaded (None: the built-in default, or a weights file's spec)
+    weights_path: Path | None  # the checkpoint (None: seeded weights)
+    seed: int = 0
+    notes: list[str] = field(default_factory=list)  # what the CLI says on stderr when loading it
+
+    @property
+    def name(self) -> str:
+        return self.spec.label
+
+    @cached_property
+    def weights(self) -> Any:
+        """The weights, a mapping of tfm's tensor names to arrays (a checkpoint's read as each is asked for)."""
+        from .model.runner import get_weights
+
+        return get_weights(self.spec, self.weights_path, self.seed)[0]
+
+    @property
+    def dtype(self) -> str:
+        """The compute dtype a forward pass defaults to: float32 for a Hugging Face checkpoint, else float64."""
+        return "float32" if self.weights_path is not None and self.weights_path.is_dir() else "float64"
+
+    def transformer(self, dtype: str | None = None) -> Any:
+        """The NumPy model: a Transformer, or an EncoderDecoder (encode(source), decoder) for two stacks."""
+        from .model.transformer import Transformer
+        from .spec.stacks import encoder
+
+        if encoder(self.spec) is None:
+            return Transformer(self.spec, self.weights, np.dtype(dtype or self.dtype))
+        from .model.encoder_decoder import EncoderDecoder
+
+        return EncoderDecoder(self.spec, self.weights, np.dtype(dtype or self.dtype))
+
+    # -- what the commands do ------------------------------------------------------------------------------------
+
+    def count(self) -> Any:
+        """`tfm count`: the parameters by tensor and block, with the closed form (a ParamCount)."""
+        from .analysis.params import count_params
+
+        return count_params(self.spec)
+
+    def checkpoint(self) -> dict[str, Any] | None:
+        """`tfm count`'s checkpoint line: a folder's or GGUF file's tensors checked against the spec from their
+        headers (files, tensors, dtypes, bytes), or None for seeded weights and tfm's own files."""
+        from .sources import checkpoint_summary
+
+        return checkpoint_summary(self.weights_path, self.spec)
+
+    def costs(self, b: int = 1, n: int = 16, dtype: str = "float32", n_src: int | None = None) -> Any:
+        """`tfm count --seq-len n`: FLOPs by component and memory for inference and training (a Costs)."""
+        from .analysis.costs import costs
+
+        return costs(self.spec, b, n, dtype, n_src)
+
+    def plan(self, **options: Any) -> Any:
+        """`tfm plan`: serving and training memory, what fits, time on hardware (a Plan); the options are the
+        command's, by their long names (seq_len, batch, weights, memory="80G", lora_rank, tensor_parallel...)."""
+        from .planning import plan_model
+
+        return plan_model(self, **options)
+
+    def verify(self, n: int | None = None, dtype: str = "float64", tol: float | None = None,
+               max_memory: str | None = None) -> list[Any]:  # fmt: skip
+        """`tfm verify`: every property of the seeds, each against what theory predicts (CheckResults)."""
+        from .verify import verify_all
+
+        return verify_all(self.spec, self.weights, self.seed, dtype, n, tol, max_memory)
+
+    def sample(self, n: int = 16, b: int | None = None, seed: int = 0) -> np.ndarray:
+        """`tfm sample`: a seeded input, token ids (n,) or (b, n), or columns (d, n) or (b, d, n)."""
+        from .model.runner import random_input
+
+        return random_input(self.spec, n, b, seed)
+
+    def run(self, x: Any, target: Any = None, dtype: str | None = None, max_memory: str | None = None) -> Any:
+        """`tfm run`: the forward pass on `x` (an array or a .npy path; an encoder-decoder's source, with
+        `target`) -> a RunResult: .output the logits (V, n) or columns (d, n), .rms_trace per block."""
+        from .model.runner import run_forward
+
+        return run_forward(self.spec, x, self.weights_path, self.seed, dtype or self.dtype, max_memory,
+                           target_path=target, weights=self.weights)  # fmt: skip
+
+    def generate(self, prompt: Any, max_new_tokens: int = 16, *, temperature: float = 0.0, top_k: int | None = None,
+                 top_p: float | None = None, seed: int = 0, stop: list[int] | None = None, dtype: str | None = None,
+                 on_token: Callable[[np.ndarray], None] | None = None) -> Any:  # fmt: skip
+        """`tfm generate`: new tokens after the prompts, token ids (p,) or (b, p), or text (with a tokenizer.json)
+        -> a Generation (.tokens, .new_tokens, .stopped). Greedy unless a temperature is given; stops at the
+        model's eos_token_id unless `stop` says."""
+        from .generation import generate_from
+
+        return generate_from(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, stop, dtype, on_token)
+
+    def decoder(self, b: int, n: int, dtype: str | None = None) -> Any:
+        """A KV-cache Decoder for b sequences of at most n positions: prefill(Z), then step(z), column by column."""
+        from .model.decoding import Decoder
+
+        return Decoder(self.transformer(dtype), b, n)
+
+    @cached_property
+    def generation_config(self) -> dict[str, Any]:
+        """The stop, padding and start tokens the model's files give (generation_config.json over config.json)."""
+        from .generation import generation_config
+
+        return generation_config(self.path, self.weights_path)
+
+    @cached_property
+    def tokenizer(self) -> Any:
+        """The folder's tokenizer.json as a `tokenizers.Tokenizer`, or None when the model has none."""
+        from .generation import has_tokenizer, tokenizer
+
+        return tokenizer(self.path) if self.path is not None and has_tokenizer(self.path) else None
+
+
+def load_spec(path: str | Path) -> Spec:
+    """The spec of any model a command takes: a tfm YAML or JSON spec, a Hugging Face folder or config.json, a
+    GGUF file, or tfm's .safetensors weights (the spec kept in their metadata)."""
+    return load(path).spec

@@ -1,0 +1,208 @@
+"""`tfm plan` on a model's files, for the command and `Model.plan`: the options checked, the weights a file holds
+(a GGUF file's type, a quantised checkpoint's own bytes), llama.cpp's mixes for the model's architecture, and LoRA
+on the modules as the model's own names give them. The figures themselves are analysis/plan.py's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .analysis.serving import GGUF_MIXES, LOGITS, WEIGHT_DTYPES, context_cap
+from .errors import TfmError
+from .spec.definition import Spec
+
+if TYPE_CHECKING:
+    from .analysis.plan import Plan
+    from .analysis.quantized import Held
+
+
+class Asked(NamedTuple):
+    """analysis.plan.plan's arguments, as the options resolve them for a model."""
+
+    spec: Spec
+    b: int
+    n: int
+    n_src: int | None
+    weights: str | Held
+    kv: str
+    memory: int | None
+    optimizer: str
+    zero: int
+    devices: int
+    hardware: tuple[str, ...]
+    lora: Any
+    split: Any
+    logits: str
+
+
+def plan_model(model: Any, *args: Any, **options: Any) -> Plan:
+    """The plan `tfm plan MODEL` makes with these options (asked()'s)."""
+    from .analysis.plan import plan
+
+    return plan(*asked(model, *args, **options))
+
+
+def asked(
+    model: Any,  # a models.Model
+    seq_len: int | None = None,
+    batch: int = 1,
+    source_len: int | None = None,
+    weights: str | None = None,
+    kv_dtype: str = "bfloat16",
+    memory: int | str | None = None,
+    optimizer: str = "adam-mixed",
+    zero: int = 0,
+    devices: int = 1,
+    hardware: Iterable[str] | None = None,
+    lora_rank: int | None = None,
+    lora_targets: str | None = None,
+    tensor_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    expert_parallel: int = 1,
+    logits: str = "last",
+    say: Callable[[str], None] | None = None,
+) -> Asked:
+    """What `tfm plan MODEL` plans with these options (by the command's long names; memory as bytes or with
+    its unit, "80G"), checked as the command checks them; `say` hears what the command says on stderr (a context
+    beyond the model's, a file planned at its own bytes)."""
+    from .analysis.hardware import PRESETS
+    from .analysis.kv_cache import KV_BYTES
+    from .analysis.parallel import Split
+    from .analysis.plan import HARDWARE
+    from .analysis.training import OPTIMIZERS
+    from .analysis.units import parse_size
+    from .spec.definition import check_length
+    from .spec.stacks import encoder
+
+    say = say or (lambda note: None)
+    spec, path = model.spec, model.path or model.weights_path
+    chosen = ((weights, (*WEIGHT_DTYPES, *GGUF_MIXES), "weights"), (kv_dtype, tuple(KV_BYTES), "kv-dtype"),
+              (optimizer, tuple(OPTIMIZERS), "optimizer"), (logits, tuple(LOGITS), "logits"))  # fmt: skip
+    for given, choices, option in chosen:
+        if given is not None and given not in choices:
+            raise TfmError(f"--{option} {given}: expected one of {', '.join(choices)}")
+    names = tuple(hardware) if hardware else HARDWARE
+    for name in names:
+        if name not in (*PRESETS, "this"):
+            raise TfmError(f"--hardware {name}: expected one of {', '.join((*PRESETS, 'this'))}")
+    counts = ((batch, "batch"), (devices, "devices"), (tensor_parallel, "tensor-parallel"),
+              (pipeline_parallel, "pipeline-parallel"), (expert_parallel, "expert-parallel"))  # fmt: skip
+    for count, option in counts:
+        if count < 1:
+            raise TfmError(f"--{option} {count}: expected 1 or more")
+    cap = context_cap(spec)
+    n = seq_len or min(2048, cap or 2048)
+    check_length(spec, n, "--seq-len")  # refused beyond learned positions
+    if cap and n > cap:
+        say(f"warning: --seq-len {n:,} is beyond {spec.label}'s own context of {cap:,} tokens (context: "
+            "max_position_embeddings); the figures are for a model run past it")  # fmt: skip
+    if source_len and encoder(spec) is None:
+        raise TfmError(f"--source-len {source_len}: {spec.label} is not an encoder-decoder (no N_enc), it reads no "
+                       "source")  # fmt: skip
+    if devices > 1 and zero == 0:
+        raise TfmError(f"--devices {devices}: needs --zero 1, 2 or 3 (without ZeRO each device holds it all)")
+    budget = parse_size(memory, "--memory") if isinstance(memory, str) else memory
+    kind: str | Held = weights if weights is not None else stored_type(path, spec, say) or "bfloat16"
+    if kind in GGUF_MIXES:
+        kind = mix(path, spec, str(kind))
+    if lora_targets and not lora_rank:
+        raise TfmError(f"--lora-targets {lora_targets}: needs --lora-rank R (the adapters' rank)")
+    lora = adapters_of(path, spec, lora_rank, lora_targets or "all-linear") if lora_rank else None
+    split = Split(tensor_parallel, pipeline_parallel, expert_parallel)
+    return Asked(spec, batch, n, source_len, kind, kv_dtype, budget, optimizer, zero, devices, names, lora, split,
+                 logits)  # fmt: skip
+
+
+def weights_types(path: Path | None, spec: Spec, kind: str | Held, also: str | None) -> list[str | Held]:
+    """The weights drawn: the plan's, then each of `also` (--plot-weights: types or llama.cpp mixes, by commas)."""
+    found = [kind]
+    for name in [w.strip() for w in (also or "").split(",") if w.strip()]:
+        if name in GGUF_MIXES:
+            found.append(mix(path, spec, name))
+        elif name in WEIGHT_DTYPES:
+            found.append(name)
+        else:
+            raise TfmError(f"--plot-weights {also}: '{name}' is no weights type (expected {', '.join(WEIGHT_DTYPES)}, "
+                           f"or a mix: {', '.join(GGUF_MIXES)})")  # fmt: skip
+    return found
+
+
+def mix(path: Path | None, spec: Spec, name: str) -> Held:
+    """A llama.cpp file type (Q4_K_M: Q4_K with Q6_K where llama-quantize puts it) for the GGUF architecture of
+    the model: a folder's model_type, a GGUF file's own, that of the config tfm's weights file keeps, else llama."""
+    from .gguf.mixes import mix_held
+    from .gguf.write import ARCH_OF
+
+    model_type, arch = None, "llama"
+    if path is not None and path.is_dir():
+        from .hf.config import read_config
+
+        model_type = read_config(path).get("model_type")
+    elif path is not None and path.suffix.lower() == ".gguf":
+        from .gguf.header import read_header
+
+        arch = str(read_header(path).metadata.get("general.architecture"))
+    elif path is not None and path.suffix.lower() == ".safetensors":
+        import json
+
+        from .io.safetensors_io import peek
+
+        kept = peek(path)[1].get("hf_config")
+        model_type = json.loads(kept).get("model_type") if kept else None
+    if model_type is not None:
+        if model_type not in ARCH_OF:
+            raise TfmError(f"--weights {name}: model_type '{model_type}' has no GGUF architecture tfm knows (it "
+                           f"knows {', '.join(ARCH_OF)})")  # fmt: skip
+        arch = ARCH_OF[str(model_type)]
+    return mix_held(spec, arch, name)
+
+
+def adapters_of(path: Path | None, spec: Spec, rank: int, targets: str) -> Any:
+    """LoRA on the model: a Hugging Face folder's (or config.json's) modules by their names, else tfm's own."""
+    from .analysis.lora import adapters
+
+    modules = None
+    if path is not None and (path.is_dir() or path.name == "config.json"):
+        from .hf.config import read_config
+        from .hf.lora_modules import hf_linear_modules
+
+        modules = hf_linear_modules(spec, read_config(path))
+    return adapters(spec, rank, targets, modules)
+
+
+def stored_type(path: Path | None, spec: Spec, say: Callable[[str], None]) -> str | Held | None:
+    """The weights a file holds, for the plan: a GGUF file's one type (as --weights names it); the file's own
+    bytes, tensor by tensor, for a GGUF file that mixes types (Q4_K_M: Q4_K and Q6_K) or a quantised Hugging
+    Face checkpoint (said); None for anything else (planned in bfloat16)."""
+    if path is None:
+        return None
+    if path.is_dir():
+        from .hf.config import read_config
+        from .hf.quant import KEYS
+
+        if not (path / "config.json").is_file() or not any(key in read_config(path) for key in KEYS):
+            return None
+        from .sources import load_weights
+
+        held = load_weights(path, spec).held()  # type: ignore[attr-defined]
+        say(f"note: {path} is quantised ({held.label}): planned at its own bytes")
+        return held
+    if path.suffix.lower() != ".gguf":
+        return None
+    from .analysis.quantized import weight_bytes
+    from .analysis.units import human
+    from .gguf.model import GGUFWeights, gguf_summary
+
+    summary = gguf_summary(path, spec)
+    names = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+    types = {kind: row for kind, row in summary["types"].items() if kind != "F32"} or summary["types"]
+    main = max(types, key=lambda kind: types[kind]["parameters"])
+    kind = names.get(main, main.lower())
+    if kind in WEIGHT_DTYPES and weight_bytes(spec)[kind] == summary["tensor_bytes"]:
+        return kind
+    held = GGUFWeights(path, spec).held()
+    say(f"note: {path} stores {', '.join(sorted(summary['types']))}: planned at its own bytes "
+        f"({human(held.total())})")  # fmt: skip
+    return held

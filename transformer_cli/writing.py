@@ -1,0 +1,128 @@
+"""`tfm init` and `tfm convert` as library calls: which writer a source and an output name, the output checked
+(never one of the inputs; an existing one replaced only with `overwrite`), then written whole or not at all.
+The writers themselves are io/weights.py's and conversions.py's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import TfmError
+from .sources import is_hugging_face, spec_at
+from .spec.definition import Spec
+
+WEIGHT_FILES = (".npz", ".safetensors")
+GGUF_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0")  # gguf/write.py's TYPES
+SAVE_DTYPES = ("float64", "float32", "float16", "bfloat16")
+
+
+@dataclass
+class Written:
+    """What a call wrote: the model's spec, the files, and for `init` the tensors and parameters."""
+
+    spec: Spec
+    files: list[str]
+    tensors: int | None = None
+    parameters: int | None = None
+    notes: list[str] = field(default_factory=list)  # what a GGUF file keeps of the folder's tokenizer
+
+
+def init(path: str | Path | None, output: str | Path, seed: int = 0, overwrite: bool = False,
+         max_memory: str | None = None) -> Written:  # fmt: skip
+    """`tfm init`: seeded float64 weights for the spec at `path` (None: the built-in default) as .npz or
+    .safetensors (the spec in its metadata); for a Hugging Face config, an output without those extensions is a
+    Hugging Face folder (config.json and model.safetensors in float32) that tfm and transformers load."""
+    from .analysis.memory import check_memory
+    from .io.outputs import check_folder_output, check_output_path
+    from .io.weights import init_memory, weights_format, write_init
+
+    path = None if path is None else Path(path)
+    output = Path(output)
+    spec, _, _ = spec_at(path)
+    if path is not None and is_hugging_face(path) and output.suffix.lower() not in WEIGHT_FILES:
+        from .conversions import init_folder, init_folder_memory
+        from .hf.config import read_config
+
+        check_folder_output(output, [path], overwrite)
+        check_memory(init_folder_memory(spec, read_config(path)), max_memory, "writing these weights")
+        tensors, parameters = init_folder(path, output, spec, seed, overwrite=overwrite)
+    else:
+        weights_format(output)
+        check_output_path(output, [path], overwrite)
+        check_memory(init_memory(spec, output), max_memory, "writing these weights")
+        tensors, parameters = write_init(output, spec, seed, overwrite=overwrite)
+    return Written(spec, [str(output)], tensors, parameters)
+
+
+def convert(
+    source: str | Path,
+    output: str | Path,
+    config: str | Path | None = None,
+    dtype: str | None = None,
+    shard_size: str | int | None = None,
+    gguf_type: str = "f16",
+    overwrite: bool = False,
+) -> Written:
+    """`tfm convert`: a Hugging Face folder to tfm's weights file (.safetensors or .npz), to another folder
+    (resharded, or in another dtype) or to a GGUF file (of `gguf_type`); tfm's .safetensors back to a folder
+    (its stored config, or `config`); a GGUF file to tfm's weights or to a folder. `shard_size` in bytes or with
+    its unit ("5G") cuts a folder's checkpoint into shards; `dtype` is written (the source's by default)."""
+    from .analysis.units import parse_size
+    from .io.outputs import check_folder_output, check_output_path
+    from .io.weights import weights_format
+
+    source, output = Path(source), Path(output)
+    config = None if config is None else Path(config)
+    if dtype is not None and dtype not in SAVE_DTYPES:
+        raise TfmError(f"--dtype {dtype}: expected one of {', '.join(SAVE_DTYPES)}")
+    shard_bytes = parse_size(shard_size, "--shard-size") if isinstance(shard_size, str) else shard_size
+    to_file = output.suffix.lower() in WEIGHT_FILES
+    if output.suffix.lower() == ".gguf":
+        from .conversions import to_gguf
+
+        if gguf_type not in GGUF_TYPES:
+            raise TfmError(f"--type {gguf_type}: expected one of {', '.join(GGUF_TYPES)}")
+        if source.suffix.lower() == ".gguf":
+            raise TfmError(f"{output}: tfm writes GGUF files from a Hugging Face folder or tfm's .safetensors; "
+                           f"{source} is a GGUF file already")  # fmt: skip
+        check_output_path(output, [source], overwrite)
+        spec, _, said = to_gguf(source, output, gguf_type, overwrite=overwrite)
+        return Written(spec, [str(output)], notes=[said])
+    if source.suffix.lower() == ".gguf":
+        from .conversions import gguf_to_hugging_face, gguf_to_tfm
+
+        if to_file:
+            weights_format(output)
+            check_output_path(output, [source], overwrite)
+            spec, _ = gguf_to_tfm(source, output, dtype, overwrite=overwrite)
+            return Written(spec, [str(output)])
+        check_folder_output(output, [source], overwrite)
+        spec, files = gguf_to_hugging_face(source, output, dtype, shard_bytes, overwrite)
+        return Written(spec, [str(output / f) for f in files])
+    if source.is_dir() and to_file:
+        from .conversions import to_tfm
+
+        for given, option in ((shard_size, "--shard-size"), (config, "--config")):
+            if given is not None:
+                raise TfmError(f"{option}: applies only when writing a Hugging Face folder; here the folder "
+                               f"{source} is read (with its own config.json) and tfm's weights file {output} "
+                               "written")  # fmt: skip
+        weights_format(output)
+        check_output_path(output, [source], overwrite)
+        spec, _ = to_tfm(source, output, dtype, overwrite=overwrite)
+        return Written(spec, [str(output)])
+    if source.is_dir():  # folder to folder: resharded, or in another dtype
+        from .conversions import reshard
+
+        if config is not None:
+            raise TfmError(f"--config: {source} is written again with its own config.json; --config names the "
+                           "config for tfm's weights file")  # fmt: skip
+        check_folder_output(output, [source], overwrite)
+        spec, files = reshard(source, output, dtype, shard_bytes, overwrite)
+        return Written(spec, [str(output / f) for f in files])
+    from .conversions import to_hugging_face
+
+    check_folder_output(output, [source, config], overwrite)
+    spec, files = to_hugging_face(source, output, config, dtype, shard_bytes, overwrite)
+    return Written(spec, [str(output / f) for f in files])
