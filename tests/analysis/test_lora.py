@@ -86,5 +86,53 @@ def test_what_lora_cannot_count_is_refused_in_one_line(tmp_path):
         lora_parameters(spec, 8, "q_proj")
     with pytest.raises(SpecError, match="expected a positive rank"):
         lora_parameters(spec, 0)
-    with pytest.raises(SpecError, match="LoRA on a mixture of experts is not counted yet"):
-        lora_parameters(Spec(N=1, H=2, m=4, d=8, r=16, E=4, k=2, feedforward="gated", activation="silu"), 8)
+
+
+def test_a_tfm_spec_s_experts_each_have_an_adapter_by_the_closed_form():
+    spec = Spec(N=2, H=2, m=4, d=8, r=16, E=4, k=2, expert_r=6, shared_r=12, feedforward="gated", activation="silu")
+    r, d, H, m, E, r_e, r_s = 8, 8, 2, 4, 4, 6, 12
+    attention = 4 * (d + H * m)  # W_Q, W_K, W_V, W_O
+    per_block = r * (attention + E * 3 * (d + r_e) + 3 * (d + r_s))  # each expert's W1, W3, W2; the shared's
+    assert lora_parameters(spec, r) == 2 * per_block
+    assert lora_parameters(spec, r, "W2") == 2 * r * (E * (r_e + d) + (r_s + d))
+    assert lora_parameters(spec, r, "W_Q") == 2 * r * (d + H * m)  # (the router is no target)
+
+
+MIXTURES = ["mixtral", "qwen2_moe", "qwen2_moe-all-routed", "qwen3_moe", "qwen3_moe-all-routed", "deepseek_v2",
+            "deepseek_v3", "phimoe", "gpt_oss"]  # fmt: skip
+# a list of names of each family: attention and the experts by their checkpoint's names (peft maps them)
+LISTS = {"mixtral": "q_proj,w1,w3", "qwen3_moe": "v_proj,down_proj,gate", "deepseek_v2": "kv_b_proj,gate_proj,up_proj",
+         "deepseek_v3": "q_b_proj,down_proj", "phimoe": "o_proj,router", "qwen2_moe": "k_proj,shared_expert_gate",
+         "gpt_oss": "q_proj,k_proj"}  # fmt: skip
+
+
+@pytest.mark.parametrize("rank", [4, 16])
+@pytest.mark.parametrize("name", MIXTURES)
+def test_a_mixture_s_trainable_parameters_are_peft_s_on_transformers_5_s_model(tmp_path, name, rank):
+    """peft wraps the stacked experts as parameters (rank r for each expert, 2 r for gate and up), or leaves
+    them frozen, family by family (hf/lora_modules.py); tfm counts from the config alone what it counts."""
+    from transformer_cli.hf.config import spec_from_config
+
+    model, config = _model_and_config(name, tmp_path)
+    spec = spec_from_config(tmp_path)
+    modules = hf_linear_modules(spec, config)
+    assert lora_parameters(spec, rank, "all-linear", modules) == _peft_count(model, "all-linear", rank)
+    chosen = LISTS[name.split("-")[0]]
+    model, _ = _model_and_config(name, tmp_path)
+    assert lora_parameters(spec, rank, chosen, modules) == _peft_count(model, chosen.split(","), rank)
+
+
+def test_a_mixture_s_fused_stack_is_targeted_whole_or_refused(tmp_path):
+    from transformer_cli.hf.config import spec_from_config
+
+    _, config = _model_and_config("mixtral", tmp_path)
+    spec = spec_from_config(tmp_path)
+    modules = hf_linear_modules(spec, config)
+    with pytest.raises(SpecError, match="w1, w3 are one stacked parameter"):
+        lora_parameters(spec, 4, "w1", modules)
+    model, _ = _model_and_config("mixtral", tmp_path)
+    with pytest.raises(ValueError, match="without also targeting w3"):  # (peft refuses it too)
+        _peft_count(model, ["w1"], 4)
+    d, r_e, E, N = spec.d, spec.expert_r or spec.r, spec.E, spec.N
+    assert lora_parameters(spec, 4, "w2", modules) == N * 4 * E * (r_e + d)  # the down stack: r E (in + out)
+    assert lora_parameters(spec, 4, "w1,w3", modules) == N * 2 * 4 * E * (d + 2 * r_e)  # gate and up: rank 2 r

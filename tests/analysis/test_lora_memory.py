@@ -107,3 +107,26 @@ def test_lora_model_states_are_the_frozen_base_and_the_adapters_states(tmp_path)
     sharded = training_memory(spec, 10**6, 1, 64, "adam", 3, 4, lora=lora, frozen=("bfloat16", frozen))
     assert sharded.states["total"] == -(-frozen // 4) + sum(-(-p * x // 4) for x in (4, 4, 8))
     assert model_states(p, "adam", 3, 4)["total"] + -(-frozen // 4) == sharded.states["total"]
+
+
+@pytest.mark.parametrize("name", ["mixtral", "qwen3_moe"])
+def test_a_mixture_s_wrapped_experts_are_kept_merged_with_their_adapters(tmp_path, name):
+    """peft's ParamWrapper runs the experts on W + B A, each expert's, made for each forward; autograd keeps that
+    merged stack for the input's gradient: per routed block E x out x in elements of the gate and up stack and
+    of the down stack (measured: the storages of the stacks' size that autograd saves)."""
+    model, spec, lora = _model(name, "float32", tmp_path, "all-linear")
+    stacks = {p.numel() * 4 for n, p in model.named_parameters() if p.dim() == 3 and "experts" in n}
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    kept: dict[int, int] = {}
+
+    def pack(x):
+        storage = x.untyped_storage()
+        if storage.data_ptr() not in params and storage.nbytes() in stacks:
+            kept[storage.data_ptr()] = storage.nbytes()
+        return x
+
+    with warnings.catch_warnings(), torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
+        warnings.simplefilter("ignore")
+        model(input_ids=torch.randint(spec.V, (B, N))).logits.sum().backward()
+    routed = len(lora.merged)  # the blocks with experts, each with its router (E x d) among the merged too
+    assert sum(kept.values()) == 4 * (sum(lora.merged) - routed * spec.E * spec.d) > 0

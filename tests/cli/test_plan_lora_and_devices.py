@@ -51,7 +51,7 @@ def test_the_table_names_the_frozen_base_and_the_adapters(runner):
     assert "frozen weights (nf4)" in result.stdout and "41,943,040 trainable parameters" in result.stdout
 
 
-def test_what_lora_cannot_plan_is_one_line_and_exit_2(runner):
+def test_what_lora_cannot_plan_is_one_line_and_exit_2(runner, tmp_path):
     cases = {
         ("--lora-targets", "q_proj"): "--lora-targets q_proj: needs --lora-rank R",
         ("--lora-rank", "8", "--lora-targets", "q_prj"): "q_prj names no linear module of this model (its modules: "
@@ -60,9 +60,21 @@ def test_what_lora_cannot_plan_is_one_line_and_exit_2(runner):
     for args, message in cases.items():
         result = runner.invoke(app, ["plan", str(LLAMA3), *args])
         assert result.exit_code == 2 and message in result.output and len(result.output.strip().splitlines()) == 1
-    mixtral = LLAMA3.parent / "Mixtral-8x7B-v0.1"
-    result = runner.invoke(app, ["plan", str(mixtral), "--lora-rank", "8"])
-    assert result.exit_code == 2 and "LoRA on a mixture of experts is not counted yet" in result.output
+    spec = tmp_path / "moe.yaml"  # a tfm spec's targets are its own names
+    spec.write_text("N: 2\nH: 2\nm: 4\nd: 8\nr: 16\nE: 4\nk: 2\nfeedforward: gated\nactivation: silu\n")
+    result = runner.invoke(app, ["plan", str(spec), "--lora-rank", "8", "--lora-targets", "w1"])
+    assert result.exit_code == 2 and "w1 names no linear module of this model (its modules: W1, W2" in result.output
+
+
+def test_mixtral_s_lora_is_peft_s_and_its_nf4_experts_stay_in_bfloat16(runner):
+    """Mixtral-8x7B, LoRA r = 8 on all-linear: peft 0.21 on transformers 5.24's model (meta device) counts
+    179,832,832 trainable parameters (attention, the router, each expert's gate and up at rank 16, its down at 8);
+    bitsandbytes quantises the linear modules only, so the stacked experts stay bfloat16 under nf4."""
+    data = json.loads(runner.invoke(app, ["plan", str(LLAMA3.parent / "Mixtral-8x7B-v0.1"), "--lora-rank", "8",
+                                          "--weights", "nf4", "--hardware", "h100-sxm", "--json"]).stdout)  # fmt: skip
+    assert data["training"]["lora"]["trainable_parameters"] == 179_832_832
+    experts = 32 * 3 * 8 * 4096 * 14336  # (N, gate up down, E, d, r)
+    assert data["weights_bytes"]["nf4"] > 2 * experts > data["weights_bytes"]["int4"]
 
 
 def test_serving_llama3_8b_on_two_devices_halves_all_but_the_norms(runner):

@@ -4,8 +4,12 @@ its checkpoint names them: a Hugging Face family's (q_proj, v_proj, c_attn, qkv_
 one module, so LoRA on it is r (d + the fused rows)), and a tfm spec's own projections (W_Q, W_K, W_V, W_O, W1,
 W3, W2). `all-linear` is peft's: every linear module but the output head (embeddings are not linear modules).
 
-Mixtures of experts are not counted yet: peft wraps transformers' stacked expert parameters in its own way
-(ParamWrapper), which tfm has not been checked against.
+A mixture of experts' stacked parameters (transformers 5 holds a family's experts as one (E, out, in) tensor, no
+longer linear modules) are one module of `experts` E, which peft wraps as a parameter (ParamWrapper): A of rank r
+for each expert, (r E, in), and B (out, r E), r E (in + out) parameters; a fused gate and up stack (gate_up_proj)
+at rank 2 r, the rank of its two halves (`rank_factor`). Which of a family's modules peft targets is
+hf/lora_modules.py's. A tfm spec's experts are its own W1, W3, W2, each expert's adapter of rank r (the router
+is no projection LoRA targets).
 """
 
 from __future__ import annotations
@@ -31,22 +35,29 @@ class Module:
     features_in: int
     features_out: int
     tfm: tuple[str, ...] = ()  # the tfm tensors it holds (a fused projection: several) [default: (name,)]
+    experts: int = 1  # a stack of experts' parameters: A and B for each
+    rank_factor: int = 1  # the rank of its adapter, in r (a fused stack of two: 2)
+    aliases: tuple[str, ...] = ()  # the names a target list gives it by (peft's, all of them), if not its own
+    wrapped: bool = False  # a parameter peft wraps: its weight merged with B A for each forward, no A output kept
 
     @property
     def short(self) -> str:
         return self.name.rsplit(".", 1)[-1]
 
+    @property
+    def columns(self) -> int:
+        """The columns of its A and rows of its B, in r: one adapter's rank for each expert."""
+        return self.rank_factor * self.experts
+
+    def matched(self, names: list[str]) -> bool:
+        if self.aliases:
+            return any(alias in names for alias in self.aliases)
+        return any(self.name == t or self.name.endswith("." + t) for t in names)
+
 
 def linear_modules(spec: Spec) -> list[Module]:
     """A tfm spec's linear modules, by its own tensor names (hf/lora_modules.py gives a Hugging Face family's)."""
-    refuse_experts(spec)
     return _tfm_modules(spec)
-
-
-def refuse_experts(spec: Spec) -> None:
-    if spec.E:
-        raise SpecError(f"{spec.label}: LoRA on a mixture of experts is not counted yet (peft wraps the stacked "
-                        "expert weights its own way, not checked against here)")  # fmt: skip
 
 
 def linear(name: str) -> bool:
@@ -67,6 +78,8 @@ def _tfm_modules(spec: Spec) -> list[Module]:
             out.append(Module(tensor.name, shape[-1], shape[0] * shape[1]))
         elif kind == "W_O":  # (heads, d, m): heads m -> d
             out.append(Module(tensor.name, shape[0] * shape[2], shape[1]))
+        elif len(shape) == 3:  # a mixture's experts (E, out, in): an adapter of rank r for each
+            out.append(Module(tensor.name, shape[-1], shape[-2], experts=shape[0]))
         else:  # (out, in)
             out.append(Module(tensor.name, shape[-1], shape[0]))
     return out
@@ -78,10 +91,17 @@ def targeted(modules: list[Module], targets: str) -> list[Module]:
     if targets == ALL_LINEAR:
         return modules
     names = [t.strip() for t in targets.split(",") if t.strip()]
-    chosen = [m for m in modules if any(m.name == t or m.name.endswith("." + t) for t in names)]
-    unmatched = [t for t in names if not any(m.name == t or m.name.endswith("." + t) for m in modules)]
+    chosen = [m for m in modules if m.matched(names)]
+    unmatched = [t for t in names if not any(m.matched([t]) for m in modules)]
+    for module in chosen:
+        missing = [alias for alias in module.aliases if alias not in names]
+        if missing:  # peft: "Cannot convert PEFT target(s) w1 without also targeting w3 because they are fused"
+            raise SpecError(
+                f"--lora-targets {targets}: {', '.join(module.aliases)} are one stacked parameter "
+                f"({module.short}) in transformers 5; target all of them (peft refuses a part)"
+            )
     if unmatched or not names:
-        known = sorted({m.short for m in modules})
+        known = sorted({m.short for m in modules if not m.aliases} | {a for m in modules for a in m.aliases})
         raise SpecError(f"--lora-targets {targets}: {', '.join(unmatched) or 'nothing'} names no linear module of "
                         f"this model (its modules: {', '.join(known)}, or all-linear)")  # fmt: skip
     return chosen
@@ -105,6 +125,7 @@ class Adapters:
     kinds: dict[str, frozenset[str]]  # by stack: "blocks" (the decoder, or the only stack), "encoder"
     per_block: dict[str, int]
     sizes: tuple[tuple[int, int], ...] = ()  # (elements, copies) of each A and B (an 8-bit optimizer's states)
+    merged: tuple[int, ...] = ()  # the elements of each block's wrapped parameters merged with B A (kept by autograd)
 
     def trains_any(self, stack: str, *kinds: str) -> bool:
         return any(kind in self.kinds.get(stack, ()) for kind in kinds)
@@ -118,6 +139,7 @@ def adapters(spec: Spec, rank: int, targets: str = ALL_LINEAR, modules: list[Mod
     chosen = targeted(linear_modules(spec) if modules is None else modules, targets)
     kinds: dict[str, set[str]] = {}
     per_block: dict[str, int] = {}
+    merged: dict[str, int] = {}
     for module in chosen:
         names = module.tfm or (module.name,)
         stack, block, *_ = [*names[0].split("."), ""]
@@ -125,12 +147,16 @@ def adapters(spec: Spec, rank: int, targets: str = ALL_LINEAR, modules: list[Mod
             kinds.setdefault("model", set()).update(names)
             continue
         kinds.setdefault(stack, set()).update(name.split(".", 2)[2] for name in names)
-        if block == "0":
+        if module.wrapped:  # W + B A, each expert's, for the forward: autograd keeps it for the input's gradient
+            key = f"{stack}.{block}"
+            merged[key] = merged.get(key, 0) + module.experts * module.features_in * module.features_out
+        elif block == "0":
             per_block[stack] = per_block.get(stack, 0) + 1
-    sizes = tuple((rank * features, 1) for m in chosen for features in (m.features_in, m.features_out))
-    return Adapters(rank, targets, sum(rank * (m.features_in + m.features_out) for m in chosen),
-                    {stack: frozenset(k) for stack, k in kinds.items()}, per_block, sizes)  # fmt: skip
+    sizes = tuple((rank * m.columns * features, 1) for m in chosen for features in (m.features_in, m.features_out))
+    return Adapters(rank, targets, sum(rank * m.columns * (m.features_in + m.features_out) for m in chosen),
+                    {stack: frozenset(k) for stack, k in kinds.items()}, per_block, sizes,
+                    tuple(merged.values()))  # fmt: skip
 
 
 __all__ = ["ALL_LINEAR", "Adapters", "Module", "adapters", "linear", "linear_modules", "lora_parameters",
-           "refuse_experts", "targeted"]  # fmt: skip
+           "targeted"]  # fmt: skip

@@ -15,6 +15,9 @@ and the head (GPTQ and AWQ checkpoints keep them), norms, biases, positions, rou
   16 float32 NF4 values and the 256 float32 values of the absmaxes' code; a float32 offset: ceil(k / 2) + B +
   4 ceil(B / 256) + 1,092 bytes (a saved checkpoint adds each tensor's state as a short JSON string).
 - bnb_int8 (bitsandbytes' LLM.int8, `Linear8bitLt`): one byte an element and a float32 scale per output row.
+  bitsandbytes quantises linear modules only: a mixture's stacked experts, which transformers 5 holds as
+  (E, out, in) parameters rather than linear modules, stay in 16 bits under nf4 and bnb_int8 (measured: a
+  Mixtral loaded with a BitsAndBytesConfig).
 - GGML's types (q8_0, q4_0, ... the K-quants, as a GGUF file holds them): the bytes of a block of its weights (scales
   included) for every tensor of two or more axes, the embedding and the head too, as llama.cpp's converter writes
   them; F16 where a tensor's rows are no whole blocks (its fallback); norms, biases, routers and positions F32.
@@ -40,8 +43,9 @@ GROUP = 128
 QUANT_NOTE = (
     "float8: 1 B + a float32 scale per tensor; int8: 1 B + a float16 scale per output row; int4: 0.5 B + a "
     "float16 scale and zero point per group of {g} inputs; nf4 (bitsandbytes, double-quantised): 0.5 B + a uint8 "
-    "absmax per 64 + a float32 per 256 absmaxes + 1,092 B a tensor; bnb_int8: 1 B + a float32 scale per row; "
-    "embeddings, head, norms, biases and positions stay bfloat16"
+    "absmax per 64 + a float32 per 256 absmaxes + 1,092 B a tensor; bnb_int8: 1 B + a float32 scale per row "
+    "(bitsandbytes: a mixture's stacked experts stay bfloat16); embeddings, head, norms, biases and positions stay "
+    "bfloat16"
 )
 NF4_BLOCK, NF4_NESTED = 64, 256  # bitsandbytes' blocks of weights, and of their absmaxes (double quantisation)
 NF4_CONSTANTS = 4 * (16 + 256 + 1)  # the NF4 code, the absmaxes' code, the offset: float32 each
@@ -55,8 +59,13 @@ def nf4_bytes(count: int) -> int:
 
 def quantised(name: str, shape: tuple[int, ...]) -> bool:
     """Whether a tensor is one of the blocks' matrices that quantisation packs."""
-    in_block = name.startswith(("blocks.", "encoder."))
-    return in_block and len(shape) >= 2 and not name.endswith(("router", "rel_bias"))
+    in_block, leaf = name.startswith(("blocks.", "encoder.")), name.rsplit(".", 1)[-1]
+    return in_block and len(shape) >= 2 and leaf not in ("router", "rel_bias") and not leaf.startswith("b")
+
+
+def stacked_experts(name: str, shape: tuple[int, ...]) -> bool:
+    """A mixture's routed experts, one tensor (E, out, in) as transformers 5 holds them (no linear modules)."""
+    return len(shape) == 3 and name.rsplit(".", 1)[-1] in ("W1", "W2", "W3") and ".ff." in name
 
 
 def _rows_and_inputs(name: str, shape: tuple[int, ...]) -> tuple[int, int]:
@@ -85,12 +94,13 @@ def tensor_bytes(name: str, shape: tuple[int, ...], group: int = GROUP) -> dict[
     if not quantised(name, shape):
         return out | {dtype: count * KEPT for dtype in QUANTISED}
     rows, inputs = _rows_and_inputs(name, shape)
+    experts = stacked_experts(name, shape)  # (bitsandbytes leaves them in 16 bits)
     return out | {
         "float8": count + 4,
         "int8": count + 2 * rows,
         "int4": (count + 1) // 2 + 4 * rows * -(-inputs // group),
-        "nf4": nf4_bytes(count),
-        "bnb_int8": count + 4 * rows,
+        "nf4": count * KEPT if experts else nf4_bytes(count),
+        "bnb_int8": count * KEPT if experts else count + 4 * rows,
     }
 
 

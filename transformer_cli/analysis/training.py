@@ -219,11 +219,12 @@ def activation_bytes(
             model += b * n_src * ((8 if spec.V else 0) + spec.d * s + norms * _norm(spec, spec.d, s))
         positions += _positions(spec, n_src, s, frozen)
     out: dict[str, Any] = {"per_block": {k: v * b * n for k, v in parts.items()}}  # block 0's
+    merged = [elements * s for elements in lora.merged] if lora is not None else []  # peft's wrapped experts
     if recompute:  # each block's input; one block's tensors while it is recomputed, the position tables with it
-        out["recomputed"] = max(x for *_, x in stacks) + positions
+        out["recomputed"] = max(x for *_, x in stacks) + max(merged, default=0) + positions
         out["blocks"] = sum(count * tokens * spec.d * s for count, tokens, _ in stacks) + out["recomputed"]
     else:
-        out["blocks"] = sum(count * size for count, _, size in stacks) + first
+        out["blocks"] = sum(count * size for count, _, size in stacks) + first + sum(merged)
         model += positions
     out["model"] = model
     out["total"] = out["blocks"] + model
