@@ -18,10 +18,9 @@ from typing import Any
 import numpy as np
 
 from .errors import SpecError
+from .io.weights import FORMATS  # tfm's weights files
 from .sources import checkpoint_at, spec_at
 from .spec.definition import Spec
-
-WEIGHT_FILES = (".npz", ".safetensors")
 
 
 def load(path: str | Path | None = None, weights: str | Path | None = None, seed: int = 0) -> Model:
@@ -29,7 +28,7 @@ def load(path: str | Path | None = None, weights: str | Path | None = None, seed
     `path` holds, else seeded from `seed`. tfm's .safetensors is a model by itself (its spec in the metadata)."""
     path = None if path is None else Path(path)
     weights = None if weights is None else Path(weights)
-    if path is not None and weights is None and path.suffix.lower() in WEIGHT_FILES:
+    if path is not None and weights is None and path.suffix.lower() in FORMATS:
         if path.suffix.lower() == ".npz":
             raise SpecError(f"{path}: tfm's .npz weights keep no spec; name the spec too: "
                             f"tfm.load(SPEC, weights='{path}')")  # fmt: skip

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import TfmError
+from .io.weights import FORMATS  # tfm's weights files
 from .sources import is_hugging_face, spec_at
 from .spec.definition import Spec
 
-WEIGHT_FILES = (".npz", ".safetensors")
 GGUF_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0")  # gguf/write.py's TYPES
 SAVE_DTYPES = ("float64", "float32", "float16", "bfloat16")
 
@@ -40,7 +40,7 @@ def init(path: str | Path | None, output: str | Path, seed: int = 0, overwrite: 
     path = None if path is None else Path(path)
     output = Path(output)
     spec, _, _ = spec_at(path)
-    if path is not None and is_hugging_face(path) and output.suffix.lower() not in WEIGHT_FILES:
+    if path is not None and is_hugging_face(path) and output.suffix.lower() not in FORMATS:
         from .conversions import init_folder, init_folder_memory
         from .hf.config import read_config
 
@@ -77,7 +77,7 @@ def convert(
     if dtype is not None and dtype not in SAVE_DTYPES:
         raise TfmError(f"--dtype {dtype}: expected one of {', '.join(SAVE_DTYPES)}")
     shard_bytes = parse_size(shard_size, "--shard-size") if isinstance(shard_size, str) else shard_size
-    to_file = output.suffix.lower() in WEIGHT_FILES
+    to_file = output.suffix.lower() in FORMATS
     if output.suffix.lower() == ".gguf":
         from .conversions import to_gguf
 
