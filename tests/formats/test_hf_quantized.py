@@ -163,6 +163,23 @@ def test_fp8_edge_blocks_cover_the_remainder(tmp_path):
     assert not np.array_equal(tfm_weight(folder, name), wrong.numpy())  # a block of 80/3 columns is another
 
 
+def test_fp8_a_block_larger_than_the_weight_is_one_scale_for_all_of_it(tmp_path, llama):
+    """A weight_block_size of 10^6: one block covers each weight. Repeating the scale 10^6 times each way first
+    asked NumPy for 10^12 elements (a MemoryError); the reference is the format's definition in PyTorch."""
+    from safetensors.torch import load_file, save_file
+
+    folder = fp8_folder(llama, tmp_path / "q", block=128)
+    stored = load_file(folder / "model.safetensors")
+    scales = {k: torch.rand(1, 1) + 0.5 for k in stored if k.endswith("_scale_inv")}
+    save_file(stored | scales, folder / "model.safetensors")
+    config = json.loads((folder / "config.json").read_text())
+    config["quantization_config"]["weight_block_size"] = [10**6, 10**6]
+    (folder / "config.json").write_text(json.dumps(config))
+    name = "model.layers.0.mlp.down_proj.weight"
+    reference = stored[name].double() * scales[f"{name}_scale_inv"].double()
+    assert np.array_equal(tfm_weight(folder, name), reference.numpy())
+
+
 def test_mxfp4_experts_and_logits_are_transformers_own_dequantisation(tmp_path):
     from transformers.integrations.mxfp4 import convert_moe_packed_tensors
 
@@ -190,6 +207,8 @@ COMPRESSED = {
                         "pack-quantized"),
     "w4-group-64-asym": (dict(num_bits=4, type="int", strategy="group", group_size=64, symmetric=False),
                          "pack-quantized"),
+    "w4-group-32-actorder-weight": (dict(num_bits=4, type="int", strategy="group", group_size=32, symmetric=True,
+                                         actorder="weight"), "pack-quantized"),  # (no g_idx stored)
     "w8-channel": (dict(num_bits=8, type="int", strategy="channel", symmetric=True), "int-quantized"),
     "fp8-tensor": (dict(num_bits=8, type="float", strategy="tensor", symmetric=True), "float-quantized"),
     "fp8-channel": (dict(num_bits=8, type="float", strategy="channel", symmetric=True), "float-quantized"),

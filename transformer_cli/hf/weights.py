@@ -167,6 +167,7 @@ def _packed(checkpoint: Checkpoint, expected: dict[str, tuple[int, ...]], scheme
             continue
         own = checkpoint.tensors.get(name)
         if any(n in checkpoint.tensors for n in stored if n != name) or (own and own.entry.code not in FLOATING):
+            scheme.check(name, shape)
             out[name] = stored
     return out
 
@@ -309,6 +310,9 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
 
             def has(self, name: str) -> bool:
                 return name in checkpoint.tensors and name in stored
+
+            def where(self, name: str) -> str:
+                return str(checkpoint.folder / checkpoint.where(name))
 
         array = scheme.dequantise(rule.hf, hf_shape(rule, self.shapes), Reader())
         bad = first_nonfinite(array)

@@ -16,6 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from ...errors import ArrayError
+from ..keys import Keys
 
 Shape = tuple[int, ...]
 
@@ -26,6 +27,10 @@ class Read(Protocol):
     def __call__(self, name: str) -> np.ndarray: ...
 
     def has(self, name: str) -> bool: ...
+
+    def where(self, name: str) -> str:
+        """The file holding tensor `name`, for messages ('q/model-00001-of-00002.safetensors')."""
+        ...
 
 
 KINDS = ("codes", "scales", "zero points", "index", "metadata")  # what the bytes of a packed weight are
@@ -57,6 +62,12 @@ class Scheme:
         """The tensors the file holds in place of the weight `name` of `shape` (a file holding none of them but
         the weight itself, as a float, holds it unpacked); None for a weight never packed."""
         raise NotImplementedError
+
+    def check(self, name: str, shape: Shape) -> None:
+        """Refuse a weight the file holds packed that the method cannot hold as the config says (a group larger
+        than its inputs, outputs that are not whole words): a SpecError naming config.json and the key. Called
+        for each packed weight when the checkpoint is fitted, before any tensor is read, so that count, run and
+        generate give the same verdict."""
 
     def dequantise(self, name: str, shape: Shape, read: Read) -> np.ndarray:
         """The weight `name` of `shape` from its packed tensors (float64 where the format's arithmetic is exact,
@@ -98,8 +109,55 @@ def unpack(packed: np.ndarray, bits: int, axis: int, count: int | None = None,
     return np.moveaxis(values, -1, axis)
 
 
+def fitting_group(c: Keys, key: str, group: int, name: str, inputs: int, divides: bool = False) -> None:
+    """Refuse a group size larger than the `inputs` of weight `name` (or, where the method's groups must divide
+    the inputs, one that does not): a config error, found before anything is allocated."""
+    if group > inputs:
+        raise c.fail(key, group, f"at most the {inputs} inputs of {name} (a group larger than its inputs)")
+    if divides and inputs % group:
+        raise c.fail(key, group, f"a divisor of the {inputs} inputs of {name} (the method's groups divide them)")
+
+
+def spread(per: np.ndarray, size: int, n: int, axis: int) -> np.ndarray:
+    """One value per group of `size` along `axis` -> one per element of the n elements there (the last group may
+    be short): a gather of n, whatever `size` (repeating each value `size` times first would allocate
+    groups x size, gigabytes for a group of 10^7)."""
+    return np.take(per, np.arange(n) // size, axis=axis)
+
+
+def group_index(read: Read, name: str, inputs: int, groups: int) -> np.ndarray:
+    """A g_idx tensor: each of the weight's `inputs` inputs' group, every one from 0 to `groups` - 1; anything
+    else is an ArrayError naming the file, the tensor and the first bad value (NumPy would take -1 as the last
+    group, and fail on 10^6 with an IndexError)."""
+    index = read(name)
+    if index.shape != (inputs,) or index.dtype.kind not in "iu":
+        raise ArrayError(f"{read.where(name)}: tensor {name}: {index.dtype} {index.shape}, expected ({inputs},) "
+                         "integers, each input's group")  # fmt: skip
+    outside = np.flatnonzero((index < 0) | (index >= groups))
+    if outside.size:
+        k = int(outside[0])
+        raise ArrayError(
+            f"{read.where(name)}: tensor {name}: value {int(index[k])} at index {k} is not a group of the weight: "
+            f"expected 0 to {groups - 1} (its scales hold {groups} groups)"
+        )
+    return index.astype(np.intp)
+
+
 def bad(source: str, name: str, problem: str) -> ArrayError:
     return ArrayError(f"{source}: {name}: {problem}")
 
 
-__all__ = ["KINDS", "Read", "Scheme", "Shape", "Stored", "bad", "linear", "module", "unpack"]
+__all__ = [
+    "KINDS",
+    "Read",
+    "Scheme",
+    "Shape",
+    "Stored",
+    "bad",
+    "fitting_group",
+    "group_index",
+    "linear",
+    "module",
+    "spread",
+    "unpack",
+]

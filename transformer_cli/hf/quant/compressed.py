@@ -7,7 +7,8 @@ config's) says how a weight W (o, i) is stored:
 
 - pack-quantized (int, 1 to 8 bits): `W.weight_packed` (o, ceil(i b / 32)) int32, each row one little-endian
   stream of b-bit values offset by 2^(b-1); `W.weight_shape` (2,); `W.weight_scale`; with asymmetric groups
-  `W.weight_zero_point` packed alike down the columns; optionally `W.weight_g_idx` (i,), each input's group.
+  `W.weight_zero_point` packed alike down the columns; with `actorder: group` (older files) `W.weight_g_idx`
+  (i,), each input's group (`actorder: weight` reorders during calibration only and stores none).
 - int-quantized, naive-quantized: `W.weight` int8 (o, i) (or float8 for a float type), `W.weight_scale`, and a
   `W.weight_zero_point` for asymmetric ones.
 - float-quantized: `W.weight` float8 E4M3 (o, i), `W.weight_scale`.
@@ -25,12 +26,13 @@ exact in float64.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...errors import ArrayError
 from ..keys import Keys
-from .base import Read, Scheme, Shape, Stored, linear, unpack
+from .base import Read, Scheme, Shape, Stored, fitting_group, group_index, linear, spread, unpack
 from .mxfp4 import E2M1
 
 FORMATS = (
@@ -43,11 +45,15 @@ FORMATS = (
 )
 STRATEGIES = ("tensor", "channel", "group", "block", "tensor_group")
 SCALES = ("F32", "BF16", "F16")
+GROUP_ORDERS = ("group", "dynamic")  # the act-orders that store a g_idx ("weight", "static" reorder, store none)
+MX_GROUP = 32  # inputs per E8M0 scale in mxfp4-pack-quantized
+
+Pattern = str | re.Pattern[str]
 
 
 @dataclass(frozen=True)
 class Group:
-    targets: tuple[str, ...]
+    targets: tuple[Pattern, ...]
     format: str
     bits: int
     float_: bool
@@ -56,21 +62,39 @@ class Group:
     group: int | None
     block: tuple[int, int] | None
     actorder: bool
+    keys: Keys = field(compare=False, repr=False)  # the group's weights' arguments, for errors naming the key
 
 
-def _matches(patterns: tuple[str, ...], prefix: str) -> bool:
+def _patterns(c: Keys, key: str, default: list | None = None) -> tuple[Pattern, ...]:
+    """A list of module names, 'Linear' or 're:' regular expressions (compiled here: one that does not compile
+    is an error naming the key and the pattern)."""
+    value = c.data.get(key, default)
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise c.fail(key, value, "a list of module names, 'Linear' or 're:' patterns")
+    out: list[Pattern] = []
+    for pattern in value:
+        if not pattern.startswith("re:"):
+            out.append(pattern)
+            continue
+        try:
+            out.append(re.compile(pattern[3:]))
+        except (re.error, RecursionError, OverflowError) as error:
+            raise c.fail(key, pattern, f"a regular expression after 're:' ({error})") from None
+    return tuple(out)
+
+
+def _matches(patterns: tuple[Pattern, ...], prefix: str) -> bool:
     for pattern in patterns:
-        if pattern == "Linear" or prefix == pattern or prefix.endswith(f".{pattern}"):
-            return True
-        if pattern.startswith("re:") and re.match(pattern[3:], prefix):
+        if isinstance(pattern, re.Pattern):
+            if pattern.match(prefix):
+                return True
+        elif pattern == "Linear" or prefix == pattern or prefix.endswith(f".{pattern}"):
             return True
     return False
 
 
 def _group(c: Keys, default_format: str) -> Group:
-    targets = c.data.get("targets")
-    if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
-        raise c.fail("targets", targets, "a list of module names, 'Linear' or 're:' patterns")
+    targets = _patterns(c, "targets")
     weights = c.nested("weights")
     if weights is None:
         raise c.fail("weights", c.data.get("weights"), "the weights' quantisation arguments")
@@ -88,9 +112,14 @@ def _group(c: Keys, default_format: str) -> Group:
     group = weights.count("group_size", None) if strategy in ("group", "tensor_group") else None
     if strategy in ("group", "tensor_group") and group is None:
         raise weights.fail("group_size", None, "a positive integer (the strategy is group)")
-    return Group(tuple(targets), fmt, weights.count("num_bits", 8), weights.text("type", "int") == "float",
-                 weights.flag("symmetric", True), strategy, group, shape,
-                 weights.data.get("actorder") not in (None, False))  # fmt: skip
+    if fmt == "mxfp4-pack-quantized" and group != MX_GROUP:
+        raise weights.fail("group_size", group, f"{MX_GROUP} (an mxfp4 scale covers 32 inputs)")
+    bits, float_ = weights.count("num_bits", 8), weights.text("type", "int") == "float"
+    if not float_ and bits > 8:
+        raise weights.refuse("num_bits", bits, "compressed-tensors stores integers of 1 to 8 bits")
+    actorder = weights.data.get("actorder")
+    return Group(targets, fmt, bits, float_, weights.flag("symmetric", True), strategy, group, shape,
+                 actorder is True or actorder in GROUP_ORDERS, weights)  # fmt: skip
 
 
 class CompressedTensors(Scheme):
@@ -104,10 +133,7 @@ class CompressedTensors(Scheme):
         fmt = c.text("format", "pack-quantized")
         self.groups = [_group(groups.nested(k) or Keys({}, c.source, f"config_groups.{k}."), fmt)
                        for k in groups.data]  # fmt: skip
-        ignore = c.data.get("ignore") or []
-        if not isinstance(ignore, list) or not all(isinstance(t, str) for t in ignore):
-            raise c.fail("ignore", ignore, "a list of module names or 're:' patterns")
-        self.ignore = tuple(ignore)
+        self.ignore = _patterns(c, "ignore", []) if c.data.get("ignore") is not None else ()
         kinds = sorted({g.format for g in self.groups})
         self.label = f"compressed-tensors {', '.join(kinds)}"
         if "nvfp4-pack-quantized" in kinds:
@@ -163,6 +189,11 @@ class CompressedTensors(Scheme):
             out[f"{prefix}.weight_g_idx"] = Stored((i,), ("I32", "I64"), "index")
         return out
 
+    def check(self, name: str, shape: Shape) -> None:
+        found = self._group_of(name, shape)
+        if found is not None and found[1].group is not None:
+            fitting_group(found[1].keys, "group_size", found[1].group, name, shape[1])
+
     def dequantise(self, name: str, shape: Shape, read: Read) -> np.ndarray:
         found = self._group_of(name, shape)
         assert found is not None
@@ -173,8 +204,12 @@ class CompressedTensors(Scheme):
             packed = read(f"{prefix}.weight_packed").astype(np.uint8)
             codes = np.stack([packed & 15, packed >> 4], axis=-1).reshape(o, -1)[:, :i]
             powers = read(f"{prefix}.weight_scale").astype(np.int64) - 127
-            return np.ldexp(E2M1[codes], np.repeat(powers, 32, axis=1)[:, :i])
+            return np.ldexp(E2M1[codes], spread(powers, MX_GROUP, i, 1))
         if g.format == "pack-quantized":
+            held = read(f"{prefix}.weight_shape")
+            if held.tolist() != [o, i]:
+                raise ArrayError(f"{read.where(f'{prefix}.weight_shape')}: tensor {prefix}.weight_shape: "
+                                 f"{held.tolist()}, expected [{o}, {i}], the shape of {name}")  # fmt: skip
             q = unpack(read(f"{prefix}.weight_packed"), g.bits, 1, i) - offset
         else:
             q = read(name).astype(np.float64)
@@ -195,10 +230,10 @@ class CompressedTensors(Scheme):
         if g.strategy == "channel":
             return np.broadcast_to(per.reshape(o, 1), shape)
         if g.block is not None:
-            return np.repeat(np.repeat(per, g.block[0], axis=0), g.block[1], axis=1)[:o, :i]
+            return spread(spread(per, g.block[0], o, 0), g.block[1], i, 1)
         if g.actorder:
-            return per[:, read(f"{prefix}.weight_g_idx").astype(np.intp)]
-        return np.repeat(per, g.group or i, axis=1)[:, :i]
+            return per[:, group_index(read, f"{prefix}.weight_g_idx", i, per.shape[1])]
+        return spread(per, g.group or i, i, 1)
 
 
 def scheme(c: Keys) -> Scheme:

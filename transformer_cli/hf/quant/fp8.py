@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..keys import Keys
-from .base import Read, Scheme, Shape, Stored, module
+from .base import Read, Scheme, Shape, Stored, module, spread
 
 
 class FP8(Scheme):
@@ -45,7 +45,7 @@ class FP8(Scheme):
     def dequantise(self, name: str, shape: Shape, read: Read) -> np.ndarray:
         scale = read(f"{name}_scale_inv").astype(np.float64)
         rows, cols = self.block or shape[-2:]
-        full = np.repeat(np.repeat(scale, rows, axis=-2), cols, axis=-1)[..., : shape[-2], : shape[-1]]
+        full = spread(spread(scale, rows, shape[-2], -2), cols, shape[-1], -1)  # (a block may exceed the weight)
         return read(name).astype(np.float64) * full
 
 

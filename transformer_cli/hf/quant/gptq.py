@@ -19,12 +19,21 @@ kernels need CUDA builds of PyTorch).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from ...errors import SpecError
 from ..keys import Keys
-from .base import Read, Scheme, Shape, Stored, linear, unpack
+from .base import Read, Scheme, Shape, Stored, fitting_group, linear, spread, unpack
 
 REFUSED = "no reference dequantiser runs here to test tfm's against; tfm counts and plans GPTQ checkpoints only"
+
+
+def _unfit(c: Keys, name: str, count: int, what: str, per: str) -> SpecError:
+    """A weight whose `count` inputs or outputs do not fill whole words of the method's packing."""
+    return SpecError(f"{c.source}: {name} has {count} {what}, which {c.data.get('quant_method')} cannot pack: "
+                     f"{per}")  # fmt: skip
 
 
 def _group(c: Keys, key: str) -> int:
@@ -38,6 +47,7 @@ class GPTQ(Scheme):
     method = "gptq"
 
     def __init__(self, c: Keys):
+        self.keys = c
         self.bits = c.count("bits")
         if self.bits not in (2, 3, 4, 8):
             raise c.refuse("bits", self.bits, "GPTQ packs 2, 3, 4 or 8 bits")
@@ -55,6 +65,17 @@ class GPTQ(Scheme):
                 f"{prefix}.qzeros": Stored((groups, o * self.bits // 32), ("I32",), "zero points"),
                 f"{prefix}.scales": Stored((groups, o), ("F16", "BF16", "F32"), "scales"),
                 f"{prefix}.g_idx": Stored((i,), ("I32",), "index")}  # fmt: skip
+
+    def check(self, name: str, shape: Shape) -> None:
+        """The inputs fill whole int32 words of qweight, the outputs whole words of qzeros (a 3-bit stream: 32
+        values in 3 words), and a group is no larger than the inputs (it need not divide them: g_idx)."""
+        o, i = shape
+        per = f"{self.bits}-bit values fill its int32 words in multiples of {32 // math.gcd(32, self.bits)}"
+        for count, what in ((i, "inputs"), (o, "outputs")):
+            if count * self.bits % 32:
+                raise _unfit(self.keys, name, count, what, per)
+        if self.group != -1:
+            fitting_group(self.keys, "group_size", self.group, name, i)
 
 
 def _grouped(name: str, shape: Shape, group: int) -> tuple[str, int, int, int] | None:
@@ -76,7 +97,8 @@ class AWQ(Scheme):
         version = c.text("version", "gemm").lower()
         if version != "gemm":
             raise c.refuse("version", version, "tfm reads AWQ's gemm layout")
-        self.group = _group(c, "group_size" if "group_size" in c.data else "q_group_size")
+        self.keys, self.group_key = c, "group_size" if "group_size" in c.data else "q_group_size"
+        self.group = _group(c, self.group_key)
         self.zero_point = c.flag("zero_point", True)
         self.label = f"awq int4, groups of {self.group if self.group > 0 else 'a row'}"
         if not self.zero_point:
@@ -92,14 +114,23 @@ class AWQ(Scheme):
             out[f"{prefix}.qzeros"] = Stored((groups, o // 8), ("I32",), "zero points")
         return out | {f"{prefix}.scales": Stored((groups, o), ("F16", "BF16", "F32"), "scales")}
 
+    def check(self, name: str, shape: Shape) -> None:
+        """AutoAWQ's gemm layer asserts both: the outputs fill whole words of 8, the groups divide the inputs (a
+        file of 172 outputs in 21 words fits the shapes and holds 168)."""
+        o, i = shape
+        if o % 8:
+            raise _unfit(self.keys, name, o, "outputs", "its gemm layout packs 8 outputs to an int32 word")
+        if self.group != -1:
+            fitting_group(self.keys, self.group_key, self.group, name, i, divides=True)
+
     def dequantise(self, name: str, shape: Shape, read: Read) -> np.ndarray:
         prefix = linear(name, shape)
         order = (0, 4, 1, 5, 2, 6, 3, 7)  # the word position of output 0, 1, ... 7
         q = unpack(read(f"{prefix}.qweight"), 4, 1, order=order)  # (i, o)
-        zeros = unpack(read(f"{prefix}.qzeros"), 4, 1, order=order) if self.zero_point else 0
         size = shape[1] if self.group == -1 else self.group
+        zeros = spread(unpack(read(f"{prefix}.qzeros"), 4, 1, order=order), size, shape[1], 0) if self.zero_point else 0
         scales = read(f"{prefix}.scales").astype(np.float64)
-        return ((q - np.repeat(zeros, size, axis=0)[: q.shape[0]]) * np.repeat(scales, size, axis=0)[: q.shape[0]]).T
+        return ((q - zeros) * spread(scales, size, shape[1], 0)).T
 
 
 def gptq(c: Keys) -> Scheme:
