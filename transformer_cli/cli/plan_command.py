@@ -155,7 +155,8 @@ def plan(
         from .plot import chart as bars
 
         out.print(f"Serving {shown(result.name)} against the context, b = {result.batch}")
-        out.print(bars(*curve, columns=out.width))
+        lengths, series, limits = curve
+        out.print(bars(lengths, series, limits, columns=out.width))
 
 
 def _curve(path: Path | None, spec, p: Plan, options: Asked, also: str | None):
