@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import io
 import os
 import pty
 import re
@@ -103,3 +104,41 @@ def test_narrow_terminals_never_split_a_number_or_verdict(case, columns):
             assert not any(v != word and v.startswith(word) and len(word) > 1 for v in ("PASS", "INCONCLUSIVE")), cell
     for verdict in {v for v in VERDICTS if v in wide}:
         assert narrow.count(verdict) == wide.count(verdict), verdict
+
+
+def test_a_formula_stays_on_one_line_at_60_columns(runner):
+    """Issue 40, item 22: at 60 columns `verify` folded its property column to 10 characters and split
+    'Transformer(XP) =' over two lines ('Transformer(XP', ') ='); the formula is now one phrase, and the columns
+    the verdict makes redundant go first (at 80 columns every column stays: test_cli's verify table)."""
+    from transformer_cli.cli import app
+
+    result = runner.invoke(app, ["verify", str(TINY), "-n", "4"], env={"COLUMNS": "60", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.stdout.splitlines()) <= 60 and "…" not in result.stdout
+    rows = [c for line in result.stdout.splitlines() for c in re.split(r"[│┃]", line) if "Transformer" in c]
+    assert [r.strip() for r in rows] == ["Transformer(XP) = Transformer(X)P"], rows
+    assert result.stdout.count("PASS: as expected") == 7
+
+
+def test_phrases_wrap_as_words_where_the_table_cannot_hold_them():
+    """The control: a table too narrow for the formula beside the verdict wraps it as words, cutting nothing."""
+    from rich.console import Console
+
+    from transformer_cli.cli.layout import FitTable, Phrases
+
+    table = FitTable(drop=["why", "expected", "observed"])  # as verify's
+    table.add_column("property", overflow="fold")
+    for name in ("expected", "observed", "verdict"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("why", overflow="fold")
+    table.add_row(Phrases("encoder: Transformer(XP) = Transformer(X)P"), "holds", "holds", "PASS: as expected",
+                  "no positions")  # fmt: skip
+
+    def shown(width: int) -> str:
+        console = Console(width=width, file=io.StringIO(), color_system=None)
+        console.print(table)
+        return console.file.getvalue()  # type: ignore[attr-defined]
+
+    assert "│ Transformer(XP) = Transformer(X)P    │" in shown(60)  # the cell's second line
+    text = shown(40)
+    assert "PASS: as expected" in text and "…" not in text and "Transformer(XP) = Transformer(X)P" not in text, text

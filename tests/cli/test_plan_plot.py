@@ -11,6 +11,7 @@ from xml.etree import ElementTree
 
 import pytest
 
+from transformer_cli.analysis.hardware import PRESETS
 from transformer_cli.analysis.plan import contexts, serving_curve
 from transformer_cli.cli import app
 from transformer_cli.hf.config import spec_from_config
@@ -32,7 +33,8 @@ def test_the_picture_names_every_part_and_every_limit(runner, tmp_path):
     assert f"wrote {out}" in result.stderr
     texts = _svg_text(out)
     for label in ("weights (bfloat16)", "KV cache", "the prefill's transient peak", "total, weights int4",
-                  "budget (--memory 24 GiB)", "RTX 4090 (24 GB)", "H100 SXM (80 GB)", "context (tokens)"):  # fmt: skip
+                  "--memory budget (24 GiB)", "RTX 4090 (24 GiB)", "H100 SXM (79.6 GiB)",
+                  "context (tokens)"):  # fmt: skip
         assert label in texts, (label, texts)
     assert any(t.startswith("total, weights q4_k_m") for t in texts)
     again = tmp_path / "again.svg"  # the same figures, the same bytes (no date, fixed ids)
@@ -62,10 +64,46 @@ def test_the_chart_draws_a_bar_a_context_on_the_plans_scale(runner):
                                                                                result.stdout)}  # fmt: skip
     assert set(rows) == set(contexts(spec_from_config(LLAMA3), 2048))
     assert rows[8192].count("▓") + rows[8192].count("░") > rows[128].count("▓") + rows[128].count("░")
-    assert all(row.count("│") == 3 for row in rows.values())  # the budget and two GPUs' memory
-    assert "│ at 24 GiB: budget (--memory 24 GiB)" in result.stdout
+    assert all(row.count("│") == 2 for row in rows.values())  # the budget and the RTX 4090 (24 GiB): one place
+    assert "│ at 24 GiB: --memory budget; │ at 24 GiB: RTX 4090; │ at 79.6 GiB: H100 SXM" in " ".join(
+        result.stdout.split()
+    )
     quiet = runner.invoke(app, ["plan", *ARGS, "--no-chart"])
     assert "against the context" not in quiet.stdout  # (the control)
+
+
+def test_a_card_and_a_budget_of_one_size_are_one_line_in_binary_units(runner, tmp_path):
+    """Issue 40, item 7: the cards' memory was drawn in GB (80 * 10**9) beside a budget in GiB, so an 80 GiB budget
+    and the A100 80GB (81,920 MiB, as nvidia-smi reports it) were two lines 7 % apart."""
+    mib = 1 << 20  # the totals nvidia-smi prints (modal-labs/modal-client#2797; RLinf/RLinf#255 for the 4090)
+    assert {k: hw.memory for k, hw in PRESETS.items()} == {
+        "a100-80gb": 81_920 * mib, "h100-sxm": 81_559 * mib, "l4": 23_034 * mib, "rtx-4090": 24_564 * mib}  # fmt: skip
+    args = [str(LLAMA3), "--memory", "80G", "--hardware", "a100-80gb"]
+    result = runner.invoke(app, ["plan", *args, "--chart"], env={"COLUMNS": "120"})
+    rows = re.findall(r"n = [\d,]+  (.*?) +[\d.]+ GiB", result.stdout)
+    assert len(rows) == 7 and all(row.count("│") == 1 for row in rows), rows  # one place on the scale
+    assert "│ at 80 GiB: --memory budget; │ at 80 GiB: A100 80GB SXM" in " ".join(result.stdout.split())
+    other = runner.invoke(app, ["plan", str(LLAMA3), "--memory", "75G", "--hardware", "a100-80gb", "--chart"],
+                          env={"COLUMNS": "120"})  # fmt: skip
+    rows = re.findall(r"n = [\d,]+  (.*?) +[\d.]+ GiB", other.stdout)  # (the control: sizes 7 % apart, two lines)
+    assert len(rows) == 7 and all(row.count("│") == 2 for row in rows), rows
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "plan.svg"
+    assert runner.invoke(app, ["plan", *args, "--plot", str(out)]).exit_code == 0
+    texts = _svg_text(out)
+    assert "--memory budget (80 GiB)" in texts and "A100 80GB SXM (80 GiB)" in texts, texts
+
+
+@pytest.mark.parametrize("columns", [60, 40])
+def test_the_chart_keeps_its_labels_and_totals_whole_on_a_narrow_terminal(runner, columns):
+    """Issue 40, item 22: at 60 columns the bars kept their 48 characters and Rich cut 'n = 1,024' to 'n = 1…' and
+    '15.2 GiB' to '15.2…'; the bars are now what the terminal leaves."""
+    result = runner.invoke(app, ["plan", *ARGS, "--chart"], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout and max(map(len, result.stdout.splitlines())) <= columns
+    rows = re.findall(r"^ *n = ([\d,]+)  .*  ([\d.]+ GiB)$", result.stdout, re.MULTILINE)
+    wide = runner.invoke(app, ["plan", *ARGS, "--chart"], env={"COLUMNS": "200"}).stdout
+    assert len(rows) == 7 and rows == re.findall(r"^ *n = ([\d,]+)  .*  ([\d.]+ GiB)$", wide, re.MULTILINE)
 
 
 def test_a_plot_never_replaces_a_file_unasked_nor_an_input(runner, tmp_path, monkeypatch):

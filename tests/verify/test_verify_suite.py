@@ -254,6 +254,17 @@ def test_shifting_every_position_changes_nothing_exactly_when_positions_are_rela
     assert result.predicted is holds and result.observed is holds and result.exit_code == ExitCode(0 if holds else 1)
 
 
+@pytest.mark.parametrize(("positional", "why"), [("none", "nothing sees a position"),
+                                                ("rope", "rotary scores depend on t - s only"),
+                                                ("alibi", "the ALiBi bias depends on s - t only")])  # fmt: skip
+def test_the_reason_a_shift_changes_nothing_names_the_specs_own_positions(positional, why):
+    """Issue 40, item 23: the default spec (no positions) was told 'rotary scores depend on t - s only'."""
+    spec = Spec(N=1, H=2, m=4, d=8, r=12, scale="sqrt", mask="causal", positional=positional, norm="pre")
+    result = check_relative(setup_for(spec, n=8))
+    assert result.predicted is True and why in result.reason, result.reason
+    assert ("rotary" in result.reason) is (positional == "rope")
+
+
 def test_rotary_positions_that_are_not_relative_are_caught(monkeypatch):
     real = Transformer.rotate
     monkeypatch.setattr(

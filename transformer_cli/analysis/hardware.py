@@ -25,7 +25,17 @@ from ..spec.definition import Spec
 if TYPE_CHECKING:  # (quantized.py counts parameters: not imported by `tfm --help`)
     from .quantized import Held
 
-T, G = 10**12, 10**9
+T, G = 10**12, 10**9  # FLOP/s and bandwidth: the data sheets' decimal units
+MiB = 1 << 20  # memory: the binary units the budget (--memory 80G = 80 GiB) and every table use
+
+# Memory: the total nvidia-smi reports for the card (NVML, in MiB), not the data sheet's rounded "80GB", so a card
+# and a --memory budget of the same size are one figure. Totals as nvidia-smi prints them: Modal's table of its
+# GPUs (modal-labs/modal-client#2797, thundergolfer.com/blog/nvidia-gpu-memory-capacity) for H100, A100 80GB and
+# L4; an RTX 4090's nvidia-smi in RLinf/RLinf#255.
+# - A100 80GB: 81,920 MiB = 80 GiB (also A800-SXM4-80GB's nvidia-smi, dexmal/dexbotic#41);
+# - H100 SXM 80GB HBM3: 81,559 MiB = 79.6 GiB, a little under 80 GiB;
+# - L4: 23,034 MiB = 22.5 GiB (of its 24 GB);
+# - RTX 4090: 24,564 MiB = 24.0 GiB.
 
 
 @dataclass(frozen=True)
@@ -39,13 +49,13 @@ class Hardware:
 
 PRESETS = {
     "h100-sxm": Hardware("H100 SXM", {"float32": 67 * T, "bfloat16": 989 * T, "float8": 1979 * T}, 3350 * G,
-                         80 * G, "NVIDIA H100 Tensor Core GPU data sheet (SXM5, HBM3)"),
-    "a100-80gb": Hardware("A100 80GB SXM", {"float32": 19.5 * T, "bfloat16": 312 * T}, 2039 * G, 80 * G,
+                         81_559 * MiB, "NVIDIA H100 Tensor Core GPU data sheet (SXM5, HBM3)"),
+    "a100-80gb": Hardware("A100 80GB SXM", {"float32": 19.5 * T, "bfloat16": 312 * T}, 2039 * G, 81_920 * MiB,
                           "NVIDIA A100 Tensor Core GPU data sheet (80GB SXM, HBM2e)"),
-    "l4": Hardware("L4", {"float32": 30.3 * T, "bfloat16": 121 * T, "float8": 242.5 * T}, 300 * G, 24 * G,
+    "l4": Hardware("L4", {"float32": 30.3 * T, "bfloat16": 121 * T, "float8": 242.5 * T}, 300 * G, 23_034 * MiB,
                    "NVIDIA L4 Tensor Core GPU data sheet (sparsity figures halved)"),
     "rtx-4090": Hardware("RTX 4090", {"float32": 82.6 * T, "bfloat16": 165.2 * T, "float8": 330.3 * T}, 1008 * G,
-                         24 * G, "NVIDIA Ada Lovelace architecture white paper (FP32 accumulate)"),
+                         24_564 * MiB, "NVIDIA Ada Lovelace architecture white paper (FP32 accumulate)"),
 }  # fmt: skip
 
 

@@ -107,7 +107,7 @@ class Expect(str, Enum):
 SpecArg = Annotated[
     Optional[Path],
     typer.Argument(
-        help="YAML spec file, or a Hugging Face model (a folder with config.json, or the config.json); "
+        help="YAML spec file, a Hugging Face model (a folder with config.json, or the config.json), or a .gguf file; "
         "the built-in default spec (N=2, H=4, m=8, d=32, r=64) if omitted."
     ),
 ]

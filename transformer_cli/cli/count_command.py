@@ -15,7 +15,10 @@ from .common import COST_DTYPE, DType, JsonOpt, app, handled, load, out, print_j
 @app.command()
 def count(
     specs: Annotated[
-        Optional[list[Path]], typer.Argument(help="One or more YAML spec files; several are compared side by side.")
+        Optional[list[Path]],
+        typer.Argument(
+            help="One or more specs: YAML files, Hugging Face models or .gguf files; several are compared side by side."
+        ),
     ] = None,
     seq_len: Annotated[
         Optional[int], typer.Option("--seq-len", "-n", min=1, help="Also show FLOPs and memory at this length n.")

@@ -30,7 +30,9 @@ class GGUFType(str, Enum):
 
 @app.command()
 def spec(
-    spec_path: Annotated[Path, typer.Argument(help="A Hugging Face model: a folder with config.json, or the file.")],
+    spec_path: Annotated[
+        Path, typer.Argument(help="A Hugging Face model (a folder with config.json, or the file), or a .gguf file.")
+    ],
     json_out: JsonOpt = False,
 ) -> None:
     """Print the tfm spec a Hugging Face config.json maps to, as YAML (save it to keep or edit the spec).
@@ -59,7 +61,12 @@ def convert(
         ),  # fmt: skip
     ],
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="tfm's weights (.safetensors or .npz), or the folder to write.")
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="tfm's weights (.safetensors or .npz), the folder, or the .gguf file (--type) to write.",
+        ),
     ],
     config: Annotated[
         Optional[Path],
@@ -90,11 +97,11 @@ def convert(
     Written whole or not at all; an existing output is replaced only with --force, and in an
     existing folder only config.json and the checkpoint's files are (every other file in it is kept).
 
-    \b
     A GGUF file (llama.cpp's format) is read too, to tfm's weights file (dequantised), and written from a folder
     (with its byte-level BPE tokenizer) or from tfm's file converted from one, its weights of --type (the
     architecture its model_type names).
 
+    \b
     Examples:
       tfm convert ./tiny-llama -o tiny-llama.safetensors
       tfm convert tiny-llama.safetensors -o ./tiny-llama-again

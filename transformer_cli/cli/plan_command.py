@@ -155,13 +155,13 @@ def plan(
         from .plot import chart as bars
 
         out.print(f"Serving {shown(result.name)} against the context, b = {result.batch}")
-        out.print(bars(*curve))
+        lengths, series, limits = curve
+        out.print(bars(lengths, series, limits, columns=out.width))
 
 
 def _curve(path: Path | None, spec, p: Plan, options: Asked, also: str | None):
     """(contexts, serving memory at each for each weights type, the limits drawn: the budget, each GPU's memory)."""
     from ..analysis.plan import contexts, serving_curve
-    from ..analysis.units import human
     from ..planning import weights_types
 
     weights = weights_types(path, spec, options.weights, also)
@@ -169,12 +169,12 @@ def _curve(path: Path | None, spec, p: Plan, options: Asked, also: str | None):
     curve = serving_curve(spec, p.batch, lengths, weights, p.kv_dtype, p.source_len, options.split, p.logits)
     limits: list[tuple[str, int]] = []
     if p.fits is not None:
-        limits.append((f"budget (--memory {human(p.fits[WAYS[0]].memory)})", p.fits[WAYS[0]].memory))
-    by_size: dict[int, list[str]] = {}  # GPUs of one size: one line
+        limits.append(("--memory budget", p.fits[WAYS[0]].memory))
+    by_size: dict[int, list[str]] = {}  # GPUs of one size: one line (bytes, as the budget: one scale)
     for name in options.hardware:
         if name in PRESETS:
             by_size.setdefault(PRESETS[name].memory, []).append(PRESETS[name].name)
-    limits += [(f"{', '.join(names)} ({size / 1e9:g} GB)", size) for size, names in by_size.items()]
+    limits += [(", ".join(names), size) for size, names in by_size.items()]
     return lengths, curve, limits
 
 

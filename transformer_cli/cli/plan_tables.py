@@ -113,7 +113,8 @@ def training_table(p: Plan) -> Table:
     ways = list(t.activations)
     zero = f", ZeRO stage {t.zero_stage} over {t.devices} devices" if t.zero_stage else ""
     caption = (f"{t.optimizer}: {t.optimizer_note}{zero}; per device. Activations: what autograd keeps for "
-               f"the backward pass in {t.activation_dtype}, each tensor once (PyTorch's kernels; see the README). "
+               f"the backward pass in {t.activation_dtype}, each tensor once (PyTorch's kernels: docs/plan.md, "
+               "Training). "
                "Not included: the activations' gradients during the backward pass, communication buffers.")  # fmt: skip
     table = _table(f"Training {context_label(p)}", ways, caption, ("full recomputation", *NARROW))
     if t.lora:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.units import human
 from ..errors import TfmError
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def figure(title: str, lengths: list[int], curve: dict[str, list[Serving]], limi
     for name in others:
         ax.plot(lengths, [s.total / GIB for s in curve[name]], "--", linewidth=1.6, label=f"total, weights {name}")
     for i, (label, size) in enumerate(limits):
-        ax.axhline(size / GIB, linestyle=":", linewidth=1.4, color=f"C{(i + 4) % 10}", label=label)
+        ax.axhline(size / GIB, linestyle=":", linewidth=1.4, color=f"C{(i + 4) % 10}", label=f"{label} ({human(size)})")
     from matplotlib.ticker import FuncFormatter
 
     ax.set_xscale("log", base=2)
@@ -71,14 +72,17 @@ def figure(title: str, lengths: list[int], curve: dict[str, list[Serving]], limi
 
 
 def chart(lengths: list[int], curve: dict[str, list[Serving]], limits: list[tuple[str, int]],
-          width: int = 48) -> Table:  # fmt: skip
+          columns: int = 80) -> Table:  # fmt: skip
     """Bars of the first weights type's serving memory at each context, its parts in their own characters, each
-    limit a '│' at its place on the same scale."""
-    from ..analysis.units import human
-
+    limit a '│' at its place on the same scale; the bars as long as `columns` leaves beside the labels and totals
+    (at most 48 characters, at least 8), so a narrow terminal cuts neither."""
     first = next(iter(curve))
     top = max([s.total for s in curve[first]] + [size for _, size in limits])
-    marks = {min(round(size / top * width), width - 1): label for label, size in limits}
+    labels = [f"n = {n:,}" for n in lengths]
+    totals = [human(s.total) for s in curve[first]]
+    widest = max(map(len, labels)) + max(map(len, totals)) + 4  # the two columns and the spaces between
+    width = max(8, min(48, columns - widest))
+    marks = {min(round(size / top * width), width - 1) for _, size in limits}
     legend = ", ".join(f"{char} {LABELS[part]}" for part, char, _ in PARTS)
     caption = f"Serving memory, weights {first}: {legend}" + "".join(
         f"; │ at {human(size)}: {label}" for label, size in limits)  # fmt: skip
@@ -86,7 +90,7 @@ def chart(lengths: list[int], curve: dict[str, list[Serving]], limits: list[tupl
     table.add_column(justify="right", no_wrap=True)
     table.add_column(no_wrap=True)
     table.add_column(justify="right", no_wrap=True)
-    for n, serving in zip(lengths, curve[first], strict=True):
+    for label, total, serving in zip(labels, totals, curve[first], strict=True):
         cells: list[tuple[str, str]] = []
         for part, char, style in PARTS:
             cells += [(char, style)] * round(getattr(serving, part) / top * width)
@@ -96,7 +100,7 @@ def chart(lengths: list[int], curve: dict[str, list[Serving]], limits: list[tupl
         bar = Text()
         for char, style in cells:
             bar.append(char, style=style or None)
-        table.add_row(f"n = {n:,}", bar, human(serving.total))
+        table.add_row(label, bar, total)
     return table
 
 

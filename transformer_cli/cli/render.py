@@ -12,7 +12,7 @@ from rich.text import Text
 from ..analysis.units import human, scientific
 from ..spec.definition import LABELS
 from ..text import escaped as shown  # user text: never markup, control characters escaped
-from .layout import FitTable
+from .layout import FitTable, Phrases
 
 if TYPE_CHECKING:  # only for annotations: rendering a count must not import the model
     from ..analysis.params import Blocks, ParamCount
@@ -217,7 +217,7 @@ def verify_table(spec: Spec, results: list[CheckResult]) -> Table:
     table.add_column("why", overflow="fold")
     for r in results:
         words = r.to_dict()
-        table.add_row(r.title, words["expected"], words["observed"], verdict_cell(r), r.reason)
+        table.add_row(Phrases(r.title), words["expected"], words["observed"], verdict_cell(r), r.reason)
     return table
 
 

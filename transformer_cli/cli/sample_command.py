@@ -28,7 +28,13 @@ def sample(
     spec_path: SpecArg = None,
     seq_len: Annotated[int, typer.Option("--seq-len", "-n", min=1, help="Tokens n: columns of the input.")] = 16,
     batch: Annotated[
-        Optional[int], typer.Option("--batch", "-b", min=1, help="Sequences b: shape (b, d, n); (d, n) if omitted.")
+        Optional[int],
+        typer.Option(
+            "--batch",
+            "-b",
+            min=1,
+            help="Write b sequences on a leading axis: (b, d, n), or token ids (b, n); without -b one: (d, n) or (n,).",
+        ),
     ] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the input (.npy).")] = Path("x.npy"),
     seed: SeedOpt = 0,

@@ -29,8 +29,8 @@ def schema(json_out: JsonOpt = False) -> None:
 
 @app.command()
 def diff(
-    a: Annotated[Path, typer.Argument(help="The first spec.")],
-    b: Annotated[Path, typer.Argument(help="The second spec.")],
+    a: Annotated[Path, typer.Argument(help="The first spec: a YAML file, a Hugging Face model or a .gguf file.")],
+    b: Annotated[Path, typer.Argument(help="The second spec, of the same kinds.")],
     seq_len: Annotated[int, typer.Option("--seq-len", "-n", min=1, help="Length n for FLOPs and memory.")] = 1024,
     batch: Annotated[int, typer.Option("--batch", "-b", min=1, help="Batch size for FLOPs and memory.")] = 1,
     dtype: DTypeOpt = COST_DTYPE,

@@ -111,6 +111,10 @@ class Component:
         """What in this component depends on absolute positions (so shifting every position changes the output)."""
         return None
 
+    def relative_positions(self) -> str | None:
+        """What in this component sees positions through t - s only (so shifting every position changes nothing)."""
+        return None
+
     def length_dependent(self, first: int, second: int) -> str | None:
         """Why passes `first` and `second` positions long compute a position differently (dynamic rope), or None."""
         return None

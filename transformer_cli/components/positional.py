@@ -117,6 +117,9 @@ class Rotary(Positions):
     def breaks_equivariance(self) -> str | None:
         return "rotary positions"  # absolute positions t enter each rotation, so T(XP) != T(X)P in general
 
+    def relative_positions(self) -> str | None:
+        return "rotary scores depend on t - s only"
+
     def frequencies(self, length: int = 0) -> np.ndarray:
         """The rot/2 frequencies f_j of a pass whose last position is length - 1, in float64 (only dynamic and
         longrope depend on the length, and only past their original context)."""
@@ -218,6 +221,9 @@ class Relative(Positions):
     def breaks_equivariance(self) -> str | None:
         return "relative position bias"
 
+    def relative_positions(self) -> str | None:
+        return "the relative position bias depends on s - t only"
+
     def load(self, get: Callable[[str], np.ndarray], dtype: np.dtype) -> None:
         super().load(get, dtype)
         self.table = get("positional.rel_bias")  # (rel_buckets, H)
@@ -246,6 +252,9 @@ class ALiBi(Positions):
 
     def breaks_equivariance(self) -> str | None:
         return "ALiBi position bias"
+
+    def relative_positions(self) -> str | None:
+        return "the ALiBi bias depends on s - t only"
 
     def load(self, get: Callable[[str], np.ndarray], dtype: np.dtype) -> None:
         super().load(get, dtype)

@@ -41,8 +41,9 @@ def check_relative(setup: Setup, expect: str = "holds") -> CheckResult:
     holds = all(row[-1] == "holds" for row in rows)
     observed: bool | None
     reasons = [" and ".join(absolute) + " depend on absolute positions"] if absolute else []
-    observed, reason = holds, "; ".join(reasons + lengths) if not predicted else (
-        "no absolute positions: rotary scores depend on t - s only, and nothing else sees a position")  # fmt: skip
+    relative = [why for c in components(spec) if (why := c.relative_positions()) is not None]
+    unmoved = f"{', '.join(relative)}, and nothing else sees a position" if relative else "nothing sees a position"
+    observed, reason = holds, "; ".join(reasons + lengths) if not predicted else f"no absolute positions: {unmoved}"
     if not shifts:
         observed, reason = None, f"n = {n} = max_len: no room to shift the learned positions"
     elif holds and not min(row[3] for row in rows) >= CONTROL_FACTOR * tol:
