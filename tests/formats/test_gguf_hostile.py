@@ -13,7 +13,7 @@ from transformer_cli.gguf.header import read_header
 
 pytest.importorskip("gguf")  # (imported before any measurement: the package's own import allocates)
 
-U32, U64, STRING, ARRAY, F32_TENSOR, Q8_0 = 4, 10, 8, 9, 0, 8
+U8, U32, BOOL, U64, STRING, ARRAY, F32_TENSOR, Q8_0 = 0, 4, 7, 10, 8, 9, 0, 8
 
 
 def s(text: str, length: int | None = None) -> bytes:
@@ -69,6 +69,20 @@ CASES = {
     ),
     "not-utf8-key": (gguf([struct.pack("<Q", 2) + b"\xff\xfe" + struct.pack("<II", U32, 1)], []), "is not UTF-8"),
 }
+# What the gguf package refuses too (its GGUFReader): an alignment not UINT32 (read as 1, the data would be read from
+# the wrong offset), a key given twice (which value is meant?)
+REFUSED_BY_THE_PACKAGE = {
+    "alignment-bool": (
+        gguf([s("general.alignment") + struct.pack("<IB", BOOL, 1)], [tensor("w", (4,), F32_TENSOR, 0)], b"\0" * 16),
+        "general.alignment has value type BOOL, expected UINT32",
+    ),
+    "alignment-uint8": (
+        gguf([s("general.alignment") + struct.pack("<IB", U8, 1)], [tensor("w", (4,), F32_TENSOR, 0)], b"\0" * 16),
+        "general.alignment has value type UINT8, expected UINT32",
+    ),
+    "duplicate-key": (gguf([*GOOD, kv_u32("llama.block_count", 2)], []), "metadata key llama.block_count appears twice"),
+}
+CASES |= REFUSED_BY_THE_PACKAGE
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -86,6 +100,22 @@ def test_a_lying_header_is_one_line_read_from_the_header_alone(tmp_path, case):
     message = str(error.value)
     assert says in message and "\n" not in message and message.startswith(f"{path}: not a valid GGUF file")
     assert peak < 1 << 20
+
+
+@pytest.mark.parametrize("case", REFUSED_BY_THE_PACKAGE)
+def test_the_gguf_package_refuses_them_too_and_the_command_line_names_the_file_and_key(tmp_path, runner, case):
+    from gguf import GGUFReader
+
+    from transformer_cli.cli import app
+
+    data, says = REFUSED_BY_THE_PACKAGE[case]
+    path = tmp_path / "m.gguf"
+    path.write_bytes(data)
+    with pytest.raises((ValueError, KeyError)):
+        GGUFReader(path)
+    result = runner.invoke(app, ["count", str(path)])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    assert result.stderr.startswith(f"error: {path}: ") and says in result.stderr
 
 
 def test_a_good_header_of_the_same_kind_is_read(tmp_path):

@@ -25,7 +25,9 @@ DEFAULT_ALIGNMENT = 32
 # GGUFValueType: (struct format, size); 8 is a string, 9 an array
 SCALARS = {0: ("<B", 1), 1: ("<b", 1), 2: ("<H", 2), 3: ("<h", 2), 4: ("<I", 4), 5: ("<i", 4), 6: ("<f", 4),
            7: ("<?", 1), 10: ("<Q", 8), 11: ("<q", 8), 12: ("<d", 8)}  # fmt: skip
-FLOAT32, STRING, ARRAY = 6, 8, 9
+UINT32, FLOAT32, STRING, ARRAY = 4, 6, 8, 9
+TYPE_NAMES = {0: "UINT8", 1: "INT8", 2: "UINT16", 3: "INT16", 4: "UINT32", 5: "INT32", 6: "FLOAT32", 7: "BOOL",
+              8: "STRING", 9: "ARRAY", 10: "UINT64", 11: "INT64", 12: "FLOAT64"}  # GGUFValueType's names
 KEPT_ITEMS = 1 << 16  # numeric arrays up to this many items are kept as values; longer ones by their count only
 
 
@@ -153,7 +155,12 @@ def read_header(path: str | Path) -> Header:
         metadata: dict[str, Any] = {}
         for _ in range(n_kv):
             key = r.string("a metadata key")
-            metadata[key] = r.value(r.scalar(4, f"the type of {key}"), key)
+            if key in metadata:  # (the gguf package refuses it: which value is meant?)
+                raise r.fail(f"metadata key {key} appears twice")
+            kind = r.scalar(4, f"the type of {key}")
+            if key == "general.alignment" and kind != UINT32:  # (the gguf package reads it as UINT32 alone)
+                raise r.fail(f"general.alignment has value type {TYPE_NAMES.get(kind, kind)}, expected UINT32")
+            metadata[key] = r.value(kind, key)
         infos = []
         for _ in range(n_tensors):
             name = r.string("a tensor name")
