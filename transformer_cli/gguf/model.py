@@ -19,7 +19,7 @@ from ..spec.validate import spec_from_mapping
 from ..text import shown
 from .archs import ARCHITECTURES, Arch
 from .header import Header, read_header
-from .tensors import bits_per_weight, read_tensor, type_name
+from .tensors import bits_per_weight, read_tensor, type_name, unreadable
 
 
 def is_gguf(path: str | Path) -> bool:
@@ -102,6 +102,10 @@ class GGUFWeights(Mapping[str, np.ndarray]):
                     for what, names in found if names]  # fmt: skip
         if problems:
             raise ArrayError(f"{self.header.path}: tensors do not fit its metadata's model: {'; '.join(problems)}")
+        unread = [(n, why) for n in expected if (why := unreadable(held[n].type)) is not None]
+        if unread:  # (what reading it would say, said before: count and plan give the verdict run gives)
+            more = f" (and {len(unread) - 1} more tensors)" if len(unread) > 1 else ""
+            raise ArrayError(f"{self.header.path}: tensor {unread[0][0]} {unread[0][1]}{more}")
 
     def stored(self, name: str) -> np.ndarray:
         """The file's tensor `name`, dequantised, the converter's change to it undone."""
