@@ -80,7 +80,10 @@ REFUSED_BY_THE_PACKAGE = {
         gguf([s("general.alignment") + struct.pack("<IB", U8, 1)], [tensor("w", (4,), F32_TENSOR, 0)], b"\0" * 16),
         "general.alignment has value type UINT8, expected UINT32",
     ),
-    "duplicate-key": (gguf([*GOOD, kv_u32("llama.block_count", 2)], []), "metadata key llama.block_count appears twice"),
+    "duplicate-key": (
+        gguf([*GOOD, kv_u32("llama.block_count", 2)], []),
+        "metadata key llama.block_count appears twice",
+    ),
 }
 CASES |= REFUSED_BY_THE_PACKAGE
 
@@ -147,3 +150,41 @@ def test_a_missing_or_unreadable_gguf_is_one_line(tmp_path, runner):
     os.mkfifo(fifo)  # (never opened: a FIFO would block the reader)
     result = runner.invoke(app, ["count", str(fifo)])
     assert result.exit_code == 2 and "not a regular file" in result.stderr and "Traceback" not in result.output
+
+
+def _vocabulary(count: int, last: int = 0) -> bytes:
+    """A file of `count` empty tokens (the last one's length `last`) between two keys."""
+    tokens = (
+        s("tokenizer.ggml.tokens") + struct.pack("<IIQ", ARRAY, STRING, count) + s("") * (count - 1) + s("x" * last)
+    )
+    return gguf(
+        [s("general.architecture") + struct.pack("<I", STRING) + s("llama"), tokens, kv_u32("llama.vocab_size", 7)], []
+    )
+
+
+def test_a_long_vocabulary_is_passed_over_not_decoded(tmp_path, monkeypatch):
+    """3 x 2^16 empty tokens: walked by their lengths, none decoded one by one (10^7 took 116 s so); the key after
+    them read where the gguf package reads it, the count its count."""
+    from gguf import GGUFReader
+
+    from transformer_cli.gguf import header as module
+
+    path = tmp_path / "m.gguf"
+    path.write_bytes(_vocabulary(3 << 16))
+    calls = []
+    string = module._Reader.string
+    monkeypatch.setattr(module._Reader, "string", lambda self, what: calls.append(what) or string(self, what))
+    read = read_header(path)
+    assert len(calls) < 10  # (the keys, the architecture's name)
+    theirs = GGUFReader(path)
+    assert read.metadata["tokenizer.ggml.tokens"].count == len(theirs.fields["tokenizer.ggml.tokens"].data) == 3 << 16
+    assert read.metadata["llama.vocab_size"] == theirs.fields["llama.vocab_size"].contents() == 7
+
+
+def test_a_long_vocabularys_last_token_past_the_end_is_one_line(tmp_path):
+    path = tmp_path / "m.gguf"
+    data = _vocabulary(3 << 16, last=8)
+    length = data.index(s("x" * 8))
+    path.write_bytes(data[:length] + struct.pack("<Q", 10**9) + data[length + 8 :])
+    with pytest.raises(ArrayError, match=f"item {(3 << 16) - 1} of tokenizer.ggml.tokens runs past the end"):
+        read_header(path)
