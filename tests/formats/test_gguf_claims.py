@@ -68,9 +68,9 @@ def test_a_file_claiming_more_blocks_than_it_holds_is_one_line_from_every_comman
     path = tiny_llama(tmp_path / "m.gguf", N=10**4, held=tensors(1))
     says = CLAIMS.format("10,000", "90,002")
     np.save(tmp_path / "ids.npy", np.array([[1, 2, 3]]))
-    for command in (["count", str(path)], ["plan", str(path)], ["check", str(path), "--json"],
-                    ["convert", str(path), "-o", str(tmp_path / "w.safetensors")],
-                    ["run", str(path), "--input", str(tmp_path / "ids.npy"), "-o", str(tmp_path / "y.npy")]):  # fmt: skip
+    ids = ["--input", str(tmp_path / "ids.npy"), "-o", str(tmp_path / "y.npy")]
+    for command in (["count", str(path)], ["plan", str(path)], ["check", str(path), "--json"], ["run", str(path), *ids],
+                    ["convert", str(path), "-o", str(tmp_path / "w.safetensors")]):  # fmt: skip
         result = runner.invoke(app, command)
         assert result.exit_code == 2 and says in " ".join(result.output.split()), (command, result.output)
     with pytest.raises(ArrayError, match=r"it holds 11 tensors"):

@@ -27,8 +27,9 @@ DEFAULT_ALIGNMENT = 32
 SCALARS = {0: ("<B", 1), 1: ("<b", 1), 2: ("<H", 2), 3: ("<h", 2), 4: ("<I", 4), 5: ("<i", 4), 6: ("<f", 4),
            7: ("<?", 1), 10: ("<Q", 8), 11: ("<q", 8), 12: ("<d", 8)}  # fmt: skip
 UINT32, FLOAT32, STRING, ARRAY = 4, 6, 8, 9
+# GGUFValueType's names
 TYPE_NAMES = {0: "UINT8", 1: "INT8", 2: "UINT16", 3: "INT16", 4: "UINT32", 5: "INT32", 6: "FLOAT32", 7: "BOOL",
-              8: "STRING", 9: "ARRAY", 10: "UINT64", 11: "INT64", 12: "FLOAT64"}  # GGUFValueType's names
+              8: "STRING", 9: "ARRAY", 10: "UINT64", 11: "INT64", 12: "FLOAT64"}  # fmt: skip
 KEPT_ITEMS = 1 << 16  # numeric arrays up to this many items are kept as values; longer ones by their count only
 
 
