@@ -1,7 +1,8 @@
 """GGUF files written as llama.cpp's convert_hf_to_gguf.py writes them, from a transformers model, with the gguf
 package's writer and quantisers: the tensor names from the package's own TensorNameMap, the converter's metadata
 keys, its Q/K row permutation (LlamaModel.permute, copied below) and, per GGML type, every 2-D weight quantised
-as llama.cpp's quantiser would store it (1-D norms and biases stay F32, as the converter keeps them).
+as llama.cpp's quantiser would store it (1-D tensors and every tensor not named .weight, as gpt-oss's experts'
+biases, stay F32, as the converter keeps them).
 
 The reference a test compares with is the same transformers model with each weight replaced by
 dequantize(quantize(W)): quantisation blocks run along rows, so the permutation (a reordering of rows) does not
@@ -227,6 +228,7 @@ def write_gguf(model, path: Path, qtype_name: str = "F32", raw: dict | None = No
                 )
             )
             or data.ndim == 1
+            or not name.endswith(".weight")  # (the converter's prepare_tensors: gpt-oss's experts' biases)
         ):
             writer.add_tensor(name, data.astype(np.float32))
         elif qtype.name not in ("F32", "F16") and quantisable(data, qtype):
@@ -256,7 +258,7 @@ def dequantised_model(model, qtype_name: str):
             w = p.detach().numpy()
             if w.ndim == 1 and gemma and name.endswith("norm.weight"):
                 kept = (w + 1).astype(np.float32).astype(np.float64) - 1
-            elif w.ndim == 1 or name.endswith(KEPT_F32):
+            elif w.ndim == 1 or name.endswith(KEPT_F32) or name.endswith("_bias"):  # (gpt-oss's experts' biases)
                 kept = w.astype(np.float32).astype(np.float64)  # (the routers, GPT-2's positions: F32)
             elif (kind, name.endswith(CONV1D)) == ("gpt2", True) or (kind, name.endswith(OSS_IN_OUT)) == (
                 "gpt_oss",

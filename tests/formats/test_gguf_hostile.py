@@ -13,7 +13,7 @@ from transformer_cli.gguf.header import read_header
 
 pytest.importorskip("gguf")  # (imported before any measurement: the package's own import allocates)
 
-U32, U64, STRING, ARRAY, F32_TENSOR, Q8_0 = 4, 10, 8, 9, 0, 8
+U8, U32, BOOL, U64, STRING, ARRAY, F32_TENSOR, Q8_0 = 0, 4, 7, 10, 8, 9, 0, 8
 
 
 def s(text: str, length: int | None = None) -> bytes:
@@ -69,6 +69,23 @@ CASES = {
     ),
     "not-utf8-key": (gguf([struct.pack("<Q", 2) + b"\xff\xfe" + struct.pack("<II", U32, 1)], []), "is not UTF-8"),
 }
+# What the gguf package refuses too (its GGUFReader): an alignment not UINT32 (read as 1, the data would be read from
+# the wrong offset), a key given twice (which value is meant?)
+REFUSED_BY_THE_PACKAGE = {
+    "alignment-bool": (
+        gguf([s("general.alignment") + struct.pack("<IB", BOOL, 1)], [tensor("w", (4,), F32_TENSOR, 0)], b"\0" * 16),
+        "general.alignment has value type BOOL, expected UINT32",
+    ),
+    "alignment-uint8": (
+        gguf([s("general.alignment") + struct.pack("<IB", U8, 1)], [tensor("w", (4,), F32_TENSOR, 0)], b"\0" * 16),
+        "general.alignment has value type UINT8, expected UINT32",
+    ),
+    "duplicate-key": (
+        gguf([*GOOD, kv_u32("llama.block_count", 2)], []),
+        "metadata key llama.block_count appears twice",
+    ),
+}
+CASES |= REFUSED_BY_THE_PACKAGE
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -86,6 +103,22 @@ def test_a_lying_header_is_one_line_read_from_the_header_alone(tmp_path, case):
     message = str(error.value)
     assert says in message and "\n" not in message and message.startswith(f"{path}: not a valid GGUF file")
     assert peak < 1 << 20
+
+
+@pytest.mark.parametrize("case", REFUSED_BY_THE_PACKAGE)
+def test_the_gguf_package_refuses_them_too_and_the_command_line_names_the_file_and_key(tmp_path, runner, case):
+    from gguf import GGUFReader
+
+    from transformer_cli.cli import app
+
+    data, says = REFUSED_BY_THE_PACKAGE[case]
+    path = tmp_path / "m.gguf"
+    path.write_bytes(data)
+    with pytest.raises((ValueError, KeyError)):
+        GGUFReader(path)
+    result = runner.invoke(app, ["count", str(path)])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    assert result.stderr.startswith(f"error: {path}: ") and says in result.stderr
 
 
 def test_a_good_header_of_the_same_kind_is_read(tmp_path):
@@ -117,3 +150,41 @@ def test_a_missing_or_unreadable_gguf_is_one_line(tmp_path, runner):
     os.mkfifo(fifo)  # (never opened: a FIFO would block the reader)
     result = runner.invoke(app, ["count", str(fifo)])
     assert result.exit_code == 2 and "not a regular file" in result.stderr and "Traceback" not in result.output
+
+
+def _vocabulary(count: int, last: int = 0) -> bytes:
+    """A file of `count` empty tokens (the last one's length `last`) between two keys."""
+    tokens = (
+        s("tokenizer.ggml.tokens") + struct.pack("<IIQ", ARRAY, STRING, count) + s("") * (count - 1) + s("x" * last)
+    )
+    return gguf(
+        [s("general.architecture") + struct.pack("<I", STRING) + s("llama"), tokens, kv_u32("llama.vocab_size", 7)], []
+    )
+
+
+def test_a_long_vocabulary_is_passed_over_not_decoded(tmp_path, monkeypatch):
+    """3 x 2^16 empty tokens: walked by their lengths, none decoded one by one (10^7 took 116 s so); the key after
+    them read where the gguf package reads it, the count its count."""
+    from gguf import GGUFReader
+
+    from transformer_cli.gguf import header as module
+
+    path = tmp_path / "m.gguf"
+    path.write_bytes(_vocabulary(3 << 16))
+    calls = []
+    string = module._Reader.string
+    monkeypatch.setattr(module._Reader, "string", lambda self, what: calls.append(what) or string(self, what))
+    read = read_header(path)
+    assert len(calls) < 10  # (the keys, the architecture's name)
+    theirs = GGUFReader(path)
+    assert read.metadata["tokenizer.ggml.tokens"].count == len(theirs.fields["tokenizer.ggml.tokens"].data) == 3 << 16
+    assert read.metadata["llama.vocab_size"] == theirs.fields["llama.vocab_size"].contents() == 7
+
+
+def test_a_long_vocabularys_last_token_past_the_end_is_one_line(tmp_path):
+    path = tmp_path / "m.gguf"
+    data = _vocabulary(3 << 16, last=8)
+    length = data.index(s("x" * 8))
+    path.write_bytes(data[:length] + struct.pack("<Q", 10**9) + data[length + 8 :])
+    with pytest.raises(ArrayError, match=f"item {(3 << 16) - 1} of tokenizer.ggml.tokens runs past the end"):
+        read_header(path)

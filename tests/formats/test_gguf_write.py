@@ -68,3 +68,24 @@ def test_tfms_weights_file_converted_from_a_folder_writes_the_same_gguf(tmp_path
     again = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "b.gguf")])
     assert again.exit_code == 2 and "already exists" in again.stderr
     assert np.any(np.frombuffer((tmp_path / "b.gguf").read_bytes()[:4], np.uint8))
+
+
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "F16"])
+def test_tensors_not_named_weight_stay_f32_and_the_file_type_is_written(tmp_path, runner, qtype):
+    """convert_hf_to_gguf.py keeps every tensor whose name does not end in .weight in F32 (gpt-oss's experts'
+    biases, 2-D) and writes general.file_type and general.quantization_version: read back by the gguf package."""
+    import gguf
+
+    model = build("gpt_oss-gguf")
+    model.save_pretrained(tmp_path / "hf")
+    out = tmp_path / "m.gguf"
+    result = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(out), "--type", qtype.lower()])
+    assert result.exit_code == 0, result.output
+    reader = gguf.GGUFReader(out)
+    types = {t.name: (t.tensor_type.name, len(t.shape)) for t in reader.tensors}
+    biases = {name: kind for name, (kind, dims) in types.items() if not name.endswith(".weight")}
+    assert {"blk.0.ffn_gate_exps.bias", "blk.0.ffn_up_exps.bias", "blk.0.ffn_down_exps.bias"} <= set(biases)
+    assert types["blk.0.ffn_gate_exps.bias"][1] == 2 and set(biases.values()) == {"F32"}
+    assert types["blk.0.ffn_gate_exps.weight"][0] == qtype  # (the control: the experts' weights in the type asked)
+    assert reader.fields["general.file_type"].contents() == gguf.LlamaFileType[f"MOSTLY_{qtype}"]
+    assert reader.fields["general.quantization_version"].contents() == gguf.GGML_QUANT_VERSION

@@ -96,7 +96,16 @@ def vocabulary(c: Keys, header: Header) -> int:
     tokens = header.metadata.get("tokenizer.ggml.tokens")
     if isinstance(tokens, (list, ArrayCount)):
         return len(tokens) if isinstance(tokens, list) else tokens.count
-    return header.tensors["token_embd.weight"].shape[0]
+    return rows(header, "token_embd.weight", "the vocabulary size", f"{c.prefix}vocab_size", "tokenizer.ggml.tokens")
+
+
+def rows(header: Header, name: str, what: str, *elsewhere: str) -> int:
+    """The rows of tensor `name`, the last place the file says `what` (after the keys `elsewhere`): a SpecError
+    naming them all if it is not there."""
+    if name not in header.tensors:
+        lacking = ", no ".join((*elsewhere, f"tensor {name}"))
+        raise SpecError(f"{header.path}: {what} is not in the file: no {lacking}")
+    return header.tensors[name].shape[0]
 
 
 def llama(c: Keys, header: Header) -> dict[str, Any]:
@@ -219,6 +228,7 @@ __all__ = [
     "Transform",
     "llama",
     "permute",
+    "rows",
     "sizes",
     "stacked_experts",
     "unpermute",

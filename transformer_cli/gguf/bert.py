@@ -12,14 +12,14 @@ from typing import Any
 
 from ..hf.keys import Keys
 from ..hf.layouts import Family
-from .base import Arch, sizes
+from .base import Arch, rows, sizes
 from .header import Header
 
 
 def bert(c: Keys, header: Header) -> dict[str, Any]:
     spec = sizes(c, header) | {
         "mask": "causal" if c.flag("attention.causal", False) else "none", "norm": "post", "positional": "learned",
-        "max_len": header.tensors["position_embd.weight"].shape[0], "embed_norm": True, "attention_bias": True,
+        "max_len": rows(header, "position_embd.weight", "the positions"), "embed_norm": True, "attention_bias": True,
         "norm_eps": c.number("attention.layer_norm_epsilon", 1e-12), "activation": "gelu_exact", "head": False,
     }  # fmt: skip
     for key in ("tie_embeddings", "context"):

@@ -12,14 +12,15 @@ import numpy as np
 from ..analysis.quantized import Held
 from ..errors import ArrayError, SpecError
 from ..hf.keys import Keys
-from ..hf.layouts import Rule, bytes_by_tensor, hf_shape, rules, split, tensor_shapes
+from ..hf.layouts import Rule, bytes_by_tensor, hf_shape, rule_count, rules, split, tensor_shapes
 from ..io.arrays import first_nonfinite
 from ..spec.definition import Spec
+from ..spec.stacks import stacks
 from ..spec.validate import spec_from_mapping
 from ..text import shown
 from .archs import ARCHITECTURES, Arch
 from .header import Header, read_header
-from .tensors import bits_per_weight, read_tensor, type_name
+from .tensors import bits_per_weight, read_tensor, type_name, unreadable
 
 
 def is_gguf(path: str | Path) -> bool:
@@ -48,9 +49,22 @@ def spec_mapping(header: Header) -> dict[str, Any]:
 
 
 def spec_from_gguf(path: str | Path) -> Spec:
-    """The tfm spec of the model in a GGUF file, from its header alone."""
+    """The tfm spec of the model in a GGUF file, from its header alone: its tensors counted against the metadata's
+    model (a file of one block claiming a million is refused before anything is planned for a million)."""
     header = read_header(path)
-    return spec_from_mapping(spec_mapping(header), str(path))
+    spec = spec_from_mapping(spec_mapping(header), str(path))
+    _check_count(header, _arch(header)[1], spec)
+    return spec
+
+
+def _check_count(header: Header, arch: Arch, spec: Spec) -> None:
+    """Whole blocks missing, told from the counts before listing a model of any size (as a folder's, hf/weights)."""
+    needed, per_block = rule_count(arch.layout_of(spec), spec)
+    if needed - len(header.tensors) >= max(per_block, 1):
+        blocks = " and ".join(f"{s.spec.N:,} {'encoder ' if s.name == 'encoder' else ''}blocks"
+                              for s in stacks(spec)[::-1])  # fmt: skip
+        raise ArrayError(f"{header.path}: tensors do not fit its metadata's model: it holds {len(header.tensors):,} "
+                         f"tensors, the metadata's model ({blocks}) has {needed:,}")  # fmt: skip
 
 
 def _short(name: str) -> str:
@@ -77,6 +91,7 @@ class GGUFWeights(Mapping[str, np.ndarray]):
     def __init__(self, path: str | Path, spec: Spec):
         self.header = read_header(path)
         _, self.arch, self.meta = _arch(self.header)
+        _check_count(self.header, self.arch, spec)
         self.spec, self.shapes = spec, tensor_shapes(spec)
         self.pieces = pieces_of(self.arch, self.header, spec)
         self.rule_of: dict[str, Rule] = {}
@@ -102,6 +117,10 @@ class GGUFWeights(Mapping[str, np.ndarray]):
                     for what, names in found if names]  # fmt: skip
         if problems:
             raise ArrayError(f"{self.header.path}: tensors do not fit its metadata's model: {'; '.join(problems)}")
+        unread = [(n, why) for n in expected if (why := unreadable(held[n].type)) is not None]
+        if unread:  # (what reading it would say, said before: count and plan give the verdict run gives)
+            more = f" (and {len(unread) - 1} more tensors)" if len(unread) > 1 else ""
+            raise ArrayError(f"{self.header.path}: tensor {unread[0][0]} {unread[0][1]}{more}")
 
     def stored(self, name: str) -> np.ndarray:
         """The file's tensor `name`, dequantised, the converter's change to it undone."""

@@ -18,7 +18,7 @@ import numpy as np
 from ..hf.keys import Keys
 from ..hf.layouts import Family
 from ..kernels import longrope_attention_factor
-from .base import LLAMA_LAYOUT, Arch, partial_rotary, sizes
+from .base import LLAMA_LAYOUT, Arch, partial_rotary, rows, sizes
 from .header import Header
 
 _one = lambda spec: 1  # noqa: E731
@@ -69,7 +69,7 @@ def gpt2(c: Keys, header: Header) -> dict[str, Any]:
     """GPT-2: learned positions (position_embd), LayerNorms with biases, biases everywhere, gelu (tanh)."""
     spec = sizes(c, header) | {"positional": "learned", "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
                                 "attention_bias": True, "activation": "gelu"}  # fmt: skip
-    return spec | {"max_len": header.tensors["position_embd.weight"].shape[0]}
+    return spec | {"max_len": rows(header, "position_embd.weight", "the positions")}
 
 
 def falcon(c: Keys, header: Header) -> dict[str, Any]:

@@ -3,12 +3,15 @@ file (a memory map of that tensor's bytes alone), and what each type costs per w
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import ArrayError
 from .header import Header, TensorInfo
 
 PLAIN = {0: np.float32, 1: np.float16, 28: np.float64}  # F32, F16, F64: read as they are
+INTEGERS = ("I8", "I16", "I32", "I64")  # (not weights)
 
 
 def type_name(kind: int) -> str:
@@ -25,6 +28,25 @@ def bits_per_weight(kind: int) -> float:
     return 8 * size / block
 
 
+@functools.cache
+def unreadable(kind: int) -> str | None:
+    """Why tfm cannot read a tensor of GGML type `kind` as weights (None: it can): an integer type, or one the gguf
+    package cannot dequantise (tried on one block of zeros)."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+    from gguf.quants import dequantize
+
+    if kind in PLAIN:
+        return None
+    qtype = GGMLQuantizationType(kind)
+    if qtype.name in INTEGERS:
+        return f"is of integer type {qtype.name}, expected weights"
+    try:
+        dequantize(np.zeros((1, GGML_QUANT_SIZES[qtype][1]), dtype=np.uint8), qtype)
+    except NotImplementedError:
+        return f"is of type {qtype.name}, which the gguf package cannot dequantise"
+    return None
+
+
 def read_tensor(header: Header, name: str) -> np.ndarray:
     """Tensor `name` of the file as float32 (float64 if stored so), shaped (outermost first): dequantised exactly as
     the package's reference dequantiser does; a type it cannot dequantise is an ArrayError naming it."""
@@ -35,13 +57,11 @@ def read_tensor(header: Header, name: str) -> np.ndarray:
     raw = np.memmap(header.path, dtype=np.uint8, mode="r", offset=header.data_offset + t.offset, shape=(t.nbytes,))
     if t.type in PLAIN:
         return np.asarray(raw.view(PLAIN[t.type]).reshape(t.shape))
+    why = unreadable(t.type)
+    if why is not None:
+        raise ArrayError(f"{header.path}: tensor {name} {why}")
     kind = GGMLQuantizationType(t.type)
-    if kind.name in ("I8", "I16", "I32", "I64"):  # integers, not weights
-        raise ArrayError(f"{header.path}: tensor {name} is of integer type {kind.name}, expected weights")
-    try:
-        return dequantize(raw.reshape(quant_shape_to_byte_shape(t.shape, kind)), kind)
-    except NotImplementedError:
-        raise ArrayError(f"{header.path}: tensor {name}: the gguf package cannot dequantise type {kind.name}") from None
+    return dequantize(raw.reshape(quant_shape_to_byte_shape(t.shape, kind)), kind)
 
 
-__all__ = ["bits_per_weight", "read_tensor", "type_name"]
+__all__ = ["bits_per_weight", "read_tensor", "type_name", "unreadable"]

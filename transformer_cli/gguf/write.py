@@ -2,7 +2,8 @@
 model_type, the metadata keys that architecture's reader takes, the converter's changes made (LLaMA's Q/K rows
 permuted, Gemma's norms stored as 1 + w), norms, routers and positions in F32, the other weights in the asked type
 (F32, F16, BF16, Q8_0, Q4_0) by the gguf package's quantiser, with the converter's F16 fallback for rows that are
-no whole blocks. Tensors are written one at a time. The file is read back before it is published: a model the
+no whole blocks, and the tensors not named .weight in F32; general.file_type and general.quantization_version as the
+converter writes them. Tensors are written one at a time. The file is read back before it is published: a model the
 format cannot hold (Mistral's window, Qwen-MoE's dense layers) is refused naming what it would lose."""
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ ARCH_OF = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "q
            "gpt_oss": "gpt-oss", "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2", "t5": "t5",
            "mt5": "t5", "gptj": "gptj"}  # fmt: skip
 TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0")
+FILE_TYPES = {"F32": 0, "F16": 1, "BF16": 32, "Q8_0": 7, "Q4_0": 2}  # gguf.LlamaFileType: ALL_F32, MOSTLY_F16, ...
 KEPT_F32 = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight")
 
 
@@ -130,11 +132,12 @@ def _extra_tensors(spec: Spec) -> dict[str, np.ndarray]:
 
 
 def _qtype(name: str, shape: tuple[int, ...], asked):
-    """The tensor's GGML type: F32 for 1-D tensors, norms, routers and positions; else `asked`, F16 where its rows
-    are no whole blocks of it (the converter's fallback)."""
+    """The tensor's GGML type: F32 for 1-D tensors, every tensor not named .weight (gpt-oss's experts' biases),
+    norms, routers and positions; else `asked`, F16 where its rows are no whole blocks of it (the converter's
+    fallback)."""
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
-    if len(shape) <= 1 or name.endswith(KEPT_F32) or asked.name == "F32":
+    if len(shape) <= 1 or not name.endswith(".weight") or name.endswith(KEPT_F32) or asked.name == "F32":
         return GGMLQuantizationType.F32
     block = GGML_QUANT_SIZES[asked][0]
     return asked if shape[-1] % block == 0 else GGMLQuantizationType.F16
@@ -179,6 +182,8 @@ def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.
     try:
         writer = gguf.GGUFWriter(str(tmp), arch_name)
         writer.add_name(spec.label)
+        writer.add_quantization_version(gguf.GGML_QUANT_VERSION)  # (as the converter's prepare_metadata)
+        writer.add_file_type(FILE_TYPES[asked.name])  # (its set_gguf_parameters: the type asked for)
         for key, value in meta.items():
             add: Callable = (writer.add_string if isinstance(value, str) else writer.add_bool
                              if isinstance(value, bool) else writer.add_float32 if isinstance(value, float)
