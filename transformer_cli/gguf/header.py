@@ -71,8 +71,8 @@ class ArrayCount:
 
 
 class _Reader:
-    def __init__(self, f: BinaryIO, size: int, path: Path):
-        self.f, self.size, self.path = f, size, path
+    def __init__(self, f: BinaryIO, size: int, path: Path, whole: frozenset[str] = frozenset()):
+        self.f, self.size, self.path, self.whole = f, size, path, whole  # whole: arrays kept at any length
 
     @property
     def left(self) -> int:
@@ -118,16 +118,17 @@ class _Reader:
                             f"the file has {self.left:,} left")  # fmt: skip
         if item == STRING:
             items = [self.string(f"item {i} of {key}") for i in range(count)]
-            return items if count <= KEPT_ITEMS else ArrayCount(item, count)
-        if count > KEPT_ITEMS:  # passed over, not read
+            return items if count <= KEPT_ITEMS or key in self.whole else ArrayCount(item, count)
+        if count > KEPT_ITEMS and key not in self.whole:  # passed over, not read
             self.f.seek(count * smallest, 1)
             return ArrayCount(item, count)
         raw = self.take(count * smallest, f"the items of {key}")
         return list(struct.unpack(f"<{count}{SCALARS[item][0][1]}", raw))
 
 
-def read_header(path: str | Path) -> Header:
-    """The header of the GGUF file at `path`, every length and offset checked against the file (ArrayError)."""
+def read_header(path: str | Path, whole: frozenset[str] = frozenset()) -> Header:
+    """The header of the GGUF file at `path`, every length and offset checked against the file (ArrayError); the
+    metadata arrays named in `whole` (a vocabulary's) kept whatever their length."""
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
     path = Path(path)
@@ -141,7 +142,7 @@ def read_header(path: str | Path) -> Header:
         raise ArrayError(f"{path}: cannot be read ({e.strerror})") from None
     size = path.stat().st_size
     with f:
-        r = _Reader(f, size, path)
+        r = _Reader(f, size, path, whole)
         if r.take(4, "the magic number") != MAGIC:
             raise r.fail("it does not start with GGUF")
         version = r.scalar(4, "the version")

@@ -265,7 +265,9 @@ def _rename_new(tmp: Path, folder: Path, overwrite: bool) -> bool:
     return False
 
 
-def _move_into(tmp: Path, folder: Path, names: list[str], stale: Callable[[str], bool], optional: set[str]) -> list[str]:
+def _move_into(
+    tmp: Path, folder: Path, names: list[str], stale: Callable[[str], bool], optional: set[str]
+) -> list[str]:
     """Move the written files into `folder`, replacing those of their names but the optional ones it has (which
     are returned), then remove the stale ones."""
     with _locked(folder), held_signals():
