@@ -64,11 +64,12 @@ def write_folder(
     shard_bytes: int | None = None,
     overwrite: bool = False,
     extra: list[tuple[str, outputs.Writer]] = (),  # type: ignore[assignment]
-) -> list[str]:
+) -> tuple[list[str], list[str]]:
     """Write config.json, the weights as the config's family lays them out, and the `extra` files (a
-    generation_config.json, a tokenizer); returns the files written.
+    generation_config.json, a tokenizer); returns the files written and the `extra` ones not written.
 
-    An existing folder (with `overwrite`) keeps every file but config.json and its checkpoint's (outputs.py)."""
+    An existing folder (with `overwrite`) keeps every file but config.json and its checkpoint's (outputs.py): an
+    `extra` file is written only where it has none of that name."""
     folder, dtype = Path(folder), np.dtype(dtype)
     shapes = tensor_shapes(spec)
     layout = rules(family_for(config), spec)
@@ -85,8 +86,8 @@ def write_folder(
     written = dequantised(config) | {"dtype": TORCH_NAMES.get(dtype, str(dtype)), "torch_dtype": TORCH_NAMES.get(dtype)}
     files.insert(0, ("config.json", _text(json.dumps(written, indent=2) + "\n")))
     files += list(extra)
-    outputs.write_folder(folder, files, is_checkpoint_file, overwrite)
-    return [name for name, _ in files]
+    kept = outputs.write_folder(folder, files, is_checkpoint_file, overwrite, [name for name, _ in extra])
+    return [name for name, _ in files if name not in kept], kept
 
 
 def _text(text: str) -> outputs.Writer:
@@ -179,7 +180,7 @@ def gguf_to_hugging_face(path: Path, out: Path, dtype: Any = None, shard_bytes: 
         raise SpecError(f"{path}: no Hugging Face config describes this GGUF model ({differ} would differ): not "
                         "written")  # fmt: skip
     written = BY_NAME.get(dtype, dtype or np.float32)
-    return spec, write_folder(out, spec, config, weights, written, shard_bytes, overwrite)
+    return spec, write_folder(out, spec, config, weights, written, shard_bytes, overwrite)[0]
 
 
 def to_gguf(source: Path, out: Path, type_name: str = "f16", overwrite: bool = False) -> tuple[Spec, int, str]:
@@ -229,9 +230,10 @@ def _source_dtype(codes: set[str]) -> np.dtype:
 
 
 def reshard(folder: Path, out: Path, dtype: Any = None, shard_bytes: int | None = None,
-            overwrite: bool = False) -> tuple[Spec, list[str]]:  # fmt: skip
+            overwrite: bool = False) -> tuple[Spec, tuple[list[str], list[str]]]:  # fmt: skip
     """A Hugging Face folder written again as one (resharded, or in another dtype; dtype None keeps the source's),
-    with every other regular file of the folder (generation_config.json, the tokenizer's) copied as it is."""
+    with every other regular file of the folder (generation_config.json, the tokenizer's) copied as it is where
+    the output has none. Returns the spec, the files written and the files of the output kept instead."""
     from .hf.config import load_config
     from .hf.weights import checkpoint_weights
 
@@ -262,9 +264,10 @@ def to_hugging_face(
     dtype: Any = None,
     shard_bytes: int | None = None,
     overwrite: bool = False,
-) -> tuple[Spec, list[str]]:
+) -> tuple[Spec, tuple[list[str], list[str]]]:
     """tfm's weights file (with its spec) as a Hugging Face folder. The config is the one stored by `to_tfm`, or
-    the one at `config_path`, which must describe the same model. dtype None keeps the file's."""
+    the one at `config_path`, which must describe the same model. dtype None keeps the file's. Returns the spec,
+    the files written and the files of the output kept instead (its own generation_config.json)."""
     from .hf.config import load_config, spec_of_config, stored_config
     from .io.weights import spec_of_weights
     from .sources import load_weights

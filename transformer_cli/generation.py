@@ -30,7 +30,7 @@ def generate_from(model: Any, prompt: Any, max_new_tokens: int = 16, temperature
         if model.tokenizer is None:
             raise SpecError(f"{model.path or 'the built-in spec'}: has no tokenizer.json to encode a text prompt; "
                             "give token ids")  # fmt: skip
-        prompt = [model.tokenizer.encode(prompt).ids]
+        prompt = [encode(model.tokenizer, prompt, tokenizer_file(model.path))]
     ids = check_prompts(np.asarray(prompt), model.spec, "the prompt")
     config = model.generation_config
     stops = list(stop) if stop else token_ids(config.get("eos_token_id"))
@@ -111,18 +111,52 @@ def generation_config(spec_path: Path | None, weights: Path | None) -> dict[str,
 
 
 def has_tokenizer(path: Path) -> bool:
-    return path.is_dir() and (path / "tokenizer.json").is_file()
+    """A folder with a tokenizer.json, or a GGUF file (whose metadata may hold a vocabulary)."""
+    return (path.is_dir() and (path / "tokenizer.json").is_file()) or (
+        path.suffix.lower() == ".gguf" and path.is_file()
+    )
 
 
-def tokenizer(path: Path | None) -> Any:
-    """The folder's tokenizer.json, read by the tokenizers library."""
+def tokenizer(path: Path | None, required: bool = True) -> Any:
+    """The folder's tokenizer.json (at most MAX_TOKENIZER_BYTES), or a GGUF file's byte-level BPE vocabulary, as a
+    `tokenizers.Tokenizer` (None for a GGUF file marked no_vocab, unless `required`)."""
+    from .files import read_bounded
+    from .gguf.tokenizer import guarded
+    from .gguf.vocab import MAX_TOKENIZER_BYTES
+
     if path is None or not has_tokenizer(path):
         raise SpecError(f"--prompt: {path or 'the built-in spec'} has no tokenizer.json; give token ids: --input")
     try:
         from tokenizers import Tokenizer
     except ImportError:
         raise SpecError("--prompt: text needs the tokenizers library: pip install 'tfm[text]'") from None
-    try:
-        return Tokenizer.from_file(str(path / "tokenizer.json"))
-    except Exception as e:  # (the library's own message: a Rust error as an Exception)
-        raise SpecError(f"{path / 'tokenizer.json'}: not a tokenizer the tokenizers library reads ({e})") from None
+    if path.suffix.lower() == ".gguf":
+        from .gguf.tokenizer import gguf_tokenizer
+
+        found = gguf_tokenizer(path)
+        if found is None and required:
+            raise SpecError(f"--prompt: {path} holds no vocabulary (tokenizer.ggml.model no_vocab); give token ids: "
+                            "--input")  # fmt: skip
+        return found
+    file = path / "tokenizer.json"
+    text = read_bounded(file, MAX_TOKENIZER_BYTES, "a tokenizer.json", SpecError).decode("utf-8", "replace")
+    return guarded(lambda: Tokenizer.from_str(text), file, "not a tokenizer the tokenizers library reads")
+
+
+def tokenizer_file(path: Path | None) -> Path | None:
+    """The file a model's tokenizer comes from: a folder's tokenizer.json, or the GGUF file."""
+    return path / "tokenizer.json" if path is not None and path.is_dir() else path
+
+
+def encode(tok: Any, text: str, source: object) -> list[int]:
+    """`text`'s token ids; a tokenizer that fails on it (a Rust panic too) is a one-line error naming `source`."""
+    from .gguf.tokenizer import guarded
+
+    return guarded(lambda: list(tok.encode(text).ids), source, "the tokenizer fails on the prompt")
+
+
+def decode(tok: Any, ids: list[int], source: object) -> str:
+    """The text of `ids` (special tokens left out), a failing tokenizer a one-line error naming `source`."""
+    from .gguf.tokenizer import guarded
+
+    return guarded(lambda: str(tok.decode(ids, skip_special_tokens=True)), source, "the tokenizer fails to decode")

@@ -153,10 +153,11 @@ class Model:
 
     @cached_property
     def tokenizer(self) -> Any:
-        """The folder's tokenizer.json as a `tokenizers.Tokenizer`, or None when the model has none."""
+        """The folder's tokenizer.json (or a GGUF file's vocabulary) as a `tokenizers.Tokenizer`, or None when the
+        model has none."""
         from .generation import has_tokenizer, tokenizer
 
-        return tokenizer(self.path) if self.path is not None and has_tokenizer(self.path) else None
+        return tokenizer(self.path, required=False) if self.path is not None and has_tokenizer(self.path) else None
 
 
 def load_spec(path: str | Path) -> Spec:

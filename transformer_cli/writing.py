@@ -5,16 +5,18 @@ The writers themselves are io/weights.py's and conversions.py's.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import TfmError
+from .errors import OutputError, TfmError
 from .io.weights import FORMATS  # tfm's weights files
 from .sources import is_hugging_face, spec_at
 from .spec.definition import Spec
 
 GGUF_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0")  # gguf/write.py's TYPES
 SAVE_DTYPES = ("float64", "float32", "float16", "bfloat16")
+FILE_SUFFIX = re.compile(r"\.[A-Za-z][A-Za-z0-9]*")  # '.txt', '.pt': a file's; 'Llama-3.1-8B' names a folder
 
 
 @dataclass
@@ -26,6 +28,7 @@ class Written:
     tensors: int | None = None
     parameters: int | None = None
     notes: list[str] = field(default_factory=list)  # what a GGUF file keeps of the folder's tokenizer
+    kept: list[str] = field(default_factory=list)  # the output folder's own files, not replaced by the source's
 
 
 def init(path: str | Path | None, output: str | Path, seed: int = 0, overwrite: bool = False,
@@ -78,6 +81,7 @@ def convert(
         raise TfmError(f"--dtype {dtype}: expected one of {', '.join(SAVE_DTYPES)}")
     shard_bytes = parse_size(shard_size, "--shard-size") if isinstance(shard_size, str) else shard_size
     to_file = output.suffix.lower() in FORMATS
+    _check_output_kind(source, output, to_file, config)
     if output.suffix.lower() == ".gguf":
         from .conversions import to_gguf
 
@@ -119,10 +123,25 @@ def convert(
             raise TfmError(f"--config: {source} is written again with its own config.json; --config names the "
                            "config for tfm's weights file")  # fmt: skip
         check_folder_output(output, [source], overwrite)
-        spec, files = reshard(source, output, dtype, shard_bytes, overwrite)
-        return Written(spec, [str(output / f) for f in files])
+        spec, (files, kept) = reshard(source, output, dtype, shard_bytes, overwrite)
+        return Written(spec, [str(output / f) for f in files], kept=[str(output / f) for f in kept])
     from .conversions import to_hugging_face
 
     check_folder_output(output, [source, config], overwrite)
-    spec, files = to_hugging_face(source, output, config, dtype, shard_bytes, overwrite)
-    return Written(spec, [str(output / f) for f in files])
+    spec, (files, kept) = to_hugging_face(source, output, config, dtype, shard_bytes, overwrite)
+    return Written(spec, [str(output / f) for f in files], kept=[str(output / f) for f in kept])
+
+
+def _check_output_kind(source: Path, output: Path, to_file: bool, config: Path | None) -> None:
+    """Refuse an output `convert` cannot write as named: a file of another extension (it would be a folder of that
+    name), or tfm's weights file from tfm's weights file. (An input as the output is refused first, as such.)"""
+    from .io.outputs import refuse_inputs
+
+    refuse_inputs(output, [source, config])
+    suffix = output.suffix.lower()
+    if not to_file and suffix != ".gguf" and FILE_SUFFIX.fullmatch(suffix) and not output.is_dir():
+        raise OutputError(f"{output}: tfm convert writes a folder (a new one named without an extension such as "
+                          f"'{output.suffix}', or an existing one), or a .safetensors, .npz or .gguf file")  # fmt: skip
+    if to_file and not source.is_dir() and source.suffix.lower() != ".gguf":
+        raise OutputError(f"{output}: tfm's weights file is written from a Hugging Face folder or a GGUF file; from "
+                          f"{source} tfm convert writes a folder or a .gguf file")  # fmt: skip

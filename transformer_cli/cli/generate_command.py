@@ -63,8 +63,9 @@ def generate(
 
     The prompt goes through the parallel pass once, then each new token through the key/value cache; a sequence
     stops at the model's stop tokens (its generation_config.json or config.json eos_token_id, or --stop) and is
-    padded after. On a terminal the tokens are printed as they come. With a tokenizer.json in the folder,
-    --prompt takes text and the text is printed back. An encoder-decoder reads --input as its source.
+    padded after. On a terminal the tokens are printed as they come. With a tokenizer.json in the folder (or a
+    GGUF file's byte-level BPE vocabulary), --prompt takes text and the text is printed back; --input's token ids
+    come back as ids (the tokenizer is not read). An encoder-decoder reads --input as its source.
 
     \b
     Examples:
@@ -72,7 +73,7 @@ def generate(
       tfm generate ./tiny-llama --prompt "Once upon a time" -k 30 --temperature 0.8 --top-p 0.9 --seed 1
     """
     from ..analysis.memory import check_memory
-    from ..generation import has_tokenizer, token_ids
+    from ..generation import decode, token_ids, tokenizer_file
     from ..generation import tokenizer as read_tokenizer
     from ..io.arrays import save_npy
     from ..io.outputs import check_output_path
@@ -87,32 +88,35 @@ def generate(
         check_npy_output(output)
         if output is not None:
             check_output_path(output, [p for p in (spec_path, input_path, weights) if p], force)
-        held = prompt is not None or (spec_path is not None and has_tokenizer(spec_path))
-        tokenizer = read_tokenizer(spec_path) if held else None
-        ids = _prompts(input_path, prompt, tokenizer, spec)
+        # text in, text out: token ids given, the tokenizer is never read (it may be large, or not this model's)
+        tokenizer = read_tokenizer(spec_path) if prompt is not None and input_path is None else None
+        ids = _prompts(input_path, prompt, tokenizer, spec, tokenizer_file(spec_path))
         check_memory(_estimate(spec, ids.shape, max_new_tokens, dtype.value), max_memory, "this generation")
         model = Model(spec, source, spec_path, weights, seed)
         stops = list(stop) if stop else token_ids(model.generation_config.get("eos_token_id"))
         streaming = out.is_terminal and not json_out and ids.shape[0] == 1
         result = model.generate(ids, max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
                                 stop=stops, dtype=dtype.value,
-                                on_token=(lambda t: _print_token(t, tokenizer)) if streaming else None)  # fmt: skip
+                                on_token=(lambda t: _print_token(t, tokenizer, tokenizer_file(spec_path))) if streaming
+                                else None)  # fmt: skip
         if output is not None:
             save_npy(output, result.tokens, overwrite=force)
+        texts = None if tokenizer is None else [decode(tokenizer, row.tolist(), tokenizer_file(spec_path))
+                                                for row in result.new_tokens]  # fmt: skip
     if streaming:
         out.print()
     data: dict[str, Any] = {"prompt_tokens": result.prompt, "new_tokens": int(result.new_tokens.shape[1]),
                             "stop_tokens": stops, "stopped": result.stopped.tolist(),
                             "tokens": result.new_tokens.tolist(),
                             "output": str(output) if output else None}  # fmt: skip
-    if tokenizer is not None:
-        data["text"] = [tokenizer.decode(row.tolist(), skip_special_tokens=True) for row in result.new_tokens]
+    if texts is not None:
+        data["text"] = texts
     if json_out:
         print_json(data)
         return
     if not streaming:
         for i, row in enumerate(result.new_tokens):
-            shown_row = data["text"][i] if tokenizer is not None else " ".join(str(int(t)) for t in row)
+            shown_row = texts[i] if texts is not None else " ".join(str(int(t)) for t in row)
             out.print(shown(shown_row), highlight=False, soft_wrap=True)
     why = "a stop token" if result.stopped.all() else f"{data['new_tokens']} new tokens"
     err.print(f"{ids.shape[0]} sequence(s), {result.prompt} prompt tokens, ended at {why}", highlight=False)
@@ -132,25 +136,25 @@ def _estimate(spec, shape: tuple[int, int], new: int, dtype: str):
     return estimate_encoder_decoder(spec, b, p, new + 1, dtype)
 
 
-def _print_token(token, tokenizer) -> None:
-    piece = (
-        tokenizer.decode([int(token[0])], skip_special_tokens=True) if tokenizer is not None else f"{int(token[0])} "
-    )
+def _print_token(token, tokenizer, source) -> None:
+    from ..generation import decode
+
+    piece = decode(tokenizer, [int(token[0])], source) if tokenizer is not None else f"{int(token[0])} "
     out.file.write(piece)
     out.file.flush()
 
 
-def _prompts(input_path: Path | None, prompt: str | None, tokenizer, spec):
+def _prompts(input_path: Path | None, prompt: str | None, tokenizer, spec, source):
     """The prompts (b, p) as int64 ids: the .npy's (its header checked before its data is read), or the text's."""
     import numpy as np
 
-    from ..generation import check_prompts
+    from ..generation import check_prompts, encode
     from ..io.arrays import open_npy, peek_npy
 
     if (input_path is None) == (prompt is None):
         raise SpecError("give the prompt as token ids (--input ids.npy) or as text (--prompt), one of the two")
     if prompt is not None:
-        return check_prompts(np.asarray([tokenizer.encode(prompt).ids], dtype=np.int64), spec, "--prompt")
+        return check_prompts(np.asarray([encode(tokenizer, prompt, source)], dtype=np.int64), spec, "--prompt")
     assert input_path is not None
     header = peek_npy(input_path)
     if not np.issubdtype(header.dtype, np.integer) or len(header.shape) not in (1, 2):

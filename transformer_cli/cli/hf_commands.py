@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import ForceOpt, JsonOpt, app, busy, handled, load, out, print_json, spec_json
+from .common import ForceOpt, JsonOpt, app, busy, err, handled, load, out, print_json, spec_json
 
 
 class SaveDType(str, Enum):
@@ -95,7 +95,8 @@ def convert(
     tfm's .safetensors: a folder that transformers' from_pretrained loads, with the config stored at conversion
     (or --config). The dtype stays the source's (a bfloat16 folder comes back in bfloat16) unless --dtype says.
     Written whole or not at all; an existing output is replaced only with --force, and in an
-    existing folder only config.json and the checkpoint's files are (every other file in it is kept).
+    existing folder only config.json and the checkpoint's files are (every other file in it is kept: a file of the
+    source folder is copied only where it has none, and stderr names each one kept).
 
     A GGUF file (llama.cpp's format) is read too, to tfm's weights file (dequantised), and written from a folder
     (with its byte-level BPE tokenizer) or from tfm's file converted from one, its weights of --type (the
@@ -113,12 +114,14 @@ def convert(
         with busy("converting", json_out):
             done = write(source, output, config, dtype and dtype.value, shard_size, gguf_type.value, force)
     spec_, written, notes = done.spec, done.files, done.notes
-    if json_out:
-        print_json(spec_json(spec_) | {"source": str(source), "written": written}
-                   | ({"tokenizer": notes[0]} if notes else {}))  # fmt: skip
-        return
     from ..text import escaped as shown
 
+    for path in done.kept:  # a diagnostic, under --json too
+        err.print(f"kept {shown(path)}: the output folder's own file, not replaced by the source's", soft_wrap=True)
+    if json_out:
+        print_json(spec_json(spec_) | {"source": str(source), "written": written, "kept": done.kept}
+                   | ({"tokenizer": notes[0]} if notes else {}))  # fmt: skip
+        return
     for path in written:
         out.print(f"wrote {shown(path)}", highlight=False)
     for note in notes:

@@ -75,8 +75,8 @@ class ArrayCount:
 
 
 class _Reader:
-    def __init__(self, f: BinaryIO, size: int, path: Path):
-        self.f, self.size, self.path = f, size, path
+    def __init__(self, f: BinaryIO, size: int, path: Path, whole: frozenset[str] = frozenset()):
+        self.f, self.size, self.path, self.whole = f, size, path, whole  # whole: arrays kept at any length
 
     @property
     def left(self) -> int:
@@ -134,20 +134,21 @@ class _Reader:
         if count * smallest > self.left:
             raise self.fail(f"metadata {key}: an array of {count:,} items needs at least {count * smallest:,} bytes, "
                             f"the file has {self.left:,} left")  # fmt: skip
-        if item == STRING and count <= KEPT_ITEMS:
+        if item == STRING and (count <= KEPT_ITEMS or key in self.whole):
             return [self.string(f"item {i} of {key}") for i in range(count)]
         if item == STRING:
             self.pass_strings(count, key)
             return ArrayCount(item, count)
-        if count > KEPT_ITEMS:  # passed over, not read
+        if count > KEPT_ITEMS and key not in self.whole:  # passed over, not read
             self.f.seek(count * smallest, 1)
             return ArrayCount(item, count)
         raw = self.take(count * smallest, f"the items of {key}")
         return list(struct.unpack(f"<{count}{SCALARS[item][0][1]}", raw))
 
 
-def read_header(path: str | Path) -> Header:
-    """The header of the GGUF file at `path`, every length and offset checked against the file (ArrayError)."""
+def read_header(path: str | Path, whole: frozenset[str] = frozenset()) -> Header:
+    """The header of the GGUF file at `path`, every length and offset checked against the file (ArrayError); the
+    metadata arrays named in `whole` (a vocabulary's) kept whatever their length."""
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
     path = Path(path)
@@ -161,7 +162,7 @@ def read_header(path: str | Path) -> Header:
         raise ArrayError(f"{path}: cannot be read ({e.strerror})") from None
     size = path.stat().st_size
     with f:
-        r = _Reader(f, size, path)
+        r = _Reader(f, size, path, whole)
         if r.take(4, "the magic number") != MAGIC:
             raise r.fail("it does not start with GGUF")
         version = r.scalar(4, "the version")

@@ -13,12 +13,13 @@ so is a file written without a folder's tokenizer.json."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
+from ..text import shown
 
+MAX_TOKENIZER_BYTES = 64 << 20  # real tokenizer.json files: LLaMA 3's is 9 MB, Gemma 3's 33 MB
 _WORDS, _REST = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|",
     r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
@@ -32,11 +33,7 @@ def add_vocabulary(writer: Any, folder: Path | None, V: int) -> str:
     if folder is None or path is None or not path.is_file():  # (path None exactly when folder is)
         writer.add_tokenizer_model("no_vocab")
         return "no tokenizer (no tokenizer.json): the file is marked no_vocab"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SpecError(f"{path}: not a readable tokenizer.json ({exc})") from None
-    data = data if isinstance(data, dict) else {}
+    data = read_json(path, "a tokenizer.json")
     model, decoder = (part if isinstance(part := data.get(key), dict) else {} for key in ("model", "decoder"))
     kind, fallback = model.get("type"), bool(model.get("byte_fallback"))
     if kind != "BPE" or fallback or decoder.get("type") != "ByteLevel":
@@ -45,16 +42,17 @@ def add_vocabulary(writer: Any, folder: Path | None, V: int) -> str:
         return f"tokenizer not written (tfm writes byte-level BPE vocabularies; {path.name}'s is {shown}): no_vocab"
     tokens, types = _tokens(path, model, data.get("added_tokens") or [], V)
     merges = model.get("merges") or []
+    if not isinstance(merges, list) or not all(isinstance(m, str) or _pair(m) for m in merges):
+        raise SpecError(f"{path}: key 'model.merges': expected a list of merges ('a b' or [a, b])")
+    _check_post_processor(path, data.get("post_processor"))
     writer.add_tokenizer_model("gpt2")
-    pre = _pre_tokenizer(data.get("pre_tokenizer"))
+    pre = _pre_tokenizer(path, data.get("pre_tokenizer"))
     if pre is not None:
         writer.add_tokenizer_pre(pre)
     writer.add_token_list(tokens)
     writer.add_token_types(types)
     writer.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in merges])
-    import gguf
-
-    gguf.SpecialVocab(folder, load_merges=False, n_vocab=V).add_to_gguf(writer, quiet=True)
+    _special_tokens(writer, folder, V)
     split = f"pre-tokenizer {pre}" if pre else "pre-tokenizer not recognised: llama.cpp splits by its default"
     return f"tokenizer: byte-level BPE, {len(tokens):,} tokens, {len(merges):,} merges, {split}"
 
@@ -64,6 +62,8 @@ def _tokens(path: Path, model: dict, added: list, V: int) -> tuple[list[str], li
     the ids no token has unused `[PAD{i}]` (the converter's padding)."""
     import gguf
 
+    if not isinstance(added, list):
+        raise SpecError(f"{path}: key 'added_tokens': expected a list of tokens")
     vocab = model.get("vocab")
     if not isinstance(vocab, dict) or not all(isinstance(i, int) for i in vocab.values()):
         raise SpecError(f"{path}: key 'model.vocab': expected an object of tokens to ids")
@@ -81,7 +81,7 @@ def _tokens(path: Path, model: dict, added: list, V: int) -> tuple[list[str], li
     return [text for text, _ in tokens], [int(kind) for _, kind in tokens]
 
 
-def _pre_tokenizer(pre: Any) -> str | None:
+def _pre_tokenizer(path: Path, pre: Any) -> str | None:
     """llama.cpp's name for the tokenizer's split: ByteLevel with its regex (GPT-2's), or a Split by a known regex
     before a ByteLevel without one; None for any other."""
     if not isinstance(pre, dict):
@@ -91,11 +91,78 @@ def _pre_tokenizer(pre: Any) -> str | None:
     steps = pre.get("pretokenizers") if pre.get("type") == "Sequence" else None
     if not isinstance(steps, list) or len(steps) != 2:
         return None
+    if not all(isinstance(step, dict) for step in steps):
+        raise SpecError(f"{path}: key 'pre_tokenizer.pretokenizers': expected a list of objects")
     split, level = steps
     if split.get("type") != "Split" or level.get("type") != "ByteLevel" or level.get("use_regex", True):
         return None
-    regex = (split.get("pattern") or {}).get("Regex")
+    pattern = split.get("pattern")
+    regex = pattern.get("Regex") if isinstance(pattern, dict) else None
     return _SPLITS.get(regex) if isinstance(regex, str) else None
 
 
-__all__ = ["add_vocabulary"]
+def read_json(path: Path, kind: str) -> Any:
+    """A tokenizer's JSON file: a regular file of at most MAX_TOKENIZER_BYTES holding strict JSON, an object."""
+    from ..files import read_bounded
+    from ..io.safetensors_io import parse_json
+
+    try:
+        data = parse_json(read_bounded(path, MAX_TOKENIZER_BYTES, kind, SpecError))
+    except ValueError as exc:
+        raise SpecError(f"{path}: not JSON: {shown(str(exc), 160)}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _pair(merge: Any) -> bool:
+    return isinstance(merge, list) and len(merge) == 2 and all(isinstance(part, str) for part in merge)
+
+
+def _check_post_processor(path: Path, post: Any) -> None:
+    """The post-processor's parts that llama.cpp's converter reads (the gguf package's SpecialVocab) are objects
+    and lists where it expects them."""
+    if post is None:
+        return
+    steps = post.get("processors", [post]) if isinstance(post, dict) else None
+    if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
+        raise SpecError(f"{path}: key 'post_processor': expected an object (its processors a list of objects)")
+    for step in steps:
+        for key in ("single", "pair"):
+            parts = step.get(key, [])
+            if not isinstance(parts, list) or not all(_piece(part) for part in parts):
+                raise SpecError(f"{path}: key 'post_processor.{key}': expected a list of template pieces (objects)")
+        for key in ("cls", "sep"):
+            if key in step and not (isinstance(step[key], list) and step[key]):
+                raise SpecError(f"{path}: key 'post_processor.{key}': expected a [token, id] pair")
+
+
+def _piece(part: Any) -> bool:
+    """A template's piece: an object whose SpecialToken or Sequence, if any, is an object."""
+    return isinstance(part, dict) and all(isinstance(part.get(k, {}), dict) for k in ("SpecialToken", "Sequence"))
+
+
+def _special_tokens(writer: Any, folder: Path, V: int) -> None:
+    """The special ids, their add_*_token flags and the chat template as the gguf package's SpecialVocab reads them
+    (the files it reads checked first, each error naming its file); add_bos_token written false where the
+    tokenizer adds no BOS, so that llama.cpp does not add one by the split's default."""
+    import gguf
+
+    for name, kind in (("tokenizer_config.json", "a tokenizer_config.json"), ("chat_template.json", "a chat template")):
+        if (folder / name).exists():
+            read_json(folder / name, kind)
+    if (folder / "chat_template.jinja").exists():
+        from ..files import read_bounded
+
+        read_bounded(folder / "chat_template.jinja", MAX_TOKENIZER_BYTES, "a chat template", SpecError)
+    try:
+        special = gguf.SpecialVocab(folder, load_merges=False, n_vocab=V)
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError, OSError) as exc:
+        raise SpecError(f"{folder}: llama.cpp's converter cannot read its special tokens (tokenizer_config.json, "
+                        f"config.json's *_token_id): {shown(str(exc), 160)}") from None  # fmt: skip
+    special.add_to_gguf(writer, quiet=True)
+    if "bos" not in special.add_special_token:
+        writer.add_add_bos_token(False)
+
+
+__all__ = ["MAX_TOKENIZER_BYTES", "add_vocabulary", "read_json"]

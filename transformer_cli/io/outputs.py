@@ -6,7 +6,9 @@ goes; and it exists already only with --force. A file is written to a temporary 
 renamed into place. A new folder is built as a temporary folder beside it and renamed into place. An existing
 folder (with --force) keeps every file tfm does not write: tfm's files are written into a temporary folder
 inside it, then moved into place, and the stale files of the checkpoint they replace (`stale`) removed, under
-a lock (two writers take turns) with Ctrl-C and SIGTERM held back until those few renames are done.
+a lock (two writers take turns) with Ctrl-C and SIGTERM held back until those few renames are done. Files copied
+beside the checkpoint (`optional`: a tokenizer, a README) are written only where the folder has none: the
+folder's own are the user's.
 """
 
 from __future__ import annotations
@@ -204,9 +206,14 @@ def _publish(tmp: Path, out: Path, overwrite: bool) -> None:
 
 
 def write_folder(
-    folder: Path, files: list[tuple[str, Writer]], stale: Callable[[str], bool], overwrite: bool = False
-) -> None:
-    """Write the named files as the folder `folder`: all of them or none (see the module's docstring).
+    folder: Path,
+    files: list[tuple[str, Writer]],
+    stale: Callable[[str], bool],
+    overwrite: bool = False,
+    optional: Iterable[str] = (),
+) -> list[str]:
+    """Write the named files as the folder `folder`: all of them or none (see the module's docstring). Returns
+    the `optional` files not written because the folder has its own (an entry of that name), which it keeps.
 
     `stale(name)` says which other files in an existing folder belong to what tfm replaces (an earlier
     checkpoint's shards) and are removed with it; every other file, and every folder, is left as it was.
@@ -214,6 +221,9 @@ def write_folder(
     existing = _existing_folder(folder)
     if existing and not overwrite:
         raise OutputError(f"{folder}: already exists; pass --force to replace the files tfm writes in it")
+    copies = set(optional)
+    kept = [name for name, _ in files if existing and name in copies and os.path.lexists(folder / name)]
+    files = [(name, write) for name, write in files if name not in kept]
     names = [name for name, _ in files]
     if existing:
         _replaceable(folder, names)
@@ -225,8 +235,8 @@ def write_folder(
             _write_synced(tmp / current, write, _existing(folder / current) if existing else None)
         current = ""
         if not existing and _rename_new(tmp, folder, overwrite):
-            return
-        _move_into(tmp, folder, names, stale)
+            return kept
+        return kept + _move_into(tmp, folder, names, stale, copies)
     except OSError as exc:
         which = f" {current}" if current else ""
         raise OutputError(f"{folder}: cannot write{which}: {reason(exc)}") from None
@@ -255,15 +265,21 @@ def _rename_new(tmp: Path, folder: Path, overwrite: bool) -> bool:
     return False
 
 
-def _move_into(tmp: Path, folder: Path, names: list[str], stale: Callable[[str], bool]) -> None:
-    """Move the written files into `folder`, replacing those of their names, then remove the stale ones."""
+def _move_into(
+    tmp: Path, folder: Path, names: list[str], stale: Callable[[str], bool], optional: set[str]
+) -> list[str]:
+    """Move the written files into `folder`, replacing those of their names but the optional ones it has (which
+    are returned), then remove the stale ones."""
     with _locked(folder), held_signals():
+        kept = [name for name in names if name in optional and os.path.lexists(folder / name)]  # appeared meanwhile
+        names = [name for name in names if name not in kept]
         _replaceable(folder, names)  # again at the last moment
         for name in names:
             os.replace(tmp / name, folder / name)
         for entry in os.scandir(folder):
             if entry.name not in names and stale(entry.name) and not entry.is_dir(follow_symlinks=False):
                 os.unlink(entry.path)
+    return kept
 
 
 @contextmanager
