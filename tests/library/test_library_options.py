@@ -41,6 +41,16 @@ def both(runner, args, call, message, error=tfm.OptionError):
         (["count", "{f}", "-n", 0], lambda m: m.costs(seq_len=0), "--seq-len 0: expected 1 or more"),
         (["count", "{f}", "-n", 8, "-b", -1], lambda m: m.costs(batch=-1, seq_len=8), "--batch -1: expected 1 or more"),
         (["count", "{f}", "-n", 8, "-b", 0], lambda m: m.costs(b=0, n=8), "--batch 0: expected 1 or more"),
+        (
+            ["sample", "{f}", "-n", 0, "-o", "{d}/s.npy"],
+            lambda m: m.sample(seq_len=0),
+            "--seq-len 0: expected 1 or more",
+        ),
+        (
+            ["sample", "{f}", "-b", 0, "-o", "{d}/s.npy"],
+            lambda m: m.sample(4, batch=0),
+            "--batch 0: expected 1 or more",
+        ),
         (["plan", "{f}", "-n", 0, "--no-chart"], lambda m: m.plan(seq_len=0), "--seq-len 0: expected 1 or more"),
         (["plan", "{f}", "--zero", 5, "--no-chart"], lambda m: m.plan(zero=5), "--zero 5: expected from 0 to 3"),
         (
@@ -92,7 +102,7 @@ def both(runner, args, call, message, error=tfm.OptionError):
     ids=lambda v: " ".join(map(str, v)) if isinstance(v, list) else "",
 )
 def test_a_bad_option_is_one_line_from_either_door(runner, folder, args, call, message):
-    args = [str(a).format(f=folder, ids=folder.parent / "ids.npy") for a in args]
+    args = [str(a).format(f=folder, ids=folder.parent / "ids.npy", d=folder.parent) for a in args]
     both(runner, args, lambda: call(tfm.load(folder)), message)
 
 
