@@ -112,7 +112,7 @@ def main() -> None:
         t3 = time.perf_counter()
         reference = theirs(new)
         t4 = time.perf_counter()
-        equal = np.array_equal(mine.tokens, reference.numpy())
+        equal = np.array_equal(mine.sequences, reference.numpy())
         tp, td = t1 - t0, (t2 - t1) - (t1 - t0)
         hp, hd = t3 - t2, (t4 - t3) - (t3 - t2)
         rows.append({"tfm_prompt_tps": prompt_len / tp, "tfm_decode_tps": (new - 1) / td,

@@ -37,7 +37,8 @@ _EXPORTS = {
     "Written": "writing", "convert": "writing", "init": "writing",
     "run_bench": "bench",
     # errors and exit codes
-    "ArrayError": "errors", "ExitCode": "errors", "OutputError": "errors", "SpecError": "errors", "TfmError": "errors",
+    "ArrayError": "errors", "ExitCode": "errors", "OptionError": "errors", "OutputError": "errors",
+    "SpecError": "errors", "TfmError": "errors",
 }  # fmt: skip
 
 __all__ = ["__version__", *_EXPORTS]

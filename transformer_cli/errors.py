@@ -46,3 +46,8 @@ class OutputError(TfmError):
 
 class NumericalError(TfmError):
     """A result the chosen dtype cannot represent (NaN or inf): nothing is written."""
+
+
+class OptionError(TfmError):
+    """An option out of its range or of the wrong kind, or a library call's unknown keyword: the command line and
+    the library say the same line (options.py)."""

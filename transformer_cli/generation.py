@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import SpecError
+from .errors import OptionError, SpecError
+from .options import count
 from .spec.definition import Spec
 
 if TYPE_CHECKING:
@@ -20,33 +21,60 @@ if TYPE_CHECKING:
 
 def generate_from(model: Any, prompt: Any, max_new_tokens: int = 16, temperature: float = 0.0,
                   top_k: int | None = None, top_p: float | None = None, seed: int = 0, stop: list[int] | None = None,
-                  dtype: str | None = None,
-                  on_token: Callable[[np.ndarray], None] | None = None) -> Generation:  # fmt: skip
+                  dtype: str | None = None, on_token: Callable[[np.ndarray], None] | None = None,
+                  say: Callable[[str], None] | None = None) -> Generation:  # fmt: skip
     """The prompt (ids (p,) or (b, p), or a text the model's tokenizer encodes) continued by `model` (a
-    models.Model) by up to max_new_tokens."""
-    from .model.generate import Sampling, generate
+    models.Model) by up to max_new_tokens, the options checked as `tfm generate` checks them; `say` hears the
+    notes the command prints on stderr (also kept in the Generation's notes)."""
+    from .model.generate import Sampling, generate, token_id
 
+    sampling = Sampling(temperature, top_k, top_p, seed)  # (checks each)
+    count(max_new_tokens, "max-new-tokens")
     if isinstance(prompt, str):
         if model.tokenizer is None:
             raise SpecError(f"{model.path or 'the built-in spec'}: has no tokenizer.json to encode a text prompt; "
                             "give token ids")  # fmt: skip
         prompt = [encode(model.tokenizer, prompt, tokenizer_file(model.path))]
     ids = check_prompts(np.asarray(prompt), model.spec, "the prompt")
+    notes = [note for note in (sampling.unused(), past_context(model.spec, ids.shape[1], max_new_tokens)) if note]
+    for note in notes:
+        (say or (lambda note: None))(note)
     config = model.generation_config
-    stops = list(stop) if stop else token_ids(config.get("eos_token_id"))
+    files = model.path or model.weights_path
+    vocabulary = model.spec.V
+    stops = list(stop) if stop else [token_id(t, vocabulary, f"{files}: eos_token_id")
+                                                 for t in token_ids(config.get("eos_token_id"))]  # fmt: skip
     pad = config.get("pad_token_id")
-    pad = pad if isinstance(pad, int) else None
-    sampling = Sampling(temperature, top_k, top_p, seed)
+    pad = token_id(pad, vocabulary, f"{files}: pad_token_id") if isinstance(pad, int) else None
     net = model.transformer(dtype)
     if not hasattr(net, "encode"):
-        return generate(net, ids, max_new_tokens, stops, pad, sampling, on_token)
-    start = config.get("decoder_start_token_id")
-    if not isinstance(start, int):
-        raise SpecError(f"{model.spec.label}: an encoder-decoder generates from decoder_start_token_id, which its "
-                        "config does not give")  # fmt: skip
-    memory = net.encode(ids)
-    begin = np.full((ids.shape[0], 1), start, dtype=np.int64)
-    return generate(net.decoder, begin, max_new_tokens, stops, pad, sampling, on_token, memory)
+        result = generate(net, ids, max_new_tokens, stops, pad, sampling, on_token)
+    else:
+        start = config.get("decoder_start_token_id")
+        if not isinstance(start, int):
+            raise SpecError(f"{model.spec.label}: an encoder-decoder generates from decoder_start_token_id, which its "
+                            "config does not give")  # fmt: skip
+        start = token_id(start, vocabulary, f"{files}: decoder_start_token_id")
+        memory = net.encode(ids)
+        begin = np.full((ids.shape[0], 1), start, dtype=np.int64)
+        result = generate(net.decoder, begin, max_new_tokens, stops, pad, sampling, on_token, memory)
+    result.notes = notes + result.notes
+    return result
+
+
+def past_context(spec: Spec, prompt: int, new: int) -> str | None:
+    """A warning when the prompt and the new tokens run past the model's own context (a refusal beyond learned
+    positions, which have nothing further)."""
+    from .analysis.serving import context_cap
+
+    total, cap = prompt + new, context_cap(spec)
+    said = f"--max-new-tokens {new}: the prompt's {prompt} tokens and {new} new ones make {total:,} positions"
+    if spec.positional == "learned" and spec.max_len is not None and total > spec.max_len:
+        raise OptionError(f"{said}, beyond the {spec.max_len:,} learned positions of {spec.label} (max_len)")
+    if cap is None or total <= cap:
+        return None
+    return (f"warning: {said}, beyond {spec.label}'s own context of {cap:,} (context: max_position_embeddings); "
+            "the tokens past it come from a model run beyond it")  # fmt: skip
 
 
 def check_prompts(ids: np.ndarray, spec: Spec, where: str) -> np.ndarray:
@@ -55,6 +83,8 @@ def check_prompts(ids: np.ndarray, spec: Spec, where: str) -> np.ndarray:
         raise SpecError(f"{where}: expected integer token ids (p,) or (b, p), got {ids.dtype} {ids.shape}")
     ids = np.asarray(ids, dtype=np.int64)
     ids = ids[None] if ids.ndim == 1 else ids
+    if ids.shape[0] == 0:
+        raise SpecError(f"{where}: no prompt in shape {ids.shape} (at least one sequence of (b, p))")
     if ids.shape[1] == 0:
         raise SpecError(f"{where}: the prompt is empty (at least one token)")
     vocabulary = spec.V_src or spec.V

@@ -17,12 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SpecError
+from .errors import OptionError, SpecError
 from .io.weights import FORMATS  # tfm's weights files
+from .options import count, keywords, named, parameters
 from .sources import checkpoint_at, spec_at
 from .spec.definition import Spec
 
 
+@named()
 def load(path: str | Path | None = None, weights: str | Path | None = None, seed: int = 0) -> Model:
     """The model at `path` (None: the built-in default spec), its weights from `weights`, else the checkpoint
     `path` holds, else seeded from `seed`. tfm's .safetensors is a model by itself (its spec in the metadata)."""
@@ -94,32 +96,43 @@ class Model:
 
         return checkpoint_summary(self.weights_path, self.spec)
 
-    def costs(self, b: int = 1, n: int = 16, dtype: str = "float32", n_src: int | None = None) -> Any:
-        """`tfm count --seq-len n`: FLOPs by component and memory for inference and training (a Costs)."""
+    @named(renamed={"b": "batch", "n": "seq_len", "n_src": "source_len"})
+    def costs(self, batch: int = 1, seq_len: int = 16, dtype: str = "float32", source_len: int | None = None) -> Any:
+        """`tfm count --seq-len`: FLOPs by component and memory for inference and training (a Costs); the options
+        are the command's, by their long names (b, n and n_src, the old names, still taken)."""
         from .analysis.costs import costs
+        from .spec.definition import check_length
+        from .spec.stacks import encoder
 
-        return costs(self.spec, b, n, dtype, n_src)
+        check_length(self.spec, count(seq_len, "seq-len"), "--seq-len")
+        if source_len is not None and encoder(self.spec) is None:
+            raise OptionError(f"--source-len {source_len}: {self.spec.label} is not an encoder-decoder (no N_enc), it "
+                              "reads no source")  # fmt: skip
+        return costs(self.spec, batch, seq_len, dtype, source_len)
 
     def plan(self, **options: Any) -> Any:
         """`tfm plan`: serving and training memory, what fits, time on hardware (a Plan); the options are the
         command's, by their long names (seq_len, batch, weights, memory="80G", lora_rank, tensor_parallel...)."""
-        from .planning import plan_model
+        from .planning import asked, plan_model
 
-        return plan_model(self, **options)
+        return plan_model(self, **keywords(options, parameters(asked, skip=1), "Model.plan"))
 
-    def verify(self, n: int | None = None, dtype: str = "float64", tol: float | None = None,
+    @named(renamed={"n": "seq_len"})
+    def verify(self, seq_len: int | None = None, dtype: str = "float64", tol: float | None = None,
                max_memory: str | None = None) -> list[Any]:  # fmt: skip
         """`tfm verify`: every property of the seeds, each against what theory predicts (CheckResults)."""
         from .verify import verify_all
 
-        return verify_all(self.spec, self.weights, self.seed, dtype, n, tol, max_memory)
+        return verify_all(self.spec, self.weights, self.seed, dtype, seq_len, tol, max_memory)
 
-    def sample(self, n: int = 16, b: int | None = None, seed: int = 0) -> np.ndarray:
+    @named(renamed={"n": "seq_len", "b": "batch"})
+    def sample(self, seq_len: int = 16, batch: int | None = None, seed: int = 0) -> np.ndarray:
         """`tfm sample`: a seeded input, token ids (n,) or (b, n), or columns (d, n) or (b, d, n)."""
         from .model.runner import random_input
 
-        return random_input(self.spec, n, b, seed)
+        return random_input(self.spec, seq_len, batch, seed)
 
+    @named()
     def run(self, x: Any, target: Any = None, dtype: str | None = None, max_memory: str | None = None) -> Any:
         """`tfm run`: the forward pass on `x` (an array or a .npy path; an encoder-decoder's source, with
         `target`) -> a RunResult: .output the logits (V, n) or columns (d, n), .rms_trace per block."""
@@ -128,16 +141,21 @@ class Model:
         return run_forward(self.spec, x, self.weights_path, self.seed, dtype or self.dtype, max_memory,
                            target_path=target, weights=self.weights)  # fmt: skip
 
+    @named()
     def generate(self, prompt: Any, max_new_tokens: int = 16, *, temperature: float = 0.0, top_k: int | None = None,
                  top_p: float | None = None, seed: int = 0, stop: list[int] | None = None, dtype: str | None = None,
-                 on_token: Callable[[np.ndarray], None] | None = None) -> Any:  # fmt: skip
+                 on_token: Callable[[np.ndarray], None] | None = None,
+                 say: Callable[[str], None] | None = None) -> Any:  # fmt: skip
         """`tfm generate`: new tokens after the prompts, token ids (p,) or (b, p), or text (with a tokenizer.json)
-        -> a Generation (.tokens, .new_tokens, .stopped). Greedy unless a temperature is given; stops at the
-        model's eos_token_id unless `stop` says."""
+        -> a Generation (.tokens the new ones, as the command's --json; .sequences with the prompts, as its -o;
+        .stopped, .notes). Greedy unless a temperature is given; stops at the model's eos_token_id unless `stop`
+        says; the options are checked as the command checks them, `say` hears its notes."""
         from .generation import generate_from
 
-        return generate_from(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, stop, dtype, on_token)
+        return generate_from(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, stop, dtype, on_token,
+                             say)  # fmt: skip
 
+    @named()
     def decoder(self, b: int, n: int, dtype: str | None = None) -> Any:
         """A KV-cache Decoder for b sequences of at most n positions: prefill(Z), then step(z), column by column."""
         from .model.decoding import Decoder

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .analysis.serving import GGUF_MIXES, LOGITS, WEIGHT_DTYPES, context_cap
-from .errors import TfmError
+from .errors import OptionError, TfmError
+from .options import count
 from .spec.definition import Spec
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def asked(
     from .analysis.parallel import Split
     from .analysis.plan import HARDWARE
     from .analysis.training import OPTIMIZERS
-    from .analysis.units import parse_size
+    from .analysis.units import size
     from .spec.definition import check_length
     from .spec.stacks import encoder
 
@@ -82,34 +83,37 @@ def asked(
               (optimizer, tuple(OPTIMIZERS), "optimizer"), (logits, tuple(LOGITS), "logits"))  # fmt: skip
     for given, choices, option in chosen:
         if given is not None and given not in choices:
-            raise TfmError(f"--{option} {given}: expected one of {', '.join(choices)}")
-    names = tuple(hardware) if hardware else HARDWARE
+            raise OptionError(f"--{option} {given}: expected one of {', '.join(choices)}")
+    names = ((hardware,) if isinstance(hardware, str) else tuple(hardware)) if hardware else HARDWARE
     for name in names:
         if name not in (*PRESETS, "this"):
-            raise TfmError(f"--hardware {name}: expected one of {', '.join((*PRESETS, 'this'))}")
+            raise OptionError(f"--hardware {name}: expected one of {', '.join((*PRESETS, 'this'))}")
     counts = ((batch, "batch"), (devices, "devices"), (tensor_parallel, "tensor-parallel"),
               (pipeline_parallel, "pipeline-parallel"), (expert_parallel, "expert-parallel"))  # fmt: skip
-    for count, option in counts:
-        if count < 1:
-            raise TfmError(f"--{option} {count}: expected 1 or more")
+    for amount, option in counts:
+        count(amount, option)
+    count(zero, "zero", 0, 3)
+    for length, option in ((seq_len, "seq-len"), (source_len, "source-len"), (lora_rank, "lora-rank")):
+        if length is not None:
+            count(length, option)
     cap = context_cap(spec)
-    n = seq_len or min(2048, cap or 2048)
+    n = seq_len if seq_len is not None else min(2048, cap or 2048)
     check_length(spec, n, "--seq-len")  # refused beyond learned positions
     if cap and n > cap:
         say(f"warning: --seq-len {n:,} is beyond {spec.label}'s own context of {cap:,} tokens (context: "
             "max_position_embeddings); the figures are for a model run past it")  # fmt: skip
-    if source_len and encoder(spec) is None:
+    if source_len is not None and encoder(spec) is None:
         raise TfmError(f"--source-len {source_len}: {spec.label} is not an encoder-decoder (no N_enc), it reads no "
                        "source")  # fmt: skip
     if devices > 1 and zero == 0:
         raise TfmError(f"--devices {devices}: needs --zero 1, 2 or 3 (without ZeRO each device holds it all)")
-    budget = parse_size(memory, "--memory") if isinstance(memory, str) else memory
+    budget = None if memory is None else size(memory, "--memory")
     kind: str | Held = weights if weights is not None else stored_type(path, spec, say) or "bfloat16"
     if kind in GGUF_MIXES:
         kind = mix(path, spec, str(kind))
-    if lora_targets and not lora_rank:
+    if lora_targets and lora_rank is None:
         raise TfmError(f"--lora-targets {lora_targets}: needs --lora-rank R (the adapters' rank)")
-    lora = adapters_of(path, spec, lora_rank, lora_targets or "all-linear") if lora_rank else None
+    lora = adapters_of(path, spec, lora_rank, lora_targets or "all-linear") if lora_rank is not None else None
     split = Split(tensor_parallel, pipeline_parallel, expert_parallel)
     return Asked(spec, batch, n, source_len, kind, kv_dtype, budget, optimizer, zero, devices, names, lora, split,
                  logits)  # fmt: skip

@@ -9,8 +9,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import OutputError, TfmError
+from .errors import OptionError, OutputError, TfmError
 from .io.weights import FORMATS  # tfm's weights files
+from .options import named
 from .sources import is_hugging_face, spec_at
 from .spec.definition import Spec
 
@@ -31,6 +32,7 @@ class Written:
     kept: list[str] = field(default_factory=list)  # the output folder's own files, not replaced by the source's
 
 
+@named()
 def init(path: str | Path | None, output: str | Path, seed: int = 0, overwrite: bool = False,
          max_memory: str | None = None) -> Written:  # fmt: skip
     """`tfm init`: seeded float64 weights for the spec at `path` (None: the built-in default) as .npz or
@@ -58,6 +60,7 @@ def init(path: str | Path | None, output: str | Path, seed: int = 0, overwrite: 
     return Written(spec, [str(output)], tensors, parameters)
 
 
+@named()
 def convert(
     source: str | Path,
     output: str | Path,
@@ -71,22 +74,22 @@ def convert(
     (resharded, or in another dtype) or to a GGUF file (of `gguf_type`); tfm's .safetensors back to a folder
     (its stored config, or `config`); a GGUF file to tfm's weights or to a folder. `shard_size` in bytes or with
     its unit ("5G") cuts a folder's checkpoint into shards; `dtype` is written (the source's by default)."""
-    from .analysis.units import parse_size
+    from .analysis.units import size
     from .io.outputs import check_folder_output, check_output_path
     from .io.weights import weights_format
 
     source, output = Path(source), Path(output)
     config = None if config is None else Path(config)
     if dtype is not None and dtype not in SAVE_DTYPES:
-        raise TfmError(f"--dtype {dtype}: expected one of {', '.join(SAVE_DTYPES)}")
-    shard_bytes = parse_size(shard_size, "--shard-size") if isinstance(shard_size, str) else shard_size
+        raise OptionError(f"--dtype {dtype}: expected one of {', '.join(SAVE_DTYPES)}")
+    shard_bytes = None if shard_size is None else size(shard_size, "--shard-size")
     to_file = output.suffix.lower() in FORMATS
     _check_output_kind(source, output, to_file, config)
     if output.suffix.lower() == ".gguf":
         from .conversions import to_gguf
 
         if gguf_type not in GGUF_TYPES:
-            raise TfmError(f"--type {gguf_type}: expected one of {', '.join(GGUF_TYPES)}")
+            raise OptionError(f"--type {gguf_type}: expected one of {', '.join(GGUF_TYPES)}")
         if source.suffix.lower() == ".gguf":
             raise TfmError(f"{output}: tfm writes GGUF files from a Hugging Face folder or tfm's .safetensors; "
                            f"{source} is a GGUF file already")  # fmt: skip

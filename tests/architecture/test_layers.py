@@ -16,6 +16,7 @@ _spec.loader.exec_module(graph)
 # bottom to top; a layer may import the layers below it, never one above or beside it
 LAYERS = [
     {"errors", "text", "version"},  # words and exit codes every layer shares
+    {"options"},  # the commands' options checked once, for the CLI and the library
     {"files", "kernels"},  # bounded file reading; NumPy kernels
     {"spec"},  # the spec: its keys, checks and YAML
     {"components"},  # what a model is made of: tensors, closed form, FLOPs, theory, forward pieces

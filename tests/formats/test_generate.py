@@ -40,7 +40,7 @@ def test_greedy_tokens_are_transformers_generate(tmp_path, name):
     model = build(name)
     model.save_pretrained(tmp_path)
     spec = spec_from_config(tmp_path)
-    ours = generate(Transformer(spec, load_weights(tmp_path, spec)), PROMPT, NEW).tokens
+    ours = generate(Transformer(spec, load_weights(tmp_path, spec)), PROMPT, NEW).sequences
     assert np.array_equal(ours, theirs(exact(model), PROMPT, NEW)), name
 
 
@@ -48,13 +48,13 @@ def test_a_stop_token_ends_a_sequence_and_pads_it_as_transformers_does(tmp_path)
     model = build("llama")
     model.save_pretrained(tmp_path)
     spec = spec_from_config(tmp_path)
-    free = generate(Transformer(spec, load_weights(tmp_path, spec)), PROMPT, NEW).tokens
+    free = generate(Transformer(spec, load_weights(tmp_path, spec)), PROMPT, NEW).sequences
     stop = int(free[0, PROMPT.shape[1] + 1])  # the first sequence's second new token
     ours = generate(Transformer(spec, load_weights(tmp_path, spec)), PROMPT, NEW, stop=[stop], pad=5)
     reference = theirs(exact(model), PROMPT, NEW, eos_token_id=stop, pad_token_id=5)
-    assert np.array_equal(ours.tokens, reference)
-    assert ours.stopped[0] and ours.tokens[0, PROMPT.shape[1] + 2 :].tolist() == [5] * (ours.tokens.shape[1] - 9)
-    assert not np.array_equal(ours.tokens, free)  # (the control: without the stop, the first sequence goes on)
+    assert np.array_equal(ours.sequences, reference)
+    assert ours.stopped[0] and ours.sequences[0, PROMPT.shape[1] + 2 :].tolist() == [5] * (ours.sequences.shape[1] - 9)
+    assert not np.array_equal(ours.sequences, free)  # (the control: without the stop, the first sequence goes on)
 
 
 @pytest.mark.parametrize("k,p", [(5, None), (None, 0.5), (7, 0.8), (1, None)])
@@ -174,6 +174,9 @@ def test_on_a_terminal_each_token_is_written_as_it_comes(tmp_path, runner, monke
 
     build("llama").save_pretrained(tmp_path / "hf")
     np.save(tmp_path / "ids.npy", PROMPT[:1])
+    spec = spec_from_config(tmp_path / "hf")
+    free = generate(Transformer(spec, load_weights(tmp_path / "hf", spec), np.dtype("float64")), PROMPT[:1], 5).tokens
+    never = min(set(range(spec.V)) - set(free[0].tolist()))  # a stop token these 5 greedy tokens do not hold
     steps, seen = [0], []  # decoding steps so far; (steps, text) at each flush of the terminal
 
     class Terminal(io.StringIO):
@@ -188,7 +191,7 @@ def test_on_a_terminal_each_token_is_written_as_it_comes(tmp_path, runner, monke
         screen = Terminal()
         monkeypatch.setattr(command, "out", Console(file=screen, force_terminal=terminal, width=200))
         result = runner.invoke(app, ["generate", str(tmp_path / "hf"), "-i", str(tmp_path / "ids.npy"), "-k", "5",
-                                     "--stop", "-1", "--dtype", "float64"])  # fmt: skip
+                                     "--stop", str(never), "--dtype", "float64"])  # fmt: skip
         assert result.exit_code == 0, result.output
         tokens = screen.getvalue().split()
         assert len(tokens) == 5

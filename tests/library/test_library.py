@@ -29,7 +29,7 @@ STABLE = """
     CheckResult check_causality check_counts check_decoding check_equivariance check_scaling check_softmax make_setup
     verify_all Budgets SpecCheck check_specs
     check_weights init_weights save_weights Written convert init run_bench
-    ArrayError ExitCode OutputError SpecError TfmError __version__
+    ArrayError ExitCode OptionError OutputError SpecError TfmError __version__
 """.split()
 
 

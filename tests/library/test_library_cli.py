@@ -132,7 +132,7 @@ def test_generate_is_tfm_generate(runner, folder, tmp_path):
                          *sampled)  # fmt: skip
         options = dict(temperature=0.9, top_k=20, top_p=0.9, seed=7) if sampled else {}
         made = model.generate(ids, 5, stop=[3], **options)
-        assert made.new_tokens.tolist() == shown["tokens"] and made.stopped.tolist() == shown["stopped"]
+        assert made.tokens.tolist() == shown["tokens"] and made.stopped.tolist() == shown["stopped"]
 
 
 def test_convert_writes_the_files_tfm_convert_writes(runner, folder, tmp_path):

@@ -19,6 +19,7 @@ from ..components import is_causal
 from ..components.attention import SOFTMAX_PER_SCORE
 from ..components.feedforward import ACTIVATION_PER_ENTRY
 from ..components.norm import NORM_PER_ENTRY
+from ..options import choice, count
 from ..spec.definition import Spec
 from ..spec.stacks import source_len
 from .decode import decode_step, training_flops_per_token
@@ -117,9 +118,15 @@ class Costs:
         return out
 
 
+COST_DTYPES = ("float64", "float32")  # tfm's own NumPy pass, whose peak the memory figures give
+
+
 def costs(spec: Spec, b: int, n: int, dtype: str = "float64", n_src: int | None = None) -> Costs:
     """FLOPs and memory of a spec at batch b and length n, as exact integers (an encoder-decoder: targets of n
-    tokens, sources of n_src, default n)."""
+    tokens, sources of n_src, default n); b, n, n_src and dtype checked as `tfm count` checks its options."""
+    b, n = count(b, "batch"), count(n, "seq-len")
+    n_src = None if n_src is None else count(n_src, "source-len")
+    choice(dtype, "dtype", COST_DTYPES)
     params = count_params(spec).total
     n_src = source_len(spec, n, n_src)
     peak = estimate_pass(spec, b, n, dtype, n_src)

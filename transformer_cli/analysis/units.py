@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..errors import TfmError
+from ..errors import OptionError, clipped
 
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -16,15 +16,25 @@ def parse_size(text: str, option: str = "--max-memory") -> int:
     `--memory 80` meant 80 GB, not 80 bytes."""
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(i?B)?\s*", text, re.IGNORECASE)
     if not match:
-        raise TfmError(f"{option}: got '{text}', expected a size such as 512M, 1.5G or 2GB")
+        raise OptionError(f"{option}: got '{text}', expected a size such as 512M, 1.5G or 2GB")
     if not match.group(2) and not match.group(3):
         bare = text.strip()
-        raise TfmError(f"{option}: got '{bare}', expected a size with its unit such as {bare}G or {bare}M (write "
+        raise OptionError(f"{option}: got '{bare}', expected a size with its unit such as {bare}G or {bare}M (write "
                        f"{bare}B for bytes)")  # fmt: skip
     value = float(match.group(1)) * UNITS[match.group(2).upper()]
     if value <= 0:
-        raise TfmError(f"{option}: got '{text}', expected a positive size")
+        raise OptionError(f"{option}: got '{text}', expected a positive size")
     return int(value)
+
+
+def size(value: str | int, option: str) -> int:
+    """A size option given as text with its unit (parse_size) or, from Python, as a whole number of bytes."""
+    if isinstance(value, str):
+        return parse_size(value, option)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise OptionError(f"{option}: got {clipped(repr(value), 60)}, expected a positive size (bytes, or text "
+                          "with its unit such as 5G)")  # fmt: skip
+    return value
 
 
 def scientific(x: int) -> str:

@@ -21,11 +21,11 @@ def count(
         ),
     ] = None,
     seq_len: Annotated[
-        Optional[int], typer.Option("--seq-len", "-n", min=1, help="Also show FLOPs and memory at this length n.")
+        Optional[int], typer.Option("--seq-len", "-n", help="Also show FLOPs and memory at this length n.")
     ] = None,
     batch: Annotated[
         Optional[int],
-        typer.Option("--batch", "-b", min=1, help="Batch size for FLOPs and memory (with -n) [default: 1]."),
+        typer.Option("--batch", "-b", help="Batch size for FLOPs and memory (with -n) [default: 1]."),
     ] = None,
     dtype: Annotated[
         Optional[DType],
@@ -37,7 +37,7 @@ def count(
     ] = None,
     source_len: Annotated[
         Optional[int],
-        typer.Option("--source-len", min=1, help="An encoder-decoder's source length (with -n) [default: n]."),
+        typer.Option("--source-len", help="An encoder-decoder's source length (with -n) [default: n]."),
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -69,16 +69,17 @@ def count(
         paths: list[Path | None] = list(specs) if specs else [None]
         checkpoints = [checkpoint_summary(p, spec) for p, (spec, _) in zip(paths, loaded, strict=True)]
         for spec, _ in loaded:
-            if seq_len:
+            if seq_len is not None:
                 check_length(spec, seq_len, "--seq-len")
-        if source_len and not any(encoder(spec) for spec, _ in loaded):
+        if source_len is not None and not any(encoder(spec) for spec, _ in loaded):
             raise TfmError(
                 f"--source-len {source_len}: no spec here is an encoder-decoder (N_enc), none reads a source"
             )
         dtype_ = (dtype or COST_DTYPE).value
-        if seq_len:
+        if seq_len is not None:  # (costs checks n, b and the source's length as the library's Model.costs does)
             from ..analysis.costs import costs  # (only here: FLOPs and memory import the costs' every module)
-        extra = [costs(c.spec, batch or 1, seq_len, dtype_, source_len) if seq_len else None for c, _ in counts]
+        extra = [costs(c.spec, 1 if batch is None else batch, seq_len, dtype_, source_len) if seq_len is not None
+                 else None for c, _ in counts]  # fmt: skip
     if json_out:
         print_json({"specs": [c.to_dict() | {"source": source} | ({"costs": e.to_dict()} if e else {})
                               | ({"checkpoint": k} if k else {})
@@ -91,7 +92,7 @@ def count(
     for (_, source), checkpoint in zip(counts, checkpoints, strict=True):
         if checkpoint:
             out.print(render.checkpoint_line(source, checkpoint))
-    if seq_len:
+    if seq_len is not None:
         specs_, found = [c.spec for c, _ in counts], [e for e in extra if e is not None]
         out.print(render_costs.flops_table(specs_, found))
         out.print(render_costs.memory_table(specs_, found))

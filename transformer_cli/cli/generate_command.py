@@ -37,18 +37,20 @@ def generate(
     prompt: Annotated[
         Optional[str], typer.Option("--prompt", help="The prompt as text (the folder's tokenizer.json encodes it).")
     ] = None,
-    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", "-k", min=1, help="Tokens to add at most.")] = 16,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", "-k", help="Tokens to add at most.")] = 16,
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="Write the sequences .npy (b, p + new), int64.")
     ] = None,
     temperature: Annotated[
-        float, typer.Option("--temperature", min=0.0, help="Sample at this temperature [default: 0, greedy].")
+        float, typer.Option("--temperature", help="Sample at this temperature [default: 0, greedy].")
     ] = 0.0,
-    top_k: Annotated[Optional[int], typer.Option("--top-k", min=1, help="Sample from the k likeliest.")] = None,
-    top_p: Annotated[
-        Optional[float], typer.Option("--top-p", min=0.0, max=1.0, help="Sample from the likeliest reaching p.")
+    top_k: Annotated[
+        Optional[int], typer.Option("--top-k", help="Sample from the k likeliest (with --temperature).")
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", "-s", min=0, help="Seed of the sampling (and of seeded weights).")] = 0,
+    top_p: Annotated[
+        Optional[float], typer.Option("--top-p", help="Sample from the likeliest reaching p (with --temperature).")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", "-s", help="Seed of the sampling (and of seeded weights).")] = 0,
     stop: Annotated[
         Optional[list[int]],
         typer.Option("--stop", help="A stop token id (repeatable) [default: the model's eos_token_id]."),
@@ -73,13 +75,14 @@ def generate(
       tfm generate ./tiny-llama --prompt "Once upon a time" -k 30 --temperature 0.8 --top-p 0.9 --seed 1
     """
     from ..analysis.memory import check_memory
-    from ..generation import decode, token_ids, tokenizer_file
+    from ..generation import decode, tokenizer_file
     from ..generation import tokenizer as read_tokenizer
     from ..io.arrays import save_npy
     from ..io.outputs import check_output_path
     from ..models import Model
+    from ..options import count
     from ..text import escaped as shown
-    from .common import check_npy_output
+    from .common import check_npy_output, spec_json
 
     with handled(json_out):
         spec, source = load(spec_path, weights)
@@ -91,31 +94,31 @@ def generate(
         # text in, text out: token ids given, the tokenizer is never read (it may be large, or not this model's)
         tokenizer = read_tokenizer(spec_path) if prompt is not None and input_path is None else None
         ids = _prompts(input_path, prompt, tokenizer, spec, tokenizer_file(spec_path))
+        count(max_new_tokens, "max-new-tokens")  # (before the estimate; the library checks it as generate does)
         check_memory(_estimate(spec, ids.shape, max_new_tokens, dtype.value), max_memory, "this generation")
         model = Model(spec, source, spec_path, weights, seed)
-        stops = list(stop) if stop else token_ids(model.generation_config.get("eos_token_id"))
         streaming = out.is_terminal and not json_out and ids.shape[0] == 1
         result = model.generate(ids, max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
-                                stop=stops, dtype=dtype.value,
+                                stop=list(stop) if stop else None, dtype=dtype.value, say=_say,
                                 on_token=(lambda t: _print_token(t, tokenizer, tokenizer_file(spec_path))) if streaming
                                 else None)  # fmt: skip
         if output is not None:
-            save_npy(output, result.tokens, overwrite=force)
+            save_npy(output, result.sequences, overwrite=force)
         texts = None if tokenizer is None else [decode(tokenizer, row.tolist(), tokenizer_file(spec_path))
-                                                for row in result.new_tokens]  # fmt: skip
+                                                for row in result.tokens]  # fmt: skip
     if streaming:
         out.print()
-    data: dict[str, Any] = {"prompt_tokens": result.prompt, "new_tokens": int(result.new_tokens.shape[1]),
-                            "stop_tokens": stops, "stopped": result.stopped.tolist(),
-                            "tokens": result.new_tokens.tolist(),
-                            "output": str(output) if output else None}  # fmt: skip
+    data: dict[str, Any] = {**spec_json(spec), "prompt_tokens": result.prompt,
+                            "new_tokens": int(result.tokens.shape[1]), "stop_tokens": result.stop_tokens,
+                            "stopped": result.stopped.tolist(), "tokens": result.tokens.tolist(),
+                            "output": str(output) if output else None, "notes": result.notes}  # fmt: skip
     if texts is not None:
         data["text"] = texts
     if json_out:
         print_json(data)
         return
     if not streaming:
-        for i, row in enumerate(result.new_tokens):
+        for i, row in enumerate(result.tokens):
             shown_row = texts[i] if texts is not None else " ".join(str(int(t)) for t in row)
             out.print(shown(shown_row), highlight=False, soft_wrap=True)
     why = "a stop token" if result.stopped.all() else f"{data['new_tokens']} new tokens"
@@ -134,6 +137,12 @@ def _estimate(spec, shape: tuple[int, int], new: int, dtype: str):
     if encoder(spec) is None:
         return estimate_forward(spec, b, p + new, dtype)
     return estimate_encoder_decoder(spec, b, p, new + 1, dtype)
+
+
+def _say(note: str) -> None:
+    from ..text import escaped as shown
+
+    err.print(shown(note), soft_wrap=True, highlight=False)
 
 
 def _print_token(token, tokenizer, source) -> None:

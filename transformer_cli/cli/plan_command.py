@@ -31,11 +31,11 @@ HardwareName = Enum("HardwareName", {k: k for k in (*PRESETS, "this")}, type=str
 def plan(
     spec_path: SpecArg = None,
     seq_len: Annotated[
-        Optional[int], typer.Option("--seq-len", "-n", min=1, help="Context n [default: 2048, or max_len if less].")
+        Optional[int], typer.Option("--seq-len", "-n", help="Context n [default: 2048, or max_len if less].")
     ] = None,
-    batch: Annotated[int, typer.Option("--batch", "-b", min=1, help="Sequences at once.")] = 1,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences at once.")] = 1,
     source_len: Annotated[
-        Optional[int], typer.Option("--source-len", min=1, help="An encoder-decoder's source length [default: n].")
+        Optional[int], typer.Option("--source-len", help="An encoder-decoder's source length [default: n].")
     ] = None,
     weights: Annotated[
         Optional[WeightDType],
@@ -49,14 +49,14 @@ def plan(
         ),
     ] = None,
     optimizer: Annotated[OptimizerName, typer.Option("--optimizer", help="Training's optimizer.")] = "adam-mixed",  # type: ignore[assignment]
-    zero: Annotated[int, typer.Option("--zero", min=0, max=3, help="ZeRO stage (0-3) over --devices.")] = 0,
-    devices: Annotated[int, typer.Option("--devices", "-D", min=1, help="Data-parallel devices for ZeRO.")] = 1,
+    zero: Annotated[int, typer.Option("--zero", help="ZeRO stage (0-3) over --devices.")] = 0,
+    devices: Annotated[int, typer.Option("--devices", "-D", help="Data-parallel devices for ZeRO.")] = 1,
     hardware: Annotated[
         Optional[list[HardwareName]],
         typer.Option("--hardware", help="Hardware for the time estimates (repeatable) [default: all, and this]."),
     ] = None,
     lora_rank: Annotated[
-        Optional[int], typer.Option("--lora-rank", min=1, help="Train LoRA adapters of this rank, the base frozen.")
+        Optional[int], typer.Option("--lora-rank", help="Train LoRA adapters of this rank, the base frozen.")
     ] = None,
     lora_targets: Annotated[
         Optional[str],
@@ -66,13 +66,13 @@ def plan(
         ),  # fmt: skip
     ] = None,
     tensor_parallel: Annotated[
-        int, typer.Option("--tensor-parallel", min=1, help="Devices splitting each layer (Megatron's way).")
+        int, typer.Option("--tensor-parallel", help="Devices splitting each layer (Megatron's way).")
     ] = 1,
     pipeline_parallel: Annotated[
-        int, typer.Option("--pipeline-parallel", min=1, help="Pipeline stages, N / P blocks each.")
+        int, typer.Option("--pipeline-parallel", help="Pipeline stages, N / P blocks each.")
     ] = 1,
     expert_parallel: Annotated[
-        int, typer.Option("--expert-parallel", min=1, help="Devices splitting a mixture's experts.")
+        int, typer.Option("--expert-parallel", help="Devices splitting a mixture's experts.")
     ] = 1,
     logits: Annotated[
         LogitsOf, typer.Option("--logits", help="The prefill's logits: each prompt's last position's, or all.")

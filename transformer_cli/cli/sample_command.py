@@ -26,13 +26,12 @@ from .common import (
 @app.command()
 def sample(
     spec_path: SpecArg = None,
-    seq_len: Annotated[int, typer.Option("--seq-len", "-n", min=1, help="Tokens n: columns of the input.")] = 16,
+    seq_len: Annotated[int, typer.Option("--seq-len", "-n", help="Tokens n: columns of the input.")] = 16,
     batch: Annotated[
         Optional[int],
         typer.Option(
             "--batch",
             "-b",
-            min=1,
             help="Write b sequences on a leading axis: (b, d, n), or token ids (b, n); without -b one: (d, n) or (n,).",
         ),
     ] = None,
@@ -55,12 +54,14 @@ def sample(
     from ..io.arrays import save_npy
     from ..io.outputs import check_output_path
     from ..model.runner import random_input
+    from ..options import count
 
     with handled(json_out):
         spec, _ = load(spec_path)
         check_npy_output(output)
         check_output_path(output, [spec_path] if spec_path else [], force)
-        b = batch or 1  # an encoder-decoder's source or target: both as long as this input, at most
+        count(seq_len, "seq-len")  # (before the estimate: random_input checks them as the library's sample does)
+        b = 1 if batch is None else count(batch, "batch")  # an encoder-decoder's source or target: at most as long
         check_memory(estimate_pass(spec, b, seq_len), max_memory, "a forward pass over this input")
         x = random_input(spec, seq_len, batch, seed)
         save_npy(output, x)

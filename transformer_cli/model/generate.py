@@ -7,16 +7,22 @@ of tokens whose probability reaches p, at least one), then drawn from their soft
 A sequence that emits a stop token is finished: its later tokens are the padding token (transformers' way), and
 generation ends when every sequence is finished or max_new_tokens are made. An encoder-decoder encodes its source
 once and generates the target from the decoder's start token.
+
+Every option is checked here, where both the command and the library arrive, by its command-line name
+(options.py): a temperature that is not a finite number of 0 or more, top-k below 1, top-p outside 0..1, a
+negative seed, a stop or padding token that is no token id of the model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from ..errors import SpecError
+from ..errors import OptionError, SpecError
+from ..options import count, number
 from .decoding import Decoder
 from .transformer import Array, Transformer
 
@@ -30,19 +36,57 @@ class Sampling:
     top_p: float | None = None
     seed: int | None = None
 
+    def __post_init__(self) -> None:
+        number(self.temperature, "temperature", 0.0)
+        if self.top_k is not None:
+            count(self.top_k, "top-k")
+        if self.top_p is not None:
+            number(self.top_p, "top-p", 0.0, 1.0)
+        if self.seed is not None:
+            count(self.seed, "seed", 0)
+
+    def unused(self) -> str | None:
+        """A note when top-k or top-p is given but the tokens are greedy (no temperature): they only shape a
+        sampled draw, and greedy they are left unused, as transformers' generate leaves them (with a warning)
+        without do_sample. llama.cpp samples instead, at its default temperature of 0.8; tfm keeps greedy unless
+        a temperature is given, and says so."""
+        given = [f"--{name} {value}" for name, value in (("top-k", self.top_k), ("top-p", self.top_p))
+                 if value is not None]  # fmt: skip
+        if self.temperature > 0 or not given:
+            return None
+        applies = "applies" if len(given) == 1 else "apply"
+        return (f"note: {' and '.join(given)} {applies} only to sampling (--temperature above 0): these tokens are "
+                "greedy, as transformers' generate leaves them without do_sample")  # fmt: skip
+
 
 @dataclass
 class Generation:
-    """The sequences (b, prompt + new) as int64 ids, the new tokens' count, and which sequences stopped."""
+    """The new tokens (b, new) as int64 ids, `tokens` as `tfm generate --json` gives them; `sequences` the prompts
+    and their new tokens (b, prompt + new), as `tfm generate -o` writes them; which sequences stopped, the stop
+    tokens, and what the command says on stderr (`notes`)."""
 
-    tokens: Array
+    sequences: Array
     prompt: int
     stopped: Array
     steps: list[Array] = field(default_factory=list)
+    stop_tokens: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
-    def new_tokens(self) -> Array:
-        return self.tokens[:, self.prompt :]
+    def tokens(self) -> Array:
+        return self.sequences[:, self.prompt :]
+
+    @property
+    def new_tokens(self) -> Array:  # (the name before `tokens` meant the new tokens, as the command's JSON)
+        return self.tokens
+
+
+def token_id(value: object, vocabulary: int, where: str) -> int:
+    """A token id of the model: a whole number in 0 .. V-1 (`where` names the option or key it came from)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < vocabulary:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise OptionError(f"{where} {shown}: expected a token id of the model, 0 .. {vocabulary - 1}")
+    return int(value)
 
 
 def choose(logits: Array, sampling: Sampling, rng: np.random.Generator) -> Array:
@@ -81,14 +125,23 @@ def generate(
     """Continue the prompts (b, p) of token ids by up to max_new_tokens tokens each. `memory`: an
     encoder-decoder's encoded source, which the decoder's cross-attention reads. on_token receives each step's
     tokens (b,) as they are chosen."""
+    loaded: Any = model
+    if hasattr(loaded, "generation_config"):  # a loaded model (tfm.load): its own generate, with its files' tokens
+        if pad is not None or memory is not None:
+            raise OptionError("tfm.generate(tfm.load(path), ...) takes the model's own padding token and source; "
+                              "for others, generate with model.transformer()")  # fmt: skip
+        options = dict(temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p,
+                       seed=sampling.seed, stop=list(stop) or None, on_token=on_token)  # fmt: skip
+        return loaded.generate(prompt, max_new_tokens, **options)
     ids = np.asarray(prompt, dtype=np.int64)
     ids = ids[None] if ids.ndim == 1 else ids
     if model.W_head is None:
         raise SpecError(f"{model.spec.label}: generation needs a head (logits over V); this model ends at its columns")
-    if max_new_tokens < 1:
-        raise SpecError(f"--max-new-tokens {max_new_tokens}: expected at least 1 token to generate")
+    count(max_new_tokens, "max-new-tokens")
+    V = model.W_head.shape[0]
+    stops = np.asarray([token_id(t, V, "--stop") for t in stop], dtype=np.int64)
+    pad = None if pad is None else token_id(pad, V, "pad_token_id")
     b, p = ids.shape
-    stops = np.asarray(list(stop), dtype=np.int64)
     filler = pad if pad is not None else (int(stops[0]) if stops.size else 0)
     rng = np.random.default_rng(sampling.seed)
     Z, _ = model.columns(ids)
@@ -106,8 +159,8 @@ def generate(
             break
         z, _ = model.columns(token[:, None])
         logits = decoder.step(z)[:, :, 0].T
-    tokens = np.concatenate([ids, np.stack(steps, axis=1)], axis=1)
-    return Generation(tokens, p, done, steps)
+    sequences = np.concatenate([ids, np.stack(steps, axis=1)], axis=1)
+    return Generation(sequences, p, done, steps, [int(t) for t in stops])
 
 
-__all__ = ["Generation", "Sampling", "choose", "generate"]
+__all__ = ["Generation", "Sampling", "choose", "generate", "token_id"]

@@ -13,6 +13,7 @@ from ..analysis.memory import check_memory, estimate_encoder_decoder, estimate_f
 from ..errors import ArrayError, NumericalError, SpecError
 from ..io.arrays import first_nonfinite, open_npy, peek_npy
 from ..io.weights import Weights, init_weights
+from ..options import count
 from ..sources import load_weights
 from ..spec.definition import Spec, check_length
 from ..spec.stacks import encoder
@@ -118,8 +119,9 @@ class RunResult:
 
 def random_input(spec: Spec, n: int, b: int | None = None, seed: int = 0) -> np.ndarray:
     """A random input for `spec`: standard normal columns (d, n) or (b, d, n); with a vocabulary, uniform token
-    ids (n,) or (b, n). n beyond max_len is refused."""
-    check_length(spec, n, "--seq-len")
+    ids (n,) or (b, n). n, b and the seed are checked as `tfm sample` checks them; n beyond max_len is refused."""
+    check_length(spec, count(n, "seq-len"), "--seq-len")
+    b, seed = None if b is None else count(b, "batch"), count(seed, "seed", 0)
     rng = np.random.default_rng(seed)
     if spec.V:
         return rng.integers(0, spec.V, size=(n,) if b is None else (b, n), dtype=np.int64)
