@@ -51,3 +51,14 @@ class NumericalError(TfmError):
 class OptionError(TfmError):
     """An option out of its range or of the wrong kind, or a library call's unknown keyword: the command line and
     the library say the same line (options.py)."""
+
+
+class Overflow(NumericalError):
+    """An activation the dtype cannot hold, found where it would vanish silently (a norm dividing by inf)."""
+
+
+def overflow(dtype: object, where: str) -> Overflow:
+    """The one-line error for activations that overflow `dtype` at `where` (float32: try float64)."""
+    hint = "; try --dtype float64" if str(dtype) != "float64" else ""
+    return Overflow(f"the activations overflow {dtype}: {where} is inf, which would turn the columns to 0: "
+                    f"{dtype} cannot hold them{hint}")  # fmt: skip

@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .errors import overflow
+
 Array = np.ndarray
 
 CHUNK_BYTES = 64 << 20  # default budget for one chunk of attention scores (per worker thread)
@@ -70,6 +72,8 @@ def layer_norm(X: Array, gamma: Array, beta: Array | float, eps: float) -> Array
     mean = X.mean(axis=0)
     centred = X - mean
     var = np.mean(np.square(centred), axis=0)
+    if np.isinf(var).any():  # x / sqrt(inf) would be a silent 0; the (b, n) variances are cheap to look at
+        raise overflow(X.dtype, "a norm's variance")
     centred *= 1.0 / np.sqrt(var + eps)
     centred *= gamma
     centred += beta
@@ -80,6 +84,8 @@ def rms_norm(X: Array, gamma: Array, eps: float) -> Array:
     """x / sqrt(mean(x^2) + eps) * gamma over the d entries of each column (axis 0): (d, b, n) -> (d, b, n)."""
     mean_square = np.einsum("i...,i...->...", X, X)  # the sum of squares in one pass, no (d, b, n) temporary
     mean_square *= 1.0 / X.shape[0]
+    if np.isinf(mean_square).any():  # x / sqrt(inf) would be a silent 0; the (b, n) sums are cheap to look at
+        raise overflow(X.dtype, "a norm's mean square")
     out = X * (1.0 / np.sqrt(mean_square + eps))
     out *= gamma
     return out

@@ -43,6 +43,7 @@ class MemoryEstimate:
     loaded: int = 0  # tfm's float64 weights as loaded, kept beside the model's copies
     input: int = 0  # the input as read (float64), beyond the model's copy in the compute dtype
     output: int = 0  # what the command keeps and shows beyond the pass (tfm attention's maps)
+    output_is: str = "the maps shown"  # what `output` is, in the refusal's words
 
     @property
     def model(self) -> int:
@@ -150,7 +151,7 @@ def describe(estimate: MemoryEstimate) -> str:
     if estimate.overhead:
         words += f"; tfm's own copies {human(estimate.loaded + estimate.input)}"
     if estimate.output:
-        words += f", the maps shown {human(estimate.output)}"
+        words += f", {estimate.output_is} {human(estimate.output)}"
     return words
 
 

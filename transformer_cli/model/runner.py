@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.memory import check_memory, estimate_encoder_decoder, estimate_forward
-from ..errors import ArrayError, NumericalError, SpecError
+from ..errors import ArrayError, NumericalError, Overflow, SpecError
 from ..io.arrays import first_nonfinite, open_npy, peek_npy
 from ..io.weights import Weights, init_weights
 from ..options import count
@@ -177,15 +177,18 @@ def run_forward(
     else:
         source = str(weights_path) if weights_path is not None else f"seeded init (seed {seed})"
     trace: list[float] = []
-    if target_path is not None:
-        from .encoder_decoder import EncoderDecoder
+    try:
+        if target_path is not None:
+            from .encoder_decoder import EncoderDecoder
 
-        t, target_notes = check_input(_array(target_path), spec, _named(target_path, "target"), dtype)
-        model = EncoderDecoder(spec, weights, np.dtype(dtype))
-        y = model.forward(x, t, trace=trace, on_block=on_block)
-        notes += target_notes
-    else:
-        y = Transformer(spec, weights, np.dtype(dtype)).forward(x, trace=trace, on_block=on_block)
+            t, target_notes = check_input(_array(target_path), spec, _named(target_path, "target"), dtype)
+            model = EncoderDecoder(spec, weights, np.dtype(dtype))
+            y = model.forward(x, t, trace=trace, on_block=on_block)
+            notes += target_notes
+        else:
+            y = Transformer(spec, weights, np.dtype(dtype)).forward(x, trace=trace, on_block=on_block)
+    except Overflow as error:  # found inside the pass, which does not know the input's name
+        raise Overflow(f"{_named(input_path, 'input')}: {error}") from None
     bad = first_nonfinite(y)
     if bad is not None:
         hint = "; try --dtype float64" if dtype != "float64" else ""

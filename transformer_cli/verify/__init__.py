@@ -7,15 +7,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analysis.memory import check_memory, estimate_pass
+from ..analysis.memory import MemoryEstimate, check_memory, estimate_pass
 from ..errors import ExitCode
 from ..io.weights import Weights
 from ..model.runner import get_weights
 from ..spec.definition import Spec
 from ..spec.stacks import encoder
-from .causality import check_causality
+from .causality import causality_need, check_causality
 from .common import CheckResult, Setup, default_tol, make_setup
-from .decoding import check_decoding
+from .decoding import check_decoding, decoding_need
 from .encoder_decoder import (
     EncoderDecoderSetup,
     check_memory_order,
@@ -23,13 +23,14 @@ from .encoder_decoder import (
     check_source_reach,
     encoder_setup,
     make_encoder_decoder_setup,
+    order_need,
 )
-from .equivariance import breaking_features, check_equivariance
-from .experts import check_experts
-from .internals import check_counts, check_softmax
-from .relative import check_relative
-from .scaling import check_scaling
-from .softcap import check_softcap
+from .equivariance import breaking_features, check_equivariance, equivariance_need
+from .experts import check_experts, experts_need
+from .internals import check_counts, check_softmax, softmax_need
+from .relative import check_relative, relative_need
+from .scaling import check_scaling, scaling_need
+from .softcap import check_softcap, softcap_need
 
 
 def setup_from_file(
@@ -72,41 +73,58 @@ def verify_all(
 
 
 def run_checks(setup: Setup, weights: Weights, progress: Callable[[str], None] | None = None) -> list[CheckResult]:
-    """Every check on a prepared setup, each expecting what the theory predicts; `progress` hears each name."""
-    return _run(checks_of(setup, weights), progress)
+    """Every check on a prepared setup, each expecting what the theory predicts; `progress` hears each name.
+
+    Every check's peak memory is checked first: one that would not fit is refused before any check runs."""
+    checks = checks_of(setup, weights)
+    for name, need, _ in checks:
+        if need is not None:
+            setup.afford(name, need())
+    return _run([(name, run) for name, _, run in checks], progress)
 
 
-def checks_of(setup: Setup, weights: Weights) -> list[tuple[str, Callable[[], CheckResult]]]:
-    """The checks a setup takes, by name, each run when called."""
+Need = Callable[[], MemoryEstimate] | None  # a check's peak memory, or None: it allocates nothing to speak of
+Check = tuple[str, Need, Callable[[], CheckResult]]
+
+
+def checks_of(setup: Setup, weights: Weights) -> list[Check]:
+    """The checks a setup takes, by name, each with its peak memory and run when called."""
     if isinstance(setup, EncoderDecoderSetup):
         return encoder_decoder_checks(setup, weights)
+    spec = setup.spec
     return [
-        ("counts", lambda: check_counts(setup, weights, expect="theory")),
-        ("softmax", lambda: check_softmax(setup, expect="theory")),
-        ("equivariance", lambda: check_equivariance(setup, expect="theory")),
-        ("causality", lambda: check_causality(setup, expect="theory")),
-        ("decoding", lambda: check_decoding(setup, expect="theory")),
-        ("relative", lambda: check_relative(setup, expect="theory")),
-        *([("experts", lambda: check_experts(setup, expect="theory"))] if setup.spec.E else []),
-        *([("softcap", lambda: check_softcap(setup))] if setup.spec.attn_softcap or setup.spec.logit_softcap else []),
-        ("scaling", lambda: check_scaling(setup, expect="theory")),
+        ("counts", None, lambda: check_counts(setup, weights, expect="theory")),
+        ("softmax", lambda: softmax_need(setup), lambda: check_softmax(setup, expect="theory")),
+        ("equivariance", lambda: equivariance_need(setup), lambda: check_equivariance(setup, expect="theory")),
+        ("causality", lambda: causality_need(setup), lambda: check_causality(setup, expect="theory")),
+        ("decoding", lambda: decoding_need(setup), lambda: check_decoding(setup, expect="theory")),
+        ("relative", lambda: relative_need(setup), lambda: check_relative(setup, expect="theory")),
+        *([("experts", lambda: experts_need(setup), lambda: check_experts(setup, expect="theory"))] if spec.E else []),
+        *(
+            [("softcap", lambda: softcap_need(setup), lambda: check_softcap(setup))]
+            if spec.attn_softcap or spec.logit_softcap
+            else []
+        ),  # fmt: skip
+        ("scaling", lambda: scaling_need(setup), lambda: check_scaling(setup, expect="theory")),
     ]
 
 
-def encoder_decoder_checks(setup: EncoderDecoderSetup, weights: Weights) -> list[tuple[str, Callable[[], CheckResult]]]:
+def encoder_decoder_checks(setup: EncoderDecoderSetup, weights: Weights) -> list[Check]:
     """An encoder-decoder's checks: both stacks' counts, the encoder's equivariance, the memory's and the
     source's order, the source's reach, and the decoder's own (over a fixed source)."""
+    order = lambda: order_need(setup)  # noqa: E731
     return [
-        ("counts", lambda: check_counts(setup, weights, expect="theory")),
-        ("softmax", lambda: check_softmax(setup, expect="theory")),
-        ("encoder equivariance", lambda: _named(check_equivariance(encoder_setup(setup), expect="theory"), "encoder")),
-        ("memory order", lambda: check_memory_order(setup)),
-        ("source order", lambda: check_source_order(setup)),
-        ("source reach", lambda: check_source_reach(setup)),
-        ("causality", lambda: check_causality(setup, expect="theory")),
-        ("decoding", lambda: check_decoding(setup, expect="theory")),
-        ("relative", lambda: check_relative(setup, expect="theory")),
-    ]
+        ("counts", None, lambda: check_counts(setup, weights, expect="theory")),
+        ("softmax", lambda: softmax_need(setup), lambda: check_softmax(setup, expect="theory")),
+        ("encoder equivariance", lambda: equivariance_need(encoder_setup(setup)),
+         lambda: _named(check_equivariance(encoder_setup(setup), expect="theory"), "encoder")),
+        ("memory order", order, lambda: check_memory_order(setup)),
+        ("source order", order, lambda: check_source_order(setup)),
+        ("source reach", order, lambda: check_source_reach(setup)),
+        ("causality", lambda: causality_need(setup), lambda: check_causality(setup, expect="theory")),
+        ("decoding", lambda: decoding_need(setup), lambda: check_decoding(setup, expect="theory")),
+        ("relative", lambda: relative_need(setup), lambda: check_relative(setup, expect="theory")),
+    ]  # fmt: skip
 
 
 def _named(result: CheckResult, stack: str) -> CheckResult:

@@ -10,15 +10,22 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.memory import MemoryEstimate
 from ..components import is_causal, reach
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
+
+
+def causality_need(setup: Setup) -> MemoryEstimate:
+    """One pass over n + 1 sequences of n (each changed after a column), the inputs drawn as a list and stacked."""
+    batch = setup.n + 1
+    return setup.need(batch, held=2 * batch * setup.column_bytes)
 
 
 def check_causality(setup: Setup, expect: str = "holds") -> CheckResult:
     """Two-sided: changing columns after t leaves columns <= t unchanged; changing column 0 moves every column."""
     spec, n = setup.spec, setup.n
     predicted, field = is_causal(spec), reach(spec)
-    setup.require(n + 1)
+    setup.afford("causality", causality_need(setup))
     X = setup.gaussian(spec.d, n)
     future = [X.copy() for _ in range(n - 1)]  # input t: columns after t replaced by fresh noise
     for t, Xt in enumerate(future):

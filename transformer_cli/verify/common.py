@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from ..analysis.memory import check_memory, estimate_forward
+from ..analysis.memory import MemoryEstimate, check_memory, estimate_forward
 from ..errors import ExitCode, TfmError
 from ..io.weights import Weights, init_weights
 from ..model.transformer import Transformer
@@ -20,6 +20,10 @@ TOL_C = 10  # the least tolerance: TOL_C * eps(dtype) * sqrt(n) * N, relative to
 # The tolerance is at least FLOOR_FACTOR x the rounding noise measured on the check's own inputs: two passes that
 # are equal in exact arithmetic differ by at most the sum of their two roundings (2x), and 2x more for margin.
 FLOOR_FACTOR = 4
+KEPT = "the check's own arrays and the allocator's slack"  # what a check holds beside its passes, in a refusal
+# A check's passes follow one another: the allocator keeps some of what one frees (a process's RSS measured up to
+# 1.11x the peak NumPy traced, and a few MiB of threads' arenas), so a check's figure adds this much.
+SLACK_BYTES, SLACK_PART = 16 << 20, 10
 TOL_RULE = f"max({TOL_C} eps sqrt(n) N, {FLOOR_FACTOR} x the rounding noise measured on the inputs compared)"
 
 
@@ -145,10 +149,47 @@ class Setup:
         tol = max(self.base_tol, FLOOR_FACTOR * noise) if math.isfinite(noise) else self.base_tol
         return tol, {"tolerance_rule": TOL_RULE, "rounding_noise": noise}
 
+    def estimate(self, batch: int, dtype: np.dtype) -> MemoryEstimate:
+        """The model's pass over `batch` sequences of n in `dtype`, weights included."""
+        return estimate_forward(self.spec, batch, self.n, dtype)
+
+    @property
+    def column_bytes(self) -> int:
+        """One float64 input sequence (d, n), as a check draws it."""
+        return 8 * self.spec.d * self.n
+
+    @property
+    def output_bytes(self) -> int:
+        """One sequence's output in the model's dtype: (d, n), or logits (V, n)."""
+        return self.model.dtype.itemsize * max(self.spec.d, self.spec.V or 0) * self.n
+
+    def holding(self, held: int) -> MemoryEstimate:
+        """No pass running: the weights (the model's, tfm's as loaded, the float64 twin's) and `held` bytes."""
+        return replace(self.need(1, held=held, noise=0), activations=0, attention=0, feedforward=0, input=0)
+
+    def need(self, batch: int, held: int = 0, noise: int | None = None) -> MemoryEstimate:
+        """Peak of a check's pass over `batch` sequences with `held` bytes of the check's own beside it, and of the
+        pass that measures its rounding noise (over `noise` sequences, default the batch; 0: none; none with --tol:
+        float64, the twin's or the model's own on nudged inputs) while the first pass's output is held."""
+        main = self.estimate(batch, self.model.dtype)
+        twin = self.estimate(1, np.dtype(np.float64)).loaded if self.reference is not None else 0  # its own copies
+        peaks = [replace(main, output=main.output + held + twin)]
+        k = batch if noise is None else noise
+        if self.tol is None and k:
+            second = self.estimate(k, np.dtype(np.float64))
+            beside = main.weights if self.reference is not None else 0  # the model's weights beside its float64 twin
+            first = batch * self.output_bytes + k * self.column_bytes  # the first pass's output, the nudged inputs
+            peaks.append(replace(second, weights=second.weights + beside, output=held + first))
+        peak = max(peaks, key=lambda e: e.total)
+        return replace(peak, output=peak.output + SLACK_BYTES + peak.total // SLACK_PART, output_is=KEPT)
+
+    def afford(self, name: str, need: MemoryEstimate) -> None:
+        """Refuse, before allocating, a check whose peak (`need`) would not fit in memory."""
+        check_memory(need, self.max_memory, f"the {name} check at n = {self.n}")
+
     def require(self, batch: int) -> None:
         """Refuse, before allocating, a forward pass over `batch` sequences that would not fit in memory."""
-        estimate = estimate_forward(self.spec, batch, self.n, self.model.dtype)
-        check_memory(estimate, self.max_memory, f"a check over {batch} sequences of n = {self.n}")
+        check_memory(self.need(batch, noise=0), self.max_memory, f"a check over {batch} sequences of n = {self.n}")
 
     def gaussian(self, *shape: int) -> np.ndarray:
         """Standard normal inputs in float64 (the model casts them to its dtype)."""

@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.kv_cache import kv_cache_bytes
+from ..analysis.memory import MemoryEstimate
 from ..components import components, is_causal
 from ..components.positional import POSITIONALS
 from ..model.decoding import decode
@@ -40,13 +42,25 @@ def _controls(setup: Setup, X: np.ndarray, parallel: np.ndarray) -> tuple[dict[s
     return controls, skipped
 
 
+def decoding_need(setup: Setup) -> MemoryEstimate:
+    """The parallel pass over two sequences, then decoding them (and a control) with the parallel output held:
+    the caches, each step's scores, and the decoded columns (a list, joined, laid out) beside it."""
+    spec, n, dtype = setup.spec, setup.n, setup.model.dtype
+    parallel = setup.need(2, held=2 * setup.column_bytes)
+    cache = kv_cache_bytes(spec, 2, n, str(dtype))  # the self-attention's, and the cross-attention's keys
+    steps = 2 * 2 * spec.H * n * 8  # one step's scores and weights over every cached key
+    outputs = 2 * setup.output_bytes * 5  # the parallel pass's, the decoded, and a control's list, join and layout
+    decoding = setup.holding(2 * setup.column_bytes + cache + steps + outputs + 2 * 8 * spec.d * n)
+    return max(parallel, decoding, key=lambda e: e.total)
+
+
 def check_decoding(setup: Setup, expect: str = "holds") -> CheckResult:
     """Decode column by column and compare each step with the parallel forward pass."""
     spec, n = setup.spec, setup.n
     # step t is a pass t + 1 long: a component that computes positions by the pass's length sees other lengths
     lengths = [why for c in components(spec) if (why := c.length_dependent(1, n))]
     predicted = is_causal(spec) and not lengths
-    setup.require(2)
+    setup.afford("decoding", decoding_need(setup))
     X = setup.gaussian(2, spec.d, n)  # a batch of two sequences
     parallel = setup.model(X)
     tol, how = setup.tolerance(X, parallel)

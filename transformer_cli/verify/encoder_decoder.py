@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.memory import check_memory, estimate_encoder_decoder
+from ..analysis.memory import MemoryEstimate, check_memory, estimate_encoder_decoder
 from ..components.encoder import encoder_run_spec
 from ..kernels import sinusoidal_positions
 from ..model.decoding import decode
@@ -67,9 +67,8 @@ class EncoderDecoderSetup(Setup):
     pair: EncoderDecoder = None  # type: ignore[assignment]
     source: np.ndarray = None  # type: ignore[assignment]
 
-    def require(self, batch: int) -> None:
-        estimate = estimate_encoder_decoder(self.spec, batch, self.n, self.n, self.model.dtype)
-        check_memory(estimate, self.max_memory, f"a check over {batch} sequences of n = {self.n}")
+    def estimate(self, batch: int, dtype: np.dtype) -> MemoryEstimate:
+        return estimate_encoder_decoder(self.spec, batch, self.n, self.n, dtype)
 
 
 def make_encoder_decoder_setup(
@@ -139,7 +138,13 @@ def _order_check(
     )  # fmt: skip
 
 
+def order_need(setup: EncoderDecoderSetup) -> MemoryEstimate:
+    """The order and reach checks: passes over one source and target at a time, beside a few inputs and outputs."""
+    return setup.need(1, held=6 * setup.column_bytes + 3 * setup.output_bytes, noise=1)
+
+
 def check_memory_order(setup: EncoderDecoderSetup) -> CheckResult:
+    setup.afford("memory order", order_need(setup))
     T = setup.gaussian(setup.spec.d, setup.n)
     memory = setup.model.memory  # type: ignore[attr-defined]  # the model is the Decoder above
     run = lambda M: setup.pair.decoder.forward(T, memory=M)  # noqa: E731
@@ -149,6 +154,7 @@ def check_memory_order(setup: EncoderDecoderSetup) -> CheckResult:
 
 
 def check_source_order(setup: EncoderDecoderSetup) -> CheckResult:
+    setup.afford("source order", order_need(setup))
     T = setup.gaussian(setup.spec.d, setup.n)
     breakers = breaking_features(encoder_run_spec(setup.spec))
     run = lambda S: setup.pair.forward(S, T)  # noqa: E731
@@ -166,6 +172,7 @@ def check_source_order(setup: EncoderDecoderSetup) -> CheckResult:
 def check_source_reach(setup: EncoderDecoderSetup) -> CheckResult:
     """Changing any one source column moves every target column's output."""
     spec, n = setup.spec, setup.n
+    setup.afford("source reach", order_need(setup))
     T = setup.gaussian(spec.d, n)
     S = setup.source
     Y = setup.pair.forward(S, T)

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.memory import MemoryEstimate
 from ..components import components
 from ..errors import TfmError
 from ..kernels import sinusoidal_positions
@@ -71,6 +72,14 @@ def permutations(rng: np.random.Generator, n: int, trials: int) -> list[tuple[st
     return perms
 
 
+def equivariance_need(setup: Setup, trials: int = 8) -> MemoryEstimate:
+    """One pass over each permutation of the input and its control (2k + 1 sequences, drawn as a list and stacked),
+    and the rounding noise of the first k."""
+    k = 4 + trials  # the identity, three fixed permutations, the random ones
+    batch = 2 * k + 1
+    return setup.need(batch, held=2 * batch * setup.column_bytes + k * setup.n * 8, noise=k)
+
+
 def check_equivariance(setup: Setup, trials: int = 8, expect: str = "holds") -> CheckResult:
     """Compare T(XP) with T(X)P over distinct permutations, with a positional control and a mixing probe."""
     spec, n = setup.spec, setup.n
@@ -79,8 +88,7 @@ def check_equivariance(setup: Setup, trials: int = 8, expect: str = "holds") -> 
     breakers = breaking_features(spec)
     predicted = not breakers
     X = setup.gaussian(spec.d, n)
-    k = 1 + 3 + trials  # memory first, before a single permutation is built
-    setup.require(2 * k + 1)
+    setup.afford("equivariance", equivariance_need(setup, trials))  # memory first, before a permutation is built
     perms = permutations(setup.rng, n, trials)
     k = len(perms)
     E = sinusoidal_positions(spec.d, n)  # the control's position-dependent term

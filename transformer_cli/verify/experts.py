@@ -14,14 +14,24 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.memory import MemoryEstimate
 from ..components.experts import Experts
 from ..model.transformer import Block
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 
 
+def experts_need(setup: Setup) -> MemoryEstimate:
+    """4n columns through one block's experts at a time: every expert's output, the router's scores and gates,
+    the dense sums and an expert's hidden layer, in float64."""
+    spec, columns = setup.spec, 4 * setup.n
+    E, k = spec.E or 0, spec.k or 0
+    return setup.holding(8 * columns * (spec.d * (E + 6) + 8 * E + 2 * spec.r + k))
+
+
 def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
     """Per block: routed == dense-with-zeros on random columns, k distinct experts per column, and a control."""
     spec, model, tol = setup.spec, setup.model, setup.base_tol
+    setup.afford("experts", experts_need(setup))
     U = setup.gaussian(spec.d, 1, 4 * setup.n).astype(model.dtype)  # columns fed straight to each block's experts
     flat = U.reshape(spec.d, -1)
     columns = ["block", "routed vs dense", "tol", "experts per column", "all experts (control)", "property"]

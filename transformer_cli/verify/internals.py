@@ -6,16 +6,24 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.memory import MemoryEstimate
 from ..analysis.params import all_tensors, count_params
 from ..io.weights import Weights
 from .common import CheckResult, Setup, resolve_expect
+
+
+def softmax_need(setup: Setup) -> MemoryEstimate:
+    """A pass over one sequence keeping every block's (H, n, n) weights, and one block's float64 temporaries."""
+    spec, n = setup.spec, setup.n
+    maps = spec.N * spec.H * n * n * setup.model.dtype.itemsize
+    return setup.need(1, held=maps + 2 * spec.H * n * n * 8 + n * n + setup.column_bytes, noise=0)
 
 
 def check_softmax(setup: Setup, expect: str = "holds") -> CheckResult:
     """Every block's attention weights are >= 0, each column sums to 1 (with attention sinks: to less than 1, the
     sink taking the rest), and masked weights are exactly 0."""
     spec, n = setup.spec, setup.n
-    setup.require(1)
+    setup.afford("softmax", softmax_need(setup))
     weights = setup.model.attention_weights(setup.gaussian(spec.d, n))
     tol = 4 * float(np.finfo(setup.model.dtype).eps) * n
     later = np.arange(n)[:, None] > np.arange(n)[None, :]  # (n_k, n_q): keys after the query

@@ -12,11 +12,17 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.memory import MemoryEstimate
 from ..components import components
 from ..kernels import sinusoidal_positions
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 
 SHIFTS = (1, 5, 31)
+
+
+def relative_need(setup: Setup) -> MemoryEstimate:
+    """Passes over one sequence, one at a time, beside the input, its shifted copies and two outputs."""
+    return setup.need(1, held=4 * setup.column_bytes + 2 * setup.output_bytes)
 
 
 def check_relative(setup: Setup, expect: str = "holds") -> CheckResult:
@@ -27,7 +33,7 @@ def check_relative(setup: Setup, expect: str = "holds") -> CheckResult:
     shifts = [s for s in SHIFTS if s <= room] or ([room] if room > 0 else [])
     lengths = [why for c in components(spec) for s in shifts[-1:] if (why := c.length_dependent(n, n + s))]
     predicted = not absolute and not lengths
-    setup.require(2)
+    setup.afford("relative", relative_need(setup))
     X = setup.gaussian(spec.d, n)
     Y0 = setup.model.forward(X)
     tol, how = setup.tolerance(X, Y0)

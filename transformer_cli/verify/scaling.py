@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.memory import check_memory, estimate_forward
+from ..analysis.memory import MemoryEstimate, check_memory, estimate_forward
 from ..errors import TfmError
 from .common import CheckResult, Setup, resolve_expect
 
@@ -68,6 +68,13 @@ def _observe(setup: Setup, block: int | None, sequences: int) -> np.ndarray:
     return np.concatenate(out)
 
 
+def scaling_need(setup: Setup, samples: int = 20000) -> MemoryEstimate:
+    """A pass over up to CHUNK sequences of SEQ_LEN at a time, whatever n."""
+    spec = setup.spec
+    batch = min(CHUNK, max(MIN_SEQUENCES, math.ceil(samples / (spec.H * SEQ_LEN * (SEQ_LEN - 1)))))
+    return estimate_forward(spec, batch, SEQ_LEN, setup.model.dtype)
+
+
 def check_scaling(setup: Setup, samples: int = 20000, expect: str = "holds") -> CheckResult:
     """Observed variance of the model's scores against m * scale^2 (unit-variance q, k) and each block's prediction."""
     spec = setup.spec
@@ -75,7 +82,7 @@ def check_scaling(setup: Setup, samples: int = 20000, expect: str = "holds") -> 
         raise TfmError(f"--samples: got {samples}, expected 100 .. {MAX_SAMPLES:,}")
     m, c = spec.m, spec.score_scale
     sequences = max(MIN_SEQUENCES, math.ceil(samples / (spec.H * SEQ_LEN * (SEQ_LEN - 1))))
-    check_memory(estimate_forward(spec, min(CHUNK, sequences), SEQ_LEN, setup.model.dtype), setup.max_memory,
+    check_memory(scaling_need(setup, samples), setup.max_memory,
                  f"the scaling check ({min(CHUNK, sequences)} sequences of {SEQ_LEN} at a time)")  # fmt: skip
     with np.errstate(over="ignore", under="ignore"):
         c2 = float(np.float64(c) ** 2)

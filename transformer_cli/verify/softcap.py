@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.memory import MemoryEstimate
 from .common import CheckResult, Setup, resolve_expect
 
 AMPLIFY = 1e3  # the factor on the scores' scale and on the head that pushes every cap far past its knee
@@ -40,10 +41,18 @@ def _sharpest(weights: list[np.ndarray]) -> float:
     return worst
 
 
+def softcap_need(setup: Setup) -> MemoryEstimate:
+    """Two passes over one sequence (capped and not), each keeping its output and every block's weights, the
+    amplified heads, and one block's log weights in float64."""
+    spec, n, s = setup.spec, setup.n, setup.model.dtype.itemsize
+    kept = 2 * (spec.N * spec.H * n * n * s + setup.output_bytes + (spec.V or 0) * spec.d * s)
+    return setup.need(1, held=kept + 3 * spec.H * n * n * 8 + setup.column_bytes, noise=0)
+
+
 def check_softcap(setup: Setup, expect: str = "holds") -> CheckResult:
     """Log weights within 2c of each other per query, logits within c', on the amplified model and its control."""
     spec, n = setup.spec, setup.n
-    setup.require(1)
+    setup.afford("softcap", softcap_need(setup))
     X = setup.gaussian(spec.d, n)
     rel = 64 * float(np.finfo(setup.model.dtype).eps)  # the rounding of a tanh, an exp and a log
     columns = ["what", "bound", "capped, amplified", "control: uncapped", "property"]
