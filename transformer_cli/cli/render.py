@@ -327,8 +327,20 @@ def quantized_line(source: str, checkpoint: dict, files: str) -> str:
         f"checkpoint {shown(source)}: {files}, {checkpoint['tensors']:,} tensors, {human(checkpoint['bytes'])}, "
         f"{shown(q['scheme'])}: {packed['weights']:,} packed weights, {packed['parameters']:,} parameters at "
         f"{packed['bits_per_weight']:.2f} bits per weight ({kinds}); {plain or 'nothing else'}; every tensor fits "
-        f"config.json ({n:,} parameters; its tensors hold {checkpoint['stored_elements']:,} elements){runs}"
+        f"config.json ({n:,} parameters; its tensors hold {checkpoint['stored_elements']:,} elements"
+        f"{_skipped(checkpoint)}){runs}"
     )
+
+
+def _skipped(checkpoint: dict) -> str:
+    """The tensors a checkpoint holds that tfm does not read (a masked-LM head, buffers, tied copies), named."""
+    skipped = checkpoint.get("skipped") or {"tensors": []}
+    names = [shown(name) for name in skipped["tensors"]]
+    if not names:
+        return ""
+    listed = ", ".join(names[:4]) + (f" and {len(names) - 4:,} more" if len(names) > 4 else "")
+    tensors = f"{len(names):,} tensor{'s' if len(names) > 1 else ''}"
+    return f"; beside them {tensors} of {skipped['values']:,} values tfm does not read: {listed}"
 
 
 def checkpoint_line(source: str, checkpoint: dict) -> str:
@@ -340,4 +352,4 @@ def checkpoint_line(source: str, checkpoint: dict) -> str:
         return quantized_line(source, checkpoint, files)
     return (f"checkpoint {shown(source)}: {files}, {checkpoint['tensors']:,} tensors, {human(checkpoint['bytes'])} "
             f"{'/'.join(checkpoint['dtypes'])}; every tensor fits config.json "
-            f"({checkpoint['parameters']:,} parameters stored)")  # fmt: skip
+            f"({checkpoint['parameters']:,} parameters stored{_skipped(checkpoint)})")  # fmt: skip

@@ -25,7 +25,8 @@ def folder_weights(folder: Path, spec: Spec) -> CheckpointWeights:
 
 def summary(folder: Path, spec: Spec) -> dict[str, Any]:
     """What `tfm count FOLDER` says of the checkpoint, from its headers alone: files, tensors, bytes, dtypes,
-    and the parameters the file holds (a tied head once), after checking that every tensor fits. A quantised
+    and the parameters the file holds (a tied head once), after checking that every tensor fits; the tensors it
+    holds beside them that tfm does not read (a masked-LM head, buffers, tied copies) and their values. A quantised
     checkpoint's parameters are the weights' own (unpacked), beside the elements its tensors hold; its bytes and
     bits per weight are given for the packed weights (codes, scales, zero points, ... apart) and per dtype for
     the rest."""
@@ -40,7 +41,9 @@ def summary(folder: Path, spec: Spec) -> dict[str, Any]:
         "bytes": checkpoint.nbytes(),
         "dtypes": sorted({e.code for e in entries}),
         "parameters": parameters,
-    }
+        "skipped": {"tensors": list(fitted.skipped),
+                    "values": sum(math.prod(checkpoint.shape(name)) for name in fitted.skipped)},
+    }  # fmt: skip
     if fitted.scheme is None:
         return out
     plain: dict[str, dict[str, Any]] = {}
