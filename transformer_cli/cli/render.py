@@ -86,7 +86,10 @@ def count_table(count: ParamCount, source: str) -> Table:
     label = Text(f"total (closed form {agree})", style="bold", no_wrap=False)  # the verdict stays when columns go
     table.add_row(label, f"closed form {fmt(count.closed_total)}", Text(fmt(count.total), style="bold"), "")
     if count.active != count.total:
-        table.add_row("active per token", "the k experts a token is routed to", fmt(count.active), "")
+        table.add_row("active per token", "the k experts a token is routed to; all else, the embedding too (as "
+                      "Mistral, Qwen, DeepSeek publish)", fmt(count.active), "")  # fmt: skip
+        table.add_row("  without the embedding", "less the token embedding table (as OpenAI publishes gpt-oss's)",
+                      fmt(count.active_without_embedding), "")  # fmt: skip
     return table
 
 
