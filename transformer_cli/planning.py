@@ -178,15 +178,24 @@ def stored_type(path: Path | None, spec: Spec, say: Callable[[str], None]) -> st
     Face checkpoint (said); None for anything else (planned in bfloat16)."""
     if path is None:
         return None
-    if path.is_dir():
+    if path.is_dir() or path.name == "config.json":
+        from .hf.checkpoint import has_checkpoint
         from .hf.config import read_config
         from .hf.quant import KEYS
 
-        if not (path / "config.json").is_file() or not any(key in read_config(path) for key in KEYS):
+        folder = path if path.is_dir() else path.parent
+        if not (folder / "config.json").is_file() or not any(key in (config := read_config(folder)) for key in KEYS):
             return None
+        if not has_checkpoint(folder):  # a published config alone: what its method stores, from the config
+            from .hf.folder import held_by_config
+
+            held = held_by_config(config, spec, str(folder / "config.json"))
+            say(f"note: {path} is quantised and holds no weights: planned at the bytes its method stores "
+                f"({held.label})")  # fmt: skip
+            return held
         from .sources import load_weights
 
-        held = load_weights(path, spec).held()  # type: ignore[attr-defined]
+        held = load_weights(folder, spec).held()  # type: ignore[attr-defined]
         say(f"note: {path} is quantised ({held.label}): planned at its own bytes")
         return held
     if path.suffix.lower() != ".gguf":
