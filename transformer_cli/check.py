@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -126,7 +127,8 @@ def check_spec(path: Path, budgets: Budgets, seq_len: int, verify_len: int | Non
 
 
 SCALE_DOWN_ABOVE = 10**8  # parameters: a larger model's properties are checked on a scaled-down copy
-SMALL = {"N": 2, "N_enc": 2, "d": 64, "r": 128, "m": 16, "cross_m": 16, "V": 256, "V_src": 256}
+SMALL = {"N": 2, "N_enc": 2, "d": 64, "r": 128, "m": 16, "cross_m": 16, "V": 256, "V_src": 256, "expert_r": 128,
+         "shared_r": 128, "kv_rank": 64, "q_rank": 64, "v_m": 16}  # fmt: skip
 
 
 def scaled_down(spec: Spec) -> Spec:
@@ -136,8 +138,36 @@ def scaled_down(spec: Spec) -> Spec:
     from .spec.validate import spec_from_mapping
 
     data = spec.to_dict()
-    smaller = {k: min(v, data[k]) for k, v in SMALL.items() if data.get(k)}
-    return spec_from_mapping(data | smaller, f"{spec.label} (scaled down)")
+    small = data | {k: min(v, data[k]) for k, v in SMALL.items() if data.get(k)} | _blocks_of_each_kind(spec)
+    if data.get("rope_m"):  # latent attention turns the last rope_m of each head: fewer than m, even
+        small["rope_m"] = min(data["rope_m"], small["m"] // 4 * 2)
+    return spec_from_mapping(small | _factors_of_the_pairs_kept(spec, small), f"{spec.label} (scaled down)")
+
+
+def _blocks_of_each_kind(spec: Spec) -> dict[str, Any]:
+    """The per-layer kinds (attention_layers, feedforward_layers) cut to one block of each kind of block the
+    stack has, in the order they first appear: DeepSeek-V3's 61 become a dense block and a routed one."""
+    from .spec.stacks import LAYER_KEYS, kind_of
+
+    patterns = {key: getattr(spec, key) for key in LAYER_KEYS if getattr(spec, key) is not None}
+    if not patterns:
+        return {}
+    first: dict[tuple[str, ...], int] = {}
+    for i in range(min(spec.N, math.lcm(*(len(p) for p in patterns.values())))):  # (the patterns repeat)
+        first.setdefault(tuple(kind_of(p, i, "") for p in patterns.values()), i)
+    blocks = sorted(first.values())
+    return {"N": len(blocks)} | {key: [kind_of(p, i, "") for i in blocks] for key, p in patterns.items()}
+
+
+def _factors_of_the_pairs_kept(spec: Spec, small: dict[str, Any]) -> dict[str, Any]:
+    """LongRoPE's factors (one per rotated pair) for the smaller head: pair j of its p turns at the frequency of
+    pair j * P / p of the P the full head turns, and keeps that pair's factor (Phi-3-mini-128k's 48 become 8)."""
+    factors = {key: getattr(spec, key) for key in ("rope_short_factor", "rope_long_factor") if getattr(spec, key)}
+    if not factors:
+        return {}
+    rotated = small.get("rope_m") if spec.attention == "latent" else int(small["m"] * spec.rope_fraction)
+    pairs = max(int(rotated or 0) // 2, 1)
+    return {key: [values[j * len(values) // pairs] for j in range(pairs)] for key, values in factors.items()}
 
 
 def _load(path: Path) -> Spec:

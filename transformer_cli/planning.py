@@ -164,11 +164,13 @@ def mix(path: Path | None, spec: Spec, name: str) -> Held:
 
 
 def adapters_of(path: Path | None, spec: Spec, rank: int, targets: str) -> Any:
-    """LoRA on the model: a Hugging Face folder's (or config.json's) modules by their names, else tfm's own."""
+    """LoRA on the model: a Hugging Face model's modules by their names (a folder, or a config file by any name, as
+    the spec was read: sources.is_hugging_face), else tfm's own."""
     from .analysis.lora import adapters
+    from .sources import is_hugging_face
 
     modules = None
-    if path is not None and (path.is_dir() or path.name == "config.json"):
+    if path is not None and is_hugging_face(path):
         from .hf.config import read_config
         from .hf.lora_modules import hf_linear_modules
 
@@ -182,12 +184,22 @@ def stored_type(path: Path | None, spec: Spec, say: Callable[[str], None]) -> st
     Face checkpoint (said); None for anything else (planned in bfloat16)."""
     if path is None:
         return None
-    if path.is_dir():
-        from .hf.config import read_config
+    from .sources import is_hugging_face
+
+    if is_hugging_face(path):  # a folder, or a config file by any name (as the spec was read)
+        from .hf.checkpoint import has_checkpoint
+        from .hf.config import config_path, read_config
         from .hf.quant import KEYS
 
-        if not (path / "config.json").is_file() or not any(key in read_config(path) for key in KEYS):
+        if not config_path(path).is_file() or not any(key in (config := read_config(path)) for key in KEYS):
             return None
+        if not (path.is_dir() and has_checkpoint(path)):  # a published config alone: what its method stores
+            from .hf.folder import held_by_config
+
+            held = held_by_config(config, spec, str(config_path(path)))
+            say(f"note: {path} is quantised and holds no weights: planned at the bytes its method stores "
+                f"({held.label})")  # fmt: skip
+            return held
         from .sources import load_weights
 
         held = load_weights(path, spec).held()  # type: ignore[attr-defined]

@@ -143,3 +143,35 @@ def test_a_layer_norm_without_bias_counts_gamma_only():
     with_bias = count_params(Spec(N=2, H=2, m=4, d=8, r=10, norm="pre"))
     without = count_params(Spec(N=2, H=2, m=4, d=8, r=10, norm="pre", norm_bias=False))
     assert with_bias.total - without.total == 2 * 2 * 8 + 8  # two betas per block, the final norm's
+
+
+# OpenAI's gpt-oss model card (arXiv 2508.10925, table 1): active parameters per token, the embedding table left out
+OPENAI_ACTIVE = {"gpt-oss-20b": 3.61e9, "gpt-oss-120b": 5.13e9}
+
+
+@pytest.mark.parametrize("name", OPENAI_ACTIVE)
+def test_gpt_oss_active_parameters_are_openais_without_the_embedding(tmp_path, runner, name):
+    """Issue 40 (8): count gave gpt-oss-20b 4,187,440,704 active beside OpenAI's 3.61B, which leaves out the
+    embedding table (a token reads one column of it); Mixtral's published 12,879,925,248 counts it. Both
+    conventions, each labelled: OpenAI's figure to its three digits, the control: the other one misses it."""
+    from transformer_cli.cli import app
+    from transformer_cli.hf.config import spec_from_config
+
+    model = next(m for m in json.loads((DATA / "real-models-2.json").read_text()) if m["name"] == name)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": model["model_type"]} | model["config"]))
+    count = count_params(spec_from_config(tmp_path))
+    config = model["config"]
+    assert count.active - count.active_without_embedding == config["vocab_size"] * config["hidden_size"]
+    assert round(count.active_without_embedding, -7) == OPENAI_ACTIVE[name]
+    assert round(count.active, -7) != OPENAI_ACTIVE[name]
+    result = runner.invoke(app, ["count", str(tmp_path), "--json"])
+    assert json.loads(result.stdout)["specs"][0]["active_per_token_without_embedding"] == count.active_without_embedding
+    text = " ".join(runner.invoke(app, ["count", str(tmp_path)], terminal_width=200).stdout.split())
+    assert f"{count.active:,}" in text and f"{count.active_without_embedding:,}" in text and "OpenAI" in text
+
+
+def test_mixtrals_published_active_count_includes_the_embedding():
+    """The other convention (Mistral's): 12,879,925,248 active, the embedding table in it."""
+    mixtral = next(m for m in json.loads((DATA / "real-models.json").read_text()) if m["name"] == "Mixtral-8x7B-v0.1")
+    count = count_params(load_spec(DATA.parent.parent / "examples" / "models" / "Mixtral-8x7B-v0.1.yaml"))
+    assert count.active == mixtral["active_parameters"] != count.active_without_embedding

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
-from conftest import EXAMPLES
+from conftest import DATA, EXAMPLES
 
 from transformer_cli.check import parse_count
 from transformer_cli.cli import app
@@ -180,3 +181,33 @@ def test_a_folder_search_skips_hidden_folders_and_files_that_are_not_specs(runne
 def test_the_help_says_what_a_folder_search_takes(runner):
     help_text = " ".join(runner.invoke(app, ["check", "--help"]).stdout.split())
     assert "skipping hidden folders" in help_text and "--exclude" in help_text
+
+
+# Phi-3-mini-128k-instruct's config.json as published, but for its factors' values (48 of each, one per rotated
+# pair of its heads of 96; the published values are not needed here, only their number)
+PHI3_128K = {"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+             "num_attention_heads": 32, "num_key_value_heads": 32, "max_position_embeddings": 131072,
+             "original_max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+             "sliding_window": 262144, "tie_word_embeddings": False, "vocab_size": 32064, "hidden_act": "silu",
+             "rope_scaling": {"type": "longrope", "short_factor": [1 + i / 100 for i in range(48)],
+                              "long_factor": [1 + 3 * i / 2 for i in range(48)]}}  # fmt: skip
+
+
+def test_published_configs_with_per_layer_kinds_and_longrope_are_checked_on_a_copy_scaled_to_match(runner, tmp_path):
+    """Issue 40 (16): check ERRORed on DeepSeek-V3 (61 per-layer kinds kept for 2 blocks) and Phi-3-mini-128k (48
+    LongRoPE factors kept for heads of 16). The copy has one block of each kind, and for each pair its smaller
+    head turns the factor of the pair of the full head that turns at the same frequency."""
+    deepseek = next(m for m in json.loads((DATA / "real-models-2.json").read_text()) if m["name"] == "DeepSeek-V3")
+    for name, config in (("ds3", {"model_type": "deepseek_v3"} | deepseek["config"]), ("phi3", PHI3_128K)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+    code, data = run(runner, tmp_path / "ds3", tmp_path / "phi3")
+    assert code == 0 and [s["verify"] for s in data["specs"]] == ["PASS", "PASS"], data
+    ds3, phi3 = (s["verified_on"] for s in data["specs"])
+    assert ds3["N"] == 2 and ds3["feedforward_layers"] == ["dense", "routed"]  # first_k_dense_replace = 3 of 61
+    rotated = phi3["m"]  # (Phi-3 turns whole heads)
+    full, small = (10000.0 ** (-np.arange(0, rot, 2) / rot) for rot in (96, rotated))  # each pair's frequency
+    same = [int(np.argmin(abs(full - f))) for f in small]  # the full head's pair at each of the small head's
+    assert np.allclose(full[same], small, rtol=1e-12, atol=0)
+    for key, published in (("rope_short_factor", "short_factor"), ("rope_long_factor", "long_factor")):
+        assert phi3[key] == [PHI3_128K["rope_scaling"][published][j] for j in same]

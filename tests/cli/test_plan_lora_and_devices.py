@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from conftest import DATA
+
 from transformer_cli.cli import app
 
 LLAMA3 = Path(__file__).resolve().parent.parent.parent / "examples" / "hf" / "Meta-Llama-3-8B"
@@ -101,3 +103,28 @@ def test_prefill_keeps_the_last_positions_logits_unless_asked_for_all(runner):
     every = _plan(runner, "-n", str(n), "--logits", "all")["serving_transient"]["fused_attention"]
     assert last["logits"] == (n * D + VOCAB) * 2 and every["logits"] == n * (D + VOCAB) * 2
     assert every["total"] - last["total"] == every["logits"] - max(last["logits"], last["blocks"])
+
+
+def test_a_config_under_another_name_is_the_same_model_as_its_folder(runner, tmp_path):
+    """Issue 40 (18): Qwen2-7B.json was counted as Qwen2 but its LoRA modules were tfm's (`--lora-targets q_proj`
+    refused): one reading of a config file, by its contents. A quantised one is planned at its method's bytes as
+    its folder is; the control: a tfm spec has no module called q_proj."""
+    qwen = next(m for m in json.loads((DATA / "real-models.json").read_text()) if m["name"] == "Qwen2-7B")
+    config = {"model_type": qwen["model_type"]} | qwen["config"]
+    (tmp_path / "folder").mkdir()
+    for path in (tmp_path / "folder" / "config.json", tmp_path / "Qwen2-7B.json"):
+        path.write_text(json.dumps(config))
+    args = ["-n", "64", "--lora-rank", "8", "--lora-targets", "q_proj", "--json"]
+    plans = [runner.invoke(app, ["plan", str(tmp_path / name), *args]) for name in ("folder", "Qwen2-7B.json")]
+    assert [p.exit_code for p in plans] == [0, 0], plans[1].output
+    folder, renamed = (json.loads(p.stdout) for p in plans)
+    assert renamed["training"]["lora"] == folder["training"]["lora"] and renamed["params"] == qwen["parameters"]
+    assert folder["training"]["lora"]["trainable_parameters"] == 28 * 8 * (3584 + 3584)  # q_proj: r (d_in + d_out)
+    (tmp_path / "qwen-fp8.json").write_text(json.dumps(json.loads((tmp_path / "Qwen2-7B.json").read_text())
+                                                      | {"quantization_config": {"quant_method": "fp8"}}))  # fmt: skip
+    fp8 = runner.invoke(app, ["plan", str(tmp_path / "qwen-fp8.json"), "-n", "64", "--json"])
+    assert fp8.exit_code == 0 and "planned at the bytes its method stores (fp8" in fp8.stderr
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("N: 2\nH: 4\nm: 8\nd: 32\nr: 64\nV: 100\nmask: causal\n")
+    tfm = runner.invoke(app, ["plan", str(spec), *args])
+    assert tfm.exit_code == 2 and "q_proj names no linear module" in tfm.stderr

@@ -184,6 +184,25 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                      "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e5},
                                      "sliding_attention": {"rope_type": "default", "rope_theta": 50.0}},
                                  attn_implementation="eager")),
+    "gemma3_text-all-sliding": ("Gemma3TextConfig", "Gemma3ForCausalLM",  # no full layer: the sliding base in all
+                                SMALL | dict(num_hidden_layers=3, num_key_value_heads=1, head_dim=12, sliding_window=5,
+                                             layer_types=["sliding_attention"] * 3, rope_parameters={
+                                                 "full_attention": {"rope_type": "linear", "factor": 2.0,
+                                                                    "rope_theta": 1e5},
+                                                 "sliding_attention": {"rope_type": "default", "rope_theta": 50.0}},
+                                             attn_implementation="eager")),
+    "gemma3_text-four-layers": ("Gemma3TextConfig", "Gemma3ForCausalLM",  # under six layers the default slides in all
+                                SMALL | dict(num_hidden_layers=4, num_key_value_heads=2, head_dim=8, sliding_window=4,
+                                             query_pre_attn_scalar=8, rope_theta=1e4, rope_local_base_freq=30.0,
+                                             attn_implementation="eager")),
+    "gemma3_text-one-base-scaled": ("Gemma3TextConfig", "Gemma3ForCausalLM",  # one base; the full layers' scaled
+                                    SMALL | dict(num_hidden_layers=2, num_key_value_heads=1, head_dim=12,
+                                                 sliding_window=5, sliding_window_pattern=2, rope_parameters={
+                                                     "full_attention": {"rope_type": "linear", "factor": 4.0,
+                                                                        "rope_theta": 50.0},
+                                                     "sliding_attention": {"rope_type": "default",
+                                                                           "rope_theta": 50.0}},
+                                                 attn_implementation="eager")),
     "phi": ("PhiConfig", "PhiForCausalLM", dict(vocab_size=97, hidden_size=40, intermediate_size=48,
                                                 num_hidden_layers=2, num_attention_heads=4,
                                                 max_position_embeddings=64, partial_rotary_factor=0.4)),

@@ -159,6 +159,8 @@ def test_opts_positions_read_two_columns_on(tmp_path):
 CONTROLS = [
     ("gemma2", {"attn_softcap": None}), ("gemma2", {"logit_softcap": None}), ("gemma2", {"norm": "pre"}),
     ("gemma3_text", {"rope_local_theta": None}), ("gemma3_text", {"qk_norm": False}),
+    ("gemma3_text-all-sliding", {"rope_theta": 1e5, "rope_scaling": "linear", "rope_factor": 2.0}),
+    ("gemma3_text-four-layers", {"rope_theta": 1e4}), ("gemma3_text-one-base-scaled", {"rope_local_theta": None}),
     ("qwen2_moe", {"router_renorm": True}), ("qwen2_moe", {"shared_gate": False}),
     ("qwen3_moe", {"router_renorm": False}),
     ("deepseek_v3", {"router_bias": False}), ("deepseek_v3", {"router_groups": None, "router_topk_groups": None}),

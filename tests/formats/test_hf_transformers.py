@@ -10,6 +10,7 @@ tfm's own conversion back to a folder are loaded by transformers.
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -158,6 +159,32 @@ def test_a_bert_checkpoint_saved_as_bertformaskedlm_counts_and_runs_without_a_po
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
     assert spec_from_config(tmp_path / "back").pooler is False
+
+
+def test_count_names_what_a_checkpoint_holds_beside_the_model(tmp_path, runner):
+    """Issue 40 (6a): count said "19,248 parameters stored" of a BertForMaskedLM file holding 20,465, the MLM head
+    it skips unmentioned. The parameters counted and the values skipped add up to the file's (read by the
+    safetensors package), the skipped tensors named; the control: BertModel's file skips nothing."""
+    from safetensors import safe_open
+
+    def held(folder):
+        with safe_open(str(folder / "model.safetensors"), "np") as f:
+            return {name: math.prod(f.get_slice(name).get_shape()) for name in f.keys()}
+
+    cfg = transformers.BertConfig(attn_implementation="sdpa", **MODELS["bert"][2])
+    transformers.BertForMaskedLM(cfg).save_pretrained(tmp_path / "mlm")
+    build("bert").save_pretrained(tmp_path / "base")
+    for folder in ("mlm", "base"):
+        result = runner.invoke(app, ["count", str(tmp_path / folder), "--json"])
+        assert result.exit_code == 0, result.output
+        stored, tensors = json.loads(result.stdout)["specs"][0]["checkpoint"], held(tmp_path / folder)
+        assert stored["parameters"] + stored["skipped"]["values"] == sum(tensors.values())
+        heads = sorted(name for name in tensors if name.startswith("cls."))
+        assert sorted(stored["skipped"]["tensors"]) == heads and bool(heads) == (folder == "mlm")
+    mlm = held(tmp_path / "mlm")
+    text = " ".join(runner.invoke(app, ["count", str(tmp_path / "mlm")]).stdout.split())
+    values = sum(size for name, size in mlm.items() if name.startswith("cls."))
+    assert f"stored; beside them 5 tensors of {values:,} values tfm does not read: cls.predictions.bias" in text
 
 
 def test_a_bfloat16_folder_converts_back_in_bfloat16_with_its_other_files(tmp_path):

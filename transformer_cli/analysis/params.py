@@ -177,6 +177,14 @@ class ParamCount:
         return self.total - sum(c.inactive() for c in components(self.spec))
 
     @property
+    def active_without_embedding(self) -> int:
+        """`active` less the token embedding table, of which a token reads one column: OpenAI's convention (gpt-oss's
+        published 3.61B and 5.13B active). A head tied to the table reads all of it: then the same as `active`."""
+        if self.spec.tie_embeddings and self.spec.head:
+            return self.active
+        return self.active - sum(t.count for t in self.model if t.name == "embedding.E")
+
+    @property
     def closed_per_block(self) -> int | None:
         return self.decoder[0].closed_per_block if self.uniform else None
 
@@ -222,6 +230,7 @@ class ParamCount:
             **({"per_encoder_block": self.per_encoder_block} if self.encoder else {}),
             "total": self.total,
             "active_per_token": self.active,
+            "active_per_token_without_embedding": self.active_without_embedding,
             "closed_form": {
                 "per_block": self.closed_per_block,
                 "total": self.closed_total,

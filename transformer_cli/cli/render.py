@@ -86,7 +86,10 @@ def count_table(count: ParamCount, source: str) -> Table:
     label = Text(f"total (closed form {agree})", style="bold", no_wrap=False)  # the verdict stays when columns go
     table.add_row(label, f"closed form {fmt(count.closed_total)}", Text(fmt(count.total), style="bold"), "")
     if count.active != count.total:
-        table.add_row("active per token", "the k experts a token is routed to", fmt(count.active), "")
+        table.add_row("active per token", "the k experts a token is routed to; all else, the embedding too (as "
+                      "Mistral, Qwen, DeepSeek publish)", fmt(count.active), "")  # fmt: skip
+        table.add_row("  without the embedding", "less the token embedding table (as OpenAI publishes gpt-oss's)",
+                      fmt(count.active_without_embedding), "")  # fmt: skip
     return table
 
 
@@ -327,8 +330,20 @@ def quantized_line(source: str, checkpoint: dict, files: str) -> str:
         f"checkpoint {shown(source)}: {files}, {checkpoint['tensors']:,} tensors, {human(checkpoint['bytes'])}, "
         f"{shown(q['scheme'])}: {packed['weights']:,} packed weights, {packed['parameters']:,} parameters at "
         f"{packed['bits_per_weight']:.2f} bits per weight ({kinds}); {plain or 'nothing else'}; every tensor fits "
-        f"config.json ({n:,} parameters; its tensors hold {checkpoint['stored_elements']:,} elements){runs}"
+        f"config.json ({n:,} parameters; its tensors hold {checkpoint['stored_elements']:,} elements"
+        f"{_skipped(checkpoint)}){runs}"
     )
+
+
+def _skipped(checkpoint: dict) -> str:
+    """The tensors a checkpoint holds that tfm does not read (a masked-LM head, buffers, tied copies), named."""
+    skipped = checkpoint.get("skipped") or {"tensors": []}
+    names = [shown(name) for name in skipped["tensors"]]
+    if not names:
+        return ""
+    listed = ", ".join(names[:4]) + (f" and {len(names) - 4:,} more" if len(names) > 4 else "")
+    tensors = f"{len(names):,} tensor{'s' if len(names) > 1 else ''}"
+    return f"; beside them {tensors} of {skipped['values']:,} values tfm does not read: {listed}"
 
 
 def checkpoint_line(source: str, checkpoint: dict) -> str:
@@ -340,4 +355,4 @@ def checkpoint_line(source: str, checkpoint: dict) -> str:
         return quantized_line(source, checkpoint, files)
     return (f"checkpoint {shown(source)}: {files}, {checkpoint['tensors']:,} tensors, {human(checkpoint['bytes'])} "
             f"{'/'.join(checkpoint['dtypes'])}; every tensor fits config.json "
-            f"({checkpoint['parameters']:,} parameters stored)")  # fmt: skip
+            f"({checkpoint['parameters']:,} parameters stored{_skipped(checkpoint)})")  # fmt: skip

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..hf.gemma import sliding_rope
 from ..hf.keys import Keys
 from ..hf.layouts import Family
 from .base import LLAMA_LAYOUT, Arch, Transform, sizes
@@ -73,17 +74,14 @@ def gemma2(c: Keys, header: Header) -> dict[str, Any]:
 
 def gemma3(c: Keys, header: Header) -> dict[str, Any]:
     """Gemma 3: Gemma 2's block with query/key norms, the full layers' base (and linear scaling), the sliding
-    layers' own base (rope.freq_base_swa)."""
+    layers' own base (rope.freq_base_swa; every layer's when all slide, under six layers)."""
     spec = _layered(c, _common(c, header, 1e6) | {"qk_norm": True}, "gemma3", 6)
     if c.has("rope.scaling.type"):
         kind = c.text("rope.scaling.type")
         if kind != "linear":
             raise c.refuse("rope.scaling.type", kind, "tfm reads Gemma 3's full layers with linear scaling or none")
         spec |= {"rope_scaling": "linear", "rope_factor": c.number("rope.scaling.factor")}
-    local = c.number("rope.freq_base_swa", 10000.0)
-    if spec.get("attention_layers") and local != spec["rope_theta"]:
-        spec["rope_local_theta"] = local
-    return spec
+    return sliding_rope(spec, {"rope_theta": c.number("rope.freq_base_swa", 10000.0)})
 
 
 GEMMA = Arch(gemma, LLAMA_LAYOUT, LESS_ONE, redo=PLUS_ONE)

@@ -72,8 +72,8 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
         out["final_logit_softcapping"] = float(spec.logit_softcap)
     if spec.window or arch in ("phi3", "phimoe"):
         out["attention.sliding_window"] = spec.window or 0
-    if arch == "gemma3" and spec.rope_local_theta:
-        out["rope.freq_base_swa"] = float(spec.rope_local_theta)
+    if arch == "gemma3":  # the sliding layers' base (every layer's when all slide)
+        out["rope.freq_base_swa"] = float(spec.rope_local_theta or spec.rope_theta)
     if arch == "granite":  # llama.cpp divides the logits by its logit_scale
         embed = spec.embed_scale if isinstance(spec.embed_scale, (int, float)) else 1.0
         out |= {"embedding_scale": float(embed), "residual_scale": float(spec.residual_scale),

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ..analysis.quantized import Held
 from ..errors import ArrayError
 from ..spec.definition import Spec
 from .checkpoint import Checkpoint
@@ -25,7 +30,8 @@ def folder_weights(folder: Path, spec: Spec) -> CheckpointWeights:
 
 def summary(folder: Path, spec: Spec) -> dict[str, Any]:
     """What `tfm count FOLDER` says of the checkpoint, from its headers alone: files, tensors, bytes, dtypes,
-    and the parameters the file holds (a tied head once), after checking that every tensor fits. A quantised
+    and the parameters the file holds (a tied head once), after checking that every tensor fits; the tensors it
+    holds beside them that tfm does not read (a masked-LM head, buffers, tied copies) and their values. A quantised
     checkpoint's parameters are the weights' own (unpacked), beside the elements its tensors hold; its bytes and
     bits per weight are given for the packed weights (codes, scales, zero points, ... apart) and per dtype for
     the rest."""
@@ -40,7 +46,9 @@ def summary(folder: Path, spec: Spec) -> dict[str, Any]:
         "bytes": checkpoint.nbytes(),
         "dtypes": sorted({e.code for e in entries}),
         "parameters": parameters,
-    }
+        "skipped": {"tensors": list(fitted.skipped),
+                    "values": sum(math.prod(checkpoint.shape(name)) for name in fitted.skipped)},
+    }  # fmt: skip
     if fitted.scheme is None:
         return out
     plain: dict[str, dict[str, Any]] = {}
@@ -88,3 +96,37 @@ def _packed_shapes(checkpoint: Checkpoint, spec: Spec, config: dict[str, Any], f
 
     shapes = tensor_shapes(spec)
     return [hf_shape(rule, shapes) for rule in rules(family_for(config), spec) if rule.hf in fitted.packed]
+
+
+def held_by_config(config: Mapping[str, Any], spec: Spec, source: str) -> Held:
+    """The bytes a quantised config's checkpoint holds, from the config alone (a published config.json without its
+    weights: DeepSeek-V3's FP8, gpt-oss's MXFP4): each of the blocks' matrices the method packs (as
+    analysis/quantized.py counts them: not routers, norms, biases, the embedding or the head), unless the config's
+    `modules_to_not_convert` names it, at the bytes of the tensors the method stores for it; every other tensor in
+    16 bits, as these checkpoints keep them."""
+    from ..analysis.quantized import KEPT, quantised
+    from ..io.safetensors_io import DTYPES
+    from .layouts import bytes_by_tensor, hf_shape, rules, tensor_shapes
+    from .quant import scheme_of
+    from .quant.base import module
+    from .weights import family_for
+
+    scheme = scheme_of(config, source)
+    assert scheme is not None, "a quantised config"
+    shapes = tensor_shapes(spec)
+    by_hf = {rule.hf: rule for rule in rules(family_for(config), spec)}
+    rule_of = {name: rule for rule in by_hf.values() for name in rule.tfm}
+    quant = config.get("quantization_config") or config.get("compression_config") or {}
+    kept = [str(p) for p in quant.get("modules_to_not_convert") or [] if isinstance(p, str)]
+
+    def stored(hf: str) -> int:
+        rule, shape = by_hf[hf], hf_shape(by_hf[hf], shapes)
+        name = module(hf) or hf
+        packed = scheme.packed(hf, shape)
+        if (packed is None or any(fnmatch(name, p) or fnmatch(name, f"{p}.*") for p in kept)
+                or not all(quantised(t.split("[")[0], shapes[t]) for t in rule.tfm)):  # fmt: skip
+            return math.prod(shape) * KEPT
+        return sum(math.prod(max(n, 1) for n in t.shape) * np.dtype(DTYPES[t.codes[0]]).itemsize
+                   for t in packed.values() if not t.optional)  # fmt: skip
+
+    return Held(f"{scheme.label}, from its config", bytes_by_tensor(rule_of, shapes, stored))

@@ -40,10 +40,21 @@ def gemma3_text(c: Keys) -> dict[str, Any]:
     full, local = _gemma3_ropes(c, c.count("max_position_embeddings", 131072), c.count("head_dim", 256))
     caps = {"attn_softcap": c.nullable_number("attn_logit_softcapping", None),
             "logit_softcap": c.nullable_number("final_logit_softcapping", None)}  # fmt: skip
-    spec = _gemma_like(c, caps | {"qk_norm": True}, full, period=c.count("sliding_window_pattern", 6))
-    if spec.get("attention_layers") and local != spec["rope_theta"]:
-        spec["rope_local_theta"] = local
-    return spec
+    return sliding_rope(_gemma_like(c, caps | {"qk_norm": True}, full, period=c.count("sliding_window_pattern", 6)),
+                        local)  # fmt: skip
+
+
+def sliding_rope(spec: dict[str, Any], local: dict[str, Any]) -> dict[str, Any]:
+    """Gemma 3's sliding layers turn by their own rope `local` (a base, no scaling), whatever the layers' pattern:
+    beside full layers as rope_local_theta; when every layer slides (transformers' default under six layers) as
+    the stack's one rope."""
+    if spec.get("attention_layers"):
+        scaled = spec.get("rope_scaling", "none") != "none"
+        return spec | ({"rope_local_theta": local["rope_theta"]} if scaled or local["rope_theta"] != spec["rope_theta"]
+                       else {})  # fmt: skip
+    if "window" not in spec:  # every layer full
+        return spec
+    return {key: value for key, value in spec.items() if not key.startswith("rope_")} | local
 
 
 def _gemma_like(c: Keys, extras: dict[str, Any], rotary: dict[str, Any], period: int) -> dict[str, Any]:
@@ -67,8 +78,8 @@ def _gemma_like(c: Keys, extras: dict[str, Any], rotary: dict[str, Any], period:
     }  # fmt: skip
 
 
-def _gemma3_ropes(c: Keys, max_positions: int, m: int) -> tuple[dict[str, Any], float]:
-    """Gemma 3's rotary keys of the full layers and the sliding layers' base: 5.x's rope_parameters per layer type
+def _gemma3_ropes(c: Keys, max_positions: int, m: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Gemma 3's rotary keys of the full layers and of the sliding layers: 5.x's rope_parameters per layer type
     ({full_attention: {...}, sliding_attention: {...}}), or 4.x's rope_theta, rope_scaling (the full layers') and
     rope_local_base_freq."""
     nested = c.nested("rope_parameters")
@@ -81,5 +92,7 @@ def _gemma3_ropes(c: Keys, max_positions: int, m: int) -> tuple[dict[str, Any], 
         top = Keys({k: v for k, v in c.data.items() if k not in ("rope_parameters", "rope_scaling")}
                    | {"rope_parameters": full.data},
                    c.source)  # fmt: skip
-        return rope(top, max_positions, m, 1e6), local.number("rope_theta", 10000.0)
-    return rope(c, max_positions, m, 1e6), c.number("rope_local_base_freq", 10000.0)
+        full_rope, base = rope(top, max_positions, m, 1e6), local.number("rope_theta", 10000.0)
+    else:
+        full_rope, base = rope(c, max_positions, m, 1e6), c.number("rope_local_base_freq", 10000.0)
+    return full_rope, {"positional": "rope", "context": max_positions, "rope_theta": base}

@@ -153,6 +153,7 @@ class Fitted(NamedTuple):
     files: dict[str, str]
     packed: dict[str, dict[str, Stored]]
     scheme: Scheme | None
+    skipped: tuple[str, ...] = ()  # tensors tfm does not read: heads and buffers outside its model, tied copies
 
 
 def _packed(checkpoint: Checkpoint, expected: dict[str, tuple[int, ...]], scheme: Scheme | None):
@@ -202,12 +203,13 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
     kind = str(config.get("model_type"))
     found: dict[str, str] = {}
     copied: dict[str, str] = {}
-    unexpected = []
+    unexpected, skipped = [], []
     for name in checkpoint.tensors:
         if name in stored:
             continue
         ours = canonical(name, kind, expected)
         if ours is None or ours in family.zero_buffers:
+            skipped.append(name)
             continue
         if ours in expected:
             found[ours] = name
@@ -239,7 +241,7 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
         problems.append(f"{'not floating point' if not stored else 'wrong dtype'} {_listed(codes)}")
     if problems:
         raise ArrayError(f"{checkpoint.folder}: checkpoint does not fit its config.json: " + "; ".join(problems))
-    return Fitted(found, packs, scheme)
+    return Fitted(found, packs, scheme, (*skipped, *copied.values()))
 
 
 def _copies(family: Family, spec: Spec) -> dict[str, str]:
