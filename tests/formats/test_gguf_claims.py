@@ -91,7 +91,6 @@ for command in (["count"], ["plan"], ["check", "--json"], ["convert", "-o", sys.
         print("exit", exit.code)
     except MemoryError:
         print("exit MemoryError")
-print("peak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """
 
 
@@ -99,14 +98,14 @@ print("peak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 def test_a_half_megabyte_file_claiming_a_million_blocks_stays_small(tmp_path):
     """Peak RSS of count, plan, check and convert of the file in one process: under 300 MB (10^6 blocks of rules
     were 5 GB)."""
-    import subprocess
     import sys
 
+    from rss import measured
+
     path = tiny_llama(tmp_path / "m.gguf", N=10**6, held=tensors(1))
-    run = subprocess.run([sys.executable, "-c", PEAK, str(path), str(tmp_path / "w.safetensors")],
-                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    run = measured([sys.executable, "-c", PEAK, str(path), str(tmp_path / "w.safetensors")])
     lines = run.stdout.split("\n")
     assert [line for line in lines if line.startswith("exit")] == ["exit 2"] * 4, run.stdout + run.stderr
     says = CLAIMS.format("1,000,000", "9,000,002")
     assert run.stderr.count(says) == 3 and says in run.stdout  # (check's in its JSON, on stdout)
-    assert int(lines[-2].split()[1]) < 300 << 20
+    assert run.peak < 300 << 20

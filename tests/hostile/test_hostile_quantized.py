@@ -5,9 +5,6 @@ alone decides it; a group size of 10^7 is refused before anything is allocated."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -106,20 +103,12 @@ def test_a_compressed_group_size_that_is_not_positive_is_refused(runner, tmp_pat
 def test_a_group_of_ten_million_is_refused_holding_a_few_megabytes(runner, tmp_path):
     """It allocated 4.9 GB (the scales repeated 10^7 times) and then said "lower the batch". The subprocess runs
     under a 2 GB address-space limit, so that the old way ends in a MemoryError, not in the machine's swap."""
-    import resource
+    from rss import tfm
 
     folder = compressed(float_folder(runner, app, tmp_path / "q"), group=10**7)
-
-    def limit():
-        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-
-    env = os.environ | {"PYTHONPATH": str(ROOT)}
-    args = [sys.executable, "-m", "transformer_cli", "run", str(folder), "-i", str(_ids(tmp_path))]
-    process = subprocess.Popen(args, stderr=subprocess.PIPE, env=env, preexec_fn=limit)
-    stderr = process.stderr.read().decode() if process.stderr else ""
-    _, status, usage = os.wait4(process.pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 2 and f"{KEY}: got 10000000" in stderr, stderr
-    assert usage.ru_maxrss * 1024 < 300 << 20, usage.ru_maxrss  # (kilobytes on Linux)
+    run = tfm("run", folder, "-i", _ids(tmp_path), limit=2 << 30)
+    assert run.code == 2 and f"{KEY}: got 10000000" in run.stderr, run.stderr
+    assert run.peak < 300 << 20, run.peak
 
 
 # -- AWQ and GPTQ shapes (item 15) ------------------------------------------------------------------------------

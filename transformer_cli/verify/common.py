@@ -22,8 +22,9 @@ TOL_C = 10  # the least tolerance: TOL_C * eps(dtype) * sqrt(n) * N, relative to
 FLOOR_FACTOR = 4
 KEPT = "the check's own arrays and the allocator's slack"  # what a check holds beside its passes, in a refusal
 # A check's passes follow one another: the allocator keeps some of what one frees (a process's RSS measured up to
-# 1.11x the peak NumPy traced, and a few MiB of threads' arenas), so a check's figure adds this much.
-SLACK_BYTES, SLACK_PART = 16 << 20, 10
+# 1.11x the peak NumPy traced, and a few MiB of threads' arenas; the same run varied by 10 % between runs and
+# reached 1.2x the traced peak in a loaded CI run), so a check's figure adds this much.
+SLACK_BYTES, SLACK_PART = 16 << 20, 4
 TOL_RULE = f"max({TOL_C} eps sqrt(n) N, {FLOOR_FACTOR} x the rounding noise measured on the inputs compared)"
 
 
