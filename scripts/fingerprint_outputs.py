@@ -110,7 +110,7 @@ def folder_outputs(folder: Path, work: Path) -> None:
 def main(out: str) -> None:
     ROOT.mkdir(parents=True, exist_ok=True)
     models, specs = inputs()
-    work = ROOT / "work"
+    work = ROOT / f"work-{os.getpid()}"  # one a run: two runs at once must not read each other's outputs
     work.mkdir(exist_ok=True)
     examples = [Path("examples/configs").glob("*.yaml"), Path("examples/encoder-decoder").glob("*.yaml")]
     yamls = [*sorted(specs.glob("*.yaml")), *(p for found in examples for p in sorted(found))]
