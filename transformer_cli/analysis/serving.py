@@ -109,12 +109,12 @@ class Fit:
 
 def _stack_peak(spec: Spec, b: int, n: int, keys: int, s: int, fused: bool) -> int:
     """The largest transient of one stack's blocks over b sequences of n queries reading `keys` keys each."""
+    from ..components.experts import block_feedforward  # (here: `tfm --help` imports this module for the types)
+
     T, d, H, m = b * n, spec.d, spec.H, spec.m
     scores = 0 if fused else 2 * b * H * n * keys * s
     attention = T * (d + 2 * H * m) * s + scores
-    hidden = 2 if spec.feedforward == "plain" else 3
-    width = max(spec.expert_r or spec.r, spec.shared_r or 0) if spec.E else spec.r  # the widest hidden layer
-    feedforward = T * (d + hidden * width + (spec.E or 0)) * s
+    feedforward = T * (d + block_feedforward(spec).transient_per_token()) * s
     return max(attention, feedforward)
 
 

@@ -65,22 +65,12 @@ class Tuned:
 
 
 def _feedforward(spec: Spec, s: int, down: bool = True, gate: bool = True, up: bool = True) -> int:
-    """Bytes one token's feedforward keeps beyond its input. Under LoRA some tensors need no gradient: W2's input
-    is kept only when W2 trains (`down`), the gate's and the up row's when they need a gradient (`gate`, `up`)."""
+    """Bytes one token's feedforward keeps beyond its input (its kind's, plain, gated or routed). Under LoRA some
+    tensors need no gradient: W2's input is kept only when W2 trains (`down`), the gate's and the up row's when
+    they need a gradient (`gate`, `up`)."""
+    from ..components.experts import block_feedforward
 
-    def core(r: int) -> int:
-        if spec.feedforward != "plain":  # act(W1 x) * (W3 x): the gate (for act), act(gate) (for up's gradient),
-            # the up row (for act's gradient), the product (W2's input); relu keeps act(gate) for both
-            kept = (gate or up) + gate + down if spec.activation == "relu" else gate + up + gate + down
-            return kept * r * s
-        if spec.activation == "relu":  # relu keeps its output, the same tensor W2 keeps
-            return (gate or down) * r * s
-        return (gate + down) * r * s  # gelu, silu: the input, and the output W2 keeps
-
-    if spec.E:  # k experts per token: their tensors, the gathered input and the output; the router's softmax; the
-        shared = core(spec.shared_r) + spec.d * s if spec.shared_r else 0  # shared expert's and its output
-        return (spec.k or 0) * (core(spec.expert_r or spec.r) + 2 * spec.d * s) + spec.E * s + shared
-    return core(spec.r)
+    return block_feedforward(spec).saved_bytes(s, down, gate, up)
 
 
 def _attention(H: int, G: int, m: int, keys: int, s: int, fused: bool) -> int:
