@@ -161,6 +161,22 @@ class MultiHeadAttention(Component):
             "weights x V": N * H * pairs.count * m,
         }
 
+    def saved_bytes(self, keys: int, s: int, fused: bool, needed: tuple[bool, bool, bool] = (True,) * 3,
+                    frozen: bool = False) -> int:  # fmt: skip
+        """Bytes one query token's training pass keeps besides W_O's input (its output), K and V counted per token,
+        reading `keys` keys, in s-byte elements (analysis/training.py). Fused (SDPA, FlashAttention): Q, K, V of G
+        heads and a log-sum-exp per head (float32 at least); unfused: Q, K and V repeated to H heads and the
+        softmax's output. Nothing when none of Q, K, V needs a gradient (`needed`, LoRA); the query/key norms keep
+        theirs for those that do."""
+        H, G, m = self.spec.H, self.spec.kv_heads, self.spec.m
+        q, k, _ = needed
+        out = 0
+        if any(needed):
+            out = (H + 2 * G) * m * s + H * max(s, 4) if fused else (3 * H * m + H * keys) * s
+        if self.spec.qk_norm:
+            out += (H * q + G * k) * self.qk.saved_bytes(m, s, frozen)
+        return out
+
     def held_per_token(self) -> int:
         """Entries the pass holds per token for attention besides the scores: Q and the heads' outputs (H), K, V (G)."""
         return (2 * self.spec.H + 2 * self.spec.kv_heads) * self.spec.m

@@ -69,6 +69,17 @@ LAYOUTS = {"pre": pre_norm, "post": post_norm, "parallel": parallel, "none": no_
            "output": output_norm}  # fmt: skip
 
 
+# which of the block's norms' inputs need a gradient in training (analysis/training.py), by layout, from whether
+# the block's input does (g), attention's output (a), the stream between the sublayers (m), the feedforward's (f)
+NORM_INPUTS: dict[str, Callable[[bool, bool, bool, bool], list[bool]]] = {
+    "pre": lambda g, a, m, f: [g, m],
+    "post": lambda g, a, m, f: [m, m or f],
+    "sandwich": lambda g, a, m, f: [g, a, m, f],
+    "output": lambda g, a, m, f: [a, f],
+    "none": lambda g, a, m, f: [],
+}
+
+
 class Residuals(Component):
     """The two residual additions of each block, X + Sublayer(X), in the spec's layout. No parameters."""
 
@@ -84,6 +95,24 @@ class Residuals(Component):
             attention, feedforward = _scaled(attention, s), _scaled(feedforward, s)
             cross = None if cross is None else (_scaled(cross[0], s), cross[1])
         return self.join(X, attention, feedforward, norm, norms, cross)
+
+    @property
+    def shared_norm(self) -> bool:
+        """Whether one norm's output feeds both sublayers (parallel blocks sharing N1)."""
+        return self.layout == "parallel" and self.spec.shared_norm
+
+    def feedforward_input(self, block_input: bool, middle: bool) -> bool:
+        """What the feedforward reads, given the block's input and the stream after attention: the block's input
+        (parallel), else the stream."""
+        return block_input if self.layout == "parallel" else middle
+
+    def norm_inputs(self, grad: bool, attended: bool, middle: bool, fed: bool) -> list[bool]:
+        """Whether each norm's input needs a gradient, given the block's input's (grad), attention's output's, the
+        stream's between the sublayers (middle) and the feedforward's output's (fed); parallel: N1 (and N2)
+        read the block's input."""
+        if self.layout == "parallel":
+            return [grad] * (1 if self.spec.shared_norm else 2)
+        return NORM_INPUTS[self.layout](grad, attended, middle, fed)
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         scaled = {"residual scaling": self.spec.N * 2 * self.spec.d * b * n} if self.spec.residual_scale != 1 else {}
