@@ -106,6 +106,11 @@ class Head(Component):
         out = 2 * self.spec.d * d if self.spec.embed_dim else 0  # W_out, down to d_e first
         return {"output head": (2 * V * d + V * self.spec.head_bias + scale + cap + scaled + out) * b * n}
 
+    def prefill_bytes(self, tokens: int, rows: int, s: int) -> int:
+        """Bytes a prefill of `tokens` holds at the head (analysis/serving.py): the final norm's output of every
+        token, and the logits (and W_out's narrower input, embed_dim) of `rows` of them."""
+        return (tokens * self.spec.d + rows * ((self.spec.embed_dim or 0) + (self.spec.V or 0))) * s
+
     def saved_per_token(self, s: int, frozen: bool = False) -> int:
         """The loss's log-softmax (V) and int64 targets; the head's input (d, and W_out's narrower one with
         embed_dim), none frozen."""

@@ -41,6 +41,13 @@ class CrossAttention(Component):
             out.append(Term("3 H_c m_c + d (cross)", 3 * H * m + d, "block"))
         return out
 
+    def transient_bytes(self, b: int, n: int, sources: int, s: int, fused: bool) -> int:
+        """Bytes a prefill of b sequences of n queries holds at the cross-attention's peak (the norm's output, Q and
+        the heads' output; unfused, the (H_c, n, sources) scores and their softmax), as self-attention's."""
+        H, m = self.spec.cross_heads, self.spec.cross_size
+        scores = 0 if fused else 2 * b * H * n * sources * s
+        return b * n * (self.spec.d + 2 * H * m) * s + scores
+
     def saved_bytes(self, sources: int, s: int, fused: bool, trains_q: bool = True, trains_o: bool = True,
                     frozen: bool = False) -> tuple[int, int]:  # fmt: skip
         """Bytes a training pass keeps per target token and per source token (of `sources`), in s-byte elements
