@@ -19,24 +19,49 @@ from .. import kernels
 
 
 class RopeKeys(Protocol):
-    """The keys a scaling type reads (a Spec has them all)."""
+    """The keys a scaling type reads, read-only (a Spec has them all)."""
 
     @property
     def rotated_dims(self) -> int: ...
 
-    rope_theta: float
-    rope_factor: float
-    rope_low_freq_factor: float
-    rope_high_freq_factor: float
-    rope_original_max_len: int
-    rope_attention_factor: float | None
-    rope_short_factor: tuple[float, ...] | None
-    rope_long_factor: tuple[float, ...] | None
-    rope_beta_fast: float
-    rope_beta_slow: float
-    rope_mscale: float | None
-    rope_mscale_all_dim: float | None
-    rope_truncate: bool
+    @property
+    def rope_theta(self) -> float: ...
+
+    @property
+    def rope_factor(self) -> float: ...
+
+    @property
+    def rope_low_freq_factor(self) -> float: ...
+
+    @property
+    def rope_high_freq_factor(self) -> float: ...
+
+    @property
+    def rope_original_max_len(self) -> int: ...
+
+    @property
+    def rope_attention_factor(self) -> float | None: ...
+
+    @property
+    def rope_short_factor(self) -> tuple[float, ...] | None: ...
+
+    @property
+    def rope_long_factor(self) -> tuple[float, ...] | None: ...
+
+    @property
+    def rope_beta_fast(self) -> float: ...
+
+    @property
+    def rope_beta_slow(self) -> float: ...
+
+    @property
+    def rope_mscale(self) -> float | None: ...
+
+    @property
+    def rope_mscale_all_dim(self) -> float | None: ...
+
+    @property
+    def rope_truncate(self) -> bool: ...
 
 
 def unscaled(s: RopeKeys, length: int) -> np.ndarray:
