@@ -104,3 +104,21 @@ def test_count_runs_a_rope_spec_from_yaml(runner, tmp_path):
     result = runner.invoke(app, ["count", str(path), "--seq-len", "16", "--json"])
     assert result.exit_code == 0, result.output
     assert '"rotary positions": ' + str(2 * 3 * 2 * 4 * 2 * 16) in result.stdout
+
+
+def test_every_rope_scaling_is_one_registry_entry():
+    """The spec's rope_scaling choices are the registry's names, and each entry's flag says whether a pass's length
+    changes its frequencies: checked against the frequencies of a short and a long pass (past L = 16)."""
+    from dataclasses import fields
+
+    from transformer_cli.spec.rope_scaling import ROPE_SCALINGS
+
+    choices = next(f for f in fields(Spec) if f.name == "rope_scaling").metadata["choices"]
+    assert choices == tuple(ROPE_SCALINGS)
+    for name, scaling in ROPE_SCALINGS.items():
+        spec = Spec(N=1, H=1, m=8, d=8, r=8, positional="rope", rope_scaling=name, rope_factor=4.0,
+                    rope_original_max_len=16, rope_short_factor=(1.0,) * 4, rope_long_factor=(2.0,) * 4)  # fmt: skip
+        short, long = scaling.frequencies(spec, 8), scaling.frequencies(spec, 64)
+        assert short.shape == (4,) and (not np.array_equal(short, long)) == scaling.length_dependent, name
+        unit = name in ("none", "linear", "llama3", "dynamic")
+        assert (scaling.attention_factor(spec) == 1.0) == unit, name

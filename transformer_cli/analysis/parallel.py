@@ -60,9 +60,12 @@ class Split:
 
 def check_split(spec: Spec, split: Split) -> None:
     """Refuse a split that does not divide what it must, naming it."""
+    from ..components import attention_component
+
     T, P, X = split.tensor, split.pipeline, split.expert
-    if T > 1 and spec.attention == "latent":
-        raise SpecError(f"--tensor-parallel {T}: {spec.label}'s latent attention is not split here yet")
+    refusal = attention_component(spec).tensor_split_refusal
+    if T > 1 and refusal:
+        raise SpecError(f"--tensor-parallel {T}: {spec.label}'s {refusal}")
     G = spec.kv_heads
     tp, pp, ep = "--tensor-parallel", "--pipeline-parallel", "--expert-parallel"
     needs = [("H (attention heads)", spec.H, T, tp), ("r (feedforward size)", spec.r, T, tp)]
@@ -72,7 +75,7 @@ def check_split(spec: Spec, split: Split) -> None:
             needs.append(("shared_r (the shared expert's size)", spec.shared_r, T, tp))
     elif X > 1:
         raise SpecError(f"{ep} {X}: {spec.label} has no experts (no E)")
-    if spec.N_enc is not None:
+    if decoder(spec).reads_memory:
         needs.append(("cross_heads (cross-attention heads)", spec.cross_heads, T, tp))
         if P > 1:
             raise SpecError(f"{pp} {P}: an encoder-decoder's stages are not split here")
@@ -166,8 +169,7 @@ def stage_cache(spec: Spec, split: Split, b: int, n: int, kv: str = "bfloat16", 
     size, scale = KV_BYTES[kv], SCALE_BYTES.get(kv, 0)
     stack = decoder(spec)
     for group in stack.groups():
-        whole = attention_component(group.spec).cache_per_token(size, scale)
-        local = whole if spec.attention == "latent" else whole * kv_heads_per_device(spec, split) // spec.kv_heads
+        local = attention_component(group.spec).device_cache_per_token(size, scale, split.tensor)
         for stage, count in enumerate(_per_stage(group.layers, spec.N, split.pipeline)):
             out[stage] += count * b * cached_tokens(group.spec, n) * local
     if stack.reads_memory:
@@ -191,7 +193,7 @@ def local_spec(spec: Spec, split: Split) -> Spec:
     for key in ("expert_r", "shared_r", "cross_H"):
         if getattr(spec, key):
             changes[key] = getattr(spec, key) // T
-    if spec.N_enc is not None and not spec.cross_H:
+    if decoder(spec).reads_memory and not spec.cross_H:
         changes["cross_H"] = spec.H // T
     return replace(spec, **changes)
 
@@ -199,9 +201,13 @@ def local_spec(spec: Spec, split: Split) -> Spec:
 def communication(spec: Spec, split: Split, s: int = 2) -> dict[str, int]:
     """Bytes a device of the busiest stage sends a token, by kind (the module's docstring): in the forward pass,
     and in training (as much again backwards)."""
+    from ..components.residual import Residuals
+
     T, P, X, d = split.tensor, split.pipeline, split.expert, spec.d
-    per_block = 1 if spec.parallel else (3 if spec.N_enc is not None else 2)
-    reductions = spec.N // P * per_block + (spec.N_enc or 0) * 2 + 1  # its blocks' sublayers, the embedding's
+    reductions = 1  # the embedding's, and each of its blocks' sums (the decoder's stage's N / P blocks)
+    for stack in stacks(spec):
+        blocks = stack.spec.N // P if stack.name == "blocks" else stack.spec.N
+        reductions += blocks * Residuals(stack.spec).joins(stack.reads_memory)
     tensor = reductions * 2 * (T - 1) * d * s // T
     pipeline = d * s if P > 1 else 0  # each stage but the last passes the token on
     routed = sum(g.spec.N for g in decoder(spec).groups() if g.spec.E) // P if spec.E else 0

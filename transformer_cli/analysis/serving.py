@@ -109,12 +109,11 @@ class Fit:
 
 def _stack_peak(spec: Spec, b: int, n: int, keys: int, s: int, fused: bool) -> int:
     """The largest transient of one stack's blocks over b sequences of n queries reading `keys` keys each."""
-    T, d, H, m = b * n, spec.d, spec.H, spec.m
-    scores = 0 if fused else 2 * b * H * n * keys * s
-    attention = T * (d + 2 * H * m) * s + scores
-    hidden = 2 if spec.feedforward == "plain" else 3
-    width = max(spec.expert_r or spec.r, spec.shared_r or 0) if spec.E else spec.r  # the widest hidden layer
-    feedforward = T * (d + hidden * width + (spec.E or 0)) * s
+    from ..components import attention_component, block_feedforward  # (here: `tfm --help` imports this module)
+
+    T, d = b * n, spec.d
+    attention = attention_component(spec).transient_bytes(b, n, keys, s, fused)
+    feedforward = T * (d + block_feedforward(spec).transient_per_token()) * s
     return max(attention, feedforward)
 
 
@@ -124,20 +123,20 @@ LOGITS = ("last", "all")  # the prefill's logits: of each prompt's last position
 def transient(spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int | None = None,
               logits: str = "last") -> Transient:  # fmt: skip
     """The prefill's transient peak and its parts, in bytes."""
+    from ..components.embedding import head as head_of
+    from ..components.encoder import CrossAttention
+
     T, d = b * n, spec.d
     blocks = max(_stack_peak(group.spec, b, n, n, s, fused) for group in decoder_of(spec).groups())
     rows = T if logits == "all" else b  # the positions the head multiplies
-    head = (T * d + rows * ((spec.embed_dim or 0) + spec.V)) * s if spec.V and spec.head else 0  # input(s), logits
+    head = head_of(spec).prefill_bytes(T, rows, s)  # its input(s), the logits
     memory = encoder = 0
     source = encoder_of(spec)
     if source is not None:
         n_src = n_src or n
         memory = b * n_src * d * s  # the encoder's output, held while the decoder runs
         encoder = b * n_src * d * s + _stack_peak(source.spec, b, n_src, n_src, s, fused)
-        cross = T * (d + 2 * spec.cross_heads * spec.cross_size) * s
-        if not fused:
-            cross += 2 * b * spec.cross_heads * n * n_src * s
-        blocks = max(blocks, cross)
+        blocks = max(blocks, CrossAttention(spec).transient_bytes(b, n, n_src, s, fused))
     decoder = memory + T * d * s + max(blocks, head)  # the residual stream and the largest phase
     return Transient(T * d * s, blocks, head, encoder, max(decoder, encoder))
 

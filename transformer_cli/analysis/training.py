@@ -65,29 +65,12 @@ class Tuned:
 
 
 def _feedforward(spec: Spec, s: int, down: bool = True, gate: bool = True, up: bool = True) -> int:
-    """Bytes one token's feedforward keeps beyond its input. Under LoRA some tensors need no gradient: W2's input
-    is kept only when W2 trains (`down`), the gate's and the up row's when they need a gradient (`gate`, `up`)."""
+    """Bytes one token's feedforward keeps beyond its input (its kind's, plain, gated or routed). Under LoRA some
+    tensors need no gradient: W2's input is kept only when W2 trains (`down`), the gate's and the up row's when
+    they need a gradient (`gate`, `up`)."""
+    from ..components.experts import block_feedforward
 
-    def core(r: int) -> int:
-        if spec.feedforward != "plain":  # act(W1 x) * (W3 x): the gate (for act), act(gate) (for up's gradient),
-            # the up row (for act's gradient), the product (W2's input); relu keeps act(gate) for both
-            kept = (gate or up) + gate + down if spec.activation == "relu" else gate + up + gate + down
-            return kept * r * s
-        if spec.activation == "relu":  # relu keeps its output, the same tensor W2 keeps
-            return (gate or down) * r * s
-        return (gate + down) * r * s  # gelu, silu: the input, and the output W2 keeps
-
-    if spec.E:  # k experts per token: their tensors, the gathered input and the output; the router's softmax; the
-        shared = core(spec.shared_r) + spec.d * s if spec.shared_r else 0  # shared expert's and its output
-        return (spec.k or 0) * (core(spec.expert_r or spec.r) + 2 * spec.d * s) + spec.E * s + shared
-    return core(spec.r)
-
-
-def _attention(H: int, G: int, m: int, keys: int, s: int, fused: bool) -> int:
-    """Bytes one query token's attention keeps besides W_O's input (its output), K and V counted per token."""
-    if fused:  # Q, K, V of G heads, a log-sum-exp per head (float32 at least); the output is W_O's input
-        return (H + 2 * G) * m * s + H * max(s, 4)
-    return (3 * H * m + H * keys) * s  # Q, K and V repeated to H heads, the softmax's output
+    return block_feedforward(spec).saved_bytes(s, down, gate, up)
 
 
 def block_bytes(spec: Spec, n: int, s: int, fused: bool, tuned: Tuned | None = None) -> dict[str, int]:
@@ -95,7 +78,11 @@ def block_bytes(spec: Spec, n: int, s: int, fused: bool, tuned: Tuned | None = N
     LoRA's adapters, their A's outputs of r a token each, `tuned`: then a frozen linear module keeps no input, a
     norm no normalised copy, and in a stack's first block whatever needs no gradient before the first adapter
     keeps nothing)."""
-    d, H, G, m = spec.d, spec.H, spec.kv_heads, spec.m
+    from ..components import attention_component
+    from ..components.residual import Residuals
+
+    d, H, m = spec.d, spec.H, spec.m
+    layout = Residuals(spec)
 
     def trains(*kinds: str) -> bool:
         return tuned is None or tuned.trains(*kinds)
@@ -105,26 +92,16 @@ def block_bytes(spec: Spec, n: int, s: int, fused: bool, tuned: Tuned | None = N
     core = q or k or v  # attention's kernel keeps its tensors
     attended = core or trains("attention.W_O")  # attention's output needs a gradient
     middle = grad or attended  # the stream between the sublayers
-    fed_in = grad if spec.parallel else middle  # the feedforward's input needs a gradient
+    fed_in = layout.feedforward_input(grad, middle)  # the feedforward's input needs a gradient
     gate, up = fed_in or trains("ff.W1"), fed_in or trains("ff.W3")
     fed = gate or up or trains("ff.W2")  # the feedforward's output needs a gradient
-    inputs = {
-        "pre": [grad, middle],
-        "sandwich": [grad, attended, middle, fed],
-        "post": [middle, middle or fed],
-        "output": [attended, fed],
-        "none": [],
-    }[spec.norm]  # does each norm's input need a gradient
-    if spec.parallel:  # one norm's output feeds both sublayers unless each has its own
-        inputs = [grad] * (1 if spec.shared_norm else 2)
+    inputs = layout.norm_inputs(grad, attended, middle, fed)  # does each norm's input need a gradient
     norm = _norm(spec, d, s, frozen=tuned is not None)
     qkv, w1 = trains("attention.W_Q", "attention.W_K", "attention.W_V"), trains("ff.W1", "ff.W3")
     linear = (qkv + w1) * d * s + (H * m * s if (fused and core) or trains("attention.W_O") else 0)
-    if spec.parallel and spec.shared_norm and qkv and w1:
+    if layout.shared_norm and qkv and w1:
         linear -= d * s  # the one norm's output, kept once
-    attention = _attention(H, G, m, n, s, fused) if core else 0
-    if spec.qk_norm:
-        attention += (H * q + G * k) * _norm(spec, m, s, frozen=tuned is not None)
+    attention = attention_component(spec).saved_bytes(n, s, fused, (q, k, v), frozen=tuned is not None)
     out = {"norms": sum(inputs) * norm, "linear_inputs": linear, "attention": attention,
            "feedforward": _feedforward(spec, s, trains("ff.W2"), gate, up)}  # fmt: skip
     if tuned is not None:
@@ -134,37 +111,34 @@ def block_bytes(spec: Spec, n: int, s: int, fused: bool, tuned: Tuned | None = N
 
 def _cross_bytes(spec: Spec, n_src: int, s: int, fused: bool, tuned: Tuned | None = None) -> tuple[int, int]:
     """Bytes a decoder block's cross-attention keeps per target token and per source token."""
-    H, m, d = spec.cross_heads, spec.cross_size, spec.d
+    from ..components.encoder import CrossAttention
 
     def trains(kind: str) -> bool:
         return tuned is None or tuned.trains(kind)
 
-    norm = 0 if spec.norm == "none" else _norm(spec, d, s, frozen=tuned is not None)
-    per_target = norm + (d * s if trains("cross.W_Q") else 0)  # its norm, W_Q's input (frozen: none)
-    if fused or trains("cross.W_O"):
-        per_target += H * m * s  # W_O's input (SDPA's output)
-    if fused:
-        per_target += H * m * s + H * max(s, 4)  # Q and the log-sum-exp
-    else:
-        per_target += (H * m + H * n_src) * s  # Q and the softmax's output
-    return per_target, 2 * H * m * s  # K and V of each source token
+    frozen = tuned is not None
+    return CrossAttention(spec).saved_bytes(n_src, s, fused, trains("cross.W_Q"), trains("cross.W_O"), frozen)
 
 
 def _model_bytes(spec: Spec, s: int, frozen: bool = False) -> int:
-    """Bytes per token kept outside the blocks: ids, the embedding's norm, the final norm, the head, the loss
-    (frozen, LoRA: no ids nor embedding norm, which need no gradient, nor the frozen head's input)."""
-    out = 0
-    if spec.V:
-        out += 0 if frozen else 8  # the ids
-        if spec.head:
-            out += (0 if frozen else spec.d * s) + spec.V * s + 8  # the head's input, the log-softmax, the targets
-        if spec.embed_dim and not frozen:  # W_in's input (the looked-up columns) and the head's narrower input
-            out += 2 * spec.embed_dim * s
-    if spec.embed_norm and not frozen:
-        out += _norm(spec, spec.d, s)
-    if spec.final_norm:
-        out += _norm(spec, spec.d, s, frozen)
-    return out
+    """Bytes per token kept outside the blocks, each component's: the ids, the embedding's norm, the final norm,
+    the head, the loss (frozen, LoRA: no ids nor embedding norm, which need no gradient, nor the frozen head's
+    input)."""
+    from ..components import outside_components
+
+    return sum(c.saved_per_token(s, frozen) for c in outside_components(spec))
+
+
+def _source_bytes(spec: Spec, s: int, kept: bool, frozen: bool = False) -> int:
+    """Bytes per source token kept outside the encoder's blocks: the source ids (looked up as the targets' are),
+    the encoder's norms of its embedding and of its output, and its output, which the cross-attentions' K and V
+    keep (under LoRA: when they train, `kept`)."""
+    from ..components import encoder_model_components
+    from ..components.embedding import id_bytes
+
+    ids = 0 if frozen else id_bytes(spec)
+    norms = sum(c.saved_per_token(s, frozen) for c in encoder_model_components(spec))
+    return ids + spec.d * s * kept + norms
 
 
 def _positions(spec: Spec, n: int, s: int, frozen: bool = False) -> int:
@@ -209,14 +183,8 @@ def activation_bytes(
         stacks.append((source.spec.N, b * n_src, b * n_src * block(source.spec, "encoder", n_src)))
         if frozen:
             first += b * n_src * (block(source.spec, "encoder", n_src, True) - block(source.spec, "encoder", n_src))
-        # the source ids, the encoder's norms of its embedding and of its output, and its output, which the
-        # cross-attentions' K and V keep (under LoRA: when they train)
-        norms = spec.final_norm + spec.embed_norm
-        if frozen:
-            kept = lora.trains_any("blocks", "cross.W_K", "cross.W_V")  # type: ignore[union-attr]
-            model += b * n_src * (spec.d * s * kept + spec.final_norm * _norm(spec, spec.d, s, True))
-        else:
-            model += b * n_src * ((8 if spec.V else 0) + spec.d * s + norms * _norm(spec, spec.d, s))
+        kept = lora is None or lora.trains_any("blocks", "cross.W_K", "cross.W_V")
+        model += b * n_src * _source_bytes(spec, s, kept, frozen)
         positions += _positions(spec, n_src, s, frozen)
     out: dict[str, Any] = {"per_block": {k: v * b * n for k, v in parts.items()}}  # block 0's
     merged = [elements * s for elements in lora.merged] if lora is not None else []  # peft's wrapped experts

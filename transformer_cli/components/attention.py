@@ -161,6 +161,30 @@ class MultiHeadAttention(Component):
             "weights x V": N * H * pairs.count * m,
         }
 
+    def saved_bytes(self, keys: int, s: int, fused: bool, needed: tuple[bool, bool, bool] = (True,) * 3,
+                    frozen: bool = False) -> int:  # fmt: skip
+        """Bytes one query token's training pass keeps besides W_O's input (its output), K and V counted per token,
+        reading `keys` keys, in s-byte elements (analysis/training.py). Fused (SDPA, FlashAttention): Q, K, V of G
+        heads and a log-sum-exp per head (float32 at least); unfused: Q, K and V repeated to H heads and the
+        softmax's output. Nothing when none of Q, K, V needs a gradient (`needed`, LoRA); the query/key norms keep
+        theirs for those that do."""
+        H, G, m = self.spec.H, self.spec.kv_heads, self.spec.m
+        q, k, _ = needed
+        out = 0
+        if any(needed):
+            out = (H + 2 * G) * m * s + H * max(s, 4) if fused else (3 * H * m + H * keys) * s
+        if self.spec.qk_norm:
+            out += (H * q + G * k) * self.qk.saved_bytes(m, s, frozen)
+        return out
+
+    def transient_bytes(self, b: int, n: int, keys: int, s: int, fused: bool) -> int:
+        """Bytes a prefill of b sequences of n queries reading `keys` keys each holds at attention's peak beside the
+        stream, in s-byte elements (analysis/serving.py): the norm's output, Q and the heads' output; unfused, the
+        (H, n, keys) scores and their softmax, both alive (K and V go straight into the cache)."""
+        H, m = self.spec.H, self.spec.m
+        scores = 0 if fused else 2 * b * H * n * keys * s
+        return b * n * (self.spec.d + 2 * H * m) * s + scores
+
     def held_per_token(self) -> int:
         """Entries the pass holds per token for attention besides the scores: Q and the heads' outputs (H), K, V (G)."""
         return (2 * self.spec.H + 2 * self.spec.kv_heads) * self.spec.m
@@ -184,6 +208,15 @@ class MultiHeadAttention(Component):
         """Bytes a decoder keeps per token and block in `size`-byte elements (with a `scale`-byte scale per head and
         token for K and for V): G keys and G values of m."""
         return 2 * self.spec.kv_heads * (self.spec.m * size + scale)
+
+    # -- split over T tensor-parallel devices (analysis/parallel.py) -------------------------------------------
+
+    tensor_split_refusal: str | None = None  # why its heads cannot be split over devices, or None
+
+    def device_cache_per_token(self, size: int, scale: int, tensor: int) -> int:
+        """cache_per_token of one of `tensor` devices: its G / T key/value heads, or one when G < T."""
+        G = self.spec.kv_heads
+        return self.cache_per_token(size, scale) * max(G // tensor, 1) // G
 
     def breaks_equivariance(self) -> str | None:
         if self.spec.window == 1:  # each query sees only its own key: attention acts on each column alone

@@ -119,6 +119,16 @@ class Component:
         """Why passes `first` and `second` positions long compute a position differently (dynamic rope), or None."""
         return None
 
+    def prefill_bytes(self, tokens: int, rows: int, s: int) -> int:
+        """Bytes a prefill of `tokens` tokens holds at this component after the blocks, `rows` of them wanted (the
+        head's logits), in s-byte elements (analysis/serving.py): none for most."""
+        return 0
+
+    def saved_per_token(self, s: int, frozen: bool = False) -> int:
+        """Bytes a training pass keeps per token for this component outside the blocks, in s-byte elements, its
+        weights frozen (LoRA) or not (analysis/training.py): none for most."""
+        return 0
+
     def reach(self) -> int | None:
         """How many columns back one pass can see through this component (a sliding window's), or None: all."""
         return None

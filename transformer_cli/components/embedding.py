@@ -55,6 +55,15 @@ class TokenEmbedding(Component):
         projected = {"embedding projection": 2 * d * self.spec.embed_dim * tokens} if self.spec.embed_dim else {}
         return {"embedding scale, types, norm": (extra + norm) * tokens} | projected
 
+    ID_BYTES = 8  # an int64 id a token
+
+    def saved_per_token(self, s: int, frozen: bool = False) -> int:
+        """The ids, W_in's input (the looked-up columns) and the norm's; nothing frozen, none needing a gradient."""
+        if frozen:
+            return 0
+        projected = (self.spec.embed_dim or 0) * s
+        return self.ID_BYTES + projected + (self.norm.saved_bytes(self.spec.d, s) if self.norm is not None else 0)
+
     def finish(self, Z: np.ndarray, params: dict) -> np.ndarray:
         """After the positions: add token type 0 and apply the embedding norm, if the spec has them (d, b, n)."""
         if params.get("T0") is not None:
@@ -97,6 +106,17 @@ class Head(Component):
         out = 2 * self.spec.d * d if self.spec.embed_dim else 0  # W_out, down to d_e first
         return {"output head": (2 * V * d + V * self.spec.head_bias + scale + cap + scaled + out) * b * n}
 
+    def prefill_bytes(self, tokens: int, rows: int, s: int) -> int:
+        """Bytes a prefill of `tokens` holds at the head (analysis/serving.py): the final norm's output of every
+        token, and the logits (and W_out's narrower input, embed_dim) of `rows` of them."""
+        return (tokens * self.spec.d + rows * ((self.spec.embed_dim or 0) + (self.spec.V or 0))) * s
+
+    def saved_per_token(self, s: int, frozen: bool = False) -> int:
+        """The loss's log-softmax (V) and int64 targets; the head's input (d, and W_out's narrower one with
+        embed_dim), none frozen."""
+        inputs = 0 if frozen else (self.spec.d + (self.spec.embed_dim or 0)) * s
+        return inputs + (self.spec.V or 0) * s + 8
+
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         e = self.spec.embed_width
         return {"linear layers": ((self.spec.V or 0) * e + self.spec.d * e * bool(self.spec.embed_dim)) * b * n}
@@ -118,6 +138,11 @@ class Pooler(Component):
 
 def embedding(spec) -> Component:
     return TokenEmbedding(spec) if spec.V else Component(spec)
+
+
+def id_bytes(spec) -> int:
+    """Bytes a token's id takes (int64), which its embedding's backward pass keeps; none without a vocabulary."""
+    return TokenEmbedding.ID_BYTES if spec.V else 0
 
 
 def head(spec) -> Component:

@@ -41,6 +41,28 @@ class CrossAttention(Component):
             out.append(Term("3 H_c m_c + d (cross)", 3 * H * m + d, "block"))
         return out
 
+    def transient_bytes(self, b: int, n: int, sources: int, s: int, fused: bool) -> int:
+        """Bytes a prefill of b sequences of n queries holds at the cross-attention's peak (the norm's output, Q and
+        the heads' output; unfused, the (H_c, n, sources) scores and their softmax), as self-attention's."""
+        H, m = self.spec.cross_heads, self.spec.cross_size
+        scores = 0 if fused else 2 * b * H * n * sources * s
+        return b * n * (self.spec.d + 2 * H * m) * s + scores
+
+    def saved_bytes(self, sources: int, s: int, fused: bool, trains_q: bool = True, trains_o: bool = True,
+                    frozen: bool = False) -> tuple[int, int]:  # fmt: skip
+        """Bytes a training pass keeps per target token and per source token (of `sources`), in s-byte elements
+        (analysis/training.py): its norm's, W_Q's input (when W_Q trains), W_O's input (SDPA's output: fused or
+        when W_O trains), Q and a log-sum-exp (fused) or Q and the softmax's output; K and V of each source."""
+        H, m, d = self.spec.cross_heads, self.spec.cross_size, self.spec.d
+        per_target = block_norm(self.spec).saved_bytes(d, s, frozen) + (d * s if trains_q else 0)
+        if fused or trains_o:
+            per_target += H * m * s
+        if fused:
+            per_target += H * m * s + H * max(s, 4)
+        else:
+            per_target += (H * m + H * sources) * s
+        return per_target, 2 * H * m * s
+
 
 def encoder_run_spec(spec: Spec) -> Spec:
     """The encoder as a one-stack spec that embeds its own ids with the shared E and has no head."""
@@ -97,6 +119,9 @@ class EmbeddingNorm(Component):
     """The encoder's own norm of its embedded columns (BART: layernorm_embedding in each stack)."""
 
     where = "input"
+
+    def saved_per_token(self, s: int, frozen: bool = False) -> int:
+        return 0 if frozen else norm_kind(self.spec).saved_bytes(self.spec.d, s)
 
     def tensors(self, prefix: str) -> list[Tensor]:
         kind = norm_kind(self.spec)

@@ -82,6 +82,19 @@ class Experts(Component):
         router = 2 * self.E * self.spec.d + softmax
         return ff | {"router": self.spec.N * (router + combine) * b * n}
 
+    def saved_bytes(self, s: int, down: bool = True, gate: bool = True, up: bool = True) -> int:
+        """An estimate: a token's k experts keep their feedforward's tensors, its gathered input and the expert's
+        output; the router its softmax (E); a shared expert its tensors and its output."""
+        d = self.spec.d
+        shared = 0 if self.shared is None else self.shared.saved_bytes(s, down, gate, up) + d * s
+        return (self.k or 0) * (self.expert.saved_bytes(s, down, gate, up) + 2 * d * s) + self.E * s + shared
+
+    def transient_per_token(self) -> int:
+        """The widest hidden layer (an expert's or the shared one's), as if one expert took every token, and the
+        router's E scores."""
+        width = max(self.expert.spec.r, self.spec.shared_r or 0)
+        return self.expert.hidden_rows * width + self.E
+
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         inner = self.expert.multiply_adds(b, n, pairs)["linear layers"]
         shared = 0 if self.shared is None else self.shared.multiply_adds(b, n, pairs)["linear layers"]

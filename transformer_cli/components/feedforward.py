@@ -52,6 +52,24 @@ class FeedForward(Component):
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         return {"linear layers": self.spec.N * len(self.projections) * self.spec.r * self.spec.d * b * n}
 
+    def saved_bytes(self, s: int, down: bool = True, gate: bool = True, up: bool = True) -> int:
+        """Bytes one token's training pass keeps beyond its input, in s-byte elements (analysis/training.py): relu
+        its output, the tensor W2 keeps; gelu and silu their input and the output W2 keeps. Under LoRA W2's input
+        is kept only when W2 trains (`down`), the activation's when the gate needs a gradient (`gate`)."""
+        if self.spec.activation == "relu":
+            return (gate or down) * self.spec.r * s
+        return (gate + down) * self.spec.r * s
+
+    def transient_per_token(self) -> int:
+        """Entries a prefill holds per token at the feedforward's peak beside its input (analysis/serving.py): the
+        pre-activation and the activation (gated: gate, up and their product) of each hidden entry."""
+        return self.hidden_rows * self.spec.r
+
+    @property
+    def hidden_rows(self) -> int:
+        """Rows of r a prefill holds at once: 2 (plain), 3 (gated)."""
+        return len(self.projections)
+
     def held_per_token(self) -> int:
         """Entries the pass holds per token at the feedforward's peak: the hidden layer (gated: the gate and up
         rows) and the activation's temporary (relu works in place and needs none)."""
@@ -85,6 +103,12 @@ class FeedForward(Component):
 
 class GatedFeedForward(FeedForward):
     projections = ("1", "3", "2")
+
+    def saved_bytes(self, s: int, down: bool = True, gate: bool = True, up: bool = True) -> int:
+        """act(W1 x) * (W3 x) keeps the gate (for act), act(gate) (for up's gradient), the up row (for act's
+        gradient) and the product (W2's input); relu keeps act(gate) for both. Under LoRA, each when needed."""
+        kept = (gate or up) + gate + down if self.spec.activation == "relu" else gate + up + gate + down
+        return kept * self.spec.r * s
 
     def apply(self, blk, X: kernels.Array) -> kernels.Array:
         """W2 (act(W1 X + b1) * (W3 X + b3)) + b2 without the residual: (d, b, n) -> (d, b, n)."""

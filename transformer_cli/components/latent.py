@@ -175,3 +175,9 @@ class LatentAttention(MultiHeadAttention):
         """Bytes a decoder keeps per token and block: the latent and the rotary key part (a scale each)."""
         H, m, d, c, r, v, q = self.sizes
         return (c + r) * size + 2 * scale
+
+    tensor_split_refusal = "latent attention is not split here yet"
+
+    def device_cache_per_token(self, size: int, scale: int, tensor: int) -> int:
+        """The latent and the rotary key part serve every head: each device holds them whole."""
+        return self.cache_per_token(size, scale)

@@ -23,6 +23,9 @@ class NoNorm(Component):
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         return {"norms": 0}
 
+    def saved_bytes(self, width: int, s: int, frozen: bool = False) -> int:
+        return 0
+
     def prepare(self, get: Get) -> dict:
         return {"norm1": None, "norm2": None, "norm1_out": None, "norm2_out": None}
 
@@ -126,6 +129,9 @@ class FinalNorm(Component):
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         return {"norms": self.kind.per_entry * self.spec.d * b * n}
+
+    def saved_per_token(self, s: int, frozen: bool = False) -> int:
+        return self.kind.saved_bytes(self.spec.d, s, frozen)
 
 
 NORM_TYPES = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import kernels
+from ..spec.rope_scaling import ROPE_SCALINGS, Scaling
 from .base import Component, Pairs, Tensor, Term
 
 ROTARY_PER_ENTRY = 3  # x cos - y sin: two multiplies and an add per rotated entry (the sign is the add's)
@@ -120,30 +121,19 @@ class Rotary(Positions):
     def relative_positions(self) -> str | None:
         return "rotary scores depend on t - s only"
 
+    @property
+    def scaling(self) -> Scaling:
+        """The spec's rope scaling type (spec/rope_scaling.py)."""
+        return ROPE_SCALINGS[self.spec.rope_scaling]
+
     def frequencies(self, length: int = 0) -> np.ndarray:
         """The rot/2 frequencies f_j of a pass whose last position is length - 1, in float64 (only dynamic and
         longrope depend on the length, and only past their original context)."""
-        s = self.spec
-        rot, theta = s.rotated_dims, s.rope_theta
-        if s.rope_scaling == "llama3":
-            return kernels.llama3_frequencies(kernels.rope_frequencies(rot, theta), s.rope_factor,
-                                              s.rope_low_freq_factor, s.rope_high_freq_factor,
-                                              s.rope_original_max_len)  # fmt: skip
-        if s.rope_scaling == "linear":
-            return kernels.rope_frequencies(rot, theta) / s.rope_factor
-        if s.rope_scaling == "dynamic":
-            return kernels.dynamic_frequencies(rot, theta, s.rope_factor, s.rope_original_max_len, length)
-        if s.rope_scaling == "yarn":
-            return kernels.yarn_frequencies(rot, theta, s.rope_factor, s.rope_original_max_len, s.rope_beta_fast,
-                                            s.rope_beta_slow, s.rope_truncate)  # fmt: skip
-        if s.rope_scaling == "longrope":
-            return kernels.longrope_frequencies(rot, theta, s.rope_short_factor or (), s.rope_long_factor or (),
-                                                s.rope_original_max_len, length)  # fmt: skip
-        return kernels.rope_frequencies(rot, theta)
+        return self.scaling.frequencies(self.spec, length)
 
     def length_dependent(self, first: int, second: int) -> str | None:
         """Why passes of lengths `first` and `second` turn the same position by different angles, or None."""
-        if self.spec.rope_scaling not in ("dynamic", "longrope"):
+        if not self.scaling.length_dependent:
             return None
         if np.array_equal(self.frequencies(first), self.frequencies(second)):
             return None
@@ -156,14 +146,7 @@ class Rotary(Positions):
     @property
     def attention_factor(self) -> float:
         """What cos and sin are multiplied by: YaRN's or LongRoPE's attention factor, else 1."""
-        s = self.spec
-        if s.rope_scaling not in ("yarn", "longrope"):
-            return 1.0
-        if s.rope_attention_factor is not None:
-            return s.rope_attention_factor
-        if s.rope_scaling == "longrope":
-            return kernels.longrope_attention_factor(s.rope_factor, s.rope_original_max_len)
-        return kernels.yarn_attention_factor(s.rope_factor, s.rope_mscale, s.rope_mscale_all_dim)
+        return self.scaling.attention_factor(self.spec)
 
     def tables(self, start: int, n: int, dtype: np.dtype, length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """cos and sin of the angles t * f_j for positions t = start .. start+n-1 of a pass `length` long (default

@@ -12,6 +12,7 @@ An encoder-decoder's decoder block has a cross-attention sublayer between the tw
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -65,8 +66,24 @@ def output_norm(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm
     return _residual(X, norm(feedforward(X), norms[3]))
 
 
-LAYOUTS = {"pre": pre_norm, "post": post_norm, "parallel": parallel, "none": no_norm, "sandwich": sandwich,
-           "output": output_norm}  # fmt: skip
+@dataclass(frozen=True)
+class Layout:
+    """A layout: how a block joins its sublayers, and which of its norms' inputs need a gradient in training
+    (analysis/training.py), from whether the block's input does (g), attention's output (a), the stream between
+    the sublayers (m), the feedforward's output (f), and whether parallel blocks share one norm (one)."""
+
+    join: Callable  # (X, attention, feedforward, norm, norms, cross) -> the block's output
+    norm_inputs: Callable[[bool, bool, bool, bool, bool], list[bool]]
+
+
+LAYOUTS = {
+    "pre": Layout(pre_norm, lambda g, a, m, f, one: [g, m]),
+    "post": Layout(post_norm, lambda g, a, m, f, one: [m, m or f]),
+    "parallel": Layout(parallel, lambda g, a, m, f, one: [g] * (1 if one else 2)),  # N1 (and N2) read the input
+    "none": Layout(no_norm, lambda g, a, m, f, one: []),
+    "sandwich": Layout(sandwich, lambda g, a, m, f, one: [g, a, m, f]),
+    "output": Layout(output_norm, lambda g, a, m, f, one: [a, f]),
+}
 
 
 class Residuals(Component):
@@ -75,7 +92,7 @@ class Residuals(Component):
     def __init__(self, spec):
         super().__init__(spec)
         self.layout = "parallel" if spec.parallel else spec.norm
-        self.join = LAYOUTS[self.layout]  # (X, attention, feedforward, norm, norms, cross) -> the block's output
+        self.join = LAYOUTS[self.layout].join  # (X, attention, feedforward, norm, norms, cross) -> the block's output
 
     def apply(self, X: Array, attention: Sublayer, feedforward: Sublayer, norm: Callable, norms: tuple, cross=None):
         """The block's output in the spec's layout, each sublayer's output times residual_scale (Granite)."""
@@ -84,6 +101,26 @@ class Residuals(Component):
             attention, feedforward = _scaled(attention, s), _scaled(feedforward, s)
             cross = None if cross is None else (_scaled(cross[0], s), cross[1])
         return self.join(X, attention, feedforward, norm, norms, cross)
+
+    @property
+    def shared_norm(self) -> bool:
+        """Whether one norm's output feeds both sublayers (parallel blocks sharing N1)."""
+        return self.layout == "parallel" and self.spec.shared_norm
+
+    def joins(self, cross: bool = False) -> int:
+        """How many sums a block adds to the stream (what tensor parallelism all-reduces): one a sublayer (with a
+        cross-attention, `cross`, three), one in all for a parallel block."""
+        return 1 if self.layout == "parallel" else 2 + cross
+
+    def feedforward_input(self, block_input: bool, middle: bool) -> bool:
+        """What the feedforward reads, given the block's input and the stream after attention: the block's input
+        (parallel), else the stream."""
+        return block_input if self.layout == "parallel" else middle
+
+    def norm_inputs(self, grad: bool, attended: bool, middle: bool, fed: bool) -> list[bool]:
+        """Whether each norm's input needs a gradient, given the block's input's (grad), attention's output's, the
+        stream's between the sublayers (middle) and the feedforward's output's (fed)."""
+        return LAYOUTS[self.layout].norm_inputs(grad, attended, middle, fed, bool(self.spec.shared_norm))
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         scaled = {"residual scaling": self.spec.N * 2 * self.spec.d * b * n} if self.spec.residual_scale != 1 else {}

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import kernels
+from .rope_scaling import ROPE_SCALINGS as SCALING_TYPES
+
 SCALES = ("none", "sqrt")
 MASKS = ("none", "causal")
 POSITIONALS = ("none", "sinusoidal", "learned", "rope", "relative", "alibi")
 ROPE_PAIRINGS = ("half", "interleaved")
-ROPE_SCALINGS = ("none", "llama3", "linear", "dynamic", "yarn", "longrope")
+ROPE_SCALINGS = tuple(SCALING_TYPES)  # each with its frequency function
 NORMS = ("none", "pre", "post", "sandwich", "output")
 NORM_TYPES = ("layernorm", "rmsnorm")
 FEEDFORWARDS = ("plain", "gated", "clamped")
-ACTIVATIONS = ("relu", "gelu", "gelu_exact", "silu", "gelu_bloom")
+ACTIVATIONS = tuple(kernels.ACTIVATIONS)  # each with its kernel
 ATTENTION_KINDS = ("sliding", "full")  # a block of a stack with a window: through it, or seeing every earlier key
 FEEDFORWARD_KINDS = ("routed", "dense")  # a block of a stack with experts: routed to them, or one feedforward
 
