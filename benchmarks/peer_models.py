@@ -76,7 +76,7 @@ def tfm_prefill(spec, weights, dtype: str) -> Callable:  # type: ignore[no-untyp
 
 def _held(model: Transformer) -> set[int]:
     """The ids of the model's weight arrays, as its blocks hold them for the pass."""
-    return {id(a) for blk in model.blocks for a in vars(blk).values() if isinstance(a, np.ndarray)}
+    return {id(a) for a in model.weights.arrays()}
 
 
 def _weight(a: np.ndarray, held: set[int]) -> bool:

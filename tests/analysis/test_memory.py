@@ -48,9 +48,8 @@ def test_the_models_figure_is_smaller_in_float32_than_in_float64():
 
 def _held_by(model: Transformer) -> int:
     """Bytes of the distinct arrays a model keeps (views count once, by their base)."""
-    arrays = [a for blk in model.blocks for v in vars(blk).values() for a in (v if isinstance(v, tuple) else (v,))]
-    arrays += [model.P, *(model.final_norm or ())]
-    arrays = [a for a in arrays if isinstance(a, np.ndarray)]  # (not the block's feedforward, window)
+    arrays = model.weights.arrays() + [model.P, *(model.final_norm or ())]
+    arrays = [a for a in arrays if isinstance(a, np.ndarray)]
     bases = {id(a if a.base is None else a.base): (a if a.base is None else a.base) for a in arrays}
     return sum(a.nbytes for a in bases.values())
 

@@ -50,8 +50,8 @@ NO_POSITIONS = Spec(N=2, N_enc=2, H=2, m=4, d=8, r=16, mask="causal", norm="pre"
 
 
 def test_without_positions_the_output_ignores_the_source_order_and_a_model_that_sees_them_fails(monkeypatch):
+    from transformer_cli.components import cross as model_module
     from transformer_cli.kernels import sinusoidal_positions
-    from transformer_cli.model import transformer as model_module
     from transformer_cli.verify.encoder_decoder import (
         check_memory_order,
         check_source_order,

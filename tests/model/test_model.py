@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from reference_model import reference_forward
 
 from transformer_cli import Spec, Transformer, init_weights, load_spec
+from transformer_cli.components.feedforward import FeedForwardWeights
 from transformer_cli.kernels import causal_mask, gelu_, sinusoidal_positions, softmax_columns
 
 
@@ -242,8 +243,7 @@ def test_routed_experts_equal_the_dense_sum_with_zeros_off_the_top_k():
     spec = Spec(N=1, H=2, m=3, d=6, r=5, E=4, k=2, feedforward="gated", activation="silu", ff_bias=False)
     w = random_weights(spec)
     model = Transformer(spec, w)
-    blk = model.blocks[0]
-    ff = blk.ff
+    blk, ff = model.weights.block(0)[1], model.layers[0][1]
     X = np.random.default_rng(3).normal(size=(6, 2, 9))
     chosen, weights = ff.route(blk.router, X.reshape(6, -1))
     assert chosen.shape == (2, 18) and all(len(set(column)) == 2 for column in chosen.T)  # exactly k, distinct
@@ -251,7 +251,7 @@ def test_routed_experts_equal_the_dense_sum_with_zeros_off_the_top_k():
     dense = np.zeros((6, 18))
     for e in range(4):  # every expert on every column, its weight 0 unless it is among the top k
         gate = np.where(np.argsort(-scores, axis=0)[:2] == e, weights, 0.0).sum(axis=0)
-        one = type(blk)(**{**vars(blk), "W1": blk.W1[e], "b1": None, "W2": blk.W2[e], "b2": None, "router": None})
+        one = FeedForwardWeights(W1=blk.W1[e], b1=None, W2=blk.W2[e], b2=None)  # expert e alone
         dense += gate * ff.expert.apply(one, X).reshape(6, -1)
     assert np.allclose(ff.apply(blk, X).reshape(6, -1), dense, rtol=0, atol=1e-14)
 
@@ -259,7 +259,8 @@ def test_routed_experts_equal_the_dense_sum_with_zeros_off_the_top_k():
 def test_experts_with_k_equal_to_E_weigh_every_expert_by_the_softmax():
     spec = Spec(N=1, H=1, m=2, d=4, r=3, E=3, k=3)
     model = Transformer(spec, random_weights(spec))
-    scores = model.blocks[0].router.W @ np.eye(4)
-    _, weights = model.blocks[0].ff.route(model.blocks[0].router, np.eye(4))
+    router = model.weights.block(0)[1].router
+    scores = router.W @ np.eye(4)
+    _, weights = model.layers[0][1].route(router, np.eye(4))
     expected = np.sort(np.exp(scores) / np.exp(scores).sum(axis=0), axis=0)[::-1]
     assert np.allclose(weights, expected, rtol=1e-14)

@@ -189,8 +189,8 @@ def test_scaling_reads_the_blocks_own_projections_and_biases():
     assert result.rows[2][1] == pytest.approx(0.25 * np.mean(per_head), rel=1e-12)
 
     class BiasDropped(Transformer):  # projections that forget b_Q, b_K: the scores no longer fit the weights
-        def qkv(self, blk, X):
-            return super().qkv(replace(blk, b_qkv=None), X)
+        def qkv(self, i, X):
+            return self.layers[i][0].qkv(replace(self.weights.block(i)[0], b_qkv=None), X)
 
     setup = make_setup(spec, weights, 0, "float64", None, None)
     setup.model = BiasDropped(spec, {k: (4 * v if ".b_" in k else v) for k, v in weights.items()})

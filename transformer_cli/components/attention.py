@@ -7,8 +7,11 @@ later keys' scores to -inf.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cached_property, partial
+from typing import Any
 
 import numpy as np
 
@@ -17,6 +20,49 @@ from .base import Component, Pairs, Tensor, Term
 
 SOFTMAX_PER_SCORE = 5  # max, subtract, exp, sum, divide
 SOFT_CAP_PER_ENTRY = 3  # cap tanh(s / cap): a multiply, the tanh, a multiply
+
+
+@dataclass
+class AttentionWeights:
+    """One block's attention as `prepare` stacks it for the pass; vectors as (k, 1, 1) columns."""
+
+    W_qkv: np.ndarray  # ((H + 2G)m, d): rows [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G]
+    b_qkv: np.ndarray | None  # ((H + 2G)m, 1, 1)
+    W_O: np.ndarray  # (d, Hm): columns h*m .. (h+1)*m - 1 are W_O^h
+    b_O: np.ndarray | None  # (d, 1, 1)
+    qk_norm: tuple | None = None  # the query and the key heads' norm parameters, shaped as `qk_gains` says
+    sinks: np.ndarray | None = None  # (H,): each head's sink logit (gpt-oss)
+
+
+@dataclass
+class KVCache:
+    """A block's attention state while decoding: what it keeps of each column, two arrays (keys and values, or
+    latent attention's rotary keys and latents) of `slots` columns, and how many columns have been stored. With a
+    sliding window w the slots are a ring of w the steps go round (attention does not depend on the order of its
+    keys)."""
+
+    K: np.ndarray
+    V: np.ndarray
+    filled: int = 0
+    keep: bool = True  # False: the next step's column is used but not stored (the stale-cache fault)
+
+    def store(self, K: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Write one step's (b, G, m, 1) entries in the next slot, and return every entry the step reads (views)."""
+        slots = self.K.shape[-1]
+        at = self.filled % slots
+        self.K[..., at : at + 1], self.V[..., at : at + 1] = K, V
+        used = min(self.filled + 1, slots)
+        self.filled += self.keep
+        return self.K[..., :used], self.V[..., :used]
+
+    def fill(self, K: np.ndarray, V: np.ndarray) -> None:
+        """Write a prefill's p columns (b, G, m, p) into an empty cache: with a window the latest w columns, each in
+        the slot it would have had."""
+        assert self.filled == 0, "a prefill fills an empty cache"
+        p, slots = K.shape[-1], self.K.shape[-1]
+        kept = np.arange(max(0, p - slots), p)
+        self.K[..., kept % slots], self.V[..., kept % slots] = K[..., kept], V[..., kept]
+        self.filled = p if self.keep else 0
 
 
 def _norm_part(get: Callable[[str], np.ndarray], prefix: str, name: str) -> np.ndarray:
@@ -64,7 +110,7 @@ class MultiHeadAttention(Component):
 
     # -- the forward pass: one block's weights stacked so that all heads go through one product ---------------
 
-    def prepare(self, get: Callable[[str], np.ndarray]) -> dict:
+    def prepare(self, get: Callable[[str], np.ndarray]) -> AttentionWeights:
         """W_qkv ((H + 2G)m, d): rows [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G]; W_O (d, Hm): columns h*m ..
         (h+1)*m - 1 are W_O^h; biases as (k, 1, 1) columns; the query and key norms' gains as (m, 1, 1, 1)."""
         H, m, d = self.spec.H, self.spec.m, self.spec.d
@@ -78,7 +124,42 @@ class MultiHeadAttention(Component):
         if self.spec.qk_norm:  # the query norm's parameters, the key norm's, shaped as qk_gains says
             qk = tuple(self.qk_gains(partial(_norm_part, get, f"attention.{x}_norm.")) for x in "qk")
         sinks = get("attention.sinks") if self.spec.attn_sinks else None
-        return {"W_qkv": W_qkv, "b_qkv": b_qkv, "W_O": W_O, "b_O": b_O, "qk_norm": qk, "sinks": sinks}
+        return AttentionWeights(W_qkv, b_qkv, W_O, b_O, qk, sinks)
+
+    def mix(
+        self,
+        model: Any,
+        i: int,
+        w: AttentionWeights,
+        X: np.ndarray,
+        start: int = 0,
+        cache: KVCache | None = None,
+        weights_out: list | None = None,
+        stop: threading.Event | None = None,
+        offset: int = 0,
+    ) -> np.ndarray:
+        """Block i's attention sublayer, without its residual: (d, b, n) -> (d, b, n), the columns at positions
+        start.. (their queries at start + offset: a fault the decoding check makes). `model` turns the queries and
+        keys by the block's positions (`rotate`) and attends with the spec's scale, position bias and threads
+        (`attend`, model/transformer.py).
+
+        Without a cache the columns attend to each other. With one, several columns (a prefill) attend to each other
+        and are stored in the empty cache; one column (a decoding step) is stored, then attends to every column the
+        cache holds."""
+        Q, K, V = self.qkv(w, X)
+        model.rotate(Q, K, start + offset, start, block=i)  # (a step's key is cached already turned)
+        if cache is not None and X.shape[-1] == 1:
+            stored = cache.store(*self.cache_entries(w, X, K, V))  # start + 1 columns, or w with a window
+            K_all, V_all = self.keys_values(w, *stored)  # (b, G, m, start + 1): latents expanded
+            first_key = start + 1 - K_all.shape[-1]  # (a window keeps the latest keys only)
+            heads = model.attend(Q, K_all, V_all, causal=False, weights_out=weights_out, stop=stop,
+                                 positions=(start + offset, first_key), sinks=w.sinks)  # fmt: skip
+            return self.project(w, heads)
+        if cache is not None:  # what a decoder's cache keeps (latent attention: its latents and rotary keys)
+            cache.fill(*self.cache_entries(w, X, K, V))
+        heads = model.attend(Q, K, V, self.spec.mask == "causal", weights_out=weights_out, stop=stop,
+                             window=self.spec.window, positions=(start + offset, start), sinks=w.sinks)  # fmt: skip
+        return self.project(w, heads)
 
     def qk_gains(self, get: Callable[[str], np.ndarray]) -> tuple:
         """One query or key norm's parameters shaped for `qkv`: (m, 1, 1, 1) against heads as (m, b, heads, n);
@@ -89,17 +170,17 @@ class MultiHeadAttention(Component):
         shape = (-1, 1, 1) if over == "all" else (-1, 1, 1, 1)
         return tuple(a.reshape(shape) for a in self.qk.stacked(get))
 
-    def qkv(self, blk, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def qkv(self, w: AttentionWeights, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Projections of all heads at once: (d, b, n) -> Q (b, H, m, n), K and V (b, G, m, n), views."""
         _, b, n = X.shape
         H, G, m = self.spec.H, self.spec.kv_heads, self.spec.m
-        QKV = kernels.linear(blk.W_qkv, X)  # ((H + 2G)m, b, n)
-        if blk.b_qkv is not None:
-            QKV += blk.b_qkv
+        QKV = kernels.linear(w.W_qkv, X)  # ((H + 2G)m, b, n)
+        if w.b_qkv is not None:
+            QKV += w.b_qkv
         QKV = QKV.reshape(H + 2 * G, m, b, n).transpose(2, 0, 1, 3)  # (b, H + 2G, m, n)
-        if blk.qk_norm is not None:  # each query and key head normalised over its m entries (or all heads'), in place
+        if w.qk_norm is not None:  # each query and key head normalised over its m entries (or all heads'), in place
             kind, whole = self.qk, self.spec.qk_norm_over == "all"
-            for part, params in ((QKV[:, :H], blk.qk_norm[0]), (QKV[:, H : H + G], blk.qk_norm[1])):
+            for part, params in ((QKV[:, :H], w.qk_norm[0]), (QKV[:, H : H + G], w.qk_norm[1])):
                 if whole:  # (b, heads, m, n) -> (heads m, b, n), normalised over its first axis, and back
                     heads = part.shape[1]
                     rows = part.transpose(1, 2, 0, 3).reshape(heads * m, b, n)
@@ -108,12 +189,12 @@ class MultiHeadAttention(Component):
                     part[...] = kind.apply(part.transpose(2, 0, 1, 3), params).transpose(1, 2, 0, 3)
         return QKV[:, :H], QKV[:, H : H + G], QKV[:, H + G :]
 
-    def project(self, blk, heads: np.ndarray) -> np.ndarray:
+    def project(self, w: AttentionWeights, heads: np.ndarray) -> np.ndarray:
         """sum_h W_O^h heads_h (+ b_O): (H, m, b, n) -> (d, b, n)."""
         H, m, b, n = heads.shape
-        out = kernels.linear(blk.W_O, heads.reshape(H * m, b, n))
-        if blk.b_O is not None:
-            out += blk.b_O
+        out = kernels.linear(w.W_O, heads.reshape(H * m, b, n))
+        if w.b_O is not None:
+            out += w.b_O
         return out
 
     def terms(self) -> list[Term]:
@@ -191,16 +272,24 @@ class MultiHeadAttention(Component):
 
     # -- decoding: what a decoder caches per token, and the keys and values it reads back ----------------------
 
+    def cache(self, b: int, n: int, dtype: np.dtype) -> KVCache:
+        """An empty cache for b sequences of at most n columns: n slots, or the window's w when w < n."""
+        window = self.spec.window
+        keys, values = self.cache_shapes(b, min(n, window) if window else n)
+        return KVCache(np.empty(keys, dtype), np.empty(values, dtype))
+
     def cache_shapes(self, b: int, slots: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """The two arrays a decoder's cache holds for b sequences of `slots` tokens: keys (b, G, m, slots) and
         values (b, G, m_v, slots)."""
         return (b, self.spec.kv_heads, self.spec.m, slots), (b, self.spec.kv_heads, self.spec.value_size, slots)
 
-    def cache_entries(self, blk, X: np.ndarray, K: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def cache_entries(
+        self, w: AttentionWeights, X: np.ndarray, K: np.ndarray, V: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """What the cache keeps of the columns X (d, b, n), whose rotated keys and values are K, V: K and V."""
         return K, V
 
-    def keys_values(self, blk, first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def keys_values(self, w: AttentionWeights, first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The keys and values a step attends to, from the cache's two arrays: they are the keys and values."""
         return first, second
 

@@ -82,3 +82,22 @@ def project(cross: Cross, heads: Array) -> Array:
     if cross.b_O is not None:
         out += cross.b_O
     return out
+
+
+class Memory:
+    """The encoder's output M (d, b, n_src) a decoder's cross-attention reads, and each block's keys and values of
+    it (memory_keys), made when the block first asks: kept with `keep` (a decoder's steps read them again, the
+    cross-attention's cache), else made by each pass and dropped after its block."""
+
+    def __init__(self, M: Array, heads: int, keep: bool = False):
+        self.M, self.heads, self.keep = M, heads, keep
+        self.found: dict[int, tuple[Array, Array]] = {}
+
+    def keys(self, i: int, cross: Cross) -> tuple[Array, Array]:
+        """Block i's keys and values of the memory, each (b, H_c, m_c, n_src)."""
+        if i in self.found:
+            return self.found[i]
+        keys = memory_keys(cross, self.M, self.heads)
+        if self.keep:
+            self.found[i] = keys
+        return keys

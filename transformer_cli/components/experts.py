@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
 
 import numpy as np
 
 from .. import kernels
 from .attention import SOFTMAX_PER_SCORE
 from .base import Component, Pairs, Tensor, Term
-from .feedforward import FEEDFORWARDS, FeedForward
+from .feedforward import FEEDFORWARDS, FeedForward, FeedForwardWeights
 
 Get = Callable[[str], np.ndarray]
 SIGMOID_PER_ENTRY = 4  # neg, exp, +1, / (as silu's)
@@ -105,17 +104,19 @@ class Experts(Component):
         shared = 0 if self.shared is None else self.shared.held_per_token() + self.spec.d  # its hidden layer, output
         return self.expert.held_per_token() + self.E + self.spec.d + shared  # an expert's hidden layer, scores, sum
 
-    def prepare(self, get: Get) -> dict:
-        """Each expert's stacked weights on a leading axis E, and the router."""
+    def prepare(self, get: Get) -> ExpertsWeights:
+        """Each expert's stacked weights on a leading axis E, the router, and the shared expert's."""
         experts = [self.expert.prepare(_expert(get, e)) for e in range(self.E)]
-        stacked = {key: None if experts[0][key] is None else np.stack([x[key] for x in experts]) for key in experts[0]}
-        shared = None
+        W1, W2 = (np.stack([getattr(x, key) for x in experts]) for key in ("W1", "W2"))
+        biased = self.expert.spec.ff_bias
+        b1, b2 = (np.stack([getattr(x, key) for x in experts]) if biased else None for key in ("b1", "b2"))
+        shared = gate = None
         if self.shared is not None:
-            shared = SimpleNamespace(**self.shared.prepare(lambda name: get(_shared(name))))
-            shared.gate = get("ff.shared.W_gate") if self.spec.shared_gate else None
+            shared = self.shared.prepare(lambda name: get(_shared(name)))
+            gate = get("ff.shared.W_gate") if self.spec.shared_gate else None
         router = Router(get("ff.router"), get("ff.router_b").reshape(-1, 1) if self.spec.router_logit_bias else None,
                         get("ff.router_bias").reshape(-1, 1) if self.spec.router_bias else None)  # fmt: skip
-        return stacked | {"router": router, "shared": shared}
+        return ExpertsWeights(W1, b1, W2, b2, router=router, shared=shared, shared_gate=gate)
 
     def route(self, router, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The chosen experts (k, T) of each of the T columns of X (d, T), and their weights (k, T)."""
@@ -161,31 +162,29 @@ class Experts(Component):
             weights *= s.router_scale
         return chosen, weights
 
-    def apply(self, blk, X: np.ndarray) -> np.ndarray:
+    def apply(self, w: ExpertsWeights, X: np.ndarray) -> np.ndarray:
         """sum over the k chosen experts of weight * expert(x), column by column: (d, b, n) -> (d, b, n)."""
         d, b, n = X.shape
         flat = X.reshape(d, b * n)
-        chosen, weights = self.route(blk.router, flat)
+        chosen, weights = self.route(w.router, flat)
         out = np.zeros_like(flat)
         for e in range(self.E):
             hit = chosen == e  # (k, T): where expert e is among a column's chosen
             columns = np.flatnonzero(hit.any(axis=0))
             if columns.size == 0:
                 continue
-            params = SimpleNamespace(**{key: None if v is None else v[e] for key, v in vars(blk).items()
-                                        if key in ("W1", "b1", "W2", "b2")})  # fmt: skip
-            y = self.expert.apply(params, flat[:, columns].reshape(d, 1, -1)).reshape(d, -1)
+            y = self.expert.apply(w.expert(e), flat[:, columns].reshape(d, 1, -1)).reshape(d, -1)
             out[:, columns] += (weights * hit).sum(axis=0)[columns] * y
-        if blk.shared is not None:
-            out += self.shared_output(blk.shared, X).reshape(d, -1)
+        if w.shared is not None:
+            out += self.shared_output(w, X).reshape(d, -1)
         return out.reshape(d, b, n)
 
-    def shared_output(self, shared, X: np.ndarray) -> np.ndarray:
+    def shared_output(self, w: ExpertsWeights, X: np.ndarray) -> np.ndarray:
         """The shared expert's part of the output, gated where the spec says: (d, b, n) -> (d, b, n)."""
-        assert self.shared is not None
-        y = self.shared.apply(shared, X)
-        if shared.gate is not None:  # sigmoid(w . x) per column
-            y *= 1.0 / (1.0 + np.exp(-kernels.linear(shared.gate, X)))
+        assert self.shared is not None and w.shared is not None
+        y = self.shared.apply(w.shared, X)
+        if w.shared_gate is not None:  # sigmoid(w . x) per column
+            y *= 1.0 / (1.0 + np.exp(-kernels.linear(w.shared_gate, X)))
         return y
 
 
@@ -207,6 +206,21 @@ def sparsemixer(scores: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]
         rest = rest.copy()
         rest[best, columns] = -np.inf
     return np.stack(chosen), np.stack(weights)
+
+
+@dataclass
+class ExpertsWeights(FeedForwardWeights):
+    """A block's experts: their W1, b1, W2, b2 stacked on a leading axis E, the router, and a shared expert's
+    weights (with its gate w, (1, d), where the spec has it)."""
+
+    router: Router | None = None
+    shared: FeedForwardWeights | None = None
+    shared_gate: np.ndarray | None = None
+
+    def expert(self, e: int) -> FeedForwardWeights:
+        """Expert e's weights alone."""
+        b1, b2 = (None if b is None else b[e] for b in (self.b1, self.b2))
+        return FeedForwardWeights(self.W1[e], b1, self.W2[e], b2)
 
 
 @dataclass(frozen=True)

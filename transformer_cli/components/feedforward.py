@@ -8,6 +8,7 @@ stacks W1 over W3 so both come from one (2r, d) product.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,6 +19,17 @@ from .base import Component, Pairs, Tensor, Term
 ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9, "gelu_exact": 5, "silu": 4, "gelu_bloom": 9}
 
 Get = Callable[[str], "kernels.Array"]
+
+
+@dataclass
+class FeedForwardWeights:
+    """One block's feedforward as `prepare` stacks it: W1 (r, d), or gated (2r, d) with W3 under W1; W2 (d, r);
+    biases as (k, 1, 1) columns (each with a leading axis E in a mixture of experts)."""
+
+    W1: np.ndarray
+    b1: np.ndarray | None
+    W2: np.ndarray
+    b2: np.ndarray | None
 
 
 class FeedForward(Component):
@@ -76,28 +88,28 @@ class FeedForward(Component):
         temporary = 0 if self.spec.activation == "relu" else 1
         return (len(self.projections) - 1 + temporary) * self.spec.r
 
-    def prepare(self, get: Get) -> dict:
+    def prepare(self, get: Get) -> FeedForwardWeights:
         """W1 (with W3 stacked under it when gated), W2 and their biases as (k, 1, 1) columns, for the pass."""
         ins = [k for k in self.projections if k != "2"]
         bias = self.spec.ff_bias
-        return {
-            "W1": np.concatenate([get(f"ff.W{k}") for k in ins]) if len(ins) > 1 else get("ff.W1"),
-            "b1": np.concatenate([get(f"ff.b{k}") for k in ins]).reshape(-1, 1, 1) if bias else None,
-            "W2": get("ff.W2"),
-            "b2": get("ff.b2").reshape(-1, 1, 1) if bias else None,
-        }
+        return FeedForwardWeights(
+            W1=np.concatenate([get(f"ff.W{k}") for k in ins]) if len(ins) > 1 else get("ff.W1"),
+            b1=np.concatenate([get(f"ff.b{k}") for k in ins]).reshape(-1, 1, 1) if bias else None,
+            W2=get("ff.W2"),
+            b2=get("ff.b2").reshape(-1, 1, 1) if bias else None,
+        )
 
-    def apply(self, blk, X: kernels.Array) -> kernels.Array:
+    def apply(self, w: FeedForwardWeights, X: kernels.Array) -> kernels.Array:
         """W2 act(W1 X + b1) + b2 without the residual: (d, b, n) -> (d, b, n)."""
-        hidden = kernels.linear(blk.W1, X)  # (r, b, n)
-        if blk.b1 is not None:
-            hidden += blk.b1
-        return self._down(blk, kernels.ACTIVATIONS[self.spec.activation](hidden))
+        hidden = kernels.linear(w.W1, X)  # (r, b, n)
+        if w.b1 is not None:
+            hidden += w.b1
+        return self._down(w, kernels.ACTIVATIONS[self.spec.activation](hidden))
 
-    def _down(self, blk, hidden: kernels.Array) -> kernels.Array:
-        out = kernels.linear(blk.W2, hidden)
-        if blk.b2 is not None:
-            out += blk.b2
+    def _down(self, w: FeedForwardWeights, hidden: kernels.Array) -> kernels.Array:
+        out = kernels.linear(w.W2, hidden)
+        if w.b2 is not None:
+            out += w.b2
         return out
 
 
@@ -110,15 +122,15 @@ class GatedFeedForward(FeedForward):
         kept = (gate or up) + gate + down if self.spec.activation == "relu" else gate + up + gate + down
         return kept * self.spec.r * s
 
-    def apply(self, blk, X: kernels.Array) -> kernels.Array:
+    def apply(self, w: FeedForwardWeights, X: kernels.Array) -> kernels.Array:
         """W2 (act(W1 X + b1) * (W3 X + b3)) + b2 without the residual: (d, b, n) -> (d, b, n)."""
-        both = kernels.linear(blk.W1, X)  # (2r, b, n): the gate's rows, then the up projection's
-        if blk.b1 is not None:
-            both += blk.b1
+        both = kernels.linear(w.W1, X)  # (2r, b, n): the gate's rows, then the up projection's
+        if w.b1 is not None:
+            both += w.b1
         r = self.spec.r
         gate = kernels.ACTIVATIONS[self.spec.activation](both[:r])
         gate *= both[r:]
-        return self._down(blk, gate)
+        return self._down(w, gate)
 
 
 class ClampedFeedForward(GatedFeedForward):
@@ -130,17 +142,17 @@ class ClampedFeedForward(GatedFeedForward):
         gated = super().flops(b, n, pairs)["feedforward"]
         return {"feedforward": gated + self.spec.N * 4 * self.spec.r * b * n}
 
-    def apply(self, blk, X: kernels.Array) -> kernels.Array:
-        both = kernels.linear(blk.W1, X)  # (2r, b, n): the gate's rows, then the up projection's
-        if blk.b1 is not None:
-            both += blk.b1
+    def apply(self, w: FeedForwardWeights, X: kernels.Array) -> kernels.Array:
+        both = kernels.linear(w.W1, X)  # (2r, b, n): the gate's rows, then the up projection's
+        if w.b1 is not None:
+            both += w.b1
         r, limit, alpha = self.spec.r, self.spec.swiglu_limit, self.spec.swiglu_alpha
         gate = np.minimum(both[:r], limit)
         up = np.clip(both[r:], -limit, limit)
         glu = gate / (1.0 + np.exp(-alpha * gate))  # g sigmoid(alpha g)
         up += 1.0
         glu *= up
-        return self._down(blk, glu)
+        return self._down(w, glu)
 
 
 FEEDFORWARDS = {"plain": FeedForward, "gated": GatedFeedForward, "clamped": ClampedFeedForward}

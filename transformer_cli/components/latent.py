@@ -14,7 +14,7 @@ r entries as they do for every other attention; the checkpoint's order ([rest | 
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import SimpleNamespace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,6 +24,25 @@ from .base import Pairs, Tensor, Term
 from .norm import RMS_PER_ENTRY
 
 LATENT_EPS = 1e-6  # the latents' RMSNorms, as DeepSeek's code builds them (its default eps, not rms_norm_eps)
+
+
+@dataclass
+class LatentWeights:
+    """One block's latent attention as `prepare` lays it out: matrices on columns, vectors as (k, 1, 1) columns,
+    each query head's rows in tfm's order [rotary | rest]."""
+
+    W_Q: np.ndarray | None  # (H m, d), or None with the bottleneck
+    W_QA: np.ndarray | None  # (q, d): the bottleneck
+    b_QA: np.ndarray | None
+    q_gain: np.ndarray | None  # (q, 1, 1)
+    W_QB: np.ndarray | None  # (H m, q)
+    W_KVA: np.ndarray  # (c + r, d)
+    b_KVA: np.ndarray | None
+    kv_gain: np.ndarray  # (c, 1, 1)
+    W_KVB: np.ndarray  # (H (m - r + v), c)
+    W_O: np.ndarray  # (d, H v)
+    b_O: np.ndarray | None
+    sinks: None = None  # (no attention sinks)
 
 
 class LatentAttention(MultiHeadAttention):
@@ -68,7 +87,7 @@ class LatentAttention(MultiHeadAttention):
             out.append(Term("d", d, "block"))
         return out
 
-    def prepare(self, get: Callable[[str], np.ndarray]) -> dict:
+    def prepare(self, get: Callable[[str], np.ndarray]) -> LatentWeights:  # type: ignore[override]
         """The projections as matrices on columns, each query head's rows in tfm's order [rotary | rest]."""
         H, m, d, c, r, v, q = self.sizes
         order = np.r_[m - r : m, 0 : m - r]  # a head's rows: its rotary part first
@@ -76,27 +95,28 @@ class LatentAttention(MultiHeadAttention):
         def heads_first(W: np.ndarray) -> np.ndarray:
             return np.ascontiguousarray(W[:, order].reshape(H * m, -1))
 
-        a = SimpleNamespace(W_QA=None, b_QA=None, q_gain=None, b_KVA=None)
+        bias = self.spec.attention_bias
+        W_QA = q_gain = b_QA = W_QB = W_Q = None
         if q:
-            a.W_QA, a.q_gain, a.W_Q = get("attention.W_QA"), get("attention.q_a_norm.gamma").reshape(-1, 1, 1), None
-            a.W_QB = heads_first(get("attention.W_QB"))
-            a.b_QA = get("attention.b_QA").reshape(-1, 1, 1) if self.spec.attention_bias else None
+            W_QA, q_gain = get("attention.W_QA"), get("attention.q_a_norm.gamma").reshape(-1, 1, 1)
+            W_QB = heads_first(get("attention.W_QB"))
+            b_QA = get("attention.b_QA").reshape(-1, 1, 1) if bias else None
         else:
-            a.W_Q = heads_first(get("attention.W_Q"))
-        a.W_KVA, a.kv_gain = get("attention.W_KVA"), get("attention.kv_a_norm.gamma").reshape(-1, 1, 1)
-        a.b_KVA = get("attention.b_KVA").reshape(-1, 1, 1) if self.spec.attention_bias else None
-        a.W_KVB = get("attention.W_KVB").reshape(H * (m - r + v), c)
+            W_Q = heads_first(get("attention.W_Q"))
+        W_KVA, kv_gain = get("attention.W_KVA"), get("attention.kv_a_norm.gamma").reshape(-1, 1, 1)
+        b_KVA = get("attention.b_KVA").reshape(-1, 1, 1) if bias else None
+        W_KVB = get("attention.W_KVB").reshape(H * (m - r + v), c)
         W_O = np.ascontiguousarray(get("attention.W_O").transpose(1, 0, 2).reshape(d, H * v))
         b_O = get("attention.b_O").reshape(-1, 1, 1) if self.spec.has_out_bias else None
-        return {"W_qkv": None, "b_qkv": None, "qk_norm": None, "latent": a, "W_O": W_O, "b_O": b_O, "sinks": None}
+        return LatentWeights(W_Q, W_QA, b_QA, q_gain, W_QB, W_KVA, b_KVA, kv_gain, W_KVB, W_O, b_O)
 
-    def compress(self, blk, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def compress(self, a: LatentWeights, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(d, b, n) -> Q (b, H, m, n) in the order [rotary | rest], the normalised latent (b, 1, c, n) and the
         shared rotary key part (b, 1, r, n), not yet rotated."""
         H, m, d, c, r, v, q = self.sizes
         _, b, n = X.shape
-        a = blk.latent
         if a.W_Q is None:  # the bottleneck: W_QB RMSNorm(W_QA x + b_QA)
+            assert a.W_QA is not None and a.W_QB is not None and a.q_gain is not None
             low = kernels.linear(a.W_QA, X)
             if a.b_QA is not None:
                 low += a.b_QA
@@ -113,21 +133,21 @@ class LatentAttention(MultiHeadAttention):
             both[c:].transpose(1, 0, 2)[:, None],
         )
 
-    def keys_values(self, blk, rotary: np.ndarray, latent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def keys_values(self, w: LatentWeights, rotary: np.ndarray, latent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[override]
         """Every head's keys (b, H, m, t) [rotary | rest] and values (b, H, v, t) from the latents (b, 1, c, t) and
         the shared rotary key parts (b, 1, r, t): W_KVB expands each latent into the heads' own parts."""
         H, m, d, c, r, v, q = self.sizes
         b, t = latent.shape[0], latent.shape[-1]
-        KV = kernels.linear(blk.latent.W_KVB, latent[:, 0].transpose(1, 0, 2)).reshape(H, m - r + v, b, t)
+        KV = kernels.linear(w.W_KVB, latent[:, 0].transpose(1, 0, 2)).reshape(H, m - r + v, b, t)
         K = np.empty((b, H, m, t), dtype=latent.dtype)
         K[:, :, :r] = rotary  # every head's rotary part: the shared one
         K[:, :, r:] = KV[:, : m - r].transpose(2, 0, 1, 3)
         return K, KV[:, m - r :].transpose(2, 0, 1, 3)
 
-    def qkv(self, blk, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def qkv(self, w: LatentWeights, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # type: ignore[override]
         """(d, b, n) -> Q, K (b, H, m, n) in the order [rotary | rest], V (b, H, v, n)."""
-        Q, latent, rotary = self.compress(blk, X)
-        K, V = self.keys_values(blk, rotary, latent)
+        Q, latent, rotary = self.compress(w, X)
+        K, V = self.keys_values(w, rotary, latent)
         return Q, K, V
 
     def cache_shapes(self, b: int, slots: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -135,11 +155,13 @@ class LatentAttention(MultiHeadAttention):
         H, m, d, c, r, v, q = self.sizes
         return (b, 1, r, slots), (b, 1, c, slots)
 
-    def cache_entries(self, blk, X: np.ndarray, K: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def cache_entries(  # type: ignore[override]
+        self, w: LatentWeights, X: np.ndarray, K: np.ndarray, V: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The rotated shared key part (any head's: they are one) and the latent of the columns X (made again from
         X: the keys and values hold it expanded)."""
         r = self.spec.rotated_dims
-        return K[:, :1, :r], self.compress(blk, X)[1]
+        return K[:, :1, :r], self.compress(w, X)[1]
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         H, m, d, c, r, v, q = self.sizes

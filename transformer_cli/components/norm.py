@@ -17,6 +17,7 @@ NORM_PER_ENTRY = 7  # layernorm: mean, subtract, square, variance, scale, gamma,
 RMS_PER_ENTRY = 4  # rmsnorm: square, mean, scale, gamma
 
 Get = Callable[[str], "kernels.Array"]
+BLOCK_NORMS = ("norm1", "norm2", "norm1_out", "norm2_out")  # the order of a block's norms (residual.py reads it)
 
 
 class NoNorm(Component):
@@ -26,8 +27,8 @@ class NoNorm(Component):
     def saved_bytes(self, width: int, s: int, frozen: bool = False) -> int:
         return 0
 
-    def prepare(self, get: Get) -> dict:
-        return {"norm1": None, "norm2": None, "norm1_out": None, "norm2_out": None}
+    def prepare(self, get: Get) -> tuple:
+        return (None, None, None, None)
 
     def apply(self, X: kernels.Array, params: tuple) -> kernels.Array:
         return X
@@ -65,10 +66,11 @@ class LayerNorm(Component):
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         return {"norms": len(self.norms) * self.spec.N * self.per_entry * self.spec.d * b * n}
 
-    def prepare(self, get: Get) -> dict:
-        """norm1 and norm2 as tuples of (d, 1, 1) columns, for the forward pass (a shared norm: norm2 is None)."""
-        absent = {"norm1": None, "norm2": None, "norm1_out": None, "norm2_out": None}
-        return absent | {ln: self.stacked(lambda g, ln=ln: get(f"{ln}.{g}")) for ln in self.norms}  # type: ignore[misc]
+    def prepare(self, get: Get) -> tuple:
+        """The block's norms (norm1, norm2, norm1_out, norm2_out), each the tuple of its (d, 1, 1) columns or None
+        where the layout has no such norm (a shared norm: norm2 is None)."""
+        return tuple(self.stacked(lambda g, ln=ln: get(f"{ln}.{g}")) if ln in self.norms else None  # type: ignore[misc]
+                     for ln in BLOCK_NORMS)  # fmt: skip
 
     def stacked(self, get: Get, flat: bool = True) -> tuple:
         """One norm's parameters as (d, 1, 1) columns (flat: false, as stored); with norm_plus_one the gain is

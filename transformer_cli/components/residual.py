@@ -94,12 +94,25 @@ class Residuals(Component):
         self.layout = "parallel" if spec.parallel else spec.norm
         self.join = LAYOUTS[self.layout].join  # (X, attention, feedforward, norm, norms, cross) -> the block's output
 
-    def apply(self, X: Array, attention: Sublayer, feedforward: Sublayer, norm: Callable, norms: tuple, cross=None):
-        """The block's output in the spec's layout, each sublayer's output times residual_scale (Granite)."""
+    def apply(
+        self,
+        X: Array,
+        attention: Sublayer,
+        feedforward: Sublayer,
+        norm: Callable,
+        norms: tuple,
+        cross=None,
+        tap: Callable[[str, Array], None] | None = None,
+    ) -> Array:
+        """The block's output in the spec's layout, each sublayer's output times residual_scale (Granite); `tap`
+        (unless None) hears each sublayer's output as it is made, by name ('attention', 'cross', 'feedforward')."""
         s = self.spec.residual_scale
         if s != 1.0:
             attention, feedforward = _scaled(attention, s), _scaled(feedforward, s)
             cross = None if cross is None else (_scaled(cross[0], s), cross[1])
+        if tap is not None:
+            attention, feedforward = _tapped(attention, tap, "attention"), _tapped(feedforward, tap, "feedforward")
+            cross = None if cross is None else (_tapped(cross[0], tap, "cross"), cross[1])
         return self.join(X, attention, feedforward, norm, norms, cross)
 
     @property
@@ -133,6 +146,18 @@ def _scaled(sublayer: Sublayer, s: float) -> Sublayer:
     def run(U: Array) -> Array:
         out = sublayer(U)
         out *= out.dtype.type(s)
+        return out
+
+    return run
+
+
+def _tapped(sublayer: Sublayer, tap: Callable[[str, Array], None], name: str) -> Sublayer:
+    """The sublayer, its output handed to `tap` before the residual adds to it (in place: a tap copies what it
+    keeps)."""
+
+    def run(U: Array) -> Array:
+        out = sublayer(U)
+        tap(name, out)
         return out
 
     return run

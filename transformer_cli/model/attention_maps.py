@@ -7,12 +7,12 @@ stops after the requested block, and only that block's (H, n, n) weights are col
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from ..analysis.memory import HEATMAP_BYTES, JSON_BYTES, MemoryEstimate, check_memory, estimate_forward
+from ..components.cross import Memory
 from ..errors import TfmError
 from ..io.arrays import open_npy, peek_npy
 from ..spec.definition import Spec
@@ -32,16 +32,8 @@ def block_weights(model: Transformer, x: np.ndarray, block: int) -> np.ndarray:
     """Block `block`'s attention weights for one sequence x (d, n) or token ids (n,): (H, n_k, n_q); the blocks
     after it never run."""
     Z, _ = model.columns(x)  # (d, 1, n), as Transformer.forward starts
-    pe = model.positions(0, Z.shape[-1])
-    if pe is not None:
-        Z += pe[:, None, :]
-    if model.embedded:
-        Z = model.embedding.finish(Z, model.embedded)
-    for blk in model.blocks[:block]:
-        Z = model.apply_block(blk, Z, partial(model.self_attention, blk))
     found: list[np.ndarray] = []
-    target = model.blocks[block]
-    model.apply_block(target, Z, lambda U: model.self_attention(target, U, weights_out=found))
+    model.run(Z, last=block, weights=lambda i, kind: found if i == block else None)
     return found[0][0]  # (H, n_k, n_q)
 
 
@@ -49,35 +41,14 @@ def decoder_block_weights(model, source: np.ndarray, target: np.ndarray, block: 
     """An encoder-decoder's attention weights for one source and target: the encoder's block (kind 'encoder',
     (H, n_src, n_src)), or the decoder's self-attention ('self', (H, n_tgt, n_tgt)) or cross-attention ('cross',
     (H_c, n_src, n_tgt): keys are the source's columns, queries the target's)."""
-    from ..components.cross import memory_keys
-
     if kind == "encoder":
         return block_weights(model.encoder, source, block)
     decoder = model.decoder
-    memory = to_columns(model.encode(source), decoder.dtype)  # (d, 1, n_src)
+    memory = Memory(to_columns(model.encode(source), decoder.dtype), decoder.spec.cross_heads)  # (d, 1, n_src)
     Z, _ = decoder.columns(target)
-    pe = decoder.positions(0, Z.shape[-1])
-    if pe is not None:
-        Z += pe[:, None, :]
-    if decoder.embedded:
-        Z = decoder.embedding.finish(Z, decoder.embedded)
-    found: list[np.ndarray] = []
-    for i, blk in enumerate(decoder.blocks[: block + 1]):  # the blocks after `block` never run
-        c = decoder.crosses[i]
-        keys = memory_keys(c, memory, decoder.spec.cross_heads)
-        into = {kind: found} if i == block else {}  # the block shown gives its weights of that kind
-        cross = (_cross_sublayer(decoder, c, keys, into.get("cross")), c.norm)
-        attention = _self_sublayer(decoder, blk, into.get("self"))
-        Z = decoder.apply_block(blk, Z, attention, cross)
+    found: list[np.ndarray] = []  # the block shown gives its weights of that kind; the blocks after it never run
+    decoder.run(Z, last=block, memory=memory, weights=lambda i, asked: found if (i, asked) == (block, kind) else None)
     return found[0][0]
-
-
-def _cross_sublayer(decoder, c, keys, out):
-    return lambda U: decoder.cross_attention(c, U, keys, None, out)
-
-
-def _self_sublayer(decoder, blk, out):
-    return lambda U: decoder.self_attention(blk, U, out)
 
 
 def attention_maps(

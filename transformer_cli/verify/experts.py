@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.memory import MemoryEstimate
-from ..components.experts import Experts
-from ..model.transformer import Block
+from ..components.experts import Experts, ExpertsWeights
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 
 
@@ -37,18 +36,19 @@ def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
     columns = ["block", "routed vs dense", "tol", "experts per column", "all experts (control)", "property"]
     rows: list[list[Any]] = []
     E, k = spec.E or 0, spec.k or 0
-    for i, blk in enumerate(model.blocks):
-        if blk.router is None or not isinstance(blk.ff, Experts):  # a dense block beside routed ones
+    for i, (_, ff) in enumerate(model.layers):
+        if not isinstance(ff, Experts):  # a dense block beside routed ones
             continue
-        routed = blk.ff.apply(blk, U).reshape(spec.d, -1)
-        chosen, weights = blk.ff.route(blk.router, flat)
+        w = model.weights.block(i)[1]
+        routed = ff.apply(w, U).reshape(spec.d, -1)
+        chosen, weights = ff.route(w.router, flat)
         distinct = {len(set(column)) for column in chosen.T}
-        scores = blk.router.logits(flat).astype(np.float64)
+        scores = w.router.logits(flat).astype(np.float64)
         gates = np.zeros_like(scores)  # (E, T): the softmax over the top k, zero elsewhere
         np.put_along_axis(gates, chosen, weights, axis=0)
         full = np.exp(scores - scores.max(axis=0)) / np.exp(scores - scores.max(axis=0)).sum(axis=0)
-        outputs = [_expert(blk, e, U) for e in range(E)]
-        shared = 0.0 if blk.shared is None else blk.ff.shared_output(blk.shared, U).reshape(spec.d, -1)
+        outputs = [_expert(ff, w, e, U) for e in range(E)]
+        shared = 0.0 if w.shared is None else ff.shared_output(w, U).reshape(spec.d, -1)
         dense = reduce(operator.add, [gates[e] * outputs[e] for e in range(E)]) + shared  # in order, as sum() adds
         control = rel_err(reduce(operator.add, [full[e] * outputs[e] for e in range(E)]) + shared, routed, routed)
         err = rel_err(routed, dense, dense)
@@ -73,9 +73,6 @@ def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
     )
 
 
-def _expert(blk: Block, e: int, U: np.ndarray) -> np.ndarray:
+def _expert(ff: Experts, w: ExpertsWeights, e: int, U: np.ndarray) -> np.ndarray:
     """Expert e alone on every column of U: (d, T)."""
-    pick = {key: None if getattr(blk, key) is None else getattr(blk, key)[e] for key in ("W1", "b1", "W2", "b2")}
-    params = type(blk)(**{**vars(blk), **pick, "router": None, "shared": None})  # the block with expert e's weights
-    assert isinstance(blk.ff, Experts)
-    return blk.ff.expert.apply(params, U).reshape(U.shape[0], -1).astype(np.float64)
+    return ff.expert.apply(w.expert(e), U).reshape(U.shape[0], -1).astype(np.float64)

@@ -38,7 +38,7 @@ def _head_moments(setup: Setup, block: int | None) -> tuple[np.ndarray, np.ndarr
     H, m = setup.spec.H, setup.spec.m
     if block is None:  # unit-variance coordinates: mean 0, variance m
         return np.zeros(H), np.full(H, float(m))
-    blk = setup.model.blocks[block]
+    blk = setup.model.weights.block(block)[0]  # the block's attention weights
     G = setup.spec.kv_heads
     W = np.asarray(blk.W_qkv, np.float64).reshape(H + 2 * G, m, -1)  # ((H + 2G), m, d)
     A, B = W[:H], np.repeat(W[H : H + G], H // G, axis=0)  # each query head with its key/value head's W_K
@@ -61,7 +61,7 @@ def _observe(setup: Setup, block: int | None, sequences: int) -> np.ndarray:
             Q, K = (setup.gaussian(b, spec.H, spec.m, n).astype(setup.model.dtype) for _ in range(2))
         else:
             U = setup.gaussian(spec.d, b, n).astype(setup.model.dtype)  # unit-variance inputs, (d, b, n)
-            Q, K, _ = setup.model.qkv(setup.model.blocks[block], U)
+            Q, K, _ = setup.model.qkv(block, U)
         S = _scores(setup, Q, K).astype(np.float64) / c  # back to q.k, so no scale can overflow the figures
         dev = (S - mean[None, :, None, None])[..., off]  # (b, H, n(n-1))
         out.append(np.mean(np.square(dev), axis=(1, 2)))
