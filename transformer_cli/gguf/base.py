@@ -10,53 +10,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
-from ..hf.keys import Keys
-from ..hf.layouts import Family
+from ..families.gguf_layout import LLAMA_LAYOUT, Transform, permute, unpermute
+from ..families.keys import Keys
+from ..families.layout import Family
 from .header import ArrayCount, Header
-
-Transform = Callable[[np.ndarray, dict[str, Any]], np.ndarray]
-
-
-def _linear(ours: str, theirs: str, parts: str = "Wb") -> dict[str, str]:
-    return {ours.format(p): f"{theirs}.{'weight' if p == 'W' else 'bias'}" for p in parts}
-
-
-def _llama_names() -> dict[str, str]:
-    names = {"norm1.gamma": "attn_norm.weight", "norm2.gamma": "ffn_norm.weight",
-             "attention.q_norm.gamma": "attn_q_norm.weight",
-             "attention.k_norm.gamma": "attn_k_norm.weight"}  # fmt: skip
-    for x, theirs in (("Q", "attn_q"), ("K", "attn_k"), ("V", "attn_v"), ("O", "attn_output")):
-        names |= _linear("attention.{}_" + x, theirs)
-    for n, theirs in (("1", "ffn_gate"), ("3", "ffn_up"), ("2", "ffn_down")):
-        names |= _linear("ff.{}" + n, theirs)
-    return names
-
-
-LLAMA_LAYOUT = Family("blk.{i}.", _llama_names(), {"embedding.E": "token_embd.weight", "head.W": "output.weight",
-                                                   "final_norm.gamma": "output_norm.weight"})  # fmt: skip
-
-
-def unpermute(heads_key: str) -> Transform:
-    """The inverse of convert_hf_to_gguf.py's LlamaModel.permute: llama.cpp's rotary turns adjacent pairs, so the
-    converter reorders each head's rows from the halves (j, j + m/2) to pairs (2j, 2j + 1); this puts them back.
-    `heads_key`: the metadata key with the head count it used (head_count for Q, head_count_kv for K)."""
-
-    def undo(rows: np.ndarray, meta: dict[str, Any]) -> np.ndarray:
-        heads = meta.get(heads_key) or meta["attention.head_count"]
-        return rows.reshape(heads, rows.shape[0] // heads // 2, 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
-
-    return undo
-
-
-def permute(heads_key: str) -> Transform:
-    """convert_hf_to_gguf.py's LlamaModel.permute: each head's rows from the halves (j, j + m/2) to adjacent pairs
-    (2j, 2j + 1), for llama.cpp's rotary; the inverse of `unpermute`."""
-
-    def do(rows: np.ndarray, meta: dict[str, Any]) -> np.ndarray:
-        heads = meta.get(heads_key) or meta["attention.head_count"]
-        return rows.reshape(heads, 2, rows.shape[0] // heads // 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
-
-    return do
 
 
 @dataclass(frozen=True)

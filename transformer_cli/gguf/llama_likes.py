@@ -3,8 +3,6 @@ reads them:
 
 - OLMo 2: each sublayer's output normalised (post_attention_norm, post_ffw_norm), query and key norms over all
   heads together; llama.cpp turns halves, so the converter does not permute.
-- Granite: LLaMA's file (Q and K rows permuted) with four multipliers: attention.scale in place of 1/sqrt(m),
-  embedding_scale, residual_scale, and logit_scale, which llama.cpp divides the logits by.
 - Command-R (Cohere): one LayerNorm without bias shared by parallel attention and feedforward, rotary in adjacent
   pairs (Cohere's own pairing: no permutation), the logits times logit_scale, the head always tied; per-head query
   and key norms where the file holds them (llama.cpp loads them only for models of 64 or more layers).
@@ -16,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..hf.keys import Keys
-from ..hf.layouts import Family
+from ..families.keys import Keys
+from ..families.layout import Family
 from .base import LLAMA_LAYOUT, Arch, llama, partial_rotary, sizes
 from .header import Header
 
@@ -26,20 +24,6 @@ def olmo2(c: Keys, header: Header) -> dict[str, Any]:
     """OLMo 2: LLaMA's sizes and rotary, no norm of a sublayer's input but one of its output, RMSNorms of all query
     and all key projections together (widths Hm and Gm)."""
     return llama(c, header) | {"norm": "output", "qk_norm": True, "qk_norm_over": "all"}
-
-
-def granite(c: Keys, header: Header) -> dict[str, Any]:
-    """Granite: LLaMA with biases where the file has them and the four multipliers (a missing one is 1, or for the
-    attention 1/sqrt(m), as llama.cpp reads them)."""
-    spec = llama(c, header) | {"ff_bias": "blk.0.ffn_up.bias" in header.tensors}
-    if spec.get("out_bias"):  # (Granite's attention_bias is on all four projections: the default)
-        del spec["out_bias"]
-    embed, residual = c.number("embedding_scale", 1.0), c.number("residual_scale", 1.0)
-    spec |= {"embed_scale": "none" if embed == 1.0 else embed, "residual_scale": residual,
-             "logit_scale": 1.0 / c.number("logit_scale", 1.0)}  # fmt: skip
-    if c.has("attention.scale"):
-        spec["scale"] = c.number("attention.scale")
-    return spec
 
 
 def command_r(c: Keys, header: Header) -> dict[str, Any]:
@@ -83,4 +67,4 @@ COMMAND_R = Arch(command_r, LLAMA_LAYOUT)
 STABLELM = Arch(stablelm, Family("blk.{i}.", LLAMA_LAYOUT.names | _LAYER_NORMS,
                                  LLAMA_LAYOUT.globals_ | {"final_norm.beta": "output_norm.bias"}))  # fmt: skip
 
-__all__ = ["COMMAND_R", "OLMO2", "STABLELM", "granite"]
+__all__ = ["COMMAND_R", "OLMO2", "STABLELM"]

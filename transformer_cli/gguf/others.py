@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..hf.keys import Keys
-from ..hf.layouts import Family
+from ..families.keys import Keys
+from ..families.layout import Family
 from ..kernels import longrope_attention_factor
 from .base import LLAMA_LAYOUT, Arch, partial_rotary, rows, sizes
 from .header import Header

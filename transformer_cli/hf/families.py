@@ -9,16 +9,18 @@ from the 7B model its class describes, which a config.json without them never me
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from ..families import RECORDS
+from ..families.keys import REQUIRED, Keys
+from ..families.parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope, whole_heads, window_key
 from .bert_families import bert, distilbert, roberta
 from .deepseek import deepseek_v2, deepseek_v3
 from .encoder_decoder import bart, mbart, mt5, t5
 from .gemma import gemma, gemma2, gemma3_text
-from .keys import REQUIRED, Keys
 from .moe_families import gpt_oss, phimoe, qwen2_moe, qwen3_moe
-from .parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope, whole_heads, window_key
-from .scaled import cohere, granite
+from .scaled import cohere
 
 
 def gpt2(c: Keys) -> dict[str, Any]:
@@ -284,7 +286,7 @@ def _layer_windows(c: Keys, N: int) -> dict[str, Any]:
     return window_key(window) | (layers if "full_attention" in kinds else {})
 
 
-FAMILIES = {
+FAMILIES: dict[str, tuple[str, Callable[[Keys], dict[str, Any]]]] = {
     "gpt2": ("GPT2LMHeadModel", gpt2), "bert": ("BertModel", bert), "roberta": ("RobertaModel", roberta),
     "xlm-roberta": ("XLMRobertaModel", roberta), "distilbert": ("DistilBertModel", distilbert),
     "gpt_neo": ("GPTNeoForCausalLM", gpt_neo),
@@ -296,7 +298,7 @@ FAMILIES = {
     "gpt_oss": ("GptOssForCausalLM", gpt_oss),
     "gptj": ("GPTJForCausalLM", gptj), "opt": ("OPTForCausalLM", opt), "bloom": ("BloomForCausalLM", bloom),
     "starcoder2": ("Starcoder2ForCausalLM", starcoder2), "stablelm": ("StableLmForCausalLM", stablelm),
-    "granite": ("GraniteForCausalLM", granite), "cohere": ("CohereForCausalLM", cohere),
+    "cohere": ("CohereForCausalLM", cohere),
     "deepseek_v2": ("DeepseekV2ForCausalLM", deepseek_v2), "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
     "gemma2": ("Gemma2ForCausalLM", gemma2), "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
     "phi": ("PhiForCausalLM", phi), "phi3": ("Phi3ForCausalLM", phi3), "gpt_neox": ("GPTNeoXForCausalLM", gpt_neox),
@@ -304,5 +306,6 @@ FAMILIES = {
     "bart": ("BartForConditionalGeneration", bart),
     "mt5": ("MT5ForConditionalGeneration", mt5), "mbart": ("MBartForConditionalGeneration", mbart),
 }  # fmt: skip
+FAMILIES |= {kind: (record.hf_class, record.spec) for kind, record in RECORDS.items()}  # (families/)
 
 __all__ = ["FAMILIES"]

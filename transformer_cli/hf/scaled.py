@@ -1,25 +1,12 @@
-"""LLaMA's layout with numbers that scale the streams: Granite's four multipliers (embedding, attention scores,
-residual, logits) and Cohere's parallel block with its logit scale."""
+"""LLaMA's layout with a number that scales the stream: Cohere's parallel block with its logit scale (Granite's four
+multipliers are families/granite.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .keys import Keys
-from .parts import llama_like
-
-
-def granite(c: Keys) -> dict[str, Any]:
-    """GraniteForCausalLM: LLaMA's block with the embedded columns times embedding_multiplier, the scores times
-    attention_multiplier (in place of 1/sqrt(m)), each sublayer's output times residual_multiplier as it joins the
-    residual, and the logits divided by logits_scaling; biases with attention_bias and mlp_bias."""
-    spec = llama_like(c, c.count("num_key_value_heads", None), None, 1e-6, False, 2048)
-    embedding = c.number("embedding_multiplier", 1.0)
-    return spec | {
-        "attention_bias": c.flag("attention_bias", False), "ff_bias": c.flag("mlp_bias", False),
-        "scale": c.number("attention_multiplier", 1.0), "embed_scale": "none" if embedding == 1.0 else embedding,
-        "residual_scale": c.number("residual_multiplier", 1.0), "logit_scale": 1.0 / c.number("logits_scaling", 1.0),
-    }  # fmt: skip
+from ..families.keys import Keys
+from ..families.parts import llama_like
 
 
 def cohere(c: Keys) -> dict[str, Any]:
@@ -35,4 +22,4 @@ def cohere(c: Keys) -> dict[str, Any]:
     }  # fmt: skip
 
 
-__all__ = ["cohere", "granite"]
+__all__ = ["cohere"]

@@ -1,0 +1,21 @@
+"""The model families tfm reads and writes: one record each (record.py), registered here by the model_type it
+serves. A new family is one module and one line below; the tables the formats read (hf/, gguf/) are derived
+from these records.
+
+Not every family is a record yet: those not listed here are still spread over the formats' tables
+(hf/families.py, hf/weights.py, hf/lora_modules.py, gguf/archs.py, gguf/write.py, gguf/hf_config.py), which
+take the records' entries after their own.
+"""
+
+from __future__ import annotations
+
+from .granite import GRANITE
+from .record import Gguf, Record
+
+RECORDS: dict[str, Record] = {record.model_type: record for record in (GRANITE,)}
+GGUF_ARCHS: dict[str, Record] = {}  # a GGUF architecture's family: the first record written to it
+for _record in RECORDS.values():
+    if _record.gguf is not None:
+        GGUF_ARCHS.setdefault(_record.gguf.arch, _record)
+
+__all__ = ["GGUF_ARCHS", "RECORDS", "Gguf", "Record"]
