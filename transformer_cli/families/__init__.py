@@ -9,10 +9,22 @@ take the records' entries after their own.
 
 from __future__ import annotations
 
-from .granite import GRANITE
+from . import bloom, cohere, gpt_neox, gptj, granite, phi, stablelm
 from .record import Gguf, Record
 
-RECORDS: dict[str, Record] = {record.model_type: record for record in (GRANITE,)}
+# the registry: one line a family
+RECORDS: dict[str, Record] = {
+    module.RECORD.model_type: module.RECORD
+    for module in (
+        bloom,
+        cohere,
+        gpt_neox,
+        gptj,
+        granite,
+        phi,
+        stablelm,
+    )
+}
 GGUF_ARCHS: dict[str, Record] = {}  # a GGUF architecture's family: the first record written to it
 for _record in RECORDS.values():
     if _record.gguf is not None:

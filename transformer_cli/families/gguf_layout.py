@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .layout import Family
+from .layout import Family, linear_names, norm_names
 
 Transform = Callable[[np.ndarray, dict[str, Any]], np.ndarray]
 
@@ -60,4 +60,18 @@ LLAMA_PERMUTED = {"attn_q.weight": _Q, "attn_k.weight": _K, "attn_q.bias": _Q, "
 _Q2, _K2 = permute("attention.head_count"), permute("attention.head_count_kv")
 LLAMA_REDO = {"attn_q.weight": _Q2, "attn_k.weight": _K2, "attn_q.bias": _Q2, "attn_k.bias": _K2}  # to write
 
-__all__ = ["LLAMA_LAYOUT", "LLAMA_PERMUTED", "LLAMA_REDO", "Transform", "permute", "unpermute"]
+# the LayerNorm families' (BLOOM, GPT-NeoX, Phi-2): LayerNorms with biases, biases on every projection, and the fused
+# attn_qkv the converter reorders from per-head [q; k; v] groups to [Q; K; V] (how tfm reads a fused tensor)
+_one = lambda spec: 1  # noqa: E731
+LAYERNORM_FUSED = (("attn_qkv.weight", ("attention.W_Q", "attention.W_K", "attention.W_V"), _one),
+                   ("attn_qkv.bias", ("attention.b_Q", "attention.b_K", "attention.b_V"), _one))  # fmt: skip
+LAYERNORM_BLOCK = (linear_names("attention.{}_O", "attn_output") | linear_names("ff.{}1", "ffn_up")
+                   | linear_names("ff.{}2", "ffn_down") | norm_names("norm1", "attn_norm")
+                   | norm_names("norm2", "ffn_norm"))  # fmt: skip
+LAYERNORM_GLOBALS = {"embedding.E": "token_embd.weight", "head.W": "output.weight"} | norm_names(
+    "final_norm", "output_norm"
+)
+LAYERNORM_LAYOUT = Family("blk.{i}.", LAYERNORM_BLOCK, LAYERNORM_GLOBALS, fused=LAYERNORM_FUSED)  # GPT-NeoX's
+
+__all__ = ["LAYERNORM_BLOCK", "LAYERNORM_FUSED", "LAYERNORM_GLOBALS", "LAYERNORM_LAYOUT", "LLAMA_LAYOUT",
+           "LLAMA_PERMUTED", "LLAMA_REDO", "Transform", "permute", "unpermute"]  # fmt: skip

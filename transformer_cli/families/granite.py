@@ -60,9 +60,9 @@ def gguf_metadata(spec: Spec) -> dict[str, Any]:
     return out
 
 
-GRANITE = Record(
+RECORD = Record(
     "granite", "GraniteForCausalLM", spec, LLAMA, config,
     Gguf("granite", LLAMA_LAYOUT, gguf_spec, gguf_metadata, transforms=LLAMA_PERMUTED, redo=LLAMA_REDO),
 )  # fmt: skip
 
-__all__ = ["GRANITE"]
+__all__ = ["RECORD"]

@@ -54,6 +54,7 @@ class Record:
     aliases: tuple[tuple[str, str], ...] = ()
     lora_stacked: tuple[str, str, str, str] | None = None  # gate, up, down experts and router, as peft names them
     lora_router: str | None = None  # the router's name where it is a linear module of its own
+    config_alone: bool = False  # `config` is every key (the family names its sizes its own way): no shared ones
 
 
 __all__ = ["Gguf", "Record"]

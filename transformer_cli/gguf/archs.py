@@ -13,19 +13,19 @@ from ..families import GGUF_ARCHS, RECORDS
 from ..families.gguf_layout import LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
 from ..families.keys import Keys
 from ..families.record import Gguf
-from .base import Arch, llama
+from .base import Arch, llama, sizes
 from .bert import BERT
 from .deepseek2 import DEEPSEEK2
 from .gemma import GEMMA, GEMMA2, GEMMA3
 from .gpt_oss import GPT_OSS
 from .header import Header
-from .layernorm_families import BLOOM, GPTJ, GPTNEOX, PHI2
-from .llama_likes import COMMAND_R, OLMO2, STABLELM
+from .llama_likes import OLMO2
 from .moe import MIXTRAL, PHIMOE, QWEN2MOE, QWEN3MOE
 from .others import FALCON, GPT2, PHI3, STARCODER2
 from .t5 import T5
 
-BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {"llama": llama}  # the readers a family's starts from
+# the shared readers a family's GGUF reader starts from: LLaMA's spec, or the sizes every architecture reads alike
+BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {"llama": llama, "sizes": sizes}
 
 
 def _arch(gguf: Gguf) -> Arch:
@@ -36,9 +36,7 @@ def _arch(gguf: Gguf) -> Arch:
 
 
 ARCHITECTURES: dict[str, Arch] = {
-    "llama": Arch(
-        llama, LLAMA_LAYOUT, LLAMA_PERMUTED, experts=MIXTRAL, redo=LLAMA_REDO
-    ),  # (Mixtral's: llama with experts)
+    "llama": Arch(llama, LLAMA_LAYOUT, LLAMA_PERMUTED, experts=MIXTRAL, redo=LLAMA_REDO),  # (Mixtral: with experts)
     "qwen2": Arch(llama, LLAMA_LAYOUT),  # llama.cpp turns Qwen's halves as they are (NEOX rope): no permutation
     "qwen3": Arch(llama, LLAMA_LAYOUT),
     "qwen2moe": QWEN2MOE,
@@ -52,16 +50,10 @@ ARCHITECTURES: dict[str, Arch] = {
     "gpt2": GPT2,
     "falcon": FALCON,
     "olmo2": OLMO2,
-    "command-r": COMMAND_R,
-    "stablelm": STABLELM,
-    "bloom": BLOOM,
-    "gptneox": GPTNEOX,
-    "phi2": PHI2,
     "gpt-oss": GPT_OSS,
     "deepseek2": DEEPSEEK2,
     "bert": BERT,
     "t5": T5,
-    "gptj": GPTJ,
 } | {arch: _arch(record.gguf) for arch, record in GGUF_ARCHS.items() if record.gguf is not None}  # (families/)
 
 # a Hugging Face model_type's architecture, and the inverse: the model_type each architecture's files come from (the
@@ -69,10 +61,9 @@ ARCHITECTURES: dict[str, Arch] = {
 ARCH_OF = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
            "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "gemma": "gemma", "gemma2": "gemma2",
            "gemma3_text": "gemma3", "phi3": "phi3", "phimoe": "phimoe", "starcoder2": "starcoder2", "gpt2": "gpt2",
-           "falcon": "falcon", "olmo2": "olmo2", "cohere": "command-r",
-           "stablelm": "stablelm", "bloom": "bloom", "gpt_neox": "gptneox", "phi": "phi2",
+           "falcon": "falcon", "olmo2": "olmo2",
            "gpt_oss": "gpt-oss", "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2", "t5": "t5",
-           "mt5": "t5", "gptj": "gptj"}  # fmt: skip
+           "mt5": "t5"}  # fmt: skip
 ARCH_OF |= {kind: record.gguf.arch for kind, record in RECORDS.items() if record.gguf is not None}
 MODEL_TYPE: dict[str, str] = {}
 for _kind, _arch_name in ARCH_OF.items():

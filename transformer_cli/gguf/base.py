@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
+from ..families.gguf_keys import partial_rotary
 from ..families.gguf_layout import LLAMA_LAYOUT, Transform, permute, unpermute
 from ..families.keys import Keys
 from ..families.layout import Family
@@ -92,12 +93,6 @@ def llama(c: Keys, header: Header) -> dict[str, Any]:
     if c.has("expert_count"):  # Mixtral: every block's feedforward E experts of feed_forward_length, the top k
         spec |= {"E": c.count("expert_count"), "k": c.count("expert_used_count")}
     return spec
-
-
-def partial_rotary(c: Keys, m: int) -> dict[str, Any]:
-    """rope_fraction where rope.dimension_count turns fewer than a head's m dims (a partial rotary), else none."""
-    rotated = c.count("rope.dimension_count", m)
-    return {} if rotated == m else {"rope_fraction": rotated / m}
 
 
 def sizes(c: Keys, header: Header, G_default: int | None = None) -> dict[str, Any]:

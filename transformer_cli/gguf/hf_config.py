@@ -63,6 +63,8 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
              "max_position_embeddings": spec.context or spec.max_len or 2048,
              "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip
     out: dict[str, Any] = {"architectures": [CLASSES[kind]], "model_type": kind}
+    if kind in RECORDS and RECORDS[kind].config_alone:
+        return out | RECORDS[kind].config(spec)
     if kind == "gpt2":
         return out | {"vocab_size": spec.V, "n_embd": spec.d, "n_layer": spec.N, "n_head": spec.H,
                       "n_positions": spec.max_len, "n_inner": spec.r, "layer_norm_epsilon": spec.norm_eps,
@@ -78,30 +80,11 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         return out | _deepseek(spec, sizes)
     if kind == "t5":
         return _t5(spec)
-    if kind == "gptj":
-        return out | {"vocab_size": spec.V, "n_embd": spec.d, "n_layer": spec.N, "n_head": spec.H,
-                      "n_inner": spec.r, "n_positions": spec.context or 2048, "layer_norm_epsilon": spec.norm_eps,
-                      "rotary_dim": spec.rotated_dims, "activation_function": "gelu_new",
-                      "tie_word_embeddings": False}  # fmt: skip
-    if kind == "bloom":
-        return out | {"vocab_size": spec.V, "hidden_size": spec.d, "n_layer": spec.N, "n_head": spec.H,
-                      "layer_norm_epsilon": spec.norm_eps, "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip
     out |= sizes | _rope(spec)
     if spec.norm_type == "layernorm" and kind != "phimoe":
         out["layer_norm_eps"] = spec.norm_eps
     if kind in RECORDS:  # the family's own keys (families/)
         out |= RECORDS[kind].config(spec)
-    if kind == "cohere":
-        out |= {"logit_scale": spec.logit_scale, "use_qk_norm": spec.qk_norm, "attention_bias": spec.attention_bias,
-                "hidden_act": "silu"}  # fmt: skip
-    if kind == "stablelm":
-        out |= {"use_qkv_bias": spec.attention_bias, "qk_layernorm": spec.qk_norm, "hidden_act": "silu",
-                "use_parallel_residual": spec.parallel}  # fmt: skip
-    if kind == "gpt_neox":
-        out |= {"use_parallel_residual": spec.parallel, "hidden_act": "gelu", "attention_bias": True,
-                "rotary_pct": spec.rope_fraction, "rotary_emb_base": spec.rope_theta}  # fmt: skip
-    if kind == "phi":
-        out |= {"hidden_act": "gelu_new", "qk_layernorm": False}
     if kind == "gpt_oss":
         layers = spec.attention_layers or ("full",) * spec.N
         out |= {"attention_bias": True, "num_local_experts": spec.E, "num_experts_per_tok": spec.k,

@@ -71,10 +71,6 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
     record = GGUF_ARCHS.get(arch)
     if record is not None and record.gguf is not None:  # the family's own keys (families/)
         out |= record.gguf.metadata(spec)
-    if arch == "command-r":
-        out["logit_scale"] = float(spec.logit_scale)
-    if arch == "gptneox":
-        out["use_parallel_residual"] = bool(spec.parallel)
     if arch == "deepseek2":
         out |= _deepseek2(spec)
     if arch == "t5":  # (block_count the encoder's)

@@ -20,24 +20,19 @@ from ..errors import ArrayError
 from ..families import RECORDS
 from ..families.checkpoints import (
     BERT,
-    BLOOM,
     DEEPSEEK,
     DISTILBERT,
     GEMMA2,
     GPT2,
     GPT_NEO,
-    GPT_NEOX,
     GPT_OSS,
-    GPTJ,
     LLAMA,
     MIXTRAL,
     OLMO2,
     OPT,
-    PHI,
     PHI3,
     PHIMOE,
     QWEN_MOE,
-    STABLELM,
     STARCODER2,
     falcon,
 )
@@ -57,9 +52,9 @@ FAMILIES = {"gpt2": GPT2, "bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "d
             "gpt_neo": GPT_NEO, "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA, "qwen3": LLAMA,
             "gemma": LLAMA, "gemma2": GEMMA2, "gemma3_text": GEMMA2, "qwen2_moe": QWEN_MOE, "qwen3_moe": QWEN_MOE,
             "olmo2": OLMO2, "deepseek_v2": DEEPSEEK, "deepseek_v3": DEEPSEEK,
-            "gpt_oss": GPT_OSS, "gptj": GPTJ, "opt": OPT, "bloom": BLOOM, "starcoder2": STARCODER2,
-            "stablelm": STABLELM, "phimoe": PHIMOE, "cohere": LLAMA,
-            "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX, "bart": BART, "mbart": MBART}  # fmt: skip
+            "gpt_oss": GPT_OSS, "opt": OPT, "starcoder2": STARCODER2,
+            "phimoe": PHIMOE,
+            "phi3": PHI3, "bart": BART, "mbart": MBART}  # fmt: skip
 FAMILIES |= {kind: record.checkpoint for kind, record in RECORDS.items()}  # (families/)
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the
@@ -70,8 +65,6 @@ ALIASES = {
     "roberta": ((r"^roberta\.", ""),),  # RobertaForMaskedLM's files
     "xlm-roberta": ((r"^roberta\.", ""),),
     "distilbert": ((r"^distilbert\.", ""),),  # DistilBertForMaskedLM's files
-    "gpt_neox": ((r"^lm_head\.weight$", "embed_out.weight"),),
-    "bloom": ((r"^(?!transformer\.|lm_head\.)", "transformer."),),  # BloomModel's files (bloom-560m on the hub)
 } | {kind: record.aliases for kind, record in RECORDS.items() if record.aliases}
 SKIPPED = (
     r"rotary_emb\.inv_freq$",  # buffers some older files saved
