@@ -47,8 +47,10 @@ def test_model_type_is_the_inverse_of_arch_of():
 
 
 def _named(name: str) -> list[str]:
-    """The files of hf/ and gguf/ with `name` as a string literal (a table key or value)."""
-    literal = re.compile(rf"""["']{re.escape(name)}["']""")
+    """The files of hf/ and gguf/ with `name` as a table's key or value, or a branch on it (`== "name"`); the
+    tokenizer's model "gpt2" (byte-level BPE) is no family."""
+    quoted = rf"""["']{re.escape(name)}["']"""
+    literal = re.compile(rf"{quoted}\s*:(?!\s*$)|:\s*{quoted}|==\s*{quoted}", re.MULTILINE)
     return sorted(
         str(path.relative_to(PACKAGE))
         for folder in ("hf", "gguf")

@@ -9,7 +9,7 @@ take the records' entries after their own.
 
 from __future__ import annotations
 
-from . import bloom, cohere, gpt_neox, gptj, granite, phi, stablelm
+from . import bloom, cohere, gpt2, gpt_neo, gpt_neox, gptj, granite, opt, phi, stablelm, starcoder2
 from .record import Gguf, Record
 
 # the registry: one line a family
@@ -18,11 +18,15 @@ RECORDS: dict[str, Record] = {
     for module in (
         bloom,
         cohere,
+        gpt2,
+        gpt_neo,
         gpt_neox,
         gptj,
         granite,
+        opt,
         phi,
         stablelm,
+        starcoder2,
     )
 }
 GGUF_ARCHS: dict[str, Record] = {}  # a GGUF architecture's family: the first record written to it

@@ -73,5 +73,26 @@ LAYERNORM_GLOBALS = {"embedding.E": "token_embd.weight", "head.W": "output.weigh
 )
 LAYERNORM_LAYOUT = Family("blk.{i}.", LAYERNORM_BLOCK, LAYERNORM_GLOBALS, fused=LAYERNORM_FUSED)  # GPT-NeoX's
 
-__all__ = ["LAYERNORM_BLOCK", "LAYERNORM_FUSED", "LAYERNORM_GLOBALS", "LAYERNORM_LAYOUT", "LLAMA_LAYOUT",
-           "LLAMA_PERMUTED", "LLAMA_REDO", "Transform", "permute", "unpermute"]  # fmt: skip
+# the plain feedforward with biases and the attention's output (GPT-2, StarCoder2), the globals with the final
+# norm's bias, and the fused [Q; K; V] rows with their biases
+PLAIN_BLOCK = {"attention.W_O": "attn_output.weight", "attention.b_O": "attn_output.bias", "ff.W1": "ffn_up.weight",
+               "ff.b1": "ffn_up.bias", "ff.W2": "ffn_down.weight", "ff.b2": "ffn_down.bias"}  # fmt: skip
+GLOBALS_WITH_BIAS = {"embedding.E": "token_embd.weight", "head.W": "output.weight",
+                     "final_norm.gamma": "output_norm.weight", "final_norm.beta": "output_norm.bias"}  # fmt: skip
+QKV_FUSED = LAYERNORM_FUSED
+
+__all__ = [
+    "GLOBALS_WITH_BIAS",
+    "LAYERNORM_BLOCK",
+    "LAYERNORM_FUSED",
+    "LAYERNORM_GLOBALS",
+    "LAYERNORM_LAYOUT",
+    "LLAMA_LAYOUT",
+    "LLAMA_PERMUTED",
+    "LLAMA_REDO",
+    "PLAIN_BLOCK",
+    "QKV_FUSED",
+    "Transform",
+    "permute",
+    "unpermute",
+]

@@ -21,7 +21,7 @@ from .gpt_oss import GPT_OSS
 from .header import Header
 from .llama_likes import OLMO2
 from .moe import MIXTRAL, PHIMOE, QWEN2MOE, QWEN3MOE
-from .others import FALCON, GPT2, PHI3, STARCODER2
+from .others import FALCON, PHI3
 from .t5 import T5
 
 # the shared readers a family's GGUF reader starts from: LLaMA's spec, or the sizes every architecture reads alike
@@ -46,8 +46,6 @@ ARCHITECTURES: dict[str, Arch] = {
     "gemma3": GEMMA3,
     "phi3": PHI3,
     "phimoe": PHIMOE,
-    "starcoder2": STARCODER2,
-    "gpt2": GPT2,
     "falcon": FALCON,
     "olmo2": OLMO2,
     "gpt-oss": GPT_OSS,
@@ -60,7 +58,7 @@ ARCHITECTURES: dict[str, Arch] = {
 # first of those written to it: llama's files are llama's, also Mistral's and Mixtral's)
 ARCH_OF = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
            "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "gemma": "gemma", "gemma2": "gemma2",
-           "gemma3_text": "gemma3", "phi3": "phi3", "phimoe": "phimoe", "starcoder2": "starcoder2", "gpt2": "gpt2",
+           "gemma3_text": "gemma3", "phi3": "phi3", "phimoe": "phimoe",
            "falcon": "falcon", "olmo2": "olmo2",
            "gpt_oss": "gpt-oss", "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2", "t5": "t5",
            "mt5": "t5"}  # fmt: skip

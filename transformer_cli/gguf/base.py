@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
-from ..families.gguf_keys import partial_rotary
+from ..families.gguf_keys import partial_rotary, rows
 from ..families.gguf_layout import LLAMA_LAYOUT, Transform, permute, unpermute
 from ..families.keys import Keys
 from ..families.layout import Family
@@ -55,15 +55,6 @@ def vocabulary(c: Keys, header: Header) -> int:
     if isinstance(tokens, (list, ArrayCount)):
         return len(tokens) if isinstance(tokens, list) else tokens.count
     return rows(header, "token_embd.weight", "the vocabulary size", f"{c.prefix}vocab_size", "tokenizer.ggml.tokens")
-
-
-def rows(header: Header, name: str, what: str, *elsewhere: str) -> int:
-    """The rows of tensor `name`, the last place the file says `what` (after the keys `elsewhere`): a SpecError
-    naming them all if it is not there."""
-    if name not in header.tensors:
-        lacking = ", no ".join((*elsewhere, f"tensor {name}"))
-        raise SpecError(f"{header.path}: {what} is not in the file: no {lacking}")
-    return header.tensors[name].shape[0]
 
 
 def llama(c: Keys, header: Header) -> dict[str, Any]:

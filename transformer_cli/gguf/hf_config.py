@@ -65,10 +65,6 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
     out: dict[str, Any] = {"architectures": [CLASSES[kind]], "model_type": kind}
     if kind in RECORDS and RECORDS[kind].config_alone:
         return out | RECORDS[kind].config(spec)
-    if kind == "gpt2":
-        return out | {"vocab_size": spec.V, "n_embd": spec.d, "n_layer": spec.N, "n_head": spec.H,
-                      "n_positions": spec.max_len, "n_inner": spec.r, "layer_norm_epsilon": spec.norm_eps,
-                      "activation_function": "gelu_new", "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip
     if kind == "falcon":
         two = not spec.shared_norm
         return out | {k: v for k, v in sizes.items() if k not in ("num_key_value_heads", "head_dim",
@@ -120,9 +116,6 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         out["sliding_window"] = spec.window
     if kind == "phimoe":
         out |= _phimoe(spec)
-    if kind == "starcoder2":
-        out |= {"norm_epsilon": spec.norm_eps, "use_bias": True, "sliding_window": None,
-                "hidden_act": "gelu_pytorch_tanh"}  # fmt: skip
     return out
 
 

@@ -23,17 +23,13 @@ from ..families.checkpoints import (
     DEEPSEEK,
     DISTILBERT,
     GEMMA2,
-    GPT2,
-    GPT_NEO,
     GPT_OSS,
     LLAMA,
     MIXTRAL,
     OLMO2,
-    OPT,
     PHI3,
     PHIMOE,
     QWEN_MOE,
-    STARCODER2,
     falcon,
 )
 from ..families.layout import Family
@@ -48,11 +44,11 @@ from .quant import Scheme, scheme_of
 from .quant.base import Stored
 
 FLOATING = ("F64", "F32", "F16", "BF16")
-FAMILIES = {"gpt2": GPT2, "bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "distilbert": DISTILBERT,
-            "gpt_neo": GPT_NEO, "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA, "qwen3": LLAMA,
+FAMILIES = {"bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "distilbert": DISTILBERT,
+            "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA, "qwen3": LLAMA,
             "gemma": LLAMA, "gemma2": GEMMA2, "gemma3_text": GEMMA2, "qwen2_moe": QWEN_MOE, "qwen3_moe": QWEN_MOE,
             "olmo2": OLMO2, "deepseek_v2": DEEPSEEK, "deepseek_v3": DEEPSEEK,
-            "gpt_oss": GPT_OSS, "opt": OPT, "starcoder2": STARCODER2,
+            "gpt_oss": GPT_OSS,
             "phimoe": PHIMOE,
             "phi3": PHI3, "bart": BART, "mbart": MBART}  # fmt: skip
 FAMILIES |= {kind: record.checkpoint for kind, record in RECORDS.items()}  # (families/)
@@ -60,7 +56,6 @@ FAMILIES |= {kind: record.checkpoint for kind, record in RECORDS.items()}  # (fa
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the
 # model tfm builds: (pattern, replacement) tried in order, then the patterns skipped.
 ALIASES = {
-    "gpt2": ((r"^(?!transformer\.)", "transformer."),),  # the hub's GPT-2 files have no "transformer." prefix
     "bert": ((r"^bert\.", ""), (r"LayerNorm\.gamma$", "LayerNorm.weight"), (r"LayerNorm\.beta$", "LayerNorm.bias")),
     "roberta": ((r"^roberta\.", ""),),  # RobertaForMaskedLM's files
     "xlm-roberta": ((r"^roberta\.", ""),),
