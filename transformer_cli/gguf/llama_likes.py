@@ -1,5 +1,5 @@
 """GGUF architectures that are LLaMA's block with a change, as convert_hf_to_gguf.py writes them and llama.cpp
-reads them (Granite, Command-R and StableLM are records of their own: families/):
+reads them (the others are records of their own in families/):
 
 - OLMo 2: each sublayer's output normalised (post_attention_norm, post_ffw_norm), query and key norms over all
   heads together; llama.cpp turns halves, so the converter does not permute.
