@@ -22,6 +22,7 @@ LAYERS = [
     {"components"},  # what a model is made of: tensors, closed form, FLOPs, theory, forward pieces
     {"analysis"},  # counts, costs, memory and plans, from the spec's components
     {"io"},  # tfm's own files: arrays, weights, safetensors, outputs
+    {"families"},  # one record per model family: its config mapping, checkpoint and GGUF layouts, LoRA names
     {"hf"},  # the Hugging Face mapping: config.json and checkpoints
     {"gguf"},  # GGUF files: their header, metadata as a spec (the families' reading of keys), tensors dequantised
     {"sources"},  # what a path names, whatever its format

@@ -6,24 +6,37 @@ interleaved rotary, Gemma's norms stored as 1 + w). A new architecture is one fu
 
 from __future__ import annotations
 
-from .base import LLAMA_LAYOUT, Arch, llama, permute, unpermute
+from collections.abc import Callable
+from typing import Any
+
+from ..families import GGUF_ARCHS, RECORDS
+from ..families.gguf_layout import LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
+from ..families.keys import Keys
+from ..families.record import Gguf
+from .base import Arch, llama, sizes
 from .bert import BERT
 from .deepseek2 import DEEPSEEK2
 from .gemma import GEMMA, GEMMA2, GEMMA3
 from .gpt_oss import GPT_OSS
-from .layernorm_families import BLOOM, GPTJ, GPTNEOX, PHI2
-from .llama_likes import COMMAND_R, OLMO2, STABLELM, granite
+from .header import Header
+from .llama_likes import OLMO2
 from .moe import MIXTRAL, PHIMOE, QWEN2MOE, QWEN3MOE
-from .others import FALCON, GPT2, PHI3, STARCODER2
+from .others import FALCON, PHI3
 from .t5 import T5
 
-_Q, _K = unpermute("attention.head_count"), unpermute("attention.head_count_kv")
-_PERMUTED = {"attn_q.weight": _Q, "attn_k.weight": _K, "attn_q.bias": _Q, "attn_k.bias": _K}  # weights and biases
-_Q2, _K2 = permute("attention.head_count"), permute("attention.head_count_kv")
-_REDO = {"attn_q.weight": _Q2, "attn_k.weight": _K2, "attn_q.bias": _Q2, "attn_k.bias": _K2}
+# the shared readers a family's GGUF reader starts from: LLaMA's spec, or the sizes every architecture reads alike
+BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {"llama": llama, "sizes": sizes}
+
+
+def _arch(gguf: Gguf) -> Arch:
+    """A family record's architecture: its reader applied to the spec its base reader makes."""
+    base = BASES[gguf.base]
+    return Arch(lambda c, header: gguf.spec(c, header, base(c, header)), gguf.layout, dict(gguf.transforms),
+                redo=dict(gguf.redo))  # fmt: skip
+
 
 ARCHITECTURES: dict[str, Arch] = {
-    "llama": Arch(llama, LLAMA_LAYOUT, _PERMUTED, experts=MIXTRAL, redo=_REDO),  # (Mixtral's: llama with experts)
+    "llama": Arch(llama, LLAMA_LAYOUT, LLAMA_PERMUTED, experts=MIXTRAL, redo=LLAMA_REDO),  # (Mixtral: with experts)
     "qwen2": Arch(llama, LLAMA_LAYOUT),  # llama.cpp turns Qwen's halves as they are (NEOX rope): no permutation
     "qwen3": Arch(llama, LLAMA_LAYOUT),
     "qwen2moe": QWEN2MOE,
@@ -33,21 +46,25 @@ ARCHITECTURES: dict[str, Arch] = {
     "gemma3": GEMMA3,
     "phi3": PHI3,
     "phimoe": PHIMOE,
-    "starcoder2": STARCODER2,
-    "gpt2": GPT2,
     "falcon": FALCON,
     "olmo2": OLMO2,
-    "granite": Arch(granite, LLAMA_LAYOUT, _PERMUTED, redo=_REDO),  # (LLaMA's file, permuted, with multipliers)
-    "command-r": COMMAND_R,
-    "stablelm": STABLELM,
-    "bloom": BLOOM,
-    "gptneox": GPTNEOX,
-    "phi2": PHI2,
     "gpt-oss": GPT_OSS,
     "deepseek2": DEEPSEEK2,
     "bert": BERT,
     "t5": T5,
-    "gptj": GPTJ,
-}
+} | {arch: _arch(record.gguf) for arch, record in GGUF_ARCHS.items() if record.gguf is not None}  # (families/)
 
-__all__ = ["ARCHITECTURES", "Arch"]
+# a Hugging Face model_type's architecture, and the inverse: the model_type each architecture's files come from (the
+# first of those written to it: llama's files are llama's, also Mistral's and Mixtral's)
+ARCH_OF = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
+           "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "gemma": "gemma", "gemma2": "gemma2",
+           "gemma3_text": "gemma3", "phi3": "phi3", "phimoe": "phimoe",
+           "falcon": "falcon", "olmo2": "olmo2",
+           "gpt_oss": "gpt-oss", "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2", "t5": "t5",
+           "mt5": "t5"}  # fmt: skip
+ARCH_OF |= {kind: record.gguf.arch for kind, record in RECORDS.items() if record.gguf is not None}
+MODEL_TYPE: dict[str, str] = {}
+for _kind, _arch_name in ARCH_OF.items():
+    MODEL_TYPE.setdefault(_arch_name, _kind)
+
+__all__ = ["ARCHITECTURES", "ARCH_OF", "MODEL_TYPE", "Arch"]

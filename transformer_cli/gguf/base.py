@@ -10,53 +10,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
-from ..hf.keys import Keys
-from ..hf.layouts import Family
+from ..families.gguf_keys import partial_rotary, rows
+from ..families.gguf_layout import LLAMA_LAYOUT, Transform, permute, unpermute
+from ..families.keys import Keys
+from ..families.layout import Family
 from .header import ArrayCount, Header
-
-Transform = Callable[[np.ndarray, dict[str, Any]], np.ndarray]
-
-
-def _linear(ours: str, theirs: str, parts: str = "Wb") -> dict[str, str]:
-    return {ours.format(p): f"{theirs}.{'weight' if p == 'W' else 'bias'}" for p in parts}
-
-
-def _llama_names() -> dict[str, str]:
-    names = {"norm1.gamma": "attn_norm.weight", "norm2.gamma": "ffn_norm.weight",
-             "attention.q_norm.gamma": "attn_q_norm.weight",
-             "attention.k_norm.gamma": "attn_k_norm.weight"}  # fmt: skip
-    for x, theirs in (("Q", "attn_q"), ("K", "attn_k"), ("V", "attn_v"), ("O", "attn_output")):
-        names |= _linear("attention.{}_" + x, theirs)
-    for n, theirs in (("1", "ffn_gate"), ("3", "ffn_up"), ("2", "ffn_down")):
-        names |= _linear("ff.{}" + n, theirs)
-    return names
-
-
-LLAMA_LAYOUT = Family("blk.{i}.", _llama_names(), {"embedding.E": "token_embd.weight", "head.W": "output.weight",
-                                                   "final_norm.gamma": "output_norm.weight"})  # fmt: skip
-
-
-def unpermute(heads_key: str) -> Transform:
-    """The inverse of convert_hf_to_gguf.py's LlamaModel.permute: llama.cpp's rotary turns adjacent pairs, so the
-    converter reorders each head's rows from the halves (j, j + m/2) to pairs (2j, 2j + 1); this puts them back.
-    `heads_key`: the metadata key with the head count it used (head_count for Q, head_count_kv for K)."""
-
-    def undo(rows: np.ndarray, meta: dict[str, Any]) -> np.ndarray:
-        heads = meta.get(heads_key) or meta["attention.head_count"]
-        return rows.reshape(heads, rows.shape[0] // heads // 2, 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
-
-    return undo
-
-
-def permute(heads_key: str) -> Transform:
-    """convert_hf_to_gguf.py's LlamaModel.permute: each head's rows from the halves (j, j + m/2) to adjacent pairs
-    (2j, 2j + 1), for llama.cpp's rotary; the inverse of `unpermute`."""
-
-    def do(rows: np.ndarray, meta: dict[str, Any]) -> np.ndarray:
-        heads = meta.get(heads_key) or meta["attention.head_count"]
-        return rows.reshape(heads, 2, rows.shape[0] // heads // 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
-
-    return do
 
 
 @dataclass(frozen=True)
@@ -99,15 +57,6 @@ def vocabulary(c: Keys, header: Header) -> int:
     return rows(header, "token_embd.weight", "the vocabulary size", f"{c.prefix}vocab_size", "tokenizer.ggml.tokens")
 
 
-def rows(header: Header, name: str, what: str, *elsewhere: str) -> int:
-    """The rows of tensor `name`, the last place the file says `what` (after the keys `elsewhere`): a SpecError
-    naming them all if it is not there."""
-    if name not in header.tensors:
-        lacking = ", no ".join((*elsewhere, f"tensor {name}"))
-        raise SpecError(f"{header.path}: {what} is not in the file: no {lacking}")
-    return header.tensors[name].shape[0]
-
-
 def llama(c: Keys, header: Header) -> dict[str, Any]:
     """llama (also Mistral's and Llama 3's files; Mistral's window is not in the file, so llama.cpp and tfm run it
     without one): RMSNorm, SwiGLU, rotary, grouped-query heads, a head unless the file has no output.weight (tied);
@@ -135,12 +84,6 @@ def llama(c: Keys, header: Header) -> dict[str, Any]:
     if c.has("expert_count"):  # Mixtral: every block's feedforward E experts of feed_forward_length, the top k
         spec |= {"E": c.count("expert_count"), "k": c.count("expert_used_count")}
     return spec
-
-
-def partial_rotary(c: Keys, m: int) -> dict[str, Any]:
-    """rope_fraction where rope.dimension_count turns fewer than a head's m dims (a partial rotary), else none."""
-    rotated = c.count("rope.dimension_count", m)
-    return {} if rotated == m else {"rope_fraction": rotated / m}
 
 
 def sizes(c: Keys, header: Header, G_default: int | None = None) -> dict[str, Any]:

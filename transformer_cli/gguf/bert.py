@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..hf.keys import Keys
-from ..hf.layouts import Family
+from ..families.keys import Keys
+from ..families.layout import Family
 from .base import Arch, rows, sizes
 from .header import Header
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..hf.keys import Keys
-from ..hf.layouts import Family
+from ..families.keys import Keys
+from ..families.layout import Family
 from .base import Arch, Joined, rope_scaling, vocabulary
 from .header import Header
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from ..families.keys import Keys
+from ..families.layout import Family
 from ..hf.gemma import sliding_rope
-from ..hf.keys import Keys
-from ..hf.layouts import Family
 from .base import LLAMA_LAYOUT, Arch, Transform, sizes
 from .header import Header
 

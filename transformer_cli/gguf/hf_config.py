@@ -6,26 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..families import RECORDS
+from ..hf.families import FAMILIES
 from ..spec.definition import Spec
+from .archs import MODEL_TYPE
 
-MODEL_TYPE = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": "qwen2_moe", "qwen3moe": "qwen3_moe",
-              "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3_text", "phi3": "phi3",
-              "phimoe": "phimoe",
-              "starcoder2": "starcoder2", "gpt2": "gpt2", "falcon": "falcon", "olmo2": "olmo2", "granite": "granite",
-              "command-r": "cohere", "stablelm": "stablelm", "bloom": "bloom", "gptneox": "gpt_neox",
-              "phi2": "phi", "gpt-oss": "gpt_oss", "deepseek2": "deepseek_v2", "t5": "t5",
-              "gptj": "gptj"}  # fmt: skip
-CLASSES = {"llama": "LlamaForCausalLM", "mixtral": "MixtralForCausalLM", "qwen2": "Qwen2ForCausalLM",
-           "qwen3": "Qwen3ForCausalLM", "qwen2_moe": "Qwen2MoeForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM",
-           "gemma": "GemmaForCausalLM", "gemma2": "Gemma2ForCausalLM", "gemma3_text": "Gemma3ForCausalLM",
-           "phi3": "Phi3ForCausalLM", "phimoe": "PhimoeForCausalLM", "starcoder2": "Starcoder2ForCausalLM",
-           "gpt2": "GPT2LMHeadModel",
-           "falcon": "FalconForCausalLM", "olmo2": "Olmo2ForCausalLM", "granite": "GraniteForCausalLM",
-           "cohere": "CohereForCausalLM", "stablelm": "StableLmForCausalLM", "bloom": "BloomForCausalLM",
-           "gpt_neox": "GPTNeoXForCausalLM", "phi": "PhiForCausalLM", "gpt_oss": "GptOssForCausalLM",
-           "deepseek_v2": "DeepseekV2ForCausalLM", "deepseek_v3": "DeepseekV3ForCausalLM",
-           "t5": "T5ForConditionalGeneration", "mt5": "MT5ForConditionalGeneration",
-           "gptj": "GPTJForCausalLM"}  # fmt: skip
+CLASSES = {kind: model_class for kind, (model_class, _) in FAMILIES.items()}  # a model_type's transformers class
 
 
 BIASED = ("llama", "mixtral", "qwen3", "qwen2_moe", "qwen3_moe", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2")
@@ -77,10 +63,8 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
              "max_position_embeddings": spec.context or spec.max_len or 2048,
              "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip
     out: dict[str, Any] = {"architectures": [CLASSES[kind]], "model_type": kind}
-    if kind == "gpt2":
-        return out | {"vocab_size": spec.V, "n_embd": spec.d, "n_layer": spec.N, "n_head": spec.H,
-                      "n_positions": spec.max_len, "n_inner": spec.r, "layer_norm_epsilon": spec.norm_eps,
-                      "activation_function": "gelu_new", "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip
+    if kind in RECORDS and RECORDS[kind].config_alone:
+        return out | RECORDS[kind].config(spec)
     if kind == "falcon":
         two = not spec.shared_norm
         return out | {k: v for k, v in sizes.items() if k not in ("num_key_value_heads", "head_dim",
@@ -92,33 +76,11 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         return out | _deepseek(spec, sizes)
     if kind == "t5":
         return _t5(spec)
-    if kind == "gptj":
-        return out | {"vocab_size": spec.V, "n_embd": spec.d, "n_layer": spec.N, "n_head": spec.H,
-                      "n_inner": spec.r, "n_positions": spec.context or 2048, "layer_norm_epsilon": spec.norm_eps,
-                      "rotary_dim": spec.rotated_dims, "activation_function": "gelu_new",
-                      "tie_word_embeddings": False}  # fmt: skip
-    if kind == "bloom":
-        return out | {"vocab_size": spec.V, "hidden_size": spec.d, "n_layer": spec.N, "n_head": spec.H,
-                      "layer_norm_epsilon": spec.norm_eps, "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip
     out |= sizes | _rope(spec)
     if spec.norm_type == "layernorm" and kind != "phimoe":
         out["layer_norm_eps"] = spec.norm_eps
-    if kind == "granite":
-        out |= {"attention_bias": spec.attention_bias, "mlp_bias": spec.ff_bias, "hidden_act": "silu",
-                "attention_multiplier": spec.scale if isinstance(spec.scale, float) else spec.m**-0.5,
-                "embedding_multiplier": spec.embed_scale if isinstance(spec.embed_scale, float) else 1.0,
-                "residual_multiplier": spec.residual_scale, "logits_scaling": 1.0 / spec.logit_scale}  # fmt: skip
-    if kind == "cohere":
-        out |= {"logit_scale": spec.logit_scale, "use_qk_norm": spec.qk_norm, "attention_bias": spec.attention_bias,
-                "hidden_act": "silu"}  # fmt: skip
-    if kind == "stablelm":
-        out |= {"use_qkv_bias": spec.attention_bias, "qk_layernorm": spec.qk_norm, "hidden_act": "silu",
-                "use_parallel_residual": spec.parallel}  # fmt: skip
-    if kind == "gpt_neox":
-        out |= {"use_parallel_residual": spec.parallel, "hidden_act": "gelu", "attention_bias": True,
-                "rotary_pct": spec.rope_fraction, "rotary_emb_base": spec.rope_theta}  # fmt: skip
-    if kind == "phi":
-        out |= {"hidden_act": "gelu_new", "qk_layernorm": False}
+    if kind in RECORDS:  # the family's own keys (families/)
+        out |= RECORDS[kind].config(spec)
     if kind == "gpt_oss":
         layers = spec.attention_layers or ("full",) * spec.N
         out |= {"attention_bias": True, "num_local_experts": spec.E, "num_experts_per_tok": spec.k,
@@ -154,9 +116,6 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         out["sliding_window"] = spec.window
     if kind == "phimoe":
         out |= _phimoe(spec)
-    if kind == "starcoder2":
-        out |= {"norm_epsilon": spec.norm_eps, "use_bias": True, "sliding_window": None,
-                "hidden_act": "gelu_pytorch_tanh"}  # fmt: skip
     return out
 
 

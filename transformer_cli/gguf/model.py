@@ -11,7 +11,7 @@ import numpy as np
 
 from ..analysis.quantized import Held
 from ..errors import ArrayError, SpecError
-from ..hf.keys import Keys
+from ..families.keys import Keys
 from ..hf.layouts import Rule, bytes_by_tensor, hf_shape, rule_count, rules, split, tensor_shapes
 from ..io.arrays import first_nonfinite
 from ..spec.definition import Spec

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..hf.keys import Keys
+from ..families.keys import Keys
 from ..kernels import longrope_attention_factor
 from .base import LLAMA_LAYOUT, Arch, llama, stacked_experts
 from .header import Header

@@ -1,12 +1,11 @@
-"""GGUF Phi-3, StarCoder2, GPT-2 and Falcon as convert_hf_to_gguf.py writes them: fused attn_qkv tensors (Phi-3's
-and GPT-2's rows [Q; K; V] as Hugging Face has them; Falcon's reordered by the converter from its groups to
-[Q; K; V], which is how tfm reads a fused tensor anyway), Phi-3's fused gate and up rows, GPT-2's Conv1D weights
-stored transposed to (out, in) (as every GGUF weight is), LayerNorms with biases where the family has them.
+"""GGUF Phi-3 and Falcon as convert_hf_to_gguf.py writes them: fused attn_qkv tensors (Phi-3's rows [Q; K; V] as
+Hugging Face has them; Falcon's reordered by the converter from its groups to [Q; K; V], which is how tfm reads a
+fused tensor anyway), Phi-3's fused gate and up rows, Falcon's LayerNorms with biases (StarCoder2 and GPT-2 are
+records of their own: families/).
 
-What these files do not hold is read as llama.cpp reads it: StarCoder2's window is lost by the converter (none);
-GPT-2's and Falcon's feedforward is 4 d (the converter writes that, whatever n_inner or ffn_hidden_size said);
-Falcon's rope base is 10000 and its context the converter's 2048. Phi-3's sliding_window is read as the window
-Hugging Face applies (llama.cpp disables it)."""
+What these files do not hold is read as llama.cpp reads it: Falcon's feedforward is 4 d (the converter writes that,
+whatever ffn_hidden_size said), its rope base 10000 and its context the converter's 2048. Phi-3's sliding_window is
+read as the window Hugging Face applies (llama.cpp disables it)."""
 
 from __future__ import annotations
 
@@ -15,15 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from ..hf.keys import Keys
-from ..hf.layouts import Family
+from ..families.keys import Keys
+from ..families.layout import Family
 from ..kernels import longrope_attention_factor
-from .base import LLAMA_LAYOUT, Arch, partial_rotary, rows, sizes
+from .base import LLAMA_LAYOUT, Arch, partial_rotary, sizes
 from .header import Header
 
 _one = lambda spec: 1  # noqa: E731
 _QKV = ("attention.W_Q", "attention.W_K", "attention.W_V")
-_QKV_BIAS = ("attention.b_Q", "attention.b_K", "attention.b_V")
 _GLOBALS = {"embedding.E": "token_embd.weight", "head.W": "output.weight", "final_norm.gamma": "output_norm.weight",
             "final_norm.beta": "output_norm.bias"}  # fmt: skip
 
@@ -58,20 +56,6 @@ def _decimals(values) -> list[float]:
     return [float(np.format_float_scientific(np.float32(x), unique=True)) for x in values]
 
 
-def starcoder2(c: Keys, header: Header) -> dict[str, Any]:
-    """StarCoder2: LayerNorms with biases, biases on q, k, v, o and the plain MLP (gelu tanh), rotary."""
-    return sizes(c, header) | {"positional": "rope", "rope_theta": c.number("rope.freq_base", 10000.0),
-                                "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5), "attention_bias": True,
-                                "activation": "gelu"}  # fmt: skip
-
-
-def gpt2(c: Keys, header: Header) -> dict[str, Any]:
-    """GPT-2: learned positions (position_embd), LayerNorms with biases, biases everywhere, gelu (tanh)."""
-    spec = sizes(c, header) | {"positional": "learned", "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
-                                "attention_bias": True, "activation": "gelu"}  # fmt: skip
-    return spec | {"max_len": rows(header, "position_embd.weight", "the positions")}
-
-
 def falcon(c: Keys, header: Header) -> dict[str, Any]:
     """Falcon: parallel attention and MLP, one norm (7B) or two (attn_norm_2: the new decoder architecture), key and
     value heads head_count_kv (1 by default: multi-query), exact GELU, no biases."""
@@ -87,19 +71,9 @@ def _norms(ours: str, theirs: str) -> dict[str, str]:
     return {f"{ours}.gamma": f"{theirs}.weight", f"{ours}.beta": f"{theirs}.bias"}
 
 
-_PLAIN = {"attention.W_O": "attn_output.weight", "attention.b_O": "attn_output.bias", "ff.W1": "ffn_up.weight",
-          "ff.b1": "ffn_up.bias", "ff.W2": "ffn_down.weight", "ff.b2": "ffn_down.bias"}  # fmt: skip
 PHI3 = Arch(phi3, Family("blk.{i}.", LLAMA_LAYOUT.names, LLAMA_LAYOUT.globals_,
                          fused=(("attn_qkv.weight", _QKV, _one), ("ffn_up.weight", ("ff.W1", "ff.W3"), _one))),
             skipped=("rope_factors_short.weight", "rope_factors_long.weight"))  # fmt: skip
-STARCODER2 = Arch(starcoder2, Family(
-    "blk.{i}.", {ours: theirs for ours, theirs in LLAMA_LAYOUT.names.items() if "_norm." not in ours
-                 and not ours.startswith(("norm", "ff."))} | _PLAIN | _norms("norm1", "attn_norm")
-    | _norms("norm2", "ffn_norm"), _GLOBALS))  # fmt: skip
-GPT2 = Arch(gpt2, Family(
-    "blk.{i}.", _PLAIN | _norms("norm1", "attn_norm") | _norms("norm2", "ffn_norm"),
-    _GLOBALS | {"positional.P": "position_embd.weight"},
-    fused=(("attn_qkv.weight", _QKV, _one), ("attn_qkv.bias", _QKV_BIAS, _one))))  # fmt: skip
 _FALCON_BLOCK = {"attention.W_O": "attn_output.weight", "ff.W1": "ffn_up.weight", "ff.W2": "ffn_down.weight"}
 _FALCON_QKV = (("attn_qkv.weight", _QKV, _one),)
 _FALCON_TWO_NORMS = Family("blk.{i}.", _FALCON_BLOCK | _norms("norm1", "attn_norm_2") | _norms("norm2", "attn_norm"),
@@ -107,4 +81,4 @@ _FALCON_TWO_NORMS = Family("blk.{i}.", _FALCON_BLOCK | _norms("norm1", "attn_nor
 FALCON = Arch(falcon, Family("blk.{i}.", _FALCON_BLOCK | _norms("norm1", "attn_norm"), _GLOBALS, fused=_FALCON_QKV),
               alternative=(lambda spec: not spec.shared_norm, _FALCON_TWO_NORMS))  # fmt: skip
 
-__all__ = ["FALCON", "GPT2", "PHI3", "STARCODER2"]
+__all__ = ["FALCON", "PHI3"]

@@ -16,20 +16,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
+from ..families import GGUF_ARCHS
 from ..hf.layouts import hf_shape, join, piece, rules, tensor_shapes
 from ..kernels import longrope_attention_factor
 from ..spec.definition import Spec
-from .archs import ARCHITECTURES
+from .archs import ARCH_OF, ARCHITECTURES
 from .base import LLAMA3, _llama3_factors
 from .vocab import add_vocabulary
 
-ARCH_OF = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
-           "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "gemma": "gemma", "gemma2": "gemma2",
-           "gemma3_text": "gemma3", "phi3": "phi3", "phimoe": "phimoe", "starcoder2": "starcoder2", "gpt2": "gpt2",
-           "falcon": "falcon", "olmo2": "olmo2", "granite": "granite", "cohere": "command-r",
-           "stablelm": "stablelm", "bloom": "bloom", "gpt_neox": "gptneox", "phi": "phi2",
-           "gpt_oss": "gpt-oss", "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2", "t5": "t5",
-           "mt5": "t5", "gptj": "gptj"}  # fmt: skip
 TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0")
 FILE_TYPES = {"F32": 0, "F16": 1, "BF16": 32, "Q8_0": 7, "Q4_0": 2}  # gguf.LlamaFileType: ALL_F32, MOSTLY_F16, ...
 KEPT_F32 = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight")
@@ -74,16 +68,9 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
         out["attention.sliding_window"] = spec.window or 0
     if arch == "gemma3":  # the sliding layers' base (every layer's when all slide)
         out["rope.freq_base_swa"] = float(spec.rope_local_theta or spec.rope_theta)
-    if arch == "granite":  # llama.cpp divides the logits by its logit_scale
-        embed = spec.embed_scale if isinstance(spec.embed_scale, (int, float)) else 1.0
-        out |= {"embedding_scale": float(embed), "residual_scale": float(spec.residual_scale),
-                "logit_scale": 1.0 / float(spec.logit_scale)}  # fmt: skip
-        if isinstance(spec.scale, (int, float)):
-            out["attention.scale"] = float(spec.scale)
-    if arch == "command-r":
-        out["logit_scale"] = float(spec.logit_scale)
-    if arch == "gptneox":
-        out["use_parallel_residual"] = bool(spec.parallel)
+    record = GGUF_ARCHS.get(arch)
+    if record is not None and record.gguf is not None:  # the family's own keys (families/)
+        out |= record.gguf.metadata(spec)
     if arch == "deepseek2":
         out |= _deepseek2(spec)
     if arch == "t5":  # (block_count the encoder's)

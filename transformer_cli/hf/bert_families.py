@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .keys import Keys
-from .parts import activation, whole_heads
+from ..families.keys import Keys
+from ..families.parts import activation, whole_heads
 
 
 def bert(c: Keys) -> dict[str, Any]:

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
+from ..families.keys import Keys
 from ..files import read_bounded
 from ..spec.definition import FIELDS, REQUIRED, Spec
 from ..spec.validate import spec_from_mapping
 from ..text import shown
 from .families import FAMILIES
-from .keys import Keys
 from .weights import fitted_to_checkpoint
 
 MAX_CONFIG_BYTES = 4 << 20  # real config.json files are a few KB; Mixtral's with its comments is under 1 KB

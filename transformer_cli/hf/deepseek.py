@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .keys import Keys
-from .parts import CAUSAL_PRE, activation, rope
+from ..families.keys import Keys
+from ..families.parts import CAUSAL_PRE, activation, rope
 
 
 def deepseek_v2(c: Keys) -> dict[str, Any]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .keys import REQUIRED, Keys
-from .parts import ACTIVATIONS, activation, whole_heads
+from ..families.keys import REQUIRED, Keys
+from ..families.parts import ACTIVATIONS, activation, whole_heads
 
 
 def t5(c: Keys) -> dict[str, Any]:

@@ -6,9 +6,9 @@ norms `norm1`, `cross_norm`, `norm2` in that order); the encoder's are `encoder.
 
 from __future__ import annotations
 
-from .layouts import Family
-from .layouts import linear_names as _linear
-from .layouts import norm_names as _norm
+from ..families.layout import Family
+from ..families.layout import linear_names as _linear
+from ..families.layout import norm_names as _norm
 
 
 def _attention(ours: str, theirs: str, projections: tuple[str, str, str, str], parts: str) -> dict[str, str]:

@@ -9,58 +9,17 @@ from the 7B model its class describes, which a config.json without them never me
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from ..families import RECORDS
+from ..families.keys import REQUIRED, Keys
+from ..families.parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope, whole_heads, window_key
 from .bert_families import bert, distilbert, roberta
 from .deepseek import deepseek_v2, deepseek_v3
 from .encoder_decoder import bart, mbart, mt5, t5
 from .gemma import gemma, gemma2, gemma3_text
-from .keys import REQUIRED, Keys
 from .moe_families import gpt_oss, phimoe, qwen2_moe, qwen3_moe
-from .parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope, whole_heads, window_key
-from .scaled import cohere, granite
-
-
-def gpt2(c: Keys) -> dict[str, Any]:
-    """GPT2LMHeadModel: learned positions, LayerNorm, biases everywhere, Conv1D layers (same counts)."""
-    d, N = c.count("n_embd", REQUIRED, "hidden_size"), c.count("n_layer", REQUIRED, "num_hidden_layers")
-    H = c.count("n_head", REQUIRED, "num_attention_heads")
-    if c.flag("scale_attn_by_inverse_layer_idx", False) and N > 1:
-        raise c.refuse("scale_attn_by_inverse_layer_idx", True, "block i's scores times 1/(i+1); tfm's scale is one")
-    if c.flag("add_cross_attention", False):
-        raise c.refuse("add_cross_attention", True, "cross-attention layers; tfm's blocks attend to themselves")
-    # reorder_and_upcast_attn only computes the same scores in float32: the same function, nothing to map
-    return CAUSAL_PRE | {
-        "N": N, "H": H, "m": whole_heads(c, d, H, "n_embd", "n_head"), "d": d, "r": c.count("n_inner", 4 * d),
-        "V": c.count("vocab_size"), "tie_embeddings": c.flag("tie_word_embeddings", True),
-        "scale": "sqrt" if c.flag("scale_attn_weights", True) else "none",
-        "positional": "learned", "max_len": c.count("n_positions", 1024, "max_position_embeddings"),
-        "norm_eps": c.number("layer_norm_epsilon", 1e-5), "attention_bias": True,
-        "activation": activation(c, "activation_function", "gelu_new"),
-    }  # fmt: skip
-
-
-def gpt_neo(c: Keys) -> dict[str, Any]:
-    """GPTNeoForCausalLM: GPT-2's block without score scaling, q/k/v without biases (out_proj with one), and
-    attention_types alternating global layers with local ones of window_size (tfm's window: keys t - w + 1 .. t)."""
-    d, N, H = c.count("hidden_size"), c.count("num_layers"), c.count("num_heads")
-    kinds = c.data.get("attention_types", [[["global", "local"], N // 2]])
-    try:
-        layers = [kind for pattern, times in kinds for _ in range(times) for kind in pattern]
-    except (TypeError, ValueError):
-        raise c.fail("attention_types", kinds, "a list of [[kinds...], times] pairs") from None
-    if len(layers) != N or not set(layers) <= {"global", "local"}:
-        raise c.fail("attention_types", kinds, f"{N} layers of 'global' or 'local' (num_layers)")
-    window: dict[str, Any] = {} if "local" not in layers else {"window": c.count("window_size", 256)}
-    if window and "global" in layers:
-        window["attention_layers"] = ["full" if kind == "global" else "sliding" for kind in layers]
-    return CAUSAL_PRE | window | {
-        "N": N, "H": H, "m": whole_heads(c, d, H, "hidden_size", "num_heads"), "d": d,
-        "r": c.count("intermediate_size", 4 * d), "V": c.count("vocab_size"),
-        "tie_embeddings": c.flag("tie_word_embeddings", True), "scale": "none", "positional": "learned",
-        "max_len": c.count("max_position_embeddings", 2048), "norm_eps": c.number("layer_norm_epsilon", 1e-5),
-        "out_bias": True, "activation": activation(c, "activation_function", "gelu_new"),
-    }  # fmt: skip
 
 
 def llama(c: Keys) -> dict[str, Any]:
@@ -108,120 +67,6 @@ def phi3(c: Keys) -> dict[str, Any]:
     """Phi3ForCausalLM: fused qkv_proj and gate_up_proj (the same tensors), an optional window, partial rotary."""
     spec = llama_like(c, c.count("num_key_value_heads", None), None, 1e-5, False, 4096, partial=1.0)
     return spec | window_key(c.nullable_count("sliding_window", None))
-
-
-def phi(c: Keys) -> dict[str, Any]:
-    """PhiForCausalLM: one LayerNorm shared by parallel attention and feedforward, biases, a head with a bias."""
-    d, H = c.count("hidden_size"), c.count("num_attention_heads")
-    G = c.count("num_key_value_heads", None) or H
-    m = c.count("head_dim", None) or whole_heads(c, d, H)
-    return CAUSAL_PRE | {
-        "N": c.count("num_hidden_layers"), "H": H, "m": m, "d": d,
-        "r": c.count("intermediate_size"), "V": c.count("vocab_size"), **kv_heads(c, "num_key_value_heads", G, H),
-        "tie_embeddings": c.flag("tie_word_embeddings", False), "head_bias": True,
-        **rope(c, c.count("max_position_embeddings", 2048), m, fraction=0.5, partial=True),
-        "norm_eps": c.number("layer_norm_eps", 1e-5), "parallel": True, "shared_norm": True,
-        "attention_bias": True, "qk_norm": c.flag("qk_layernorm", False),
-        "activation": activation(c, "hidden_act", "gelu_new"),
-    }  # fmt: skip
-
-
-def gptj(c: Keys) -> dict[str, Any]:
-    """GPTJForCausalLM: one LayerNorm shared by parallel attention and MLP, q/k/v/o without biases, rotary_dim of
-    each head turned in interleaved pairs (rotate_every_two), an MLP and a head with biases, untied."""
-    d, N, H = (
-        c.count("n_embd", REQUIRED, "hidden_size"),
-        c.count("n_layer", REQUIRED, "num_hidden_layers"),
-        c.count("n_head", REQUIRED, "num_attention_heads"),
-    )
-    m = whole_heads(c, d, H, "n_embd", "n_head")
-    rotated = c.nullable_count("rotary_dim", 64) or m  # null: every dim of the head
-    if rotated > m or rotated % 2:
-        raise c.fail("rotary_dim", rotated, f"an even number of at most the head size {m}")
-    rotary = rope(c, c.count("n_positions", 2048, "max_position_embeddings"), m, fraction=rotated / m, partial=True)
-    return CAUSAL_PRE | rotary | {
-        "N": N, "H": H, "m": m, "d": d, "r": c.count("n_inner", 4 * d), "V": c.count("vocab_size"),
-        "tie_embeddings": c.flag("tie_word_embeddings", False), "head_bias": True, "rope_pairing": "interleaved",
-        "norm_eps": c.number("layer_norm_epsilon", 1e-5), "parallel": True, "shared_norm": True,
-        "attention_bias": False, "ff_bias": True, "activation": activation(c, "activation_function", "gelu_new"),
-    }  # fmt: skip
-
-
-def opt(c: Keys) -> dict[str, Any]:
-    """OPTForCausalLM: learned positions read two columns on (offset 2), pre-norm (or post with
-    do_layer_norm_before false, then no final norm), biases everywhere (enable_bias), ReLU, a tied head; an
-    embedding of word_embed_proj_dim projected in and out where that is not hidden_size (OPT-350m)."""
-    d, H = c.count("hidden_size"), c.count("num_attention_heads")
-    projected = c.nullable_count("word_embed_proj_dim", None) or d
-    if not c.flag("layer_norm_elementwise_affine", True):
-        raise c.refuse("layer_norm_elementwise_affine", False, "tfm's LayerNorms have a gain")
-    pre = c.flag("do_layer_norm_before", True)
-    if pre and c.flag("_remove_final_layer_norm", False):
-        raise c.refuse("_remove_final_layer_norm", True, "tfm's pre-norm stacks end with a norm")
-    bias = c.flag("enable_bias", True)
-    return {
-        "N": c.count("num_hidden_layers"), "H": H, "m": whole_heads(c, d, H), "d": d, "r": c.count("ffn_dim"),
-        "V": c.count("vocab_size"), "tie_embeddings": c.flag("tie_word_embeddings", True), "scale": "sqrt",
-        "mask": "causal", "positional": "learned", "max_len": c.count("max_position_embeddings", 2048),
-        "position_offset": 2, "norm": "pre" if pre else "post", "norm_eps": 1e-5, "attention_bias": bias,
-        "ff_bias": bias, "activation": activation(c, "activation_function", "relu"),
-    } | ({"embed_dim": projected} if projected != d else {})  # fmt: skip
-
-
-def bloom(c: Keys) -> dict[str, Any]:
-    """BloomForCausalLM: ALiBi instead of positions, a LayerNorm of the embeddings, GPT-NeoX's fused
-    query_key_value per head, biases everywhere, the tanh GELU, a tied head."""
-    if c.flag("apply_residual_connection_post_layernorm", False):
-        raise c.refuse("apply_residual_connection_post_layernorm", True, "tfm's residuals add the block's input")
-    d = c.count("hidden_size", REQUIRED, "n_embed")
-    H = c.count("n_head", REQUIRED, "num_attention_heads")
-    return CAUSAL_PRE | {
-        "N": c.count("n_layer", REQUIRED, "num_hidden_layers"), "H": H, "d": d, "r": 4 * d,
-        "m": whole_heads(c, d, H, "hidden_size", "n_head"), "V": c.count("vocab_size"),
-        "tie_embeddings": c.flag("tie_word_embeddings", True), "embed_norm": True, "positional": "alibi",
-        "norm_eps": c.number("layer_norm_epsilon", 1e-5), "attention_bias": True, "activation": "gelu_bloom",
-    }  # fmt: skip
-
-
-def starcoder2(c: Keys) -> dict[str, Any]:
-    """Starcoder2ForCausalLM: LLaMA's attention (biases with use_bias) between LayerNorms with biases, a plain MLP
-    (c_fc, c_proj) of gelu_pytorch_tanh, an optional window, a tied head."""
-    d, H = c.count("hidden_size"), c.count("num_attention_heads")
-    G, m = c.count("num_key_value_heads", 2), whole_heads(c, d, H)
-    bias = c.flag("use_bias", True)
-    return CAUSAL_PRE | window_key(c.nullable_count("sliding_window", None)) | {
-        "N": c.count("num_hidden_layers"), "H": H, "m": m, "d": d, "r": c.count("intermediate_size"),
-        "V": c.count("vocab_size"), **kv_heads(c, "num_key_value_heads", G, H),
-        "tie_embeddings": c.flag("tie_word_embeddings", True), **rope(c, c.count("max_position_embeddings", 4096), m),
-        "norm_eps": c.number("norm_epsilon", 1e-5), "attention_bias": bias, "ff_bias": bias,
-        "activation": activation(c, "hidden_act", "gelu_pytorch_tanh"),
-    }  # fmt: skip
-
-
-def stablelm(c: Keys) -> dict[str, Any]:
-    """StableLmForCausalLM: LLaMA's layout with LayerNorms (biases), rotary on 25% of each head unless the file
-    says, biases on q, k, v with use_qkv_bias, a parallel block with one norm with use_parallel_residual, a
-    LayerNorm (no bias) per query and key head with qk_layernorm."""
-    qk = {"qk_norm": True, "qk_norm_over": "per_head"} if c.flag("qk_layernorm", False) else {}
-    spec = llama_like(c, c.count("num_key_value_heads", 32), None, 1e-5, False, 4096, partial=0.25)
-    parallel = c.flag("use_parallel_residual", False)
-    biases = {"attention_bias": True, "out_bias": False} if c.flag("use_qkv_bias", False) else {}
-    return spec | biases | qk | {"norm_type": "layernorm", "norm_eps": c.number("layer_norm_eps", 1e-5),
-                                 "parallel": parallel, "shared_norm": parallel}  # fmt: skip
-
-
-def gpt_neox(c: Keys) -> dict[str, Any]:
-    """GPTNeoXForCausalLM: two LayerNorms, parallel or not, rotary on 25% of each head unless the file says."""
-    d, H = c.count("hidden_size"), c.count("num_attention_heads")
-    parallel = c.flag("use_parallel_residual", True)
-    rotary = rope(c, c.count("max_position_embeddings", 2048), whole_heads(c, d, H), fraction=0.25, partial=True,
-                  theta_keys=("rotary_emb_base",), fraction_keys=("rotary_pct",))  # fmt: skip
-    return CAUSAL_PRE | {
-        "N": c.count("num_hidden_layers"), "H": H, "m": whole_heads(c, d, H), "d": d, "r": c.count("intermediate_size"),
-        "V": c.count("vocab_size"), "tie_embeddings": c.flag("tie_word_embeddings", False), **rotary,
-        "norm_eps": c.number("layer_norm_eps", 1e-5), "parallel": parallel,
-        "attention_bias": c.flag("attention_bias", True), "activation": activation(c, "hidden_act", "gelu"),
-    }  # fmt: skip
 
 
 def falcon(c: Keys) -> dict[str, Any]:
@@ -284,25 +129,22 @@ def _layer_windows(c: Keys, N: int) -> dict[str, Any]:
     return window_key(window) | (layers if "full_attention" in kinds else {})
 
 
-FAMILIES = {
-    "gpt2": ("GPT2LMHeadModel", gpt2), "bert": ("BertModel", bert), "roberta": ("RobertaModel", roberta),
+FAMILIES: dict[str, tuple[str, Callable[[Keys], dict[str, Any]]]] = {
+    "bert": ("BertModel", bert), "roberta": ("RobertaModel", roberta),
     "xlm-roberta": ("XLMRobertaModel", roberta), "distilbert": ("DistilBertModel", distilbert),
-    "gpt_neo": ("GPTNeoForCausalLM", gpt_neo),
     "llama": ("LlamaForCausalLM", llama),
     "mistral": ("MistralForCausalLM", mistral), "mixtral": ("MixtralForCausalLM", mixtral),
     "qwen2": ("Qwen2ForCausalLM", qwen2), "qwen3": ("Qwen3ForCausalLM", qwen3), "gemma": ("GemmaForCausalLM", gemma),
     "qwen2_moe": ("Qwen2MoeForCausalLM", qwen2_moe), "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
     "olmo2": ("Olmo2ForCausalLM", olmo2), "phimoe": ("PhimoeForCausalLM", phimoe),
     "gpt_oss": ("GptOssForCausalLM", gpt_oss),
-    "gptj": ("GPTJForCausalLM", gptj), "opt": ("OPTForCausalLM", opt), "bloom": ("BloomForCausalLM", bloom),
-    "starcoder2": ("Starcoder2ForCausalLM", starcoder2), "stablelm": ("StableLmForCausalLM", stablelm),
-    "granite": ("GraniteForCausalLM", granite), "cohere": ("CohereForCausalLM", cohere),
     "deepseek_v2": ("DeepseekV2ForCausalLM", deepseek_v2), "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
     "gemma2": ("Gemma2ForCausalLM", gemma2), "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
-    "phi": ("PhiForCausalLM", phi), "phi3": ("Phi3ForCausalLM", phi3), "gpt_neox": ("GPTNeoXForCausalLM", gpt_neox),
+    "phi3": ("Phi3ForCausalLM", phi3),
     "falcon": ("FalconForCausalLM", falcon), "t5": ("T5ForConditionalGeneration", t5),
     "bart": ("BartForConditionalGeneration", bart),
     "mt5": ("MT5ForConditionalGeneration", mt5), "mbart": ("MBartForConditionalGeneration", mbart),
 }  # fmt: skip
+FAMILIES |= {kind: (record.hf_class, record.spec) for kind, record in RECORDS.items()}  # (families/)
 
 __all__ = ["FAMILIES"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .keys import Keys
-from .parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope, typed_layers
+from ..families.keys import Keys
+from ..families.parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope, typed_layers
 
 
 def gemma(c: Keys) -> dict[str, Any]:

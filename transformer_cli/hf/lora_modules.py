@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..analysis.lora import Module, linear
+from ..families import RECORDS
 from ..spec.definition import Spec
 from .layouts import hf_shape, rules, tensor_shapes
 from .weights import family_for
@@ -29,7 +30,9 @@ STACKED = {  # model_type: the checkpoint's names of the gate, up and down exper
     "mixtral": ("w1", "w3", "w2", "gate"),
     **{kind: ("gate_proj", "up_proj", "down_proj", "gate") for kind in ("qwen3_moe", "deepseek_v2", "deepseek_v3")},
 }
+STACKED |= {kind: record.lora_stacked for kind, record in RECORDS.items() if record.lora_stacked}  # (families/)
 LINEAR_ROUTER = {"phimoe": "router"}  # the families whose router is a linear module in transformers 5: its name
+LINEAR_ROUTER |= {kind: record.lora_router for kind, record in RECORDS.items() if record.lora_router}
 
 
 def hf_linear_modules(spec: Spec, config: Mapping[str, Any]) -> list[Module]:

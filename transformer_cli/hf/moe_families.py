@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .keys import Keys
-from .parts import llama_like, typed_layers, window_key
+from ..families.keys import Keys
+from ..families.parts import llama_like, typed_layers, window_key
 
 
 def qwen2_moe(c: Keys) -> dict[str, Any]:

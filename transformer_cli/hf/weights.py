@@ -17,59 +17,50 @@ import numpy as np
 
 from ..analysis.quantized import Held
 from ..errors import ArrayError
+from ..families import RECORDS
+from ..families.checkpoints import (
+    BERT,
+    DEEPSEEK,
+    DISTILBERT,
+    GEMMA2,
+    GPT_OSS,
+    LLAMA,
+    MIXTRAL,
+    OLMO2,
+    PHI3,
+    PHIMOE,
+    QWEN_MOE,
+    falcon,
+)
+from ..families.layout import Family
 from ..io.arrays import first_nonfinite
 from ..spec.definition import Spec
 from ..spec.stacks import stacks
 from ..text import shown
 from .checkpoint import Checkpoint
 from .encoder_decoder_layouts import BART, MBART, t5
-from .family_layouts import (
-    BERT,
-    BLOOM,
-    DEEPSEEK,
-    DISTILBERT,
-    GEMMA2,
-    GPT2,
-    GPT_NEO,
-    GPT_NEOX,
-    GPT_OSS,
-    GPTJ,
-    LLAMA,
-    MIXTRAL,
-    OLMO2,
-    OPT,
-    PHI,
-    PHI3,
-    PHIMOE,
-    QWEN_MOE,
-    STABLELM,
-    STARCODER2,
-    falcon,
-)
-from .layouts import Family, Rule, bytes_by_tensor, hf_shape, rule_count, rules, split, tensor_shapes
+from .layouts import Rule, bytes_by_tensor, hf_shape, rule_count, rules, split, tensor_shapes
 from .quant import Scheme, scheme_of
 from .quant.base import Stored
 
 FLOATING = ("F64", "F32", "F16", "BF16")
-FAMILIES = {"gpt2": GPT2, "bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "distilbert": DISTILBERT,
-            "gpt_neo": GPT_NEO, "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA, "qwen3": LLAMA,
+FAMILIES = {"bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "distilbert": DISTILBERT,
+            "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA, "qwen3": LLAMA,
             "gemma": LLAMA, "gemma2": GEMMA2, "gemma3_text": GEMMA2, "qwen2_moe": QWEN_MOE, "qwen3_moe": QWEN_MOE,
             "olmo2": OLMO2, "deepseek_v2": DEEPSEEK, "deepseek_v3": DEEPSEEK,
-            "gpt_oss": GPT_OSS, "gptj": GPTJ, "opt": OPT, "bloom": BLOOM, "starcoder2": STARCODER2,
-            "stablelm": STABLELM, "phimoe": PHIMOE, "granite": LLAMA, "cohere": LLAMA,
-            "phi": PHI, "phi3": PHI3, "gpt_neox": GPT_NEOX, "bart": BART, "mbart": MBART}  # fmt: skip
+            "gpt_oss": GPT_OSS,
+            "phimoe": PHIMOE,
+            "phi3": PHI3, "bart": BART, "mbart": MBART}  # fmt: skip
+FAMILIES |= {kind: record.checkpoint for kind, record in RECORDS.items()}  # (families/)
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the
 # model tfm builds: (pattern, replacement) tried in order, then the patterns skipped.
 ALIASES = {
-    "gpt2": ((r"^(?!transformer\.)", "transformer."),),  # the hub's GPT-2 files have no "transformer." prefix
     "bert": ((r"^bert\.", ""), (r"LayerNorm\.gamma$", "LayerNorm.weight"), (r"LayerNorm\.beta$", "LayerNorm.bias")),
     "roberta": ((r"^roberta\.", ""),),  # RobertaForMaskedLM's files
     "xlm-roberta": ((r"^roberta\.", ""),),
     "distilbert": ((r"^distilbert\.", ""),),  # DistilBertForMaskedLM's files
-    "gpt_neox": ((r"^lm_head\.weight$", "embed_out.weight"),),
-    "bloom": ((r"^(?!transformer\.|lm_head\.)", "transformer."),),  # BloomModel's files (bloom-560m on the hub)
-}
+} | {kind: record.aliases for kind, record in RECORDS.items() if record.aliases}
 SKIPPED = (
     r"rotary_emb\.inv_freq$",  # buffers some older files saved
     r"\.attn\.(masked_)?bias$",  # GPT-2's causal-mask buffers in the hub's files

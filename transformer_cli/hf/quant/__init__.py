@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..keys import Keys
+from ...families.keys import Keys
 from . import bitsandbytes, compressed, fp8, gptq, mxfp4
 from .base import Scheme
 

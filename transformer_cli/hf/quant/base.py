@@ -16,7 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from ...errors import ArrayError
-from ..keys import Keys
+from ...families.keys import Keys
 
 Shape = tuple[int, ...]
 

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from ...errors import ArrayError
-from ..keys import Keys
+from ...families.keys import Keys
 from .base import Read, Scheme, Shape, Stored, linear
 
 QUANT_TYPES = ("nf4", "fp4")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import ArrayError
-from ..keys import Keys
+from ...families.keys import Keys
 from .base import Read, Scheme, Shape, Stored, fitting_group, group_index, linear, spread, unpack
 from .mxfp4 import E2M1
 

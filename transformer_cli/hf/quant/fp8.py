@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..keys import Keys
+from ...families.keys import Keys
 from .base import Read, Scheme, Shape, Stored, module, spread
 
 

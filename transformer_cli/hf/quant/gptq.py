@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from ...errors import SpecError
-from ..keys import Keys
+from ...families.keys import Keys
 from .base import Read, Scheme, Shape, Stored, fitting_group, linear, spread, unpack
 
 REFUSED = "no reference dequantiser runs here to test tfm's against; tfm counts and plans GPTQ checkpoints only"

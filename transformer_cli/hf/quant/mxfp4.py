@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..keys import Keys
+from ...families.keys import Keys
 from .base import Read, Scheme, Shape, Stored
 
 E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])

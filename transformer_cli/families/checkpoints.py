@@ -4,9 +4,9 @@ global, with its fused and transposed tensors (layouts.py says what a layout is 
 from __future__ import annotations
 
 from ..spec.definition import Spec
-from .layouts import Family
-from .layouts import linear_names as _linear
-from .layouts import norm_names as _norm
+from .layout import Family
+from .layout import linear_names as _linear
+from .layout import norm_names as _norm
 
 
 def _llama_names() -> dict[str, str]:

@@ -1,0 +1,75 @@
+"""One record per model family (transformer_cli/families/): the formats' tables take a registered family from its
+record, the inverse tables are each other's inverse, and a registered family's names are written nowhere else."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from transformer_cli.families import GGUF_ARCHS, RECORDS
+from transformer_cli.gguf import hf_config, write
+from transformer_cli.gguf.archs import ARCH_OF, ARCHITECTURES, MODEL_TYPE
+from transformer_cli.hf import families, lora_modules, weights
+
+PACKAGE = Path(__file__).resolve().parents[2] / "transformer_cli"
+
+
+def test_granite_is_a_record():
+    assert "granite" in RECORDS
+    assert RECORDS["granite"].gguf is not None and RECORDS["granite"].gguf.arch == "granite"
+
+
+@pytest.mark.parametrize("kind", sorted(RECORDS))
+def test_the_tables_take_a_registered_family_from_its_record(kind):
+    record = RECORDS[kind]
+    assert families.FAMILIES[kind] == (record.hf_class, record.spec)
+    assert hf_config.CLASSES[kind] == record.hf_class
+    assert weights.FAMILIES[kind] is record.checkpoint
+    assert weights.ALIASES.get(kind, ()) == record.aliases
+    assert lora_modules.STACKED.get(kind) == record.lora_stacked
+    assert lora_modules.LINEAR_ROUTER.get(kind) == record.lora_router
+    if record.gguf is not None:
+        assert ARCH_OF[kind] == record.gguf.arch
+        assert write.ARCH_OF is ARCH_OF and hf_config.MODEL_TYPE is MODEL_TYPE
+        arch = ARCHITECTURES[record.gguf.arch]
+        assert arch.layout is record.gguf.layout
+        assert arch.transforms == dict(record.gguf.transforms) and arch.redo == dict(record.gguf.redo)
+
+
+def test_model_type_is_the_inverse_of_arch_of():
+    assert set(MODEL_TYPE) == set(ARCH_OF.values())
+    assert all(ARCH_OF[kind] == arch for arch, kind in MODEL_TYPE.items())
+    # each architecture's model_type is the first written to it (llama's files are llama's, not Mistral's)
+    assert MODEL_TYPE["llama"] == "llama" and MODEL_TYPE["deepseek2"] == "deepseek_v2" and MODEL_TYPE["t5"] == "t5"
+    assert set(GGUF_ARCHS) <= set(MODEL_TYPE)
+
+
+def _named(name: str) -> list[str]:
+    """The files of hf/ and gguf/ with `name` as a table's key or value, or a branch on it (`== "name"`); the
+    tokenizer's model "gpt2" (byte-level BPE) is no family."""
+    quoted = rf"""["']{re.escape(name)}["']"""
+    literal = re.compile(rf"{quoted}\s*:(?!\s*$)|:\s*{quoted}|==\s*{quoted}", re.MULTILINE)
+    return sorted(
+        str(path.relative_to(PACKAGE))
+        for folder in ("hf", "gguf")
+        for path in (PACKAGE / folder).rglob("*.py")
+        if literal.search(path.read_text())
+    )
+
+
+@pytest.mark.parametrize("kind", sorted(RECORDS))
+def test_a_registered_family_is_named_only_in_its_record(kind):
+    record = RECORDS[kind]
+    assert _named(kind) == []
+    assert _named(record.hf_class) == []
+    if record.gguf is not None:
+        assert _named(record.gguf.arch) == []
+
+
+def test_a_family_not_yet_registered_is_found_in_the_tables():
+    """The control: the scan finds a family still spread over the formats' tables."""
+    unregistered = "cohere" if "cohere" not in RECORDS else "llama"
+    assert unregistered not in RECORDS
+    assert {"hf/families.py", "hf/weights.py", "gguf/archs.py"} <= set(_named(unregistered))

@@ -1,0 +1,38 @@
+"""The model families tfm reads and writes: one record each (record.py), registered here by the model_type it
+serves. A new family is one module, imported and listed below; the tables the formats read (hf/, gguf/) are derived
+from these records.
+
+Not every family is a record yet: those not listed here (the BERTs, the LLaMA-likes, Gemmas, mixtures of experts,
+OLMo 2, Phi-3, Falcon, DeepSeek, the encoder-decoders) are still spread over the formats' tables (hf/families.py,
+hf/weights.py, hf/lora_modules.py, gguf/archs.py, gguf/write.py, gguf/hf_config.py), which take the records'
+entries after their own.
+"""
+
+from __future__ import annotations
+
+from . import bloom, cohere, gpt2, gpt_neo, gpt_neox, gptj, granite, opt, phi, stablelm, starcoder2
+from .record import Gguf, Record
+
+# the registry: one line a family
+RECORDS: dict[str, Record] = {
+    module.RECORD.model_type: module.RECORD
+    for module in (
+        bloom,
+        cohere,
+        gpt2,
+        gpt_neo,
+        gpt_neox,
+        gptj,
+        granite,
+        opt,
+        phi,
+        stablelm,
+        starcoder2,
+    )
+}
+GGUF_ARCHS: dict[str, Record] = {}  # a GGUF architecture's family: the first record written to it
+for _record in RECORDS.values():
+    if _record.gguf is not None:
+        GGUF_ARCHS.setdefault(_record.gguf.arch, _record)
+
+__all__ = ["GGUF_ARCHS", "RECORDS", "Gguf", "Record"]

@@ -1,0 +1,26 @@
+"""What several families read alike from a GGUF file's `{arch}.*` keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import SpecError
+from .keys import Keys
+
+
+def partial_rotary(c: Keys, m: int) -> dict[str, Any]:
+    """rope_fraction where rope.dimension_count turns fewer than a head's m dims (a partial rotary), else none."""
+    rotated = c.count("rope.dimension_count", m)
+    return {} if rotated == m else {"rope_fraction": rotated / m}
+
+
+def rows(header: Any, name: str, what: str, *elsewhere: str) -> int:
+    """The rows of tensor `name`, the last place the file says `what` (after the keys `elsewhere`): a SpecError
+    naming them all if it is not there."""
+    if name not in header.tensors:
+        lacking = ", no ".join((*elsewhere, f"tensor {name}"))
+        raise SpecError(f"{header.path}: {what} is not in the file: no {lacking}")
+    return header.tensors[name].shape[0]
+
+
+__all__ = ["partial_rotary", "rows"]

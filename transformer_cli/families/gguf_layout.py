@@ -1,0 +1,98 @@
+"""GGUF's tensor names as convert_hf_to_gguf.py writes them, and the converter's changes the families share:
+LLaMA's layout (the template of the others) and its Q/K permutation for llama.cpp's interleaved rotary, both ways."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .layout import Family, linear_names, norm_names
+
+Transform = Callable[[np.ndarray, dict[str, Any]], np.ndarray]
+
+
+def _linear(ours: str, theirs: str, parts: str = "Wb") -> dict[str, str]:
+    return {ours.format(p): f"{theirs}.{'weight' if p == 'W' else 'bias'}" for p in parts}
+
+
+def _llama_names() -> dict[str, str]:
+    names = {"norm1.gamma": "attn_norm.weight", "norm2.gamma": "ffn_norm.weight",
+             "attention.q_norm.gamma": "attn_q_norm.weight",
+             "attention.k_norm.gamma": "attn_k_norm.weight"}  # fmt: skip
+    for x, theirs in (("Q", "attn_q"), ("K", "attn_k"), ("V", "attn_v"), ("O", "attn_output")):
+        names |= _linear("attention.{}_" + x, theirs)
+    for n, theirs in (("1", "ffn_gate"), ("3", "ffn_up"), ("2", "ffn_down")):
+        names |= _linear("ff.{}" + n, theirs)
+    return names
+
+
+LLAMA_LAYOUT = Family("blk.{i}.", _llama_names(), {"embedding.E": "token_embd.weight", "head.W": "output.weight",
+                                                   "final_norm.gamma": "output_norm.weight"})  # fmt: skip
+
+
+def unpermute(heads_key: str) -> Transform:
+    """The inverse of convert_hf_to_gguf.py's LlamaModel.permute: llama.cpp's rotary turns adjacent pairs, so the
+    converter reorders each head's rows from the halves (j, j + m/2) to pairs (2j, 2j + 1); this puts them back.
+    `heads_key`: the metadata key with the head count it used (head_count for Q, head_count_kv for K)."""
+
+    def undo(rows: np.ndarray, meta: dict[str, Any]) -> np.ndarray:
+        heads = meta.get(heads_key) or meta["attention.head_count"]
+        return rows.reshape(heads, rows.shape[0] // heads // 2, 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
+
+    return undo
+
+
+def permute(heads_key: str) -> Transform:
+    """convert_hf_to_gguf.py's LlamaModel.permute: each head's rows from the halves (j, j + m/2) to adjacent pairs
+    (2j, 2j + 1), for llama.cpp's rotary; the inverse of `unpermute`."""
+
+    def do(rows: np.ndarray, meta: dict[str, Any]) -> np.ndarray:
+        heads = meta.get(heads_key) or meta["attention.head_count"]
+        return rows.reshape(heads, 2, rows.shape[0] // heads // 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
+
+    return do
+
+
+_Q, _K = unpermute("attention.head_count"), unpermute("attention.head_count_kv")
+LLAMA_PERMUTED = {"attn_q.weight": _Q, "attn_k.weight": _K, "attn_q.bias": _Q, "attn_k.bias": _K}  # to undo
+_Q2, _K2 = permute("attention.head_count"), permute("attention.head_count_kv")
+LLAMA_REDO = {"attn_q.weight": _Q2, "attn_k.weight": _K2, "attn_q.bias": _Q2, "attn_k.bias": _K2}  # to write
+
+# the LayerNorm families' (BLOOM, GPT-NeoX, Phi-2): LayerNorms with biases, biases on every projection, and the fused
+# attn_qkv the converter reorders from per-head [q; k; v] groups to [Q; K; V] (how tfm reads a fused tensor)
+_one = lambda spec: 1  # noqa: E731
+LAYERNORM_FUSED = (("attn_qkv.weight", ("attention.W_Q", "attention.W_K", "attention.W_V"), _one),
+                   ("attn_qkv.bias", ("attention.b_Q", "attention.b_K", "attention.b_V"), _one))  # fmt: skip
+LAYERNORM_BLOCK = (linear_names("attention.{}_O", "attn_output") | linear_names("ff.{}1", "ffn_up")
+                   | linear_names("ff.{}2", "ffn_down") | norm_names("norm1", "attn_norm")
+                   | norm_names("norm2", "ffn_norm"))  # fmt: skip
+LAYERNORM_GLOBALS = {"embedding.E": "token_embd.weight", "head.W": "output.weight"} | norm_names(
+    "final_norm", "output_norm"
+)
+LAYERNORM_LAYOUT = Family("blk.{i}.", LAYERNORM_BLOCK, LAYERNORM_GLOBALS, fused=LAYERNORM_FUSED)  # GPT-NeoX's
+
+# the plain feedforward with biases and the attention's output (GPT-2, StarCoder2), the globals with the final
+# norm's bias, and the fused [Q; K; V] rows with their biases
+PLAIN_BLOCK = {"attention.W_O": "attn_output.weight", "attention.b_O": "attn_output.bias", "ff.W1": "ffn_up.weight",
+               "ff.b1": "ffn_up.bias", "ff.W2": "ffn_down.weight", "ff.b2": "ffn_down.bias"}  # fmt: skip
+GLOBALS_WITH_BIAS = {"embedding.E": "token_embd.weight", "head.W": "output.weight",
+                     "final_norm.gamma": "output_norm.weight", "final_norm.beta": "output_norm.bias"}  # fmt: skip
+QKV_FUSED = LAYERNORM_FUSED
+
+__all__ = [
+    "GLOBALS_WITH_BIAS",
+    "LAYERNORM_BLOCK",
+    "LAYERNORM_FUSED",
+    "LAYERNORM_GLOBALS",
+    "LAYERNORM_LAYOUT",
+    "LLAMA_LAYOUT",
+    "LLAMA_PERMUTED",
+    "LLAMA_REDO",
+    "PLAIN_BLOCK",
+    "QKV_FUSED",
+    "Transform",
+    "permute",
+    "unpermute",
+]

@@ -1,0 +1,68 @@
+"""Granite (GraniteForCausalLM): LLaMA's block with four numbers that scale the streams: the embedded columns times
+embedding_multiplier, the scores times attention_multiplier (in place of 1/sqrt(m)), each sublayer's output times
+residual_multiplier as it joins the residual, and the logits divided by logits_scaling; biases with attention_bias
+(on q, k, v and o) and mlp_bias. Its checkpoint is LLaMA's; its GGUF file is LLaMA's (Q and K rows permuted for
+llama.cpp's interleaved rotary) with the multipliers as attention.scale, embedding_scale, residual_scale and
+logit_scale, which llama.cpp divides the logits by."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec.definition import Spec
+from .checkpoints import LLAMA
+from .gguf_layout import LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
+from .keys import Keys
+from .parts import llama_like
+from .record import Gguf, Record
+
+
+def spec(c: Keys) -> dict[str, Any]:
+    """config.json -> spec."""
+    spec = llama_like(c, c.count("num_key_value_heads", None), None, 1e-6, False, 2048)
+    embedding = c.number("embedding_multiplier", 1.0)
+    return spec | {
+        "attention_bias": c.flag("attention_bias", False), "ff_bias": c.flag("mlp_bias", False),
+        "scale": c.number("attention_multiplier", 1.0), "embed_scale": "none" if embedding == 1.0 else embedding,
+        "residual_scale": c.number("residual_multiplier", 1.0), "logit_scale": 1.0 / c.number("logits_scaling", 1.0),
+    }  # fmt: skip
+
+
+def config(spec: Spec) -> dict[str, Any]:
+    """spec -> the config.json keys of Granite's own (a scale of 1/sqrt(m) as its number)."""
+    return {"attention_bias": spec.attention_bias, "mlp_bias": spec.ff_bias, "hidden_act": "silu",
+            "attention_multiplier": spec.scale if isinstance(spec.scale, float) else spec.m**-0.5,
+            "embedding_multiplier": spec.embed_scale if isinstance(spec.embed_scale, float) else 1.0,
+            "residual_multiplier": spec.residual_scale, "logits_scaling": 1.0 / spec.logit_scale}  # fmt: skip
+
+
+def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """GGUF keys -> spec: LLaMA's (`spec`) with biases where the file has them and the four multipliers (a missing
+    one is 1, or for the attention 1/sqrt(m), as llama.cpp reads them)."""
+    spec = spec | {"ff_bias": "blk.0.ffn_up.bias" in header.tensors}
+    if spec.get("out_bias"):  # (Granite's attention_bias is on all four projections: the default)
+        del spec["out_bias"]
+    embed, residual = c.number("embedding_scale", 1.0), c.number("residual_scale", 1.0)
+    spec |= {"embed_scale": "none" if embed == 1.0 else embed, "residual_scale": residual,
+             "logit_scale": 1.0 / c.number("logit_scale", 1.0)}  # fmt: skip
+    if c.has("attention.scale"):
+        spec["scale"] = c.number("attention.scale")
+    return spec
+
+
+def gguf_metadata(spec: Spec) -> dict[str, Any]:
+    """spec -> the granite.* keys beyond LLaMA's (llama.cpp divides the logits by its logit_scale)."""
+    embed = spec.embed_scale if isinstance(spec.embed_scale, (int, float)) else 1.0
+    out = {"embedding_scale": float(embed), "residual_scale": float(spec.residual_scale),
+           "logit_scale": 1.0 / float(spec.logit_scale)}  # fmt: skip
+    if isinstance(spec.scale, (int, float)):
+        out["attention.scale"] = float(spec.scale)
+    return out
+
+
+RECORD = Record(
+    "granite", "GraniteForCausalLM", spec, LLAMA, config,
+    Gguf("granite", LLAMA_LAYOUT, gguf_spec, gguf_metadata, transforms=LLAMA_PERMUTED, redo=LLAMA_REDO),
+)  # fmt: skip
+
+__all__ = ["RECORD"]

@@ -1,0 +1,48 @@
+"""A family's checkpoint layout: where each of tfm's tensors is in a file of the family (Hugging Face's names, or
+GGUF's). hf/layouts.py reads and writes a checkpoint by one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..spec.definition import Spec
+
+# -- the families ---------------------------------------------------------------------------------------
+# Each maps tfm's names to the checkpoint's: per block ("{i}" the block), and global. A norm is named by its
+# module: its gamma is `.weight`, its beta `.bias`. Fused tensors list their pieces; experts (and
+# the heads of a norm per head) use "{e}".
+
+LINEAR = {"W": "weight", "b": "bias"}
+
+
+def linear_names(ours: str, theirs: str, parts: str = "Wb") -> dict[str, str]:
+    """'attention.{}_Q', 'self_attn.q_proj' -> W_Q -> ...weight, b_Q -> ...bias."""
+    return {ours.format(p): f"{theirs}.{LINEAR[p]}" for p in parts}
+
+
+def norm_names(ours: str, theirs: str) -> dict[str, str]:
+    return {f"{ours}.gamma": f"{theirs}.weight", f"{ours}.beta": f"{theirs}.bias"}
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model_type's checkpoint names. `fused` lists checkpoint tensors that hold several tfm tensors, with
+    their group count as a function of the spec; `transposed` marks Conv1D weights. An encoder-decoder's
+    encoder blocks (`encoder.{j}.`) have names of their own; `copies` are tied tensors a file may hold beside
+    the one read (accepted, never read); `zero_buffers` are buffers in files that must be zero (checked on read)."""
+
+    block: str  # prefix of block i's names (the decoder's in an encoder-decoder)
+    names: dict[str, str]  # tfm name within a block -> checkpoint name within the block
+    globals_: dict[str, str]  # tfm global name -> checkpoint name
+    fused: tuple[tuple[str, tuple[str, ...], Callable[[Spec], int]], ...] = ()
+    transposed: frozenset[str] = frozenset()
+    encoder_block: str = ""  # prefix of encoder block j's names
+    encoder_names: dict[str, str] = field(default_factory=dict)
+    copies: dict[str, str] = field(default_factory=dict)  # checkpoint name -> the tfm tensor it is a copy of
+    zero_buffers: tuple[str, ...] = ()
+    stacked: frozenset[str] = frozenset()  # checkpoint names holding every expert on a leading axis (gpt-oss)
+    hints: dict[str, str] = field(default_factory=dict)  # checkpoint name -> why it may be missing
+
+
+__all__ = ["LINEAR", "Family", "linear_names", "norm_names"]

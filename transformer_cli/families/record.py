@@ -1,0 +1,60 @@
+"""A model family in one record: what tfm knows of it, in every format, found in one place.
+
+As llama.cpp's convert_hf_to_gguf.py registers one class per family by the architectures it serves, a family here
+is one module holding one `Record` (its registry line is in families/__init__.py). The formats read their tables
+from the registry: hf/ reads config.json with `spec` and a checkpoint with `checkpoint`, gguf/ reads and writes
+the file with `gguf`, and a GGUF file's model goes back to a config.json with `config`. Both directions of each
+mapping sit side by side, so the inverse tables (a GGUF architecture's model_type, a model_type's architecture)
+are derived, not written twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..spec.definition import Spec
+from .gguf_layout import Transform
+from .keys import Keys
+from .layout import Family
+
+
+def _none(spec: Spec) -> dict[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Gguf:
+    """The family's GGUF architecture: its `general.architecture`, its tensor names, its `{arch}.*` keys read (from
+    the spec of the shared reader `base`, gguf/archs.py) and written, and the converter's changes to its tensors."""
+
+    arch: str
+    layout: Family
+    spec: Callable[[Keys, Any, dict[str, Any]], dict[str, Any]]  # (its keys, the file's header, base's spec) -> spec
+    metadata: Callable[[Spec], dict[str, Any]] = _none  # the {arch}.* keys beyond the shared ones, to write
+    base: str = "llama"
+    transforms: Mapping[str, Transform] = field(default_factory=dict)  # per tensor name in a block: to undo
+    redo: Mapping[str, Transform] = field(default_factory=dict)  # the same changes made, to write a file
+
+
+@dataclass(frozen=True)
+class Record:
+    """One Hugging Face model_type: its transformers class, its config.json read as a spec (`spec`) and written from
+    one (`config`: the family's own keys, the shared sizes and rotary are gguf/hf_config.py's), its checkpoint's
+    tensor names (and other names published files use for them: `aliases`, tried in order), its GGUF architecture,
+    and for LoRA the names peft gives a mixture's stacked experts and router (hf/lora_modules.py)."""
+
+    model_type: str
+    hf_class: str
+    spec: Callable[[Keys], dict[str, Any]]
+    checkpoint: Family
+    config: Callable[[Spec], dict[str, Any]] = _none
+    gguf: Gguf | None = None
+    aliases: tuple[tuple[str, str], ...] = ()
+    lora_stacked: tuple[str, str, str, str] | None = None  # gate, up, down experts and router, as peft names them
+    lora_router: str | None = None  # the router's name where it is a linear module of its own
+    config_alone: bool = False  # `config` is every key (the family names its sizes its own way): no shared ones
+
+
+__all__ = ["Gguf", "Record"]
