@@ -47,9 +47,9 @@ def main() -> None:
 
     import gguf_files
     from gguf_files import dequantised_model, write_gguf
+    from helpers_gguf import FAMILIES
+    from helpers_hf_transformers import IDS, build, relative, theirs
     from hf_exact import exact
-    from test_gguf import FAMILIES
-    from test_hf_transformers import IDS, build, relative, theirs
 
     from transformer_cli import Transformer
     from transformer_cli.gguf.model import GGUFWeights, spec_from_gguf

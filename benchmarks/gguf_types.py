@@ -33,8 +33,8 @@ def measure(qtype: str, folder: Path) -> dict:
     import torch
     import transformers
     from gguf_files import dequantised_model, write_gguf, write_random_quantised
+    from helpers_hf_transformers import IDS, relative, theirs
     from hf_exact import exact
-    from test_hf_transformers import IDS, relative, theirs
 
     from transformer_cli import Transformer, count_params
     from transformer_cli.gguf.model import GGUFWeights, gguf_summary, spec_from_gguf

@@ -5,7 +5,7 @@
 
 Run from the checkout's root. Inputs are made once under $TFM_FINGERPRINT_DIR (default /tmp/tfm-fingerprint) and
 reused, so both runs see the same files: the Hugging Face folders transformers builds for every family and layout
-of tests/formats/test_hf_transformers.py (fixed seeds; needs the test extra and PyTorch), and 80 derandomised
+of tests/formats/helpers_hf_transformers.py (fixed seeds; needs the test extra and PyTorch), and 80 derandomised
 hypothesis specs over every variant key. Outputs hashed: count, plan (fixed hardware), verify, sample, run (the
 .npy byte for byte, float64 and float32), attention and its saved maps, verify-decoding, check, diff.
 """
@@ -51,12 +51,13 @@ def inputs() -> tuple[Path, Path]:
     sys.path[:0] = ["tests", "tests/formats"]
     models, specs = ROOT / "models", ROOT / "specs"
     if not models.exists():
-        import test_hf_transformers as hf
         import torch
+        from helpers_hf_transformers import build
+        from hf_models import MODELS
 
-        for name in hf.MODELS:
+        for name in MODELS:
             torch.manual_seed(0)
-            hf.build(name).save_pretrained(models / name)
+            build(name).save_pretrained(models / name)
         np.save(ROOT / "ids.npy", np.random.default_rng(0).integers(0, 97, size=(2, 13)))
     if not specs.exists():
         import yaml

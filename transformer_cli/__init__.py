@@ -15,6 +15,7 @@ from .version import __version__
 _EXPORTS = {
     # a model, from any path a command takes
     "load": "models", "Model": "models", "load_spec": "models", "load_weights": "sources",
+    "CheckpointSummary": "sources",
     "DEFAULT_SPEC": "spec", "Spec": "spec", "spec_from_mapping": "spec", "spec_schema": "spec.schema",
     # counting, costs, plans, comparisons
     "ParamCount": "analysis.params", "all_tensors": "analysis.params", "count_params": "analysis.params",
@@ -31,7 +32,8 @@ _EXPORTS = {
     # the seeds' properties, and many specs in CI
     "CheckResult": "verify", "check_causality": "verify", "check_counts": "verify", "check_decoding": "verify",
     "check_equivariance": "verify", "check_scaling": "verify", "check_softmax": "verify", "make_setup": "verify",
-    "verify_all": "verify", "Budgets": "check", "SpecCheck": "check", "check_specs": "check",
+    "verify_all": "verify", "Verification": "verify", "Budgets": "check", "SpecCheck": "check",
+    "check_specs": "check",
     # weights written and converted
     "check_weights": "io.weights", "init_weights": "io.weights", "save_weights": "io.weights",
     "Written": "writing", "convert": "writing", "init": "writing",

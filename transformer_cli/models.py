@@ -13,15 +13,28 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import OptionError, SpecError
-from .io.weights import FORMATS  # tfm's weights files
+from .io.weights import FORMATS, Weights  # tfm's weights files
 from .options import count, keywords, named, parameters
-from .sources import checkpoint_at, spec_at
+from .sources import CheckpointSummary, checkpoint_at, spec_at
 from .spec.definition import Spec
+
+if TYPE_CHECKING:  # the result types, for annotations: `tfm.load` imports none of the model, analysis or verify
+    from tokenizers import Tokenizer
+
+    from .analysis.costs import Costs
+    from .analysis.params import ParamCount
+    from .analysis.plan import Plan
+    from .model.decoding import Decoder
+    from .model.encoder_decoder import EncoderDecoder
+    from .model.generate import Generation
+    from .model.runner import RunResult
+    from .model.transformer import Transformer
+    from .verify.common import Verification
 
 
 @named()
@@ -44,8 +57,8 @@ def load(path: str | Path | None = None, weights: str | Path | None = None, seed
 class Model:
     """A spec, where it came from, and its weights (a checkpoint read lazily, or seeded from `seed`).
 
-    Each method is what the command of its name does, returning the command's typed result; `weights`,
-    `generation_config` and `tokenizer` are read on first use."""
+    Each method is what the command of its name does, returning the command's typed result, whose to_dict() is
+    what the command prints under --json; `weights`, `generation_config` and `tokenizer` are read on first use."""
 
     spec: Spec
     source: str  # what the spec was read from: a path, "built-in default", or "FILE metadata"
@@ -59,18 +72,23 @@ class Model:
         return self.spec.label
 
     @cached_property
-    def weights(self) -> Any:
+    def weights(self) -> Weights:
         """The weights, a mapping of tfm's tensor names to arrays (a checkpoint's read as each is asked for)."""
         from .model.runner import get_weights
 
         return get_weights(self.spec, self.weights_path, self.seed)[0]
 
     @property
+    def weights_source(self) -> str:
+        """Where the weights come from, as the commands say it: the checkpoint's path, or "seeded init (seed S)"."""
+        return str(self.weights_path) if self.weights_path is not None else f"seeded init (seed {self.seed})"
+
+    @property
     def dtype(self) -> str:
         """The compute dtype a forward pass defaults to: float32 for a Hugging Face checkpoint, else float64."""
         return "float32" if self.weights_path is not None and self.weights_path.is_dir() else "float64"
 
-    def transformer(self, dtype: str | None = None) -> Any:
+    def transformer(self, dtype: str | None = None) -> Transformer | EncoderDecoder:
         """The NumPy model: a Transformer, or an EncoderDecoder (encode(source), decoder) for two stacks."""
         from .model.transformer import Transformer
         from .spec.stacks import encoder
@@ -83,21 +101,22 @@ class Model:
 
     # -- what the commands do ------------------------------------------------------------------------------------
 
-    def count(self) -> Any:
+    def count(self) -> ParamCount:
         """`tfm count`: the parameters by tensor and block, with the closed form (a ParamCount)."""
         from .analysis.params import count_params
 
         return count_params(self.spec)
 
-    def checkpoint(self) -> dict[str, Any] | None:
+    def checkpoint(self) -> CheckpointSummary | None:
         """`tfm count`'s checkpoint line: a folder's or GGUF file's tensors checked against the spec from their
-        headers (files, tensors, dtypes, bytes), or None for seeded weights and tfm's own files."""
+        headers (files, tensors, dtypes, bytes: a CheckpointSummary), or None for seeded weights and tfm's own
+        files."""
         from .sources import checkpoint_summary
 
         return checkpoint_summary(self.weights_path, self.spec)
 
     @named(renamed={"b": "batch", "n": "seq_len", "n_src": "source_len"})
-    def costs(self, batch: int = 1, seq_len: int = 16, dtype: str = "float32", source_len: int | None = None) -> Any:
+    def costs(self, batch: int = 1, seq_len: int = 16, dtype: str = "float32", source_len: int | None = None) -> Costs:
         """`tfm count --seq-len`: FLOPs by component and memory for inference and training (a Costs); the options
         are the command's, by their long names (b, n and n_src, the old names, still taken)."""
         from .analysis.costs import costs
@@ -110,7 +129,7 @@ class Model:
                               "reads no source")  # fmt: skip
         return costs(self.spec, batch, seq_len, dtype, source_len)
 
-    def plan(self, **options: Any) -> Any:
+    def plan(self, **options: Any) -> Plan:
         """`tfm plan`: serving and training memory, what fits, time on hardware (a Plan); the options are the
         command's, by their long names (seq_len, batch, weights, memory="80G", lora_rank, tensor_parallel...)."""
         from .planning import asked, plan_model
@@ -119,23 +138,25 @@ class Model:
 
     @named(renamed={"n": "seq_len"})
     def verify(self, seq_len: int | None = None, dtype: str = "float64", tol: float | None = None,
-               max_memory: str | None = None) -> list[Any]:  # fmt: skip
-        """`tfm verify`: every property of the seeds, each against what theory predicts (CheckResults)."""
-        from .verify import verify_all
+               max_memory: str | None = None) -> Verification:  # fmt: skip
+        """`tfm verify`: every property of the seeds, each against what theory predicts (a Verification: its
+        checks, CheckResults, in the order they ran, and the command's exit code)."""
+        from .verify import Verification, verify_all
 
-        return verify_all(self.spec, self.weights, self.seed, dtype, seq_len, tol, max_memory)
+        checks = verify_all(self.spec, self.weights, self.seed, dtype, seq_len, tol, max_memory)
+        return Verification(checks, self.source, self.weights_source, dtype)
 
     @named(renamed={"n": "seq_len", "b": "batch"})
-    def sample(self, seq_len: int = 16, batch: int | None = None, seed: int = 0) -> np.ndarray:
+    def sample(self, seq_len: int = 16, batch: int | None = None, seed: int = 0) -> np.ndarray[Any, Any]:
         """`tfm sample`: a seeded input, token ids (n,) or (b, n), or columns (d, n) or (b, d, n)."""
         from .model.runner import random_input
 
         return random_input(self.spec, seq_len, batch, seed)
 
     @named()
-    def run(self, x: Any, target: Any = None, dtype: str | None = None, max_memory: str | None = None) -> Any:
+    def run(self, x: Any, target: Any = None, dtype: str | None = None, max_memory: str | None = None) -> RunResult:
         """`tfm run`: the forward pass on `x` (an array or a .npy path; an encoder-decoder's source, with
-        `target`) -> a RunResult: .output the logits (V, n) or columns (d, n), .rms_trace per block."""
+        `target`) -> a RunResult: .output the logits (V, n) or columns (d, n), .block_rms per block."""
         from .model.runner import run_forward
 
         return run_forward(self.spec, x, self.weights_path, self.seed, dtype or self.dtype, max_memory,
@@ -145,7 +166,7 @@ class Model:
     def generate(self, prompt: Any, max_new_tokens: int = 16, *, temperature: float = 0.0, top_k: int | None = None,
                  top_p: float | None = None, seed: int = 0, stop: list[int] | None = None, dtype: str | None = None,
                  on_token: Callable[[np.ndarray], None] | None = None,
-                 say: Callable[[str], None] | None = None) -> Any:  # fmt: skip
+                 say: Callable[[str], None] | None = None) -> Generation:  # fmt: skip
         """`tfm generate`: new tokens after the prompts, token ids (p,) or (b, p), or text (with a tokenizer.json)
         -> a Generation (.tokens the new ones, as the command's --json; .sequences with the prompts, as its -o;
         .stopped, .notes). Greedy unless a temperature is given; stops at the model's eos_token_id unless `stop`
@@ -156,11 +177,25 @@ class Model:
                              say)  # fmt: skip
 
     @named()
-    def decoder(self, b: int, n: int, dtype: str | None = None) -> Any:
-        """A KV-cache Decoder for b sequences of at most n positions: prefill(Z), then step(z), column by column."""
+    def decoder(self, b: int, n: int, dtype: str | None = None, source: Any = None) -> Decoder:
+        """A KV-cache Decoder for b sequences of at most n positions: prefill(Z), then step(z), column by column;
+        an encoder-decoder's decodes over its `source` (ids or columns of the b sequences), encoded once."""
         from .model.decoding import Decoder
+        from .model.transformer import Transformer
 
-        return Decoder(self.transformer(dtype), b, n)
+        net = self.transformer(dtype)
+        if isinstance(net, Transformer):
+            if source is not None:
+                raise OptionError(f"Model.decoder: {self.spec.label} is not an encoder-decoder (no N_enc), it reads "
+                                  "no source")  # fmt: skip
+            return Decoder(net, b, n)
+        if source is None:
+            raise OptionError(f"Model.decoder: {self.spec.label} is an encoder-decoder, its decoder reads the encoded "
+                              "source: give source= (ids or columns of the b sequences)")  # fmt: skip
+        memory = net.encode(np.asarray(source))  # (d, n_src) or (b, d, n_src)
+        if (1 if memory.ndim == 2 else memory.shape[0]) != b:
+            raise OptionError(f"Model.decoder: a source of {np.shape(source)} for b = {b} sequences: expected as many")
+        return Decoder(net.decoder, b, n, memory=memory)
 
     @cached_property
     def generation_config(self) -> dict[str, Any]:
@@ -170,7 +205,7 @@ class Model:
         return generation_config(self.path, self.weights_path)
 
     @cached_property
-    def tokenizer(self) -> Any:
+    def tokenizer(self) -> Tokenizer | None:
         """The folder's tokenizer.json (or a GGUF file's vocabulary) as a `tokenizers.Tokenizer`, or None when the
         model has none."""
         from .generation import has_tokenizer, tokenizer

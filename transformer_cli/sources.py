@@ -8,7 +8,9 @@ the model's runner and the converter ask here, so no format module imports anoth
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .gguf.model import gguf_weights, is_gguf, spec_from_gguf
 from .hf.folder import folder_weights
@@ -85,16 +87,39 @@ def checkpoint_at(spec_path: Path | None, weights: Path | None) -> tuple[Path | 
     return weights, None
 
 
-def checkpoint_summary(path: Path | None, spec: Spec) -> dict | None:
+@dataclass(frozen=True)
+class CheckpointSummary:
+    """`tfm count`'s checkpoint line, from the headers alone: a Hugging Face folder's tensors checked against its
+    config (`kind` "folder": files, tensors, bytes, dtypes, parameters, skipped, a quantised one's scheme), or a
+    GGUF file's against its metadata (`kind` "gguf": file_bytes, tensors, parameters, bits_per_weight, types,
+    version). to_dict() is the checkpoint in `tfm count --json`."""
+
+    kind: str  # "folder" or "gguf"
+    facts: dict[str, Any]  # the figures, key by key as the JSON gives them
+
+    @property
+    def tensors(self) -> int:
+        return int(self.facts["tensors"])
+
+    @property
+    def parameters(self) -> int:
+        """The parameters the checkpoint holds (a tied head once; a quantised one's weights unpacked)."""
+        return int(self.facts["parameters"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.facts)
+
+
+def checkpoint_summary(path: Path | None, spec: Spec) -> CheckpointSummary | None:
     """A Hugging Face folder's checkpoint, checked against its config from the headers alone (no data read); a
     GGUF file's tensors, checked against its metadata, with their bits per weight by type; None for the rest."""
     if path is not None and is_gguf(path):
         from .gguf.model import gguf_summary
 
-        return gguf_summary(path, spec)
+        return CheckpointSummary("gguf", gguf_summary(path, spec))
     if path is None or not path.is_dir():
         return None
     from .hf.checkpoint import has_checkpoint
     from .hf.folder import summary
 
-    return summary(path, spec) if has_checkpoint(path) else None
+    return CheckpointSummary("folder", summary(path, spec)) if has_checkpoint(path) else None

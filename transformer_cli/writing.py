@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import OptionError, OutputError, TfmError
 from .io.weights import FORMATS  # tfm's weights files
@@ -22,7 +23,8 @@ FILE_SUFFIX = re.compile(r"\.[A-Za-z][A-Za-z0-9]*")  # '.txt', '.pt': a file's; 
 
 @dataclass
 class Written:
-    """What a call wrote: the model's spec, the files, and for `init` the tensors and parameters."""
+    """What a call wrote: the model's spec, the files, and for `init` the seed, tensors and parameters, for
+    `convert` the source; to_dict() is the command's --json (without the spec)."""
 
     spec: Spec
     files: list[str]
@@ -30,6 +32,17 @@ class Written:
     parameters: int | None = None
     notes: list[str] = field(default_factory=list)  # what a GGUF file keeps of the folder's tokenizer
     kept: list[str] = field(default_factory=list)  # the output folder's own files, not replaced by the source's
+    source: str | None = None  # convert's input
+    seed: int | None = None  # init's: seeded weights
+
+    def to_dict(self) -> dict[str, Any]:
+        """`tfm init --json` (seeded weights: the output, the seed, tensors and parameters), else `tfm convert
+        --json` (the source, the files written, the output folder's own files kept, a GGUF file's tokenizer)."""
+        if self.seed is not None:
+            return {"output": self.files[0], "seed": self.seed, "tensors": self.tensors, "parameters": self.parameters}
+        return {"source": self.source, "written": self.files, "kept": self.kept} | (
+            {"tokenizer": self.notes[0]} if self.notes else {}
+        )
 
 
 @named()
@@ -57,7 +70,7 @@ def init(path: str | Path | None, output: str | Path, seed: int = 0, overwrite: 
         check_output_path(output, [path], overwrite)
         check_memory(init_memory(spec, output), max_memory, "writing these weights")
         tensors, parameters = write_init(output, spec, seed, overwrite=overwrite)
-    return Written(spec, [str(output)], tensors, parameters)
+    return Written(spec, [str(output)], tensors, parameters, seed=seed)
 
 
 @named()
@@ -95,7 +108,7 @@ def convert(
                            f"{source} is a GGUF file already")  # fmt: skip
         check_output_path(output, [source], overwrite)
         spec, _, said = to_gguf(source, output, gguf_type, overwrite=overwrite)
-        return Written(spec, [str(output)], notes=[said])
+        return Written(spec, [str(output)], notes=[said], source=str(source))
     if source.suffix.lower() == ".gguf":
         from .conversions import gguf_to_hugging_face, gguf_to_tfm
 
@@ -103,10 +116,10 @@ def convert(
             weights_format(output)
             check_output_path(output, [source], overwrite)
             spec, _ = gguf_to_tfm(source, output, dtype, overwrite=overwrite)
-            return Written(spec, [str(output)])
+            return Written(spec, [str(output)], source=str(source))
         check_folder_output(output, [source], overwrite)
         spec, files = gguf_to_hugging_face(source, output, dtype, shard_bytes, overwrite)
-        return Written(spec, [str(output / f) for f in files])
+        return Written(spec, [str(output / f) for f in files], source=str(source))
     if source.is_dir() and to_file:
         from .conversions import to_tfm
 
@@ -118,7 +131,7 @@ def convert(
         weights_format(output)
         check_output_path(output, [source], overwrite)
         spec, _ = to_tfm(source, output, dtype, overwrite=overwrite)
-        return Written(spec, [str(output)])
+        return Written(spec, [str(output)], source=str(source))
     if source.is_dir():  # folder to folder: resharded, or in another dtype
         from .conversions import reshard
 
@@ -127,12 +140,12 @@ def convert(
                            "config for tfm's weights file")  # fmt: skip
         check_folder_output(output, [source], overwrite)
         spec, (files, kept) = reshard(source, output, dtype, shard_bytes, overwrite)
-        return Written(spec, [str(output / f) for f in files], kept=[str(output / f) for f in kept])
+        return Written(spec, [str(output / f) for f in files], kept=[str(output / f) for f in kept], source=str(source))
     from .conversions import to_hugging_face
 
     check_folder_output(output, [source, config], overwrite)
     spec, (files, kept) = to_hugging_face(source, output, config, dtype, shard_bytes, overwrite)
-    return Written(spec, [str(output / f) for f in files], kept=[str(output / f) for f in kept])
+    return Written(spec, [str(output / f) for f in files], kept=[str(output / f) for f in kept], source=str(source))
 
 
 def _check_output_kind(source: Path, output: Path, to_file: bool, config: Path | None) -> None:

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "formats"))
 from transformer_cli.analysis.quantized import nf4_bytes, weight_bytes
 from transformer_cli.hf.config import load_config
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="PyTorch runs the reference (the test extra)")
 bnb = pytest.importorskip("bitsandbytes.functional", reason="bitsandbytes' quantiser is the reference (test extra)")
 
 
@@ -43,7 +43,7 @@ def test_nf4_bytes_are_what_quantize_4bit_makes(shape):
 def _quantised_model_bytes(tmp_path, four_bit: bool, name: str = "llama") -> tuple[int, int]:
     """(bytes of the model's parameters as bitsandbytes holds them, their quantisation states included; tfm's
     figure for the type) for a small model saved in bfloat16 and loaded on the CPU with a BitsAndBytesConfig."""
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason="transformers is the reference (the test extra)")
     from hf_models import MODELS
 
     config_class, model_class, kwargs = MODELS[name]
@@ -81,8 +81,8 @@ def test_a_model_loaded_by_bitsandbytes_holds_tfms_bytes(tmp_path, four_bit, nam
 def test_the_8bit_optimizers_states_are_what_bitsandbytes_keeps_for_the_adapters(tmp_path, rank):
     """bitsandbytes' AdamW8bit (the paged one is the same on the CPU) after a step on peft's LoRA adapters of a
     small LLaMA: its state tensors' bytes beside tfm's figure for the adapters' tensors."""
-    transformers = pytest.importorskip("transformers")
-    peft = pytest.importorskip("peft")
+    transformers = pytest.importorskip("transformers", reason="transformers is the reference (the test extra)")
+    peft = pytest.importorskip("peft", reason="peft is the LoRA reference (the test extra)")
     import bitsandbytes
     from hf_models import MODELS
 

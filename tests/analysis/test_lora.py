@@ -17,9 +17,9 @@ from transformer_cli.analysis.lora import lora_parameters
 from transformer_cli.errors import SpecError
 from transformer_cli.hf.lora_modules import hf_linear_modules
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-peft = pytest.importorskip("peft")
+torch = pytest.importorskip("torch", reason="PyTorch runs the reference (the test extra)")
+transformers = pytest.importorskip("transformers", reason="transformers is the reference (the test extra)")
+peft = pytest.importorskip("peft", reason="peft is the LoRA reference (the test extra)")
 
 FAMILIES = ["llama", "qwen2", "qwen3", "gemma", "gemma2", "phi3", "gpt2", "gpt_neox", "falcon-7b", "falcon-40b",
             "bloom", "starcoder2", "olmo2", "stablelm", "gptj", "cohere", "granite", "phi", "opt-350m-projected",

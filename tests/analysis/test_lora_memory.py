@@ -21,9 +21,9 @@ from transformer_cli.analysis.training import activation_bytes, model_states, tr
 from transformer_cli.hf.config import load_config
 from transformer_cli.hf.lora_modules import hf_linear_modules
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-peft = pytest.importorskip("peft")
+torch = pytest.importorskip("torch", reason="PyTorch runs the reference (the test extra)")
+transformers = pytest.importorskip("transformers", reason="transformers is the reference (the test extra)")
+peft = pytest.importorskip("peft", reason="peft is the LoRA reference (the test extra)")
 
 FAMILIES = ["llama", "qwen2", "qwen3", "granite"]
 # every linear module; the last sublayer's alone (the first block's attention then needs no gradient); one of each

@@ -17,8 +17,8 @@ from transformer_cli.analysis.serving import fits, serving_memory
 from transformer_cli.errors import SpecError
 from transformer_cli.hf.config import load_config
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch", reason="PyTorch runs the reference (the test extra)")
+transformers = pytest.importorskip("transformers", reason="transformers is the reference (the test extra)")
 
 LLAMA = dict(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=8,
              num_key_value_heads=2, max_position_embeddings=64)  # fmt: skip

@@ -26,7 +26,7 @@ def _svg_text(path: Path) -> list[str]:
 
 
 def test_the_picture_names_every_part_and_every_limit(runner, tmp_path):
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("matplotlib", reason="matplotlib draws the plot (the plot extra)")
     out = tmp_path / "plan.svg"
     result = runner.invoke(app, ["plan", *ARGS, "--plot", str(out), "--plot-weights", "int4,q4_k_m"])
     assert result.exit_code == 0, result.output
@@ -87,7 +87,7 @@ def test_a_card_and_a_budget_of_one_size_are_one_line_in_binary_units(runner, tm
                           env={"COLUMNS": "120"})  # fmt: skip
     rows = re.findall(r"n = [\d,]+  (.*?) +[\d.]+ GiB", other.stdout)  # (the control: sizes 7 % apart, two lines)
     assert len(rows) == 7 and all(row.count("│") == 2 for row in rows), rows
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("matplotlib", reason="matplotlib draws the plot (the plot extra)")
     out = tmp_path / "plan.svg"
     assert runner.invoke(app, ["plan", *args, "--plot", str(out)]).exit_code == 0
     texts = _svg_text(out)

@@ -7,8 +7,11 @@ from __future__ import annotations
 import math
 import sys
 
-import torch
-from test_transformers import _float64_gemma_rms_norm, _float64_rms_norm, _float64_router
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
+
+from helpers_transformers import _float64_gemma_rms_norm, _float64_rms_norm, _float64_router  # noqa: E402
 
 
 def _inv_freq(cfg, rotated: int, seq_len: int, params: dict) -> torch.Tensor:

@@ -1,6 +1,6 @@
 """The Hugging Face models the conformance tests build with transformers: every supported model_type and its layout
 variants, small (d = 32, two blocks, 97 tokens) so that a float64 pass takes milliseconds. Each entry is (config
-class, model class, config keys); test_hf_transformers.py's `build` makes the model, random in every parameter."""
+class, model class, config keys); helpers_hf_transformers.py's `build` makes the model, random in every parameter."""
 
 from __future__ import annotations
 

@@ -20,8 +20,10 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import torch
-import transformers
+import pytest
+
+torch = pytest.importorskip("torch", reason="the quantised checkpoints are written from a PyTorch model")
+transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
 
 IDS = np.random.default_rng(1).integers(0, 97, size=(2, 11))
 LLAMA = dict(vocab_size=97, hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,

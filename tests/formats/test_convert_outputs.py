@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import invoke, one_line_error
-from test_folder_outputs import snapshot
+from helpers_folder_outputs import snapshot
 
 TINY = Path(__file__).parents[2] / "examples" / "hf" / "tiny-llama"
 

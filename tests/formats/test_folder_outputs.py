@@ -4,7 +4,6 @@ byte for byte afterwards."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -15,26 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import invoke, one_line_error
+from helpers_folder_outputs import snapshot
 
 from transformer_cli.io import outputs
 
 TINY = Path(__file__).parents[2] / "examples" / "hf" / "tiny-llama"
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    """Every entry under `root` (not following links): a file's SHA-256, a link's target, 'dir' for a folder."""
-    out = {}
-    for path in sorted(root.rglob("*")):
-        rel = str(path.relative_to(root))
-        if path.is_symlink():
-            out[rel] = "-> " + os.readlink(path)
-        elif path.is_dir():
-            out[rel] = "dir"
-        elif path.is_file():
-            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-        else:
-            out[rel] = "special"
-    return out
 
 
 @pytest.fixture
@@ -181,6 +165,7 @@ def test_a_device_node_is_not_replaced_by_a_folder(runner, tmp_path, weights):
 
 
 def _scaled(weights: Path, out: Path, factor: float) -> None:
+    pytest.importorskip("safetensors", reason="the safetensors package (the test extra) is the reference here")
     from safetensors import safe_open
     from safetensors.numpy import load_file, save_file
 

@@ -9,9 +9,9 @@ import json
 
 import numpy as np
 import pytest
+from helpers_hf_transformers import build
 from hf_exact import exact
 from hf_models import MODELS
-from test_hf_transformers import build
 
 from transformer_cli import Transformer
 from transformer_cli.cli import app
@@ -144,7 +144,9 @@ def test_the_command_writes_the_sequences_and_says_what_is_wrong_in_one_line(tmp
 
 
 def test_text_in_and_out_through_the_folders_tokenizer(tmp_path, runner):
-    tokenizers = pytest.importorskip("tokenizers")
+    tokenizers = pytest.importorskip(
+        "tokenizers", reason="the tokenizers library reads tokenizer.json (the text extra)"
+    )
 
     build("llama").save_pretrained(tmp_path)
     vocab = {f"w{i}": i for i in range(97)}

@@ -8,23 +8,15 @@ import copy
 
 import pytest
 from gguf_files import dequantised_model, write_gguf
+from helpers_gguf import FAMILIES
+from helpers_hf_transformers import IDS, TOL, build, relative, theirs
 from hf_exact import exact
-from test_hf_transformers import IDS, TOL, build, relative, theirs
 
 from transformer_cli import Transformer, count_params
 from transformer_cli.gguf.model import GGUFWeights, gguf_summary, spec_from_gguf
 from transformer_cli.hf.config import spec_from_config
 
-pytest.importorskip("gguf")
-
-
-FAMILIES = ["llama", "qwen2", "qwen3", "mixtral", "qwen2_moe-all-routed", "qwen3_moe-all-routed", "gemma",
-            "gemma2-gguf", "gemma3-gguf", "gemma3_text-four-layers", "llama3-gguf", "llama-rope-linear",
-            "llama-rope-yarn", "phi3",
-            "phi3-longrope", "starcoder2-no-window", "gpt2", "falcon-7b", "falcon-40b", "olmo2", "granite", "cohere",
-            "cohere-qk-norm-tied", "stablelm", "stablelm-parallel", "stablelm-qk-layernorm", "bloom", "bloom-6-heads",
-            "gpt_neox", "gpt_neox-sequential", "phi-gguf", "phimoe-gguf", "gpt_oss-gguf", "deepseek_v3-gguf",
-            "deepseek_v2", "gptj-gguf"]  # fmt: skip
+pytest.importorskip("gguf", reason="the gguf package reads and writes the files (a dependency of tfm)")
 
 
 @pytest.mark.parametrize("qtype", ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])

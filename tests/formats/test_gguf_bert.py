@@ -8,14 +8,14 @@ import copy
 
 import pytest
 from gguf_files import dequantised_model, write_gguf
+from helpers_hf_transformers import TOL, build, relative, theirs, unpadded
 from hf_exact import exact
-from test_hf_transformers import TOL, build, relative, theirs, unpadded
 
 from transformer_cli import Transformer
 from transformer_cli.gguf.model import GGUFWeights, spec_from_gguf
 from transformer_cli.hf.config import spec_from_config
 
-pytest.importorskip("gguf")
+pytest.importorskip("gguf", reason="the gguf package reads and writes the files (a dependency of tfm)")
 torch = pytest.importorskip("torch", reason="the references run on PyTorch")
 
 ENCODERS = ["bert", "roberta", "xlm-roberta-pad-3", "distilbert"]  # (a ReLU DistilBERT: no file says ReLU)

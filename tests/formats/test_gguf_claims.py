@@ -9,7 +9,7 @@ from gguf_tiny import tensors, tiny_llama
 
 from transformer_cli.cli import app
 
-pytest.importorskip("gguf")
+pytest.importorskip("gguf", reason="the gguf package reads and writes the files (a dependency of tfm)")
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32])

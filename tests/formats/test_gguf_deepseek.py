@@ -7,13 +7,13 @@ import copy
 
 import pytest
 
-pytest.importorskip("gguf")
+pytest.importorskip("gguf", reason="the gguf package reads and writes the files (a dependency of tfm)")
 torch = pytest.importorskip("torch", reason="the references run on PyTorch")
 
 import gguf_files  # noqa: E402
 from gguf_files import dequantised_model, write_gguf  # noqa: E402
+from helpers_hf_transformers import IDS, TOL, build, relative, theirs  # noqa: E402
 from hf_exact import exact  # noqa: E402
-from test_hf_transformers import IDS, TOL, build, relative, theirs  # noqa: E402
 
 from transformer_cli import Transformer  # noqa: E402
 from transformer_cli.gguf.model import GGUFWeights, spec_from_gguf  # noqa: E402

@@ -11,7 +11,9 @@ import pytest
 from transformer_cli.errors import ArrayError
 from transformer_cli.gguf.header import read_header
 
-pytest.importorskip("gguf")  # (imported before any measurement: the package's own import allocates)
+pytest.importorskip(
+    "gguf", reason="the gguf package reads and writes the files (a dependency of tfm)"
+)  # (imported before any measurement: the package's own import allocates)
 
 U8, U32, BOOL, U64, STRING, ARRAY, F32_TENSOR, Q8_0 = 0, 4, 7, 10, 8, 9, 0, 8
 

@@ -13,7 +13,7 @@ import pytest
 from transformer_cli.cli import app
 from transformer_cli.spec.validate import spec_from_mapping
 
-gguf = pytest.importorskip("gguf")
+gguf = pytest.importorskip("gguf", reason="the gguf package reads and writes the files (a dependency of tfm)")
 from transformer_cli.gguf.mixes import mix_held, mix_types, use_more_bits  # noqa: E402
 
 LLAMA = {"N": 8, "H": 4, "G": 2, "m": 64, "d": 256, "r": 512, "V": 1000, "scale": "sqrt", "mask": "causal",

@@ -10,11 +10,11 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the references run on PyTorch")
 transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
-gguf = pytest.importorskip("gguf")
+gguf = pytest.importorskip("gguf", reason="the gguf package reads and writes the files (a dependency of tfm)")
 
 from gguf_files import write_gguf  # noqa: E402
+from helpers_hf_quantized import TOL, relative, tfm_logits, their_logits  # noqa: E402
 from quantized_files import IDS, gpt_oss_float, mxfp4_folder  # noqa: E402
-from test_hf_quantized import TOL, relative, tfm_logits, their_logits  # noqa: E402
 
 from transformer_cli import Transformer  # noqa: E402
 from transformer_cli.gguf.model import GGUFWeights, spec_from_gguf  # noqa: E402

@@ -11,13 +11,13 @@ from dataclasses import replace
 
 import pytest
 from gguf_files import dequantised_model, write_gguf
+from helpers_hf_transformers import IDS, TOL, build, relative, theirs
 from hf_exact import exact
-from test_hf_transformers import IDS, TOL, build, relative, theirs
 
 from transformer_cli import Transformer
 from transformer_cli.gguf.model import GGUFWeights, spec_from_gguf
 
-pytest.importorskip("gguf")
+pytest.importorskip("gguf", reason="the gguf package reads and writes the files (a dependency of tfm)")
 
 FACTOR = math.sqrt(1 + math.log(64 / 8) / math.log(8))  # Phi3MiniModel's attn_factor: context 64, original 8
 

@@ -14,7 +14,7 @@ from gguf_files import dequantised_model, write_gguf
 from transformer_cli.gguf.model import GGUFWeights, spec_from_gguf
 from transformer_cli.model.encoder_decoder import EncoderDecoder
 
-pytest.importorskip("gguf")
+pytest.importorskip("gguf", reason="the gguf package reads and writes the files (a dependency of tfm)")
 torch = pytest.importorskip("torch", reason="the references run on PyTorch")
 transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
 
@@ -94,7 +94,7 @@ def test_a_t5_gguf_converts_to_a_folder_transformers_loads(tmp_path, runner, nam
 def test_tfm_writes_a_t5_folder_as_the_converter_does(tmp_path, runner, name):
     import json
 
-    from test_gguf_write import _tensors
+    from helpers_gguf_write import _tensors
 
     from transformer_cli.cli import app
 

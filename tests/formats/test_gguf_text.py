@@ -8,10 +8,10 @@ import json
 
 import pytest
 from conftest import invoke, one_line_error
-from test_gguf_vocab import LLAMA3, QWEN2, TEXTS, _convert, _folder, _tokenizer
+from helpers_gguf_vocab import LLAMA3, QWEN2, TEXTS, _convert, _folder, _tokenizer
 
-pytest.importorskip("gguf")
-tokenizers = pytest.importorskip("tokenizers")
+pytest.importorskip("gguf", reason="the gguf package reads and writes the files (a dependency of tfm)")
+tokenizers = pytest.importorskip("tokenizers", reason="the tokenizers library reads tokenizer.json (the text extra)")
 
 
 def _as_llama3(folder, tok):

@@ -7,23 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gguf_files import write_gguf
-from test_gguf import FAMILIES
-from test_hf_transformers import build
+from helpers_gguf import FAMILIES
+from helpers_gguf_write import _tensors
+from helpers_hf_transformers import build
 
 from transformer_cli.cli import app
-from transformer_cli.gguf.header import read_header
 from transformer_cli.gguf.model import spec_from_gguf
 from transformer_cli.hf.config import spec_from_config
 
-pytest.importorskip("gguf")
-
-
-def _tensors(path) -> dict[str, tuple[int, tuple[int, ...], bytes]]:
-    header = read_header(path)
-    with open(path, "rb") as f:
-        data = f.read()
-    return {t.name: (t.type, t.shape, data[header.data_offset + t.offset : header.data_offset + t.offset + t.nbytes])
-            for t in header.tensors.values()}  # fmt: skip
+pytest.importorskip("gguf", reason="the gguf package reads and writes the files (a dependency of tfm)")
 
 
 @pytest.mark.parametrize("qtype", ["F32", "F16", "BF16", "Q8_0", "Q4_0"])

@@ -1,6 +1,6 @@
 """The Hugging Face families and features added for 2026's models (issue 24) against transformers, with their
 controls: rope scaling (linear, yarn), sliding layers per block (Qwen2, Qwen3), RoBERTa's and XLM-R's positions
-after the padding index, and every command on their folders. The models are test_hf_transformers.py's MODELS,
+after the padding index, and every command on their folders. The models are hf_models.py's MODELS,
 built the same way (float64, every parameter perturbed, transformers' float32 steps recomputed in float64)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from helpers_hf_transformers import IDS, TOL, build, relative, theirs, unpadded
 from hf_exact import exact
-from test_hf_transformers import IDS, TOL, build, relative, theirs, unpadded
 
 from transformer_cli import Transformer
 from transformer_cli.cli import app

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers_hf_config import _write, assert_refused_in_one_line
 
 from transformer_cli import SpecError, count_params, load_spec, spec_from_mapping
 from transformer_cli.hf.config import config_to_spec_mapping, spec_from_config
@@ -20,23 +21,6 @@ REAL = json.loads((ROOT / "tests/data/real-models.json").read_text())
 
 def _folder(entry: dict) -> Path:
     return ROOT / "examples/hf" / entry["name"].split("/")[-1]
-
-
-def assert_refused_in_one_line(tmp_path: Path, config: dict | str, message: str) -> None:
-    """The config refused with one line that names its file and holds `message`."""
-    folder = _write(tmp_path / "model", config)
-    with pytest.raises(SpecError) as caught:
-        spec_from_config(folder)
-    text = str(caught.value)
-    assert text.startswith(f"{folder / 'config.json'}: ") and "\n" not in text
-    assert message in text
-
-
-def _write(folder: Path, config: dict | str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    text = config if isinstance(config, str) else json.dumps(config)
-    (folder / "config.json").write_text(text)
-    return folder
 
 
 # ---- the real models: published counts, and the presets written by hand

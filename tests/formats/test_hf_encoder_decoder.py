@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import random_weights
-from test_hf_config import _write, assert_refused_in_one_line
+from helpers_hf_config import _write, assert_refused_in_one_line
 from typer.testing import CliRunner
 
 from transformer_cli import ArrayError, count_params

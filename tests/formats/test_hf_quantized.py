@@ -18,7 +18,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the references run on PyTorch")
 transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
 
-from hf_exact import exact  # noqa: E402
+from helpers_hf_quantized import TOL, relative, tfm_logits, their_logits  # noqa: E402
 from quantized_files import (  # noqa: E402
     IDS,
     awq_folder,
@@ -31,28 +31,13 @@ from quantized_files import (  # noqa: E402
     mxfp4_folder,
 )
 
-from transformer_cli import Transformer, count_params  # noqa: E402
+from transformer_cli import count_params  # noqa: E402
 from transformer_cli.cli import app  # noqa: E402
 from transformer_cli.hf.config import load_config  # noqa: E402
 from transformer_cli.hf.folder import summary  # noqa: E402
 from transformer_cli.sources import load_weights  # noqa: E402
 
-TOL = 1e-10
 NEEDS = "the test extra installs bitsandbytes and compressed-tensors (they need PyTorch)"
-
-
-def relative(a, b) -> float:
-    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
-
-
-def tfm_logits(folder) -> np.ndarray:
-    _, spec = load_config(folder)
-    return Transformer(spec, load_weights(folder, spec), dtype="float64")(IDS)
-
-
-def their_logits(model) -> np.ndarray:
-    with torch.no_grad():
-        return exact(model.double().eval())(torch.from_numpy(IDS)).logits.double().numpy().transpose(0, 2, 1)
 
 
 def llama_with(source, folder, weights: dict) -> object:

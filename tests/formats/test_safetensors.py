@@ -131,7 +131,7 @@ def test_a_weights_file_given_as_the_spec_is_named(runner, tmp_path):
 
 def test_bf16_and_f16_are_read_exactly(tmp_path):
     """Written by the reference implementation through PyTorch; bf16 decoded to the float32 torch gives."""
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="PyTorch runs the reference (the test extra)")
     from safetensors.torch import save_file
 
     spec = load_spec(TINY)
@@ -151,6 +151,7 @@ def test_bf16_and_f16_are_read_exactly(tmp_path):
 
 
 def test_reference_files_read_the_same(tmp_path):
+    pytest.importorskip("safetensors", reason="the safetensors package (the test extra) is the reference here")
     from safetensors.numpy import save_file
 
     rng = np.random.default_rng(0)
@@ -170,6 +171,7 @@ def test_reference_files_read_the_same(tmp_path):
 
 
 def test_tfm_files_read_the_same_with_the_reference(tmp_path):
+    pytest.importorskip("safetensors", reason="the safetensors package (the test extra) is the reference here")
     from safetensors import safe_open
 
     spec = Spec(N=2, H=2, m=3, d=4, r=5, attention_bias=True, norm="pre", positional="learned", max_len=6)
@@ -187,8 +189,6 @@ INIT_DATA = DATA / "init-seed3"  # written by tfm init --seed 3 before init stre
 
 @pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
 def test_streamed_init_writes_the_same_weights_as_before(tmp_path, suffix):
-    from safetensors import safe_open
-
     out = tmp_path / f"w{suffix}"
     write_init(out, load_spec(INIT_DATA / "spec.yaml"), seed=3)
 
@@ -196,6 +196,9 @@ def test_streamed_init_writes_the_same_weights_as_before(tmp_path, suffix):
         if path.suffix == ".npz":
             with np.load(path) as archive:
                 return {k: archive[k] for k in archive.files}
+        pytest.importorskip("safetensors", reason="the safetensors package (the test extra) is the reference here")
+        from safetensors import safe_open
+
         with safe_open(str(path), framework="numpy") as handle:
             return {k: handle.get_tensor(k) for k in handle.keys()}  # noqa: SIM118
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_transformers import SMALL, TOL, _compare, _float64_rotary, _llama_like, _randomised, count
+from helpers_transformers import SMALL, TOL, _compare, _float64_rotary, _llama_like, _randomised, count
 
 from transformer_cli import Spec, Transformer
 

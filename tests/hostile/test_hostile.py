@@ -7,7 +7,6 @@ TFM_FUZZ_EXAMPLES=2000 python -m pytest tests/hostile/test_hostile_files.py runs
 from __future__ import annotations
 
 import io
-import os
 import time
 import tracemalloc
 import warnings
@@ -16,24 +15,7 @@ import zipfile
 import numpy as np
 import pytest
 from conftest import DATA, invoke
-
-EXIT_TABLE = {0, 1, 2, 3, 130}
-FUZZ_EXAMPLES = int(os.environ.get("TFM_FUZZ_EXAMPLES", "40"))
-BASE = "N: 2\nH: 4\nm: 8\nd: 32\nr: 64\n"
-
-
-def error_lines(stderr):
-    """stderr without the note on where the spec came from: what must be one line."""
-    return [line for line in stderr.strip().splitlines() if not line.startswith("using the ")]
-
-
-def expect_error(runner, words, *args):
-    result = invoke(runner, *args)
-    assert result.exit_code == 2, (result.stdout, result.stderr)
-    for word in words:
-        assert word in result.stderr, (word, result.stderr)
-    return result
-
+from helpers_hostile import BASE, _save, error_lines, expect_error
 
 # -- spec files ------------------------------------------------------------------------------------
 
@@ -119,11 +101,6 @@ def test_memory_estimate_bounds_the_measured_peak():
 
 
 # -- arrays ----------------------------------------------------------------------------------------
-
-
-def _save(path, array, **kw):
-    np.save(path, array, **kw)
-    return path
 
 
 ARRAY_CASES = {

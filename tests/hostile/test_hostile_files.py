@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import yaml
 from conftest import invoke
+from helpers_hostile import BASE, EXIT_TABLE, FUZZ_EXAMPLES, _save, error_lines, expect_error
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_hostile import BASE, EXIT_TABLE, FUZZ_EXAMPLES, _save, error_lines, expect_error
 
 from transformer_cli.cli import app
 

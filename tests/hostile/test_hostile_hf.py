@@ -202,6 +202,7 @@ def test_a_tfm_spec_with_too_few_relative_buckets_is_refused(runner, tmp_path):
 
 
 def _stored(tmp_path: Path, runner, text: str) -> Path:
+    pytest.importorskip("safetensors", reason="the safetensors package (the test extra) is the reference here")
     from safetensors import safe_open
     from safetensors.numpy import load_file, save_file
 

@@ -19,7 +19,7 @@ from conftest import invoke, one_line_error
 
 from transformer_cli.gguf.vocab import MAX_TOKENIZER_BYTES
 
-tokenizers = pytest.importorskip("tokenizers")
+tokenizers = pytest.importorskip("tokenizers", reason="the tokenizers library reads tokenizer.json (the text extra)")
 TINY = Path(__file__).parents[2] / "examples" / "hf" / "tiny-llama"
 ROOT = Path(__file__).parents[2]
 

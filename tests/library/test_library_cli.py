@@ -47,6 +47,9 @@ def test_init_writes_the_files_tfm_init_writes(runner, tmp_path):
     tfm.init(TINY, tmp_path / "lib.safetensors", seed=5)
     assert list(digest(tmp_path / "lib.safetensors").values()) == list(digest(tmp_path / "cli.safetensors").values())
     assert (written.tensors, written.parameters) == (21, 123712)
+    shown = cli_json(runner, "init", LLAMA, "-o", tmp_path / "again", "--seed", "2")
+    again = tfm.init(LLAMA, tmp_path / "again", seed=2, overwrite=True)
+    assert shown == {"name": again.spec.label, "spec": again.spec.to_dict()} | again.to_dict()
 
 
 @pytest.mark.parametrize("n", [None, 64])
@@ -55,7 +58,7 @@ def test_count_is_tfm_count(runner, folder, n):
     (shown,) = cli_json(runner, "count", folder, *(["-n", n] if n else []))["specs"]
     assert shown.pop("source") == str(folder)
     costs = shown.pop("costs", None)
-    assert json.loads(json.dumps(model.checkpoint())) == shown.pop("checkpoint")
+    assert json.loads(json.dumps(model.checkpoint().to_dict())) == shown.pop("checkpoint")
     assert json.loads(json.dumps(model.count().to_dict())) == shown
     if n:
         assert json.loads(json.dumps(model.costs(1, n, "float32").to_dict())) == costs
@@ -75,12 +78,17 @@ def test_sample_run_and_attention_are_the_commands(runner, folder, tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "A.npy"), A)
 
 
-def test_an_encoder_decoder_runs_as_tfm_run_runs_it(runner, tmp_path):
+def small_t5(tmp_path):
     t5 = tmp_path / "small.yaml"  # the original Transformer's layout (examples/encoder-decoder), small
     t5.write_text(
         "N: 1\nN_enc: 2\nH: 2\nm: 4\nd: 8\nr: 16\nV: 40\ntie_embeddings: true\nembed_scale: sqrt\n"
         "mask: causal\npositional: sinusoidal\nnorm: post\nattention_bias: true\n"
     )
+    return t5
+
+
+def test_an_encoder_decoder_runs_as_tfm_run_runs_it(runner, tmp_path):
+    t5 = small_t5(tmp_path)
     model = tfm.load(t5)
     source, target = model.sample(5, seed=1), model.sample(3, seed=2)
     np.save(tmp_path / "src.npy", source)
@@ -90,11 +98,31 @@ def test_an_encoder_decoder_runs_as_tfm_run_runs_it(runner, tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), model.run(source, target=target).output)
 
 
+def test_an_encoder_decoder_s_kv_cache_decoder_reads_its_source(tmp_path):
+    model = tfm.load(small_t5(tmp_path))
+    source, target = model.sample(5, seed=1), model.sample(3, seed=2)
+    with pytest.raises(tfm.OptionError, match="is an encoder-decoder, its decoder reads the encoded source"):
+        model.decoder(1, 3)  # (an AttributeError from inside the Decoder before)
+    decoder = model.decoder(1, 3, source=source)
+    columns, _ = decoder.model.columns(target[None])
+    expected = model.run(source, target=target).output  # the parallel pass: (V, n)
+    np.testing.assert_allclose(decoder.prefill(columns)[:, 0, :], expected, rtol=1e-12, atol=1e-12)
+    with pytest.raises(tfm.OptionError, match=r"a source of \(5,\) for b = 2 sequences"):
+        model.decoder(2, 3, source=source)
+    with pytest.raises(tfm.OptionError, match="is not an encoder-decoder"):
+        tfm.load(TINY).decoder(1, 3, source=source)
+
+
+def spec_json(model):
+    return {"name": model.name, "spec": model.spec.to_dict()}
+
+
 def test_verify_is_tfm_verify(runner, folder):
     shown = cli_json(runner, "verify", folder, "--seq-len", 8)
-    checks = tfm.load(folder).verify(n=8)
-    assert [c.to_dict()["verdict"] for c in checks] == [c["verdict"] for c in shown["checks"]]
-    assert [c.to_dict()["observation"] for c in checks] == [c["observation"] for c in shown["checks"]]
+    model = tfm.load(folder)
+    made = model.verify(n=8)
+    assert json.loads(json.dumps(spec_json(model) | made.to_dict())) == shown  # every key, the exit code's too
+    assert [c.verdict for c in made] == [c["verdict"] for c in shown["checks"]] == ["PASS"] * len(made)
 
 
 @pytest.mark.parametrize(
@@ -133,6 +161,7 @@ def test_generate_is_tfm_generate(runner, folder, tmp_path):
         options = dict(temperature=0.9, top_k=20, top_p=0.9, seed=7) if sampled else {}
         made = model.generate(ids, 5, stop=[3], **options)
         assert made.tokens.tolist() == shown["tokens"] and made.stopped.tolist() == shown["stopped"]
+        assert json.loads(json.dumps(spec_json(model) | made.to_dict() | {"output": None})) == shown
 
 
 def test_convert_writes_the_files_tfm_convert_writes(runner, folder, tmp_path):
@@ -143,6 +172,9 @@ def test_convert_writes_the_files_tfm_convert_writes(runner, folder, tmp_path):
         done = tfm.convert(folder, tmp_path / f"lib-{name}", **options)
         assert sorted(digest(tmp_path / f"lib-{name}").values()) == sorted(digest(tmp_path / f"cli-{name}").values())
         assert done.spec == tfm.load(folder).spec
+        shown = cli_json(runner, "convert", folder, "-o", tmp_path / f"json-{name}", *flags)
+        done = tfm.convert(folder, tmp_path / f"json-{name}", overwrite=True, **options)
+        assert shown == json.loads(json.dumps(spec_json(tfm.load(folder)) | done.to_dict()))
     back = tfm.convert(tmp_path / "lib-w.safetensors", tmp_path / "back")
     invoke(runner, "convert", tmp_path / "cli-w.safetensors", "-o", tmp_path / "cli-back")
     assert digest(tmp_path / "back") == digest(tmp_path / "cli-back")
@@ -169,7 +201,7 @@ def test_a_quantised_checkpoint_is_counted_run_and_planned_as_the_commands_do(ru
     folder = fp8_folder(float_llama(tmp_path / "float"), tmp_path / "fp8", block=32)
     model = tfm.load(folder)
     (shown,) = cli_json(runner, "count", folder)["specs"]
-    assert json.loads(json.dumps(model.checkpoint())) == shown["checkpoint"]
+    assert json.loads(json.dumps(model.checkpoint().to_dict())) == shown["checkpoint"]
     np.save(tmp_path / "ids.npy", IDS)
     invoke(runner, "run", folder, "--input", tmp_path / "ids.npy", "-o", tmp_path / "logits.npy")
     np.testing.assert_array_equal(np.load(tmp_path / "logits.npy"), model.run(IDS).output)

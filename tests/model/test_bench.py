@@ -108,7 +108,7 @@ TOKEN_MODELS = [
 @pytest.mark.parametrize("spec", TOKEN_MODELS, ids=["gpt2-like-tied", "untied-head-bias-embed-scale"])
 def test_pytorch_computes_the_same_logits_from_token_ids(spec):
     """Token ids in, logits (b, V, n) out: PyTorch's F.embedding and F.linear head against tfm's."""
-    pytest.importorskip("torch")
+    pytest.importorskip("torch", reason="PyTorch runs the reference (the test extra)")
     from torch_reference import torch_forward
 
     w = random_weights(spec)
@@ -134,7 +134,7 @@ def test_pytorch_computes_the_same_logits_from_token_ids(spec):
                                                 "sandwich-layernorm"])  # fmt: skip
 def test_pytorch_computes_the_same_function(spec):
     """PyTorch (when installed) is an independent implementation: its output must match tfm's."""
-    pytest.importorskip("torch")
+    pytest.importorskip("torch", reason="PyTorch runs the reference (the test extra)")
     from torch_reference import torch_forward
 
     w = random_weights(spec)

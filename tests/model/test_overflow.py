@@ -20,6 +20,7 @@ SCALE = 1e18
 def scaled(tmp_path_factory) -> Path:
     """tiny-llama by `tfm init`, every weight but the norms' times 1e18 (with the norms' too the pass makes NaN,
     which was already refused)."""
+    pytest.importorskip("safetensors", reason="the safetensors package (the test extra) is the reference here")
     from safetensors.numpy import load_file, save_file
 
     folder = tmp_path_factory.mktemp("overflow") / "m"
@@ -54,7 +55,7 @@ def test_float32_refuses_the_overflow_instead_of_zeros(scaled, command):
 def test_float64_gives_what_transformers_gives(scaled, monkeypatch):
     """The independent reference: transformers' Llama in float64 on the same scaled folder, its RMSNorm kept in
     float64 (as shipped it computes in float32 and gives the silent zeros too)."""
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="PyTorch runs the reference (the test extra)")
     from transformers import AutoModelForCausalLM
 
     ids, out = scaled.parent / "ids.npy", scaled.parent / "y64.npy"

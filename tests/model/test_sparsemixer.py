@@ -12,8 +12,10 @@ from transformer_cli.spec.validate import spec_from_mapping
 
 
 def _theirs(scores: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    torch = pytest.importorskip("torch")
-    phimoe = pytest.importorskip("transformers.models.phimoe.modeling_phimoe")
+    torch = pytest.importorskip("torch", reason="PyTorch runs the reference (the test extra)")
+    phimoe = pytest.importorskip(
+        "transformers.models.phimoe.modeling_phimoe", reason="transformers' PhiMoE is the reference (the test extra)"
+    )
     weights, chosen = phimoe.sparsemixer(torch.from_numpy(scores.T.copy()), jitter_eps=eps, training=False)
     return chosen.numpy().T, weights.numpy().T
 

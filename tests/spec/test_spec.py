@@ -6,25 +6,10 @@ import math
 
 import pytest
 from conftest import EXAMPLES
+from helpers_spec import BASE, error_of, write
 
 from transformer_cli import DEFAULT_SPEC, Spec, SpecError, count_params, spec_from_mapping
 from transformer_cli.spec.load import load_spec  # the YAML reader (transformer_cli.load_spec takes any model)
-
-BASE = "N: 2\nH: 4\nm: 8\nd: 32\nr: 64\n"
-
-
-def write(tmp_path, text: str | bytes, name: str = "spec.yaml"):
-    path = tmp_path / name
-    path.write_bytes(text if isinstance(text, bytes) else text.encode())
-    return path
-
-
-def error_of(tmp_path, text: str | bytes) -> str:
-    with pytest.raises(SpecError) as info:
-        load_spec(write(tmp_path, text))
-    message = str(info.value)
-    assert "spec.yaml" in message and "\n" not in message
-    return message
 
 
 def test_minimal_spec_defaults_to_the_seed(tmp_path):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_spec import BASE, error_of, write
+from helpers_spec import BASE, error_of, write
 
 from transformer_cli import load_spec
 

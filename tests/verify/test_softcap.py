@@ -5,7 +5,7 @@ for the control to cross are inconclusive."""
 from __future__ import annotations
 
 import pytest
-from test_verify import setup_for
+from helpers_verify import setup_for
 
 from transformer_cli import Spec, kernels
 from transformer_cli.errors import ExitCode

@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from conftest import random_weights
+from helpers_verify import PLAIN, setup_for
 
 from transformer_cli import Spec, Transformer, make_setup
 from transformer_cli import kernels as model_module
@@ -20,12 +21,7 @@ from transformer_cli.verify import (
     check_softmax,
 )
 
-PLAIN = Spec(N=2, H=3, m=4, d=10, r=16)
 CAUSAL = Spec(N=2, H=2, m=4, d=8, r=16, scale="sqrt", mask="causal", positional="sinusoidal", norm="pre")
-
-
-def setup_for(spec, dtype="float64", n=None, seed=0, tol=None):
-    return make_setup(spec, random_weights(spec, seed), seed, dtype, n, tol)
 
 
 class PositionalModel(Transformer):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import random_weights, variant_specs
+from helpers_verify import PLAIN, setup_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_verify import PLAIN, setup_for
 
 from transformer_cli import DEFAULT_SPEC, Spec, Transformer, init_weights, make_setup, verify_all
 from transformer_cli import kernels as model_module

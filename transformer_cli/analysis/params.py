@@ -20,7 +20,7 @@ from ..components import (
 )
 from ..errors import ExitCode, TfmError
 from ..spec.definition import Spec
-from ..spec.stacks import Stack, decoder, encoder, stacks
+from ..spec.stacks import Group, Stack, decoder, encoder, stacks
 
 
 def stack_tensors(stack: Stack, i: int) -> list[Tensor]:
@@ -96,7 +96,7 @@ def stack_blocks(stack: Stack) -> list[Blocks]:
         (group,) = groups
         scope = "encoder block" if stack.name == "encoder" else "block"
         return [_blocks(stack, group.spec, scope, group.layers, group.spec.N)]
-    found: dict[tuple, list] = {}
+    found: dict[tuple[Any, ...], list[Group]] = {}  # (by the layer's tensors' names and shapes)
     for group in groups:
         i = group.layers[0]
         shapes = tuple((t.name.removeprefix(f"{stack.prefix}{i}."), t.shape) for t in stack_tensors(stack, i))

@@ -17,12 +17,13 @@ from .flops import forward_flops
 from .hardware import PRESETS, Timing, probe, timing
 from .kv_cache import KV_NOTE, NO_DECODING, decodes, served_cache_bytes
 from .lora import Adapters
+from .optimizers import OPTIMIZERS
 from .parallel import Devices, Split, local_spec, stage_weights
 from .parallel import devices as parallel_devices
 from .params import count_params
 from .quantized import GROUP, QUANT_NOTE, Held, total_bytes, weight_bytes
 from .serving import KERNELS, Fit, Serving, Transient, compute_bytes, fits, serving_memory, transient
-from .training import OPTIMIZERS, Training, training_memory
+from .training import Training, training_memory
 from .units import scientific
 
 HARDWARE = (*PRESETS, "this")

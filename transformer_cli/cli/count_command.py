@@ -82,7 +82,7 @@ def count(
                  else None for c, _ in counts]  # fmt: skip
     if json_out:
         print_json({"specs": [c.to_dict() | {"source": source} | ({"costs": e.to_dict()} if e else {})
-                              | ({"checkpoint": k} if k else {})
+                              | ({"checkpoint": k.to_dict()} if k else {})
                               for (c, source), e, k in zip(counts, extra, checkpoints, strict=True)]})  # fmt: skip
         return
     if len(counts) == 1:

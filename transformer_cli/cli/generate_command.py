@@ -108,10 +108,8 @@ def generate(
                                                 for row in result.tokens]  # fmt: skip
     if streaming:
         out.print()
-    data: dict[str, Any] = {**spec_json(spec), "prompt_tokens": result.prompt,
-                            "new_tokens": int(result.tokens.shape[1]), "stop_tokens": result.stop_tokens,
-                            "stopped": result.stopped.tolist(), "tokens": result.tokens.tolist(),
-                            "output": str(output) if output else None, "notes": result.notes}  # fmt: skip
+    data: dict[str, Any] = spec_json(spec) | result.to_dict()  # (what Model.generate returns)
+    data |= {"output": str(output) if output else None, "notes": data.pop("notes")}  # the file written, then notes
     if texts is not None:
         data["text"] = texts
     if json_out:

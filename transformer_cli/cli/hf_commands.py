@@ -119,8 +119,7 @@ def convert(
     for path in done.kept:  # a diagnostic, under --json too
         err.print(f"kept {shown(path)}: the output folder's own file, not replaced by the source's", soft_wrap=True)
     if json_out:
-        print_json(spec_json(spec_) | {"source": str(source), "written": written, "kept": done.kept}
-                   | ({"tokenizer": notes[0]} if notes else {}))  # fmt: skip
+        print_json(spec_json(spec_) | done.to_dict())  # (what tfm.convert returns)
         return
     for path in written:
         out.print(f"wrote {shown(path)}", highlight=False)

@@ -59,8 +59,8 @@ def init(
         load(spec_path)  # (said on stderr: where the spec came from, unless named)
         with busy("initialising weights", json_out):
             written = write(spec_path, output, seed, force, max_memory)
-    spec, tensors, parameters = written.spec, written.tensors, written.parameters
-    data = spec_json(spec) | {"output": str(output), "seed": seed, "tensors": tensors, "parameters": parameters}
+    spec = written.spec
+    data = spec_json(spec) | written.to_dict()  # (what tfm.init returns)
     if json_out:
         print_json(data)
     else:

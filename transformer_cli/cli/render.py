@@ -17,6 +17,7 @@ from .layout import FitTable, Phrases
 if TYPE_CHECKING:  # only for annotations: rendering a count must not import the model
     from ..analysis.params import Blocks, ParamCount
     from ..model.runner import RunResult
+    from ..sources import CheckpointSummary
     from ..spec.definition import Spec
     from ..verify import CheckResult
 
@@ -346,9 +347,11 @@ def _skipped(checkpoint: dict) -> str:
     return f"; beside them {tensors} of {skipped['values']:,} values tfm does not read: {listed}"
 
 
-def checkpoint_line(source: str, checkpoint: dict) -> str:
-    """One line on a Hugging Face checkpoint whose headers fit its config (or on a GGUF file's tensors)."""
-    if "types" in checkpoint:
+def checkpoint_line(source: str, summary: CheckpointSummary) -> str:
+    """One line on a Hugging Face checkpoint whose headers fit its config (or on a GGUF file's tensors): the
+    figures of its --json, summary.to_dict()."""
+    checkpoint = summary.to_dict()
+    if summary.kind == "gguf":
         return gguf_line(source, checkpoint)
     files = f"{checkpoint['files']} file{'s' if checkpoint['files'] > 1 else ''}"
     if "quantization" in checkpoint:

@@ -217,11 +217,9 @@ def verify(
         with progress_bar(json_out) as progress:
             task = progress.add_task("verifying", total=len(verify.checks_of(setup, w)))
             results = verify.run_checks(setup, w, lambda name: progress.update(task, advance=1, description=name))
-    code = verify.overall_exit(results)
+    verification = verify.Verification(results, source, w_source, dtype.value)  # (what Model.verify returns)
     if json_out:
-        checks = [r.to_dict() for r in results]
-        print_json(spec_json(spec) | {"source": source, "weights": w_source, "dtype": dtype.value,
-                    "exit_code": int(code), "checks": checks})  # fmt: skip
+        print_json(spec_json(spec) | verification.to_dict())
     else:
         out.print(render.verify_table(spec, results))
-    raise typer.Exit(int(code))
+    raise typer.Exit(int(verification.exit_code))

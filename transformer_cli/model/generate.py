@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptionError, SpecError
+from ..kernels import Array
 from ..options import count, number
 from .decoding import Decoder
-from .transformer import Array, Transformer
+from .transformer import Transformer
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,11 @@ class Generation:
     def new_tokens(self) -> Array:  # (the name before `tokens` meant the new tokens, as the command's JSON)
         return self.tokens
 
+    def to_dict(self) -> dict[str, Any]:
+        """`tfm generate --json` without the spec and the file written (-o)."""
+        return {"prompt_tokens": self.prompt, "new_tokens": int(self.tokens.shape[1]), "stop_tokens": self.stop_tokens,
+                "stopped": self.stopped.tolist(), "tokens": self.tokens.tolist(), "notes": self.notes}  # fmt: skip
+
 
 def token_id(value: object, vocabulary: int, where: str) -> int:
     """A token id of the model: a whole number in 0 .. V-1 (`where` names the option or key it came from)."""
@@ -92,7 +98,8 @@ def token_id(value: object, vocabulary: int, where: str) -> int:
 def choose(logits: Array, sampling: Sampling, rng: np.random.Generator) -> Array:
     """The next token of each sequence from its logits (b, V)."""
     if sampling.temperature <= 0:
-        return logits.argmax(axis=-1)
+        greedy: Array = logits.argmax(axis=-1)
+        return greedy
     scores = logits.astype(np.float64) / sampling.temperature
     if sampling.top_k is not None and sampling.top_k < scores.shape[-1]:
         kth = np.sort(scores, axis=-1)[:, -sampling.top_k][:, None]
@@ -132,7 +139,8 @@ def generate(
                               "for others, generate with model.transformer()")  # fmt: skip
         options = dict(temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p,
                        seed=sampling.seed, stop=list(stop) or None, on_token=on_token)  # fmt: skip
-        return loaded.generate(prompt, max_new_tokens, **options)
+        made: Generation = loaded.generate(prompt, max_new_tokens, **options)
+        return made
     ids = np.asarray(prompt, dtype=np.int64)
     ids = ids[None] if ids.ndim == 1 else ids
     if model.W_head is None:

@@ -99,7 +99,10 @@ class RunResult:
         y = np.asarray(self.output, dtype=np.float64)
         finite = bool(np.all(np.isfinite(y)))
         values = y[np.isfinite(y)] if not finite else y
-        pick = lambda f: float(f(values)) if values.size else None  # noqa: E731
+
+        def pick(f: Callable[[np.ndarray[Any, Any]], Any]) -> float | None:
+            return float(f(values)) if values.size else None
+
         return {"mean": pick(np.mean), "std": pick(np.std), "min": pick(np.min), "max": pick(np.max), "finite": finite}
 
     def to_dict(self) -> dict[str, Any]:

@@ -8,13 +8,12 @@ from pathlib import Path
 import numpy as np
 
 from ..analysis.memory import MemoryEstimate, check_memory, estimate_pass
-from ..errors import ExitCode
 from ..io.weights import Weights
 from ..model.runner import get_weights
 from ..spec.definition import Spec
 from ..spec.stacks import encoder
 from .causality import causality_need, check_causality
-from .common import CheckResult, Setup, default_tol, make_setup
+from .common import CheckResult, Setup, Verification, default_tol, make_setup, overall_exit
 from .decoding import check_decoding, decoding_need
 from .encoder_decoder import (
     EncoderDecoderSetup,
@@ -143,18 +142,10 @@ def _run(
     return results
 
 
-def overall_exit(results: list[CheckResult]) -> ExitCode:
-    """0 if every check agrees with its expectation, 1 if any is violated, else 3 if any is inconclusive."""
-    codes = {r.exit_code for r in results}
-    for code in (ExitCode.VIOLATED, ExitCode.INCONCLUSIVE):
-        if code in codes:
-            return code
-    return ExitCode.OK
-
-
 __all__ = [
     "CheckResult",
     "Setup",
+    "Verification",
     "breaking_features",
     "check_causality",
     "check_counts",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -89,6 +90,45 @@ class CheckResult:
             "summary": self.summary,
             "trials": [dict(zip(map(snake_case, self.columns), row, strict=True)) for row in self.rows],
         } | self.details
+
+
+@dataclass
+class Verification:
+    """`tfm verify`: every check against what the theory predicts, with where the spec and weights came from and
+    the dtype the checks ran in; to_dict() is `tfm verify --json` (without the spec). Iterating it gives the
+    checks in the order they ran."""
+
+    checks: list[CheckResult]
+    source: str  # the spec's: a path, "built-in default", or "FILE metadata"
+    weights: str  # the checkpoint's path, or "seeded init (seed S)"
+    dtype: str
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """The command's: 0 when every check agrees with the theory, else the worst check's."""
+        return overall_exit(self.checks)
+
+    def __iter__(self) -> Iterator[CheckResult]:
+        return iter(self.checks)
+
+    def __len__(self) -> int:
+        return len(self.checks)
+
+    def __getitem__(self, index: int) -> CheckResult:
+        return self.checks[index]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "weights": self.weights, "dtype": self.dtype,
+                "exit_code": int(self.exit_code), "checks": [c.to_dict() for c in self.checks]}  # fmt: skip
+
+
+def overall_exit(results: list[CheckResult]) -> ExitCode:
+    """0 if every check agrees with its expectation, 1 if any is violated, else 3 if any is inconclusive."""
+    codes = {r.exit_code for r in results}
+    for code in (ExitCode.VIOLATED, ExitCode.INCONCLUSIVE):
+        if code in codes:
+            return code
+    return ExitCode.OK
 
 
 def snake_case(column: str) -> str:
