@@ -26,6 +26,9 @@ from transformer_cli.cli import app
 ROOT = Path(os.environ.get("TFM_FINGERPRINT_DIR", "/tmp/tfm-fingerprint"))
 FOUND: dict[str, str] = {}
 RUNNER = CliRunner()
+# Each run's scratch folder, so two runs at once never read each other's arrays; four letters like "work", so
+# the paths the commands print keep their length (and their tables their wrapping) and hash as "work"
+WORK = f"w{os.getpid() % 1000:03d}"
 
 
 def digest(data: bytes) -> str:
@@ -35,7 +38,8 @@ def digest(data: bytes) -> str:
 def cli(key: str, *args: object) -> None:
     """One command's exit code and stdout, hashed."""
     result = RUNNER.invoke(app, [str(a) for a in args])
-    FOUND[key] = f"{result.exit_code}:{digest(result.stdout.encode())}"
+    said = result.stdout.replace(f"/{WORK}/", "/work/")  # each run's own folder, printed as the one shared name
+    FOUND[key] = f"{result.exit_code}:{digest(said.encode())}"
 
 
 def array(key: str, path: Path) -> None:
@@ -111,7 +115,7 @@ def folder_outputs(folder: Path, work: Path) -> None:
 def main(out: str) -> None:
     ROOT.mkdir(parents=True, exist_ok=True)
     models, specs = inputs()
-    work = ROOT / f"work-{os.getpid()}"  # one a run: two runs at once must not read each other's outputs
+    work = ROOT / WORK
     work.mkdir(exist_ok=True)
     examples = [Path("examples/configs").glob("*.yaml"), Path("examples/encoder-decoder").glob("*.yaml")]
     yamls = [*sorted(specs.glob("*.yaml")), *(p for found in examples for p in sorted(found))]
