@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from awq_packing import awq_pack
 
 torch = pytest.importorskip("torch", reason="the quantised checkpoints are written from a PyTorch model")
 transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
@@ -228,26 +229,14 @@ def gptq_folder(source: Path, folder: Path, bits: int = 4, group: int = 32) -> P
     return folder
 
 
-AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)  # AutoAWQ's pack order: word position p holds output AWQ_ORDER[p]
-
-
-def _awq_pack(values: np.ndarray) -> np.ndarray:
-    rows, cols = values.shape
-    words = np.zeros((rows, cols // 8), dtype=np.uint64)
-    for col in range(cols // 8):
-        for p in range(8):
-            words[:, col] |= values[:, col * 8 + AWQ_ORDER[p]].astype(np.uint64) << np.uint64(4 * p)
-    return words.astype(np.uint32).view(np.int32)
-
-
 def awq_folder(source: Path, folder: Path, group: int = 32) -> Path:
     out = {}
     for name, t in _tensors(source).items():
         if name.endswith("proj.weight"):
             q, zeros, scales = _groups(t.double().numpy(), 4, group)
             prefix = name[: -len(".weight")]
-            out[f"{prefix}.qweight"] = torch.from_numpy(_awq_pack(q))
-            out[f"{prefix}.qzeros"] = torch.from_numpy(_awq_pack(zeros))
+            out[f"{prefix}.qweight"] = torch.from_numpy(awq_pack(q))
+            out[f"{prefix}.qzeros"] = torch.from_numpy(awq_pack(zeros))
             out[f"{prefix}.scales"] = torch.from_numpy(np.ascontiguousarray(scales, dtype=np.float16))
         else:
             out[name] = t.to(torch.float16)

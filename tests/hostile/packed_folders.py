@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from awq_packing import awq_pack
 
 safetensors_numpy = pytest.importorskip(
     "safetensors.numpy", reason="the folders are written by safetensors (the test extra)"
@@ -25,7 +26,6 @@ safetensors_numpy = pytest.importorskip(
 load_file, save_file = safetensors_numpy.load_file, safetensors_numpy.save_file
 
 TINY = Path(__file__).parents[2] / "examples" / "hf" / "tiny-llama"
-AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)  # word position p holds output AWQ_ORDER[p]
 
 
 def float_folder(runner, app, folder: Path, **config) -> Path:
@@ -95,8 +95,8 @@ def awq(folder: Path, group: int = 32) -> Path:
         o, i = w.shape
         prefix = name[: -len(".weight")]
         groups = -(-i // group)
-        out[f"{prefix}.qweight"] = _awq_pack(rng.integers(0, 16, size=(i, o)))
-        out[f"{prefix}.qzeros"] = _awq_pack(rng.integers(0, 16, size=(groups, o)))
+        out[f"{prefix}.qweight"] = awq_pack(rng.integers(0, 16, size=(i, o)))
+        out[f"{prefix}.qzeros"] = awq_pack(rng.integers(0, 16, size=(groups, o)))
         out[f"{prefix}.scales"] = rng.uniform(0.01, 0.02, size=(groups, o)).astype(np.float16)
     quantization = {"quant_method": "awq", "bits": 4, "group_size": group, "zero_point": True, "version": "gemm"}
     return _write(folder, out, quantization)
@@ -139,15 +139,6 @@ def mxfp4_compressed(folder: Path, group: int = 32) -> Path:
     quantization = {"quant_method": "compressed-tensors", "format": "mxfp4-pack-quantized", "ignore": ["lm_head"],
                     "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}}}  # fmt: skip
     return _write(folder, out, quantization)
-
-
-def _awq_pack(values: np.ndarray) -> np.ndarray:
-    rows, cols = values.shape
-    words = np.zeros((rows, cols // 8), dtype=np.uint64)
-    for col in range(cols // 8):
-        for p in range(8):
-            words[:, col] |= values[:, col * 8 + AWQ_ORDER[p]].astype(np.uint64) << np.uint64(4 * p)
-    return words.astype(np.uint32).view(np.int32)
 
 
 def edit(folder: Path, change) -> None:
