@@ -93,12 +93,27 @@ def main(n: int = 1024) -> None:
         total = analysis.total()
         skipped = dict(analysis.unsupported_ops())
     linear, attention = macs["linear layers"], macs["scores K^T Q"] + macs["weights x V"]
-    table.add_row("multiply-adds: linear layers", f"{linear:,}", "fvcore", f"{total:,}",
-                  "fvcore also adds 5 per layer-norm entry (98 M here)")  # fmt: skip
-    table.add_row("multiply-adds: K^T Q and V A", f"{attention:,}", "fvcore", "not counted",
-                  f"fvcore skipped: {', '.join(f'{k} x{v}' for k, v in skipped.items()) or 'nothing'}")  # fmt: skip
-    table.add_row("multiply-adds: whole forward", f"{linear + attention:,}", "fvcore", f"{total:,}",
-                  f"fvcore misses {attention / (linear + attention):.0%} of the products")  # fmt: skip
+    table.add_row(
+        "multiply-adds: linear layers",
+        f"{linear:,}",
+        "fvcore",
+        f"{total:,}",
+        "fvcore also adds 5 per layer-norm entry (98 M here)",
+    )
+    table.add_row(
+        "multiply-adds: K^T Q and V A",
+        f"{attention:,}",
+        "fvcore",
+        "not counted",
+        f"fvcore skipped: {', '.join(f'{k} x{v}' for k, v in skipped.items()) or 'nothing'}",
+    )
+    table.add_row(
+        "multiply-adds: whole forward",
+        f"{linear + attention:,}",
+        "fvcore",
+        f"{total:,}",
+        f"fvcore misses {attention / (linear + attention):.0%} of the products",
+    )
 
     memory = ours["memory"]
     try:
@@ -109,15 +124,35 @@ def main(n: int = 1024) -> None:
     except ImportError:
         tool = ["not installed"] * 3
     table.add_row("weights, float32 (bytes)", f"{memory['weights']['float32']:,}", "accelerate", tool[0], "")
-    table.add_row("training with Adam, float32", f"{memory['training_adam']['float32']:,}", "accelerate", tool[1],
-                  "16 B/param: weights, gradients, two moments; no activations")  # fmt: skip
-    table.add_row("training with Adam, bf16 mixed", f"{memory['training_adam']['bfloat16_mixed']:,}", "accelerate",
-                  tool[2], "tfm: + float32 master weights and moments; accelerate: 4 x bf16 size")  # fmt: skip
+    table.add_row(
+        "training with Adam, float32",
+        f"{memory['training_adam']['float32']:,}",
+        "accelerate",
+        tool[1],
+        "16 B/param: weights, gradients, two moments; no activations",
+    )
+    table.add_row(
+        "training with Adam, bf16 mixed",
+        f"{memory['training_adam']['bfloat16_mixed']:,}",
+        "accelerate",
+        tool[2],
+        "tfm: + float32 master weights and moments; accelerate: 4 x bf16 size",
+    )
     peak = memory["forward_peak"]
-    table.add_row(f"forward peak at n = {n}, the model", f"{peak['model']:,}", "accelerate", "-",
-                  "float32 weights, activations, scores; not estimated by accelerate")  # fmt: skip
-    table.add_row("  tfm's pass also holds", f"{peak['loaded'] + peak['input']:,}", "", "",
-                  "its float64 weights as loaded and the input as read")  # fmt: skip
+    table.add_row(
+        f"forward peak at n = {n}, the model",
+        f"{peak['model']:,}",
+        "accelerate",
+        "-",
+        "float32 weights, activations, scores; not estimated by accelerate",
+    )
+    table.add_row(
+        "  tfm's pass also holds",
+        f"{peak['loaded'] + peak['input']:,}",
+        "",
+        "",
+        "its float64 weights as loaded and the input as read",
+    )
     Console(width=160).print(table)
 
 

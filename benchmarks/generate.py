@@ -30,8 +30,15 @@ from pathlib import Path
 
 import numpy as np
 
-SIZES = dict(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=4, num_attention_heads=16,
-             num_key_value_heads=4, max_position_embeddings=2048)  # fmt: skip
+SIZES = dict(
+    vocab_size=32000,
+    hidden_size=1024,
+    intermediate_size=2816,
+    num_hidden_layers=4,
+    num_attention_heads=16,
+    num_key_value_heads=4,
+    max_position_embeddings=2048,
+)
 
 
 LLAMA_CPP = """
@@ -97,9 +104,20 @@ def main() -> None:
         from transformer_cli.conversions import to_gguf
 
         to_gguf(folder, folder / "m.gguf", "f32")
-        llama = subprocess.Popen([args.llama_python, "-c", LLAMA_CPP, str(folder / "m.gguf"), str(prompt_len + new),
-                                  ",".join(map(str, prompt[0])), str(new)], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True)  # fmt: skip
+        llama = subprocess.Popen(
+            [
+                args.llama_python,
+                "-c",
+                LLAMA_CPP,
+                str(folder / "m.gguf"),
+                str(prompt_len + new),
+                ",".join(map(str, prompt[0])),
+                str(new),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
     rows = []
     equal = llama_equal = llama_prefix = None
     for _ in range(rounds):
@@ -115,9 +133,16 @@ def main() -> None:
         equal = np.array_equal(mine.sequences, reference.numpy())
         tp, td = t1 - t0, (t2 - t1) - (t1 - t0)
         hp, hd = t3 - t2, (t4 - t3) - (t3 - t2)
-        rows.append({"tfm_prompt_tps": prompt_len / tp, "tfm_decode_tps": (new - 1) / td,
-                     "hf_prompt_tps": prompt_len / hp, "hf_decode_tps": (new - 1) / hd,
-                     "prompt_ratio": tp / hp, "decode_ratio": td / hd})  # fmt: skip
+        rows.append(
+            {
+                "tfm_prompt_tps": prompt_len / tp,
+                "tfm_decode_tps": (new - 1) / td,
+                "hf_prompt_tps": prompt_len / hp,
+                "hf_decode_tps": (new - 1) / hd,
+                "prompt_ratio": tp / hp,
+                "decode_ratio": td / hd,
+            }
+        )
         if llama is not None:
             assert llama.stdin is not None and llama.stdout is not None
             time.sleep(0.2)
@@ -128,30 +153,50 @@ def main() -> None:
             same = [a == b for a, b in zip(got["tokens"], mine.new_tokens[0].tolist(), strict=True)]
             llama_prefix = same.index(False) if False in same else len(same)  # the tokens equal before the first not
             lp, ld = got["prompt_s"], got["decode_s"]
-            rows[-1] |= {"llama_prompt_tps": prompt_len / lp, "llama_decode_tps": (new - 1) / ld,
-                         "llama_prompt_ratio": tp / lp, "llama_decode_ratio": td / ld}  # fmt: skip
+            rows[-1] |= {
+                "llama_prompt_tps": prompt_len / lp,
+                "llama_decode_tps": (new - 1) / ld,
+                "llama_prompt_ratio": tp / lp,
+                "llama_decode_ratio": td / ld,
+            }
 
     def spread(key: str) -> str:
         values = [r[key] for r in rows]
         return f"{statistics.median(values):.3g} ({min(values):.3g} .. {max(values):.3g})"
 
-    print(f"LLaMA d={SIZES['hidden_size']}, {SIZES['num_hidden_layers']} blocks, V={SIZES['vocab_size']}, float32, "
-          f"batch 1, prompt {prompt_len}, {new} new tokens, {rounds} rounds; tokens equal: {equal}")  # fmt: skip
+    print(
+        f"LLaMA d={SIZES['hidden_size']}, {SIZES['num_hidden_layers']} blocks, V={SIZES['vocab_size']}, float32, "
+        f"batch 1, prompt {prompt_len}, {new} new tokens, {rounds} rounds; tokens equal: {equal}"
+    )
     for what in ("prompt", "decode"):
-        print(f"{what:7s} tokens/s  tfm {spread(f'tfm_{what}_tps'):28s} transformers {spread(f'hf_{what}_tps'):28s}"
-              f" time ratio tfm/transformers {spread(f'{what}_ratio')}")  # fmt: skip
+        print(
+            f"{what:7s} tokens/s  tfm {spread(f'tfm_{what}_tps'):28s} transformers {spread(f'hf_{what}_tps'):28s}"
+            f" time ratio tfm/transformers {spread(f'{what}_ratio')}"
+        )
         if llama is not None:
-            print(f"{'':7s} llama.cpp {spread(f'llama_{what}_tps'):28s} time ratio tfm/llama.cpp "
-                  f"{spread(f'llama_{what}_ratio')}")  # fmt: skip
+            print(
+                f"{'':7s} llama.cpp {spread(f'llama_{what}_tps'):28s} time ratio tfm/llama.cpp "
+                f"{spread(f'llama_{what}_ratio')}"
+            )
     if llama is not None:
         print(f"llama.cpp's greedy tokens equal tfm's: {llama_equal} (the first {llama_prefix} of {new} equal)")
         llama.stdin.close()  # type: ignore[union-attr]
         llama.wait()
     if args.json:
-        args.json.write_text(json.dumps({"sizes": SIZES, "prompt": prompt_len, "new": new, "tokens_equal": equal,
-                                         "llama_cpp_tokens_equal": llama_equal,
-                                         "llama_cpp_equal_prefix": llama_prefix, "rounds": rows},
-                                        indent=1))  # fmt: skip
+        args.json.write_text(
+            json.dumps(
+                {
+                    "sizes": SIZES,
+                    "prompt": prompt_len,
+                    "new": new,
+                    "tokens_equal": equal,
+                    "llama_cpp_tokens_equal": llama_equal,
+                    "llama_cpp_equal_prefix": llama_prefix,
+                    "rounds": rows,
+                },
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -73,8 +73,11 @@ def main() -> None:
                 ours = Transformer(spec, GGUFWeights(path, spec))(IDS)[0]  # (V, n) of the first sequence
                 reference = theirs(exact(dequantised_model(copy.deepcopy(model), qtype)), IDS)[0]
                 out = Path(tmp) / "scores.npy"
-                ran = subprocess.run([args.llama_python, "-c", RUNNER, str(path), ",".join(map(str, IDS[0])), str(out)],
-                                     capture_output=True, text=True)  # fmt: skip
+                ran = subprocess.run(
+                    [args.llama_python, "-c", RUNNER, str(path), ",".join(map(str, IDS[0])), str(out)],
+                    capture_output=True,
+                    text=True,
+                )
                 row = {"tfm_vs_transformers": relative(ours, reference)}
                 if ran.returncode == 0:
                     llama = np.load(out).T

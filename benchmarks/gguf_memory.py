@@ -27,19 +27,32 @@ def write(path: Path) -> None:
 
     rng = np.random.default_rng(0)
     writer = gguf.GGUFWriter(str(path), "llama")
-    for key, value in (("block_count", N), ("embedding_length", D), ("feed_forward_length", R),
-                       ("attention.head_count", H), ("attention.head_count_kv", G), ("vocab_size", V),
-                       ("context_length", 4096), ("rope.dimension_count", M)):  # fmt: skip
+    for key, value in (
+        ("block_count", N),
+        ("embedding_length", D),
+        ("feed_forward_length", R),
+        ("attention.head_count", H),
+        ("attention.head_count_kv", G),
+        ("vocab_size", V),
+        ("context_length", 4096),
+        ("rope.dimension_count", M),
+    ):
         writer.add_uint32(f"llama.{key}", value)
     writer.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5)
     writer.add_float32("llama.rope.freq_base", 10000.0)
     shapes = {"token_embd.weight": (V, D), "output.weight": (V, D), "output_norm.weight": (D,)}
     for i in range(N):
-        shapes |= {f"blk.{i}.attn_norm.weight": (D,), f"blk.{i}.ffn_norm.weight": (D,),
-                   f"blk.{i}.attn_q.weight": (H * M, D), f"blk.{i}.attn_k.weight": (G * M, D),
-                   f"blk.{i}.attn_v.weight": (G * M, D), f"blk.{i}.attn_output.weight": (D, H * M),
-                   f"blk.{i}.ffn_gate.weight": (R, D), f"blk.{i}.ffn_up.weight": (R, D),
-                   f"blk.{i}.ffn_down.weight": (D, R)}  # fmt: skip
+        shapes |= {
+            f"blk.{i}.attn_norm.weight": (D,),
+            f"blk.{i}.ffn_norm.weight": (D,),
+            f"blk.{i}.attn_q.weight": (H * M, D),
+            f"blk.{i}.attn_k.weight": (G * M, D),
+            f"blk.{i}.attn_v.weight": (G * M, D),
+            f"blk.{i}.attn_output.weight": (D, H * M),
+            f"blk.{i}.ffn_gate.weight": (R, D),
+            f"blk.{i}.ffn_up.weight": (R, D),
+            f"blk.{i}.ffn_down.weight": (D, R),
+        }
     q8 = gguf.GGMLQuantizationType.Q8_0
     scale = np.frombuffer(np.float16(0.002).tobytes(), dtype=np.uint8)
     for name, shape in shapes.items():
@@ -75,8 +88,19 @@ def main() -> None:
         out = {"file_bytes": size}
         out["count"] = peak([*tfm, "count", str(path)])[0]
         for dtype in ("float32", "float64"):
-            out[f"run_{dtype}"] = peak([*tfm, "run", str(path), "--input", str(Path(tmp) / "ids.npy"), "--dtype",
-                                        dtype, "-o", str(Path(tmp) / f"y-{dtype}.npy")])[0]  # fmt: skip
+            out[f"run_{dtype}"] = peak(
+                [
+                    *tfm,
+                    "run",
+                    str(path),
+                    "--input",
+                    str(Path(tmp) / "ids.npy"),
+                    "--dtype",
+                    dtype,
+                    "-o",
+                    str(Path(tmp) / f"y-{dtype}.npy"),
+                ]
+            )[0]
         params = (
             sum(int(np.prod(s)) for s in [(V, D)] * 2) + N * (2 * D + D * (H + 2 * G) * M + D * H * M + 3 * R * D) + D
         )

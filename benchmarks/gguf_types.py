@@ -39,9 +39,17 @@ def measure(qtype: str, folder: Path) -> dict:
     from transformer_cli import Transformer, count_params
     from transformer_cli.gguf.model import GGUFWeights, gguf_summary, spec_from_gguf
 
-    cfg = transformers.LlamaConfig(vocab_size=97, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                                   rms_norm_eps=1e-5, attn_implementation="sdpa")  # fmt: skip
+    cfg = transformers.LlamaConfig(
+        vocab_size=97,
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        rms_norm_eps=1e-5,
+        attn_implementation="sdpa",
+    )
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(cfg).double().eval()
     path = folder / f"{qtype}.gguf"
@@ -77,10 +85,13 @@ def main() -> None:
         for qtype in WRITTEN + RANDOM:
             figures[qtype] = measure(qtype, Path(tmp))
             f = figures[qtype]
-            print(f"{qtype:7} vs dequantised {f['vs_dequantised_transformers']:.1e}  vs transformers' GGUF loader "
-                  f"{f['vs_transformers_gguf_loader']:.1e}  bits/weight reported {f['bits_per_weight_reported']:.2f} "
-                  f"(the type's {f['type_bits_per_weight']})  file {f['file_bytes']:,} B = "
-                  f"{f['file_bits_per_parameter']:.2f} bits/parameter", flush=True)  # fmt: skip
+            print(
+                f"{qtype:7} vs dequantised {f['vs_dequantised_transformers']:.1e}  vs transformers' GGUF loader "
+                f"{f['vs_transformers_gguf_loader']:.1e}  bits/weight reported {f['bits_per_weight_reported']:.2f} "
+                f"(the type's {f['type_bits_per_weight']})  file {f['file_bytes']:,} B = "
+                f"{f['file_bits_per_parameter']:.2f} bits/parameter",
+                flush=True,
+            )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
 

@@ -87,8 +87,13 @@ def main() -> None:
             with_checkpoint = timed([*tfm, tmp])
             config_only = timed([*tfm, str(ROOT / "examples" / "hf" / model / "config.json")])
             shards = len(list(Path(tmp).glob("*.safetensors")))
-            table.add_row(model, f"{size / 1e9:.1f} GB bf16", str(shards), f"{with_checkpoint * 1e3:.0f} ms",
-                          f"{config_only * 1e3:.0f} ms")  # fmt: skip
+            table.add_row(
+                model,
+                f"{size / 1e9:.1f} GB bf16",
+                str(shards),
+                f"{with_checkpoint * 1e3:.0f} ms",
+                f"{config_only * 1e3:.0f} ms",
+            )
     console.print(table)
     console.print("Best of 5 runs, each a new process (Python start-up and imports included).")
 

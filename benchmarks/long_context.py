@@ -32,13 +32,42 @@ from transformer_cli import Spec, Transformer, init_weights
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-SPEC = Spec(N=2, H=4, G=2, m=64, d=256, r=704, scale="sqrt", mask="causal", positional="rope", norm="pre",
-            norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False, name="long-llama")  # fmt: skip
+SPEC = Spec(
+    N=2,
+    H=4,
+    G=2,
+    m=64,
+    d=256,
+    r=704,
+    scale="sqrt",
+    mask="causal",
+    positional="rope",
+    norm="pre",
+    norm_type="rmsnorm",
+    feedforward="gated",
+    activation="silu",
+    ff_bias=False,
+    name="long-llama",
+)
 LENGTHS = {1024: 7, 4096: 5, 16384: 3, 32768: 3}
 # --tinyllama: TinyLlama's blocks (d 2048, 32 heads of 64, 4 key/value heads, r 5632; 4 blocks, no head) at 16k
-TINYLLAMA = Spec(N=4, H=32, G=4, m=64, d=2048, r=5632, scale="sqrt", mask="causal", positional="rope", norm="pre",
-                 norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False,
-                 name="tinyllama-blocks")  # fmt: skip
+TINYLLAMA = Spec(
+    N=4,
+    H=32,
+    G=4,
+    m=64,
+    d=2048,
+    r=5632,
+    scale="sqrt",
+    mask="causal",
+    positional="rope",
+    norm="pre",
+    norm_type="rmsnorm",
+    feedforward="gated",
+    activation="silu",
+    ff_bias=False,
+    name="tinyllama-blocks",
+)
 PAUSE = 0.2
 
 
@@ -126,10 +155,13 @@ def main() -> None:
         ratios = [a / b for a, b in zip(times["tfm"], times["PyTorch SDPA"], strict=True)]
         row = {"times": times, "ratios": ratios, "agreement": agree, "tfm_extra_bytes": extra_memory(weights, X, spec)}
         results["lengths"][n] = row
-        print(f"n = {n:6}: tfm {statistics.median(times['tfm']):7.3f} s, PyTorch SDPA "
-              f"{statistics.median(times['PyTorch SDPA']):7.3f} s, tfm / PyTorch {statistics.median(ratios):.2f} "
-              f"({min(ratios):.2f}..{max(ratios):.2f}), agree {agree:.1e}, tfm's extra memory "
-              f"{row['tfm_extra_bytes'] / 2**20:.0f} MiB", flush=True)  # fmt: skip
+        print(
+            f"n = {n:6}: tfm {statistics.median(times['tfm']):7.3f} s, PyTorch SDPA "
+            f"{statistics.median(times['PyTorch SDPA']):7.3f} s, tfm / PyTorch {statistics.median(ratios):.2f} "
+            f"({min(ratios):.2f}..{max(ratios):.2f}), agree {agree:.1e}, tfm's extra memory "
+            f"{row['tfm_extra_bytes'] / 2**20:.0f} MiB",
+            flush=True,
+        )
     if args.tinyllama:
         if args.json:
             args.json.write_text(json.dumps(results, indent=2) + "\n")

@@ -156,9 +156,17 @@ def moe_unmodelled(raw: dict) -> list[str]:
 # ---------------------------------------------------------------------------------------------- llm-analysis
 def llm_analysis_fields(name: str, f: dict, model_type: str) -> dict:
     """The ModelConfig fields llm-analysis takes from a model's config (peer_memory.py uses them too)."""
-    return dict(name=name, num_layers=f["layers"], n_head=f["heads"], hidden_dim=f["d"], vocab_size=f["vocab"],
-                max_seq_len=f["max_len"], num_key_value_heads=f["kv_heads"], ffn_embed_dim=f["ffn"],
-                model_type=model_type)  # fmt: skip
+    return dict(
+        name=name,
+        num_layers=f["layers"],
+        n_head=f["heads"],
+        hidden_dim=f["d"],
+        vocab_size=f["vocab"],
+        max_seq_len=f["max_len"],
+        num_key_value_heads=f["kv_heads"],
+        ffn_embed_dim=f["ffn"],
+        model_type=model_type,
+    )
 
 
 def llm_analysis_count(entry: dict, f: dict) -> dict:

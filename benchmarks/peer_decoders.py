@@ -25,8 +25,11 @@ def tfm_decoder(spec, weights, dtype: str, b: int):  # type: ignore[no-untyped-d
     def reset() -> None:
         state["decoder"] = Decoder(model, b, PROMPT + STEPS)
 
-    return (lambda X: state["decoder"].prefill(model.columns(X)[0]).transpose(1, 0, 2),  # (d, b, n) -> (b, d, n)
-            lambda x: state["decoder"].step(model.columns(x)[0]).transpose(1, 0, 2), reset)  # fmt: skip
+    return (
+        lambda X: state["decoder"].prefill(model.columns(X)[0]).transpose(1, 0, 2),  # (d, b, n) -> (b, d, n)
+        lambda x: state["decoder"].step(model.columns(x)[0]).transpose(1, 0, 2),
+        reset,
+    )
 
 
 def torch_decoder(spec, weights, dtype: str, b: int):  # type: ignore[no-untyped-def]
@@ -45,8 +48,10 @@ def torch_decoder(spec, weights, dtype: str, b: int):  # type: ignore[no-untyped
     final = torch.from_numpy(np.asarray(weights["final_norm.gamma"], dtype)) if spec.norm == "pre" else None
     tdtype = getattr(torch, dtype)
     cos_all, sin_all = (torch.from_numpy(t.astype(dtype)) for t in _rotations(spec, PROMPT + STEPS))
-    caches = [(torch.empty(b, G, PROMPT + STEPS, m, dtype=tdtype), torch.empty(b, G, PROMPT + STEPS, m, dtype=tdtype))
-              for _ in blocks]  # fmt: skip
+    caches = [
+        (torch.empty(b, G, PROMPT + STEPS, m, dtype=tdtype), torch.empty(b, G, PROMPT + STEPS, m, dtype=tdtype))
+        for _ in blocks
+    ]
     act = {"relu": F.relu, "silu": F.silu, "gelu": lambda x: F.gelu(x, approximate="tanh")}[spec.activation]
     state = {"t": 0}
 
@@ -66,8 +71,7 @@ def torch_decoder(spec, weights, dtype: str, b: int):  # type: ignore[no-untyped
         q, k = rope(q, t0, n), rope(k, t0, n)
         cache[0][:, :, t0 : t0 + n], cache[1][:, :, t0 : t0 + n] = k, v
         keys, values = cache[0][:, :, : t0 + n], cache[1][:, :, : t0 + n]
-        o = F.scaled_dot_product_attention(q, keys, values, is_causal=n > 1, scale=spec.score_scale,
-                                           enable_gqa=G != H)  # fmt: skip
+        o = F.scaled_dot_product_attention(q, keys, values, is_causal=n > 1, scale=spec.score_scale, enable_gqa=G != H)
         return o.transpose(1, 2).reshape(b_, n, H * m) @ p["o"]
 
     def feedforward(p, x):  # type: ignore[no-untyped-def]
@@ -126,8 +130,7 @@ def torch_compiled_decoder(spec, weights, dtype: str, b: int):  # type: ignore[n
                 q, k = (y * cos + torch.cat([-y[..., m // 2 :], y[..., : m // 2]], -1) * sin for y in (q, k))
             K.index_copy_(2, positions, k)
             V.index_copy_(2, positions, v)
-            o = F.scaled_dot_product_attention(q, K, V, attn_mask=visible, scale=spec.score_scale,
-                                               enable_gqa=G != H)  # fmt: skip
+            o = F.scaled_dot_product_attention(q, K, V, attn_mask=visible, scale=spec.score_scale, enable_gqa=G != H)
             x = x + o.transpose(1, 2).reshape(b_, n, H * m) @ p["o"]
             f = norm(x, p["g2"]) @ p["w1"]
             f = act(f) if spec.feedforward == "plain" else act(f[..., :r]) * f[..., r:]

@@ -38,13 +38,25 @@ def llm_analysis_kv(config: dict) -> int:
     from llm_analysis.analysis import LLMAnalysis
     from llm_analysis.config import DtypeConfig, GPUConfig, ModelConfig, ParallelismConfig
 
-    model = ModelConfig(name=config["model_type"], num_layers=config["num_hidden_layers"],
-                        n_head=config["num_attention_heads"], hidden_dim=config["hidden_size"],
-                        vocab_size=config["vocab_size"],
-                        num_key_value_heads=config.get("num_key_value_heads"))  # fmt: skip
-    gpu = GPUConfig(name="a100-80gb", mem_per_GPU_in_GB=80, hbm_bandwidth_in_GB_per_sec=2039,
-                    intra_node_bandwidth_in_GB_per_sec=300, intra_node_min_message_latency=8e-6, peak_fp16_TFLOPS=312,
-                    peak_i8_TFLOPS=624, peak_i4_TFLOPS=1248, inter_node_bandwidth_in_GB_per_sec=25)  # fmt: skip
+    model = ModelConfig(
+        name=config["model_type"],
+        num_layers=config["num_hidden_layers"],
+        n_head=config["num_attention_heads"],
+        hidden_dim=config["hidden_size"],
+        vocab_size=config["vocab_size"],
+        num_key_value_heads=config.get("num_key_value_heads"),
+    )
+    gpu = GPUConfig(
+        name="a100-80gb",
+        mem_per_GPU_in_GB=80,
+        hbm_bandwidth_in_GB_per_sec=2039,
+        intra_node_bandwidth_in_GB_per_sec=300,
+        intra_node_min_message_latency=8e-6,
+        peak_fp16_TFLOPS=312,
+        peak_i8_TFLOPS=624,
+        peak_i4_TFLOPS=1248,
+        inter_node_bandwidth_in_GB_per_sec=25,
+    )
     analysis = LLMAnalysis(model, gpu, DtypeConfig(), ParallelismConfig())
     return int(analysis.get_memory_kv_cache_per_layer(BATCH, TOKENS, 2) * config["num_hidden_layers"])
 
@@ -76,13 +88,22 @@ def main() -> None:
         with quiet():
             eleuther = eleuther_memory(name, fields(entries[name]), plan(name, TOKENS), BATCH, args.eleuther_calc)
             printed = eleuther["printed"].get("inference", {}).get("KV Cache Memory")
-            results[name] = {"tfm": tfm_kv(config), "hf_mem": hf_mem_kv(config),
-                             "llm_analysis": llm_analysis_kv(config), "eleuther": eleuther["kv_cache_bytes"],
-                             "eleuther_calls": eleuther["calls"], "eleuther_printed": printed}  # fmt: skip
+            results[name] = {
+                "tfm": tfm_kv(config),
+                "hf_mem": hf_mem_kv(config),
+                "llm_analysis": llm_analysis_kv(config),
+                "eleuther": eleuther["kv_cache_bytes"],
+                "eleuther_calls": eleuther["calls"],
+                "eleuther_printed": printed,
+            }
         row = results[name]
         print(name, *(f"{k} {row[k]:,}" for k in ("tfm", "hf_mem", "llm_analysis", "eleuther")))
-    results["_about"] = {"tokens": TOKENS, "batch": BATCH, "bytes_per_value": 2,
-                         "eleuther_cookbook_commit": args.eleuther_commit}  # fmt: skip
+    results["_about"] = {
+        "tokens": TOKENS,
+        "batch": BATCH,
+        "bytes_per_value": 2,
+        "eleuther_cookbook_commit": args.eleuther_commit,
+    }
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out}")
 

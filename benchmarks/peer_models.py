@@ -40,22 +40,35 @@ def _blocks(spec, weights, dtype: str) -> list[dict[str, np.ndarray | None]]:  #
             return np.asarray(weights[p + name], dtype) if p + name in weights else None
 
         w1 = get("ff.W1") if spec.feedforward == "plain" else np.concatenate([get("ff.W1"), get("ff.W3")])
-        b1 = get("ff.b1") if spec.feedforward == "plain" or get("ff.b1") is None else np.concatenate(
-            [get("ff.b1"), get("ff.b3")])  # fmt: skip
-        out.append({
-            "qkv": np.concatenate([get(f"attention.W_{k}").reshape(-1, d) for k in "QKV"]).T.copy(),
-            "o": get("attention.W_O").transpose(0, 2, 1).reshape(H * m, d).copy(),
-            "w1": w1.T.copy(), "b1": b1, "w2": get("ff.W2").T.copy(), "b2": get("ff.b2"),
-            "g1": get("norm1.gamma"), "g2": get("norm2.gamma"),
-        })  # fmt: skip
+        b1 = (
+            get("ff.b1")
+            if spec.feedforward == "plain" or get("ff.b1") is None
+            else np.concatenate([get("ff.b1"), get("ff.b3")])
+        )
+        out.append(
+            {
+                "qkv": np.concatenate([get(f"attention.W_{k}").reshape(-1, d) for k in "QKV"]).T.copy(),
+                "o": get("attention.W_O").transpose(0, 2, 1).reshape(H * m, d).copy(),
+                "w1": w1.T.copy(),
+                "b1": b1,
+                "w2": get("ff.W2").T.copy(),
+                "b2": get("ff.b2"),
+                "g1": get("norm1.gamma"),
+                "g2": get("norm2.gamma"),
+            }
+        )
     return out
 
 
 def _supported(spec) -> bool:  # type: ignore[no-untyped-def]
     """What the JAX model and the PyTorch decoder below are written for: the benchmark's two specs' features."""
     norm = spec.norm == "none" or (spec.norm == "pre" and spec.norm_type == "rmsnorm")
-    rope = spec.positional == "none" or (spec.positional == "rope" and spec.rope_pairing == "half"
-                                         and spec.rope_scaling == "none" and spec.rope_fraction == 1)  # fmt: skip
+    rope = spec.positional == "none" or (
+        spec.positional == "rope"
+        and spec.rope_pairing == "half"
+        and spec.rope_scaling == "none"
+        and spec.rope_fraction == 1
+    )
     extras = (spec.V, spec.E, spec.window, spec.parallel, spec.qk_norm, spec.attention_bias, spec.N_enc)
     return norm and rope and not any(extras)
 
@@ -157,12 +170,15 @@ def profile_prefill(spec, weights, dtype: str, X: np.ndarray, rounds: int) -> di
         flops[kind] += 2 * batch * a.shape[-2] * a.shape[-1] * b.shape[-1]
         return products[kind](a, b, *args, **kwargs)
 
-    patches = [(np, "matmul", matmul), (layers, "softmax_rows_", timed("softmax", layers.softmax_rows_)),
-               (layers, "rotate_", timed("rotary", layers.rotate_)),
-               (layers, "scaled_queries", timed("query scale", layers.scaled_queries)),
-               (residual, "_residual", timed("residuals", residual._residual)),
-               (layers, "rms_norm", timed("norms", layers.rms_norm)),
-               (layers, "layer_norm", timed("norms", layers.layer_norm))]  # fmt: skip
+    patches = [
+        (np, "matmul", matmul),
+        (layers, "softmax_rows_", timed("softmax", layers.softmax_rows_)),
+        (layers, "rotate_", timed("rotary", layers.rotate_)),
+        (layers, "scaled_queries", timed("query scale", layers.scaled_queries)),
+        (residual, "_residual", timed("residuals", residual._residual)),
+        (layers, "rms_norm", timed("norms", layers.rms_norm)),
+        (layers, "layer_norm", timed("norms", layers.layer_norm)),
+    ]
     activations = dict(layers.ACTIVATIONS)
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
     try:
@@ -187,8 +203,16 @@ def profile_prefill(spec, weights, dtype: str, X: np.ndarray, rounds: int) -> di
     return {"ms": ms, "total_ms": total * 1e3, "gflops": rates, "flops": {k: v // rounds for k, v in flops.items()}}
 
 
-PROFILE = ("projections (GEMM)", "attention (GEMM)", "softmax", "norms", "activation", "rotary", "query scale",
-           "residuals")  # fmt: skip
+PROFILE = (
+    "projections (GEMM)",
+    "attention (GEMM)",
+    "softmax",
+    "norms",
+    "activation",
+    "rotary",
+    "query scale",
+    "residuals",
+)
 
 
 def _torch_model(spec, weights, dtype: str, native_gqa: bool = True) -> Callable | None:  # type: ignore[no-untyped-def]
@@ -259,7 +283,8 @@ def _jax_model(spec, weights, dtype: str):  # type: ignore[no-untyped-def]
     jax.config.update("jax_enable_x64", dtype == "float64")
     H, G, m, r = spec.H, spec.kv_heads, spec.m, spec.r
     act = {"relu": jax.nn.relu, "silu": jax.nn.silu, "gelu": lambda x: jax.nn.gelu(x, approximate=True)}[
-        spec.activation]  # fmt: skip
+        spec.activation
+    ]
 
     def norm(x, g):  # type: ignore[no-untyped-def]
         if spec.norm != "pre":
@@ -271,8 +296,10 @@ def _jax_model(spec, weights, dtype: str):  # type: ignore[no-untyped-def]
         b, n, _ = x.shape
         qkv = x @ p["qkv"]
         q = qkv[..., : H * m].reshape(b, n, G, H // G, m).transpose(0, 2, 3, 1, 4)
-        k, v = (qkv[..., H * m + i * G * m : H * m + (i + 1) * G * m].reshape(b, n, G, m).transpose(0, 2, 1, 3)
-                for i in (0, 1))  # fmt: skip
+        k, v = (
+            qkv[..., H * m + i * G * m : H * m + (i + 1) * G * m].reshape(b, n, G, m).transpose(0, 2, 1, 3)
+            for i in (0, 1)
+        )
         if spec.positional == "rope":
             turn = lambda x: x * cos + jnp.concatenate([-x[..., m // 2 :], x[..., : m // 2]], -1) * sin  # noqa: E731
             q, k = turn(q), turn(k)
@@ -290,8 +317,13 @@ def _jax_model(spec, weights, dtype: str):  # type: ignore[no-untyped-def]
         """A causal prefill's heads through W_O with jax.nn.dot_product_attention: (b, n, heads, m) layouts,
         the G key/value heads read by their H/G query heads each (no copies)."""
         b, _, _, n, _ = q.shape
-        o = jax.nn.dot_product_attention(q.transpose(0, 3, 1, 2, 4).reshape(b, n, H, m), k.transpose(0, 2, 1, 3),
-                                         v.transpose(0, 2, 1, 3), scale=spec.score_scale, is_causal=True)  # fmt: skip
+        o = jax.nn.dot_product_attention(
+            q.transpose(0, 3, 1, 2, 4).reshape(b, n, H, m),
+            k.transpose(0, 2, 1, 3),
+            v.transpose(0, 2, 1, 3),
+            scale=spec.score_scale,
+            is_causal=True,
+        )
         return o.reshape(b, n, H * m) @ p["o"]
 
     def feedforward(p, x):  # type: ignore[no-untyped-def]
@@ -301,8 +333,15 @@ def _jax_model(spec, weights, dtype: str):  # type: ignore[no-untyped-def]
 
     blocks = jax.tree.map(jnp.asarray, _blocks(spec, weights, dtype))
     final = jnp.asarray(np.asarray(weights["final_norm.gamma"], dtype)) if spec.norm == "pre" else None
-    return SimpleNamespace(blocks=blocks, final=final, norm=norm, heads=heads, attend=attend,
-                           attend_causal=attend_causal, feedforward=feedforward)  # fmt: skip
+    return SimpleNamespace(
+        blocks=blocks,
+        final=final,
+        norm=norm,
+        heads=heads,
+        attend=attend,
+        attend_causal=attend_causal,
+        feedforward=feedforward,
+    )
 
 
 def jax_prefill(spec, weights, dtype: str) -> Callable | None:  # type: ignore[no-untyped-def]

@@ -124,16 +124,28 @@ def prefill_case(spec, dtype: str, b: int, rounds: int, console: Console, n: int
             continue
         peers[name] = (fn, error)
     floor = floor_prefill(spec, weights, dtype, X)
-    times = interleaved({name: (lambda f=f: f(X)) for name, (f, _) in peers.items()} | {"floor": lambda: floor(X)},
-                        rounds)  # fmt: skip
+    times = interleaved(
+        {name: (lambda f=f: f(X)) for name, (f, _) in peers.items()} | {"floor": lambda: floor(X)}, rounds
+    )
     profile = profile_prefill(spec, weights, dtype, X, rounds) if b == 1 else None
-    return {"spec": spec.name, "batch": b, "dtype": dtype, "n": n, "notes": notes, "profile": profile,
-            "agreement": {name: error for name, (_, error) in peers.items()},
-            "times": times}  # fmt: skip
+    return {
+        "spec": spec.name,
+        "batch": b,
+        "dtype": dtype,
+        "n": n,
+        "notes": notes,
+        "profile": profile,
+        "agreement": {name: error for name, (_, error) in peers.items()},
+        "times": times,
+    }
 
 
-DECODERS = (("tfm", tfm_decoder), (DECODE_PEER, torch_decoder),
-            ("torch.compile (static cache)", torch_compiled_decoder), ("JAX jit", jax_decoder))  # fmt: skip
+DECODERS = (
+    ("tfm", tfm_decoder),
+    (DECODE_PEER, torch_decoder),
+    ("torch.compile (static cache)", torch_compiled_decoder),
+    ("JAX jit", jax_decoder),
+)
 
 
 def decode_case(spec, dtype: str, b: int, rounds: int, console: Console, bandwidth: float) -> dict[str, Any]:  # type: ignore[no-untyped-def]
@@ -141,8 +153,16 @@ def decode_case(spec, dtype: str, b: int, rounds: int, console: Console, bandwid
     through it, and its STEPS steps timed."""
     weights = init_weights(spec)
     X = np.random.default_rng(0).standard_normal((b, spec.d, PROMPT + STEPS)).astype(dtype)
-    out: dict[str, Any] = {"spec": spec.name, "batch": b, "dtype": dtype, "prompt": PROMPT, "steps": STEPS,
-                           "times": {}, "notes": {}, "agreement": {}}  # fmt: skip
+    out: dict[str, Any] = {
+        "spec": spec.name,
+        "batch": b,
+        "dtype": dtype,
+        "prompt": PROMPT,
+        "steps": STEPS,
+        "times": {},
+        "notes": {},
+        "agreement": {},
+    }
     built = {}
     for name, build in DECODERS:
         console.log(f"decoding {spec.name} b={b} {dtype}: building {name}")
@@ -195,8 +215,9 @@ def per_round(ours: list[float], theirs: list[float]) -> str:
 
 def report(results: dict[str, Any], console: Console) -> None:
     blas = results["blas"]
-    table = Table(title=f"tfm beside its peers on {results['machine']} (median ms; decoding: tokens/s)",
-                  title_justify="left")  # fmt: skip
+    table = Table(
+        title=f"tfm beside its peers on {results['machine']} (median ms; decoding: tokens/s)", title_justify="left"
+    )
     for col in ("case", "tfm", *PREFILL_PEERS, "tfm's GEMMs", "tfm / fastest", "tfm / GEMMs"):
         table.add_column(col, justify="left" if col == "case" else "right")
     for case in results["prefill"]:
@@ -204,38 +225,49 @@ def report(results: dict[str, Any], console: Console) -> None:
         peers = {k: v for k, v in med.items() if k in PREFILL_PEERS}
         fastest = min(peers, key=peers.__getitem__, default=None)
         table.add_row(
-            f"prefill {case['spec']} n={case['n']} b={case['batch']} {case['dtype']}", f"{med['tfm']:.1f}",
-            *(f"{med[k]:.1f}" if k in med else "-" for k in PREFILL_PEERS), f"{med['floor']:.1f}",
+            f"prefill {case['spec']} n={case['n']} b={case['batch']} {case['dtype']}",
+            f"{med['tfm']:.1f}",
+            *(f"{med[k]:.1f}" if k in med else "-" for k in PREFILL_PEERS),
+            f"{med['floor']:.1f}",
             per_round(case["times"]["tfm"], case["times"][fastest]) if fastest else "-",
             per_round(case["times"]["tfm"], case["times"]["floor"]),
-        )  # fmt: skip
+        )
     table.add_section()
     for case in results["decode"]:
         tps = {k: case["steps"] / statistics.median(v) for k, v in case["times"].items()}
         peers = [tps.get(DECODE_COLUMNS.get(k, "")) for k in PREFILL_PEERS]
         fastest = max((k for k in tps if k != "tfm"), key=tps.__getitem__, default=None)
         table.add_row(
-            f"decode {case['spec']} b={case['batch']} {case['dtype']}", f"{tps['tfm']:.0f}",
-            *(f"{x:.0f}" if x else "-" for x in peers), "",
-            per_round(case["times"]["tfm"], case["times"][fastest]) if fastest else "-", "",
-        )  # fmt: skip
+            f"decode {case['spec']} b={case['batch']} {case['dtype']}",
+            f"{tps['tfm']:.0f}",
+            *(f"{x:.0f}" if x else "-" for x in peers),
+            "",
+            per_round(case["times"]["tfm"], case["times"][fastest]) if fastest else "-",
+            "",
+        )
     table.add_section()
     c = results["commands"]
     base = c["import_baseline_s"]
     for name, key in (("tfm --help", "help_s"), ("tfm count SPEC", "count_s")):
         table.add_row(f"start-up: {name} / the imports", f"{c[key] / base:.2f}x", *[""] * 7)
-    notes = [f"NumPy's BLAS: {blas['library']} {blas['version']}, kernel {blas['kernel']}, {blas['threads']} threads; "
-             f"GEMM peak float32 {results['gemm_gflops']['float32']:.0f}, float64 "
-             f"{results['gemm_gflops']['float64']:.0f} GFLOP/s. Decoding: {STEPS} steps after a {PROMPT}-column "
-             "prompt; PyTorch eager with its cache written in place, torch.compile a step over a static cache, JAX a "
-             "jitted step on a fixed-size cache. tfm / fastest: tfm's time over the fastest peer's (by median), "
-             "round by round: median (lowest..highest)."]  # fmt: skip
+    notes = [
+        f"NumPy's BLAS: {blas['library']} {blas['version']}, kernel {blas['kernel']}, {blas['threads']} threads; "
+        f"GEMM peak float32 {results['gemm_gflops']['float32']:.0f}, float64 "
+        f"{results['gemm_gflops']['float64']:.0f} GFLOP/s. Decoding: {STEPS} steps after a {PROMPT}-column "
+        "prompt; PyTorch eager with its cache written in place, torch.compile a step over a static cache, JAX a "
+        "jitted step on a fixed-size cache. tfm / fastest: tfm's time over the fastest peer's (by median), "
+        "round by round: median (lowest..highest)."
+    ]
     for case in results["decode"]:
         read = case["bytes_per_step"] * case["steps"] / statistics.median(case["times"]["tfm"]) / 1e9
-        notes.append(f"decode {case['spec']}: tfm reads {read:.1f} GB/s (weights and cache), this machine copies "
-                     f"{case['copy_bandwidth'] / 1e9:.1f} GB/s")  # fmt: skip
-    notes.append(f"start-up: import typer, rich.table, yaml, numpy takes {base * 1e3:.0f} ms; tfm --help "
-                 f"{c['help_s'] * 1e3:.0f} ms, tfm count {c['count_s'] * 1e3:.0f} ms")  # fmt: skip
+        notes.append(
+            f"decode {case['spec']}: tfm reads {read:.1f} GB/s (weights and cache), this machine copies "
+            f"{case['copy_bandwidth'] / 1e9:.1f} GB/s"
+        )
+    notes.append(
+        f"start-up: import typer, rich.table, yaml, numpy takes {base * 1e3:.0f} ms; tfm --help "
+        f"{c['help_s'] * 1e3:.0f} ms, tfm count {c['count_s'] * 1e3:.0f} ms"
+    )
     if blas["warning"]:
         notes.append(f"warning: {blas['warning']}")
     for case in results["prefill"] + results["decode"]:
@@ -251,8 +283,9 @@ def report(results: dict[str, Any], console: Console) -> None:
 
 def profile_table(cases: list[dict[str, Any]]) -> Table:
     """Where tfm's prefill time goes at batch 1: ms a pass by kind of work, and the GEMMs' GFLOP/s."""
-    table = Table(title="Where tfm's prefill time goes at b=1 (ms a pass, instrumented; GEMMs in GFLOP/s)",
-                  title_justify="left")  # fmt: skip
+    table = Table(
+        title="Where tfm's prefill time goes at b=1 (ms a pass, instrumented; GEMMs in GFLOP/s)", title_justify="left"
+    )
     table.add_column("kind of work")
     for case in cases:
         table.add_column(f"{case['spec']} {case['dtype']}", justify="right")
@@ -286,19 +319,23 @@ def main() -> None:
             for dtype in ("float32", "float64")
             for b in (1, 8)
         ]
-        + [prefill_case(TINYLLAMA_SPEC, "float32", 1, rounds, console, n) for n in (512, 2048)],  # fmt: skip
+        + [prefill_case(TINYLLAMA_SPEC, "float32", 1, rounds, console, n) for n in (512, 2048)],
         "decode": [
             decode_case(spec, "float32", 1, rounds, console, here.bandwidth)
             for spec in (replace(BENCH_SPEC, mask="causal"), LLAMA_SPEC)
-        ],  # fmt: skip
+        ],
     }
     tfm = [sys.executable, "-m", "transformer_cli"]
     spec_file = str(Path(__file__).parent.parent / "examples" / "configs" / "gpt2-small.yaml")
     console.log("start-up")
-    results["commands"] = median_seconds({"import_baseline_s": [sys.executable, "-c",
-                                                                "import typer, rich.table, yaml, numpy"],
-                                          "help_s": [*tfm, "--help"], "count_s": [*tfm, "count", spec_file]},
-                                         3 * rounds)  # fmt: skip
+    results["commands"] = median_seconds(
+        {
+            "import_baseline_s": [sys.executable, "-c", "import typer, rich.table, yaml, numpy"],
+            "help_s": [*tfm, "--help"],
+            "count_s": [*tfm, "count", spec_file],
+        },
+        3 * rounds,
+    )
     report(results, Console())
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

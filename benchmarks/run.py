@@ -34,9 +34,23 @@ sys.path.insert(
 
 BENCH_SPEC = Spec(N=6, H=8, m=64, d=512, r=2048, scale="sqrt", name="bench")
 LONG_SPEC = Spec(N=2, H=4, m=64, d=256, r=1024, name="long")
-LLAMA_SPEC = Spec(N=4, H=8, G=2, m=64, d=512, r=1408, scale="sqrt", mask="causal", positional="rope", norm="pre",
-                  norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False,
-                  name="llama-style")  # fmt: skip
+LLAMA_SPEC = Spec(
+    N=4,
+    H=8,
+    G=2,
+    m=64,
+    d=512,
+    r=1408,
+    scale="sqrt",
+    mask="causal",
+    positional="rope",
+    norm="pre",
+    norm_type="rmsnorm",
+    feedforward="gated",
+    activation="silu",
+    ff_bias=False,
+    name="llama-style",
+)
 ROOT = Path(__file__).resolve().parent.parent
 
 MEMORY_SCRIPT = """
@@ -88,8 +102,12 @@ def long_sequences(console: Console, tmp: Path) -> list[dict]:
             console.log(f"memory: n = 16384, mask {mask}, {label}")
             out = tmp / f"y-{mask}-{chunk_bytes}.npy"
             start = time.perf_counter()
-            done = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, mask, str(chunk_bytes), str(out)],
-                                  capture_output=True, text=True, check=True)  # fmt: skip
+            done = subprocess.run(
+                [sys.executable, "-c", MEMORY_SCRIPT, mask, str(chunk_bytes), str(out)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             seconds = time.perf_counter() - start
             outputs[label] = np.load(out)
             rows.append({"mask": mask, "path": label, "peak_rss_bytes": int(done.stdout.strip()), "seconds": seconds})
@@ -150,8 +168,15 @@ def report(results: dict, console: Console) -> None:
         )
     table.add_section()
     for r in results["long"]:
-        table.add_row(f"n = 16384 float32, mask {r['mask']}, {r['path']}", f"{r['seconds']:.1f} s (process)", "", "",
-                      "", "", f"{human(r['peak_rss_bytes'])} RSS")  # fmt: skip
+        table.add_row(
+            f"n = 16384 float32, mask {r['mask']}, {r['path']}",
+            f"{r['seconds']:.1f} s (process)",
+            "",
+            "",
+            "",
+            "",
+            f"{human(r['peak_rss_bytes'])} RSS",
+        )
     table.add_section()
     c = results["commands"]
     table.add_row(
@@ -164,9 +189,11 @@ def report(results: dict, console: Console) -> None:
     )
     table.add_row("tfm count SPEC / the same imports", f"{c['count_s'] / base:.2f}x", "", "", "", "", "")
     diffs = {r["mask"]: r["max_rel_diff"] for r in results["long"]}
-    table.caption = (f"GEMM peak (NumPy, 2048^3): float32 {results['throughput'][0]['gemm_gflops']:.0f}, float64 "
-                     f"{results['throughput'][2]['gemm_gflops']:.0f} GFLOP/s. Chunked vs one chunk at n = 16384: max "
-                     f"rel diff {diffs['none']:.1e} (no mask), {diffs['causal']:.1e} (causal).")  # fmt: skip
+    table.caption = (
+        f"GEMM peak (NumPy, 2048^3): float32 {results['throughput'][0]['gemm_gflops']:.0f}, float64 "
+        f"{results['throughput'][2]['gemm_gflops']:.0f} GFLOP/s. Chunked vs one chunk at n = 16384: max "
+        f"rel diff {diffs['none']:.1e} (no mask), {diffs['causal']:.1e} (causal)."
+    )
     console.print(table)
 
 

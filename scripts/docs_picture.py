@@ -14,15 +14,33 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PICTURE = ROOT / "docs" / "assets" / "plan-llama3-8b-tp2.svg"
-COMMAND = ["plan", "examples/hf/Meta-Llama-3-8B", "-b", "16", "--tensor-parallel", "2", "--memory", "80G",
-           "--hardware", "h100-sxm", "--hardware", "rtx-4090", "--plot-weights", "int4,nf4"]  # fmt: skip
+COMMAND = [
+    "plan",
+    "examples/hf/Meta-Llama-3-8B",
+    "-b",
+    "16",
+    "--tensor-parallel",
+    "2",
+    "--memory",
+    "80G",
+    "--hardware",
+    "h100-sxm",
+    "--hardware",
+    "rtx-4090",
+    "--plot-weights",
+    "int4,nf4",
+]
 
 
 def draw() -> None:
     with tempfile.TemporaryDirectory() as folder:
         drawn = Path(folder) / PICTURE.name
-        done = subprocess.run([sys.executable, "-m", "transformer_cli", *COMMAND, "--plot", str(drawn), "--json"],
-                              cwd=ROOT, capture_output=True, text=True)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "transformer_cli", *COMMAND, "--plot", str(drawn), "--json"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         if done.returncode:
             raise SystemExit(f"docs picture: tfm {' '.join(COMMAND)} failed: {done.stderr.strip()}")
         if not PICTURE.exists() or PICTURE.read_bytes() != drawn.read_bytes():

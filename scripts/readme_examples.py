@@ -87,5 +87,6 @@ def run(example: Example, folder: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, NO_COLOR="1", COLUMNS="100", TERM="dumb", PYTHONPATH=str(ROOT))
     env["PATH"] = f"{folder / '.bin'}{os.pathsep}{env.get('PATH', '')}"
     command = [sys.executable, "-c", example.code] if example.kind == "python" else example.code
-    return subprocess.run(command, shell=example.kind != "python", cwd=folder, env=env, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        command, shell=example.kind != "python", cwd=folder, env=env, capture_output=True, text=True, timeout=300
+    )

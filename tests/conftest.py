@@ -28,38 +28,66 @@ def variant_specs(m_min: int = 1, d_min: int = 1, max_len: int = 20, rope: bool 
     rope=False draws exactly the specs drawn before rope existed (the same strategy, so derandomized tests keep
     their examples).
     """
-    rope_keys = dict(
-        rope_theta=st.sampled_from([10000.0, 3.0]), rope_fraction=st.sampled_from([1.0, 0.5]),
-        rope_pairing=st.sampled_from(["half", "interleaved"]), rope_scaling=st.sampled_from(["none", "llama3"]),
-        rope_original_max_len=st.sampled_from([8192, 16]),
-    ) if rope else {}  # fmt: skip
-    return st.builds(
-        Spec,
-        N=st.integers(1, 2), H=st.integers(1, 3), m=st.integers(m_min, 6), d=st.integers(d_min, 8),
-        r=st.integers(1, 8), scale=st.sampled_from(["none", "sqrt", 0.7]), mask=st.sampled_from(["none", "causal"]),
-        positional=st.sampled_from(["none", "sinusoidal", "learned"] + ["rope"] * rope),
-        norm=st.sampled_from(["none", "pre", "post"]),
-        attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu", "gelu_exact", "silu"]),
-        norm_type=st.sampled_from(["layernorm", "rmsnorm"]), feedforward=st.sampled_from(["plain", "gated"]),
-        ff_bias=st.booleans(), G=st.sampled_from([None, 1]), V=st.sampled_from([None, None, 7]),
-        tie_embeddings=st.booleans(), head_bias=st.booleans(), parallel=st.booleans(), shared_norm=st.booleans(),
-        **rope_keys,
-        window=st.sampled_from([None, None, 2, 3]),  # 1: attention acts on each column alone (tested apart)
-        out_bias=st.sampled_from([None, False]), norm_plus_one=st.booleans(),
-        E=st.sampled_from([None, None, None, 3]), k=st.sampled_from([1, 2]),
-        type_vocab=st.sampled_from([None, 2]), embed_norm=st.booleans(), head=st.sampled_from([True, True, False]),
-        qk_norm=st.booleans(), norm_bias=st.sampled_from([True, True, False]),
-    ).map(lambda s: _positions_fitted(s, max_len)).map(
-        lambda s: replace(s, parallel=False) if s.norm != "pre" else s  # parallel blocks are pre-norm
-    ).map(lambda s: replace(s, window=None) if s.mask != "causal" else s).map(
-        lambda s: s if s.E else replace(s, k=None)  # k goes with E
-    ).map(
-        lambda s: s if s.V else replace(s, type_vocab=None, embed_norm=False, head=True)  # these go with V
-    ).map(
-        lambda s: s if s.head else replace(s, tie_embeddings=False, head_bias=False)
-    ).map(
-        lambda s: replace(s, norm_plus_one=s.norm_plus_one and s.norm_type == "rmsnorm")
-    )  # fmt: skip
+    rope_keys = (
+        dict(
+            rope_theta=st.sampled_from([10000.0, 3.0]),
+            rope_fraction=st.sampled_from([1.0, 0.5]),
+            rope_pairing=st.sampled_from(["half", "interleaved"]),
+            rope_scaling=st.sampled_from(["none", "llama3"]),
+            rope_original_max_len=st.sampled_from([8192, 16]),
+        )
+        if rope
+        else {}
+    )
+    return (
+        st.builds(
+            Spec,
+            N=st.integers(1, 2),
+            H=st.integers(1, 3),
+            m=st.integers(m_min, 6),
+            d=st.integers(d_min, 8),
+            r=st.integers(1, 8),
+            scale=st.sampled_from(["none", "sqrt", 0.7]),
+            mask=st.sampled_from(["none", "causal"]),
+            positional=st.sampled_from(["none", "sinusoidal", "learned"] + ["rope"] * rope),
+            norm=st.sampled_from(["none", "pre", "post"]),
+            attention_bias=st.booleans(),
+            activation=st.sampled_from(["relu", "gelu", "gelu_exact", "silu"]),
+            norm_type=st.sampled_from(["layernorm", "rmsnorm"]),
+            feedforward=st.sampled_from(["plain", "gated"]),
+            ff_bias=st.booleans(),
+            G=st.sampled_from([None, 1]),
+            V=st.sampled_from([None, None, 7]),
+            tie_embeddings=st.booleans(),
+            head_bias=st.booleans(),
+            parallel=st.booleans(),
+            shared_norm=st.booleans(),
+            **rope_keys,
+            window=st.sampled_from([None, None, 2, 3]),  # 1: attention acts on each column alone (tested apart)
+            out_bias=st.sampled_from([None, False]),
+            norm_plus_one=st.booleans(),
+            E=st.sampled_from([None, None, None, 3]),
+            k=st.sampled_from([1, 2]),
+            type_vocab=st.sampled_from([None, 2]),
+            embed_norm=st.booleans(),
+            head=st.sampled_from([True, True, False]),
+            qk_norm=st.booleans(),
+            norm_bias=st.sampled_from([True, True, False]),
+        )
+        .map(lambda s: _positions_fitted(s, max_len))
+        .map(
+            lambda s: replace(s, parallel=False) if s.norm != "pre" else s  # parallel blocks are pre-norm
+        )
+        .map(lambda s: replace(s, window=None) if s.mask != "causal" else s)
+        .map(
+            lambda s: s if s.E else replace(s, k=None)  # k goes with E
+        )
+        .map(
+            lambda s: s if s.V else replace(s, type_vocab=None, embed_norm=False, head=True)  # these go with V
+        )
+        .map(lambda s: s if s.head else replace(s, tie_embeddings=False, head_bias=False))
+        .map(lambda s: replace(s, norm_plus_one=s.norm_plus_one and s.norm_type == "rmsnorm"))
+    )
 
 
 ROPE_KEYS = ("rope_theta", "rope_fraction", "rope_pairing", "rope_scaling", "rope_original_max_len")

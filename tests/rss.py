@@ -41,8 +41,15 @@ class Measured:
 def measured(args: list[str], limit: int = 0, timeout: float = 600) -> Measured:
     """Run `args` (a command line) with the checkout on PYTHONPATH and `limit` bytes of address space (0: none)."""
     env = os.environ | {"PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", WRAPPER, str(limit), *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, cwd=ROOT, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPER, str(limit), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        cwd=ROOT,
+        check=True,
+    )
     return Measured(**json.loads(done.stdout))
 
 

@@ -22,8 +22,15 @@ from transformer_cli.kernels import sinusoidal_positions
 Weights = Mapping[str, np.ndarray]
 
 
-def torch_model(spec: Spec, weights: Weights, dtype: str, eager: bool = False, trainable: bool = False,
-                native_gqa: bool = False, cached_rope: bool = False) -> Callable:  # fmt: skip
+def torch_model(
+    spec: Spec,
+    weights: Weights,
+    dtype: str,
+    eager: bool = False,
+    trainable: bool = False,
+    native_gqa: bool = False,
+    cached_rope: bool = False,
+) -> Callable:
     """The spec's model in PyTorch (F.linear, scaled_dot_product_attention) on tensors in its usual (b, n, d)
     layout. Not under inference_mode: torch.compile and ONNX export take it as it is.
 
@@ -32,8 +39,10 @@ def torch_model(spec: Spec, weights: Weights, dtype: str, eager: bool = False, t
     made once per length and kept (as tfm keeps its own; else in every block); trainable: the weights, as the
     pass reads them (the heads' projections stacked), are leaves that require gradients (what autograd saves)."""
     tdtype = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}[dtype]
-    t = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)).to(tdtype).requires_grad_(trainable)
-         for k, v in weights.items()}  # fmt: skip
+    t = {
+        k: torch.from_numpy(np.asarray(v, dtype=np.float64)).to(tdtype).requires_grad_(trainable)
+        for k, v in weights.items()
+    }
     H, G, m, d = spec.H, spec.kv_heads, spec.m, spec.d
     blocks = []
     for i in range(spec.N):
@@ -41,13 +50,18 @@ def torch_model(spec: Spec, weights: Weights, dtype: str, eager: bool = False, t
         blk = {
             "qkv": torch.cat([t[p + f"attention.W_{k}"].reshape(-1, d) for k in "QKV"]),
             "o": t[p + "attention.W_O"].permute(1, 0, 2).reshape(d, H * m).contiguous(),
-            "w1": t[p + "ff.W1"], "b1": t.get(p + "ff.b1"), "w2": t[p + "ff.W2"], "b2": t.get(p + "ff.b2"),
-            "w3": t.get(p + "ff.W3"), "b3": t.get(p + "ff.b3"), "prefix": p,
+            "w1": t[p + "ff.W1"],
+            "b1": t.get(p + "ff.b1"),
+            "w2": t[p + "ff.W2"],
+            "b2": t.get(p + "ff.b2"),
+            "w3": t.get(p + "ff.W3"),
+            "b3": t.get(p + "ff.b3"),
+            "prefix": p,
             "q_norm": (t.get(p + "attention.q_norm.gamma"), t.get(p + "attention.q_norm.beta")),
             "k_norm": (t.get(p + "attention.k_norm.gamma"), t.get(p + "attention.k_norm.beta")),
             "bqkv": torch.cat([t[p + f"attention.b_{k}"].reshape(-1) for k in "QKV"]) if spec.attention_bias else None,
             "bo": t.get(p + "attention.b_O"),
-        }  # fmt: skip
+        }
         if trainable:  # transformers' layout: q_proj, k_proj and v_proj apart, each output a storage of its own
             blk["q_k_v"] = [(t[p + f"attention.W_{k}"].reshape(-1, d), t.get(p + f"attention.b_{k}")) for k in "QKV"]
         for ln in ("norm1", "norm2", "norm1_out", "norm2_out"):
@@ -55,8 +69,9 @@ def torch_model(spec: Spec, weights: Weights, dtype: str, eager: bool = False, t
         if trainable:  # the weights as the pass reads them are the parameters, not activations derived from them
             blk = {k: v.detach().requires_grad_() if isinstance(v, torch.Tensor) else v for k, v in blk.items()}
         blocks.append(blk)
-    act = {"gelu": lambda x: F.gelu(x, approximate="tanh"), "gelu_exact": F.gelu, "relu": F.relu,
-           "silu": F.silu}[spec.activation]  # fmt: skip
+    act = {"gelu": lambda x: F.gelu(x, approximate="tanh"), "gelu_exact": F.gelu, "relu": F.relu, "silu": F.silu}[
+        spec.activation
+    ]
     causal, scale, eps = spec.mask == "causal", spec.score_scale, spec.norm_eps
     kept: dict[int, tuple] = {}  # cached_rope's tables, by length
 
@@ -218,8 +233,12 @@ def _rope_tables(spec: Spec, n: int, tdtype):  # type: ignore[no-untyped-def]
     rot = spec.rotated_dims
     freq = spec.rope_theta ** (-torch.arange(0, rot, 2, dtype=torch.float64) / rot)
     if spec.rope_scaling == "llama3":  # as transformers' _compute_llama3_parameters
-        L, low, high, factor = (spec.rope_original_max_len, spec.rope_low_freq_factor, spec.rope_high_freq_factor,
-                                spec.rope_factor)  # fmt: skip
+        L, low, high, factor = (
+            spec.rope_original_max_len,
+            spec.rope_low_freq_factor,
+            spec.rope_high_freq_factor,
+            spec.rope_factor,
+        )
         wavelength = 2 * torch.pi / freq
         scaled = torch.where(wavelength > L / low, freq / factor, freq)
         smooth = (L / wavelength - low) / (high - low)

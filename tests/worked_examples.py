@@ -61,10 +61,16 @@ def total_rows() -> list[str]:
         serving = f"**{human(p['serving']['fused_attention']['total'])}**"
         training = f"**{human(p['training']['total']['fused_attention'])}**"
         peers_serving = [_peer(key, x, "inference_total_bytes") for x in ("eleuther", "hf_mem", "gpu_poor")]
-        peers_training = [_peer(key, x, "training_total_bytes") for x in ("eleuther", "accelerate", "gpu_poor",
-                                                                           "llm_analysis")]  # fmt: skip
-        rows.append(f"| {_label(key)} | {serving} | " + " | ".join(peers_serving) + f" | {training} | "
-                    + " | ".join(peers_training) + " |")  # fmt: skip
+        peers_training = [
+            _peer(key, x, "training_total_bytes") for x in ("eleuther", "accelerate", "gpu_poor", "llm_analysis")
+        ]
+        rows.append(
+            f"| {_label(key)} | {serving} | "
+            + " | ".join(peers_serving)
+            + f" | {training} | "
+            + " | ".join(peers_training)
+            + " |"
+        )
     return rows
 
 

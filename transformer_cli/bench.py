@@ -37,8 +37,17 @@ def timings(fn: Callable[[], Any], repeat: int, warmup: int = 1) -> list[float]:
     return out
 
 
-KERNEL_RANK = {"Prescott": 0, "Core2": 0, "Nehalem": 1, "Sandybridge": 2, "Haswell": 3, "Zen": 3, "SkylakeX": 4,
-               "Cooperlake": 5, "SapphireRapids": 6}  # fmt: skip
+KERNEL_RANK = {
+    "Prescott": 0,
+    "Core2": 0,
+    "Nehalem": 1,
+    "Sandybridge": 2,
+    "Haswell": 3,
+    "Zen": 3,
+    "SkylakeX": 4,
+    "Cooperlake": 5,
+    "SapphireRapids": 6,
+}
 
 
 def blas_info() -> dict[str, Any]:
@@ -51,14 +60,21 @@ def blas_info() -> dict[str, Any]:
         return {"library": "unknown", "version": None, "kernel": None, "threads": None, "warning": None}
     info = found[0]
     kernel = info.get("architecture")
-    out = {"library": info.get("internal_api"), "version": info.get("version"), "kernel": kernel,
-           "threads": info.get("num_threads"), "warning": None}  # fmt: skip
+    out = {
+        "library": info.get("internal_api"),
+        "version": info.get("version"),
+        "kernel": kernel,
+        "threads": info.get("num_threads"),
+        "warning": None,
+    }
     flags = _cpu_flags()
     best = "SkylakeX" if "avx512f" in flags else "Haswell" if "avx2" in flags else None
     forced = os.environ.get("OPENBLAS_CORETYPE")
     if forced and best and KERNEL_RANK.get(kernel or "", 99) < KERNEL_RANK[best]:
-        out["warning"] = (f"OPENBLAS_CORETYPE={forced} forces OpenBLAS's {kernel} kernel on a CPU that runs "
-                          f"{best} code: matrix products run slower than on the same machine without it")  # fmt: skip
+        out["warning"] = (
+            f"OPENBLAS_CORETYPE={forced} forces OpenBLAS's {kernel} kernel on a CPU that runs "
+            f"{best} code: matrix products run slower than on the same machine without it"
+        )
     return out
 
 
@@ -99,17 +115,29 @@ class BenchResult:
 
     def summary(self, times: list[float]) -> dict[str, float]:
         median = statistics.median(times)
-        return {"median_s": median, "min_s": min(times), "max_s": max(times),
-                "tokens_per_s": self.b * self.n / median, "gflops": self.total_flops / median / 1e9}  # fmt: skip
+        return {
+            "median_s": median,
+            "min_s": min(times),
+            "max_s": max(times),
+            "tokens_per_s": self.b * self.n / median,
+            "gflops": self.total_flops / median / 1e9,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         tfm = self.summary(self.tfm_times) | {"peak_bytes": self.tfm_peak_bytes}
         tfm["fraction_of_gemm_peak"] = tfm["gflops"] / self.gemm_gflops
         out: dict[str, Any] = {
-            "spec": self.spec.label, "batch": self.b, "seq_len": self.n, "dtype": self.dtype,
-            "repeat": len(self.tfm_times), "flops": self.total_flops, "flops_by_component": self.flops,
-            "gemm_gflops": self.gemm_gflops, "blas": blas_info(), "tfm": tfm,
-        }  # fmt: skip
+            "spec": self.spec.label,
+            "batch": self.b,
+            "seq_len": self.n,
+            "dtype": self.dtype,
+            "repeat": len(self.tfm_times),
+            "flops": self.total_flops,
+            "flops_by_component": self.flops,
+            "gemm_gflops": self.gemm_gflops,
+            "blas": blas_info(),
+            "tfm": tfm,
+        }
         if self.peer is not None:
             out["peer"] = self.summary(self.peer_times) | {"name": self.peer, "max_rel_diff": self.max_rel_diff}
             out["ratio_tfm_over_peer"] = tfm["median_s"] / out["peer"]["median_s"]

@@ -43,8 +43,14 @@ class Budgets:
     training: int | None = None
 
     @classmethod
-    def parse(cls, params: str | None = None, memory: str | None = None, kv_cache: str | None = None,
-              serving: str | None = None, training: str | None = None) -> Budgets:  # fmt: skip
+    def parse(
+        cls,
+        params: str | None = None,
+        memory: str | None = None,
+        kv_cache: str | None = None,
+        serving: str | None = None,
+        training: str | None = None,
+    ) -> Budgets:
         """From the options' text: counts such as 125M, sizes such as 4G (errors name the option)."""
         size = {
             "memory": ("--max-memory", memory),
@@ -52,8 +58,10 @@ class Budgets:
             "serving": ("--max-serving-memory", serving),
             "training": ("--max-training-memory", training),
         }
-        return cls(parse_count(params) if params else None,
-                   **{k: parse_size(text, option) if text else None for k, (option, text) in size.items()})  # fmt: skip
+        return cls(
+            parse_count(params) if params else None,
+            **{k: parse_size(text, option) if text else None for k, (option, text) in size.items()},
+        )
 
 
 @dataclass
@@ -81,10 +89,19 @@ class SpecCheck:
         return ExitCode(self.verify_code)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "name": self.name, "spec": self.spec, "error": self.error or None,
-                "params": self.params, "forward_memory": self.memory, "over_budget": self.over_budget,
-                "verify": self.verify, "verified_on": self.verified_on, "checks": self.checks,
-                "exit_code": int(self.exit_code)}  # fmt: skip
+        return {
+            "path": self.path,
+            "name": self.name,
+            "spec": self.spec,
+            "error": self.error or None,
+            "params": self.params,
+            "forward_memory": self.memory,
+            "over_budget": self.over_budget,
+            "verify": self.verify,
+            "verified_on": self.verified_on,
+            "checks": self.checks,
+            "exit_code": int(self.exit_code),
+        }
 
     def failed_checks(self) -> list[str]:
         """The checks that did not pass, each with its verdict and reason, for the table."""
@@ -105,11 +122,16 @@ def check_spec(path: Path, budgets: Budgets, seq_len: int, verify_len: int | Non
         if budgets.params is not None and params > budgets.params:
             result.over_budget.append(f"{params:,} parameters > {budgets.params:,}")
         n = seq_len
-        sizes = [("memory", f"forward at n = {n}", lambda: memory),
-                 ("kv_cache", f"KV cache at n = {n} (bfloat16)", lambda: kv_cache_bytes(spec, 1, n, "bfloat16")),
-                 ("serving", f"serving at n = {seq_len}", lambda: serving_memory(spec, 1, seq_len).total),
-                 ("training", f"training at n = {seq_len} (Adam, mixed precision)",
-                  lambda: training_memory(spec, params, 1, seq_len).total["fused_attention"])]  # fmt: skip
+        sizes = [
+            ("memory", f"forward at n = {n}", lambda: memory),
+            ("kv_cache", f"KV cache at n = {n} (bfloat16)", lambda: kv_cache_bytes(spec, 1, n, "bfloat16")),
+            ("serving", f"serving at n = {seq_len}", lambda: serving_memory(spec, 1, seq_len).total),
+            (
+                "training",
+                f"training at n = {seq_len} (Adam, mixed precision)",
+                lambda: training_memory(spec, params, 1, seq_len).total["fused_attention"],
+            ),
+        ]
         for key, what, figure in sizes:
             budget = getattr(budgets, key)
             if budget is not None and figure() > budget:
@@ -127,8 +149,21 @@ def check_spec(path: Path, budgets: Budgets, seq_len: int, verify_len: int | Non
 
 
 SCALE_DOWN_ABOVE = 10**8  # parameters: a larger model's properties are checked on a scaled-down copy
-SMALL = {"N": 2, "N_enc": 2, "d": 64, "r": 128, "m": 16, "cross_m": 16, "V": 256, "V_src": 256, "expert_r": 128,
-         "shared_r": 128, "kv_rank": 64, "q_rank": 64, "v_m": 16}  # fmt: skip
+SMALL = {
+    "N": 2,
+    "N_enc": 2,
+    "d": 64,
+    "r": 128,
+    "m": 16,
+    "cross_m": 16,
+    "V": 256,
+    "V_src": 256,
+    "expert_r": 128,
+    "shared_r": 128,
+    "kv_rank": 64,
+    "q_rank": 64,
+    "v_m": 16,
+}
 
 
 def scaled_down(spec: Spec) -> Spec:

@@ -28,8 +28,12 @@ from .io.arrays import Header, cast_finite
 from .io.safetensors_io import BFLOAT16
 from .spec.definition import Spec
 
-TORCH_NAMES = {np.dtype(np.float64): "float64", np.dtype(np.float32): "float32", np.dtype(np.float16): "float16",
-               BFLOAT16: "bfloat16"}  # fmt: skip
+TORCH_NAMES = {
+    np.dtype(np.float64): "float64",
+    np.dtype(np.float32): "float32",
+    np.dtype(np.float16): "float16",
+    BFLOAT16: "bfloat16",
+}
 BY_NAME = {name: dtype for dtype, name in TORCH_NAMES.items()}
 GENERATION = "generation_config.json"  # kept in tfm's weights file (metadata 'hf_generation_config') and written back
 
@@ -75,10 +79,15 @@ def write_folder(
     layout = rules(family_for(config), spec)
     sized = [(rule, math.prod(hf_shape(rule, shapes)) * dtype.itemsize) for rule in layout]
     shards = _shards(sized, shard_bytes)
-    names = [SINGLE] if len(shards) == 1 else [f"model-{i:05d}-of-{len(shards):05d}.safetensors"
-                                                for i in range(1, len(shards) + 1)]  # fmt: skip
-    files = [(name, _shard_writer(folder / name, shard, spec, shapes, weights, dtype))
-             for name, shard in zip(names, shards, strict=True)]  # fmt: skip
+    names = (
+        [SINGLE]
+        if len(shards) == 1
+        else [f"model-{i:05d}-of-{len(shards):05d}.safetensors" for i in range(1, len(shards) + 1)]
+    )
+    files = [
+        (name, _shard_writer(folder / name, shard, spec, shapes, weights, dtype))
+        for name, shard in zip(names, shards, strict=True)
+    ]
     if len(shards) > 1:
         weight_map = {rule.hf: name for name, shard in zip(names, shards, strict=True) for rule in shard}
         index = {"metadata": {"total_size": sum(size for _, size in sized)}, "weight_map": weight_map}
@@ -125,8 +134,10 @@ def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) 
     from .io.weights import iter_tensors, write_weights
 
     if dtype == "bfloat16":
-        raise SpecError(f"--dtype bfloat16: tfm's weights file {out} holds float64, float32 or float16 (bfloat16 "
-                        "values as float32, exactly); bfloat16 is for writing a Hugging Face folder")  # fmt: skip
+        raise SpecError(
+            f"--dtype bfloat16: tfm's weights file {out} holds float64, float32 or float16 (bfloat16 "
+            "values as float32, exactly); bfloat16 is for writing a Hugging Face folder"
+        )
     config, spec = load_config(folder)
     weights = checkpoint_weights(folder, spec, config)
     if dtype is None:
@@ -159,8 +170,9 @@ def gguf_to_tfm(path: Path, out: Path, dtype: Any = None, overwrite: bool = Fals
     return spec, len(tensors)
 
 
-def gguf_to_hugging_face(path: Path, out: Path, dtype: Any = None, shard_bytes: int | None = None,
-                         overwrite: bool = False) -> tuple[Spec, list[str]]:  # fmt: skip
+def gguf_to_hugging_face(
+    path: Path, out: Path, dtype: Any = None, shard_bytes: int | None = None, overwrite: bool = False
+) -> tuple[Spec, list[str]]:
     """A GGUF file as a Hugging Face folder (float32 unless dtype says), its config.json built from the metadata
     and checked to describe the file's model before anything is written."""
     from .gguf.hf_config import MODEL_TYPE, hf_config
@@ -171,14 +183,17 @@ def gguf_to_hugging_face(path: Path, out: Path, dtype: Any = None, shard_bytes: 
     weights = GGUFWeights(path, spec)
     arch = str(weights.header.metadata["general.architecture"])
     if arch not in MODEL_TYPE:  # (BERT's: the file has no pooler, which a BertModel's config cannot leave out)
-        raise SpecError(f"{path}: tfm writes no Hugging Face folder of a GGUF {arch} file (it writes one of "
-                        f"{', '.join(MODEL_TYPE)}); tfm's weights file takes it: -o FILE.safetensors")  # fmt: skip
+        raise SpecError(
+            f"{path}: tfm writes no Hugging Face folder of a GGUF {arch} file (it writes one of "
+            f"{', '.join(MODEL_TYPE)}); tfm's weights file takes it: -o FILE.safetensors"
+        )
     config = hf_config(spec, arch, weights.header.metadata)
     own = spec_of_config(config, f"{path}: the config.json built from its metadata")
     if own.model_keys() != spec.model_keys():
         differ = ", ".join(spec.differing_keys(own))
-        raise SpecError(f"{path}: no Hugging Face config describes this GGUF model ({differ} would differ): not "
-                        "written")  # fmt: skip
+        raise SpecError(
+            f"{path}: no Hugging Face config describes this GGUF model ({differ} would differ): not written"
+        )
     written = BY_NAME.get(dtype, dtype or np.float32)
     return spec, write_folder(out, spec, config, weights, written, shard_bytes, overwrite)[0]
 
@@ -200,9 +215,11 @@ def to_gguf(source: Path, out: Path, type_name: str = "f16", overwrite: bool = F
         stored = spec_of_weights(source) if source.suffix.lower() == ".safetensors" else None
         kept = safetensors_io.peek(source)[1].get("hf_config") if stored is not None else None
         if stored is None or kept is None:
-            raise SpecError(f"{source}: a GGUF file is written from a Hugging Face folder, or from tfm's .safetensors "
-                            "converted from one (it keeps the config.json, whose model_type names the "
-                            "architecture)")  # fmt: skip
+            raise SpecError(
+                f"{source}: a GGUF file is written from a Hugging Face folder, or from tfm's .safetensors "
+                "converted from one (it keeps the config.json, whose model_type names the "
+                "architecture)"
+            )
         config, spec = stored_config(kept, f"{source}: metadata 'hf_config'"), stored
         weights = load_weights(source, spec)
     folder = source if source.is_dir() else None
@@ -229,8 +246,9 @@ def _source_dtype(codes: set[str]) -> np.dtype:
     return dtypes.get(next(iter(codes)) if len(codes) == 1 else "", np.dtype(np.float32))
 
 
-def reshard(folder: Path, out: Path, dtype: Any = None, shard_bytes: int | None = None,
-            overwrite: bool = False) -> tuple[Spec, tuple[list[str], list[str]]]:  # fmt: skip
+def reshard(
+    folder: Path, out: Path, dtype: Any = None, shard_bytes: int | None = None, overwrite: bool = False
+) -> tuple[Spec, tuple[list[str], list[str]]]:
     """A Hugging Face folder written again as one (resharded, or in another dtype; dtype None keeps the source's),
     with every other regular file of the folder (generation_config.json, the tokenizer's) copied as it is where
     the output has none. Returns the spec, the files written and the files of the output kept instead."""
@@ -241,8 +259,11 @@ def reshard(folder: Path, out: Path, dtype: Any = None, shard_bytes: int | None 
     weights = checkpoint_weights(folder, spec, config)
     if dtype is None:
         dtype = _source_dtype({located.entry.code for located in weights.checkpoint.tensors.values()})
-    others = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
-                    and p.name != "config.json" and not is_checkpoint_file(p.name))  # fmt: skip
+    others = sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_file() and not p.name.startswith(".") and p.name != "config.json" and not is_checkpoint_file(p.name)
+    )
     extra = [(p.name, _copier(p)) for p in others]
     return spec, write_folder(out, spec, config, weights, BY_NAME.get(dtype, dtype), shard_bytes, overwrite, extra)
 

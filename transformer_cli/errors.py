@@ -60,5 +60,7 @@ class Overflow(NumericalError):
 def overflow(dtype: object, where: str) -> Overflow:
     """The one-line error for activations that overflow `dtype` at `where` (float32: try float64)."""
     hint = "; try --dtype float64" if str(dtype) != "float64" else ""
-    return Overflow(f"the activations overflow {dtype}: {where} is inf, which would turn the columns to 0: "
-                    f"{dtype} cannot hold them{hint}")  # fmt: skip
+    return Overflow(
+        f"the activations overflow {dtype}: {where} is inf, which would turn the columns to 0: "
+        f"{dtype} cannot hold them{hint}"
+    )

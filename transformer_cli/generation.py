@@ -19,10 +19,19 @@ if TYPE_CHECKING:
     from .model.generate import Generation
 
 
-def generate_from(model: Any, prompt: Any, max_new_tokens: int = 16, temperature: float = 0.0,
-                  top_k: int | None = None, top_p: float | None = None, seed: int = 0, stop: list[int] | None = None,
-                  dtype: str | None = None, on_token: Callable[[np.ndarray], None] | None = None,
-                  say: Callable[[str], None] | None = None) -> Generation:  # fmt: skip
+def generate_from(
+    model: Any,
+    prompt: Any,
+    max_new_tokens: int = 16,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int = 0,
+    stop: list[int] | None = None,
+    dtype: str | None = None,
+    on_token: Callable[[np.ndarray], None] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Generation:
     """The prompt (ids (p,) or (b, p), or a text the model's tokenizer encodes) continued by `model` (a
     models.Model) by up to max_new_tokens, the options checked as `tfm generate` checks them; `say` hears the
     notes the command prints on stderr (also kept in the Generation's notes)."""
@@ -32,8 +41,9 @@ def generate_from(model: Any, prompt: Any, max_new_tokens: int = 16, temperature
     count(max_new_tokens, "max-new-tokens")
     if isinstance(prompt, str):
         if model.tokenizer is None:
-            raise SpecError(f"{model.path or 'the built-in spec'}: has no tokenizer.json to encode a text prompt; "
-                            "give token ids")  # fmt: skip
+            raise SpecError(
+                f"{model.path or 'the built-in spec'}: has no tokenizer.json to encode a text prompt; give token ids"
+            )
         prompt = [encode(model.tokenizer, prompt, tokenizer_file(model.path))]
     ids = check_prompts(np.asarray(prompt), model.spec, "the prompt")
     notes = [note for note in (sampling.unused(), past_context(model.spec, ids.shape[1], max_new_tokens)) if note]
@@ -42,8 +52,11 @@ def generate_from(model: Any, prompt: Any, max_new_tokens: int = 16, temperature
     config = model.generation_config
     files = model.path or model.weights_path
     vocabulary = model.spec.V
-    stops = list(stop) if stop else [token_id(t, vocabulary, f"{files}: eos_token_id")
-                                                 for t in token_ids(config.get("eos_token_id"))]  # fmt: skip
+    stops = (
+        list(stop)
+        if stop
+        else [token_id(t, vocabulary, f"{files}: eos_token_id") for t in token_ids(config.get("eos_token_id"))]
+    )
     pad = config.get("pad_token_id")
     pad = token_id(pad, vocabulary, f"{files}: pad_token_id") if isinstance(pad, int) else None
     net = model.transformer(dtype)
@@ -52,8 +65,10 @@ def generate_from(model: Any, prompt: Any, max_new_tokens: int = 16, temperature
     else:
         start = config.get("decoder_start_token_id")
         if not isinstance(start, int):
-            raise SpecError(f"{model.spec.label}: an encoder-decoder generates from decoder_start_token_id, which its "
-                            "config does not give")  # fmt: skip
+            raise SpecError(
+                f"{model.spec.label}: an encoder-decoder generates from decoder_start_token_id, which its "
+                "config does not give"
+            )
         start = token_id(start, vocabulary, f"{files}: decoder_start_token_id")
         memory = net.encode(ids)
         begin = np.full((ids.shape[0], 1), start, dtype=np.int64)
@@ -73,8 +88,10 @@ def past_context(spec: Spec, prompt: int, new: int) -> str | None:
         raise OptionError(f"{said}, beyond the {spec.max_len:,} learned positions of {spec.label} (max_len)")
     if cap is None or total <= cap:
         return None
-    return (f"warning: {said}, beyond {spec.label}'s own context of {cap:,} (context: max_position_embeddings); "
-            "the tokens past it come from a model run beyond it")  # fmt: skip
+    return (
+        f"warning: {said}, beyond {spec.label}'s own context of {cap:,} (context: max_position_embeddings); "
+        "the tokens past it come from a model run beyond it"
+    )
 
 
 def check_prompts(ids: np.ndarray, spec: Spec, where: str) -> np.ndarray:
@@ -91,8 +108,9 @@ def check_prompts(ids: np.ndarray, spec: Spec, where: str) -> np.ndarray:
     if vocabulary is None:
         raise SpecError(f"{spec.label}: generation needs a vocabulary (V)")
     if ids.min() < 0 or ids.max() >= vocabulary:
-        raise SpecError(f"{where}: token ids must be in 0 .. {vocabulary - 1}, got "
-                        f"{int(ids.min())} .. {int(ids.max())}")  # fmt: skip
+        raise SpecError(
+            f"{where}: token ids must be in 0 .. {vocabulary - 1}, got {int(ids.min())} .. {int(ids.max())}"
+        )
     return ids
 
 
@@ -126,8 +144,10 @@ def generation_config(spec_path: Path | None, weights: Path | None) -> dict[str,
             from .gguf.header import read_header
 
             meta = read_header(path).metadata
-            return {key: meta.get(f"tokenizer.ggml.{name}") for key, name in
-                    (("eos_token_id", "eos_token_id"), ("pad_token_id", "padding_token_id"))}  # fmt: skip
+            return {
+                key: meta.get(f"tokenizer.ggml.{name}")
+                for key, name in (("eos_token_id", "eos_token_id"), ("pad_token_id", "padding_token_id"))
+            }
         if path.suffix.lower() == ".safetensors":
             from .io.safetensors_io import peek
 
@@ -165,8 +185,9 @@ def tokenizer(path: Path | None, required: bool = True) -> Any:
 
         found = gguf_tokenizer(path)
         if found is None and required:
-            raise SpecError(f"--prompt: {path} holds no vocabulary (tokenizer.ggml.model no_vocab); give token ids: "
-                            "--input")  # fmt: skip
+            raise SpecError(
+                f"--prompt: {path} holds no vocabulary (tokenizer.ggml.model no_vocab); give token ids: --input"
+            )
         return found
     file = path / "tokenizer.json"
     text = read_bounded(file, MAX_TOKENIZER_BYTES, "a tokenizer.json", SpecError).decode("utf-8", "replace")

@@ -135,8 +135,13 @@ def gelu_bloom_(X: Array) -> Array:
     return gelu_(X, 0.79788456)
 
 
-ACTIVATIONS: dict[str, Callable[[Array], Array]] = {"relu": relu_, "gelu": gelu_, "gelu_exact": gelu_exact_,
-                                                    "silu": silu_, "gelu_bloom": gelu_bloom_}  # fmt: skip
+ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
+    "relu": relu_,
+    "gelu": gelu_,
+    "gelu_exact": gelu_exact_,
+    "silu": silu_,
+    "gelu_bloom": gelu_bloom_,
+}
 
 
 def sinusoidal_positions(d: int, n: int) -> Array:
@@ -145,76 +150,6 @@ def sinusoidal_positions(d: int, n: int) -> Array:
     freq = 10000.0 ** (-(2 * (rows // 2)) / d)  # (d,)
     angle = freq[:, None] * np.arange(n)[None, :]  # (d, n)
     return np.where(rows[:, None] % 2 == 0, np.sin(angle), np.cos(angle))
-
-
-def rope_frequencies(rot: int, theta: float) -> Array:
-    """Rotary frequencies theta^(-2j/rot) of the rot/2 pairs j, in float64: (rot/2,)."""
-    return np.power(float(theta), -2.0 * np.arange(rot // 2) / rot)
-
-
-def llama3_frequencies(freq: Array, factor: float, low: float, high: float, original: int) -> Array:
-    """Llama 3.1's scaling of rotary frequencies f (wavelength 2 pi / f) for an original context L:
-    wavelength > L/low: f / factor; < L/high: f unchanged; between: (1 - s) f / factor + s f, s = (L/wavelength - low)
-    / (high - low)."""
-    wavelength = 2 * np.pi / freq
-    s = (original / wavelength - low) / (high - low)
-    between = (1 - s) * freq / factor + s * freq
-    return np.where(wavelength > original / low, freq / factor, np.where(wavelength < original / high, freq, between))
-
-
-def yarn_frequencies(rot: int, theta: float, factor: float, original: int, beta_fast: float, beta_slow: float,
-                     truncate: bool) -> Array:  # fmt: skip
-    """YaRN's rotary frequencies (Peng et al. 2023, as transformers computes them): pairs that turn more than
-    beta_fast times over the original context keep their frequency, those under beta_slow are interpolated
-    (f / factor), a linear ramp between; in float64: (rot/2,)."""
-    freq = rope_frequencies(rot, theta)
-
-    def pair_at(rotations: float) -> float:  # the pair index that turns `rotations` times over the original context
-        return rot * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
-
-    low, high = pair_at(beta_fast), pair_at(beta_slow)
-    if truncate:
-        low, high = math.floor(low), math.ceil(high)
-    low, high = max(low, 0), min(high, rot - 1)
-    if low == high:
-        high += 0.001  # as transformers: no division by zero
-    ramp = np.clip((np.arange(rot // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
-    kept = 1.0 - ramp  # the share of each pair's frequency kept (extrapolated)
-    return freq / factor * (1.0 - kept) + freq * kept
-
-
-def yarn_attention_factor(factor: float, mscale: float | None, mscale_all_dim: float | None) -> float:
-    """YaRN's factor on cos and sin: 0.1 ln(factor) + 1 (1 for factor <= 1); DeepSeek's mscale and mscale_all_dim
-    give the ratio of two such factors."""
-
-    def m(scale: float, k: float = 1.0) -> float:
-        return 1.0 if scale <= 1 else 0.1 * k * math.log(scale) + 1.0
-
-    if mscale and mscale_all_dim:
-        return m(factor, mscale) / m(factor, mscale_all_dim)
-    return m(factor)
-
-
-def dynamic_frequencies(rot: int, theta: float, factor: float, original: int, length: int) -> Array:
-    """Dynamic NTK scaling (as transformers' _compute_dynamic_ntk_parameters): for a pass whose last position is
-    L - 1 with L past the original context, the base grows to theta ((factor L / original) - (factor - 1))^(rot /
-    (rot - 2)); up to the original context it is theta. In float64: (rot/2,)."""
-    L = max(length, original)
-    base = theta * ((factor * L / original) - (factor - 1)) ** (rot / (rot - 2))
-    return rope_frequencies(rot, base)
-
-
-def longrope_frequencies(rot: int, theta: float, short: tuple[float, ...], long: tuple[float, ...], original: int,
-                         length: int) -> Array:  # fmt: skip
-    """LongRoPE (Phi-3.5, as transformers computes it): pair j's frequency divided by long[j] in a pass whose
-    length L is past the original context, by short[j] up to it (every position of the pass alike). (rot/2,)."""
-    factors = np.asarray(long if length > original else short, dtype=np.float64)
-    return rope_frequencies(rot, theta) / factors
-
-
-def longrope_attention_factor(factor: float, original: int) -> float:
-    """LongRoPE's factor on cos and sin: sqrt(1 + ln(factor) / ln(original)), 1 for factor <= 1."""
-    return 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
 
 
 def rotate_(X: Array, cos: Array, sin: Array, pairing: str) -> Array:
@@ -387,8 +322,11 @@ def attend(
                 sums = P.sum(axis=-1, keepdims=True) + np.exp(sink - top)
             outputs = np.matmul(V[i, ..., k0:k1], P.reshape(G, -1, k).swapaxes(-1, -2))  # (G, m, (H/G) c)
             # divided by the sums on the way into the heads: the (m, c) outputs, not the (c, k) weights
-            np.divide(outputs.reshape(G, m_v, group[1], c).swapaxes(1, 2), sums.reshape(*group, 1, c),
-                      out=into[i, ..., q0:q1].reshape(*group, m_v, c))  # fmt: skip
+            np.divide(
+                outputs.reshape(G, m_v, group[1], c).swapaxes(1, 2),
+                sums.reshape(*group, 1, c),
+                out=into[i, ..., q0:q1].reshape(*group, m_v, c),
+            )
             if A is not None:  # the weights themselves, when asked for (the outputs are the same either way)
                 np.divide(P, sums, out=A[i, :, q0:q1, k0:k1])
     if weights_out is not None and A is not None:

@@ -45,8 +45,9 @@ def load(path: str | Path | None = None, weights: str | Path | None = None, seed
     weights = None if weights is None else Path(weights)
     if path is not None and weights is None and path.suffix.lower() in FORMATS:
         if path.suffix.lower() == ".npz":
-            raise SpecError(f"{path}: tfm's .npz weights keep no spec; name the spec too: "
-                            f"tfm.load(SPEC, weights='{path}')")  # fmt: skip
+            raise SpecError(
+                f"{path}: tfm's .npz weights keep no spec; name the spec too: tfm.load(SPEC, weights='{path}')"
+            )
         path, weights = None, path
     spec, source, said = spec_at(path, weights)
     checkpoint, missing = checkpoint_at(path, weights)
@@ -125,8 +126,9 @@ class Model:
 
         check_length(self.spec, count(seq_len, "seq-len"), "--seq-len")
         if source_len is not None and encoder(self.spec) is None:
-            raise OptionError(f"--source-len {source_len}: {self.spec.label} is not an encoder-decoder (no N_enc), it "
-                              "reads no source")  # fmt: skip
+            raise OptionError(
+                f"--source-len {source_len}: {self.spec.label} is not an encoder-decoder (no N_enc), it reads no source"
+            )
         return costs(self.spec, batch, seq_len, dtype, source_len)
 
     def plan(self, **options: Any) -> Plan:
@@ -137,8 +139,13 @@ class Model:
         return plan_model(self, **keywords(options, parameters(asked, skip=1), "Model.plan"))
 
     @named(renamed={"n": "seq_len"})
-    def verify(self, seq_len: int | None = None, dtype: str = "float64", tol: float | None = None,
-               max_memory: str | None = None) -> Verification:  # fmt: skip
+    def verify(
+        self,
+        seq_len: int | None = None,
+        dtype: str = "float64",
+        tol: float | None = None,
+        max_memory: str | None = None,
+    ) -> Verification:
         """`tfm verify`: every property of the seeds, each against what theory predicts (a Verification: its
         checks, CheckResults, in the order they ran, and the command's exit code)."""
         from .verify import Verification, verify_all
@@ -159,22 +166,39 @@ class Model:
         `target`) -> a RunResult: .output the logits (V, n) or columns (d, n), .block_rms per block."""
         from .model.runner import run_forward
 
-        return run_forward(self.spec, x, self.weights_path, self.seed, dtype or self.dtype, max_memory,
-                           target_path=target, weights=self.weights)  # fmt: skip
+        return run_forward(
+            self.spec,
+            x,
+            self.weights_path,
+            self.seed,
+            dtype or self.dtype,
+            max_memory,
+            target_path=target,
+            weights=self.weights,
+        )
 
     @named()
-    def generate(self, prompt: Any, max_new_tokens: int = 16, *, temperature: float = 0.0, top_k: int | None = None,
-                 top_p: float | None = None, seed: int = 0, stop: list[int] | None = None, dtype: str | None = None,
-                 on_token: Callable[[np.ndarray], None] | None = None,
-                 say: Callable[[str], None] | None = None) -> Generation:  # fmt: skip
+    def generate(
+        self,
+        prompt: Any,
+        max_new_tokens: int = 16,
+        *,
+        temperature: float = 0.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: int = 0,
+        stop: list[int] | None = None,
+        dtype: str | None = None,
+        on_token: Callable[[np.ndarray], None] | None = None,
+        say: Callable[[str], None] | None = None,
+    ) -> Generation:
         """`tfm generate`: new tokens after the prompts, token ids (p,) or (b, p), or text (with a tokenizer.json)
         -> a Generation (.tokens the new ones, as the command's --json; .sequences with the prompts, as its -o;
         .stopped, .notes). Greedy unless a temperature is given; stops at the model's eos_token_id unless `stop`
         says; the options are checked as the command checks them, `say` hears its notes."""
         from .generation import generate_from
 
-        return generate_from(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, stop, dtype, on_token,
-                             say)  # fmt: skip
+        return generate_from(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, stop, dtype, on_token, say)
 
     @named()
     def decoder(self, b: int, n: int, dtype: str | None = None, source: Any = None) -> Decoder:
@@ -186,12 +210,15 @@ class Model:
         net = self.transformer(dtype)
         if isinstance(net, Transformer):
             if source is not None:
-                raise OptionError(f"Model.decoder: {self.spec.label} is not an encoder-decoder (no N_enc), it reads "
-                                  "no source")  # fmt: skip
+                raise OptionError(
+                    f"Model.decoder: {self.spec.label} is not an encoder-decoder (no N_enc), it reads no source"
+                )
             return Decoder(net, b, n)
         if source is None:
-            raise OptionError(f"Model.decoder: {self.spec.label} is an encoder-decoder, its decoder reads the encoded "
-                              "source: give source= (ids or columns of the b sequences)")  # fmt: skip
+            raise OptionError(
+                f"Model.decoder: {self.spec.label} is an encoder-decoder, its decoder reads the encoded "
+                "source: give source= (ids or columns of the b sequences)"
+            )
         memory = net.encode(np.asarray(source))  # (d, n_src) or (b, d, n_src)
         if (1 if memory.ndim == 2 else memory.shape[0]) != b:
             raise OptionError(f"Model.decoder: a source of {np.shape(source)} for b = {b} sequences: expected as many")

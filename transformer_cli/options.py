@@ -54,8 +54,9 @@ def expected(least: float, most: float | None) -> str:
     return f"from {least:g} to {most:g}"
 
 
-def keywords(given: Mapping[str, Any], accepted: Iterable[str], where: str,
-             renamed: Mapping[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
+def keywords(
+    given: Mapping[str, Any], accepted: Iterable[str], where: str, renamed: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """A library call's keywords, an old name (`renamed`: old -> new) as its new one; a name neither accepted nor
     renamed is an OptionError naming it, the closest accepted name, and all of them."""
     accepted, renamed = tuple(accepted), renamed or {}

@@ -79,8 +79,12 @@ def asked(
 
     say = say or (lambda note: None)
     spec, path = model.spec, model.path or model.weights_path
-    chosen = ((weights, (*WEIGHT_DTYPES, *GGUF_MIXES), "weights"), (kv_dtype, tuple(KV_BYTES), "kv-dtype"),
-              (optimizer, tuple(OPTIMIZERS), "optimizer"), (logits, tuple(LOGITS), "logits"))  # fmt: skip
+    chosen = (
+        (weights, (*WEIGHT_DTYPES, *GGUF_MIXES), "weights"),
+        (kv_dtype, tuple(KV_BYTES), "kv-dtype"),
+        (optimizer, tuple(OPTIMIZERS), "optimizer"),
+        (logits, tuple(LOGITS), "logits"),
+    )
     for given, choices, option in chosen:
         if given is not None and given not in choices:
             raise OptionError(f"--{option} {given}: expected one of {', '.join(choices)}")
@@ -88,8 +92,13 @@ def asked(
     for name in names:
         if name not in (*PRESETS, "this"):
             raise OptionError(f"--hardware {name}: expected one of {', '.join((*PRESETS, 'this'))}")
-    counts = ((batch, "batch"), (devices, "devices"), (tensor_parallel, "tensor-parallel"),
-              (pipeline_parallel, "pipeline-parallel"), (expert_parallel, "expert-parallel"))  # fmt: skip
+    counts = (
+        (batch, "batch"),
+        (devices, "devices"),
+        (tensor_parallel, "tensor-parallel"),
+        (pipeline_parallel, "pipeline-parallel"),
+        (expert_parallel, "expert-parallel"),
+    )
     for amount, option in counts:
         count(amount, option)
     count(zero, "zero", 0, 3)
@@ -100,11 +109,14 @@ def asked(
     n = seq_len if seq_len is not None else min(2048, cap or 2048)
     check_length(spec, n, "--seq-len")  # refused beyond learned positions
     if cap and n > cap:
-        say(f"warning: --seq-len {n:,} is beyond {spec.label}'s own context of {cap:,} tokens (context: "
-            "max_position_embeddings); the figures are for a model run past it")  # fmt: skip
+        say(
+            f"warning: --seq-len {n:,} is beyond {spec.label}'s own context of {cap:,} tokens (context: "
+            "max_position_embeddings); the figures are for a model run past it"
+        )
     if source_len is not None and encoder(spec) is None:
-        raise TfmError(f"--source-len {source_len}: {spec.label} is not an encoder-decoder (no N_enc), it reads no "
-                       "source")  # fmt: skip
+        raise TfmError(
+            f"--source-len {source_len}: {spec.label} is not an encoder-decoder (no N_enc), it reads no source"
+        )
     if devices > 1 and zero == 0:
         raise TfmError(f"--devices {devices}: needs --zero 1, 2 or 3 (without ZeRO each device holds it all)")
     budget = None if memory is None else size(memory, "--memory")
@@ -115,8 +127,9 @@ def asked(
         raise TfmError(f"--lora-targets {lora_targets}: needs --lora-rank R (the adapters' rank)")
     lora = adapters_of(path, spec, lora_rank, lora_targets or "all-linear") if lora_rank is not None else None
     split = Split(tensor_parallel, pipeline_parallel, expert_parallel)
-    return Asked(spec, batch, n, source_len, kind, kv_dtype, budget, optimizer, zero, devices, names, lora, split,
-                 logits)  # fmt: skip
+    return Asked(
+        spec, batch, n, source_len, kind, kv_dtype, budget, optimizer, zero, devices, names, lora, split, logits
+    )
 
 
 def weights_types(path: Path | None, spec: Spec, kind: str | Held, also: str | None) -> list[str | Held]:
@@ -128,8 +141,10 @@ def weights_types(path: Path | None, spec: Spec, kind: str | Held, also: str | N
         elif name in WEIGHT_DTYPES:
             found.append(name)
         else:
-            raise TfmError(f"--plot-weights {also}: '{name}' is no weights type (expected {', '.join(WEIGHT_DTYPES)}, "
-                           f"or a mix: {', '.join(GGUF_MIXES)})")  # fmt: skip
+            raise TfmError(
+                f"--plot-weights {also}: '{name}' is no weights type (expected {', '.join(WEIGHT_DTYPES)}, "
+                f"or a mix: {', '.join(GGUF_MIXES)})"
+            )
     return found
 
 
@@ -157,8 +172,10 @@ def mix(path: Path | None, spec: Spec, name: str) -> Held:
         model_type = json.loads(kept).get("model_type") if kept else None
     if model_type is not None:
         if model_type not in ARCH_OF:
-            raise TfmError(f"--weights {name}: model_type '{model_type}' has no GGUF architecture tfm knows (it "
-                           f"knows {', '.join(ARCH_OF)})")  # fmt: skip
+            raise TfmError(
+                f"--weights {name}: model_type '{model_type}' has no GGUF architecture tfm knows (it "
+                f"knows {', '.join(ARCH_OF)})"
+            )
         arch = ARCH_OF[str(model_type)]
     return mix_held(spec, arch, name)
 
@@ -197,8 +214,9 @@ def stored_type(path: Path | None, spec: Spec, say: Callable[[str], None]) -> st
             from .hf.folder import held_by_config
 
             held = held_by_config(config, spec, str(config_path(path)))
-            say(f"note: {path} is quantised and holds no weights: planned at the bytes its method stores "
-                f"({held.label})")  # fmt: skip
+            say(
+                f"note: {path} is quantised and holds no weights: planned at the bytes its method stores ({held.label})"
+            )
             return held
         from .sources import load_weights
 
@@ -219,6 +237,5 @@ def stored_type(path: Path | None, spec: Spec, say: Callable[[str], None]) -> st
     if kind in WEIGHT_DTYPES and weight_bytes(spec)[kind] == summary["tensor_bytes"]:
         return kind
     held = GGUFWeights(path, spec).held()
-    say(f"note: {path} stores {', '.join(sorted(summary['types']))}: planned at its own bytes "
-        f"({human(held.total())})")  # fmt: skip
+    say(f"note: {path} stores {', '.join(sorted(summary['types']))}: planned at its own bytes ({human(held.total())})")
     return held

@@ -82,8 +82,9 @@ def checkpoint_at(spec_path: Path | None, weights: Path | None) -> tuple[Path | 
 
         if has_checkpoint(spec_path):
             return spec_path, None
-        return None, (f"{spec_path} holds no checkpoint (model.safetensors or its index): seeded random weights "
-                      "are used (--seed)")  # fmt: skip
+        return None, (
+            f"{spec_path} holds no checkpoint (model.safetensors or its index): seeded random weights are used (--seed)"
+        )
     return weights, None
 
 

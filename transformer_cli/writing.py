@@ -46,8 +46,9 @@ class Written:
 
 
 @named()
-def init(path: str | Path | None, output: str | Path, seed: int = 0, overwrite: bool = False,
-         max_memory: str | None = None) -> Written:  # fmt: skip
+def init(
+    path: str | Path | None, output: str | Path, seed: int = 0, overwrite: bool = False, max_memory: str | None = None
+) -> Written:
     """`tfm init`: seeded float64 weights for the spec at `path` (None: the built-in default) as .npz or
     .safetensors (the spec in its metadata); for a Hugging Face config, an output without those extensions is a
     Hugging Face folder (config.json and model.safetensors in float32) that tfm and transformers load."""
@@ -104,8 +105,10 @@ def convert(
         if gguf_type not in GGUF_TYPES:
             raise OptionError(f"--type {gguf_type}: expected one of {', '.join(GGUF_TYPES)}")
         if source.suffix.lower() == ".gguf":
-            raise TfmError(f"{output}: tfm writes GGUF files from a Hugging Face folder or tfm's .safetensors; "
-                           f"{source} is a GGUF file already")  # fmt: skip
+            raise TfmError(
+                f"{output}: tfm writes GGUF files from a Hugging Face folder or tfm's .safetensors; "
+                f"{source} is a GGUF file already"
+            )
         check_output_path(output, [source], overwrite)
         spec, _, said = to_gguf(source, output, gguf_type, overwrite=overwrite)
         return Written(spec, [str(output)], notes=[said], source=str(source))
@@ -125,9 +128,11 @@ def convert(
 
         for given, option in ((shard_size, "--shard-size"), (config, "--config")):
             if given is not None:
-                raise TfmError(f"{option}: applies only when writing a Hugging Face folder; here the folder "
-                               f"{source} is read (with its own config.json) and tfm's weights file {output} "
-                               "written")  # fmt: skip
+                raise TfmError(
+                    f"{option}: applies only when writing a Hugging Face folder; here the folder "
+                    f"{source} is read (with its own config.json) and tfm's weights file {output} "
+                    "written"
+                )
         weights_format(output)
         check_output_path(output, [source], overwrite)
         spec, _ = to_tfm(source, output, dtype, overwrite=overwrite)
@@ -136,8 +141,10 @@ def convert(
         from .conversions import reshard
 
         if config is not None:
-            raise TfmError(f"--config: {source} is written again with its own config.json; --config names the "
-                           "config for tfm's weights file")  # fmt: skip
+            raise TfmError(
+                f"--config: {source} is written again with its own config.json; --config names the "
+                "config for tfm's weights file"
+            )
         check_folder_output(output, [source], overwrite)
         spec, (files, kept) = reshard(source, output, dtype, shard_bytes, overwrite)
         return Written(spec, [str(output / f) for f in files], kept=[str(output / f) for f in kept], source=str(source))
@@ -156,8 +163,12 @@ def _check_output_kind(source: Path, output: Path, to_file: bool, config: Path |
     refuse_inputs(output, [source, config])
     suffix = output.suffix.lower()
     if not to_file and suffix != ".gguf" and FILE_SUFFIX.fullmatch(suffix) and not output.is_dir():
-        raise OutputError(f"{output}: tfm convert writes a folder (a new one named without an extension such as "
-                          f"'{output.suffix}', or an existing one), or a .safetensors, .npz or .gguf file")  # fmt: skip
+        raise OutputError(
+            f"{output}: tfm convert writes a folder (a new one named without an extension such as "
+            f"'{output.suffix}', or an existing one), or a .safetensors, .npz or .gguf file"
+        )
     if to_file and not source.is_dir() and source.suffix.lower() != ".gguf":
-        raise OutputError(f"{output}: tfm's weights file is written from a Hugging Face folder or a GGUF file; from "
-                          f"{source} tfm convert writes a folder or a .gguf file")  # fmt: skip
+        raise OutputError(
+            f"{output}: tfm's weights file is written from a Hugging Face folder or a GGUF file; from "
+            f"{source} tfm convert writes a folder or a .gguf file"
+        )

@@ -51,12 +51,17 @@ def _quantised_model_bytes(tmp_path, four_bit: bool, name: str = "llama") -> tup
     model = getattr(transformers, model_class)(getattr(transformers, config_class)(**kwargs)).to(torch.bfloat16)
     model.save_pretrained(tmp_path)
     quantisation = transformers.BitsAndBytesConfig(
-        load_in_4bit=four_bit, load_in_8bit=not four_bit, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-        bnb_4bit_compute_dtype=torch.bfloat16)  # fmt: skip
+        load_in_4bit=four_bit,
+        load_in_8bit=not four_bit,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=torch.bfloat16,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         loaded = getattr(transformers, model_class).from_pretrained(
-            tmp_path, quantization_config=quantisation, device_map="cpu", dtype=torch.bfloat16)  # fmt: skip
+            tmp_path, quantization_config=quantisation, device_map="cpu", dtype=torch.bfloat16
+        )
     held = 0
     for p in loaded.parameters():  # (the rotary inv_freq buffer is no weight)
         held += _bytes(p)

@@ -25,8 +25,13 @@ from transformer_cli.components.norm import RMS_PER_ENTRY
 def direct_count(monkeypatch, model, X) -> dict[str, int]:
     """Run the model with its matrix products, softmax, norms, activations and residuals counted as they happen."""
     done = {"matmul": 0, "softmax": 0, "norms": 0, "activation": 0, "residuals": 0, "gating": 0}
-    real = {"matmul": np.matmul, "softmax": layers.softmax_rows_, "norms": layers.layer_norm,
-            "rms": layers.rms_norm, "residuals": residual._residual}  # fmt: skip
+    real = {
+        "matmul": np.matmul,
+        "softmax": layers.softmax_rows_,
+        "norms": layers.layer_norm,
+        "rms": layers.rms_norm,
+        "residuals": residual._residual,
+    }
     activation = layers.ACTIVATIONS[model.spec.activation]
 
     def matmul(a, b, *args, **kwargs):
@@ -72,17 +77,31 @@ def formula(spec: Spec, b: int, n: int, causal_pairs: bool = False) -> dict[str,
     activation = tokens * spec.r * ACTIVATION_PER_ENTRY[spec.activation]
     gating = tokens * spec.r * gated
     matmul -= activation + gating
-    return {"matmul": matmul, "softmax": f["softmax"], "norms": f["norms"], "activation": activation,
-            "residuals": f["residuals"], "gating": gating}  # fmt: skip
+    return {
+        "matmul": matmul,
+        "softmax": f["softmax"],
+        "norms": f["norms"],
+        "activation": activation,
+        "residuals": f["residuals"],
+        "gating": gating,
+    }
 
 
 specs = st.builds(
-    Spec, N=st.integers(1, 3), H=st.integers(1, 4), m=st.integers(1, 6), d=st.integers(1, 9), r=st.integers(1, 9),
-    scale=st.sampled_from(["none", "sqrt"]), norm=st.sampled_from(["none", "pre", "post"]),
-    attention_bias=st.booleans(), activation=st.sampled_from(["relu", "gelu", "gelu_exact", "silu"]),
-    norm_type=st.sampled_from(["layernorm", "rmsnorm"]), feedforward=st.sampled_from(["plain", "gated"]),
+    Spec,
+    N=st.integers(1, 3),
+    H=st.integers(1, 4),
+    m=st.integers(1, 6),
+    d=st.integers(1, 9),
+    r=st.integers(1, 9),
+    scale=st.sampled_from(["none", "sqrt"]),
+    norm=st.sampled_from(["none", "pre", "post"]),
+    attention_bias=st.booleans(),
+    activation=st.sampled_from(["relu", "gelu", "gelu_exact", "silu"]),
+    norm_type=st.sampled_from(["layernorm", "rmsnorm"]),
+    feedforward=st.sampled_from(["plain", "gated"]),
     ff_bias=st.booleans(),
-)  # fmt: skip
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -136,8 +155,12 @@ def test_memory_by_dtype_and_adam():
     spec = Spec(N=2, H=4, m=8, d=32, r=64)
     params = count_params(spec).total
     memory = costs(spec, 1, 16).to_dict()["memory"]
-    assert memory["weights"] == {"float64": 8 * params, "float32": 4 * params, "float16": 2 * params,
-                                 "bfloat16": 2 * params}  # fmt: skip
+    assert memory["weights"] == {
+        "float64": 8 * params,
+        "float32": 4 * params,
+        "float16": 2 * params,
+        "bfloat16": 2 * params,
+    }
     assert memory["training_adam"]["float32"] == 16 * params
     assert memory["forward_peak"]["total"] > memory["weights"]["float64"]
 
@@ -158,8 +181,21 @@ def test_a_window_counts_only_the_pairs_it_scores():
 def test_soft_capping_is_counted_where_the_pass_caps(monkeypatch):
     """Gemma 2's caps: 3 FLOPs a capped score (its own row) and 3 a capped logit (in the head's row), counted as
     the pass calls the cap: over every score it computes (causal chunks, windows) and every logit."""
-    spec = Spec(N=2, H=2, m=4, d=8, r=12, V=11, mask="causal", positional="rope", norm="sandwich", attn_softcap=2.0,
-                logit_softcap=3.0, window=3, attention_layers=["sliding", "full"])  # fmt: skip
+    spec = Spec(
+        N=2,
+        H=2,
+        m=4,
+        d=8,
+        r=12,
+        V=11,
+        mask="causal",
+        positional="rope",
+        norm="sandwich",
+        attn_softcap=2.0,
+        logit_softcap=3.0,
+        window=3,
+        attention_layers=["sliding", "full"],
+    )
     capped = {"entries": 0}
     real = layers.soft_cap_
 
@@ -170,8 +206,10 @@ def test_soft_capping_is_counted_where_the_pass_caps(monkeypatch):
     monkeypatch.setattr(layers, "soft_cap_", counted)
     b, n = 2, 7
     Transformer(spec, random_weights(spec), workers=1)(np.zeros((b, n), dtype=np.int64))
-    f, plain = forward_flops(spec, b, n, causal_pairs=True), forward_flops(Spec(**{
-        **spec.to_dict(), "logit_softcap": None, "attn_softcap": None}), b, n, causal_pairs=True)  # fmt: skip
+    f, plain = (
+        forward_flops(spec, b, n, causal_pairs=True),
+        forward_flops(Spec(**{**spec.to_dict(), "logit_softcap": None, "attn_softcap": None}), b, n, causal_pairs=True),
+    )
     scores = f["score soft-capping"]
     logits = f["output head"] - plain["output head"]
     assert "score soft-capping" not in plain and logits == 3 * spec.V * b * n
@@ -185,9 +223,24 @@ def test_soft_capping_is_counted_where_the_pass_caps(monkeypatch):
 def test_multiply_adds_of_routed_and_shared_experts_are_counted_as_they_run(monkeypatch, shared_gate):
     """Qwen-MoE's layout: experts of their own size, a shared expert (gated or not), a dense block beside routed
     ones: the matrix products the pass runs are the multiply-adds the costs say (each column through k experts)."""
-    spec = Spec(N=3, H=2, m=4, d=8, r=10, E=4, k=2, expert_r=6, shared_r=5, shared_gate=shared_gate,
-                router_renorm=False, feedforward="gated", activation="silu", norm="pre", mask="causal",
-                feedforward_layers=["routed", "dense"])  # fmt: skip
+    spec = Spec(
+        N=3,
+        H=2,
+        m=4,
+        d=8,
+        r=10,
+        E=4,
+        k=2,
+        expert_r=6,
+        shared_r=5,
+        shared_gate=shared_gate,
+        router_renorm=False,
+        feedforward="gated",
+        activation="silu",
+        norm="pre",
+        mask="causal",
+        feedforward_layers=["routed", "dense"],
+    )
     model = Transformer(spec, random_weights(spec), workers=1)
     X = np.random.default_rng(0).normal(size=(2, spec.d, 5))
     assert 2 * sum(multiply_adds(spec, 2, 5).values()) == direct_count(monkeypatch, model, X)["matmul"]

@@ -15,11 +15,25 @@ from transformer_cli.model.transformer import Transformer
 
 SPECS = {
     "gpt-like with a head": Spec(N=2, H=2, m=4, d=8, r=16, V=13, tie_embeddings=True, mask="causal", norm="pre"),
-    "grouped-query, rope, window 3": Spec(N=2, H=4, G=2, m=4, d=8, r=12, V=11, mask="causal", positional="rope",
-                                          window=3, norm="pre", norm_type="rmsnorm", feedforward="gated",
-                                          activation="silu", ff_bias=False),
+    "grouped-query, rope, window 3": Spec(
+        N=2,
+        H=4,
+        G=2,
+        m=4,
+        d=8,
+        r=12,
+        V=11,
+        mask="causal",
+        positional="rope",
+        window=3,
+        norm="pre",
+        norm_type="rmsnorm",
+        feedforward="gated",
+        activation="silu",
+        ff_bias=False,
+    ),
     "experts 2 of 4": Spec(N=1, H=2, m=4, d=8, r=6, V=7, E=4, k=2, mask="causal", norm="pre", ff_bias=False),
-}  # fmt: skip
+}
 
 
 def _macs_per_step(model: Transformer, ids: np.ndarray, monkeypatch) -> list[int]:

@@ -18,11 +18,24 @@ SPECS = {
     "multi-head": Spec(N=2, H=4, m=4, d=16, r=8, mask="causal", norm="pre"),
     "grouped-query G=2": Spec(N=3, H=4, G=2, m=6, d=16, r=8, mask="causal", positional="rope", norm="pre"),
     "multi-query window 3": Spec(N=2, H=4, G=1, m=4, d=16, r=8, mask="causal", window=3, norm="pre"),
-    "sliding and full layers": Spec(N=3, H=4, G=2, m=4, d=16, r=8, mask="causal", window=2, norm="pre",
-                                    positional="rope", attention_layers=("sliding", "full"), E=3, k=2,
-                                    feedforward_layers=("dense", "routed", "routed")),
+    "sliding and full layers": Spec(
+        N=3,
+        H=4,
+        G=2,
+        m=4,
+        d=16,
+        r=8,
+        mask="causal",
+        window=2,
+        norm="pre",
+        positional="rope",
+        attention_layers=("sliding", "full"),
+        E=3,
+        k=2,
+        feedforward_layers=("dense", "routed", "routed"),
+    ),
     "sandwich": Spec(N=2, H=4, G=2, m=4, d=16, r=8, mask="causal", norm="sandwich", positional="rope"),
-}  # fmt: skip
+}
 
 
 def _held_at_last_step(model: Transformer, X: np.ndarray, monkeypatch, **options) -> int:
@@ -136,8 +149,9 @@ def test_each_step_reads_views_of_one_cache_allocated_once(monkeypatch):
 def test_an_encoder_decoders_prefill_reads_the_source_too():
     from transformer_cli.model.encoder_decoder import EncoderDecoder
 
-    spec = Spec(N=2, N_enc=1, H=4, G=2, m=4, d=16, r=8, cross_H=3, cross_m=5, mask="causal", norm="pre",
-                positional="relative")  # fmt: skip
+    spec = Spec(
+        N=2, N_enc=1, H=4, G=2, m=4, d=16, r=8, cross_H=3, cross_m=5, mask="causal", norm="pre", positional="relative"
+    )
     model = EncoderDecoder(spec, init_weights(spec), "float64")
     rng = np.random.default_rng(2)
     source, target = rng.standard_normal((2, spec.d, 9)), rng.standard_normal((2, spec.d, 6))
@@ -146,8 +160,23 @@ def test_an_encoder_decoders_prefill_reads_the_source_too():
     assert np.max(np.abs(decoded - parallel)) <= 1e-12 * np.max(np.abs(parallel))
 
 
-LATENT = Spec(N=2, H=4, m=12, d=16, r=8, mask="causal", norm="pre", norm_type="rmsnorm", positional="rope",
-              attention="latent", kv_rank=6, q_rank=5, rope_m=4, v_m=5, rope_pairing="interleaved")  # fmt: skip
+LATENT = Spec(
+    N=2,
+    H=4,
+    m=12,
+    d=16,
+    r=8,
+    mask="causal",
+    norm="pre",
+    norm_type="rmsnorm",
+    positional="rope",
+    attention="latent",
+    kv_rank=6,
+    q_rank=5,
+    rope_m=4,
+    v_m=5,
+    rope_pairing="interleaved",
+)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -174,25 +203,32 @@ def test_deepseek_v3s_cache_at_32k_is_its_latents():
 
     from transformer_cli.hf.config import spec_of_config
 
-    entry = next(e for e in json.loads((Path(__file__).parents[1] / "data/real-models-2.json").read_text())
-                 if e["name"] == "DeepSeek-V3")  # fmt: skip
+    entry = next(
+        e
+        for e in json.loads((Path(__file__).parents[1] / "data/real-models-2.json").read_text())
+        if e["name"] == "DeepSeek-V3"
+    )
     spec = spec_of_config({"model_type": "deepseek_v3"} | entry["config"], "DeepSeek-V3")
     assert kv_cache_bytes(spec, 1, 32768, "bfloat16") == 61 * (512 + 64) * 2 * 32768 == 2_302_672_896
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    # 18 full layers caching all 32,768 tokens, 18 sliding ones their 128; 8 key/value heads of 64; bf16
-    ("gpt-oss-120b", 18 * 2 * 8 * 64 * 2 * 32768 + 18 * 2 * 8 * 64 * 2 * 128),  # 1,212,678,144
-    # 23 full and 23 sliding (4,096) layers, 16 key/value heads of 128 (past Gemma 2's own 8,192: as asked)
-    ("gemma-2-27b", 23 * 2 * 16 * 128 * 2 * 32768 + 23 * 2 * 16 * 128 * 2 * 4096),  # 6,945,767,424
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # 18 full layers caching all 32,768 tokens, 18 sliding ones their 128; 8 key/value heads of 64; bf16
+        ("gpt-oss-120b", 18 * 2 * 8 * 64 * 2 * 32768 + 18 * 2 * 8 * 64 * 2 * 128),  # 1,212,678,144
+        # 23 full and 23 sliding (4,096) layers, 16 key/value heads of 128 (past Gemma 2's own 8,192: as asked)
+        ("gemma-2-27b", 23 * 2 * 16 * 128 * 2 * 32768 + 23 * 2 * 16 * 128 * 2 * 4096),  # 6,945,767,424
+    ],
+)
 def test_the_published_hybrid_stacks_cache_their_windows_per_layer(name, expected):
     """gpt-oss-120b and Gemma 2 27B at 32,768 tokens in bfloat16: each sliding layer keeps its window only."""
     import json
 
     from transformer_cli.hf.config import spec_of_config
 
-    entry = next(e for e in json.loads((Path(__file__).parents[1] / "data/real-models-2.json").read_text())
-                 if e["name"] == name)  # fmt: skip
+    entry = next(
+        e for e in json.loads((Path(__file__).parents[1] / "data/real-models-2.json").read_text()) if e["name"] == name
+    )
     spec = spec_of_config({"model_type": entry["model_type"]} | entry["config"], name)
     assert kv_cache_bytes(spec, 1, 32768, "bfloat16") == expected

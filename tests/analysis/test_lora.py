@@ -21,9 +21,30 @@ torch = pytest.importorskip("torch", reason="PyTorch runs the reference (the tes
 transformers = pytest.importorskip("transformers", reason="transformers is the reference (the test extra)")
 peft = pytest.importorskip("peft", reason="peft is the LoRA reference (the test extra)")
 
-FAMILIES = ["llama", "qwen2", "qwen3", "gemma", "gemma2", "phi3", "gpt2", "gpt_neox", "falcon-7b", "falcon-40b",
-            "bloom", "starcoder2", "olmo2", "stablelm", "gptj", "cohere", "granite", "phi", "opt-350m-projected",
-            "bert", "t5", "bart"]  # fmt: skip
+FAMILIES = [
+    "llama",
+    "qwen2",
+    "qwen3",
+    "gemma",
+    "gemma2",
+    "phi3",
+    "gpt2",
+    "gpt_neox",
+    "falcon-7b",
+    "falcon-40b",
+    "bloom",
+    "starcoder2",
+    "olmo2",
+    "stablelm",
+    "gptj",
+    "cohere",
+    "granite",
+    "phi",
+    "opt-350m-projected",
+    "bert",
+    "t5",
+    "bart",
+]
 
 
 def _peft_count(model, targets, rank: int) -> int:
@@ -36,12 +57,27 @@ def _peft_count(model, targets, rank: int) -> int:
 
 
 ENCODER_DECODERS = {
-    "t5": ("T5Config", "T5ForConditionalGeneration", dict(vocab_size=97, d_model=32, d_kv=8, d_ff=40, num_layers=2,
-                                                          num_heads=4, decoder_start_token_id=0)),
-    "bart": ("BartConfig", "BartForConditionalGeneration", dict(
-        vocab_size=97, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-        decoder_attention_heads=4, encoder_ffn_dim=40, decoder_ffn_dim=40, max_position_embeddings=64)),
-}  # fmt: skip
+    "t5": (
+        "T5Config",
+        "T5ForConditionalGeneration",
+        dict(vocab_size=97, d_model=32, d_kv=8, d_ff=40, num_layers=2, num_heads=4, decoder_start_token_id=0),
+    ),
+    "bart": (
+        "BartConfig",
+        "BartForConditionalGeneration",
+        dict(
+            vocab_size=97,
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            encoder_ffn_dim=40,
+            decoder_ffn_dim=40,
+            max_position_embeddings=64,
+        ),
+    ),
+}
 
 
 def _model_and_config(name: str, tmp_path):
@@ -62,8 +98,14 @@ def test_trainable_parameters_are_peft_s(tmp_path, name, rank):
 
     model, config = _model_and_config(name, tmp_path)
     spec = spec_from_config(tmp_path)
-    linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
-                     if isinstance(m, (torch.nn.Linear, transformers.pytorch_utils.Conv1D))} - {"lm_head"})  # fmt: skip
+    linear = sorted(
+        {
+            n.rsplit(".", 1)[-1]
+            for n, m in model.named_modules()
+            if isinstance(m, (torch.nn.Linear, transformers.pytorch_utils.Conv1D))
+        }
+        - {"lm_head"}
+    )
     modules = hf_linear_modules(spec, config)
     assert lora_parameters(spec, rank, "all-linear", modules) == _peft_count(model, "all-linear", rank)
     two = linear[:2]  # (a list of module names, matched as peft matches them)
@@ -98,12 +140,27 @@ def test_a_tfm_spec_s_experts_each_have_an_adapter_by_the_closed_form():
     assert lora_parameters(spec, r, "W_Q") == 2 * r * (d + H * m)  # (the router is no target)
 
 
-MIXTURES = ["mixtral", "qwen2_moe", "qwen2_moe-all-routed", "qwen3_moe", "qwen3_moe-all-routed", "deepseek_v2",
-            "deepseek_v3", "phimoe", "gpt_oss"]  # fmt: skip
+MIXTURES = [
+    "mixtral",
+    "qwen2_moe",
+    "qwen2_moe-all-routed",
+    "qwen3_moe",
+    "qwen3_moe-all-routed",
+    "deepseek_v2",
+    "deepseek_v3",
+    "phimoe",
+    "gpt_oss",
+]
 # a list of names of each family: attention and the experts by their checkpoint's names (peft maps them)
-LISTS = {"mixtral": "q_proj,w1,w3", "qwen3_moe": "v_proj,down_proj,gate", "deepseek_v2": "kv_b_proj,gate_proj,up_proj",
-         "deepseek_v3": "q_b_proj,down_proj", "phimoe": "o_proj,router", "qwen2_moe": "k_proj,shared_expert_gate",
-         "gpt_oss": "q_proj,k_proj"}  # fmt: skip
+LISTS = {
+    "mixtral": "q_proj,w1,w3",
+    "qwen3_moe": "v_proj,down_proj,gate",
+    "deepseek_v2": "kv_b_proj,gate_proj,up_proj",
+    "deepseek_v3": "q_b_proj,down_proj",
+    "phimoe": "o_proj,router",
+    "qwen2_moe": "k_proj,shared_expert_gate",
+    "gpt_oss": "q_proj,k_proj",
+}
 
 
 @pytest.mark.parametrize("rank", [4, 16])

@@ -42,8 +42,9 @@ def _model(name: str, dtype: str, tmp_path, targets: str, checkpointing: bool = 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         chosen = targets if targets == "all-linear" else targets.split(",")
-        model = peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=chosen, lora_dropout=0.0),
-                                    autocast_adapter_dtype=False)  # fmt: skip
+        model = peft.get_peft_model(
+            model, peft.LoraConfig(r=8, target_modules=chosen, lora_dropout=0.0), autocast_adapter_dtype=False
+        )
         if checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             model.enable_input_require_grads()
@@ -101,8 +102,12 @@ def test_lora_model_states_are_the_frozen_base_and_the_adapters_states(tmp_path)
     frozen = 2 * 1_000_003  # bytes of a frozen base, as a type's formula gives them
     training = training_memory(spec, 10**6, 1, 64, "adam-mixed", lora=lora, frozen=("bfloat16", frozen))
     p = lora.parameters
-    assert training.states == {"weights": frozen + 2 * p, "gradients": 2 * p, "optimizer": 12 * p,
-                               "total": frozen + 16 * p}  # fmt: skip
+    assert training.states == {
+        "weights": frozen + 2 * p,
+        "gradients": 2 * p,
+        "optimizer": 12 * p,
+        "total": frozen + 16 * p,
+    }
     assert training.lora is not None and training.lora["trainable_parameters"] == p
     sharded = training_memory(spec, 10**6, 1, 64, "adam", 3, 4, lora=lora, frozen=("bfloat16", frozen))
     assert sharded.states["total"] == -(-frozen // 4) + sum(-(-p * x // 4) for x in (4, 4, 8))

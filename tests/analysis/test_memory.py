@@ -81,10 +81,26 @@ MEASURED = [
     (Spec(N=2, H=4, m=32, d=128, r=512, norm="pre", mask="causal", positional="sinusoidal"), 2, 512),
     (Spec(N=1, H=1, m=4, d=512, r=2, norm="post"), 8, 64),  # activations dominate
     (Spec(N=2, H=8, m=128, d=128, r=128, positional="rope"), 2, 512),  # attention dominates; Q and K turned in place
-    (Spec(N=2, H=4, G=2, m=32, d=128, r=352, norm="pre", norm_type="rmsnorm", feedforward="gated", activation="silu",
-          mask="causal", positional="rope"), 2, 512),  # LLaMA's kind: RMSNorm holds no temporary
+    (
+        Spec(
+            N=2,
+            H=4,
+            G=2,
+            m=32,
+            d=128,
+            r=352,
+            norm="pre",
+            norm_type="rmsnorm",
+            feedforward="gated",
+            activation="silu",
+            mask="causal",
+            positional="rope",
+        ),
+        2,
+        512,
+    ),  # LLaMA's kind: RMSNorm holds no temporary
     (Spec(N=2, H=4, m=32, d=128, r=512, norm="sandwich", mask="causal", positional="sinusoidal"), 2, 512),  # 4 norms
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -130,8 +146,12 @@ def test_adam_in_mixed_precision_is_16_bytes_a_parameter_and_says_activations_ar
     spec = load_spec(GPT2)
     params = count_params(spec).total
     memory = costs(spec, 1, 16).to_dict()["memory"]
-    assert memory["training_adam"] == {"float64": 32 * params, "float32": 16 * params,
-                                       "float16_mixed": 16 * params, "bfloat16_mixed": 16 * params}  # fmt: skip
+    assert memory["training_adam"] == {
+        "float64": 32 * params,
+        "float32": 16 * params,
+        "float16_mixed": 16 * params,
+        "bfloat16_mixed": 16 * params,
+    }
     assert "activations are not included" in memory["training_adam_note"]
     table = runner.invoke(app, ["count", str(GPT2), "-n", "16"], env={"COLUMNS": "200"}).stdout
     assert "bfloat16 mixed: 16 B/param" in table and "Activations are not included" in table
@@ -148,36 +168,45 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_cgroup_v2_limit_less_usage(tmp_path):
-    root = _tree(tmp_path, {
-        "proc/self/cgroup": "0::/user.slice/tfm.scope\n",
-        "sys/fs/cgroup/cgroup.procs": "",
-        "sys/fs/cgroup/user.slice/memory.max": "max\n",
-        "sys/fs/cgroup/user.slice/memory.current": "900000000\n",
-        "sys/fs/cgroup/user.slice/tfm.scope/memory.max": f"{GiB}\n",
-        "sys/fs/cgroup/user.slice/tfm.scope/memory.current": f"{200 * MiB}\n",
-    })  # fmt: skip
+    root = _tree(
+        tmp_path,
+        {
+            "proc/self/cgroup": "0::/user.slice/tfm.scope\n",
+            "sys/fs/cgroup/cgroup.procs": "",
+            "sys/fs/cgroup/user.slice/memory.max": "max\n",
+            "sys/fs/cgroup/user.slice/memory.current": "900000000\n",
+            "sys/fs/cgroup/user.slice/tfm.scope/memory.max": f"{GiB}\n",
+            "sys/fs/cgroup/user.slice/tfm.scope/memory.current": f"{200 * MiB}\n",
+        },
+    )
     assert limits.cgroup_room(root) == (GiB - 200 * MiB, GiB, 200 * MiB)
 
 
 def test_cgroup_v2_a_parents_limit_binds(tmp_path):
-    root = _tree(tmp_path, {
-        "proc/self/cgroup": "0::/a/b\n",
-        "sys/fs/cgroup/cgroup.procs": "",
-        "sys/fs/cgroup/a/memory.max": f"{500 * MiB}\n",
-        "sys/fs/cgroup/a/memory.current": f"{400 * MiB}\n",
-        "sys/fs/cgroup/a/b/memory.max": f"{GiB}\n",
-        "sys/fs/cgroup/a/b/memory.current": f"{10 * MiB}\n",
-    })  # fmt: skip
+    root = _tree(
+        tmp_path,
+        {
+            "proc/self/cgroup": "0::/a/b\n",
+            "sys/fs/cgroup/cgroup.procs": "",
+            "sys/fs/cgroup/a/memory.max": f"{500 * MiB}\n",
+            "sys/fs/cgroup/a/memory.current": f"{400 * MiB}\n",
+            "sys/fs/cgroup/a/b/memory.max": f"{GiB}\n",
+            "sys/fs/cgroup/a/b/memory.current": f"{10 * MiB}\n",
+        },
+    )
     assert limits.cgroup_room(root) == (100 * MiB, 500 * MiB, 400 * MiB)
 
 
 def test_cgroup_v2_max_is_no_limit(tmp_path):
-    root = _tree(tmp_path, {
-        "proc/self/cgroup": "0::/a\n",
-        "sys/fs/cgroup/cgroup.procs": "",
-        "sys/fs/cgroup/a/memory.max": "max\n",
-        "sys/fs/cgroup/a/memory.current": "12345\n",
-    })  # fmt: skip
+    root = _tree(
+        tmp_path,
+        {
+            "proc/self/cgroup": "0::/a\n",
+            "sys/fs/cgroup/cgroup.procs": "",
+            "sys/fs/cgroup/a/memory.max": "max\n",
+            "sys/fs/cgroup/a/memory.current": "12345\n",
+        },
+    )
     assert limits.cgroup_room(root) is None
 
 
@@ -197,18 +226,26 @@ def test_cgroup_v1_limit_and_its_no_limit_value(tmp_path):
 
 def test_cgroup_v1_in_a_container_reads_the_mounts_own_files(tmp_path):
     """In a cgroup namespace /proc/self/cgroup names a path the container's mount does not have."""
-    root = _tree(tmp_path, {
-        "proc/self/cgroup": "4:memory:/kubepods/pod1/abc\n",
-        "sys/fs/cgroup/memory/cgroup.procs": "",
-        "sys/fs/cgroup/memory/memory.limit_in_bytes": f"{GiB}\n",
-        "sys/fs/cgroup/memory/memory.usage_in_bytes": f"{300 * MiB}\n",
-    })  # fmt: skip
+    root = _tree(
+        tmp_path,
+        {
+            "proc/self/cgroup": "4:memory:/kubepods/pod1/abc\n",
+            "sys/fs/cgroup/memory/cgroup.procs": "",
+            "sys/fs/cgroup/memory/memory.limit_in_bytes": f"{GiB}\n",
+            "sys/fs/cgroup/memory/memory.usage_in_bytes": f"{300 * MiB}\n",
+        },
+    )
     assert limits.cgroup_room(root) == (GiB - 300 * MiB, GiB, 300 * MiB)
 
 
 def test_the_address_space_limit_is_rlimit_as_less_vmsize(tmp_path, monkeypatch):
-    root = _tree(tmp_path, {"proc/self/status": "Name: python\nVmSize:\t  1048576 kB\n",
-                            "proc/meminfo": "MemTotal: 99999999 kB\nMemAvailable: 20971520 kB\n"})  # fmt: skip
+    root = _tree(
+        tmp_path,
+        {
+            "proc/self/status": "Name: python\nVmSize:\t  1048576 kB\n",
+            "proc/meminfo": "MemTotal: 99999999 kB\nMemAvailable: 20971520 kB\n",
+        },
+    )
     monkeypatch.setattr(limits, "address_space_limit", lambda: 3 * GiB)
     found = {lim.kind: lim for lim in limits.memory_limits(root)}
     assert found["available"].free == 20 * GiB and found["ulimit"].free == 2 * GiB
@@ -233,10 +270,13 @@ SMALL = estimate_forward(Spec(N=2, H=4, m=8, d=32, r=64), 1, 1024)  # about 35 M
     [
         ({"available": 10 * MiB}, ["the available memory of 10 MiB", "lower the batch"], ["--max-memory"]),
         ({"available": GiB, "cgroup": 10 * MiB}, ["memory cgroup", "10 MiB", "larger cgroup limit"], ["--max-memory"]),
-        ({"available": GiB, "ulimit": 10 * MiB}, ["address-space limit (ulimit -v) of 10 MiB", "raise ulimit -v"],
-         ["--max-memory"]),
+        (
+            {"available": GiB, "ulimit": 10 * MiB},
+            ["address-space limit (ulimit -v) of 10 MiB", "raise ulimit -v"],
+            ["--max-memory"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_refusal_names_the_limit_that_applied(monkeypatch, limit, words, not_words):
     _only(monkeypatch, **limit)
     with pytest.raises(MemoryLimitError) as caught:
@@ -319,9 +359,13 @@ def impossible(tmp_path):
 
 
 REFUSING = [
-    ["verify", "{spec}"], ["run", "{spec}", "-i", "{x}"], ["init", "{spec}", "-o", "{dir}/w.npz"],
-    ["bench", "{spec}", "--no-torch"], ["attention", "{spec}", "-i", "{x}"], ["verify-scaling", "{spec}"],
-]  # fmt: skip
+    ["verify", "{spec}"],
+    ["run", "{spec}", "-i", "{x}"],
+    ["init", "{spec}", "-o", "{dir}/w.npz"],
+    ["bench", "{spec}", "--no-torch"],
+    ["attention", "{spec}", "-i", "{x}"],
+    ["verify-scaling", "{spec}"],
+]
 
 
 @pytest.mark.parametrize("args", REFUSING, ids=lambda a: a[0])

@@ -20,15 +20,25 @@ from transformer_cli.hf.config import load_config
 torch = pytest.importorskip("torch", reason="PyTorch runs the reference (the test extra)")
 transformers = pytest.importorskip("transformers", reason="transformers is the reference (the test extra)")
 
-LLAMA = dict(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=8,
-             num_key_value_heads=2, max_position_embeddings=64)  # fmt: skip
+LLAMA = dict(
+    vocab_size=97,
+    hidden_size=64,
+    intermediate_size=96,
+    num_hidden_layers=4,
+    num_attention_heads=8,
+    num_key_value_heads=2,
+    max_position_embeddings=64,
+)
 CASES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", LLAMA),
     "qwen2 (biases)": ("Qwen2Config", "Qwen2ForCausalLM", LLAMA),
     "llama, tied": ("LlamaConfig", "LlamaForCausalLM", LLAMA | dict(tie_word_embeddings=True)),
-    "gpt2 (fused c_attn, Conv1D)": ("GPT2Config", "GPT2LMHeadModel", dict(vocab_size=97, n_embd=64, n_layer=4,
-                                                                          n_head=8, n_positions=64)),
-}  # fmt: skip
+    "gpt2 (fused c_attn, Conv1D)": (
+        "GPT2Config",
+        "GPT2LMHeadModel",
+        dict(vocab_size=97, n_embd=64, n_layer=4, n_head=8, n_positions=64),
+    ),
+}
 
 
 def _shard(name: str, shape: tuple[int, ...], cfg, T: int) -> int:
@@ -123,9 +133,11 @@ def test_a_device_serves_more_than_the_whole_model_fits(tmp_path):
 
 def test_a_split_that_does_not_divide_is_refused_naming_what(tmp_path):
     _, _, spec = _model("llama", tmp_path)
-    cases = {Split(3): "--tensor-parallel 3: .*H \\(attention heads\\) = 8 does not divide by 3",
-             Split(1, 3): "--pipeline-parallel 3: .*N \\(blocks\\) = 4 does not divide by 3",
-             Split(1, 1, 2): "--expert-parallel 2: .* has no experts"}  # fmt: skip
+    cases = {
+        Split(3): "--tensor-parallel 3: .*H \\(attention heads\\) = 8 does not divide by 3",
+        Split(1, 3): "--pipeline-parallel 3: .*N \\(blocks\\) = 4 does not divide by 3",
+        Split(1, 1, 2): "--expert-parallel 2: .* has no experts",
+    }
     for split, message in cases.items():
         with pytest.raises(SpecError, match=message):
             devices(spec, split, 1, 8)

@@ -28,9 +28,16 @@ specs = st.builds(
     activation=st.sampled_from(["relu", "gelu"]),
 )
 learned = st.builds(
-    Spec, N=st.integers(1, 3), H=st.integers(1, 3), m=st.integers(1, 4), d=st.integers(1, 6), r=st.integers(1, 6),
-    positional=st.just("learned"), max_len=st.integers(1, 20), norm=st.sampled_from(["none", "pre"]),
-)  # fmt: skip
+    Spec,
+    N=st.integers(1, 3),
+    H=st.integers(1, 3),
+    m=st.integers(1, 4),
+    d=st.integers(1, 6),
+    r=st.integers(1, 6),
+    positional=st.just("learned"),
+    max_len=st.integers(1, 20),
+    norm=st.sampled_from(["none", "pre"]),
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -113,9 +120,21 @@ def test_a_llama_stack_counts_the_published_figure_less_its_embedding_and_head(n
     c = model["config"]
     d, H = c["hidden_size"], c["num_attention_heads"]
     G = c.get("num_key_value_heads", H)
-    spec = Spec(N=c["num_hidden_layers"], H=H, G=G, m=d // H, d=d, r=c["intermediate_size"], scale="sqrt",
-                mask="causal", norm="pre", norm_type="rmsnorm", feedforward="gated", activation="silu",
-                ff_bias=False)  # fmt: skip
+    spec = Spec(
+        N=c["num_hidden_layers"],
+        H=H,
+        G=G,
+        m=d // H,
+        d=d,
+        r=c["intermediate_size"],
+        scale="sqrt",
+        mask="causal",
+        norm="pre",
+        norm_type="rmsnorm",
+        feedforward="gated",
+        activation="silu",
+        ff_bias=False,
+    )
     assert not c.get("tie_word_embeddings", False)
     embedding_and_head = 2 * c["vocab_size"] * d  # untied (tie_word_embeddings false)
     assert count_params(spec).total == model["parameters"] - embedding_and_head

@@ -15,8 +15,11 @@ from transformer_cli.hf.config import spec_from_config
 ROOT = Path(__file__).parents[2]
 RUN = json.loads((ROOT / "benchmarks" / "peer_kv_2026.json").read_text())
 ENTRIES = {e["name"]: e for e in json.loads((ROOT / "tests" / "data" / "real-models-2.json").read_text())}
-ROWS = {cells[0]: cells for line in (ROOT / "docs" / "plan.md").read_text().splitlines()
-        if line.startswith("| ") and (cells := [c.strip() for c in line.strip("|").split("|")])[0] in RUN}  # fmt: skip
+ROWS = {
+    cells[0]: cells
+    for line in (ROOT / "docs" / "plan.md").read_text().splitlines()
+    if line.startswith("| ") and (cells := [c.strip() for c in line.strip("|").split("|")])[0] in RUN
+}
 
 
 def _first(cell: str) -> int:

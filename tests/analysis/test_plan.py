@@ -55,9 +55,10 @@ def test_serving_is_weights_plus_cache_plus_transient():
             "weights": weight_bytes(spec)[weights],
             "kv_cache": kv_cache_bytes(spec, 2, 1000, "int8"),
             "transient": transient(spec, 2, 1000, s).total,
-            "total": weight_bytes(spec)[weights] + kv_cache_bytes(spec, 2, 1000, "int8")
+            "total": weight_bytes(spec)[weights]
+            + kv_cache_bytes(spec, 2, 1000, "int8")
             + transient(spec, 2, 1000, s).total,
-        }  # fmt: skip
+        }
 
 
 @pytest.mark.parametrize("fused", [True, False])
@@ -76,8 +77,13 @@ def test_the_largest_batch_and_context_fit_and_one_more_does_not(budget, fused):
 def test_nothing_fits_below_the_weights_and_learned_positions_cap_the_context():
     spec = spec_from_config(LLAMA3)
     assert fits(spec, weight_bytes(spec)["bfloat16"], 1, 10).to_dict() == {
-        "memory": weight_bytes(spec)["bfloat16"], "context": 10, "max_batch_at_context": 0, "batch": 1,
-        "max_context_at_batch": 0, "context_cap": 8192}  # fmt: skip
+        "memory": weight_bytes(spec)["bfloat16"],
+        "context": 10,
+        "max_batch_at_context": 0,
+        "batch": 1,
+        "max_context_at_batch": 0,
+        "context_cap": 8192,
+    }
     gpt2 = spec_from_config(ROOT / "examples" / "hf" / "gpt2")
     assert fits(gpt2, 80 << 30, 1, 10).max_context_at_batch == 1024 == gpt2.max_len
 
@@ -135,8 +141,9 @@ def test_the_presets_and_this_machine():
 
 
 def test_plan_prints_the_four_tables(runner):
-    result = runner.invoke(app, ["plan", str(LLAMA3), "-n", "8192", "--memory", "80G", "--hardware", "h100-sxm"],
-                           env={"COLUMNS": "160"})  # fmt: skip
+    result = runner.invoke(
+        app, ["plan", str(LLAMA3), "-n", "8192", "--memory", "80G", "--hardware", "h100-sxm"], env={"COLUMNS": "160"}
+    )
     assert result.exit_code == 0, result.output
     for title in ("Serving Meta-Llama-3-8B", "What fits in 80 GiB", "Training Meta-Llama-3-8B", "Time Meta-Llama"):
         assert title in result.stdout
@@ -144,8 +151,26 @@ def test_plan_prints_the_four_tables(runner):
 
 
 def test_plan_json_holds_the_exact_figures(runner):
-    result = runner.invoke(app, ["plan", str(LLAMA3), "-n", "8192", "-b", "2", "--kv-dtype", "float8", "--json",
-                                 "--hardware", "l4", "--zero", "3", "-D", "8"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "plan",
+            str(LLAMA3),
+            "-n",
+            "8192",
+            "-b",
+            "2",
+            "--kv-dtype",
+            "float8",
+            "--json",
+            "--hardware",
+            "l4",
+            "--zero",
+            "3",
+            "-D",
+            "8",
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     spec = spec_from_config(LLAMA3)
@@ -188,8 +213,9 @@ def test_check_holds_specs_to_serving_and_training_budgets_and_diff_shows_both(r
     ]
     bad = runner.invoke(app, ["check", str(LLAMA3), "--max-training-memory", "x"])
     assert bad.exit_code == 2 and "--max-training-memory: got 'x'" in bad.stderr
-    diff = runner.invoke(app, ["diff", str(LLAMA3), str(ROOT / "examples" / "hf" / "Mistral-7B-v0.1"), "-n", "8192",
-                               "--json"])  # fmt: skip
+    diff = runner.invoke(
+        app, ["diff", str(LLAMA3), str(ROOT / "examples" / "hf" / "Mistral-7B-v0.1"), "-n", "8192", "--json"]
+    )
     rows = {r["name"]: r for r in json.loads(diff.stdout)["rows"]}
     assert rows["serving at n, bfloat16"]["a"] == serving
 
@@ -197,8 +223,9 @@ def test_check_holds_specs_to_serving_and_training_budgets_and_diff_shows_both(r
 def test_count_refuses_a_source_length_when_no_spec_reads_a_source(runner):
     result = runner.invoke(app, ["count", str(ROOT / "examples" / "hf" / "gpt2"), "-n", "10", "--source-len", "5"])
     assert result.exit_code == 2 and "--source-len 5: no spec here is an encoder-decoder" in result.stderr
-    t5 = runner.invoke(app, ["count", str(ROOT / "examples" / "models" / "t5-small.yaml"), "-n", "10", "--source-len",
-                             "5", "--json"])  # fmt: skip
+    t5 = runner.invoke(
+        app, ["count", str(ROOT / "examples" / "models" / "t5-small.yaml"), "-n", "10", "--source-len", "5", "--json"]
+    )
     assert t5.exit_code == 0 and json.loads(t5.stdout)["specs"][0]["costs"]["source_len"] == 5
 
 

@@ -11,17 +11,57 @@ from transformer_cli.analysis.training import activation_bytes, model_states, tr
 SPECS = {
     "seed (no norm, relu, no vocabulary)": Spec(N=2, H=4, m=16, d=64, r=128),
     "gpt-2 style (pre layer norm, gelu, learned positions, causal)": Spec(
-        N=2, H=4, m=16, d=64, r=256, norm="pre", activation="gelu", mask="causal", positional="learned",
-        max_len=256, V=300, scale="sqrt"),
+        N=2,
+        H=4,
+        m=16,
+        d=64,
+        r=256,
+        norm="pre",
+        activation="gelu",
+        mask="causal",
+        positional="learned",
+        max_len=256,
+        V=300,
+        scale="sqrt",
+    ),
     "llama style (rms norm, rope, 8 heads over 2 kv heads, swiglu)": Spec(
-        N=2, H=8, G=2, m=16, d=128, r=344, norm="pre", norm_type="rmsnorm", activation="silu",
-        feedforward="gated", ff_bias=False, mask="causal", positional="rope", V=500, scale="sqrt"),
+        N=2,
+        H=8,
+        G=2,
+        m=16,
+        d=128,
+        r=344,
+        norm="pre",
+        norm_type="rmsnorm",
+        activation="silu",
+        feedforward="gated",
+        ff_bias=False,
+        mask="causal",
+        positional="rope",
+        V=500,
+        scale="sqrt",
+    ),
     "gemma 2 style (sandwich rms norms, rope, gated gelu)": Spec(
-        N=2, H=4, G=1, m=16, d=64, r=192, norm="sandwich", norm_type="rmsnorm", activation="gelu", feedforward="gated",
-        ff_bias=False, mask="causal", positional="rope", V=300, scale="sqrt"),
-    "bert style (post layer norm, gelu)": Spec(N=2, H=4, m=16, d=64, r=256, norm="post", activation="gelu", V=100,
-                                              scale="sqrt"),
-}  # fmt: skip
+        N=2,
+        H=4,
+        G=1,
+        m=16,
+        d=64,
+        r=192,
+        norm="sandwich",
+        norm_type="rmsnorm",
+        activation="gelu",
+        feedforward="gated",
+        ff_bias=False,
+        mask="causal",
+        positional="rope",
+        V=300,
+        scale="sqrt",
+    ),
+    "bert style (post layer norm, gelu)": Spec(
+        N=2, H=4, m=16, d=64, r=256, norm="post", activation="gelu", V=100, scale="sqrt"
+    ),
+}
 
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "unfused"])
@@ -84,8 +124,20 @@ def test_recomputation_keeps_each_blocks_input_and_one_block():
 def test_an_encoder_decoder_counts_both_stacks_and_the_cross_attention():
     """T5's shape: more with a longer source (the encoder and the cross-attention's keys), and the unfused
     kernels keep the (H, n, n_src) softmax of every cross-attention, as well as the stacks' own."""
-    spec = Spec(N=2, N_enc=2, H=4, m=16, d=64, r=128, V=100, norm="pre", norm_type="rmsnorm", mask="causal",
-                positional="relative", scale="none")  # fmt: skip
+    spec = Spec(
+        N=2,
+        N_enc=2,
+        H=4,
+        m=16,
+        d=64,
+        r=128,
+        V=100,
+        norm="pre",
+        norm_type="rmsnorm",
+        mask="causal",
+        positional="relative",
+        scale="none",
+    )
     short = activation_bytes(spec, 1, 32, "bfloat16", n_src=32)["total"]
     long = activation_bytes(spec, 1, 32, "bfloat16", n_src=64)["total"]
     assert long > short
@@ -103,5 +155,9 @@ def test_the_training_total_is_states_plus_activations():
     assert plan.activation_dtype == "float32"
     for way, size in plan.activations.items():
         assert plan.total[way] == plan.states["total"] + size
-    assert plan.states == {"weights": 4 * 12345, "gradients": -(-4 * 12345 // 4),
-                              "optimizer": -(-8 * 12345 // 4), "total": 4 * 12345 + 12345 + 24690}  # fmt: skip
+    assert plan.states == {
+        "weights": 4 * 12345,
+        "gradients": -(-4 * 12345 // 4),
+        "optimizer": -(-8 * 12345 // 4),
+        "total": 4 * 12345 + 12345 + 24690,
+    }

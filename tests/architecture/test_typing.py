@@ -16,11 +16,18 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = {"transformer_cli.models", "transformer_cli.writing"}  # tfm.load and its Model; tfm.init, tfm.convert
 # mypy --strict's flags that a [[tool.mypy.overrides]] section takes (warn_unused_ignores is on for every module)
 STRICT = {
-    "disallow_any_generics": True, "disallow_subclassing_any": True, "disallow_untyped_calls": True,
-    "disallow_untyped_defs": True, "disallow_incomplete_defs": True, "check_untyped_defs": True,
-    "disallow_untyped_decorators": True, "warn_return_any": True, "implicit_reexport": False,
-    "strict_equality": True, "extra_checks": True,
-}  # fmt: skip
+    "disallow_any_generics": True,
+    "disallow_subclassing_any": True,
+    "disallow_untyped_calls": True,
+    "disallow_untyped_defs": True,
+    "disallow_incomplete_defs": True,
+    "check_untyped_defs": True,
+    "disallow_untyped_decorators": True,
+    "warn_return_any": True,
+    "implicit_reexport": False,
+    "strict_equality": True,
+    "extra_checks": True,
+}
 
 
 def strict_override() -> dict:
@@ -47,10 +54,16 @@ def test_ci_runs_the_mypy_that_reads_the_strict_override():
 
 # each command's method and the type of what it returns, whose to_dict() the command prints under --json
 RESULTS = {
-    "Model.count": "ParamCount", "Model.checkpoint": "CheckpointSummary | None", "Model.costs": "Costs",
-    "Model.plan": "Plan", "Model.verify": "Verification", "Model.run": "RunResult", "Model.generate": "Generation",
-    "init": "Written", "convert": "Written",
-}  # fmt: skip
+    "Model.count": "ParamCount",
+    "Model.checkpoint": "CheckpointSummary | None",
+    "Model.costs": "Costs",
+    "Model.plan": "Plan",
+    "Model.verify": "Verification",
+    "Model.run": "RunResult",
+    "Model.generate": "Generation",
+    "init": "Written",
+    "convert": "Written",
+}
 
 
 @pytest.mark.parametrize("call", RESULTS)
@@ -71,8 +84,22 @@ def test_the_wheel_ships_py_typed(tmp_path):
     shutil.copytree(ROOT / "transformer_cli", source / "transformer_cli", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    tmp_path / "dist", source], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            tmp_path / "dist",
+            source,
+        ],
+        check=True,
+        capture_output=True,
+    )
     (wheel,) = (tmp_path / "dist").glob("tfm-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "transformer_cli/py.typed" in names and "transformer_cli/models.py" in names

@@ -102,10 +102,21 @@ def test_the_table_gives_each_failing_checks_reason(runner, monkeypatch):
 
 # -- issue 22 (4): a large config without weights is counted, costed and verified at once --------------------------
 
-TINYLLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 32000, "hidden_size": 2048,
-             "intermediate_size": 5632, "num_hidden_layers": 22, "num_attention_heads": 32, "num_key_value_heads": 4,
-             "max_position_embeddings": 2048, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
-             "tie_word_embeddings": False, "hidden_act": "silu"}  # TinyLlama-1.1B's published values  # fmt: skip
+TINYLLAMA = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "vocab_size": 32000,
+    "hidden_size": 2048,
+    "intermediate_size": 5632,
+    "num_hidden_layers": 22,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "max_position_embeddings": 2048,
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 10000.0,
+    "tie_word_embeddings": False,
+    "hidden_act": "silu",
+}  # TinyLlama-1.1B's published values
 
 
 def test_a_config_only_folder_of_a_1b_model_is_checked_on_a_scaled_down_copy(runner, tmp_path):
@@ -125,7 +136,14 @@ def test_a_config_only_folder_of_a_1b_model_is_checked_on_a_scaled_down_copy(run
     assert code == 0 and spec["error"] is None and spec["verify"] == "PASS", spec
     assert spec["params"] == 1_100_048_384
     assert {k: spec["verified_on"][k] for k in ("N", "d", "r", "m", "V", "H", "G")} == {
-        "N": 2, "d": 64, "r": 128, "m": 16, "V": 256, "H": 32, "G": 4}  # fmt: skip
+        "N": 2,
+        "d": 64,
+        "r": 128,
+        "m": 16,
+        "V": 256,
+        "H": 32,
+        "G": 4,
+    }
     assert peak < 200 << 20, peak
 
 
@@ -167,12 +185,17 @@ def test_a_folder_search_skips_hidden_folders_and_files_that_are_not_specs(runne
     result = runner.invoke(app, ["check", str(repo), "--no-verify", "--json", "--exclude", "specs/draft*"])
     data = json.loads(result.stdout)
     assert result.exit_code == 2  # the broken spec
-    assert [Path(p).relative_to(repo).as_posix() for p in data["found"]] == ["models/m", "specs/broken.yaml",
-                                                                            "specs/tiny.yaml"]  # fmt: skip
+    assert [Path(p).relative_to(repo).as_posix() for p in data["found"]] == [
+        "models/m",
+        "specs/broken.yaml",
+        "specs/tiny.yaml",
+    ]
     skipped = {Path(s["path"]).relative_to(repo).as_posix(): s["reason"] for s in data["skipped"]}
-    assert skipped == {"models/config.json": "a config.json without model_type",
-                       "specs/draft.yaml": "excluded",
-                       "specs/other.yml": "YAML without the spec keys N, H, m, d, r"}  # fmt: skip
+    assert skipped == {
+        "models/config.json": "a config.json without model_type",
+        "specs/draft.yaml": "excluded",
+        "specs/other.yml": "YAML without the spec keys N, H, m, d, r",
+    }
     assert "skipped 3 files: " in result.stderr and "(excluded)" in result.stderr
     error = next(s["error"] for s in data["specs"] if s["path"].endswith("broken.yaml"))
     assert "invalid YAML" in error
@@ -185,12 +208,27 @@ def test_the_help_says_what_a_folder_search_takes(runner):
 
 # Phi-3-mini-128k-instruct's config.json as published, but for its factors' values (48 of each, one per rotated
 # pair of its heads of 96; the published values are not needed here, only their number)
-PHI3_128K = {"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
-             "num_attention_heads": 32, "num_key_value_heads": 32, "max_position_embeddings": 131072,
-             "original_max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
-             "sliding_window": 262144, "tie_word_embeddings": False, "vocab_size": 32064, "hidden_act": "silu",
-             "rope_scaling": {"type": "longrope", "short_factor": [1 + i / 100 for i in range(48)],
-                              "long_factor": [1 + 3 * i / 2 for i in range(48)]}}  # fmt: skip
+PHI3_128K = {
+    "model_type": "phi3",
+    "hidden_size": 3072,
+    "intermediate_size": 8192,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 32,
+    "max_position_embeddings": 131072,
+    "original_max_position_embeddings": 4096,
+    "rms_norm_eps": 1e-5,
+    "rope_theta": 10000.0,
+    "sliding_window": 262144,
+    "tie_word_embeddings": False,
+    "vocab_size": 32064,
+    "hidden_act": "silu",
+    "rope_scaling": {
+        "type": "longrope",
+        "short_factor": [1 + i / 100 for i in range(48)],
+        "long_factor": [1 + 3 * i / 2 for i in range(48)],
+    },
+}
 
 
 def test_published_configs_with_per_layer_kinds_and_longrope_are_checked_on_a_copy_scaled_to_match(runner, tmp_path):

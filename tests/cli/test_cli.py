@@ -31,8 +31,22 @@ def test_top_level_help_documents_the_exit_codes(runner):
 
 
 def test_the_command_list_is_complete():
-    expected = {"count", "init", "run", "verify", "verify-equivariance", "verify-causality", "verify-decoding",
-                "verify-scaling", "bench", "schema", "diff", "attention", "check", "sample"}  # fmt: skip
+    expected = {
+        "count",
+        "init",
+        "run",
+        "verify",
+        "verify-equivariance",
+        "verify-causality",
+        "verify-decoding",
+        "verify-scaling",
+        "bench",
+        "schema",
+        "diff",
+        "attention",
+        "check",
+        "sample",
+    }
     assert set(COMMANDS) >= expected
 
 
@@ -44,9 +58,17 @@ def test_no_color_and_pipes_give_plain_text(runner, args):
         assert "\x1b[" not in result.stdout and "\x1b[" not in result.stderr
 
 
-@pytest.mark.parametrize("args", [["count"], ["verify", "-n", "4"], ["verify-scaling", "--samples", "500"],
-                                  ["bench", "-n", "4", "-k", "1", "--no-torch"], ["diff", str(TINY), str(TINY)],
-                                  ["schema"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["count"],
+        ["verify", "-n", "4"],
+        ["verify-scaling", "--samples", "500"],
+        ["bench", "-n", "4", "-k", "1", "--no-torch"],
+        ["diff", str(TINY), str(TINY)],
+        ["schema"],
+    ],
+)
 def test_json_is_the_only_thing_on_stdout(runner, args):
     result = runner.invoke(app, [*args, "--json"])
     assert result.exit_code in (0, 1)
@@ -74,8 +96,12 @@ def test_count_json_is_the_reference_figures(runner):
     assert data["per_block"] == data["closed_form"]["per_block"] == expected["params_per_block"]
     assert data["total"] == data["closed_form"]["total"] == expected["params_total"]
     assert {"name", "tensors"} <= set(data) and data["tensors"][0] == {
-        "name": "blocks.{i}.attention.W_Q", "shape": [3, 4, 10], "count": 120, "copies": 2, "component": "attention",
-    }  # fmt: skip
+        "name": "blocks.{i}.attention.W_Q",
+        "shape": [3, 4, 10],
+        "count": 120,
+        "copies": 2,
+        "component": "attention",
+    }
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)

@@ -24,14 +24,17 @@ def json_error(result, code=2):
 # -- 10: usage errors honour --json and are one line ---------------------------------------------------
 
 
-@pytest.mark.parametrize("args, words", [
-    (["count", TINY, "--seq-len", 0], "--seq-len"),
-    (["run", TINY], "--input"),
-    (["count", "--bogus"], "--bogus"),
-    (["verify-equivariance", "--expect", "maybe"], "maybe"),
-    (["nonsense-command"], "nonsense-command"),
-    (["diff", TINY], "argument"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["count", TINY, "--seq-len", 0], "--seq-len"),
+        (["run", TINY], "--input"),
+        (["count", "--bogus"], "--bogus"),
+        (["verify-equivariance", "--expect", "maybe"], "maybe"),
+        (["nonsense-command"], "nonsense-command"),
+        (["diff", TINY], "argument"),
+    ],
+)
 def test_usage_errors_are_json_under_json(runner, args, words):
     message = json_error(invoke(runner, *args, "--json"))
     assert words in message
@@ -51,13 +54,30 @@ def test_help_and_no_arguments_still_show_the_help(runner):
 # -- 7: negative seeds --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", ["run", "init", "attention", "verify", "verify-equivariance", "verify-causality",
-                                     "verify-decoding", "verify-scaling", "bench", "sample"])  # fmt: skip
+@pytest.mark.parametrize(
+    "command",
+    [
+        "run",
+        "init",
+        "attention",
+        "verify",
+        "verify-equivariance",
+        "verify-causality",
+        "verify-decoding",
+        "verify-scaling",
+        "bench",
+        "sample",
+    ],
+)
 def test_a_negative_seed_is_refused_on_one_line(runner, tmp_path, command):
     x = tmp_path / "x.npy"
     np.save(x, np.zeros((32, 3)))
-    extra = {"run": ["-i", x], "attention": ["-i", x], "init": ["-o", tmp_path / "w.npz"],
-             "sample": ["-o", tmp_path / "s.npy"]}.get(command, [])  # fmt: skip
+    extra = {
+        "run": ["-i", x],
+        "attention": ["-i", x],
+        "init": ["-o", tmp_path / "w.npz"],
+        "sample": ["-o", tmp_path / "s.npy"],
+    }.get(command, [])
     message = json_error(invoke(runner, command, *extra, "--seed", -1, "--json"))
     assert "--seed" in message and "-1" in message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy"]
@@ -66,14 +86,17 @@ def test_a_negative_seed_is_refused_on_one_line(runner, tmp_path, command):
 # -- 8: n > max_len is refused by every command that takes n -------------------------------------------
 
 
-@pytest.mark.parametrize("args", [
-    ["bench", GPT2, "-n", 1025, "--no-torch", "-k", 1],
-    ["bench", LEARNED, "-n", 17, "--no-torch", "-k", 1],
-    ["count", LEARNED, "-n", 17],
-    ["diff", LEARNED, LEARNED, "-n", 17],
-    ["verify", LEARNED, "-n", 17],
-    ["sample", LEARNED, "-n", 17, "-o", "never.npy"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bench", GPT2, "-n", 1025, "--no-torch", "-k", 1],
+        ["bench", LEARNED, "-n", 17, "--no-torch", "-k", 1],
+        ["count", LEARNED, "-n", 17],
+        ["diff", LEARNED, LEARNED, "-n", 17],
+        ["verify", LEARNED, "-n", 17],
+        ["sample", LEARNED, "-n", 17, "-o", "never.npy"],
+    ],
+)
 def test_n_beyond_max_len_is_refused(runner, args):
     message = json_error(invoke(runner, *args, "--json"))
     assert "17" in message or "1025" in message
@@ -170,13 +193,21 @@ def test_count_out_of_memory_says_what_count_holds_not_batches(runner, monkeypat
 HF_TINY = DATA.parent.parent / "examples" / "hf" / "tiny-llama"
 
 
-@pytest.mark.parametrize("args", [["plan", HF_TINY, "--memory", "80"], ["verify", "--max-memory", "512"],
-                                  ["convert", "w.safetensors", "-o", "d", "--shard-size", "5"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["plan", HF_TINY, "--memory", "80"],
+        ["verify", "--max-memory", "512"],
+        ["convert", "w.safetensors", "-o", "d", "--shard-size", "5"],
+    ],
+)
 def test_a_size_without_its_unit_is_refused(runner, args):
     option, value = args[-2:]
     error = one_line_error(invoke(runner, *args))
-    assert error == (f"error: {option}: got '{value}', expected a size with its unit such as {value}G or {value}M "
-                     f"(write {value}B for bytes)")  # fmt: skip
+    assert error == (
+        f"error: {option}: got '{value}', expected a size with its unit such as {value}G or {value}M "
+        f"(write {value}B for bytes)"
+    )
 
 
 def test_a_size_in_bytes_is_written_with_b(runner):

@@ -40,7 +40,7 @@ BAD_CASES = {
     "weights for another spec": (
         lambda t, g: ["run", "-i", g, "-w", SEED_PLAIN / "weights.npz"],
         ["weights.npz", "wrong shape", "expected (4, 8, 32)"],
-    ),  # fmt: skip
+    ),
     "output is input": (lambda t, g: ["run", "-i", g, "-o", g, "--force"], ["x.npy", "is also an input"]),
     "output folder missing": (lambda t, g: ["run", "-i", g, "-o", t / "no" / "y.npy"], ["does not exist"]),
     "seq-len too long": (
@@ -166,8 +166,13 @@ def test_help_imports_no_analysis_beyond_the_option_lists():
         "print(sorted(m for m in sys.modules if m.startswith('transformer_cli')))"
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    for heavy in ("transformer_cli.components", "transformer_cli.analysis.costs", "transformer_cli.model",
-                  "transformer_cli.cli.render", "transformer_cli.analysis.memory"):  # fmt: skip
+    for heavy in (
+        "transformer_cli.components",
+        "transformer_cli.analysis.costs",
+        "transformer_cli.model",
+        "transformer_cli.cli.render",
+        "transformer_cli.analysis.memory",
+    ):
         assert heavy not in loaded, (heavy, loaded)
 
 
@@ -184,14 +189,17 @@ def test_the_help_listed_without_the_commands_is_the_help_with_them():
     from transformer_cli.cli import SUMMARIES, load_commands
 
     group = typer.main.get_command(load_commands())
-    real = {name: " ".join(inspect.cleandoc(group.get_command(None, name).help).split("\n\n")[0].split())
-            for name in group.list_commands(None)}  # fmt: skip
+    real = {
+        name: " ".join(inspect.cleandoc(group.get_command(None, name).help).split("\n\n")[0].split())
+        for name in group.list_commands(None)
+    }
     assert list(SUMMARIES.items()) == list(real.items())
     full = "import sys; sys.argv = ['tfm', '--help']; from transformer_cli.cli import load_commands; load_commands()()"
     for width in ("60", "100", "160"):
         env = {**os.environ, "COLUMNS": width}
-        lazy = subprocess.run([sys.executable, "-m", "transformer_cli", "--help"], capture_output=True, text=True,
-                              env=env)  # fmt: skip
+        lazy = subprocess.run(
+            [sys.executable, "-m", "transformer_cli", "--help"], capture_output=True, text=True, env=env
+        )
         loaded = subprocess.run([sys.executable, "-c", full], capture_output=True, text=True, env=env)
         assert lazy.stdout == loaded.stdout and "verify-equivariance" in lazy.stdout, width
 
@@ -221,6 +229,7 @@ def test_diff_of_two_real_models_shows_only_what_applies_and_can_show_only_diffe
     assert only.exit_code == 1
     names = [r["name"] for r in json.loads(only.stdout)["rows"] if r["section"] == "spec"]
     assert names == ["r", "G", "window"] and all(r["differs"] for r in json.loads(only.stdout)["rows"])
-    same = runner.invoke(app, ["diff", str(hf / "Llama-2-7b"), str(TINY.parent.parent / "models" / "Llama-2-7b.yaml"),
-                               "-d", "--json"])  # fmt: skip
+    same = runner.invoke(
+        app, ["diff", str(hf / "Llama-2-7b"), str(TINY.parent.parent / "models" / "Llama-2-7b.yaml"), "-d", "--json"]
+    )
     assert same.exit_code == 0 and json.loads(same.stdout)["rows"] == []

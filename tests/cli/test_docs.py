@@ -45,13 +45,32 @@ def test_the_home_page_shows_the_readmes_paragraph_of_models():
 
 # How the README names each `general.architecture` tfm reads (gguf/archs.py): a new one must be named there too.
 GGUF_NAMES = {
-    "llama": "LLaMA, Mistral, Mixtral", "qwen2": "Qwen 2/3", "qwen3": "Qwen 2/3", "qwen2moe": "and their MoEs",
-    "qwen3moe": "and their MoEs", "gemma": "Gemma 1/2/3", "gemma2": "Gemma 1/2/3", "gemma3": "Gemma 1/2/3",
-    "phi3": "Phi-2/3", "phi2": "Phi-2/3", "phimoe": "Phi-3.5-MoE", "starcoder2": "StarCoder2", "gpt2": "GPT-2",
-    "falcon": "Falcon", "olmo2": "OLMo 2", "granite": "Granite", "command-r": "Command-R", "stablelm": "StableLM",
-    "bloom": "BLOOM", "gptneox": "GPT-NeoX", "gpt-oss": "gpt-oss", "deepseek2": "DeepSeek-V2/V3",
-    "bert": "BERT and RoBERTa", "t5": "T5 and mT5", "gptj": "GPT-J",
-}  # fmt: skip
+    "llama": "LLaMA, Mistral, Mixtral",
+    "qwen2": "Qwen 2/3",
+    "qwen3": "Qwen 2/3",
+    "qwen2moe": "and their MoEs",
+    "qwen3moe": "and their MoEs",
+    "gemma": "Gemma 1/2/3",
+    "gemma2": "Gemma 1/2/3",
+    "gemma3": "Gemma 1/2/3",
+    "phi3": "Phi-2/3",
+    "phi2": "Phi-2/3",
+    "phimoe": "Phi-3.5-MoE",
+    "starcoder2": "StarCoder2",
+    "gpt2": "GPT-2",
+    "falcon": "Falcon",
+    "olmo2": "OLMo 2",
+    "granite": "Granite",
+    "command-r": "Command-R",
+    "stablelm": "StableLM",
+    "bloom": "BLOOM",
+    "gptneox": "GPT-NeoX",
+    "gpt-oss": "gpt-oss",
+    "deepseek2": "DeepSeek-V2/V3",
+    "bert": "BERT and RoBERTa",
+    "t5": "T5 and mT5",
+    "gptj": "GPT-J",
+}
 
 
 def test_the_readme_names_every_gguf_architecture_tfm_reads():

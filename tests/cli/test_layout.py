@@ -25,8 +25,14 @@ def on_a_terminal(args: list[str], **env: str) -> str:
     leader, follower = pty.openpty()
     environ = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS")}
     environ |= {"PYTHONPATH": str(ROOT), "TERM": "xterm-256color", "COLUMNS": "100"} | env
-    proc = subprocess.Popen([sys.executable, "-m", "transformer_cli", *args], stdout=follower, stderr=follower,
-                            stdin=subprocess.DEVNULL, env=environ, cwd=ROOT)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "transformer_cli", *args],
+        stdout=follower,
+        stderr=follower,
+        stdin=subprocess.DEVNULL,
+        env=environ,
+        cwd=ROOT,
+    )
     os.close(follower)
     chunks = []
     while True:
@@ -42,8 +48,16 @@ def on_a_terminal(args: list[str], **env: str) -> str:
     return b"".join(chunks).decode()
 
 
-@pytest.mark.parametrize("args", [["count", str(TINY)], ["verify", str(TINY), "-n", "4"], ["count", "--bogus"],
-                                  ["verify-causality", "-n", "3"], ["attention", "--help"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["count", str(TINY)],
+        ["verify", str(TINY), "-n", "4"],
+        ["count", "--bogus"],
+        ["verify-causality", "-n", "3"],
+        ["attention", "--help"],
+    ],
+)
 def test_no_color_on_a_terminal_is_plain_text(args):
     text = on_a_terminal(args, NO_COLOR="1")
     assert "\x1b[" not in text and len(text) > 20, text
@@ -63,9 +77,13 @@ VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "agrees")
 @functools.cache  # each wide rendering serves three widths
 def tfm(args: tuple[str, ...], columns: int) -> str:
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | {
-        "PYTHONPATH": str(ROOT), "COLUMNS": str(columns), "NO_COLOR": "1"}  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "transformer_cli", *args], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=120)  # fmt: skip
+        "PYTHONPATH": str(ROOT),
+        "COLUMNS": str(columns),
+        "NO_COLOR": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "transformer_cli", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
     assert done.returncode in (0, 1), done.stderr
     return done.stdout
 
@@ -131,8 +149,9 @@ def test_phrases_wrap_as_words_where_the_table_cannot_hold_them():
     for name in ("expected", "observed", "verdict"):
         table.add_column(name, no_wrap=True)
     table.add_column("why", overflow="fold")
-    table.add_row(Phrases("encoder: Transformer(XP) = Transformer(X)P"), "holds", "holds", "PASS: as expected",
-                  "no positions")  # fmt: skip
+    table.add_row(
+        Phrases("encoder: Transformer(XP) = Transformer(X)P"), "holds", "holds", "PASS: as expected", "no positions"
+    )
 
     def shown(width: int) -> str:
         console = Console(width=width, file=io.StringIO(), color_system=None)

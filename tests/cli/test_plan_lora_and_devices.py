@@ -47,8 +47,9 @@ def test_lora_on_two_projections_keeps_less_than_on_all(runner):
 
 
 def test_the_table_names_the_frozen_base_and_the_adapters(runner):
-    result = runner.invoke(app, ["plan", str(LLAMA3), "--weights", "nf4", "--lora-rank", "16", "--hardware", "l4"],
-                           env={"COLUMNS": "160"})  # fmt: skip
+    result = runner.invoke(
+        app, ["plan", str(LLAMA3), "--weights", "nf4", "--lora-rank", "16", "--hardware", "l4"], env={"COLUMNS": "160"}
+    )
     assert result.exit_code == 0, result.output
     assert "frozen weights (nf4)" in result.stdout and "41,943,040 trainable parameters" in result.stdout
 
@@ -57,8 +58,8 @@ def test_what_lora_cannot_plan_is_one_line_and_exit_2(runner, tmp_path):
     cases = {
         ("--lora-targets", "q_proj"): "--lora-targets q_proj: needs --lora-rank R",
         ("--lora-rank", "8", "--lora-targets", "q_prj"): "q_prj names no linear module of this model (its modules: "
-                                                         "down_proj, gate_proj, k_proj, o_proj, q_proj",
-    }  # fmt: skip
+        "down_proj, gate_proj, k_proj, o_proj, q_proj",
+    }
     for args, message in cases.items():
         result = runner.invoke(app, ["plan", str(LLAMA3), *args])
         assert result.exit_code == 2 and message in result.output and len(result.output.strip().splitlines()) == 1
@@ -72,8 +73,22 @@ def test_mixtral_s_lora_is_peft_s_and_its_nf4_experts_stay_in_bfloat16(runner):
     """Mixtral-8x7B, LoRA r = 8 on all-linear: peft 0.21 on transformers 5.24's model (meta device) counts
     179,832,832 trainable parameters (attention, the router, each expert's gate and up at rank 16, its down at 8);
     bitsandbytes quantises the linear modules only, so the stacked experts stay bfloat16 under nf4."""
-    data = json.loads(runner.invoke(app, ["plan", str(LLAMA3.parent / "Mixtral-8x7B-v0.1"), "--lora-rank", "8",
-                                          "--weights", "nf4", "--hardware", "h100-sxm", "--json"]).stdout)  # fmt: skip
+    data = json.loads(
+        runner.invoke(
+            app,
+            [
+                "plan",
+                str(LLAMA3.parent / "Mixtral-8x7B-v0.1"),
+                "--lora-rank",
+                "8",
+                "--weights",
+                "nf4",
+                "--hardware",
+                "h100-sxm",
+                "--json",
+            ],
+        ).stdout
+    )
     assert data["training"]["lora"]["trainable_parameters"] == 179_832_832
     experts = 32 * 3 * 8 * 4096 * 14336  # (N, gate up down, E, d, r)
     assert data["weights_bytes"]["nf4"] > 2 * experts > data["weights_bytes"]["int4"]
@@ -91,8 +106,10 @@ def test_serving_llama3_8b_on_two_devices_halves_all_but_the_norms(runner):
     assert split["kv_cache"] == 2 * 8192 * LAYERS * 4 * 128 * 2  # K and V, 4 heads of 128 a device, bfloat16
     assert split["communication_per_token"]["tensor_parallel"] == 65 * 2 * D * 2 // 2
     single = _plan(runner, "-n", "8192", "--memory", "80G")
-    assert plan["fits"]["fused_attention"]["max_batch_at_context"] > single["fits"]["fused_attention"][
-        "max_batch_at_context"]  # fmt: skip
+    assert (
+        plan["fits"]["fused_attention"]["max_batch_at_context"]
+        > single["fits"]["fused_attention"]["max_batch_at_context"]
+    )
 
 
 def test_prefill_keeps_the_last_positions_logits_unless_asked_for_all(runner):
@@ -120,8 +137,11 @@ def test_a_config_under_another_name_is_the_same_model_as_its_folder(runner, tmp
     folder, renamed = (json.loads(p.stdout) for p in plans)
     assert renamed["training"]["lora"] == folder["training"]["lora"] and renamed["params"] == qwen["parameters"]
     assert folder["training"]["lora"]["trainable_parameters"] == 28 * 8 * (3584 + 3584)  # q_proj: r (d_in + d_out)
-    (tmp_path / "qwen-fp8.json").write_text(json.dumps(json.loads((tmp_path / "Qwen2-7B.json").read_text())
-                                                      | {"quantization_config": {"quant_method": "fp8"}}))  # fmt: skip
+    (tmp_path / "qwen-fp8.json").write_text(
+        json.dumps(
+            json.loads((tmp_path / "Qwen2-7B.json").read_text()) | {"quantization_config": {"quant_method": "fp8"}}
+        )
+    )
     fp8 = runner.invoke(app, ["plan", str(tmp_path / "qwen-fp8.json"), "-n", "64", "--json"])
     assert fp8.exit_code == 0 and "planned at the bytes its method stores (fp8" in fp8.stderr
     spec = tmp_path / "spec.yaml"

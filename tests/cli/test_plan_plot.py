@@ -32,9 +32,16 @@ def test_the_picture_names_every_part_and_every_limit(runner, tmp_path):
     assert result.exit_code == 0, result.output
     assert f"wrote {out}" in result.stderr
     texts = _svg_text(out)
-    for label in ("weights (bfloat16)", "KV cache", "the prefill's transient peak", "total, weights int4",
-                  "--memory budget (24 GiB)", "RTX 4090 (24 GiB)", "H100 SXM (79.6 GiB)",
-                  "context (tokens)"):  # fmt: skip
+    for label in (
+        "weights (bfloat16)",
+        "KV cache",
+        "the prefill's transient peak",
+        "total, weights int4",
+        "--memory budget (24 GiB)",
+        "RTX 4090 (24 GiB)",
+        "H100 SXM (79.6 GiB)",
+        "context (tokens)",
+    ):
         assert label in texts, (label, texts)
     assert any(t.startswith("total, weights q4_k_m") for t in texts)
     again = tmp_path / "again.svg"  # the same figures, the same bytes (no date, fixed ids)
@@ -60,8 +67,10 @@ def test_the_curve_is_the_plans_serving_memory_at_each_context(runner):
 def test_the_chart_draws_a_bar_a_context_on_the_plans_scale(runner):
     result = runner.invoke(app, ["plan", *ARGS, "--chart"], env={"COLUMNS": "120"})
     assert result.exit_code == 0, result.output
-    rows = {int(m.group(1).replace(",", "")): m.group(2) for m in re.finditer(r"n = ([\d,]+)  (.*?) +[\d.]+ GiB",
-                                                                               result.stdout)}  # fmt: skip
+    rows = {
+        int(m.group(1).replace(",", "")): m.group(2)
+        for m in re.finditer(r"n = ([\d,]+)  (.*?) +[\d.]+ GiB", result.stdout)
+    }
     assert set(rows) == set(contexts(spec_from_config(LLAMA3), 2048))
     assert rows[8192].count("▓") + rows[8192].count("░") > rows[128].count("▓") + rows[128].count("░")
     assert all(row.count("│") == 2 for row in rows.values())  # the budget and the RTX 4090 (24 GiB): one place
@@ -77,14 +86,19 @@ def test_a_card_and_a_budget_of_one_size_are_one_line_in_binary_units(runner, tm
     and the A100 80GB (81,920 MiB, as nvidia-smi reports it) were two lines 7 % apart."""
     mib = 1 << 20  # the totals nvidia-smi prints (modal-labs/modal-client#2797; RLinf/RLinf#255 for the 4090)
     assert {k: hw.memory for k, hw in PRESETS.items()} == {
-        "a100-80gb": 81_920 * mib, "h100-sxm": 81_559 * mib, "l4": 23_034 * mib, "rtx-4090": 24_564 * mib}  # fmt: skip
+        "a100-80gb": 81_920 * mib,
+        "h100-sxm": 81_559 * mib,
+        "l4": 23_034 * mib,
+        "rtx-4090": 24_564 * mib,
+    }
     args = [str(LLAMA3), "--memory", "80G", "--hardware", "a100-80gb"]
     result = runner.invoke(app, ["plan", *args, "--chart"], env={"COLUMNS": "120"})
     rows = re.findall(r"n = [\d,]+  (.*?) +[\d.]+ GiB", result.stdout)
     assert len(rows) == 7 and all(row.count("│") == 1 for row in rows), rows  # one place on the scale
     assert "│ at 80 GiB: --memory budget; │ at 80 GiB: A100 80GB SXM" in " ".join(result.stdout.split())
-    other = runner.invoke(app, ["plan", str(LLAMA3), "--memory", "75G", "--hardware", "a100-80gb", "--chart"],
-                          env={"COLUMNS": "120"})  # fmt: skip
+    other = runner.invoke(
+        app, ["plan", str(LLAMA3), "--memory", "75G", "--hardware", "a100-80gb", "--chart"], env={"COLUMNS": "120"}
+    )
     rows = re.findall(r"n = [\d,]+  (.*?) +[\d.]+ GiB", other.stdout)  # (the control: sizes 7 % apart, two lines)
     assert len(rows) == 7 and all(row.count("│") == 2 for row in rows), rows
     pytest.importorskip("matplotlib", reason="matplotlib draws the plot (the plot extra)")

@@ -60,8 +60,9 @@ def test_ctrl_c_during_start_up_is_quiet():
     """SIGINT at random moments of tfm's first 0.35 s (its imports): exit 130 (or done, 0), never a traceback."""
     rng = random.Random(0)
     for _ in range(20):
-        proc = subprocess.Popen([sys.executable, "-c", UP_THEN_COUNT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-c", UP_THEN_COUNT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         assert proc.stdout.readline() == "up\n"
         time.sleep(rng.uniform(0.02, 0.35))
         proc.send_signal(signal.SIGINT)

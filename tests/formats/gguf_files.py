@@ -17,15 +17,31 @@ import numpy as np
 from gguf_metadata import ARCHS, PERMUTED, _kv_heads, _metadata
 
 REORDERED = ("bloom", "gpt_neox")  # BloomModel, GPTNeoXModel: per-head [q; k; v] -> [Q; K; V]
-KEPT_F32 = (".gate.weight", "shared_expert_gate.weight", "wpe.weight", "norm.weight", "router.weight", "sinks",
-            "position_embeddings.weight", "token_type_embeddings.weight")  # fmt: skip
+KEPT_F32 = (
+    ".gate.weight",
+    "shared_expert_gate.weight",
+    "wpe.weight",
+    "norm.weight",
+    "router.weight",
+    "sinks",
+    "position_embeddings.weight",
+    "token_type_embeddings.weight",
+)
 OSS_IN_OUT = ("experts.gate_up_proj", "experts.down_proj")  # gpt-oss's experts (in, out): stored transposed
 CONV1D = (".c_attn.weight", ".c_proj.weight", ".c_fc.weight")  # GPT2Model.modify_tensors transposes these
 GEMMAS = ("gemma", "gemma2", "gemma3_text")  # their norms stored as 1 + w (GemmaModel.modify_tensors)
-EXPERTS = {"mixtral": ("block_sparse_moe.experts.{e}.{w}.weight", ("w1", "w2", "w3"),
-                       "model.layers.{i}.block_sparse_moe.experts.{w}.weight"),
-           "qwen2_moe": ("mlp.experts.{e}.{w}.weight", ("gate_proj", "up_proj", "down_proj"),
-                         "model.layers.{i}.mlp.experts.{w}.weight")}  # fmt: skip
+EXPERTS = {
+    "mixtral": (
+        "block_sparse_moe.experts.{e}.{w}.weight",
+        ("w1", "w2", "w3"),
+        "model.layers.{i}.block_sparse_moe.experts.{w}.weight",
+    ),
+    "qwen2_moe": (
+        "mlp.experts.{e}.{w}.weight",
+        ("gate_proj", "up_proj", "down_proj"),
+        "model.layers.{i}.mlp.experts.{w}.weight",
+    ),
+}
 EXPERTS["qwen3_moe"] = EXPERTS["qwen2_moe"]
 EXPERTS["phimoe"] = EXPERTS["mixtral"]
 EXPERTS["deepseek_v2"] = EXPERTS["deepseek_v3"] = EXPERTS["qwen2_moe"]
@@ -35,8 +51,11 @@ def permute(weights: np.ndarray, n_head: int, n_head_kv: int | None) -> np.ndarr
     """convert_hf_to_gguf.py, LlamaModel.permute (llama.cpp, MIT): halves of each head -> adjacent pairs."""
     if n_head_kv is not None and n_head != n_head_kv:
         n_head = n_head_kv
-    return (weights.reshape(n_head, 2, weights.shape[0] // n_head // 2, *weights.shape[1:])
-            .swapaxes(1, 2).reshape(weights.shape))  # fmt: skip
+    return (
+        weights.reshape(n_head, 2, weights.shape[0] // n_head // 2, *weights.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(weights.shape)
+    )
 
 
 def quantisable(array: np.ndarray, qtype) -> bool:
@@ -149,8 +168,13 @@ def _converted(model) -> dict[str, np.ndarray]:
         if kind == "falcon" and "query_key_value" in name:  # FalconModel.modify_tensors (llama.cpp, MIT)
             m = cfg.hidden_size // H
             qkv = data.reshape(G, H // G + 2, m, m * H)
-            data = np.concatenate((qkv[:, :-2].reshape(H * m, m * H), qkv[:, [-2]].reshape(G * m, m * H),
-                                   qkv[:, [-1]].reshape(G * m, m * H))).reshape(data.shape)  # fmt: skip
+            data = np.concatenate(
+                (
+                    qkv[:, :-2].reshape(H * m, m * H),
+                    qkv[:, [-2]].reshape(G * m, m * H),
+                    qkv[:, [-1]].reshape(G * m, m * H),
+                )
+            ).reshape(data.shape)
         if kind in REORDERED and "query_key_value" in name:  # BloomModel.modify_tensors (llama.cpp, MIT)
             d = cfg.hidden_size
             qkv = data.reshape((H, 3, d // H, *data.shape[1:]))
@@ -207,8 +231,12 @@ def write_gguf(model, path: Path, qtype_name: str = "F32", raw: dict | None = No
     tensors = _converted(model)
     if raw is not None:  # bytes in the model's row order, permuted as the converter permutes the weights
         H, G = cfg.num_attention_heads, cfg.num_key_value_heads
-        raw = {n: permute(b, H, H if ".q_proj." in n else G) if arch == "LLAMA" and (".q_proj." in n or ".k_proj." in n)
-               else b for n, b in raw.items()}  # fmt: skip
+        raw = {
+            n: permute(b, H, H if ".q_proj." in n else G)
+            if arch == "LLAMA" and (".q_proj." in n or ".k_proj." in n)
+            else b
+            for n, b in raw.items()
+        }
     if (getattr(cfg, "rope_parameters", None) or {}).get("rope_type") == "llama3" and arch == "LLAMA":
         writer.add_tensor("rope_freqs.weight", llama3_rope_freqs(cfg))
     for hf_name, data in tensors.items():
@@ -273,8 +301,15 @@ def dequantised_model(model, qtype_name: str):
 
 # Where each K-quant and IQ4 block keeps its float16 scales (ggml's block structs): set to a moderate value so that
 # random blocks dequantise to finite weights of a model's size.
-SCALE_OFFSETS = {"Q2_K": (80, 82), "Q3_K": (108,), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,), "IQ4_NL": (0,),
-                 "IQ4_XS": (0,)}  # fmt: skip
+SCALE_OFFSETS = {
+    "Q2_K": (80, 82),
+    "Q3_K": (108,),
+    "Q4_K": (0, 2),
+    "Q5_K": (0, 2),
+    "Q6_K": (208,),
+    "IQ4_NL": (0,),
+    "IQ4_XS": (0,),
+}
 
 
 def random_blocks(rows: int, columns: int, qtype_name: str, rng: np.random.Generator) -> np.ndarray:

@@ -7,14 +7,40 @@ import math
 
 import numpy as np
 
-ARCHS = {"llama": "LLAMA", "mistral": "LLAMA", "mixtral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3",
-         "qwen2_moe": "QWEN2MOE", "qwen3_moe": "QWEN3MOE", "gemma": "GEMMA", "gemma2": "GEMMA2",
-         "gemma3_text": "GEMMA3", "phi3": "PHI3", "phimoe": "PHIMOE", "starcoder2": "STARCODER2", "gpt2": "GPT2",
-         "falcon": "FALCON", "olmo2": "OLMO2", "granite": "GRANITE", "cohere": "COMMAND_R", "stablelm": "STABLELM",
-         "bloom": "BLOOM", "gpt_neox": "GPTNEOX", "phi": "PHI2",
-         "gpt_oss": "GPT_OSS", "deepseek_v2": "DEEPSEEK2", "deepseek_v3": "DEEPSEEK2",
-         "bert": "BERT", "roberta": "BERT", "xlm-roberta": "BERT", "distilbert": "BERT", "t5": "T5",
-         "mt5": "T5", "gptj": "GPTJ"}  # fmt: skip
+ARCHS = {
+    "llama": "LLAMA",
+    "mistral": "LLAMA",
+    "mixtral": "LLAMA",
+    "qwen2": "QWEN2",
+    "qwen3": "QWEN3",
+    "qwen2_moe": "QWEN2MOE",
+    "qwen3_moe": "QWEN3MOE",
+    "gemma": "GEMMA",
+    "gemma2": "GEMMA2",
+    "gemma3_text": "GEMMA3",
+    "phi3": "PHI3",
+    "phimoe": "PHIMOE",
+    "starcoder2": "STARCODER2",
+    "gpt2": "GPT2",
+    "falcon": "FALCON",
+    "olmo2": "OLMO2",
+    "granite": "GRANITE",
+    "cohere": "COMMAND_R",
+    "stablelm": "STABLELM",
+    "bloom": "BLOOM",
+    "gpt_neox": "GPTNEOX",
+    "phi": "PHI2",
+    "gpt_oss": "GPT_OSS",
+    "deepseek_v2": "DEEPSEEK2",
+    "deepseek_v3": "DEEPSEEK2",
+    "bert": "BERT",
+    "roberta": "BERT",
+    "xlm-roberta": "BERT",
+    "distilbert": "BERT",
+    "t5": "T5",
+    "mt5": "T5",
+    "gptj": "GPTJ",
+}
 PERMUTED = ("LLAMA", "GRANITE")  # LlamaModel and its subclasses permute Q and K
 
 
@@ -40,7 +66,7 @@ def _own_metadata(writer, cfg) -> bool:
             (writer.add_head_count, cfg.n_head),
             (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
         ):
-            add(value)  # fmt: skip
+            add(value)
     elif kind == "falcon":
         writer.add_context_length(2048)
         writer.add_tensor_data_layout("jploski")
@@ -52,60 +78,81 @@ def _own_metadata(writer, cfg) -> bool:
             (writer.add_head_count_kv, _kv_heads(cfg)),
             (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
         ):
-            add(value)  # fmt: skip
+            add(value)
     elif kind.startswith("deepseek"):
         _deepseek(writer, cfg)
     elif ARCHS.get(kind) == "BERT":
         _bert(writer, cfg)
     elif ARCHS.get(kind) == "T5":  # T5Model.set_gguf_parameters
-        for add, value in ((writer.add_context_length, getattr(cfg, "n_positions", 512)),
-                           (writer.add_embedding_length, cfg.d_model), (writer.add_feed_forward_length, cfg.d_ff),
-                           (writer.add_block_count, cfg.num_layers), (writer.add_head_count, cfg.num_heads),
-                           (writer.add_key_length, cfg.d_kv), (writer.add_value_length, cfg.d_kv),
-                           (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
-                           (writer.add_layer_norm_rms_eps, cfg.layer_norm_epsilon),
-                           (writer.add_relative_attn_buckets_count, cfg.relative_attention_num_buckets),
-                           (writer.add_decoder_start_token_id, cfg.decoder_start_token_id)):  # fmt: skip
+        for add, value in (
+            (writer.add_context_length, getattr(cfg, "n_positions", 512)),
+            (writer.add_embedding_length, cfg.d_model),
+            (writer.add_feed_forward_length, cfg.d_ff),
+            (writer.add_block_count, cfg.num_layers),
+            (writer.add_head_count, cfg.num_heads),
+            (writer.add_key_length, cfg.d_kv),
+            (writer.add_value_length, cfg.d_kv),
+            (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
+            (writer.add_layer_norm_rms_eps, cfg.layer_norm_epsilon),
+            (writer.add_relative_attn_buckets_count, cfg.relative_attention_num_buckets),
+            (writer.add_decoder_start_token_id, cfg.decoder_start_token_id),
+        ):
             add(value)
         if getattr(cfg, "num_decoder_layers", None) is not None:
             writer.add_decoder_block_count(cfg.num_decoder_layers)
     elif kind == "gptj":  # GPTJModel.set_gguf_parameters
         m = cfg.n_embd // cfg.n_head
-        for add, value in ((writer.add_block_count, cfg.n_layer), (writer.add_context_length, cfg.n_positions),
-                           (writer.add_embedding_length, cfg.n_embd), (writer.add_feed_forward_length, 4 * cfg.n_embd),
-                           (writer.add_head_count, cfg.n_head),
-                           (writer.add_layer_norm_eps, cfg.layer_norm_epsilon)):  # fmt: skip
+        for add, value in (
+            (writer.add_block_count, cfg.n_layer),
+            (writer.add_context_length, cfg.n_positions),
+            (writer.add_embedding_length, cfg.n_embd),
+            (writer.add_feed_forward_length, 4 * cfg.n_embd),
+            (writer.add_head_count, cfg.n_head),
+            (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
+        ):
             add(value)
         if (cfg.rotary_dim or m) < m:
             writer.add_rope_dimension_count(cfg.rotary_dim)
     elif kind == "bloom":  # BloomModel.set_gguf_parameters
         d = cfg.hidden_size
-        for add, value in ((writer.add_context_length, getattr(cfg, "seq_length", d)), (writer.add_embedding_length, d),
-                           (writer.add_feed_forward_length, 4 * d), (writer.add_block_count, cfg.n_layer),
-                           (writer.add_head_count, cfg.n_head), (writer.add_head_count_kv, cfg.n_head),
-                           (writer.add_layer_norm_eps, cfg.layer_norm_epsilon)):  # fmt: skip
+        for add, value in (
+            (writer.add_context_length, getattr(cfg, "seq_length", d)),
+            (writer.add_embedding_length, d),
+            (writer.add_feed_forward_length, 4 * d),
+            (writer.add_block_count, cfg.n_layer),
+            (writer.add_head_count, cfg.n_head),
+            (writer.add_head_count_kv, cfg.n_head),
+            (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
+        ):
             add(value)
     elif kind == "phi":  # Phi2Model.set_gguf_parameters
         d, H = cfg.hidden_size, cfg.num_attention_heads
-        for add, value in ((writer.add_context_length, cfg.max_position_embeddings), (writer.add_embedding_length, d),
-                           (writer.add_feed_forward_length, 4 * d), (writer.add_block_count, cfg.num_hidden_layers),
-                           (writer.add_head_count, H), (writer.add_head_count_kv, H),
-                           (writer.add_layer_norm_eps, cfg.layer_norm_eps),
-                           (writer.add_rope_dimension_count,
-                            int(cfg.rope_parameters["partial_rotary_factor"] * d) // H),
-                           (writer.add_add_bos_token, False)):  # fmt: skip
+        for add, value in (
+            (writer.add_context_length, cfg.max_position_embeddings),
+            (writer.add_embedding_length, d),
+            (writer.add_feed_forward_length, 4 * d),
+            (writer.add_block_count, cfg.num_hidden_layers),
+            (writer.add_head_count, H),
+            (writer.add_head_count_kv, H),
+            (writer.add_layer_norm_eps, cfg.layer_norm_eps),
+            (writer.add_rope_dimension_count, int(cfg.rope_parameters["partial_rotary_factor"] * d) // H),
+            (writer.add_add_bos_token, False),
+        ):
             add(value)
     elif kind in ("gpt_neox", "stablelm"):  # GPTNeoXModel's and StableLMModel's set_gguf_parameters
         m = cfg.hidden_size // cfg.num_attention_heads
         kv = [(writer.add_head_count_kv, cfg.num_key_value_heads)] if kind == "stablelm" else []  # (StableLM's only)
-        for add, value in ((writer.add_context_length, cfg.max_position_embeddings),
-                           (writer.add_embedding_length, cfg.hidden_size),
-                           (writer.add_block_count, cfg.num_hidden_layers),
-                           (writer.add_feed_forward_length, cfg.intermediate_size),
-                           (writer.add_rope_dimension_count, int(cfg.rope_parameters["partial_rotary_factor"] * m)),
-                           (writer.add_head_count, cfg.num_attention_heads), *kv,
-                           (writer.add_parallel_residual, cfg.use_parallel_residual),
-                           (writer.add_layer_norm_eps, cfg.layer_norm_eps)):  # fmt: skip
+        for add, value in (
+            (writer.add_context_length, cfg.max_position_embeddings),
+            (writer.add_embedding_length, cfg.hidden_size),
+            (writer.add_block_count, cfg.num_hidden_layers),
+            (writer.add_feed_forward_length, cfg.intermediate_size),
+            (writer.add_rope_dimension_count, int(cfg.rope_parameters["partial_rotary_factor"] * m)),
+            (writer.add_head_count, cfg.num_attention_heads),
+            *kv,
+            (writer.add_parallel_residual, cfg.use_parallel_residual),
+            (writer.add_layer_norm_eps, cfg.layer_norm_eps),
+        ):
             add(value)
     elif kind in ("phi3", "phimoe"):  # Phi3MiniModel.set_gguf_parameters (and PhiMoeModel's expert counts)
         H, rope = cfg.num_attention_heads, cfg.rope_parameters
@@ -168,9 +215,11 @@ def _metadata(writer, cfg) -> None:
         writer.add_rope_scaling_type(gguf.RopeScalingType.YARN)
         writer.add_rope_scaling_factor(rope["factor"])
         writer.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
-        for key, add in (("attention_factor", writer.add_rope_scaling_yarn_attn_factor),
-                         ("beta_fast", writer.add_rope_scaling_yarn_beta_fast),
-                         ("beta_slow", writer.add_rope_scaling_yarn_beta_slow)):  # fmt: skip
+        for key, add in (
+            ("attention_factor", writer.add_rope_scaling_yarn_attn_factor),
+            ("beta_fast", writer.add_rope_scaling_yarn_beta_fast),
+            ("beta_slow", writer.add_rope_scaling_yarn_beta_slow),
+        ):
             if rope.get(key) is not None:
                 add(rope[key])
     if "sliding_attention" in cfg.rope_parameters:
@@ -214,31 +263,36 @@ def _deepseek(writer, cfg) -> None:
     import gguf
 
     rope = cfg.rope_parameters
-    for add, value in ((writer.add_block_count, cfg.num_hidden_layers),
-                       (writer.add_context_length, cfg.max_position_embeddings),
-                       (writer.add_embedding_length, cfg.hidden_size),
-                       (writer.add_feed_forward_length, cfg.intermediate_size),
-                       (writer.add_head_count, cfg.num_attention_heads), (writer.add_head_count_kv, 1),
-                       (writer.add_rope_freq_base, rope["rope_theta"]),
-                       (writer.add_layer_norm_rms_eps, cfg.rms_norm_eps),
-                       (writer.add_expert_used_count, cfg.num_experts_per_tok),
-                       (writer.add_expert_group_count, cfg.n_group),
-                       (writer.add_expert_group_used_count, cfg.topk_group),
-                       (writer.add_leading_dense_block_count, cfg.first_k_dense_replace),
-                       (writer.add_vocab_size, cfg.vocab_size), (writer.add_kv_lora_rank, cfg.kv_lora_rank),
-                       (writer.add_key_length, cfg.kv_lora_rank + cfg.qk_rope_head_dim),
-                       (writer.add_value_length, cfg.kv_lora_rank),
-                       (writer.add_key_length_mla, cfg.qk_nope_head_dim + cfg.qk_rope_head_dim),
-                       (writer.add_value_length_mla, cfg.v_head_dim),
-                       (writer.add_expert_feed_forward_length, cfg.moe_intermediate_size),
-                       (writer.add_expert_count, cfg.n_routed_experts),
-                       (writer.add_expert_shared_count, cfg.n_shared_experts),
-                       (writer.add_expert_weights_scale, cfg.routed_scaling_factor),
-                       (writer.add_rope_dimension_count, cfg.qk_rope_head_dim)):  # fmt: skip
+    for add, value in (
+        (writer.add_block_count, cfg.num_hidden_layers),
+        (writer.add_context_length, cfg.max_position_embeddings),
+        (writer.add_embedding_length, cfg.hidden_size),
+        (writer.add_feed_forward_length, cfg.intermediate_size),
+        (writer.add_head_count, cfg.num_attention_heads),
+        (writer.add_head_count_kv, 1),
+        (writer.add_rope_freq_base, rope["rope_theta"]),
+        (writer.add_layer_norm_rms_eps, cfg.rms_norm_eps),
+        (writer.add_expert_used_count, cfg.num_experts_per_tok),
+        (writer.add_expert_group_count, cfg.n_group),
+        (writer.add_expert_group_used_count, cfg.topk_group),
+        (writer.add_leading_dense_block_count, cfg.first_k_dense_replace),
+        (writer.add_vocab_size, cfg.vocab_size),
+        (writer.add_kv_lora_rank, cfg.kv_lora_rank),
+        (writer.add_key_length, cfg.kv_lora_rank + cfg.qk_rope_head_dim),
+        (writer.add_value_length, cfg.kv_lora_rank),
+        (writer.add_key_length_mla, cfg.qk_nope_head_dim + cfg.qk_rope_head_dim),
+        (writer.add_value_length_mla, cfg.v_head_dim),
+        (writer.add_expert_feed_forward_length, cfg.moe_intermediate_size),
+        (writer.add_expert_count, cfg.n_routed_experts),
+        (writer.add_expert_shared_count, cfg.n_shared_experts),
+        (writer.add_expert_weights_scale, cfg.routed_scaling_factor),
+        (writer.add_rope_dimension_count, cfg.qk_rope_head_dim),
+    ):
         add(value)
     scoring = getattr(cfg, "scoring_func", "softmax")
-    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID if scoring == "sigmoid"
-                                  else gguf.ExpertGatingFuncType.SOFTMAX)  # fmt: skip
+    writer.add_expert_gating_func(
+        gguf.ExpertGatingFuncType.SIGMOID if scoring == "sigmoid" else gguf.ExpertGatingFuncType.SOFTMAX
+    )
     if cfg.q_lora_rank is not None:
         writer.add_q_lora_rank(cfg.q_lora_rank)
     if getattr(cfg, "norm_topk_prob", False):
@@ -247,8 +301,10 @@ def _deepseek(writer, cfg) -> None:
         writer.add_rope_scaling_type(gguf.RopeScalingType.YARN)
         writer.add_rope_scaling_factor(rope["factor"])
         writer.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
-        for key, add in (("beta_fast", writer.add_rope_scaling_yarn_beta_fast),
-                         ("beta_slow", writer.add_rope_scaling_yarn_beta_slow)):  # fmt: skip
+        for key, add in (
+            ("beta_fast", writer.add_rope_scaling_yarn_beta_fast),
+            ("beta_slow", writer.add_rope_scaling_yarn_beta_slow),
+        ):
             if rope.get(key) is not None:
                 add(rope[key])
         if rope.get("mscale_all_dim"):
@@ -260,12 +316,14 @@ def _bert(writer, cfg) -> None:
     the token types' count (set_vocab)."""
     d = getattr(cfg, "hidden_size", None) or cfg.dim
     offset = cfg.pad_token_id + 1 if cfg.model_type in ("roberta", "xlm-roberta") else 0
-    for add, value in ((writer.add_block_count, getattr(cfg, "num_hidden_layers", None) or cfg.n_layers),
-                       (writer.add_context_length, cfg.max_position_embeddings - offset),
-                       (writer.add_embedding_length, d),
-                       (writer.add_feed_forward_length, getattr(cfg, "intermediate_size", None) or cfg.hidden_dim),
-                       (writer.add_head_count, getattr(cfg, "num_attention_heads", None) or cfg.n_heads),
-                       (writer.add_layer_norm_eps, getattr(cfg, "layer_norm_eps", 1e-12)),
-                       (writer.add_causal_attention, False),
-                       (writer.add_token_type_count, getattr(cfg, "type_vocab_size", 1))):  # fmt: skip
+    for add, value in (
+        (writer.add_block_count, getattr(cfg, "num_hidden_layers", None) or cfg.n_layers),
+        (writer.add_context_length, cfg.max_position_embeddings - offset),
+        (writer.add_embedding_length, d),
+        (writer.add_feed_forward_length, getattr(cfg, "intermediate_size", None) or cfg.hidden_dim),
+        (writer.add_head_count, getattr(cfg, "num_attention_heads", None) or cfg.n_heads),
+        (writer.add_layer_norm_eps, getattr(cfg, "layer_norm_eps", 1e-12)),
+        (writer.add_causal_attention, False),
+        (writer.add_token_type_count, getattr(cfg, "type_vocab_size", 1)),
+    ):
         add(value)

@@ -12,9 +12,17 @@ d, H, r, V = 8, 2, 16, 12
 
 def block(i: int) -> dict[str, tuple[int, ...]]:
     """Block i's tensors and their shapes (NumPy's order)."""
-    shapes = {"attn_norm.weight": (d,), "attn_q.weight": (d, d), "attn_k.weight": (d, d), "attn_v.weight": (d, d),
-              "attn_output.weight": (d, d), "ffn_norm.weight": (d,), "ffn_gate.weight": (r, d),
-              "ffn_up.weight": (r, d), "ffn_down.weight": (d, r)}  # fmt: skip
+    shapes = {
+        "attn_norm.weight": (d,),
+        "attn_q.weight": (d, d),
+        "attn_k.weight": (d, d),
+        "attn_v.weight": (d, d),
+        "attn_output.weight": (d, d),
+        "ffn_norm.weight": (d,),
+        "ffn_gate.weight": (r, d),
+        "ffn_up.weight": (r, d),
+        "ffn_down.weight": (d, r),
+    }
     return {f"blk.{i}.{name}": shape for name, shape in shapes.items()}
 
 
@@ -25,8 +33,14 @@ def tensors(N: int = 1) -> dict[str, tuple[int, ...]]:
     return out
 
 
-def tiny_llama(path: Path, N: int = 1, held: dict[str, tuple[int, ...]] | None = None, vocab: bool = True,
-               dtype=np.float32, seed: int = 0) -> Path:  # fmt: skip
+def tiny_llama(
+    path: Path,
+    N: int = 1,
+    held: dict[str, tuple[int, ...]] | None = None,
+    vocab: bool = True,
+    dtype=np.float32,
+    seed: int = 0,
+) -> Path:
     """A llama of N blocks by its metadata, holding the tensors `held` (all of N blocks' by default) of `dtype`,
     its vocabulary size in the metadata (`vocab`) or not."""
     import gguf

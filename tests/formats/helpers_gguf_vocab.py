@@ -7,12 +7,18 @@ import json
 
 from transformer_cli.cli import app
 
-TEXTS = ["Hello world, 12345 tokens!", "  two spaces\nand a new line", "ünïcödé and émoji 🙂", "x<|endoftext|>y",
-         "numbers 2026 and 31415926"]  # fmt: skip
+TEXTS = [
+    "Hello world, 12345 tokens!",
+    "  two spaces\nand a new line",
+    "ünïcödé and émoji 🙂",
+    "x<|endoftext|>y",
+    "numbers 2026 and 31415926",
+]
 
 
-CORPUS = [f"the {w} number {n} is {n * 7} and {n * 31} words, hello world" for n in range(300)
-          for w in ("big", "small")]  # fmt: skip
+CORPUS = [
+    f"the {w} number {n} is {n * 7} and {n * 31} words, hello world" for n in range(300) for w in ("big", "small")
+]
 
 
 LLAMA3 = (
@@ -30,11 +36,15 @@ def _tokenizer(split: str | None):
 
     tok = Tokenizer(models.BPE())
     level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=split is None)
-    tok.pre_tokenizer = level if split is None else pre_tokenizers.Sequence(
-        [pre_tokenizers.Split(Regex(split), behavior="isolated"), level])  # fmt: skip
+    tok.pre_tokenizer = (
+        level
+        if split is None
+        else pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(split), behavior="isolated"), level])
+    )
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     tok.train_from_iterator(CORPUS, trainer)
     return tok
 
@@ -45,8 +55,9 @@ def _folder(tmp_path, tok, extra: int = 3):
     import transformers
 
     V = tok.get_vocab_size() + extra
-    cfg = transformers.GPT2Config(vocab_size=V, n_embd=32, n_layer=1, n_head=4, n_positions=64, bos_token_id=0,
-                                  eos_token_id=0)  # fmt: skip
+    cfg = transformers.GPT2Config(
+        vocab_size=V, n_embd=32, n_layer=1, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0
+    )
     torch.manual_seed(0)
     folder = tmp_path / "hf"
     transformers.GPT2LMHeadModel(cfg).save_pretrained(folder)

@@ -9,5 +9,7 @@ def _tensors(path) -> dict[str, tuple[int, tuple[int, ...], bytes]]:
     header = read_header(path)
     with open(path, "rb") as f:
         data = f.read()
-    return {t.name: (t.type, t.shape, data[header.data_offset + t.offset : header.data_offset + t.offset + t.nbytes])
-            for t in header.tensors.values()}  # fmt: skip
+    return {
+        t.name: (t.type, t.shape, data[header.data_offset + t.offset : header.data_offset + t.offset + t.nbytes])
+        for t in header.tensors.values()
+    }

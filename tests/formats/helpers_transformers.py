@@ -47,8 +47,9 @@ def _llama_like(model_cls, config_cls, **config):
     model = model_cls(cfg).double().eval()
     _randomised(model)
     m = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    model.model.rotary_emb.forward = _float64_rotary(cfg.rope_theta if hasattr(cfg, "rope_theta")
-                                                     else cfg.rope_parameters["rope_theta"], m)  # fmt: skip
+    model.model.rotary_emb.forward = _float64_rotary(
+        cfg.rope_theta if hasattr(cfg, "rope_theta") else cfg.rope_parameters["rope_theta"], m
+    )
     embed = model.model.embed_tokens
     if hasattr(embed, "embed_scale"):  # Gemma: sqrt(d), made in float32 by the library
         embed.embed_scale = torch.tensor(cfg.hidden_size**0.5, dtype=torch.float64)
@@ -68,8 +69,15 @@ def _compare(model, spec: Spec, weights: dict[str, np.ndarray], V: int) -> float
     return float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
 
 
-SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
-             max_position_embeddings=64, rms_norm_eps=1e-5)  # fmt: skip
+SMALL = dict(
+    vocab_size=97,
+    hidden_size=32,
+    intermediate_size=40,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    max_position_embeddings=64,
+    rms_norm_eps=1e-5,
+)
 
 
 def _float64_router(self, hidden):  # Mixtral's and Qwen-MoE's TopKRouter without its cast to float32

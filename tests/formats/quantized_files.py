@@ -27,9 +27,17 @@ torch = pytest.importorskip("torch", reason="the quantised checkpoints are writt
 transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
 
 IDS = np.random.default_rng(1).integers(0, 97, size=(2, 11))
-LLAMA = dict(vocab_size=97, hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5,
-             tie_word_embeddings=False)  # fmt: skip
+LLAMA = dict(
+    vocab_size=97,
+    hidden_size=128,
+    intermediate_size=256,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=64,
+    rms_norm_eps=1e-5,
+    tie_word_embeddings=False,
+)
 
 
 def float_llama(folder: Path, dtype=torch.float32, **keys) -> Path:
@@ -88,8 +96,12 @@ def fp8_folder(source: Path, folder: Path, block: int = 128) -> Path:
             out[name], out[f"{name}_scale_inv"] = fp8_quantise(t, block)
         else:
             out[name] = t.to(torch.bfloat16)
-    quantization = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
-                    "weight_block_size": [block, block]}  # fmt: skip
+    quantization = {
+        "activation_scheme": "dynamic",
+        "fmt": "e4m3",
+        "quant_method": "fp8",
+        "weight_block_size": [block, block],
+    }
     return _write(source, folder, out, quantization)
 
 
@@ -111,11 +123,21 @@ def mxfp4_quantise(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def gpt_oss_float(folder: Path) -> Path:
-    cfg = transformers.GptOssConfig(vocab_size=97, hidden_size=64, intermediate_size=64, num_hidden_layers=2,
-                                    num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_local_experts=4,
-                                    num_experts_per_tok=2, sliding_window=8, max_position_embeddings=64,
-                                    layer_types=["sliding_attention", "full_attention"],
-                                    tie_word_embeddings=False)  # fmt: skip
+    cfg = transformers.GptOssConfig(
+        vocab_size=97,
+        hidden_size=64,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        sliding_window=8,
+        max_position_embeddings=64,
+        layer_types=["sliding_attention", "full_attention"],
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(0)
     model = transformers.GptOssForCausalLM(cfg)
     with torch.no_grad():
@@ -132,8 +154,15 @@ def mxfp4_folder(source: Path, folder: Path) -> Path:
             out[f"{name}_blocks"], out[f"{name}_scales"] = mxfp4_quantise(t.transpose(1, 2))
         else:
             out[name] = t.to(torch.bfloat16)
-    quantization = {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
-                                               "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"}  # fmt: skip
+    quantization = {
+        "modules_to_not_convert": [
+            "model.layers.*.self_attn",
+            "model.layers.*.mlp.router",
+            "model.embed_tokens",
+            "lm_head",
+        ],
+        "quant_method": "mxfp4",
+    }
     return _write(source, folder, out, quantization)
 
 
@@ -147,14 +176,15 @@ def compressed_folder(source: Path, folder: Path, weights: dict, fmt: str) -> Pa
         QuantizationArgs,
         QuantizationConfig,
         QuantizationScheme,
-        apply_quantization_config,  # fmt: skip
+        apply_quantization_config,
     )
     from compressed_tensors.quantization.utils.helpers import calculate_qparams
 
     model = transformers.AutoModelForCausalLM.from_pretrained(source).eval()
     args = QuantizationArgs(dynamic=False, **weights)
-    config = QuantizationConfig(config_groups={"group_0": QuantizationScheme(targets=["Linear"], weights=args)},
-                                ignore=["lm_head"], format=fmt)  # fmt: skip
+    config = QuantizationConfig(
+        config_groups={"group_0": QuantizationScheme(targets=["Linear"], weights=args)}, ignore=["lm_head"], format=fmt
+    )
     apply_quantization_config(model, config)
     for module in model.modules():
         if getattr(module, "quantization_scheme", None) is None:
@@ -223,8 +253,14 @@ def gptq_folder(source: Path, folder: Path, bits: int = 4, group: int = 32) -> P
             out[f"{prefix}.g_idx"] = torch.arange(q.shape[0], dtype=torch.int32) // group
         else:
             out[name] = t.to(torch.float16)
-    quantization = {"bits": bits, "group_size": group, "desc_act": False, "sym": False, "quant_method": "gptq",
-                    "checkpoint_format": "gptq"}  # fmt: skip
+    quantization = {
+        "bits": bits,
+        "group_size": group,
+        "desc_act": False,
+        "sym": False,
+        "quant_method": "gptq",
+        "checkpoint_format": "gptq",
+    }
     _write(source, folder, out, quantization)
     return folder
 
@@ -240,8 +276,14 @@ def awq_folder(source: Path, folder: Path, group: int = 32) -> Path:
             out[f"{prefix}.scales"] = torch.from_numpy(np.ascontiguousarray(scales, dtype=np.float16))
         else:
             out[name] = t.to(torch.float16)
-    quantization = {"bits": 4, "group_size": group, "zero_point": True, "version": "gemm", "quant_method": "awq",
-                    "modules_to_not_convert": None}  # fmt: skip
+    quantization = {
+        "bits": 4,
+        "group_size": group,
+        "zero_point": True,
+        "version": "gemm",
+        "quant_method": "awq",
+        "modules_to_not_convert": None,
+    }
     return _write(source, folder, out, quantization)
 
 

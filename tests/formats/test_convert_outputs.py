@@ -74,8 +74,10 @@ def test_an_output_named_as_a_file_convert_does_not_write_is_refused(runner, tmp
     before = snapshot(tmp_path)
     error = one_line_error(invoke(runner, "convert", source, "-o", tmp_path / name))
     suffix = Path(name).suffix
-    assert error == (f"error: {tmp_path / name}: tfm convert writes a folder (a new one named without an extension "
-                     f"such as '{suffix}', or an existing one), or a .safetensors, .npz or .gguf file")  # fmt: skip
+    assert error == (
+        f"error: {tmp_path / name}: tfm convert writes a folder (a new one named without an extension "
+        f"such as '{suffix}', or an existing one), or a .safetensors, .npz or .gguf file"
+    )
     assert snapshot(tmp_path) == before
 
 
@@ -98,6 +100,8 @@ def test_tfms_file_to_tfms_file_is_refused_not_made_a_folder(runner, tmp_path, s
     assert invoke(runner, "convert", source, "-o", weights).exit_code == 0
     before = snapshot(tmp_path)
     error = one_line_error(invoke(runner, "convert", weights, "-o", tmp_path / name))
-    assert error == (f"error: {tmp_path / name}: tfm's weights file is written from a Hugging Face folder or a GGUF "
-                     f"file; from {weights} tfm convert writes a folder or a .gguf file")  # fmt: skip
+    assert error == (
+        f"error: {tmp_path / name}: tfm's weights file is written from a Hugging Face folder or a GGUF "
+        f"file; from {weights} tfm convert writes a folder or a .gguf file"
+    )
     assert snapshot(tmp_path) == before

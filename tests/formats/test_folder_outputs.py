@@ -67,8 +67,12 @@ def test_shards_replace_a_single_file_and_back(runner, tmp_path, weights):
     assert invoke(runner, "convert", weights, "-o", folder, "--force").exit_code == 0
     assert sorted(p.name for p in folder.iterdir()) == ["config.json", "model.safetensors", "notes.txt"]
     assert invoke(runner, "convert", weights, "-o", folder, "--force", "--shard-size", "100K").exit_code == 0
-    assert sorted(p.name for p in folder.iterdir()) == ["config.json", *shards, "model.safetensors.index.json",
-                                                        "notes.txt"]  # fmt: skip
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "config.json",
+        *shards,
+        "model.safetensors.index.json",
+        "notes.txt",
+    ]
     assert loads(runner, folder)
 
 
@@ -141,9 +145,11 @@ def test_a_fifo_a_file_or_a_dangling_link_is_not_replaced_by_a_folder(runner, tm
     (tmp_path / "file").write_text("mine")
     (tmp_path / "dangling").symlink_to("nowhere")
     before = snapshot(tmp_path)
-    for name, said in [("fifo", "is a FIFO (named pipe), expected a folder"),
-                       ("file", "is a regular file, expected a folder"),
-                       ("dangling", "is a symbolic link to nothing (or a loop), expected a folder")]:  # fmt: skip
+    for name, said in [
+        ("fifo", "is a FIFO (named pipe), expected a folder"),
+        ("file", "is a regular file, expected a folder"),
+        ("dangling", "is a symbolic link to nothing (or a loop), expected a folder"),
+    ]:
         assert said in one_line_error(invoke(runner, "convert", weights, "-o", tmp_path / name, "--force"))
     assert snapshot(tmp_path) == before
 
@@ -250,8 +256,15 @@ def test_ctrl_c_while_the_files_are_moved_into_place_waits_for_the_last_one(tmp_
 def test_racing_writers_with_force_all_finish_and_leave_no_temporary_folder(tmp_path, weights):
     folder = tmp_path / "d"
     command = [sys.executable, "-m", "transformer_cli", "convert", str(weights), "-o", str(folder), "--force"]
-    procs = [subprocess.Popen([*command, *(["--shard-size", "100K"] if i % 2 else [])], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True) for i in range(4)]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [*command, *(["--shard-size", "100K"] if i % 2 else [])],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(4)
+    ]
     results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
     assert [code for code, _ in results] == [0, 0, 0, 0], results
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "made", "w.safetensors"]

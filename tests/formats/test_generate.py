@@ -92,14 +92,32 @@ def test_sampling_draws_from_the_softmax_at_the_temperature():
 @pytest.mark.parametrize("family", ["t5", "bart"])
 def test_an_encoder_decoder_generates_transformers_tokens(tmp_path, family, runner):
     if family == "t5":
-        cfg = transformers.T5Config(vocab_size=97, d_model=32, d_kv=8, d_ff=40, num_layers=2, num_heads=4,
-                                    decoder_start_token_id=0, dropout_rate=0.0)  # fmt: skip
+        cfg = transformers.T5Config(
+            vocab_size=97,
+            d_model=32,
+            d_kv=8,
+            d_ff=40,
+            num_layers=2,
+            num_heads=4,
+            decoder_start_token_id=0,
+            dropout_rate=0.0,
+        )
         model = transformers.T5ForConditionalGeneration(cfg)
     else:
-        cfg = transformers.BartConfig(vocab_size=97, d_model=32, encoder_layers=2, decoder_layers=2,
-                                      encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=40,
-                                      decoder_ffn_dim=40, max_position_embeddings=64, decoder_start_token_id=2,
-                                      forced_bos_token_id=None, forced_eos_token_id=None)  # fmt: skip
+        cfg = transformers.BartConfig(
+            vocab_size=97,
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            encoder_ffn_dim=40,
+            decoder_ffn_dim=40,
+            max_position_embeddings=64,
+            decoder_start_token_id=2,
+            forced_bos_token_id=None,
+            forced_eos_token_id=None,
+        )
         model = transformers.BartForConditionalGeneration(cfg)
     torch.manual_seed(0)
     with torch.no_grad():
@@ -108,8 +126,22 @@ def test_an_encoder_decoder_generates_transformers_tokens(tmp_path, family, runn
     model = model.double().eval()
     model.save_pretrained(tmp_path / "hf")
     np.save(tmp_path / "src.npy", PROMPT)
-    result = runner.invoke(app, ["generate", str(tmp_path / "hf"), "--input", str(tmp_path / "src.npy"), "-k",
-                                 str(NEW), "--dtype", "float64", "--json", "--stop", "96"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "generate",
+            str(tmp_path / "hf"),
+            "--input",
+            str(tmp_path / "src.npy"),
+            "-k",
+            str(NEW),
+            "--dtype",
+            "float64",
+            "--json",
+            "--stop",
+            "96",
+        ],
+    )
     assert result.exit_code == 0, result.output
     ours = np.array(json.loads(result.stdout)["tokens"])
     for module in model.modules():
@@ -126,15 +158,47 @@ def _float64_t5_norm(self, hidden):
 def test_the_command_writes_the_sequences_and_says_what_is_wrong_in_one_line(tmp_path, runner):
     build("qwen2").save_pretrained(tmp_path / "hf")
     np.save(tmp_path / "ids.npy", PROMPT)
-    result = runner.invoke(app, ["generate", str(tmp_path / "hf"), "-i", str(tmp_path / "ids.npy"), "-k", "4", "-o",
-                                 str(tmp_path / "out.npy"), "--temperature", "0.7", "--top-p", "0.9", "--seed",
-                                 "4"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "generate",
+            str(tmp_path / "hf"),
+            "-i",
+            str(tmp_path / "ids.npy"),
+            "-k",
+            "4",
+            "-o",
+            str(tmp_path / "out.npy"),
+            "--temperature",
+            "0.7",
+            "--top-p",
+            "0.9",
+            "--seed",
+            "4",
+        ],
+    )
     assert result.exit_code == 0, result.output
     out = np.load(tmp_path / "out.npy")
     assert out.shape == (2, 11) and out.dtype == np.int64 and np.array_equal(out[:, :7], PROMPT)
-    again = runner.invoke(app, ["generate", str(tmp_path / "hf"), "-i", str(tmp_path / "ids.npy"), "-k", "4", "-o",
-                                str(tmp_path / "out2.npy"), "--temperature", "0.7", "--top-p", "0.9", "--seed",
-                                "4"])  # fmt: skip
+    again = runner.invoke(
+        app,
+        [
+            "generate",
+            str(tmp_path / "hf"),
+            "-i",
+            str(tmp_path / "ids.npy"),
+            "-k",
+            "4",
+            "-o",
+            str(tmp_path / "out2.npy"),
+            "--temperature",
+            "0.7",
+            "--top-p",
+            "0.9",
+            "--seed",
+            "4",
+        ],
+    )
     assert again.exit_code == 0 and np.array_equal(np.load(tmp_path / "out2.npy"), out)  # (seeded: the same)
     np.save(tmp_path / "bad.npy", PROMPT + 200)
     bad = runner.invoke(app, ["generate", str(tmp_path / "hf"), "-i", str(tmp_path / "bad.npy")])
@@ -154,8 +218,9 @@ def test_text_in_and_out_through_the_folders_tokenizer(tmp_path, runner):
     tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
     tokenizer.decoder = tokenizers.decoders.WordPiece()  # (joins with spaces)
     tokenizer.save(str(tmp_path / "tokenizer.json"))
-    result = runner.invoke(app, ["generate", str(tmp_path), "--prompt", "w5 w17 w3", "-k", "4", "--json",
-                                 "--dtype", "float64"])  # fmt: skip
+    result = runner.invoke(
+        app, ["generate", str(tmp_path), "--prompt", "w5 w17 w3", "-k", "4", "--json", "--dtype", "float64"]
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     spec = spec_from_config(tmp_path)
@@ -186,14 +251,28 @@ def test_on_a_terminal_each_token_is_written_as_it_comes(tmp_path, runner, monke
             seen.append((steps[0], self.getvalue()))
 
     real_step = Decoder.step
-    monkeypatch.setattr(Decoder, "step", lambda self, *a, **k: steps.__setitem__(0, steps[0] + 1) or real_step(
-        self, *a, **k))  # fmt: skip
+    monkeypatch.setattr(
+        Decoder, "step", lambda self, *a, **k: steps.__setitem__(0, steps[0] + 1) or real_step(self, *a, **k)
+    )
     for terminal in (True, False):
         steps[0], seen[:] = 0, []
         screen = Terminal()
         monkeypatch.setattr(command, "out", Console(file=screen, force_terminal=terminal, width=200))
-        result = runner.invoke(app, ["generate", str(tmp_path / "hf"), "-i", str(tmp_path / "ids.npy"), "-k", "5",
-                                     "--stop", str(never), "--dtype", "float64"])  # fmt: skip
+        result = runner.invoke(
+            app,
+            [
+                "generate",
+                str(tmp_path / "hf"),
+                "-i",
+                str(tmp_path / "ids.npy"),
+                "-k",
+                "5",
+                "--stop",
+                str(never),
+                "--dtype",
+                "float64",
+            ],
+        )
         assert result.exit_code == 0, result.output
         tokens = screen.getvalue().split()
         assert len(tokens) == 5

@@ -66,8 +66,9 @@ def test_count_reports_the_files_bits_per_weight_by_type(tmp_path):
         p.numel() for p in model.parameters() if p.ndim == 1
     )
     f16 = summary["types"]["F16"]  # ffn_down, whose rows of 40 are no whole blocks of 32: the converter's fallback
-    assert f16["bits_per_weight"] == 16 and f16["parameters"] == sum(p.numel() for p in model.parameters()
-                                                                     if p.ndim == 2 and p.shape[-1] % 32)  # fmt: skip
+    assert f16["bits_per_weight"] == 16 and f16["parameters"] == sum(
+        p.numel() for p in model.parameters() if p.ndim == 2 and p.shape[-1] % 32
+    )
     assert summary["tensor_bytes"] == q8["bytes"] + f32["bytes"] + f16["bytes"] < path.stat().st_size
 
 
@@ -92,9 +93,12 @@ def test_the_commands_take_a_gguf_file(tmp_path, runner):
     reference = theirs(exact(dequantised_model(copy.deepcopy(model), "Q8_0")), IDS)
     assert relative(np.load(tmp_path / "y.npy"), reference) < TOL
     model.save_pretrained(tmp_path / "hf")
-    for command in (["verify", str(path), "--json"], ["plan", str(path), "-n", "16"],
-                    ["attention", str(path), "--input", str(tmp_path / "ids.npy")],
-                    ["check", str(path), "--seq-len", "8"]):  # fmt: skip
+    for command in (
+        ["verify", str(path), "--json"],
+        ["plan", str(path), "-n", "16"],
+        ["attention", str(path), "--input", str(tmp_path / "ids.npy")],
+        ["check", str(path), "--seq-len", "8"],
+    ):
         result = runner.invoke(app, command)
         assert result.exit_code == 0, result.output
     same = runner.invoke(app, ["diff", str(path), str(tmp_path / "hf"), "--json"])
@@ -109,21 +113,32 @@ def test_k_quant_and_iq4_files_run_as_transformers_on_what_the_package_dequantis
     import transformers
     from gguf_files import write_random_quantised
 
-    cfg = transformers.LlamaConfig(vocab_size=97, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                                   rms_norm_eps=1e-5, attn_implementation="sdpa")  # fmt: skip
+    cfg = transformers.LlamaConfig(
+        vocab_size=97,
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        rms_norm_eps=1e-5,
+        attn_implementation="sdpa",
+    )
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(cfg).double().eval()
     path = write_random_quantised(model, tmp_path / "m.gguf", qtype)
     spec = spec_from_gguf(path)
-    assert gguf_summary(path, spec)["types"][qtype]["parameters"] == sum(p.numel() for p in model.parameters()
-                                                                         if p.ndim == 2)  # fmt: skip
+    assert gguf_summary(path, spec)["types"][qtype]["parameters"] == sum(
+        p.numel() for p in model.parameters() if p.ndim == 2
+    )
     reference = theirs(exact(model), IDS)
     assert relative(Transformer(spec, GGUFWeights(path, spec))(IDS), reference) < TOL
 
 
-@pytest.mark.parametrize(("name", "qtype"), [("llama", "F32"), ("llama", "Q8_0"), ("qwen2", "Q4_0"),
-                                             ("qwen3-head-128", "F16"), ("llama", "Q5_1")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "qtype"),
+    [("llama", "F32"), ("llama", "Q8_0"), ("qwen2", "Q4_0"), ("qwen3-head-128", "F16"), ("llama", "Q5_1")],
+)
 def test_transformers_own_gguf_loader_computes_what_tfm_reads(tmp_path, name, qtype):
     """The second reference: transformers' from_pretrained(gguf_file=...) (its own dequantisation and its own
     inverse of the converter's permutation) on the same file, in float64, its float32 steps recomputed. Its Qwen3
@@ -222,9 +237,15 @@ def test_plans_ggml_weights_are_the_bytes_a_gguf_file_of_that_type_stores(tmp_pa
         import torch
         import transformers
 
-        cfg = transformers.LlamaConfig(vocab_size=97, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
-                                       num_attention_heads=4, num_key_value_heads=2,
-                                       max_position_embeddings=64)  # fmt: skip
+        cfg = transformers.LlamaConfig(
+            vocab_size=97,
+            hidden_size=256,
+            intermediate_size=512,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+        )
         torch.manual_seed(0)
         path = write_random_quantised(transformers.LlamaForCausalLM(cfg).double(), tmp_path / "m.gguf", qtype)
     else:

@@ -21,8 +21,12 @@ def test_integer_tensors_get_one_verdict_from_count_plan_run_and_generate(tmp_pa
     assert {t.tensor_type.name for t in GGUFReader(path).tensors} == {kind}  # (the package reads them so)
     np.save(tmp_path / "ids.npy", np.array([[1, 2, 3]]))
     ids = ["--input", str(tmp_path / "ids.npy")]
-    for command in (["count", str(path)], ["plan", str(path)], ["run", str(path), *ids, "-o", str(tmp_path / "y.npy")],
-                    ["generate", str(path), *ids, "--max-new-tokens", "2", "-o", str(tmp_path / "g.npy")]):  # fmt: skip
+    for command in (
+        ["count", str(path)],
+        ["plan", str(path)],
+        ["run", str(path), *ids, "-o", str(tmp_path / "y.npy")],
+        ["generate", str(path), *ids, "--max-new-tokens", "2", "-o", str(tmp_path / "g.npy")],
+    ):
         result = runner.invoke(app, command)
         assert result.exit_code == 2, (command, result.output)
         assert result.stderr.count("\n") == 1 and f"is of integer type {kind}, expected weights" in result.stderr
@@ -69,8 +73,13 @@ def test_a_file_claiming_more_blocks_than_it_holds_is_one_line_from_every_comman
     says = CLAIMS.format("10,000", "90,002")
     np.save(tmp_path / "ids.npy", np.array([[1, 2, 3]]))
     ids = ["--input", str(tmp_path / "ids.npy"), "-o", str(tmp_path / "y.npy")]
-    for command in (["count", str(path)], ["plan", str(path)], ["check", str(path), "--json"], ["run", str(path), *ids],
-                    ["convert", str(path), "-o", str(tmp_path / "w.safetensors")]):  # fmt: skip
+    for command in (
+        ["count", str(path)],
+        ["plan", str(path)],
+        ["check", str(path), "--json"],
+        ["run", str(path), *ids],
+        ["convert", str(path), "-o", str(tmp_path / "w.safetensors")],
+    ):
         result = runner.invoke(app, command)
         assert result.exit_code == 2 and says in " ".join(result.output.split()), (command, result.output)
     with pytest.raises(ArrayError, match=r"it holds 11 tensors"):

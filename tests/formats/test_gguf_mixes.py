@@ -16,9 +16,23 @@ from transformer_cli.spec.validate import spec_from_mapping
 gguf = pytest.importorskip("gguf", reason="the gguf package reads and writes the files (a dependency of tfm)")
 from transformer_cli.gguf.mixes import mix_held, mix_types, use_more_bits  # noqa: E402
 
-LLAMA = {"N": 8, "H": 4, "G": 2, "m": 64, "d": 256, "r": 512, "V": 1000, "scale": "sqrt", "mask": "causal",
-         "positional": "rope", "norm": "pre", "norm_type": "rmsnorm", "activation": "silu", "feedforward": "gated",
-         "ff_bias": False}  # fmt: skip
+LLAMA = {
+    "N": 8,
+    "H": 4,
+    "G": 2,
+    "m": 64,
+    "d": 256,
+    "r": 512,
+    "V": 1000,
+    "scale": "sqrt",
+    "mask": "causal",
+    "positional": "rope",
+    "norm": "pre",
+    "norm_type": "rmsnorm",
+    "activation": "silu",
+    "feedforward": "gated",
+    "ff_bias": False,
+}
 DATA = Path(__file__).parent.parent / "data" / "llama_quantize_types.json"
 
 
@@ -51,8 +65,9 @@ def test_the_other_mixes_follow_their_own_rules():
     assert by_block(q4s, "attn_v.weight") == ["Q5_K"] * 4 + ["Q4_K"] * 4  # blocks 0-3
     assert by_block(q4s, "ffn_down.weight") == ["Q5_K"] + ["Q4_K"] * 7  # the first eighth
     q5m = mix_types(spec(), "llama", "q5_k_m")
-    assert by_block(q5m, "ffn_down.weight") == [t.replace("Q4", "Q5") for t in by_block(mix_types(
-        spec(), "llama", "q4_k_m"), "ffn_down.weight")]  # fmt: skip
+    assert by_block(q5m, "ffn_down.weight") == [
+        t.replace("Q4", "Q5") for t in by_block(mix_types(spec(), "llama", "q4_k_m"), "ffn_down.weight")
+    ]
     assert set(by_block(q5m, "attn_q.weight")) == {"Q5_K"}
     q3m = mix_types(spec(), "llama", "q3_k_m")
     assert by_block(q3m, "attn_v.weight") == ["Q5_K"] * 2 + ["Q4_K"] * 6
@@ -93,9 +108,17 @@ def test_the_held_bytes_are_the_tensors_blocks():
     held = mix_held(s, "llama", "q4_k_m")
     per = {"Q4_K": (256, 144), "Q6_K": (256, 210), "F32": (1, 4)}  # llama.cpp's block sizes, by hand
     shapes = {"token_embd.weight": (1000, 256), "output.weight": (1000, 256), "output_norm.weight": (256,)}
-    block = {"attn_q": (256, 256), "attn_k": (128, 256), "attn_v": (128, 256), "attn_output": (256, 256),
-             "ffn_gate": (512, 256), "ffn_up": (512, 256), "ffn_down": (256, 512), "attn_norm": (256,),
-             "ffn_norm": (256,)}  # fmt: skip
+    block = {
+        "attn_q": (256, 256),
+        "attn_k": (128, 256),
+        "attn_v": (128, 256),
+        "attn_output": (256, 256),
+        "ffn_gate": (512, 256),
+        "ffn_up": (512, 256),
+        "ffn_down": (256, 512),
+        "attn_norm": (256,),
+        "ffn_norm": (256,),
+    }
     shapes |= {f"blk.{i}.{k}.weight": v for i in range(8) for k, v in block.items()}
     assert set(shapes) == set(types)
     expected = sum(math.prod(shape) // per[types[n]][0] * per[types[n]][1] for n, shape in shapes.items())
@@ -131,7 +154,21 @@ def test_plan_prices_a_mix_and_refuses_what_it_cannot(tmp_path, runner):
     refused = runner.invoke(app, ["plan", str(t5), "--weights", "q4_k_m"])
     assert refused.exit_code == 2 and "encoder-decoder" in refused.output and "Traceback" not in refused.output
     gpt = tmp_path / "gpt.yaml"  # learned positions and LayerNorm's biases: no tensor of llama's layout holds them
-    gpt.write_text(yaml.safe_dump({"N": 2, "H": 2, "m": 8, "d": 16, "r": 32, "V": 40, "mask": "causal",
-                                   "norm": "pre", "positional": "learned", "max_len": 64}))  # fmt: skip
+    gpt.write_text(
+        yaml.safe_dump(
+            {
+                "N": 2,
+                "H": 2,
+                "m": 8,
+                "d": 16,
+                "r": 32,
+                "V": 40,
+                "mask": "causal",
+                "norm": "pre",
+                "positional": "learned",
+                "max_len": 64,
+            }
+        )
+    )
     refused = runner.invoke(app, ["plan", str(gpt), "--weights", "q4_k_m"])
     assert refused.exit_code == 2 and "not a GGUF llama model" in " ".join(refused.output.split())

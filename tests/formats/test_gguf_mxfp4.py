@@ -55,8 +55,9 @@ def mxfp4_gguf(folder, source, path, reorder=transform_nibble_layout):
         blocks, scales = stored[f"{experts}.gate_up_proj_blocks"], stored[f"{experts}.gate_up_proj_scales"]
         raw[f"{experts}.gate_proj.weight"] = repacked(blocks[:, ::2], scales[:, ::2], reorder)  # even rows: gate
         raw[f"{experts}.up_proj.weight"] = repacked(blocks[:, 1::2], scales[:, 1::2], reorder)
-        raw[f"{experts}.down_proj.weight"] = repacked(stored[f"{experts}.down_proj_blocks"],
-                                                      stored[f"{experts}.down_proj_scales"], reorder)  # fmt: skip
+        raw[f"{experts}.down_proj.weight"] = repacked(
+            stored[f"{experts}.down_proj_blocks"], stored[f"{experts}.down_proj_scales"], reorder
+        )
     return write_gguf(model, path, "F32", raw=raw, raw_type=gguf.GGMLQuantizationType.MXFP4)
 
 
@@ -79,8 +80,11 @@ def test_an_mxfp4_gguf_holds_the_checkpoints_experts_and_computes_its_logits(fil
     for name in ("blocks.0.ff.W1", "blocks.0.ff.W3", "blocks.1.ff.W2", "blocks.1.ff.b1", "blocks.0.ff.b3"):
         assert np.array_equal(ours[name], checkpoint[name]), name
     loaded = transformers.AutoModelForCausalLM.from_pretrained(
-        folder, quantization_config=transformers.Mxfp4Config(dequantize=True), dtype=torch.float64,
-        experts_implementation="eager")  # fmt: skip
+        folder,
+        quantization_config=transformers.Mxfp4Config(dequantize=True),
+        dtype=torch.float64,
+        experts_implementation="eager",
+    )
     reference = their_logits(loaded)
     assert relative(Transformer(spec, ours, dtype="float64")(IDS), reference) < TOL
     assert relative(tfm_logits(folder), reference) < TOL

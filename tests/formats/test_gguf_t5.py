@@ -19,12 +19,23 @@ torch = pytest.importorskip("torch", reason="the references run on PyTorch")
 transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
 
 SIZES = dict(  # (more decoder blocks than encoder ones the converter cannot map: its map has num_layers)
-    vocab_size=97, d_model=32, d_kv=8, d_ff=64, num_layers=3, num_decoder_layers=2, num_heads=4,
-             relative_attention_num_buckets=8, dropout_rate=0.0, decoder_start_token_id=0,
-             attn_implementation="eager")  # fmt: skip
-VARIANTS = {"t5-tied-relu": ("T5", dict(feed_forward_proj="relu")),
-            "t5-1.1-untied-gated-gelu": ("T5", dict(feed_forward_proj="gated-gelu")),
-            "mt5-untied": ("MT5", dict(tie_word_embeddings=False))}  # fmt: skip  # (as the published files say)
+    vocab_size=97,
+    d_model=32,
+    d_kv=8,
+    d_ff=64,
+    num_layers=3,
+    num_decoder_layers=2,
+    num_heads=4,
+    relative_attention_num_buckets=8,
+    dropout_rate=0.0,
+    decoder_start_token_id=0,
+    attn_implementation="eager",
+)
+VARIANTS = {
+    "t5-tied-relu": ("T5", dict(feed_forward_proj="relu")),
+    "t5-1.1-untied-gated-gelu": ("T5", dict(feed_forward_proj="gated-gelu")),
+    "mt5-untied": ("MT5", dict(tie_word_embeddings=False)),
+}  # (as the published files say)
 
 
 def _float64_norm(self, hidden):  # T5LayerNorm takes the mean square in float32; the same in float64

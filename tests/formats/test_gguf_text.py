@@ -19,16 +19,20 @@ def _as_llama3(folder, tok):
     data = json.loads(tok.to_str())
     data["model"]["ignore_merges"] = True
     bos = {"id": "<|endoftext|>", "ids": [0], "tokens": ["<|endoftext|>"]}
-    data["post_processor"] = {"type": "TemplateProcessing",
-                              "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}},
-                                         {"Sequence": {"id": "A", "type_id": 0}}],
-                              "pair": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}},
-                                       {"Sequence": {"id": "A", "type_id": 0}},
-                                       {"Sequence": {"id": "B", "type_id": 1}}],
-                              "special_tokens": {"<|endoftext|>": bos}}  # fmt: skip
+    data["post_processor"] = {
+        "type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+        "pair": [
+            {"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}},
+            {"Sequence": {"id": "A", "type_id": 0}},
+            {"Sequence": {"id": "B", "type_id": 1}},
+        ],
+        "special_tokens": {"<|endoftext|>": bos},
+    }
     (folder / "tokenizer.json").write_text(json.dumps(data))
-    (folder / "tokenizer_config.json").write_text(json.dumps({"bos_token": "<|endoftext|>",
-                                                              "eos_token": "<|endoftext|>"}))  # fmt: skip
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"})
+    )
     return tokenizers.Tokenizer.from_str(json.dumps(data))
 
 
@@ -78,5 +82,7 @@ def test_a_gguf_file_without_a_vocabulary_refuses_text_in_one_line(tmp_path, run
     Tokenizer(models.WordPiece({"[UNK]": 0, "a": 1}, unk_token="[UNK]")).save(str(folder / "tokenizer.json"))
     _convert(runner, folder, tmp_path / "m.gguf")
     error = one_line_error(invoke(runner, "generate", tmp_path / "m.gguf", "--prompt", "hello"))
-    assert error == (f"error: --prompt: {tmp_path / 'm.gguf'} holds no vocabulary (tokenizer.ggml.model no_vocab); "
-                     "give token ids: --input")  # fmt: skip
+    assert error == (
+        f"error: --prompt: {tmp_path / 'm.gguf'} holds no vocabulary (tokenizer.ggml.model no_vocab); "
+        "give token ids: --input"
+    )

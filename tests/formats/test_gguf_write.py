@@ -23,8 +23,9 @@ pytest.importorskip("gguf", reason="the gguf package reads and writes the files 
 def test_tfm_writes_what_the_converter_writes(tmp_path, runner, name, qtype):
     model = build(name)
     model.save_pretrained(tmp_path / "hf")
-    result = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "tfm.gguf"), "--type",
-                                 qtype.lower()])  # fmt: skip
+    result = runner.invoke(
+        app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "tfm.gguf"), "--type", qtype.lower()]
+    )
     assert result.exit_code == 0, result.output
     ours, theirs = _tensors(tmp_path / "tfm.gguf"), _tensors(write_gguf(model, tmp_path / "ref.gguf", qtype))
     assert sorted(ours) == sorted(theirs)
@@ -51,9 +52,11 @@ def test_a_model_the_format_cannot_hold_is_refused_and_nothing_written(tmp_path,
 def test_tfms_weights_file_converted_from_a_folder_writes_the_same_gguf(tmp_path, runner):
     model = build("qwen3")
     model.save_pretrained(tmp_path / "hf")
-    for args in (["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "w.safetensors")],
-                 ["convert", str(tmp_path / "w.safetensors"), "-o", str(tmp_path / "a.gguf"), "--type", "q8_0"],
-                 ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "b.gguf"), "--type", "q8_0"]):  # fmt: skip
+    for args in (
+        ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "w.safetensors")],
+        ["convert", str(tmp_path / "w.safetensors"), "-o", str(tmp_path / "a.gguf"), "--type", "q8_0"],
+        ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "b.gguf"), "--type", "q8_0"],
+    ):
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
     assert _tensors(tmp_path / "a.gguf") == _tensors(tmp_path / "b.gguf")

@@ -41,8 +41,13 @@ def test_robertas_positions_start_after_the_padding_index_and_padding_is_refused
     assert result.exit_code != 0 and f"token id {spec.pad_id} at index (0, 1) is the padding token" in result.stderr
 
 
-SCALED = ["llama-rope-linear", "llama-rope-dynamic", "llama-rope-yarn", "llama-rope-yarn-mscale-untruncated",
-          "phi3-longrope"]  # fmt: skip
+SCALED = [
+    "llama-rope-linear",
+    "llama-rope-dynamic",
+    "llama-rope-yarn",
+    "llama-rope-yarn-mscale-untruncated",
+    "phi3-longrope",
+]
 
 
 @pytest.mark.parametrize("name", SCALED)
@@ -90,15 +95,44 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
         assert relative(Transformer(uniform, weights)(IDS), reference) > 1e-3
 
 
-@pytest.mark.parametrize("name", ["roberta", "xlm-roberta-pad-3", "distilbert", "distilbert-sinusoidal-relu",
-                                  "llama-rope-linear", "llama-rope-dynamic", "llama-rope-yarn", "phi3-longrope",
-                                  "qwen2-sliding-some-layers",
-                                  "gpt_neo-global-local", "gpt_neo-local-untied", "gemma2", "gemma3_text",
-                                  "qwen2_moe", "qwen3_moe", "olmo2", "deepseek_v2", "deepseek_v3",
-                                  "gpt_oss", "gptj", "opt", "opt-post-norm-untied", "bloom",
-                                  "starcoder2", "stablelm", "stablelm-parallel",
-                                  "stablelm-qk-layernorm", "granite", "cohere", "cohere-qk-norm",
-                                  "phimoe", "opt-350m-projected", "opt-projected-pre-untied"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name",
+    [
+        "roberta",
+        "xlm-roberta-pad-3",
+        "distilbert",
+        "distilbert-sinusoidal-relu",
+        "llama-rope-linear",
+        "llama-rope-dynamic",
+        "llama-rope-yarn",
+        "phi3-longrope",
+        "qwen2-sliding-some-layers",
+        "gpt_neo-global-local",
+        "gpt_neo-local-untied",
+        "gemma2",
+        "gemma3_text",
+        "qwen2_moe",
+        "qwen3_moe",
+        "olmo2",
+        "deepseek_v2",
+        "deepseek_v3",
+        "gpt_oss",
+        "gptj",
+        "opt",
+        "opt-post-norm-untied",
+        "bloom",
+        "starcoder2",
+        "stablelm",
+        "stablelm-parallel",
+        "stablelm-qk-layernorm",
+        "granite",
+        "cohere",
+        "cohere-qk-norm",
+        "phimoe",
+        "opt-350m-projected",
+        "opt-projected-pre-untied",
+    ],
+)
 def test_verify_attention_and_plan_take_the_new_families_folders(tmp_path, name, runner):
     """The properties as theory predicts them, on the checkpoint's own weights, one block's attention maps, and the
     serving and training plan (its weights the checkpoint's parameters)."""
@@ -157,28 +191,50 @@ def test_opts_positions_read_two_columns_on(tmp_path):
 # Each family's own steps, one by one: the same weights without the step compute something else (by far more
 # than the tolerance), so the conformance tests above exercised it.
 CONTROLS = [
-    ("gemma2", {"attn_softcap": None}), ("gemma2", {"logit_softcap": None}), ("gemma2", {"norm": "pre"}),
-    ("gemma3_text", {"rope_local_theta": None}), ("gemma3_text", {"qk_norm": False}),
+    ("gemma2", {"attn_softcap": None}),
+    ("gemma2", {"logit_softcap": None}),
+    ("gemma2", {"norm": "pre"}),
+    ("gemma3_text", {"rope_local_theta": None}),
+    ("gemma3_text", {"qk_norm": False}),
     ("gemma3_text-all-sliding", {"rope_theta": 1e5, "rope_scaling": "linear", "rope_factor": 2.0}),
-    ("gemma3_text-four-layers", {"rope_theta": 1e4}), ("gemma3_text-one-base-scaled", {"rope_local_theta": None}),
-    ("qwen2_moe", {"router_renorm": True}), ("qwen2_moe", {"shared_gate": False}),
+    ("gemma3_text-four-layers", {"rope_theta": 1e4}),
+    ("gemma3_text-one-base-scaled", {"rope_local_theta": None}),
+    ("qwen2_moe", {"router_renorm": True}),
+    ("qwen2_moe", {"shared_gate": False}),
     ("qwen3_moe", {"router_renorm": False}),
-    ("deepseek_v3", {"router_bias": False}), ("deepseek_v3", {"router_groups": None, "router_topk_groups": None}),
-    ("deepseek_v3", {"router_scale": 1.0}), ("deepseek_v3", {"rope_pairing": "half"}),
-    ("deepseek_v3", {"router_score": "softmax"}), ("deepseek_v2", {"router_groups": None, "router_topk_groups": None}),
-    ("deepseek_v2", {"router_scale": 1.0}), ("deepseek_v2", {"shared_r": None}),
-    ("gpt_oss", {"attn_sinks": False}), ("gpt_oss", {"router_logit_bias": False}), ("gpt_oss", {"swiglu_limit": 1e6}),
+    ("deepseek_v3", {"router_bias": False}),
+    ("deepseek_v3", {"router_groups": None, "router_topk_groups": None}),
+    ("deepseek_v3", {"router_scale": 1.0}),
+    ("deepseek_v3", {"rope_pairing": "half"}),
+    ("deepseek_v3", {"router_score": "softmax"}),
+    ("deepseek_v2", {"router_groups": None, "router_topk_groups": None}),
+    ("deepseek_v2", {"router_scale": 1.0}),
+    ("deepseek_v2", {"shared_r": None}),
+    ("gpt_oss", {"attn_sinks": False}),
+    ("gpt_oss", {"router_logit_bias": False}),
+    ("gpt_oss", {"swiglu_limit": 1e6}),
     ("gpt_oss", {"feedforward": "gated"}),
-    ("gptj", {"rope_pairing": "half"}), ("gptj", {"rope_fraction": 1.0}), ("gptj", {"head_bias": False}),
-    ("bloom", {"positional": "none"}), ("bloom", {"embed_norm": False}), ("starcoder2", {"window": None}),
-    ("stablelm", {"rope_fraction": 1.0}), ("stablelm-parallel", {"rope_fraction": 0.25}),
+    ("gptj", {"rope_pairing": "half"}),
+    ("gptj", {"rope_fraction": 1.0}),
+    ("gptj", {"head_bias": False}),
+    ("bloom", {"positional": "none"}),
+    ("bloom", {"embed_norm": False}),
+    ("starcoder2", {"window": None}),
+    ("stablelm", {"rope_fraction": 1.0}),
+    ("stablelm-parallel", {"rope_fraction": 0.25}),
     ("stablelm-qk-layernorm", {"qk_norm": False}),
-    ("granite", {"embed_scale": "none"}), ("granite", {"scale": "sqrt"}), ("granite", {"residual_scale": 1.0}),
-    ("granite", {"logit_scale": 1.0}), ("cohere", {"rope_pairing": "half"}), ("cohere", {"logit_scale": 1.0}),
-    ("cohere-qk-norm", {"qk_norm": False}), ("phimoe", {"router_jitter": 1e-9}),
+    ("granite", {"embed_scale": "none"}),
+    ("granite", {"scale": "sqrt"}),
+    ("granite", {"residual_scale": 1.0}),
+    ("granite", {"logit_scale": 1.0}),
+    ("cohere", {"rope_pairing": "half"}),
+    ("cohere", {"logit_scale": 1.0}),
+    ("cohere-qk-norm", {"qk_norm": False}),
+    ("phimoe", {"router_jitter": 1e-9}),
     ("phimoe", {"router_score": "softmax"}),
-    ("phimoe", {"rope_long_factor": (1.0, 2.0, 4.0, 9.0)}), ("phimoe", {"rope_attention_factor": None}),
-]  # fmt: skip
+    ("phimoe", {"rope_long_factor": (1.0, 2.0, 4.0, 9.0)}),
+    ("phimoe", {"rope_attention_factor": None}),
+]
 
 
 @pytest.mark.parametrize(("name", "off"), CONTROLS, ids=lambda x: x if isinstance(x, str) else "-".join(map(str, x)))

@@ -17,37 +17,168 @@ from transformer_cli.conversions import write_folder
 from transformer_cli.hf.checkpoint import INDEX, SINGLE, Checkpoint
 from transformer_cli.hf.weights import checkpoint_weights
 
-LLAMA = Spec(N=2, H=4, G=2, m=8, d=32, r=40, V=97, scale="sqrt", mask="causal", positional="rope", norm="pre",
-             norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False)  # fmt: skip
+LLAMA = Spec(
+    N=2,
+    H=4,
+    G=2,
+    m=8,
+    d=32,
+    r=40,
+    V=97,
+    scale="sqrt",
+    mask="causal",
+    positional="rope",
+    norm="pre",
+    norm_type="rmsnorm",
+    feedforward="gated",
+    activation="silu",
+    ff_bias=False,
+)
 FAMILIES = {  # config (what selects the layout) and a spec of that family's shape
     "llama": ({"model_type": "llama"}, LLAMA),
     "qwen2": ({"model_type": "qwen2"}, Spec(**{**LLAMA.to_dict(), "attention_bias": True, "out_bias": False})),
     "qwen3": ({"model_type": "qwen3"}, Spec(**{**LLAMA.to_dict(), "qk_norm": True})),
     "mixtral": ({"model_type": "mixtral"}, Spec(**{**LLAMA.to_dict(), "E": 3, "k": 2})),
     "phi3": ({"model_type": "phi3"}, LLAMA),
-    "gpt2": ({"model_type": "gpt2"}, Spec(N=2, H=4, m=8, d=32, r=128, V=97, tie_embeddings=True, scale="sqrt",
-                                          mask="causal", positional="learned", max_len=64, norm="pre",
-                                          attention_bias=True, activation="gelu")),
-    "bert": ({"model_type": "bert"}, Spec(N=2, H=4, m=8, d=32, r=40, V=97, head=False, type_vocab=2,
-                                          embed_norm=True, pooler=True, scale="sqrt", positional="learned",
-                                          max_len=64, norm="post", attention_bias=True, activation="gelu_exact")),
-    "phi": ({"model_type": "phi"}, Spec(N=2, H=4, m=10, d=40, r=48, V=97, head_bias=True, scale="sqrt",
-                                        mask="causal", positional="rope", rope_fraction=0.4, norm="pre",
-                                        parallel=True, shared_norm=True, attention_bias=True, activation="gelu")),
-    "gpt_neox": ({"model_type": "gpt_neox"}, Spec(N=2, H=4, m=8, d=32, r=40, V=97, scale="sqrt", mask="causal",
-                                                  positional="rope", rope_fraction=0.25, norm="pre", parallel=True,
-                                                  attention_bias=True, activation="gelu_exact")),
-    "falcon-7b": ({"model_type": "falcon", "multi_query": True, "parallel_attn": True},
-                  Spec(N=2, H=4, G=1, m=8, d=32, r=128, V=97, tie_embeddings=True, scale="sqrt", mask="causal",
-                       positional="rope", norm="pre", parallel=True, shared_norm=True, activation="gelu_exact",
-                       ff_bias=False)),
-    "falcon-40b": ({"model_type": "falcon", "new_decoder_architecture": True, "num_kv_heads": 2},
-                   Spec(N=2, H=4, G=2, m=8, d=32, r=128, V=97, scale="sqrt", mask="causal", positional="rope",
-                        norm="pre", parallel=True, activation="gelu_exact", ff_bias=False)),
-    "falcon-mha": ({"model_type": "falcon", "multi_query": False, "parallel_attn": False, "bias": True},
-                   Spec(N=2, H=4, m=8, d=32, r=128, V=97, tie_embeddings=True, scale="sqrt", mask="causal",
-                        positional="rope", norm="pre", attention_bias=True, activation="gelu_exact")),
-}  # fmt: skip
+    "gpt2": (
+        {"model_type": "gpt2"},
+        Spec(
+            N=2,
+            H=4,
+            m=8,
+            d=32,
+            r=128,
+            V=97,
+            tie_embeddings=True,
+            scale="sqrt",
+            mask="causal",
+            positional="learned",
+            max_len=64,
+            norm="pre",
+            attention_bias=True,
+            activation="gelu",
+        ),
+    ),
+    "bert": (
+        {"model_type": "bert"},
+        Spec(
+            N=2,
+            H=4,
+            m=8,
+            d=32,
+            r=40,
+            V=97,
+            head=False,
+            type_vocab=2,
+            embed_norm=True,
+            pooler=True,
+            scale="sqrt",
+            positional="learned",
+            max_len=64,
+            norm="post",
+            attention_bias=True,
+            activation="gelu_exact",
+        ),
+    ),
+    "phi": (
+        {"model_type": "phi"},
+        Spec(
+            N=2,
+            H=4,
+            m=10,
+            d=40,
+            r=48,
+            V=97,
+            head_bias=True,
+            scale="sqrt",
+            mask="causal",
+            positional="rope",
+            rope_fraction=0.4,
+            norm="pre",
+            parallel=True,
+            shared_norm=True,
+            attention_bias=True,
+            activation="gelu",
+        ),
+    ),
+    "gpt_neox": (
+        {"model_type": "gpt_neox"},
+        Spec(
+            N=2,
+            H=4,
+            m=8,
+            d=32,
+            r=40,
+            V=97,
+            scale="sqrt",
+            mask="causal",
+            positional="rope",
+            rope_fraction=0.25,
+            norm="pre",
+            parallel=True,
+            attention_bias=True,
+            activation="gelu_exact",
+        ),
+    ),
+    "falcon-7b": (
+        {"model_type": "falcon", "multi_query": True, "parallel_attn": True},
+        Spec(
+            N=2,
+            H=4,
+            G=1,
+            m=8,
+            d=32,
+            r=128,
+            V=97,
+            tie_embeddings=True,
+            scale="sqrt",
+            mask="causal",
+            positional="rope",
+            norm="pre",
+            parallel=True,
+            shared_norm=True,
+            activation="gelu_exact",
+            ff_bias=False,
+        ),
+    ),
+    "falcon-40b": (
+        {"model_type": "falcon", "new_decoder_architecture": True, "num_kv_heads": 2},
+        Spec(
+            N=2,
+            H=4,
+            G=2,
+            m=8,
+            d=32,
+            r=128,
+            V=97,
+            scale="sqrt",
+            mask="causal",
+            positional="rope",
+            norm="pre",
+            parallel=True,
+            activation="gelu_exact",
+            ff_bias=False,
+        ),
+    ),
+    "falcon-mha": (
+        {"model_type": "falcon", "multi_query": False, "parallel_attn": False, "bias": True},
+        Spec(
+            N=2,
+            H=4,
+            m=8,
+            d=32,
+            r=128,
+            V=97,
+            tie_embeddings=True,
+            scale="sqrt",
+            mask="causal",
+            positional="rope",
+            norm="pre",
+            attention_bias=True,
+            activation="gelu_exact",
+        ),
+    ),
+}
 
 
 def written(tmp_path: Path, family: str = "llama", shard_bytes: int | None = None) -> tuple[Path, Spec, dict]:
@@ -145,14 +276,21 @@ def test_a_tied_head_a_file_holds_anyway_is_accepted_and_an_untied_one_missing_i
 def test_the_hub_names_of_gpt2_and_bert_are_read(tmp_path):
     """The hub's GPT-2 files have no 'transformer.' prefix and hold mask buffers; BERT's say bert. and gamma."""
     folder, spec, weights = written(tmp_path, "gpt2")
-    _rewrite(folder, lambda t: {k.removeprefix("transformer."): v for k, v in t.items()}
-             | {"h.0.attn.bias": np.ones((1, 1, 4, 4))})  # fmt: skip
+    _rewrite(
+        folder,
+        lambda t: {k.removeprefix("transformer."): v for k, v in t.items()} | {"h.0.attn.bias": np.ones((1, 1, 4, 4))},
+    )
     assert np.array_equal(
         checkpoint_weights(folder, spec, {"model_type": "gpt2"})["embedding.E"], weights["embedding.E"]
     )
     folder, spec, weights = written(tmp_path, "bert")
-    _rewrite(folder, lambda t: {"bert." + k.replace("LayerNorm.weight", "LayerNorm.gamma"): v for k, v in t.items()}
-             | {"cls.predictions.bias": np.zeros(97)})  # fmt: skip
+    _rewrite(
+        folder,
+        lambda t: (
+            {"bert." + k.replace("LayerNorm.weight", "LayerNorm.gamma"): v for k, v in t.items()}
+            | {"cls.predictions.bias": np.zeros(97)}
+        ),
+    )
     read = checkpoint_weights(folder, spec, {"model_type": "bert"})
     assert np.array_equal(read["blocks.1.norm2.gamma"], weights["blocks.1.norm2.gamma"])
 

@@ -53,74 +53,154 @@ def test_the_mapping_is_a_spec_mapping_and_names_the_model(tmp_path):
 
 # ---- small configs, counted by transformers itself
 
-SMALL = {"vocab_size": 97, "hidden_size": 32, "intermediate_size": 40, "num_hidden_layers": 2,
-         "num_attention_heads": 4, "max_position_embeddings": 64}  # fmt: skip
-LLAMA3 = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
-          "high_freq_factor": 4.0, "original_max_position_embeddings": 32}  # fmt: skip
+SMALL = {
+    "vocab_size": 97,
+    "hidden_size": 32,
+    "intermediate_size": 40,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "max_position_embeddings": 64,
+}
+LLAMA3 = {
+    "rope_type": "llama3",
+    "rope_theta": 500000.0,
+    "factor": 8.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 32,
+}
 GPT2 = {"vocab_size": 97, "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 64}
 FALCON = {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4}
 
 # id: (model_type, "4.x" = the keys written as JSON by hand, "5.x" = written by the config class's save_pretrained)
 VARIANTS = {
     "gpt2": ("gpt2", "4.x", GPT2),
-    "gpt2-untied-n_inner-unscaled": ("gpt2", "4.x", GPT2 | dict(n_inner=50, tie_word_embeddings=False,
-                                     scale_attn_weights=False, reorder_and_upcast_attn=True)),
+    "gpt2-untied-n_inner-unscaled": (
+        "gpt2",
+        "4.x",
+        GPT2 | dict(n_inner=50, tie_word_embeddings=False, scale_attn_weights=False, reorder_and_upcast_attn=True),
+    ),
     "gpt2-one-block-layer-scaling": ("gpt2", "4.x", GPT2 | dict(n_layer=1, scale_attn_by_inverse_layer_idx=True)),
     "bert": ("bert", "4.x", SMALL | dict(type_vocab_size=3)),
     "bert-decoder": ("bert", "5.x", SMALL | dict(is_decoder=True, hidden_act="relu")),
     "llama-mha-untied": ("llama", "4.x", SMALL | dict(rope_theta=10000.0)),
-    "llama-gqa-tied-head_dim-biases": ("llama", "4.x", SMALL | dict(num_key_value_heads=2, tie_word_embeddings=True,
-                                       head_dim=12, attention_bias=True, mlp_bias=True)),
+    "llama-gqa-tied-head_dim-biases": (
+        "llama",
+        "4.x",
+        SMALL | dict(num_key_value_heads=2, tie_word_embeddings=True, head_dim=12, attention_bias=True, mlp_bias=True),
+    ),
     "llama-rope_scaling-llama3": ("llama", "4.x", SMALL | dict(rope_scaling=LLAMA3, num_key_value_heads=1)),
     "llama-rope_scaling-type-default": ("llama", "4.x", SMALL | dict(rope_theta=5e5, rope_scaling={"type": "default"})),
     "llama-rope_parameters-llama3": ("llama", "5.x", SMALL | dict(rope_parameters=LLAMA3)),
-    "llama3-L-from-max_position_embeddings": ("llama", "4.x", SMALL | dict(rope_scaling={
-        k: v for k, v in LLAMA3.items() if k != "original_max_position_embeddings"})),
+    "llama3-L-from-max_position_embeddings": (
+        "llama",
+        "4.x",
+        SMALL | dict(rope_scaling={k: v for k, v in LLAMA3.items() if k != "original_max_position_embeddings"}),
+    ),
     "mistral-defaults": ("mistral", "4.x", SMALL | dict(hidden_size=64, num_attention_heads=16)),
     "mistral-window-null": ("mistral", "4.x", SMALL | dict(sliding_window=None, num_key_value_heads=2)),
     "mistral-window-5.x": ("mistral", "5.x", SMALL | dict(sliding_window=7, num_key_value_heads=2)),
-    "mixtral": ("mixtral", "4.x", SMALL | dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
-                                              sliding_window=None, head_dim=None)),
-    "mixtral-5.x-window": ("mixtral", "5.x", SMALL | dict(num_key_value_heads=2, num_local_experts=3,
-                                                          sliding_window=9)),
+    "mixtral": (
+        "mixtral",
+        "4.x",
+        SMALL
+        | dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, sliding_window=None, head_dim=None),
+    ),
+    "mixtral-5.x-window": (
+        "mixtral",
+        "5.x",
+        SMALL | dict(num_key_value_heads=2, num_local_experts=3, sliding_window=9),
+    ),
     "qwen2-kv-null": ("qwen2", "4.x", SMALL | dict(num_key_value_heads=None)),
     "qwen2-full": ("qwen2", "4.x", SMALL | dict(num_key_value_heads=2, sliding_window=8, max_window_layers=1)),
-    "qwen2-sliding-all": ("qwen2", "4.x", SMALL | dict(num_key_value_heads=4, use_sliding_window=True,
-                          sliding_window=8, max_window_layers=0, tie_word_embeddings=True)),
-    "qwen2-sliding-none-past-N": ("qwen2", "5.x", SMALL | dict(num_key_value_heads=1, use_sliding_window=True,
-                                  max_window_layers=2)),
-    "qwen2-sliding-some-layers": ("qwen2", "4.x", SMALL | dict(num_hidden_layers=3, num_key_value_heads=2,
-                                  use_sliding_window=True, sliding_window=8, max_window_layers=1)),
-    "qwen3-layer_types-5.x": ("qwen3", "5.x", SMALL | dict(num_hidden_layers=3, num_key_value_heads=1,
-                              use_sliding_window=True, sliding_window=6,
-                              layer_types=["sliding_attention", "full_attention", "sliding_attention"])),
-    "qwen2-sliding-5.x": ("qwen2", "5.x", SMALL | dict(num_key_value_heads=2, use_sliding_window=True,
-                          sliding_window=5, max_window_layers=0)),
+    "qwen2-sliding-all": (
+        "qwen2",
+        "4.x",
+        SMALL
+        | dict(
+            num_key_value_heads=4,
+            use_sliding_window=True,
+            sliding_window=8,
+            max_window_layers=0,
+            tie_word_embeddings=True,
+        ),
+    ),
+    "qwen2-sliding-none-past-N": (
+        "qwen2",
+        "5.x",
+        SMALL | dict(num_key_value_heads=1, use_sliding_window=True, max_window_layers=2),
+    ),
+    "qwen2-sliding-some-layers": (
+        "qwen2",
+        "4.x",
+        SMALL
+        | dict(
+            num_hidden_layers=3, num_key_value_heads=2, use_sliding_window=True, sliding_window=8, max_window_layers=1
+        ),
+    ),
+    "qwen3-layer_types-5.x": (
+        "qwen3",
+        "5.x",
+        SMALL
+        | dict(
+            num_hidden_layers=3,
+            num_key_value_heads=1,
+            use_sliding_window=True,
+            sliding_window=6,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        ),
+    ),
+    "qwen2-sliding-5.x": (
+        "qwen2",
+        "5.x",
+        SMALL | dict(num_key_value_heads=2, use_sliding_window=True, sliding_window=5, max_window_layers=0),
+    ),
     "qwen3-head_dim-default": ("qwen3", "4.x", SMALL | dict(num_key_value_heads=2)),
-    "qwen3-bias-tied": ("qwen3", "5.x", SMALL | dict(num_key_value_heads=1, head_dim=16, attention_bias=True,
-                                                     tie_word_embeddings=True)),
-    "gemma-legacy-gelu": ("gemma", "4.x", SMALL | dict(num_key_value_heads=1, hidden_act="gelu",
-                                                       hidden_activation="gelu_pytorch_tanh")),
-    "gemma-untied-head_dim": ("gemma", "5.x", SMALL | dict(num_key_value_heads=4, head_dim=12,
-                                                           tie_word_embeddings=False)),
+    "qwen3-bias-tied": (
+        "qwen3",
+        "5.x",
+        SMALL | dict(num_key_value_heads=1, head_dim=16, attention_bias=True, tie_word_embeddings=True),
+    ),
+    "gemma-legacy-gelu": (
+        "gemma",
+        "4.x",
+        SMALL | dict(num_key_value_heads=1, hidden_act="gelu", hidden_activation="gelu_pytorch_tanh"),
+    ),
+    "gemma-untied-head_dim": (
+        "gemma",
+        "5.x",
+        SMALL | dict(num_key_value_heads=4, head_dim=12, tie_word_embeddings=False),
+    ),
     "phi-partial-4.x": ("phi", "4.x", SMALL | dict(hidden_size=40, partial_rotary_factor=0.4, rope_theta=10000.0)),
     "phi-default-partial": ("phi", "4.x", SMALL),
     "phi-qk_layernorm-gqa": ("phi", "5.x", SMALL | dict(qk_layernorm=True, num_key_value_heads=2)),
-    "phi3-partial-window": ("phi3", "5.x", SMALL | dict(num_key_value_heads=2, partial_rotary_factor=0.5,
-                                                        sliding_window=7, pad_token_id=0)),
+    "phi3-partial-window": (
+        "phi3",
+        "5.x",
+        SMALL | dict(num_key_value_heads=2, partial_rotary_factor=0.5, sliding_window=7, pad_token_id=0),
+    ),
     "phi3-tied": ("phi3", "4.x", SMALL | dict(tie_word_embeddings=True, rope_theta=20000.0, pad_token_id=0)),
     "gpt_neox-4.x": ("gpt_neox", "4.x", SMALL | dict(rotary_pct=0.5, rotary_emb_base=20000, hidden_act="gelu_fast")),
     "gpt_neox-sequential-nobias": ("gpt_neox", "5.x", SMALL | dict(use_parallel_residual=False, attention_bias=False)),
     "gpt_neox-default-rotary": ("gpt_neox", "4.x", SMALL),
     "falcon-multi-query": ("falcon", "4.x", FALCON),
-    "falcon-per-head-sequential-bias": ("falcon", "4.x", FALCON | dict(multi_query=False, parallel_attn=False,
-                                        bias=True, ffn_hidden_size=40)),
-    "falcon-new-arch-two-norms": ("falcon", "4.x", FALCON | dict(new_decoder_architecture=True, num_kv_heads=2,
-                                                                 tie_word_embeddings=False)),
-    "falcon-new-arch-one-norm": ("falcon", "5.x", FALCON | dict(new_decoder_architecture=True, num_kv_heads=1,
-                                                                num_ln_in_parallel_attn=1, bias=True)),
+    "falcon-per-head-sequential-bias": (
+        "falcon",
+        "4.x",
+        FALCON | dict(multi_query=False, parallel_attn=False, bias=True, ffn_hidden_size=40),
+    ),
+    "falcon-new-arch-two-norms": (
+        "falcon",
+        "4.x",
+        FALCON | dict(new_decoder_architecture=True, num_kv_heads=2, tie_word_embeddings=False),
+    ),
+    "falcon-new-arch-one-norm": (
+        "falcon",
+        "5.x",
+        FALCON | dict(new_decoder_architecture=True, num_kv_heads=1, num_ln_in_parallel_attn=1, bias=True),
+    ),
     "falcon-n_embed": ("falcon", "4.x", {k: v for k, v in FALCON.items() if k != "hidden_size"} | dict(n_embed=48)),
-}  # fmt: skip
+}
 
 
 def _library():
@@ -213,7 +293,7 @@ LLAMA = {"model_type": "llama"} | SMALL
 QWEN2 = {"model_type": "qwen2", "num_key_value_heads": 2} | SMALL
 GEMMA = {"model_type": "gemma", "num_key_value_heads": 1} | SMALL
 BAD = {
-    "not-json": ("{\"model_type\": ", "not JSON"),
+    "not-json": ('{"model_type": ', "not JSON"),
     "not-an-object": ("[1, 2]", "expected a JSON object of config keys, got a JSON array"),
     "no-model_type": ({"hidden_size": 32}, "key 'model_type': missing, expected one of "),
     "unsupported-model_type": ({"model_type": "mamba"}, "key 'model_type': \"mamba\" is not supported: supported"),
@@ -224,37 +304,61 @@ BAD = {
     "flag-a-string": (LLAMA | {"tie_word_embeddings": "yes"}, "key 'tie_word_embeddings': got \"yes\", expected true"),
     "nan-eps": (json.dumps(LLAMA | {"rms_norm_eps": float("nan")}), "key 'rms_norm_eps': got NaN, expected a"),
     "rope-not-object": (LLAMA | {"rope_parameters": 5}, "key 'rope_parameters': got 5, expected a JSON object"),
-    "rope-unknown": (LLAMA | {"rope_scaling": {"type": "mrope", "factor": 2.0}},
-                     "key 'rope_scaling.type': \"mrope\" is not supported: tfm knows the rope types default,"),
-    "llama3-no-factor": (LLAMA | {"rope_parameters": {k: v for k, v in LLAMA3.items() if k != "factor"}},
-                         "key 'rope_parameters.factor': missing, expected a positive number"),
+    "rope-unknown": (
+        LLAMA | {"rope_scaling": {"type": "mrope", "factor": 2.0}},
+        "key 'rope_scaling.type': \"mrope\" is not supported: tfm knows the rope types default,",
+    ),
+    "llama3-no-factor": (
+        LLAMA | {"rope_parameters": {k: v for k, v in LLAMA3.items() if k != "factor"}},
+        "key 'rope_parameters.factor': missing, expected a positive number",
+    ),
     "partial-rotary-llama": (LLAMA | {"partial_rotary_factor": 0.5}, "key 'partial_rotary_factor': 0.5 is not"),
     "G-not-a-divisor": (LLAMA | {"num_key_value_heads": 3}, "key 'num_key_value_heads': got 3, expected a divisor"),
     "activation": (LLAMA | {"hidden_act": "quick_gelu"}, "key 'hidden_act': \"quick_gelu\" is not supported"),
     "heads-do-not-divide": ({"model_type": "gpt2"} | GPT2 | {"n_head": 5}, "key 'n_head': got 5, expected a divisor"),
-    "gpt2-layer-scaling": ({"model_type": "gpt2"} | GPT2 | {"scale_attn_by_inverse_layer_idx": True},
-                           "key 'scale_attn_by_inverse_layer_idx': true is not supported"),
-    "gpt2-cross-attention": ({"model_type": "gpt2"} | GPT2 | {"add_cross_attention": True},
-                             "key 'add_cross_attention': true is not supported"),
-    "bert-relative": ({"model_type": "bert"} | SMALL | {"position_embedding_type": "relative_key"},
-                      "key 'position_embedding_type': \"relative_key\" is not supported"),
+    "gpt2-layer-scaling": (
+        {"model_type": "gpt2"} | GPT2 | {"scale_attn_by_inverse_layer_idx": True},
+        "key 'scale_attn_by_inverse_layer_idx': true is not supported",
+    ),
+    "gpt2-cross-attention": (
+        {"model_type": "gpt2"} | GPT2 | {"add_cross_attention": True},
+        "key 'add_cross_attention': true is not supported",
+    ),
+    "bert-relative": (
+        {"model_type": "bert"} | SMALL | {"position_embedding_type": "relative_key"},
+        "key 'position_embedding_type': \"relative_key\" is not supported",
+    ),
     "falcon-alibi": ({"model_type": "falcon", "alibi": True} | FALCON, "key 'alibi': true is not supported: tfm"),
-    "falcon-kv-heads": ({"model_type": "falcon", "multi_query": False, "num_kv_heads": 2} | FALCON,
-                        "key 'num_kv_heads': 2 is not supported"),
-    "falcon-two-norms-old": ({"model_type": "falcon", "num_ln_in_parallel_attn": 2} | FALCON,
-                             "key 'num_ln_in_parallel_attn': 2 is not supported"),
-    "falcon-new-sequential": ({"model_type": "falcon", "new_decoder_architecture": True, "parallel_attn": False}
-                              | FALCON, "key 'parallel_attn': false is not supported"),
-    "qwen2-layers-without-a-window": (QWEN2 | {"layer_types": ["full_attention", "sliding_attention"]},
-                                      "key 'layer_types': [\"full_attention\", \"sliding_attention\"] is not "
-                                      "supported: sliding layers need use_sliding_window"),
-    "qwen2-layer_types": (QWEN2 | {"layer_types": ["full_attention"]},
-                          "key 'layer_types': got [\"full_attention\"], expected a list of 2"),
-    "mixtral-k": ({"model_type": "mixtral", "num_local_experts": 2, "num_experts_per_tok": 3} | SMALL,
-                  "key 'num_experts_per_tok': got 3, expected at most num_local_experts = 2"),
-    "gemma-activations-disagree": (GEMMA | {"hidden_activation": "relu"},
-                                   "key 'hidden_activation': \"relu\" is not supported: it differs from hidden_act"),
-}  # fmt: skip
+    "falcon-kv-heads": (
+        {"model_type": "falcon", "multi_query": False, "num_kv_heads": 2} | FALCON,
+        "key 'num_kv_heads': 2 is not supported",
+    ),
+    "falcon-two-norms-old": (
+        {"model_type": "falcon", "num_ln_in_parallel_attn": 2} | FALCON,
+        "key 'num_ln_in_parallel_attn': 2 is not supported",
+    ),
+    "falcon-new-sequential": (
+        {"model_type": "falcon", "new_decoder_architecture": True, "parallel_attn": False} | FALCON,
+        "key 'parallel_attn': false is not supported",
+    ),
+    "qwen2-layers-without-a-window": (
+        QWEN2 | {"layer_types": ["full_attention", "sliding_attention"]},
+        'key \'layer_types\': ["full_attention", "sliding_attention"] is not '
+        "supported: sliding layers need use_sliding_window",
+    ),
+    "qwen2-layer_types": (
+        QWEN2 | {"layer_types": ["full_attention"]},
+        "key 'layer_types': got [\"full_attention\"], expected a list of 2",
+    ),
+    "mixtral-k": (
+        {"model_type": "mixtral", "num_local_experts": 2, "num_experts_per_tok": 3} | SMALL,
+        "key 'num_experts_per_tok': got 3, expected at most num_local_experts = 2",
+    ),
+    "gemma-activations-disagree": (
+        GEMMA | {"hidden_activation": "relu"},
+        "key 'hidden_activation': \"relu\" is not supported: it differs from hidden_act",
+    ),
+}
 
 
 @pytest.mark.parametrize("case", BAD)

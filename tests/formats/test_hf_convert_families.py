@@ -14,11 +14,37 @@ load_file = pytest.importorskip(
     "safetensors.numpy", reason="the folders are read back by safetensors (the test extra)"
 ).load_file
 
-FAMILIES = ["llama", "gpt_neox", "gpt2", "bert", "roberta", "distilbert", "gpt_neo-global-local", "mixtral",
-            "qwen2_moe", "qwen3_moe", "gemma2", "gemma3_text", "olmo2", "deepseek_v2", "deepseek_v3", "gpt_oss",
-            "gptj", "opt", "bloom", "starcoder2", "stablelm-parallel", "stablelm-qk-layernorm",
-            "phi3-longrope", "granite", "cohere", "cohere-qk-norm", "phimoe",
-            "opt-350m-projected", "opt-projected-pre-untied"]  # fmt: skip
+FAMILIES = [
+    "llama",
+    "gpt_neox",
+    "gpt2",
+    "bert",
+    "roberta",
+    "distilbert",
+    "gpt_neo-global-local",
+    "mixtral",
+    "qwen2_moe",
+    "qwen3_moe",
+    "gemma2",
+    "gemma3_text",
+    "olmo2",
+    "deepseek_v2",
+    "deepseek_v3",
+    "gpt_oss",
+    "gptj",
+    "opt",
+    "bloom",
+    "starcoder2",
+    "stablelm-parallel",
+    "stablelm-qk-layernorm",
+    "phi3-longrope",
+    "granite",
+    "cohere",
+    "cohere-qk-norm",
+    "phimoe",
+    "opt-350m-projected",
+    "opt-projected-pre-untied",
+]
 
 
 def _tensors(folder):

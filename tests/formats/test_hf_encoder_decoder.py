@@ -22,27 +22,54 @@ from transformer_cli.hf.config import read_config, spec_from_config
 from transformer_cli.hf.weights import checkpoint_weights
 
 T5 = {"model_type": "t5", "vocab_size": 97, "d_model": 32, "d_kv": 6, "d_ff": 40, "num_layers": 2, "num_heads": 4}
-BART = {"model_type": "bart", "vocab_size": 97, "d_model": 32, "encoder_layers": 2, "decoder_layers": 2,
-        "encoder_attention_heads": 4, "decoder_attention_heads": 4, "encoder_ffn_dim": 40, "decoder_ffn_dim": 40,
-        "max_position_embeddings": 24}  # fmt: skip
+BART = {
+    "model_type": "bart",
+    "vocab_size": 97,
+    "d_model": 32,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "encoder_ffn_dim": 40,
+    "decoder_ffn_dim": 40,
+    "max_position_embeddings": 24,
+}
 
 # id: (the config's keys, "4.x" = written as JSON by hand, "5.x" = written by the config class's save_pretrained)
 VARIANTS = {
     "t5-relu-tied": (T5, "4.x"),
     "t5-gated-gelu-untied": (T5 | dict(feed_forward_proj="gated-gelu", tie_word_embeddings=False), "4.x"),
-    "t5-3-enc-1-dec-buckets": (T5 | dict(num_layers=3, num_decoder_layers=1, relative_attention_num_buckets=8,
-                                         relative_attention_max_distance=20), "4.x"),
+    "t5-3-enc-1-dec-buckets": (
+        T5
+        | dict(
+            num_layers=3, num_decoder_layers=1, relative_attention_num_buckets=8, relative_attention_max_distance=20
+        ),
+        "4.x",
+    ),
     "t5-gated-silu-5.x": (T5 | dict(feed_forward_proj="gated-silu", num_decoder_layers=3), "5.x"),
     "t5-untied-5.x": (T5 | dict(feed_forward_proj="gated-gelu", tie_word_embeddings=False), "5.x"),
-    "t5-aliases": ({"model_type": "t5", "vocab_size": 97, "hidden_size": 32, "head_dim": 6, "d_ff": 40,
-                    "num_hidden_layers": 2, "num_decoder_layers": 2, "num_attention_heads": 4}, "4.x"),
+    "t5-aliases": (
+        {
+            "model_type": "t5",
+            "vocab_size": 97,
+            "hidden_size": 32,
+            "head_dim": 6,
+            "d_ff": 40,
+            "num_hidden_layers": 2,
+            "num_decoder_layers": 2,
+            "num_attention_heads": 4,
+        },
+        "4.x",
+    ),
     "bart": (BART, "4.x"),
-    "bart-3-enc-1-dec-scaled-relu": (BART | dict(encoder_layers=3, decoder_layers=1, scale_embedding=True,
-                                                 activation_function="relu"), "4.x"),
+    "bart-3-enc-1-dec-scaled-relu": (
+        BART | dict(encoder_layers=3, decoder_layers=1, scale_embedding=True, activation_function="relu"),
+        "4.x",
+    ),
     "bart-5.x": (BART | dict(scale_embedding=True, decoder_layers=3), "5.x"),
     "mbart": (BART | dict(model_type="mbart", scale_embedding=True), "4.x"),
     "mbart-5.x": (BART | dict(model_type="mbart", decoder_layers=3), "5.x"),
-}  # fmt: skip
+}
 
 
 def _library():
@@ -98,8 +125,10 @@ def test_counts_equal_the_model_transformers_builds(variant, tmp_path):
     assert count_params(spec).total == _their_count(folder, tmp_path)
     config = _build(folder).config
     if config.model_type == "t5":  # the settings a count cannot see
-        assert (spec.rel_buckets, spec.rel_max_distance) == (config.relative_attention_num_buckets,
-                                                             config.relative_attention_max_distance)  # fmt: skip
+        assert (spec.rel_buckets, spec.rel_max_distance) == (
+            config.relative_attention_num_buckets,
+            config.relative_attention_max_distance,
+        )
         assert spec.head_scale == ("sqrt" if config.scale_decoder_outputs else "none")
         assert (spec.feedforward == "gated") == config.is_gated_act
     else:
@@ -138,20 +167,29 @@ def test_a_wrong_reading_would_change_the_count(keys, flip, tmp_path):
 
 
 BAD = {
-    "bart-heads-differ": (BART | {"decoder_attention_heads": 8}, "key 'decoder_attention_heads': 8 is not supported:"
-                          " encoder_attention_heads is 4; tfm's encoder and decoder have the same number of heads H"),
+    "bart-heads-differ": (
+        BART | {"decoder_attention_heads": 8},
+        "key 'decoder_attention_heads': 8 is not supported:"
+        " encoder_attention_heads is 4; tfm's encoder and decoder have the same number of heads H",
+    ),
     "bart-ffn-differ": (BART | {"encoder_ffn_dim": 48}, "key 'decoder_ffn_dim': 40 is not supported"),
     "bart-untied": (BART | {"tie_word_embeddings": False}, "key 'tie_word_embeddings': false is not supported"),
-    "bart-heads-do-not-divide": (BART | {"encoder_attention_heads": 5, "decoder_attention_heads": 5},
-                                 "key 'decoder_attention_heads': got 5, expected a divisor of d_model = 32"),
+    "bart-heads-do-not-divide": (
+        BART | {"encoder_attention_heads": 5, "decoder_attention_heads": 5},
+        "key 'decoder_attention_heads': got 5, expected a divisor of d_model = 32",
+    ),
     "t5-proj-form": (T5 | {"feed_forward_proj": "a-b-c"}, "key 'feed_forward_proj': got \"a-b-c\", expected 'ACT'"),
-    "t5-activation": (T5 | {"feed_forward_proj": "gated-quick_gelu"}, "key 'feed_forward_proj': \"gated-quick_gelu\""
-                      " is not supported: tfm implements the activations"),
+    "t5-activation": (
+        T5 | {"feed_forward_proj": "gated-quick_gelu"},
+        "key 'feed_forward_proj': \"gated-quick_gelu\" is not supported: tfm implements the activations",
+    ),
     "t5-distance": (T5 | {"relative_attention_max_distance": 16}, "key 'relative_attention_max_distance': got 16,"),
-    "t5-alias-layers": ({k: v for k, v in T5.items() if k != "num_layers"} | {"num_hidden_layers": 2},
-                        "key 'num_hidden_layers': 2 is not supported: transformers 5.24 gives the decoder"),
+    "t5-alias-layers": (
+        {k: v for k, v in T5.items() if k != "num_layers"} | {"num_hidden_layers": 2},
+        "key 'num_hidden_layers': 2 is not supported: transformers 5.24 gives the decoder",
+    ),
     "t5-no-d_kv": ({k: v for k, v in T5.items() if k != "d_kv"}, "key 'd_kv': missing, expected a positive integer"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", BAD)
@@ -162,10 +200,16 @@ def test_what_tfm_cannot_hold_is_one_line_naming_the_key(case, tmp_path):
 # ---- checkpoints
 
 
-@pytest.mark.parametrize("keys", [T5 | {"num_layers": 3, "num_decoder_layers": 2},
-                                  T5 | {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False},
-                                  BART | {"encoder_layers": 3}, BART | {"model_type": "mbart"}],
-                         ids=["t5", "t5-gated-untied", "bart", "mbart"])  # fmt: skip
+@pytest.mark.parametrize(
+    "keys",
+    [
+        T5 | {"num_layers": 3, "num_decoder_layers": 2},
+        T5 | {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False},
+        BART | {"encoder_layers": 3},
+        BART | {"model_type": "mbart"},
+    ],
+    ids=["t5", "t5-gated-untied", "bart", "mbart"],
+)
 def test_tfm_writes_both_stacks_and_reads_them_back_exactly(keys, tmp_path):
     spec = spec_from_config(_write(tmp_path / "config", keys))
     weights = random_weights(spec)
@@ -217,9 +261,15 @@ MBART_FILES = BART_FILES | {
 }  # mBART's pre-norm stacks' last norms
 
 
-@pytest.mark.parametrize(("keys", "files"), [(T5 | {"feed_forward_proj": "gated-gelu"}, T5_FILES), (BART, BART_FILES),
-                                             (BART | {"model_type": "mbart"}, MBART_FILES)],
-                         ids=["t5", "bart", "mbart"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("keys", "files"),
+    [
+        (T5 | {"feed_forward_proj": "gated-gelu"}, T5_FILES),
+        (BART, BART_FILES),
+        (BART | {"model_type": "mbart"}, MBART_FILES),
+    ],
+    ids=["t5", "bart", "mbart"],
+)
 def test_a_folder_saved_by_transformers_is_read_tensor_by_tensor(keys, files, tmp_path):
     folder, model = _saved(tmp_path, keys)
     spec = spec_from_config(folder)
@@ -250,8 +300,12 @@ def test_t5_files_with_their_per_stack_embeddings_and_old_tables_are_read(tmp_pa
 
     tensors = load_file(folder / "model.safetensors")
     shared = tensors["shared.weight"]
-    extra = {"encoder.embed_tokens.weight": shared, "decoder.embed_tokens.weight": shared, "lm_head.weight": shared,
-             "decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.weight": np.ones((32, 4))}  # fmt: skip
+    extra = {
+        "encoder.embed_tokens.weight": shared,
+        "decoder.embed_tokens.weight": shared,
+        "lm_head.weight": shared,
+        "decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.weight": np.ones((32, 4)),
+    }
     save_file(tensors | extra, folder / "model.safetensors", metadata={"format": "pt"})
     assert np.array_equal(checkpoint_weights(folder, spec, config)["embedding.E"], shared.T)
     save_file(tensors | {"encoder.embed_tokens.weight": shared[:5]}, folder / "model.safetensors")
@@ -290,8 +344,11 @@ def test_tfm_count_checks_a_transformers_folder(keys, tmp_path):
     assert broken.exit_code != 0 and f"missing {name}" in broken.output
 
 
-@pytest.mark.parametrize("keys", [T5 | {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}, BART,
-                                  BART | {"model_type": "mbart"}], ids=["t5-untied", "bart", "mbart"])  # fmt: skip
+@pytest.mark.parametrize(
+    "keys",
+    [T5 | {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}, BART, BART | {"model_type": "mbart"}],
+    ids=["t5-untied", "bart", "mbart"],
+)
 def test_tfm_converts_a_folder_and_back_and_transformers_loads_the_same_tensors(keys, tmp_path):
     torch, transformers = _library()
     from transformer_cli.conversions import to_hugging_face, to_tfm

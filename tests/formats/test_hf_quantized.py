@@ -75,12 +75,20 @@ FOUR_BIT = [("nf4", True), ("nf4", False), ("fp4", True), ("fp4", False)]
 def test_bitsandbytes_4bit_weights_are_bitsandbytes_own_and_the_logits_transformers(tmp_path, llama, kind, double):
     F = pytest.importorskip("bitsandbytes.functional", reason=NEEDS)
 
-    folder = bitsandbytes_folder(llama, tmp_path / "q", load_in_4bit=True, bnb_4bit_quant_type=kind,
-                                 bnb_4bit_use_double_quant=double, bnb_4bit_compute_dtype=torch.float32)  # fmt: skip
+    folder = bitsandbytes_folder(
+        llama,
+        tmp_path / "q",
+        load_in_4bit=True,
+        bnb_4bit_quant_type=kind,
+        bnb_4bit_use_double_quant=double,
+        bnb_4bit_compute_dtype=torch.float32,
+    )
     loaded = transformers.AutoModelForCausalLM.from_pretrained(folder, device_map="cpu")
-    reference = {f"{n}.weight": F.dequantize_4bit(m.weight.data, m.weight.quant_state).float()
-                 for n, m in loaded.named_modules()
-                 if getattr(getattr(m, "weight", None), "quant_state", None)}  # fmt: skip
+    reference = {
+        f"{n}.weight": F.dequantize_4bit(m.weight.data, m.weight.quant_state).float()
+        for n, m in loaded.named_modules()
+        if getattr(getattr(m, "weight", None), "quant_state", None)
+    }
     assert len(reference) == 14  # every linear of the two blocks; the head stays float32
     for name, ref in reference.items():
         assert np.array_equal(tfm_weight(folder, name), ref.numpy()), name  # bit for bit
@@ -92,9 +100,11 @@ def test_bitsandbytes_8bit_weights_are_scb_over_127_and_the_logits_transformers(
 
     folder = bitsandbytes_folder(llama, tmp_path / "q", load_in_8bit=True)
     loaded = transformers.AutoModelForCausalLM.from_pretrained(folder, device_map="cpu")
-    kernel = {f"{n}.weight": F.int8_vectorwise_dequant(m.weight.data, m.weight.SCB)
-              for n, m in loaded.named_modules()
-              if getattr(getattr(m, "weight", None), "SCB", None) is not None}  # fmt: skip
+    kernel = {
+        f"{n}.weight": F.int8_vectorwise_dequant(m.weight.data, m.weight.SCB)
+        for n, m in loaded.named_modules()
+        if getattr(getattr(m, "weight", None), "SCB", None) is not None
+    }
     assert len(kernel) == 14
     for name, ref in kernel.items():  # bitsandbytes' float32 kernel rounds A * SCB * (1/127): tfm's is float64
         ours = tfm_weight(folder, name)
@@ -188,18 +198,26 @@ def test_mxfp4_experts_and_logits_are_transformers_own_dequantisation(tmp_path):
 # -- compressed-tensors and AWQ -------------------------------------------------------------------------------
 
 COMPRESSED = {
-    "w4-group-32-sym": (dict(num_bits=4, type="int", strategy="group", group_size=32, symmetric=True),
-                        "pack-quantized"),
-    "w4-group-64-asym": (dict(num_bits=4, type="int", strategy="group", group_size=64, symmetric=False),
-                         "pack-quantized"),
-    "w4-group-32-actorder-weight": (dict(num_bits=4, type="int", strategy="group", group_size=32, symmetric=True,
-                                         actorder="weight"), "pack-quantized"),  # (no g_idx stored)
+    "w4-group-32-sym": (
+        dict(num_bits=4, type="int", strategy="group", group_size=32, symmetric=True),
+        "pack-quantized",
+    ),
+    "w4-group-64-asym": (
+        dict(num_bits=4, type="int", strategy="group", group_size=64, symmetric=False),
+        "pack-quantized",
+    ),
+    "w4-group-32-actorder-weight": (
+        dict(num_bits=4, type="int", strategy="group", group_size=32, symmetric=True, actorder="weight"),
+        "pack-quantized",
+    ),  # (no g_idx stored)
     "w8-channel": (dict(num_bits=8, type="int", strategy="channel", symmetric=True), "int-quantized"),
     "fp8-tensor": (dict(num_bits=8, type="float", strategy="tensor", symmetric=True), "float-quantized"),
     "fp8-channel": (dict(num_bits=8, type="float", strategy="channel", symmetric=True), "float-quantized"),
-    "fp8-block": (dict(num_bits=8, type="float", strategy="block", block_structure=[64, 64], symmetric=True),
-                  "float-quantized"),
-}  # fmt: skip
+    "fp8-block": (
+        dict(num_bits=8, type="float", strategy="block", block_structure=[64, 64], symmetric=True),
+        "float-quantized",
+    ),
+}
 
 
 def library_dequantised(folder) -> dict:
@@ -278,10 +296,12 @@ def _file_bytes(folder) -> dict:
 
 @pytest.mark.parametrize("method", ["gptq", "awq", "bnb4", "fp8"])
 def test_count_gives_the_true_parameters_and_the_packed_bytes(tmp_path, llama, method):
-    make = {"gptq": lambda: gptq_folder(llama, tmp_path / "q", bits=4, group=32),
-            "awq": lambda: awq_folder(llama, tmp_path / "q", group=32),
-            "bnb4": lambda: bitsandbytes_folder(llama, tmp_path / "q", load_in_4bit=True, bnb_4bit_quant_type="nf4"),
-            "fp8": lambda: fp8_folder(llama, tmp_path / "q")}  # fmt: skip
+    make = {
+        "gptq": lambda: gptq_folder(llama, tmp_path / "q", bits=4, group=32),
+        "awq": lambda: awq_folder(llama, tmp_path / "q", group=32),
+        "bnb4": lambda: bitsandbytes_folder(llama, tmp_path / "q", load_in_4bit=True, bnb_4bit_quant_type="nf4"),
+        "fp8": lambda: fp8_folder(llama, tmp_path / "q"),
+    }
     if method == "bnb4":
         pytest.importorskip("bitsandbytes", reason=NEEDS)
     folder = make[method]()
@@ -328,8 +348,9 @@ def test_plan_prices_a_quantised_checkpoint_at_its_own_bytes(tmp_path, llama, ru
     held = sum(_file_bytes(folder).values())
     assert plan["serving"]["fused_attention"]["weights"] == plan["weights_stored"]["bytes"] == held
     assert held < plan["weights_bytes"]["bfloat16"] / 2  # 4-bit blocks (the small model's head stays 16-bit)
-    decoded = runner.invoke(app, ["plan", str(folder), "-n", "32", "--json", "--hardware", "h100-sxm", "--weights",
-                                  "bfloat16"])  # fmt: skip
+    decoded = runner.invoke(
+        app, ["plan", str(folder), "-n", "32", "--json", "--hardware", "h100-sxm", "--weights", "bfloat16"]
+    )
     assert json.loads(decoded.stdout)["serving"]["fused_attention"]["weights"] == plan["weights_bytes"]["bfloat16"]
 
 

@@ -31,8 +31,10 @@ def _file_bytes(folder) -> int:
 def test_a_quantised_config_alone_is_planned_at_the_bytes_its_checkpoint_holds(tmp_path, runner, method):
     from transformer_cli.hf.folder import held_by_config
 
-    make = {"fp8": lambda: fp8_folder(float_llama(tmp_path / "float"), tmp_path / "q"),
-            "mxfp4": lambda: mxfp4_folder(gpt_oss_float(tmp_path / "float"), tmp_path / "q")}  # fmt: skip
+    make = {
+        "fp8": lambda: fp8_folder(float_llama(tmp_path / "float"), tmp_path / "q"),
+        "mxfp4": lambda: mxfp4_folder(gpt_oss_float(tmp_path / "float"), tmp_path / "q"),
+    }
     folder = make[method]()
     (tmp_path / "alone").mkdir()
     shutil.copy(folder / "config.json", tmp_path / "alone" / "config.json")
@@ -49,8 +51,15 @@ def test_a_quantised_config_alone_is_planned_at_the_bytes_its_checkpoint_holds(t
 
 # OpenAI's gpt-oss model card (arXiv 2508.10925, table 1): the checkpoints' sizes, MXFP4 experts, the rest bf16
 CHECKPOINT_GIB = {"gpt-oss-20b": 12.8, "gpt-oss-120b": 60.8}
-MXFP4 = {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
-                                    "lm_head"], "quant_method": "mxfp4"}  # fmt: skip
+MXFP4 = {
+    "modules_to_not_convert": [
+        "model.layers.*.self_attn",
+        "model.layers.*.mlp.router",
+        "model.embed_tokens",
+        "lm_head",
+    ],
+    "quant_method": "mxfp4",
+}
 FP8 = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}
 
 

@@ -54,8 +54,9 @@ def test_a_bfloat16_checkpoint_runs_in_float32_as_transformers_does(tmp_path, na
     build(name).to(torch.bfloat16).save_pretrained(tmp_path)
     header = (tmp_path / "model.safetensors").read_bytes()[:4096]
     assert b'"BF16"' in header
-    kernels = {key: MODELS[name][2][key] for key in ("attn_implementation", "experts_implementation")
-               if key in MODELS[name][2]}  # fmt: skip
+    kernels = {
+        key: MODELS[name][2][key] for key in ("attn_implementation", "experts_implementation") if key in MODELS[name][2]
+    }
     reference = getattr(transformers, MODELS[name][1]).from_pretrained(
         tmp_path, dtype=torch.float32, **({"attn_implementation": "sdpa"} | kernels)
     )
@@ -76,8 +77,9 @@ def test_tfm_converts_a_folder_and_back_and_transformers_loads_it(tmp_path):
     runner = CliRunner()
     first = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "w.safetensors")])
     assert first.exit_code == 0, first.output
-    back = runner.invoke(app, ["convert", str(tmp_path / "w.safetensors"), "-o", str(tmp_path / "again"),
-                               "--shard-size", "20K"])  # fmt: skip
+    back = runner.invoke(
+        app, ["convert", str(tmp_path / "w.safetensors"), "-o", str(tmp_path / "again"), "--shard-size", "20K"]
+    )
     assert back.exit_code == 0, back.output
     again = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "again", dtype=torch.float64).eval()
     before, after = model.state_dict(), again.state_dict()
@@ -121,8 +123,11 @@ def test_a_bert_checkpoint_saved_as_bertformaskedlm_counts_and_runs_without_a_po
     assert spec_from_config(tmp_path / "alone").pooler is True  # the config alone: BertModel's, as published
     runner = CliRunner()
     weights = str(tmp_path / "w.safetensors")
-    for args in (["count", str(tmp_path / "mlm")], ["convert", str(tmp_path / "mlm"), "-o", weights],
-                 ["convert", weights, "-o", str(tmp_path / "back")]):  # fmt: skip
+    for args in (
+        ["count", str(tmp_path / "mlm")],
+        ["convert", str(tmp_path / "mlm"), "-o", weights],
+        ["convert", weights, "-o", str(tmp_path / "back")],
+    ):
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
     assert spec_from_config(tmp_path / "back").pooler is False

@@ -94,8 +94,10 @@ def test_two_writers_race_and_exactly_one_wins(tmp_path):
     np.save(x, np.random.default_rng(0).normal(size=(64, 32, 64)))
     out = tmp_path / "y.npy"
     command = [sys.executable, "-m", "transformer_cli", "run", "-i", str(x), "-o", str(out)]
-    procs = [subprocess.Popen([*command, "--seed", str(s)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True) for s in (1, 2)]  # fmt: skip
+    procs = [
+        subprocess.Popen([*command, "--seed", str(s)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for s in (1, 2)
+    ]
     results = [(p.wait(timeout=60), p.stderr.read()) for p in procs]
     codes = sorted(code for code, _ in results)
     assert codes == [0, 2], results

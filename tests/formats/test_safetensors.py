@@ -156,11 +156,15 @@ def test_reference_files_read_the_same(tmp_path):
 
     rng = np.random.default_rng(0)
     arrays = {
-        "f64": rng.normal(size=(3, 4)), "f32": rng.normal(size=(5,)).astype(np.float32),
-        "f16": rng.normal(size=(2, 2)).astype(np.float16), "i64": np.arange(6).reshape(2, 3),
-        "u8": np.arange(7, dtype=np.uint8), "bool": np.array([True, False]), "empty": np.zeros((0, 3)),
+        "f64": rng.normal(size=(3, 4)),
+        "f32": rng.normal(size=(5,)).astype(np.float32),
+        "f16": rng.normal(size=(2, 2)).astype(np.float16),
+        "i64": np.arange(6).reshape(2, 3),
+        "u8": np.arange(7, dtype=np.uint8),
+        "bool": np.array([True, False]),
+        "empty": np.zeros((0, 3)),
         "scalar": np.array(2.5),
-    }  # fmt: skip
+    }
     path = tmp_path / "ref.safetensors"
     save_file(arrays, str(path), metadata={"k": "v"})
     loaded = safetensors_io.load(path)
@@ -229,9 +233,11 @@ def test_init_holds_one_tensor_at_a_time():
 
 @pytest.mark.parametrize(
     "suffix, words",
-    [(".npz", "writing these weights needs about"),
-     (".safetensors", "8,000,000 tensors need a header over the 100,000,000 bytes safetensors allows")],
-)  # fmt: skip
+    [
+        (".npz", "writing these weights needs about"),
+        (".safetensors", "8,000,000 tensors need a header over the 100,000,000 bytes safetensors allows"),
+    ],
+)
 def test_init_of_a_million_blocks_is_refused_at_once(tmp_path, suffix, words):
     """Measured before the estimate: 5.8 GB and 204 s. Run under a 1.5 GB address-space limit, just in case."""
     import resource
@@ -244,7 +250,6 @@ def test_init_of_a_million_blocks_is_refused_at_once(tmp_path, suffix, words):
     limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000))  # noqa: E731
     args = [sys.executable, "-m", "transformer_cli", "init", str(spec), "-o", str(tmp_path / f"w{suffix}")]
     start = time.perf_counter()
-    done = subprocess.run([*args, "--max-memory", "100M"], capture_output=True, text=True, timeout=60,
-                          preexec_fn=limit)  # fmt: skip
+    done = subprocess.run([*args, "--max-memory", "100M"], capture_output=True, text=True, timeout=60, preexec_fn=limit)
     assert done.returncode == 2 and words in done.stderr, done.stderr
     assert time.perf_counter() - start < 10 and sorted(p.name for p in tmp_path.iterdir()) == ["million.yaml"]

@@ -58,11 +58,28 @@ def _llama_weights(model, cfg, m: int) -> dict[str, np.ndarray]:
 def test_llama_logits_equal_transformers(G, tied):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    model, cfg, m = _llama_like(LlamaForCausalLM, LlamaConfig, num_key_value_heads=G, tie_word_embeddings=tied,
-                                rope_theta=10000.0, **SMALL)  # fmt: skip
-    spec = Spec(N=2, H=4, G=G, m=m, d=32, r=40, V=97, tie_embeddings=tied, scale="sqrt", mask="causal",
-                positional="rope", norm="pre", norm_type="rmsnorm", norm_eps=1e-5, feedforward="gated",
-                activation="silu", ff_bias=False)  # fmt: skip
+    model, cfg, m = _llama_like(
+        LlamaForCausalLM, LlamaConfig, num_key_value_heads=G, tie_word_embeddings=tied, rope_theta=10000.0, **SMALL
+    )
+    spec = Spec(
+        N=2,
+        H=4,
+        G=G,
+        m=m,
+        d=32,
+        r=40,
+        V=97,
+        tie_embeddings=tied,
+        scale="sqrt",
+        mask="causal",
+        positional="rope",
+        norm="pre",
+        norm_type="rmsnorm",
+        norm_eps=1e-5,
+        feedforward="gated",
+        activation="silu",
+        ff_bias=False,
+    )
     assert sum(p.numel() for p in model.parameters()) == count(spec)
     assert _compare(model, spec, _llama_weights(model, cfg, m), 97) < TOL
 
@@ -70,11 +87,28 @@ def test_llama_logits_equal_transformers(G, tied):
 def test_mistral_sliding_window_logits_equal_transformers():
     from transformers import MistralConfig, MistralForCausalLM
 
-    model, cfg, m = _llama_like(MistralForCausalLM, MistralConfig, num_key_value_heads=2, sliding_window=4,
-                                rope_theta=10000.0, **SMALL)  # fmt: skip
-    spec = Spec(N=2, H=4, G=2, m=m, d=32, r=40, V=97, scale="sqrt", mask="causal", window=4, positional="rope",
-                norm="pre", norm_type="rmsnorm", norm_eps=1e-5, feedforward="gated", activation="silu",
-                ff_bias=False)  # fmt: skip
+    model, cfg, m = _llama_like(
+        MistralForCausalLM, MistralConfig, num_key_value_heads=2, sliding_window=4, rope_theta=10000.0, **SMALL
+    )
+    spec = Spec(
+        N=2,
+        H=4,
+        G=2,
+        m=m,
+        d=32,
+        r=40,
+        V=97,
+        scale="sqrt",
+        mask="causal",
+        window=4,
+        positional="rope",
+        norm="pre",
+        norm_type="rmsnorm",
+        norm_eps=1e-5,
+        feedforward="gated",
+        activation="silu",
+        ff_bias=False,
+    )
     assert _compare(model, spec, _llama_weights(model, cfg, m), 97) < TOL
 
 
@@ -82,9 +116,26 @@ def test_qwen2_biases_on_q_k_v_only_equal_transformers():
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     model, cfg, m = _llama_like(Qwen2ForCausalLM, Qwen2Config, num_key_value_heads=2, rope_theta=10000.0, **SMALL)
-    spec = Spec(N=2, H=4, G=2, m=m, d=32, r=40, V=97, scale="sqrt", mask="causal", positional="rope", norm="pre",
-                norm_type="rmsnorm", norm_eps=1e-5, attention_bias=True, out_bias=False, feedforward="gated",
-                activation="silu", ff_bias=False)  # fmt: skip
+    spec = Spec(
+        N=2,
+        H=4,
+        G=2,
+        m=m,
+        d=32,
+        r=40,
+        V=97,
+        scale="sqrt",
+        mask="causal",
+        positional="rope",
+        norm="pre",
+        norm_type="rmsnorm",
+        norm_eps=1e-5,
+        attention_bias=True,
+        out_bias=False,
+        feedforward="gated",
+        activation="silu",
+        ff_bias=False,
+    )
     assert sum(p.numel() for p in model.parameters()) == count(spec)
     assert _compare(model, spec, _llama_weights(model, cfg, m), 97) < TOL
 
@@ -93,11 +144,36 @@ def test_gemma_logits_equal_transformers():
     """(1 + gamma) RMSNorm, embedding times sqrt(d), GeGLU (tanh form), heads of m != d/H, tied, multi-query."""
     from transformers import GemmaConfig, GemmaForCausalLM
 
-    model, cfg, m = _llama_like(GemmaForCausalLM, GemmaConfig, num_key_value_heads=1, head_dim=12, rope_theta=10000.0,
-                                hidden_activation="gelu_pytorch_tanh", **SMALL)  # fmt: skip
-    spec = Spec(N=2, H=4, G=1, m=12, d=32, r=40, V=97, tie_embeddings=True, embed_scale="sqrt", scale="sqrt",
-                mask="causal", positional="rope", norm="pre", norm_type="rmsnorm", norm_plus_one=True, norm_eps=1e-5,
-                feedforward="gated", activation="gelu", ff_bias=False)  # fmt: skip
+    model, cfg, m = _llama_like(
+        GemmaForCausalLM,
+        GemmaConfig,
+        num_key_value_heads=1,
+        head_dim=12,
+        rope_theta=10000.0,
+        hidden_activation="gelu_pytorch_tanh",
+        **SMALL,
+    )
+    spec = Spec(
+        N=2,
+        H=4,
+        G=1,
+        m=12,
+        d=32,
+        r=40,
+        V=97,
+        tie_embeddings=True,
+        embed_scale="sqrt",
+        scale="sqrt",
+        mask="causal",
+        positional="rope",
+        norm="pre",
+        norm_type="rmsnorm",
+        norm_plus_one=True,
+        norm_eps=1e-5,
+        feedforward="gated",
+        activation="gelu",
+        ff_bias=False,
+    )
     assert sum(p.numel() for p in model.parameters()) == count(spec)
     assert _compare(model, spec, _llama_weights(model, cfg, m), 97) < TOL
 
@@ -105,11 +181,28 @@ def test_gemma_logits_equal_transformers():
 def test_qwen3_query_and_key_norms_equal_transformers():
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    model, cfg, m = _llama_like(Qwen3ForCausalLM, Qwen3Config, num_key_value_heads=2, head_dim=8, rope_theta=10000.0,
-                                **SMALL)  # fmt: skip
-    spec = Spec(N=2, H=4, G=2, m=8, d=32, r=40, V=97, qk_norm=True, scale="sqrt", mask="causal", positional="rope",
-                norm="pre", norm_type="rmsnorm", norm_eps=1e-5, feedforward="gated", activation="silu",
-                ff_bias=False)  # fmt: skip
+    model, cfg, m = _llama_like(
+        Qwen3ForCausalLM, Qwen3Config, num_key_value_heads=2, head_dim=8, rope_theta=10000.0, **SMALL
+    )
+    spec = Spec(
+        N=2,
+        H=4,
+        G=2,
+        m=8,
+        d=32,
+        r=40,
+        V=97,
+        qk_norm=True,
+        scale="sqrt",
+        mask="causal",
+        positional="rope",
+        norm="pre",
+        norm_type="rmsnorm",
+        norm_eps=1e-5,
+        feedforward="gated",
+        activation="silu",
+        ff_bias=False,
+    )
     assert sum(p.numel() for p in model.parameters()) == count(spec)
     assert _compare(model, spec, _llama_weights(model, cfg, m), 97) < TOL
 
@@ -117,15 +210,39 @@ def test_qwen3_query_and_key_norms_equal_transformers():
 def test_mixtral_experts_equal_transformers():
     from transformers import MixtralConfig, MixtralForCausalLM
 
-    model, cfg, m = _llama_like(MixtralForCausalLM, MixtralConfig, num_key_value_heads=2, num_local_experts=4,
-                                num_experts_per_tok=2, rope_theta=10000.0, experts_implementation="eager",
-                                **SMALL)  # fmt: skip
+    model, cfg, m = _llama_like(
+        MixtralForCausalLM,
+        MixtralConfig,
+        num_key_value_heads=2,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        rope_theta=10000.0,
+        experts_implementation="eager",
+        **SMALL,
+    )
     for module in model.modules():
         if type(module).__name__.endswith("TopKRouter"):
             module.forward = _float64_router.__get__(module)
-    spec = Spec(N=2, H=4, G=2, m=m, d=32, r=40, V=97, E=4, k=2, scale="sqrt", mask="causal", positional="rope",
-                norm="pre", norm_type="rmsnorm", norm_eps=1e-5, feedforward="gated", activation="silu",
-                ff_bias=False)  # fmt: skip
+    spec = Spec(
+        N=2,
+        H=4,
+        G=2,
+        m=m,
+        d=32,
+        r=40,
+        V=97,
+        E=4,
+        k=2,
+        scale="sqrt",
+        mask="causal",
+        positional="rope",
+        norm="pre",
+        norm_type="rmsnorm",
+        norm_eps=1e-5,
+        feedforward="gated",
+        activation="silu",
+        ff_bias=False,
+    )
     assert sum(p.numel() for p in model.parameters()) == count(spec)
     assert _compare(model, spec, _llama_weights(model, cfg, m), 97) < TOL
 
@@ -137,6 +254,21 @@ def test_the_float32_rotary_angles_alone_would_exceed_the_tolerance():
     model, cfg, m = _llama_like(LlamaForCausalLM, LlamaConfig, num_key_value_heads=4, rope_theta=10000.0, **SMALL)
     weights = _llama_weights(model, cfg, m)
     del model.model.rotary_emb.forward  # back to the library's float32 angles
-    spec = Spec(N=2, H=4, m=m, d=32, r=40, V=97, scale="sqrt", mask="causal", positional="rope", norm="pre",
-                norm_type="rmsnorm", norm_eps=1e-5, feedforward="gated", activation="silu", ff_bias=False)  # fmt: skip
+    spec = Spec(
+        N=2,
+        H=4,
+        m=m,
+        d=32,
+        r=40,
+        V=97,
+        scale="sqrt",
+        mask="causal",
+        positional="rope",
+        norm="pre",
+        norm_type="rmsnorm",
+        norm_eps=1e-5,
+        feedforward="gated",
+        activation="silu",
+        ff_bias=False,
+    )
     assert _compare(model, spec, weights, 97) > 10 * TOL  # measured: 2.3e-9 at n = 13

@@ -16,20 +16,49 @@ def test_bert_final_columns_equal_transformers():
     """BertModel: post-norm, learned positions, token type 0, a norm of the embedded columns, GELU (erf), no head."""
     from transformers import BertConfig, BertModel
 
-    cfg = BertConfig(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
-                     max_position_embeddings=64, type_vocab_size=2, attn_implementation="sdpa")  # fmt: skip
+    cfg = BertConfig(
+        vocab_size=97,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=40,
+        max_position_embeddings=64,
+        type_vocab_size=2,
+        attn_implementation="sdpa",
+    )
     model = BertModel(cfg).double().eval()
     _randomised(model)
     sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
-    spec = Spec(N=2, H=4, m=8, d=32, r=40, V=97, head=False, type_vocab=2, embed_norm=True, pooler=True,
-                scale="sqrt", positional="learned", max_len=64, norm="post", norm_eps=cfg.layer_norm_eps,
-                attention_bias=True, activation="gelu_exact")  # fmt: skip
+    spec = Spec(
+        N=2,
+        H=4,
+        m=8,
+        d=32,
+        r=40,
+        V=97,
+        head=False,
+        type_vocab=2,
+        embed_norm=True,
+        pooler=True,
+        scale="sqrt",
+        positional="learned",
+        max_len=64,
+        norm="post",
+        norm_eps=cfg.layer_norm_eps,
+        attention_bias=True,
+        activation="gelu_exact",
+    )
     assert sum(p.numel() for p in model.parameters()) == count(spec)
     e = "embeddings."
-    w = {"embedding.E": sd[e + "word_embeddings.weight"].T, "embedding.T": sd[e + "token_type_embeddings.weight"].T,
-         "positional.P": sd[e + "position_embeddings.weight"].T, "embedding.norm.gamma": sd[e + "LayerNorm.weight"],
-         "embedding.norm.beta": sd[e + "LayerNorm.bias"], "pooler.W": sd["pooler.dense.weight"],
-         "pooler.b": sd["pooler.dense.bias"]}  # fmt: skip
+    w = {
+        "embedding.E": sd[e + "word_embeddings.weight"].T,
+        "embedding.T": sd[e + "token_type_embeddings.weight"].T,
+        "positional.P": sd[e + "position_embeddings.weight"].T,
+        "embedding.norm.gamma": sd[e + "LayerNorm.weight"],
+        "embedding.norm.beta": sd[e + "LayerNorm.bias"],
+        "pooler.W": sd["pooler.dense.weight"],
+        "pooler.b": sd["pooler.dense.bias"],
+    }
     for i in range(2):
         p, q = f"encoder.layer.{i}.", f"blocks.{i}."
         for ours, theirs in (("Q", "query"), ("K", "key"), ("V", "value")):
@@ -60,13 +89,31 @@ def test_gpt2_logits_equal_transformers():
     _randomised(model)
     sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
     d, H, m = 32, 4, 8
-    spec = Spec(N=2, H=H, m=m, d=d, r=4 * d, V=97, tie_embeddings=True, scale="sqrt", mask="causal",
-                positional="learned", max_len=64, norm="pre", norm_eps=cfg.layer_norm_epsilon, attention_bias=True,
-                activation="gelu")  # fmt: skip
+    spec = Spec(
+        N=2,
+        H=H,
+        m=m,
+        d=d,
+        r=4 * d,
+        V=97,
+        tie_embeddings=True,
+        scale="sqrt",
+        mask="causal",
+        positional="learned",
+        max_len=64,
+        norm="pre",
+        norm_eps=cfg.layer_norm_epsilon,
+        attention_bias=True,
+        activation="gelu",
+    )
     assert sum(p.numel() for p in model.parameters()) == count(spec)
     t = "transformer."
-    w = {"embedding.E": sd[t + "wte.weight"].T, "positional.P": sd[t + "wpe.weight"].T,
-         "final_norm.gamma": sd[t + "ln_f.weight"], "final_norm.beta": sd[t + "ln_f.bias"]}  # fmt: skip
+    w = {
+        "embedding.E": sd[t + "wte.weight"].T,
+        "positional.P": sd[t + "wpe.weight"].T,
+        "final_norm.gamma": sd[t + "ln_f.weight"],
+        "final_norm.beta": sd[t + "ln_f.bias"],
+    }
     for i in range(2):
         p, q = f"{t}h.{i}.", f"blocks.{i}."
         W, b = sd[p + "attn.c_attn.weight"], sd[p + "attn.c_attn.bias"]  # (d, 3d): x @ W gives [q | k | v]
@@ -87,16 +134,40 @@ def test_phi_parallel_blocks_and_partial_rotary_equal_transformers():
     everywhere, an untied head with a bias, GELU (tanh form)."""
     from transformers import PhiConfig, PhiForCausalLM
 
-    cfg = PhiConfig(vocab_size=97, hidden_size=40, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-                    max_position_embeddings=64, partial_rotary_factor=0.4, attn_implementation="sdpa")  # fmt: skip
+    cfg = PhiConfig(
+        vocab_size=97,
+        hidden_size=40,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=64,
+        partial_rotary_factor=0.4,
+        attn_implementation="sdpa",
+    )
     model = PhiForCausalLM(cfg).double().eval()
     _randomised(model)
     m, rotated = 10, 4  # int(10 * 0.4)
     model.model.rotary_emb.forward = _float64_rotary(10000.0, rotated)
     sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
-    spec = Spec(N=2, H=4, m=m, d=40, r=48, V=97, head_bias=True, scale="sqrt", mask="causal", positional="rope",
-                rope_fraction=0.4, norm="pre", norm_eps=cfg.layer_norm_eps, parallel=True, shared_norm=True,
-                attention_bias=True, activation="gelu")  # fmt: skip
+    spec = Spec(
+        N=2,
+        H=4,
+        m=m,
+        d=40,
+        r=48,
+        V=97,
+        head_bias=True,
+        scale="sqrt",
+        mask="causal",
+        positional="rope",
+        rope_fraction=0.4,
+        norm="pre",
+        norm_eps=cfg.layer_norm_eps,
+        parallel=True,
+        shared_norm=True,
+        attention_bias=True,
+        activation="gelu",
+    )
     assert sum(p.numel() for p in model.parameters()) == count(spec)
     w = {
         "embedding.E": sd["model.embed_tokens.weight"].T,
@@ -123,17 +194,40 @@ def test_gpt_neox_interleaved_qkv_and_parallel_blocks_equal_transformers():
     blocks, rotary on 25% of each head, GELU (erf), an untied head."""
     from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
 
-    cfg = GPTNeoXConfig(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2,
-                        num_attention_heads=4, max_position_embeddings=64, rotary_pct=0.25, hidden_act="gelu",
-                        use_parallel_residual=True, attn_implementation="sdpa")  # fmt: skip
+    cfg = GPTNeoXConfig(
+        vocab_size=97,
+        hidden_size=32,
+        intermediate_size=40,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=64,
+        rotary_pct=0.25,
+        hidden_act="gelu",
+        use_parallel_residual=True,
+        attn_implementation="sdpa",
+    )
     model = GPTNeoXForCausalLM(cfg).double().eval()
     _randomised(model)
     H, m, d = 4, 8, 32
     model.gpt_neox.rotary_emb.forward = _float64_rotary(10000.0, 2)  # int(8 * 0.25)
     sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
-    spec = Spec(N=2, H=H, m=m, d=d, r=40, V=97, scale="sqrt", mask="causal", positional="rope", rope_fraction=0.25,
-                norm="pre", norm_eps=cfg.layer_norm_eps, parallel=True, attention_bias=True,
-                activation="gelu_exact")  # fmt: skip
+    spec = Spec(
+        N=2,
+        H=H,
+        m=m,
+        d=d,
+        r=40,
+        V=97,
+        scale="sqrt",
+        mask="causal",
+        positional="rope",
+        rope_fraction=0.25,
+        norm="pre",
+        norm_eps=cfg.layer_norm_eps,
+        parallel=True,
+        attention_bias=True,
+        activation="gelu_exact",
+    )
     assert sum(p.numel() for p in model.parameters()) == count(spec)
     g = "gpt_neox."
     head = sd["embed_out.weight"] if "embed_out.weight" in sd else sd["lm_head.weight"]
@@ -163,21 +257,50 @@ def test_falcon_multi_query_and_shared_norm_equal_transformers():
     sharing one layer norm, no linear biases, rotary positions, GELU (erf), a tied head."""
     from transformers import FalconConfig, FalconForCausalLM
 
-    cfg = FalconConfig(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, multi_query=True,
-                       new_decoder_architecture=False, parallel_attn=True, bias=False, alibi=False,
-                       max_position_embeddings=64, attn_implementation="sdpa")  # fmt: skip
+    cfg = FalconConfig(
+        vocab_size=97,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        multi_query=True,
+        new_decoder_architecture=False,
+        parallel_attn=True,
+        bias=False,
+        alibi=False,
+        max_position_embeddings=64,
+        attn_implementation="sdpa",
+    )
     model = FalconForCausalLM(cfg).double().eval()
     _randomised(model)
     H, m, d = 4, 8, 32
     model.transformer.rotary_emb.forward = _float64_rotary(10000.0, m)
     sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
-    spec = Spec(N=2, H=H, G=1, m=m, d=d, r=4 * d, V=97, tie_embeddings=True, scale="sqrt", mask="causal",
-                positional="rope", norm="pre", norm_eps=cfg.layer_norm_epsilon, parallel=True, shared_norm=True,
-                activation="gelu_exact", ff_bias=False)  # fmt: skip
+    spec = Spec(
+        N=2,
+        H=H,
+        G=1,
+        m=m,
+        d=d,
+        r=4 * d,
+        V=97,
+        tie_embeddings=True,
+        scale="sqrt",
+        mask="causal",
+        positional="rope",
+        norm="pre",
+        norm_eps=cfg.layer_norm_epsilon,
+        parallel=True,
+        shared_norm=True,
+        activation="gelu_exact",
+        ff_bias=False,
+    )
     assert sum(p.numel() for p in model.parameters()) == count(spec)
     t = "transformer."
-    w = {"embedding.E": sd[t + "word_embeddings.weight"].T, "final_norm.gamma": sd[t + "ln_f.weight"],
-         "final_norm.beta": sd[t + "ln_f.bias"]}  # fmt: skip
+    w = {
+        "embedding.E": sd[t + "word_embeddings.weight"].T,
+        "final_norm.gamma": sd[t + "ln_f.weight"],
+        "final_norm.beta": sd[t + "ln_f.bias"],
+    }
     for i in range(2):
         p, q = f"{t}h.{i}.", f"blocks.{i}."
         W = sd[p + "self_attention.query_key_value.weight"]  # (d + 2m, d): the H queries, then one key, one value
@@ -193,14 +316,34 @@ def test_phi3_fused_projections_equal_transformers():
     """Phi-3's checkpoint fuses q, k, v into qkv_proj and gate, up into gate_up_proj: split by rows."""
     from transformers import Phi3Config, Phi3ForCausalLM
 
-    model, cfg, m = _llama_like(Phi3ForCausalLM, Phi3Config, num_key_value_heads=2, rope_theta=10000.0,
-                                pad_token_id=0, **SMALL)  # fmt: skip
-    spec = Spec(N=2, H=4, G=2, m=m, d=32, r=40, V=97, scale="sqrt", mask="causal", positional="rope", norm="pre",
-                norm_type="rmsnorm", norm_eps=1e-5, feedforward="gated", activation="silu", ff_bias=False)  # fmt: skip
+    model, cfg, m = _llama_like(
+        Phi3ForCausalLM, Phi3Config, num_key_value_heads=2, rope_theta=10000.0, pad_token_id=0, **SMALL
+    )
+    spec = Spec(
+        N=2,
+        H=4,
+        G=2,
+        m=m,
+        d=32,
+        r=40,
+        V=97,
+        scale="sqrt",
+        mask="causal",
+        positional="rope",
+        norm="pre",
+        norm_type="rmsnorm",
+        norm_eps=1e-5,
+        feedforward="gated",
+        activation="silu",
+        ff_bias=False,
+    )
     assert sum(p.numel() for p in model.parameters()) == count(spec)
     sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
-    w = {"embedding.E": sd["model.embed_tokens.weight"].T, "head.W": sd["lm_head.weight"],
-         "final_norm.gamma": sd["model.norm.weight"]}  # fmt: skip
+    w = {
+        "embedding.E": sd["model.embed_tokens.weight"].T,
+        "head.W": sd["lm_head.weight"],
+        "final_norm.gamma": sd["model.norm.weight"],
+    }
     for i in range(2):
         p, q = f"model.layers.{i}.", f"blocks.{i}."
         qkv = sd[p + "self_attn.qkv_proj.weight"]  # (Hm + 2Gm, d)

@@ -76,10 +76,21 @@ def compressed(folder: Path, group: int = 32, bits: int = 4, actorder: str | Non
         out[f"{prefix}.weight_shape"] = np.array([o, i], dtype=np.int64)
         if actorder == "group":
             out[f"{prefix}.weight_g_idx"] = (np.arange(i) // min(group, i)).astype(np.int32)
-    weights = {"num_bits": bits, "type": "int", "symmetric": True, "strategy": "group", "group_size": group,
-               "actorder": actorder, "dynamic": False}  # fmt: skip
-    quantization = {"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
-                    "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}}}  # fmt: skip
+    weights = {
+        "num_bits": bits,
+        "type": "int",
+        "symmetric": True,
+        "strategy": "group",
+        "group_size": group,
+        "actorder": actorder,
+        "dynamic": False,
+    }
+    quantization = {
+        "quant_method": "compressed-tensors",
+        "format": "pack-quantized",
+        "ignore": ["lm_head"],
+        "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}},
+    }
     return _write(folder, out, quantization)
 
 
@@ -136,8 +147,12 @@ def mxfp4_compressed(folder: Path, group: int = 32) -> Path:
         out[f"{prefix}.weight_packed"] = rng.integers(0, 256, size=(o, -(-i // 2))).astype(np.uint8)
         out[f"{prefix}.weight_scale"] = rng.integers(120, 127, size=(o, -(-i // group))).astype(np.uint8)
     weights = {"num_bits": 4, "type": "float", "symmetric": True, "strategy": "group", "group_size": group}
-    quantization = {"quant_method": "compressed-tensors", "format": "mxfp4-pack-quantized", "ignore": ["lm_head"],
-                    "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}}}  # fmt: skip
+    quantization = {
+        "quant_method": "compressed-tensors",
+        "format": "mxfp4-pack-quantized",
+        "ignore": ["lm_head"],
+        "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}},
+    }
     return _write(folder, out, quantization)
 
 

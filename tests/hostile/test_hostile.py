@@ -254,10 +254,12 @@ def _weights_members():
 GIB_CLAIM = _npy_header({"shape": (1 << 27,)})  # 1 GiB of float64 declared, no data behind it
 NPZ_CASES = {
     "a bare name beside NAME.npy": (
-        [("blocks.0.attention.W_Q", GIB_CLAIM)], ["member 'blocks.0.attention.W_Q'", "not a .npy"]),
+        [("blocks.0.attention.W_Q", GIB_CLAIM)],
+        ["member 'blocks.0.attention.W_Q'", "not a .npy"],
+    ),
     "a member twice": ([("blocks.0.attention.W_Q.npy", GIB_CLAIM)], ["blocks.0.attention.W_Q.npy", "appears twice"]),
     "a text member": ([("notes.txt", b"hello")], ["member 'notes.txt'", "not a .npy"]),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", list(NPZ_CASES))
@@ -300,8 +302,13 @@ def test_arrays_read_back_as_written(tmp_path):
     from transformer_cli.io.arrays import open_npy, open_npz, save_npz
 
     rng = np.random.default_rng(0)
-    arrays = {"c": rng.normal(size=(3, 4)), "f": np.asfortranarray(rng.normal(size=(5, 2))), "scalar": np.float64(2.5),
-              "big-endian f32": rng.normal(size=(2, 3, 4)).astype(">f4"), "empty": np.zeros((0, 3))}  # fmt: skip
+    arrays = {
+        "c": rng.normal(size=(3, 4)),
+        "f": np.asfortranarray(rng.normal(size=(5, 2))),
+        "scalar": np.float64(2.5),
+        "big-endian f32": rng.normal(size=(2, 3, 4)).astype(">f4"),
+        "empty": np.zeros((0, 3)),
+    }
     save_npz(tmp_path / "w.npz", arrays)
     back = open_npz(tmp_path / "w.npz")
     assert back.keys() == arrays.keys()

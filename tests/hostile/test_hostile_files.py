@@ -41,8 +41,13 @@ def _make_special(path, kind):
             pytest.skip("mknod needs root")
 
 
-KINDS = {"FIFO": "is a FIFO", "null device": "is a character device", "zero device": "is a character device",
-         "socket": "is a socket", "directory": "is a directory"}  # fmt: skip
+KINDS = {
+    "FIFO": "is a FIFO",
+    "null device": "is a character device",
+    "zero device": "is a character device",
+    "socket": "is a socket",
+    "directory": "is a directory",
+}
 ROLES = {
     "spec": ("s.yaml", ["count", "s.yaml"]),
     "input": ("x.npy", ["run", "-i", "x.npy"]),
@@ -190,12 +195,34 @@ def test_interrupt_during_write_removes_the_temp_file(runner, tmp_path, monkeypa
 
 # -- fuzzing ---------------------------------------------------------------------------------------
 
-keys = st.sampled_from(["N", "H", "m", "d", "r", "scale", "mask", "positional", "max_len", "norm", "norm_eps",
-                        "attention_bias", "activation", "name", "rr", "x"])  # fmt: skip
+keys = st.sampled_from(
+    [
+        "N",
+        "H",
+        "m",
+        "d",
+        "r",
+        "scale",
+        "mask",
+        "positional",
+        "max_len",
+        "norm",
+        "norm_eps",
+        "attention_bias",
+        "activation",
+        "name",
+        "rr",
+        "x",
+    ]
+)
 scalars = st.one_of(
-    st.integers(-5, 70), st.integers(-(2**70), 2**70), st.floats(allow_nan=True), st.booleans(), st.none(),
+    st.integers(-5, 70),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True),
+    st.booleans(),
+    st.none(),
     st.sampled_from(["none", "sqrt", "causal", "learned", "sinusoidal", "pre", "post", "gelu", "relu", "1e3", "0x10"]),
-)  # fmt: skip
+)
 values = st.recursive(
     scalars,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),

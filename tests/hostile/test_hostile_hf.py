@@ -45,23 +45,49 @@ def _first_shard(index: dict) -> str:
 CASES = {
     "config not JSON": (False, lambda f: (f / "config.json").write_text("{oops"), "config.json: not JSON"),
     "config a list": (False, lambda f: (f / "config.json").write_text("[1]"), "expected a JSON object"),
-    "model_type unsupported": (False, lambda f: _config(f, lambda c: c | {"model_type": "mamba"}),
-                               "key 'model_type': \"mamba\" is not supported"),
-    "a needed key missing": (False, lambda f: _config(f, lambda c: {k: v for k, v in c.items() if k != "hidden_size"}),
-                             "key 'hidden_size'"),
-    "rope type unknown": (False, lambda f: _config(f, lambda c: c | {"rope_parameters": {
-        "rope_type": "mrope", "rope_theta": 10000.0, "factor": 4.0}}), "mrope"),
-    "shard outside the folder": (True, lambda f: _index(f, lambda i: i | {"weight_map": {
-        k: "../w.safetensors" for k in i["weight_map"]}}), "is not a file name inside the folder; refused"),
-    "shard missing": (True, lambda f: (f / "model-00002-of-00006.safetensors").unlink(),
-                      "shard model-00002-of-00006.safetensors is missing"),
-    "tensor in two shards": (True, lambda f: shutil.copy(f / "model-00001-of-00006.safetensors",
-                                                         f / "model-00002-of-00006.safetensors"), "is in two shards"),
-    "header past the end": (False, lambda f: (f / "model.safetensors").write_bytes(
-        (10**6).to_bytes(8, "little") + b"{}"), "runs past the end of the file"),
-    "checkpoint for another config": (False, lambda f: _config(f, lambda c: c | {"intermediate_size": 170}),
-                                      "checkpoint does not fit its config.json: wrong shape"),
-}  # fmt: skip
+    "model_type unsupported": (
+        False,
+        lambda f: _config(f, lambda c: c | {"model_type": "mamba"}),
+        "key 'model_type': \"mamba\" is not supported",
+    ),
+    "a needed key missing": (
+        False,
+        lambda f: _config(f, lambda c: {k: v for k, v in c.items() if k != "hidden_size"}),
+        "key 'hidden_size'",
+    ),
+    "rope type unknown": (
+        False,
+        lambda f: _config(
+            f, lambda c: c | {"rope_parameters": {"rope_type": "mrope", "rope_theta": 10000.0, "factor": 4.0}}
+        ),
+        "mrope",
+    ),
+    "shard outside the folder": (
+        True,
+        lambda f: _index(f, lambda i: i | {"weight_map": {k: "../w.safetensors" for k in i["weight_map"]}}),
+        "is not a file name inside the folder; refused",
+    ),
+    "shard missing": (
+        True,
+        lambda f: (f / "model-00002-of-00006.safetensors").unlink(),
+        "shard model-00002-of-00006.safetensors is missing",
+    ),
+    "tensor in two shards": (
+        True,
+        lambda f: shutil.copy(f / "model-00001-of-00006.safetensors", f / "model-00002-of-00006.safetensors"),
+        "is in two shards",
+    ),
+    "header past the end": (
+        False,
+        lambda f: (f / "model.safetensors").write_bytes((10**6).to_bytes(8, "little") + b"{}"),
+        "runs past the end of the file",
+    ),
+    "checkpoint for another config": (
+        False,
+        lambda f: _config(f, lambda c: c | {"intermediate_size": 170}),
+        "checkpoint does not fit its config.json: wrong shape",
+    ),
+}
 
 
 @pytest.mark.parametrize("command", ["count", "run"])
@@ -72,8 +98,11 @@ def test_a_broken_folder_is_one_line_exit_2_and_nothing_written(runner, tmp_path
     damage(folder)
     np.save(tmp_path / "ids.npy", np.arange(5))
     before = sorted(p.name for p in tmp_path.rglob("*"))
-    args = ["count", str(folder)] if command == "count" else ["run", str(folder), "-i", str(tmp_path / "ids.npy"),
-                                                              "-o", str(tmp_path / "out.npy")]  # fmt: skip
+    args = (
+        ["count", str(folder)]
+        if command == "count"
+        else ["run", str(folder), "-i", str(tmp_path / "ids.npy"), "-o", str(tmp_path / "out.npy")]
+    )
     result = runner.invoke(app, args)
     lines = [line for line in result.stderr.splitlines() if line]
     assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.stderr
@@ -171,8 +200,11 @@ def test_a_shard_name_too_long_for_the_file_system_is_one_line(runner, tmp_path)
     long = "a" * 300 + ".safetensors"
     _index(folder, lambda i: i | {"weight_map": {k: long if v == first else v for k, v in i["weight_map"].items()}})
     np.save(tmp_path / "ids.npy", np.arange(5))
-    for args in (["count", str(folder)], ["run", str(folder), "-i", str(tmp_path / "ids.npy")],
-                 ["convert", str(folder), "-o", str(tmp_path / "out.safetensors")]):  # fmt: skip
+    for args in (
+        ["count", str(folder)],
+        ["run", str(folder), "-i", str(tmp_path / "ids.npy")],
+        ["convert", str(folder), "-o", str(tmp_path / "out.safetensors")],
+    ):
         assert "cannot read: File name too long" in one_line_error(runner.invoke(app, args))
 
 
@@ -181,8 +213,16 @@ def test_t5_with_too_few_buckets_is_refused_by_every_command(runner, tmp_path, b
     folder = tmp_path / "t5"
     folder.mkdir()
     config = json.loads((TINY.parent.parent / "t5-small" / "config.json").read_text())
-    config |= {"relative_attention_num_buckets": buckets, "num_layers": 1, "num_decoder_layers": 1, "d_model": 16,
-               "d_ff": 32, "num_heads": 2, "d_kv": 8, "vocab_size": 50}  # fmt: skip
+    config |= {
+        "relative_attention_num_buckets": buckets,
+        "num_layers": 1,
+        "num_decoder_layers": 1,
+        "d_model": 16,
+        "d_ff": 32,
+        "num_heads": 2,
+        "d_kv": 8,
+        "vocab_size": 50,
+    }
     (folder / "config.json").write_text(json.dumps(config))
     for args in (["count", str(folder)], ["init", str(folder), "-o", str(tmp_path / "w.npz")]):
         error = one_line_error(runner.invoke(app, args))
@@ -246,8 +286,9 @@ def test_options_for_writing_a_folder_are_refused_when_reading_one(runner, tmp_p
 
 
 def test_a_bad_shard_size_names_its_option(runner, tmp_path):
-    error = one_line_error(runner.invoke(app, ["convert", "w.safetensors", "-o", str(tmp_path / "d"), "--shard-size",
-                                           "12Q"]))  # fmt: skip
+    error = one_line_error(
+        runner.invoke(app, ["convert", "w.safetensors", "-o", str(tmp_path / "d"), "--shard-size", "12Q"])
+    )
     assert error == "error: --shard-size: got '12Q', expected a size such as 512M, 1.5G or 2GB"
 
 
@@ -280,5 +321,7 @@ def test_longrope_factors_of_the_wrong_length_name_the_key(runner, tmp_path):
     scaling = {"rope_type": "longrope", "short_factor": [1.0] * 8, "long_factor": [2.0] * 7}
     _config(folder, lambda c: c | {"rope_parameters": scaling, "original_max_position_embeddings": 32})
     error = one_line_error(runner.invoke(app, ["count", str(folder)]))
-    assert error.endswith("key 'rope_parameters.long_factor': got [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0], expected a "
-                          "list of 8 positive numbers"), error  # fmt: skip
+    assert error.endswith(
+        "key 'rope_parameters.long_factor': got [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0], expected a "
+        "list of 8 positive numbers"
+    ), error

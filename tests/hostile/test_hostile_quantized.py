@@ -25,8 +25,11 @@ def _ids(tmp_path: Path) -> Path:
 
 def _verdicts(runner, folder: Path, ids: Path) -> list[str]:
     """The one-line error of count, run and generate on the folder (each must be one)."""
-    commands = [["count", str(folder)], ["run", str(folder), "-i", str(ids)],
-                ["generate", str(folder), "-i", str(ids), "-k", "2"]]  # fmt: skip
+    commands = [
+        ["count", str(folder)],
+        ["run", str(folder), "-i", str(ids)],
+        ["generate", str(folder), "-i", str(ids), "-k", "2"],
+    ]
     return [one_line_error(runner.invoke(app, args)) for args in commands]
 
 
@@ -50,16 +53,25 @@ def test_a_g_idx_outside_the_weights_groups_is_one_line_naming_file_tensor_and_v
 
     edit(folder, damage)
     error = one_line_error(runner.invoke(app, ["run", str(folder), "-i", str(ids)]))
-    assert error == (f"error: {folder}/model.safetensors: tensor {DOWN}.weight_g_idx: value {value} at index 3 is "
-                     "not a group of the weight: expected 0 to 5 (its scales hold 6 groups)")  # fmt: skip
+    assert error == (
+        f"error: {folder}/model.safetensors: tensor {DOWN}.weight_g_idx: value {value} at index 3 is "
+        "not a group of the weight: expected 0 to 5 (its scales hold 6 groups)"
+    )
 
 
-@pytest.mark.parametrize("change,expected", [
-    (lambda t: t[f"{DOWN}.weight_g_idx"].astype(np.float32),
-     f"wrong dtype {DOWN}.weight_g_idx F32 (expected I32 or I64)"),
-    (lambda t: t[f"{DOWN}.weight_g_idx"][:-1],
-     f"wrong shape {DOWN}.weight_g_idx (171,) in model.safetensors (expected (172,))"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "change,expected",
+    [
+        (
+            lambda t: t[f"{DOWN}.weight_g_idx"].astype(np.float32),
+            f"wrong dtype {DOWN}.weight_g_idx F32 (expected I32 or I64)",
+        ),
+        (
+            lambda t: t[f"{DOWN}.weight_g_idx"][:-1],
+            f"wrong shape {DOWN}.weight_g_idx (171,) in model.safetensors (expected (172,))",
+        ),
+    ],
+)
 def test_a_g_idx_of_the_wrong_dtype_or_shape_is_refused_by_count(runner, tmp_path, change, expected):
     folder = compressed(float_folder(runner, app, tmp_path / "q"), actorder="group")
 
@@ -86,8 +98,10 @@ KEY = "key 'quantization_config.config_groups.group_0.weights.group_size'"
 @pytest.mark.parametrize("group", [10**7, 65])
 def test_a_compressed_group_larger_than_its_inputs_is_refused_by_count_and_run(runner, tmp_path, group):
     folder = compressed(float_folder(runner, app, tmp_path / "q"), group=group)
-    expected = (f"error: {folder}/config.json: {KEY}: got {group}, expected at most the 64 inputs of "
-                "model.layers.0.self_attn.q_proj.weight (a group larger than its inputs)")  # fmt: skip
+    expected = (
+        f"error: {folder}/config.json: {KEY}: got {group}, expected at most the 64 inputs of "
+        "model.layers.0.self_attn.q_proj.weight (a group larger than its inputs)"
+    )
     assert _verdicts(runner, folder, _ids(tmp_path)) == [expected] * 3
 
 
@@ -118,8 +132,10 @@ def test_awq_outputs_not_a_multiple_of_8_get_one_verdict_from_count_run_and_gene
     """172 outputs in 21 words fit the shapes count checks (o // 8) and held 168: run broadcast (64, 168) against
     (64, 172) and raised. AutoAWQ's gemm layer asserts out_features % 8 == 0."""
     folder = awq(float_folder(runner, app, tmp_path / "q"))
-    expected = (f"error: {folder}/config.json: model.layers.0.mlp.gate_proj.weight has 172 outputs, which awq "
-                "cannot pack: its gemm layout packs 8 outputs to an int32 word")  # fmt: skip
+    expected = (
+        f"error: {folder}/config.json: model.layers.0.mlp.gate_proj.weight has 172 outputs, which awq "
+        "cannot pack: its gemm layout packs 8 outputs to an int32 word"
+    )
     assert _verdicts(runner, folder, _ids(tmp_path)) == [expected] * 3
 
 
@@ -127,10 +143,13 @@ def test_awq_of_whole_words_and_dividing_groups_runs(runner, tmp_path):
     _runs(runner, awq(float_folder(runner, app, tmp_path / "q", intermediate_size=192)), _ids(tmp_path))
 
 
-@pytest.mark.parametrize("size,group,expected", [
-    (176, 32, "got 32, expected a divisor of the 176 inputs of model.layers.0.mlp.down_proj.weight"),
-    (192, 128, "got 128, expected at most the 64 inputs of model.layers.0.self_attn.q_proj.weight"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "size,group,expected",
+    [
+        (176, 32, "got 32, expected a divisor of the 176 inputs of model.layers.0.mlp.down_proj.weight"),
+        (192, 128, "got 128, expected at most the 64 inputs of model.layers.0.self_attn.q_proj.weight"),
+    ],
+)
 def test_awq_groups_must_divide_the_inputs(runner, tmp_path, size, group, expected):
     folder = awq(float_folder(runner, app, tmp_path / "q", intermediate_size=size), group=group)
     error = one_line_error(runner.invoke(app, ["count", str(folder)]))
@@ -142,8 +161,10 @@ def test_gptq_of_inputs_or_outputs_not_filling_whole_words_is_refused_by_count(r
     (so do 172 inputs in a qweight of 21 rows)."""
     folder = gptq(float_folder(runner, app, tmp_path / "q"))
     error = one_line_error(runner.invoke(app, ["count", str(folder)]))
-    assert error == (f"error: {folder}/config.json: model.layers.0.mlp.gate_proj.weight has 172 outputs, which gptq "
-                     "cannot pack: 4-bit values fill its int32 words in multiples of 8")  # fmt: skip
+    assert error == (
+        f"error: {folder}/config.json: model.layers.0.mlp.gate_proj.weight has 172 outputs, which gptq "
+        "cannot pack: 4-bit values fill its int32 words in multiples of 8"
+    )
     whole = gptq(float_folder(runner, app, tmp_path / "w", intermediate_size=192))
     assert runner.invoke(app, ["count", str(whole)]).exit_code == 0
     large = gptq(float_folder(runner, app, tmp_path / "g", intermediate_size=192), group=128)
@@ -154,10 +175,13 @@ def test_gptq_of_inputs_or_outputs_not_filling_whole_words_is_refused_by_count(r
 # -- compressed-tensors regular expressions, shapes, bits (item 15 and siblings) -------------------------------
 
 
-@pytest.mark.parametrize("key,pattern,why", [
-    ("config_groups.group_0.targets", "re:(unclosed", "missing ), unterminated subpattern at position 0"),
-    ("ignore", "re:*bad", "nothing to repeat at position 0"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "key,pattern,why",
+    [
+        ("config_groups.group_0.targets", "re:(unclosed", "missing ), unterminated subpattern at position 0"),
+        ("ignore", "re:*bad", "nothing to repeat at position 0"),
+    ],
+)
 def test_a_regular_expression_that_does_not_compile_names_the_key_and_pattern(runner, tmp_path, key, pattern, why):
     folder = compressed(float_folder(runner, app, tmp_path / "q"))
 
@@ -168,15 +192,19 @@ def test_a_regular_expression_that_does_not_compile_names_the_key_and_pattern(ru
         q[last] = [pattern]
 
     reconfigure(folder, change)
-    expected = (f"error: {folder}/config.json: key 'quantization_config.{key}': got {json.dumps(pattern)}, expected "
-                f"a regular expression after 're:' ({why})")  # fmt: skip
+    expected = (
+        f"error: {folder}/config.json: key 'quantization_config.{key}': got {json.dumps(pattern)}, expected "
+        f"a regular expression after 're:' ({why})"
+    )
     assert _verdicts(runner, folder, _ids(tmp_path)) == [expected] * 3
 
 
 def test_regular_expressions_that_compile_still_select_the_modules(runner, tmp_path):
     folder = compressed(float_folder(runner, app, tmp_path / "q"))
-    reconfigure(folder, lambda q: q["config_groups"]["group_0"].update(targets=["re:.*_proj$"]) or
-                q.update(ignore=["re:^lm_head$"]))  # fmt: skip
+    reconfigure(
+        folder,
+        lambda q: q["config_groups"]["group_0"].update(targets=["re:.*_proj$"]) or q.update(ignore=["re:^lm_head$"]),
+    )
     result = runner.invoke(app, ["count", str(folder), "--json"])
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["specs"][0]["checkpoint"]["quantization"]["packed"]["weights"] == 14
@@ -191,8 +219,10 @@ def test_a_weight_shape_that_is_not_the_weights_is_one_line(runner, tmp_path):
 
     edit(folder, damage)
     error = one_line_error(runner.invoke(app, ["run", str(folder), "-i", str(_ids(tmp_path))]))
-    assert error == (f"error: {folder}/model.safetensors: tensor {DOWN}.weight_shape: [64, 170], expected [64, 172], "
-                     f"the shape of {DOWN}.weight")  # fmt: skip
+    assert error == (
+        f"error: {folder}/model.safetensors: tensor {DOWN}.weight_shape: [64, 170], expected [64, 172], "
+        f"the shape of {DOWN}.weight"
+    )
 
 
 def test_mxfp4_scales_per_16_inputs_are_refused_not_read_as_32(runner, tmp_path):

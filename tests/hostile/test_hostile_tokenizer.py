@@ -27,12 +27,19 @@ ROOT = Path(__file__).parents[2]
 def _peak(*args: object) -> tuple[int, str, int]:
     """`tfm ARGS` in a subprocess: its exit code, its stderr and its peak RSS in MiB (a fresh parent per run, so
     RUSAGE_CHILDREN is that one process's)."""
-    code = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
-            "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
-            "sys.stdout.write(r.stderr)")  # fmt: skip
+    code = (
+        "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+        "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+        "sys.stdout.write(r.stderr)"
+    )
     env = os.environ | {"PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "transformer_cli", *map(str, args)],
-                          capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code, sys.executable, "-m", "transformer_cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     first, _, stderr = done.stdout.partition("\n")
     rc, kib = map(int, first.split())
     return rc, stderr, kib // 1024
@@ -45,8 +52,11 @@ def _big_bpe(path: Path) -> None:
         for word in map("".join, itertools.product(string.ascii_lowercase, repeat=length)):
             vocab[word] = len(vocab)
             merges.append(f"{word[:-1]} {word[-1]}")
-    tok = {"model": {"type": "BPE", "vocab": vocab, "merges": merges}, "decoder": {"type": "ByteLevel"},
-           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}}  # fmt: skip
+    tok = {
+        "model": {"type": "BPE", "vocab": vocab, "merges": merges},
+        "decoder": {"type": "ByteLevel"},
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+    }
     path.write_text(json.dumps(tok))
 
 
@@ -89,16 +99,22 @@ def test_a_regex_that_panics_the_rust_tokenizer_is_one_line(runner, folder):
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("((a+)+)+b"), behavior="isolated")  # backtracks past onig's limit
     tok.save(str(folder / "tokenizer.json"))
     error = one_line_error(invoke(runner, "generate", folder, "--prompt", "a" * 50, "-k", "1"))
-    assert error == (f"error: {folder / 'tokenizer.json'}: the tokenizer fails on the prompt (the tokenizers library "
-                     "panicked: Onig: Regex search error: retry-limit-in-match over)")  # fmt: skip
+    assert error == (
+        f"error: {folder / 'tokenizer.json'}: the tokenizer fails on the prompt (the tokenizers library "
+        "panicked: Onig: Regex search error: retry-limit-in-match over)"
+    )
     rc, stderr, _ = _peak("generate", folder, "--prompt", "a" * 50, "-k", "1")  # Rust's own panic lines held back
     assert rc == 2 and stderr.strip() == error
 
 
 # -- convert -o x.gguf: the files llama.cpp's converter reads ------------------------------------------------
 
-GOOD = {"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]},
-        "decoder": {"type": "ByteLevel"}, "pre_tokenizer": {"type": "ByteLevel"}, "added_tokens": []}  # fmt: skip
+GOOD = {
+    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]},
+    "decoder": {"type": "ByteLevel"},
+    "pre_tokenizer": {"type": "ByteLevel"},
+    "added_tokens": [],
+}
 DEEP = "[" * 100_000 + "]" * 100_000
 
 
@@ -108,23 +124,31 @@ def _with(key: str, value: object) -> str:
     return json.dumps(data)
 
 
-@pytest.mark.parametrize(("name", "text", "said"), [
-    ("tokenizer.json", DEEP, "not JSON: nested too deeply"),
-    ("tokenizer.json", "{'model': 1}", "not JSON: Expecting property name enclosed in double quotes"),
-    ("tokenizer.json", "[1, 2]", "expected a JSON object, got list"),
-    ("tokenizer.json", _with("model", {"merges": 5}), "key 'model.merges': expected a list of merges"),
-    ("tokenizer.json", _with("added_tokens", 7), "key 'added_tokens': expected a list of tokens"),
-    ("tokenizer.json", _with("pre_tokenizer", {"type": "Sequence", "pretokenizers": [1, 2]}),
-     "key 'pre_tokenizer.pretokenizers': expected a list of objects"),
-    ("tokenizer.json", _with("post_processor", [1]), "key 'post_processor': expected an object"),
-    ("tokenizer.json", _with("post_processor", {"type": "TemplateProcessing", "single": ["$A"]}),
-     "key 'post_processor.single': expected a list of template pieces"),
-    ("tokenizer_config.json", DEEP, "not JSON: nested too deeply"),
-    ("tokenizer_config.json", "{", "not JSON: Expecting property name enclosed in double quotes"),
-    ("tokenizer_config.json", '["bos"]', "expected a JSON object, got list"),
-])  # fmt: skip
-def test_a_hostile_tokenizer_file_in_convert_to_gguf_is_one_line_naming_it(runner, tmp_path, folder, name, text,
-                                                                             said):  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "text", "said"),
+    [
+        ("tokenizer.json", DEEP, "not JSON: nested too deeply"),
+        ("tokenizer.json", "{'model': 1}", "not JSON: Expecting property name enclosed in double quotes"),
+        ("tokenizer.json", "[1, 2]", "expected a JSON object, got list"),
+        ("tokenizer.json", _with("model", {"merges": 5}), "key 'model.merges': expected a list of merges"),
+        ("tokenizer.json", _with("added_tokens", 7), "key 'added_tokens': expected a list of tokens"),
+        (
+            "tokenizer.json",
+            _with("pre_tokenizer", {"type": "Sequence", "pretokenizers": [1, 2]}),
+            "key 'pre_tokenizer.pretokenizers': expected a list of objects",
+        ),
+        ("tokenizer.json", _with("post_processor", [1]), "key 'post_processor': expected an object"),
+        (
+            "tokenizer.json",
+            _with("post_processor", {"type": "TemplateProcessing", "single": ["$A"]}),
+            "key 'post_processor.single': expected a list of template pieces",
+        ),
+        ("tokenizer_config.json", DEEP, "not JSON: nested too deeply"),
+        ("tokenizer_config.json", "{", "not JSON: Expecting property name enclosed in double quotes"),
+        ("tokenizer_config.json", '["bos"]', "expected a JSON object, got list"),
+    ],
+)
+def test_a_hostile_tokenizer_file_in_convert_to_gguf_is_one_line_naming_it(runner, tmp_path, folder, name, text, said):
     (folder / "tokenizer.json").write_text(json.dumps(GOOD))
     (folder / name).write_text(text)
     error = one_line_error(invoke(runner, "convert", folder, "-o", tmp_path / "x.gguf"))

@@ -178,12 +178,15 @@ def test_hostile_spec_text_gives_one_line(runner, tmp_path, case):
 # -- fuzzing ---------------------------------------------------------------------------------------------
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.sampled_from([10**400, -1, 2**64, "[/x]", "\x1b[2J", "\ud800", "F64", "BF16", "tiny", "[bold]", "\n"])
     | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
     max_leaves=12,
-)  # fmt: skip
+)
 spec_values = st.fixed_dictionaries({}, optional={k: json_values for k in ["N", "H", "m", "d", "r", "name", "scale"]})
 
 
@@ -198,17 +201,24 @@ def _mutated(draw_spec: dict, field: str, value: object, nesting: int) -> bytes:
 
 
 @settings(
-    max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=True,
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)  # fmt: skip
+)
 @given(
     st.one_of(
-        st.builds(_mutated, spec_values, st.sampled_from(["none", "dtype", "shape", "data_offsets"]), json_values,
-                  st.sampled_from([0, 0, 5, 50_000])),
+        st.builds(
+            _mutated,
+            spec_values,
+            st.sampled_from(["none", "dtype", "shape", "data_offsets"]),
+            json_values,
+            st.sampled_from([0, 0, 5, 50_000]),
+        ),
         json_values.map(lambda header: safetensors_bytes(header)),
         st.binary(max_size=64),
     )
-)  # fmt: skip
+)
 @pytest.mark.slow
 def test_fuzz_safetensors_headers_never_crash(runner, tmp_path, content):
     start = time.perf_counter()

@@ -29,8 +29,11 @@ def cli_json(runner, *args):
 
 def digest(path: Path) -> dict[str, str]:
     files = sorted(path.rglob("*")) if path.is_dir() else [path]
-    return {str(f.relative_to(path) if path.is_dir() else f.name): hashlib.sha256(f.read_bytes()).hexdigest()
-            for f in files if f.is_file()}  # fmt: skip
+    return {
+        str(f.relative_to(path) if path.is_dir() else f.name): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in files
+        if f.is_file()
+    }
 
 
 @pytest.fixture
@@ -93,8 +96,9 @@ def test_an_encoder_decoder_runs_as_tfm_run_runs_it(runner, tmp_path):
     source, target = model.sample(5, seed=1), model.sample(3, seed=2)
     np.save(tmp_path / "src.npy", source)
     np.save(tmp_path / "tgt.npy", target)
-    invoke(runner, "run", t5, "--input", tmp_path / "src.npy", "--target", tmp_path / "tgt.npy", "-o",
-           tmp_path / "out.npy")  # fmt: skip
+    invoke(
+        runner, "run", t5, "--input", tmp_path / "src.npy", "--target", tmp_path / "tgt.npy", "-o", tmp_path / "out.npy"
+    )
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), model.run(source, target=target).output)
 
 
@@ -156,8 +160,7 @@ def test_generate_is_tfm_generate(runner, folder, tmp_path):
     ids = model.sample(6, b=2, seed=1)
     np.save(tmp_path / "prompt.npy", ids)
     for sampled in ([], ["--temperature", 0.9, "--top-k", 20, "--top-p", 0.9, "--seed", 7]):
-        shown = cli_json(runner, "generate", folder, "--input", tmp_path / "prompt.npy", "-k", 5, "--stop", 3,
-                         *sampled)  # fmt: skip
+        shown = cli_json(runner, "generate", folder, "--input", tmp_path / "prompt.npy", "-k", 5, "--stop", 3, *sampled)
         options = dict(temperature=0.9, top_k=20, top_p=0.9, seed=7) if sampled else {}
         made = model.generate(ids, 5, stop=[3], **options)
         assert made.tokens.tolist() == shown["tokens"] and made.stopped.tolist() == shown["stopped"]
@@ -165,8 +168,12 @@ def test_generate_is_tfm_generate(runner, folder, tmp_path):
 
 
 def test_convert_writes_the_files_tfm_convert_writes(runner, folder, tmp_path):
-    for name, options in (("w.safetensors", {}), ("w.npz", {"dtype": "float64"}), ("w.gguf", {"gguf_type": "q8_0"}),
-                          ("again", {"shard_size": "100K"})):  # fmt: skip
+    for name, options in (
+        ("w.safetensors", {}),
+        ("w.npz", {"dtype": "float64"}),
+        ("w.gguf", {"gguf_type": "q8_0"}),
+        ("again", {"shard_size": "100K"}),
+    ):
         flags = [p for k, v in options.items() for p in ({"gguf_type": "--type"}.get(k, f"--{k.replace('_', '-')}"), v)]
         invoke(runner, "convert", folder, "-o", tmp_path / f"cli-{name}", *flags)
         done = tfm.convert(folder, tmp_path / f"lib-{name}", **options)

@@ -175,32 +175,46 @@ def test_a_config_s_stop_or_padding_token_past_the_vocabulary_is_refused(runner,
         shutil.copytree(folder, copy)
         (copy / "generation_config.json").write_text(json.dumps({"eos_token_id": first, key: value}))
         message = f"{copy}: {key} {value}: expected a token id of the model, 0 .. 255"
-        both(runner, ["generate", copy, "-i", folder.parent / "ids.npy", "-k", 3], lambda c=copy: tfm.load(c).generate(
-            PROMPTS, 3), message)  # fmt: skip
+        both(
+            runner,
+            ["generate", copy, "-i", folder.parent / "ids.npy", "-k", 3],
+            lambda c=copy: tfm.load(c).generate(PROMPTS, 3),
+            message,
+        )
 
 
 def test_tokens_past_the_context_are_warned_of_and_refused_past_learned_positions(runner, folder, tmp_path):
     result = invoke(runner, "generate", folder, "-i", folder.parent / "ids.npy", "-k", 130)
     assert result.exit_code == 0
-    warning = ("warning: --max-new-tokens 130: the prompt's 3 tokens and 130 new ones make 133 positions, beyond "
-               "llama's own context of 128 (context: max_position_embeddings); the tokens past it come from a model "
-               "run beyond it")  # fmt: skip
+    warning = (
+        "warning: --max-new-tokens 130: the prompt's 3 tokens and 130 new ones make 133 positions, beyond "
+        "llama's own context of 128 (context: max_position_embeddings); the tokens past it come from a model "
+        "run beyond it"
+    )
     assert warning in result.stderr.splitlines()
     assert tfm.load(folder).generate(PROMPTS, 130).notes == [warning]
     assert tfm.load(folder).generate(PROMPTS, 125).notes == []  # (the control: 128 positions fit)
     (tmp_path / "gpt.yaml").write_text(LEARNED)
-    message = ("--max-new-tokens 10: the prompt's 3 tokens and 10 new ones make 13 positions, beyond the 12 learned "
-               "positions of gpt (max_len)")  # fmt: skip
-    both(runner, ["generate", tmp_path / "gpt.yaml", "-i", folder.parent / "ids.npy", "-k", 10],
-         lambda: tfm.load(tmp_path / "gpt.yaml").generate(PROMPTS, 10), message)  # fmt: skip
+    message = (
+        "--max-new-tokens 10: the prompt's 3 tokens and 10 new ones make 13 positions, beyond the 12 learned "
+        "positions of gpt (max_len)"
+    )
+    both(
+        runner,
+        ["generate", tmp_path / "gpt.yaml", "-i", folder.parent / "ids.npy", "-k", 10],
+        lambda: tfm.load(tmp_path / "gpt.yaml").generate(PROMPTS, 10),
+        message,
+    )
     assert tfm.load(tmp_path / "gpt.yaml").generate(PROMPTS, 9).tokens.shape == (2, 9)  # 12 positions: fits
 
 
 def test_top_k_or_top_p_without_a_temperature_is_greedy_and_says_so(runner, folder):
     model = tfm.load(folder)
     greedy = model.generate(PROMPTS, 4)
-    note = ("note: --top-k 5 applies only to sampling (--temperature above 0): these tokens are greedy, as "
-            "transformers' generate leaves them without do_sample")  # fmt: skip
+    note = (
+        "note: --top-k 5 applies only to sampling (--temperature above 0): these tokens are greedy, as "
+        "transformers' generate leaves them without do_sample"
+    )
     made = model.generate(PROMPTS, 4, top_k=5)
     assert made.notes == [note] and np.array_equal(made.tokens, greedy.tokens)
     result = invoke(runner, "generate", folder, "-i", folder.parent / "ids.npy", "-k", 4, "--top-k", 5, "--json")
@@ -212,8 +226,9 @@ def test_top_k_or_top_p_without_a_temperature_is_greedy_and_says_so(runner, fold
 
 def test_generate_json_names_its_spec_and_its_tokens_are_the_generation_s(runner, folder, tmp_path):
     model = tfm.load(folder)
-    result = invoke(runner, "generate", folder, "-i", folder.parent / "ids.npy", "-k", 3, "--json",
-                    "-o", tmp_path / "out.npy")  # fmt: skip
+    result = invoke(
+        runner, "generate", folder, "-i", folder.parent / "ids.npy", "-k", 3, "--json", "-o", tmp_path / "out.npy"
+    )
     shown = json.loads(result.stdout)
     assert shown["name"] == model.spec.label == "llama" and shown["spec"] == model.spec.to_dict()
     made = model.generate(PROMPTS, 3)

@@ -26,8 +26,12 @@ def test_the_slopes_are_the_papers_for_eight_heads_and_blooms_between_powers_of_
 
 
 @settings(max_examples=30, deadline=None)
-@given(variant_specs(rope=False).map(lambda s: replace(s, positional="alibi", max_len=None, position_offset=None)),
-       st.integers(1, 2), st.integers(1, 9), st.integers(0, 99))  # fmt: skip
+@given(
+    variant_specs(rope=False).map(lambda s: replace(s, positional="alibi", max_len=None, position_offset=None)),
+    st.integers(1, 2),
+    st.integers(1, 9),
+    st.integers(0, 99),
+)
 def test_alibi_runs_as_the_plain_reference(spec, b, n, seed):
     assert reference_error(spec, b, n, seed) < 1e-12
 
@@ -43,5 +47,6 @@ def test_the_bias_matters_and_the_theory_holds():
 
 def test_alibi_is_one_line_in_an_encoder_decoder():
     with pytest.raises(SpecError, match="key 'positional': got 'alibi', expected none, sinusoidal, learned, rope"):
-        spec_from_mapping({"N": 1, "H": 1, "m": 2, "d": 2, "r": 2, "N_enc": 1, "mask": "causal",
-                           "positional": "alibi"}, "s.yaml")  # fmt: skip
+        spec_from_mapping(
+            {"N": 1, "H": 1, "m": 2, "d": 2, "r": 2, "N_enc": 1, "mask": "causal", "positional": "alibi"}, "s.yaml"
+        )

@@ -51,8 +51,10 @@ def test_json_and_a_batch(runner, tmp_path):
     assert data["axes"] == ["head", "key", "query"] and data["shape"] == [2, 5, 5] and list(data["weights"]) == ["0"]
 
 
-@pytest.mark.parametrize("args, words", [(["--block", "2"], "expected 0 .. 1"), (["--head", "5"], "H = 2"),
-                                         (["--sequence", "1"], "the input holds 1")])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, words",
+    [(["--block", "2"], "expected 0 .. 1"), (["--head", "5"], "H = 2"), (["--sequence", "1"], "the input holds 1")],
+)
 def test_out_of_range_indices(runner, tmp_path, args, words):
     result = runner.invoke(app, ["attention", str(TINY), "-i", str(_input(tmp_path, 4)), *args])
     assert result.exit_code == 2 and words in result.stderr

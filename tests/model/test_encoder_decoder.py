@@ -49,15 +49,24 @@ def test_an_encoder_decoder_lists_both_stacks_tensors_once_each():
 def _encoder_decoders() -> st.SearchStrategy[Spec]:
     return st.builds(
         Spec,
-        N=st.integers(1, 3), N_enc=st.integers(1, 3), H=st.integers(1, 4), m=st.integers(1, 8),
-        d=st.integers(1, 8), r=st.integers(1, 8), mask=st.just("causal"),
-        cross_H=st.none() | st.integers(1, 4), cross_m=st.none() | st.integers(1, 8),
-        attention_bias=st.booleans(), cross_bias=st.none() | st.booleans(),
-        norm=st.sampled_from(["none", "pre", "post"]), norm_type=st.sampled_from(["layernorm", "rmsnorm"]),
-        feedforward=st.sampled_from(["plain", "gated"]), ff_bias=st.booleans(),
+        N=st.integers(1, 3),
+        N_enc=st.integers(1, 3),
+        H=st.integers(1, 4),
+        m=st.integers(1, 8),
+        d=st.integers(1, 8),
+        r=st.integers(1, 8),
+        mask=st.just("causal"),
+        cross_H=st.none() | st.integers(1, 4),
+        cross_m=st.none() | st.integers(1, 8),
+        attention_bias=st.booleans(),
+        cross_bias=st.none() | st.booleans(),
+        norm=st.sampled_from(["none", "pre", "post"]),
+        norm_type=st.sampled_from(["layernorm", "rmsnorm"]),
+        feedforward=st.sampled_from(["plain", "gated"]),
+        ff_bias=st.booleans(),
         positional=st.sampled_from(["none", "sinusoidal", "relative"]),
         V=st.none() | st.integers(2, 20),
-    )  # fmt: skip
+    )
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
@@ -67,8 +76,9 @@ def test_shapes_and_closed_form_agree_for_any_encoder_decoder(spec):
     count = count_params(spec)
     by_stack = sum(t.count for t in all_tensors(spec))
     assert count.total == by_stack == count.closed_total
-    decoder_only = count_params(Spec(**{**spec.to_dict(), "N_enc": None, "cross_H": None, "cross_m": None,
-                                        "cross_bias": None}))  # fmt: skip
+    decoder_only = count_params(
+        Spec(**{**spec.to_dict(), "N_enc": None, "cross_H": None, "cross_m": None, "cross_bias": None})
+    )
     assert count.total > decoder_only.total  # the encoder and the cross-attention add parameters
 
 
@@ -123,11 +133,14 @@ def test_tfm_run_takes_a_source_and_a_target_and_writes_the_decoders_logits(runn
     ("spec", "args", "message"),
     [
         (AIAYN, ["-i", "src.npy"], "an encoder-decoder reads a source and a target: --input SRC --target TGT"),
-        (ROOT / "examples" / "configs" / "tiny-causal.yaml", ["-i", "src.npy", "-t", "src.npy"],
-         "has no encoder (N_enc); --target is for encoder-decoders"),
+        (
+            ROOT / "examples" / "configs" / "tiny-causal.yaml",
+            ["-i", "src.npy", "-t", "src.npy"],
+            "has no encoder (N_enc); --target is for encoder-decoders",
+        ),
         (AIAYN, ["-i", "src.npy", "-t", "wide.npy"], "source (1, 7) and target (2, 3): expected the same batch"),
     ],
-)  # fmt: skip
+)
 def test_run_without_a_target_or_with_one_it_cannot_use_is_one_line(runner, tmp_path, spec, args, message):
     np.save(tmp_path / "src.npy", np.array([[3, 1, 4, 1, 5, 9, 2]]))
     np.save(tmp_path / "wide.npy", np.zeros((2, 3), dtype=np.int64))
@@ -200,25 +213,31 @@ def test_the_forward_pass_equals_pytorchs_nn_transformer(norm):
 
     d, H, r, N_enc, N = 16, 4, 24, 2, 3
     torch.manual_seed(0)
-    model = torch.nn.Transformer(d, H, N_enc, N, r, dropout=0.0, batch_first=True, norm_first=norm == "pre",
-                                 dtype=torch.float64).eval()  # fmt: skip
+    model = torch.nn.Transformer(
+        d, H, N_enc, N, r, dropout=0.0, batch_first=True, norm_first=norm == "pre", dtype=torch.float64
+    ).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():  # biases and norms random too, norm gains around 1
             p.copy_(torch.randn_like(p) * 0.3 + (1.0 if "norm" in name and name.endswith("weight") else 0.0))
     if norm == "post":
         model.encoder.norm = model.decoder.norm = None
-    spec = Spec(N=N, N_enc=N_enc, H=H, m=d // H, d=d, r=r, scale="sqrt", mask="causal", norm=norm,
-                attention_bias=True)  # fmt: skip
+    spec = Spec(N=N, N_enc=N_enc, H=H, m=d // H, d=d, r=r, scale="sqrt", mask="causal", norm=norm, attention_bias=True)
     weights = _torch_weights(model, d, H, N_enc, N, norm)
     assert set(weights) == {t.name for t in all_tensors(spec)}
     rng = np.random.default_rng(1)
     src, tgt = rng.normal(size=(2, d, 7)), rng.normal(size=(2, d, 5))
     with torch.no_grad():
         mask = torch.nn.Transformer.generate_square_subsequent_mask(5, dtype=torch.float64)
-        theirs = model(torch.from_numpy(src.transpose(0, 2, 1)), torch.from_numpy(tgt.transpose(0, 2, 1)),
-                       tgt_mask=mask).numpy().transpose(0, 2, 1)  # fmt: skip
-        unmasked = model(torch.from_numpy(src.transpose(0, 2, 1)),
-                         torch.from_numpy(tgt.transpose(0, 2, 1))).numpy().transpose(0, 2, 1)  # fmt: skip
+        theirs = (
+            model(torch.from_numpy(src.transpose(0, 2, 1)), torch.from_numpy(tgt.transpose(0, 2, 1)), tgt_mask=mask)
+            .numpy()
+            .transpose(0, 2, 1)
+        )
+        unmasked = (
+            model(torch.from_numpy(src.transpose(0, 2, 1)), torch.from_numpy(tgt.transpose(0, 2, 1)))
+            .numpy()
+            .transpose(0, 2, 1)
+        )
     ours = EncoderDecoder(spec, weights)(src, tgt)
     assert np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)) < 1e-12  # measured: 8.3e-16 (post), 8.8e-16 (pre)
     assert np.max(np.abs(ours - unmasked)) / np.max(np.abs(theirs)) > 1e-3  # control: causal (0.2, 0.67)
@@ -232,10 +251,13 @@ def _t5_weights(model, cfg) -> dict:
     sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
     H, m, d = cfg.num_heads, cfg.d_kv, cfg.d_model
     gated = cfg.is_gated_act
-    w = {"embedding.E": sd["shared.weight"].T, "encoder_final_norm.gamma": sd["encoder.final_layer_norm.weight"],
-         "final_norm.gamma": sd["decoder.final_layer_norm.weight"],
-         "encoder_positional.rel_bias": sd["encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"],
-         "positional.rel_bias": sd["decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]}  # fmt: skip
+    w = {
+        "embedding.E": sd["shared.weight"].T,
+        "encoder_final_norm.gamma": sd["encoder.final_layer_norm.weight"],
+        "final_norm.gamma": sd["decoder.final_layer_norm.weight"],
+        "encoder_positional.rel_bias": sd["encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"],
+        "positional.rel_bias": sd["decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"],
+    }
 
     def attention(ours: str, theirs: str) -> None:
         for x in "qkv":
@@ -283,10 +305,20 @@ def test_t5_logits_equal_transformers(variant):
     from transformer_cli.model.encoder_decoder import EncoderDecoder
 
     tied = variant == "t5-tied-relu"
-    cfg = transformers.T5Config(vocab_size=97, d_model=32, d_kv=12, d_ff=40, num_layers=2, num_decoder_layers=3,
-                                num_heads=4, relative_attention_num_buckets=8, relative_attention_max_distance=20,
-                                feed_forward_proj="relu" if tied else "gated-gelu", dropout_rate=0.0,
-                                attn_implementation="eager")  # fmt: skip
+    cfg = transformers.T5Config(
+        vocab_size=97,
+        d_model=32,
+        d_kv=12,
+        d_ff=40,
+        num_layers=2,
+        num_decoder_layers=3,
+        num_heads=4,
+        relative_attention_num_buckets=8,
+        relative_attention_max_distance=20,
+        feed_forward_proj="relu" if tied else "gated-gelu",
+        dropout_rate=0.0,
+        attn_implementation="eager",
+    )
     torch.manual_seed(0)
     model = transformers.T5ForConditionalGeneration(cfg).double().eval()
     with torch.no_grad():
@@ -298,10 +330,27 @@ def test_t5_logits_equal_transformers(variant):
     for module in model.modules():
         if type(module).__name__ == "T5LayerNorm":
             module.forward = _float64_t5_norm.__get__(module)
-    spec = Spec(N=3, N_enc=2, H=4, m=12, d=32, r=40, V=97, tie_embeddings=tied, head_scale="sqrt" if tied else "none",
-                mask="causal", positional="relative", rel_buckets=8, rel_max_distance=20, norm="pre",
-                norm_type="rmsnorm", norm_eps=cfg.layer_norm_epsilon, ff_bias=False,
-                feedforward="plain" if tied else "gated", activation="relu" if tied else "gelu")  # fmt: skip
+    spec = Spec(
+        N=3,
+        N_enc=2,
+        H=4,
+        m=12,
+        d=32,
+        r=40,
+        V=97,
+        tie_embeddings=tied,
+        head_scale="sqrt" if tied else "none",
+        mask="causal",
+        positional="relative",
+        rel_buckets=8,
+        rel_max_distance=20,
+        norm="pre",
+        norm_type="rmsnorm",
+        norm_eps=cfg.layer_norm_epsilon,
+        ff_bias=False,
+        feedforward="plain" if tied else "gated",
+        activation="relu" if tied else "gelu",
+    )
     assert count_params(spec).total == sum(p.numel() for p in model.parameters())
     weights = _t5_weights(model, cfg)
     if not tied:
@@ -330,17 +379,36 @@ def test_a_hugging_face_folder_runs_as_transformers_does(tmp_path, family):
         untied = {} if family == "t5" else {"tie_word_embeddings": False, "feed_forward_proj": "gated-gelu"}
         kind = "MT5" if family == "mt5" else "T5"
         cfg = getattr(transformers, f"{kind}Config")(
-            vocab_size=97, d_model=32, d_kv=8, d_ff=40, num_layers=2, num_decoder_layers=3, num_heads=4,
-            relative_attention_num_buckets=8, relative_attention_max_distance=20, dropout_rate=0.0,
-            attn_implementation="eager", **untied)  # fmt: skip
+            vocab_size=97,
+            d_model=32,
+            d_kv=8,
+            d_ff=40,
+            num_layers=2,
+            num_decoder_layers=3,
+            num_heads=4,
+            relative_attention_num_buckets=8,
+            relative_attention_max_distance=20,
+            dropout_rate=0.0,
+            attn_implementation="eager",
+            **untied,
+        )
         model = getattr(transformers, f"{kind}ForConditionalGeneration")(cfg)
     else:
         quiet = dict(dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, attn_implementation="eager")
         kind, scaled = ("MBart", {"scale_embedding": True}) if family == "mbart" else ("Bart", {})
         cfg = getattr(transformers, f"{kind}Config")(
-            vocab_size=97, d_model=32, encoder_layers=2, decoder_layers=3, encoder_attention_heads=4,
-            decoder_attention_heads=4, encoder_ffn_dim=40, decoder_ffn_dim=40, max_position_embeddings=64, **quiet,
-            **scaled)  # fmt: skip
+            vocab_size=97,
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=3,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            encoder_ffn_dim=40,
+            decoder_ffn_dim=40,
+            max_position_embeddings=64,
+            **quiet,
+            **scaled,
+        )
         model = getattr(transformers, f"{kind}ForConditionalGeneration")(cfg)
     torch.manual_seed(0)
     with torch.no_grad():

@@ -27,8 +27,11 @@ def _small(path: Path) -> dict:
     return keys | ({"max_len": 16} if "max_len" in keys else {})
 
 
-@pytest.mark.parametrize("path", [AIAYN, ROOT / "examples" / "models" / "t5-small.yaml",
-                                  ROOT / "examples" / "models" / "bart-base.yaml"], ids=lambda p: p.stem)  # fmt: skip
+@pytest.mark.parametrize(
+    "path",
+    [AIAYN, ROOT / "examples" / "models" / "t5-small.yaml", ROOT / "examples" / "models" / "bart-base.yaml"],
+    ids=lambda p: p.stem,
+)
 def test_verify_finds_what_theory_predicts_for_each_encoder_decoder(runner, tmp_path, path):
     """Sinusoidal (original), relative (T5) and learned (BART) positions: every check as predicted, exit 0."""
     import json
@@ -83,8 +86,23 @@ def test_the_multiply_adds_are_what_the_pass_computes(monkeypatch):
     from transformer_cli.io.weights import init_weights
     from transformer_cli.model.encoder_decoder import EncoderDecoder
 
-    spec = Spec(N=2, N_enc=3, H=2, m=4, d=8, r=12, cross_H=3, cross_m=5, V=11, mask="causal", norm="pre",
-                scale="sqrt", attention_bias=True, feedforward="gated", activation="silu")  # fmt: skip
+    spec = Spec(
+        N=2,
+        N_enc=3,
+        H=2,
+        m=4,
+        d=8,
+        r=12,
+        cross_H=3,
+        cross_m=5,
+        V=11,
+        mask="causal",
+        norm="pre",
+        scale="sqrt",
+        attention_bias=True,
+        feedforward="gated",
+        activation="silu",
+    )
     monkeypatch.setattr(kernels, "CAUSAL_CHUNK", 10**9)
     model = EncoderDecoder(spec, init_weights(spec), workers=1)
     done = matmul_count(monkeypatch, lambda: model(np.arange(7).reshape(1, 7) % 11, np.arange(5).reshape(1, 5)))
@@ -147,8 +165,18 @@ def test_a_source_vocabulary_of_its_own_is_a_separate_embedding_counted_and_run(
     """V_src: the encoder embeds the source with encoder_embedding.E (d, V_src); the target keeps E (d, V)."""
     import yaml
 
-    keys = {"N": 1, "N_enc": 1, "H": 2, "m": 4, "d": 8, "r": 16, "V": 11, "V_src": 23, "mask": "causal",
-            "tie_embeddings": True}  # fmt: skip
+    keys = {
+        "N": 1,
+        "N_enc": 1,
+        "H": 2,
+        "m": 4,
+        "d": 8,
+        "r": 16,
+        "V": 11,
+        "V_src": 23,
+        "mask": "causal",
+        "tie_embeddings": True,
+    }
     spec = spec_from_mapping(keys, "x.yaml")
     shared = count_params(Spec(**{**spec.to_dict(), "V_src": None}))
     assert count_params(spec).total == shared.total + 23 * 8

@@ -19,11 +19,12 @@ SPECS = {
     "none": Spec(N=3, H=2, m=4, d=8, r=12, norm="none", mask="causal", positional="sinusoidal"),
     "parallel": Spec(N=3, H=2, m=4, d=8, r=12, norm="pre", parallel=True, mask="causal", positional="rope"),
     "scaled": Spec(N=3, H=2, m=4, d=8, r=12, norm="pre", mask="causal", positional="rope", residual_scale=0.5),
-    "experts": Spec(N=3, H=2, m=4, d=8, r=12, norm="pre", mask="causal", E=4, k=2, feedforward="gated",
-                    activation="silu"),
+    "experts": Spec(
+        N=3, H=2, m=4, d=8, r=12, norm="pre", mask="causal", E=4, k=2, feedforward="gated", activation="silu"
+    ),
     "post": Spec(N=3, H=2, m=4, d=8, r=12, norm="post", mask="causal", positional="learned", max_len=16),
     "window": Spec(N=3, H=2, m=4, d=8, r=12, norm="pre", mask="causal", positional="rope", window=3),
-}  # fmt: skip
+}
 
 
 def _model(name: str) -> Transformer:
@@ -161,13 +162,25 @@ def test_an_encoder_decoders_maps_go_through_the_decoders_loop():
     for kind in ("self", "cross"):
         same = decoder_block_weights(shifted, source, target, 0, kind)
         assert np.array_equal(same, decoder_block_weights(pair, source, target, 0, kind))
-        assert not np.allclose(decoder_block_weights(shifted, source, target, 1, kind),
-                               decoder_block_weights(pair, source, target, 1, kind))  # fmt: skip
+        assert not np.allclose(
+            decoder_block_weights(shifted, source, target, 1, kind),
+            decoder_block_weights(pair, source, target, 1, kind),
+        )
 
 
 def test_each_blocks_cache_is_its_attentions_and_a_window_keeps_its_own_width():
-    spec = Spec(N=4, H=2, m=4, d=8, r=12, norm="pre", mask="causal", positional="rope", window=3,
-                attention_layers=("sliding", "full"))  # fmt: skip
+    spec = Spec(
+        N=4,
+        H=2,
+        m=4,
+        d=8,
+        r=12,
+        norm="pre",
+        mask="causal",
+        positional="rope",
+        window=3,
+        attention_layers=("sliding", "full"),
+    )
     model = Transformer(spec, random_weights(spec, 8), workers=1)
     decoder = Decoder(model, 2, 10)
     assert all(isinstance(cache, KVCache) for cache in decoder.caches)

@@ -15,21 +15,45 @@ from reference_model import reference_forward
 from transformer_cli import Spec, count_params
 from transformer_cli.model.transformer import Transformer
 
-OLMO2 = Spec(N=2, H=4, G=2, m=4, d=16, r=12, V=13, scale="sqrt", mask="causal", positional="rope", norm="output",
-             norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False, qk_norm=True,
-             qk_norm_over="all")  # fmt: skip
+OLMO2 = Spec(
+    N=2,
+    H=4,
+    G=2,
+    m=4,
+    d=16,
+    r=12,
+    V=13,
+    scale="sqrt",
+    mask="causal",
+    positional="rope",
+    norm="output",
+    norm_type="rmsnorm",
+    feedforward="gated",
+    activation="silu",
+    ff_bias=False,
+    qk_norm=True,
+    qk_norm_over="all",
+)
 
 
 @settings(max_examples=30, deadline=None)
-@given(variant_specs().map(lambda s: replace(s, norm="output", parallel=False, shared_norm=False)),
-       st.integers(1, 2), st.integers(1, 9), st.integers(0, 99))  # fmt: skip
+@given(
+    variant_specs().map(lambda s: replace(s, norm="output", parallel=False, shared_norm=False)),
+    st.integers(1, 2),
+    st.integers(1, 9),
+    st.integers(0, 99),
+)
 def test_the_output_layout_runs_as_the_plain_reference(spec, b, n, seed):
     assert reference_error(spec, b, n, seed) < 1e-12
 
 
 @settings(max_examples=30, deadline=None)
-@given(variant_specs().map(lambda s: replace(s, qk_norm=True, qk_norm_over="all")),
-       st.integers(1, 2), st.integers(1, 9), st.integers(0, 99))  # fmt: skip
+@given(
+    variant_specs().map(lambda s: replace(s, qk_norm=True, qk_norm_over="all")),
+    st.integers(1, 2),
+    st.integers(1, 9),
+    st.integers(0, 99),
+)
 def test_query_and_key_norms_over_all_heads_run_as_the_plain_reference(spec, b, n, seed):
     assert reference_error(spec, b, n, seed) < 1e-12
 
@@ -52,5 +76,9 @@ def test_olmo2s_block_counts_its_norms():
     assert counted.per_block == 2 * H * m * d + 2 * G * m * d + 3 * OLMO2.r * d + 2 * d + (H + G) * m
     assert counted.total == counted.closed_total
     names = [t.name for t in counted.block if "norm" in t.name]
-    assert names == ["blocks.0.attention.q_norm.gamma", "blocks.0.attention.k_norm.gamma",
-                     "blocks.0.norm1_out.gamma", "blocks.0.norm2_out.gamma"]  # fmt: skip
+    assert names == [
+        "blocks.0.attention.q_norm.gamma",
+        "blocks.0.attention.k_norm.gamma",
+        "blocks.0.norm1_out.gamma",
+        "blocks.0.norm2_out.gamma",
+    ]

@@ -41,8 +41,11 @@ def _one_line(result) -> str:
 @pytest.mark.parametrize("command", ["run", "generate", "verify"])
 def test_float32_refuses_the_overflow_instead_of_zeros(scaled, command):
     ids, out = scaled.parent / "ids.npy", scaled.parent / f"{command}.npy"
-    args = {"run": ["-i", ids, "-o", out], "generate": ["-i", ids, "--max-new-tokens", "2", "-o", out],
-            "verify": ["--seq-len", "4", "--dtype", "float32"]}[command]  # fmt: skip
+    args = {
+        "run": ["-i", ids, "-o", out],
+        "generate": ["-i", ids, "--max-new-tokens", "2", "-o", out],
+        "verify": ["--seq-len", "4", "--dtype", "float32"],
+    }[command]
     result = CliRunner().invoke(app, [command, str(scaled), *map(str, args)])
     assert result.exit_code == 2, (result.stdout[-500:], result.stderr)
     line = _one_line(result)

@@ -15,14 +15,36 @@ from reference_model import reference_forward
 from transformer_cli import Spec, count_params
 from transformer_cli.model.transformer import Transformer
 
-COHERE_LIKE = Spec(N=2, H=4, G=2, m=4, d=16, r=12, V=13, scale="sqrt", mask="causal", positional="rope",
-                   norm="pre", norm_bias=False, parallel=True, shared_norm=True, feedforward="gated",
-                   activation="silu", ff_bias=False, qk_norm=True, qk_norm_over="per_head")  # fmt: skip
+COHERE_LIKE = Spec(
+    N=2,
+    H=4,
+    G=2,
+    m=4,
+    d=16,
+    r=12,
+    V=13,
+    scale="sqrt",
+    mask="causal",
+    positional="rope",
+    norm="pre",
+    norm_bias=False,
+    parallel=True,
+    shared_norm=True,
+    feedforward="gated",
+    activation="silu",
+    ff_bias=False,
+    qk_norm=True,
+    qk_norm_over="per_head",
+)
 
 
 @settings(max_examples=30, deadline=None)
-@given(variant_specs().map(lambda s: replace(s, qk_norm=True, qk_norm_over="per_head")),
-       st.integers(1, 2), st.integers(1, 9), st.integers(0, 99))  # fmt: skip
+@given(
+    variant_specs().map(lambda s: replace(s, qk_norm=True, qk_norm_over="per_head")),
+    st.integers(1, 2),
+    st.integers(1, 9),
+    st.integers(0, 99),
+)
 def test_per_head_query_and_key_norms_run_as_the_plain_reference(spec, b, n, seed):
     assert reference_error(spec, b, n, seed) < 1e-12
 

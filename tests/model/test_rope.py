@@ -12,8 +12,8 @@ from transformer_cli import Spec, Transformer, count_params, make_setup
 from transformer_cli.analysis.flops import forward_flops
 from transformer_cli.cli import app
 from transformer_cli.errors import ExitCode
-from transformer_cli.kernels import llama3_frequencies, rope_frequencies
 from transformer_cli.model import transformer as model_module
+from transformer_cli.spec.rope_scaling import llama3_frequencies, rope_frequencies
 from transformer_cli.verify import breaking_features, check_decoding, check_equivariance
 
 ROPE = Spec(N=2, H=2, m=8, d=12, r=16, scale="sqrt", mask="causal", positional="rope", norm="pre")
@@ -77,10 +77,37 @@ def test_rope_flops_equal_a_direct_count(monkeypatch, G):
     assert len(done) == 2 * spec.N and sum(done) == forward_flops(spec, 2, 7)["rotary positions"]
 
 
-@pytest.mark.parametrize("spec", [ROPE, Spec(N=2, H=3, m=6, d=10, r=8, mask="causal", positional="rope",
-                                             rope_pairing="interleaved", rope_fraction=0.5, attention_bias=True),
-                                  Spec(N=1, H=2, m=8, d=12, r=8, mask="causal", positional="rope", norm="post",
-                                       rope_scaling="llama3", rope_original_max_len=16, rope_theta=3.0)])  # fmt: skip
+@pytest.mark.parametrize(
+    "spec",
+    [
+        ROPE,
+        Spec(
+            N=2,
+            H=3,
+            m=6,
+            d=10,
+            r=8,
+            mask="causal",
+            positional="rope",
+            rope_pairing="interleaved",
+            rope_fraction=0.5,
+            attention_bias=True,
+        ),
+        Spec(
+            N=1,
+            H=2,
+            m=8,
+            d=12,
+            r=8,
+            mask="causal",
+            positional="rope",
+            norm="post",
+            rope_scaling="llama3",
+            rope_original_max_len=16,
+            rope_theta=3.0,
+        ),
+    ],
+)
 def test_decoding_equals_the_parallel_pass_and_catches_a_wrong_position(spec):
     """Keys are cached already turned; a query turned one position too far is caught (shifting query and keys
     alike would not be: rotary scores depend on t - s only)."""
@@ -116,8 +143,19 @@ def test_every_rope_scaling_is_one_registry_entry():
     choices = next(f for f in fields(Spec) if f.name == "rope_scaling").metadata["choices"]
     assert choices == tuple(ROPE_SCALINGS)
     for name, scaling in ROPE_SCALINGS.items():
-        spec = Spec(N=1, H=1, m=8, d=8, r=8, positional="rope", rope_scaling=name, rope_factor=4.0,
-                    rope_original_max_len=16, rope_short_factor=(1.0,) * 4, rope_long_factor=(2.0,) * 4)  # fmt: skip
+        spec = Spec(
+            N=1,
+            H=1,
+            m=8,
+            d=8,
+            r=8,
+            positional="rope",
+            rope_scaling=name,
+            rope_factor=4.0,
+            rope_original_max_len=16,
+            rope_short_factor=(1.0,) * 4,
+            rope_long_factor=(2.0,) * 4,
+        )
         short, long = scaling.frequencies(spec, 8), scaling.frequencies(spec, 64)
         assert short.shape == (4,) and (not np.array_equal(short, long)) == scaling.length_dependent, name
         unit = name in ("none", "linear", "llama3", "dynamic")

@@ -19,14 +19,33 @@ from transformer_cli.cli import app
 from transformer_cli.errors import SpecError
 from transformer_cli.model.transformer import Transformer
 
-GEMMA2 = Spec(N=2, H=2, G=1, m=6, d=8, r=10, V=13, scale="sqrt", mask="causal", positional="rope",
-              norm="sandwich", norm_type="rmsnorm", norm_plus_one=True, feedforward="gated", activation="gelu",
-              ff_bias=False)  # fmt: skip
+GEMMA2 = Spec(
+    N=2,
+    H=2,
+    G=1,
+    m=6,
+    d=8,
+    r=10,
+    V=13,
+    scale="sqrt",
+    mask="causal",
+    positional="rope",
+    norm="sandwich",
+    norm_type="rmsnorm",
+    norm_plus_one=True,
+    feedforward="gated",
+    activation="gelu",
+    ff_bias=False,
+)
 
 
 @settings(max_examples=40, deadline=None)
-@given(variant_specs().map(lambda s: replace(s, norm="sandwich", parallel=False, shared_norm=False)),
-       st.integers(1, 2), st.integers(1, 9), st.integers(0, 99))  # fmt: skip
+@given(
+    variant_specs().map(lambda s: replace(s, norm="sandwich", parallel=False, shared_norm=False)),
+    st.integers(1, 2),
+    st.integers(1, 9),
+    st.integers(0, 99),
+)
 def test_the_sandwich_layout_runs_as_the_plain_reference(spec, b, n, seed):
     assert reference_error(spec, b, n, seed) < 1e-12
 
@@ -46,8 +65,12 @@ def test_a_sandwich_block_has_four_norms():
     assert sandwich.per_block == pre.per_block + 2 * GEMMA2.d  # two more gains (d,) of RMSNorm
     assert sandwich.total == sandwich.closed_total and "4d" in [t.formula for t in sandwich.terms]
     names = [t.name for t in sandwich.block if "norm" in t.name]
-    assert names == ["blocks.0.norm1.gamma", "blocks.0.norm2.gamma", "blocks.0.norm1_out.gamma",
-                     "blocks.0.norm2_out.gamma"]  # fmt: skip
+    assert names == [
+        "blocks.0.norm1.gamma",
+        "blocks.0.norm2.gamma",
+        "blocks.0.norm1_out.gamma",
+        "blocks.0.norm2_out.gamma",
+    ]
     assert "final_norm.gamma" in [t.name for t in sandwich.model]
 
 
@@ -61,10 +84,15 @@ def test_sandwich_is_one_line_where_it_cannot_be():
 
 def test_every_command_takes_a_sandwich(runner, tmp_path):
     spec = tmp_path / "gemma2.yaml"
-    spec.write_text("\n".join(f"{k}: {str(v).lower() if isinstance(v, bool) else v}"
-                              for k, v in GEMMA2.to_dict().items()) + "\n")  # fmt: skip
+    spec.write_text(
+        "\n".join(f"{k}: {str(v).lower() if isinstance(v, bool) else v}" for k, v in GEMMA2.to_dict().items()) + "\n"
+    )
     np.save(tmp_path / "ids.npy", np.arange(7) % GEMMA2.V)
-    for command in (["count", str(spec)], ["verify", str(spec)], ["plan", str(spec)],
-                    ["run", str(spec), "-i", str(tmp_path / "ids.npy"), "-o", str(tmp_path / "y.npy")]):  # fmt: skip
+    for command in (
+        ["count", str(spec)],
+        ["verify", str(spec)],
+        ["plan", str(spec)],
+        ["run", str(spec), "-i", str(tmp_path / "ids.npy"), "-o", str(tmp_path / "y.npy")],
+    ):
         result = runner.invoke(app, command)
         assert result.exit_code == 0, (command, result.output)

@@ -19,9 +19,26 @@ from transformer_cli.errors import SpecError
 from transformer_cli.model.transformer import Transformer
 from transformer_cli.spec.validate import spec_from_mapping
 
-GRANITE_LIKE = Spec(N=2, H=4, G=2, m=4, d=16, r=12, V=13, scale=0.3, mask="causal", positional="rope", norm="pre",
-                    norm_type="rmsnorm", feedforward="gated", activation="silu", ff_bias=False, embed_scale=12.0,
-                    residual_scale=0.22, logit_scale=0.125)  # fmt: skip
+GRANITE_LIKE = Spec(
+    N=2,
+    H=4,
+    G=2,
+    m=4,
+    d=16,
+    r=12,
+    V=13,
+    scale=0.3,
+    mask="causal",
+    positional="rope",
+    norm="pre",
+    norm_type="rmsnorm",
+    feedforward="gated",
+    activation="silu",
+    ff_bias=False,
+    embed_scale=12.0,
+    residual_scale=0.22,
+    logit_scale=0.125,
+)
 
 
 @settings(max_examples=30, deadline=None)
@@ -64,12 +81,28 @@ def test_bad_multipliers_are_one_line_naming_the_key(data, says):
     assert says in str(error.value) and "\n" not in str(error.value)
 
 
-OPT_350M_LIKE = Spec(N=2, H=4, m=4, d=16, r=12, V=13, embed_dim=6, tie_embeddings=True, scale="sqrt", mask="causal",
-                     positional="learned", max_len=16, position_offset=2, norm="post", attention_bias=True)  # fmt: skip
+OPT_350M_LIKE = Spec(
+    N=2,
+    H=4,
+    m=4,
+    d=16,
+    r=12,
+    V=13,
+    embed_dim=6,
+    tie_embeddings=True,
+    scale="sqrt",
+    mask="causal",
+    positional="learned",
+    max_len=16,
+    position_offset=2,
+    norm="post",
+    attention_bias=True,
+)
 
 
-@pytest.mark.parametrize("spec", [OPT_350M_LIKE, replace(OPT_350M_LIKE, norm="pre", tie_embeddings=False)],
-                         ids=["post-tied", "pre-untied"])  # fmt: skip
+@pytest.mark.parametrize(
+    "spec", [OPT_350M_LIKE, replace(OPT_350M_LIKE, norm="pre", tie_embeddings=False)], ids=["post-tied", "pre-untied"]
+)
 def test_a_narrower_embedding_is_projected_in_and_out_as_the_reference(spec):
     """OPT-350m's project_in after the lookup and project_out before the head; counted as V d_e + 2 d d_e (+ V d_e
     untied); the control: the same weights without the projections cannot even be shaped into the model."""

@@ -24,9 +24,24 @@ from transformer_cli.errors import SpecError
 from transformer_cli.model.transformer import Transformer
 from transformer_cli.spec.stacks import decoder
 
-MIXED = Spec(N=5, H=2, G=1, m=4, d=8, r=6, mask="causal", norm="pre", positional="rope", window=2,
-             attention_layers=("sliding", "sliding", "full"), E=3, k=2, feedforward="gated", ff_bias=False,
-             feedforward_layers=("dense", "routed"))  # fmt: skip
+MIXED = Spec(
+    N=5,
+    H=2,
+    G=1,
+    m=4,
+    d=8,
+    r=6,
+    mask="causal",
+    norm="pre",
+    positional="rope",
+    window=2,
+    attention_layers=("sliding", "sliding", "full"),
+    E=3,
+    k=2,
+    feedforward="gated",
+    ff_bias=False,
+    feedforward_layers=("dense", "routed"),
+)
 
 
 def _layered(spec: Spec, attention: list[str], feedforward: list[str]) -> Spec:

@@ -17,9 +17,11 @@ from transformer_cli.hf.config import spec_from_config
 ROOT = Path(__file__).parents[2]
 MODELS = json.loads((DATA / "real-models-2.json").read_text())
 PEERS = json.loads((ROOT / "benchmarks" / "peer_counts_2.json").read_text())
-ROWS = {line.split(" (`")[0].strip("| "): [c.strip() for c in line.strip("|").split("|")]
-        for line in (ROOT / "docs" / "hugging-face.md").read_text().splitlines()
-        if "(`tests/data/real-models-2.json`) |" in line}  # fmt: skip
+ROWS = {
+    line.split(" (`")[0].strip("| "): [c.strip() for c in line.strip("|").split("|")]
+    for line in (ROOT / "docs" / "hugging-face.md").read_text().splitlines()
+    if "(`tests/data/real-models-2.json`) |" in line
+}
 
 
 def _figures(cell: str) -> list[int]:

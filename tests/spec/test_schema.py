@@ -60,14 +60,50 @@ def test_the_schema_rejects_what_the_loader_rejects(data):
 
 
 values = st.one_of(
-    st.integers(-3, 5), st.floats(-2, 5), st.booleans(), st.none(),
-    st.sampled_from(["none", "sqrt", "causal", "learned", "sinusoidal", "pre", "post", "gelu", "relu", "x", "rope",
-                     "half", "interleaved", "llama3"]),
-)  # fmt: skip
+    st.integers(-3, 5),
+    st.floats(-2, 5),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(
+        [
+            "none",
+            "sqrt",
+            "causal",
+            "learned",
+            "sinusoidal",
+            "pre",
+            "post",
+            "gelu",
+            "relu",
+            "x",
+            "rope",
+            "half",
+            "interleaved",
+            "llama3",
+        ]
+    ),
+)
 # rope_fraction and the llama3 band factors are left out: what they must satisfy with m and each other is a known gap
-keys = st.sampled_from(["scale", "mask", "positional", "max_len", "norm", "norm_eps", "attention_bias", "activation",
-                        "N", "name", "zz", "rope_theta", "rope_pairing", "rope_scaling", "rope_factor",
-                        "rope_original_max_len"])  # fmt: skip
+keys = st.sampled_from(
+    [
+        "scale",
+        "mask",
+        "positional",
+        "max_len",
+        "norm",
+        "norm_eps",
+        "attention_bias",
+        "activation",
+        "N",
+        "name",
+        "zz",
+        "rope_theta",
+        "rope_pairing",
+        "rope_scaling",
+        "rope_factor",
+        "rope_original_max_len",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -99,11 +135,51 @@ def _float_spellings(x: float) -> list[tuple[str, float]]:
     return [(repr(x), x), (f"{x:e}", float(f"{x:e}")), (f"{x:E}", float(f"{x:E}")), (f"{x:.3f}", float(f"{x:.3f}"))]
 
 
-STRINGS = ["1:30", "1_000", "0b101", "yes", "no", "on", "off", "y", "n", "2001-12-14", "tRue", "0x", "1e", "e3",
-           "0o8", "sqrt", "none", "causal", "learned", "pre", "post", "gelu", "relu", "x", ".5.", "1.2.3"]  # fmt: skip
-SPECIAL = [("true", True), ("True", True), ("TRUE", True), ("false", False), ("FALSE", False), ("~", None),
-           ("null", None), ("Null", None), ("NULL", None), ("", None), (".inf", math.inf), ("-.inf", -math.inf),
-           ("+.inf", math.inf), ("'17'", "17"), ('"1e-6"', "1e-6")]  # fmt: skip
+STRINGS = [
+    "1:30",
+    "1_000",
+    "0b101",
+    "yes",
+    "no",
+    "on",
+    "off",
+    "y",
+    "n",
+    "2001-12-14",
+    "tRue",
+    "0x",
+    "1e",
+    "e3",
+    "0o8",
+    "sqrt",
+    "none",
+    "causal",
+    "learned",
+    "pre",
+    "post",
+    "gelu",
+    "relu",
+    "x",
+    ".5.",
+    "1.2.3",
+]
+SPECIAL = [
+    ("true", True),
+    ("True", True),
+    ("TRUE", True),
+    ("false", False),
+    ("FALSE", False),
+    ("~", None),
+    ("null", None),
+    ("Null", None),
+    ("NULL", None),
+    ("", None),
+    (".inf", math.inf),
+    ("-.inf", -math.inf),
+    ("+.inf", math.inf),
+    ("'17'", "17"),
+    ('"1e-6"', "1e-6"),
+]
 
 spellings = st.one_of(
     st.integers(-3, 5000).flatmap(lambda v: st.sampled_from(_int_spellings(v))),
@@ -113,8 +189,25 @@ spellings = st.one_of(
     ),
     st.sampled_from([(s, s) for s in STRINGS] + SPECIAL),
 )
-spec_keys = st.sampled_from(["N", "H", "m", "d", "r", "scale", "mask", "positional", "max_len", "norm", "norm_eps",
-                             "attention_bias", "activation", "name", "zz"])  # fmt: skip
+spec_keys = st.sampled_from(
+    [
+        "N",
+        "H",
+        "m",
+        "d",
+        "r",
+        "scale",
+        "mask",
+        "positional",
+        "max_len",
+        "norm",
+        "norm_eps",
+        "attention_bias",
+        "activation",
+        "name",
+        "zz",
+    ]
+)
 
 
 @settings(max_examples=400, deadline=None, derandomize=True)
@@ -142,9 +235,14 @@ def test_known_gaps_between_schema_and_loader():
     """What JSON Schema cannot say: NaN, a float too large to be an exact integer, integers past 1,000 digits, rotary
     dims int(m * rope_fraction) that are odd or under 2, llama3's high-frequency factor not above the low one."""
     rope = {**BASE, "positional": "rope"}
-    for data in ({**BASE, "norm": "pre", "norm_eps": math.nan}, {**BASE, "r": 1e20}, {**BASE, "r": 10**1000},
-                 {**rope, "m": 7}, {**rope, "rope_fraction": 0.1},
-                 {**rope, "rope_scaling": "llama3", "rope_low_freq_factor": 4}):  # fmt: skip
+    for data in (
+        {**BASE, "norm": "pre", "norm_eps": math.nan},
+        {**BASE, "r": 1e20},
+        {**BASE, "r": 10**1000},
+        {**rope, "m": 7},
+        {**rope, "rope_fraction": 0.1},
+        {**rope, "rope_scaling": "llama3", "rope_low_freq_factor": 4},
+    ):
         assert VALIDATOR.is_valid(data)
         with pytest.raises(SpecError):
             spec_from_mapping(data)

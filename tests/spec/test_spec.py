@@ -16,8 +16,13 @@ def test_minimal_spec_defaults_to_the_seed(tmp_path):
     spec = load_spec(write(tmp_path, BASE))
     assert (spec.N, spec.H, spec.m, spec.d, spec.r) == (2, 4, 8, 32, 64)
     assert (spec.scale, spec.mask, spec.positional, spec.norm, spec.attention_bias, spec.activation) == (
-        "none", "none", "none", "none", False, "relu",
-    )  # fmt: skip
+        "none",
+        "none",
+        "none",
+        "none",
+        False,
+        "relu",
+    )
     assert spec.score_scale == 1.0 and spec.name == "spec"
 
 
@@ -138,10 +143,16 @@ def test_to_dict_round_trips(tmp_path):
 @pytest.mark.parametrize(
     "spelling, value",
     [
-        ("1e-6", 1e-6), ("1.0e-6", 1e-6), ("1E-6", 1e-6), ("1e-05", 1e-5), (".5", 0.5), ("5.", 5.0), ("+2", 2),
+        ("1e-6", 1e-6),
+        ("1.0e-6", 1e-6),
+        ("1E-6", 1e-6),
+        ("1e-05", 1e-5),
+        (".5", 0.5),
+        ("5.", 5.0),
+        ("+2", 2),
         ("0.001", 0.001),
     ],
-)  # fmt: skip
+)
 def test_floats_are_read_as_yaml_1_2_reads_them(tmp_path, spelling, value):
     spec = load_spec(write(tmp_path, BASE + f"norm: pre\nnorm_eps: {spelling}\nscale: {spelling}\n"))
     assert spec.norm_eps == value and spec.score_scale == value
@@ -149,9 +160,18 @@ def test_floats_are_read_as_yaml_1_2_reads_them(tmp_path, spelling, value):
 
 @pytest.mark.parametrize(
     "spelling, value",
-    [("017", 17), ("0017", 17), ("0o17", 15), ("0x1f", 31), ("0x1F", 31), ("+64", 64), ("64.0", 64), ("1e3", 1000),
-     ("6.4e1", 64)],
-)  # fmt: skip
+    [
+        ("017", 17),
+        ("0017", 17),
+        ("0o17", 15),
+        ("0x1f", 31),
+        ("0x1F", 31),
+        ("+64", 64),
+        ("64.0", 64),
+        ("1e3", 1000),
+        ("6.4e1", 64),
+    ],
+)
 def test_integers_are_read_as_yaml_1_2_reads_them(tmp_path, spelling, value):
     spec = load_spec(write(tmp_path, BASE.replace("r: 64", f"r: {spelling}")))
     assert spec.r == value and type(spec.r) is int
@@ -163,8 +183,9 @@ def test_a_json_spec_loads(tmp_path):
     assert spec.norm_eps == 1e-5 and spec.attention_bias is True
 
 
-@pytest.mark.parametrize("spelling, value", [("true", True), ("True", True), ("TRUE", True), ("false", False),
-                                             ("FALSE", False)])  # fmt: skip
+@pytest.mark.parametrize(
+    "spelling, value", [("true", True), ("True", True), ("TRUE", True), ("false", False), ("FALSE", False)]
+)
 def test_only_true_and_false_are_booleans(tmp_path, spelling, value):
     assert load_spec(write(tmp_path, BASE + f"attention_bias: {spelling}\n")).attention_bias is value
 
@@ -210,22 +231,26 @@ def test_escaped_control_characters_are_shown_escaped(tmp_path):
 
 @pytest.mark.parametrize(
     "key, hint",
-    [("Ν", "looks like 'N' but is U+039D GREEK CAPITAL LETTER NU"),
-     ("Н", "looks like 'H' but is U+041D CYRILLIC CAPITAL LETTER EN"),
-     ("ｄ", "looks like 'd' but is U+FF44 FULLWIDTH LATIN SMALL LETTER D"),
-     ("nοrm", "looks like 'norm' but holds U+03BF GREEK SMALL LETTER OMICRON")],
-)  # fmt: skip
+    [
+        ("Ν", "looks like 'N' but is U+039D GREEK CAPITAL LETTER NU"),
+        ("Н", "looks like 'H' but is U+041D CYRILLIC CAPITAL LETTER EN"),
+        ("ｄ", "looks like 'd' but is U+FF44 FULLWIDTH LATIN SMALL LETTER D"),
+        ("nοrm", "looks like 'norm' but holds U+03BF GREEK SMALL LETTER OMICRON"),
+    ],
+)
 def test_look_alike_keys_are_named(tmp_path, key, hint):
     assert hint in error_of(tmp_path, BASE + f"{key}: 3\n")
 
 
 @pytest.mark.parametrize(
     "name, head, words",
-    [("w.safetensors", b"\x10" + b"\x00" * 7 + b"{}", "is a weights file, expected a YAML spec (pass it with -w)"),
-     ("w.bin", b"\x02\x00\x00\x00\x00\x00\x00\x00{}", "is a weights file"),
-     ("w.npz", b"PK\x03\x04", "is a weights file"),
-     ("x.yaml", b"\x93NUMPY\x01\x00", "is a .npy array, expected a YAML spec (pass an input with -i)")],
-)  # fmt: skip
+    [
+        ("w.safetensors", b"\x10" + b"\x00" * 7 + b"{}", "is a weights file, expected a YAML spec (pass it with -w)"),
+        ("w.bin", b"\x02\x00\x00\x00\x00\x00\x00\x00{}", "is a weights file"),
+        ("w.npz", b"PK\x03\x04", "is a weights file"),
+        ("x.yaml", b"\x93NUMPY\x01\x00", "is a .npy array, expected a YAML spec (pass an input with -i)"),
+    ],
+)
 def test_a_weights_file_given_as_the_spec_is_named(tmp_path, name, head, words):
     path = write(tmp_path, head + b"\x00" * 20, name)
     with pytest.raises(SpecError, match=words.replace("(", r"\(").replace(")", r"\)")):
@@ -241,10 +266,12 @@ def test_the_model_keys_leave_out_labels_and_compare_the_scale_as_applied():
 
 @pytest.mark.parametrize(
     "line, ending",
-    [("name: " + "7" * 5000, "key 'name': got an integer of 5,000 digits, expected a string"),
-     ("name: 1.0e+20", "key 'name': got 1e+20, expected a string"),
-     ("scale: " + "7" * 5000, "expected none, sqrt or a positive number of at most 1,000 digits")],
-)  # fmt: skip
+    [
+        ("name: " + "7" * 5000, "key 'name': got an integer of 5,000 digits, expected a string"),
+        ("name: 1.0e+20", "key 'name': got 1e+20, expected a string"),
+        ("scale: " + "7" * 5000, "expected none, sqrt or a positive number of at most 1,000 digits"),
+    ],
+)
 def test_the_reason_fits_the_key(tmp_path, line, ending):
     assert error_of(tmp_path, BASE + line + "\n").endswith(ending)
 
@@ -262,9 +289,11 @@ def test_key_value_heads_must_divide_the_heads(tmp_path, G):
 
 @pytest.mark.parametrize(
     ("extra", "words"),
-    [("parallel: true\n", "norm: pre with parallel blocks"),
-     ("norm: pre\nshared_norm: true\n", "no shared_norm unless parallel is true")],
-)  # fmt: skip
+    [
+        ("parallel: true\n", "norm: pre with parallel blocks"),
+        ("norm: pre\nshared_norm: true\n", "no shared_norm unless parallel is true"),
+    ],
+)
 def test_parallel_blocks_need_pre_norm_and_shared_norm_needs_parallel(tmp_path, extra, words):
     assert words in error_of(tmp_path, BASE + extra)
 
@@ -292,20 +321,26 @@ def test_an_output_bias_alone_is_counted_as_d(tmp_path):
 
 @pytest.mark.parametrize(
     ("extra", "words"),
-    [("E: 8\n", "key 'k': missing, expected a positive integer with E"),
-     ("k: 2\n", "key 'E': missing, expected a positive integer with k"),
-     ("E: 2\nk: 3\n", "key 'k': got 3, expected at most E = 2")],
-)  # fmt: skip
+    [
+        ("E: 8\n", "key 'k': missing, expected a positive integer with E"),
+        ("k: 2\n", "key 'E': missing, expected a positive integer with k"),
+        ("E: 2\nk: 3\n", "key 'k': got 3, expected at most E = 2"),
+    ],
+)
 def test_experts_need_k_of_at_most_E(tmp_path, extra, words):
     assert words in error_of(tmp_path, BASE + extra)
 
 
 @pytest.mark.parametrize(
     ("extra", "words"),
-    [("type_vocab: 2\n", "no type_vocab unless the spec has a vocabulary V"),
-     ("V: 10\nhead: false\ntie_embeddings: true\n",
-      "a head for tie_embeddings, head_bias, logit_scale or logit_softcap")],
-)  # fmt: skip
+    [
+        ("type_vocab: 2\n", "no type_vocab unless the spec has a vocabulary V"),
+        (
+            "V: 10\nhead: false\ntie_embeddings: true\n",
+            "a head for tie_embeddings, head_bias, logit_scale or logit_softcap",
+        ),
+    ],
+)
 def test_bert_keys_need_a_vocabulary_and_a_head_when_tied(tmp_path, extra, words):
     assert words in error_of(tmp_path, BASE + extra)
 
@@ -326,20 +361,30 @@ def test_the_padding_token_is_a_token_of_the_vocabulary(tmp_path, extra, message
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ("logit_softcap: 30\n",
-         "key 'logit_softcap': got 30, expected no logit_softcap unless the spec has a vocabulary V"),
-        ("V: 10\nhead: false\nlogit_softcap: 30\n",
-         "key 'head': got false, expected a head for tie_embeddings, head_bias, logit_scale or logit_softcap"),
+        (
+            "logit_softcap: 30\n",
+            "key 'logit_softcap': got 30, expected no logit_softcap unless the spec has a vocabulary V",
+        ),
+        (
+            "V: 10\nhead: false\nlogit_softcap: 30\n",
+            "key 'head': got false, expected a head for tie_embeddings, head_bias, logit_scale or logit_softcap",
+        ),
         ("attn_softcap: 0\n", "key 'attn_softcap': got 0, expected a positive number"),
-        ("N_enc: 2\nmask: causal\nattn_softcap: 50\n",
-         "key 'attn_softcap': got 50, expected no attn_softcap in an encoder-decoder (N_enc)"),
-        ("positional: rope\nrope_local_theta: 10000\n",
-         "key 'rope_local_theta': got 10000, expected no rope_local_theta without attention_layers (sliding blocks "
-         "beside full ones)"),
-        ("mask: causal\nwindow: 4\nattention_layers: [sliding, full]\nrope_local_theta: 10000\n",
-         "key 'rope_local_theta': got 10000, expected no rope_local_theta unless positional is rope"),
+        (
+            "N_enc: 2\nmask: causal\nattn_softcap: 50\n",
+            "key 'attn_softcap': got 50, expected no attn_softcap in an encoder-decoder (N_enc)",
+        ),
+        (
+            "positional: rope\nrope_local_theta: 10000\n",
+            "key 'rope_local_theta': got 10000, expected no rope_local_theta without attention_layers (sliding blocks "
+            "beside full ones)",
+        ),
+        (
+            "mask: causal\nwindow: 4\nattention_layers: [sliding, full]\nrope_local_theta: 10000\n",
+            "key 'rope_local_theta': got 10000, expected no rope_local_theta unless positional is rope",
+        ),
     ],
-)  # fmt: skip
+)
 def test_gemmas_keys_are_one_line_errors(tmp_path, extra, message):
     assert error_of(tmp_path, BASE + extra).endswith("/spec.yaml: " + message)
 
@@ -350,9 +395,11 @@ def test_gemmas_keys_are_one_line_errors(tmp_path, extra, message):
         ("expert_r: 8\n", "key 'expert_r': got 8, expected no expert_r without experts (E)"),
         ("shared_r: 8\n", "key 'shared_r': got 8, expected no shared_r without experts (E)"),
         ("router_renorm: false\n", "key 'router_renorm': got false, expected no router_renorm without experts (E)"),
-        ("E: 4\nk: 2\nshared_gate: true\n",
-         "key 'shared_gate': got true, expected no shared_gate without a shared expert (shared_r)"),
+        (
+            "E: 4\nk: 2\nshared_gate: true\n",
+            "key 'shared_gate': got true, expected no shared_gate without a shared expert (shared_r)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_experts_keys_are_one_line_errors(tmp_path, extra, message):
     assert error_of(tmp_path, BASE + extra).endswith("/spec.yaml: " + message)

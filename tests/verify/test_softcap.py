@@ -11,8 +11,20 @@ from transformer_cli import Spec, kernels
 from transformer_cli.errors import ExitCode
 from transformer_cli.verify import check_softcap
 
-CAPPED = Spec(N=2, H=2, m=4, d=8, r=12, V=11, mask="causal", positional="rope", norm="sandwich", norm_type="rmsnorm",
-              attn_softcap=2.0, logit_softcap=3.0)  # fmt: skip
+CAPPED = Spec(
+    N=2,
+    H=2,
+    m=4,
+    d=8,
+    r=12,
+    V=11,
+    mask="causal",
+    positional="rope",
+    norm="sandwich",
+    norm_type="rmsnorm",
+    attn_softcap=2.0,
+    logit_softcap=3.0,
+)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

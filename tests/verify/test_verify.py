@@ -60,8 +60,9 @@ def test_equivariance_catches_a_position_dependent_model():
     assert result.observed is False and result.exit_code == ExitCode.VIOLATED
 
 
-@pytest.mark.parametrize("spec", [Spec(N=1, H=1, m=2, d=4, r=4, mask="causal"),
-                                  Spec(N=1, H=1, m=2, d=4, r=4, positional="sinusoidal")])  # fmt: skip
+@pytest.mark.parametrize(
+    "spec", [Spec(N=1, H=1, m=2, d=4, r=4, mask="causal"), Spec(N=1, H=1, m=2, d=4, r=4, positional="sinusoidal")]
+)
 def test_equivariance_breaks_with_a_mask_or_positions_and_expect_breaks_passes(spec):
     assert check_equivariance(setup_for(spec)).exit_code == ExitCode.VIOLATED
     assert check_equivariance(setup_for(spec), expect="breaks").exit_code == ExitCode.OK
@@ -134,8 +135,15 @@ def test_causality_on_a_model_that_ignores_its_input_is_inconclusive():
 # -- decoding --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("spec", [CAUSAL, Spec(N=2, H=2, m=3, d=7, r=5, mask="causal", norm="post",
-                                               positional="learned", max_len=20, attention_bias=True)])  # fmt: skip
+@pytest.mark.parametrize(
+    "spec",
+    [
+        CAUSAL,
+        Spec(
+            N=2, H=2, m=3, d=7, r=5, mask="causal", norm="post", positional="learned", max_len=20, attention_bias=True
+        ),
+    ],
+)
 def test_decoding_equals_the_parallel_pass_for_causal_specs(spec):
     result = check_decoding(setup_for(spec))
     assert result.exit_code == ExitCode.OK, result.observation
@@ -180,8 +188,9 @@ def test_scaling_reads_the_blocks_own_projections_and_biases():
     # the prediction for block 1, computed here from the weights: scale^2 (||A^T B||_F^2 + ||A^T c||^2 + ||B^T a||^2)
     A, B = weights["blocks.1.attention.W_Q"], weights["blocks.1.attention.W_K"]
     a, c = weights["blocks.1.attention.b_Q"], weights["blocks.1.attention.b_K"]
-    per_head = [np.sum((A[h].T @ B[h]) ** 2) + np.sum((A[h].T @ c[h]) ** 2) + np.sum((B[h].T @ a[h]) ** 2)
-                for h in range(2)]  # fmt: skip
+    per_head = [
+        np.sum((A[h].T @ B[h]) ** 2) + np.sum((A[h].T @ c[h]) ** 2) + np.sum((B[h].T @ a[h]) ** 2) for h in range(2)
+    ]
     assert result.rows[2][1] == pytest.approx(0.25 * np.mean(per_head), rel=1e-12)
 
     class BiasDropped(Transformer):  # projections that forget b_Q, b_K: the scores no longer fit the weights

@@ -38,8 +38,15 @@ def _run(*args: str) -> tuple[int, int, list[str]]:
         resource.setrlimit(resource.RLIMIT_AS, (GUARD, GUARD))
 
     env = os.environ | {"PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", WRAPPER, *args], capture_output=True, text=True, env=env,
-                          preexec_fn=guard, timeout=300, cwd=ROOT)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPER, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        preexec_fn=guard,
+        timeout=300,
+        cwd=ROOT,
+    )
     result = json.loads(done.stdout)
     lines = [line for line in result["stderr"].splitlines() if not line.startswith("using")]
     return result["code"], result["peak"], lines
@@ -70,8 +77,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("command, n, budget, expected", CASES, ids=lambda c: str(c))
-def test_a_verify_command_keeps_within_max_memory_or_refuses_before_allocating(baseline, command, n, budget,
-                                                                                expected):  # fmt: skip
+def test_a_verify_command_keeps_within_max_memory_or_refuses_before_allocating(baseline, command, n, budget, expected):
     code, peak, lines = _run(command, "--seq-len", n, "--max-memory", budget)
     beyond = peak - baseline[command]
     promise = int(budget[:-1]) * (MiB if budget.endswith("M") else 1024 * MiB)

@@ -245,18 +245,34 @@ def test_a_window_of_one_leaves_the_model_equivariant():
 from transformer_cli.verify import check_relative  # noqa: E402
 
 
-@pytest.mark.parametrize(("positional", "holds"), [("none", True), ("rope", True), ("sinusoidal", False),
-                                                   ("learned", False)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("positional", "holds"), [("none", True), ("rope", True), ("sinusoidal", False), ("learned", False)]
+)
 def test_shifting_every_position_changes_nothing_exactly_when_positions_are_relative(positional, holds):
-    spec = Spec(N=2, H=2, m=4, d=8, r=12, scale="sqrt", mask="causal", positional=positional, norm="pre",
-                max_len=64 if positional == "learned" else None)  # fmt: skip
+    spec = Spec(
+        N=2,
+        H=2,
+        m=4,
+        d=8,
+        r=12,
+        scale="sqrt",
+        mask="causal",
+        positional=positional,
+        norm="pre",
+        max_len=64 if positional == "learned" else None,
+    )
     result = check_relative(setup_for(spec, n=8))
     assert result.predicted is holds and result.observed is holds and result.exit_code == ExitCode(0 if holds else 1)
 
 
-@pytest.mark.parametrize(("positional", "why"), [("none", "nothing sees a position"),
-                                                ("rope", "rotary scores depend on t - s only"),
-                                                ("alibi", "the ALiBi bias depends on s - t only")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("positional", "why"),
+    [
+        ("none", "nothing sees a position"),
+        ("rope", "rotary scores depend on t - s only"),
+        ("alibi", "the ALiBi bias depends on s - t only"),
+    ],
+)
 def test_the_reason_a_shift_changes_nothing_names_the_specs_own_positions(positional, why):
     """Issue 40, item 23: the default spec (no positions) was told 'rotary scores depend on t - s only'."""
     spec = Spec(N=1, H=2, m=4, d=8, r=12, scale="sqrt", mask="causal", positional=positional, norm="pre")
@@ -276,9 +292,10 @@ def test_rotary_positions_that_are_not_relative_are_caught(monkeypatch):
 
 LENGTH_ROPES = {
     "dynamic": dict(rope_scaling="dynamic", rope_factor=4.0, rope_original_max_len=10),
-    "longrope": dict(rope_scaling="longrope", rope_original_max_len=10, rope_short_factor=(1.0, 1.5),
-                     rope_long_factor=(2.0, 7.0)),
-}  # fmt: skip
+    "longrope": dict(
+        rope_scaling="longrope", rope_original_max_len=10, rope_short_factor=(1.0, 1.5), rope_long_factor=(2.0, 7.0)
+    ),
+}
 
 
 @pytest.mark.parametrize("kind", LENGTH_ROPES)
@@ -286,11 +303,15 @@ def test_ropes_that_choose_by_length_break_decoding_and_shifts_exactly_past_thei
     """Theory: a pass within L = 10 is plain rope (decoding = parallel, shifts that stay within L change nothing);
     past L, step t of decoding (a pass t + 1 long) turns its key by other angles than the whole pass does, and a
     shift across L changes the output; two passes both past L agree for longrope (one long set), not for dynamic."""
-    spec = Spec(N=2, H=2, m=4, d=8, r=12, scale="sqrt", mask="causal", positional="rope", norm="pre",
-                **LENGTH_ROPES[kind])  # fmt: skip
+    spec = Spec(
+        N=2, H=2, m=4, d=8, r=12, scale="sqrt", mask="causal", positional="rope", norm="pre", **LENGTH_ROPES[kind]
+    )
     within, past = setup_for(spec, n=4), setup_for(spec, n=12)
-    for check, setup, holds in ((check_decoding, within, True), (check_decoding, past, False),
-                                (check_relative, past, kind == "longrope")):  # fmt: skip
+    for check, setup, holds in (
+        (check_decoding, within, True),
+        (check_decoding, past, False),
+        (check_relative, past, kind == "longrope"),
+    ):
         result = check(setup)
         assert result.predicted is holds and result.observed is holds, (check, result.reason)
         assert result.exit_code == ExitCode(0 if holds else 1)

@@ -108,10 +108,15 @@ class Costs:
         out: dict[str, Any] = {"batch": self.batch, "seq_len": self.seq_len}
         if self.source_len is not None:
             out["source_len"] = self.source_len
-        out |= {"flop_convention": CONVENTION, "flops": self.flops.to_dict(),
-                "multiply_adds": self.multiply_adds.to_dict(), "memory": self.memory.to_dict(),
-                "kv_cache_bytes": self.kv_cache_bytes, "training_flops_per_token": self.training_flops_per_token,
-                "decode_step": self.decode_step}  # fmt: skip
+        out |= {
+            "flop_convention": CONVENTION,
+            "flops": self.flops.to_dict(),
+            "multiply_adds": self.multiply_adds.to_dict(),
+            "memory": self.memory.to_dict(),
+            "kv_cache_bytes": self.kv_cache_bytes,
+            "training_flops_per_token": self.training_flops_per_token,
+            "decode_step": self.decode_step,
+        }
         if self.flops_causal_pairs is not None and self.multiply_adds_causal_pairs is not None:
             out["flops_causal_pairs"] = self.flops_causal_pairs.to_dict()
             out["multiply_adds_causal_pairs"] = self.multiply_adds_causal_pairs.to_dict()

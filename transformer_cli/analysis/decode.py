@@ -70,8 +70,12 @@ def weights_read(spec: Spec, b: int, dtype: str | Held) -> int:
 
 def _held_read(spec: Spec, b: int, held: Held) -> int:
     """weights_read on a file's own bytes, tensor by tensor (its blocks may differ: Q4_K_M's Q6_K ones)."""
-    experts = {t.name.split(".", 2)[-1] for s in count_params(spec, check=False).decoder for t in s.tensors
-               if t.component == "experts"}  # fmt: skip
+    experts = {
+        t.name.split(".", 2)[-1]
+        for s in count_params(spec, check=False).decoder
+        for t in s.tensors
+        if t.component == "experts"
+    }
     E, k = spec.E or 1, spec.k or 1
     total = 0
     for name, size in held.tensors.items():

@@ -48,15 +48,35 @@ class Hardware:
 
 
 PRESETS = {
-    "h100-sxm": Hardware("H100 SXM", {"float32": 67 * T, "bfloat16": 989 * T, "float8": 1979 * T}, 3350 * G,
-                         81_559 * MiB, "NVIDIA H100 Tensor Core GPU data sheet (SXM5, HBM3)"),
-    "a100-80gb": Hardware("A100 80GB SXM", {"float32": 19.5 * T, "bfloat16": 312 * T}, 2039 * G, 81_920 * MiB,
-                          "NVIDIA A100 Tensor Core GPU data sheet (80GB SXM, HBM2e)"),
-    "l4": Hardware("L4", {"float32": 30.3 * T, "bfloat16": 121 * T, "float8": 242.5 * T}, 300 * G, 23_034 * MiB,
-                   "NVIDIA L4 Tensor Core GPU data sheet (sparsity figures halved)"),
-    "rtx-4090": Hardware("RTX 4090", {"float32": 82.6 * T, "bfloat16": 165.2 * T, "float8": 330.3 * T}, 1008 * G,
-                         24_564 * MiB, "NVIDIA Ada Lovelace architecture white paper (FP32 accumulate)"),
-}  # fmt: skip
+    "h100-sxm": Hardware(
+        "H100 SXM",
+        {"float32": 67 * T, "bfloat16": 989 * T, "float8": 1979 * T},
+        3350 * G,
+        81_559 * MiB,
+        "NVIDIA H100 Tensor Core GPU data sheet (SXM5, HBM3)",
+    ),
+    "a100-80gb": Hardware(
+        "A100 80GB SXM",
+        {"float32": 19.5 * T, "bfloat16": 312 * T},
+        2039 * G,
+        81_920 * MiB,
+        "NVIDIA A100 Tensor Core GPU data sheet (80GB SXM, HBM2e)",
+    ),
+    "l4": Hardware(
+        "L4",
+        {"float32": 30.3 * T, "bfloat16": 121 * T, "float8": 242.5 * T},
+        300 * G,
+        23_034 * MiB,
+        "NVIDIA L4 Tensor Core GPU data sheet (sparsity figures halved)",
+    ),
+    "rtx-4090": Hardware(
+        "RTX 4090",
+        {"float32": 82.6 * T, "bfloat16": 165.2 * T, "float8": 330.3 * T},
+        1008 * G,
+        24_564 * MiB,
+        "NVIDIA Ada Lovelace architecture white paper (FP32 accumulate)",
+    ),
+}
 
 
 def probe(seconds: float = 0.1) -> Hardware:
@@ -74,8 +94,13 @@ def probe(seconds: float = 0.1) -> Hardware:
     dst = np.empty_like(src)
     bandwidth = 2 * src.nbytes / _best(lambda: np.copyto(dst, src), seconds)
     free = min((lim.free for lim in memory_limits()), default=0)
-    return Hardware("this machine", {"float32": peak["float32"], "float64": peak["float64"]}, bandwidth, free,
-                    "measured now: NumPy GEMM 1024^3 and a 64 MiB copy")  # fmt: skip
+    return Hardware(
+        "this machine",
+        {"float32": peak["float32"], "float64": peak["float64"]},
+        bandwidth,
+        free,
+        "measured now: NumPy GEMM 1024^3 and a 64 MiB copy",
+    )
 
 
 def _best(fn, seconds: float) -> float:
@@ -132,9 +157,14 @@ def _roofline(hw: Hardware, kind: str, flops: int, read: int) -> Roofline:
 
 
 def timing(
-    spec: Spec, hw: Hardware, b: int, n: int, weights: str | Held = "bfloat16", kv: str = "bfloat16",
+    spec: Spec,
+    hw: Hardware,
+    b: int,
+    n: int,
+    weights: str | Held = "bfloat16",
+    kv: str = "bfloat16",
     n_src: int | None = None,
-) -> Timing:  # fmt: skip
+) -> Timing:
     """Prefill of b prompts of n tokens, and one decoding step at context n for b sequences, on `hw` (None for a
     model that does not decode: an encoder's prefill is its whole forward pass)."""
     from .decode import step_multiply_adds, weights_read

@@ -49,8 +49,10 @@ def kv_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: in
     size, scale = KV_BYTES[dtype], SCALE_BYTES.get(dtype, 0)
     # each group of blocks alike keeps its own window's tokens, each token what its attention caches (G keys and
     # values of m, or latent attention's latent and rotary key)
-    total = sum(b * g.spec.N * cached_tokens(g.spec, n) * attention_component(g.spec).cache_per_token(size, scale)
-                for g in decoder(spec).groups())  # fmt: skip
+    total = sum(
+        b * g.spec.N * cached_tokens(g.spec, n) * attention_component(g.spec).cache_per_token(size, scale)
+        for g in decoder(spec).groups()
+    )
     if decoder(spec).reads_memory:
         cross = spec.N * spec.cross_heads * (n_src or n)
         total += 2 * b * cross * (spec.cross_size * size + scale)

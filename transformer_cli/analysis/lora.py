@@ -102,8 +102,10 @@ def targeted(modules: list[Module], targets: str) -> list[Module]:
             )
     if unmatched or not names:
         known = sorted({m.short for m in modules if not m.aliases} | {a for m in modules for a in m.aliases})
-        raise SpecError(f"--lora-targets {targets}: {', '.join(unmatched) or 'nothing'} names no linear module of "
-                        f"this model (its modules: {', '.join(known)}, or all-linear)")  # fmt: skip
+        raise SpecError(
+            f"--lora-targets {targets}: {', '.join(unmatched) or 'nothing'} names no linear module of "
+            f"this model (its modules: {', '.join(known)}, or all-linear)"
+        )
     return chosen
 
 
@@ -153,10 +155,15 @@ def adapters(spec: Spec, rank: int, targets: str = ALL_LINEAR, modules: list[Mod
         elif block == "0":
             per_block[stack] = per_block.get(stack, 0) + 1
     sizes = tuple((rank * m.columns * features, 1) for m in chosen for features in (m.features_in, m.features_out))
-    return Adapters(rank, targets, sum(rank * m.columns * (m.features_in + m.features_out) for m in chosen),
-                    {stack: frozenset(k) for stack, k in kinds.items()}, per_block, sizes,
-                    tuple(merged.values()))  # fmt: skip
+    return Adapters(
+        rank,
+        targets,
+        sum(rank * m.columns * (m.features_in + m.features_out) for m in chosen),
+        {stack: frozenset(k) for stack, k in kinds.items()},
+        per_block,
+        sizes,
+        tuple(merged.values()),
+    )
 
 
-__all__ = ["ALL_LINEAR", "Adapters", "Module", "adapters", "linear", "linear_modules", "lora_parameters",
-           "targeted"]  # fmt: skip
+__all__ = ["ALL_LINEAR", "Adapters", "Module", "adapters", "linear", "linear_modules", "lora_parameters", "targeted"]

@@ -114,8 +114,9 @@ def estimate_forward(
     )
 
 
-def estimate_pass(spec: Spec, b: int, n: int, dtype: str | np.dtype = "float64", n_src: int | None = None
-                  ) -> MemoryEstimate:  # fmt: skip
+def estimate_pass(
+    spec: Spec, b: int, n: int, dtype: str | np.dtype = "float64", n_src: int | None = None
+) -> MemoryEstimate:
     """The pass's peak, one stack or two: estimate_forward, or for an encoder-decoder (targets of n, sources of
     n_src, default n) estimate_encoder_decoder."""
     if encoder(spec) is None:

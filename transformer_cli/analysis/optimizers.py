@@ -45,7 +45,7 @@ OPTIMIZERS = {
         "float32 weights and gradients, two 8-bit moments paged (bitsandbytes: a float32 absmax per 256)",
         paged=True,
         blockwise=True,
-    ),  # fmt: skip
+    ),
 }
 
 
@@ -70,9 +70,12 @@ def tensor_sizes(spec: Spec) -> list[tuple[int, int]]:
 
 
 def model_states(
-    params: int, optimizer: str = "adam-mixed", zero: int = 0, devices: int = 1,
+    params: int,
+    optimizer: str = "adam-mixed",
+    zero: int = 0,
+    devices: int = 1,
     sizes: Iterable[tuple[int, int]] | None = None,
-) -> dict[str, int]:  # fmt: skip
+) -> dict[str, int]:
     """Bytes one device holds of the weights, gradients and optimizer states, with ZeRO stage `zero` over D; an
     8-bit optimizer's states need the tensors' `sizes` (elements, copies) [default: one tensor of them all]."""
     opt = OPTIMIZERS[optimizer]

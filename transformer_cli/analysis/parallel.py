@@ -84,8 +84,10 @@ def check_split(spec: Spec, split: Split) -> None:
         if size % parts:
             raise SpecError(f"{flag} {parts}: {spec.label}'s {name} = {size:,} does not divide by {parts}")
     if G % T and T % G:
-        raise SpecError(f"--tensor-parallel {T}: {spec.label}'s G (key/value heads) = {G} neither divides by {T} nor "
-                        f"divides it (each device holds G / T heads, or one of them)")  # fmt: skip
+        raise SpecError(
+            f"--tensor-parallel {T}: {spec.label}'s G (key/value heads) = {G} neither divides by {T} nor "
+            f"divides it (each device holds G / T heads, or one of them)"
+        )
 
 
 def shard_shape(name: str, shape: tuple[int, ...], spec: Spec, split: Split) -> tuple[int, ...]:
@@ -213,8 +215,13 @@ def communication(spec: Spec, split: Split, s: int = 2) -> dict[str, int]:
     routed = sum(g.spec.N for g in decoder(spec).groups() if g.spec.E) // P if spec.E else 0
     expert = routed * 2 * (spec.k or 0) * (X - 1) * d * s // X
     forward = tensor + pipeline + expert
-    return {"tensor_parallel": tensor, "pipeline_parallel": pipeline, "expert_parallel": expert,
-            "forward": forward, "training": 2 * forward}  # fmt: skip
+    return {
+        "tensor_parallel": tensor,
+        "pipeline_parallel": pipeline,
+        "expert_parallel": expert,
+        "forward": forward,
+        "training": 2 * forward,
+    }
 
 
 @dataclass(frozen=True)
@@ -236,15 +243,40 @@ class Devices:
         return asdict(self)
 
 
-def devices(spec: Spec, split: Split, b: int, n: int, weights: str | Held = "bfloat16", kv: str = "bfloat16",
-            n_src: int | None = None) -> Devices:  # fmt: skip
+def devices(
+    spec: Spec,
+    split: Split,
+    b: int,
+    n: int,
+    weights: str | Held = "bfloat16",
+    kv: str = "bfloat16",
+    n_src: int | None = None,
+) -> Devices:
     check_split(spec, split)
     held = stage_weights(spec, split, weights)
     cache = stage_cache(spec, split, b, n, kv, n_src)
     s = 4 if weights == "float32" else 2
-    return Devices(split.tensor, split.pipeline, split.expert, split.devices, held, cache, max(held), max(cache),
-                   communication(spec, split, s))  # fmt: skip
+    return Devices(
+        split.tensor,
+        split.pipeline,
+        split.expert,
+        split.devices,
+        held,
+        cache,
+        max(held),
+        max(cache),
+        communication(spec, split, s),
+    )
 
 
-__all__ = ["Devices", "Split", "check_split", "communication", "devices", "local_spec", "shard_shape",
-           "stage_cache", "stage_weights"]  # fmt: skip
+__all__ = [
+    "Devices",
+    "Split",
+    "check_split",
+    "communication",
+    "devices",
+    "local_spec",
+    "shard_shape",
+    "stage_cache",
+    "stage_weights",
+]

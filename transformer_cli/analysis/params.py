@@ -209,19 +209,30 @@ class ParamCount:
     def components(self) -> dict[str, int]:
         """Total parameters of each component over the whole model (an encoder's prefixed 'encoder ')."""
         out: dict[str, int] = {}
-        copies = [(t.component if s.stack == "blocks" else f"encoder {t.component}", s.copies * t.count)
-                  for s in self.sections for t in s.tensors]  # fmt: skip
+        copies = [
+            (t.component if s.stack == "blocks" else f"encoder {t.component}", s.copies * t.count)
+            for s in self.sections
+            for t in s.tensors
+        ]
         for name, count in copies + [(t.component, t.count) for t in self.model]:
             out[name] = out.get(name, 0) + count
         return out
 
     def to_dict(self) -> dict[str, Any]:
         """Everything `tfm count` shows, as plain data (exact integers)."""
-        blocks = [] if self.uniform else [  # (a uniform stack's layers are a range of any size: not listed)
-            {"kind": s.scope.removesuffix(" block"), "layers": list(s.layers), "per_block": s.per_block,
-             "closed_per_block": s.closed_per_block}
-            for s in self.decoder
-        ]  # fmt: skip
+        blocks = (
+            []
+            if self.uniform
+            else [  # (a uniform stack's layers are a range of any size: not listed)
+                {
+                    "kind": s.scope.removesuffix(" block"),
+                    "layers": list(s.layers),
+                    "per_block": s.per_block,
+                    "closed_per_block": s.closed_per_block,
+                }
+                for s in self.decoder
+            ]
+        )
         return {
             "name": self.spec.label,
             "spec": self.spec.to_dict(),
@@ -253,7 +264,7 @@ class ParamCount:
             + [
                 {"name": t.name, "shape": list(t.shape), "count": t.count, "copies": 1, "component": t.component}
                 for t in self.model
-            ]  # fmt: skip
+            ]
             + [  # an encoder's block tensors once, named with {i}
                 {
                     "name": t.name.replace("encoder.0.", "encoder.{i}."),
@@ -297,6 +308,17 @@ def count_params(spec: Spec, check: bool = True) -> ParamCount:
     return result
 
 
-__all__ = ["Blocks", "CountMismatch", "ParamCount", "Tensor", "Term", "all_tensors", "block_tensors",
-           "count_params", "encoder_tensors", "global_tensors", "iter_tensors",
-           "stack_tensors"]  # fmt: skip
+__all__ = [
+    "Blocks",
+    "CountMismatch",
+    "ParamCount",
+    "Tensor",
+    "Term",
+    "all_tensors",
+    "block_tensors",
+    "count_params",
+    "encoder_tensors",
+    "global_tensors",
+    "iter_tensors",
+    "stack_tensors",
+]

@@ -59,8 +59,10 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        flops = {"forward_per_sequence": out.pop("forward_flops_per_sequence"),
-                 "training_per_token": out.pop("training_flops_per_token")}  # fmt: skip
+        flops = {
+            "forward_per_sequence": out.pop("forward_flops_per_sequence"),
+            "training_per_token": out.pop("training_flops_per_token"),
+        }
         keys = list(out)
         ordered = {k: out[k] for k in keys[: keys.index("fits")]} | {"flops": flops}
         ordered |= {k: out[k] for k in keys[keys.index("fits") :]}
@@ -103,9 +105,22 @@ def plan(
         ) from None
 
 
-def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str | Held, kv: str, memory: int | None,
-          optimizer: str, zero: int, devices: int, hardware: tuple[str, ...],
-          lora: Adapters | None, split: Split | None, logits: str) -> Plan:  # fmt: skip
+def _plan(
+    spec: Spec,
+    b: int,
+    n: int,
+    n_src: int | None,
+    weights: str | Held,
+    kv: str,
+    memory: int | None,
+    optimizer: str,
+    zero: int,
+    devices: int,
+    hardware: tuple[str, ...],
+    lora: Adapters | None,
+    split: Split | None,
+    logits: str,
+) -> Plan:
     n_src = source_len(spec, n, n_src)
     params = count_params(spec).total
     s = compute_bytes(weights)
@@ -134,13 +149,13 @@ def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str | Held, kv
         kv_cache_bytes_per_token=served_cache_bytes(spec, 1, 1, kv, source_len(spec, 1)),
         kv_cache_note=KV_NOTE if decodes(spec) else NO_DECODING,
         weights_bytes=weight_bytes(spec)
-        | ({weights.dtype: weights.total()} if isinstance(weights, Held) and weights.dtype else {}),  # fmt: skip
+        | ({weights.dtype: weights.total()} if isinstance(weights, Held) and weights.dtype else {}),
         weights_note=QUANT_NOTE.format(g=GROUP)
         + (
             f"; {weights.label}, as llama-quantize types each tensor"
             if isinstance(weights, Held) and weights.dtype
             else ""
-        ),  # fmt: skip
+        ),
         weights_stored={"as": weights.label, "bytes": weights.total()}
         if isinstance(weights, Held) and not weights.dtype
         else None,
@@ -159,7 +174,7 @@ def _plan(spec: Spec, b: int, n: int, n_src: int | None, weights: str | Held, kv
             n_src,
             lora,
             (_label(weights), total_bytes(spec, weights)),
-        ),  # fmt: skip
+        ),
         forward_flops_per_sequence=sum(forward_flops(spec, 1, n, causal_pairs=True, n_src=n_src).values()),
         training_flops_per_token=training_flops_per_token(spec, n),
         fits=fitted,
@@ -180,13 +195,23 @@ def contexts(spec: Spec, n: int) -> list[int]:
 
 
 def serving_curve(
-    spec: Spec, b: int, lengths: list[int], weights: list[str | Held], kv: str = "bfloat16",
-    n_src: int | None = None, split: Split | None = None, logits: str = "last",
-) -> dict[str, list[Serving]]:  # fmt: skip
+    spec: Spec,
+    b: int,
+    lengths: list[int],
+    weights: list[str | Held],
+    kv: str = "bfloat16",
+    n_src: int | None = None,
+    split: Split | None = None,
+    logits: str = "last",
+) -> dict[str, list[Serving]]:
     """Serving memory (fused attention) at each context of `lengths`, for each weights type: what `tfm plan
     --plot` draws."""
-    return {_label(w) if not isinstance(w, Held) else w.label: [
-        serving_memory(spec, b, n, w, kv, True, n_src, split, logits) for n in lengths] for w in weights}  # fmt: skip
+    return {
+        _label(w) if not isinstance(w, Held) else w.label: [
+            serving_memory(spec, b, n, w, kv, True, n_src, split, logits) for n in lengths
+        ]
+        for w in weights
+    }
 
 
 def _label(weights: str | Held) -> str:

@@ -34,9 +34,20 @@ from .params import count_params, global_tensors
 
 PLAIN = {"float32": 4, "float16": 2, "bfloat16": 2}
 # GGML's types: (weights a block, bytes a block), as gguf's GGML_QUANT_SIZES has them (a test holds the two equal)
-GGML = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24), "q2_k": (256, 84),
-        "q3_k": (256, 110), "q4_k": (256, 144), "q5_k": (256, 176), "q6_k": (256, 210), "iq4_nl": (32, 18),
-        "iq4_xs": (256, 136)}  # fmt: skip
+GGML = {
+    "q8_0": (32, 34),
+    "q4_0": (32, 18),
+    "q4_1": (32, 20),
+    "q5_0": (32, 22),
+    "q5_1": (32, 24),
+    "q2_k": (256, 84),
+    "q3_k": (256, 110),
+    "q4_k": (256, 144),
+    "q5_k": (256, 176),
+    "q6_k": (256, 210),
+    "iq4_nl": (32, 18),
+    "iq4_xs": (256, 136),
+}
 QUANTISED = ("float8", "int8", "int4", "nf4", "bnb_int8")  # the blocks' matrices packed, the rest kept in 16 bits
 KEPT = 2  # bytes an element of what stays unquantised (bfloat16)
 GROUP = 128

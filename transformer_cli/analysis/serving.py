@@ -120,8 +120,9 @@ def _stack_peak(spec: Spec, b: int, n: int, keys: int, s: int, fused: bool) -> i
 LOGITS = ("last", "all")  # the prefill's logits: of each prompt's last position, or of every position
 
 
-def transient(spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int | None = None,
-              logits: str = "last") -> Transient:  # fmt: skip
+def transient(
+    spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int | None = None, logits: str = "last"
+) -> Transient:
     """The prefill's transient peak and its parts, in bytes."""
     from ..components.embedding import head as head_of
     from ..components.encoder import CrossAttention
@@ -141,27 +142,41 @@ def transient(spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int
     return Transient(T * d * s, blocks, head, encoder, max(decoder, encoder))
 
 
-def _device(spec: Spec, weights: str | Held, kv: str, fused: bool, n_src: int | None, split: Split | None,
-            logits: str = "last"):  # fmt: skip
+def _device(
+    spec: Spec, weights: str | Held, kv: str, fused: bool, n_src: int | None, split: Split | None, logits: str = "last"
+):
     """(weights, cache(b, n), transient(b, n)) of one device: the whole model's, or a split one's largest stage
     (parallel.py)."""
     from .quantized import total_bytes  # (here: `tfm --help` imports this module for the weights' types)
 
     s = compute_bytes(weights)
     if split is None or split.trivial:
-        return (total_bytes(spec, weights), lambda b, n: served_cache_bytes(spec, b, n, kv, n_src),
-                lambda b, n: transient(spec, b, n, s, fused, n_src, logits).total)  # fmt: skip
+        return (
+            total_bytes(spec, weights),
+            lambda b, n: served_cache_bytes(spec, b, n, kv, n_src),
+            lambda b, n: transient(spec, b, n, s, fused, n_src, logits).total,
+        )
     from .parallel import local_spec, stage_cache, stage_weights
 
     local = local_spec(spec, split)
-    return (max(stage_weights(spec, split, weights)), lambda b, n: max(stage_cache(spec, split, b, n, kv, n_src)),
-            lambda b, n: transient(local, b, n, s, fused, n_src, logits).total)  # fmt: skip
+    return (
+        max(stage_weights(spec, split, weights)),
+        lambda b, n: max(stage_cache(spec, split, b, n, kv, n_src)),
+        lambda b, n: transient(local, b, n, s, fused, n_src, logits).total,
+    )
 
 
 def serving_memory(
-    spec: Spec, b: int, n: int, weights: str | Held = "bfloat16", kv: str = "bfloat16", fused: bool = True,
-    n_src: int | None = None, split: Split | None = None, logits: str = "last",
-) -> Serving:  # fmt: skip
+    spec: Spec,
+    b: int,
+    n: int,
+    weights: str | Held = "bfloat16",
+    kv: str = "bfloat16",
+    fused: bool = True,
+    n_src: int | None = None,
+    split: Split | None = None,
+    logits: str = "last",
+) -> Serving:
     """Weights + KV cache at context n + the prefill's transient peak, for b sequences (of one device of a split
     model: its largest stage's)."""
     fixed, cache, peak = _device(spec, weights, kv, fused, n_src, split, logits)
@@ -192,9 +207,17 @@ def context_cap(spec: Spec) -> int | None:
 
 
 def fits(
-    spec: Spec, budget: int, b: int, n: int, weights: str | Held = "bfloat16", kv: str = "bfloat16", fused: bool = True,
-    n_src: int | None = None, split: Split | None = None, logits: str = "last",
-) -> Fit:  # fmt: skip
+    spec: Spec,
+    budget: int,
+    b: int,
+    n: int,
+    weights: str | Held = "bfloat16",
+    kv: str = "bfloat16",
+    fused: bool = True,
+    n_src: int | None = None,
+    split: Split | None = None,
+    logits: str = "last",
+) -> Fit:
     """The largest batch at context n, and the largest context at batch b, whose serving memory fits `budget`
     (on each device of a split model; 0 when not even one sequence of n tokens, or b sequences of one token,
     fits); the context is capped at the model's own (context_cap)."""
@@ -204,5 +227,11 @@ def fits(
         return fixed + cache(b, n) + peak(b, n)
 
     cap = context_cap(spec) or MAX_CONTEXT
-    return Fit(budget, n, _largest(lambda x: total(x, n) <= budget, MAX_CONTEXT), b,
-               _largest(lambda x: total(b, x) <= budget, cap), context_cap(spec))  # fmt: skip
+    return Fit(
+        budget,
+        n,
+        _largest(lambda x: total(x, n) <= budget, MAX_CONTEXT),
+        b,
+        _largest(lambda x: total(b, x) <= budget, cap),
+        context_cap(spec),
+    )

@@ -102,8 +102,12 @@ def block_bytes(spec: Spec, n: int, s: int, fused: bool, tuned: Tuned | None = N
     if layout.shared_norm and qkv and w1:
         linear -= d * s  # the one norm's output, kept once
     attention = attention_component(spec).saved_bytes(n, s, fused, (q, k, v), frozen=tuned is not None)
-    out = {"norms": sum(inputs) * norm, "linear_inputs": linear, "attention": attention,
-           "feedforward": _feedforward(spec, s, trains("ff.W2"), gate, up)}  # fmt: skip
+    out = {
+        "norms": sum(inputs) * norm,
+        "linear_inputs": linear,
+        "attention": attention,
+        "feedforward": _feedforward(spec, s, trains("ff.W2"), gate, up),
+    }
     if tuned is not None:
         out["adapters"] = tuned.adapters * tuned.rank * s
     return out
@@ -155,9 +159,15 @@ def _tuned(lora: Adapters | None, stack: str, first: bool) -> Tuned | None:
 
 
 def activation_bytes(
-    spec: Spec, b: int, n: int, dtype: str = "bfloat16", fused: bool = True, recompute: bool = False,
-    n_src: int | None = None, lora: Adapters | None = None,
-) -> dict[str, int]:  # fmt: skip
+    spec: Spec,
+    b: int,
+    n: int,
+    dtype: str = "bfloat16",
+    fused: bool = True,
+    recompute: bool = False,
+    n_src: int | None = None,
+    lora: Adapters | None = None,
+) -> dict[str, int]:
     """Bytes autograd keeps for the backward pass of b sequences of n tokens (an encoder-decoder: targets of n,
     sources of n_src, default n), by part, and their total; with `lora`, of its adapters, the rest frozen."""
     s = ELEMENT[dtype]
@@ -220,9 +230,17 @@ class Training:
 
 
 def training_memory(
-    spec: Spec, params: int, b: int, n: int, optimizer: str = "adam-mixed", zero: int = 0, devices: int = 1,
-    n_src: int | None = None, lora: Adapters | None = None, frozen: tuple[str, int] = ("bfloat16", 0),
-) -> Training:  # fmt: skip
+    spec: Spec,
+    params: int,
+    b: int,
+    n: int,
+    optimizer: str = "adam-mixed",
+    zero: int = 0,
+    devices: int = 1,
+    n_src: int | None = None,
+    lora: Adapters | None = None,
+    frozen: tuple[str, int] = ("bfloat16", 0),
+) -> Training:
     """One device's training memory: its model states, and the activations of its b sequences of n tokens in the
     three ways of keeping them. With `lora`, fine-tuning its adapters: the optimizer's states for the adapters
     only, the base weights frozen in `frozen` = (their type, their bytes), split over the devices by ZeRO 3."""
@@ -235,8 +253,14 @@ def training_memory(
     notes = None
     if lora is not None:
         base = -(-frozen[1] // devices) if zero >= 3 else frozen[1]
-        notes = {"rank": lora.rank, "targets": lora.targets, "trainable_parameters": lora.parameters,
-                 "frozen_weights": base, "frozen_dtype": frozen[0], "adapter_weights": states["weights"]}  # fmt: skip
+        notes = {
+            "rank": lora.rank,
+            "targets": lora.targets,
+            "trainable_parameters": lora.parameters,
+            "frozen_weights": base,
+            "frozen_dtype": frozen[0],
+            "adapter_weights": states["weights"],
+        }
         states = states | {"weights": states["weights"] + base, "total": states["total"] + base}
     ways = {
         "unfused_attention": activation_bytes(spec, b, n, dtype, False, n_src=n_src, lora=lora)["total"],

@@ -19,8 +19,10 @@ def parse_size(text: str, option: str = "--max-memory") -> int:
         raise OptionError(f"{option}: got '{text}', expected a size such as 512M, 1.5G or 2GB")
     if not match.group(2) and not match.group(3):
         bare = text.strip()
-        raise OptionError(f"{option}: got '{bare}', expected a size with its unit such as {bare}G or {bare}M (write "
-                       f"{bare}B for bytes)")  # fmt: skip
+        raise OptionError(
+            f"{option}: got '{bare}', expected a size with its unit such as {bare}G or {bare}M (write "
+            f"{bare}B for bytes)"
+        )
     value = float(match.group(1)) * UNITS[match.group(2).upper()]
     if value <= 0:
         raise OptionError(f"{option}: got '{text}', expected a positive size")
@@ -32,8 +34,10 @@ def size(value: str | int, option: str) -> int:
     if isinstance(value, str):
         return parse_size(value, option)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise OptionError(f"{option}: got {clipped(repr(value), 60)}, expected a positive size (bytes, or text "
-                          "with its unit such as 5G)")  # fmt: skip
+        raise OptionError(
+            f"{option}: got {clipped(repr(value), 60)}, expected a positive size (bytes, or text "
+            "with its unit such as 5G)"
+        )
     return value
 
 

@@ -18,48 +18,60 @@ from typing import Any
 from ..errors import ExitCode, Terminated
 
 MODULES = {  # in the order `tfm --help` lists them
-    "count": "count_command", "init": "model_commands", "sample": "sample_command", "run": "model_commands",
+    "count": "count_command",
+    "init": "model_commands",
+    "sample": "sample_command",
+    "run": "model_commands",
     "generate": "generate_command",
-    "schema": "spec_commands", "diff": "spec_commands", "spec": "hf_commands", "convert": "hf_commands",
+    "schema": "spec_commands",
+    "diff": "spec_commands",
+    "spec": "hf_commands",
+    "convert": "hf_commands",
     "attention": "attention_command",
-    "verify": "verify_commands", "verify-equivariance": "verify_commands", "verify-causality": "verify_commands",
-    "verify-decoding": "verify_commands", "verify-relative": "verify_commands", "verify-scaling": "verify_commands",
-    "plan": "plan_command", "check": "check_command", "bench": "bench_command",
-}  # fmt: skip
+    "verify": "verify_commands",
+    "verify-equivariance": "verify_commands",
+    "verify-causality": "verify_commands",
+    "verify-decoding": "verify_commands",
+    "verify-relative": "verify_commands",
+    "verify-scaling": "verify_commands",
+    "plan": "plan_command",
+    "check": "check_command",
+    "bench": "bench_command",
+}
 
 SUMMARIES = {  # each command's first paragraph, in the order of `tfm --help`; a test holds them to the commands
-    'count': 'Break the parameter count down by tensor and block, and check it against the closed form.',
-    'init': 'Write seeded float64 weights for a spec: .npz, or .safetensors with the spec in its metadata (README).',
-    'run': 'Run the forward pass on a saved input and show how the signal evolves through the blocks.',
-    'sample': (
-        'Write a random input for a spec: standard normal float64 columns (d, n) or (b, d, n); for a spec '
-        'with a vocabulary V, uniform token ids (n,) or (b, n) in 0 .. V-1.'
+    "count": "Break the parameter count down by tensor and block, and check it against the closed form.",
+    "init": "Write seeded float64 weights for a spec: .npz, or .safetensors with the spec in its metadata (README).",
+    "run": "Run the forward pass on a saved input and show how the signal evolves through the blocks.",
+    "sample": (
+        "Write a random input for a spec: standard normal float64 columns (d, n) or (b, d, n); for a spec "
+        "with a vocabulary V, uniform token ids (n,) or (b, n) in 0 .. V-1."
     ),
-    'generate': (
-        'Generate tokens after prompts: greedy by default, or sampled (--temperature, --top-k, --top-p, --seed).'
+    "generate": (
+        "Generate tokens after prompts: greedy by default, or sampled (--temperature, --top-k, --top-p, --seed)."
     ),
-    'schema': 'Print the JSON Schema of the spec format, for editor completion and validation (always JSON).',
-    'diff': 'Compare two specs: keys, parameters by component, FLOPs and memory, with the differences marked.',
-    'spec': 'Print the tfm spec a Hugging Face config.json maps to, as YAML (save it to keep or edit the spec).',
-    'convert': "Convert weights between a Hugging Face folder (config.json and safetensors) and tfm's weights file.",
-    'attention': "Show a block's attention weights as a heatmap: row k is a key, column q a query, columns sum to 1.",
-    'verify-equivariance': 'Check Transformer(XP) = Transformer(X)P (seed property a) on random inputs.',
-    'verify-causality': 'Check that output column t depends only on columns <= t, and that it does depend on them.',
-    'verify-decoding': (
-        'Check that decoding one column at a time with a key/value cache equals the parallel forward pass.'
+    "schema": "Print the JSON Schema of the spec format, for editor completion and validation (always JSON).",
+    "diff": "Compare two specs: keys, parameters by component, FLOPs and memory, with the differences marked.",
+    "spec": "Print the tfm spec a Hugging Face config.json maps to, as YAML (save it to keep or edit the spec).",
+    "convert": "Convert weights between a Hugging Face folder (config.json and safetensors) and tfm's weights file.",
+    "attention": "Show a block's attention weights as a heatmap: row k is a key, column q a query, columns sum to 1.",
+    "verify-equivariance": "Check Transformer(XP) = Transformer(X)P (seed property a) on random inputs.",
+    "verify-causality": "Check that output column t depends only on columns <= t, and that it does depend on them.",
+    "verify-decoding": (
+        "Check that decoding one column at a time with a key/value cache equals the parallel forward pass."
     ),
-    'verify-relative': 'Check that shifting every position by the same amount leaves the output unchanged.',
-    'verify-scaling': (
-        'Check the variance of the scores the model computes: m * scale^2 for unit-variance queries and keys.'
+    "verify-relative": "Check that shifting every position by the same amount leaves the output unchanged.",
+    "verify-scaling": (
+        "Check the variance of the scores the model computes: m * scale^2 for unit-variance queries and keys."
     ),
-    'verify': 'Run every check against what theory predicts for the spec: one table, one exit code (for CI).',
-    'plan': (
+    "verify": "Run every check against what theory predicts for the spec: one table, one exit code (for CI).",
+    "plan": (
         "Plan serving and training: memory (weights, KV cache, the prefill's peak; model states, activations) "
-        'and time (prefill and decoding on named hardware), at batch b and context n.'
+        "and time (prefill and decoding on named hardware), at batch b and context n."
     ),
-    'check': 'Check many spec files at once: valid, within budgets, and every property as theory predicts.',
-    'bench': 'Time the forward pass: median and spread, tokens/s, GFLOP/s and peak memory.',
-}  # fmt: skip
+    "check": "Check many spec files at once: valid, within budgets, and every property as theory predicts.",
+    "bench": "Time the forward pass: median and spread, tokens/s, GFLOP/s and peak memory.",
+}
 
 
 def load_commands(names: list[str] | None = None) -> Any:

@@ -77,15 +77,34 @@ def attention(
         check_npy_output(output)
         if output is not None:
             check_output_path(output, [p for p in (spec_path, input_path, weights) if p], force)
-        A = attention_maps(spec, input_path, weights, seed, dtype.value, block, head, sequence, json_out, target,
-                           (kind or AttentionKind.self).value)  # fmt: skip
+        A = attention_maps(
+            spec,
+            input_path,
+            weights,
+            seed,
+            dtype.value,
+            block,
+            head,
+            sequence,
+            json_out,
+            target,
+            (kind or AttentionKind.self).value,
+        )
         if output is not None:
             save_npy(output, A, overwrite=force)
     heads = [head] if head is not None else list(range(A.shape[0]))
     if json_out:
-        print_json(spec_json(spec) | {"block": block, "sequence": sequence, "shape": list(A.shape),
-                    "axes": ["head", "key", "query"], "output": str(output) if output else None,
-                    "weights": {str(h): A[h].tolist() for h in heads}})  # fmt: skip
+        print_json(
+            spec_json(spec)
+            | {
+                "block": block,
+                "sequence": sequence,
+                "shape": list(A.shape),
+                "axes": ["head", "key", "query"],
+                "output": str(output) if output else None,
+                "weights": {str(h): A[h].tolist() for h in heads},
+            }
+        )
         return
     for h in heads:
         out.print(heatmap(A[h], f"block {block}, head {h} of {shown(spec.label)}", out.width))

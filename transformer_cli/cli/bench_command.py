@@ -70,8 +70,15 @@ def bench(
         w, _ = get_weights(spec, weights, seed)
         with progress_bar(json_out) as progress:
             task = progress.add_task("benchmarking", total=repeat + 2)
-            result = run_bench(spec, w, batch, seq_len, dtype.value, repeat,
-                               lambda what: progress.update(task, advance=1, description=what))  # fmt: skip
+            result = run_bench(
+                spec,
+                w,
+                batch,
+                seq_len,
+                dtype.value,
+                repeat,
+                lambda what: progress.update(task, advance=1, description=what),
+            )
     data = result.to_dict() | spec_json(spec)
     if json_out:
         print_json(data)

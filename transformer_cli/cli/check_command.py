@@ -59,20 +59,35 @@ def check(
         found, skipped = find_specs(specs, tuple(exclude or ()))
         if any(p.is_dir() for p in specs):
             names = ", ".join(map(str, found))
-            err.print(f"found {len(found)} spec{'s' * (len(found) != 1)}: {names}", soft_wrap=True, highlight=False,
-                      markup=False)  # fmt: skip
+            err.print(
+                f"found {len(found)} spec{'s' * (len(found) != 1)}: {names}",
+                soft_wrap=True,
+                highlight=False,
+                markup=False,
+            )
         if skipped:
             said = ", ".join(f"{path} ({why})" for path, why in skipped)
             err.print(f"skipped {len(skipped)} files: {said}", soft_wrap=True, highlight=False, markup=False)
         with progress_bar(json_out) as progress:
             task = progress.add_task("checking", total=len(found))
-            results = check_specs(found, budgets, seq_len, verify_len if verify else None,
-                                  lambda path: progress.update(task, advance=1, description=path))  # fmt: skip
+            results = check_specs(
+                found,
+                budgets,
+                seq_len,
+                verify_len if verify else None,
+                lambda path: progress.update(task, advance=1, description=path),
+            )
     code = overall(results)
     if json_out:
         skips = [{"path": str(path), "reason": why} for path, why in skipped]
-        print_json({"exit_code": int(code), "found": [str(p) for p in found], "skipped": skips,
-                    "specs": [r.to_dict() for r in results]})  # fmt: skip
+        print_json(
+            {
+                "exit_code": int(code),
+                "found": [str(p) for p in found],
+                "skipped": skips,
+                "specs": [r.to_dict() for r in results],
+            }
+        )
     else:
         out.print(render.check_summary(results, seq_len))
     raise typer.Exit(int(code))

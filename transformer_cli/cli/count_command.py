@@ -78,12 +78,22 @@ def count(
         dtype_ = (dtype or COST_DTYPE).value
         if seq_len is not None:  # (costs checks n, b and the source's length as the library's Model.costs does)
             from ..analysis.costs import costs  # (only here: FLOPs and memory import the costs' every module)
-        extra = [costs(c.spec, 1 if batch is None else batch, seq_len, dtype_, source_len) if seq_len is not None
-                 else None for c, _ in counts]  # fmt: skip
+        extra = [
+            costs(c.spec, 1 if batch is None else batch, seq_len, dtype_, source_len) if seq_len is not None else None
+            for c, _ in counts
+        ]
     if json_out:
-        print_json({"specs": [c.to_dict() | {"source": source} | ({"costs": e.to_dict()} if e else {})
-                              | ({"checkpoint": k.to_dict()} if k else {})
-                              for (c, source), e, k in zip(counts, extra, checkpoints, strict=True)]})  # fmt: skip
+        print_json(
+            {
+                "specs": [
+                    c.to_dict()
+                    | {"source": source}
+                    | ({"costs": e.to_dict()} if e else {})
+                    | ({"checkpoint": k.to_dict()} if k else {})
+                    for (c, source), e, k in zip(counts, extra, checkpoints, strict=True)
+                ]
+            }
+        )
         return
     if len(counts) == 1:
         out.print(render.count_table(*counts[0]))

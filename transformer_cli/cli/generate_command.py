@@ -98,14 +98,25 @@ def generate(
         check_memory(_estimate(spec, ids.shape, max_new_tokens, dtype.value), max_memory, "this generation")
         model = Model(spec, source, spec_path, weights, seed)
         streaming = out.is_terminal and not json_out and ids.shape[0] == 1
-        result = model.generate(ids, max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
-                                stop=list(stop) if stop else None, dtype=dtype.value, say=_say,
-                                on_token=(lambda t: _print_token(t, tokenizer, tokenizer_file(spec_path))) if streaming
-                                else None)  # fmt: skip
+        result = model.generate(
+            ids,
+            max_new_tokens,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            seed=seed,
+            stop=list(stop) if stop else None,
+            dtype=dtype.value,
+            say=_say,
+            on_token=(lambda t: _print_token(t, tokenizer, tokenizer_file(spec_path))) if streaming else None,
+        )
         if output is not None:
             save_npy(output, result.sequences, overwrite=force)
-        texts = None if tokenizer is None else [decode(tokenizer, row.tolist(), tokenizer_file(spec_path))
-                                                for row in result.tokens]  # fmt: skip
+        texts = (
+            None
+            if tokenizer is None
+            else [decode(tokenizer, row.tolist(), tokenizer_file(spec_path)) for row in result.tokens]
+        )
     if streaming:
         out.print()
     data: dict[str, Any] = spec_json(spec) | result.to_dict()  # (what Model.generate returns)

@@ -58,7 +58,7 @@ def convert(
         Path,
         typer.Argument(
             help="A Hugging Face folder or a GGUF file (to tfm's weights), or tfm's .safetensors (to a folder)."
-        ),  # fmt: skip
+        ),
     ],
     output: Annotated[
         Path,

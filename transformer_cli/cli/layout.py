@@ -122,8 +122,13 @@ def fitted(table: Table, width: int) -> Table:
             widths[min(growing, key=lambda i: widths[i])] += 1
     out = copy.copy(table)
     out.columns = [
-        replace(c, _index=i, width=w, header=Text(_plain(c.header), no_wrap=False) if c.header else c.header,
-                _cells=[cell.lines(w) if phrases and isinstance(cell, Phrases) else cell for cell in c.cells])
+        replace(
+            c,
+            _index=i,
+            width=w,
+            header=Text(_plain(c.header), no_wrap=False) if c.header else c.header,
+            _cells=[cell.lines(w) if phrases and isinstance(cell, Phrases) else cell for cell in c.cells],
+        )
         for i, (c, w) in enumerate(zip(columns, widths, strict=True))
-    ]  # fmt: skip
+    ]
     return out

@@ -123,8 +123,16 @@ def run(
             check_output_path(output, [p for p in (spec_path, input_path, weights, target) if p], force)
         with progress_bar(json_out) as progress:
             task = progress.add_task("forward pass", total=1.0)
-            result = run_forward(spec, input_path, weights, seed, dtype.value, max_memory,
-                                 lambda step: progress.advance(task, step), target)  # fmt: skip
+            result = run_forward(
+                spec,
+                input_path,
+                weights,
+                seed,
+                dtype.value,
+                max_memory,
+                lambda step: progress.advance(task, step),
+                target,
+            )
         if output is not None:
             save_npy(output, result.output, overwrite=force)
     for note in result.notes:

@@ -63,7 +63,7 @@ def plan(
         typer.Option(
             "--lora-targets",
             help="LoRA's modules: all-linear, or names (q_proj,v_proj; a tfm spec: W_Q,W_V) [default: all-linear].",
-        ),  # fmt: skip
+        ),
     ] = None,
     tensor_parallel: Annotated[
         int, typer.Option("--tensor-parallel", help="Devices splitting each layer (Megatron's way).")
@@ -83,7 +83,7 @@ def plan(
             "--plot",
             help="Draw serving memory against the context into this .png, .svg or .pdf file "
             "(matplotlib: the plot extra).",
-        ),  # fmt: skip
+        ),
     ] = None,
     plot_weights: Annotated[
         Optional[str],
@@ -132,10 +132,26 @@ def plan(
             check_output_path(plot, [spec_path], force)
         spec, source = load(spec_path)
         names = tuple(h.value for h in hardware) if hardware else HARDWARE
-        options = asked(Model(spec, source, spec_path, None), seq_len, batch, source_len,
-                        weights.value if weights is not None else None, kv_dtype.value, memory, optimizer.value, zero,
-                        devices, names, lora_rank, lora_targets, tensor_parallel, pipeline_parallel, expert_parallel,
-                        logits.value, say)  # fmt: skip
+        options = asked(
+            Model(spec, source, spec_path, None),
+            seq_len,
+            batch,
+            source_len,
+            weights.value if weights is not None else None,
+            kv_dtype.value,
+            memory,
+            optimizer.value,
+            zero,
+            devices,
+            names,
+            lora_rank,
+            lora_targets,
+            tensor_parallel,
+            pipeline_parallel,
+            expert_parallel,
+            logits.value,
+            say,
+        )
         result = make_plan(*options)
     with handled(json_out):
         if plot is not None or chart or (chart is None and not json_out and out.is_terminal):
@@ -146,8 +162,13 @@ def plan(
         data = result.to_dict()
         print_json({"name": data.pop("name"), "spec": spec_json(spec), **data})
         return
-    tables = (devices_table(result), serving_table(result), fits_table(result), training_table(result),
-              time_table(result))  # fmt: skip
+    tables = (
+        devices_table(result),
+        serving_table(result),
+        fits_table(result),
+        training_table(result),
+        time_table(result),
+    )
     for table in tables:
         if table is not None:
             out.print(table)

@@ -42,17 +42,23 @@ def devices_table(p: Plan) -> Table | None:
         return None
     stages = [f"stage {i + 1}" for i in range(d.pipeline_parallel)]
     comm = d.communication_per_token
-    caption = (f"{d.devices} devices: tensor parallel {d.tensor_parallel} (heads, hidden units, vocabulary split; "
-               f"norms replicated), {d.pipeline_parallel} stage(s) of N / P blocks, expert parallel "
-               f"{d.expert_parallel}. Bytes a device sends a token: ring all-reduces of each sublayer's output, "
-               "hops between stages, experts' dispatch and return; training sends as much again backwards. "
-               "The tables below are one device's (its largest stage's); the time table a whole one's.")  # fmt: skip
+    caption = (
+        f"{d.devices} devices: tensor parallel {d.tensor_parallel} (heads, hidden units, vocabulary split; "
+        f"norms replicated), {d.pipeline_parallel} stage(s) of N / P blocks, expert parallel "
+        f"{d.expert_parallel}. Bytes a device sends a token: ring all-reduces of each sublayer's output, "
+        "hops between stages, experts' dispatch and return; training sends as much again backwards. "
+        "The tables below are one device's (its largest stage's); the time table a whole one's."
+    )
     table = _table(f"Devices {context_label(p)}", stages, caption)
     table.add_row(f"weights ({shown(p.weights_dtype)})", *(human(x) for x in d.weights_per_stage))
     table.add_row(f"KV cache ({p.kv_dtype})", *(human(x) for x in d.kv_cache_per_stage))
     table.add_section()
-    for key, label in (("tensor_parallel", "sent a token: all-reduces"), ("pipeline_parallel", "  stage hops"),
-                       ("expert_parallel", "  experts"), ("forward", "  in all (forward)")):  # fmt: skip
+    for key, label in (
+        ("tensor_parallel", "sent a token: all-reduces"),
+        ("pipeline_parallel", "  stage hops"),
+        ("expert_parallel", "  experts"),
+        ("forward", "  in all (forward)"),
+    ):
         if comm[key] or key == "forward":
             table.add_row(label, *(human(comm[key]) for _ in stages))
     return table
@@ -62,10 +68,15 @@ def serving_table(p: Plan) -> Table:
     from ..analysis.units import human
 
     logits = "every position, b n V" if p.logits == "all" else "each prompt's last position, b V (--logits all: b n V)"
-    table = _table(f"Serving {context_label(p)}", list(WAYS), "Weights + KV cache + the prefill's transient peak "
-                   "(residual stream and the largest phase: attention's scores without a fused kernel, the "
-                   f"feedforward's hidden rows, or the head's input and the logits of {logits}). Framework memory "
-                   "(CUDA context, allocator reserve) not included.", NARROW)  # fmt: skip
+    table = _table(
+        f"Serving {context_label(p)}",
+        list(WAYS),
+        "Weights + KV cache + the prefill's transient peak "
+        "(residual stream and the largest phase: attention's scores without a fused kernel, the "
+        f"feedforward's hidden rows, or the head's input and the logits of {logits}). Framework memory "
+        "(CUDA context, allocator reserve) not included.",
+        NARROW,
+    )
     serving, transient = p.serving, p.serving_transient
     held = f"as stored: {p.weights_stored['as']}" if p.weights_stored else p.weights_dtype
     table.add_row(f"weights ({shown(held)})", *(human(serving[w].weights) for w in WAYS))
@@ -112,16 +123,20 @@ def training_table(p: Plan) -> Table:
     t = p.training
     ways = list(t.activations)
     zero = f", ZeRO stage {t.zero_stage} over {t.devices} devices" if t.zero_stage else ""
-    caption = (f"{t.optimizer}: {t.optimizer_note}{zero}; per device. Activations: what autograd keeps for "
-               f"the backward pass in {t.activation_dtype}, each tensor once (PyTorch's kernels: docs/plan.md, "
-               "Training). "
-               "Not included: the activations' gradients during the backward pass, communication buffers.")  # fmt: skip
+    caption = (
+        f"{t.optimizer}: {t.optimizer_note}{zero}; per device. Activations: what autograd keeps for "
+        f"the backward pass in {t.activation_dtype}, each tensor once (PyTorch's kernels: docs/plan.md, "
+        "Training). "
+        "Not included: the activations' gradients during the backward pass, communication buffers."
+    )
     table = _table(f"Training {context_label(p)}", ways, caption, ("full recomputation", *NARROW))
     if t.lora:
         lora = t.lora
-        table.caption = (f"LoRA of rank {lora['rank']} on {shown(lora['targets'])}: {lora['trainable_parameters']:,} "
-                         "trainable parameters, the base frozen; the optimizer's states and the gradients are the "
-                         f"adapters' only. {caption}")  # fmt: skip
+        table.caption = (
+            f"LoRA of rank {lora['rank']} on {shown(lora['targets'])}: {lora['trainable_parameters']:,} "
+            "trainable parameters, the base frozen; the optimizer's states and the gradients are the "
+            f"adapters' only. {caption}"
+        )
         table.add_row(f"frozen weights ({shown(lora['frozen_dtype'])})", *(human(lora["frozen_weights"]) for _ in ways))
         table.add_row("adapters' weights", *(human(lora["adapter_weights"]) for _ in ways))
     else:
@@ -136,32 +151,45 @@ def training_table(p: Plan) -> Table:
             "  total, the paged states on the CPU", *(human(t.total[w] - t.states["optimizer"]) for w in ways)
         )
     flops = p.training_flops_per_token
-    table.caption = (f"{table.caption} Training FLOPs a token: {flops['exact']:.3g} (the products, attention's "
-                     f"included), {flops['six_n_rule']:.3g} by the 6N rule (N: the weights a token multiplies by, the "
-                     "head included, the embedding table, a lookup, not).")  # fmt: skip
+    table.caption = (
+        f"{table.caption} Training FLOPs a token: {flops['exact']:.3g} (the products, attention's "
+        f"included), {flops['six_n_rule']:.3g} by the 6N rule (N: the weights a token multiplies by, the "
+        "head included, the embedding table, a lookup, not)."
+    )
     return table
 
 
 def time_table(p: Plan) -> Table:
-    roofline = ("Roofline: max(FLOPs / peak, bytes / bandwidth) with the vendors' dense peaks, so lower bounds on "
-                "time (kernels reach perhaps 50-80 %).")  # fmt: skip
+    roofline = (
+        "Roofline: max(FLOPs / peak, bytes / bandwidth) with the vendors' dense peaks, so lower bounds on "
+        "time (kernels reach perhaps 50-80 %)."
+    )
     if not p.decodes:
-        caption = ("The forward pass of the whole input, its products and reading the weights (no causal mask: the "
-                   "model does not decode, so no steps and no KV cache); (c) compute-bound, (m) memory-bound. "
-                   f"{roofline}")  # fmt: skip
+        caption = (
+            "The forward pass of the whole input, its products and reading the weights (no causal mask: the "
+            "model does not decode, so no steps and no KV cache); (c) compute-bound, (m) memory-bound. "
+            f"{roofline}"
+        )
         columns = ["peak", "bandwidth", "forward pass"]
     else:
-        caption = ("First token: the prefill; a step and tokens/s: decoding; (c) compute-bound, (m) memory-bound. "
-                   f"{roofline} Prefill: the forward pass's products (allowed pairs only), reading the weights and "
-                   "writing the cache. Decoding: a step reads the weights a token uses once for the batch and every "
-                   "sequence's cache.")  # fmt: skip
+        caption = (
+            "First token: the prefill; a step and tokens/s: decoding; (c) compute-bound, (m) memory-bound. "
+            f"{roofline} Prefill: the forward pass's products (allowed pairs only), reading the weights and "
+            "writing the cache. Decoding: a step reads the weights a token uses once for the batch and every "
+            "sequence's cache."
+        )
         columns = ["peak", "bandwidth", "first token", "a step", "tokens/s"]
-    table = _table(f"Time {context_label(p)}, weights {p.weights_dtype}", columns, caption,
-                   ("bandwidth", "peak", "a step"))  # fmt: skip
+    table = _table(
+        f"Time {context_label(p)}, weights {p.weights_dtype}", columns, caption, ("bandwidth", "peak", "a step")
+    )
     for r in p.time:
         short = {"bfloat16": "bf16", "float32": "f32", "float8": "f8"}[r.compute_type]
-        cells = [r.hardware, f"{r.peak_flops / 1e12:.3g} T {short}", f"{r.bandwidth / 1e9:,.0f} GB/s",
-                 _seconds(r.time_to_first_token)]  # fmt: skip
+        cells = [
+            r.hardware,
+            f"{r.peak_flops / 1e12:.3g} T {short}",
+            f"{r.bandwidth / 1e9:,.0f} GB/s",
+            _seconds(r.time_to_first_token),
+        ]
         if p.decodes and r.decode_step is not None:
             cells += [_seconds(r.decode_step), f"{r.tokens_per_second:,.1f}"]
         table.add_row(*cells)

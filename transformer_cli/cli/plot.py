@@ -33,8 +33,9 @@ def plot_format(path: Path) -> str:
     return kind
 
 
-def figure(title: str, lengths: list[int], curve: dict[str, list[Serving]], limits: list[tuple[str, int]],
-           kind: str) -> bytes:  # fmt: skip
+def figure(
+    title: str, lengths: list[int], curve: dict[str, list[Serving]], limits: list[tuple[str, int]], kind: str
+) -> bytes:
     """The picture's bytes in `kind` (png, svg, pdf), the same for the same figures (no date, fixed ids)."""
     try:
         import matplotlib
@@ -71,8 +72,9 @@ def figure(title: str, lengths: list[int], curve: dict[str, list[Serving]], limi
     return buffer.getvalue()
 
 
-def chart(lengths: list[int], curve: dict[str, list[Serving]], limits: list[tuple[str, int]],
-          columns: int = 80) -> Table:  # fmt: skip
+def chart(
+    lengths: list[int], curve: dict[str, list[Serving]], limits: list[tuple[str, int]], columns: int = 80
+) -> Table:
     """Bars of the first weights type's serving memory at each context, its parts in their own characters, each
     limit a '│' at its place on the same scale; the bars as long as `columns` leaves beside the labels and totals
     (at most 48 characters, at least 8), so a narrow terminal cuts neither."""
@@ -85,7 +87,8 @@ def chart(lengths: list[int], curve: dict[str, list[Serving]], limits: list[tupl
     marks = {min(round(size / top * width), width - 1) for _, size in limits}
     legend = ", ".join(f"{char} {LABELS[part]}" for part, char, _ in PARTS)
     caption = f"Serving memory, weights {first}: {legend}" + "".join(
-        f"; │ at {human(size)}: {label}" for label, size in limits)  # fmt: skip
+        f"; │ at {human(size)}: {label}" for label, size in limits
+    )
     table = Table(box=None, caption=caption, caption_justify="left", show_header=False, pad_edge=False)
     table.add_column(justify="right", no_wrap=True)
     table.add_column(no_wrap=True)

@@ -87,10 +87,18 @@ def count_table(count: ParamCount, source: str) -> Table:
     label = Text(f"total (closed form {agree})", style="bold", no_wrap=False)  # the verdict stays when columns go
     table.add_row(label, f"closed form {fmt(count.closed_total)}", Text(fmt(count.total), style="bold"), "")
     if count.active != count.total:
-        table.add_row("active per token", "the k experts a token is routed to; all else, the embedding too (as "
-                      "Mistral, Qwen, DeepSeek publish)", fmt(count.active), "")  # fmt: skip
-        table.add_row("  without the embedding", "less the token embedding table (as OpenAI publishes gpt-oss's)",
-                      fmt(count.active_without_embedding), "")  # fmt: skip
+        table.add_row(
+            "active per token",
+            "the k experts a token is routed to; all else, the embedding too (as Mistral, Qwen, DeepSeek publish)",
+            fmt(count.active),
+            "",
+        )
+        table.add_row(
+            "  without the embedding",
+            "less the token embedding table (as OpenAI publishes gpt-oss's)",
+            fmt(count.active_without_embedding),
+            "",
+        )
     return table
 
 
@@ -119,8 +127,12 @@ def _blocks_rows(table: Table, blocks: Blocks, k: int) -> None:
         table.add_section()
     note = "independent of sequence length n" if k == 0 else ""
     table.add_row(f"per {name} (from shapes)", "", fmt(blocks.per_block), note)
-    table.add_row(f"per {name} (closed form)", " + ".join(t.formula for t in blocks.terms),
-                  fmt(blocks.closed_per_block), "seed property (b)" if k == 0 else "")  # fmt: skip
+    table.add_row(
+        f"per {name} (closed form)",
+        " + ".join(t.formula for t in blocks.terms),
+        fmt(blocks.closed_per_block),
+        "seed property (b)" if k == 0 else "",
+    )
     table.add_row(f"x {blocks.copies} {name}s", "", fmt(blocks.copies * blocks.per_block), "")
 
 
@@ -234,11 +246,20 @@ def bench_table(data: dict[str, Any]) -> Table:
     for name, run in [("tfm", data["tfm"])]:
         fraction = f"{run['gflops'] / data['gemm_gflops']:.2f}"
         memory = human(run["peak_bytes"]) if "peak_bytes" in run else "-"
-        table.add_row(name, f"{run['median_s'] * 1e3:.1f} ms", f"{run['min_s'] * 1e3:.1f} .. {run['max_s'] * 1e3:.1f}",
-                      f"{run['tokens_per_s']:,.0f}", f"{run['gflops']:.1f}", fraction, memory)  # fmt: skip
+        table.add_row(
+            name,
+            f"{run['median_s'] * 1e3:.1f} ms",
+            f"{run['min_s'] * 1e3:.1f} .. {run['max_s'] * 1e3:.1f}",
+            f"{run['tokens_per_s']:,.0f}",
+            f"{run['gflops']:.1f}",
+            fraction,
+            memory,
+        )
     blas = data["blas"]
-    notes = [f"{data['flops'] / 1e9:.2f} GFLOP per pass; NumPy GEMM peak {data['gemm_gflops']:.1f} GFLOP/s "
-             f"({blas['library']} {blas['version']}, kernel {blas['kernel']}, {blas['threads']} threads)"]  # fmt: skip
+    notes = [
+        f"{data['flops'] / 1e9:.2f} GFLOP per pass; NumPy GEMM peak {data['gemm_gflops']:.1f} GFLOP/s "
+        f"({blas['library']} {blas['version']}, kernel {blas['kernel']}, {blas['threads']} threads)"
+    ]
     if blas["warning"]:
         notes.append(f"warning: {blas['warning']}")
     notes.append("tfm beside PyTorch, torch.compile, JAX and ONNX Runtime: python benchmarks/peers.py")
@@ -259,8 +280,10 @@ def diff_table(a: Spec, b: Spec, rows: list[dict[str, Any]], batch: int, n: int,
                 table.add_section()
             section = row["section"]
         show = human if row["section"] == "memory" else (si if row["section"] == "FLOPs" else fmt)
-        cells = [Text(show(v), no_wrap=True) if isinstance(v, int) and not isinstance(v, bool) else fmt(v)
-                 for v in (row["a"], row["b"])]  # fmt: skip
+        cells = [
+            Text(show(v), no_wrap=True) if isinstance(v, int) and not isinstance(v, bool) else fmt(v)
+            for v in (row["a"], row["b"])
+        ]
         ratio = (_times(row["ratio"]) if row.get("ratio") is not None else "differs") if row["differs"] else ""
         ratio = "same effect" if row.get("equivalent") else ratio
         style = "bold yellow" if row["differs"] else ""
@@ -278,8 +301,12 @@ def check_summary(results: list[Any], seq_len: int) -> Table:
     table = FitTable(title="tfm check", title_justify="left", drop=[memory, "parameters", "budgets"])
     for col in ("spec", "parameters", memory, "budgets", "verify", "result"):
         numeric = col in ("parameters", memory, "result")
-        table.add_column(col, justify="right" if col == "parameters" else "left", no_wrap=numeric,
-                         overflow="fold" if col == "spec" else "ellipsis")  # fmt: skip
+        table.add_column(
+            col,
+            justify="right" if col == "parameters" else "left",
+            no_wrap=numeric,
+            overflow="fold" if col == "spec" else "ellipsis",
+        )
     for r in results:
         verdict = (
             Text("ERROR", style="bold red")
@@ -305,11 +332,15 @@ def check_summary(results: list[Any], seq_len: int) -> Table:
 
 def gguf_line(source: str, g: dict) -> str:
     """A GGUF file: its tensors, and the bits per weight of each GGML type it stores (from its real bytes)."""
-    types = ", ".join(f"{kind} {row['parameters']:,} ({row['bits_per_weight']:.2f} bits)"
-                      for kind, row in sorted(g["types"].items(), key=lambda kv: -kv[1]["parameters"]))  # fmt: skip
-    return (f"GGUF {shown(source)} (v{g['version']}): {g['tensors']:,} tensors, {human(g['file_bytes'])}; every tensor "
-            f"fits its metadata ({g['parameters']:,} parameters stored, {g['bits_per_weight']:.2f} bits per weight: "
-            f"{types})")  # fmt: skip
+    types = ", ".join(
+        f"{kind} {row['parameters']:,} ({row['bits_per_weight']:.2f} bits)"
+        for kind, row in sorted(g["types"].items(), key=lambda kv: -kv[1]["parameters"])
+    )
+    return (
+        f"GGUF {shown(source)} (v{g['version']}): {g['tensors']:,} tensors, {human(g['file_bytes'])}; every tensor "
+        f"fits its metadata ({g['parameters']:,} parameters stored, {g['bits_per_weight']:.2f} bits per weight: "
+        f"{types})"
+    )
 
 
 def _bits(bits: float) -> str:
@@ -324,8 +355,9 @@ def quantized_line(source: str, checkpoint: dict, files: str) -> str:
     packed = q["packed"]
     weights = packed["parameters"]
     kinds = ", ".join(f"{kind} {_bits(8 * size / weights)}" for kind, size in packed["bytes_by_kind"].items())
-    plain = ", ".join(f"{code} {row['parameters']:,} ({row['bits_per_weight']:.2f} bits)"
-                      for code, row in sorted(q["plain"].items()))  # fmt: skip
+    plain = ", ".join(
+        f"{code} {row['parameters']:,} ({row['bits_per_weight']:.2f} bits)" for code, row in sorted(q["plain"].items())
+    )
     runs = "" if q["runs"] else "; counted and planned, not run"
     return (
         f"checkpoint {shown(source)}: {files}, {checkpoint['tensors']:,} tensors, {human(checkpoint['bytes'])}, "
@@ -356,6 +388,8 @@ def checkpoint_line(source: str, summary: CheckpointSummary) -> str:
     files = f"{checkpoint['files']} file{'s' if checkpoint['files'] > 1 else ''}"
     if "quantization" in checkpoint:
         return quantized_line(source, checkpoint, files)
-    return (f"checkpoint {shown(source)}: {files}, {checkpoint['tensors']:,} tensors, {human(checkpoint['bytes'])} "
-            f"{'/'.join(checkpoint['dtypes'])}; every tensor fits config.json "
-            f"({checkpoint['parameters']:,} parameters stored{_skipped(checkpoint)})")  # fmt: skip
+    return (
+        f"checkpoint {shown(source)}: {files}, {checkpoint['tensors']:,} tensors, {human(checkpoint['bytes'])} "
+        f"{'/'.join(checkpoint['dtypes'])}; every tensor fits config.json "
+        f"({checkpoint['parameters']:,} parameters stored{_skipped(checkpoint)})"
+    )

@@ -92,8 +92,7 @@ def memory_table(specs: list[Spec], costs: list[Costs]) -> Table:
     table.add_section()
     for part in ("weights", "activations", "attention", "feedforward"):
         row(f"  {part}", entry_of_peak(part))
-    row(f"forward peak (b = {first.batch}, n = {first.seq_len}, {dtype_}): the model",
-        lambda m: m.forward_peak.model)  # fmt: skip
+    row(f"forward peak (b = {first.batch}, n = {first.seq_len}, {dtype_}): the model", lambda m: m.forward_peak.model)
     if dtype_ != "float64":
         row("  tfm's pass also holds: float64 weights as loaded", lambda m: m.forward_peak.loaded)
         row("  and the input as read (float64)", lambda m: m.forward_peak.input)

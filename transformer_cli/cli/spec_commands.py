@@ -62,8 +62,18 @@ def diff(
     if only_differences:
         rows = compare(spec_a, spec_b, batch, seq_len, dtype.value, only_differences=True)
     if json_out:
-        print_json({"a": spec_json(spec_a), "b": spec_json(spec_b), "batch": batch, "seq_len": seq_len,
-                    "dtype": dtype.value, "differ": bool(code), "exit_code": int(code), "rows": rows})  # fmt: skip
+        print_json(
+            {
+                "a": spec_json(spec_a),
+                "b": spec_json(spec_b),
+                "batch": batch,
+                "seq_len": seq_len,
+                "dtype": dtype.value,
+                "differ": bool(code),
+                "exit_code": int(code),
+                "rows": rows,
+            }
+        )
     else:
         out.print(render.diff_table(spec_a, spec_b, rows, batch, seq_len, dtype.value))
     raise typer.Exit(int(code))

@@ -29,8 +29,13 @@ def attention_component(spec: Spec) -> MultiHeadAttention:
 
 def block_components(spec: Spec) -> list[Component]:
     """One block's components, in the order of the pass, for a spec whose blocks are alike (a group's: stacks.py)."""
-    return [attention_component(spec), *decoder_extras(spec), block_feedforward(spec), Residuals(spec),
-            block_norm(spec)]  # fmt: skip
+    return [
+        attention_component(spec),
+        *decoder_extras(spec),
+        block_feedforward(spec),
+        Residuals(spec),
+        block_norm(spec),
+    ]
 
 
 def outside_components(spec: Spec) -> list[Component]:

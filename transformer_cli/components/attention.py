@@ -80,8 +80,11 @@ class MultiHeadAttention(Component):
         if self.spec.has_out_bias:
             out.append(Tensor(p + "b_O", (d,), "attention bias"))
         if self.spec.qk_norm:
-            out += [Tensor(p + f"{qk}_norm.{g}", shape, "query/key norm") for qk, shape in self.qk_shapes
-                    for g in self.qk.params]  # fmt: skip
+            out += [
+                Tensor(p + f"{qk}_norm.{g}", shape, "query/key norm")
+                for qk, shape in self.qk_shapes
+                for g in self.qk.params
+            ]
         if self.spec.attn_sinks:
             out.append(Tensor(p + "sinks", (H,), "attention sinks"))
         return out
@@ -152,13 +155,30 @@ class MultiHeadAttention(Component):
             stored = cache.store(*self.cache_entries(w, X, K, V))  # start + 1 columns, or w with a window
             K_all, V_all = self.keys_values(w, *stored)  # (b, G, m, start + 1): latents expanded
             first_key = start + 1 - K_all.shape[-1]  # (a window keeps the latest keys only)
-            heads = model.attend(Q, K_all, V_all, causal=False, weights_out=weights_out, stop=stop,
-                                 positions=(start + offset, first_key), sinks=w.sinks)  # fmt: skip
+            heads = model.attend(
+                Q,
+                K_all,
+                V_all,
+                causal=False,
+                weights_out=weights_out,
+                stop=stop,
+                positions=(start + offset, first_key),
+                sinks=w.sinks,
+            )
             return self.project(w, heads)
         if cache is not None:  # what a decoder's cache keeps (latent attention: its latents and rotary keys)
             cache.fill(*self.cache_entries(w, X, K, V))
-        heads = model.attend(Q, K, V, self.spec.mask == "causal", weights_out=weights_out, stop=stop,
-                             window=self.spec.window, positions=(start + offset, start), sinks=w.sinks)  # fmt: skip
+        heads = model.attend(
+            Q,
+            K,
+            V,
+            self.spec.mask == "causal",
+            weights_out=weights_out,
+            stop=stop,
+            window=self.spec.window,
+            positions=(start + offset, start),
+            sinks=w.sinks,
+        )
         return self.project(w, heads)
 
     def qk_gains(self, get: Callable[[str], np.ndarray]) -> tuple:
@@ -242,8 +262,9 @@ class MultiHeadAttention(Component):
             "weights x V": N * H * pairs.count * m,
         }
 
-    def saved_bytes(self, keys: int, s: int, fused: bool, needed: tuple[bool, bool, bool] = (True,) * 3,
-                    frozen: bool = False) -> int:  # fmt: skip
+    def saved_bytes(
+        self, keys: int, s: int, fused: bool, needed: tuple[bool, bool, bool] = (True,) * 3, frozen: bool = False
+    ) -> int:
         """Bytes one query token's training pass keeps besides W_O's input (its output), K and V counted per token,
         reading `keys` keys, in s-byte elements (analysis/training.py). Fused (SDPA, FlashAttention): Q, K, V of G
         heads and a log-sum-exp per head (float32 at least); unfused: Q, K and V repeated to H heads and the

@@ -39,8 +39,10 @@ class TokenEmbedding(Component):
         d = self.spec.d
         out = [Term("Vd", (self.spec.V or 0) * d, "model")]
         if self.spec.embed_dim:  # E is (d_e, V), and W_in (d, d_e)
-            out = [Term("V d_e", (self.spec.V or 0) * self.spec.embed_dim, "model"),
-                   Term("d d_e", d * self.spec.embed_dim, "model")]  # fmt: skip
+            out = [
+                Term("V d_e", (self.spec.V or 0) * self.spec.embed_dim, "model"),
+                Term("d d_e", d * self.spec.embed_dim, "model"),
+            ]
         if self.spec.type_vocab:
             out.append(Term("types*d", self.spec.type_vocab * d, "model"))
         if self.norm is not None:

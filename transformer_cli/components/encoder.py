@@ -48,8 +48,9 @@ class CrossAttention(Component):
         scores = 0 if fused else 2 * b * H * n * sources * s
         return b * n * (self.spec.d + 2 * H * m) * s + scores
 
-    def saved_bytes(self, sources: int, s: int, fused: bool, trains_q: bool = True, trains_o: bool = True,
-                    frozen: bool = False) -> tuple[int, int]:  # fmt: skip
+    def saved_bytes(
+        self, sources: int, s: int, fused: bool, trains_q: bool = True, trains_o: bool = True, frozen: bool = False
+    ) -> tuple[int, int]:
         """Bytes a training pass keeps per target token and per source token (of `sources`), in s-byte elements
         (analysis/training.py): its norm's, W_Q's input (when W_Q trains), W_O's input (SDPA's output: fused or
         when W_O trains), Q and a log-sum-exp (fused) or Q and the softmax's output; K and V of each source."""
@@ -175,5 +176,12 @@ def decoder_extras(spec: Spec) -> list[Component]:
     return [CrossAttention(spec), CrossNorm(spec)] if decoder(spec).reads_memory else []
 
 
-__all__ = ["CrossAttention", "CrossNorm", "Pairs", "decoder_extras", "encoder_block_components",
-           "encoder_model_components", "encoder_spec"]  # fmt: skip
+__all__ = [
+    "CrossAttention",
+    "CrossNorm",
+    "Pairs",
+    "decoder_extras",
+    "encoder_block_components",
+    "encoder_model_components",
+    "encoder_spec",
+]

@@ -114,8 +114,11 @@ class Experts(Component):
         if self.shared is not None:
             shared = self.shared.prepare(lambda name: get(_shared(name)))
             gate = get("ff.shared.W_gate") if self.spec.shared_gate else None
-        router = Router(get("ff.router"), get("ff.router_b").reshape(-1, 1) if self.spec.router_logit_bias else None,
-                        get("ff.router_bias").reshape(-1, 1) if self.spec.router_bias else None)  # fmt: skip
+        router = Router(
+            get("ff.router"),
+            get("ff.router_b").reshape(-1, 1) if self.spec.router_logit_bias else None,
+            get("ff.router_bias").reshape(-1, 1) if self.spec.router_bias else None,
+        )
         return ExpertsWeights(W1, b1, W2, b2, router=router, shared=shared, shared_gate=gate)
 
     def route(self, router, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

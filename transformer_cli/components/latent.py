@@ -78,9 +78,11 @@ class LatentAttention(MultiHeadAttention):
     def terms(self) -> list[Term]:
         H, m, d, c, r, v, q = self.sizes
         queries, latent, output = self._parts()
-        out = [Term("q_rank(d + 1 + Hm)" if q else "Hmd", queries, "block"),
-               Term("(kv_rank + rope_m)d + kv_rank + H(m - rope_m + v_m)kv_rank", latent, "block"),
-               Term("H v_m d", output, "block")]  # fmt: skip
+        out = [
+            Term("q_rank(d + 1 + Hm)" if q else "Hmd", queries, "block"),
+            Term("(kv_rank + rope_m)d + kv_rank + H(m - rope_m + v_m)kv_rank", latent, "block"),
+            Term("H v_m d", output, "block"),
+        ]
         if self.spec.attention_bias:
             out.append(Term("q_rank + kv_rank + rope_m" if q else "kv_rank + rope_m", q + c + r, "block"))
         if self.spec.has_out_bias:

@@ -69,8 +69,10 @@ class LayerNorm(Component):
     def prepare(self, get: Get) -> tuple:
         """The block's norms (norm1, norm2, norm1_out, norm2_out), each the tuple of its (d, 1, 1) columns or None
         where the layout has no such norm (a shared norm: norm2 is None)."""
-        return tuple(self.stacked(lambda g, ln=ln: get(f"{ln}.{g}")) if ln in self.norms else None  # type: ignore[misc]
-                     for ln in BLOCK_NORMS)  # fmt: skip
+        return tuple(
+            self.stacked(lambda g, ln=ln: get(f"{ln}.{g}")) if ln in self.norms else None  # type: ignore[misc]
+            for ln in BLOCK_NORMS
+        )
 
     def stacked(self, get: Get, flat: bool = True) -> tuple:
         """One norm's parameters as (d, 1, 1) columns (flat: false, as stored); with norm_plus_one the gain is

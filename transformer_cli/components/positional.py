@@ -256,5 +256,11 @@ def _lags(first_query: int, queries: int, first_key: int, keys: int) -> np.ndarr
     return np.arange(first_key, first_key + keys)[None, :] - np.arange(first_query, first_query + queries)[:, None]
 
 
-POSITIONALS = {"none": NoPositions, "sinusoidal": Sinusoidal, "learned": Learned, "rope": Rotary,
-               "relative": Relative, "alibi": ALiBi}  # fmt: skip
+POSITIONALS = {
+    "none": NoPositions,
+    "sinusoidal": Sinusoidal,
+    "learned": Learned,
+    "rope": Rotary,
+    "relative": Relative,
+    "alibi": ALiBi,
+}

@@ -24,34 +24,61 @@ def spec(c: Keys) -> dict[str, Any]:
     d = c.count("hidden_size", REQUIRED, "n_embed")
     H = c.count("n_head", REQUIRED, "num_attention_heads")
     return CAUSAL_PRE | {
-        "N": c.count("n_layer", REQUIRED, "num_hidden_layers"), "H": H, "d": d, "r": 4 * d,
-        "m": whole_heads(c, d, H, "hidden_size", "n_head"), "V": c.count("vocab_size"),
-        "tie_embeddings": c.flag("tie_word_embeddings", True), "embed_norm": True, "positional": "alibi",
-        "norm_eps": c.number("layer_norm_epsilon", 1e-5), "attention_bias": True, "activation": "gelu_bloom",
-    }  # fmt: skip
+        "N": c.count("n_layer", REQUIRED, "num_hidden_layers"),
+        "H": H,
+        "d": d,
+        "r": 4 * d,
+        "m": whole_heads(c, d, H, "hidden_size", "n_head"),
+        "V": c.count("vocab_size"),
+        "tie_embeddings": c.flag("tie_word_embeddings", True),
+        "embed_norm": True,
+        "positional": "alibi",
+        "norm_eps": c.number("layer_norm_epsilon", 1e-5),
+        "attention_bias": True,
+        "activation": "gelu_bloom",
+    }
 
 
 def config(spec: Spec) -> dict[str, Any]:
     """Every key of its config.json (BLOOM names its sizes its own way)."""
-    return {"vocab_size": spec.V, "hidden_size": spec.d, "n_layer": spec.N, "n_head": spec.H,
-            "layer_norm_epsilon": spec.norm_eps, "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip
+    return {
+        "vocab_size": spec.V,
+        "hidden_size": spec.d,
+        "n_layer": spec.N,
+        "n_head": spec.H,
+        "layer_norm_epsilon": spec.norm_eps,
+        "tie_word_embeddings": spec.tie_embeddings,
+    }
 
 
 def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """BLOOM: ALiBi in place of positions, a LayerNorm of the embedded tokens, BLOOM's tanh GELU, biases."""
-    spec = spec | {"positional": "alibi", "embed_norm": True, "attention_bias": True,
-                    "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
-                    "activation": "gelu_bloom"}  # fmt: skip
+    spec = spec | {
+        "positional": "alibi",
+        "embed_norm": True,
+        "attention_bias": True,
+        "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
+        "activation": "gelu_bloom",
+    }
     spec.pop("context", None)  # (the converter's seq_length, else d: not a context)
     return spec
 
 
-GGUF_LAYOUT = Family("blk.{i}.", LAYERNORM_BLOCK, LAYERNORM_GLOBALS | norm_names("embedding.norm", "token_embd_norm"),
-                     fused=LAYERNORM_FUSED)  # fmt: skip
+GGUF_LAYOUT = Family(
+    "blk.{i}.",
+    LAYERNORM_BLOCK,
+    LAYERNORM_GLOBALS | norm_names("embedding.norm", "token_embd_norm"),
+    fused=LAYERNORM_FUSED,
+)
 RECORD = Record(
-    "bloom", "BloomForCausalLM", spec, BLOOM, config, Gguf("bloom", GGUF_LAYOUT, gguf_spec, base="sizes"),
+    "bloom",
+    "BloomForCausalLM",
+    spec,
+    BLOOM,
+    config,
+    Gguf("bloom", GGUF_LAYOUT, gguf_spec, base="sizes"),
     aliases=((r"^(?!transformer\.|lm_head\.)", "transformer."),),  # BloomModel's files (bloom-560m on the hub)
     config_alone=True,
-)  # fmt: skip
+)
 
 __all__ = ["RECORD"]

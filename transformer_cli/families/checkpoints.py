@@ -31,29 +31,35 @@ STABLELM = Family(
     {ours: theirs for ours, theirs in _llama_names().items() if "_norm." not in ours}
     | {f"attention.{x}_norm.gamma[{{e}}]": f"self_attn.{x}_layernorm.norms.{{e}}.weight" for x in "qk"},
     _LLAMA_GLOBALS,
-)  # fmt: skip
+)
 # Gemma 2 and 3: four norms a block; post_attention_layernorm is the attention's output norm here, not norm2
 GEMMA2 = Family(
     "model.layers.{i}.",
     {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith("norm2")}
-    | _norm("norm1_out", "post_attention_layernorm") | _norm("norm2", "pre_feedforward_layernorm")
+    | _norm("norm1_out", "post_attention_layernorm")
+    | _norm("norm2", "pre_feedforward_layernorm")
     | _norm("norm2_out", "post_feedforward_layernorm"),
     _LLAMA_GLOBALS,
-)  # fmt: skip
+)
 # OLMo 2: the sublayers' outputs normalised (post_attention_layernorm, post_feedforward_layernorm), not their inputs
 OLMO2 = Family(
     "model.layers.{i}.",
     {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith(("norm1", "norm2"))}
-    | _norm("norm1_out", "post_attention_layernorm") | _norm("norm2_out", "post_feedforward_layernorm"),
+    | _norm("norm1_out", "post_attention_layernorm")
+    | _norm("norm2_out", "post_feedforward_layernorm"),
     _LLAMA_GLOBALS,
-)  # fmt: skip
+)
 MIXTRAL = Family(
     "model.layers.{i}.",
     {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith("ff.")}
-    | {"ff.router": "block_sparse_moe.gate.weight", "ff.W1[{e}]": "block_sparse_moe.experts.{e}.w1.weight",
-       "ff.W3[{e}]": "block_sparse_moe.experts.{e}.w3.weight", "ff.W2[{e}]": "block_sparse_moe.experts.{e}.w2.weight"},
+    | {
+        "ff.router": "block_sparse_moe.gate.weight",
+        "ff.W1[{e}]": "block_sparse_moe.experts.{e}.w1.weight",
+        "ff.W3[{e}]": "block_sparse_moe.experts.{e}.w3.weight",
+        "ff.W2[{e}]": "block_sparse_moe.experts.{e}.w2.weight",
+    },
     _LLAMA_GLOBALS,
-)  # fmt: skip
+)
 
 # PhiMoE: Mixtral's names, its LayerNorms' biases and the head's bias among them
 PHIMOE = Family(MIXTRAL.block, MIXTRAL.names, _LLAMA_GLOBALS | {"head.b": "lm_head.bias"})
@@ -73,35 +79,56 @@ QWEN_MOE = Family("model.layers.{i}.", _qwen_moe_names(), _LLAMA_GLOBALS)
 
 
 # gpt-oss: every expert's tensors stacked in one (E, in, out), the gate's and the up projection's columns interleaved
-_OSS_EXPERTS = ("mlp.experts.gate_up_proj", "mlp.experts.gate_up_proj_bias", "mlp.experts.down_proj",
-                "mlp.experts.down_proj_bias")  # fmt: skip
+_OSS_EXPERTS = (
+    "mlp.experts.gate_up_proj",
+    "mlp.experts.gate_up_proj_bias",
+    "mlp.experts.down_proj",
+    "mlp.experts.down_proj_bias",
+)
 GPT_OSS = Family(
     "model.layers.{i}.",
     {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith("ff.")}
     | {"attention.sinks": "self_attn.sinks", "ff.router": "mlp.router.weight", "ff.router_b": "mlp.router.bias"},
     _LLAMA_GLOBALS,
-    fused=((_OSS_EXPERTS[0], ("ff.W1", "ff.W3"), lambda spec: (spec.E or 0) * (spec.expert_r or spec.r)),
-           (_OSS_EXPERTS[1], ("ff.b1", "ff.b3"), lambda spec: (spec.E or 0) * (spec.expert_r or spec.r)),
-           (_OSS_EXPERTS[2], ("ff.W2",), _one), (_OSS_EXPERTS[3], ("ff.b2",), _one)),
+    fused=(
+        (_OSS_EXPERTS[0], ("ff.W1", "ff.W3"), lambda spec: (spec.E or 0) * (spec.expert_r or spec.r)),
+        (_OSS_EXPERTS[1], ("ff.b1", "ff.b3"), lambda spec: (spec.E or 0) * (spec.expert_r or spec.r)),
+        (_OSS_EXPERTS[2], ("ff.W2",), _one),
+        (_OSS_EXPERTS[3], ("ff.b2",), _one),
+    ),
     transposed=frozenset({_OSS_EXPERTS[0], _OSS_EXPERTS[2]}),
     stacked=frozenset(_OSS_EXPERTS),
-)  # fmt: skip
+)
 
 
 def _deepseek_names() -> dict[str, str]:
     """DeepSeek-V2/V3: latent attention's projections, LLaMA's norms, the MoE layers' gate (with V3's correction
     bias), experts and shared experts, the dense layers' MLP."""
-    attention = {"W_QA": "q_a_proj", "W_QB": "q_b_proj", "W_Q": "q_proj", "W_KVA": "kv_a_proj_with_mqa",
-                 "W_KVB": "kv_b_proj", "W_O": "o_proj"}  # fmt: skip
+    attention = {
+        "W_QA": "q_a_proj",
+        "W_QB": "q_b_proj",
+        "W_Q": "q_proj",
+        "W_KVA": "kv_a_proj_with_mqa",
+        "W_KVB": "kv_b_proj",
+        "W_O": "o_proj",
+    }
     names = {f"attention.{ours}": f"self_attn.{theirs}.weight" for ours, theirs in attention.items()}
-    names |= {f"attention.b_{x}": f"self_attn.{theirs}.bias" for x, theirs in (("QA", "q_a_proj"),
-              ("KVA", "kv_a_proj_with_mqa"), ("O", "o_proj"))}  # fmt: skip
-    names |= {"attention.q_a_norm.gamma": "self_attn.q_a_layernorm.weight",
-              "attention.kv_a_norm.gamma": "self_attn.kv_a_layernorm.weight",
-              "ff.router": "mlp.gate.weight", "ff.router_bias": "mlp.gate.e_score_correction_bias"}  # fmt: skip
+    names |= {
+        f"attention.b_{x}": f"self_attn.{theirs}.bias"
+        for x, theirs in (("QA", "q_a_proj"), ("KVA", "kv_a_proj_with_mqa"), ("O", "o_proj"))
+    }
+    names |= {
+        "attention.q_a_norm.gamma": "self_attn.q_a_layernorm.weight",
+        "attention.kv_a_norm.gamma": "self_attn.kv_a_layernorm.weight",
+        "ff.router": "mlp.gate.weight",
+        "ff.router_bias": "mlp.gate.e_score_correction_bias",
+    }
     for n, proj in (("1", "gate_proj"), ("3", "up_proj"), ("2", "down_proj")):
-        names |= {f"ff.W{n}": f"mlp.{proj}.weight", f"ff.W{n}[{{e}}]": f"mlp.experts.{{e}}.{proj}.weight",
-                  f"ff.shared.W{n}": f"mlp.shared_experts.{proj}.weight"}  # fmt: skip
+        names |= {
+            f"ff.W{n}": f"mlp.{proj}.weight",
+            f"ff.W{n}[{{e}}]": f"mlp.experts.{{e}}.{proj}.weight",
+            f"ff.shared.W{n}": f"mlp.shared_experts.{proj}.weight",
+        }
     return names | _norm("norm1", "input_layernorm") | _norm("norm2", "post_attention_layernorm")
 
 
@@ -110,9 +137,11 @@ PHI3 = Family(
     "model.layers.{i}.",
     _llama_names(),
     _LLAMA_GLOBALS,
-    fused=(("self_attn.qkv_proj.weight", ("attention.W_Q", "attention.W_K", "attention.W_V"), _one),
-           ("mlp.gate_up_proj.weight", ("ff.W1", "ff.W3"), _one)),
-)  # fmt: skip
+    fused=(
+        ("self_attn.qkv_proj.weight", ("attention.W_Q", "attention.W_K", "attention.W_V"), _one),
+        ("mlp.gate_up_proj.weight", ("ff.W1", "ff.W3"), _one),
+    ),
+)
 
 
 def _phi_names() -> dict[str, str]:
@@ -145,9 +174,11 @@ GPT_NEOX = Family(
     _neox_names("attention", ("input_layernorm", "post_attention_layernorm")),
     {"embedding.E": "gpt_neox.embed_in.weight", "head.W": "embed_out.weight"}
     | _norm("final_norm", "gpt_neox.final_layer_norm"),
-    fused=(("attention.query_key_value.weight", _QKV, lambda spec: spec.H),
-           ("attention.query_key_value.bias", _QKV_BIAS, lambda spec: spec.H)),
-)  # fmt: skip
+    fused=(
+        ("attention.query_key_value.weight", _QKV, lambda spec: spec.H),
+        ("attention.query_key_value.bias", _QKV_BIAS, lambda spec: spec.H),
+    ),
+)
 
 
 def falcon(new_architecture: bool, norms: tuple[str, str]) -> Family:
@@ -164,34 +195,44 @@ def falcon(new_architecture: bool, norms: tuple[str, str]) -> Family:
         _neox_names("self_attention", norms),
         {"embedding.E": "transformer.word_embeddings.weight", "head.W": "lm_head.weight"}
         | _norm("final_norm", "transformer.ln_f"),
-        fused=(("self_attention.query_key_value.weight", _QKV, groups),
-               ("self_attention.query_key_value.bias", _QKV_BIAS, groups)),
-    )  # fmt: skip
+        fused=(
+            ("self_attention.query_key_value.weight", _QKV, groups),
+            ("self_attention.query_key_value.bias", _QKV_BIAS, groups),
+        ),
+    )
 
 
 GPT2 = Family(
     "transformer.h.{i}.",
-    _linear("attention.{}_O", "attn.c_proj") | _linear("ff.{}1", "mlp.c_fc") | _linear("ff.{}2", "mlp.c_proj")
-    | _norm("norm1", "ln_1") | _norm("norm2", "ln_2"),
+    _linear("attention.{}_O", "attn.c_proj")
+    | _linear("ff.{}1", "mlp.c_fc")
+    | _linear("ff.{}2", "mlp.c_proj")
+    | _norm("norm1", "ln_1")
+    | _norm("norm2", "ln_2"),
     {"embedding.E": "transformer.wte.weight", "positional.P": "transformer.wpe.weight", "head.W": "lm_head.weight"}
     | _norm("final_norm", "transformer.ln_f"),
     fused=(("attn.c_attn.weight", _QKV, _one), ("attn.c_attn.bias", _QKV_BIAS, _one)),
     transposed=frozenset({"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"}),
-)  # fmt: skip
+)
 
 
 GPTJ = Family(
     "transformer.h.{i}.",
-    {f"attention.W_{x}": f"attn.{proj}.weight" for x, proj in zip("QKVO", ("q_proj", "k_proj", "v_proj", "out_proj"),
-                                                                    strict=True)}
-    | _linear("ff.{}1", "mlp.fc_in") | _linear("ff.{}2", "mlp.fc_out") | _norm("norm1", "ln_1"),
+    {
+        f"attention.W_{x}": f"attn.{proj}.weight"
+        for x, proj in zip("QKVO", ("q_proj", "k_proj", "v_proj", "out_proj"), strict=True)
+    }
+    | _linear("ff.{}1", "mlp.fc_in")
+    | _linear("ff.{}2", "mlp.fc_out")
+    | _norm("norm1", "ln_1"),
     {"embedding.E": "transformer.wte.weight", "head.W": "lm_head.weight", "head.b": "lm_head.bias"}
     | _norm("final_norm", "transformer.ln_f"),
-)  # fmt: skip
+)
 
 
-def _plain_block_names(attention: tuple[str, str, str, str], ff: tuple[str, str], norms: tuple[str, str]
-                       ) -> dict[str, str]:  # fmt: skip
+def _plain_block_names(
+    attention: tuple[str, str, str, str], ff: tuple[str, str], norms: tuple[str, str]
+) -> dict[str, str]:
     """A block with a plain feedforward: the checkpoint's names of W_Q, W_K, W_V, W_O, of W1, W2, and of the norms
     around attention and the feedforward (weights and biases each)."""
     names: dict[str, str] = {}
@@ -202,18 +243,25 @@ def _plain_block_names(attention: tuple[str, str, str, str], ff: tuple[str, str]
 
 
 def _bert_names() -> dict[str, str]:
-    return _plain_block_names(("attention.self.query", "attention.self.key", "attention.self.value",
-                               "attention.output.dense"), ("intermediate.dense", "output.dense"),
-                              ("attention.output.LayerNorm", "output.LayerNorm"))  # fmt: skip
+    return _plain_block_names(
+        ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"),
+        ("intermediate.dense", "output.dense"),
+        ("attention.output.LayerNorm", "output.LayerNorm"),
+    )
 
 
 BERT = Family(
     "encoder.layer.{i}.",
     _bert_names(),
-    {"embedding.E": "embeddings.word_embeddings.weight", "positional.P": "embeddings.position_embeddings.weight",
-     "embedding.T": "embeddings.token_type_embeddings.weight", "pooler.W": "pooler.dense.weight",
-     "pooler.b": "pooler.dense.bias"} | _norm("embedding.norm", "embeddings.LayerNorm"),
-)  # fmt: skip
+    {
+        "embedding.E": "embeddings.word_embeddings.weight",
+        "positional.P": "embeddings.position_embeddings.weight",
+        "embedding.T": "embeddings.token_type_embeddings.weight",
+        "pooler.W": "pooler.dense.weight",
+        "pooler.b": "pooler.dense.bias",
+    }
+    | _norm("embedding.norm", "embeddings.LayerNorm"),
+)
 
 
 def _gpt_neo_names() -> dict[str, str]:
@@ -226,7 +274,7 @@ GPT_NEO = Family(
     _gpt_neo_names(),
     {"embedding.E": "transformer.wte.weight", "positional.P": "transformer.wpe.weight", "head.W": "lm_head.weight"}
     | _norm("final_norm", "transformer.ln_f"),
-)  # fmt: skip
+)
 
 
 def _distilbert_names() -> dict[str, str]:
@@ -239,7 +287,7 @@ DISTILBERT = Family(
     _distilbert_names(),
     {"embedding.E": "embeddings.word_embeddings.weight", "positional.P": "embeddings.position_embeddings.weight"}
     | _norm("embedding.norm", "embeddings.LayerNorm"),
-)  # fmt: skip
+)
 
 
 def _opt_names() -> dict[str, str]:
@@ -250,25 +298,36 @@ def _opt_names() -> dict[str, str]:
 OPT = Family(
     "model.decoder.layers.{i}.",
     _opt_names(),
-    {"embedding.E": "model.decoder.embed_tokens.weight", "positional.P": "model.decoder.embed_positions.weight",
-     "head.W": "lm_head.weight", "embedding.W_in": "model.decoder.project_in.weight",
-     "head.W_out": "model.decoder.project_out.weight"} | _norm("final_norm", "model.decoder.final_layer_norm"),
-)  # fmt: skip
+    {
+        "embedding.E": "model.decoder.embed_tokens.weight",
+        "positional.P": "model.decoder.embed_positions.weight",
+        "head.W": "lm_head.weight",
+        "embedding.W_in": "model.decoder.project_in.weight",
+        "head.W_out": "model.decoder.project_out.weight",
+    }
+    | _norm("final_norm", "model.decoder.final_layer_norm"),
+)
 
 
 BLOOM = Family(
     "transformer.h.{i}.",
     _neox_names("self_attention", ("input_layernorm", "post_attention_layernorm")),
     {"embedding.E": "transformer.word_embeddings.weight", "head.W": "lm_head.weight"}
-    | _norm("embedding.norm", "transformer.word_embeddings_layernorm") | _norm("final_norm", "transformer.ln_f"),
-    fused=(("self_attention.query_key_value.weight", _QKV, lambda spec: spec.H),
-           ("self_attention.query_key_value.bias", _QKV_BIAS, lambda spec: spec.H)),
-)  # fmt: skip
+    | _norm("embedding.norm", "transformer.word_embeddings_layernorm")
+    | _norm("final_norm", "transformer.ln_f"),
+    fused=(
+        ("self_attention.query_key_value.weight", _QKV, lambda spec: spec.H),
+        ("self_attention.query_key_value.bias", _QKV_BIAS, lambda spec: spec.H),
+    ),
+)
 
 
 STARCODER2 = Family(
     "model.layers.{i}.",
-    _plain_block_names(("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"),
-                       ("mlp.c_fc", "mlp.c_proj"), ("input_layernorm", "post_attention_layernorm")),
+    _plain_block_names(
+        ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"),
+        ("mlp.c_fc", "mlp.c_proj"),
+        ("input_layernorm", "post_attention_layernorm"),
+    ),
     _LLAMA_GLOBALS,
-)  # fmt: skip
+)

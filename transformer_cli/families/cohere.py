@@ -21,25 +21,47 @@ def spec(c: Keys) -> dict[str, Any]:
     logits times logit_scale, a tied head."""
     spec = llama_like(c, c.count("num_key_value_heads", None), None, 1e-5, True, 8192)
     qk = {"qk_norm": True, "qk_norm_over": "per_head"} if c.flag("use_qk_norm", False) else {}
-    return spec | qk | {
-        "norm_type": "layernorm", "norm_bias": False, "norm_eps": c.number("layer_norm_eps", 1e-5),
-        "parallel": True, "shared_norm": True, "rope_pairing": "interleaved",
-        "attention_bias": c.flag("attention_bias", False), "logit_scale": c.number("logit_scale", 0.0625),
-    }  # fmt: skip
+    return (
+        spec
+        | qk
+        | {
+            "norm_type": "layernorm",
+            "norm_bias": False,
+            "norm_eps": c.number("layer_norm_eps", 1e-5),
+            "parallel": True,
+            "shared_norm": True,
+            "rope_pairing": "interleaved",
+            "attention_bias": c.flag("attention_bias", False),
+            "logit_scale": c.number("logit_scale", 0.0625),
+        }
+    )
 
 
 def config(spec: Spec) -> dict[str, Any]:
-    return {"logit_scale": spec.logit_scale, "use_qk_norm": spec.qk_norm, "attention_bias": spec.attention_bias,
-            "hidden_act": "silu"}  # fmt: skip
+    return {
+        "logit_scale": spec.logit_scale,
+        "use_qk_norm": spec.qk_norm,
+        "attention_bias": spec.attention_bias,
+        "hidden_act": "silu",
+    }
 
 
 def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     spec = spec | {
-        "positional": "rope", "rope_theta": c.number("rope.freq_base", 10000.0), "rope_pairing": "interleaved",
-        "norm_type": "layernorm", "norm_bias": False, "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
-        "parallel": True, "shared_norm": True, "feedforward": "gated", "activation": "silu", "ff_bias": False,
-        "logit_scale": c.number("logit_scale", 0.0625), "tie_embeddings": True,
-    }  # fmt: skip
+        "positional": "rope",
+        "rope_theta": c.number("rope.freq_base", 10000.0),
+        "rope_pairing": "interleaved",
+        "norm_type": "layernorm",
+        "norm_bias": False,
+        "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
+        "parallel": True,
+        "shared_norm": True,
+        "feedforward": "gated",
+        "activation": "silu",
+        "ff_bias": False,
+        "logit_scale": c.number("logit_scale", 0.0625),
+        "tie_embeddings": True,
+    }
     if "blk.0.attn_q.bias" in header.tensors:
         spec["attention_bias"] = True
     if "blk.0.attn_q_norm.weight" in header.tensors:
@@ -52,8 +74,12 @@ def gguf_metadata(spec: Spec) -> dict[str, Any]:
 
 
 RECORD = Record(
-    "cohere", "CohereForCausalLM", spec, LLAMA, config,
+    "cohere",
+    "CohereForCausalLM",
+    spec,
+    LLAMA,
+    config,
     Gguf("command-r", LLAMA_LAYOUT, gguf_spec, gguf_metadata, base="sizes"),
-)  # fmt: skip
+)
 
 __all__ = ["RECORD"]

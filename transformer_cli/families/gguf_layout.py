@@ -18,9 +18,12 @@ def _linear(ours: str, theirs: str, parts: str = "Wb") -> dict[str, str]:
 
 
 def _llama_names() -> dict[str, str]:
-    names = {"norm1.gamma": "attn_norm.weight", "norm2.gamma": "ffn_norm.weight",
-             "attention.q_norm.gamma": "attn_q_norm.weight",
-             "attention.k_norm.gamma": "attn_k_norm.weight"}  # fmt: skip
+    names = {
+        "norm1.gamma": "attn_norm.weight",
+        "norm2.gamma": "ffn_norm.weight",
+        "attention.q_norm.gamma": "attn_q_norm.weight",
+        "attention.k_norm.gamma": "attn_k_norm.weight",
+    }
     for x, theirs in (("Q", "attn_q"), ("K", "attn_k"), ("V", "attn_v"), ("O", "attn_output")):
         names |= _linear("attention.{}_" + x, theirs)
     for n, theirs in (("1", "ffn_gate"), ("3", "ffn_up"), ("2", "ffn_down")):
@@ -28,8 +31,11 @@ def _llama_names() -> dict[str, str]:
     return names
 
 
-LLAMA_LAYOUT = Family("blk.{i}.", _llama_names(), {"embedding.E": "token_embd.weight", "head.W": "output.weight",
-                                                   "final_norm.gamma": "output_norm.weight"})  # fmt: skip
+LLAMA_LAYOUT = Family(
+    "blk.{i}.",
+    _llama_names(),
+    {"embedding.E": "token_embd.weight", "head.W": "output.weight", "final_norm.gamma": "output_norm.weight"},
+)
 
 
 def unpermute(heads_key: str) -> Transform:
@@ -63,11 +69,17 @@ LLAMA_REDO = {"attn_q.weight": _Q2, "attn_k.weight": _K2, "attn_q.bias": _Q2, "a
 # the LayerNorm families' (BLOOM, GPT-NeoX, Phi-2): LayerNorms with biases, biases on every projection, and the fused
 # attn_qkv the converter reorders from per-head [q; k; v] groups to [Q; K; V] (how tfm reads a fused tensor)
 _one = lambda spec: 1  # noqa: E731
-LAYERNORM_FUSED = (("attn_qkv.weight", ("attention.W_Q", "attention.W_K", "attention.W_V"), _one),
-                   ("attn_qkv.bias", ("attention.b_Q", "attention.b_K", "attention.b_V"), _one))  # fmt: skip
-LAYERNORM_BLOCK = (linear_names("attention.{}_O", "attn_output") | linear_names("ff.{}1", "ffn_up")
-                   | linear_names("ff.{}2", "ffn_down") | norm_names("norm1", "attn_norm")
-                   | norm_names("norm2", "ffn_norm"))  # fmt: skip
+LAYERNORM_FUSED = (
+    ("attn_qkv.weight", ("attention.W_Q", "attention.W_K", "attention.W_V"), _one),
+    ("attn_qkv.bias", ("attention.b_Q", "attention.b_K", "attention.b_V"), _one),
+)
+LAYERNORM_BLOCK = (
+    linear_names("attention.{}_O", "attn_output")
+    | linear_names("ff.{}1", "ffn_up")
+    | linear_names("ff.{}2", "ffn_down")
+    | norm_names("norm1", "attn_norm")
+    | norm_names("norm2", "ffn_norm")
+)
 LAYERNORM_GLOBALS = {"embedding.E": "token_embd.weight", "head.W": "output.weight"} | norm_names(
     "final_norm", "output_norm"
 )
@@ -75,10 +87,20 @@ LAYERNORM_LAYOUT = Family("blk.{i}.", LAYERNORM_BLOCK, LAYERNORM_GLOBALS, fused=
 
 # the plain feedforward with biases and the attention's output (GPT-2, StarCoder2), the globals with the final
 # norm's bias, and the fused [Q; K; V] rows with their biases
-PLAIN_BLOCK = {"attention.W_O": "attn_output.weight", "attention.b_O": "attn_output.bias", "ff.W1": "ffn_up.weight",
-               "ff.b1": "ffn_up.bias", "ff.W2": "ffn_down.weight", "ff.b2": "ffn_down.bias"}  # fmt: skip
-GLOBALS_WITH_BIAS = {"embedding.E": "token_embd.weight", "head.W": "output.weight",
-                     "final_norm.gamma": "output_norm.weight", "final_norm.beta": "output_norm.bias"}  # fmt: skip
+PLAIN_BLOCK = {
+    "attention.W_O": "attn_output.weight",
+    "attention.b_O": "attn_output.bias",
+    "ff.W1": "ffn_up.weight",
+    "ff.b1": "ffn_up.bias",
+    "ff.W2": "ffn_down.weight",
+    "ff.b2": "ffn_down.bias",
+}
+GLOBALS_WITH_BIAS = {
+    "embedding.E": "token_embd.weight",
+    "head.W": "output.weight",
+    "final_norm.gamma": "output_norm.weight",
+    "final_norm.beta": "output_norm.bias",
+}
 QKV_FUSED = LAYERNORM_FUSED
 
 __all__ = [

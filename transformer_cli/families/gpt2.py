@@ -26,36 +26,63 @@ def spec(c: Keys) -> dict[str, Any]:
         raise c.refuse("add_cross_attention", True, "cross-attention layers; tfm's blocks attend to themselves")
     # reorder_and_upcast_attn only computes the same scores in float32: the same function, nothing to map
     return CAUSAL_PRE | {
-        "N": N, "H": H, "m": whole_heads(c, d, H, "n_embd", "n_head"), "d": d, "r": c.count("n_inner", 4 * d),
-        "V": c.count("vocab_size"), "tie_embeddings": c.flag("tie_word_embeddings", True),
+        "N": N,
+        "H": H,
+        "m": whole_heads(c, d, H, "n_embd", "n_head"),
+        "d": d,
+        "r": c.count("n_inner", 4 * d),
+        "V": c.count("vocab_size"),
+        "tie_embeddings": c.flag("tie_word_embeddings", True),
         "scale": "sqrt" if c.flag("scale_attn_weights", True) else "none",
-        "positional": "learned", "max_len": c.count("n_positions", 1024, "max_position_embeddings"),
-        "norm_eps": c.number("layer_norm_epsilon", 1e-5), "attention_bias": True,
+        "positional": "learned",
+        "max_len": c.count("n_positions", 1024, "max_position_embeddings"),
+        "norm_eps": c.number("layer_norm_epsilon", 1e-5),
+        "attention_bias": True,
         "activation": activation(c, "activation_function", "gelu_new"),
-    }  # fmt: skip
+    }
 
 
 def config(spec: Spec) -> dict[str, Any]:
     """Every key of its config.json (GPT-2 names its sizes its own way)."""
-    return {"vocab_size": spec.V, "n_embd": spec.d, "n_layer": spec.N, "n_head": spec.H,
-            "n_positions": spec.max_len, "n_inner": spec.r, "layer_norm_epsilon": spec.norm_eps,
-            "activation_function": "gelu_new", "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip
+    return {
+        "vocab_size": spec.V,
+        "n_embd": spec.d,
+        "n_layer": spec.N,
+        "n_head": spec.H,
+        "n_positions": spec.max_len,
+        "n_inner": spec.r,
+        "layer_norm_epsilon": spec.norm_eps,
+        "activation_function": "gelu_new",
+        "tie_word_embeddings": spec.tie_embeddings,
+    }
 
 
 def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """GPT-2: learned positions (position_embd), LayerNorms with biases, biases everywhere, gelu (tanh)."""
-    spec = spec | {"positional": "learned", "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
-                    "attention_bias": True, "activation": "gelu"}  # fmt: skip
+    spec = spec | {
+        "positional": "learned",
+        "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
+        "attention_bias": True,
+        "activation": "gelu",
+    }
     return spec | {"max_len": rows(header, "position_embd.weight", "the positions")}
 
 
 GGUF_LAYOUT = Family(
-    "blk.{i}.", PLAIN_BLOCK | norm_names("norm1", "attn_norm") | norm_names("norm2", "ffn_norm"),
-    GLOBALS_WITH_BIAS | {"positional.P": "position_embd.weight"}, fused=QKV_FUSED)  # fmt: skip
+    "blk.{i}.",
+    PLAIN_BLOCK | norm_names("norm1", "attn_norm") | norm_names("norm2", "ffn_norm"),
+    GLOBALS_WITH_BIAS | {"positional.P": "position_embd.weight"},
+    fused=QKV_FUSED,
+)
 RECORD = Record(
-    "gpt2", "GPT2LMHeadModel", spec, GPT2, config, Gguf("gpt2", GGUF_LAYOUT, gguf_spec, base="sizes"),
+    "gpt2",
+    "GPT2LMHeadModel",
+    spec,
+    GPT2,
+    config,
+    Gguf("gpt2", GGUF_LAYOUT, gguf_spec, base="sizes"),
     aliases=((r"^(?!transformer\.)", "transformer."),),  # the hub's GPT-2 files have no "transformer." prefix
     config_alone=True,
-)  # fmt: skip
+)
 
 __all__ = ["RECORD"]

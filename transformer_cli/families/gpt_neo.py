@@ -25,13 +25,25 @@ def spec(c: Keys) -> dict[str, Any]:
     window: dict[str, Any] = {} if "local" not in layers else {"window": c.count("window_size", 256)}
     if window and "global" in layers:
         window["attention_layers"] = ["full" if kind == "global" else "sliding" for kind in layers]
-    return CAUSAL_PRE | window | {
-        "N": N, "H": H, "m": whole_heads(c, d, H, "hidden_size", "num_heads"), "d": d,
-        "r": c.count("intermediate_size", 4 * d), "V": c.count("vocab_size"),
-        "tie_embeddings": c.flag("tie_word_embeddings", True), "scale": "none", "positional": "learned",
-        "max_len": c.count("max_position_embeddings", 2048), "norm_eps": c.number("layer_norm_epsilon", 1e-5),
-        "out_bias": True, "activation": activation(c, "activation_function", "gelu_new"),
-    }  # fmt: skip
+    return (
+        CAUSAL_PRE
+        | window
+        | {
+            "N": N,
+            "H": H,
+            "m": whole_heads(c, d, H, "hidden_size", "num_heads"),
+            "d": d,
+            "r": c.count("intermediate_size", 4 * d),
+            "V": c.count("vocab_size"),
+            "tie_embeddings": c.flag("tie_word_embeddings", True),
+            "scale": "none",
+            "positional": "learned",
+            "max_len": c.count("max_position_embeddings", 2048),
+            "norm_eps": c.number("layer_norm_epsilon", 1e-5),
+            "out_bias": True,
+            "activation": activation(c, "activation_function", "gelu_new"),
+        }
+    )
 
 
 RECORD = Record("gpt_neo", "GPTNeoForCausalLM", spec, GPT_NEO)

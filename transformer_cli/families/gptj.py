@@ -29,30 +29,60 @@ def spec(c: Keys) -> dict[str, Any]:
     if rotated > m or rotated % 2:
         raise c.fail("rotary_dim", rotated, f"an even number of at most the head size {m}")
     rotary = rope(c, c.count("n_positions", 2048, "max_position_embeddings"), m, fraction=rotated / m, partial=True)
-    return CAUSAL_PRE | rotary | {
-        "N": N, "H": H, "m": m, "d": d, "r": c.count("n_inner", 4 * d), "V": c.count("vocab_size"),
-        "tie_embeddings": c.flag("tie_word_embeddings", False), "head_bias": True, "rope_pairing": "interleaved",
-        "norm_eps": c.number("layer_norm_epsilon", 1e-5), "parallel": True, "shared_norm": True,
-        "attention_bias": False, "ff_bias": True, "activation": activation(c, "activation_function", "gelu_new"),
-    }  # fmt: skip
+    return (
+        CAUSAL_PRE
+        | rotary
+        | {
+            "N": N,
+            "H": H,
+            "m": m,
+            "d": d,
+            "r": c.count("n_inner", 4 * d),
+            "V": c.count("vocab_size"),
+            "tie_embeddings": c.flag("tie_word_embeddings", False),
+            "head_bias": True,
+            "rope_pairing": "interleaved",
+            "norm_eps": c.number("layer_norm_epsilon", 1e-5),
+            "parallel": True,
+            "shared_norm": True,
+            "attention_bias": False,
+            "ff_bias": True,
+            "activation": activation(c, "activation_function", "gelu_new"),
+        }
+    )
 
 
 def config(spec: Spec) -> dict[str, Any]:
     """Every key of its config.json (GPT-J names its sizes as GPT-2 does)."""
-    return {"vocab_size": spec.V, "n_embd": spec.d, "n_layer": spec.N, "n_head": spec.H,
-            "n_inner": spec.r, "n_positions": spec.context or 2048, "layer_norm_epsilon": spec.norm_eps,
-            "rotary_dim": spec.rotated_dims, "activation_function": "gelu_new",
-            "tie_word_embeddings": False}  # fmt: skip
+    return {
+        "vocab_size": spec.V,
+        "n_embd": spec.d,
+        "n_layer": spec.N,
+        "n_head": spec.H,
+        "n_inner": spec.r,
+        "n_positions": spec.context or 2048,
+        "layer_norm_epsilon": spec.norm_eps,
+        "rotary_dim": spec.rotated_dims,
+        "activation_function": "gelu_new",
+        "tie_word_embeddings": False,
+    }
 
 
 def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """GPT-J: one LayerNorm shared by parallel attention and feedforward, rope.dimension_count of each head turned
     in adjacent pairs, no biases on q, k, v and o, the feedforward's and the head's biases."""
-    spec = spec | {"positional": "rope", "rope_theta": c.number("rope.freq_base", 10000.0),
-                    "rope_pairing": "interleaved",
-                    "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
-                    "parallel": True, "shared_norm": True, "attention_bias": False, "ff_bias": True,
-                    "head_bias": True, "activation": "gelu"}  # fmt: skip
+    spec = spec | {
+        "positional": "rope",
+        "rope_theta": c.number("rope.freq_base", 10000.0),
+        "rope_pairing": "interleaved",
+        "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
+        "parallel": True,
+        "shared_norm": True,
+        "attention_bias": False,
+        "ff_bias": True,
+        "head_bias": True,
+        "activation": "gelu",
+    }
     spec |= partial_rotary(c, spec["m"])
     return spec
 
@@ -60,9 +90,11 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
 GGUF_LAYOUT = Family(
     "blk.{i}.",
     {f"attention.W_{x}": f"attn_{y}.weight" for x, y in zip("QKVO", ("q", "k", "v", "output"), strict=True)}
-    | linear_names("ff.{}1", "ffn_up") | linear_names("ff.{}2", "ffn_down") | norm_names("norm1", "attn_norm"),
+    | linear_names("ff.{}1", "ffn_up")
+    | linear_names("ff.{}2", "ffn_down")
+    | norm_names("norm1", "attn_norm"),
     LAYERNORM_GLOBALS | {"head.b": "output.bias"},
-)  # fmt: skip
+)
 RECORD = Record(
     "gptj",
     "GPTJForCausalLM",

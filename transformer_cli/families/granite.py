@@ -22,18 +22,26 @@ def spec(c: Keys) -> dict[str, Any]:
     spec = llama_like(c, c.count("num_key_value_heads", None), None, 1e-6, False, 2048)
     embedding = c.number("embedding_multiplier", 1.0)
     return spec | {
-        "attention_bias": c.flag("attention_bias", False), "ff_bias": c.flag("mlp_bias", False),
-        "scale": c.number("attention_multiplier", 1.0), "embed_scale": "none" if embedding == 1.0 else embedding,
-        "residual_scale": c.number("residual_multiplier", 1.0), "logit_scale": 1.0 / c.number("logits_scaling", 1.0),
-    }  # fmt: skip
+        "attention_bias": c.flag("attention_bias", False),
+        "ff_bias": c.flag("mlp_bias", False),
+        "scale": c.number("attention_multiplier", 1.0),
+        "embed_scale": "none" if embedding == 1.0 else embedding,
+        "residual_scale": c.number("residual_multiplier", 1.0),
+        "logit_scale": 1.0 / c.number("logits_scaling", 1.0),
+    }
 
 
 def config(spec: Spec) -> dict[str, Any]:
     """spec -> the config.json keys of Granite's own (a scale of 1/sqrt(m) as its number)."""
-    return {"attention_bias": spec.attention_bias, "mlp_bias": spec.ff_bias, "hidden_act": "silu",
-            "attention_multiplier": spec.scale if isinstance(spec.scale, float) else spec.m**-0.5,
-            "embedding_multiplier": spec.embed_scale if isinstance(spec.embed_scale, float) else 1.0,
-            "residual_multiplier": spec.residual_scale, "logits_scaling": 1.0 / spec.logit_scale}  # fmt: skip
+    return {
+        "attention_bias": spec.attention_bias,
+        "mlp_bias": spec.ff_bias,
+        "hidden_act": "silu",
+        "attention_multiplier": spec.scale if isinstance(spec.scale, float) else spec.m**-0.5,
+        "embedding_multiplier": spec.embed_scale if isinstance(spec.embed_scale, float) else 1.0,
+        "residual_multiplier": spec.residual_scale,
+        "logits_scaling": 1.0 / spec.logit_scale,
+    }
 
 
 def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
@@ -43,8 +51,11 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     if spec.get("out_bias"):  # (Granite's attention_bias is on all four projections: the default)
         del spec["out_bias"]
     embed, residual = c.number("embedding_scale", 1.0), c.number("residual_scale", 1.0)
-    spec |= {"embed_scale": "none" if embed == 1.0 else embed, "residual_scale": residual,
-             "logit_scale": 1.0 / c.number("logit_scale", 1.0)}  # fmt: skip
+    spec |= {
+        "embed_scale": "none" if embed == 1.0 else embed,
+        "residual_scale": residual,
+        "logit_scale": 1.0 / c.number("logit_scale", 1.0),
+    }
     if c.has("attention.scale"):
         spec["scale"] = c.number("attention.scale")
     return spec
@@ -53,16 +64,23 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
 def gguf_metadata(spec: Spec) -> dict[str, Any]:
     """spec -> the granite.* keys beyond LLaMA's (llama.cpp divides the logits by its logit_scale)."""
     embed = spec.embed_scale if isinstance(spec.embed_scale, (int, float)) else 1.0
-    out = {"embedding_scale": float(embed), "residual_scale": float(spec.residual_scale),
-           "logit_scale": 1.0 / float(spec.logit_scale)}  # fmt: skip
+    out = {
+        "embedding_scale": float(embed),
+        "residual_scale": float(spec.residual_scale),
+        "logit_scale": 1.0 / float(spec.logit_scale),
+    }
     if isinstance(spec.scale, (int, float)):
         out["attention.scale"] = float(spec.scale)
     return out
 
 
 RECORD = Record(
-    "granite", "GraniteForCausalLM", spec, LLAMA, config,
+    "granite",
+    "GraniteForCausalLM",
+    spec,
+    LLAMA,
+    config,
     Gguf("granite", LLAMA_LAYOUT, gguf_spec, gguf_metadata, transforms=LLAMA_PERMUTED, redo=LLAMA_REDO),
-)  # fmt: skip
+)
 
 __all__ = ["RECORD"]

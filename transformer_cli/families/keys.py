@@ -99,8 +99,13 @@ class Keys:
     def numbers(self, key: str, length: int) -> tuple[float, ...]:
         """A list of `length` positive numbers (LongRoPE's factors, one per rotated pair)."""
         expected = f"a list of {length} positive numbers"
-        value = self._get(key, (), REQUIRED, lambda v: isinstance(v, list) and len(v) == length
-                          and all(_number(x) for x in v), expected)  # fmt: skip
+        value = self._get(
+            key,
+            (),
+            REQUIRED,
+            lambda v: isinstance(v, list) and len(v) == length and all(_number(x) for x in v),
+            expected,
+        )
         return tuple(float(x) for x in value)
 
     def flag(self, key: str, default: bool) -> bool:

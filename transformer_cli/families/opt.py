@@ -24,12 +24,24 @@ def spec(c: Keys) -> dict[str, Any]:
         raise c.refuse("_remove_final_layer_norm", True, "tfm's pre-norm stacks end with a norm")
     bias = c.flag("enable_bias", True)
     return {
-        "N": c.count("num_hidden_layers"), "H": H, "m": whole_heads(c, d, H), "d": d, "r": c.count("ffn_dim"),
-        "V": c.count("vocab_size"), "tie_embeddings": c.flag("tie_word_embeddings", True), "scale": "sqrt",
-        "mask": "causal", "positional": "learned", "max_len": c.count("max_position_embeddings", 2048),
-        "position_offset": 2, "norm": "pre" if pre else "post", "norm_eps": 1e-5, "attention_bias": bias,
-        "ff_bias": bias, "activation": activation(c, "activation_function", "relu"),
-    } | ({"embed_dim": projected} if projected != d else {})  # fmt: skip
+        "N": c.count("num_hidden_layers"),
+        "H": H,
+        "m": whole_heads(c, d, H),
+        "d": d,
+        "r": c.count("ffn_dim"),
+        "V": c.count("vocab_size"),
+        "tie_embeddings": c.flag("tie_word_embeddings", True),
+        "scale": "sqrt",
+        "mask": "causal",
+        "positional": "learned",
+        "max_len": c.count("max_position_embeddings", 2048),
+        "position_offset": 2,
+        "norm": "pre" if pre else "post",
+        "norm_eps": 1e-5,
+        "attention_bias": bias,
+        "ff_bias": bias,
+        "activation": activation(c, "activation_function", "relu"),
+    } | ({"embed_dim": projected} if projected != d else {})
 
 
 RECORD = Record("opt", "OPTForCausalLM", spec, OPT)

@@ -8,10 +8,16 @@ from .keys import Keys
 
 # transformers' ACT2FN names -> tfm's activations (gelu_new, gelu_fast and gelu_pytorch_tanh are the tanh form)
 ACTIVATIONS = {
-    "gelu": "gelu_exact", "gelu_python": "gelu_exact",
-    "gelu_new": "gelu", "gelu_fast": "gelu", "gelu_pytorch_tanh": "gelu", "gelu_python_tanh": "gelu",
-    "silu": "silu", "swish": "silu", "relu": "relu",
-}  # fmt: skip
+    "gelu": "gelu_exact",
+    "gelu_python": "gelu_exact",
+    "gelu_new": "gelu",
+    "gelu_fast": "gelu",
+    "gelu_pytorch_tanh": "gelu",
+    "gelu_python_tanh": "gelu",
+    "silu": "silu",
+    "swish": "silu",
+    "relu": "relu",
+}
 
 ROPE_TYPES = ("default", "llama3", "linear", "dynamic", "yarn", "longrope")
 STRETCHED = ("linear", "dynamic", "yarn", "longrope")  # their context is longer than the original one
@@ -93,10 +99,13 @@ def _longrope(c: Keys, p: Keys, max_positions: int, head_dim: int | None, share:
         "original_max_position_embeddings", max_positions
     )
     pairs = int((head_dim or 0) * share) // 2
-    out: dict[str, Any] = {"rope_scaling": "longrope", "rope_original_max_len": original,
-                           "rope_factor": p.number("factor", None) or max_positions / original,
-                           "rope_short_factor": list(p.numbers("short_factor", pairs)),
-                           "rope_long_factor": list(p.numbers("long_factor", pairs))}  # fmt: skip
+    out: dict[str, Any] = {
+        "rope_scaling": "longrope",
+        "rope_original_max_len": original,
+        "rope_factor": p.number("factor", None) or max_positions / original,
+        "rope_short_factor": list(p.numbers("short_factor", pairs)),
+        "rope_long_factor": list(p.numbers("long_factor", pairs)),
+    }
     if p.number("attention_factor", None):
         out["rope_attention_factor"] = p.number("attention_factor")
     return out
@@ -111,9 +120,13 @@ def _yarn(c: Keys, p: Keys, max_positions: int) -> dict[str, Any]:
     )
     factor = p.number("factor", None) or max_positions / original
     out: dict[str, Any] = {"rope_factor": factor, "rope_original_max_len": original}
-    for ours, theirs in (("rope_attention_factor", "attention_factor"), ("rope_mscale", "mscale"),
-                         ("rope_mscale_all_dim", "mscale_all_dim"), ("rope_beta_fast", "beta_fast"),
-                         ("rope_beta_slow", "beta_slow")):  # fmt: skip
+    for ours, theirs in (
+        ("rope_attention_factor", "attention_factor"),
+        ("rope_mscale", "mscale"),
+        ("rope_mscale_all_dim", "mscale_all_dim"),
+        ("rope_beta_fast", "beta_fast"),
+        ("rope_beta_slow", "beta_slow"),
+    ):
         value = p.number(theirs, None)
         if value:  # (transformers reads 0 and null as unset alike)
             out[ours] = value
@@ -149,9 +162,18 @@ def _llama3(c: Keys, p: Keys, max_positions: int) -> dict[str, Any]:
 CAUSAL_PRE = {"scale": "sqrt", "mask": "causal", "norm": "pre"}
 
 
-def llama_like(c: Keys, G: int | None, head_dim: int | None, eps: float, tie: bool, max_positions: int,
-                act: str = "silu", gelu: str = "gelu_exact", theta: float = 10000.0, partial: float | None = None,
-                ) -> dict[str, Any]:  # fmt: skip
+def llama_like(
+    c: Keys,
+    G: int | None,
+    head_dim: int | None,
+    eps: float,
+    tie: bool,
+    max_positions: int,
+    act: str = "silu",
+    gelu: str = "gelu_exact",
+    theta: float = 10000.0,
+    partial: float | None = None,
+) -> dict[str, Any]:
     """What the LLaMA layout shares: GQA (`G` read by the family; None is H), heads of `head_dim` (None: d/H),
     RMSNorm, a gated feedforward without biases, rotary positions, an optional tied head."""
     d, H = c.count("hidden_size"), c.count("num_attention_heads")
@@ -159,14 +181,21 @@ def llama_like(c: Keys, G: int | None, head_dim: int | None, eps: float, tie: bo
     positions = c.count("max_position_embeddings", max_positions)
     m = c.count("head_dim", head_dim) or whole_heads(c, d, H)
     return CAUSAL_PRE | {
-        "N": c.count("num_hidden_layers"), "H": H, "m": m,
-        "d": d, "r": c.count("intermediate_size"), "V": c.count("vocab_size"),
+        "N": c.count("num_hidden_layers"),
+        "H": H,
+        "m": m,
+        "d": d,
+        "r": c.count("intermediate_size"),
+        "V": c.count("vocab_size"),
         **kv_heads(c, "num_key_value_heads", G, H),
         "tie_embeddings": c.flag("tie_word_embeddings", tie),
         **rope(c, positions, m, theta, fraction=partial or 1.0, partial=partial is not None),
-        "norm_type": "rmsnorm", "norm_eps": c.number("rms_norm_eps", eps),
-        "feedforward": "gated", "activation": activation(c, "hidden_act", act, gelu), "ff_bias": False,
-    }  # fmt: skip
+        "norm_type": "rmsnorm",
+        "norm_eps": c.number("rms_norm_eps", eps),
+        "feedforward": "gated",
+        "activation": activation(c, "hidden_act", act, gelu),
+        "ff_bias": False,
+    }
 
 
 def window_key(window: int | None) -> dict[str, Any]:

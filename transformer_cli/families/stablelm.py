@@ -26,21 +26,38 @@ def spec(c: Keys) -> dict[str, Any]:
     spec = llama_like(c, c.count("num_key_value_heads", 32), None, 1e-5, False, 4096, partial=0.25)
     parallel = c.flag("use_parallel_residual", False)
     biases = {"attention_bias": True, "out_bias": False} if c.flag("use_qkv_bias", False) else {}
-    return spec | biases | qk | {"norm_type": "layernorm", "norm_eps": c.number("layer_norm_eps", 1e-5),
-                                 "parallel": parallel, "shared_norm": parallel}  # fmt: skip
+    return (
+        spec
+        | biases
+        | qk
+        | {
+            "norm_type": "layernorm",
+            "norm_eps": c.number("layer_norm_eps", 1e-5),
+            "parallel": parallel,
+            "shared_norm": parallel,
+        }
+    )
 
 
 def config(spec: Spec) -> dict[str, Any]:
-    return {"use_qkv_bias": spec.attention_bias, "qk_layernorm": spec.qk_norm, "hidden_act": "silu",
-            "use_parallel_residual": spec.parallel}  # fmt: skip
+    return {
+        "use_qkv_bias": spec.attention_bias,
+        "qk_layernorm": spec.qk_norm,
+        "hidden_act": "silu",
+        "use_parallel_residual": spec.parallel,
+    }
 
 
 def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     spec = spec | {
-        "positional": "rope", "rope_theta": c.number("rope.freq_base", 10000.0), "norm_type": "layernorm",
-        "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5), "feedforward": "gated", "activation": "silu",
+        "positional": "rope",
+        "rope_theta": c.number("rope.freq_base", 10000.0),
+        "norm_type": "layernorm",
+        "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
+        "feedforward": "gated",
+        "activation": "silu",
         "ff_bias": False,
-    }  # fmt: skip
+    }
     spec |= partial_rotary(c, spec["m"])
     if "blk.0.ffn_norm.weight" not in header.tensors:
         spec |= {"parallel": True, "shared_norm": True}
@@ -52,8 +69,9 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 _LAYER_NORMS = {"norm1.beta": "attn_norm.bias", "norm2.beta": "ffn_norm.bias"}
-GGUF_LAYOUT = Family("blk.{i}.", LLAMA_LAYOUT.names | _LAYER_NORMS,
-                     LLAMA_LAYOUT.globals_ | {"final_norm.beta": "output_norm.bias"})  # fmt: skip
+GGUF_LAYOUT = Family(
+    "blk.{i}.", LLAMA_LAYOUT.names | _LAYER_NORMS, LLAMA_LAYOUT.globals_ | {"final_norm.beta": "output_norm.bias"}
+)
 RECORD = Record(
     "stablelm", "StableLmForCausalLM", spec, STABLELM, config, Gguf("stablelm", GGUF_LAYOUT, gguf_spec, base="sizes")
 )

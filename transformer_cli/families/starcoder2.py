@@ -21,34 +21,61 @@ def spec(c: Keys) -> dict[str, Any]:
     d, H = c.count("hidden_size"), c.count("num_attention_heads")
     G, m = c.count("num_key_value_heads", 2), whole_heads(c, d, H)
     bias = c.flag("use_bias", True)
-    return CAUSAL_PRE | window_key(c.nullable_count("sliding_window", None)) | {
-        "N": c.count("num_hidden_layers"), "H": H, "m": m, "d": d, "r": c.count("intermediate_size"),
-        "V": c.count("vocab_size"), **kv_heads(c, "num_key_value_heads", G, H),
-        "tie_embeddings": c.flag("tie_word_embeddings", True), **rope(c, c.count("max_position_embeddings", 4096), m),
-        "norm_eps": c.number("norm_epsilon", 1e-5), "attention_bias": bias, "ff_bias": bias,
-        "activation": activation(c, "hidden_act", "gelu_pytorch_tanh"),
-    }  # fmt: skip
+    return (
+        CAUSAL_PRE
+        | window_key(c.nullable_count("sliding_window", None))
+        | {
+            "N": c.count("num_hidden_layers"),
+            "H": H,
+            "m": m,
+            "d": d,
+            "r": c.count("intermediate_size"),
+            "V": c.count("vocab_size"),
+            **kv_heads(c, "num_key_value_heads", G, H),
+            "tie_embeddings": c.flag("tie_word_embeddings", True),
+            **rope(c, c.count("max_position_embeddings", 4096), m),
+            "norm_eps": c.number("norm_epsilon", 1e-5),
+            "attention_bias": bias,
+            "ff_bias": bias,
+            "activation": activation(c, "hidden_act", "gelu_pytorch_tanh"),
+        }
+    )
 
 
 def config(spec: Spec) -> dict[str, Any]:
-    return {"norm_epsilon": spec.norm_eps, "use_bias": True, "sliding_window": None,
-            "hidden_act": "gelu_pytorch_tanh"}  # fmt: skip
+    return {"norm_epsilon": spec.norm_eps, "use_bias": True, "sliding_window": None, "hidden_act": "gelu_pytorch_tanh"}
 
 
 def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """StarCoder2: LayerNorms with biases, biases on q, k, v, o and the plain MLP (gelu tanh), rotary."""
-    return spec | {"positional": "rope", "rope_theta": c.number("rope.freq_base", 10000.0),
-                    "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5), "attention_bias": True,
-                    "activation": "gelu"}  # fmt: skip
+    return spec | {
+        "positional": "rope",
+        "rope_theta": c.number("rope.freq_base", 10000.0),
+        "norm_eps": c.number("attention.layer_norm_epsilon", 1e-5),
+        "attention_bias": True,
+        "activation": "gelu",
+    }
 
 
 GGUF_LAYOUT = Family(
-    "blk.{i}.", {ours: theirs for ours, theirs in LLAMA_LAYOUT.names.items() if "_norm." not in ours
-                 and not ours.startswith(("norm", "ff."))} | PLAIN_BLOCK | norm_names("norm1", "attn_norm")
-    | norm_names("norm2", "ffn_norm"), GLOBALS_WITH_BIAS)  # fmt: skip
+    "blk.{i}.",
+    {
+        ours: theirs
+        for ours, theirs in LLAMA_LAYOUT.names.items()
+        if "_norm." not in ours and not ours.startswith(("norm", "ff."))
+    }
+    | PLAIN_BLOCK
+    | norm_names("norm1", "attn_norm")
+    | norm_names("norm2", "ffn_norm"),
+    GLOBALS_WITH_BIAS,
+)
 RECORD = Record(
-    "starcoder2", "Starcoder2ForCausalLM", spec, STARCODER2, config,
+    "starcoder2",
+    "Starcoder2ForCausalLM",
+    spec,
+    STARCODER2,
+    config,
     Gguf("starcoder2", GGUF_LAYOUT, gguf_spec, base="sizes"),
-)  # fmt: skip
+)
 
 __all__ = ["RECORD"]

@@ -31,8 +31,12 @@ BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {"llama": llama, "s
 def _arch(gguf: Gguf) -> Arch:
     """A family record's architecture: its reader applied to the spec its base reader makes."""
     base = BASES[gguf.base]
-    return Arch(lambda c, header: gguf.spec(c, header, base(c, header)), gguf.layout, dict(gguf.transforms),
-                redo=dict(gguf.redo))  # fmt: skip
+    return Arch(
+        lambda c, header: gguf.spec(c, header, base(c, header)),
+        gguf.layout,
+        dict(gguf.transforms),
+        redo=dict(gguf.redo),
+    )
 
 
 ARCHITECTURES: dict[str, Arch] = {
@@ -56,12 +60,27 @@ ARCHITECTURES: dict[str, Arch] = {
 
 # a Hugging Face model_type's architecture, and the inverse: the model_type each architecture's files come from (the
 # first of those written to it: llama's files are llama's, also Mistral's and Mixtral's)
-ARCH_OF = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
-           "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "gemma": "gemma", "gemma2": "gemma2",
-           "gemma3_text": "gemma3", "phi3": "phi3", "phimoe": "phimoe",
-           "falcon": "falcon", "olmo2": "olmo2",
-           "gpt_oss": "gpt-oss", "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2", "t5": "t5",
-           "mt5": "t5"}  # fmt: skip
+ARCH_OF = {
+    "llama": "llama",
+    "mistral": "llama",
+    "mixtral": "llama",
+    "qwen2": "qwen2",
+    "qwen3": "qwen3",
+    "qwen2_moe": "qwen2moe",
+    "qwen3_moe": "qwen3moe",
+    "gemma": "gemma",
+    "gemma2": "gemma2",
+    "gemma3_text": "gemma3",
+    "phi3": "phi3",
+    "phimoe": "phimoe",
+    "falcon": "falcon",
+    "olmo2": "olmo2",
+    "gpt_oss": "gpt-oss",
+    "deepseek_v2": "deepseek2",
+    "deepseek_v3": "deepseek2",
+    "t5": "t5",
+    "mt5": "t5",
+}
 ARCH_OF |= {kind: record.gguf.arch for kind, record in RECORDS.items() if record.gguf is not None}
 MODEL_TYPE: dict[str, str] = {}
 for _kind, _arch_name in ARCH_OF.items():

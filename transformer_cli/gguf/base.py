@@ -65,12 +65,24 @@ def llama(c: Keys, header: Header) -> dict[str, Any]:
     G = c.count("attention.head_count_kv", H)
     m = c.count("attention.key_length", None) or d // H
     spec: dict[str, Any] = {
-        "N": c.count("block_count"), "H": H, "m": m, "d": d, "r": c.count("feed_forward_length"),
-        "V": vocabulary(c, header), "scale": "sqrt", "mask": "causal", "positional": "rope", "norm": "pre",
-        "rope_theta": c.number("rope.freq_base", 10000.0), "norm_type": "rmsnorm",
-        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-5), "feedforward": "gated",
-        "activation": "silu", "ff_bias": False, "tie_embeddings": "output.weight" not in header.tensors,
-    }  # fmt: skip
+        "N": c.count("block_count"),
+        "H": H,
+        "m": m,
+        "d": d,
+        "r": c.count("feed_forward_length"),
+        "V": vocabulary(c, header),
+        "scale": "sqrt",
+        "mask": "causal",
+        "positional": "rope",
+        "norm": "pre",
+        "rope_theta": c.number("rope.freq_base", 10000.0),
+        "norm_type": "rmsnorm",
+        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-5),
+        "feedforward": "gated",
+        "activation": "silu",
+        "ff_bias": False,
+        "tie_embeddings": "output.weight" not in header.tensors,
+    }
     if G != H:
         spec["G"] = G
     spec |= partial_rotary(c, m)
@@ -91,9 +103,18 @@ def sizes(c: Keys, header: Header, G_default: int | None = None) -> dict[str, An
     file has no output.weight (tied)."""
     d, H = c.count("embedding_length"), c.count("attention.head_count")
     G = c.count("attention.head_count_kv", G_default or H)
-    out = {"N": c.count("block_count"), "H": H, "m": c.count("attention.key_length", None) or d // H, "d": d,
-           "r": c.count("feed_forward_length"), "V": vocabulary(c, header), "scale": "sqrt", "mask": "causal",
-           "norm": "pre", "tie_embeddings": "output.weight" not in header.tensors}  # fmt: skip
+    out = {
+        "N": c.count("block_count"),
+        "H": H,
+        "m": c.count("attention.key_length", None) or d // H,
+        "d": d,
+        "r": c.count("feed_forward_length"),
+        "V": vocabulary(c, header),
+        "scale": "sqrt",
+        "mask": "causal",
+        "norm": "pre",
+        "tie_embeddings": "output.weight" not in header.tensors,
+    }
     if G != H:
         out["G"] = G
     if c.has("context_length"):
@@ -113,10 +134,16 @@ def rope_scaling(c: Keys, header: Header, m: int) -> dict[str, Any]:
     if kind == "linear":
         return {"rope_scaling": "linear", "rope_factor": c.number("rope.scaling.factor")}
     if kind == "yarn":
-        out: dict[str, Any] = {"rope_scaling": "yarn", "rope_factor": c.number("rope.scaling.factor"),
-                               "rope_original_max_len": c.count("rope.scaling.original_context_length")}  # fmt: skip
-        for ours, theirs in (("rope_beta_fast", "yarn_beta_fast"), ("rope_beta_slow", "yarn_beta_slow"),
-                             ("rope_attention_factor", "yarn_attn_factor")):  # fmt: skip
+        out: dict[str, Any] = {
+            "rope_scaling": "yarn",
+            "rope_factor": c.number("rope.scaling.factor"),
+            "rope_original_max_len": c.count("rope.scaling.original_context_length"),
+        }
+        for ours, theirs in (
+            ("rope_beta_fast", "yarn_beta_fast"),
+            ("rope_beta_slow", "yarn_beta_slow"),
+            ("rope_attention_factor", "yarn_attn_factor"),
+        ):
             if c.has(f"rope.scaling.{theirs}"):
                 out[ours] = c.number(f"rope.scaling.{theirs}")
         return out
@@ -130,9 +157,11 @@ def rope_scaling(c: Keys, header: Header, m: int) -> dict[str, Any]:
     factor = float(factors.max())
     expected = _llama3_factors(c.number("rope.freq_base", 10000.0), m, factor)
     if factors.shape != expected.shape or not np.allclose(factors, expected, rtol=1e-6, atol=0):
-        raise SpecError(f"{header.path}: tensor rope_freqs.weight: factors that are not Llama 3's formula (factor "
-                        f"{factor:g}, bands 1 and 4, original context 8192): tfm reads no other "
-                        "per-pair factors")  # fmt: skip
+        raise SpecError(
+            f"{header.path}: tensor rope_freqs.weight: factors that are not Llama 3's formula (factor "
+            f"{factor:g}, bands 1 and 4, original context 8192): tfm reads no other "
+            "per-pair factors"
+        )
     return {"rope_scaling": "llama3", "rope_factor": factor} | LLAMA3
 
 
@@ -157,11 +186,17 @@ def stacked_experts(names: dict[str, str], globals_: dict[str, str], shared: boo
     dense = {ours: theirs for ours, theirs in names.items() if not ours.startswith("ff.")}
     routed = dense | {"ff.router": "ffn_gate_inp.weight"}
     if shared:
-        routed |= {"ff.shared.W1": "ffn_gate_shexp.weight", "ff.shared.W3": "ffn_up_shexp.weight",
-                   "ff.shared.W2": "ffn_down_shexp.weight",
-                   "ff.shared.W_gate": "ffn_gate_inp_shexp.weight"}  # fmt: skip
-    exps = (("ffn_gate_exps.weight", ("ff.W1",), one), ("ffn_up_exps.weight", ("ff.W3",), one),
-            ("ffn_down_exps.weight", ("ff.W2",), one))  # fmt: skip
+        routed |= {
+            "ff.shared.W1": "ffn_gate_shexp.weight",
+            "ff.shared.W3": "ffn_up_shexp.weight",
+            "ff.shared.W2": "ffn_down_shexp.weight",
+            "ff.shared.W_gate": "ffn_gate_inp_shexp.weight",
+        }
+    exps = (
+        ("ffn_gate_exps.weight", ("ff.W1",), one),
+        ("ffn_up_exps.weight", ("ff.W3",), one),
+        ("ffn_down_exps.weight", ("ff.W2",), one),
+    )
     return Family("blk.{i}.", routed, globals_, fused=exps, stacked=frozenset(t for t, _, _ in exps))
 
 

@@ -18,10 +18,16 @@ from .header import Header
 
 def bert(c: Keys, header: Header) -> dict[str, Any]:
     spec = sizes(c, header) | {
-        "mask": "causal" if c.flag("attention.causal", False) else "none", "norm": "post", "positional": "learned",
-        "max_len": rows(header, "position_embd.weight", "the positions"), "embed_norm": True, "attention_bias": True,
-        "norm_eps": c.number("attention.layer_norm_epsilon", 1e-12), "activation": "gelu_exact", "head": False,
-    }  # fmt: skip
+        "mask": "causal" if c.flag("attention.causal", False) else "none",
+        "norm": "post",
+        "positional": "learned",
+        "max_len": rows(header, "position_embd.weight", "the positions"),
+        "embed_norm": True,
+        "attention_bias": True,
+        "norm_eps": c.number("attention.layer_norm_epsilon", 1e-12),
+        "activation": "gelu_exact",
+        "head": False,
+    }
     for key in ("tie_embeddings", "context"):
         spec.pop(key, None)
     if "token_types.weight" in header.tensors:
@@ -37,13 +43,25 @@ def _norm(ours: str, theirs: str) -> dict[str, str]:
     return {f"{ours}.gamma": f"{theirs}.weight", f"{ours}.beta": f"{theirs}.bias"}
 
 
-BERT = Arch(bert, Family(
-    "blk.{i}.",
-    _linear("attention.{}_Q", "attn_q") | _linear("attention.{}_K", "attn_k") | _linear("attention.{}_V", "attn_v")
-    | _linear("attention.{}_O", "attn_output") | _linear("ff.{}1", "ffn_up") | _linear("ff.{}2", "ffn_down")
-    | _norm("norm1", "attn_output_norm") | _norm("norm2", "layer_output_norm"),
-    {"embedding.E": "token_embd.weight", "embedding.T": "token_types.weight", "positional.P": "position_embd.weight"}
-    | _norm("embedding.norm", "token_embd_norm"),
-))  # fmt: skip
+BERT = Arch(
+    bert,
+    Family(
+        "blk.{i}.",
+        _linear("attention.{}_Q", "attn_q")
+        | _linear("attention.{}_K", "attn_k")
+        | _linear("attention.{}_V", "attn_v")
+        | _linear("attention.{}_O", "attn_output")
+        | _linear("ff.{}1", "ffn_up")
+        | _linear("ff.{}2", "ffn_down")
+        | _norm("norm1", "attn_output_norm")
+        | _norm("norm2", "layer_output_norm"),
+        {
+            "embedding.E": "token_embd.weight",
+            "embedding.T": "token_types.weight",
+            "positional.P": "position_embd.weight",
+        }
+        | _norm("embedding.norm", "token_embd_norm"),
+    ),
+)
 
 __all__ = ["BERT"]

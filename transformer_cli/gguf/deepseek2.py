@@ -31,13 +31,28 @@ def deepseek2(c: Keys, header: Header) -> dict[str, Any]:
     m = c.count("attention.key_length_mla", None) or c.count("attention.key_length")
     v = c.count("attention.value_length_mla", None) or c.count("attention.value_length")
     spec: dict[str, Any] = {
-        "N": N, "H": H, "m": m, "d": d, "r": c.count("feed_forward_length"), "V": vocabulary(c, header),
-        "scale": "sqrt", "mask": "causal", "norm": "pre", "positional": "rope", "rope_pairing": "interleaved",
-        "rope_theta": c.number("rope.freq_base", 10000.0), "norm_type": "rmsnorm",
-        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-6), "feedforward": "gated", "activation": "silu",
-        "ff_bias": False, "tie_embeddings": "output.weight" not in header.tensors, "attention": "latent",
-        "kv_rank": c.count("attention.kv_lora_rank"), "rope_m": rotated,
-    }  # fmt: skip
+        "N": N,
+        "H": H,
+        "m": m,
+        "d": d,
+        "r": c.count("feed_forward_length"),
+        "V": vocabulary(c, header),
+        "scale": "sqrt",
+        "mask": "causal",
+        "norm": "pre",
+        "positional": "rope",
+        "rope_pairing": "interleaved",
+        "rope_theta": c.number("rope.freq_base", 10000.0),
+        "norm_type": "rmsnorm",
+        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-6),
+        "feedforward": "gated",
+        "activation": "silu",
+        "ff_bias": False,
+        "tie_embeddings": "output.weight" not in header.tensors,
+        "attention": "latent",
+        "kv_rank": c.count("attention.kv_lora_rank"),
+        "rope_m": rotated,
+    }
     if v != m:
         spec["v_m"] = v
     if "blk.0.attn_q_a.weight" in header.tensors:
@@ -74,8 +89,12 @@ def _experts(c: Keys, header: Header, N: int) -> dict[str, Any]:
         return {}
     first = c.index("leading_dense_block_count", 0)
     E, r_e = c.count("expert_count"), c.count("expert_feed_forward_length")
-    out: dict[str, Any] = {"E": E, "k": c.count("expert_used_count"), "expert_r": r_e,
-                           "router_renorm": c.flag("expert_weights_norm", False)}  # fmt: skip
+    out: dict[str, Any] = {
+        "E": E,
+        "k": c.count("expert_used_count"),
+        "expert_r": r_e,
+        "router_renorm": c.flag("expert_weights_norm", False),
+    }
     shared = c.index("expert_shared_count", 0)
     if shared:
         out["shared_r"] = shared * r_e
@@ -86,8 +105,11 @@ def _experts(c: Keys, header: Header, N: int) -> dict[str, Any]:
         out |= {"router_score": "sigmoid", "router_bias": f"blk.{first}.exp_probs_b.bias" in header.tensors}
     groups = c.index("expert_group_count", 1)
     if groups > 1:
-        out |= {"router_groups": groups, "router_topk_groups": c.count("expert_group_used_count"),
-                "router_group_score": "top2" if sigmoid else "max"}  # fmt: skip
+        out |= {
+            "router_groups": groups,
+            "router_topk_groups": c.count("expert_group_used_count"),
+            "router_group_score": "top2" if sigmoid else "max",
+        }
     scale = c.number("expert_weights_scale", 1.0)
     if scale not in (0.0, 1.0):
         out["router_scale"] = scale
@@ -114,22 +136,41 @@ def _kv_b_divided(whole: np.ndarray, spec) -> list[np.ndarray]:
 
 
 _one = lambda spec: 1  # noqa: E731
-_NAMES = {"norm1.gamma": "attn_norm.weight", "norm2.gamma": "ffn_norm.weight", "attention.W_QA": "attn_q_a.weight",
-          "attention.q_a_norm.gamma": "attn_q_a_norm.weight", "attention.W_QB": "attn_q_b.weight",
-          "attention.W_Q": "attn_q.weight", "attention.W_KVA": "attn_kv_a_mqa.weight",
-          "attention.kv_a_norm.gamma": "attn_kv_a_norm.weight", "attention.W_KVB": "attn_kv_b.weight",
-          "attention.W_O": "attn_output.weight", "ff.W1": "ffn_gate.weight", "ff.W3": "ffn_up.weight",
-          "ff.W2": "ffn_down.weight", "ff.router": "ffn_gate_inp.weight", "ff.router_bias": "exp_probs_b.bias",
-          "ff.shared.W1": "ffn_gate_shexp.weight", "ff.shared.W3": "ffn_up_shexp.weight",
-          "ff.shared.W2": "ffn_down_shexp.weight"}  # fmt: skip
-_EXPERTS = (("ffn_gate_exps.weight", ("ff.W1",), _one), ("ffn_up_exps.weight", ("ff.W3",), _one),
-            ("ffn_down_exps.weight", ("ff.W2",), _one))  # fmt: skip
+_NAMES = {
+    "norm1.gamma": "attn_norm.weight",
+    "norm2.gamma": "ffn_norm.weight",
+    "attention.W_QA": "attn_q_a.weight",
+    "attention.q_a_norm.gamma": "attn_q_a_norm.weight",
+    "attention.W_QB": "attn_q_b.weight",
+    "attention.W_Q": "attn_q.weight",
+    "attention.W_KVA": "attn_kv_a_mqa.weight",
+    "attention.kv_a_norm.gamma": "attn_kv_a_norm.weight",
+    "attention.W_KVB": "attn_kv_b.weight",
+    "attention.W_O": "attn_output.weight",
+    "ff.W1": "ffn_gate.weight",
+    "ff.W3": "ffn_up.weight",
+    "ff.W2": "ffn_down.weight",
+    "ff.router": "ffn_gate_inp.weight",
+    "ff.router_bias": "exp_probs_b.bias",
+    "ff.shared.W1": "ffn_gate_shexp.weight",
+    "ff.shared.W3": "ffn_up_shexp.weight",
+    "ff.shared.W2": "ffn_down_shexp.weight",
+}
+_EXPERTS = (
+    ("ffn_gate_exps.weight", ("ff.W1",), _one),
+    ("ffn_up_exps.weight", ("ff.W3",), _one),
+    ("ffn_down_exps.weight", ("ff.W2",), _one),
+)
 DEEPSEEK2 = Arch(
     deepseek2,
-    Family("blk.{i}.", _NAMES, {"embedding.E": "token_embd.weight", "head.W": "output.weight",
-                                "final_norm.gamma": "output_norm.weight"},
-           fused=_EXPERTS, stacked=frozenset(t for t, _, _ in _EXPERTS)),
+    Family(
+        "blk.{i}.",
+        _NAMES,
+        {"embedding.E": "token_embd.weight", "head.W": "output.weight", "final_norm.gamma": "output_norm.weight"},
+        fused=_EXPERTS,
+        stacked=frozenset(t for t, _, _ in _EXPERTS),
+    ),
     joined={"attn_kv_b.weight": Joined(_kv_b_pieces, _kv_b, _kv_b_divided)},
-)  # fmt: skip
+)
 
 __all__ = ["DEEPSEEK2"]

@@ -21,10 +21,13 @@ BIG = {"gemma2": 46, "gemma3": 62}  # (see the module's docstring)
 GEMMA2_LAYOUT = Family(
     "blk.{i}.",
     {ours: theirs for ours, theirs in LLAMA_LAYOUT.names.items() if not ours.startswith("norm2")}
-    | {"norm1_out.gamma": "post_attention_norm.weight", "norm2.gamma": "ffn_norm.weight",
-       "norm2_out.gamma": "post_ffw_norm.weight"},
+    | {
+        "norm1_out.gamma": "post_attention_norm.weight",
+        "norm2.gamma": "ffn_norm.weight",
+        "norm2_out.gamma": "post_ffw_norm.weight",
+    },
     LLAMA_LAYOUT.globals_,
-)  # fmt: skip  # llama.cpp's LLM_TYPE_27B: the score scale from d / H
+)
 
 
 def _less_one(rows: np.ndarray, meta: dict[str, Any]) -> np.ndarray:
@@ -32,18 +35,32 @@ def _less_one(rows: np.ndarray, meta: dict[str, Any]) -> np.ndarray:
     return rows - 1.0
 
 
-NORMS = ("attn_norm.weight", "ffn_norm.weight", "post_attention_norm.weight", "post_ffw_norm.weight",
-         "attn_q_norm.weight", "attn_k_norm.weight", "output_norm.weight")  # fmt: skip
+NORMS = (
+    "attn_norm.weight",
+    "ffn_norm.weight",
+    "post_attention_norm.weight",
+    "post_ffw_norm.weight",
+    "attn_q_norm.weight",
+    "attn_k_norm.weight",
+    "output_norm.weight",
+)
 LESS_ONE: dict[str, Transform] = dict.fromkeys(NORMS, _less_one)
 PLUS_ONE: dict[str, Transform] = dict.fromkeys(NORMS, lambda rows, meta: rows + 1.0)
 
 
 def _common(c: Keys, header: Header, base: float) -> dict[str, Any]:
     return sizes(c, header) | {
-        "positional": "rope", "rope_theta": c.number("rope.freq_base", base), "norm_type": "rmsnorm",
-        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-6), "norm_plus_one": True, "embed_scale": "sqrt",
-        "feedforward": "gated", "activation": "gelu", "ff_bias": False, "tie_embeddings": True,
-    }  # fmt: skip
+        "positional": "rope",
+        "rope_theta": c.number("rope.freq_base", base),
+        "norm_type": "rmsnorm",
+        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-6),
+        "norm_plus_one": True,
+        "embed_scale": "sqrt",
+        "feedforward": "gated",
+        "activation": "gelu",
+        "ff_bias": False,
+        "tie_embeddings": True,
+    }
 
 
 def gemma(c: Keys, header: Header) -> dict[str, Any]:

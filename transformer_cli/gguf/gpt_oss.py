@@ -15,13 +15,18 @@ from .base import LLAMA_LAYOUT, Arch, llama
 from .header import Header
 
 _one = lambda spec: 1  # noqa: E731
-_EXPERTS = {"ffn_gate_exps.weight": "ff.W1", "ffn_up_exps.weight": "ff.W3", "ffn_down_exps.weight": "ff.W2",
-            "ffn_gate_exps.bias": "ff.b1", "ffn_up_exps.bias": "ff.b3", "ffn_down_exps.bias": "ff.b2"}  # fmt: skip
+_EXPERTS = {
+    "ffn_gate_exps.weight": "ff.W1",
+    "ffn_up_exps.weight": "ff.W3",
+    "ffn_down_exps.weight": "ff.W2",
+    "ffn_gate_exps.bias": "ff.b1",
+    "ffn_up_exps.bias": "ff.b3",
+    "ffn_down_exps.bias": "ff.b2",
+}
 
 
 def gpt_oss(c: Keys, header: Header) -> dict[str, Any]:
-    spec = llama(c, header) | {"feedforward": "clamped", "ff_bias": True, "attn_sinks": True,
-                               "router_logit_bias": True}  # fmt: skip
+    spec = llama(c, header) | {"feedforward": "clamped", "ff_bias": True, "attn_sinks": True, "router_logit_bias": True}
     spec.pop("out_bias", None)  # (q, k, v and o all have biases: attention_bias's default)
     if spec.get("rope_scaling") == "yarn":
         spec["rope_truncate"] = False
@@ -31,14 +36,21 @@ def gpt_oss(c: Keys, header: Header) -> dict[str, Any]:
     return spec
 
 
-GPT_OSS = Arch(gpt_oss, Family(
-    "blk.{i}.",
-    {ours: theirs for ours, theirs in LLAMA_LAYOUT.names.items() if not ours.startswith(("ff.", "norm2"))}
-    | {"norm2.gamma": "post_attention_norm.weight", "attention.sinks": "attn_sinks.weight",
-       "ff.router": "ffn_gate_inp.weight", "ff.router_b": "ffn_gate_inp.bias"},
-    LLAMA_LAYOUT.globals_,
-    fused=tuple((theirs, (ours,), _one) for theirs, ours in _EXPERTS.items()),
-    stacked=frozenset(_EXPERTS),
-))  # fmt: skip
+GPT_OSS = Arch(
+    gpt_oss,
+    Family(
+        "blk.{i}.",
+        {ours: theirs for ours, theirs in LLAMA_LAYOUT.names.items() if not ours.startswith(("ff.", "norm2"))}
+        | {
+            "norm2.gamma": "post_attention_norm.weight",
+            "attention.sinks": "attn_sinks.weight",
+            "ff.router": "ffn_gate_inp.weight",
+            "ff.router_b": "ffn_gate_inp.bias",
+        },
+        LLAMA_LAYOUT.globals_,
+        fused=tuple((theirs, (ours,), _one) for theirs, ours in _EXPERTS.items()),
+        stacked=frozenset(_EXPERTS),
+    ),
+)
 
 __all__ = ["GPT_OSS"]

@@ -24,12 +24,36 @@ VERSIONS = (2, 3)
 MAX_DIMS = 4  # GGML_MAX_DIMS
 DEFAULT_ALIGNMENT = 32
 # GGUFValueType: (struct format, size); 8 is a string, 9 an array
-SCALARS = {0: ("<B", 1), 1: ("<b", 1), 2: ("<H", 2), 3: ("<h", 2), 4: ("<I", 4), 5: ("<i", 4), 6: ("<f", 4),
-           7: ("<?", 1), 10: ("<Q", 8), 11: ("<q", 8), 12: ("<d", 8)}  # fmt: skip
+SCALARS = {
+    0: ("<B", 1),
+    1: ("<b", 1),
+    2: ("<H", 2),
+    3: ("<h", 2),
+    4: ("<I", 4),
+    5: ("<i", 4),
+    6: ("<f", 4),
+    7: ("<?", 1),
+    10: ("<Q", 8),
+    11: ("<q", 8),
+    12: ("<d", 8),
+}
 UINT32, FLOAT32, STRING, ARRAY = 4, 6, 8, 9
 # GGUFValueType's names
-TYPE_NAMES = {0: "UINT8", 1: "INT8", 2: "UINT16", 3: "INT16", 4: "UINT32", 5: "INT32", 6: "FLOAT32", 7: "BOOL",
-              8: "STRING", 9: "ARRAY", 10: "UINT64", 11: "INT64", 12: "FLOAT64"}  # fmt: skip
+TYPE_NAMES = {
+    0: "UINT8",
+    1: "INT8",
+    2: "UINT16",
+    3: "INT16",
+    4: "UINT32",
+    5: "INT32",
+    6: "FLOAT32",
+    7: "BOOL",
+    8: "STRING",
+    9: "ARRAY",
+    10: "UINT64",
+    11: "INT64",
+    12: "FLOAT64",
+}
 KEPT_ITEMS = 1 << 16  # numeric arrays up to this many items are kept as values; longer ones by their count only
 
 
@@ -132,8 +156,10 @@ class _Reader:
         if smallest is None:
             raise self.fail(f"metadata {key}: unknown item type {item}")
         if count * smallest > self.left:
-            raise self.fail(f"metadata {key}: an array of {count:,} items needs at least {count * smallest:,} bytes, "
-                            f"the file has {self.left:,} left")  # fmt: skip
+            raise self.fail(
+                f"metadata {key}: an array of {count:,} items needs at least {count * smallest:,} bytes, "
+                f"the file has {self.left:,} left"
+            )
         if item == STRING and (count <= KEPT_ITEMS or key in self.whole):
             return [self.string(f"item {i} of {key}") for i in range(count)]
         if item == STRING:
@@ -193,8 +219,10 @@ def read_header(path: str | Path, whole: frozenset[str] = frozenset()) -> Header
                 raise r.fail(f"tensor {name}: unknown type {kind}")
             block, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(kind)]
             if min(dims) < 1 or dims[0] % block:
-                raise r.fail(f"tensor {name}: dims {list(dims)} (each at least 1, the first a multiple of {block} for "
-                             f"{GGMLQuantizationType(kind).name})")  # fmt: skip
+                raise r.fail(
+                    f"tensor {name}: dims {list(dims)} (each at least 1, the first a multiple of {block} for "
+                    f"{GGMLQuantizationType(kind).name})"
+                )
             elements = 1
             for n in dims:
                 elements *= n
@@ -218,8 +246,10 @@ def _check_table(r: _Reader, infos: list[TensorInfo], data_offset: int, alignmen
         if t.offset % alignment:
             raise r.fail(f"tensor {t.name}: offset {t.offset:,} is not a multiple of the alignment {alignment}")
         if t.offset + t.nbytes > end:
-            raise r.fail(f"tensor {t.name}: {t.nbytes:,} bytes at offset {t.offset:,} run past the end of the data "
-                         f"({end:,} bytes)")  # fmt: skip
+            raise r.fail(
+                f"tensor {t.name}: {t.nbytes:,} bytes at offset {t.offset:,} run past the end of the data "
+                f"({end:,} bytes)"
+            )
         if previous is not None and previous.offset + previous.nbytes > t.offset:
             raise r.fail(f"tensors {previous.name} and {t.name} overlap")
         previous = t

@@ -26,19 +26,29 @@ def _rope(spec: Spec) -> dict[str, Any]:
     if kind == "linear":
         out["rope_scaling"] = {"rope_type": "linear", "factor": spec.rope_factor}
     elif kind == "llama3":
-        out["rope_scaling"] = {"rope_type": "llama3", "factor": spec.rope_factor,
-                               "low_freq_factor": spec.rope_low_freq_factor,
-                               "high_freq_factor": spec.rope_high_freq_factor,
-                               "original_max_position_embeddings": spec.rope_original_max_len}  # fmt: skip
+        out["rope_scaling"] = {
+            "rope_type": "llama3",
+            "factor": spec.rope_factor,
+            "low_freq_factor": spec.rope_low_freq_factor,
+            "high_freq_factor": spec.rope_high_freq_factor,
+            "original_max_position_embeddings": spec.rope_original_max_len,
+        }
     elif kind == "yarn":
-        out["rope_scaling"] = {"rope_type": "yarn", "factor": spec.rope_factor, "beta_fast": spec.rope_beta_fast,
-                               "beta_slow": spec.rope_beta_slow,
-                               "original_max_position_embeddings": spec.rope_original_max_len}  # fmt: skip
+        out["rope_scaling"] = {
+            "rope_type": "yarn",
+            "factor": spec.rope_factor,
+            "beta_fast": spec.rope_beta_fast,
+            "beta_slow": spec.rope_beta_slow,
+            "original_max_position_embeddings": spec.rope_original_max_len,
+        }
         if spec.rope_attention_factor is not None:
             out["rope_scaling"]["attention_factor"] = spec.rope_attention_factor
     elif kind == "longrope":
-        out["rope_scaling"] = {"rope_type": "longrope", "short_factor": list(spec.rope_short_factor or ()),
-                               "long_factor": list(spec.rope_long_factor or ())}  # fmt: skip
+        out["rope_scaling"] = {
+            "rope_type": "longrope",
+            "short_factor": list(spec.rope_short_factor or ()),
+            "long_factor": list(spec.rope_long_factor or ()),
+        }
         out["original_max_position_embeddings"] = spec.rope_original_max_len
     return out
 
@@ -46,8 +56,10 @@ def _rope(spec: Spec) -> dict[str, Any]:
 def hf_config(spec: Spec, arch: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
     """The config.json transformers builds the GGUF file's model from (its special tokens from the metadata's
     tokenizer.ggml.*_token_id, else none: a family's default padding id may lie past a small vocabulary)."""
-    tokens = {f"{kind}_token_id": (metadata or {}).get(f"tokenizer.ggml.{name}_token_id")
-              for kind, name in (("pad", "padding"), ("bos", "bos"), ("eos", "eos"))}  # fmt: skip
+    tokens = {
+        f"{kind}_token_id": (metadata or {}).get(f"tokenizer.ggml.{name}_token_id")
+        for kind, name in (("pad", "padding"), ("bos", "bos"), ("eos", "eos"))
+    }
     return hf_model_config(spec, arch) | tokens
 
 
@@ -58,20 +70,37 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         kind = "mixtral"
     if kind == "deepseek_v2" and spec.router_score == "sigmoid":
         kind = "deepseek_v3"
-    sizes = {"vocab_size": spec.V, "hidden_size": spec.d, "intermediate_size": spec.r, "num_hidden_layers": spec.N,
-             "num_attention_heads": spec.H, "num_key_value_heads": spec.kv_heads, "head_dim": spec.m,
-             "max_position_embeddings": spec.context or spec.max_len or 2048,
-             "tie_word_embeddings": spec.tie_embeddings}  # fmt: skip
+    sizes = {
+        "vocab_size": spec.V,
+        "hidden_size": spec.d,
+        "intermediate_size": spec.r,
+        "num_hidden_layers": spec.N,
+        "num_attention_heads": spec.H,
+        "num_key_value_heads": spec.kv_heads,
+        "head_dim": spec.m,
+        "max_position_embeddings": spec.context or spec.max_len or 2048,
+        "tie_word_embeddings": spec.tie_embeddings,
+    }
     out: dict[str, Any] = {"architectures": [CLASSES[kind]], "model_type": kind}
     if kind in RECORDS and RECORDS[kind].config_alone:
         return out | RECORDS[kind].config(spec)
     if kind == "falcon":
         two = not spec.shared_norm
-        return out | {k: v for k, v in sizes.items() if k not in ("num_key_value_heads", "head_dim",
-                                                                   "intermediate_size")} | {
-            "ffn_hidden_size": spec.r, "layer_norm_epsilon": spec.norm_eps, "new_decoder_architecture": two,
-            "multi_query": spec.kv_heads == 1, "num_kv_heads": spec.kv_heads, "parallel_attn": True, "bias": False,
-            "alibi": False, **_rope(spec)}  # fmt: skip
+        return (
+            out
+            | {k: v for k, v in sizes.items() if k not in ("num_key_value_heads", "head_dim", "intermediate_size")}
+            | {
+                "ffn_hidden_size": spec.r,
+                "layer_norm_epsilon": spec.norm_eps,
+                "new_decoder_architecture": two,
+                "multi_query": spec.kv_heads == 1,
+                "num_kv_heads": spec.kv_heads,
+                "parallel_attn": True,
+                "bias": False,
+                "alibi": False,
+                **_rope(spec),
+            }
+        )
     if kind.startswith("deepseek"):
         return out | _deepseek(spec, sizes)
     if kind == "t5":
@@ -83,9 +112,14 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         out |= RECORDS[kind].config(spec)
     if kind == "gpt_oss":
         layers = spec.attention_layers or ("full",) * spec.N
-        out |= {"attention_bias": True, "num_local_experts": spec.E, "num_experts_per_tok": spec.k,
-                "sliding_window": spec.window, "layer_types": [f"{kind}_attention" for kind in layers],
-                "swiglu_limit": spec.swiglu_limit}  # fmt: skip
+        out |= {
+            "attention_bias": True,
+            "num_local_experts": spec.E,
+            "num_experts_per_tok": spec.k,
+            "sliding_window": spec.window,
+            "layer_types": [f"{kind}_attention" for kind in layers],
+            "swiglu_limit": spec.swiglu_limit,
+        }
         if spec.rope_scaling == "yarn":
             out["rope_scaling"]["truncate"] = spec.rope_truncate
     if spec.norm_type == "rmsnorm":
@@ -99,17 +133,26 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
     if kind in ("qwen2", "qwen3"):
         out["use_sliding_window"] = False
     if kind in ("qwen2_moe", "qwen3_moe"):
-        out |= {"num_experts": spec.E, "num_experts_per_tok": spec.k, "moe_intermediate_size": spec.expert_r,
-                "norm_topk_prob": spec.router_renorm, "decoder_sparse_step": 1, "mlp_only_layers": [],
-                "use_sliding_window": False}  # fmt: skip
+        out |= {
+            "num_experts": spec.E,
+            "num_experts_per_tok": spec.k,
+            "moe_intermediate_size": spec.expert_r,
+            "norm_topk_prob": spec.router_renorm,
+            "decoder_sparse_step": 1,
+            "mlp_only_layers": [],
+            "use_sliding_window": False,
+        }
         if spec.shared_r:
             out["shared_expert_intermediate_size"] = spec.shared_r
     if kind.startswith("gemma"):
         out |= {"hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh"}
     if kind in ("gemma2", "gemma3_text"):
-        out |= {"query_pre_attn_scalar": spec.m if spec.scale == "sqrt" else float(spec.scale) ** -2,
-                "sliding_window": spec.window, "attn_logit_softcapping": spec.attn_softcap,
-                "final_logit_softcapping": spec.logit_softcap}  # fmt: skip
+        out |= {
+            "query_pre_attn_scalar": spec.m if spec.scale == "sqrt" else float(spec.scale) ** -2,
+            "sliding_window": spec.window,
+            "attn_logit_softcapping": spec.attn_softcap,
+            "final_logit_softcapping": spec.logit_softcap,
+        }
     if kind == "gemma3_text":
         out |= {"sliding_window_pattern": 6, "rope_local_base_freq": spec.rope_local_theta or spec.rope_theta}
     if kind == "phi3":
@@ -122,14 +165,22 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
 def _phimoe(spec: Spec) -> dict[str, Any]:
     """PhiMoE's keys: LayerNorms whose eps is rms_norm_eps, the head's bias, sparsemixer's threshold, and
     LongRoPE's attention factor as short_mscale and long_mscale (its original context in rope_scaling)."""
-    out: dict[str, Any] = {"rms_norm_eps": spec.norm_eps, "lm_head_bias": spec.head_bias,
-                           "attention_bias": spec.attention_bias, "sliding_window": spec.window,
-                           "num_local_experts": spec.E, "num_experts_per_tok": spec.k,
-                           "router_jitter_noise": spec.router_jitter, "hidden_act": "silu"}  # fmt: skip
+    out: dict[str, Any] = {
+        "rms_norm_eps": spec.norm_eps,
+        "lm_head_bias": spec.head_bias,
+        "attention_bias": spec.attention_bias,
+        "sliding_window": spec.window,
+        "num_local_experts": spec.E,
+        "num_experts_per_tok": spec.k,
+        "router_jitter_noise": spec.router_jitter,
+        "hidden_act": "silu",
+    }
     if spec.rope_scaling == "longrope":
         out["rope_scaling"] = _rope(spec)["rope_scaling"] | {
-            "short_mscale": spec.rope_attention_factor, "long_mscale": spec.rope_attention_factor,
-            "original_max_position_embeddings": spec.rope_original_max_len}  # fmt: skip
+            "short_mscale": spec.rope_attention_factor,
+            "long_mscale": spec.rope_attention_factor,
+            "original_max_position_embeddings": spec.rope_original_max_len,
+        }
     return out
 
 
@@ -137,27 +188,53 @@ def _t5(spec: Spec) -> dict[str, Any]:
     """T5's keys: its own head as T5 1.1's config (t5, untied); a tied one unscaled as mT5's config is (T5's
     config would scale it by d^-1/2, which the GGUF file's model does not)."""
     kind = "t5" if not spec.tie_embeddings else "mt5"
-    return {"architectures": [CLASSES[kind]], "model_type": kind, "is_encoder_decoder": True, "vocab_size": spec.V,
-            "d_model": spec.d, "d_kv": spec.m, "d_ff": spec.r, "num_layers": spec.N_enc, "num_decoder_layers": spec.N,
-            "num_heads": spec.H, "relative_attention_num_buckets": spec.rel_buckets,
-            "relative_attention_max_distance": spec.rel_max_distance, "layer_norm_epsilon": spec.norm_eps,
-            "feed_forward_proj": "gated-gelu" if spec.feedforward == "gated" else spec.activation,
-            "tie_word_embeddings": spec.tie_embeddings, "decoder_start_token_id": 0}  # fmt: skip
+    return {
+        "architectures": [CLASSES[kind]],
+        "model_type": kind,
+        "is_encoder_decoder": True,
+        "vocab_size": spec.V,
+        "d_model": spec.d,
+        "d_kv": spec.m,
+        "d_ff": spec.r,
+        "num_layers": spec.N_enc,
+        "num_decoder_layers": spec.N,
+        "num_heads": spec.H,
+        "relative_attention_num_buckets": spec.rel_buckets,
+        "relative_attention_max_distance": spec.rel_max_distance,
+        "layer_norm_epsilon": spec.norm_eps,
+        "feed_forward_proj": "gated-gelu" if spec.feedforward == "gated" else spec.activation,
+        "tie_word_embeddings": spec.tie_embeddings,
+        "decoder_start_token_id": 0,
+    }
 
 
 def _deepseek(spec: Spec, sizes: dict[str, Any]) -> dict[str, Any]:
     """DeepSeek-V2's or V3's keys (V3: the sigmoid router, its correction bias, groups by their best two)."""
     rotated, dense = spec.rotated_dims, spec.feedforward_layers or ()
-    out = {k: v for k, v in sizes.items() if k != "head_dim"} | _rope(spec) | {
-        "num_key_value_heads": spec.H, "kv_lora_rank": spec.kv_rank, "q_lora_rank": spec.q_rank,
-        "qk_rope_head_dim": rotated, "qk_nope_head_dim": spec.m - rotated, "v_head_dim": spec.value_size,
-        "rms_norm_eps": spec.norm_eps, "attention_bias": False, "hidden_act": "silu",
-        "n_routed_experts": spec.E, "num_experts_per_tok": spec.k, "moe_intermediate_size": spec.expert_r,
-        "n_shared_experts": (spec.shared_r or 0) // (spec.expert_r or 1),
-        "first_k_dense_replace": sum(1 for kind in dense if kind == "dense"),
-        "n_group": spec.router_groups or 1, "topk_group": spec.router_topk_groups or 1,
-        "routed_scaling_factor": spec.router_scale, "norm_topk_prob": spec.router_renorm,
-    }  # fmt: skip
+    out = (
+        {k: v for k, v in sizes.items() if k != "head_dim"}
+        | _rope(spec)
+        | {
+            "num_key_value_heads": spec.H,
+            "kv_lora_rank": spec.kv_rank,
+            "q_lora_rank": spec.q_rank,
+            "qk_rope_head_dim": rotated,
+            "qk_nope_head_dim": spec.m - rotated,
+            "v_head_dim": spec.value_size,
+            "rms_norm_eps": spec.norm_eps,
+            "attention_bias": False,
+            "hidden_act": "silu",
+            "n_routed_experts": spec.E,
+            "num_experts_per_tok": spec.k,
+            "moe_intermediate_size": spec.expert_r,
+            "n_shared_experts": (spec.shared_r or 0) // (spec.expert_r or 1),
+            "first_k_dense_replace": sum(1 for kind in dense if kind == "dense"),
+            "n_group": spec.router_groups or 1,
+            "topk_group": spec.router_topk_groups or 1,
+            "routed_scaling_factor": spec.router_scale,
+            "norm_topk_prob": spec.router_renorm,
+        }
+    )
     out.pop("partial_rotary_factor", None)
     if spec.rope_scaling == "yarn":
         out["rope_scaling"] |= {"mscale": spec.rope_mscale, "mscale_all_dim": spec.rope_mscale_all_dim}

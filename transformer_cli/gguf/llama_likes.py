@@ -21,11 +21,14 @@ def olmo2(c: Keys, header: Header) -> dict[str, Any]:
     return llama(c, header) | {"norm": "output", "qk_norm": True, "qk_norm_over": "all"}
 
 
-OLMO2 = Arch(olmo2, Family(
-    "blk.{i}.",
-    {ours: theirs for ours, theirs in LLAMA_LAYOUT.names.items() if not ours.startswith(("norm1", "norm2"))}
-    | {"norm1_out.gamma": "post_attention_norm.weight", "norm2_out.gamma": "post_ffw_norm.weight"},
-    LLAMA_LAYOUT.globals_,
-))  # fmt: skip
+OLMO2 = Arch(
+    olmo2,
+    Family(
+        "blk.{i}.",
+        {ours: theirs for ours, theirs in LLAMA_LAYOUT.names.items() if not ours.startswith(("norm1", "norm2"))}
+        | {"norm1_out.gamma": "post_attention_norm.weight", "norm2_out.gamma": "post_ffw_norm.weight"},
+        LLAMA_LAYOUT.globals_,
+    ),
+)
 
 __all__ = ["OLMO2"]

@@ -34,8 +34,13 @@ from .archs import ARCHITECTURES
 MIXES = {"q3_k_m": "Q3_K", "q4_k_s": "Q4_K", "q4_k_m": "Q4_K", "q5_k_s": "Q5_K", "q5_k_m": "Q5_K"}
 FALLBACK = {"Q3_K": "Q4_0", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0"}
 Shape = tuple[int, ...]
-KEPT = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight",
-        "token_types.weight")  # fmt: skip
+KEPT = (
+    "_norm.weight",
+    "ffn_gate_inp.weight",
+    "ffn_gate_inp_shexp.weight",
+    "position_embd.weight",
+    "token_types.weight",
+)
 
 
 def use_more_bits(i: int, n: int) -> bool:
@@ -79,8 +84,9 @@ def _block_type(mix: str, short: str, i: int, spec: Spec, falcon: bool) -> str:
     return kind
 
 
-def tensor_type(mix: str, name: str, shape: tuple[int, ...], spec: Spec, tied: bool, falcon: bool = False
-                ) -> str | None:  # fmt: skip
+def tensor_type(
+    mix: str, name: str, shape: tuple[int, ...], spec: Spec, tied: bool, falcon: bool = False
+) -> str | None:
     """The GGML type llama-quantize gives GGUF tensor `name` of numpy `shape` (rows last-axis long) in file type
     `mix` (`tied`: the file has no output.weight); None for a tensor it keeps in the source's type."""
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
@@ -114,8 +120,10 @@ def _layout(spec: Spec, arch_name: str) -> list[Rule]:
     left = [t.name for t in iter_tensors(spec) if t.name not in held]
     if left:
         more = f" and {len(left) - 3} more" if len(left) > 3 else ""
-        raise SpecError(f"{spec.label}: not a GGUF {arch_name} model (that architecture holds no "
-                        f"{', '.join(left[:3])}{more}), so no llama.cpp mix prices it")  # fmt: skip
+        raise SpecError(
+            f"{spec.label}: not a GGUF {arch_name} model (that architecture holds no "
+            f"{', '.join(left[:3])}{more}), so no llama.cpp mix prices it"
+        )
     return layout
 
 
@@ -134,8 +142,10 @@ def _file_tensors(spec: Spec, arch_name: str) -> tuple[list[Rule], dict[str, dic
 
 def _types(tensors: dict[str, Shape], spec: Spec, arch_name: str, mix: str) -> dict[str, str]:
     tied = "output.weight" not in tensors
-    return {name: tensor_type(mix, name, shape, spec, tied, arch_name == "falcon") or "F32"
-            for name, shape in tensors.items()}  # fmt: skip
+    return {
+        name: tensor_type(mix, name, shape, spec, tied, arch_name == "falcon") or "F32"
+        for name, shape in tensors.items()
+    }
 
 
 def mix_types(spec: Spec, arch_name: str, mix: str) -> dict[str, str]:
@@ -148,8 +158,10 @@ def mix_held(spec: Spec, arch_name: str, mix: str) -> Held:
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
     if encoder(spec) is not None:
-        raise SpecError(f"--weights {mix}: {spec.label} is an encoder-decoder; llama.cpp's mixes are for the GGUF "
-                        "architectures tfm reads (decoder-only)")  # fmt: skip
+        raise SpecError(
+            f"--weights {mix}: {spec.label} is an encoder-decoder; llama.cpp's mixes are for the GGUF "
+            "architectures tfm reads (decoder-only)"
+        )
     layout, pieces, tensors = _file_tensors(spec, arch_name)
     types = _types(tensors, spec, arch_name, mix)
     sizes = {}

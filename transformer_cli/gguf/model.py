@@ -34,8 +34,10 @@ def _arch(header: Header) -> tuple[str, Arch, Keys]:
     if not isinstance(name, str):
         raise SpecError(f"{header.path}: key 'general.architecture': missing, expected one of {supported}")
     if name not in ARCHITECTURES:
-        raise SpecError(f"{header.path}: key 'general.architecture': '{shown(name)}' is not supported: tfm reads the "
-                        f"GGUF architectures {supported}")  # fmt: skip
+        raise SpecError(
+            f"{header.path}: key 'general.architecture': '{shown(name)}' is not supported: tfm reads the "
+            f"GGUF architectures {supported}"
+        )
     prefix = name + "."
     keys = {k[len(prefix) :]: v for k, v in header.metadata.items() if k.startswith(prefix)}
     return name, ARCHITECTURES[name], Keys(keys, str(header.path), prefix)
@@ -61,10 +63,13 @@ def _check_count(header: Header, arch: Arch, spec: Spec) -> None:
     """Whole blocks missing, told from the counts before listing a model of any size (as a folder's, hf/weights)."""
     needed, per_block = rule_count(arch.layout_of(spec), spec)
     if needed - len(header.tensors) >= max(per_block, 1):
-        blocks = " and ".join(f"{s.spec.N:,} {'encoder ' if s.name == 'encoder' else ''}blocks"
-                              for s in stacks(spec)[::-1])  # fmt: skip
-        raise ArrayError(f"{header.path}: tensors do not fit its metadata's model: it holds {len(header.tensors):,} "
-                         f"tensors, the metadata's model ({blocks}) has {needed:,}")  # fmt: skip
+        blocks = " and ".join(
+            f"{s.spec.N:,} {'encoder ' if s.name == 'encoder' else ''}blocks" for s in stacks(spec)[::-1]
+        )
+        raise ArrayError(
+            f"{header.path}: tensors do not fit its metadata's model: it holds {len(header.tensors):,} "
+            f"tensors, the metadata's model ({blocks}) has {needed:,}"
+        )
 
 
 def _short(name: str) -> str:
@@ -110,11 +115,15 @@ class GGUFWeights(Mapping[str, np.ndarray]):
         held = self.header.tensors
         missing = [n for n in expected if n not in held]
         extra = [n for n in held if n not in expected and n not in self.arch.skipped]
-        wrong = [f"{n} {held[n].shape} (expected {shape})" for n, shape in expected.items()
-                 if n in held and held[n].shape != shape]  # fmt: skip
+        wrong = [
+            f"{n} {held[n].shape} (expected {shape})"
+            for n, shape in expected.items()
+            if n in held and held[n].shape != shape
+        ]
         found = (("missing", missing), ("unexpected", extra), ("wrong shape", wrong))
-        problems = [f"{what} {', '.join(names[:6])}{' and more' if len(names) > 6 else ''}"
-                    for what, names in found if names]  # fmt: skip
+        problems = [
+            f"{what} {', '.join(names[:6])}{' and more' if len(names) > 6 else ''}" for what, names in found if names
+        ]
         if problems:
             raise ArrayError(f"{self.header.path}: tensors do not fit its metadata's model: {'; '.join(problems)}")
         unread = [(n, why) for n in expected if (why := unreadable(held[n].type)) is not None]
@@ -186,13 +195,20 @@ def gguf_summary(path: str | Path, spec: Spec) -> dict[str, Any]:
         row["bytes"] += t.nbytes
     for kind, row in by_type.items():
         row["bits_per_weight"] = 8 * row["bytes"] / row["parameters"]
-        row["type_bits_per_weight"] = bits_per_weight(next(t.type for t in header.tensors.values()
-                                                           if type_name(t.type) == kind))  # fmt: skip
+        row["type_bits_per_weight"] = bits_per_weight(
+            next(t.type for t in header.tensors.values() if type_name(t.type) == kind)
+        )
     parameters = sum(t.elements for t in header.tensors.values())
     data = sum(t.nbytes for t in header.tensors.values())
-    return {"file_bytes": header.size, "tensors": len(header.tensors), "parameters": parameters,
-            "tensor_bytes": data, "bits_per_weight": 8 * data / parameters, "types": by_type,
-            "version": header.version}  # fmt: skip
+    return {
+        "file_bytes": header.size,
+        "tensors": len(header.tensors),
+        "parameters": parameters,
+        "tensor_bytes": data,
+        "bits_per_weight": 8 * data / parameters,
+        "types": by_type,
+        "version": header.version,
+    }
 
 
 __all__ = ["GGUFWeights", "gguf_summary", "gguf_weights", "is_gguf", "spec_from_gguf"]

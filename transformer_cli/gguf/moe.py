@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..families.keys import Keys
-from ..kernels import longrope_attention_factor
+from ..spec.rope_scaling import longrope_attention_factor
 from .base import LLAMA_LAYOUT, Arch, llama, stacked_experts
 from .header import Header
 from .others import PHI3, phi3
@@ -25,8 +25,10 @@ MIXTRAL = stacked_experts(LLAMA_LAYOUT.names, LLAMA_LAYOUT.globals_)
 def _qwen_moe(c: Keys, header: Header, renorm: bool) -> dict[str, Any]:
     spec = llama(c, header) | {"expert_r": c.count("expert_feed_forward_length"), "router_renorm": renorm}
     if c.has("expert_shared_feed_forward_length"):
-        spec |= {"shared_r": c.count("expert_shared_feed_forward_length"),
-                 "shared_gate": "blk.0.ffn_gate_inp_shexp.weight" in header.tensors}  # fmt: skip
+        spec |= {
+            "shared_r": c.count("expert_shared_feed_forward_length"),
+            "shared_gate": "blk.0.ffn_gate_inp_shexp.weight" in header.tensors,
+        }
     return spec
 
 
@@ -51,19 +53,30 @@ def phimoe(c: Keys, header: Header) -> dict[str, Any]:
         raise c.refuse("expert_used_count", k, "PhiMoE's sparsemixer chooses two experts whatever this key says")
     if spec.get("rope_scaling") == "longrope":  # (phi3 keeps the file's factor only where it is not the formula's)
         derived = longrope_attention_factor(spec["rope_factor"], spec["rope_original_max_len"])
-        spec |= {"rope_long_factor": spec["rope_short_factor"],
-                 "rope_attention_factor": spec.get("rope_attention_factor", derived)}  # fmt: skip
+        spec |= {
+            "rope_long_factor": spec["rope_short_factor"],
+            "rope_attention_factor": spec.get("rope_attention_factor", derived),
+        }
     return spec | {
-        "norm_type": "layernorm", "attention_bias": "blk.0.attn_q.bias" in header.tensors,
-        "head_bias": "output.bias" in header.tensors, "E": c.count("expert_count"), "k": 2,
-        "router_score": "sparsemixer", "router_jitter": 0.01,
-    }  # fmt: skip
+        "norm_type": "layernorm",
+        "attention_bias": "blk.0.attn_q.bias" in header.tensors,
+        "head_bias": "output.bias" in header.tensors,
+        "E": c.count("expert_count"),
+        "k": 2,
+        "router_score": "sparsemixer",
+        "router_jitter": 0.01,
+    }
 
 
 _PHIMOE_NORMS = {"norm1.beta": "attn_norm.bias", "norm2.beta": "ffn_norm.bias"}
-PHIMOE = Arch(phimoe, stacked_experts(LLAMA_LAYOUT.names | _PHIMOE_NORMS, LLAMA_LAYOUT.globals_
-                                      | {"final_norm.beta": "output_norm.bias", "head.b": "output.bias"}),
-              skipped=PHI3.skipped)  # fmt: skip
+PHIMOE = Arch(
+    phimoe,
+    stacked_experts(
+        LLAMA_LAYOUT.names | _PHIMOE_NORMS,
+        LLAMA_LAYOUT.globals_ | {"final_norm.beta": "output_norm.bias", "head.b": "output.bias"},
+    ),
+    skipped=PHI3.skipped,
+)
 QWEN2MOE = Arch(qwen2moe, stacked_experts(LLAMA_LAYOUT.names, LLAMA_LAYOUT.globals_, shared=True))
 QWEN3MOE = Arch(qwen3moe, MIXTRAL)
 

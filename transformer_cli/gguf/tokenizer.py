@@ -32,13 +32,17 @@ def gguf_tokenizer(path: Path) -> Any:
     if model is None or model == "no_vocab":
         return None
     if model != "gpt2":
-        raise SpecError(f"{path}: key 'tokenizer.ggml.model': {shown(str(model))}: tfm reads text through byte-level "
-                        "BPE vocabularies (gpt2) only; give token ids: --input")  # fmt: skip
+        raise SpecError(
+            f"{path}: key 'tokenizer.ggml.model': {shown(str(model))}: tfm reads text through byte-level "
+            "BPE vocabularies (gpt2) only; give token ids: --input"
+        )
     pre = meta.get("tokenizer.ggml.pre")
     if pre not in SPLITS:
         told = "missing" if pre is None else shown(str(pre))
-        raise SpecError(f"{path}: key 'tokenizer.ggml.pre': {told}, expected a split tfm knows ({', '.join(SPLITS)}); "
-                        "give token ids: --input")  # fmt: skip
+        raise SpecError(
+            f"{path}: key 'tokenizer.ggml.pre': {told}, expected a split tfm knows ({', '.join(SPLITS)}); "
+            "give token ids: --input"
+        )
     tokens, types, merges = (
         _strings(meta, path, "tokens"),
         _ints(meta, path, "token_type"),
@@ -60,13 +64,26 @@ def _build(path: Path, meta: dict, pre: str, tokens: list[str], types: list[int]
         tok = Tokenizer(models.BPE(vocab, pairs, ignore_merges=pre in IGNORE_MERGES))
         split = SPLITS[pre]
         level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=split is None)
-        tok.pre_tokenizer = level if split is None else pre_tokenizers.Sequence(
-            [pre_tokenizers.Split(Regex(split), behavior="isolated"), level])  # fmt: skip
+        tok.pre_tokenizer = (
+            level
+            if split is None
+            else pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(split), behavior="isolated"), level])
+        )
         tok.decoder = decoders.ByteLevel()
-        tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
-                                for t, kind in zip(tokens, types, strict=True) if kind == CONTROL])  # fmt: skip
-        tok.add_tokens([AddedToken(t, special=False, normalized=False)
-                        for t, kind in zip(tokens, types, strict=True) if kind == USER_DEFINED])  # fmt: skip
+        tok.add_special_tokens(
+            [
+                AddedToken(t, special=True, normalized=False)
+                for t, kind in zip(tokens, types, strict=True)
+                if kind == CONTROL
+            ]
+        )
+        tok.add_tokens(
+            [
+                AddedToken(t, special=False, normalized=False)
+                for t, kind in zip(tokens, types, strict=True)
+                if kind == USER_DEFINED
+            ]
+        )
         tok.post_processor = _added(meta, pre, tokens)
         return tok
 
@@ -80,8 +97,11 @@ def _added(meta: dict, pre: str, tokens: list[str]) -> Any:
     ends = []
     for end, default in (("bos", pre in IGNORE_MERGES), ("eos", False)):
         token_id = meta.get(f"tokenizer.ggml.{end}_token_id")
-        if meta.get(f"tokenizer.ggml.add_{end}_token", default) is True and isinstance(token_id, int) \
-                and 0 <= token_id < len(tokens):  # fmt: skip
+        if (
+            meta.get(f"tokenizer.ggml.add_{end}_token", default) is True
+            and isinstance(token_id, int)
+            and 0 <= token_id < len(tokens)
+        ):
             ends.append({"id": end, "ids": [token_id], "tokens": [tokens[token_id]]})
     if not ends:
         return None

@@ -75,8 +75,10 @@ def _tokens(path: Path, model: dict, added: list, V: int) -> tuple[list[str], li
         by_id[token["id"]] = (str(token["content"]), kind)
     past = [i for i in by_id if not 0 <= i < V]
     if past:
-        raise SpecError(f"{path}: token id {max(past)} is past the model's vocabulary of {V} (vocab_size): the "
-                        "tokenizer is not this model's")  # fmt: skip
+        raise SpecError(
+            f"{path}: token id {max(past)} is past the model's vocabulary of {V} (vocab_size): the "
+            "tokenizer is not this model's"
+        )
     tokens = [by_id.get(i, (f"[PAD{i}]", gguf.TokenType.UNUSED)) for i in range(V)]
     return [text for text, _ in tokens], [int(kind) for _, kind in tokens]
 
@@ -158,8 +160,10 @@ def _special_tokens(writer: Any, folder: Path, V: int) -> None:
     try:
         special = gguf.SpecialVocab(folder, load_merges=False, n_vocab=V)
     except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError, OSError) as exc:
-        raise SpecError(f"{folder}: llama.cpp's converter cannot read its special tokens (tokenizer_config.json, "
-                        f"config.json's *_token_id): {shown(str(exc), 160)}") from None  # fmt: skip
+        raise SpecError(
+            f"{folder}: llama.cpp's converter cannot read its special tokens (tokenizer_config.json, "
+            f"config.json's *_token_id): {shown(str(exc), 160)}"
+        ) from None
     special.add_to_gguf(writer, quiet=True)
     if "bos" not in special.add_special_token:
         writer.add_add_bos_token(False)

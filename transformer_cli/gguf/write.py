@@ -18,8 +18,8 @@ import numpy as np
 from ..errors import SpecError
 from ..families import GGUF_ARCHS
 from ..hf.layouts import hf_shape, join, piece, rules, tensor_shapes
-from ..kernels import longrope_attention_factor
 from ..spec.definition import Spec
+from ..spec.rope_scaling import longrope_attention_factor
 from .archs import ARCH_OF, ARCHITECTURES
 from .base import LLAMA3, _llama3_factors
 from .vocab import add_vocabulary
@@ -31,10 +31,16 @@ KEPT_F32 = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", 
 
 def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
     """`{arch}.*` keys (and their values: int, float or str) that the architecture's reader takes."""
-    out: dict[str, Any] = {"block_count": spec.N, "embedding_length": spec.d, "feed_forward_length": spec.r,
-                           "attention.head_count": spec.H, "attention.head_count_kv": spec.kv_heads,
-                           "attention.key_length": spec.m, "attention.value_length": spec.m,
-                           "vocab_size": spec.V}  # fmt: skip
+    out: dict[str, Any] = {
+        "block_count": spec.N,
+        "embedding_length": spec.d,
+        "feed_forward_length": spec.r,
+        "attention.head_count": spec.H,
+        "attention.head_count_kv": spec.kv_heads,
+        "attention.key_length": spec.m,
+        "attention.value_length": spec.m,
+        "vocab_size": spec.V,
+    }
     if spec.context or spec.max_len:
         out["context_length"] = spec.context or spec.max_len
     rms = spec.norm_type == "rmsnorm" or arch == "phimoe"  # (PhiMoE's LayerNorms take config.json's rms_norm_eps)
@@ -45,15 +51,19 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
     if spec.rope_scaling in ("linear", "yarn"):
         out |= {"rope.scaling.type": spec.rope_scaling, "rope.scaling.factor": float(spec.rope_factor)}
     if spec.rope_scaling == "yarn":
-        out |= {"rope.scaling.original_context_length": spec.rope_original_max_len,
-                "rope.scaling.yarn_beta_fast": float(spec.rope_beta_fast),
-                "rope.scaling.yarn_beta_slow": float(spec.rope_beta_slow)}  # fmt: skip
+        out |= {
+            "rope.scaling.original_context_length": spec.rope_original_max_len,
+            "rope.scaling.yarn_beta_fast": float(spec.rope_beta_fast),
+            "rope.scaling.yarn_beta_slow": float(spec.rope_beta_slow),
+        }
         if spec.rope_attention_factor is not None:
             out["rope.scaling.yarn_attn_factor"] = float(spec.rope_attention_factor)
     if spec.rope_scaling == "longrope":  # Phi-3, PhiMoE: the attention factor always (Phi3MiniModel)
         derived = longrope_attention_factor(float(spec.rope_factor), spec.rope_original_max_len or 1)
-        out |= {"rope.scaling.original_context_length": spec.rope_original_max_len,
-                "rope.scaling.attn_factor": float(spec.rope_attention_factor or derived)}  # fmt: skip
+        out |= {
+            "rope.scaling.original_context_length": spec.rope_original_max_len,
+            "rope.scaling.attn_factor": float(spec.rope_attention_factor or derived),
+        }
     if spec.E:
         out |= {"expert_count": spec.E, "expert_used_count": spec.k}
         if spec.expert_r:
@@ -74,8 +84,11 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
     if arch == "deepseek2":
         out |= _deepseek2(spec)
     if arch == "t5":  # (block_count the encoder's)
-        out |= {"block_count": spec.N_enc, "decoder_block_count": spec.N,
-                "attention.relative_buckets_count": spec.rel_buckets}  # fmt: skip
+        out |= {
+            "block_count": spec.N_enc,
+            "decoder_block_count": spec.N,
+            "attention.relative_buckets_count": spec.rel_buckets,
+        }
     return out
 
 
@@ -83,21 +96,29 @@ def _deepseek2(spec: Spec) -> dict[str, Any]:
     """DeepseekV2Model's keys: the latent sizes (key_length and value_length the latent's, the heads' in *_mla),
     the leading dense blocks, the router's scoring, groups, normalisation and scale."""
     c, rotated = spec.kv_rank or 0, spec.rotated_dims
-    out: dict[str, Any] = {"attention.head_count_kv": 1, "attention.kv_lora_rank": c,
-                           "attention.key_length": c + rotated, "attention.value_length": c,
-                           "attention.key_length_mla": spec.m, "attention.value_length_mla": spec.value_size,
-                           "rope.dimension_count": rotated}  # fmt: skip
+    out: dict[str, Any] = {
+        "attention.head_count_kv": 1,
+        "attention.kv_lora_rank": c,
+        "attention.key_length": c + rotated,
+        "attention.value_length": c,
+        "attention.key_length_mla": spec.m,
+        "attention.value_length_mla": spec.value_size,
+        "rope.dimension_count": rotated,
+    }
     if spec.q_rank:
         out["attention.q_lora_rank"] = spec.q_rank
     if spec.rope_scaling == "yarn" and spec.rope_mscale_all_dim:
         out["rope.scaling.yarn_log_multiplier"] = 0.1 * float(spec.rope_mscale_all_dim)
     if spec.E:
         dense = spec.feedforward_layers or ()
-        out |= {"leading_dense_block_count": sum(1 for kind in dense if kind == "dense"),
-                "expert_shared_count": (spec.shared_r or 0) // (spec.expert_r or 1),
-                "expert_gating_func": 2 if spec.router_score == "sigmoid" else 1,
-                "expert_group_count": spec.router_groups or 1, "expert_group_used_count": spec.router_topk_groups or 1,
-                "expert_weights_scale": float(spec.router_scale)}  # fmt: skip
+        out |= {
+            "leading_dense_block_count": sum(1 for kind in dense if kind == "dense"),
+            "expert_shared_count": (spec.shared_r or 0) // (spec.expert_r or 1),
+            "expert_gating_func": 2 if spec.router_score == "sigmoid" else 1,
+            "expert_group_count": spec.router_groups or 1,
+            "expert_group_used_count": spec.router_topk_groups or 1,
+            "expert_weights_scale": float(spec.router_scale),
+        }
         if spec.router_renorm:
             out["expert_weights_norm"] = True
     return out
@@ -107,14 +128,18 @@ def _extra_tensors(spec: Spec) -> dict[str, np.ndarray]:
     """Tensors the converter generates: Llama 3's rope_freqs, Phi-3's LongRoPE factors (F32)."""
     if spec.rope_scaling == "llama3":
         if any(getattr(spec, key) != value for key, value in LLAMA3.items()):
-            raise SpecError(f"{spec.label}: a GGUF file holds Llama 3's scaling as factors made with Meta's bands and "
-                            "original context (1, 4, 8192); this model's differ")  # fmt: skip
+            raise SpecError(
+                f"{spec.label}: a GGUF file holds Llama 3's scaling as factors made with Meta's bands and "
+                "original context (1, 4, 8192); this model's differ"
+            )
         rotated = int(spec.m * spec.rope_fraction)
         return {"rope_freqs.weight": _llama3_factors(spec.rope_theta, rotated, spec.rope_factor).astype(np.float32)}
     if spec.rope_scaling == "longrope":
         assert spec.rope_short_factor is not None and spec.rope_long_factor is not None
-        return {"rope_factors_short.weight": np.asarray(spec.rope_short_factor, dtype=np.float32),
-                "rope_factors_long.weight": np.asarray(spec.rope_long_factor, dtype=np.float32)}  # fmt: skip
+        return {
+            "rope_factors_short.weight": np.asarray(spec.rope_short_factor, dtype=np.float32),
+            "rope_factors_long.weight": np.asarray(spec.rope_long_factor, dtype=np.float32),
+        }
     return {}
 
 
@@ -141,8 +166,15 @@ def _stored(data: np.ndarray, qtype) -> np.ndarray:
     return quantize(data, qtype)
 
 
-def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.ndarray], type_name: str = "F16",
-               overwrite: bool = False, tokenizer: Path | None = None) -> tuple[int, str]:  # fmt: skip
+def write_gguf(
+    out: Path,
+    spec: Spec,
+    model_type: str,
+    weights: Mapping[str, np.ndarray],
+    type_name: str = "F16",
+    overwrite: bool = False,
+    tokenizer: Path | None = None,
+) -> tuple[int, str]:
     """Write the model (`spec`, `weights` by tfm's names, of Hugging Face `model_type`) as a GGUF file at `out`,
     with the tokenizer of the folder `tokenizer` (gguf/vocab.py); returns the tensors written and what was said of
     the tokenizer. Refused in one line where the format cannot hold the model."""
@@ -152,8 +184,10 @@ def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.
     from .model import pieces_of, spec_from_gguf
 
     if model_type not in ARCH_OF:
-        raise SpecError(f"{spec.label}: model_type '{model_type}' has no GGUF architecture tfm writes (it writes "
-                        f"{', '.join(ARCH_OF)})")  # fmt: skip
+        raise SpecError(
+            f"{spec.label}: model_type '{model_type}' has no GGUF architecture tfm writes (it writes "
+            f"{', '.join(ARCH_OF)})"
+        )
     if type_name.upper() not in TYPES:
         raise SpecError(f"--type {type_name}: tfm writes GGUF files of {', '.join(t.lower() for t in TYPES)}")
     arch_name, asked = ARCH_OF[model_type], gguf.GGMLQuantizationType[type_name.upper()]
@@ -163,8 +197,9 @@ def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.
     shapes = tensor_shapes(spec)
     pieces = pieces_of(arch, None, spec)  # (written as the newer converters split them)
     planned = [(rule, hf_shape(rule, shapes)) for rule in rules(arch.layout_of(spec), spec)]
-    tensors = [(name, shape) for rule, whole in planned
-               for name, shape in (pieces.get(rule.hf) or {rule.hf: whole}).items()]  # fmt: skip
+    tensors = [
+        (name, shape) for rule, whole in planned for name, shape in (pieces.get(rule.hf) or {rule.hf: whole}).items()
+    ]
     tmp = out.parent / temp_name(out.name)
     try:
         writer = gguf.GGUFWriter(str(tmp), arch_name)
@@ -172,9 +207,15 @@ def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.
         writer.add_quantization_version(gguf.GGML_QUANT_VERSION)  # (as the converter's prepare_metadata)
         writer.add_file_type(FILE_TYPES[asked.name])  # (its set_gguf_parameters: the type asked for)
         for key, value in meta.items():
-            add: Callable = (writer.add_string if isinstance(value, str) else writer.add_bool
-                             if isinstance(value, bool) else writer.add_float32 if isinstance(value, float)
-                             else writer.add_uint32)  # fmt: skip
+            add: Callable = (
+                writer.add_string
+                if isinstance(value, str)
+                else writer.add_bool
+                if isinstance(value, bool)
+                else writer.add_float32
+                if isinstance(value, float)
+                else writer.add_uint32
+            )
             add(f"{arch_name}.{key}", value)
         said = add_vocabulary(writer, tokenizer, int(spec.V or 0))
         types = {name: _qtype(name, shape, asked) for name, shape in tensors}
@@ -203,8 +244,10 @@ def write_gguf(out: Path, spec: Spec, model_type: str, weights: Mapping[str, np.
         written = spec_from_gguf(tmp)
         if written.model_keys() != spec.model_keys():
             lost = ", ".join(spec.differing_keys(written))
-            raise SpecError(f"{out}: the GGUF {arch_name} architecture cannot hold this model ({lost} would differ "
-                            "when read back): not written")  # fmt: skip
+            raise SpecError(
+                f"{out}: the GGUF {arch_name} architecture cannot hold this model ({lost} would differ "
+                "when read back): not written"
+            )
         publish(tmp, out, overwrite)
     finally:
         if os.path.lexists(tmp):

@@ -18,13 +18,25 @@ def bert(c: Keys) -> dict[str, Any]:
         raise c.refuse("add_cross_attention", True, "cross-attention layers; tfm's blocks attend to themselves")
     d, H = c.count("hidden_size"), c.count("num_attention_heads")
     return {
-        "N": c.count("num_hidden_layers"), "H": H, "m": whole_heads(c, d, H), "d": d, "r": c.count("intermediate_size"),
-        "V": c.count("vocab_size"), "head": False, "type_vocab": c.count("type_vocab_size", 2), "embed_norm": True,
-        "pooler": True, "scale": "sqrt", "mask": "causal" if c.flag("is_decoder", False) else "none",
-        "positional": "learned", "max_len": c.count("max_position_embeddings", 512), "norm": "post",
-        "norm_eps": c.number("layer_norm_eps", 1e-12), "attention_bias": True,
+        "N": c.count("num_hidden_layers"),
+        "H": H,
+        "m": whole_heads(c, d, H),
+        "d": d,
+        "r": c.count("intermediate_size"),
+        "V": c.count("vocab_size"),
+        "head": False,
+        "type_vocab": c.count("type_vocab_size", 2),
+        "embed_norm": True,
+        "pooler": True,
+        "scale": "sqrt",
+        "mask": "causal" if c.flag("is_decoder", False) else "none",
+        "positional": "learned",
+        "max_len": c.count("max_position_embeddings", 512),
+        "norm": "post",
+        "norm_eps": c.number("layer_norm_eps", 1e-12),
+        "attention_bias": True,
         "activation": activation(c, "hidden_act", "gelu"),
-    }  # fmt: skip
+    }
 
 
 def roberta(c: Keys) -> dict[str, Any]:
@@ -43,8 +55,19 @@ def distilbert(c: Keys) -> dict[str, Any]:
     eps is 1e-12 in the code (no config key). A sinusoidal table (sinusoidal_pos_embds) is a parameter too: read."""
     d, H = c.count("dim"), c.count("n_heads")
     return {
-        "N": c.count("n_layers"), "H": H, "m": whole_heads(c, d, H, "dim", "n_heads"), "d": d,
-        "r": c.count("hidden_dim"), "V": c.count("vocab_size"), "head": False, "embed_norm": True, "scale": "sqrt",
-        "positional": "learned", "max_len": c.count("max_position_embeddings", 512), "norm": "post",
-        "norm_eps": 1e-12, "attention_bias": True, "activation": activation(c, "activation", "gelu"),
-    }  # fmt: skip
+        "N": c.count("n_layers"),
+        "H": H,
+        "m": whole_heads(c, d, H, "dim", "n_heads"),
+        "d": d,
+        "r": c.count("hidden_dim"),
+        "V": c.count("vocab_size"),
+        "head": False,
+        "embed_norm": True,
+        "scale": "sqrt",
+        "positional": "learned",
+        "max_len": c.count("max_position_embeddings", 512),
+        "norm": "post",
+        "norm_eps": 1e-12,
+        "attention_bias": True,
+        "activation": activation(c, "activation", "gelu"),
+    }

@@ -123,5 +123,12 @@ def spec_from_config(path: str | Path) -> Spec:
     return load_config(path)[1]
 
 
-__all__ = ["config_path", "config_to_spec_mapping", "load_config", "read_config", "spec_from_config", "spec_of_config",
-           "stored_config"]  # fmt: skip
+__all__ = [
+    "config_path",
+    "config_to_spec_mapping",
+    "load_config",
+    "read_config",
+    "spec_from_config",
+    "spec_of_config",
+    "stored_config",
+]

@@ -26,14 +26,23 @@ def deepseek_v2(c: Keys) -> dict[str, Any]:
 
 def deepseek_v3(c: Keys) -> dict[str, Any]:
     """DeepseekV3ForCausalLM: sigmoid routing with e_score_correction_bias (a buffer), 8 groups of which 4 chosen."""
-    spec = _deepseek(c, q_rank=1536, E=256, shared=1, size=2048, dense=3, max_positions=4096,
-                     interleaved=c.flag("rope_interleave", True))  # fmt: skip
+    spec = _deepseek(
+        c,
+        q_rank=1536,
+        E=256,
+        shared=1,
+        size=2048,
+        dense=3,
+        max_positions=4096,
+        interleaved=c.flag("rope_interleave", True),
+    )
     router = {"router_score": "sigmoid", "router_bias": True, "router_renorm": c.flag("norm_topk_prob", True)}
     return spec | router | _groups(c, spec, 8, 4, "top2") | _scale(c, 2.5)
 
 
-def _deepseek(c: Keys, q_rank: int | None, E: int, shared: int, size: int, dense: int, max_positions: int,
-              interleaved: bool) -> dict[str, Any]:  # fmt: skip
+def _deepseek(
+    c: Keys, q_rank: int | None, E: int, shared: int, size: int, dense: int, max_positions: int, interleaved: bool
+) -> dict[str, Any]:
     """What V2 and V3 share: the latent attention, the norms, the dense and routed layers."""
     d, H, N = c.count("hidden_size"), c.count("num_attention_heads"), c.count("num_hidden_layers")
     G = c.nullable_count("num_key_value_heads", H) or H
@@ -44,13 +53,25 @@ def _deepseek(c: Keys, q_rank: int | None, E: int, shared: int, size: int, dense
     positions = c.count("max_position_embeddings", max_positions)
     rotary = rope(c, positions, rotated, 10000.0)
     spec = CAUSAL_PRE | {
-        "N": N, "H": H, "m": m, "d": d, "r": c.count("intermediate_size"), "V": c.count("vocab_size"),
-        "tie_embeddings": c.flag("tie_word_embeddings", False), **rotary, "scale": _score_scale(c, m),
-        "norm_type": "rmsnorm", "norm_eps": c.number("rms_norm_eps", 1e-6), "feedforward": "gated",
-        "activation": activation(c, "hidden_act", "silu"), "ff_bias": False,
-        "attention": "latent", "kv_rank": c.count("kv_lora_rank", 512), "rope_m": rotated,
+        "N": N,
+        "H": H,
+        "m": m,
+        "d": d,
+        "r": c.count("intermediate_size"),
+        "V": c.count("vocab_size"),
+        "tie_embeddings": c.flag("tie_word_embeddings", False),
+        **rotary,
+        "scale": _score_scale(c, m),
+        "norm_type": "rmsnorm",
+        "norm_eps": c.number("rms_norm_eps", 1e-6),
+        "feedforward": "gated",
+        "activation": activation(c, "hidden_act", "silu"),
+        "ff_bias": False,
+        "attention": "latent",
+        "kv_rank": c.count("kv_lora_rank", 512),
+        "rope_m": rotated,
         "attention_bias": c.flag("attention_bias", False),
-    }  # fmt: skip
+    }
     if interleaved:
         spec["rope_pairing"] = "interleaved"
     if v != m:

@@ -28,12 +28,26 @@ def t5(c: Keys) -> dict[str, Any]:
     if distance <= buckets // 2:  # transformers' log(n / exact) / log(distance / exact) divides by <= 0
         raise c.fail("relative_attention_max_distance", distance, "more than relative_attention_num_buckets / 2")
     return {
-        "N": c.count("num_decoder_layers", N_enc), "N_enc": N_enc, "H": H, "m": c.count("d_kv", REQUIRED, "head_dim"),
-        "d": d, "r": c.count("d_ff"), "V": c.count("vocab_size"), **_t5_head(c), "scale": "none", "mask": "causal",
-        "positional": "relative", "rel_buckets": buckets, "rel_max_distance": distance, "norm": "pre",
-        "norm_type": "rmsnorm", "norm_eps": c.number("layer_norm_epsilon", 1e-6), "attention_bias": False,
-        "ff_bias": False, **_t5_feedforward(c),
-    }  # fmt: skip
+        "N": c.count("num_decoder_layers", N_enc),
+        "N_enc": N_enc,
+        "H": H,
+        "m": c.count("d_kv", REQUIRED, "head_dim"),
+        "d": d,
+        "r": c.count("d_ff"),
+        "V": c.count("vocab_size"),
+        **_t5_head(c),
+        "scale": "none",
+        "mask": "causal",
+        "positional": "relative",
+        "rel_buckets": buckets,
+        "rel_max_distance": distance,
+        "norm": "pre",
+        "norm_type": "rmsnorm",
+        "norm_eps": c.number("layer_norm_epsilon", 1e-6),
+        "attention_bias": False,
+        "ff_bias": False,
+        **_t5_feedforward(c),
+    }
 
 
 def mt5(c: Keys) -> dict[str, Any]:
@@ -80,14 +94,26 @@ def bart(c: Keys) -> dict[str, Any]:
     d = c.count("d_model", REQUIRED, "hidden_size")
     H = _same(c, "encoder_attention_heads", "decoder_attention_heads", "number of heads H", "num_attention_heads")
     return {
-        "N": c.count("decoder_layers"), "N_enc": c.count("encoder_layers", REQUIRED, "num_hidden_layers"), "H": H,
-        "m": whole_heads(c, d, H, "d_model", "decoder_attention_heads"), "d": d,
-        "r": _same(c, "encoder_ffn_dim", "decoder_ffn_dim", "feedforward size r"), "V": c.count("vocab_size"),
-        "tie_embeddings": True, "embed_scale": "sqrt" if c.flag("scale_embedding", False) else "none",
-        "embed_norm": True, "scale": "sqrt", "mask": "causal", "positional": "learned",
-        "max_len": c.count("max_position_embeddings", 1024), "position_offset": 2, "norm": "post", "norm_eps": 1e-5,
-        "attention_bias": True, "activation": activation(c, "activation_function", "gelu"),
-    }  # fmt: skip
+        "N": c.count("decoder_layers"),
+        "N_enc": c.count("encoder_layers", REQUIRED, "num_hidden_layers"),
+        "H": H,
+        "m": whole_heads(c, d, H, "d_model", "decoder_attention_heads"),
+        "d": d,
+        "r": _same(c, "encoder_ffn_dim", "decoder_ffn_dim", "feedforward size r"),
+        "V": c.count("vocab_size"),
+        "tie_embeddings": True,
+        "embed_scale": "sqrt" if c.flag("scale_embedding", False) else "none",
+        "embed_norm": True,
+        "scale": "sqrt",
+        "mask": "causal",
+        "positional": "learned",
+        "max_len": c.count("max_position_embeddings", 1024),
+        "position_offset": 2,
+        "norm": "post",
+        "norm_eps": 1e-5,
+        "attention_bias": True,
+        "activation": activation(c, "activation_function", "gelu"),
+    }
 
 
 def mbart(c: Keys) -> dict[str, Any]:

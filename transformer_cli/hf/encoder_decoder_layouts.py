@@ -26,8 +26,11 @@ T5_QKVO = ("q", "k", "v", "o")
 
 def _t5_ff(layer: str, gated: bool) -> dict[str, str]:
     """T5DenseActDense (wi, wo) or T5DenseGatedActDense: act(wi_0 x) * wi_1 x -> W1 = wi_0, W3 = wi_1."""
-    up = {"ff.W1": "DenseReluDense.wi_0.weight", "ff.W3": "DenseReluDense.wi_1.weight"} if gated else {
-        "ff.W1": "DenseReluDense.wi.weight"}  # fmt: skip
+    up = (
+        {"ff.W1": "DenseReluDense.wi_0.weight", "ff.W3": "DenseReluDense.wi_1.weight"}
+        if gated
+        else {"ff.W1": "DenseReluDense.wi.weight"}
+    )
     names = {ours: f"{layer}.{theirs}" for ours, theirs in up.items()}
     return names | {"ff.W2": f"{layer}.DenseReluDense.wo.weight", "norm2.gamma": f"{layer}.layer_norm.weight"}
 
@@ -42,21 +45,28 @@ def t5(gated: bool) -> Family:
     """T5ForConditionalGeneration: encoder blocks [self-attention, feedforward], decoder blocks [self-attention,
     EncDecAttention, feedforward], each sublayer with its layer_norm; one shared embedding."""
     self_attention = _attention("attention", "layer.0.SelfAttention", T5_QKVO, "W") | {
-        "norm1.gamma": "layer.0.layer_norm.weight"}  # fmt: skip
+        "norm1.gamma": "layer.0.layer_norm.weight"
+    }
     cross = _attention("cross", "layer.1.EncDecAttention", T5_QKVO, "W") | {
-        "cross_norm.gamma": "layer.1.layer_norm.weight"}  # fmt: skip
+        "cross_norm.gamma": "layer.1.layer_norm.weight"
+    }
     table = "block.0.layer.0.SelfAttention.relative_attention_bias.weight"
     return Family(
         "decoder.block.{i}.",
         self_attention | cross | _t5_ff("layer.2", gated),
-        {"embedding.E": "shared.weight", "head.W": "lm_head.weight", "encoder_positional.rel_bias": f"encoder.{table}",
-         "positional.rel_bias": f"decoder.{table}", "encoder_final_norm.gamma": "encoder.final_layer_norm.weight",
-         "final_norm.gamma": "decoder.final_layer_norm.weight"},
+        {
+            "embedding.E": "shared.weight",
+            "head.W": "lm_head.weight",
+            "encoder_positional.rel_bias": f"encoder.{table}",
+            "positional.rel_bias": f"decoder.{table}",
+            "encoder_final_norm.gamma": "encoder.final_layer_norm.weight",
+            "final_norm.gamma": "decoder.final_layer_norm.weight",
+        },
         encoder_block="encoder.block.{i}.",
         encoder_names=self_attention | _t5_ff("layer.1", gated),
         copies={"encoder.embed_tokens.weight": "embedding.E", "decoder.embed_tokens.weight": "embedding.E"},
         hints={"lm_head.weight": UNTIED_T5},
-    )  # fmt: skip
+    )
 
 
 # -- BART: biases everywhere, LayerNorm (gamma and beta), post-norm; learned positions (P + 2 rows) per stack
@@ -74,24 +84,31 @@ def _bart_names(cross: bool) -> dict[str, str]:
 BART = Family(
     "model.decoder.layers.{i}.",
     _bart_names(cross=True),
-    {"embedding.E": "model.shared.weight", "head.W": "lm_head.weight",
-     "encoder_positional.P": "model.encoder.embed_positions.weight",
-     "positional.P": "model.decoder.embed_positions.weight"}
+    {
+        "embedding.E": "model.shared.weight",
+        "head.W": "lm_head.weight",
+        "encoder_positional.P": "model.encoder.embed_positions.weight",
+        "positional.P": "model.decoder.embed_positions.weight",
+    }
     | _norm("encoder_embedding.norm", "model.encoder.layernorm_embedding")
     | _norm("embedding.norm", "model.decoder.layernorm_embedding"),
     encoder_block="model.encoder.layers.{i}.",
     encoder_names=_bart_names(cross=False),
     copies={"model.encoder.embed_tokens.weight": "embedding.E", "model.decoder.embed_tokens.weight": "embedding.E"},
     zero_buffers=("final_logits_bias",),  # added to the logits; zero as transformers builds it
-)  # fmt: skip
+)
 
 # mBART: BART's names, and the final norm of each pre-norm stack
 MBART = Family(
-    BART.block, BART.names,
-    BART.globals_ | _norm("encoder_final_norm", "model.encoder.layer_norm")
+    BART.block,
+    BART.names,
+    BART.globals_
+    | _norm("encoder_final_norm", "model.encoder.layer_norm")
     | _norm("final_norm", "model.decoder.layer_norm"),
-    encoder_block=BART.encoder_block, encoder_names=BART.encoder_names, copies=BART.copies,
+    encoder_block=BART.encoder_block,
+    encoder_names=BART.encoder_names,
+    copies=BART.copies,
     zero_buffers=BART.zero_buffers,
-)  # fmt: skip
+)
 
 __all__ = ["BART", "MBART", "t5"]

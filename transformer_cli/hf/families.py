@@ -59,8 +59,12 @@ def olmo2(c: Keys) -> dict[str, Any]:
     """Olmo2ForCausalLM: LLaMA's attention and MLP, each sublayer's output normalised before its residual (no norm
     of its input), RMSNorms of all query and all key projections together (widths Hm and Gm), a final norm."""
     spec = llama_like(c, c.count("num_key_value_heads", None), None, 1e-5, False, 2048)
-    return spec | {"attention_bias": c.flag("attention_bias", False), "norm": "output", "qk_norm": True,
-                   "qk_norm_over": "all"}  # fmt: skip
+    return spec | {
+        "attention_bias": c.flag("attention_bias", False),
+        "norm": "output",
+        "qk_norm": True,
+        "qk_norm_over": "all",
+    }
 
 
 def phi3(c: Keys) -> dict[str, Any]:
@@ -79,13 +83,22 @@ def falcon(c: Keys) -> dict[str, Any]:
     parallel, shared = _falcon_blocks(c)
     bias = c.flag("bias", False)
     return CAUSAL_PRE | {
-        "N": c.count("num_hidden_layers", REQUIRED, "n_layer"), "H": H, "m": whole_heads(c, d, H), "d": d,
-        "r": c.count("ffn_hidden_size", 4 * d), "V": c.count("vocab_size"), **_falcon_kv(c, H),
+        "N": c.count("num_hidden_layers", REQUIRED, "n_layer"),
+        "H": H,
+        "m": whole_heads(c, d, H),
+        "d": d,
+        "r": c.count("ffn_hidden_size", 4 * d),
+        "V": c.count("vocab_size"),
+        **_falcon_kv(c, H),
         "tie_embeddings": c.flag("tie_word_embeddings", True),
         **rope(c, c.count("max_position_embeddings", 2048), d // H),
-        "norm_eps": c.number("layer_norm_epsilon", 1e-5), "parallel": parallel, "shared_norm": shared,
-        "attention_bias": bias, "ff_bias": bias, "activation": activation(c, "activation", "gelu"),
-    }  # fmt: skip
+        "norm_eps": c.number("layer_norm_epsilon", 1e-5),
+        "parallel": parallel,
+        "shared_norm": shared,
+        "attention_bias": bias,
+        "ff_bias": bias,
+        "activation": activation(c, "activation", "gelu"),
+    }
 
 
 def _falcon_kv(c: Keys, H: int) -> dict[str, Any]:
@@ -130,21 +143,32 @@ def _layer_windows(c: Keys, N: int) -> dict[str, Any]:
 
 
 FAMILIES: dict[str, tuple[str, Callable[[Keys], dict[str, Any]]]] = {
-    "bert": ("BertModel", bert), "roberta": ("RobertaModel", roberta),
-    "xlm-roberta": ("XLMRobertaModel", roberta), "distilbert": ("DistilBertModel", distilbert),
+    "bert": ("BertModel", bert),
+    "roberta": ("RobertaModel", roberta),
+    "xlm-roberta": ("XLMRobertaModel", roberta),
+    "distilbert": ("DistilBertModel", distilbert),
     "llama": ("LlamaForCausalLM", llama),
-    "mistral": ("MistralForCausalLM", mistral), "mixtral": ("MixtralForCausalLM", mixtral),
-    "qwen2": ("Qwen2ForCausalLM", qwen2), "qwen3": ("Qwen3ForCausalLM", qwen3), "gemma": ("GemmaForCausalLM", gemma),
-    "qwen2_moe": ("Qwen2MoeForCausalLM", qwen2_moe), "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
-    "olmo2": ("Olmo2ForCausalLM", olmo2), "phimoe": ("PhimoeForCausalLM", phimoe),
+    "mistral": ("MistralForCausalLM", mistral),
+    "mixtral": ("MixtralForCausalLM", mixtral),
+    "qwen2": ("Qwen2ForCausalLM", qwen2),
+    "qwen3": ("Qwen3ForCausalLM", qwen3),
+    "gemma": ("GemmaForCausalLM", gemma),
+    "qwen2_moe": ("Qwen2MoeForCausalLM", qwen2_moe),
+    "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
+    "olmo2": ("Olmo2ForCausalLM", olmo2),
+    "phimoe": ("PhimoeForCausalLM", phimoe),
     "gpt_oss": ("GptOssForCausalLM", gpt_oss),
-    "deepseek_v2": ("DeepseekV2ForCausalLM", deepseek_v2), "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
-    "gemma2": ("Gemma2ForCausalLM", gemma2), "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
+    "deepseek_v2": ("DeepseekV2ForCausalLM", deepseek_v2),
+    "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
+    "gemma2": ("Gemma2ForCausalLM", gemma2),
+    "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
     "phi3": ("Phi3ForCausalLM", phi3),
-    "falcon": ("FalconForCausalLM", falcon), "t5": ("T5ForConditionalGeneration", t5),
+    "falcon": ("FalconForCausalLM", falcon),
+    "t5": ("T5ForConditionalGeneration", t5),
     "bart": ("BartForConditionalGeneration", bart),
-    "mt5": ("MT5ForConditionalGeneration", mt5), "mbart": ("MBartForConditionalGeneration", mbart),
-}  # fmt: skip
+    "mt5": ("MT5ForConditionalGeneration", mt5),
+    "mbart": ("MBartForConditionalGeneration", mbart),
+}
 FAMILIES |= {kind: (record.hf_class, record.spec) for kind, record in RECORDS.items()}  # (families/)
 
 __all__ = ["FAMILIES"]

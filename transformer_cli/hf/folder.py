@@ -46,9 +46,11 @@ def summary(folder: Path, spec: Spec) -> dict[str, Any]:
         "bytes": checkpoint.nbytes(),
         "dtypes": sorted({e.code for e in entries}),
         "parameters": parameters,
-        "skipped": {"tensors": list(fitted.skipped),
-                    "values": sum(math.prod(checkpoint.shape(name)) for name in fitted.skipped)},
-    }  # fmt: skip
+        "skipped": {
+            "tensors": list(fitted.skipped),
+            "values": sum(math.prod(checkpoint.shape(name)) for name in fitted.skipped),
+        },
+    }
     if fitted.scheme is None:
         return out
     plain: dict[str, dict[str, Any]] = {}
@@ -123,10 +125,16 @@ def held_by_config(config: Mapping[str, Any], spec: Spec, source: str) -> Held:
         rule, shape = by_hf[hf], hf_shape(by_hf[hf], shapes)
         name = module(hf) or hf
         packed = scheme.packed(hf, shape)
-        if (packed is None or any(fnmatch(name, p) or fnmatch(name, f"{p}.*") for p in kept)
-                or not all(quantised(t.split("[")[0], shapes[t]) for t in rule.tfm)):  # fmt: skip
+        if (
+            packed is None
+            or any(fnmatch(name, p) or fnmatch(name, f"{p}.*") for p in kept)
+            or not all(quantised(t.split("[")[0], shapes[t]) for t in rule.tfm)
+        ):
             return math.prod(shape) * KEPT
-        return sum(math.prod(max(n, 1) for n in t.shape) * np.dtype(DTYPES[t.codes[0]]).itemsize
-                   for t in packed.values() if not t.optional)  # fmt: skip
+        return sum(
+            math.prod(max(n, 1) for n in t.shape) * np.dtype(DTYPES[t.codes[0]]).itemsize
+            for t in packed.values()
+            if not t.optional
+        )
 
     return Held(f"{scheme.label}, from its config", bytes_by_tensor(rule_of, shapes, stored))

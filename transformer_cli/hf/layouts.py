@@ -167,8 +167,9 @@ def _stack_layout(family: Family, stack: Stack) -> tuple[str, dict[str, str]]:
     return family.block, family.names
 
 
-def _block_rules(family: Family, block: str, names: dict[str, str], prefix: str,
-                 present: dict[str, tuple[int, ...]], spec: Spec) -> list[Rule]:  # fmt: skip
+def _block_rules(
+    family: Family, block: str, names: dict[str, str], prefix: str, present: dict[str, tuple[int, ...]], spec: Spec
+) -> list[Rule]:
     """One block's rules (tfm's names from `prefix`, the checkpoint's from `block`; `spec` the block's own; the
     model's tensors and shapes `present`): fused tensors, then the rest. A routed block's ff.W1 .. are its
     experts' (names with "{e}"), a dense block's its one feedforward's; a norm per head is read head by head."""

@@ -68,13 +68,32 @@ def _experts(modules: list[Module], model_type: str) -> list[Module]:
         first = next(m for m in found if _kind(m).startswith("ff.W1"))
         prefix = first.name.rsplit(".experts.", 1)[0].rsplit(".", 1)[0] + ".mlp"  # (transformers 5's name)
         stacked += [
-            Module(f"{prefix}.experts.gate_up_proj", first.features_in, 2 * first.features_out,
-                   (f"blocks.{block}.ff.W1", f"blocks.{block}.ff.W3"), len(experts), 2, (gate, up), True),
-            Module(f"{prefix}.experts.down_proj", first.features_out, first.features_in, (f"blocks.{block}.ff.W2",),
-                   len(experts), 1, (down,), True),
-        ]  # fmt: skip
-        stacked += [Module(f"{prefix}.gate", m.features_in, m.features_out, m.tfm, aliases=(router,), wrapped=True)
-                    for m in found if _kind(m) == "ff.router"]  # fmt: skip
+            Module(
+                f"{prefix}.experts.gate_up_proj",
+                first.features_in,
+                2 * first.features_out,
+                (f"blocks.{block}.ff.W1", f"blocks.{block}.ff.W3"),
+                len(experts),
+                2,
+                (gate, up),
+                True,
+            ),
+            Module(
+                f"{prefix}.experts.down_proj",
+                first.features_out,
+                first.features_in,
+                (f"blocks.{block}.ff.W2",),
+                len(experts),
+                1,
+                (down,),
+                True,
+            ),
+        ]
+        stacked += [
+            Module(f"{prefix}.gate", m.features_in, m.features_out, m.tfm, aliases=(router,), wrapped=True)
+            for m in found
+            if _kind(m) == "ff.router"
+        ]
     return kept + stacked
 
 

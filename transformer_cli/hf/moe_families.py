@@ -16,8 +16,12 @@ def qwen2_moe(c: Keys) -> dict[str, Any]:
     of a softmax over all E (renormalised with norm_topk_prob), and a shared expert gated by sigmoid(w . x)."""
     spec = llama_like(c, c.nullable_count("num_key_value_heads", 16), None, 1e-6, False, 32768)
     biases = {"attention_bias": c.flag("qkv_bias", True), "out_bias": False} if c.flag("qkv_bias", True) else {}
-    return spec | biases | _experts(c, spec["N"], 60, 4, 1408) | {
-        "shared_r": c.count("shared_expert_intermediate_size", 5632), "shared_gate": True}  # fmt: skip
+    return (
+        spec
+        | biases
+        | _experts(c, spec["N"], 60, 4, 1408)
+        | {"shared_r": c.count("shared_expert_intermediate_size", 5632), "shared_gate": True}
+    )
 
 
 def qwen3_moe(c: Keys) -> dict[str, Any]:
@@ -42,8 +46,12 @@ def _experts(c: Keys, N: int, E: int, k: int, size: int) -> dict[str, Any]:
         return {}
     if k > E:
         raise c.fail("num_experts_per_tok", k, f"at most num_experts = {E}")
-    out: dict[str, Any] = {"E": E, "k": k, "expert_r": c.count("moe_intermediate_size", size),
-                           "router_renorm": c.flag("norm_topk_prob", False)}  # fmt: skip
+    out: dict[str, Any] = {
+        "E": E,
+        "k": k,
+        "expert_r": c.count("moe_intermediate_size", size),
+        "router_renorm": c.flag("norm_topk_prob", False),
+    }
     if not all(routed):
         out["feedforward_layers"] = ["routed" if kind else "dense" for kind in routed]
     return out
@@ -72,11 +80,17 @@ def gpt_oss(c: Keys) -> dict[str, Any]:
     N = spec["N"]
     kinds = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(N)]
     return spec | {
-        "attention_bias": c.flag("attention_bias", True), "attn_sinks": True, "feedforward": "clamped",
-        "ff_bias": True, "swiglu_alpha": c.number("swiglu_alpha", 1.702), "swiglu_limit": c.number("swiglu_limit", 7.0),
-        "E": E, "k": k, "router_logit_bias": True,
+        "attention_bias": c.flag("attention_bias", True),
+        "attn_sinks": True,
+        "feedforward": "clamped",
+        "ff_bias": True,
+        "swiglu_alpha": c.number("swiglu_alpha", 1.702),
+        "swiglu_limit": c.number("swiglu_limit", 7.0),
+        "E": E,
+        "k": k,
+        "router_logit_bias": True,
         **typed_layers(c, N, c.nullable_count("sliding_window", 128), kinds),
-    }  # fmt: skip
+    }
 
 
 def phimoe(c: Keys) -> dict[str, Any]:
@@ -96,7 +110,16 @@ def phimoe(c: Keys) -> dict[str, Any]:
             raise p.refuse("long_mscale", long, f"tfm's longrope has one attention factor (short_mscale {short})")
         spec |= {"rope_long_factor": spec["rope_short_factor"], "rope_attention_factor": short}
     bias = c.flag("attention_bias", False)
-    return spec | window_key(c.nullable_count("sliding_window", None)) | {
-        "norm_type": "layernorm", "attention_bias": bias, "head_bias": c.flag("lm_head_bias", False),
-        "E": E, "k": 2, "router_score": "sparsemixer", "router_jitter": c.number("router_jitter_noise", 0.01),
-    }  # fmt: skip
+    return (
+        spec
+        | window_key(c.nullable_count("sliding_window", None))
+        | {
+            "norm_type": "layernorm",
+            "attention_bias": bias,
+            "head_bias": c.flag("lm_head_bias", False),
+            "E": E,
+            "k": 2,
+            "router_score": "sparsemixer",
+            "router_jitter": c.number("router_jitter_noise", 0.01),
+        }
+    )

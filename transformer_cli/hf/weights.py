@@ -44,13 +44,30 @@ from .quant import Scheme, scheme_of
 from .quant.base import Stored
 
 FLOATING = ("F64", "F32", "F16", "BF16")
-FAMILIES = {"bert": BERT, "roberta": BERT, "xlm-roberta": BERT, "distilbert": DISTILBERT,
-            "llama": LLAMA, "mistral": LLAMA, "mixtral": MIXTRAL, "qwen2": LLAMA, "qwen3": LLAMA,
-            "gemma": LLAMA, "gemma2": GEMMA2, "gemma3_text": GEMMA2, "qwen2_moe": QWEN_MOE, "qwen3_moe": QWEN_MOE,
-            "olmo2": OLMO2, "deepseek_v2": DEEPSEEK, "deepseek_v3": DEEPSEEK,
-            "gpt_oss": GPT_OSS,
-            "phimoe": PHIMOE,
-            "phi3": PHI3, "bart": BART, "mbart": MBART}  # fmt: skip
+FAMILIES = {
+    "bert": BERT,
+    "roberta": BERT,
+    "xlm-roberta": BERT,
+    "distilbert": DISTILBERT,
+    "llama": LLAMA,
+    "mistral": LLAMA,
+    "mixtral": MIXTRAL,
+    "qwen2": LLAMA,
+    "qwen3": LLAMA,
+    "gemma": LLAMA,
+    "gemma2": GEMMA2,
+    "gemma3_text": GEMMA2,
+    "qwen2_moe": QWEN_MOE,
+    "qwen3_moe": QWEN_MOE,
+    "olmo2": OLMO2,
+    "deepseek_v2": DEEPSEEK,
+    "deepseek_v3": DEEPSEEK,
+    "gpt_oss": GPT_OSS,
+    "phimoe": PHIMOE,
+    "phi3": PHI3,
+    "bart": BART,
+    "mbart": MBART,
+}
 FAMILIES |= {kind: record.checkpoint for kind, record in RECORDS.items()}  # (families/)
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the
@@ -217,17 +234,29 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
     if unexpected:
         problems.append(f"unexpected {_listed(unexpected)}")
     held = [(n, file, expected[n]) for n, file in found.items()] + [(n, f, copies[n]) for n, f in copied.items()]
-    wrong = [f"{file} {checkpoint.shape(file)} in {checkpoint.where(file)} (expected {shape})"
-             for _, file, shape in held if checkpoint.shape(file) != shape]  # fmt: skip
+    wrong = [
+        f"{file} {checkpoint.shape(file)} in {checkpoint.where(file)} (expected {shape})"
+        for _, file, shape in held
+        if checkpoint.shape(file) != shape
+    ]
     present = [n for n in stored if n in checkpoint.tensors]
-    wrong += [f"{n} {checkpoint.shape(n)} in {checkpoint.where(n)} (expected {stored[n].shape})"
-              for n in present if not stored[n].fits(checkpoint.shape(n))]  # fmt: skip
+    wrong += [
+        f"{n} {checkpoint.shape(n)} in {checkpoint.where(n)} (expected {stored[n].shape})"
+        for n in present
+        if not stored[n].fits(checkpoint.shape(n))
+    ]
     if wrong:
         problems.append(f"wrong shape {_listed(wrong, 3)}")
-    codes = [f"{found[n]} {checkpoint.tensors[found[n]].entry.code}" for n in found
-             if checkpoint.tensors[found[n]].entry.code not in FLOATING]  # fmt: skip
-    codes += [f"{n} {checkpoint.tensors[n].entry.code} (expected {' or '.join(stored[n].codes)})" for n in present
-              if checkpoint.tensors[n].entry.code not in stored[n].codes]  # fmt: skip
+    codes = [
+        f"{found[n]} {checkpoint.tensors[found[n]].entry.code}"
+        for n in found
+        if checkpoint.tensors[found[n]].entry.code not in FLOATING
+    ]
+    codes += [
+        f"{n} {checkpoint.tensors[n].entry.code} (expected {' or '.join(stored[n].codes)})"
+        for n in present
+        if checkpoint.tensors[n].entry.code not in stored[n].codes
+    ]
     if codes:
         problems.append(f"{'not floating point' if not stored else 'wrong dtype'} {_listed(codes)}")
     if problems:

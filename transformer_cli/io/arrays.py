@@ -25,8 +25,15 @@ from .outputs import write_atomic
 NPY_MAGIC = b"\x93NUMPY"
 ZIP_MAGIC = b"PK\x03\x04"
 READ_CHUNK = 1 << 20  # bytes read at a time: a zip member is never held twice over in memory
-ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error, NotImplementedError,
-              RuntimeError)  # fmt: skip
+ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    OSError,
+    EOFError,
+    zlib.error,
+    NotImplementedError,
+    RuntimeError,
+)
 
 
 class Header(NamedTuple):

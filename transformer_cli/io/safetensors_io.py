@@ -26,9 +26,23 @@ from .arrays import BFLOAT16, Header
 from .outputs import Writer, write_atomic
 
 MAX_HEADER = 100_000_000  # bytes; the reference implementation refuses more
-DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4", "I16": "<i2",
-          "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?",
-          "F8_E4M3": "u1", "F8_E5M2": "u1"}  # fmt: skip
+DTYPES = {
+    "F64": "<f8",
+    "F32": "<f4",
+    "F16": "<f2",
+    "BF16": "<u2",
+    "I64": "<i8",
+    "I32": "<i4",
+    "I16": "<i2",
+    "I8": "i1",
+    "U64": "<u8",
+    "U32": "<u4",
+    "U16": "<u2",
+    "U8": "u1",
+    "BOOL": "?",
+    "F8_E4M3": "u1",
+    "F8_E5M2": "u1",
+}
 FLOAT8 = ("F8_E4M3", "F8_E5M2")  # read as bytes, decoded exactly to float32 (quantised checkpoints hold them)
 CODES = {np.dtype(v): k for k, v in DTYPES.items() if k not in ("BF16", *FLOAT8)} | {BFLOAT16: "BF16"}
 DECODED = {code: np.dtype(np.float32) if code in ("BF16", *FLOAT8) else np.dtype(v) for code, v in DTYPES.items()}

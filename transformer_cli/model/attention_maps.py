@@ -69,8 +69,9 @@ def attention_maps(
     An encoder-decoder reads the source (input) and the target, and shows the decoder's self-attention or
     cross-attention, or the encoder's attention (kind)."""
     if encoder(spec) is not None:
-        return _encoder_decoder_maps(spec, input_path, target_path, weights_path, seed, dtype, block, head, sequence,
-                                     kind)  # fmt: skip
+        return _encoder_decoder_maps(
+            spec, input_path, target_path, weights_path, seed, dtype, block, head, sequence, kind
+        )
     if target_path is not None or kind != "self":
         raise TfmError(f"--target and --kind {kind}: {spec.label} has no encoder (N_enc); its attention is self")
     if block >= spec.N:

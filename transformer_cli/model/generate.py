@@ -51,13 +51,16 @@ class Sampling:
         sampled draw, and greedy they are left unused, as transformers' generate leaves them (with a warning)
         without do_sample. llama.cpp samples instead, at its default temperature of 0.8; tfm keeps greedy unless
         a temperature is given, and says so."""
-        given = [f"--{name} {value}" for name, value in (("top-k", self.top_k), ("top-p", self.top_p))
-                 if value is not None]  # fmt: skip
+        given = [
+            f"--{name} {value}" for name, value in (("top-k", self.top_k), ("top-p", self.top_p)) if value is not None
+        ]
         if self.temperature > 0 or not given:
             return None
         applies = "applies" if len(given) == 1 else "apply"
-        return (f"note: {' and '.join(given)} {applies} only to sampling (--temperature above 0): these tokens are "
-                "greedy, as transformers' generate leaves them without do_sample")  # fmt: skip
+        return (
+            f"note: {' and '.join(given)} {applies} only to sampling (--temperature above 0): these tokens are "
+            "greedy, as transformers' generate leaves them without do_sample"
+        )
 
 
 @dataclass
@@ -83,8 +86,14 @@ class Generation:
 
     def to_dict(self) -> dict[str, Any]:
         """`tfm generate --json` without the spec and the file written (-o)."""
-        return {"prompt_tokens": self.prompt, "new_tokens": int(self.tokens.shape[1]), "stop_tokens": self.stop_tokens,
-                "stopped": self.stopped.tolist(), "tokens": self.tokens.tolist(), "notes": self.notes}  # fmt: skip
+        return {
+            "prompt_tokens": self.prompt,
+            "new_tokens": int(self.tokens.shape[1]),
+            "stop_tokens": self.stop_tokens,
+            "stopped": self.stopped.tolist(),
+            "tokens": self.tokens.tolist(),
+            "notes": self.notes,
+        }
 
 
 def token_id(value: object, vocabulary: int, where: str) -> int:
@@ -135,10 +144,18 @@ def generate(
     loaded: Any = model
     if hasattr(loaded, "generation_config"):  # a loaded model (tfm.load): its own generate, with its files' tokens
         if pad is not None or memory is not None:
-            raise OptionError("tfm.generate(tfm.load(path), ...) takes the model's own padding token and source; "
-                              "for others, generate with model.transformer()")  # fmt: skip
-        options = dict(temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p,
-                       seed=sampling.seed, stop=list(stop) or None, on_token=on_token)  # fmt: skip
+            raise OptionError(
+                "tfm.generate(tfm.load(path), ...) takes the model's own padding token and source; "
+                "for others, generate with model.transformer()"
+            )
+        options = dict(
+            temperature=sampling.temperature,
+            top_k=sampling.top_k,
+            top_p=sampling.top_p,
+            seed=sampling.seed,
+            stop=list(stop) or None,
+            on_token=on_token,
+        )
         made: Generation = loaded.generate(prompt, max_new_tokens, **options)
         return made
     ids = np.asarray(prompt, dtype=np.int64)

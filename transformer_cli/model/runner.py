@@ -41,12 +41,16 @@ def check_input_header(shape: tuple[int, ...], dtype: np.dtype, spec: Spec, sour
         return []
     ids_but_not_integers = spec.V and len(shape) in (1, 2) and dtype.kind not in "iu"
     if ids_but_not_integers and (len(shape) == 1 or shape[-2] != spec.d):
-        raise ArrayError(f"{source}: dtype {dtype}, expected integers for token ids (shape {shape}); real numbers "
-                         f"are columns (d, n) or (b, d, n) with d = {spec.d}")  # fmt: skip
+        raise ArrayError(
+            f"{source}: dtype {dtype}, expected integers for token ids (shape {shape}); real numbers "
+            f"are columns (d, n) or (b, d, n) with d = {spec.d}"
+        )
     if len(shape) not in (2, 3):
         if spec.V:
-            raise ArrayError(f"{source}: shape {shape}, expected token ids (n,) or (b, n), or columns (d, n) or "
-                             f"(b, d, n) with d = {spec.d}")  # fmt: skip
+            raise ArrayError(
+                f"{source}: shape {shape}, expected token ids (n,) or (b, n), or columns (d, n) or "
+                f"(b, d, n) with d = {spec.d}"
+            )
         raise ArrayError(f"{source}: shape {shape}, expected (d, n) or (b, d, n) with d = {spec.d}")
     if shape[-2] != spec.d:
         raise ArrayError(f"{source}: shape {shape}, expected d = {spec.d} rows (axis -2), one column per token")
@@ -70,8 +74,10 @@ def check_input(x: np.ndarray, spec: Spec, source: str, dtype: str = "float64") 
         padded = np.argwhere(x == spec.pad_id) if spec.pad_id is not None else np.empty((0,))
         if padded.size:  # RoBERTa's positions skip padding, which tfm's learned positions do not model
             at = tuple(int(i) for i in padded[0])
-            raise ArrayError(f"{source}: token id {spec.pad_id} at index {at} is the padding token (pad_id): tfm "
-                             "runs unpadded sequences; give each sequence without its padding")  # fmt: skip
+            raise ArrayError(
+                f"{source}: token id {spec.pad_id} at index {at} is the padding token (pad_id): tfm "
+                "runs unpadded sequences; give each sequence without its padding"
+            )
         return x.astype(np.int64), notes
     x = np.asarray(x, dtype=np.float64)
     bad = first_nonfinite(x)
@@ -172,8 +178,9 @@ def run_forward(
     else:
         target_header = _header(target_path)
         check_input_header(target_header.shape, target_header.dtype, spec, _named(target_path, "target"))
-        check_memory(estimate_encoder_decoder(spec, b, n, target_header.shape[-1], dtype), max_memory,
-                     "this forward pass")  # fmt: skip
+        check_memory(
+            estimate_encoder_decoder(spec, b, n, target_header.shape[-1], dtype), max_memory, "this forward pass"
+        )
     x, notes = check_input(_array(input_path), source_spec, _named(input_path, "input"), dtype)
     if weights is None:
         weights, source = get_weights(spec, weights_path, seed)

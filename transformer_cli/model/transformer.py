@@ -154,15 +154,31 @@ class Transformer:
         step = kernels.CAUSAL_CHUNK
         threads = min(pass_threads(), -(-n_q // step))
         if threads < 2 or n_q < PARALLEL_QUERIES or weights_out is not None or scores_out is not None:
-            return kernels.attend(Q, K, V, scale, causal, window, bias, self.chunk_bytes, stop, weights_out,
-                                  scores_out, softcap, sinks)  # fmt: skip
+            return kernels.attend(
+                Q, K, V, scale, causal, window, bias, self.chunk_bytes, stop, weights_out, scores_out, softcap, sinks
+            )
         # one sequence's long attention: its chunks of queries shared over threads (interleaved, so that a causal
         # pass's longer late chunks are shared too), BLAS at one thread each, every one writing its own columns
         heads = np.empty((H, V.shape[2], b, n_q), dtype=Q.dtype)
 
         def run(i: int, stop_: threading.Event) -> None:
-            kernels.attend(Q, K, V, scale, causal, window, bias, self.chunk_bytes, stop_, None, None, softcap, sinks,
-                           out=heads, part=(i, threads))  # fmt: skip
+            kernels.attend(
+                Q,
+                K,
+                V,
+                scale,
+                causal,
+                window,
+                bias,
+                self.chunk_bytes,
+                stop_,
+                None,
+                None,
+                softcap,
+                sinks,
+                out=heads,
+                part=(i, threads),
+            )
 
         with _BLAS.limit(limits=1, user_api="blas"):
             run_parts(run, threads)
@@ -196,16 +212,28 @@ class Transformer:
         attention, feedforward = self.layers[i]
         asked = (lambda kind: None) if weights is None else partial(weights, i)
         kv = None if cache is None else cache[i]
-        mixer = partial(attention.mix, self, i, attention_w, start=start, cache=kv, weights_out=asked("self"),
-                        stop=stop, offset=offset)  # fmt: skip
+        mixer = partial(
+            attention.mix,
+            self,
+            i,
+            attention_w,
+            start=start,
+            cache=kv,
+            weights_out=asked("self"),
+            stop=stop,
+            offset=offset,
+        )
         cross = None
         if cross_w is not None and memory is not None:  # the memory's keys, values; the sublayer reading them
             keys = memory.keys(i, cross_w)
-            cross = (partial(self.cross_attention, cross_w, memory=keys, stop=stop, weights_out=asked("cross")),
-                     cross_w.norm)  # fmt: skip
+            cross = (
+                partial(self.cross_attention, cross_w, memory=keys, stop=stop, weights_out=asked("cross")),
+                cross_w.norm,
+            )
         tap = None if taps is None else partial(taps, i)
-        return self.residuals.apply(Z, mixer, partial(feedforward.apply, feedforward_w), self.norm.apply, norms,
-                                    cross, tap)  # fmt: skip
+        return self.residuals.apply(
+            Z, mixer, partial(feedforward.apply, feedforward_w), self.norm.apply, norms, cross, tap
+        )
 
     def run(
         self,

@@ -12,9 +12,9 @@ from typing import Any
 
 from ..errors import SpecError
 from ..text import escaped
+from .attention_keys import ATTENTION_FIELDS
 from .choices import (
     ACTIVATIONS,
-    ATTENTION_KINDS,
     FEEDFORWARD_KINDS,
     FEEDFORWARDS,
     LABELS,
@@ -25,6 +25,7 @@ from .choices import (
     SCALES,
 )
 from .choices import key as _key
+from .encoder_decoder_keys import ENCODER_DECODER_FIELDS
 from .expert_keys import EXPERT_FIELDS
 from .latent_keys import LATENT_FIELDS
 from .rope_keys import ROPE_FIELDS
@@ -44,9 +45,12 @@ class Spec:
     description: str = field(default="", metadata=_key("str", "free text"))
     context: int | None = field(
         default=None,
-        metadata=_key("posint", "a label: the longest context the model was made for (Hugging Face: "
-                      "max_position_embeddings); tfm plan caps what fits at it"),
-    )  # fmt: skip
+        metadata=_key(
+            "posint",
+            "a label: the longest context the model was made for (Hugging Face: "
+            "max_position_embeddings); tfm plan caps what fits at it",
+        ),
+    )
     scale: str | float = field(
         default="none", metadata=_key("scale", "score scale: none (1), sqrt (1/sqrt(m)) or a positive number", SCALES)
     )
@@ -80,10 +84,14 @@ class Spec:
     rope_truncate: bool = ROPE_FIELDS["rope_truncate"]
     norm: str = field(
         default="none",
-        metadata=_key("choice", "layer norm placement; sandwich: pre-norm plus a norm of each sublayer's output "
-                      "before its residual (Gemma 2, 3); output: only the norm of each sublayer's output (OLMo 2); "
-                      "both with a final norm", NORMS),
-    )  # fmt: skip
+        metadata=_key(
+            "choice",
+            "layer norm placement; sandwich: pre-norm plus a norm of each sublayer's output "
+            "before its residual (Gemma 2, 3); output: only the norm of each sublayer's output (OLMo 2); "
+            "both with a final norm",
+            NORMS,
+        ),
+    )
     norm_eps: float = field(default=1e-5, metadata=_key("posfloat", "layer norm epsilon"))
     attention_bias: bool = field(default=False, metadata=_key("bool", "biases b_Q, b_K, b_V, b_O"))
     activation: str = field(default="relu", metadata=_key("choice", "feedforward activation", ACTIVATIONS))
@@ -93,10 +101,13 @@ class Spec:
     )
     feedforward: str = field(
         default="plain",
-        metadata=_key("choice", "plain: W2 act(W1 X + b1) + b2; gated: W2 (act(W1 X) * (W3 X)); clamped: gpt-oss's "
-                      "SwiGLU, W2 ((clamp(W3 X, +-limit) + 1) * g sigmoid(alpha g)), g = min(W1 X, limit)",
-                      FEEDFORWARDS),
-    )  # fmt: skip
+        metadata=_key(
+            "choice",
+            "plain: W2 act(W1 X + b1) + b2; gated: W2 (act(W1 X) * (W3 X)); clamped: gpt-oss's "
+            "SwiGLU, W2 ((clamp(W3 X, +-limit) + 1) * g sigmoid(alpha g)), g = min(W1 X, limit)",
+            FEEDFORWARDS,
+        ),
+    )
     swiglu_alpha: float = field(default=1.702, metadata=_key("posfloat", "clamped: the sigmoid's slope alpha"))
     swiglu_limit: float = field(default=7.0, metadata=_key("posfloat", "clamped: the clamp's limit"))
     ff_bias: bool = field(default=True, metadata=_key("bool", "feedforward biases b1, b2 (and b3 when gated)"))
@@ -143,11 +154,14 @@ class Spec:
     )
     qk_norm_over: str = field(
         default="head",
-        metadata=_key("choice", "what the query and key norms normalise: each head, gains (m,) the heads share (Qwen3, "
-                      "Gemma 3); all heads' projections together, gains (Hm,) and (Gm,) (OLMo 2); per_head: each head "
-                      "with gains of its own, (H, m) and (G, m), no beta (StableLM, Cohere); with qk_norm",
-                      ("head", "all", "per_head")),
-    )  # fmt: skip
+        metadata=_key(
+            "choice",
+            "what the query and key norms normalise: each head, gains (m,) the heads share (Qwen3, "
+            "Gemma 3); all heads' projections together, gains (Hm,) and (Gm,) (OLMo 2); per_head: each head "
+            "with gains of its own, (H, m) and (G, m), no beta (StableLM, Cohere); with qk_norm",
+            ("head", "all", "per_head"),
+        ),
+    )
     norm_bias: bool = field(default=True, metadata=_key("bool", "layernorm's beta; false: gamma only (OLMo-style)"))
     qk_norm: bool = field(
         default=False,
@@ -185,33 +199,11 @@ class Spec:
             FEEDFORWARD_KINDS,
         ),
     )
-    attn_softcap: float | None = field(
-        default=None,
-        metadata=_key("posfloat", "attention scores capped as cap tanh(s / cap), after the scale and before the mask "
-                      "(Gemma 2)"),
-    )  # fmt: skip
-    attn_sinks: bool = field(
-        default=False,
-        metadata=_key("bool", "a learned logit per head, attention.sinks (H,), in each query's softmax beside its "
-                      "keys' scores, its weight then dropped: the weights sum to less than 1 (gpt-oss)"),
-    )  # fmt: skip
-    window: int | None = field(
-        default=None, metadata=_key("posint", "sliding window: query t sees keys t - w + 1 .. t (Mistral); causal only")
-    )
-    attention_layers: tuple[str, ...] | None = field(
-        default=None,
-        metadata=_key(
-            "layers",
-            "which blocks attend through the window and which see every earlier key (Gemma 2, gpt-oss): a list of "
-            "N kinds or a shorter pattern repeated over the blocks [default: all sliding]; with window",
-            ATTENTION_KINDS,
-        ),
-    )
-    rope_local_theta: float | None = field(
-        default=None,
-        metadata=_key("posfloat", "rotary base of the sliding blocks, which turn without rope_scaling (Gemma 3's "
-                      "local layers); with rope and attention_layers [default: rope_theta]"),
-    )  # fmt: skip
+    attn_softcap: float | None = ATTENTION_FIELDS["attn_softcap"]
+    attn_sinks: bool = ATTENTION_FIELDS["attn_sinks"]
+    window: int | None = ATTENTION_FIELDS["window"]
+    attention_layers: tuple[str, ...] | None = ATTENTION_FIELDS["attention_layers"]
+    rope_local_theta: float | None = ATTENTION_FIELDS["rope_local_theta"]
     attention: str = LATENT_FIELDS["attention"]
     kv_rank: int | None = LATENT_FIELDS["kv_rank"]
     q_rank: int | None = LATENT_FIELDS["q_rank"]
@@ -221,37 +213,22 @@ class Spec:
         default=None,
         metadata=_key("posint", "key/value heads, each shared by H/G query heads (grouped-query; 1: multi-query)"),
     )
-    N_enc: int | None = field(
-        default=None,
-        metadata=_key(
-            "posint",
-            "encoder blocks: an encoder-decoder, whose N blocks are the decoder's (masked self-attention, "
-            "cross-attention to the encoder's output, feedforward)",
-        ),
-    )
-    V_src: int | None = field(
-        default=None,
-        metadata=_key(
-            "posint", "the source's own vocabulary: a separate encoder embedding (d, V_src) [default: E is shared]"
-        ),
-    )
-    cross_H: int | None = field(default=None, metadata=_key("posint", "cross-attention heads [default: H]; with N_enc"))
-    cross_m: int | None = field(default=None, metadata=_key("posint", "cross-attention head size [default: m]"))
-    cross_bias: bool | None = field(
-        default=None, metadata=_key("bool", "cross-attention biases [default: attention_bias]; with N_enc")
-    )
-    rel_buckets: int = field(default=32, metadata=_key("posint", "relative: distance buckets of the bias table"))
-    rel_max_distance: int = field(
-        default=128, metadata=_key("posint", "relative: distances from this one on share the last bucket")
-    )
-    position_offset: int | None = field(
-        default=None, metadata=_key("posint", "learned: position t reads column t + offset of P (BART: 2)")
-    )
+    N_enc: int | None = ENCODER_DECODER_FIELDS["N_enc"]
+    V_src: int | None = ENCODER_DECODER_FIELDS["V_src"]
+    cross_H: int | None = ENCODER_DECODER_FIELDS["cross_H"]
+    cross_m: int | None = ENCODER_DECODER_FIELDS["cross_m"]
+    cross_bias: bool | None = ENCODER_DECODER_FIELDS["cross_bias"]
+    rel_buckets: int = ENCODER_DECODER_FIELDS["rel_buckets"]
+    rel_max_distance: int = ENCODER_DECODER_FIELDS["rel_max_distance"]
+    position_offset: int | None = ENCODER_DECODER_FIELDS["position_offset"]
     pad_id: int | None = field(
         default=None,
-        metadata=_key("index", "the padding token id, which counts no position (RoBERTa): tfm runs unpadded "
-                      "sequences and refuses token inputs holding it; with V"),
-    )  # fmt: skip
+        metadata=_key(
+            "index",
+            "the padding token id, which counts no position (RoBERTa): tfm runs unpadded "
+            "sequences and refuses token inputs holding it; with V",
+        ),
+    )
     head_scale: str = field(
         default="none",
         metadata=_key("choice", "the final columns times d^-1/2 before the head (T5, tied); with V", ("none", "sqrt")),
@@ -335,8 +312,14 @@ class Spec:
     def summary(self) -> str:
         """One line for titles: 'gpt2-small: N=12, H=12, ..., norm=pre'."""
         keys = {k: v for k, v in self.to_dict().items() if k not in LABELS}
-        shown = {k: str(v).lower() if isinstance(v, bool) else "[" + ", ".join(f"{x:g}" if isinstance(x, float)
-                 else str(x) for x in v) + "]" if isinstance(v, list) else v for k, v in keys.items()}  # fmt: skip
+        shown = {
+            k: str(v).lower()
+            if isinstance(v, bool)
+            else "[" + ", ".join(f"{x:g}" if isinstance(x, float) else str(x) for x in v) + "]"
+            if isinstance(v, list)
+            else v
+            for k, v in keys.items()
+        }
         return f"{escaped(self.label)}: " + ", ".join(f"{k}={v}" for k, v in shown.items())
 
     def variant_keys(self) -> dict[str, Any]:

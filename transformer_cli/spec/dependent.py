@@ -5,8 +5,14 @@ from __future__ import annotations
 
 ROPE_KEYS = ("rope_theta", "rope_fraction", "rope_pairing", "rope_scaling")
 LLAMA3_KEYS = ("rope_low_freq_factor", "rope_high_freq_factor")
-YARN_KEYS = ("rope_attention_factor", "rope_beta_fast", "rope_beta_slow", "rope_mscale", "rope_mscale_all_dim",
-             "rope_truncate")  # fmt: skip
+YARN_KEYS = (
+    "rope_attention_factor",
+    "rope_beta_fast",
+    "rope_beta_slow",
+    "rope_mscale",
+    "rope_mscale_all_dim",
+    "rope_truncate",
+)
 
 # Keys that go with a value of another key: (other key, its values, required then). The loader and the
 # JSON Schema (schema.py) both read this table.

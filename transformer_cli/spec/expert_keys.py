@@ -15,8 +15,11 @@ EXPERT_FIELDS: dict[str, Any] = {
     ),
     "router_renorm": field(
         default=True,
-        metadata=_key("bool", "the k chosen experts' softmax weights renormalised to sum to 1 (Mixtral); false: the "
-                      "softmax over all E, read at the chosen k (Qwen-MoE's norm_topk_prob: false); with E"),
+        metadata=_key(
+            "bool",
+            "the k chosen experts' softmax weights renormalised to sum to 1 (Mixtral); false: the "
+            "softmax over all E, read at the chosen k (Qwen-MoE's norm_topk_prob: false); with E",
+        ),
     ),
     "shared_r": field(
         default=None, metadata=_key("posint", "a shared expert of this size that every token goes through; with E")
@@ -27,28 +30,41 @@ EXPERT_FIELDS: dict[str, Any] = {
     ),
     "router_score": field(
         default="softmax",
-        metadata=_key("choice", "how the router turns its scores into weights: softmax (Mixtral, Qwen, DeepSeek-V2), "
-                      "sigmoid of each (DeepSeek-V3), or sparsemixer (PhiMoE, k = 2): the best expert, then the best "
-                      "of the others, each weighted by a softmax over the experts within router_jitter of it; with E",
-                      ("softmax", "sigmoid", "sparsemixer")),
+        metadata=_key(
+            "choice",
+            "how the router turns its scores into weights: softmax (Mixtral, Qwen, DeepSeek-V2), "
+            "sigmoid of each (DeepSeek-V3), or sparsemixer (PhiMoE, k = 2): the best expert, then the best "
+            "of the others, each weighted by a softmax over the experts within router_jitter of it; with E",
+            ("softmax", "sigmoid", "sparsemixer"),
+        ),
     ),
     "router_jitter": field(
         default=0.01,
-        metadata=_key("posfloat", "sparsemixer's eps: an expert j shares the softmax of a chosen expert of score m "
-                      "when (m - s_j) / max(|s_j|, m) <= 2 eps (PhiMoE's router_jitter_noise); with sparsemixer"),
+        metadata=_key(
+            "posfloat",
+            "sparsemixer's eps: an expert j shares the softmax of a chosen expert of score m "
+            "when (m - s_j) / max(|s_j|, m) <= 2 eps (PhiMoE's router_jitter_noise); with sparsemixer",
+        ),
     ),
     "router_groups": field(
         default=None,
-        metadata=_key("posint", "group-limited routing: the E experts in this many groups, a token choosing among "
-                      "the router_topk_groups best groups only (DeepSeek's n_group); with E"),
+        metadata=_key(
+            "posint",
+            "group-limited routing: the E experts in this many groups, a token choosing among "
+            "the router_topk_groups best groups only (DeepSeek's n_group); with E",
+        ),
     ),
     "router_topk_groups": field(
         default=None, metadata=_key("posint", "the groups a token may choose its experts from; with router_groups")
     ),
     "router_group_score": field(
         default="max",
-        metadata=_key("choice", "a group's score: its best expert's (DeepSeek-V2) or the sum of its best two "
-                      "(top2: DeepSeek-V3); with router_groups", ("max", "top2")),
+        metadata=_key(
+            "choice",
+            "a group's score: its best expert's (DeepSeek-V2) or the sum of its best two "
+            "(top2: DeepSeek-V3); with router_groups",
+            ("max", "top2"),
+        ),
     ),
     "router_scale": field(
         default=1.0, metadata=_key("posfloat", "the chosen experts' weights times this (routed_scaling_factor); with E")
@@ -59,9 +75,12 @@ EXPERT_FIELDS: dict[str, Any] = {
     ),
     "router_bias": field(
         default=False,
-        metadata=_key("bool", "a correction bias per expert, ff.router_bias (E,), added to the scores to choose the "
-                      "experts but not to weight them (DeepSeek-V3); a buffer, not a parameter; with E"),
+        metadata=_key(
+            "bool",
+            "a correction bias per expert, ff.router_bias (E,), added to the scores to choose the "
+            "experts but not to weight them (DeepSeek-V3); a buffer, not a parameter; with E",
+        ),
     ),
-}  # fmt: skip
+}
 
 __all__ = ["EXPERT_FIELDS"]

@@ -12,8 +12,12 @@ from .choices import key as _key
 LATENT_FIELDS: dict[str, Any] = {
     "attention": field(
         default="standard",
-        metadata=_key("choice", "standard: W_Q, W_K, W_V per head; latent: multi-head latent attention (DeepSeek): "
-                      "keys and values from a compressed latent of kv_rank per token", ("standard", "latent")),
+        metadata=_key(
+            "choice",
+            "standard: W_Q, W_K, W_V per head; latent: multi-head latent attention (DeepSeek): "
+            "keys and values from a compressed latent of kv_rank per token",
+            ("standard", "latent"),
+        ),
     ),
     "kv_rank": field(
         default=None,
@@ -25,10 +29,13 @@ LATENT_FIELDS: dict[str, Any] = {
     ),
     "rope_m": field(
         default=None,
-        metadata=_key("posint", "latent: the rotated part of each query and key head (qk_rope_head_dim), its last "
-                      "entries; the key's is one head shared by all, cached beside the latent"),
+        metadata=_key(
+            "posint",
+            "latent: the rotated part of each query and key head (qk_rope_head_dim), its last "
+            "entries; the key's is one head shared by all, cached beside the latent",
+        ),
     ),
     "v_m": field(default=None, metadata=_key("posint", "latent: each value head's size (v_head_dim) [default: m]")),
-}  # fmt: skip
+}
 
 __all__ = ["LATENT_FIELDS"]

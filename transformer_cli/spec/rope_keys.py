@@ -17,8 +17,9 @@ ROPE_FIELDS: dict[str, Any] = {
     ),
     "rope_pairing": field(
         default="half",
-        metadata=_key("choice", "half: dim j with j + rot/2 (LLaMA, NeoX); interleaved: 2j with 2j+1 (GPT-J)",
-                      ROPE_PAIRINGS),
+        metadata=_key(
+            "choice", "half: dim j with j + rot/2 (LLaMA, NeoX); interleaved: 2j with 2j+1 (GPT-J)", ROPE_PAIRINGS
+        ),
     ),
     "rope_scaling": field(
         default="none",
@@ -27,13 +28,16 @@ ROPE_FIELDS: dict[str, Any] = {
             "frequency scaling: llama3 (Llama 3.1), linear (f / factor), dynamic (NTK: the base grows with a pass "
             "past the original context), yarn (Qwen2.5, DeepSeek, gpt-oss), longrope (Phi-3.5) or none",
             ROPE_SCALINGS,
-        ),  # fmt: skip
+        ),
     ),
     "rope_factor": field(
         default=8.0,
-        metadata=_key("posfloat", "llama3: low frequencies divided by this; linear: every frequency; dynamic: the "
-                      "base's growth rate; yarn: the context's stretch (interpolated frequencies divided by it); "
-                      "longrope: the stretch its attention factor is made from"),
+        metadata=_key(
+            "posfloat",
+            "llama3: low frequencies divided by this; linear: every frequency; dynamic: the "
+            "base's growth rate; yarn: the context's stretch (interpolated frequencies divided by it); "
+            "longrope: the stretch its attention factor is made from",
+        ),
     ),
     "rope_low_freq_factor": field(default=1.0, metadata=_key("posfloat", "llama3: wavelength > L / this: scaled")),
     "rope_high_freq_factor": field(default=4.0, metadata=_key("posfloat", "llama3: wavelength < L / this: kept")),
@@ -47,9 +51,12 @@ ROPE_FIELDS: dict[str, Any] = {
     ),
     "rope_attention_factor": field(
         default=None,
-        metadata=_key("posfloat", "yarn, longrope: cos and sin times this [yarn: 0.1 ln(factor) + 1, or with "
-                      "rope_mscale and rope_mscale_all_dim their ratio of that form (DeepSeek); longrope: "
-                      "sqrt(1 + ln(factor) / ln(L))]"),
+        metadata=_key(
+            "posfloat",
+            "yarn, longrope: cos and sin times this [yarn: 0.1 ln(factor) + 1, or with "
+            "rope_mscale and rope_mscale_all_dim their ratio of that form (DeepSeek); longrope: "
+            "sqrt(1 + ln(factor) / ln(L))]",
+        ),
     ),
     "rope_short_factor": field(
         default=None,
@@ -58,17 +65,11 @@ ROPE_FIELDS: dict[str, Any] = {
     "rope_long_factor": field(
         default=None, metadata=_key("floats", "longrope: rot/2 numbers dividing the frequencies of a longer pass")
     ),
-    "rope_beta_fast": field(
-        default=32.0, metadata=_key("posfloat", "yarn: rotations past which pairs extrapolate")
-    ),
-    "rope_beta_slow": field(
-        default=1.0, metadata=_key("posfloat", "yarn: rotations below which pairs interpolate")
-    ),
+    "rope_beta_fast": field(default=32.0, metadata=_key("posfloat", "yarn: rotations past which pairs extrapolate")),
+    "rope_beta_slow": field(default=1.0, metadata=_key("posfloat", "yarn: rotations below which pairs interpolate")),
     "rope_mscale": field(default=None, metadata=_key("posfloat", "yarn: DeepSeek's mscale")),
-    "rope_mscale_all_dim": field(
-        default=None, metadata=_key("posfloat", "yarn: DeepSeek's mscale_all_dim")
-    ),
+    "rope_mscale_all_dim": field(default=None, metadata=_key("posfloat", "yarn: DeepSeek's mscale_all_dim")),
     "rope_truncate": field(
         default=True, metadata=_key("bool", "yarn: the ramp's ends rounded to whole pairs (false: gpt-oss)")
     ),
-}  # fmt: skip
+}

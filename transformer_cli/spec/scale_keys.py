@@ -13,25 +13,38 @@ from .choices import key as _key
 SCALE_FIELDS: dict[str, Any] = {
     "embed_scale": field(
         default="none",
-        metadata=_key("scale", "embedded columns times sqrt(d) (sqrt: Gemma) or a positive number (Granite's "
-                      "embedding_multiplier); only with V", SCALES),
+        metadata=_key(
+            "scale",
+            "embedded columns times sqrt(d) (sqrt: Gemma) or a positive number (Granite's "
+            "embedding_multiplier); only with V",
+            SCALES,
+        ),
     ),
     "embed_dim": field(
         default=None,
-        metadata=_key("posint", "the token embedding's width d_e when it is not d: E (d_e, V) and the head (V, d_e), "
-                      "projected by embedding.W_in (d, d_e) after the lookup and head.W_out (d_e, d) after the final "
-                      "norm (OPT-350m's project_in, project_out); only with V and a head"),
+        metadata=_key(
+            "posint",
+            "the token embedding's width d_e when it is not d: E (d_e, V) and the head (V, d_e), "
+            "projected by embedding.W_in (d, d_e) after the lookup and head.W_out (d_e, d) after the final "
+            "norm (OPT-350m's project_in, project_out); only with V and a head",
+        ),
     ),
     "logit_scale": field(
         default=1.0,
-        metadata=_key("posfloat", "logits times this number (Cohere's logit_scale, Granite's 1 / logits_scaling), "
-                      "before any soft-capping; only with V and a head"),
+        metadata=_key(
+            "posfloat",
+            "logits times this number (Cohere's logit_scale, Granite's 1 / logits_scaling), "
+            "before any soft-capping; only with V and a head",
+        ),
     ),
     "residual_scale": field(
         default=1.0,
-        metadata=_key("posfloat", "each sublayer's output times this number as it joins the residual stream "
-                      "(Granite's residual_multiplier; before the sublayer's own output norm if it has one)"),
+        metadata=_key(
+            "posfloat",
+            "each sublayer's output times this number as it joins the residual stream "
+            "(Granite's residual_multiplier; before the sublayer's own output norm if it has one)",
+        ),
     ),
-}  # fmt: skip
+}
 
 __all__ = ["SCALE_FIELDS"]

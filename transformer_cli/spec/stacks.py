@@ -28,9 +28,23 @@ LAYER_KEYS = ("attention_layers", "feedforward_layers")  # what may differ betwe
 def encoder_spec(spec: Spec) -> Spec:
     """The encoder stack as a spec of its own: N_enc blocks of unmasked self-attention, no vocabulary or head."""
     assert spec.N_enc is not None, "only an encoder-decoder has an encoder"
-    return replace(spec, N=spec.N_enc, mask="none", N_enc=None, V=None, V_src=None, tie_embeddings=False,
-                   head_bias=False, head=True, embed_scale="none", head_scale="none", logit_scale=1.0, cross_H=None,
-                   cross_m=None, cross_bias=None)  # fmt: skip
+    return replace(
+        spec,
+        N=spec.N_enc,
+        mask="none",
+        N_enc=None,
+        V=None,
+        V_src=None,
+        tie_embeddings=False,
+        head_bias=False,
+        head=True,
+        embed_scale="none",
+        head_scale="none",
+        logit_scale=1.0,
+        cross_H=None,
+        cross_m=None,
+        cross_bias=None,
+    )
 
 
 def kind_of(pattern: tuple[str, ...] | None, i: int, default: str) -> str:

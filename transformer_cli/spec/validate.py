@@ -197,8 +197,11 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "parallel", True, "norm: pre with parallel blocks (both sublayers read the block's input)")
     if "shared_norm" in data and not spec.parallel:
         raise _fail(source, "shared_norm", data["shared_norm"], "no shared_norm unless parallel is true")
-    if spec.V and not spec.head and (spec.tie_embeddings or spec.head_bias or spec.logit_softcap
-                                     or spec.logit_scale != 1.0):  # fmt: skip
+    if (
+        spec.V
+        and not spec.head
+        and (spec.tie_embeddings or spec.head_bias or spec.logit_softcap or spec.logit_scale != 1.0)
+    ):
         raise _fail(source, "head", False, "a head for tie_embeddings, head_bias, logit_scale or logit_softcap")
     if spec.V and spec.embed_dim and not spec.head:
         raise _fail(source, "embed_dim", spec.embed_dim, "no embed_dim without a head (its projection out feeds it)")
@@ -211,8 +214,20 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
             raise _fail(source, key, data[key], f"no {key} unless the spec has an encoder (N_enc)")
     if spec.N_enc is not None:
         _check_encoder_decoder(spec, data, source)
-    for key in ("tie_embeddings", "head_bias", "embed_scale", "head", "type_vocab", "embed_norm", "pooler",
-                "head_scale", "pad_id", "logit_softcap", "logit_scale", "embed_dim"):  # fmt: skip
+    for key in (
+        "tie_embeddings",
+        "head_bias",
+        "embed_scale",
+        "head",
+        "type_vocab",
+        "embed_norm",
+        "pooler",
+        "head_scale",
+        "pad_id",
+        "logit_softcap",
+        "logit_scale",
+        "embed_dim",
+    ):
         if key in data and spec.V is None:
             raise _fail(source, key, data[key], f"no {key} unless the spec has a vocabulary V")
     if spec.H % spec.kv_heads:
@@ -245,11 +260,19 @@ def _check_layers(spec: Spec, data: dict[str, Any], source: str) -> None:
             kind = FIELDS[key].metadata["choices"][0]
             raise _fail(source, key, kinds, f"some {kind} block (with every block {other}, drop {needs} and {key})")
     if "rope_local_theta" in data and spec.attention_layers is None:
-        raise _fail(source, "rope_local_theta", data["rope_local_theta"],
-                    "no rope_local_theta without attention_layers (sliding blocks beside full ones)")  # fmt: skip
+        raise _fail(
+            source,
+            "rope_local_theta",
+            data["rope_local_theta"],
+            "no rope_local_theta without attention_layers (sliding blocks beside full ones)",
+        )
     if "attention_layers" in data and spec.positional == "relative":
-        raise _fail(source, "attention_layers", data["attention_layers"],
-                    "no attention_layers with relative positions (their bias is counted over one window)")  # fmt: skip
+        raise _fail(
+            source,
+            "attention_layers",
+            data["attention_layers"],
+            "no attention_layers with relative positions (their bias is counted over one window)",
+        )
 
 
 def _check_relative(spec: Spec, source: str) -> None:
@@ -263,8 +286,12 @@ def _check_relative(spec: Spec, source: str) -> None:
             if unmasked
             else "a causal stack"
         )
-        raise _fail(source, "rel_buckets", spec.rel_buckets,
-                    f"at least {least} ({why} needing an exact bucket and a logarithmic one)")  # fmt: skip
+        raise _fail(
+            source,
+            "rel_buckets",
+            spec.rel_buckets,
+            f"at least {least} ({why} needing an exact bucket and a logarithmic one)",
+        )
     if spec.rel_max_distance <= spec.rel_buckets // 2:
         raise _fail(source, "rel_max_distance", spec.rel_max_distance, "more than rel_buckets / 2 (the exact buckets)")
 
@@ -303,8 +330,12 @@ def _check_groups(spec: Spec, data: dict[str, Any], source: str) -> None:
     if chosen is None:
         raise SpecError(f"{source}: key 'router_topk_groups': missing, expected a positive integer with router_groups")
     if chosen > groups or chosen * (spec.E // groups) < spec.k:
-        raise _fail(source, "router_topk_groups", chosen, f"at most router_groups = {groups} groups holding at "
-                    f"least k = {spec.k} experts")  # fmt: skip
+        raise _fail(
+            source,
+            "router_topk_groups",
+            chosen,
+            f"at most router_groups = {groups} groups holding at least k = {spec.k} experts",
+        )
 
 
 def _check_latent(spec: Spec, data: dict[str, Any], source: str) -> None:

@@ -47,8 +47,9 @@ def setup_from_file(
     return _setup(spec, weights, seed, dtype, n, tol, max_memory), weights, source
 
 
-def _setup(spec: Spec, weights: Weights, seed: int, dtype: str, n: int | None, tol: float | None,
-           max_memory: str | None) -> Setup:  # fmt: skip
+def _setup(
+    spec: Spec, weights: Weights, seed: int, dtype: str, n: int | None, tol: float | None, max_memory: str | None
+) -> Setup:
     """One stack's setup, or an encoder-decoder's own (the decoder over a seeded source)."""
     make = make_setup if encoder(spec) is None else make_encoder_decoder_setup
     return make(spec, weights, seed, dtype, n, tol, max_memory)
@@ -103,7 +104,7 @@ def checks_of(setup: Setup, weights: Weights) -> list[Check]:
             [("softcap", lambda: softcap_need(setup), lambda: check_softcap(setup))]
             if spec.attn_softcap or spec.logit_softcap
             else []
-        ),  # fmt: skip
+        ),
         ("scaling", lambda: scaling_need(setup), lambda: check_scaling(setup, expect="theory")),
     ]
 
@@ -115,15 +116,18 @@ def encoder_decoder_checks(setup: EncoderDecoderSetup, weights: Weights) -> list
     return [
         ("counts", None, lambda: check_counts(setup, weights, expect="theory")),
         ("softmax", lambda: softmax_need(setup), lambda: check_softmax(setup, expect="theory")),
-        ("encoder equivariance", lambda: equivariance_need(encoder_setup(setup)),
-         lambda: _named(check_equivariance(encoder_setup(setup), expect="theory"), "encoder")),
+        (
+            "encoder equivariance",
+            lambda: equivariance_need(encoder_setup(setup)),
+            lambda: _named(check_equivariance(encoder_setup(setup), expect="theory"), "encoder"),
+        ),
         ("memory order", order, lambda: check_memory_order(setup)),
         ("source order", order, lambda: check_source_order(setup)),
         ("source reach", order, lambda: check_source_reach(setup)),
         ("causality", lambda: causality_need(setup), lambda: check_causality(setup, expect="theory")),
         ("decoding", lambda: decoding_need(setup), lambda: check_decoding(setup, expect="theory")),
         ("relative", lambda: relative_need(setup), lambda: check_relative(setup, expect="theory")),
-    ]  # fmt: skip
+    ]
 
 
 def _named(result: CheckResult, stack: str) -> CheckResult:

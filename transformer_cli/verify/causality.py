@@ -57,11 +57,15 @@ def check_causality(setup: Setup, expect: str = "holds") -> CheckResult:
         observed, reason = None, f"column 0 moved its own output by only {rows[0][3]:.3g}: the model ignores its input"
     elif observed and not weakest >= CONTROL_FACTOR * tol:
         observed = None
-        reason = (f"attention is inert: changing column 0 moved a later column by only {weakest:.3g}, so no "
-                  "mask could be seen at work")  # fmt: skip
+        reason = (
+            f"attention is inert: changing column 0 moved a later column by only {weakest:.3g}, so no "
+            "mask could be seen at work"
+        )
     elif predicted and field is not None:
-        reason = (f"causal mask with a sliding window: column t sees columns t - {field} .. t (N (w - 1) = {field}); "
-                  f"column 0 must not move columns {field + 1} and later")  # fmt: skip
+        reason = (
+            f"causal mask with a sliding window: column t sees columns t - {field} .. t (N (w - 1) = {field}); "
+            f"column 0 must not move columns {field + 1} and later"
+        )
     elif predicted:
         reason = "causal mask: scores of later keys are -inf, so their weights are exact zeros"
     else:
@@ -86,5 +90,5 @@ def check_causality(setup: Setup, expect: str = "holds") -> CheckResult:
             "min_influence": weakest,
             "leaking_positions": leak_at,
             "receptive_field": field,
-        },  # fmt: skip
+        },
     )

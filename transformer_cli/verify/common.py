@@ -118,8 +118,13 @@ class Verification:
         return self.checks[index]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "weights": self.weights, "dtype": self.dtype,
-                "exit_code": int(self.exit_code), "checks": [c.to_dict() for c in self.checks]}  # fmt: skip
+        return {
+            "source": self.source,
+            "weights": self.weights,
+            "dtype": self.dtype,
+            "exit_code": int(self.exit_code),
+            "checks": [c.to_dict() for c in self.checks],
+        }
 
 
 def overall_exit(results: list[CheckResult]) -> ExitCode:

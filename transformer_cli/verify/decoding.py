@@ -110,5 +110,5 @@ def check_decoding(setup: Setup, expect: str = "holds") -> CheckResult:
             **how,
             "controls": controls,
             "controls_not_run": skipped,
-        },  # fmt: skip
+        },
     )

@@ -93,8 +93,9 @@ def make_encoder_decoder_setup(
 def encoder_setup(setup: EncoderDecoderSetup) -> Setup:
     """The encoder alone as a one-stack setup, for seed property (a) on it."""
     reference = None if setup.reference is None else setup.reference.model.encoder  # type: ignore[attr-defined]
-    return Setup(encoder_run_spec(setup.spec), setup.pair.encoder, setup.rng, setup.n, setup.tol, setup.max_memory,
-                 reference)  # fmt: skip
+    return Setup(
+        encoder_run_spec(setup.spec), setup.pair.encoder, setup.rng, setup.n, setup.tol, setup.max_memory, reference
+    )
 
 
 def _tolerance(setup: EncoderDecoderSetup, run, inputs: np.ndarray, Y: np.ndarray) -> float:
@@ -131,11 +132,17 @@ def _order_check(
         observed, reason = None, f"the positional control moved the output by only {control:.3g} (< 1000 x tol)"
     worst = max((row[1] for row in rows), default=0.0)
     return CheckResult(
-        name=name, title=title, expected=resolve_expect("theory", predicted), predicted=predicted, observed=observed,
+        name=name,
+        title=title,
+        expected=resolve_expect("theory", predicted),
+        predicted=predicted,
+        observed=observed,
         observation=f"worst rel error {worst:.3g} vs tol {tol:.3g}, {len(rows)} permutations; control {control:.3g}",
-        reason=reason, columns=["permutation", "rel error", "tol", "property"], rows=rows,
+        reason=reason,
+        columns=["permutation", "rel error", "tol", "property"],
+        rows=rows,
         summary={"n": n, "worst_error": worst, "tolerance": tol, "control_error": control},
-    )  # fmt: skip
+    )
 
 
 def order_need(setup: EncoderDecoderSetup) -> MemoryEstimate:
@@ -148,9 +155,15 @@ def check_memory_order(setup: EncoderDecoderSetup) -> CheckResult:
     T = setup.gaussian(setup.spec.d, setup.n)
     memory = setup.model.memory  # type: ignore[attr-defined]  # the model is the Decoder above
     run = lambda M: setup.pair.decoder.forward(T, memory=M)  # noqa: E731
-    return _order_check(setup, "memory order", "cross-attention ignores the order of the encoder's output", run,
-                        np.asarray(memory, np.float64), True,
-                        "cross-attention adds no position to the memory: its keys and values are a set")  # fmt: skip
+    return _order_check(
+        setup,
+        "memory order",
+        "cross-attention ignores the order of the encoder's output",
+        run,
+        np.asarray(memory, np.float64),
+        True,
+        "cross-attention adds no position to the memory: its keys and values are a set",
+    )
 
 
 def check_source_order(setup: EncoderDecoderSetup) -> CheckResult:
@@ -165,8 +178,9 @@ def check_source_order(setup: EncoderDecoderSetup) -> CheckResult:
             "the encoder has no positions: its output permutes with the source, and the memory's order does not matter"
         )
     )
-    return _order_check(setup, "source order", "the output is invariant to permuting the source", run,
-                        setup.source, not breakers, why)  # fmt: skip
+    return _order_check(
+        setup, "source order", "the output is invariant to permuting the source", run, setup.source, not breakers, why
+    )
 
 
 def check_source_reach(setup: EncoderDecoderSetup) -> CheckResult:
@@ -185,9 +199,14 @@ def check_source_reach(setup: EncoderDecoderSetup) -> CheckResult:
         rows.append([j, float(moved.min()), tol, "reaches" if moved.min() > tol else "misses"])
     holds = all(row[-1] == "reaches" for row in rows)
     return CheckResult(
-        name="source reach", title="every target column depends on every source column", expected=True,
-        predicted=True, observed=holds, observation=f"least move {min(r[1] for r in rows):.3g} vs tol {tol:.3g}",
+        name="source reach",
+        title="every target column depends on every source column",
+        expected=True,
+        predicted=True,
+        observed=holds,
+        observation=f"least move {min(r[1] for r in rows):.3g} vs tol {tol:.3g}",
         reason="cross-attention reads every column of the memory, in every decoder block",
-        columns=["source column", "least move of a target column", "tol", "property"], rows=rows,
+        columns=["source column", "least move of a target column", "tol", "property"],
+        rows=rows,
         summary={"n": n, "tolerance": tol},
-    )  # fmt: skip
+    )

@@ -48,8 +48,15 @@ def permutations(rng: np.random.Generator, n: int, trials: int) -> list[tuple[st
     derangements (no fixed point) when n is large enough to have plenty; otherwise drawn from all n!.
     """
     ident = np.arange(n)
-    candidates = [("adjacent swap", np.concatenate([[1, 0], ident[2:]])), ("reversal", ident[::-1].copy()),
-                  ("cyclic shift", np.roll(ident, 1))] if n >= 2 else []  # fmt: skip
+    candidates = (
+        [
+            ("adjacent swap", np.concatenate([[1, 0], ident[2:]])),
+            ("reversal", ident[::-1].copy()),
+            ("cyclic shift", np.roll(ident, 1)),
+        ]
+        if n >= 2
+        else []
+    )
     perms, seen = [("identity", ident)], {tuple(ident)}
     for kind, p in candidates:
         if tuple(p) not in seen:
@@ -110,8 +117,17 @@ def check_equivariance(setup: Setup, trials: int = 8, expect: str = "holds") -> 
         if kind != "identity":
             moved_min = min(moved_min, moved)
             control = max(control, rel_err(Y[k + j], TXc[:, p], TXc))
-        rows.append([kind, int(np.sum(p == np.arange(n))), abs_err, err, trial_tol, moved,
-                     "holds" if within(err, trial_tol) else "breaks"])  # fmt: skip
+        rows.append(
+            [
+                kind,
+                int(np.sum(p == np.arange(n))),
+                abs_err,
+                err,
+                trial_tol,
+                moved,
+                "holds" if within(err, trial_tol) else "breaks",
+            ]
+        )
     holds = all(row[-1] == "holds" for row in rows)
     observed: bool | None = holds
     reason = _theory(breakers)
@@ -124,8 +140,10 @@ def check_equivariance(setup: Setup, trials: int = 8, expect: str = "holds") -> 
         observed, reason = None, "a permutation left the output unchanged, so agreement proves nothing"
     elif holds and not predicted and not position_breakers(spec) and not mixing >= CONTROL_FACTOR * tol:
         observed = None
-        reason = (f"attention is inert: changing column 0 moved the other columns by only {mixing:.3g}, so the "
-                  f"{' and '.join(breakers)} {'has' if len(breakers) == 1 else 'have'} nothing to act on")  # fmt: skip
+        reason = (
+            f"attention is inert: changing column 0 moved the other columns by only {mixing:.3g}, so the "
+            f"{' and '.join(breakers)} {'has' if len(breakers) == 1 else 'have'} nothing to act on"
+        )
     errors = [row[3] for row in rows]
     worst = float("nan") if any(np.isnan(errors)) else max(errors)
     short = f" ({k - 1} distinct, fewer than the {trials} + 3 asked: n = {n} has no more)" if k - 1 < trials + 3 else ""

@@ -82,14 +82,23 @@ def check_scaling(setup: Setup, samples: int = 20000, expect: str = "holds") -> 
         raise TfmError(f"--samples: got {samples}, expected 100 .. {MAX_SAMPLES:,}")
     m, c = spec.m, spec.score_scale
     sequences = max(MIN_SEQUENCES, math.ceil(samples / (spec.H * SEQ_LEN * (SEQ_LEN - 1))))
-    check_memory(scaling_need(setup, samples), setup.max_memory,
-                 f"the scaling check ({min(CHUNK, sequences)} sequences of {SEQ_LEN} at a time)")  # fmt: skip
+    check_memory(
+        scaling_need(setup, samples),
+        setup.max_memory,
+        f"the scaling check ({min(CHUNK, sequences)} sequences of {SEQ_LEN} at a time)",
+    )
     with np.errstate(over="ignore", under="ignore"):
         c2 = float(np.float64(c) ** 2)
     unit = c2 if 0.0 < c2 < math.inf else 1.0  # figures as variances; per scale^2 where that is not a float
     per = "" if unit == c2 else " / scale^2"
-    columns = [f"scores{per}", "predicted variance", "observed", "band (+/-)", "if the scale were ignored",
-               "as predicted"]  # fmt: skip
+    columns = [
+        f"scores{per}",
+        "predicted variance",
+        "observed",
+        "band (+/-)",
+        "if the scale were ignored",
+        "as predicted",
+    ]
     rows: list[list[Any]] = []
     told_apart: list[str] = []
     skipped: list[str] = []
@@ -103,8 +112,11 @@ def check_scaling(setup: Setup, samples: int = 20000, expect: str = "holds") -> 
         predicted = float(np.mean(_head_moments(setup, block)[1]))  # unscaled: Var(q.k)
         size = c * math.sqrt(predicted)  # the typical score, scaled
         if predicted == 0.0 or not tiny * 1e3 < size < huge / 1e3:
-            why = ("inert: W_Q or W_K is zero, the scores are constant" if predicted == 0.0 else
-                   f"scores of about {size:.3g} are outside what {setup.model.dtype} can hold")  # fmt: skip
+            why = (
+                "inert: W_Q or W_K is zero, the scores are constant"
+                if predicted == 0.0
+                else f"scores of about {size:.3g} are outside what {setup.model.dtype} can hold"
+            )
             skipped.append(why)
             rows.append([label, predicted * unit, None, None, None, f"not measured: {why}"])
             continue
@@ -125,8 +137,10 @@ def check_scaling(setup: Setup, samples: int = 20000, expect: str = "holds") -> 
         verdict, reason = None, "nothing could be measured: " + "; ".join(dict.fromkeys(skipped))
     elif observed_ok and not told_apart:  # the scale acts alike in every row: one row that tells is enough
         verdict = None
-        reason = (f"scale {spec.scale} ({c:.4g}) is so close to 1 that the variance with and without it differ "
-                  f"by less than the band: whether the model applies it cannot be told")  # fmt: skip
+        reason = (
+            f"scale {spec.scale} ({c:.4g}) is so close to 1 that the variance with and without it differ "
+            f"by less than the band: whether the model applies it cannot be told"
+        )
     observation = "; ".join(
         f"{row[0]}: {row[2]:.3g} (predicted {row[1]:.3g} +/- {row[3]:.2g})" for row in rows if row[2] is not None
     )
@@ -147,5 +161,5 @@ def check_scaling(setup: Setup, samples: int = 20000, expect: str = "holds") -> 
             "sequences_per_row": sequences,
             "band_standard_errors": BAND_SE,
             "not_measured": skipped,
-        },  # fmt: skip
+        },
     )

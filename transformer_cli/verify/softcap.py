@@ -65,8 +65,15 @@ def check_softcap(setup: Setup, expect: str = "holds") -> CheckResult:
     if spec.attn_softcap is not None:
         bound = 2 * spec.attn_softcap
         ours, control = _sharpest(outputs[True][1]), _sharpest(outputs[False][1])
-        rows.append(["spread of a query's log weights", bound, ours, control,
-                     "holds" if ours <= bound * (1 + rel) else "breaks"])  # fmt: skip
+        rows.append(
+            [
+                "spread of a query's log weights",
+                bound,
+                ours,
+                control,
+                "holds" if ours <= bound * (1 + rel) else "breaks",
+            ]
+        )
     if spec.logit_softcap is not None and spec.V and spec.head:
         bound = spec.logit_softcap
         ours, control = float(np.abs(outputs[True][0]).max()), float(np.abs(outputs[False][0]).max())

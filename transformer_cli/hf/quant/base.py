@@ -89,8 +89,9 @@ def linear(name: str, shape: Shape) -> str | None:
     return prefix
 
 
-def unpack(packed: np.ndarray, bits: int, axis: int, count: int | None = None,
-           order: tuple[int, ...] | None = None) -> np.ndarray:  # fmt: skip
+def unpack(
+    packed: np.ndarray, bits: int, axis: int, count: int | None = None, order: tuple[int, ...] | None = None
+) -> np.ndarray:
     """Unsigned integers of `bits` bits (1 to 8) packed into int32 words along `axis` as one little-endian stream
     of bits (a value may cross from one word into the next: GPTQ's 3 bits, compressed-tensors' dense packing),
     the first `count` of them (default: all the words hold). `order`, for a width dividing 32, gives the position
@@ -131,8 +132,10 @@ def group_index(read: Read, name: str, inputs: int, groups: int) -> np.ndarray:
     group, and fail on 10^6 with an IndexError)."""
     index = read(name)
     if index.shape != (inputs,) or index.dtype.kind not in "iu":
-        raise ArrayError(f"{read.where(name)}: tensor {name}: {index.dtype} {index.shape}, expected ({inputs},) "
-                         "integers, each input's group")  # fmt: skip
+        raise ArrayError(
+            f"{read.where(name)}: tensor {name}: {index.dtype} {index.shape}, expected ({inputs},) "
+            "integers, each input's group"
+        )
     outside = np.flatnonzero((index < 0) | (index >= groups))
     if outside.size:
         k = int(outside[0])

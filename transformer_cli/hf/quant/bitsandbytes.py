@@ -50,9 +50,11 @@ class FourBit(Scheme):
         blocks = -(-n // 64)
         out = {f"{name}.quant_map": Stored((16,), ("F32",), "metadata"), name: Stored((-(-n // 2), 1), ("U8",))}
         if self.double:
-            out |= {f"{name}.absmax": Stored((blocks,), ("U8",), "scales"),
-                    f"{name}.nested_absmax": Stored((-(-blocks // 256),), ("F32",), "scales"),
-                    f"{name}.nested_quant_map": Stored((256,), ("F32",), "metadata")}  # fmt: skip
+            out |= {
+                f"{name}.absmax": Stored((blocks,), ("U8",), "scales"),
+                f"{name}.nested_absmax": Stored((-(-blocks // 256),), ("F32",), "scales"),
+                f"{name}.nested_quant_map": Stored((256,), ("F32",), "metadata"),
+            }
         else:
             out[f"{name}.absmax"] = Stored((blocks,), ("F32",), "scales")
         return out | {f"{name}.quant_state.bitsandbytes__{self.kind}": Stored((-1,), ("U8",), "metadata")}
@@ -99,8 +101,11 @@ class EightBit(Scheme):
         prefix = linear(name, shape)
         if prefix is None:
             return None
-        return {f"{prefix}.SCB": Stored((shape[0],), ("F32",), "scales"), name: Stored(shape, ("I8",)),
-                f"{prefix}.weight_format": Stored((), ("U8",), "metadata", optional=True)}  # fmt: skip
+        return {
+            f"{prefix}.SCB": Stored((shape[0],), ("F32",), "scales"),
+            name: Stored(shape, ("I8",)),
+            f"{prefix}.weight_format": Stored((), ("U8",), "metadata", optional=True),
+        }
 
     def dequantise(self, name: str, shape: Shape, read: Read) -> np.ndarray:
         prefix = linear(name, shape)

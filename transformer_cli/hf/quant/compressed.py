@@ -105,8 +105,9 @@ def _group(c: Keys, default_format: str) -> Group:
     if strategy not in STRATEGIES:
         raise weights.refuse("strategy", strategy, f"tfm reads the strategies {', '.join(STRATEGIES)}")
     block = weights.data.get("block_structure")
-    if strategy == "block" and not (isinstance(block, list) and len(block) == 2
-                                    and all(isinstance(b, int) and b > 0 for b in block)):  # fmt: skip
+    if strategy == "block" and not (
+        isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block)
+    ):
         raise weights.fail("block_structure", block, "two positive integers [rows, columns]")
     shape = tuple(block) if isinstance(block, list) and strategy == "block" else None
     group = weights.count("group_size", None) if strategy in ("group", "tensor_group") else None
@@ -118,8 +119,18 @@ def _group(c: Keys, default_format: str) -> Group:
     if not float_ and bits > 8:
         raise weights.refuse("num_bits", bits, "compressed-tensors stores integers of 1 to 8 bits")
     actorder = weights.data.get("actorder")
-    return Group(targets, fmt, bits, float_, weights.flag("symmetric", True), strategy, group, shape,
-                 actorder is True or actorder in GROUP_ORDERS, weights)  # fmt: skip
+    return Group(
+        targets,
+        fmt,
+        bits,
+        float_,
+        weights.flag("symmetric", True),
+        strategy,
+        group,
+        shape,
+        actorder is True or actorder in GROUP_ORDERS,
+        weights,
+    )
 
 
 class CompressedTensors(Scheme):
@@ -131,8 +142,7 @@ class CompressedTensors(Scheme):
         if groups is None:
             raise c.fail("config_groups", c.data.get("config_groups"), "the quantisation groups")
         fmt = c.text("format", "pack-quantized")
-        self.groups = [_group(groups.nested(k) or Keys({}, c.source, f"config_groups.{k}."), fmt)
-                       for k in groups.data]  # fmt: skip
+        self.groups = [_group(groups.nested(k) or Keys({}, c.source, f"config_groups.{k}."), fmt) for k in groups.data]
         self.ignore = _patterns(c, "ignore", []) if c.data.get("ignore") is not None else ()
         kinds = sorted({g.format for g in self.groups})
         self.label = f"compressed-tensors {', '.join(kinds)}"
@@ -167,20 +177,28 @@ class CompressedTensors(Scheme):
         o, i = shape
         scale = self._scale_shape(g, shape)
         if g.format == "mxfp4-pack-quantized":
-            return {f"{prefix}.weight_packed": Stored((o, -(-i // 2)), ("U8",)),
-                    f"{prefix}.weight_scale": Stored(scale, ("U8",), "scales")}  # fmt: skip
+            return {
+                f"{prefix}.weight_packed": Stored((o, -(-i // 2)), ("U8",)),
+                f"{prefix}.weight_scale": Stored(scale, ("U8",), "scales"),
+            }
         if g.format == "nvfp4-pack-quantized":
-            return {f"{prefix}.weight_packed": Stored((o, -(-i // 2)), ("U8",)),
-                    f"{prefix}.weight_scale": Stored(scale, ("F8_E4M3",), "scales"),
-                    f"{prefix}.weight_global_scale": Stored((1,), ("F32",), "scales")}  # fmt: skip
+            return {
+                f"{prefix}.weight_packed": Stored((o, -(-i // 2)), ("U8",)),
+                f"{prefix}.weight_scale": Stored(scale, ("F8_E4M3",), "scales"),
+                f"{prefix}.weight_global_scale": Stored((1,), ("F32",), "scales"),
+            }
         out: dict[str, Stored]
         if g.format == "pack-quantized":
-            out = {f"{prefix}.weight_packed": Stored((o, -(-i * g.bits // 32)), ("I32",)),
-                   f"{prefix}.weight_shape": Stored((2,), ("I64", "I32"), "metadata")}  # fmt: skip
+            out = {
+                f"{prefix}.weight_packed": Stored((o, -(-i * g.bits // 32)), ("I32",)),
+                f"{prefix}.weight_shape": Stored((2,), ("I64", "I32"), "metadata"),
+            }
             zero = Stored((-(-o * g.bits // 32), scale[-1]), ("I32",), "zero points")
         else:
-            out = {f"{prefix}.weight_scale": Stored(scale, SCALES, "scales"),
-                   name: Stored(shape, ("F8_E4M3",) if g.float_ else ("I8",))}  # fmt: skip
+            out = {
+                f"{prefix}.weight_scale": Stored(scale, SCALES, "scales"),
+                name: Stored(shape, ("F8_E4M3",) if g.float_ else ("I8",)),
+            }
             zero = Stored(scale, ("I8", "I32", *SCALES), "zero points")
         out[f"{prefix}.weight_scale"] = Stored(scale, SCALES, "scales")
         if not g.symmetric:
@@ -208,8 +226,10 @@ class CompressedTensors(Scheme):
         if g.format == "pack-quantized":
             held = read(f"{prefix}.weight_shape")
             if held.tolist() != [o, i]:
-                raise ArrayError(f"{read.where(f'{prefix}.weight_shape')}: tensor {prefix}.weight_shape: "
-                                 f"{held.tolist()}, expected [{o}, {i}], the shape of {name}")  # fmt: skip
+                raise ArrayError(
+                    f"{read.where(f'{prefix}.weight_shape')}: tensor {prefix}.weight_shape: "
+                    f"{held.tolist()}, expected [{o}, {i}], the shape of {name}"
+                )
             q = unpack(read(f"{prefix}.weight_packed"), g.bits, 1, i) - offset
         else:
             q = read(name).astype(np.float64)

@@ -24,9 +24,11 @@ class FP8(Scheme):
         if fmt != "e4m3":
             raise c.refuse("fmt", fmt, "tfm reads FP8 checkpoints in E4M3")
         block = c.data.get("weight_block_size")
-        if block is not None and not (isinstance(block, list) and len(block) == 2
-                                      and all(isinstance(b, int) and not isinstance(b, bool) and b > 0
-                                              for b in block)):  # fmt: skip
+        if block is not None and not (
+            isinstance(block, list)
+            and len(block) == 2
+            and all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)
+        ):
             raise c.fail("weight_block_size", block, "two positive integers [rows, columns], or null (per tensor)")
         self.block = tuple(block) if block else None
         self.label = f"fp8 e4m3, blocks of {block[0]} x {block[1]}" if block else "fp8 e4m3, a scale per tensor"
@@ -39,8 +41,10 @@ class FP8(Scheme):
     def packed(self, name: str, shape: Shape) -> dict[str, Stored] | None:
         if len(shape) < 2 or module(name) is None:
             return None
-        return {f"{name}_scale_inv": Stored(self._scales(shape), ("F32", "BF16"), "scales"),
-                name: Stored(shape, ("F8_E4M3",))}  # fmt: skip
+        return {
+            f"{name}_scale_inv": Stored(self._scales(shape), ("F32", "BF16"), "scales"),
+            name: Stored(shape, ("F8_E4M3",)),
+        }
 
     def dequantise(self, name: str, shape: Shape, read: Read) -> np.ndarray:
         scale = read(f"{name}_scale_inv").astype(np.float64)

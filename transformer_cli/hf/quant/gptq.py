@@ -32,8 +32,7 @@ REFUSED = "no reference dequantiser runs here to test tfm's against; tfm counts 
 
 def _unfit(c: Keys, name: str, count: int, what: str, per: str) -> SpecError:
     """A weight whose `count` inputs or outputs do not fill whole words of the method's packing."""
-    return SpecError(f"{c.source}: {name} has {count} {what}, which {c.data.get('quant_method')} cannot pack: "
-                     f"{per}")  # fmt: skip
+    return SpecError(f"{c.source}: {name} has {count} {what}, which {c.data.get('quant_method')} cannot pack: {per}")
 
 
 def _group(c: Keys, key: str) -> int:
@@ -61,10 +60,12 @@ class GPTQ(Scheme):
         if found is None:
             return None
         prefix, o, i, groups = found
-        return {f"{prefix}.qweight": Stored((i * self.bits // 32, o), ("I32",)),
-                f"{prefix}.qzeros": Stored((groups, o * self.bits // 32), ("I32",), "zero points"),
-                f"{prefix}.scales": Stored((groups, o), ("F16", "BF16", "F32"), "scales"),
-                f"{prefix}.g_idx": Stored((i,), ("I32",), "index")}  # fmt: skip
+        return {
+            f"{prefix}.qweight": Stored((i * self.bits // 32, o), ("I32",)),
+            f"{prefix}.qzeros": Stored((groups, o * self.bits // 32), ("I32",), "zero points"),
+            f"{prefix}.scales": Stored((groups, o), ("F16", "BF16", "F32"), "scales"),
+            f"{prefix}.g_idx": Stored((i,), ("I32",), "index"),
+        }
 
     def check(self, name: str, shape: Shape) -> None:
         """The inputs fill whole int32 words of qweight, the outputs whole words of qzeros (a 3-bit stream: 32

@@ -31,8 +31,10 @@ class MXFP4(Scheme):
             return None
         E, inputs, outputs = shape
         blocks = -(-inputs // BLOCK)
-        return {f"{name}_blocks": Stored((E, outputs, blocks, BLOCK // 2), ("U8",)),
-                f"{name}_scales": Stored((E, outputs, blocks), ("U8",), "scales")}  # fmt: skip
+        return {
+            f"{name}_blocks": Stored((E, outputs, blocks, BLOCK // 2), ("U8",)),
+            f"{name}_scales": Stored((E, outputs, blocks), ("U8",), "scales"),
+        }
 
     def dequantise(self, name: str, shape: Shape, read: Read) -> np.ndarray:
         blocks = read(f"{name}_blocks").astype(np.uint8)

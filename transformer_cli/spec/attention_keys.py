@@ -1,0 +1,49 @@
+"""The keys of the attention's variants per block: capped scores, sinks, the sliding window and which blocks slide,
+and the sliding blocks' own rotary base. The Spec's class body takes each field from here."""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Any
+
+from .choices import ATTENTION_KINDS
+from .choices import key as _key
+
+ATTENTION_FIELDS: dict[str, Any] = {
+    "attn_softcap": field(
+        default=None,
+        metadata=_key(
+            "posfloat", "attention scores capped as cap tanh(s / cap), after the scale and before the mask (Gemma 2)"
+        ),
+    ),
+    "attn_sinks": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "a learned logit per head, attention.sinks (H,), in each query's softmax beside its "
+            "keys' scores, its weight then dropped: the weights sum to less than 1 (gpt-oss)",
+        ),
+    ),
+    "window": field(
+        default=None, metadata=_key("posint", "sliding window: query t sees keys t - w + 1 .. t (Mistral); causal only")
+    ),
+    "attention_layers": field(
+        default=None,
+        metadata=_key(
+            "layers",
+            "which blocks attend through the window and which see every earlier key (Gemma 2, gpt-oss): a list of "
+            "N kinds or a shorter pattern repeated over the blocks [default: all sliding]; with window",
+            ATTENTION_KINDS,
+        ),
+    ),
+    "rope_local_theta": field(
+        default=None,
+        metadata=_key(
+            "posfloat",
+            "rotary base of the sliding blocks, which turn without rope_scaling (Gemma 3's "
+            "local layers); with rope and attention_layers [default: rope_theta]",
+        ),
+    ),
+}
+
+__all__ = ["ATTENTION_FIELDS"]

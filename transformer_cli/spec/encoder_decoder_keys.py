@@ -1,0 +1,40 @@
+"""The keys of an encoder-decoder (its encoder's blocks, the source vocabulary, the cross-attention's heads and
+biases) and of the relative and offset positions its families use. The Spec's class body takes each field from here."""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Any
+
+from .choices import key as _key
+
+ENCODER_DECODER_FIELDS: dict[str, Any] = {
+    "N_enc": field(
+        default=None,
+        metadata=_key(
+            "posint",
+            "encoder blocks: an encoder-decoder, whose N blocks are the decoder's (masked self-attention, "
+            "cross-attention to the encoder's output, feedforward)",
+        ),
+    ),
+    "V_src": field(
+        default=None,
+        metadata=_key(
+            "posint", "the source's own vocabulary: a separate encoder embedding (d, V_src) [default: E is shared]"
+        ),
+    ),
+    "cross_H": field(default=None, metadata=_key("posint", "cross-attention heads [default: H]; with N_enc")),
+    "cross_m": field(default=None, metadata=_key("posint", "cross-attention head size [default: m]")),
+    "cross_bias": field(
+        default=None, metadata=_key("bool", "cross-attention biases [default: attention_bias]; with N_enc")
+    ),
+    "rel_buckets": field(default=32, metadata=_key("posint", "relative: distance buckets of the bias table")),
+    "rel_max_distance": field(
+        default=128, metadata=_key("posint", "relative: distances from this one on share the last bucket")
+    ),
+    "position_offset": field(
+        default=None, metadata=_key("posint", "learned: position t reads column t + offset of P (BART: 2)")
+    ),
+}
+
+__all__ = ["ENCODER_DECODER_FIELDS"]
