@@ -77,7 +77,7 @@ def main() -> None:
     from transformer_cli import Transformer
     from transformer_cli.hf.config import spec_from_config
     from transformer_cli.model.generate import generate
-    from transformer_cli.sources import load_weights
+    from transformer_cli.tasks.sources import load_weights
 
     torch.set_num_threads(2)
     folder = Path(tempfile.mkdtemp()) / "llama"
@@ -101,7 +101,7 @@ def main() -> None:
 
     llama = None
     if args.llama_python:
-        from transformer_cli.conversions import to_gguf
+        from transformer_cli.tasks.conversions import to_gguf
 
         to_gguf(folder, folder / "m.gguf", "f32")
         llama = subprocess.Popen(

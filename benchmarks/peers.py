@@ -4,7 +4,7 @@
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/peers.py [--quick] [--json results.json]
 
 Peers, on the same weights and input:
-- PyTorch eager: the spec's model with F.linear and scaled_dot_product_attention (transformer_cli.bench);
+- PyTorch eager: the spec's model with F.linear and scaled_dot_product_attention (transformer_cli.tasks.bench);
 - torch.compile of the same function (compilation left out of the times);
 - JAX with jit: the model written in jax.numpy below, its softmax by hand (jax.nn.dot_product_attention computes
   the softmax in float32 even for float64 input);
@@ -51,7 +51,7 @@ from rich.table import Table
 
 from transformer_cli import init_weights
 from transformer_cli.analysis.hardware import probe
-from transformer_cli.bench import blas_info, gemm_gflops
+from transformer_cli.tasks.bench import blas_info, gemm_gflops
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))  # the PyTorch model the tests check tfm against

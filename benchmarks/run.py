@@ -26,7 +26,7 @@ from rich.table import Table
 
 from transformer_cli import Spec, init_weights
 from transformer_cli.analysis.memory import human
-from transformer_cli.bench import run_bench
+from transformer_cli.tasks.bench import run_bench
 
 sys.path.insert(
     0, str(Path(__file__).resolve().parent.parent / "tests")

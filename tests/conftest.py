@@ -14,7 +14,7 @@ import pytest
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from transformer_cli.analysis.params import all_tensors
+from transformer_cli.components.tensors import all_tensors
 from transformer_cli.spec.definition import Spec
 
 DATA = Path(__file__).parent / "data"

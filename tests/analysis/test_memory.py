@@ -15,10 +15,10 @@ from transformer_cli import Spec, Transformer, count_params, init_weights, kerne
 from transformer_cli.analysis.compare import compare
 from transformer_cli.analysis.costs import costs
 from transformer_cli.analysis.memory import estimate_forward, human
-from transformer_cli.check import Budgets, check_spec
 from transformer_cli.cli import app
-from transformer_cli.model.attention_maps import attention_maps, block_weights, estimate_maps
 from transformer_cli.spec.load import load_spec
+from transformer_cli.tasks.attention_maps import attention_maps, block_weights, estimate_maps
+from transformer_cli.tasks.check import Budgets, check_spec
 
 ROOT = Path(__file__).parents[2]
 GPT2 = ROOT / "examples" / "configs" / "gpt2-small.yaml"

@@ -19,17 +19,16 @@ LAYERS = [
     {"options"},  # the commands' options checked once, for the CLI and the library
     {"files", "kernels"},  # bounded file reading; NumPy kernels
     {"spec"},  # the spec: its keys, checks and YAML
-    {"components"},  # what a model is made of: tensors, closed form, FLOPs, theory, forward pieces
-    {"analysis"},  # counts, costs, memory and plans, from the spec's components
+    {"components"},  # what a model is made of: tensors, closed form, FLOPs, theory, forward pieces, stored bytes
+    {"model"},  # the forward pass, from arrays: never a file (io and up), never the cost model (analysis)
     {"io"},  # tfm's own files: arrays, weights, safetensors, outputs
     {"families"},  # one record per model family: its config mapping, checkpoint and GGUF layouts, LoRA names
     {"hf"},  # the Hugging Face mapping: config.json and checkpoints
     {"gguf"},  # GGUF files: their header, metadata as a spec (the families' reading of keys), tensors dequantised
-    {"sources"},  # what a path names, whatever its format
-    {"model"},  # the forward pass and its runner
+    {"analysis"},  # counts, costs, memory and plans, from the spec's components: no format imports it
     {"verify"},  # the seeds' properties, checked numerically
-    {"bench", "check", "conversions", "generation", "planning"},  # tasks over many parts
-    {"models", "writing"},  # what the commands do, for Python: tfm.load(path) and its Model; tfm.init, tfm.convert
+    {"tasks"},  # tasks over many parts: what a path names, run, attention maps, generate, plan, check, convert, bench
+    {"api"},  # what the commands do, for Python: tfm.load(path) and its Model; tfm.init, tfm.convert
     {"cli"},  # the commands
     {"__init__", "__main__"},  # the library's front door and `python -m transformer_cli`
 ]
@@ -56,6 +55,8 @@ def test_the_module_graph_has_no_cycle():
 def test_an_upward_or_circular_import_is_caught(tmp_path):
     edges = graph.package_graph()
     assert upward(edges | {"spec": edges["spec"] | {"model"}}) == ["spec -> model"]
+    assert upward(edges | {"model": edges["model"] | {"io", "analysis"}}) == ["model -> analysis", "model -> io"]
+    assert upward(edges | {"hf": edges["hf"] | {"analysis"}}) == ["hf -> analysis"]
     assert graph.cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 

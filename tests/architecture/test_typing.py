@@ -13,7 +13,7 @@ import pytest
 tomllib = pytest.importorskip("tomllib", reason="pyproject.toml is read with Python 3.11's tomllib")
 
 ROOT = Path(__file__).resolve().parents[2]
-PUBLIC = {"transformer_cli.models", "transformer_cli.writing"}  # tfm.load and its Model; tfm.init, tfm.convert
+PUBLIC = {"transformer_cli.api.models", "transformer_cli.api.writing"}  # tfm.load and its Model; tfm.init, tfm.convert
 # mypy --strict's flags that a [[tool.mypy.overrides]] section takes (warn_unused_ignores is on for every module)
 STRICT = {
     "disallow_any_generics": True,

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from conftest import DATA, EXAMPLES
 
-from transformer_cli.check import parse_count
 from transformer_cli.cli import app
+from transformer_cli.tasks.check import parse_count
 
 ROOT = Path(__file__).parents[2]
 SEED, TINY = (next(p for p in EXAMPLES if p.name == n) for n in ("seed-plain.yaml", "tiny-causal.yaml"))
@@ -149,8 +149,8 @@ def test_a_config_only_folder_of_a_1b_model_is_checked_on_a_scaled_down_copy(run
 
 @pytest.mark.parametrize("path", sorted((ROOT / "examples" / "models").glob("*.yaml")), ids=lambda p: p.stem)
 def test_a_scaled_down_copy_keeps_every_key_but_the_sizes(path):
-    from transformer_cli.check import SMALL, scaled_down
     from transformer_cli.spec.load import load_spec
+    from transformer_cli.tasks.check import SMALL, scaled_down
     from transformer_cli.verify import verify_all
 
     spec = load_spec(path)

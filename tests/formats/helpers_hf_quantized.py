@@ -10,7 +10,7 @@ from quantized_files import IDS
 
 from transformer_cli import Transformer
 from transformer_cli.hf.config import load_config
-from transformer_cli.sources import load_weights
+from transformer_cli.tasks.sources import load_weights
 
 torch = pytest.importorskip("torch", reason="the references run on PyTorch")
 

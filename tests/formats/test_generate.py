@@ -17,7 +17,7 @@ from transformer_cli import Transformer
 from transformer_cli.cli import app
 from transformer_cli.hf.config import spec_from_config
 from transformer_cli.model.generate import Sampling, choose, generate
-from transformer_cli.sources import load_weights
+from transformer_cli.tasks.sources import load_weights
 
 torch = pytest.importorskip("torch", reason="the references run on PyTorch")
 transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")

@@ -19,7 +19,7 @@ from quantized_files import IDS, gpt_oss_float, mxfp4_folder  # noqa: E402
 from transformer_cli import Transformer  # noqa: E402
 from transformer_cli.gguf.model import GGUFWeights, spec_from_gguf  # noqa: E402
 from transformer_cli.hf.config import load_config  # noqa: E402
-from transformer_cli.sources import load_weights  # noqa: E402
+from transformer_cli.tasks.sources import load_weights  # noqa: E402
 
 
 def transform_nibble_layout(blocks: np.ndarray) -> np.ndarray:

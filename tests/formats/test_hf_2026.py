@@ -16,7 +16,7 @@ from hf_exact import exact
 from transformer_cli import Transformer
 from transformer_cli.cli import app
 from transformer_cli.hf.config import spec_from_config
-from transformer_cli.sources import load_weights
+from transformer_cli.tasks.sources import load_weights
 
 
 @pytest.mark.parametrize("name", ["roberta", "xlm-roberta-pad-3"])

@@ -13,9 +13,9 @@ import pytest
 from conftest import random_weights
 
 from transformer_cli import ArrayError, Spec
-from transformer_cli.conversions import write_folder
 from transformer_cli.hf.checkpoint import INDEX, SINGLE, Checkpoint
 from transformer_cli.hf.weights import checkpoint_weights
+from transformer_cli.tasks.conversions import write_folder
 
 LLAMA = Spec(
     N=2,

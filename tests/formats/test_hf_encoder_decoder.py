@@ -15,11 +15,11 @@ from helpers_hf_config import _write, assert_refused_in_one_line
 from typer.testing import CliRunner
 
 from transformer_cli import ArrayError, count_params
-from transformer_cli.analysis.params import all_tensors
 from transformer_cli.cli import app
-from transformer_cli.conversions import write_folder
+from transformer_cli.components.tensors import all_tensors
 from transformer_cli.hf.config import read_config, spec_from_config
 from transformer_cli.hf.weights import checkpoint_weights
+from transformer_cli.tasks.conversions import write_folder
 
 T5 = {"model_type": "t5", "vocab_size": 97, "d_model": 32, "d_kv": 6, "d_ff": 40, "num_layers": 2, "num_heads": 4}
 BART = {
@@ -351,7 +351,7 @@ def test_tfm_count_checks_a_transformers_folder(keys, tmp_path):
 )
 def test_tfm_converts_a_folder_and_back_and_transformers_loads_the_same_tensors(keys, tmp_path):
     torch, transformers = _library()
-    from transformer_cli.conversions import to_hugging_face, to_tfm
+    from transformer_cli.tasks.conversions import to_hugging_face, to_tfm
 
     if keys.get("tie_word_embeddings") is False:
         folder, model = tmp_path / "model", _untied_t5(_write(tmp_path / "config", keys), tmp_path / "model")

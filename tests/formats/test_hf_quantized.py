@@ -35,7 +35,7 @@ from transformer_cli import count_params  # noqa: E402
 from transformer_cli.cli import app  # noqa: E402
 from transformer_cli.hf.config import load_config  # noqa: E402
 from transformer_cli.hf.folder import summary  # noqa: E402
-from transformer_cli.sources import load_weights  # noqa: E402
+from transformer_cli.tasks.sources import load_weights  # noqa: E402
 
 NEEDS = "the test extra installs bitsandbytes and compressed-tensors (they need PyTorch)"
 

@@ -18,7 +18,7 @@ from quantized_files import float_llama, fp8_folder, gpt_oss_float, mxfp4_folder
 
 from transformer_cli.cli import app  # noqa: E402
 from transformer_cli.hf.config import load_config  # noqa: E402
-from transformer_cli.sources import load_weights  # noqa: E402
+from transformer_cli.tasks.sources import load_weights  # noqa: E402
 
 
 def _file_bytes(folder) -> int:

@@ -22,7 +22,7 @@ from hf_models import MODELS
 from transformer_cli import Transformer, count_params
 from transformer_cli.cli import app
 from transformer_cli.hf.config import spec_from_config
-from transformer_cli.sources import load_weights
+from transformer_cli.tasks.sources import load_weights
 
 torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
 transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")

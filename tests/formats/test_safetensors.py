@@ -12,7 +12,8 @@ from conftest import DATA, EXAMPLES
 from transformer_cli import ArrayError, Spec, init_weights, load_spec, load_weights, save_weights
 from transformer_cli.cli import app
 from transformer_cli.io import safetensors_io
-from transformer_cli.io.weights import init_memory, spec_of_weights, write_init
+from transformer_cli.io.weights import spec_of_weights
+from transformer_cli.tasks.seeded import init_memory, write_init
 
 TINY = next(p for p in EXAMPLES if p.name == "tiny-causal.yaml")
 

@@ -9,8 +9,8 @@ import pytest
 from conftest import random_weights
 
 from transformer_cli import Spec, Transformer
-from transformer_cli.bench import run_bench
 from transformer_cli.cli import app
+from transformer_cli.tasks.bench import run_bench
 
 
 def test_run_bench_reports_every_figure():
@@ -48,7 +48,7 @@ def test_bench_no_longer_runs_pytorch_and_says_where_the_comparison_is(runner):
 
 
 def test_bench_names_the_blas_kernel_and_warns_when_the_environment_forces_a_lower_one(monkeypatch):
-    from transformer_cli import bench
+    from transformer_cli.tasks import bench
 
     monkeypatch.setattr(bench, "_cpu_flags", lambda: {"avx2", "avx512f"})
     monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")

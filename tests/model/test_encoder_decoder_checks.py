@@ -9,8 +9,8 @@ import pytest
 from conftest import matmul_count
 
 from transformer_cli import Spec, SpecError, count_params, load_spec
-from transformer_cli.analysis.params import all_tensors
 from transformer_cli.cli import app
+from transformer_cli.components.tensors import all_tensors
 from transformer_cli.spec.validate import spec_from_mapping
 
 ROOT = Path(__file__).parents[2]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from transformer_cli import Spec, count_params
-from transformer_cli.analysis.params import all_tensors
+from transformer_cli.components.tensors import all_tensors
 
 
 def _torch_weights(model, d: int, H: int, N_enc: int, N: int, norm: str) -> dict:
@@ -219,7 +219,7 @@ def test_a_hugging_face_folder_runs_as_transformers_does(tmp_path, family):
     transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
     from transformer_cli.hf.config import spec_from_config
     from transformer_cli.model.encoder_decoder import EncoderDecoder
-    from transformer_cli.sources import load_weights
+    from transformer_cli.tasks.sources import load_weights
 
     if family not in ("bart", "mbart"):
         untied = {} if family == "t5" else {"tie_word_embeddings": False, "feed_forward_proj": "gated-gelu"}

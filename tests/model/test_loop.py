@@ -9,10 +9,10 @@ from conftest import random_weights
 
 from transformer_cli import Spec, Transformer
 from transformer_cli.components.attention import KVCache
-from transformer_cli.model.attention_maps import block_weights, decoder_block_weights
 from transformer_cli.model.decoding import Decoder, decode
 from transformer_cli.model.encoder_decoder import EncoderDecoder
 from transformer_cli.model.weights import prepare_block
+from transformer_cli.tasks.attention_maps import block_weights, decoder_block_weights
 
 SPECS = {
     "pre": Spec(N=3, H=2, m=4, d=8, r=12, norm="pre", mask="causal", positional="rope"),

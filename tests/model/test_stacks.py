@@ -17,9 +17,9 @@ from reference_model import reference_forward
 
 from transformer_cli import Spec, count_params, spec_from_mapping
 from transformer_cli.analysis.flops import forward_flops
-from transformer_cli.analysis.params import all_tensors
 from transformer_cli.cli import app
 from transformer_cli.components.base import Pairs
+from transformer_cli.components.tensors import all_tensors
 from transformer_cli.errors import SpecError
 from transformer_cli.model.transformer import Transformer
 from transformer_cli.spec.stacks import decoder

@@ -16,12 +16,14 @@ limited by memory bandwidth.
 from __future__ import annotations
 
 from ..components import Pairs, components
+from ..components.held import Held
+from ..components.tensors import global_tensors
 from ..spec.definition import Spec
 from ..spec.stacks import decoder
 from .flops import multiply_adds
 from .kv_cache import cached_tokens, kv_cache_bytes
-from .params import count_params, global_tensors
-from .quantized import Held, tensor_bytes
+from .params import count_params
+from .quantized import tensor_bytes
 
 
 def training_flops_per_token(spec: Spec, n: int) -> dict[str, int]:

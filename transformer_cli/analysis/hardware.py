@@ -23,7 +23,7 @@ import numpy as np
 from ..spec.definition import Spec
 
 if TYPE_CHECKING:  # (quantized.py counts parameters: not imported by `tfm --help`)
-    from .quantized import Held
+    from ..components.held import Held
 
 T, G = 10**12, 10**9  # FLOP/s and bandwidth: the data sheets' decimal units
 MiB = 1 << 20  # memory: the binary units the budget (--memory 80G = 80 GiB) and every table use

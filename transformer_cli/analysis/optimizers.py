@@ -61,7 +61,8 @@ def tensor_sizes(spec: Spec) -> list[tuple[int, int]]:
     """(elements, copies) of the model's tensors: one block of each stack, and the tensors outside them."""
     from math import prod
 
-    from .params import count_params, global_tensors
+    from ..components.tensors import global_tensors
+    from .params import count_params
 
     sections = count_params(spec, check=False).sections
     return [(prod(t.shape), 1) for t in global_tensors(spec)] + [

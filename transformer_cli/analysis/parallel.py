@@ -34,7 +34,7 @@ from ..spec.definition import Spec
 from ..spec.stacks import decoder, stacks
 
 if TYPE_CHECKING:
-    from .quantized import Held
+    from ..components.held import Held
 
 HEADS = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "sinks")  # split by heads (axis 0)
 ROWS = ("W1", "W3", "b1", "b3")  # the hidden units' rows
@@ -126,8 +126,9 @@ def _per_stage(layers, N: int, P: int) -> list[int]:
 def stage_weights(spec: Spec, split: Split, weights: str | Held = "bfloat16") -> list[int]:
     """Bytes each pipeline stage's devices hold of the weights (in a type's formula, or a file's bytes scaled to
     the shard)."""
-    from .params import global_tensors, stack_tensors
-    from .quantized import Held, tensor_bytes
+    from ..components.held import Held
+    from ..components.tensors import global_tensors, stack_tensors
+    from .quantized import tensor_bytes
 
     def price(name: str, shape: tuple[int, ...]) -> int:
         shard = shard_shape(name, shape, spec, split)

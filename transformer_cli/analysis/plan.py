@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..components.held import Held
 from ..errors import SpecError
 from ..spec.definition import Spec
 from ..spec.stacks import source_len
@@ -21,7 +22,7 @@ from .optimizers import OPTIMIZERS
 from .parallel import Devices, Split, local_spec, stage_weights
 from .parallel import devices as parallel_devices
 from .params import count_params
-from .quantized import GROUP, QUANT_NOTE, Held, total_bytes, weight_bytes
+from .quantized import GROUP, QUANT_NOTE, total_bytes, weight_bytes
 from .serving import KERNELS, Fit, Serving, Transient, compute_bytes, fits, serving_memory, transient
 from .training import Training, training_memory
 from .units import scientific

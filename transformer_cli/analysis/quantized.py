@@ -26,11 +26,11 @@ and the head (GPTQ and AWQ checkpoints keep them), norms, biases, positions, rou
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
 
+from ..components.held import KEPT, Held, quantised
+from ..components.tensors import global_tensors
 from ..spec.definition import Spec
-from .params import count_params, global_tensors
+from .params import count_params
 
 PLAIN = {"float32": 4, "float16": 2, "bfloat16": 2}
 # GGML's types: (weights a block, bytes a block), as gguf's GGML_QUANT_SIZES has them (a test holds the two equal)
@@ -49,7 +49,6 @@ GGML = {
     "iq4_xs": (256, 136),
 }
 QUANTISED = ("float8", "int8", "int4", "nf4", "bnb_int8")  # the blocks' matrices packed, the rest kept in 16 bits
-KEPT = 2  # bytes an element of what stays unquantised (bfloat16)
 GROUP = 128
 QUANT_NOTE = (
     "float8: 1 B + a float32 scale per tensor; int8: 1 B + a float16 scale per output row; int4: 0.5 B + a "
@@ -66,12 +65,6 @@ def nf4_bytes(count: int) -> int:
     """A tensor of `count` elements in bitsandbytes' NF4 with double quantisation (the module's docstring)."""
     blocks = -(-count // NF4_BLOCK)
     return (count + 1) // 2 + blocks + 4 * -(-blocks // NF4_NESTED) + NF4_CONSTANTS
-
-
-def quantised(name: str, shape: tuple[int, ...]) -> bool:
-    """Whether a tensor is one of the blocks' matrices that quantisation packs."""
-    in_block, leaf = name.startswith(("blocks.", "encoder.")), name.rsplit(".", 1)[-1]
-    return in_block and len(shape) >= 2 and leaf not in ("router", "rel_bias") and not leaf.startswith("b")
 
 
 def stacked_experts(name: str, shape: tuple[int, ...]) -> bool:
@@ -125,20 +118,6 @@ def weight_bytes(spec: Spec, group: int = GROUP) -> dict[str, int]:
         for dtype, size in tensor_bytes(t.name, t.shape, group).items():
             out[dtype] += copies * size
     return out
-
-
-@dataclass(frozen=True)
-class Held:
-    """Weights as a file holds them (a quantised checkpoint, a GGUF file of mixed types): the bytes of each of
-    tfm's tensors by full name ('blocks.3.ff.W1'), its scales, zero points and metadata included. The plan
-    prices these in place of a type's formula."""
-
-    label: str  # "gptq int4, groups of 128", "GGUF Q4_K, Q6_K"
-    tensors: Mapping[str, int]
-    dtype: str | None = None  # a type asked for (a llama.cpp mix: "q4_k_m") rather than a file's own
-
-    def total(self) -> int:
-        return sum(self.tensors.values())
 
 
 def total_bytes(spec: Spec, weights: str | Held) -> int:

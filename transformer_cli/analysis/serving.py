@@ -28,8 +28,8 @@ from ..spec.stacks import encoder as encoder_of
 from .kv_cache import served_cache_bytes
 
 if TYPE_CHECKING:  # (quantized.py counts parameters: not imported by `tfm --help`)
+    from ..components.held import Held
     from .parallel import Split
-    from .quantized import Held
 
 WEIGHT_DTYPES = (
     "float32",

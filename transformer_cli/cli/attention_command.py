@@ -67,7 +67,7 @@ def attention(
     """
     from ..io.arrays import save_npy
     from ..io.outputs import check_output_path
-    from ..model.attention_maps import attention_maps
+    from ..tasks.attention_maps import attention_maps
     from ..text import escaped as shown
     from .heatmap import heatmap
 

@@ -52,9 +52,9 @@ def bench(
       tfm bench examples/configs/attention-is-all-you-need-base.yaml --seq-len 512 --batch 8 --dtype float32
     """
     from ..analysis.memory import check_memory, estimate_forward
-    from ..bench import run_bench
-    from ..model.runner import get_weights
     from ..spec.definition import check_length
+    from ..tasks.bench import run_bench
+    from ..tasks.runner import get_weights
     from . import render
 
     with handled(json_out):

@@ -51,7 +51,7 @@ def check(
     Example:
       tfm check examples/configs --max-params 150M --max-memory 4G --seq-len 1024
     """
-    from ..check import Budgets, check_specs, find_specs, overall
+    from ..tasks.check import Budgets, check_specs, find_specs, overall
     from . import render
 
     with handled(json_out):

@@ -236,7 +236,7 @@ def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
     """The spec at `path`, else the one stored in a .safetensors `weights` file, else the built-in default
     (models.spec_at, as the library reads it). Where it came from is returned, and said on stderr unless it was a
     file named on the command line."""
-    from ..sources import spec_at
+    from ..tasks.sources import spec_at
     from ..text import escaped as shown
 
     spec, source, note = spec_at(path, weights)
@@ -247,7 +247,7 @@ def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
 
 def is_hugging_face(path: Path) -> bool:
     """A Hugging Face model: a folder (holding config.json) or a .json config, rather than a YAML spec."""
-    from ..sources import is_hugging_face as named
+    from ..tasks.sources import is_hugging_face as named
 
     return named(path)
 
@@ -255,7 +255,7 @@ def is_hugging_face(path: Path) -> bool:
 def weights_of(spec_path: Path | None, weights: Path | None) -> Path | None:
     """The weights a command runs: --weights, else the checkpoint in the Hugging Face folder given as the spec, or
     the GGUF file given as the spec, else None (seeded weights); models.checkpoint_at, as the library finds them."""
-    from ..sources import checkpoint_at
+    from ..tasks.sources import checkpoint_at
     from ..text import escaped as shown
 
     found, note = checkpoint_at(spec_path, weights)

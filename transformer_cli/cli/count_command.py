@@ -54,9 +54,9 @@ def count(
       tfm count examples/configs/gpt2-small.yaml examples/configs/seed-plain.yaml --seq-len 1024
     """
     from ..analysis.params import count_params
-    from ..sources import checkpoint_summary
     from ..spec.definition import check_length
     from ..spec.stacks import encoder
+    from ..tasks.sources import checkpoint_summary
     from . import render, render_costs
 
     with handled(json_out, "tfm count holds the name and shape of each tensor (the checkpoint's, from its headers)"):

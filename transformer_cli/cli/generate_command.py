@@ -75,12 +75,12 @@ def generate(
       tfm generate ./tiny-llama --prompt "Once upon a time" -k 30 --temperature 0.8 --top-p 0.9 --seed 1
     """
     from ..analysis.memory import check_memory
-    from ..generation import decode, tokenizer_file
-    from ..generation import tokenizer as read_tokenizer
+    from ..api.models import Model
     from ..io.arrays import save_npy
     from ..io.outputs import check_output_path
-    from ..models import Model
     from ..options import count
+    from ..tasks.generation import decode, tokenizer_file
+    from ..tasks.generation import tokenizer as read_tokenizer
     from ..text import escaped as shown
     from .common import check_npy_output, spec_json
 
@@ -155,7 +155,7 @@ def _say(note: str) -> None:
 
 
 def _print_token(token, tokenizer, source) -> None:
-    from ..generation import decode
+    from ..tasks.generation import decode
 
     piece = decode(tokenizer, [int(token[0])], source) if tokenizer is not None else f"{int(token[0])} "
     out.file.write(piece)
@@ -166,8 +166,8 @@ def _prompts(input_path: Path | None, prompt: str | None, tokenizer, spec, sourc
     """The prompts (b, p) as int64 ids: the .npy's (its header checked before its data is read), or the text's."""
     import numpy as np
 
-    from ..generation import check_prompts, encode
     from ..io.arrays import open_npy, peek_npy
+    from ..tasks.generation import check_prompts, encode
 
     if (input_path is None) == (prompt is None):
         raise SpecError("give the prompt as token ids (--input ids.npy) or as text (--prompt), one of the two")

@@ -108,7 +108,7 @@ def convert(
       tfm convert tiny-llama.safetensors -o ./tiny-llama-again
       tfm convert ./tiny-llama -o tiny-llama-q8_0.gguf --type q8_0
     """
-    from ..writing import convert as write
+    from ..api.writing import convert as write
 
     with handled(json_out, "tfm convert holds one tensor at a time, and the name and shape of each"):
         with busy("converting", json_out):

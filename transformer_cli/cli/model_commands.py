@@ -53,7 +53,7 @@ def init(
       tfm init examples/configs/tiny-causal.yaml --seed 1 -o weights.npz
       tfm init examples/hf/tiny-llama -o tiny-llama
     """
-    from ..writing import init as write
+    from ..api.writing import init as write
 
     with handled(json_out):
         load(spec_path)  # (said on stderr: where the spec came from, unless named)
@@ -110,7 +110,7 @@ def run(
     """
     from ..io.arrays import save_npy
     from ..io.outputs import check_output_path
-    from ..model.runner import run_forward
+    from ..tasks.runner import run_forward
     from ..text import escaped as shown
     from . import render
 

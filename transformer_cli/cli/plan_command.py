@@ -18,7 +18,7 @@ from .plan_tables import WAYS, devices_table, fits_table, serving_table, time_ta
 
 if TYPE_CHECKING:  # only for annotations: `tfm --help` does not import the plan
     from ..analysis.plan import Plan
-    from ..planning import Asked
+    from ..tasks.planning import Asked
 
 WeightDType = Enum("WeightDType", {k: k for k in (*WEIGHT_DTYPES, *GGUF_MIXES)}, type=str)  # type: ignore[misc]
 KVDType = Enum("KVDType", {k: k for k in KV_BYTES}, type=str)  # type: ignore[misc]
@@ -117,8 +117,8 @@ def plan(
     """
     from ..analysis.plan import HARDWARE
     from ..analysis.plan import plan as make_plan
-    from ..models import Model
-    from ..planning import asked
+    from ..api.models import Model
+    from ..tasks.planning import asked
 
     def say(note: str) -> None:
         err.print(shown(note), soft_wrap=True, highlight=False)
@@ -183,7 +183,7 @@ def plan(
 def _curve(path: Path | None, spec, p: Plan, options: Asked, also: str | None):
     """(contexts, serving memory at each for each weights type, the limits drawn: the budget, each GPU's memory)."""
     from ..analysis.plan import contexts, serving_curve
-    from ..planning import weights_types
+    from ..tasks.planning import weights_types
 
     weights = weights_types(path, spec, options.weights, also)
     lengths = contexts(spec, p.seq_len)

@@ -16,9 +16,9 @@ from .layout import FitTable, Phrases
 
 if TYPE_CHECKING:  # only for annotations: rendering a count must not import the model
     from ..analysis.params import Blocks, ParamCount
-    from ..model.runner import RunResult
-    from ..sources import CheckpointSummary
     from ..spec.definition import Spec
+    from ..tasks.runner import RunResult
+    from ..tasks.sources import CheckpointSummary
     from ..verify import CheckResult
 
 VERDICT_STYLE = {

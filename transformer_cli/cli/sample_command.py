@@ -53,8 +53,8 @@ def sample(
     from ..analysis.memory import check_memory, estimate_pass
     from ..io.arrays import save_npy
     from ..io.outputs import check_output_path
-    from ..model.runner import random_input
     from ..options import count
+    from ..tasks.runner import random_input
 
     with handled(json_out):
         spec, _ = load(spec_path)

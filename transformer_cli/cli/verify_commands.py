@@ -56,13 +56,16 @@ def _check(
 ) -> None:
     """Shared body of the verify-* commands: build the setup, run one check, show it, exit with its code."""
     from .. import verify
+    from ..tasks.runner import get_weights
     from . import render
 
     with handled(json_out):
         spec, source = load(spec_path, weights)
         weights = weights_of(spec_path, weights)
         with busy(f"verify-{name}", json_out):
-            setup, _, w_source = verify.setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
+            setup, _, w_source = verify.prepare(
+                spec, lambda: get_weights(spec, weights, seed), seed, dtype.value, seq_len, tol, max_memory
+            )
             result = getattr(verify, f"check_{name}")(setup, expect=expect.value, **options)
     if json_out:
         print_json(result.to_dict() | spec_json(spec) | {"source": source, "weights": w_source, "dtype": dtype.value})
@@ -208,12 +211,15 @@ def verify(
       tfm verify examples/configs/gpt2-small.yaml --seq-len 8
     """
     from .. import verify
+    from ..tasks.runner import get_weights
     from . import render
 
     with handled(json_out):
         spec, source = load(spec_path, weights)
         weights = weights_of(spec_path, weights)
-        setup, w, w_source = verify.setup_from_file(spec, weights, seed, dtype.value, seq_len, tol, max_memory)
+        setup, w, w_source = verify.prepare(
+            spec, lambda: get_weights(spec, weights, seed), seed, dtype.value, seq_len, tol, max_memory
+        )
         with progress_bar(json_out) as progress:
             task = progress.add_task("verifying", total=len(verify.checks_of(setup, w)))
             results = verify.run_checks(setup, w, lambda name: progress.update(task, advance=1, description=name))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from ..analysis.quantized import Held
+from ..components.held import Held
 from ..errors import SpecError
 from ..hf.layouts import Rule, bytes_by_tensor, hf_shape, rules, tensor_shapes
 from ..spec.definition import Spec
@@ -110,7 +110,7 @@ def tensor_type(
 
 def _layout(spec: Spec, arch_name: str) -> list[Rule]:
     """The GGUF tensors of the model in architecture `arch_name`, which must hold every one of tfm's tensors."""
-    from ..io.weights import iter_tensors
+    from ..components.tensors import iter_tensors
 
     try:
         layout = list(rules(ARCHITECTURES[arch_name].layout_of(spec), spec))

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.quantized import Held
+from ..components.held import Held
 from ..errors import ArrayError, SpecError
 from ..families.keys import Keys
 from ..hf.layouts import Rule, bytes_by_tensor, hf_shape, rule_count, rules, split, tensor_shapes

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.quantized import Held
+from ..components.held import Held
 from ..errors import ArrayError
 from ..spec.definition import Spec
 from .checkpoint import Checkpoint
@@ -106,7 +106,7 @@ def held_by_config(config: Mapping[str, Any], spec: Spec, source: str) -> Held:
     analysis/quantized.py counts them: not routers, norms, biases, the embedding or the head), unless the config's
     `modules_to_not_convert` names it, at the bytes of the tensors the method stores for it; every other tensor in
     16 bits, as these checkpoints keep them."""
-    from ..analysis.quantized import KEPT, quantised
+    from ..components.held import KEPT, quantised
     from ..io.safetensors_io import DTYPES
     from .layouts import bytes_by_tensor, hf_shape, rules, tensor_shapes
     from .quant import scheme_of

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis.params import all_tensors, global_tensors, stack_tensors
+from ..components.tensors import all_tensors, global_tensors, stack_tensors
 from ..families.layout import Family
 from ..spec.definition import Spec
 from ..spec.stacks import Stack, stacks

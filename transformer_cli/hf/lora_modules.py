@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..analysis.lora import Module, linear
+from ..components.linear import Module, linear
 from ..families import RECORDS
 from ..spec.definition import Spec
 from .layouts import hf_shape, rules, tensor_shapes

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..analysis.quantized import Held
+from ..components.held import Held
 from ..errors import ArrayError
 from ..families import RECORDS
 from ..families.checkpoints import (

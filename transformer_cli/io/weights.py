@@ -7,15 +7,14 @@ as stored in a weights file, so a file and the in-memory model are the same thin
 from __future__ import annotations
 
 import json
-import math
 import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 
-from ..analysis.memory import MemoryEstimate
-from ..analysis.params import Tensor, all_tensors, count_params, iter_tensors
+from ..components.base import Tensor
+from ..components.tensors import all_tensors, iter_tensors
 from ..errors import ArrayError, SpecError
 from ..spec.definition import Spec
 from ..spec.validate import spec_from_mapping
@@ -197,29 +196,3 @@ def save_weights(path: str | Path, weights: Weights, spec: Spec | None = None, o
     Without `overwrite`, a file that appeared at `path` while writing is never replaced."""
     layout = lambda: ((name, Header(w.shape, w.dtype)) for name, w in weights.items())  # noqa: E731
     write_weights(Path(path), layout, weights.items(), spec, overwrite)
-
-
-def write_init(path: str | Path, spec: Spec, seed: int = 0, overwrite: bool = True) -> tuple[int, int]:
-    """Write the seeded weights tensor by tensor (never all at once); returns (tensors, parameters)."""
-    path, float64 = Path(path), np.dtype(np.float64)
-    tensors = count_params(spec, check=False).tensor_count
-    if weights_format(path) == ".safetensors" and tensors * MIN_ENTRY_BYTES > safetensors_io.MAX_HEADER:
-        raise ArrayError(
-            f"{path}: {tensors:,} tensors need a header over the {safetensors_io.MAX_HEADER:,} bytes safetensors "
-            "allows; use .npz"
-        )
-    layout = lambda: ((t.name, Header(t.shape, float64)) for t in iter_tensors(spec))  # noqa: E731
-    write_weights(path, layout, iter_init(spec, seed), spec, overwrite)
-    return tensors, count_params(spec, check=False).total
-
-
-def init_memory(spec: Spec, path: str | Path) -> MemoryEstimate:
-    """What write_init holds at once: the largest tensor, NumPy's write chunk, and zipfile's per-member records."""
-    count = count_params(spec, check=False)
-    largest = 8 * max(math.prod(shape) for shape in count.shapes())
-    tensors = count.tensor_count
-    if weights_format(Path(path)) == ".npz":
-        held = largest + min(largest, NPY_CHUNK) + ZIP_ENTRY_BYTES * tensors
-    else:
-        held = largest  # the header is written piece by piece, each tensor straight from its array
-    return MemoryEstimate(weights=held + BUFFERS, activations=0, attention=0, feedforward=0)

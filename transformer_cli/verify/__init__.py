@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
 from ..analysis.memory import MemoryEstimate, check_memory, estimate_pass
-from ..io.weights import Weights
-from ..model.runner import get_weights
+from ..io.weights import Weights, init_weights
 from ..spec.definition import Spec
 from ..spec.stacks import encoder
 from .causality import causality_need, check_causality
@@ -32,18 +30,19 @@ from .scaling import check_scaling, scaling_need
 from .softcap import check_softcap, softcap_need
 
 
-def setup_from_file(
+def prepare(
     spec: Spec,
-    weights_path: Path | None,
+    load: Callable[[], tuple[Weights, str]] | None,
     seed: int,
     dtype: str,
     n: int | None,
     tol: float | None,
     max_memory: str | None = None,
 ) -> tuple[Setup, Weights, str]:
-    """Check the memory the model needs, then load (or seed) its weights and build the setup."""
+    """Check the memory the model needs, then load its weights (`load`: the weights and where they came from; None:
+    seeded ones) and build the setup."""
     check_memory(estimate_pass(spec, 1, n or 1, np.dtype(dtype)), max_memory, "this model")
-    weights, source = get_weights(spec, weights_path, seed)
+    weights, source = load() if load is not None else (init_weights(spec, seed), f"seeded init (seed {seed})")
     return _setup(spec, weights, seed, dtype, n, tol, max_memory), weights, source
 
 
@@ -66,7 +65,7 @@ def verify_all(
 ) -> list[CheckResult]:
     """Run every check against the theory's prediction for `spec`."""
     if weights is None:  # seeded weights, built only once the memory check has passed
-        setup, weights, _ = setup_from_file(spec, None, seed, dtype, n, tol, max_memory)
+        setup, weights, _ = prepare(spec, None, seed, dtype, n, tol, max_memory)
     else:
         setup = _setup(spec, weights, seed, dtype, n, tol, max_memory)
     return run_checks(setup, weights)
@@ -164,6 +163,6 @@ __all__ = [
     "make_setup",
     "overall_exit",
     "run_checks",
-    "setup_from_file",
+    "prepare",
     "verify_all",
 ]

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..analysis.memory import MemoryEstimate
-from ..analysis.params import all_tensors, count_params
+from ..analysis.params import count_params
+from ..components.tensors import all_tensors
 from ..io.weights import Weights
 from .common import CheckResult, Setup, resolve_expect
 

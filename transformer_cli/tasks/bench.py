@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from .analysis.flops import forward_flops
-from .io.weights import Weights
-from .model.transformer import Transformer
-from .spec.definition import Spec
+from ..analysis.flops import forward_flops
+from ..io.weights import Weights
+from ..model.transformer import Transformer
+from ..spec.definition import Spec
 
 
 def timings(fn: Callable[[], Any], repeat: int, warmup: int = 1) -> list[float]:

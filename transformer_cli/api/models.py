@@ -17,24 +17,24 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import OptionError, SpecError
-from .io.weights import FORMATS, Weights  # tfm's weights files
-from .options import count, keywords, named, parameters
-from .sources import CheckpointSummary, checkpoint_at, spec_at
-from .spec.definition import Spec
+from ..errors import OptionError, SpecError
+from ..io.weights import FORMATS, Weights  # tfm's weights files
+from ..options import count, keywords, named, parameters
+from ..spec.definition import Spec
+from ..tasks.sources import CheckpointSummary, checkpoint_at, spec_at
 
 if TYPE_CHECKING:  # the result types, for annotations: `tfm.load` imports none of the model, analysis or verify
     from tokenizers import Tokenizer
 
-    from .analysis.costs import Costs
-    from .analysis.params import ParamCount
-    from .analysis.plan import Plan
-    from .model.decoding import Decoder
-    from .model.encoder_decoder import EncoderDecoder
-    from .model.generate import Generation
-    from .model.runner import RunResult
-    from .model.transformer import Transformer
-    from .verify.common import Verification
+    from ..analysis.costs import Costs
+    from ..analysis.params import ParamCount
+    from ..analysis.plan import Plan
+    from ..model.decoding import Decoder
+    from ..model.encoder_decoder import EncoderDecoder
+    from ..model.generate import Generation
+    from ..model.transformer import Transformer
+    from ..tasks.runner import RunResult
+    from ..verify.common import Verification
 
 
 @named()
@@ -75,7 +75,7 @@ class Model:
     @cached_property
     def weights(self) -> Weights:
         """The weights, a mapping of tfm's tensor names to arrays (a checkpoint's read as each is asked for)."""
-        from .model.runner import get_weights
+        from ..tasks.runner import get_weights
 
         return get_weights(self.spec, self.weights_path, self.seed)[0]
 
@@ -91,12 +91,12 @@ class Model:
 
     def transformer(self, dtype: str | None = None) -> Transformer | EncoderDecoder:
         """The NumPy model: a Transformer, or an EncoderDecoder (encode(source), decoder) for two stacks."""
-        from .model.transformer import Transformer
-        from .spec.stacks import encoder
+        from ..model.transformer import Transformer
+        from ..spec.stacks import encoder
 
         if encoder(self.spec) is None:
             return Transformer(self.spec, self.weights, np.dtype(dtype or self.dtype))
-        from .model.encoder_decoder import EncoderDecoder
+        from ..model.encoder_decoder import EncoderDecoder
 
         return EncoderDecoder(self.spec, self.weights, np.dtype(dtype or self.dtype))
 
@@ -104,7 +104,7 @@ class Model:
 
     def count(self) -> ParamCount:
         """`tfm count`: the parameters by tensor and block, with the closed form (a ParamCount)."""
-        from .analysis.params import count_params
+        from ..analysis.params import count_params
 
         return count_params(self.spec)
 
@@ -112,7 +112,7 @@ class Model:
         """`tfm count`'s checkpoint line: a folder's or GGUF file's tensors checked against the spec from their
         headers (files, tensors, dtypes, bytes: a CheckpointSummary), or None for seeded weights and tfm's own
         files."""
-        from .sources import checkpoint_summary
+        from ..tasks.sources import checkpoint_summary
 
         return checkpoint_summary(self.weights_path, self.spec)
 
@@ -120,9 +120,9 @@ class Model:
     def costs(self, batch: int = 1, seq_len: int = 16, dtype: str = "float32", source_len: int | None = None) -> Costs:
         """`tfm count --seq-len`: FLOPs by component and memory for inference and training (a Costs); the options
         are the command's, by their long names (b, n and n_src, the old names, still taken)."""
-        from .analysis.costs import costs
-        from .spec.definition import check_length
-        from .spec.stacks import encoder
+        from ..analysis.costs import costs
+        from ..spec.definition import check_length
+        from ..spec.stacks import encoder
 
         check_length(self.spec, count(seq_len, "seq-len"), "--seq-len")
         if source_len is not None and encoder(self.spec) is None:
@@ -134,7 +134,7 @@ class Model:
     def plan(self, **options: Any) -> Plan:
         """`tfm plan`: serving and training memory, what fits, time on hardware (a Plan); the options are the
         command's, by their long names (seq_len, batch, weights, memory="80G", lora_rank, tensor_parallel...)."""
-        from .planning import asked, plan_model
+        from ..tasks.planning import asked, plan_model
 
         return plan_model(self, **keywords(options, parameters(asked, skip=1), "Model.plan"))
 
@@ -148,7 +148,7 @@ class Model:
     ) -> Verification:
         """`tfm verify`: every property of the seeds, each against what theory predicts (a Verification: its
         checks, CheckResults, in the order they ran, and the command's exit code)."""
-        from .verify import Verification, verify_all
+        from ..verify import Verification, verify_all
 
         checks = verify_all(self.spec, self.weights, self.seed, dtype, seq_len, tol, max_memory)
         return Verification(checks, self.source, self.weights_source, dtype)
@@ -156,7 +156,7 @@ class Model:
     @named(renamed={"n": "seq_len", "b": "batch"})
     def sample(self, seq_len: int = 16, batch: int | None = None, seed: int = 0) -> np.ndarray[Any, Any]:
         """`tfm sample`: a seeded input, token ids (n,) or (b, n), or columns (d, n) or (b, d, n)."""
-        from .model.runner import random_input
+        from ..tasks.runner import random_input
 
         return random_input(self.spec, seq_len, batch, seed)
 
@@ -164,7 +164,7 @@ class Model:
     def run(self, x: Any, target: Any = None, dtype: str | None = None, max_memory: str | None = None) -> RunResult:
         """`tfm run`: the forward pass on `x` (an array or a .npy path; an encoder-decoder's source, with
         `target`) -> a RunResult: .output the logits (V, n) or columns (d, n), .block_rms per block."""
-        from .model.runner import run_forward
+        from ..tasks.runner import run_forward
 
         return run_forward(
             self.spec,
@@ -196,7 +196,7 @@ class Model:
         -> a Generation (.tokens the new ones, as the command's --json; .sequences with the prompts, as its -o;
         .stopped, .notes). Greedy unless a temperature is given; stops at the model's eos_token_id unless `stop`
         says; the options are checked as the command checks them, `say` hears its notes."""
-        from .generation import generate_from
+        from ..tasks.generation import generate_from
 
         return generate_from(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, stop, dtype, on_token, say)
 
@@ -204,8 +204,8 @@ class Model:
     def decoder(self, b: int, n: int, dtype: str | None = None, source: Any = None) -> Decoder:
         """A KV-cache Decoder for b sequences of at most n positions: prefill(Z), then step(z), column by column;
         an encoder-decoder's decodes over its `source` (ids or columns of the b sequences), encoded once."""
-        from .model.decoding import Decoder
-        from .model.transformer import Transformer
+        from ..model.decoding import Decoder
+        from ..model.transformer import Transformer
 
         net = self.transformer(dtype)
         if isinstance(net, Transformer):
@@ -227,7 +227,7 @@ class Model:
     @cached_property
     def generation_config(self) -> dict[str, Any]:
         """The stop, padding and start tokens the model's files give (generation_config.json over config.json)."""
-        from .generation import generation_config
+        from ..tasks.generation import generation_config
 
         return generation_config(self.path, self.weights_path)
 
@@ -235,7 +235,7 @@ class Model:
     def tokenizer(self) -> Tokenizer | None:
         """The folder's tokenizer.json (or a GGUF file's vocabulary) as a `tokenizers.Tokenizer`, or None when the
         model has none."""
-        from .generation import has_tokenizer, tokenizer
+        from ..tasks.generation import has_tokenizer, tokenizer
 
         return tokenizer(self.path, required=False) if self.path is not None and has_tokenizer(self.path) else None
 

@@ -13,11 +13,11 @@ from ..analysis.memory import check_memory, estimate_encoder_decoder, estimate_f
 from ..errors import ArrayError, NumericalError, Overflow, SpecError
 from ..io.arrays import first_nonfinite, open_npy, peek_npy
 from ..io.weights import Weights, init_weights
+from ..model.transformer import Transformer
 from ..options import count
-from ..sources import load_weights
 from ..spec.definition import Spec, check_length
 from ..spec.stacks import encoder
-from .transformer import Transformer
+from .sources import load_weights
 
 
 def token_ids(shape: tuple[int, ...], dtype: np.dtype, spec: Spec) -> bool:
@@ -189,7 +189,7 @@ def run_forward(
     trace: list[float] = []
     try:
         if target_path is not None:
-            from .encoder_decoder import EncoderDecoder
+            from ..model.encoder_decoder import EncoderDecoder
 
             t, target_notes = check_input(_array(target_path), spec, _named(target_path, "target"), dtype)
             model = EncoderDecoder(spec, weights, np.dtype(dtype))

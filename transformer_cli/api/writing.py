@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import OptionError, OutputError, TfmError
-from .io.weights import FORMATS  # tfm's weights files
-from .options import named
-from .sources import is_hugging_face, spec_at
-from .spec.definition import Spec
+from ..errors import OptionError, OutputError, TfmError
+from ..io.weights import FORMATS  # tfm's weights files
+from ..options import named
+from ..spec.definition import Spec
+from ..tasks.sources import is_hugging_face, spec_at
 
 GGUF_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0")  # gguf/write.py's TYPES
 SAVE_DTYPES = ("float64", "float32", "float16", "bfloat16")
@@ -52,16 +52,17 @@ def init(
     """`tfm init`: seeded float64 weights for the spec at `path` (None: the built-in default) as .npz or
     .safetensors (the spec in its metadata); for a Hugging Face config, an output without those extensions is a
     Hugging Face folder (config.json and model.safetensors in float32) that tfm and transformers load."""
-    from .analysis.memory import check_memory
-    from .io.outputs import check_folder_output, check_output_path
-    from .io.weights import init_memory, weights_format, write_init
+    from ..analysis.memory import check_memory
+    from ..io.outputs import check_folder_output, check_output_path
+    from ..io.weights import weights_format
+    from ..tasks.seeded import init_memory, write_init
 
     path = None if path is None else Path(path)
     output = Path(output)
     spec, _, _ = spec_at(path)
     if path is not None and is_hugging_face(path) and output.suffix.lower() not in FORMATS:
-        from .conversions import init_folder, init_folder_memory
-        from .hf.config import read_config
+        from ..hf.config import read_config
+        from ..tasks.seeded import init_folder, init_folder_memory
 
         check_folder_output(output, [path], overwrite)
         check_memory(init_folder_memory(spec, read_config(path)), max_memory, "writing these weights")
@@ -88,9 +89,9 @@ def convert(
     (resharded, or in another dtype) or to a GGUF file (of `gguf_type`); tfm's .safetensors back to a folder
     (its stored config, or `config`); a GGUF file to tfm's weights or to a folder. `shard_size` in bytes or with
     its unit ("5G") cuts a folder's checkpoint into shards; `dtype` is written (the source's by default)."""
-    from .analysis.units import size
-    from .io.outputs import check_folder_output, check_output_path
-    from .io.weights import weights_format
+    from ..analysis.units import size
+    from ..io.outputs import check_folder_output, check_output_path
+    from ..io.weights import weights_format
 
     source, output = Path(source), Path(output)
     config = None if config is None else Path(config)
@@ -100,7 +101,7 @@ def convert(
     to_file = output.suffix.lower() in FORMATS
     _check_output_kind(source, output, to_file, config)
     if output.suffix.lower() == ".gguf":
-        from .conversions import to_gguf
+        from ..tasks.conversions import to_gguf
 
         if gguf_type not in GGUF_TYPES:
             raise OptionError(f"--type {gguf_type}: expected one of {', '.join(GGUF_TYPES)}")
@@ -113,7 +114,7 @@ def convert(
         spec, _, said = to_gguf(source, output, gguf_type, overwrite=overwrite)
         return Written(spec, [str(output)], notes=[said], source=str(source))
     if source.suffix.lower() == ".gguf":
-        from .conversions import gguf_to_hugging_face, gguf_to_tfm
+        from ..tasks.conversions import gguf_to_hugging_face, gguf_to_tfm
 
         if to_file:
             weights_format(output)
@@ -124,7 +125,7 @@ def convert(
         spec, files = gguf_to_hugging_face(source, output, dtype, shard_bytes, overwrite)
         return Written(spec, [str(output / f) for f in files], source=str(source))
     if source.is_dir() and to_file:
-        from .conversions import to_tfm
+        from ..tasks.conversions import to_tfm
 
         for given, option in ((shard_size, "--shard-size"), (config, "--config")):
             if given is not None:
@@ -138,7 +139,7 @@ def convert(
         spec, _ = to_tfm(source, output, dtype, overwrite=overwrite)
         return Written(spec, [str(output)], source=str(source))
     if source.is_dir():  # folder to folder: resharded, or in another dtype
-        from .conversions import reshard
+        from ..tasks.conversions import reshard
 
         if config is not None:
             raise TfmError(
@@ -148,7 +149,7 @@ def convert(
         check_folder_output(output, [source], overwrite)
         spec, (files, kept) = reshard(source, output, dtype, shard_bytes, overwrite)
         return Written(spec, [str(output / f) for f in files], kept=[str(output / f) for f in kept], source=str(source))
-    from .conversions import to_hugging_face
+    from ..tasks.conversions import to_hugging_face
 
     check_folder_output(output, [source, config], overwrite)
     spec, (files, kept) = to_hugging_face(source, output, config, dtype, shard_bytes, overwrite)
@@ -158,7 +159,7 @@ def convert(
 def _check_output_kind(source: Path, output: Path, to_file: bool, config: Path | None) -> None:
     """Refuse an output `convert` cannot write as named: a file of another extension (it would be a folder of that
     name), or tfm's weights file from tfm's weights file. (An input as the output is refused first, as such.)"""
-    from .io.outputs import refuse_inputs
+    from ..io.outputs import refuse_inputs
 
     refuse_inputs(output, [source, config])
     suffix = output.suffix.lower()

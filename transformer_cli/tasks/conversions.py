@@ -18,15 +18,15 @@ from typing import IO, Any
 
 import numpy as np
 
-from .errors import SpecError
-from .hf.checkpoint import INDEX, SINGLE
-from .hf.layouts import Rule, hf_shape, join, piece, rules, tensor_shapes
-from .hf.quant import dequantised
-from .hf.weights import family_for
-from .io import outputs, safetensors_io
-from .io.arrays import Header, cast_finite
-from .io.safetensors_io import BFLOAT16
-from .spec.definition import Spec
+from ..errors import SpecError
+from ..hf.checkpoint import INDEX, SINGLE
+from ..hf.layouts import Rule, hf_shape, join, piece, rules, tensor_shapes
+from ..hf.quant import dequantised
+from ..hf.weights import family_for
+from ..io import outputs, safetensors_io
+from ..io.arrays import Header, cast_finite
+from ..io.safetensors_io import BFLOAT16
+from ..spec.definition import Spec
 
 TORCH_NAMES = {
     np.dtype(np.float64): "float64",
@@ -129,9 +129,10 @@ def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) 
 
     dtype None keeps float64 checkpoints in float64 and writes the others (bf16, f16, f32) as float32, exactly.
     """
-    from .hf.config import load_config
-    from .hf.weights import checkpoint_weights
-    from .io.weights import iter_tensors, write_weights
+    from ..components.tensors import iter_tensors
+    from ..hf.config import load_config
+    from ..hf.weights import checkpoint_weights
+    from ..io.weights import write_weights
 
     if dtype == "bfloat16":
         raise SpecError(
@@ -155,8 +156,9 @@ def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) 
 def gguf_to_tfm(path: Path, out: Path, dtype: Any = None, overwrite: bool = False) -> tuple[Spec, int]:
     """A GGUF file as tfm's weights file, dequantised tensor by tensor (float32 unless dtype says: every GGML type
     dequantises to float32 values exactly). Returns the spec and the tensors written."""
-    from .gguf.model import GGUFWeights, spec_from_gguf
-    from .io.weights import iter_tensors, write_weights
+    from ..components.tensors import iter_tensors
+    from ..gguf.model import GGUFWeights, spec_from_gguf
+    from ..io.weights import write_weights
 
     if dtype == "bfloat16":
         raise SpecError(f"--dtype bfloat16: tfm's weights file {out} holds float64, float32 or float16")
@@ -175,9 +177,9 @@ def gguf_to_hugging_face(
 ) -> tuple[Spec, list[str]]:
     """A GGUF file as a Hugging Face folder (float32 unless dtype says), its config.json built from the metadata
     and checked to describe the file's model before anything is written."""
-    from .gguf.hf_config import MODEL_TYPE, hf_config
-    from .gguf.model import GGUFWeights, spec_from_gguf
-    from .hf.config import spec_of_config
+    from ..gguf.hf_config import MODEL_TYPE, hf_config
+    from ..gguf.model import GGUFWeights, spec_from_gguf
+    from ..hf.config import spec_of_config
 
     spec = spec_from_gguf(path)
     weights = GGUFWeights(path, spec)
@@ -202,10 +204,10 @@ def to_gguf(source: Path, out: Path, type_name: str = "f16", overwrite: bool = F
     """A Hugging Face folder (with its tokenizer), or tfm's .safetensors written from one (its config in the
     metadata), as a GGUF file of `type_name` weights (f32, f16, bf16, q8_0, q4_0). Returns the spec, the tensors
     written and what was written of the tokenizer."""
-    from .gguf.write import write_gguf
-    from .hf.config import load_config, stored_config
-    from .hf.weights import checkpoint_weights
-    from .io.weights import spec_of_weights
+    from ..gguf.write import write_gguf
+    from ..hf.config import load_config, stored_config
+    from ..hf.weights import checkpoint_weights
+    from ..io.weights import spec_of_weights
     from .sources import load_weights
 
     if source.is_dir():
@@ -229,8 +231,8 @@ def to_gguf(source: Path, out: Path, type_name: str = "f16", overwrite: bool = F
 
 def _generation(folder: Path) -> dict[str, str]:
     """The folder's generation_config.json (stop tokens, sampling defaults) as metadata, if it has one."""
-    from .files import read_bounded
-    from .hf.config import MAX_CONFIG_BYTES, stored_config
+    from ..files import read_bounded
+    from ..hf.config import MAX_CONFIG_BYTES, stored_config
 
     path = folder / GENERATION
     if not path.is_file():
@@ -252,8 +254,8 @@ def reshard(
     """A Hugging Face folder written again as one (resharded, or in another dtype; dtype None keeps the source's),
     with every other regular file of the folder (generation_config.json, the tokenizer's) copied as it is where
     the output has none. Returns the spec, the files written and the files of the output kept instead."""
-    from .hf.config import load_config
-    from .hf.weights import checkpoint_weights
+    from ..hf.config import load_config
+    from ..hf.weights import checkpoint_weights
 
     config, spec = load_config(folder)
     weights = checkpoint_weights(folder, spec, config)
@@ -270,7 +272,7 @@ def reshard(
 
 def _copier(path: Path) -> outputs.Writer:
     def copy(handle) -> None:
-        from .files import open_regular
+        from ..files import open_regular
 
         with open_regular(path, "a file to copy", SpecError) as source:
             shutil.copyfileobj(source, handle, 1 << 20)
@@ -289,8 +291,8 @@ def to_hugging_face(
     """tfm's weights file (with its spec) as a Hugging Face folder. The config is the one stored by `to_tfm`, or
     the one at `config_path`, which must describe the same model. dtype None keeps the file's. Returns the spec,
     the files written and the files of the output kept instead (its own generation_config.json)."""
-    from .hf.config import load_config, spec_of_config, stored_config
-    from .io.weights import spec_of_weights
+    from ..hf.config import load_config, spec_of_config, stored_config
+    from ..io.weights import spec_of_weights
     from .sources import load_weights
 
     spec = spec_of_weights(path)
@@ -325,34 +327,7 @@ def _optional_as_in(own: Spec, spec: Spec, config: Mapping[str, Any]) -> Spec:
     """The config's spec with its optional part (a BERT pooler) as the weights have it: both are the model."""
     from dataclasses import replace
 
-    from .hf.weights import OPTIONAL
+    from ..hf.weights import OPTIONAL
 
     key = OPTIONAL.get(str(config.get("model_type")), (None,))[0]
     return replace(own, **{key: getattr(spec, key)}) if key and getattr(own, key) and not getattr(spec, key) else own
-
-
-def init_folder(config_path: Path, out: Path, spec: Spec, seed: int, overwrite: bool = False) -> tuple[int, int]:
-    """A Hugging Face folder of tfm's seeded weights (as `tfm init` makes them), in float32; returns the tensors
-    written and the parameters."""
-    from .analysis.params import count_params
-    from .hf.config import read_config
-    from .io.weights import init_weights
-
-    config = read_config(config_path)
-    write_folder(out, spec, config, init_weights(spec, seed), np.float32, overwrite=overwrite)
-    return len(rules(family_for(config), spec)), count_params(spec).total
-
-
-def init_folder_memory(spec: Spec, config: Mapping[str, Any]):
-    """What init_folder holds: every seeded float64 tensor, and the largest checkpoint tensor joined from them.
-
-    From the counts alone (block 0's tensors stand for every block's), so a model of 10^9 blocks is refused at
-    once."""
-    from .analysis.memory import MemoryEstimate
-    from .analysis.params import count_params
-
-    shapes = tensor_shapes(spec, first=True)
-    largest = max(math.prod(hf_shape(rule, shapes)) for rule in rules(family_for(config), spec, first=True))
-    return MemoryEstimate(
-        weights=8 * count_params(spec).total + 12 * largest, activations=0, attention=0, feedforward=0
-    )
