@@ -11,7 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analysis.memory import HEATMAP_BYTES, JSON_BYTES, MemoryEstimate, check_memory, estimate_forward
+from ..analysis.memory import (
+    HEATMAP_BYTES,
+    JSON_BYTES,
+    MemoryEstimate,
+    check_memory,
+    estimate_encoder_decoder,
+    estimate_forward,
+)
 from ..errors import TfmError
 from ..io.arrays import open_npy, peek_npy
 from ..model.attention_maps import block_weights, decoder_block_weights
@@ -69,7 +76,6 @@ def attention_maps(
 
 
 def _encoder_decoder_maps(spec, source_path, target_path, weights_path, seed, dtype, block, head, sequence, kind):
-    from ..analysis.memory import estimate_encoder_decoder
     from ..model.encoder_decoder import EncoderDecoder
 
     if target_path is None:

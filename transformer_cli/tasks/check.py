@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
@@ -11,13 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.kv_cache import kv_cache_bytes
-from ..analysis.memory import estimate_pass, parse_size
+from ..analysis.memory import estimate_pass, human, parse_size
 from ..analysis.params import count_params
 from ..analysis.serving import serving_memory
 from ..analysis.training import training_memory
 from ..errors import ExitCode, TfmError
+from ..files import read_bounded
 from ..spec.definition import Spec
 from ..spec.load import load_spec
+from ..spec.stacks import LAYER_KEYS, kind_of
+from ..spec.validate import spec_from_mapping
+from ..spec.yaml12 import read_yaml
+from ..verify import overall_exit, verify_all
 
 CHECK_KEYS = ("check", "verdict", "reason", "observation", "exit_code")  # of each verify check, in the JSON
 SI = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "B": 10**9, "T": 10**12}
@@ -110,8 +116,6 @@ class SpecCheck:
 
 def check_spec(path: Path, budgets: Budgets, seq_len: int, verify_len: int | None) -> SpecCheck:
     """Load one spec, hold it to the budgets, and run the verify suite on it (unless verify_len is None)."""
-    from ..analysis.memory import human
-    from ..verify import overall_exit, verify_all
 
     result = SpecCheck(str(path))
     try:
@@ -170,7 +174,6 @@ def scaled_down(spec: Spec) -> Spec:
     """The same model in structure (heads, groups, experts, norms, positions, mask, window, every variant) with
     at most 2 blocks a stack and small sizes: the properties tfm verifies follow from the structure, and the
     weights are seeded either way, so a 1B model's are checked in a moment instead of minutes and gigabytes."""
-    from ..spec.validate import spec_from_mapping
 
     data = spec.to_dict()
     small = data | {k: min(v, data[k]) for k, v in SMALL.items() if data.get(k)} | _blocks_of_each_kind(spec)
@@ -182,7 +185,6 @@ def scaled_down(spec: Spec) -> Spec:
 def _blocks_of_each_kind(spec: Spec) -> dict[str, Any]:
     """The per-layer kinds (attention_layers, feedforward_layers) cut to one block of each kind of block the
     stack has, in the order they first appear: DeepSeek-V3's 61 become a dense block and a routed one."""
-    from ..spec.stacks import LAYER_KEYS, kind_of
 
     patterns = {key: getattr(spec, key) for key in LAYER_KEYS if getattr(spec, key) is not None}
     if not patterns:
@@ -263,12 +265,9 @@ def find_specs(paths: list[Path], exclude: tuple[str, ...] = ()) -> tuple[list[P
 
 def _not_a_spec(path: Path) -> str:
     """Why a file a folder's search found is not a spec ('' if it is one, or cannot be read: then it is checked)."""
-    import json
 
     if path.suffix.lower() == ".gguf":
         return ""
-    from ..files import read_bounded
-    from ..spec.yaml12 import read_yaml
 
     try:
         raw = read_bounded(path, 1 << 20, "a spec file").decode("utf-8")

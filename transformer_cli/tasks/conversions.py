@@ -13,20 +13,27 @@ import math
 import re
 import shutil
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
+from ..components.tensors import iter_tensors
 from ..errors import SpecError
+from ..files import open_regular, read_bounded
+from ..gguf.model import GGUFWeights, spec_from_gguf
 from ..hf.checkpoint import INDEX, SINGLE
+from ..hf.config import MAX_CONFIG_BYTES, load_config, spec_of_config, stored_config
 from ..hf.layouts import Rule, hf_shape, join, piece, rules, tensor_shapes
 from ..hf.quant import dequantised
-from ..hf.weights import family_for
+from ..hf.weights import OPTIONAL, checkpoint_weights, family_for
 from ..io import outputs, safetensors_io
 from ..io.arrays import Header, cast_finite
 from ..io.safetensors_io import BFLOAT16
+from ..io.weights import spec_of_weights, write_weights
 from ..spec.definition import Spec
+from .sources import load_weights
 
 TORCH_NAMES = {
     np.dtype(np.float64): "float64",
@@ -129,10 +136,6 @@ def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) 
 
     dtype None keeps float64 checkpoints in float64 and writes the others (bf16, f16, f32) as float32, exactly.
     """
-    from ..components.tensors import iter_tensors
-    from ..hf.config import load_config
-    from ..hf.weights import checkpoint_weights
-    from ..io.weights import write_weights
 
     if dtype == "bfloat16":
         raise SpecError(
@@ -156,9 +159,6 @@ def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) 
 def gguf_to_tfm(path: Path, out: Path, dtype: Any = None, overwrite: bool = False) -> tuple[Spec, int]:
     """A GGUF file as tfm's weights file, dequantised tensor by tensor (float32 unless dtype says: every GGML type
     dequantises to float32 values exactly). Returns the spec and the tensors written."""
-    from ..components.tensors import iter_tensors
-    from ..gguf.model import GGUFWeights, spec_from_gguf
-    from ..io.weights import write_weights
 
     if dtype == "bfloat16":
         raise SpecError(f"--dtype bfloat16: tfm's weights file {out} holds float64, float32 or float16")
@@ -178,8 +178,6 @@ def gguf_to_hugging_face(
     """A GGUF file as a Hugging Face folder (float32 unless dtype says), its config.json built from the metadata
     and checked to describe the file's model before anything is written."""
     from ..gguf.hf_config import MODEL_TYPE, hf_config
-    from ..gguf.model import GGUFWeights, spec_from_gguf
-    from ..hf.config import spec_of_config
 
     spec = spec_from_gguf(path)
     weights = GGUFWeights(path, spec)
@@ -205,10 +203,6 @@ def to_gguf(source: Path, out: Path, type_name: str = "f16", overwrite: bool = F
     metadata), as a GGUF file of `type_name` weights (f32, f16, bf16, q8_0, q4_0). Returns the spec, the tensors
     written and what was written of the tokenizer."""
     from ..gguf.write import write_gguf
-    from ..hf.config import load_config, stored_config
-    from ..hf.weights import checkpoint_weights
-    from ..io.weights import spec_of_weights
-    from .sources import load_weights
 
     if source.is_dir():
         config, spec = load_config(source)
@@ -231,8 +225,6 @@ def to_gguf(source: Path, out: Path, type_name: str = "f16", overwrite: bool = F
 
 def _generation(folder: Path) -> dict[str, str]:
     """The folder's generation_config.json (stop tokens, sampling defaults) as metadata, if it has one."""
-    from ..files import read_bounded
-    from ..hf.config import MAX_CONFIG_BYTES, stored_config
 
     path = folder / GENERATION
     if not path.is_file():
@@ -254,8 +246,6 @@ def reshard(
     """A Hugging Face folder written again as one (resharded, or in another dtype; dtype None keeps the source's),
     with every other regular file of the folder (generation_config.json, the tokenizer's) copied as it is where
     the output has none. Returns the spec, the files written and the files of the output kept instead."""
-    from ..hf.config import load_config
-    from ..hf.weights import checkpoint_weights
 
     config, spec = load_config(folder)
     weights = checkpoint_weights(folder, spec, config)
@@ -272,7 +262,6 @@ def reshard(
 
 def _copier(path: Path) -> outputs.Writer:
     def copy(handle) -> None:
-        from ..files import open_regular
 
         with open_regular(path, "a file to copy", SpecError) as source:
             shutil.copyfileobj(source, handle, 1 << 20)
@@ -291,9 +280,6 @@ def to_hugging_face(
     """tfm's weights file (with its spec) as a Hugging Face folder. The config is the one stored by `to_tfm`, or
     the one at `config_path`, which must describe the same model. dtype None keeps the file's. Returns the spec,
     the files written and the files of the output kept instead (its own generation_config.json)."""
-    from ..hf.config import load_config, spec_of_config, stored_config
-    from ..io.weights import spec_of_weights
-    from .sources import load_weights
 
     spec = spec_of_weights(path)
     if spec is None:  # an .npz, or a .safetensors not written by tfm
@@ -325,9 +311,6 @@ def to_hugging_face(
 
 def _optional_as_in(own: Spec, spec: Spec, config: Mapping[str, Any]) -> Spec:
     """The config's spec with its optional part (a BERT pooler) as the weights have it: both are the model."""
-    from dataclasses import replace
-
-    from ..hf.weights import OPTIONAL
 
     key = OPTIONAL.get(str(config.get("model_type")), (None,))[0]
     return replace(own, **{key: getattr(spec, key)}) if key and getattr(own, key) and not getattr(spec, key) else own

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..analysis.serving import context_cap
 from ..errors import OptionError, SpecError
+from ..files import read_bounded
+from ..gguf.header import read_header
+from ..hf.config import MAX_CONFIG_BYTES, stored_config
+from ..io.safetensors_io import peek
+from ..model.generate import Sampling, generate, token_id
 from ..options import count
 from ..spec.definition import Spec
 
@@ -35,7 +41,6 @@ def generate_from(
     """The prompt (ids (p,) or (b, p), or a text the model's tokenizer encodes) continued by `model` (a
     models.Model) by up to max_new_tokens, the options checked as `tfm generate` checks them; `say` hears the
     notes the command prints on stderr (also kept in the Generation's notes)."""
-    from ..model.generate import Sampling, generate, token_id
 
     sampling = Sampling(temperature, top_k, top_p, seed)  # (checks each)
     count(max_new_tokens, "max-new-tokens")
@@ -80,7 +85,6 @@ def generate_from(
 def past_context(spec: Spec, prompt: int, new: int) -> str | None:
     """A warning when the prompt and the new tokens run past the model's own context (a refusal beyond learned
     positions, which have nothing further)."""
-    from ..analysis.serving import context_cap
 
     total, cap = prompt + new, context_cap(spec)
     said = f"--max-new-tokens {new}: the prompt's {prompt} tokens and {new} new ones make {total:,} positions"
@@ -126,8 +130,6 @@ def token_ids(value: Any) -> list[int]:
 def generation_config(spec_path: Path | None, weights: Path | None) -> dict[str, Any]:
     """The stop, padding and start tokens the model's files give: a folder's generation_config.json over its
     config.json, the configs a tfm .safetensors keeps, a GGUF file's tokenizer.ggml ids."""
-    from ..files import read_bounded
-    from ..hf.config import MAX_CONFIG_BYTES, stored_config
 
     for path in (spec_path, weights):
         if path is None:
@@ -141,16 +143,12 @@ def generation_config(spec_path: Path | None, weights: Path | None) -> dict[str,
                     found |= stored_config(text, str(file))
             return found
         if path.suffix.lower() == ".gguf":
-            from ..gguf.header import read_header
-
             meta = read_header(path).metadata
             return {
                 key: meta.get(f"tokenizer.ggml.{name}")
                 for key, name in (("eos_token_id", "eos_token_id"), ("pad_token_id", "padding_token_id"))
             }
         if path.suffix.lower() == ".safetensors":
-            from ..io.safetensors_io import peek
-
             kept = peek(path)[1]
             found = {}
             for key in ("hf_config", "hf_generation_config"):
@@ -170,7 +168,6 @@ def has_tokenizer(path: Path) -> bool:
 def tokenizer(path: Path | None, required: bool = True) -> Any:
     """The folder's tokenizer.json (at most MAX_TOKENIZER_BYTES), or a GGUF file's byte-level BPE vocabulary, as a
     `tokenizers.Tokenizer` (None for a GGUF file marked no_vocab, unless `required`)."""
-    from ..files import read_bounded
     from ..gguf.tokenizer import guarded
     from ..gguf.vocab import MAX_TOKENIZER_BYTES
 

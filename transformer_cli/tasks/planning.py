@@ -5,14 +5,32 @@ on the modules as the model's own names give them. The figures themselves are an
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..analysis.hardware import PRESETS
+from ..analysis.kv_cache import KV_BYTES
+from ..analysis.lora import adapters
+from ..analysis.parallel import Split
+from ..analysis.plan import HARDWARE, plan
+from ..analysis.quantized import weight_bytes
 from ..analysis.serving import GGUF_MIXES, LOGITS, WEIGHT_DTYPES, context_cap
+from ..analysis.training import OPTIMIZERS
+from ..analysis.units import human, size
 from ..errors import OptionError, TfmError
+from ..gguf.header import read_header
+from ..gguf.model import GGUFWeights, gguf_summary
+from ..hf.checkpoint import has_checkpoint
+from ..hf.config import config_path, read_config
+from ..hf.folder import held_by_config
+from ..hf.quant import KEYS
+from ..io.safetensors_io import peek
 from ..options import count
-from ..spec.definition import Spec
+from ..spec.definition import Spec, check_length
+from ..spec.stacks import encoder
+from .sources import is_hugging_face, load_weights
 
 if TYPE_CHECKING:
     from ..analysis.plan import Plan
@@ -40,7 +58,6 @@ class Asked(NamedTuple):
 
 def plan_model(model: Any, *args: Any, **options: Any) -> Plan:
     """The plan `tfm plan MODEL` makes with these options (asked()'s)."""
-    from ..analysis.plan import plan
 
     return plan(*asked(model, *args, **options))
 
@@ -68,14 +85,6 @@ def asked(
     """What `tfm plan MODEL` plans with these options (by the command's long names; memory as bytes or with
     its unit, "80G"), checked as the command checks them; `say` hears what the command says on stderr (a context
     beyond the model's, a file planned at its own bytes)."""
-    from ..analysis.hardware import PRESETS
-    from ..analysis.kv_cache import KV_BYTES
-    from ..analysis.parallel import Split
-    from ..analysis.plan import HARDWARE
-    from ..analysis.training import OPTIMIZERS
-    from ..analysis.units import size
-    from ..spec.definition import check_length
-    from ..spec.stacks import encoder
 
     say = say or (lambda note: None)
     spec, path = model.spec, model.path or model.weights_path
@@ -156,18 +165,10 @@ def mix(path: Path | None, spec: Spec, name: str) -> Held:
 
     model_type, arch = None, "llama"
     if path is not None and path.is_dir():
-        from ..hf.config import read_config
-
         model_type = read_config(path).get("model_type")
     elif path is not None and path.suffix.lower() == ".gguf":
-        from ..gguf.header import read_header
-
         arch = str(read_header(path).metadata.get("general.architecture"))
     elif path is not None and path.suffix.lower() == ".safetensors":
-        import json
-
-        from ..io.safetensors_io import peek
-
         kept = peek(path)[1].get("hf_config")
         model_type = json.loads(kept).get("model_type") if kept else None
     if model_type is not None:
@@ -183,12 +184,9 @@ def mix(path: Path | None, spec: Spec, name: str) -> Held:
 def adapters_of(path: Path | None, spec: Spec, rank: int, targets: str) -> Any:
     """LoRA on the model: a Hugging Face model's modules by their names (a folder, or a config file by any name, as
     the spec was read: sources.is_hugging_face), else tfm's own."""
-    from ..analysis.lora import adapters
-    from .sources import is_hugging_face
 
     modules = None
     if path is not None and is_hugging_face(path):
-        from ..hf.config import read_config
         from ..hf.lora_modules import hf_linear_modules
 
         modules = hf_linear_modules(spec, read_config(path))
@@ -201,33 +199,22 @@ def stored_type(path: Path | None, spec: Spec, say: Callable[[str], None]) -> st
     Face checkpoint (said); None for anything else (planned in bfloat16)."""
     if path is None:
         return None
-    from .sources import is_hugging_face
 
     if is_hugging_face(path):  # a folder, or a config file by any name (as the spec was read)
-        from ..hf.checkpoint import has_checkpoint
-        from ..hf.config import config_path, read_config
-        from ..hf.quant import KEYS
-
         if not config_path(path).is_file() or not any(key in (config := read_config(path)) for key in KEYS):
             return None
         if not (path.is_dir() and has_checkpoint(path)):  # a published config alone: what its method stores
-            from ..hf.folder import held_by_config
-
             held = held_by_config(config, spec, str(config_path(path)))
             say(
                 f"note: {path} is quantised and holds no weights: planned at the bytes its method stores ({held.label})"
             )
             return held
-        from .sources import load_weights
 
         held = load_weights(path, spec).held()  # type: ignore[attr-defined]
         say(f"note: {path} is quantised ({held.label}): planned at its own bytes")
         return held
     if path.suffix.lower() != ".gguf":
         return None
-    from ..analysis.quantized import weight_bytes
-    from ..analysis.units import human
-    from ..gguf.model import GGUFWeights, gguf_summary
 
     summary = gguf_summary(path, spec)
     names = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}

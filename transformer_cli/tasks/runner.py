@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.memory import check_memory, estimate_encoder_decoder, estimate_forward
+from ..components.encoder import encoder_run_spec
 from ..errors import ArrayError, NumericalError, Overflow, SpecError
 from ..io.arrays import first_nonfinite, open_npy, peek_npy
 from ..io.weights import Weights, init_weights
@@ -167,8 +168,6 @@ def run_forward(
         raise SpecError(f"--target: {spec.label} has no encoder (N_enc); --target is for encoder-decoders")
     source_spec = spec  # what the input is checked against: an encoder-decoder's source has its own vocabulary
     if target_path is not None:
-        from ..components.encoder import encoder_run_spec
-
         source_spec = encoder_run_spec(spec)
     header = _header(input_path)
     check_input_header(header.shape, header.dtype, source_spec, _named(input_path, "input"))

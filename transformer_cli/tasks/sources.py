@@ -8,14 +8,17 @@ the model's runner and the converter ask here, so no format module imports anoth
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..gguf.model import gguf_weights, is_gguf, spec_from_gguf
-from ..hf.folder import folder_weights
+from ..gguf.model import gguf_summary, gguf_weights, is_gguf, spec_from_gguf
+from ..hf.checkpoint import has_checkpoint
+from ..hf.config import spec_from_config
+from ..hf.folder import folder_weights, summary
 from ..io import weights as tfm_weights
-from ..io.weights import Weights
+from ..io.weights import Weights, spec_of_weights
 from ..spec.definition import DEFAULT_SPEC, Spec
 from ..spec.load import load_spec
 
@@ -41,7 +44,6 @@ def is_hugging_face(path: Path) -> bool:
         return False
     if path.name.lower() == "config.json" or not path.is_file():
         return True
-    import json
 
     try:
         with path.open("rb") as handle:
@@ -56,16 +58,12 @@ def spec_at(path: Path | None, weights: Path | None = None) -> tuple[Spec, str, 
     """The spec at `path`, else the one stored in a .safetensors `weights` file, else the built-in default; with
     where it came from, and a note saying so when it was not `path` itself."""
     if path is None and weights is not None and weights.suffix.lower() == ".safetensors":
-        from ..io.weights import spec_of_weights
-
         stored = spec_of_weights(weights, required=True)  # never the default spec for a file made for another
         assert stored is not None  # (required: an error otherwise)
         return stored, f"{weights} metadata", f"using the spec stored in {weights} ({stored.summary()})"
     if path is None:
         return DEFAULT_SPEC, "built-in default", f"using the built-in default spec ({DEFAULT_SPEC.summary()})"
     if is_hugging_face(path):
-        from ..hf.config import spec_from_config
-
         return spec_from_config(path), str(path), None
     if path.suffix.lower() == ".gguf":
         return spec_from_gguf(path), str(path), None
@@ -78,8 +76,6 @@ def checkpoint_at(spec_path: Path | None, weights: Path | None) -> tuple[Path | 
     if weights is None and spec_path is not None and spec_path.suffix.lower() == ".gguf":
         return spec_path, None
     if weights is None and spec_path is not None and spec_path.is_dir():
-        from ..hf.checkpoint import has_checkpoint
-
         if has_checkpoint(spec_path):
             return spec_path, None
         return None, (
@@ -115,12 +111,8 @@ def checkpoint_summary(path: Path | None, spec: Spec) -> CheckpointSummary | Non
     """A Hugging Face folder's checkpoint, checked against its config from the headers alone (no data read); a
     GGUF file's tensors, checked against its metadata, with their bits per weight by type; None for the rest."""
     if path is not None and is_gguf(path):
-        from ..gguf.model import gguf_summary
-
         return CheckpointSummary("gguf", gguf_summary(path, spec))
     if path is None or not path.is_dir():
         return None
-    from ..hf.checkpoint import has_checkpoint
-    from ..hf.folder import summary
 
     return CheckpointSummary("folder", summary(path, spec)) if has_checkpoint(path) else None
