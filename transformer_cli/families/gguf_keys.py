@@ -23,4 +23,10 @@ def rows(header: Any, name: str, what: str, *elsewhere: str) -> int:
     return header.tensors[name].shape[0]
 
 
-__all__ = ["partial_rotary", "rows"]
+def base_only(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """A family whose file its base reader reads whole (gguf/archs.BASES: LLaMA's finds Qwen2's q, k, v biases and
+    Qwen3's query and key norms by their tensors, Mixtral's experts by expert_count)."""
+    return spec
+
+
+__all__ = ["base_only", "partial_rotary", "rows"]

@@ -103,12 +103,36 @@ GLOBALS_WITH_BIAS = {
 }
 QKV_FUSED = LAYERNORM_FUSED
 
+
+def stacked_experts(names: dict[str, str], globals_: dict[str, str], shared: bool = False) -> Family:
+    """A layout whose feedforward is E experts stacked in one tensor per matrix (ffn_gate_exps (E, r, d), ...) and
+    a router ffn_gate_inp (E, d); with `shared`, Qwen2-MoE's shared expert (_shexp) and its gate."""
+    dense = {ours: theirs for ours, theirs in names.items() if not ours.startswith("ff.")}
+    routed = dense | {"ff.router": "ffn_gate_inp.weight"}
+    if shared:
+        routed |= {
+            "ff.shared.W1": "ffn_gate_shexp.weight",
+            "ff.shared.W3": "ffn_up_shexp.weight",
+            "ff.shared.W2": "ffn_down_shexp.weight",
+            "ff.shared.W_gate": "ffn_gate_inp_shexp.weight",
+        }
+    exps = (
+        ("ffn_gate_exps.weight", ("ff.W1",), _one),
+        ("ffn_up_exps.weight", ("ff.W3",), _one),
+        ("ffn_down_exps.weight", ("ff.W2",), _one),
+    )
+    return Family("blk.{i}.", routed, globals_, fused=exps, stacked=frozenset(t for t, _, _ in exps))
+
+
+LLAMA_EXPERTS = stacked_experts(LLAMA_LAYOUT.names, LLAMA_LAYOUT.globals_)  # Mixtral's (llama) and Qwen3-MoE's
+
 __all__ = [
     "GLOBALS_WITH_BIAS",
     "LAYERNORM_BLOCK",
     "LAYERNORM_FUSED",
     "LAYERNORM_GLOBALS",
     "LAYERNORM_LAYOUT",
+    "LLAMA_EXPERTS",
     "LLAMA_LAYOUT",
     "LLAMA_PERMUTED",
     "LLAMA_REDO",
@@ -116,5 +140,6 @@ __all__ = [
     "QKV_FUSED",
     "Transform",
     "permute",
+    "stacked_experts",
     "unpermute",
 ]

@@ -33,9 +33,17 @@ class Gguf:
     layout: Family
     spec: Callable[[Keys, Any, dict[str, Any]], dict[str, Any]]  # (its keys, the file's header, base's spec) -> spec
     metadata: Callable[[Spec], dict[str, Any]] = _none  # the {arch}.* keys beyond the shared ones, to write
-    base: str = "llama"
+    base: str = "llama_like"  # the shared reader (gguf/archs.BASES): LLaMA's, Phi-3's, or the sizes alone
     transforms: Mapping[str, Transform] = field(default_factory=dict)  # per tensor name in a block: to undo
     redo: Mapping[str, Transform] = field(default_factory=dict)  # the same changes made, to write a file
+    # the config.json model_type of a file's model where its spec decides it (llama with experts: mixtral); None:
+    # the record's own; asked of the architecture's first record (GGUF_ARCHS)
+    model_type: Callable[[Spec], str] | None = None
+    experts: Family | None = None  # the layout when the file's model has experts (Mixtral's files are llama's)
+    skipped: tuple[str, ...] = ("rope_freqs.weight",)  # the file's tensors the model has no place for
+    alternative: tuple[Callable[[Any], bool], Family] | None = None  # another layout for the specs the test is true of
+    window_always: bool = False  # attention.sliding_window written (0: none) with or without a window (Phi-3)
+    quantize_as_falcon: bool = False  # llama-quantize's exceptions for LLM_ARCH_FALCON in its mixes (gguf/mixes.py)
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,8 @@ class Record:
     lora_stacked: tuple[str, str, str, str] | None = None  # gate, up, down experts and router, as peft names them
     lora_router: str | None = None  # the router's name where it is a linear module of its own
     config_alone: bool = False  # `config` is every key (the family names its sizes its own way): no shared ones
+    # the checkpoint layout where the config.json decides it (Falcon's attention options); None: `checkpoint`
+    checkpoint_for: Callable[[Mapping[str, Any]], Family] | None = None
 
 
 __all__ = ["Gguf", "Record"]

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ..families import GGUF_ARCHS, RECORDS
-from ..families.gguf_layout import LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
 from ..families.keys import Keys
 from ..families.record import Gguf
 from .base import Arch, llama, sizes
@@ -19,13 +18,13 @@ from .deepseek2 import DEEPSEEK2
 from .gemma import GEMMA, GEMMA2, GEMMA3
 from .gpt_oss import GPT_OSS
 from .header import Header
-from .llama_likes import OLMO2
-from .moe import MIXTRAL, PHIMOE, QWEN2MOE, QWEN3MOE
-from .others import FALCON, PHI3
+from .moe import PHIMOE, QWEN2MOE, QWEN3MOE
+from .others import phi3
 from .t5 import T5
 
-# the shared readers a family's GGUF reader starts from: LLaMA's spec, or the sizes every architecture reads alike
-BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {"llama": llama, "sizes": sizes}
+# the shared readers a family's GGUF reader starts from: LLaMA's spec, Phi-3's (PhiMoE's starts from it too), or
+# the sizes every architecture reads alike
+BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {"llama_like": llama, "phi3_like": phi3, "sizes": sizes}
 
 
 def _arch(gguf: Gguf) -> Arch:
@@ -35,23 +34,20 @@ def _arch(gguf: Gguf) -> Arch:
         lambda c, header: gguf.spec(c, header, base(c, header)),
         gguf.layout,
         dict(gguf.transforms),
+        experts=gguf.experts,
+        skipped=gguf.skipped,
+        alternative=gguf.alternative,
         redo=dict(gguf.redo),
     )
 
 
 ARCHITECTURES: dict[str, Arch] = {
-    "llama": Arch(llama, LLAMA_LAYOUT, LLAMA_PERMUTED, experts=MIXTRAL, redo=LLAMA_REDO),  # (Mixtral: with experts)
-    "qwen2": Arch(llama, LLAMA_LAYOUT),  # llama.cpp turns Qwen's halves as they are (NEOX rope): no permutation
-    "qwen3": Arch(llama, LLAMA_LAYOUT),
     "qwen2moe": QWEN2MOE,
     "qwen3moe": QWEN3MOE,
     "gemma": GEMMA,
     "gemma2": GEMMA2,
     "gemma3": GEMMA3,
-    "phi3": PHI3,
     "phimoe": PHIMOE,
-    "falcon": FALCON,
-    "olmo2": OLMO2,
     "gpt-oss": GPT_OSS,
     "deepseek2": DEEPSEEK2,
     "bert": BERT,
@@ -59,22 +55,15 @@ ARCHITECTURES: dict[str, Arch] = {
 } | {arch: _arch(record.gguf) for arch, record in GGUF_ARCHS.items() if record.gguf is not None}  # (families/)
 
 # a Hugging Face model_type's architecture, and the inverse: the model_type each architecture's files come from (the
-# first of those written to it: llama's files are llama's, also Mistral's and Mixtral's)
+# first of those written to it: llama's files are llama's, also Mistral's and Mixtral's; a record's Gguf.model_type
+# may choose another by the spec, gguf/hf_config.py)
 ARCH_OF = {
-    "llama": "llama",
-    "mistral": "llama",
-    "mixtral": "llama",
-    "qwen2": "qwen2",
-    "qwen3": "qwen3",
     "qwen2_moe": "qwen2moe",
     "qwen3_moe": "qwen3moe",
     "gemma": "gemma",
     "gemma2": "gemma2",
     "gemma3_text": "gemma3",
-    "phi3": "phi3",
     "phimoe": "phimoe",
-    "falcon": "falcon",
-    "olmo2": "olmo2",
     "gpt_oss": "gpt-oss",
     "deepseek_v2": "deepseek2",
     "deepseek_v3": "deepseek2",

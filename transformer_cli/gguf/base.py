@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..families.gguf_keys import partial_rotary, rows
-from ..families.gguf_layout import LLAMA_LAYOUT, Transform, permute, unpermute
+from ..families.gguf_layout import LLAMA_LAYOUT, Transform, permute, stacked_experts, unpermute
 from ..families.keys import Keys
 from ..families.layout import Family
 from .header import ArrayCount, Header
@@ -177,27 +177,6 @@ def _llama3_factors(base: float, m: int, factor: float) -> np.ndarray:
     smooth = (original / wavelength - low) / (high - low)
     between = 1 / ((1 - smooth) / factor + smooth)
     return np.where(wavelength < original / high, 1.0, np.where(wavelength > original / low, factor, between))
-
-
-def stacked_experts(names: dict[str, str], globals_: dict[str, str], shared: bool = False) -> Family:
-    """A layout whose feedforward is E experts stacked in one tensor per matrix (ffn_gate_exps (E, r, d), ...) and
-    a router ffn_gate_inp (E, d); with `shared`, Qwen2-MoE's shared expert (_shexp) and its gate."""
-    one = lambda spec: 1  # noqa: E731
-    dense = {ours: theirs for ours, theirs in names.items() if not ours.startswith("ff.")}
-    routed = dense | {"ff.router": "ffn_gate_inp.weight"}
-    if shared:
-        routed |= {
-            "ff.shared.W1": "ffn_gate_shexp.weight",
-            "ff.shared.W3": "ffn_up_shexp.weight",
-            "ff.shared.W2": "ffn_down_shexp.weight",
-            "ff.shared.W_gate": "ffn_gate_inp_shexp.weight",
-        }
-    exps = (
-        ("ffn_gate_exps.weight", ("ff.W1",), one),
-        ("ffn_up_exps.weight", ("ff.W3",), one),
-        ("ffn_down_exps.weight", ("ff.W2",), one),
-    )
-    return Family("blk.{i}.", routed, globals_, fused=exps, stacked=frozenset(t for t, _, _ in exps))
 
 
 __all__ = [

@@ -1,12 +1,14 @@
 """The Hugging Face config.json of a GGUF file's model, for `tfm convert FILE.gguf -o FOLDER`: the model_type its
-architecture comes from (llama with experts: mixtral), and the keys transformers reads to build that model. The
-config is checked by reading it back: its spec must be the file's, or the folder is not written."""
+architecture comes from (or the one its record's Gguf.model_type chooses by the spec: llama with experts, mixtral),
+and the keys transformers reads to build that model. The config is checked by reading it back: its spec must be the
+file's, or the folder is not written."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..families import RECORDS
+from ..families import GGUF_ARCHS, RECORDS
+from ..families.config_keys import rope_keys, size_keys
 from ..hf.families import FAMILIES
 from ..spec.definition import Spec
 from .archs import MODEL_TYPE
@@ -14,43 +16,8 @@ from .archs import MODEL_TYPE
 CLASSES = {kind: model_class for kind, (model_class, _) in FAMILIES.items()}  # a model_type's transformers class
 
 
-BIASED = ("llama", "mixtral", "qwen3", "qwen2_moe", "qwen3_moe", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2")
-
-
-def _rope(spec: Spec) -> dict[str, Any]:
-    """rope_theta and rope_scaling as 4.x wrote them (5.x reads both)."""
-    out: dict[str, Any] = {"rope_theta": spec.rope_theta}
-    if spec.rope_fraction != 1.0:
-        out["partial_rotary_factor"] = spec.rope_fraction
-    kind = spec.rope_scaling
-    if kind == "linear":
-        out["rope_scaling"] = {"rope_type": "linear", "factor": spec.rope_factor}
-    elif kind == "llama3":
-        out["rope_scaling"] = {
-            "rope_type": "llama3",
-            "factor": spec.rope_factor,
-            "low_freq_factor": spec.rope_low_freq_factor,
-            "high_freq_factor": spec.rope_high_freq_factor,
-            "original_max_position_embeddings": spec.rope_original_max_len,
-        }
-    elif kind == "yarn":
-        out["rope_scaling"] = {
-            "rope_type": "yarn",
-            "factor": spec.rope_factor,
-            "beta_fast": spec.rope_beta_fast,
-            "beta_slow": spec.rope_beta_slow,
-            "original_max_position_embeddings": spec.rope_original_max_len,
-        }
-        if spec.rope_attention_factor is not None:
-            out["rope_scaling"]["attention_factor"] = spec.rope_attention_factor
-    elif kind == "longrope":
-        out["rope_scaling"] = {
-            "rope_type": "longrope",
-            "short_factor": list(spec.rope_short_factor or ()),
-            "long_factor": list(spec.rope_long_factor or ()),
-        }
-        out["original_max_position_embeddings"] = spec.rope_original_max_len
-    return out
+# the families still here whose config.json takes attention_bias (the records write their own)
+BIASED = ("qwen2_moe", "qwen3_moe", "gemma", "gemma2", "gemma3_text")
 
 
 def hf_config(spec: Spec, arch: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -65,47 +32,20 @@ def hf_config(spec: Spec, arch: str, metadata: dict[str, Any] | None = None) -> 
 
 def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
     """The keys that make the model."""
-    kind = MODEL_TYPE[arch]
-    if kind == "llama" and spec.E:
-        kind = "mixtral"
+    kind, first = MODEL_TYPE[arch], GGUF_ARCHS.get(arch)
+    if first is not None and first.gguf is not None and first.gguf.model_type is not None:
+        kind = first.gguf.model_type(spec)  # (llama with experts: mixtral)
     if kind == "deepseek_v2" and spec.router_score == "sigmoid":
         kind = "deepseek_v3"
-    sizes = {
-        "vocab_size": spec.V,
-        "hidden_size": spec.d,
-        "intermediate_size": spec.r,
-        "num_hidden_layers": spec.N,
-        "num_attention_heads": spec.H,
-        "num_key_value_heads": spec.kv_heads,
-        "head_dim": spec.m,
-        "max_position_embeddings": spec.context or spec.max_len or 2048,
-        "tie_word_embeddings": spec.tie_embeddings,
-    }
+    sizes = size_keys(spec)
     out: dict[str, Any] = {"architectures": [CLASSES[kind]], "model_type": kind}
     if kind in RECORDS and RECORDS[kind].config_alone:
         return out | RECORDS[kind].config(spec)
-    if kind == "falcon":
-        two = not spec.shared_norm
-        return (
-            out
-            | {k: v for k, v in sizes.items() if k not in ("num_key_value_heads", "head_dim", "intermediate_size")}
-            | {
-                "ffn_hidden_size": spec.r,
-                "layer_norm_epsilon": spec.norm_eps,
-                "new_decoder_architecture": two,
-                "multi_query": spec.kv_heads == 1,
-                "num_kv_heads": spec.kv_heads,
-                "parallel_attn": True,
-                "bias": False,
-                "alibi": False,
-                **_rope(spec),
-            }
-        )
     if kind.startswith("deepseek"):
         return out | _deepseek(spec, sizes)
     if kind == "t5":
         return _t5(spec)
-    out |= sizes | _rope(spec)
+    out |= sizes | rope_keys(spec)
     if spec.norm_type == "layernorm" and kind != "phimoe":
         out["layer_norm_eps"] = spec.norm_eps
     if kind in RECORDS:  # the family's own keys (families/)
@@ -126,13 +66,8 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         out["rms_norm_eps"] = spec.norm_eps
     if kind in BIASED:
         out["attention_bias"] = spec.attention_bias
-    if kind in ("llama", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "phi3", "olmo2"):
-        out["hidden_act"] = "silu"
-    if kind == "mixtral":
-        out |= {"num_local_experts": spec.E, "num_experts_per_tok": spec.k, "sliding_window": None}
-    if kind in ("qwen2", "qwen3"):
-        out["use_sliding_window"] = False
     if kind in ("qwen2_moe", "qwen3_moe"):
+        out["hidden_act"] = "silu"
         out |= {
             "num_experts": spec.E,
             "num_experts_per_tok": spec.k,
@@ -155,8 +90,6 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         }
     if kind == "gemma3_text":
         out |= {"sliding_window_pattern": 6, "rope_local_base_freq": spec.rope_local_theta or spec.rope_theta}
-    if kind == "phi3":
-        out["sliding_window"] = spec.window
     if kind == "phimoe":
         out |= _phimoe(spec)
     return out
@@ -176,7 +109,7 @@ def _phimoe(spec: Spec) -> dict[str, Any]:
         "hidden_act": "silu",
     }
     if spec.rope_scaling == "longrope":
-        out["rope_scaling"] = _rope(spec)["rope_scaling"] | {
+        out["rope_scaling"] = rope_keys(spec)["rope_scaling"] | {
             "short_mscale": spec.rope_attention_factor,
             "long_mscale": spec.rope_attention_factor,
             "original_max_position_embeddings": spec.rope_original_max_len,
@@ -213,7 +146,7 @@ def _deepseek(spec: Spec, sizes: dict[str, Any]) -> dict[str, Any]:
     rotated, dense = spec.rotated_dims, spec.feedforward_layers or ()
     out = (
         {k: v for k, v in sizes.items() if k != "head_dim"}
-        | _rope(spec)
+        | rope_keys(spec)
         | {
             "num_key_value_heads": spec.H,
             "kv_lora_rank": spec.kv_rank,

@@ -1,5 +1,5 @@
-"""GGUF mixtures of experts: Mixtral's files (architecture llama with expert_count), Qwen2-MoE's (a gated shared
-expert), Qwen3-MoE's and PhiMoE's, each expert matrix stacked in one tensor. What llama.cpp hard-codes is read so:
+"""GGUF mixtures of experts: Qwen2-MoE's (a gated shared expert), Qwen3-MoE's and PhiMoE's, each expert matrix
+stacked in one tensor (Mixtral's files are llama's with expert_count: families/llama.py). What llama.cpp hard-codes is read so:
 Qwen2-MoE does not renormalise the chosen experts' weights, Qwen3-MoE does; every block routes.
 
 PhiMoE (Phi-3.5-MoE) is read as its own model, as transformers runs it, from what the file holds: llama.cpp routes
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..families.gguf_layout import LLAMA_EXPERTS
 from ..families.keys import Keys
+from ..families.phi3 import GGUF_SKIPPED
 from ..spec.rope_scaling import longrope_attention_factor
 from .base import LLAMA_LAYOUT, Arch, llama, stacked_experts
 from .header import Header
-from .others import PHI3, phi3
-
-MIXTRAL = stacked_experts(LLAMA_LAYOUT.names, LLAMA_LAYOUT.globals_)
+from .others import phi3
 
 
 def _qwen_moe(c: Keys, header: Header, renorm: bool) -> dict[str, Any]:
@@ -75,9 +75,9 @@ PHIMOE = Arch(
         LLAMA_LAYOUT.names | _PHIMOE_NORMS,
         LLAMA_LAYOUT.globals_ | {"final_norm.beta": "output_norm.bias", "head.b": "output.bias"},
     ),
-    skipped=PHI3.skipped,
+    skipped=GGUF_SKIPPED,
 )
 QWEN2MOE = Arch(qwen2moe, stacked_experts(LLAMA_LAYOUT.names, LLAMA_LAYOUT.globals_, shared=True))
-QWEN3MOE = Arch(qwen3moe, MIXTRAL)
+QWEN3MOE = Arch(qwen3moe, LLAMA_EXPERTS)
 
-__all__ = ["MIXTRAL", "PHIMOE", "QWEN2MOE", "QWEN3MOE"]
+__all__ = ["PHIMOE", "QWEN2MOE", "QWEN3MOE"]

@@ -25,12 +25,8 @@ from ..families.checkpoints import (
     GEMMA2,
     GPT_OSS,
     LLAMA,
-    MIXTRAL,
-    OLMO2,
-    PHI3,
     PHIMOE,
     QWEN_MOE,
-    falcon,
 )
 from ..families.layout import Family
 from ..io.arrays import first_nonfinite
@@ -49,22 +45,15 @@ FAMILIES = {
     "roberta": BERT,
     "xlm-roberta": BERT,
     "distilbert": DISTILBERT,
-    "llama": LLAMA,
-    "mistral": LLAMA,
-    "mixtral": MIXTRAL,
-    "qwen2": LLAMA,
-    "qwen3": LLAMA,
     "gemma": LLAMA,
     "gemma2": GEMMA2,
     "gemma3_text": GEMMA2,
     "qwen2_moe": QWEN_MOE,
     "qwen3_moe": QWEN_MOE,
-    "olmo2": OLMO2,
     "deepseek_v2": DEEPSEEK,
     "deepseek_v3": DEEPSEEK,
     "gpt_oss": GPT_OSS,
     "phimoe": PHIMOE,
-    "phi3": PHI3,
     "bart": BART,
     "mbart": MBART,
 }
@@ -118,17 +107,11 @@ def fitted_to_checkpoint(folder: Path, spec: Spec, config: Mapping[str, Any]) ->
 
 
 def family_for(config: Mapping[str, Any]) -> Family:
-    """The checkpoint layout of a config's model_type (Falcon's depends on its attention options)."""
+    """The checkpoint layout of a config's model_type (where its record says, as the config decides: Falcon's)."""
     kind = config.get("model_type")
-    if kind == "falcon":
-        new = bool(config.get("new_decoder_architecture"))
-        if not config.get("parallel_attn", True):
-            norms = ("input_layernorm", "post_attention_layernorm")
-        elif new and (config.get("num_ln_in_parallel_attn") or 2) == 2:
-            norms = ("ln_attn", "ln_mlp")
-        else:
-            norms = ("input_layernorm", "")  # one norm shared by attention and feedforward
-        return falcon(new, norms)
+    record = RECORDS.get(str(kind))
+    if record is not None and record.checkpoint_for is not None:
+        return record.checkpoint_for(config)
     if kind in ("t5", "mt5"):
         default = "gated-gelu" if kind == "mt5" else "relu"
         return t5(str(config.get("feed_forward_proj", default)).startswith("gated-"))
