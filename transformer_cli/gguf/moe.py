@@ -1,6 +1,6 @@
 """GGUF mixtures of experts: Qwen2-MoE's (a gated shared expert), Qwen3-MoE's and PhiMoE's, each expert matrix
-stacked in one tensor (Mixtral's files are llama's with expert_count: families/llama.py). What llama.cpp hard-codes is read so:
-Qwen2-MoE does not renormalise the chosen experts' weights, Qwen3-MoE does; every block routes.
+stacked in one tensor (Mixtral's files are llama's with expert_count: families/llama.py). What llama.cpp hard-codes
+is read so: Qwen2-MoE does not renormalise the chosen experts' weights, Qwen3-MoE does; every block routes.
 
 PhiMoE (Phi-3.5-MoE) is read as its own model, as transformers runs it, from what the file holds: llama.cpp routes
 these files by a softmax over the top two, renormalised, where the model's router is sparsemixer; the file does not
