@@ -30,12 +30,15 @@ def test_the_tables_take_a_registered_family_from_its_record(kind):
     assert weights.ALIASES.get(kind, ()) == record.aliases
     assert lora_modules.STACKED.get(kind) == record.lora_stacked
     assert lora_modules.LINEAR_ROUTER.get(kind) == record.lora_router
+    assert weights.OPTIONAL.get(kind) == record.optional
+    assert weights.SKIPPED_BY_KIND.get(kind, ()) == record.skipped
     if record.gguf is not None:
-        assert ARCH_OF[kind] == record.gguf.arch
+        assert ARCH_OF.get(kind) == (None if record.gguf.read_only else record.gguf.arch)
         assert write.ARCH_OF is ARCH_OF and hf_config.MODEL_TYPE is MODEL_TYPE
         arch = ARCHITECTURES[record.gguf.arch]
         assert arch.layout is record.gguf.layout
         assert arch.transforms == dict(record.gguf.transforms) and arch.redo == dict(record.gguf.redo)
+        assert arch.skipped == record.gguf.skipped and arch.alternative == record.gguf.alternative
 
 
 def test_model_type_is_the_inverse_of_arch_of():
@@ -43,7 +46,7 @@ def test_model_type_is_the_inverse_of_arch_of():
     assert all(ARCH_OF[kind] == arch for arch, kind in MODEL_TYPE.items())
     # each architecture's model_type is the first written to it (llama's files are llama's, not Mistral's)
     assert MODEL_TYPE["llama"] == "llama" and MODEL_TYPE["deepseek2"] == "deepseek_v2" and MODEL_TYPE["t5"] == "t5"
-    assert set(GGUF_ARCHS) <= set(MODEL_TYPE)
+    assert {arch for arch, record in GGUF_ARCHS.items() if not record.gguf.read_only} <= set(MODEL_TYPE)
 
 
 def _named(name: str) -> list[str]:
@@ -73,3 +76,16 @@ def test_a_family_not_yet_registered_is_found_in_the_tables():
     unregistered = "cohere" if "cohere" not in RECORDS else "llama"
     assert unregistered not in RECORDS
     assert {"hf/families.py", "hf/weights.py", "gguf/archs.py"} <= set(_named(unregistered))
+
+
+@pytest.mark.parametrize("kind", ["bart", "mbart"])
+def test_the_encoder_decoders_are_records(kind):
+    assert kind in RECORDS
+    assert _named(kind) == [] and _named(RECORDS[kind].hf_class) == []
+
+
+def test_a_familys_own_skipped_tensors_are_skipped_for_it_alone():
+    """Record.skipped: fairseq's version buffers are no parameter of a BART model; a GPT-2 file's is unexpected
+    (the control)."""
+    assert weights.canonical("model.encoder.version", "bart", {}) is None
+    assert weights.canonical("model.encoder.version", "gpt2", {}) == "model.encoder.version"

@@ -36,14 +36,20 @@ class Gguf:
     base: str = "llama"
     transforms: Mapping[str, Transform] = field(default_factory=dict)  # per tensor name in a block: to undo
     redo: Mapping[str, Transform] = field(default_factory=dict)  # the same changes made, to write a file
+    skipped: tuple[str, ...] = ("rope_freqs.weight",)  # the file's tensors the model has no place for
+    alternative: tuple[Callable[[Any], bool], Family] | None = None  # another layout, for the specs it is for
+    model_type: Callable[[Spec], str] | None = None  # a file's model_type where its spec decides it (else the record's)
+    read_only: bool = False  # files read, none written, no config.json made of one (BERT's: no pooler in the file)
 
 
 @dataclass(frozen=True)
 class Record:
     """One Hugging Face model_type: its transformers class, its config.json read as a spec (`spec`) and written from
     one (`config`: the family's own keys, the shared sizes and rotary are gguf/hf_config.py's), its checkpoint's
-    tensor names (and other names published files use for them: `aliases`, tried in order), its GGUF architecture,
-    and for LoRA the names peft gives a mixture's stacked experts and router (hf/lora_modules.py)."""
+    tensor names (and other names published files use for them: `aliases`, tried in order; the layout of a config
+    where the config decides it: `checkpoint_for`; tensors outside the model, skipped: `skipped`; a part a file may
+    leave out: `optional`), its GGUF architecture, and for LoRA the names peft gives a mixture's stacked experts and
+    router (hf/lora_modules.py)."""
 
     model_type: str
     hf_class: str
@@ -55,6 +61,9 @@ class Record:
     lora_stacked: tuple[str, str, str, str] | None = None  # gate, up, down experts and router, as peft names them
     lora_router: str | None = None  # the router's name where it is a linear module of its own
     config_alone: bool = False  # `config` is every key (the family names its sizes its own way): no shared ones
+    checkpoint_for: Callable[[Mapping[str, Any]], Family] | None = None  # the layout where config.json decides it
+    skipped: tuple[str, ...] = ()  # patterns of checkpoint tensors outside the model (heads, buffers): not read
+    optional: tuple[str, Any, tuple[str, ...]] | None = None  # (spec key, its value without the part, its tensors)
 
 
 __all__ = ["Gguf", "Record"]

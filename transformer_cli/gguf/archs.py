@@ -35,6 +35,8 @@ def _arch(gguf: Gguf) -> Arch:
         lambda c, header: gguf.spec(c, header, base(c, header)),
         gguf.layout,
         dict(gguf.transforms),
+        skipped=gguf.skipped,
+        alternative=gguf.alternative,
         redo=dict(gguf.redo),
     )
 
@@ -81,7 +83,7 @@ ARCH_OF = {
     "t5": "t5",
     "mt5": "t5",
 }
-ARCH_OF |= {kind: record.gguf.arch for kind, record in RECORDS.items() if record.gguf is not None}
+ARCH_OF |= {kind: record.gguf.arch for kind, record in RECORDS.items() if record.gguf and not record.gguf.read_only}
 MODEL_TYPE: dict[str, str] = {}
 for _kind, _arch_name in ARCH_OF.items():
     MODEL_TYPE.setdefault(_arch_name, _kind)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..families import RECORDS
+from ..families import GGUF_ARCHS, RECORDS
 from ..hf.families import FAMILIES
 from ..spec.definition import Spec
 from .archs import MODEL_TYPE
@@ -66,6 +66,9 @@ def hf_config(spec: Spec, arch: str, metadata: dict[str, Any] | None = None) -> 
 def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
     """The keys that make the model."""
     kind = MODEL_TYPE[arch]
+    record = GGUF_ARCHS.get(arch)
+    if record is not None and record.gguf is not None and record.gguf.model_type is not None:
+        kind = record.gguf.model_type(spec)  # (the family's way: a tied T5 head is mT5's)
     if kind == "llama" and spec.E:
         kind = "mixtral"
     if kind == "deepseek_v2" and spec.router_score == "sigmoid":

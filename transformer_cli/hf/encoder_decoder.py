@@ -1,7 +1,5 @@
-"""The encoder-decoder families: T5 and BART configs onto tfm's encoder-decoder spec (N_enc encoder blocks, the
-N decoder blocks with cross-attention), as transformers 5.24 builds T5ForConditionalGeneration and
-BartForConditionalGeneration. tfm's two stacks share one H, m, r and one token embedding E; a config whose
-stacks differ there is refused naming the key.
+"""T5's configs onto tfm's encoder-decoder spec (N_enc encoder blocks, the N decoder blocks with cross-attention),
+as transformers 5.24 builds T5ForConditionalGeneration (BART's: families/bart.py).
 """
 
 from __future__ import annotations
@@ -9,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..families.keys import REQUIRED, Keys
-from ..families.parts import ACTIVATIONS, activation, whole_heads
+from ..families.parts import ACTIVATIONS
 
 
 def t5(c: Keys) -> dict[str, Any]:
@@ -82,51 +80,4 @@ def _t5_head(c: Keys) -> dict[str, Any]:
     return {"tie_embeddings": tied and scaled, "head_scale": "sqrt" if scaled else "none"}
 
 
-def bart(c: Keys) -> dict[str, Any]:
-    """BartForConditionalGeneration: post-norm, a LayerNorm of the embedded columns and learned positions
-    (offset 2) in each stack, biases everywhere, one embedding shared by both stacks and tied to the head.
-
-    Its final_logits_bias is a buffer, zero as built, not a parameter (checked when a checkpoint is read).
-    """
-    if not c.flag("tie_word_embeddings", True):  # BartModel's _tied_weights_keys apply only when tied
-        why = "untied, each stack has its own token embedding beside shared and lm_head; tfm's stacks share E"
-        raise c.refuse("tie_word_embeddings", False, why)
-    d = c.count("d_model", REQUIRED, "hidden_size")
-    H = _same(c, "encoder_attention_heads", "decoder_attention_heads", "number of heads H", "num_attention_heads")
-    return {
-        "N": c.count("decoder_layers"),
-        "N_enc": c.count("encoder_layers", REQUIRED, "num_hidden_layers"),
-        "H": H,
-        "m": whole_heads(c, d, H, "d_model", "decoder_attention_heads"),
-        "d": d,
-        "r": _same(c, "encoder_ffn_dim", "decoder_ffn_dim", "feedforward size r"),
-        "V": c.count("vocab_size"),
-        "tie_embeddings": True,
-        "embed_scale": "sqrt" if c.flag("scale_embedding", False) else "none",
-        "embed_norm": True,
-        "scale": "sqrt",
-        "mask": "causal",
-        "positional": "learned",
-        "max_len": c.count("max_position_embeddings", 1024),
-        "position_offset": 2,
-        "norm": "post",
-        "norm_eps": 1e-5,
-        "attention_bias": True,
-        "activation": activation(c, "activation_function", "gelu"),
-    }
-
-
-def mbart(c: Keys) -> dict[str, Any]:
-    """MBartForConditionalGeneration: BART's stacks in pre-norm, each with a final LayerNorm (layer_norm)."""
-    return bart(c) | {"norm": "pre"}
-
-
-def _same(c: Keys, encoder: str, decoder: str, what: str, *aliases: str) -> int:
-    """A size both stacks have in transformers' BART and tfm holds once: the two must agree."""
-    ours, theirs = c.count(encoder, REQUIRED, *aliases), c.count(decoder)
-    if ours != theirs:
-        raise c.refuse(decoder, theirs, f"{encoder} is {ours}; tfm's encoder and decoder have the same {what}")
-    return ours
-
-
-__all__ = ["bart", "mbart", "mt5", "t5"]
+__all__ = ["mt5", "t5"]

@@ -1,4 +1,4 @@
-"""Where T5's and BART's tensors are in their checkpoints: both stacks' blocks, and what lies outside them.
+"""Where T5's tensors are in their checkpoints: both stacks' blocks, and what lies outside them.
 
 tfm's decoder blocks are `blocks.{i}.` (self-attention, `cross.` attention to the encoder's output, feedforward,
 norms `norm1`, `cross_norm`, `norm2` in that order); the encoder's are `encoder.{j}.`, its globals `encoder_...`.
@@ -7,17 +7,7 @@ norms `norm1`, `cross_norm`, `norm2` in that order); the encoder's are `encoder.
 from __future__ import annotations
 
 from ..families.layout import Family
-from ..families.layout import linear_names as _linear
-from ..families.layout import norm_names as _norm
-
-
-def _attention(ours: str, theirs: str, projections: tuple[str, str, str, str], parts: str) -> dict[str, str]:
-    """'attention', 'layer.0.SelfAttention', (q, k, v, o) -> W_Q -> ...q.weight, and so on."""
-    names: dict[str, str] = {}
-    for x, proj in zip("QKVO", projections, strict=True):
-        names |= _linear(ours + ".{}_" + x, f"{theirs}.{proj}", parts)
-    return names
-
+from ..families.layout import attention_names as _attention
 
 # -- T5: no biases; RMSNorm (gamma only); the relative bias tables in block 0 of each stack
 
@@ -69,46 +59,4 @@ def t5(gated: bool) -> Family:
     )
 
 
-# -- BART: biases everywhere, LayerNorm (gamma and beta), post-norm; learned positions (P + 2 rows) per stack
-
-BART_QKVO = ("q_proj", "k_proj", "v_proj", "out_proj")
-
-
-def _bart_names(cross: bool) -> dict[str, str]:
-    names = _attention("attention", "self_attn", BART_QKVO, "Wb") | _norm("norm1", "self_attn_layer_norm")
-    if cross:
-        names |= _attention("cross", "encoder_attn", BART_QKVO, "Wb") | _norm("cross_norm", "encoder_attn_layer_norm")
-    return names | _linear("ff.{}1", "fc1") | _linear("ff.{}2", "fc2") | _norm("norm2", "final_layer_norm")
-
-
-BART = Family(
-    "model.decoder.layers.{i}.",
-    _bart_names(cross=True),
-    {
-        "embedding.E": "model.shared.weight",
-        "head.W": "lm_head.weight",
-        "encoder_positional.P": "model.encoder.embed_positions.weight",
-        "positional.P": "model.decoder.embed_positions.weight",
-    }
-    | _norm("encoder_embedding.norm", "model.encoder.layernorm_embedding")
-    | _norm("embedding.norm", "model.decoder.layernorm_embedding"),
-    encoder_block="model.encoder.layers.{i}.",
-    encoder_names=_bart_names(cross=False),
-    copies={"model.encoder.embed_tokens.weight": "embedding.E", "model.decoder.embed_tokens.weight": "embedding.E"},
-    zero_buffers=("final_logits_bias",),  # added to the logits; zero as transformers builds it
-)
-
-# mBART: BART's names, and the final norm of each pre-norm stack
-MBART = Family(
-    BART.block,
-    BART.names,
-    BART.globals_
-    | _norm("encoder_final_norm", "model.encoder.layer_norm")
-    | _norm("final_norm", "model.decoder.layer_norm"),
-    encoder_block=BART.encoder_block,
-    encoder_names=BART.encoder_names,
-    copies=BART.copies,
-    zero_buffers=BART.zero_buffers,
-)
-
-__all__ = ["BART", "MBART", "t5"]
+__all__ = ["t5"]

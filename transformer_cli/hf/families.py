@@ -17,7 +17,7 @@ from ..families.keys import REQUIRED, Keys
 from ..families.parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope, whole_heads, window_key
 from .bert_families import bert, distilbert, roberta
 from .deepseek import deepseek_v2, deepseek_v3
-from .encoder_decoder import bart, mbart, mt5, t5
+from .encoder_decoder import mt5, t5
 from .gemma import gemma, gemma2, gemma3_text
 from .moe_families import gpt_oss, phimoe, qwen2_moe, qwen3_moe
 
@@ -165,9 +165,7 @@ FAMILIES: dict[str, tuple[str, Callable[[Keys], dict[str, Any]]]] = {
     "phi3": ("Phi3ForCausalLM", phi3),
     "falcon": ("FalconForCausalLM", falcon),
     "t5": ("T5ForConditionalGeneration", t5),
-    "bart": ("BartForConditionalGeneration", bart),
     "mt5": ("MT5ForConditionalGeneration", mt5),
-    "mbart": ("MBartForConditionalGeneration", mbart),
 }
 FAMILIES |= {kind: (record.hf_class, record.spec) for kind, record in RECORDS.items()}  # (families/)
 

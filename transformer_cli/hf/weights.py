@@ -38,7 +38,7 @@ from ..spec.definition import Spec
 from ..spec.stacks import stacks
 from ..text import shown
 from .checkpoint import Checkpoint
-from .encoder_decoder_layouts import BART, MBART, t5
+from .encoder_decoder_layouts import t5
 from .layouts import Rule, bytes_by_tensor, hf_shape, rule_count, rules, split, tensor_shapes
 from .quant import Scheme, scheme_of
 from .quant.base import Stored
@@ -65,8 +65,6 @@ FAMILIES = {
     "gpt_oss": GPT_OSS,
     "phimoe": PHIMOE,
     "phi3": PHI3,
-    "bart": BART,
-    "mbart": MBART,
 }
 FAMILIES |= {kind: record.checkpoint for kind, record in RECORDS.items()}  # (families/)
 
@@ -84,21 +82,25 @@ SKIPPED = (
     r"^cls\.",  # BertForPreTraining's heads, outside BertModel
     r"^embeddings\.position_ids$",
     r"^decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight$",  # T5's unused table
-    r"^(model\.)?(en|de)coder\.version$",  # fairseq's version buffers in old BART files
 )
 
 
-# Parts of the config's model that a checkpoint may leave out, by model_type: (spec key, its checkpoint tensors).
+# Parts of the config's model that a checkpoint may leave out, by model_type: (spec key, its value without the
+# part, the part's checkpoint tensors); and the tensors a family's files hold outside its model (heads, buffers).
 # BertForMaskedLM, the form most BERT checkpoints have, builds no pooler (add_pooling_layer=False).
 # A T5 saved by transformers 5 from an untied config holds no lm_head: transformers ties it to shared (unscaled).
-OPTIONAL = {
+OPTIONAL: dict[str, tuple[str, Any, tuple[str, ...]]] = {
     kind: ("pooler", False, ("pooler.dense.weight", "pooler.dense.bias")) for kind in ("bert", "roberta", "xlm-roberta")
 } | {kind: ("tie_embeddings", True, ("lm_head.weight",)) for kind in ("t5", "mt5")}
-SKIPPED_BY_KIND = {kind: (r"^lm_head\.",) for kind in ("roberta", "xlm-roberta")}  # RobertaForMaskedLM's head
+OPTIONAL |= {kind: record.optional for kind, record in RECORDS.items() if record.optional}  # (families/)
+SKIPPED_BY_KIND: dict[str, tuple[str, ...]] = {
+    kind: (r"^lm_head\.",) for kind in ("roberta", "xlm-roberta")
+}  # RobertaForMaskedLM's head
 SKIPPED_BY_KIND["distilbert"] = (r"^vocab_(transform|layer_norm|projector)\.",)  # DistilBertForMaskedLM's head
 SKIPPED_BY_KIND["deepseek_v3"] = (
     r"^model\.layers\.61\.",
 )  # DeepSeek-V3's multi-token prediction layer, as transformers
+SKIPPED_BY_KIND |= {kind: record.skipped for kind, record in RECORDS.items() if record.skipped}
 
 
 def fitted_to_checkpoint(folder: Path, spec: Spec, config: Mapping[str, Any]) -> Spec:
@@ -114,11 +116,12 @@ def fitted_to_checkpoint(folder: Path, spec: Spec, config: Mapping[str, Any]) ->
     key, value, names = OPTIONAL[kind]
     wanted = dict.fromkeys(names)
     held = {canonical(name, kind, wanted) for name in Checkpoint(folder).tensors}
-    return spec if any(name in held for name in names) else replace(spec, **{key: value})  # type: ignore[arg-type]
+    return spec if any(name in held for name in names) else replace(spec, **{key: value})
 
 
 def family_for(config: Mapping[str, Any]) -> Family:
-    """The checkpoint layout of a config's model_type (Falcon's depends on its attention options)."""
+    """The checkpoint layout of a config's model_type (Falcon's depends on its attention options, a record's
+    where its `checkpoint_for` says)."""
     kind = config.get("model_type")
     if kind == "falcon":
         new = bool(config.get("new_decoder_architecture"))
@@ -129,6 +132,9 @@ def family_for(config: Mapping[str, Any]) -> Family:
         else:
             norms = ("input_layernorm", "")  # one norm shared by attention and feedforward
         return falcon(new, norms)
+    record = RECORDS.get(str(kind))
+    if record is not None and record.checkpoint_for is not None:
+        return record.checkpoint_for(config)
     if kind in ("t5", "mt5"):
         default = "gated-gelu" if kind == "mt5" else "relu"
         return t5(str(config.get("feed_forward_proj", default)).startswith("gated-"))
