@@ -78,14 +78,30 @@ def test_a_family_not_yet_registered_is_found_in_the_tables():
     assert {"hf/families.py", "hf/weights.py", "gguf/archs.py"} <= set(_named(unregistered))
 
 
-@pytest.mark.parametrize("kind", ["bart", "mbart"])
-def test_the_encoder_decoders_are_records(kind):
+ENCODERS = ("bert", "roberta", "xlm-roberta", "distilbert")
+ENCODER_DECODERS = ("bart", "mbart")
+
+
+@pytest.mark.parametrize("kind", ENCODERS + ENCODER_DECODERS)
+def test_the_encoders_and_encoder_decoders_are_records(kind):
     assert kind in RECORDS
     assert _named(kind) == [] and _named(RECORDS[kind].hf_class) == []
 
 
+def test_bert_files_are_read_but_not_written():
+    """GGUF bert (the four BERT families' files) is read; no family is written to it, nor a config.json made of it
+    (read_only); the control: gpt2 is read and written."""
+    assert "bert" in ARCHITECTURES and "bert" not in MODEL_TYPE
+    assert [kind for kind in ENCODERS if kind in ARCH_OF] == []
+    assert {RECORDS[kind].gguf.arch for kind in ENCODERS} == {"bert"}
+    assert ARCH_OF["gpt2"] == "gpt2" and MODEL_TYPE["gpt2"] == "gpt2"
+
+
 def test_a_familys_own_skipped_tensors_are_skipped_for_it_alone():
-    """Record.skipped: fairseq's version buffers are no parameter of a BART model; a GPT-2 file's is unexpected
+    """Record.skipped: RobertaForMaskedLM's lm_head is no parameter of a roberta model; a bert file's is unexpected
     (the control)."""
+    assert weights.canonical("lm_head.decoder.weight", "roberta", {}) is None
+    assert weights.canonical("lm_head.decoder.weight", "bert", {}) == "lm_head.decoder.weight"
+    assert weights.canonical("cls.predictions.bias", "bert", {}) is None
     assert weights.canonical("model.encoder.version", "bart", {}) is None
     assert weights.canonical("model.encoder.version", "gpt2", {}) == "model.encoder.version"

@@ -14,7 +14,6 @@ from ..families.gguf_layout import LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
 from ..families.keys import Keys
 from ..families.record import Gguf
 from .base import Arch, llama, sizes
-from .bert import BERT
 from .deepseek2 import DEEPSEEK2
 from .gemma import GEMMA, GEMMA2, GEMMA3
 from .gpt_oss import GPT_OSS
@@ -56,7 +55,6 @@ ARCHITECTURES: dict[str, Arch] = {
     "olmo2": OLMO2,
     "gpt-oss": GPT_OSS,
     "deepseek2": DEEPSEEK2,
-    "bert": BERT,
     "t5": T5,
 } | {arch: _arch(record.gguf) for arch, record in GGUF_ARCHS.items() if record.gguf is not None}  # (families/)
 

@@ -15,7 +15,6 @@ from typing import Any
 from ..families import RECORDS
 from ..families.keys import REQUIRED, Keys
 from ..families.parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope, whole_heads, window_key
-from .bert_families import bert, distilbert, roberta
 from .deepseek import deepseek_v2, deepseek_v3
 from .encoder_decoder import mt5, t5
 from .gemma import gemma, gemma2, gemma3_text
@@ -143,10 +142,6 @@ def _layer_windows(c: Keys, N: int) -> dict[str, Any]:
 
 
 FAMILIES: dict[str, tuple[str, Callable[[Keys], dict[str, Any]]]] = {
-    "bert": ("BertModel", bert),
-    "roberta": ("RobertaModel", roberta),
-    "xlm-roberta": ("XLMRobertaModel", roberta),
-    "distilbert": ("DistilBertModel", distilbert),
     "llama": ("LlamaForCausalLM", llama),
     "mistral": ("MistralForCausalLM", mistral),
     "mixtral": ("MixtralForCausalLM", mixtral),

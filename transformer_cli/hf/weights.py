@@ -19,9 +19,7 @@ from ..analysis.quantized import Held
 from ..errors import ArrayError
 from ..families import RECORDS
 from ..families.checkpoints import (
-    BERT,
     DEEPSEEK,
-    DISTILBERT,
     GEMMA2,
     GPT_OSS,
     LLAMA,
@@ -45,10 +43,6 @@ from .quant.base import Stored
 
 FLOATING = ("F64", "F32", "F16", "BF16")
 FAMILIES = {
-    "bert": BERT,
-    "roberta": BERT,
-    "xlm-roberta": BERT,
-    "distilbert": DISTILBERT,
     "llama": LLAMA,
     "mistral": LLAMA,
     "mixtral": MIXTRAL,
@@ -70,33 +64,22 @@ FAMILIES |= {kind: record.checkpoint for kind, record in RECORDS.items()}  # (fa
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the
 # model tfm builds: (pattern, replacement) tried in order, then the patterns skipped.
-ALIASES = {
-    "bert": ((r"^bert\.", ""), (r"LayerNorm\.gamma$", "LayerNorm.weight"), (r"LayerNorm\.beta$", "LayerNorm.bias")),
-    "roberta": ((r"^roberta\.", ""),),  # RobertaForMaskedLM's files
-    "xlm-roberta": ((r"^roberta\.", ""),),
-    "distilbert": ((r"^distilbert\.", ""),),  # DistilBertForMaskedLM's files
-} | {kind: record.aliases for kind, record in RECORDS.items() if record.aliases}
+ALIASES = {kind: record.aliases for kind, record in RECORDS.items() if record.aliases}
 SKIPPED = (
     r"rotary_emb\.inv_freq$",  # buffers some older files saved
     r"\.attn\.(masked_)?bias$",  # GPT-2's causal-mask buffers in the hub's files
-    r"^cls\.",  # BertForPreTraining's heads, outside BertModel
-    r"^embeddings\.position_ids$",
     r"^decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight$",  # T5's unused table
 )
 
 
 # Parts of the config's model that a checkpoint may leave out, by model_type: (spec key, its value without the
 # part, the part's checkpoint tensors); and the tensors a family's files hold outside its model (heads, buffers).
-# BertForMaskedLM, the form most BERT checkpoints have, builds no pooler (add_pooling_layer=False).
 # A T5 saved by transformers 5 from an untied config holds no lm_head: transformers ties it to shared (unscaled).
 OPTIONAL: dict[str, tuple[str, Any, tuple[str, ...]]] = {
-    kind: ("pooler", False, ("pooler.dense.weight", "pooler.dense.bias")) for kind in ("bert", "roberta", "xlm-roberta")
-} | {kind: ("tie_embeddings", True, ("lm_head.weight",)) for kind in ("t5", "mt5")}
+    kind: ("tie_embeddings", True, ("lm_head.weight",)) for kind in ("t5", "mt5")
+}
 OPTIONAL |= {kind: record.optional for kind, record in RECORDS.items() if record.optional}  # (families/)
-SKIPPED_BY_KIND: dict[str, tuple[str, ...]] = {
-    kind: (r"^lm_head\.",) for kind in ("roberta", "xlm-roberta")
-}  # RobertaForMaskedLM's head
-SKIPPED_BY_KIND["distilbert"] = (r"^vocab_(transform|layer_norm|projector)\.",)  # DistilBertForMaskedLM's head
+SKIPPED_BY_KIND: dict[str, tuple[str, ...]] = {}
 SKIPPED_BY_KIND["deepseek_v3"] = (
     r"^model\.layers\.61\.",
 )  # DeepSeek-V3's multi-token prediction layer, as transformers
