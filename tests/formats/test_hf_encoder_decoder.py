@@ -1,6 +1,6 @@
-"""hf/encoder_decoder.py, hf/encoder_decoder_layouts.py and families/bart.py: T5 and BART configs counted against
-the models transformers 5.24 builds from them, and their checkpoints read both ways: tfm's own folders back exactly,
-and folders saved by transformers itself (the published counts and presets are in test_hf_config.py)."""
+"""families/t5.py and families/bart.py: T5 and BART configs counted against the models
+transformers 5.24 builds from them, and their checkpoints read both ways: tfm's own folders back exactly, and
+folders saved by transformers itself (the published counts and presets are in test_hf_config.py)."""
 
 from __future__ import annotations
 

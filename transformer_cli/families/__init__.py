@@ -3,14 +3,14 @@ serves. A new family is one module, imported and listed below (a module of a few
 their `RECORDS`, in order); the tables the formats read (hf/, gguf/) are derived from these records.
 
 Not every family is a record yet: those not listed here (the LLaMA-likes, Gemmas, mixtures of experts, OLMo 2,
-Phi-3, Falcon, DeepSeek, T5) are still spread over the formats' tables (hf/families.py, hf/weights.py,
+Phi-3, Falcon, DeepSeek) are still spread over the formats' tables (hf/families.py, hf/weights.py,
 hf/lora_modules.py, gguf/archs.py, gguf/write.py, gguf/hf_config.py), which take the records' entries after their
 own.
 """
 
 from __future__ import annotations
 
-from . import bart, bert, bloom, cohere, gpt2, gpt_neo, gpt_neox, gptj, granite, opt, phi, stablelm, starcoder2
+from . import bart, bert, bloom, cohere, gpt2, gpt_neo, gpt_neox, gptj, granite, opt, phi, stablelm, starcoder2, t5
 from .record import Gguf, Record
 
 # the registry: one line a family
@@ -30,6 +30,7 @@ RECORDS: dict[str, Record] = {
         phi,
         stablelm,
         starcoder2,
+        t5,
     )
     for record in getattr(module, "RECORDS", None) or (module.RECORD,)
 }

@@ -21,10 +21,13 @@ from .header import Header
 from .llama_likes import OLMO2
 from .moe import MIXTRAL, PHIMOE, QWEN2MOE, QWEN3MOE
 from .others import FALCON, PHI3
-from .t5 import T5
 
 # the shared readers a family's GGUF reader starts from: LLaMA's spec, or the sizes every architecture reads alike
-BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {"llama": llama, "sizes": sizes}
+BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {
+    "llama": llama,
+    "sizes": sizes,
+    "none": lambda c, header: {},  # (a family that reads every key itself)
+}
 
 
 def _arch(gguf: Gguf) -> Arch:
@@ -55,7 +58,6 @@ ARCHITECTURES: dict[str, Arch] = {
     "olmo2": OLMO2,
     "gpt-oss": GPT_OSS,
     "deepseek2": DEEPSEEK2,
-    "t5": T5,
 } | {arch: _arch(record.gguf) for arch, record in GGUF_ARCHS.items() if record.gguf is not None}  # (families/)
 
 # a Hugging Face model_type's architecture, and the inverse: the model_type each architecture's files come from (the
@@ -78,8 +80,6 @@ ARCH_OF = {
     "gpt_oss": "gpt-oss",
     "deepseek_v2": "deepseek2",
     "deepseek_v3": "deepseek2",
-    "t5": "t5",
-    "mt5": "t5",
 }
 ARCH_OF |= {kind: record.gguf.arch for kind, record in RECORDS.items() if record.gguf and not record.gguf.read_only}
 MODEL_TYPE: dict[str, str] = {}

@@ -16,7 +16,6 @@ from ..families import RECORDS
 from ..families.keys import REQUIRED, Keys
 from ..families.parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope, whole_heads, window_key
 from .deepseek import deepseek_v2, deepseek_v3
-from .encoder_decoder import mt5, t5
 from .gemma import gemma, gemma2, gemma3_text
 from .moe_families import gpt_oss, phimoe, qwen2_moe, qwen3_moe
 
@@ -159,8 +158,6 @@ FAMILIES: dict[str, tuple[str, Callable[[Keys], dict[str, Any]]]] = {
     "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
     "phi3": ("Phi3ForCausalLM", phi3),
     "falcon": ("FalconForCausalLM", falcon),
-    "t5": ("T5ForConditionalGeneration", t5),
-    "mt5": ("MT5ForConditionalGeneration", mt5),
 }
 FAMILIES |= {kind: (record.hf_class, record.spec) for kind, record in RECORDS.items()}  # (families/)
 

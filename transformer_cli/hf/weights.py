@@ -36,7 +36,6 @@ from ..spec.definition import Spec
 from ..spec.stacks import stacks
 from ..text import shown
 from .checkpoint import Checkpoint
-from .encoder_decoder_layouts import t5
 from .layouts import Rule, bytes_by_tensor, hf_shape, rule_count, rules, split, tensor_shapes
 from .quant import Scheme, scheme_of
 from .quant.base import Stored
@@ -68,22 +67,16 @@ ALIASES = {kind: record.aliases for kind, record in RECORDS.items() if record.al
 SKIPPED = (
     r"rotary_emb\.inv_freq$",  # buffers some older files saved
     r"\.attn\.(masked_)?bias$",  # GPT-2's causal-mask buffers in the hub's files
-    r"^decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight$",  # T5's unused table
 )
 
 
 # Parts of the config's model that a checkpoint may leave out, by model_type: (spec key, its value without the
 # part, the part's checkpoint tensors); and the tensors a family's files hold outside its model (heads, buffers).
-# A T5 saved by transformers 5 from an untied config holds no lm_head: transformers ties it to shared (unscaled).
-OPTIONAL: dict[str, tuple[str, Any, tuple[str, ...]]] = {
-    kind: ("tie_embeddings", True, ("lm_head.weight",)) for kind in ("t5", "mt5")
-}
-OPTIONAL |= {kind: record.optional for kind, record in RECORDS.items() if record.optional}  # (families/)
-SKIPPED_BY_KIND: dict[str, tuple[str, ...]] = {}
+OPTIONAL = {kind: record.optional for kind, record in RECORDS.items() if record.optional}
+SKIPPED_BY_KIND = {kind: record.skipped for kind, record in RECORDS.items() if record.skipped}
 SKIPPED_BY_KIND["deepseek_v3"] = (
     r"^model\.layers\.61\.",
 )  # DeepSeek-V3's multi-token prediction layer, as transformers
-SKIPPED_BY_KIND |= {kind: record.skipped for kind, record in RECORDS.items() if record.skipped}
 
 
 def fitted_to_checkpoint(folder: Path, spec: Spec, config: Mapping[str, Any]) -> Spec:
@@ -118,9 +111,6 @@ def family_for(config: Mapping[str, Any]) -> Family:
     record = RECORDS.get(str(kind))
     if record is not None and record.checkpoint_for is not None:
         return record.checkpoint_for(config)
-    if kind in ("t5", "mt5"):
-        default = "gated-gelu" if kind == "mt5" else "relu"
-        return t5(str(config.get("feed_forward_proj", default)).startswith("gated-"))
     return FAMILIES[str(kind)]
 
 
