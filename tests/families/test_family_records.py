@@ -31,12 +31,15 @@ def test_the_tables_take_a_registered_family_from_its_record(kind):
     assert weights.ALIASES.get(kind, ()) == record.aliases
     assert lora_modules.STACKED.get(kind) == record.lora_stacked
     assert lora_modules.LINEAR_ROUTER.get(kind) == record.lora_router
+    assert weights.OPTIONAL.get(kind) == record.optional
+    assert weights.SKIPPED_BY_KIND.get(kind, ()) == record.skipped
     if record.gguf is not None:
-        assert ARCH_OF[kind] == record.gguf.arch
+        assert ARCH_OF.get(kind) == (None if record.gguf.read_only else record.gguf.arch)
         assert write.ARCH_OF is ARCH_OF and hf_config.MODEL_TYPE is MODEL_TYPE
         arch = ARCHITECTURES[record.gguf.arch]
         assert arch.layout is record.gguf.layout
         assert arch.transforms == dict(record.gguf.transforms) and arch.redo == dict(record.gguf.redo)
+        assert arch.skipped == record.gguf.skipped and arch.alternative == record.gguf.alternative
 
 
 def test_model_type_is_the_inverse_of_arch_of():
@@ -44,7 +47,7 @@ def test_model_type_is_the_inverse_of_arch_of():
     assert all(ARCH_OF[kind] == arch for arch, kind in MODEL_TYPE.items())
     # each architecture's model_type is the first written to it (llama's files are llama's, not Mistral's)
     assert MODEL_TYPE["llama"] == "llama" and MODEL_TYPE["deepseek2"] == "deepseek_v2" and MODEL_TYPE["t5"] == "t5"
-    assert set(GGUF_ARCHS) <= set(MODEL_TYPE)
+    assert {arch for arch, record in GGUF_ARCHS.items() if not record.gguf.read_only} <= set(MODEL_TYPE)
 
 
 # names that are no family where a format's code writes them: the tokenizer model "gpt2" (byte-level BPE) and
@@ -120,3 +123,52 @@ def test_a_family_not_yet_registered_is_found_in_the_tables():
     if not unregistered:
         pytest.skip("every family is a record")
     assert {"hf/families.py", "hf/weights.py"} <= set(_named(unregistered[0]))
+
+
+ENCODERS = ("bert", "roberta", "xlm-roberta", "distilbert")
+ENCODER_DECODERS = ("t5", "mt5", "bart", "mbart")
+
+
+@pytest.mark.parametrize("kind", ENCODERS + ENCODER_DECODERS)
+def test_the_encoders_and_encoder_decoders_are_records(kind):
+    assert kind in RECORDS
+    assert _named(kind) == [] and _named(RECORDS[kind].hf_class) == []
+
+
+def test_bert_files_are_read_but_not_written():
+    """GGUF bert (the four BERT families' files) is read; no family is written to it, nor a config.json made of it
+    (read_only); the control: t5 is read and written."""
+    assert "bert" in ARCHITECTURES and "bert" not in MODEL_TYPE
+    assert [kind for kind in ENCODERS if kind in ARCH_OF] == []
+    assert {RECORDS[kind].gguf.arch for kind in ENCODERS} == {"bert"}
+    assert ARCH_OF["t5"] == ARCH_OF["mt5"] == "t5" and MODEL_TYPE["t5"] == "t5"
+
+
+def test_a_gguf_t5_models_type_is_decided_by_its_head():
+    """Gguf.model_type: a tied head is mT5's config (never scaled), its own head T5's."""
+    from transformer_cli.spec.validate import spec_from_mapping
+
+    keys = dict(N=2, N_enc=2, H=2, m=4, d=8, r=16, V=32, positional="relative", norm="pre", norm_type="rmsnorm")
+    keys |= dict(scale="none", mask="causal", head_scale="none", attention_bias=False, ff_bias=False)
+    for tied, kind in ((True, "mt5"), (False, "t5")):
+        config = hf_config.hf_config(spec_from_mapping(keys | {"tie_embeddings": tied}), "t5")
+        assert config["model_type"] == kind and config["architectures"] == [RECORDS[kind].hf_class]
+        assert config["num_layers"] == 2 and "hidden_size" not in config  # (config_alone: T5's own names)
+
+
+def test_a_t5_checkpoints_layout_is_decided_by_its_config():
+    """Record.checkpoint_for: gated where feed_forward_proj says so, each family's default otherwise."""
+    gated = "decoder.block.{i}.layer.2.DenseReluDense.wi_0.weight"
+    has_gate = lambda config: gated.split("{i}.")[1] in weights.family_for(config).names.values()  # noqa: E731
+    assert not has_gate({"model_type": "t5"}) and has_gate({"model_type": "t5", "feed_forward_proj": "gated-gelu"})
+    assert has_gate({"model_type": "mt5"}) and not has_gate({"model_type": "mt5", "feed_forward_proj": "relu"})
+
+
+def test_a_familys_own_skipped_tensors_are_skipped_for_it_alone():
+    """Record.skipped: RobertaForMaskedLM's lm_head is no parameter of a roberta model; a bert file's is unexpected
+    (the control)."""
+    assert weights.canonical("lm_head.decoder.weight", "roberta", {}) is None
+    assert weights.canonical("lm_head.decoder.weight", "bert", {}) == "lm_head.decoder.weight"
+    assert weights.canonical("cls.predictions.bias", "bert", {}) is None
+    assert weights.canonical("model.encoder.version", "bart", {}) is None
+    assert weights.canonical("model.encoder.version", "t5", {}) == "model.encoder.version"

@@ -1,4 +1,4 @@
-"""hf/encoder_decoder.py and hf/encoder_decoder_layouts.py: T5 and BART configs counted against the models
+"""families/t5.py and families/bart.py: T5 and BART configs counted against the models
 transformers 5.24 builds from them, and their checkpoints read both ways: tfm's own folders back exactly, and
 folders saved by transformers itself (the published counts and presets are in test_hf_config.py)."""
 

@@ -1,15 +1,17 @@
 """The model families tfm reads and writes: one record each (record.py), registered here by the model_type it
-serves. A new family is one module, imported and listed below; the tables the formats read (hf/, gguf/) are derived
-from these records.
+serves. A new family is one module, imported and listed below (a module of a few closely related types holds
+their `RECORDS`, in order); the tables the formats read (hf/, gguf/) are derived from these records.
 
-Not every family is a record yet: those not listed here (the BERTs, Gemmas, the other mixtures of experts, DeepSeek,
-the encoder-decoders) are still spread over the formats' tables (hf/families.py, hf/weights.py, hf/lora_modules.py,
-gguf/archs.py, gguf/write.py, gguf/hf_config.py), which take the records' entries after their own.
+Not every family is a record yet: those not listed here (Gemmas, the other mixtures of experts, DeepSeek) are
+still spread over the formats' tables (hf/families.py, hf/weights.py, hf/lora_modules.py, gguf/archs.py,
+gguf/write.py, gguf/hf_config.py), which take the records' entries after their own.
 """
 
 from __future__ import annotations
 
 from . import (
+    bart,
+    bert,
     bloom,
     cohere,
     falcon,
@@ -26,6 +28,7 @@ from . import (
     qwen,
     stablelm,
     starcoder2,
+    t5,
 )
 from .record import Gguf, Record
 
@@ -33,6 +36,8 @@ from .record import Gguf, Record
 RECORDS: dict[str, Record] = {
     record.model_type: record
     for module in (
+        bart,
+        bert,
         bloom,
         cohere,
         falcon,
@@ -49,6 +54,7 @@ RECORDS: dict[str, Record] = {
         qwen,
         stablelm,
         starcoder2,
+        t5,
     )
     for record in getattr(module, "RECORDS", None) or (module.RECORD,)
 }

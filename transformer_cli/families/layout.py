@@ -25,6 +25,14 @@ def norm_names(ours: str, theirs: str) -> dict[str, str]:
     return {f"{ours}.gamma": f"{theirs}.weight", f"{ours}.beta": f"{theirs}.bias"}
 
 
+def attention_names(ours: str, theirs: str, projections: tuple[str, str, str, str], parts: str) -> dict[str, str]:
+    """'attention', 'layer.0.SelfAttention', (q, k, v, o) -> W_Q -> ...q.weight, and so on."""
+    names: dict[str, str] = {}
+    for x, proj in zip("QKVO", projections, strict=True):
+        names |= linear_names(ours + ".{}_" + x, f"{theirs}.{proj}", parts)
+    return names
+
+
 @dataclass(frozen=True)
 class Family:
     """One model_type's checkpoint names. `fused` lists checkpoint tensors that hold several tfm tensors, with
@@ -45,4 +53,4 @@ class Family:
     hints: dict[str, str] = field(default_factory=dict)  # checkpoint name -> why it may be missing
 
 
-__all__ = ["LINEAR", "Family", "linear_names", "norm_names"]
+__all__ = ["LINEAR", "Family", "attention_names", "linear_names", "norm_names"]

@@ -44,14 +44,17 @@ class Gguf:
     alternative: tuple[Callable[[Any], bool], Family] | None = None  # another layout for the specs the test is true of
     window_always: bool = False  # attention.sliding_window written (0: none) with or without a window (Phi-3)
     quantize_as_falcon: bool = False  # llama-quantize's exceptions for LLM_ARCH_FALCON in its mixes (gguf/mixes.py)
+    read_only: bool = False  # files read, none written, no config.json made of one (BERT's: no pooler in the file)
 
 
 @dataclass(frozen=True)
 class Record:
     """One Hugging Face model_type: its transformers class, its config.json read as a spec (`spec`) and written from
     one (`config`: the family's own keys, the shared sizes and rotary are gguf/hf_config.py's), its checkpoint's
-    tensor names (and other names published files use for them: `aliases`, tried in order), its GGUF architecture,
-    and for LoRA the names peft gives a mixture's stacked experts and router (hf/lora_modules.py)."""
+    tensor names (and other names published files use for them: `aliases`, tried in order; the layout of a config
+    where the config decides it: `checkpoint_for`; tensors outside the model, skipped: `skipped`; a part a file may
+    leave out: `optional`), its GGUF architecture, and for LoRA the names peft gives a mixture's stacked experts and
+    router (hf/lora_modules.py)."""
 
     model_type: str
     hf_class: str
@@ -65,6 +68,8 @@ class Record:
     config_alone: bool = False  # `config` is every key (the family names its sizes its own way): no shared ones
     # the checkpoint layout where the config.json decides it (Falcon's attention options); None: `checkpoint`
     checkpoint_for: Callable[[Mapping[str, Any]], Family] | None = None
+    skipped: tuple[str, ...] = ()  # patterns of checkpoint tensors outside the model (heads, buffers): not read
+    optional: tuple[str, Any, tuple[str, ...]] | None = None  # (spec key, its value without the part, its tensors)
 
 
 __all__ = ["Gguf", "Record"]

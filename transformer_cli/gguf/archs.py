@@ -13,18 +13,21 @@ from ..families import GGUF_ARCHS, RECORDS
 from ..families.keys import Keys
 from ..families.record import Gguf
 from .base import Arch, llama, sizes
-from .bert import BERT
 from .deepseek2 import DEEPSEEK2
 from .gemma import GEMMA, GEMMA2, GEMMA3
 from .gpt_oss import GPT_OSS
 from .header import Header
 from .moe import PHIMOE, QWEN2MOE, QWEN3MOE
 from .others import phi3
-from .t5 import T5
 
-# the shared readers a family's GGUF reader starts from: LLaMA's spec, Phi-3's (PhiMoE's starts from it too), or
-# the sizes every architecture reads alike
-BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {"llama_like": llama, "phi3_like": phi3, "sizes": sizes}
+# the shared readers a family's GGUF reader starts from: LLaMA's spec, Phi-3's (PhiMoE's starts from it too), the
+# sizes every architecture reads alike, or none (a family that reads every key itself)
+BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {
+    "llama_like": llama,
+    "phi3_like": phi3,
+    "sizes": sizes,
+    "none": lambda c, header: {},
+}
 
 
 def _arch(gguf: Gguf) -> Arch:
@@ -50,8 +53,6 @@ ARCHITECTURES: dict[str, Arch] = {
     "phimoe": PHIMOE,
     "gpt-oss": GPT_OSS,
     "deepseek2": DEEPSEEK2,
-    "bert": BERT,
-    "t5": T5,
 } | {arch: _arch(record.gguf) for arch, record in GGUF_ARCHS.items() if record.gguf is not None}  # (families/)
 
 # a Hugging Face model_type's architecture, and the inverse: the model_type each architecture's files come from (the
@@ -67,10 +68,8 @@ ARCH_OF = {
     "gpt_oss": "gpt-oss",
     "deepseek_v2": "deepseek2",
     "deepseek_v3": "deepseek2",
-    "t5": "t5",
-    "mt5": "t5",
 }
-ARCH_OF |= {kind: record.gguf.arch for kind, record in RECORDS.items() if record.gguf is not None}
+ARCH_OF |= {kind: record.gguf.arch for kind, record in RECORDS.items() if record.gguf and not record.gguf.read_only}
 MODEL_TYPE: dict[str, str] = {}
 for _kind, _arch_name in ARCH_OF.items():
     MODEL_TYPE.setdefault(_arch_name, _kind)

@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
-from ..families.gguf_keys import partial_rotary, rows
+from ..families.gguf_keys import partial_rotary, rows, vocabulary
 from ..families.gguf_layout import LLAMA_LAYOUT, Transform, permute, stacked_experts, unpermute
 from ..families.keys import Keys
 from ..families.layout import Family
-from .header import ArrayCount, Header
+from .header import Header
 
 
 @dataclass(frozen=True)
@@ -45,16 +45,6 @@ class Arch:
         if self.alternative is not None and self.alternative[0](spec):
             return self.alternative[1]
         return self.experts if spec.E and self.experts is not None else self.layout
-
-
-def vocabulary(c: Keys, header: Header) -> int:
-    """V: {arch}.vocab_size, else the tokenizer's token list, else the embedding's rows."""
-    if c.has("vocab_size"):
-        return c.count("vocab_size")
-    tokens = header.metadata.get("tokenizer.ggml.tokens")
-    if isinstance(tokens, (list, ArrayCount)):
-        return len(tokens) if isinstance(tokens, list) else tokens.count
-    return rows(header, "token_embd.weight", "the vocabulary size", f"{c.prefix}vocab_size", "tokenizer.ggml.tokens")
 
 
 def llama(c: Keys, header: Header) -> dict[str, Any]:

@@ -34,7 +34,7 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
     """The keys that make the model."""
     kind, first = MODEL_TYPE[arch], GGUF_ARCHS.get(arch)
     if first is not None and first.gguf is not None and first.gguf.model_type is not None:
-        kind = first.gguf.model_type(spec)  # (llama with experts: mixtral)
+        kind = first.gguf.model_type(spec)  # (the family's way: llama with experts is mixtral, a tied T5 head mT5)
     if kind == "deepseek_v2" and spec.router_score == "sigmoid":
         kind = "deepseek_v3"
     sizes = size_keys(spec)
@@ -43,8 +43,6 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         return out | RECORDS[kind].config(spec)
     if kind.startswith("deepseek"):
         return out | _deepseek(spec, sizes)
-    if kind == "t5":
-        return _t5(spec)
     out |= sizes | rope_keys(spec)
     if spec.norm_type == "layernorm" and kind != "phimoe":
         out["layer_norm_eps"] = spec.norm_eps
@@ -115,30 +113,6 @@ def _phimoe(spec: Spec) -> dict[str, Any]:
             "original_max_position_embeddings": spec.rope_original_max_len,
         }
     return out
-
-
-def _t5(spec: Spec) -> dict[str, Any]:
-    """T5's keys: its own head as T5 1.1's config (t5, untied); a tied one unscaled as mT5's config is (T5's
-    config would scale it by d^-1/2, which the GGUF file's model does not)."""
-    kind = "t5" if not spec.tie_embeddings else "mt5"
-    return {
-        "architectures": [CLASSES[kind]],
-        "model_type": kind,
-        "is_encoder_decoder": True,
-        "vocab_size": spec.V,
-        "d_model": spec.d,
-        "d_kv": spec.m,
-        "d_ff": spec.r,
-        "num_layers": spec.N_enc,
-        "num_decoder_layers": spec.N,
-        "num_heads": spec.H,
-        "relative_attention_num_buckets": spec.rel_buckets,
-        "relative_attention_max_distance": spec.rel_max_distance,
-        "layer_norm_epsilon": spec.norm_eps,
-        "feed_forward_proj": "gated-gelu" if spec.feedforward == "gated" else spec.activation,
-        "tie_word_embeddings": spec.tie_embeddings,
-        "decoder_start_token_id": 0,
-    }
 
 
 def _deepseek(spec: Spec, sizes: dict[str, Any]) -> dict[str, Any]:

@@ -84,12 +84,6 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
         out |= record.gguf.metadata(spec)
     if arch == "deepseek2":
         out |= _deepseek2(spec)
-    if arch == "t5":  # (block_count the encoder's)
-        out |= {
-            "block_count": spec.N_enc,
-            "decoder_block_count": spec.N,
-            "attention.relative_buckets_count": spec.rel_buckets,
-        }
     return out
 
 

@@ -14,17 +14,11 @@ from typing import Any
 
 from ..families import RECORDS
 from ..families.keys import Keys
-from .bert_families import bert, distilbert, roberta
 from .deepseek import deepseek_v2, deepseek_v3
-from .encoder_decoder import bart, mbart, mt5, t5
 from .gemma import gemma, gemma2, gemma3_text
 from .moe_families import gpt_oss, phimoe, qwen2_moe, qwen3_moe
 
 FAMILIES: dict[str, tuple[str, Callable[[Keys], dict[str, Any]]]] = {
-    "bert": ("BertModel", bert),
-    "roberta": ("RobertaModel", roberta),
-    "xlm-roberta": ("XLMRobertaModel", roberta),
-    "distilbert": ("DistilBertModel", distilbert),
     "gemma": ("GemmaForCausalLM", gemma),
     "qwen2_moe": ("Qwen2MoeForCausalLM", qwen2_moe),
     "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
@@ -34,10 +28,6 @@ FAMILIES: dict[str, tuple[str, Callable[[Keys], dict[str, Any]]]] = {
     "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
     "gemma2": ("Gemma2ForCausalLM", gemma2),
     "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
-    "t5": ("T5ForConditionalGeneration", t5),
-    "bart": ("BartForConditionalGeneration", bart),
-    "mt5": ("MT5ForConditionalGeneration", mt5),
-    "mbart": ("MBartForConditionalGeneration", mbart),
 }
 FAMILIES |= {kind: (record.hf_class, record.spec) for kind, record in RECORDS.items()}  # (families/)
 

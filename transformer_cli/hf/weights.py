@@ -19,9 +19,7 @@ from ..components.held import Held
 from ..errors import ArrayError
 from ..families import RECORDS
 from ..families.checkpoints import (
-    BERT,
     DEEPSEEK,
-    DISTILBERT,
     GEMMA2,
     GPT_OSS,
     LLAMA,
@@ -34,17 +32,12 @@ from ..spec.definition import Spec
 from ..spec.stacks import stacks
 from ..text import shown
 from .checkpoint import Checkpoint
-from .encoder_decoder_layouts import BART, MBART, t5
 from .layouts import Rule, bytes_by_tensor, hf_shape, rule_count, rules, split, tensor_shapes
 from .quant import Scheme, scheme_of
 from .quant.base import Stored
 
 FLOATING = ("F64", "F32", "F16", "BF16")
 FAMILIES = {
-    "bert": BERT,
-    "roberta": BERT,
-    "xlm-roberta": BERT,
-    "distilbert": DISTILBERT,
     "gemma": LLAMA,
     "gemma2": GEMMA2,
     "gemma3_text": GEMMA2,
@@ -54,37 +47,22 @@ FAMILIES = {
     "deepseek_v3": DEEPSEEK,
     "gpt_oss": GPT_OSS,
     "phimoe": PHIMOE,
-    "bart": BART,
-    "mbart": MBART,
 }
 FAMILIES |= {kind: record.checkpoint for kind, record in RECORDS.items()}  # (families/)
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the
 # model tfm builds: (pattern, replacement) tried in order, then the patterns skipped.
-ALIASES = {
-    "bert": ((r"^bert\.", ""), (r"LayerNorm\.gamma$", "LayerNorm.weight"), (r"LayerNorm\.beta$", "LayerNorm.bias")),
-    "roberta": ((r"^roberta\.", ""),),  # RobertaForMaskedLM's files
-    "xlm-roberta": ((r"^roberta\.", ""),),
-    "distilbert": ((r"^distilbert\.", ""),),  # DistilBertForMaskedLM's files
-} | {kind: record.aliases for kind, record in RECORDS.items() if record.aliases}
+ALIASES = {kind: record.aliases for kind, record in RECORDS.items() if record.aliases}
 SKIPPED = (
     r"rotary_emb\.inv_freq$",  # buffers some older files saved
     r"\.attn\.(masked_)?bias$",  # GPT-2's causal-mask buffers in the hub's files
-    r"^cls\.",  # BertForPreTraining's heads, outside BertModel
-    r"^embeddings\.position_ids$",
-    r"^decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight$",  # T5's unused table
-    r"^(model\.)?(en|de)coder\.version$",  # fairseq's version buffers in old BART files
 )
 
 
-# Parts of the config's model that a checkpoint may leave out, by model_type: (spec key, its checkpoint tensors).
-# BertForMaskedLM, the form most BERT checkpoints have, builds no pooler (add_pooling_layer=False).
-# A T5 saved by transformers 5 from an untied config holds no lm_head: transformers ties it to shared (unscaled).
-OPTIONAL = {
-    kind: ("pooler", False, ("pooler.dense.weight", "pooler.dense.bias")) for kind in ("bert", "roberta", "xlm-roberta")
-} | {kind: ("tie_embeddings", True, ("lm_head.weight",)) for kind in ("t5", "mt5")}
-SKIPPED_BY_KIND = {kind: (r"^lm_head\.",) for kind in ("roberta", "xlm-roberta")}  # RobertaForMaskedLM's head
-SKIPPED_BY_KIND["distilbert"] = (r"^vocab_(transform|layer_norm|projector)\.",)  # DistilBertForMaskedLM's head
+# Parts of the config's model that a checkpoint may leave out, by model_type: (spec key, its value without the
+# part, the part's checkpoint tensors); and the tensors a family's files hold outside its model (heads, buffers).
+OPTIONAL = {kind: record.optional for kind, record in RECORDS.items() if record.optional}
+SKIPPED_BY_KIND = {kind: record.skipped for kind, record in RECORDS.items() if record.skipped}
 SKIPPED_BY_KIND["deepseek_v3"] = (
     r"^model\.layers\.61\.",
 )  # DeepSeek-V3's multi-token prediction layer, as transformers
@@ -103,18 +81,15 @@ def fitted_to_checkpoint(folder: Path, spec: Spec, config: Mapping[str, Any]) ->
     key, value, names = OPTIONAL[kind]
     wanted = dict.fromkeys(names)
     held = {canonical(name, kind, wanted) for name in Checkpoint(folder).tensors}
-    return spec if any(name in held for name in names) else replace(spec, **{key: value})  # type: ignore[arg-type]
+    return spec if any(name in held for name in names) else replace(spec, **{key: value})
 
 
 def family_for(config: Mapping[str, Any]) -> Family:
-    """The checkpoint layout of a config's model_type (where its record says, as the config decides: Falcon's)."""
+    """The checkpoint layout of a config's model_type (where its record says, as the config decides: Falcon's, T5's)."""
     kind = config.get("model_type")
     record = RECORDS.get(str(kind))
     if record is not None and record.checkpoint_for is not None:
         return record.checkpoint_for(config)
-    if kind in ("t5", "mt5"):
-        default = "gated-gelu" if kind == "mt5" else "relu"
-        return t5(str(config.get("feed_forward_proj", default)).startswith("gated-"))
     return FAMILIES[str(kind)]
 
 
