@@ -12,6 +12,7 @@ from conftest import DATA, EXAMPLES
 from transformer_cli import ArrayError, Spec, init_weights, load_spec, load_weights, save_weights
 from transformer_cli.cli import app
 from transformer_cli.io import safetensors_io
+from transformer_cli.io.safetensors_io import bfloat16_to_float32
 from transformer_cli.io.weights import spec_of_weights
 from transformer_cli.tasks.seeded import init_memory, write_init
 
@@ -128,6 +129,16 @@ def test_a_weights_file_given_as_the_spec_is_named(runner, tmp_path):
     result = runner.invoke(app, ["count", str(weights)])
     assert result.exit_code == 2
     assert result.stderr.strip() == f"error: {weights}: is a weights file, expected a YAML spec (pass it with -w)"
+
+
+def test_every_bf16_bit_pattern_decodes_to_the_float32_torch_gives():
+    """All 65,536 patterns (zeros, subnormals, infinities, NaN payloads) against torch's widening, bit for bit; the
+    control: a pattern widened into the low half instead is another float32."""
+    torch = pytest.importorskip("torch", reason="PyTorch runs the reference (the test extra)")
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    expected = torch.from_numpy(bits.view(np.int16).copy()).view(torch.bfloat16).float().numpy().view(np.uint32)
+    assert np.array_equal(bfloat16_to_float32(bits).view(np.uint32), expected)
+    assert not np.array_equal(bits.astype(np.uint32), expected)
 
 
 def test_bf16_and_f16_are_read_exactly(tmp_path):
