@@ -10,15 +10,16 @@ entries after their own.
 
 from __future__ import annotations
 
-from . import bloom, cohere, gpt2, gpt_neo, gpt_neox, gptj, granite, opt, phi, stablelm, starcoder2
+from . import bloom, cohere, gemma, gpt2, gpt_neo, gpt_neox, gptj, granite, opt, phi, stablelm, starcoder2
 from .record import Gguf, Record
 
 # the registry: one line a family
 RECORDS: dict[str, Record] = {
-    module.RECORD.model_type: module.RECORD
+    record.model_type: record
     for module in (
         bloom,
         cohere,
+        gemma,
         gpt2,
         gpt_neo,
         gpt_neox,
@@ -29,6 +30,7 @@ RECORDS: dict[str, Record] = {
         stablelm,
         starcoder2,
     )
+    for record in getattr(module, "RECORDS", None) or (module.RECORD,)
 }
 GGUF_ARCHS: dict[str, Record] = {}  # a GGUF architecture's family: the first record written to it
 for _record in RECORDS.values():

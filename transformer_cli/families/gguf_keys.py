@@ -23,4 +23,17 @@ def rows(header: Any, name: str, what: str, *elsewhere: str) -> int:
     return header.tensors[name].shape[0]
 
 
-__all__ = ["partial_rotary", "rows"]
+def vocabulary(c: Keys, header: Any) -> int:
+    """V: {arch}.vocab_size, else the tokenizer's token list (a long one kept as its length: gguf/header.py's
+    ArrayCount), else the embedding's rows."""
+    if c.has("vocab_size"):
+        return c.count("vocab_size")
+    tokens = header.metadata.get("tokenizer.ggml.tokens")
+    if isinstance(tokens, list):
+        return len(tokens)
+    if isinstance(getattr(tokens, "count", None), int):
+        return tokens.count
+    return rows(header, "token_embd.weight", "the vocabulary size", f"{c.prefix}vocab_size", "tokenizer.ggml.tokens")
+
+
+__all__ = ["partial_rotary", "rows", "vocabulary"]

@@ -4,6 +4,7 @@ LLaMA's layout (the template of the others) and its Q/K permutation for llama.cp
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -103,12 +104,49 @@ GLOBALS_WITH_BIAS = {
 }
 QKV_FUSED = LAYERNORM_FUSED
 
+
+def stacked_experts(names: dict[str, str], globals_: dict[str, str], shared: bool = False) -> Family:
+    """A layout whose feedforward is E experts stacked in one tensor per matrix (ffn_gate_exps (E, r, d), ...) and
+    a router ffn_gate_inp (E, d); with `shared`, Qwen2-MoE's shared expert (_shexp) and its gate."""
+    one = lambda spec: 1  # noqa: E731
+    dense = {ours: theirs for ours, theirs in names.items() if not ours.startswith("ff.")}
+    routed = dense | {"ff.router": "ffn_gate_inp.weight"}
+    if shared:
+        routed |= {
+            "ff.shared.W1": "ffn_gate_shexp.weight",
+            "ff.shared.W3": "ffn_up_shexp.weight",
+            "ff.shared.W2": "ffn_down_shexp.weight",
+            "ff.shared.W_gate": "ffn_gate_inp_shexp.weight",
+        }
+    exps = (
+        ("ffn_gate_exps.weight", ("ff.W1",), one),
+        ("ffn_up_exps.weight", ("ff.W3",), one),
+        ("ffn_down_exps.weight", ("ff.W2",), one),
+    )
+    return Family("blk.{i}.", routed, globals_, fused=exps, stacked=frozenset(t for t, _, _ in exps))
+
+
+LLAMA_EXPERTS = stacked_experts(LLAMA_LAYOUT.names, LLAMA_LAYOUT.globals_)  # LLaMA's names with stacked experts
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A tensor the converter writes in pieces (DeepSeek's kv_b as k_b and v_b): the pieces' names and shapes for
+    a spec, and the tensor made whole from them (in that order)."""
+
+    pieces: Callable[[Any], dict[str, tuple[int, ...]]]
+    join: Callable[[list[np.ndarray]], np.ndarray]
+    divide: Callable[[np.ndarray, Any], list[np.ndarray]]  # the converter's split, to write a file
+
+
 __all__ = [
     "GLOBALS_WITH_BIAS",
+    "Joined",
     "LAYERNORM_BLOCK",
     "LAYERNORM_FUSED",
     "LAYERNORM_GLOBALS",
     "LAYERNORM_LAYOUT",
+    "LLAMA_EXPERTS",
     "LLAMA_LAYOUT",
     "LLAMA_PERMUTED",
     "LLAMA_REDO",
@@ -116,5 +154,6 @@ __all__ = [
     "QKV_FUSED",
     "Transform",
     "permute",
+    "stacked_experts",
     "unpermute",
 ]

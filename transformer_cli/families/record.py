@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..spec.definition import Spec
-from .gguf_layout import Transform
+from .gguf_layout import Joined, Transform
 from .keys import Keys
 from .layout import Family
 
@@ -36,6 +36,11 @@ class Gguf:
     base: str = "llama"
     transforms: Mapping[str, Transform] = field(default_factory=dict)  # per tensor name in a block: to undo
     redo: Mapping[str, Transform] = field(default_factory=dict)  # the same changes made, to write a file
+    model_type: Callable[[Spec], str] | None = None  # a file's model_type where its spec decides it (else the record's)
+    skipped: tuple[str, ...] = ("rope_freqs.weight",)  # the file's tensors the model has no place for
+    window_always: bool = False  # attention.sliding_window written (0: none) with or without a window (Phi-3)
+    joined: Mapping[str, Joined] = field(default_factory=dict)  # tensors newer converters write in pieces
+    rms_epsilon: bool = False  # the norms' eps written as layer_norm_rms_epsilon whatever their type (PhiMoE)
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class Record:
     lora_stacked: tuple[str, str, str, str] | None = None  # gate, up, down experts and router, as peft names them
     lora_router: str | None = None  # the router's name where it is a linear module of its own
     config_alone: bool = False  # `config` is every key (the family names its sizes its own way): no shared ones
+    skipped: tuple[str, ...] = ()  # patterns of checkpoint tensors outside the model (heads, buffers): not read
 
 
 __all__ = ["Gguf", "Record"]

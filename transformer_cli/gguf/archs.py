@@ -16,7 +16,6 @@ from ..families.record import Gguf
 from .base import Arch, llama, sizes
 from .bert import BERT
 from .deepseek2 import DEEPSEEK2
-from .gemma import GEMMA, GEMMA2, GEMMA3
 from .gpt_oss import GPT_OSS
 from .header import Header
 from .llama_likes import OLMO2
@@ -35,7 +34,9 @@ def _arch(gguf: Gguf) -> Arch:
         lambda c, header: gguf.spec(c, header, base(c, header)),
         gguf.layout,
         dict(gguf.transforms),
+        skipped=gguf.skipped,
         redo=dict(gguf.redo),
+        joined=dict(gguf.joined),
     )
 
 
@@ -45,9 +46,6 @@ ARCHITECTURES: dict[str, Arch] = {
     "qwen3": Arch(llama, LLAMA_LAYOUT),
     "qwen2moe": QWEN2MOE,
     "qwen3moe": QWEN3MOE,
-    "gemma": GEMMA,
-    "gemma2": GEMMA2,
-    "gemma3": GEMMA3,
     "phi3": PHI3,
     "phimoe": PHIMOE,
     "falcon": FALCON,
@@ -68,9 +66,6 @@ ARCH_OF = {
     "qwen3": "qwen3",
     "qwen2_moe": "qwen2moe",
     "qwen3_moe": "qwen3moe",
-    "gemma": "gemma",
-    "gemma2": "gemma2",
-    "gemma3_text": "gemma3",
     "phi3": "phi3",
     "phimoe": "phimoe",
     "falcon": "falcon",

@@ -10,21 +10,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
-from ..families.gguf_keys import partial_rotary, rows
-from ..families.gguf_layout import LLAMA_LAYOUT, Transform, permute, unpermute
+from ..families.gguf_keys import partial_rotary, rows, vocabulary
+from ..families.gguf_layout import LLAMA_LAYOUT, Joined, Transform, permute, stacked_experts, unpermute
 from ..families.keys import Keys
 from ..families.layout import Family
-from .header import ArrayCount, Header
-
-
-@dataclass(frozen=True)
-class Joined:
-    """A tensor the converter writes in pieces (DeepSeek's kv_b as k_b and v_b): the pieces' names and shapes for
-    a spec, and the tensor made whole from them (in that order)."""
-
-    pieces: Callable[[Any], dict[str, tuple[int, ...]]]
-    join: Callable[[list[np.ndarray]], np.ndarray]
-    divide: Callable[[np.ndarray, Any], list[np.ndarray]]  # the converter's split, to write a file
+from .header import Header
 
 
 @dataclass(frozen=True)
@@ -45,16 +35,6 @@ class Arch:
         if self.alternative is not None and self.alternative[0](spec):
             return self.alternative[1]
         return self.experts if spec.E and self.experts is not None else self.layout
-
-
-def vocabulary(c: Keys, header: Header) -> int:
-    """V: {arch}.vocab_size, else the tokenizer's token list, else the embedding's rows."""
-    if c.has("vocab_size"):
-        return c.count("vocab_size")
-    tokens = header.metadata.get("tokenizer.ggml.tokens")
-    if isinstance(tokens, (list, ArrayCount)):
-        return len(tokens) if isinstance(tokens, list) else tokens.count
-    return rows(header, "token_embd.weight", "the vocabulary size", f"{c.prefix}vocab_size", "tokenizer.ggml.tokens")
 
 
 def llama(c: Keys, header: Header) -> dict[str, Any]:
@@ -179,30 +159,10 @@ def _llama3_factors(base: float, m: int, factor: float) -> np.ndarray:
     return np.where(wavelength < original / high, 1.0, np.where(wavelength > original / low, factor, between))
 
 
-def stacked_experts(names: dict[str, str], globals_: dict[str, str], shared: bool = False) -> Family:
-    """A layout whose feedforward is E experts stacked in one tensor per matrix (ffn_gate_exps (E, r, d), ...) and
-    a router ffn_gate_inp (E, d); with `shared`, Qwen2-MoE's shared expert (_shexp) and its gate."""
-    one = lambda spec: 1  # noqa: E731
-    dense = {ours: theirs for ours, theirs in names.items() if not ours.startswith("ff.")}
-    routed = dense | {"ff.router": "ffn_gate_inp.weight"}
-    if shared:
-        routed |= {
-            "ff.shared.W1": "ffn_gate_shexp.weight",
-            "ff.shared.W3": "ffn_up_shexp.weight",
-            "ff.shared.W2": "ffn_down_shexp.weight",
-            "ff.shared.W_gate": "ffn_gate_inp_shexp.weight",
-        }
-    exps = (
-        ("ffn_gate_exps.weight", ("ff.W1",), one),
-        ("ffn_up_exps.weight", ("ff.W3",), one),
-        ("ffn_down_exps.weight", ("ff.W2",), one),
-    )
-    return Family("blk.{i}.", routed, globals_, fused=exps, stacked=frozenset(t for t, _, _ in exps))
-
-
 __all__ = [
     "LLAMA_LAYOUT",
     "Arch",
+    "Joined",
     "Transform",
     "llama",
     "permute",

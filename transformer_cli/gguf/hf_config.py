@@ -14,7 +14,7 @@ from .archs import MODEL_TYPE
 CLASSES = {kind: model_class for kind, (model_class, _) in FAMILIES.items()}  # a model_type's transformers class
 
 
-BIASED = ("llama", "mixtral", "qwen3", "qwen2_moe", "qwen3_moe", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2")
+BIASED = ("llama", "mixtral", "qwen3", "qwen2_moe", "qwen3_moe", "phi3", "olmo2")
 
 
 def _rope(spec: Spec) -> dict[str, Any]:
@@ -144,17 +144,6 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         }
         if spec.shared_r:
             out["shared_expert_intermediate_size"] = spec.shared_r
-    if kind.startswith("gemma"):
-        out |= {"hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh"}
-    if kind in ("gemma2", "gemma3_text"):
-        out |= {
-            "query_pre_attn_scalar": spec.m if spec.scale == "sqrt" else float(spec.scale) ** -2,
-            "sliding_window": spec.window,
-            "attn_logit_softcapping": spec.attn_softcap,
-            "final_logit_softcapping": spec.logit_softcap,
-        }
-    if kind == "gemma3_text":
-        out |= {"sliding_window_pattern": 6, "rope_local_base_freq": spec.rope_local_theta or spec.rope_theta}
     if kind == "phi3":
         out["sliding_window"] = spec.window
     if kind == "phimoe":

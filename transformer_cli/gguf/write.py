@@ -76,8 +76,6 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
         out["final_logit_softcapping"] = float(spec.logit_softcap)
     if spec.window or arch in ("phi3", "phimoe"):
         out["attention.sliding_window"] = spec.window or 0
-    if arch == "gemma3":  # the sliding layers' base (every layer's when all slide)
-        out["rope.freq_base_swa"] = float(spec.rope_local_theta or spec.rope_theta)
     record = GGUF_ARCHS.get(arch)
     if record is not None and record.gguf is not None:  # the family's own keys (families/)
         out |= record.gguf.metadata(spec)

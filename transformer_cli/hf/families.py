@@ -18,7 +18,6 @@ from ..families.parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope,
 from .bert_families import bert, distilbert, roberta
 from .deepseek import deepseek_v2, deepseek_v3
 from .encoder_decoder import bart, mbart, mt5, t5
-from .gemma import gemma, gemma2, gemma3_text
 from .moe_families import gpt_oss, phimoe, qwen2_moe, qwen3_moe
 
 
@@ -152,7 +151,6 @@ FAMILIES: dict[str, tuple[str, Callable[[Keys], dict[str, Any]]]] = {
     "mixtral": ("MixtralForCausalLM", mixtral),
     "qwen2": ("Qwen2ForCausalLM", qwen2),
     "qwen3": ("Qwen3ForCausalLM", qwen3),
-    "gemma": ("GemmaForCausalLM", gemma),
     "qwen2_moe": ("Qwen2MoeForCausalLM", qwen2_moe),
     "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
     "olmo2": ("Olmo2ForCausalLM", olmo2),
@@ -160,8 +158,6 @@ FAMILIES: dict[str, tuple[str, Callable[[Keys], dict[str, Any]]]] = {
     "gpt_oss": ("GptOssForCausalLM", gpt_oss),
     "deepseek_v2": ("DeepseekV2ForCausalLM", deepseek_v2),
     "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
-    "gemma2": ("Gemma2ForCausalLM", gemma2),
-    "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
     "phi3": ("Phi3ForCausalLM", phi3),
     "falcon": ("FalconForCausalLM", falcon),
     "t5": ("T5ForConditionalGeneration", t5),
