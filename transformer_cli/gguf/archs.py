@@ -19,7 +19,7 @@ from .deepseek2 import DEEPSEEK2
 from .gpt_oss import GPT_OSS
 from .header import Header
 from .llama_likes import OLMO2
-from .moe import MIXTRAL, PHIMOE, QWEN2MOE, QWEN3MOE
+from .moe import MIXTRAL, PHIMOE
 from .others import FALCON, PHI3
 from .t5 import T5
 
@@ -44,8 +44,6 @@ ARCHITECTURES: dict[str, Arch] = {
     "llama": Arch(llama, LLAMA_LAYOUT, LLAMA_PERMUTED, experts=MIXTRAL, redo=LLAMA_REDO),  # (Mixtral: with experts)
     "qwen2": Arch(llama, LLAMA_LAYOUT),  # llama.cpp turns Qwen's halves as they are (NEOX rope): no permutation
     "qwen3": Arch(llama, LLAMA_LAYOUT),
-    "qwen2moe": QWEN2MOE,
-    "qwen3moe": QWEN3MOE,
     "phi3": PHI3,
     "phimoe": PHIMOE,
     "falcon": FALCON,
@@ -64,8 +62,6 @@ ARCH_OF = {
     "mixtral": "llama",
     "qwen2": "qwen2",
     "qwen3": "qwen3",
-    "qwen2_moe": "qwen2moe",
-    "qwen3_moe": "qwen3moe",
     "phi3": "phi3",
     "phimoe": "phimoe",
     "falcon": "falcon",

@@ -14,7 +14,7 @@ from .archs import MODEL_TYPE
 CLASSES = {kind: model_class for kind, (model_class, _) in FAMILIES.items()}  # a model_type's transformers class
 
 
-BIASED = ("llama", "mixtral", "qwen3", "qwen2_moe", "qwen3_moe", "phi3", "olmo2")
+BIASED = ("llama", "mixtral", "qwen3", "phi3", "olmo2")
 
 
 def _rope(spec: Spec) -> dict[str, Any]:
@@ -126,24 +126,12 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         out["rms_norm_eps"] = spec.norm_eps
     if kind in BIASED:
         out["attention_bias"] = spec.attention_bias
-    if kind in ("llama", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "phi3", "olmo2"):
+    if kind in ("llama", "mixtral", "qwen2", "qwen3", "phi3", "olmo2"):
         out["hidden_act"] = "silu"
     if kind == "mixtral":
         out |= {"num_local_experts": spec.E, "num_experts_per_tok": spec.k, "sliding_window": None}
     if kind in ("qwen2", "qwen3"):
         out["use_sliding_window"] = False
-    if kind in ("qwen2_moe", "qwen3_moe"):
-        out |= {
-            "num_experts": spec.E,
-            "num_experts_per_tok": spec.k,
-            "moe_intermediate_size": spec.expert_r,
-            "norm_topk_prob": spec.router_renorm,
-            "decoder_sparse_step": 1,
-            "mlp_only_layers": [],
-            "use_sliding_window": False,
-        }
-        if spec.shared_r:
-            out["shared_expert_intermediate_size"] = spec.shared_r
     if kind == "phi3":
         out["sliding_window"] = spec.window
     if kind == "phimoe":

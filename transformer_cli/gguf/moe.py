@@ -13,34 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..families.gguf_layout import LLAMA_EXPERTS
 from ..families.keys import Keys
 from ..spec.rope_scaling import longrope_attention_factor
-from .base import LLAMA_LAYOUT, Arch, llama, stacked_experts
+from .base import LLAMA_LAYOUT, Arch, stacked_experts
 from .header import Header
 from .others import PHI3, phi3
 
-MIXTRAL = stacked_experts(LLAMA_LAYOUT.names, LLAMA_LAYOUT.globals_)
-
-
-def _qwen_moe(c: Keys, header: Header, renorm: bool) -> dict[str, Any]:
-    spec = llama(c, header) | {"expert_r": c.count("expert_feed_forward_length"), "router_renorm": renorm}
-    if c.has("expert_shared_feed_forward_length"):
-        spec |= {
-            "shared_r": c.count("expert_shared_feed_forward_length"),
-            "shared_gate": "blk.0.ffn_gate_inp_shexp.weight" in header.tensors,
-        }
-    return spec
-
-
-def qwen2moe(c: Keys, header: Header) -> dict[str, Any]:
-    """Qwen2-MoE: Qwen2's attention, E experts of expert_feed_forward_length, the softmax over all E read at the
-    top k (llama.cpp: not renormalised), a shared expert of expert_shared_feed_forward_length gated by a sigmoid."""
-    return _qwen_moe(c, header, renorm=False)
-
-
-def qwen3moe(c: Keys, header: Header) -> dict[str, Any]:
-    """Qwen3-MoE: Qwen3's attention, the chosen experts' weights renormalised (llama.cpp: always)."""
-    return _qwen_moe(c, header, renorm=True)
+MIXTRAL = LLAMA_EXPERTS
 
 
 def phimoe(c: Keys, header: Header) -> dict[str, Any]:
@@ -77,7 +57,5 @@ PHIMOE = Arch(
     ),
     skipped=PHI3.skipped,
 )
-QWEN2MOE = Arch(qwen2moe, stacked_experts(LLAMA_LAYOUT.names, LLAMA_LAYOUT.globals_, shared=True))
-QWEN3MOE = Arch(qwen3moe, MIXTRAL)
 
-__all__ = ["MIXTRAL", "PHIMOE", "QWEN2MOE", "QWEN3MOE"]
+__all__ = ["MIXTRAL", "PHIMOE"]

@@ -18,7 +18,7 @@ from ..families.parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope,
 from .bert_families import bert, distilbert, roberta
 from .deepseek import deepseek_v2, deepseek_v3
 from .encoder_decoder import bart, mbart, mt5, t5
-from .moe_families import gpt_oss, phimoe, qwen2_moe, qwen3_moe
+from .moe_families import gpt_oss, phimoe
 
 
 def llama(c: Keys) -> dict[str, Any]:
@@ -151,8 +151,6 @@ FAMILIES: dict[str, tuple[str, Callable[[Keys], dict[str, Any]]]] = {
     "mixtral": ("MixtralForCausalLM", mixtral),
     "qwen2": ("Qwen2ForCausalLM", qwen2),
     "qwen3": ("Qwen3ForCausalLM", qwen3),
-    "qwen2_moe": ("Qwen2MoeForCausalLM", qwen2_moe),
-    "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
     "olmo2": ("Olmo2ForCausalLM", olmo2),
     "phimoe": ("PhimoeForCausalLM", phimoe),
     "gpt_oss": ("GptOssForCausalLM", gpt_oss),

@@ -1,6 +1,5 @@
-"""The mixtures of experts: Qwen2-MoE (a gated shared expert) and Qwen3-MoE with their routed and dense layers,
-gpt-oss (attention sinks, biased experts with a clamped SwiGLU, sliding and full layers), and PhiMoE (LayerNorms,
-biases, its sparsemixer router, LongRoPE as transformers runs it)."""
+"""The mixtures of experts: gpt-oss (attention sinks, biased experts with a clamped SwiGLU, sliding and full layers),
+and PhiMoE (LayerNorms, biases, its sparsemixer router, LongRoPE as transformers runs it)."""
 
 from __future__ import annotations
 
@@ -8,54 +7,6 @@ from typing import Any
 
 from ..families.keys import Keys
 from ..families.parts import llama_like, typed_layers, window_key
-
-
-def qwen2_moe(c: Keys) -> dict[str, Any]:
-    """Qwen2MoeForCausalLM: Qwen2's attention (biases on q, k, v), E experts of moe_intermediate_size in the
-    layers decoder_sparse_step and mlp_only_layers choose (the others: one MLP of intermediate_size), the top k
-    of a softmax over all E (renormalised with norm_topk_prob), and a shared expert gated by sigmoid(w . x)."""
-    spec = llama_like(c, c.nullable_count("num_key_value_heads", 16), None, 1e-6, False, 32768)
-    biases = {"attention_bias": c.flag("qkv_bias", True), "out_bias": False} if c.flag("qkv_bias", True) else {}
-    return (
-        spec
-        | biases
-        | _experts(c, spec["N"], 60, 4, 1408)
-        | {"shared_r": c.count("shared_expert_intermediate_size", 5632), "shared_gate": True}
-    )
-
-
-def qwen3_moe(c: Keys) -> dict[str, Any]:
-    """Qwen3MoeForCausalLM: Qwen3's attention (query/key norms; heads of d / H unless head_dim says), experts as
-    Qwen2-MoE's without a shared one."""
-    spec = llama_like(c, c.count("num_key_value_heads", 4), None, 1e-6, False, 32768)
-    extras = {"attention_bias": c.flag("attention_bias", False), "qk_norm": True}
-    return spec | extras | _experts(c, spec["N"], 128, 8, 768)
-
-
-def _experts(c: Keys, N: int, E: int, k: int, size: int) -> dict[str, Any]:
-    """Qwen-MoE's experts: which layers route (decoder_sparse_step, mlp_only_layers), how many, their size and the
-    router's renormalisation; no key at all when no layer routes."""
-    if c.flag("use_sliding_window", False):
-        raise c.refuse("use_sliding_window", True, "tfm maps the MoE Qwen models without sliding layers")
-    step, dense = c.count("decoder_sparse_step", 1), c.data.get("mlp_only_layers") or []
-    if not isinstance(dense, list) or not all(isinstance(i, int) and 0 <= i < N for i in dense):
-        raise c.fail("mlp_only_layers", dense, f"a list of layer indices below num_hidden_layers = {N}")
-    routed = [i not in dense and (i + 1) % step == 0 for i in range(N)]
-    E, k = c.count("num_experts", E, "num_local_experts"), c.count("num_experts_per_tok", k)  # (5.x: either)
-    if not any(routed):
-        return {}
-    if k > E:
-        raise c.fail("num_experts_per_tok", k, f"at most num_experts = {E}")
-    out: dict[str, Any] = {
-        "E": E,
-        "k": k,
-        "expert_r": c.count("moe_intermediate_size", size),
-        "router_renorm": c.flag("norm_topk_prob", False),
-    }
-    if not all(routed):
-        out["feedforward_layers"] = ["routed" if kind else "dense" for kind in routed]
-    return out
-
 
 GPT_OSS_ROPE = {
     "rope_type": "yarn",

@@ -28,7 +28,6 @@ from ..families.checkpoints import (
     OLMO2,
     PHI3,
     PHIMOE,
-    QWEN_MOE,
     falcon,
 )
 from ..families.layout import Family
@@ -53,8 +52,6 @@ FAMILIES = {
     "mixtral": MIXTRAL,
     "qwen2": LLAMA,
     "qwen3": LLAMA,
-    "qwen2_moe": QWEN_MOE,
-    "qwen3_moe": QWEN_MOE,
     "olmo2": OLMO2,
     "deepseek_v2": DEEPSEEK,
     "deepseek_v3": DEEPSEEK,
