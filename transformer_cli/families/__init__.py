@@ -10,7 +10,22 @@ entries after their own.
 
 from __future__ import annotations
 
-from . import bloom, cohere, gemma, gpt2, gpt_neo, gpt_neox, gptj, granite, opt, phi, qwen_moe, stablelm, starcoder2
+from . import (
+    bloom,
+    cohere,
+    gemma,
+    gpt2,
+    gpt_neo,
+    gpt_neox,
+    gptj,
+    granite,
+    opt,
+    phi,
+    phimoe,
+    qwen_moe,
+    stablelm,
+    starcoder2,
+)
 from .record import Gguf, Record
 
 # the registry: one line a family
@@ -27,6 +42,7 @@ RECORDS: dict[str, Record] = {
         granite,
         opt,
         phi,
+        phimoe,
         qwen_moe,
         stablelm,
         starcoder2,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..families import GGUF_ARCHS, RECORDS
-from ..families.gguf_layout import LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
+from ..families.gguf_layout import LLAMA_EXPERTS, LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
 from ..families.keys import Keys
 from ..families.record import Gguf
 from .base import Arch, llama, sizes
@@ -19,12 +19,11 @@ from .deepseek2 import DEEPSEEK2
 from .gpt_oss import GPT_OSS
 from .header import Header
 from .llama_likes import OLMO2
-from .moe import MIXTRAL, PHIMOE
-from .others import FALCON, PHI3
+from .others import FALCON, PHI3, phi3
 from .t5 import T5
 
 # the shared readers a family's GGUF reader starts from: LLaMA's spec, or the sizes every architecture reads alike
-BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {"llama": llama, "sizes": sizes}
+BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {"llama": llama, "sizes": sizes, "phi3_like": phi3}
 
 
 def _arch(gguf: Gguf) -> Arch:
@@ -41,11 +40,12 @@ def _arch(gguf: Gguf) -> Arch:
 
 
 ARCHITECTURES: dict[str, Arch] = {
-    "llama": Arch(llama, LLAMA_LAYOUT, LLAMA_PERMUTED, experts=MIXTRAL, redo=LLAMA_REDO),  # (Mixtral: with experts)
+    "llama": Arch(
+        llama, LLAMA_LAYOUT, LLAMA_PERMUTED, experts=LLAMA_EXPERTS, redo=LLAMA_REDO
+    ),  # (Mixtral: with experts)
     "qwen2": Arch(llama, LLAMA_LAYOUT),  # llama.cpp turns Qwen's halves as they are (NEOX rope): no permutation
     "qwen3": Arch(llama, LLAMA_LAYOUT),
     "phi3": PHI3,
-    "phimoe": PHIMOE,
     "falcon": FALCON,
     "olmo2": OLMO2,
     "gpt-oss": GPT_OSS,
@@ -63,7 +63,6 @@ ARCH_OF = {
     "qwen2": "qwen2",
     "qwen3": "qwen3",
     "phi3": "phi3",
-    "phimoe": "phimoe",
     "falcon": "falcon",
     "olmo2": "olmo2",
     "gpt_oss": "gpt-oss",

@@ -106,7 +106,7 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
     if kind == "t5":
         return _t5(spec)
     out |= sizes | _rope(spec)
-    if spec.norm_type == "layernorm" and kind != "phimoe":
+    if spec.norm_type == "layernorm":
         out["layer_norm_eps"] = spec.norm_eps
     if kind in RECORDS:  # the family's own keys (families/)
         out |= RECORDS[kind].config(spec)
@@ -134,30 +134,6 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         out["use_sliding_window"] = False
     if kind == "phi3":
         out["sliding_window"] = spec.window
-    if kind == "phimoe":
-        out |= _phimoe(spec)
-    return out
-
-
-def _phimoe(spec: Spec) -> dict[str, Any]:
-    """PhiMoE's keys: LayerNorms whose eps is rms_norm_eps, the head's bias, sparsemixer's threshold, and
-    LongRoPE's attention factor as short_mscale and long_mscale (its original context in rope_scaling)."""
-    out: dict[str, Any] = {
-        "rms_norm_eps": spec.norm_eps,
-        "lm_head_bias": spec.head_bias,
-        "attention_bias": spec.attention_bias,
-        "sliding_window": spec.window,
-        "num_local_experts": spec.E,
-        "num_experts_per_tok": spec.k,
-        "router_jitter_noise": spec.router_jitter,
-        "hidden_act": "silu",
-    }
-    if spec.rope_scaling == "longrope":
-        out["rope_scaling"] = _rope(spec)["rope_scaling"] | {
-            "short_mscale": spec.rope_attention_factor,
-            "long_mscale": spec.rope_attention_factor,
-            "original_max_position_embeddings": spec.rope_original_max_len,
-        }
     return out
 
 

@@ -43,7 +43,9 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
     }
     if spec.context or spec.max_len:
         out["context_length"] = spec.context or spec.max_len
-    rms = spec.norm_type == "rmsnorm" or arch == "phimoe"  # (PhiMoE's LayerNorms take config.json's rms_norm_eps)
+    record = GGUF_ARCHS.get(arch)
+    family = record.gguf if record is not None else None
+    rms = spec.norm_type == "rmsnorm" or (family is not None and family.rms_epsilon)  # (PhiMoE's LayerNorms)
     eps = "attention.layer_norm_rms_epsilon" if rms else "attention.layer_norm_epsilon"
     out[eps] = float(spec.norm_eps)
     if spec.positional == "rope":
@@ -74,11 +76,10 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
         out["attn_logit_softcapping"] = float(spec.attn_softcap)
     if spec.logit_softcap:
         out["final_logit_softcapping"] = float(spec.logit_softcap)
-    if spec.window or arch in ("phi3", "phimoe"):
+    if spec.window or arch == "phi3" or (family is not None and family.window_always):
         out["attention.sliding_window"] = spec.window or 0
-    record = GGUF_ARCHS.get(arch)
-    if record is not None and record.gguf is not None:  # the family's own keys (families/)
-        out |= record.gguf.metadata(spec)
+    if family is not None:  # the family's own keys (families/)
+        out |= family.metadata(spec)
     if arch == "deepseek2":
         out |= _deepseek2(spec)
     if arch == "t5":  # (block_count the encoder's)

@@ -31,8 +31,8 @@ STACKED = {  # model_type: the checkpoint's names of the gate, up and down exper
     **{kind: ("gate_proj", "up_proj", "down_proj", "gate") for kind in ("deepseek_v2", "deepseek_v3")},
 }
 STACKED |= {kind: record.lora_stacked for kind, record in RECORDS.items() if record.lora_stacked}  # (families/)
-LINEAR_ROUTER = {"phimoe": "router"}  # the families whose router is a linear module in transformers 5: its name
-LINEAR_ROUTER |= {kind: record.lora_router for kind, record in RECORDS.items() if record.lora_router}
+# the families whose router is a linear module in transformers 5: its name
+LINEAR_ROUTER = {kind: record.lora_router for kind, record in RECORDS.items() if record.lora_router}
 
 
 def hf_linear_modules(spec: Spec, config: Mapping[str, Any]) -> list[Module]:

@@ -27,7 +27,6 @@ from ..families.checkpoints import (
     MIXTRAL,
     OLMO2,
     PHI3,
-    PHIMOE,
     falcon,
 )
 from ..families.layout import Family
@@ -56,7 +55,6 @@ FAMILIES = {
     "deepseek_v2": DEEPSEEK,
     "deepseek_v3": DEEPSEEK,
     "gpt_oss": GPT_OSS,
-    "phimoe": PHIMOE,
     "phi3": PHI3,
     "bart": BART,
     "mbart": MBART,
