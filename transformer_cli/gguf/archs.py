@@ -16,7 +16,6 @@ from ..families.record import Gguf
 from .base import Arch, llama, sizes
 from .bert import BERT
 from .deepseek2 import DEEPSEEK2
-from .gpt_oss import GPT_OSS
 from .header import Header
 from .llama_likes import OLMO2
 from .others import FALCON, PHI3, phi3
@@ -48,7 +47,6 @@ ARCHITECTURES: dict[str, Arch] = {
     "phi3": PHI3,
     "falcon": FALCON,
     "olmo2": OLMO2,
-    "gpt-oss": GPT_OSS,
     "deepseek2": DEEPSEEK2,
     "bert": BERT,
     "t5": T5,
@@ -65,7 +63,6 @@ ARCH_OF = {
     "phi3": "phi3",
     "falcon": "falcon",
     "olmo2": "olmo2",
-    "gpt_oss": "gpt-oss",
     "deepseek_v2": "deepseek2",
     "deepseek_v3": "deepseek2",
     "t5": "t5",

@@ -110,18 +110,6 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
         out["layer_norm_eps"] = spec.norm_eps
     if kind in RECORDS:  # the family's own keys (families/)
         out |= RECORDS[kind].config(spec)
-    if kind == "gpt_oss":
-        layers = spec.attention_layers or ("full",) * spec.N
-        out |= {
-            "attention_bias": True,
-            "num_local_experts": spec.E,
-            "num_experts_per_tok": spec.k,
-            "sliding_window": spec.window,
-            "layer_types": [f"{kind}_attention" for kind in layers],
-            "swiglu_limit": spec.swiglu_limit,
-        }
-        if spec.rope_scaling == "yarn":
-            out["rope_scaling"]["truncate"] = spec.rope_truncate
     if spec.norm_type == "rmsnorm":
         out["rms_norm_eps"] = spec.norm_eps
     if kind in BIASED:

@@ -18,7 +18,6 @@ from ..families.parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope,
 from .bert_families import bert, distilbert, roberta
 from .deepseek import deepseek_v2, deepseek_v3
 from .encoder_decoder import bart, mbart, mt5, t5
-from .moe_families import gpt_oss
 
 
 def llama(c: Keys) -> dict[str, Any]:
@@ -152,7 +151,6 @@ FAMILIES: dict[str, tuple[str, Callable[[Keys], dict[str, Any]]]] = {
     "qwen2": ("Qwen2ForCausalLM", qwen2),
     "qwen3": ("Qwen3ForCausalLM", qwen3),
     "olmo2": ("Olmo2ForCausalLM", olmo2),
-    "gpt_oss": ("GptOssForCausalLM", gpt_oss),
     "deepseek_v2": ("DeepseekV2ForCausalLM", deepseek_v2),
     "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
     "phi3": ("Phi3ForCausalLM", phi3),
