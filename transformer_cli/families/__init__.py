@@ -13,6 +13,7 @@ from __future__ import annotations
 from . import (
     bloom,
     cohere,
+    deepseek,
     gemma,
     gpt2,
     gpt_neo,
@@ -35,6 +36,7 @@ RECORDS: dict[str, Record] = {
     for module in (
         bloom,
         cohere,
+        deepseek,
         gemma,
         gpt2,
         gpt_neo,

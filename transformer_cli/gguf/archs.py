@@ -13,16 +13,20 @@ from ..families import GGUF_ARCHS, RECORDS
 from ..families.gguf_layout import LLAMA_EXPERTS, LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
 from ..families.keys import Keys
 from ..families.record import Gguf
-from .base import Arch, llama, sizes
+from .base import Arch, latent, llama, sizes
 from .bert import BERT
-from .deepseek2 import DEEPSEEK2
 from .header import Header
 from .llama_likes import OLMO2
 from .others import FALCON, PHI3, phi3
 from .t5 import T5
 
 # the shared readers a family's GGUF reader starts from: LLaMA's spec, or the sizes every architecture reads alike
-BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {"llama": llama, "sizes": sizes, "phi3_like": phi3}
+BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {
+    "llama": llama,
+    "sizes": sizes,
+    "phi3_like": phi3,
+    "latent": latent,
+}
 
 
 def _arch(gguf: Gguf) -> Arch:
@@ -47,7 +51,6 @@ ARCHITECTURES: dict[str, Arch] = {
     "phi3": PHI3,
     "falcon": FALCON,
     "olmo2": OLMO2,
-    "deepseek2": DEEPSEEK2,
     "bert": BERT,
     "t5": T5,
 } | {arch: _arch(record.gguf) for arch, record in GGUF_ARCHS.items() if record.gguf is not None}  # (families/)
@@ -63,8 +66,6 @@ ARCH_OF = {
     "phi3": "phi3",
     "falcon": "falcon",
     "olmo2": "olmo2",
-    "deepseek_v2": "deepseek2",
-    "deepseek_v3": "deepseek2",
     "t5": "t5",
     "mt5": "t5",
 }

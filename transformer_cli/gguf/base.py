@@ -78,6 +78,13 @@ def llama(c: Keys, header: Header) -> dict[str, Any]:
     return spec
 
 
+def latent(c: Keys, header: Header) -> dict[str, Any]:
+    """What a file of multi-head latent attention reads as LLaMA's does: the rotary scaling (rope_freqs included) of
+    its heads of key_length_mla (older files: key_length). The rest its family's reader reads (families/)."""
+    m = c.count("attention.key_length_mla", None) or c.count("attention.key_length")
+    return rope_scaling(c, header, m)
+
+
 def sizes(c: Keys, header: Header, G_default: int | None = None) -> dict[str, Any]:
     """The sizes every architecture reads alike, causal pre-norm, scores scaled by 1/sqrt(m), a head unless the
     file has no output.weight (tied)."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..families import RECORDS
+from ..families import GGUF_ARCHS, RECORDS
+from ..families.config_keys import rope_keys
 from ..hf.families import FAMILIES
 from ..spec.definition import Spec
 from .archs import MODEL_TYPE
@@ -15,42 +16,6 @@ CLASSES = {kind: model_class for kind, (model_class, _) in FAMILIES.items()}  # 
 
 
 BIASED = ("llama", "mixtral", "qwen3", "phi3", "olmo2")
-
-
-def _rope(spec: Spec) -> dict[str, Any]:
-    """rope_theta and rope_scaling as 4.x wrote them (5.x reads both)."""
-    out: dict[str, Any] = {"rope_theta": spec.rope_theta}
-    if spec.rope_fraction != 1.0:
-        out["partial_rotary_factor"] = spec.rope_fraction
-    kind = spec.rope_scaling
-    if kind == "linear":
-        out["rope_scaling"] = {"rope_type": "linear", "factor": spec.rope_factor}
-    elif kind == "llama3":
-        out["rope_scaling"] = {
-            "rope_type": "llama3",
-            "factor": spec.rope_factor,
-            "low_freq_factor": spec.rope_low_freq_factor,
-            "high_freq_factor": spec.rope_high_freq_factor,
-            "original_max_position_embeddings": spec.rope_original_max_len,
-        }
-    elif kind == "yarn":
-        out["rope_scaling"] = {
-            "rope_type": "yarn",
-            "factor": spec.rope_factor,
-            "beta_fast": spec.rope_beta_fast,
-            "beta_slow": spec.rope_beta_slow,
-            "original_max_position_embeddings": spec.rope_original_max_len,
-        }
-        if spec.rope_attention_factor is not None:
-            out["rope_scaling"]["attention_factor"] = spec.rope_attention_factor
-    elif kind == "longrope":
-        out["rope_scaling"] = {
-            "rope_type": "longrope",
-            "short_factor": list(spec.rope_short_factor or ()),
-            "long_factor": list(spec.rope_long_factor or ()),
-        }
-        out["original_max_position_embeddings"] = spec.rope_original_max_len
-    return out
 
 
 def hf_config(spec: Spec, arch: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -68,8 +33,9 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
     kind = MODEL_TYPE[arch]
     if kind == "llama" and spec.E:
         kind = "mixtral"
-    if kind == "deepseek_v2" and spec.router_score == "sigmoid":
-        kind = "deepseek_v3"
+    family = GGUF_ARCHS.get(arch)
+    if family is not None and family.gguf is not None and family.gguf.model_type is not None:
+        kind = family.gguf.model_type(spec)  # (where the file's model decides it)
     sizes = {
         "vocab_size": spec.V,
         "hidden_size": spec.d,
@@ -98,14 +64,12 @@ def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
                 "parallel_attn": True,
                 "bias": False,
                 "alibi": False,
-                **_rope(spec),
+                **rope_keys(spec),
             }
         )
-    if kind.startswith("deepseek"):
-        return out | _deepseek(spec, sizes)
     if kind == "t5":
         return _t5(spec)
-    out |= sizes | _rope(spec)
+    out |= sizes | rope_keys(spec)
     if spec.norm_type == "layernorm":
         out["layer_norm_eps"] = spec.norm_eps
     if kind in RECORDS:  # the family's own keys (families/)
@@ -147,41 +111,6 @@ def _t5(spec: Spec) -> dict[str, Any]:
         "tie_word_embeddings": spec.tie_embeddings,
         "decoder_start_token_id": 0,
     }
-
-
-def _deepseek(spec: Spec, sizes: dict[str, Any]) -> dict[str, Any]:
-    """DeepSeek-V2's or V3's keys (V3: the sigmoid router, its correction bias, groups by their best two)."""
-    rotated, dense = spec.rotated_dims, spec.feedforward_layers or ()
-    out = (
-        {k: v for k, v in sizes.items() if k != "head_dim"}
-        | _rope(spec)
-        | {
-            "num_key_value_heads": spec.H,
-            "kv_lora_rank": spec.kv_rank,
-            "q_lora_rank": spec.q_rank,
-            "qk_rope_head_dim": rotated,
-            "qk_nope_head_dim": spec.m - rotated,
-            "v_head_dim": spec.value_size,
-            "rms_norm_eps": spec.norm_eps,
-            "attention_bias": False,
-            "hidden_act": "silu",
-            "n_routed_experts": spec.E,
-            "num_experts_per_tok": spec.k,
-            "moe_intermediate_size": spec.expert_r,
-            "n_shared_experts": (spec.shared_r or 0) // (spec.expert_r or 1),
-            "first_k_dense_replace": sum(1 for kind in dense if kind == "dense"),
-            "n_group": spec.router_groups or 1,
-            "topk_group": spec.router_topk_groups or 1,
-            "routed_scaling_factor": spec.router_scale,
-            "norm_topk_prob": spec.router_renorm,
-        }
-    )
-    out.pop("partial_rotary_factor", None)
-    if spec.rope_scaling == "yarn":
-        out["rope_scaling"] |= {"mscale": spec.rope_mscale, "mscale_all_dim": spec.rope_mscale_all_dim}
-    if spec.router_score == "sigmoid":
-        return out | {"scoring_func": "sigmoid", "topk_method": "noaux_tc", "rope_interleave": True}
-    return out | {"topk_method": "group_limited_greedy" if spec.router_groups else "greedy"}
 
 
 __all__ = ["MODEL_TYPE", "hf_config"]

@@ -80,46 +80,12 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
         out["attention.sliding_window"] = spec.window or 0
     if family is not None:  # the family's own keys (families/)
         out |= family.metadata(spec)
-    if arch == "deepseek2":
-        out |= _deepseek2(spec)
     if arch == "t5":  # (block_count the encoder's)
         out |= {
             "block_count": spec.N_enc,
             "decoder_block_count": spec.N,
             "attention.relative_buckets_count": spec.rel_buckets,
         }
-    return out
-
-
-def _deepseek2(spec: Spec) -> dict[str, Any]:
-    """DeepseekV2Model's keys: the latent sizes (key_length and value_length the latent's, the heads' in *_mla),
-    the leading dense blocks, the router's scoring, groups, normalisation and scale."""
-    c, rotated = spec.kv_rank or 0, spec.rotated_dims
-    out: dict[str, Any] = {
-        "attention.head_count_kv": 1,
-        "attention.kv_lora_rank": c,
-        "attention.key_length": c + rotated,
-        "attention.value_length": c,
-        "attention.key_length_mla": spec.m,
-        "attention.value_length_mla": spec.value_size,
-        "rope.dimension_count": rotated,
-    }
-    if spec.q_rank:
-        out["attention.q_lora_rank"] = spec.q_rank
-    if spec.rope_scaling == "yarn" and spec.rope_mscale_all_dim:
-        out["rope.scaling.yarn_log_multiplier"] = 0.1 * float(spec.rope_mscale_all_dim)
-    if spec.E:
-        dense = spec.feedforward_layers or ()
-        out |= {
-            "leading_dense_block_count": sum(1 for kind in dense if kind == "dense"),
-            "expert_shared_count": (spec.shared_r or 0) // (spec.expert_r or 1),
-            "expert_gating_func": 2 if spec.router_score == "sigmoid" else 1,
-            "expert_group_count": spec.router_groups or 1,
-            "expert_group_used_count": spec.router_topk_groups or 1,
-            "expert_weights_scale": float(spec.router_scale),
-        }
-        if spec.router_renorm:
-            out["expert_weights_norm"] = True
     return out
 
 

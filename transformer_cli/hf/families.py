@@ -16,7 +16,6 @@ from ..families import RECORDS
 from ..families.keys import REQUIRED, Keys
 from ..families.parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope, whole_heads, window_key
 from .bert_families import bert, distilbert, roberta
-from .deepseek import deepseek_v2, deepseek_v3
 from .encoder_decoder import bart, mbart, mt5, t5
 
 
@@ -151,8 +150,6 @@ FAMILIES: dict[str, tuple[str, Callable[[Keys], dict[str, Any]]]] = {
     "qwen2": ("Qwen2ForCausalLM", qwen2),
     "qwen3": ("Qwen3ForCausalLM", qwen3),
     "olmo2": ("Olmo2ForCausalLM", olmo2),
-    "deepseek_v2": ("DeepseekV2ForCausalLM", deepseek_v2),
-    "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
     "phi3": ("Phi3ForCausalLM", phi3),
     "falcon": ("FalconForCausalLM", falcon),
     "t5": ("T5ForConditionalGeneration", t5),

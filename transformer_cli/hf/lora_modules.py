@@ -28,7 +28,6 @@ from .weights import family_for
 
 STACKED = {  # model_type: the checkpoint's names of the gate, up and down experts, and of the router
     "mixtral": ("w1", "w3", "w2", "gate"),
-    **{kind: ("gate_proj", "up_proj", "down_proj", "gate") for kind in ("deepseek_v2", "deepseek_v3")},
 }
 STACKED |= {kind: record.lora_stacked for kind, record in RECORDS.items() if record.lora_stacked}  # (families/)
 # the families whose router is a linear module in transformers 5: its name

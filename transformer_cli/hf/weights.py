@@ -20,7 +20,6 @@ from ..errors import ArrayError
 from ..families import RECORDS
 from ..families.checkpoints import (
     BERT,
-    DEEPSEEK,
     DISTILBERT,
     LLAMA,
     MIXTRAL,
@@ -51,8 +50,6 @@ FAMILIES = {
     "qwen2": LLAMA,
     "qwen3": LLAMA,
     "olmo2": OLMO2,
-    "deepseek_v2": DEEPSEEK,
-    "deepseek_v3": DEEPSEEK,
     "phi3": PHI3,
     "bart": BART,
     "mbart": MBART,
@@ -85,9 +82,7 @@ OPTIONAL = {
 } | {kind: ("tie_embeddings", True, ("lm_head.weight",)) for kind in ("t5", "mt5")}
 SKIPPED_BY_KIND = {kind: (r"^lm_head\.",) for kind in ("roberta", "xlm-roberta")}  # RobertaForMaskedLM's head
 SKIPPED_BY_KIND["distilbert"] = (r"^vocab_(transform|layer_norm|projector)\.",)  # DistilBertForMaskedLM's head
-SKIPPED_BY_KIND["deepseek_v3"] = (
-    r"^model\.layers\.61\.",
-)  # DeepSeek-V3's multi-token prediction layer, as transformers
+SKIPPED_BY_KIND |= {kind: record.skipped for kind, record in RECORDS.items() if record.skipped}  # (families/)
 
 
 def fitted_to_checkpoint(folder: Path, spec: Spec, config: Mapping[str, Any]) -> Spec:
