@@ -1,11 +1,10 @@
 """The model families tfm reads and writes: one record each (record.py), registered here by the model_type it
-serves. A new family is one module, imported and listed below; the tables the formats read (hf/, gguf/) are derived
-from these records.
+serves. A new family is one module, imported and listed below (a module of a few closely related types holds
+their `RECORDS`, in order); the tables the formats read (hf/, gguf/) are derived from these records.
 
-Not every family is a record yet: those not listed here (the BERTs, the LLaMA-likes, Gemmas, mixtures of experts,
-OLMo 2, Phi-3, Falcon, DeepSeek, the encoder-decoders) are still spread over the formats' tables (hf/families.py,
-hf/weights.py, hf/lora_modules.py, gguf/archs.py, gguf/write.py, gguf/hf_config.py), which take the records'
-entries after their own.
+Not every family is a record yet: those not listed here (the BERTs, the LLaMA-likes, Mixtral, OLMo 2, Phi-3, Falcon,
+the encoder-decoders) are still spread over the formats' tables (hf/families.py, hf/weights.py, hf/lora_modules.py,
+gguf/archs.py, gguf/write.py, gguf/hf_config.py), which take the records' entries after their own.
 """
 
 from __future__ import annotations

@@ -80,7 +80,8 @@ SKIPPED = (
 OPTIONAL = {
     kind: ("pooler", False, ("pooler.dense.weight", "pooler.dense.bias")) for kind in ("bert", "roberta", "xlm-roberta")
 } | {kind: ("tie_embeddings", True, ("lm_head.weight",)) for kind in ("t5", "mt5")}
-SKIPPED_BY_KIND = {kind: (r"^lm_head\.",) for kind in ("roberta", "xlm-roberta")}  # RobertaForMaskedLM's head
+# checkpoint tensors outside one model_type's model, skipped: RobertaForMaskedLM's head, ...
+SKIPPED_BY_KIND: dict[str, tuple[str, ...]] = {kind: (r"^lm_head\.",) for kind in ("roberta", "xlm-roberta")}
 SKIPPED_BY_KIND["distilbert"] = (r"^vocab_(transform|layer_norm|projector)\.",)  # DistilBertForMaskedLM's head
 SKIPPED_BY_KIND |= {kind: record.skipped for kind, record in RECORDS.items() if record.skipped}  # (families/)
 
