@@ -20,7 +20,8 @@ from .llama_likes import OLMO2
 from .others import FALCON, PHI3, phi3
 from .t5 import T5
 
-# the shared readers a family's GGUF reader starts from: LLaMA's spec, or the sizes every architecture reads alike
+# the shared readers a family's GGUF reader starts from: LLaMA's spec, the sizes every architecture reads alike,
+# Phi-3's spec, or the rotary scaling of latent attention's heads (a reader that reads tensors is one of these)
 BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {
     "llama": llama,
     "sizes": sizes,
@@ -43,9 +44,8 @@ def _arch(gguf: Gguf) -> Arch:
 
 
 ARCHITECTURES: dict[str, Arch] = {
-    "llama": Arch(
-        llama, LLAMA_LAYOUT, LLAMA_PERMUTED, experts=LLAMA_EXPERTS, redo=LLAMA_REDO
-    ),  # (Mixtral: with experts)
+    # (Mixtral's files: with experts)
+    "llama": Arch(llama, LLAMA_LAYOUT, LLAMA_PERMUTED, experts=LLAMA_EXPERTS, redo=LLAMA_REDO),
     "qwen2": Arch(llama, LLAMA_LAYOUT),  # llama.cpp turns Qwen's halves as they are (NEOX rope): no permutation
     "qwen3": Arch(llama, LLAMA_LAYOUT),
     "phi3": PHI3,

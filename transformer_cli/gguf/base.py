@@ -171,6 +171,7 @@ __all__ = [
     "Arch",
     "Joined",
     "Transform",
+    "latent",
     "llama",
     "permute",
     "rows",
