@@ -12,6 +12,7 @@ from transformer_cli.families import GGUF_ARCHS, RECORDS
 from transformer_cli.gguf import hf_config, write
 from transformer_cli.gguf.archs import ARCH_OF, ARCHITECTURES, MODEL_TYPE
 from transformer_cli.hf import families, lora_modules, weights
+from transformer_cli.hf.config import spec_of_config
 from transformer_cli.spec.definition import Spec
 
 PACKAGE = Path(__file__).resolve().parents[2] / "transformer_cli"
@@ -117,14 +118,6 @@ def test_the_scan_finds_each_way_of_naming_a_family():
         assert not _names(text, "llama"), text
 
 
-def test_a_family_not_yet_registered_is_found_in_the_tables():
-    """The control on the package: a family still spread over the formats' tables is found there."""
-    unregistered = [kind for kind in families.FAMILIES if kind not in RECORDS]
-    if not unregistered:
-        pytest.skip("every family is a record")
-    assert {"hf/families.py", "hf/weights.py"} <= set(_named(unregistered[0]))
-
-
 ENCODERS = ("bert", "roberta", "xlm-roberta", "distilbert")
 ENCODER_DECODERS = ("t5", "mt5", "bart", "mbart")
 
@@ -172,3 +165,58 @@ def test_a_familys_own_skipped_tensors_are_skipped_for_it_alone():
     assert weights.canonical("cls.predictions.bias", "bert", {}) is None
     assert weights.canonical("model.encoder.version", "bart", {}) is None
     assert weights.canonical("model.encoder.version", "t5", {}) == "model.encoder.version"
+
+
+@pytest.mark.parametrize("kind", sorted(RECORDS))
+def test_the_record_fields_the_moved_mixtures_brought_are_read_from_the_record(kind):
+    """What a record says beyond its layout and keys reaches the formats: its skipped checkpoint tensors, its GGUF
+    file's skipped tensors and tensors held in pieces."""
+    record = RECORDS[kind]
+    assert weights.SKIPPED_BY_KIND.get(kind, ()) == record.skipped
+    if record.gguf is not None:
+        arch = ARCHITECTURES[record.gguf.arch]
+        assert arch.skipped == record.gguf.skipped and arch.joined == dict(record.gguf.joined)
+
+
+SMALL = {"vocab_size": 97, "hidden_size": 32, "intermediate_size": 40, "num_hidden_layers": 3}
+DEEPSEEK = SMALL | {
+    "num_attention_heads": 4,
+    "n_routed_experts": 8,
+    "num_experts_per_tok": 2,
+    "moe_intermediate_size": 6,
+    "first_k_dense_replace": 1,
+    "kv_lora_rank": 10,
+    "qk_nope_head_dim": 8,
+    "qk_rope_head_dim": 4,
+    "v_head_dim": 6,
+}
+
+
+@pytest.mark.parametrize("kind", ["deepseek_v3", "deepseek_v2"])
+def test_a_deepseek2_files_model_type_is_the_one_its_routing_says(kind):
+    """deepseek2 serves V2 and V3: a file's config.json is V3's where the router scores by sigmoid (the record's
+    Gguf.model_type), V2's otherwise (the control: the architecture's first record)."""
+    spec = spec_of_config(DEEPSEEK | {"model_type": kind}, "config.json")
+    assert (spec.router_score == "sigmoid") == (kind == "deepseek_v3")
+    config = hf_config.hf_model_config(spec, "deepseek2")
+    assert config["model_type"] == kind and config["architectures"] == [RECORDS[kind].hf_class]
+    assert MODEL_TYPE["deepseek2"] == "deepseek_v2"
+
+
+def test_deepseek_v3s_multi_token_layer_is_skipped_and_v2_has_no_such_layer():
+    assert weights.canonical("model.layers.61.eh_proj.weight", "deepseek_v3", {}) is None
+    assert weights.canonical("model.layers.61.eh_proj.weight", "deepseek_v2", {}) == "model.layers.61.eh_proj.weight"
+
+
+PHIMOE = SMALL | {"model_type": "phimoe", "num_attention_heads": 4, "num_key_value_heads": 2, "num_local_experts": 4}
+
+
+def test_phimoes_file_says_its_window_and_its_layernorms_eps_as_the_converter_writes_them():
+    """PhiMoE's record: attention.sliding_window written though there is none (0), the LayerNorms' eps under the
+    rms key; the control, GPT-NeoX's LayerNorms, has neither."""
+    meta = write._metadata(spec_of_config(PHIMOE, "config.json"), "phimoe")
+    assert meta["attention.sliding_window"] == 0 and "attention.layer_norm_rms_epsilon" in meta
+    assert "attention.layer_norm_epsilon" not in meta
+    neox = SMALL | {"model_type": "gpt_neox", "num_attention_heads": 4, "hidden_act": "gelu"}
+    control = write._metadata(spec_of_config(neox, "config.json"), "gptneox")
+    assert "attention.sliding_window" not in control and "attention.layer_norm_epsilon" in control

@@ -1,10 +1,6 @@
 """The model families tfm reads and writes: one record each (record.py), registered here by the model_type it
 serves. A new family is one module, imported and listed below (a module of a few closely related types holds
 their `RECORDS`, in order); the tables the formats read (hf/, gguf/) are derived from these records.
-
-Not every family is a record yet: those not listed here (Gemmas, the other mixtures of experts, DeepSeek) are
-still spread over the formats' tables (hf/families.py, hf/weights.py, hf/lora_modules.py, gguf/archs.py,
-gguf/write.py, gguf/hf_config.py), which take the records' entries after their own.
 """
 
 from __future__ import annotations
@@ -14,10 +10,13 @@ from . import (
     bert,
     bloom,
     cohere,
+    deepseek,
     falcon,
+    gemma,
     gpt2,
     gpt_neo,
     gpt_neox,
+    gpt_oss,
     gptj,
     granite,
     llama,
@@ -25,7 +24,9 @@ from . import (
     opt,
     phi,
     phi3,
+    phimoe,
     qwen,
+    qwen_moe,
     stablelm,
     starcoder2,
     t5,
@@ -40,10 +41,13 @@ RECORDS: dict[str, Record] = {
         bert,
         bloom,
         cohere,
+        deepseek,
         falcon,
+        gemma,
         gpt2,
         gpt_neo,
         gpt_neox,
+        gpt_oss,
         gptj,
         granite,
         llama,
@@ -51,7 +55,9 @@ RECORDS: dict[str, Record] = {
         opt,
         phi,
         phi3,
+        phimoe,
         qwen,
+        qwen_moe,
         stablelm,
         starcoder2,
         t5,

@@ -4,6 +4,7 @@ LLaMA's layout (the template of the others) and its Q/K permutation for llama.cp
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -126,8 +127,20 @@ def stacked_experts(names: dict[str, str], globals_: dict[str, str], shared: boo
 
 LLAMA_EXPERTS = stacked_experts(LLAMA_LAYOUT.names, LLAMA_LAYOUT.globals_)  # Mixtral's (llama) and Qwen3-MoE's
 
+
+@dataclass(frozen=True)
+class Joined:
+    """A tensor the converter writes in pieces (DeepSeek's kv_b as k_b and v_b): the pieces' names and shapes for
+    a spec, and the tensor made whole from them (in that order)."""
+
+    pieces: Callable[[Any], dict[str, tuple[int, ...]]]
+    join: Callable[[list[np.ndarray]], np.ndarray]
+    divide: Callable[[np.ndarray, Any], list[np.ndarray]]  # the converter's split, to write a file
+
+
 __all__ = [
     "GLOBALS_WITH_BIAS",
+    "Joined",
     "LAYERNORM_BLOCK",
     "LAYERNORM_FUSED",
     "LAYERNORM_GLOBALS",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..spec.definition import Spec
-from .gguf_layout import Transform
+from .gguf_layout import Joined, Transform
 from .keys import Keys
 from .layout import Family
 
@@ -45,6 +45,8 @@ class Gguf:
     window_always: bool = False  # attention.sliding_window written (0: none) with or without a window (Phi-3)
     quantize_as_falcon: bool = False  # llama-quantize's exceptions for LLM_ARCH_FALCON in its mixes (gguf/mixes.py)
     read_only: bool = False  # files read, none written, no config.json made of one (BERT's: no pooler in the file)
+    joined: Mapping[str, Joined] = field(default_factory=dict)  # tensors newer converters write in pieces
+    rms_epsilon: bool = False  # the norms' eps written as layer_norm_rms_epsilon whatever their type (PhiMoE)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """GGUF architectures -> tfm specs, and where each tfm tensor is in the file, as llama.cpp's convert_hf_to_gguf.py
-writes them: one entry per `general.architecture` (its `{arch}.*` keys read as the Hugging Face families read
-config.json), one tensor layout, and the converter's changes to undo (the Q and K rows it permutes for llama.cpp's
-interleaved rotary, Gemma's norms stored as 1 + w). A new architecture is one function and one line here.
+writes them: one entry per `general.architecture`, made from the first family record written to it (families/: its
+`{arch}.*` keys read as the Hugging Face families read config.json, one tensor layout, and the converter's changes
+to undo, such as the Q and K rows it permutes for llama.cpp's interleaved rotary or Gemma's norms stored as 1 + w).
 """
 
 from __future__ import annotations
@@ -12,20 +12,18 @@ from typing import Any
 from ..families import GGUF_ARCHS, RECORDS
 from ..families.keys import Keys
 from ..families.record import Gguf
-from .base import Arch, llama, sizes
-from .deepseek2 import DEEPSEEK2
-from .gemma import GEMMA, GEMMA2, GEMMA3
-from .gpt_oss import GPT_OSS
+from .base import Arch, latent, llama, sizes
 from .header import Header
-from .moe import PHIMOE, QWEN2MOE, QWEN3MOE
 from .others import phi3
 
 # the shared readers a family's GGUF reader starts from: LLaMA's spec, Phi-3's (PhiMoE's starts from it too), the
-# sizes every architecture reads alike, or none (a family that reads every key itself)
+# sizes every architecture reads alike, the rotary scaling of latent attention's heads (a reader that reads tensors
+# is one of these: tensors are read in gguf/ only), or none (a family that reads every key itself)
 BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {
     "llama_like": llama,
     "phi3_like": phi3,
     "sizes": sizes,
+    "latent": latent,
     "none": lambda c, header: {},
 }
 
@@ -41,35 +39,16 @@ def _arch(gguf: Gguf) -> Arch:
         skipped=gguf.skipped,
         alternative=gguf.alternative,
         redo=dict(gguf.redo),
+        joined=dict(gguf.joined),
     )
 
 
-ARCHITECTURES: dict[str, Arch] = {
-    "qwen2moe": QWEN2MOE,
-    "qwen3moe": QWEN3MOE,
-    "gemma": GEMMA,
-    "gemma2": GEMMA2,
-    "gemma3": GEMMA3,
-    "phimoe": PHIMOE,
-    "gpt-oss": GPT_OSS,
-    "deepseek2": DEEPSEEK2,
-} | {arch: _arch(record.gguf) for arch, record in GGUF_ARCHS.items() if record.gguf is not None}  # (families/)
+ARCHITECTURES: dict[str, Arch] = {arch: _arch(record.gguf) for arch, record in GGUF_ARCHS.items() if record.gguf}
 
 # a Hugging Face model_type's architecture, and the inverse: the model_type each architecture's files come from (the
 # first of those written to it: llama's files are llama's, also Mistral's and Mixtral's; a record's Gguf.model_type
 # may choose another by the spec, gguf/hf_config.py)
-ARCH_OF = {
-    "qwen2_moe": "qwen2moe",
-    "qwen3_moe": "qwen3moe",
-    "gemma": "gemma",
-    "gemma2": "gemma2",
-    "gemma3_text": "gemma3",
-    "phimoe": "phimoe",
-    "gpt_oss": "gpt-oss",
-    "deepseek_v2": "deepseek2",
-    "deepseek_v3": "deepseek2",
-}
-ARCH_OF |= {kind: record.gguf.arch for kind, record in RECORDS.items() if record.gguf and not record.gguf.read_only}
+ARCH_OF = {kind: record.gguf.arch for kind, record in RECORDS.items() if record.gguf and not record.gguf.read_only}
 MODEL_TYPE: dict[str, str] = {}
 for _kind, _arch_name in ARCH_OF.items():
     MODEL_TYPE.setdefault(_arch_name, _kind)

@@ -11,20 +11,10 @@ import numpy as np
 
 from ..errors import SpecError
 from ..families.gguf_keys import partial_rotary, rows, vocabulary
-from ..families.gguf_layout import LLAMA_LAYOUT, Transform, permute, stacked_experts, unpermute
+from ..families.gguf_layout import LLAMA_LAYOUT, Joined, Transform, permute, stacked_experts, unpermute
 from ..families.keys import Keys
 from ..families.layout import Family
 from .header import Header
-
-
-@dataclass(frozen=True)
-class Joined:
-    """A tensor the converter writes in pieces (DeepSeek's kv_b as k_b and v_b): the pieces' names and shapes for
-    a spec, and the tensor made whole from them (in that order)."""
-
-    pieces: Callable[[Any], dict[str, tuple[int, ...]]]
-    join: Callable[[list[np.ndarray]], np.ndarray]
-    divide: Callable[[np.ndarray, Any], list[np.ndarray]]  # the converter's split, to write a file
 
 
 @dataclass(frozen=True)
@@ -86,6 +76,13 @@ def llama(c: Keys, header: Header) -> dict[str, Any]:
     if c.has("expert_count"):  # Mixtral: every block's feedforward E experts of feed_forward_length, the top k
         spec |= {"E": c.count("expert_count"), "k": c.count("expert_used_count")}
     return spec
+
+
+def latent(c: Keys, header: Header) -> dict[str, Any]:
+    """What a file of multi-head latent attention reads as LLaMA's does: the rotary scaling (rope_freqs included) of
+    its heads of key_length_mla (older files: key_length). The rest its family's reader reads (families/)."""
+    m = c.count("attention.key_length_mla", None) or c.count("attention.key_length")
+    return rope_scaling(c, header, m)
 
 
 def sizes(c: Keys, header: Header, G_default: int | None = None) -> dict[str, Any]:
@@ -172,7 +169,9 @@ def _llama3_factors(base: float, m: int, factor: float) -> np.ndarray:
 __all__ = [
     "LLAMA_LAYOUT",
     "Arch",
+    "Joined",
     "Transform",
+    "latent",
     "llama",
     "permute",
     "rows",

@@ -43,7 +43,9 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
     }
     if spec.context or spec.max_len:
         out["context_length"] = spec.context or spec.max_len
-    rms = spec.norm_type == "rmsnorm" or arch == "phimoe"  # (PhiMoE's LayerNorms take config.json's rms_norm_eps)
+    record = GGUF_ARCHS.get(arch)
+    family = record.gguf if record is not None else None
+    rms = spec.norm_type == "rmsnorm" or (family is not None and family.rms_epsilon)  # (PhiMoE's LayerNorms)
     eps = "attention.layer_norm_rms_epsilon" if rms else "attention.layer_norm_epsilon"
     out[eps] = float(spec.norm_eps)
     if spec.positional == "rope":
@@ -74,48 +76,10 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
         out["attn_logit_softcapping"] = float(spec.attn_softcap)
     if spec.logit_softcap:
         out["final_logit_softcapping"] = float(spec.logit_softcap)
-    record = GGUF_ARCHS.get(arch)
-    always = record is not None and record.gguf is not None and record.gguf.window_always
-    if spec.window or always or arch == "phimoe":
+    if spec.window or (family is not None and family.window_always):
         out["attention.sliding_window"] = spec.window or 0
-    if arch == "gemma3":  # the sliding layers' base (every layer's when all slide)
-        out["rope.freq_base_swa"] = float(spec.rope_local_theta or spec.rope_theta)
-    if record is not None and record.gguf is not None:  # the family's own keys (families/)
-        out |= record.gguf.metadata(spec)
-    if arch == "deepseek2":
-        out |= _deepseek2(spec)
-    return out
-
-
-def _deepseek2(spec: Spec) -> dict[str, Any]:
-    """DeepseekV2Model's keys: the latent sizes (key_length and value_length the latent's, the heads' in *_mla),
-    the leading dense blocks, the router's scoring, groups, normalisation and scale."""
-    c, rotated = spec.kv_rank or 0, spec.rotated_dims
-    out: dict[str, Any] = {
-        "attention.head_count_kv": 1,
-        "attention.kv_lora_rank": c,
-        "attention.key_length": c + rotated,
-        "attention.value_length": c,
-        "attention.key_length_mla": spec.m,
-        "attention.value_length_mla": spec.value_size,
-        "rope.dimension_count": rotated,
-    }
-    if spec.q_rank:
-        out["attention.q_lora_rank"] = spec.q_rank
-    if spec.rope_scaling == "yarn" and spec.rope_mscale_all_dim:
-        out["rope.scaling.yarn_log_multiplier"] = 0.1 * float(spec.rope_mscale_all_dim)
-    if spec.E:
-        dense = spec.feedforward_layers or ()
-        out |= {
-            "leading_dense_block_count": sum(1 for kind in dense if kind == "dense"),
-            "expert_shared_count": (spec.shared_r or 0) // (spec.expert_r or 1),
-            "expert_gating_func": 2 if spec.router_score == "sigmoid" else 1,
-            "expert_group_count": spec.router_groups or 1,
-            "expert_group_used_count": spec.router_topk_groups or 1,
-            "expert_weights_scale": float(spec.router_scale),
-        }
-        if spec.router_renorm:
-            out["expert_weights_norm"] = True
+    if family is not None:  # the family's own keys (families/)
+        out |= family.metadata(spec)
     return out
 
 

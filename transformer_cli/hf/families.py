@@ -14,21 +14,10 @@ from typing import Any
 
 from ..families import RECORDS
 from ..families.keys import Keys
-from .deepseek import deepseek_v2, deepseek_v3
-from .gemma import gemma, gemma2, gemma3_text
-from .moe_families import gpt_oss, phimoe, qwen2_moe, qwen3_moe
 
+# each model_type's transformers class and its config.json read as a spec (families/: one record a family)
 FAMILIES: dict[str, tuple[str, Callable[[Keys], dict[str, Any]]]] = {
-    "gemma": ("GemmaForCausalLM", gemma),
-    "qwen2_moe": ("Qwen2MoeForCausalLM", qwen2_moe),
-    "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
-    "phimoe": ("PhimoeForCausalLM", phimoe),
-    "gpt_oss": ("GptOssForCausalLM", gpt_oss),
-    "deepseek_v2": ("DeepseekV2ForCausalLM", deepseek_v2),
-    "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
-    "gemma2": ("Gemma2ForCausalLM", gemma2),
-    "gemma3_text": ("Gemma3ForCausalLM", gemma3_text),
+    kind: (record.hf_class, record.spec) for kind, record in RECORDS.items()
 }
-FAMILIES |= {kind: (record.hf_class, record.spec) for kind, record in RECORDS.items()}  # (families/)
 
 __all__ = ["FAMILIES"]

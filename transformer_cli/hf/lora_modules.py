@@ -26,12 +26,10 @@ from ..spec.definition import Spec
 from .layouts import hf_shape, rules, tensor_shapes
 from .weights import family_for
 
-STACKED = {  # model_type: the checkpoint's names of the gate, up and down experts, and of the router
-    **{kind: ("gate_proj", "up_proj", "down_proj", "gate") for kind in ("qwen3_moe", "deepseek_v2", "deepseek_v3")},
-}
-STACKED |= {kind: record.lora_stacked for kind, record in RECORDS.items() if record.lora_stacked}  # (families/)
-LINEAR_ROUTER = {"phimoe": "router"}  # the families whose router is a linear module in transformers 5: its name
-LINEAR_ROUTER |= {kind: record.lora_router for kind, record in RECORDS.items() if record.lora_router}
+# model_type: the checkpoint's names of the gate, up and down experts, and of the router
+STACKED = {kind: record.lora_stacked for kind, record in RECORDS.items() if record.lora_stacked}
+# the families whose router is a linear module in transformers 5: its name
+LINEAR_ROUTER = {kind: record.lora_router for kind, record in RECORDS.items() if record.lora_router}
 
 
 def hf_linear_modules(spec: Spec, config: Mapping[str, Any]) -> list[Module]:

@@ -18,14 +18,6 @@ import numpy as np
 from ..components.held import Held
 from ..errors import ArrayError
 from ..families import RECORDS
-from ..families.checkpoints import (
-    DEEPSEEK,
-    GEMMA2,
-    GPT_OSS,
-    LLAMA,
-    PHIMOE,
-    QWEN_MOE,
-)
 from ..families.layout import Family
 from ..io.arrays import first_nonfinite
 from ..spec.definition import Spec
@@ -37,18 +29,7 @@ from .quant import Scheme, scheme_of
 from .quant.base import Stored
 
 FLOATING = ("F64", "F32", "F16", "BF16")
-FAMILIES = {
-    "gemma": LLAMA,
-    "gemma2": GEMMA2,
-    "gemma3_text": GEMMA2,
-    "qwen2_moe": QWEN_MOE,
-    "qwen3_moe": QWEN_MOE,
-    "deepseek_v2": DEEPSEEK,
-    "deepseek_v3": DEEPSEEK,
-    "gpt_oss": GPT_OSS,
-    "phimoe": PHIMOE,
-}
-FAMILIES |= {kind: record.checkpoint for kind, record in RECORDS.items()}  # (families/)
+FAMILIES = {kind: record.checkpoint for kind, record in RECORDS.items()}  # each model_type's checkpoint layout
 
 # Names some published files use for the same tensors, and tensors they hold that are not parameters of the
 # model tfm builds: (pattern, replacement) tried in order, then the patterns skipped.
@@ -63,9 +44,6 @@ SKIPPED = (
 # part, the part's checkpoint tensors); and the tensors a family's files hold outside its model (heads, buffers).
 OPTIONAL = {kind: record.optional for kind, record in RECORDS.items() if record.optional}
 SKIPPED_BY_KIND = {kind: record.skipped for kind, record in RECORDS.items() if record.skipped}
-SKIPPED_BY_KIND["deepseek_v3"] = (
-    r"^model\.layers\.61\.",
-)  # DeepSeek-V3's multi-token prediction layer, as transformers
 
 
 def fitted_to_checkpoint(folder: Path, spec: Spec, config: Mapping[str, Any]) -> Spec:

@@ -17,15 +17,18 @@ from typing import Any
 
 import numpy as np
 
-from ..families.keys import Keys
-from ..families.layout import Family
-from .base import Arch, Joined, rope_scaling, vocabulary
-from .header import Header
+from ..spec.definition import Spec
+from .gguf_keys import vocabulary
+from .gguf_layout import Joined
+from .keys import Keys
+from .layout import Family
 
 SOFTMAX, SIGMOID = 1, 2  # llama.cpp's expert_gating_func
 
 
-def deepseek2(c: Keys, header: Header) -> dict[str, Any]:
+def gguf_spec(c: Keys, header: Any, rope: dict[str, Any]) -> dict[str, Any]:
+    """deepseek2: the latent attention's sizes, its rotary (`rope`: the scaling read by the shared reader 'latent',
+    gguf/base.py, which alone reads tensors), the dense and routed blocks."""
     d, H, N = c.count("embedding_length"), c.count("attention.head_count"), c.count("block_count")
     rotated = c.count("rope.dimension_count")
     m = c.count("attention.key_length_mla", None) or c.count("attention.key_length")
@@ -59,12 +62,12 @@ def deepseek2(c: Keys, header: Header) -> dict[str, Any]:
         spec["q_rank"] = header.tensors["blk.0.attn_q_a.weight"].shape[0]
     if c.has("context_length"):
         spec["context"] = c.count("context_length")
-    spec |= _yarn(c, header, m)
+    spec |= _yarn(c, rope, m)
     return spec | _experts(c, header, N)
 
 
-def _yarn(c: Keys, header: Header, m: int) -> dict[str, Any]:
-    out = rope_scaling(c, header, m)
+def _yarn(c: Keys, rope: dict[str, Any], m: int) -> dict[str, Any]:
+    out = dict(rope)
     if out.get("rope_scaling") == "yarn" and c.has("rope.scaling.yarn_log_multiplier"):
         k = _mscale_all_dim(c.number("rope.scaling.yarn_log_multiplier"))
         factor = out["rope_factor"]
@@ -84,7 +87,7 @@ def _mscale_all_dim(log_multiplier: float) -> float:
     return log_multiplier / 0.1
 
 
-def _experts(c: Keys, header: Header, N: int) -> dict[str, Any]:
+def _experts(c: Keys, header: Any, N: int) -> dict[str, Any]:
     if not c.has("expert_count"):
         return {}
     first = c.index("leading_dense_block_count", 0)
@@ -161,16 +164,47 @@ _EXPERTS = (
     ("ffn_up_exps.weight", ("ff.W3",), _one),
     ("ffn_down_exps.weight", ("ff.W2",), _one),
 )
-DEEPSEEK2 = Arch(
-    deepseek2,
-    Family(
-        "blk.{i}.",
-        _NAMES,
-        {"embedding.E": "token_embd.weight", "head.W": "output.weight", "final_norm.gamma": "output_norm.weight"},
-        fused=_EXPERTS,
-        stacked=frozenset(t for t, _, _ in _EXPERTS),
-    ),
-    joined={"attn_kv_b.weight": Joined(_kv_b_pieces, _kv_b, _kv_b_divided)},
-)
 
-__all__ = ["DEEPSEEK2"]
+
+def gguf_metadata(spec: Spec) -> dict[str, Any]:
+    """DeepseekV2Model's keys: the latent sizes (key_length and value_length the latent's, the heads' in *_mla),
+    the leading dense blocks, the router's scoring, groups, normalisation and scale."""
+    c, rotated = spec.kv_rank or 0, spec.rotated_dims
+    out: dict[str, Any] = {
+        "attention.head_count_kv": 1,
+        "attention.kv_lora_rank": c,
+        "attention.key_length": c + rotated,
+        "attention.value_length": c,
+        "attention.key_length_mla": spec.m,
+        "attention.value_length_mla": spec.value_size,
+        "rope.dimension_count": rotated,
+    }
+    if spec.q_rank:
+        out["attention.q_lora_rank"] = spec.q_rank
+    if spec.rope_scaling == "yarn" and spec.rope_mscale_all_dim:
+        out["rope.scaling.yarn_log_multiplier"] = 0.1 * float(spec.rope_mscale_all_dim)
+    if spec.E:
+        dense = spec.feedforward_layers or ()
+        out |= {
+            "leading_dense_block_count": sum(1 for kind in dense if kind == "dense"),
+            "expert_shared_count": (spec.shared_r or 0) // (spec.expert_r or 1),
+            "expert_gating_func": 2 if spec.router_score == "sigmoid" else 1,
+            "expert_group_count": spec.router_groups or 1,
+            "expert_group_used_count": spec.router_topk_groups or 1,
+            "expert_weights_scale": float(spec.router_scale),
+        }
+        if spec.router_renorm:
+            out["expert_weights_norm"] = True
+    return out
+
+
+LAYOUT = Family(
+    "blk.{i}.",
+    _NAMES,
+    {"embedding.E": "token_embd.weight", "head.W": "output.weight", "final_norm.gamma": "output_norm.weight"},
+    fused=_EXPERTS,
+    stacked=frozenset(t for t, _, _ in _EXPERTS),
+)
+JOINED = {"attn_kv_b.weight": Joined(_kv_b_pieces, _kv_b, _kv_b_divided)}
+
+__all__ = ["JOINED", "LAYOUT", "gguf_metadata", "gguf_spec"]

@@ -1,15 +1,22 @@
 """DeepSeek-V2 and V3: multi-head latent attention (components/latent.py) and a mixture of routed and shared
 experts after first_k_dense_replace dense layers. V2 routes by a softmax (greedy, or group-limited: each group
 scored by its best expert), the chosen weights scaled; V3 by sigmoid scores, a correction bias to choose,
-groups scored by their best two, the chosen weights renormalised and scaled."""
+groups scored by their best two, the chosen weights renormalised and scaled. Their GGUF architecture is one,
+deepseek2 (deepseek_gguf.py): a file with sigmoid routing goes back to a V3 config.json. peft targets their
+stacked experts and router as transformers 5 holds them."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from ..families.keys import Keys
-from ..families.parts import CAUSAL_PRE, activation, rope
+from ..spec.definition import Spec
+from .checkpoints import DEEPSEEK
+from .config_keys import rope_keys, size_keys
+from .deepseek_gguf import JOINED, LAYOUT, gguf_metadata, gguf_spec
+from .keys import Keys
+from .parts import CAUSAL_PRE, activation, rope
+from .record import Gguf, Record
 
 
 def deepseek_v2(c: Keys) -> dict[str, Any]:
@@ -128,4 +135,71 @@ def _scale(c: Keys, default: float) -> dict[str, Any]:
     return {"router_scale": factor} if factor != 1.0 else {}
 
 
-__all__ = ["deepseek_v2", "deepseek_v3"]
+def config(spec: Spec) -> dict[str, Any]:
+    """spec -> DeepSeek-V2's or V3's config.json (V3: the sigmoid router, its correction bias, groups by their
+    best two): every key, the sizes their own way."""
+    rotated, dense = spec.rotated_dims, spec.feedforward_layers or ()
+    out = (
+        {k: v for k, v in size_keys(spec).items() if k != "head_dim"}
+        | rope_keys(spec)
+        | {
+            "num_key_value_heads": spec.H,
+            "kv_lora_rank": spec.kv_rank,
+            "q_lora_rank": spec.q_rank,
+            "qk_rope_head_dim": rotated,
+            "qk_nope_head_dim": spec.m - rotated,
+            "v_head_dim": spec.value_size,
+            "rms_norm_eps": spec.norm_eps,
+            "attention_bias": False,
+            "hidden_act": "silu",
+            "n_routed_experts": spec.E,
+            "num_experts_per_tok": spec.k,
+            "moe_intermediate_size": spec.expert_r,
+            "n_shared_experts": (spec.shared_r or 0) // (spec.expert_r or 1),
+            "first_k_dense_replace": sum(1 for kind in dense if kind == "dense"),
+            "n_group": spec.router_groups or 1,
+            "topk_group": spec.router_topk_groups or 1,
+            "routed_scaling_factor": spec.router_scale,
+            "norm_topk_prob": spec.router_renorm,
+        }
+    )
+    out.pop("partial_rotary_factor", None)
+    if spec.rope_scaling == "yarn":
+        out["rope_scaling"] |= {"mscale": spec.rope_mscale, "mscale_all_dim": spec.rope_mscale_all_dim}
+    if spec.router_score == "sigmoid":
+        return out | {"scoring_func": "sigmoid", "topk_method": "noaux_tc", "rope_interleave": True}
+    return out | {"topk_method": "group_limited_greedy" if spec.router_groups else "greedy"}
+
+
+def _model_type(spec: Spec) -> str:
+    """A deepseek2 file's config.json: V3's where the router scores by sigmoid, else V2's."""
+    return "deepseek_v3" if spec.router_score == "sigmoid" else "deepseek_v2"
+
+
+GGUF = Gguf("deepseek2", LAYOUT, gguf_spec, gguf_metadata, base="latent", model_type=_model_type, joined=JOINED)
+_LORA = ("gate_proj", "up_proj", "down_proj", "gate")
+RECORDS = (
+    Record(
+        "deepseek_v2",
+        "DeepseekV2ForCausalLM",
+        deepseek_v2,
+        DEEPSEEK,
+        config,
+        GGUF,
+        lora_stacked=_LORA,
+        config_alone=True,
+    ),
+    Record(
+        "deepseek_v3",
+        "DeepseekV3ForCausalLM",
+        deepseek_v3,
+        DEEPSEEK,
+        config,
+        GGUF,
+        lora_stacked=_LORA,
+        config_alone=True,
+        skipped=(r"^model\.layers\.61\.",),  # DeepSeek-V3's multi-token prediction layer, as transformers
+    ),
+)
+
+__all__ = ["RECORDS"]
