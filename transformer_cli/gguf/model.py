@@ -30,7 +30,7 @@ def is_gguf(path: str | Path) -> bool:
 def _arch(header: Header) -> tuple[str, Arch, Keys]:
     """The file's general.architecture, its entry, and its `{arch}.*` keys."""
     name = header.metadata.get("general.architecture")
-    supported = ", ".join(ARCHITECTURES)
+    supported = ", ".join(sorted(ARCHITECTURES))
     if not isinstance(name, str):
         raise SpecError(f"{header.path}: key 'general.architecture': missing, expected one of {supported}")
     if name not in ARCHITECTURES:

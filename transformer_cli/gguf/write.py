@@ -145,7 +145,7 @@ def write_gguf(
     if model_type not in ARCH_OF:
         raise SpecError(
             f"{spec.label}: model_type '{model_type}' has no GGUF architecture tfm writes (it writes "
-            f"{', '.join(ARCH_OF)})"
+            f"{', '.join(sorted(ARCH_OF))})"
         )
     if type_name.upper() not in TYPES:
         raise SpecError(f"--type {type_name}: tfm writes GGUF files of {', '.join(t.lower() for t in TYPES)}")

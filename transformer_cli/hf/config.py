@@ -73,7 +73,7 @@ def _json_kind(value: Any) -> str:
 
 
 def _model_type(c: Keys) -> str:
-    supported = ", ".join(FAMILIES)
+    supported = ", ".join(sorted(FAMILIES))
     kind = c.text("model_type", None)
     if kind is None:
         raise SpecError(f"{c.source}: key 'model_type': missing, expected one of {supported}")

@@ -185,7 +185,7 @@ def gguf_to_hugging_face(
     if arch not in MODEL_TYPE:  # (BERT's: the file has no pooler, which a BertModel's config cannot leave out)
         raise SpecError(
             f"{path}: tfm writes no Hugging Face folder of a GGUF {arch} file (it writes one of "
-            f"{', '.join(MODEL_TYPE)}); tfm's weights file takes it: -o FILE.safetensors"
+            f"{', '.join(sorted(MODEL_TYPE))}); tfm's weights file takes it: -o FILE.safetensors"
         )
     config = hf_config(spec, arch, weights.header.metadata)
     own = spec_of_config(config, f"{path}: the config.json built from its metadata")

@@ -175,7 +175,7 @@ def mix(path: Path | None, spec: Spec, name: str) -> Held:
         if model_type not in ARCH_OF:
             raise TfmError(
                 f"--weights {name}: model_type '{model_type}' has no GGUF architecture tfm knows (it "
-                f"knows {', '.join(ARCH_OF)})"
+                f"knows {', '.join(sorted(ARCH_OF))})"
             )
         arch = ARCH_OF[str(model_type)]
     return mix_held(spec, arch, name)
