@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import kernels
+from ..spec.choices import ATTENTIONS
 from .base import Component, Pairs, Tensor, Term
 
 SOFTMAX_PER_SCORE = 5  # max, subtract, exp, sum, divide
@@ -69,6 +70,7 @@ def _norm_part(get: Callable[[str], np.ndarray], prefix: str, name: str) -> np.n
     return get(prefix + name)
 
 
+@ATTENTIONS.register("standard")
 class MultiHeadAttention(Component):
     def tensors(self, prefix: str) -> list[Tensor]:
         H, G, m, d = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d
