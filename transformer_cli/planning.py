@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .analysis.serving import GGUF_MIXES, LOGITS, WEIGHT_DTYPES, context_cap
 from .errors import OptionError, TfmError
@@ -15,34 +15,15 @@ from .options import count
 from .spec.definition import Spec
 
 if TYPE_CHECKING:
-    from .analysis.plan import Plan
+    from .analysis.plan import Asked, Plan
     from .analysis.quantized import Held
-
-
-class Asked(NamedTuple):
-    """analysis.plan.plan's arguments, as the options resolve them for a model."""
-
-    spec: Spec
-    b: int
-    n: int
-    n_src: int | None
-    weights: str | Held
-    kv: str
-    memory: int | None
-    optimizer: str
-    zero: int
-    devices: int
-    hardware: tuple[str, ...]
-    lora: Any
-    split: Any
-    logits: str
 
 
 def plan_model(model: Any, *args: Any, **options: Any) -> Plan:
     """The plan `tfm plan MODEL` makes with these options (asked()'s)."""
-    from .analysis.plan import plan
+    from .analysis.plan import plan_asked
 
-    return plan(*asked(model, *args, **options))
+    return plan_asked(asked(model, *args, **options))
 
 
 def asked(
@@ -65,13 +46,13 @@ def asked(
     logits: str = "last",
     say: Callable[[str], None] | None = None,
 ) -> Asked:
-    """What `tfm plan MODEL` plans with these options (by the command's long names; memory as bytes or with
+    """What `tfm plan MODEL` is asked with these options (by the command's long names; memory as bytes or with
     its unit, "80G"), checked as the command checks them; `say` hears what the command says on stderr (a context
     beyond the model's, a file planned at its own bytes)."""
     from .analysis.hardware import PRESETS
     from .analysis.kv_cache import KV_BYTES
     from .analysis.parallel import Split
-    from .analysis.plan import HARDWARE
+    from .analysis.plan import HARDWARE, Asked
     from .analysis.training import OPTIMIZERS
     from .analysis.units import size
     from .spec.definition import check_length
@@ -128,7 +109,20 @@ def asked(
     lora = adapters_of(path, spec, lora_rank, lora_targets or "all-linear") if lora_rank is not None else None
     split = Split(tensor_parallel, pipeline_parallel, expert_parallel)
     return Asked(
-        spec, batch, n, source_len, kind, kv_dtype, budget, optimizer, zero, devices, names, lora, split, logits
+        spec,
+        b=batch,
+        n=n,
+        n_src=source_len,
+        weights=kind,
+        kv=kv_dtype,
+        memory=budget,
+        optimizer=optimizer,
+        zero=zero,
+        devices=devices,
+        hardware=names,
+        lora=lora,
+        split=split,
+        logits=logits,
     )
 
 
