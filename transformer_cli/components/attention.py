@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from typing import Any
 
@@ -115,6 +115,13 @@ class MultiHeadAttention(Component):
 
     # -- the forward pass: one block's weights stacked so that all heads go through one product ---------------
 
+    @cached_property
+    def attends(self) -> kernels.Attend:
+        """How the layer's queries attend to its keys (kernels.attend's options): the spec's scale, mask, window
+        and soft cap; a call adds its block's sinks, its positions' bias, its stop and its taps."""
+        spec = self.spec
+        return kernels.Attend(spec.score_scale, spec.mask == "causal", spec.window, softcap=spec.attn_softcap)
+
     def prepare(self, get: Callable[[str], np.ndarray]) -> AttentionWeights:
         """W_qkv ((H + 2G)m, d): rows [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G]; W_O (d, Hm): columns h*m ..
         (h+1)*m - 1 are W_O^h; biases as (k, 1, 1) columns; the query and key norms' gains as (m, 1, 1, 1)."""
@@ -153,34 +160,17 @@ class MultiHeadAttention(Component):
         cache holds."""
         Q, K, V = self.qkv(w, X)
         model.rotate(Q, K, start + offset, start, block=i)  # (a step's key is cached already turned)
+        how = replace(self.attends, sinks=w.sinks, stop=stop, weights_out=weights_out)
         if cache is not None and X.shape[-1] == 1:
             stored = cache.store(*self.cache_entries(w, X, K, V))  # start + 1 columns, or w with a window
             K_all, V_all = self.keys_values(w, *stored)  # (b, G, m, start + 1): latents expanded
             first_key = start + 1 - K_all.shape[-1]  # (a window keeps the latest keys only)
-            heads = model.attend(
-                Q,
-                K_all,
-                V_all,
-                causal=False,
-                weights_out=weights_out,
-                stop=stop,
-                positions=(start + offset, first_key),
-                sinks=w.sinks,
-            )
+            step = replace(how, causal=False, window=None)  # the one query sees every key the cache holds
+            heads = model.attend(Q, K_all, V_all, step, positions=(start + offset, first_key))
             return self.project(w, heads)
         if cache is not None:  # what a decoder's cache keeps (latent attention: its latents and rotary keys)
             cache.fill(*self.cache_entries(w, X, K, V))
-        heads = model.attend(
-            Q,
-            K,
-            V,
-            self.spec.mask == "causal",
-            weights_out=weights_out,
-            stop=stop,
-            window=self.spec.window,
-            positions=(start + offset, start),
-            sinks=w.sinks,
-        )
+        heads = model.attend(Q, K, V, how, positions=(start + offset, start))
         return self.project(w, heads)
 
     def qk_gains(self, get: Callable[[str], np.ndarray]) -> tuple:
