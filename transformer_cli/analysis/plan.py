@@ -22,7 +22,7 @@ from .parallel import Devices, Split, local_spec, stage_weights
 from .parallel import devices as parallel_devices
 from .params import count_params
 from .quantized import GROUP, QUANT_NOTE, Held, total_bytes, weight_bytes
-from .serving import KERNELS, Fit, Serving, Transient, compute_bytes, fits, serving_memory, transient
+from .serving import KERNELS, Fit, Serving, Transient, compute_bytes, context_cap, fits, serving_memory, transient
 from .training import Training, training_memory
 from .units import scientific
 
@@ -206,8 +206,6 @@ def _plan(asked: Asked) -> Plan:
 def contexts(spec: Spec, n: int) -> list[int]:
     """The contexts a serving chart spans: powers of two from 128 to the model's own context (or 4n, at least
     8,192), and n itself."""
-    from .serving import context_cap
-
     top = context_cap(spec) or max(4 * n, 8192)
     points = {1 << k for k in range(7, top.bit_length()) if 1 << k <= top} | {top, n}
     return sorted(points)

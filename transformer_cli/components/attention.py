@@ -18,6 +18,7 @@ import numpy as np
 from .. import kernels
 from ..spec.choices import ATTENTIONS
 from .base import Component, Pairs, Tensor, Term
+from .norm import LayerNormWithoutBias, norm_kind
 
 SOFTMAX_PER_SCORE = 5  # max, subtract, exp, sum, divide
 SOFT_CAP_PER_ENTRY = 3  # cap tanh(s / cap): a multiply, the tanh, a multiply
@@ -107,8 +108,6 @@ class MultiHeadAttention(Component):
     def qk(self):
         """The norm of each query and key head (the spec's norm type over m entries), with qk_norm; a norm per head
         has gains only (StableLM's and Cohere's LayerNorms without a bias)."""
-        from .norm import LayerNormWithoutBias, norm_kind
-
         if self.spec.qk_norm_over == "per_head" and self.spec.norm_type == "layernorm":
             return LayerNormWithoutBias(self.spec)
         return norm_kind(self.spec)
