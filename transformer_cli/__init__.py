@@ -10,6 +10,7 @@ modules it needs: `tfm count` never imports the model.
 from importlib import import_module
 from typing import Any
 
+from .registry import fill_with
 from .version import __version__
 
 _EXPORTS = {
@@ -82,6 +83,15 @@ _EXPORTS = {
 }
 
 __all__ = ["__version__", *_EXPORTS]
+
+
+def _register_components() -> None:
+    """Import the components, whose modules register the kinds the spec's choices name (spec/choices.py): run the
+    first time a spec's choices are read, so a command that checks no spec (`tfm --help`) does without them."""
+    from . import components  # noqa: F401
+
+
+fill_with(_register_components)
 
 
 def __getattr__(name: str) -> Any:

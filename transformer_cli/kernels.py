@@ -9,6 +9,7 @@ import math
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -240,39 +241,46 @@ def linear(W: Array, X: Array) -> Array:
 Bias = Callable[[int, int, int, int], "Array | None"]  # (first query, queries, first key, keys) -> (H, q, k) or None
 
 
+@dataclass(frozen=True, eq=False)
+class Attend:
+    """How an attention runs, besides its arrays (`attend`'s options; a layer's are made once, a call's changes
+    replace them).
+
+    The scores are scaled by `scale`. With `causal`, query q sees keys 0..q only (and the keys after a chunk's last
+    query are never touched); with a `window` w too, only keys q - w + 1 .. q (and the keys before a chunk's first
+    window are never touched). `bias(q0, c, k0, k)` adds a position bias (H, c, k) to the scores of queries q0..
+    and keys k0.. (relative positions). With `softcap` c, each scaled score s becomes c tanh(s / c) before the mask
+    (Gemma 2). With `sinks` (H,), head h's softmax has one more logit, sinks[h], beside the keys' scores, whose
+    weight is dropped: a query's weights then sum to less than 1 (gpt-oss). `chunk_bytes` bounds the scores held
+    at once. Once `stop` is set, the next chunk raises Stopped. `weights_out` receives the weights (b, H, n_k, n_q);
+    `scores_out` the scaled scores before any mask, (b, H, n_q, n_k) (the scaling check reads them).
+    """
+
+    scale: float = 1.0
+    causal: bool = False
+    window: int | None = None
+    bias: Bias | None = None
+    softcap: float | None = None
+    sinks: Array | None = None
+    chunk_bytes: int = CHUNK_BYTES
+    stop: threading.Event | None = None
+    weights_out: list | None = None
+    scores_out: list | None = None
+
+
 def attend(
-    Q: Array,
-    K: Array,
-    V: Array,
-    scale: float,
-    causal: bool,
-    window: int | None = None,
-    bias: Bias | None = None,
-    chunk_bytes: int = CHUNK_BYTES,
-    stop: threading.Event | None = None,
-    weights_out: list | None = None,
-    scores_out: list | None = None,
-    softcap: float | None = None,
-    sinks: Array | None = None,
-    out: Array | None = None,
-    part: tuple[int, int] = (0, 1),
+    Q: Array, K: Array, V: Array, how: Attend, out: Array | None = None, part: tuple[int, int] = (0, 1)
 ) -> Array:
-    """Each head's V Softmax(scale K^T Q), a chunk of queries at a time: -> heads (H, m_v, b, n_q).
+    """Each head's V Softmax(scale K^T Q), a chunk of queries at a time, as `how` says: -> heads (H, m_v, b, n_q).
 
     Q: (b, H, m, n_q); K: (b, G, m, n_k), V: (b, G, m_v, n_k) (m_v = m but in latent attention), key/value head g
-    serving query heads g H/G .. (g + 1) H/G - 1
-    (one product per group, never repeated). With `causal`, query q sees keys 0..q only (and the keys
-    after a chunk's last query are never touched); with a `window` w too, only keys q - w + 1 .. q (and the
-    keys before a chunk's first window are never touched). `bias(q0, c, k0, k)` adds a position bias (H, c, k)
-    to the scores of queries q0.. and keys k0.. (relative positions). `weights_out` receives the weights
-    (b, H, n_k, n_q); `scores_out` the scaled scores before any mask, (b, H, n_q, n_k) (the scaling check reads
-    them). With `softcap` c, each scaled score s becomes c tanh(s / c) before the mask (Gemma 2). With `sinks`
-    (H,), head h's softmax has one more logit, sinks[h], beside the keys' scores, whose weight is dropped: a
-    query's weights then sum to less than 1 (gpt-oss). Once `stop` is set, the next chunk raises Stopped.
+    serving query heads g H/G .. (g + 1) H/G - 1 (one product per group, never repeated).
 
     `out` and `part` (i, parts): write into `out` (H, m_v, b, n_q) the chunks i, i + parts, ... only, so that
     `parts` threads share one call's chunks (the model runs them; weights_out and scores_out are not shared).
     """
+    scale, causal, window, bias, softcap, sinks = how.scale, how.causal, how.window, how.bias, how.softcap, how.sinks
+    stop, weights_out, scores_out = how.stop, how.weights_out, how.scores_out
     b, H, m, n_q = Q.shape
     G, n_k, m_v = K.shape[1], K.shape[-1], V.shape[2]
     dtype = Q.dtype
@@ -283,7 +291,7 @@ def attend(
     S = np.zeros((b, H, n_q, n_k), dtype=dtype) if scores_out is not None else None
     Q = scaled_queries(Q, scale)
     sink = None if sinks is None else np.asarray(sinks, dtype=dtype).reshape(H, 1, 1)
-    step = chunk_size(H, n_q, n_k, dtype.itemsize, chunk_bytes, causal)
+    step = chunk_size(H, n_q, n_k, dtype.itemsize, how.chunk_bytes, causal)
     # causal without a window: a chunk's queries see every key before the chunk, so only the square of the
     # chunk's own keys is masked, and that square is the same for every chunk: made once, added to c^2 scores
     own = causal_mask(0, step, step).astype(dtype) if causal and not window else None

@@ -287,3 +287,21 @@ def test_the_fits_footnote_appears_only_under_a_zero(runner):
     tight = words(runner.invoke(app, [*args, "13G"]))
     assert "A batch of 0: not even one sequence of 2,048 tokens fits." in tight
     assert "A context of 0" not in tight  # 794 tokens fit at b = 1
+
+
+# -- the library call ------------------------------------------------------------------------------
+
+
+def test_the_plan_of_an_asked_is_the_plan_of_its_fields_by_keyword():
+    """`plan(spec, b=..., n=...)` (the library's call) builds the Asked the command passes whole: each field reaches
+    the plan (the control: another n, another plan)."""
+    from transformer_cli.analysis.parallel import Split
+    from transformer_cli.analysis.plan import Asked, plan, plan_asked
+
+    spec = Spec(N=2, H=4, m=8, d=32, r=64, V=100, mask="causal")
+    fields = dict(b=3, n=96, weights="int8", kv="float16", memory=2**30, optimizer="sgd", zero=1, devices=2)
+    fields |= dict(hardware=("h100-sxm",), split=Split(2, 1, 1), logits="all")
+    asked = Asked(spec, **fields)
+    assert plan_asked(asked).to_dict() == plan(spec, **fields).to_dict()
+    assert plan_asked(asked).batch == 3 and plan_asked(asked).split is not None
+    assert plan_asked(replace(asked, n=97)).to_dict() != plan(spec, **fields).to_dict()

@@ -98,7 +98,7 @@ def _largest_score(spec, weights, X):
     model = Transformer(spec, weights)
     for i in range(spec.N):  # block 0's scores are exact here; deeper blocks see the earlier ones' output
         Q, K, _ = model.qkv(i, X[:, None, :])
-        model.attend(Q, K, K, causal=False, scores_out=found)
+        model.attend(Q, K, K, model_module.Attend(spec.score_scale, softcap=spec.attn_softcap, scores_out=found))
     return max(float(np.max(np.abs(s))) for s in found)
 
 
@@ -225,9 +225,9 @@ def test_decoding_with_a_window_keeps_at_most_w_keys(monkeypatch):
     widths = []
     real = Transformer.attend
 
-    def attend(self, Q, K, V, causal, **kw):
+    def attend(self, Q, K, V, how, **kw):
         widths.append(K.shape[-1])
-        return real(self, Q, K, V, causal, **kw)
+        return real(self, Q, K, V, how, **kw)
 
     monkeypatch.setattr(Transformer, "attend", attend)
     result = check_decoding(setup_for(WINDOWED, n=10))

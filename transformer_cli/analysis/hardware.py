@@ -83,7 +83,7 @@ def probe(seconds: float = 0.1) -> Hardware:
     """This machine, measured: NumPy's float32 and float64 GEMM (1024 x 1024, best of a few) and the copy
     bandwidth of a 64 MiB array (bytes read + written a second, best of a few). No 16-bit or float8 GEMM in
     NumPy: those use the float32 figure."""
-    from .limits import memory_limits
+    from .limits import memory_limits  # (here: `tfm --help` imports this module, and only "this" measures)
 
     rng = np.random.default_rng(0)
     peak = {}
@@ -167,8 +167,9 @@ def timing(
 ) -> Timing:
     """Prefill of b prompts of n tokens, and one decoding step at context n for b sequences, on `hw` (None for a
     model that does not decode: an encoder's prefill is its whole forward pass)."""
+    # here, not at the top: `tfm --help` imports this module for the preset names, and these import the components
     from .decode import step_multiply_adds, weights_read
-    from .flops import multiply_adds  # (here: `tfm --help` imports this module for the preset names)
+    from .flops import multiply_adds
     from .kv_cache import decodes, served_cache_bytes
     from .quantized import total_bytes
 

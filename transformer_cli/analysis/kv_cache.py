@@ -44,7 +44,7 @@ def cached_tokens(spec: Spec, n: int) -> int:
 
 def kv_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: int | None = None) -> int:
     """The cache's bytes for b sequences at context n (an encoder-decoder: sources of n_src, default n)."""
-    from ..components import attention_component
+    from ..components import attention_component  # (here: `tfm --help` imports this module for KV_BYTES)
 
     size, scale = KV_BYTES[dtype], SCALE_BYTES.get(dtype, 0)
     # each group of blocks alike keeps its own window's tokens, each token what its attention caches (G keys and

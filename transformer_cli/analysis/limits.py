@@ -15,6 +15,8 @@ import resource
 from dataclasses import dataclass
 from pathlib import Path
 
+from .units import human
+
 UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as 2^63 rounded down to a page; anything this large is none
 FIX = "lower the batch or the sequence length"
 
@@ -115,8 +117,6 @@ def mapped(root: Path = Path("/")) -> int:
 
 def memory_limits(root: Path = Path("/")) -> list[Limit]:
     """Every limit that is known here; the one with the least room applies."""
-    from .units import human
-
     found = []
     available = available_memory(root)
     if available is not None:

@@ -17,7 +17,8 @@ from ..components.norm import norm_kind
 from ..errors import TfmError
 from ..kernels import CHUNK_BYTES, chunk_size, cores
 from ..spec.definition import Spec
-from ..spec.stacks import decoder, encoder, without_encoder
+from ..spec.stacks import decoder, encoder, encoder_spec, without_encoder
+from .limits import FIX, Limit, memory_limits
 from .params import count_params
 from .units import UNITS, human, parse_size, scientific  # noqa: F401 - the names callers import from here
 
@@ -129,8 +130,6 @@ def estimate_encoder_decoder(
 ) -> MemoryEstimate:
     """An encoder-decoder's pass, bounded from above: the encoder's pass and the decoder's (as one-stack models,
     each holding the shared embedding), plus the cross-attention's weights and the memory's keys and values."""
-    from ..spec.stacks import encoder_spec
-
     s = np.dtype(dtype).itemsize
     encoder = estimate_forward(encoder_spec(spec), b, n_src, dtype)  # no vocabulary: E and logits are the decoder's
     decoder = estimate_forward(without_encoder(spec), b, n_tgt, dtype)
@@ -162,8 +161,6 @@ def check_memory(estimate: MemoryEstimate, max_memory: str | None, what: str) ->
     --max-memory replaces the available memory (a soft figure) but not the hard limits: a cgroup's limit
     and ulimit -v still apply, since past them the process is killed or every allocation fails.
     """
-    from .limits import FIX, Limit, memory_limits
-
     limits = memory_limits()
     if max_memory:
         given = parse_size(max_memory)
@@ -182,8 +179,6 @@ def check_memory(estimate: MemoryEstimate, max_memory: str | None, what: str) ->
 def out_of_memory(holds: str | None = None) -> str:
     """The one-line refusal for a MemoryError: which limit was reached, and what can help under it (`holds`:
     what a command without a forward pass holds, said instead of advice on batches and lengths)."""
-    from .limits import memory_limits
-
     limits = memory_limits()
     ulimit = [lim for lim in limits if lim.kind == "ulimit"]  # the usual cause of a MemoryError on Linux
     limit = min(ulimit or limits, key=lambda lim: lim.free, default=None)

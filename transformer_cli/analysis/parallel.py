@@ -26,12 +26,15 @@ Latent attention (DeepSeek's) is not split here (refused). Sequence parallelism 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ..components import attention_component
+from ..components.residual import Residuals
 from ..errors import SpecError
 from ..spec.definition import Spec
 from ..spec.stacks import decoder, stacks
+from .kv_cache import KV_BYTES, SCALE_BYTES, cached_tokens, decodes
 
 if TYPE_CHECKING:
     from ..components.held import Held
@@ -60,8 +63,6 @@ class Split:
 
 def check_split(spec: Spec, split: Split) -> None:
     """Refuse a split that does not divide what it must, naming it."""
-    from ..components import attention_component
-
     T, P, X = split.tensor, split.pipeline, split.expert
     refusal = attention_component(spec).tensor_split_refusal
     if T > 1 and refusal:
@@ -163,9 +164,6 @@ def kv_heads_per_device(spec: Spec, split: Split) -> int:
 
 def stage_cache(spec: Spec, split: Split, b: int, n: int, kv: str = "bfloat16", n_src: int | None = None) -> list[int]:
     """Bytes of KV cache each stage's devices hold for b sequences at context n."""
-    from ..components import attention_component
-    from .kv_cache import KV_BYTES, SCALE_BYTES, cached_tokens, decodes
-
     out = [0] * split.pipeline
     if not decodes(spec):
         return out
@@ -183,8 +181,6 @@ def stage_cache(spec: Spec, split: Split, b: int, n: int, kv: str = "bfloat16", 
 def local_spec(spec: Spec, split: Split) -> Spec:
     """The model as one tensor-parallel device runs it: H / T heads, its key/value heads, r / T hidden units,
     ceil(V / T) vocabulary rows (its activations and transient buffers are this spec's; d stays whole)."""
-    from dataclasses import replace
-
     T = split.tensor
     if T == 1:
         return spec
@@ -204,8 +200,6 @@ def local_spec(spec: Spec, split: Split) -> Spec:
 def communication(spec: Spec, split: Split, s: int = 2) -> dict[str, int]:
     """Bytes a device of the busiest stage sends a token, by kind (the module's docstring): in the forward pass,
     and in training (as much again backwards)."""
-    from ..components.residual import Residuals
-
     T, P, X, d = split.tensor, split.pipeline, split.expert, spec.d
     reductions = 1  # the embedding's, and each of its blocks' sums (the decoder's stage's N / P blocks)
     for stack in stacks(spec):

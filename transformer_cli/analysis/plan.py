@@ -23,7 +23,7 @@ from .parallel import Devices, Split, local_spec, stage_weights
 from .parallel import devices as parallel_devices
 from .params import count_params
 from .quantized import GROUP, QUANT_NOTE, total_bytes, weight_bytes
-from .serving import KERNELS, Fit, Serving, Transient, compute_bytes, fits, serving_memory, transient
+from .serving import KERNELS, Fit, Serving, Transient, compute_bytes, context_cap, fits, serving_memory, transient
 from .training import Training, training_memory
 from .units import scientific
 
@@ -78,6 +78,30 @@ class Plan:
         return ordered
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What a plan is asked: the spec served and trained at b sequences of n tokens (an encoder-decoder's sources
+    n_src), its weights a type priced by its formula or the bytes a file holds (Held), the KV cache's type, a
+    memory budget, the optimizer and ZeRO stage over `devices`, the hardware timed, LoRA's adapters (fine-tuned on
+    the base frozen in `weights`; nf4: QLoRA), a split over devices, and which logits the prefill makes.
+    planning.asked resolves the options of `tfm plan MODEL` to it."""
+
+    spec: Spec
+    b: int = 1
+    n: int = 2048
+    n_src: int | None = None
+    weights: str | Held = "bfloat16"
+    kv: str = "bfloat16"
+    memory: int | None = None
+    optimizer: str = "adam-mixed"
+    zero: int = 0
+    devices: int = 1
+    hardware: tuple[str, ...] = HARDWARE
+    lora: Adapters | None = None
+    split: Split | None = None
+    logits: str = "last"
+
+
 def plan(
     spec: Spec,
     b: int = 1,
@@ -94,11 +118,18 @@ def plan(
     split: Split | None = None,
     logits: str = "last",
 ) -> Plan:
-    """The whole plan; `weights` a type priced by its formula, or the bytes a file holds (Held); training with
-    `lora` fine-tunes its adapters on the base frozen in `weights` (nf4: QLoRA)."""
+    """The whole plan, by Asked's fields (the library's call: `plan(spec, n=8192, memory=80 * 2**30)`)."""
+    return plan_asked(
+        Asked(spec, b, n, n_src, weights, kv, memory, optimizer, zero, devices, hardware, lora, split, logits)
+    )
+
+
+def plan_asked(asked: Asked) -> Plan:
+    """The whole plan of what is asked."""
     try:
-        return _plan(spec, b, n, n_src, weights, kv, memory, optimizer, zero, devices, hardware, lora, split, logits)
+        return _plan(asked)
     except OverflowError:  # exact integers until a time or a ratio needs a float
+        spec = asked.spec
         symbol = max(("N", "H", "m", "d", "r", "V", "E", "N_enc"), key=lambda k: getattr(spec, k) or 0)
         raise SpecError(
             f"{spec.label}: {symbol} = {scientific(getattr(spec, symbol))} is too large to plan: its times overflow "
@@ -106,37 +137,25 @@ def plan(
         ) from None
 
 
-def _plan(
-    spec: Spec,
-    b: int,
-    n: int,
-    n_src: int | None,
-    weights: str | Held,
-    kv: str,
-    memory: int | None,
-    optimizer: str,
-    zero: int,
-    devices: int,
-    hardware: tuple[str, ...],
-    lora: Adapters | None,
-    split: Split | None,
-    logits: str,
-) -> Plan:
-    n_src = source_len(spec, n, n_src)
+def _plan(asked: Asked) -> Plan:
+    spec, b, n, weights, kv = asked.spec, asked.b, asked.n, asked.weights, asked.kv
+    lora, logits = asked.lora, asked.logits
+    n_src = source_len(spec, n, asked.n_src)
     params = count_params(spec).total
     s = compute_bytes(weights)
-    split = None if split is None or split.trivial else split
+    split = None if asked.split is None or asked.split.trivial else asked.split
     shards = None if split is None else parallel_devices(spec, split, b, n, weights, kv, n_src)
     if shards is not None and lora is not None:
         raise SpecError("--lora-rank with several devices: LoRA's adapters over a split model are not planned yet")
     local = spec if split is None else local_spec(spec, split)  # what one device runs
     fitted = None
-    if memory is not None:
+    if asked.memory is not None:
         fitted = {
-            way: fits(spec, memory, b, n, weights, kv, fused, n_src, split, logits) for way, fused in KERNELS.items()
+            way: fits(spec, asked.memory, b, n, weights, kv, fused, n_src, split, logits)
+            for way, fused in KERNELS.items()
         }
     device_params = params if split is None else max(stage_weights(spec, split, "float32")) // 4
-    machines = [probe() if name == "this" else PRESETS[name] for name in hardware]
+    machines = [probe() if name == "this" else PRESETS[name] for name in asked.hardware]
     return Plan(
         name=spec.label,
         batch=b,
@@ -169,9 +188,9 @@ def _plan(
             device_params,
             b,
             n,
-            optimizer,
-            zero,
-            devices,
+            asked.optimizer,
+            asked.zero,
+            asked.devices,
             n_src,
             lora,
             (_label(weights), total_bytes(spec, weights)),
@@ -188,8 +207,6 @@ def _plan(
 def contexts(spec: Spec, n: int) -> list[int]:
     """The contexts a serving chart spans: powers of two from 128 to the model's own context (or 4n, at least
     8,192), and n itself."""
-    from .serving import context_cap
-
     top = context_cap(spec) or max(4 * n, 8192)
     points = {1 << k for k in range(7, top.bit_length()) if 1 << k <= top} | {top, n}
     return sorted(points)

@@ -124,7 +124,7 @@ def transient(
     spec: Spec, b: int, n: int, s: int, fused: bool = True, n_src: int | None = None, logits: str = "last"
 ) -> Transient:
     """The prefill's transient peak and its parts, in bytes."""
-    from ..components.embedding import head as head_of
+    from ..components.embedding import head as head_of  # (here: `tfm --help` imports this module)
     from ..components.encoder import CrossAttention
 
     T, d = b * n, spec.d
@@ -156,7 +156,7 @@ def _device(
             lambda b, n: served_cache_bytes(spec, b, n, kv, n_src),
             lambda b, n: transient(spec, b, n, s, fused, n_src, logits).total,
         )
-    from .parallel import local_spec, stage_cache, stage_weights
+    from .parallel import local_spec, stage_cache, stage_weights  # (here: it imports the components)
 
     local = local_spec(spec, split)
     return (

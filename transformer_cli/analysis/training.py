@@ -68,7 +68,7 @@ def _feedforward(spec: Spec, s: int, down: bool = True, gate: bool = True, up: b
     """Bytes one token's feedforward keeps beyond its input (its kind's, plain, gated or routed). Under LoRA some
     tensors need no gradient: W2's input is kept only when W2 trains (`down`), the gate's and the up row's when
     they need a gradient (`gate`, `up`)."""
-    from ..components.experts import block_feedforward
+    from ..components.experts import block_feedforward  # (here: `tfm --help` imports this module)
 
     return block_feedforward(spec).saved_bytes(s, down, gate, up)
 
@@ -78,7 +78,7 @@ def block_bytes(spec: Spec, n: int, s: int, fused: bool, tuned: Tuned | None = N
     LoRA's adapters, their A's outputs of r a token each, `tuned`: then a frozen linear module keeps no input, a
     norm no normalised copy, and in a stack's first block whatever needs no gradient before the first adapter
     keeps nothing)."""
-    from ..components import attention_component
+    from ..components import attention_component  # (here: `tfm --help` imports this module)
     from ..components.residual import Residuals
 
     d, H, m = spec.d, spec.H, spec.m
@@ -115,7 +115,7 @@ def block_bytes(spec: Spec, n: int, s: int, fused: bool, tuned: Tuned | None = N
 
 def _cross_bytes(spec: Spec, n_src: int, s: int, fused: bool, tuned: Tuned | None = None) -> tuple[int, int]:
     """Bytes a decoder block's cross-attention keeps per target token and per source token."""
-    from ..components.encoder import CrossAttention
+    from ..components.encoder import CrossAttention  # (here: `tfm --help` imports this module)
 
     def trains(kind: str) -> bool:
         return tuned is None or tuned.trains(kind)
@@ -128,7 +128,7 @@ def _model_bytes(spec: Spec, s: int, frozen: bool = False) -> int:
     """Bytes per token kept outside the blocks, each component's: the ids, the embedding's norm, the final norm,
     the head, the loss (frozen, LoRA: no ids nor embedding norm, which need no gradient, nor the frozen head's
     input)."""
-    from ..components import outside_components
+    from ..components import outside_components  # (here: `tfm --help` imports this module)
 
     return sum(c.saved_per_token(s, frozen) for c in outside_components(spec))
 
@@ -137,7 +137,7 @@ def _source_bytes(spec: Spec, s: int, kept: bool, frozen: bool = False) -> int:
     """Bytes per source token kept outside the encoder's blocks: the source ids (looked up as the targets' are),
     the encoder's norms of its embedding and of its output, and its output, which the cross-attentions' K and V
     keep (under LoRA: when they train, `kept`)."""
-    from ..components import encoder_model_components
+    from ..components import encoder_model_components  # (here: `tfm --help` imports this module)
     from ..components.embedding import id_bytes
 
     ids = 0 if frozen else id_bytes(spec)
@@ -147,7 +147,7 @@ def _source_bytes(spec: Spec, s: int, kept: bool, frozen: bool = False) -> int:
 
 def _positions(spec: Spec, n: int, s: int, frozen: bool = False) -> int:
     """Bytes a stack keeps once for its positions (rotary cosines and sines, relative positions' bucket ids)."""
-    from ..components.positional import POSITIONALS
+    from ..components.positional import POSITIONALS  # (here: `tfm --help` imports this module)
 
     return POSITIONALS[spec.positional](spec).saved_bytes(n, s, frozen)
 

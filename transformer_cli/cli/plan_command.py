@@ -17,8 +17,7 @@ from .common import EXIT_CODES, ForceOpt, JsonOpt, SpecArg, app, err, handled, l
 from .plan_tables import WAYS, devices_table, fits_table, serving_table, time_table, training_table
 
 if TYPE_CHECKING:  # only for annotations: `tfm --help` does not import the plan
-    from ..analysis.plan import Plan
-    from ..tasks.planning import Asked
+    from ..analysis.plan import Asked, Plan
 
 WeightDType = Enum("WeightDType", {k: k for k in (*WEIGHT_DTYPES, *GGUF_MIXES)}, type=str)  # type: ignore[misc]
 KVDType = Enum("KVDType", {k: k for k in KV_BYTES}, type=str)  # type: ignore[misc]
@@ -115,8 +114,7 @@ def plan(
       tfm plan examples/hf/Meta-Llama-3-8B --weights nf4 --lora-rank 16
       tfm plan examples/hf/Meta-Llama-3-8B --memory 24G --plot plan.svg --plot-weights int4
     """
-    from ..analysis.plan import HARDWARE
-    from ..analysis.plan import plan as make_plan
+    from ..analysis.plan import HARDWARE, plan_asked
     from ..api.models import Model
     from ..tasks.planning import asked
 
@@ -152,7 +150,7 @@ def plan(
             logits.value,
             say,
         )
-        result = make_plan(*options)
+        result = plan_asked(options)
     with handled(json_out):
         if plot is not None or chart or (chart is None and not json_out and out.is_terminal):
             curve = _curve(spec_path, spec, result, options, plot_weights)

@@ -7,6 +7,7 @@ feedforward, residuals, norms), then the input's (embedding, positions) and the 
 from __future__ import annotations
 
 from ..errors import SpecError
+from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from ..spec.stacks import decoder, stacks
 from .attention import MultiHeadAttention
@@ -14,12 +15,10 @@ from .base import Component, Pairs, Tensor, Term
 from .embedding import embedding, head, pooler
 from .encoder import decoder_extras, encoder_block_components, encoder_model_components
 from .experts import block_feedforward
-from .latent import LatentAttention
+from .latent import LatentAttention  # noqa: F401 (registers the spec's `attention: latent`)
 from .norm import block_norm, final_norm
 from .positional import POSITIONALS
 from .residual import Residuals
-
-ATTENTIONS = {"standard": MultiHeadAttention, "latent": LatentAttention}  # the spec's `attention` key
 
 
 def attention_component(spec: Spec) -> MultiHeadAttention:

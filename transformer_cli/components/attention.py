@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
 
 from .. import kernels
+from ..spec.choices import ATTENTIONS
 from .base import Component, Pairs, Tensor, Term
+from .norm import LayerNormWithoutBias, norm_kind
 
 SOFTMAX_PER_SCORE = 5  # max, subtract, exp, sum, divide
 SOFT_CAP_PER_ENTRY = 3  # cap tanh(s / cap): a multiply, the tanh, a multiply
@@ -69,6 +71,7 @@ def _norm_part(get: Callable[[str], np.ndarray], prefix: str, name: str) -> np.n
     return get(prefix + name)
 
 
+@ATTENTIONS.register("standard")
 class MultiHeadAttention(Component):
     def tensors(self, prefix: str) -> list[Tensor]:
         H, G, m, d = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d
@@ -105,13 +108,18 @@ class MultiHeadAttention(Component):
     def qk(self):
         """The norm of each query and key head (the spec's norm type over m entries), with qk_norm; a norm per head
         has gains only (StableLM's and Cohere's LayerNorms without a bias)."""
-        from .norm import LayerNormWithoutBias, norm_kind
-
         if self.spec.qk_norm_over == "per_head" and self.spec.norm_type == "layernorm":
             return LayerNormWithoutBias(self.spec)
         return norm_kind(self.spec)
 
     # -- the forward pass: one block's weights stacked so that all heads go through one product ---------------
+
+    @cached_property
+    def attends(self) -> kernels.Attend:
+        """How the layer's queries attend to its keys (kernels.attend's options): the spec's scale, mask, window
+        and soft cap; a call adds its block's sinks, its positions' bias, its stop and its taps."""
+        spec = self.spec
+        return kernels.Attend(spec.score_scale, spec.mask == "causal", spec.window, softcap=spec.attn_softcap)
 
     def prepare(self, get: Callable[[str], np.ndarray]) -> AttentionWeights:
         """W_qkv ((H + 2G)m, d): rows [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G]; W_O (d, Hm): columns h*m ..
@@ -151,34 +159,17 @@ class MultiHeadAttention(Component):
         cache holds."""
         Q, K, V = self.qkv(w, X)
         model.rotate(Q, K, start + offset, start, block=i)  # (a step's key is cached already turned)
+        how = replace(self.attends, sinks=w.sinks, stop=stop, weights_out=weights_out)
         if cache is not None and X.shape[-1] == 1:
             stored = cache.store(*self.cache_entries(w, X, K, V))  # start + 1 columns, or w with a window
             K_all, V_all = self.keys_values(w, *stored)  # (b, G, m, start + 1): latents expanded
             first_key = start + 1 - K_all.shape[-1]  # (a window keeps the latest keys only)
-            heads = model.attend(
-                Q,
-                K_all,
-                V_all,
-                causal=False,
-                weights_out=weights_out,
-                stop=stop,
-                positions=(start + offset, first_key),
-                sinks=w.sinks,
-            )
+            step = replace(how, causal=False, window=None)  # the one query sees every key the cache holds
+            heads = model.attend(Q, K_all, V_all, step, positions=(start + offset, first_key))
             return self.project(w, heads)
         if cache is not None:  # what a decoder's cache keeps (latent attention: its latents and rotary keys)
             cache.fill(*self.cache_entries(w, X, K, V))
-        heads = model.attend(
-            Q,
-            K,
-            V,
-            self.spec.mask == "causal",
-            weights_out=weights_out,
-            stop=stop,
-            window=self.spec.window,
-            positions=(start + offset, start),
-            sinks=w.sinks,
-        )
+        heads = model.attend(Q, K, V, how, positions=(start + offset, start))
         return self.project(w, heads)
 
     def qk_gains(self, get: Callable[[str], np.ndarray]) -> tuple:

@@ -15,8 +15,12 @@ from dataclasses import replace
 
 from ..spec.definition import Spec
 from ..spec.stacks import decoder, encoder, encoder_spec
+from .attention import SOFTMAX_PER_SCORE, MultiHeadAttention
 from .base import Component, Pairs, Tensor, Term
+from .experts import block_feedforward
 from .norm import block_norm, final_norm, norm_kind
+from .positional import POSITIONALS
+from .residual import Residuals
 
 
 class CrossAttention(Component):
@@ -77,8 +81,6 @@ def cross_flops(spec: Spec, b: int, n: int, n_src: int) -> dict[str, int]:
     bias = int(spec.has_cross_bias)
     per_head = N * H * b * n * n_src
     norm = 0 if spec.norm == "none" else norm_kind(spec).per_entry * N * d * b * n
-    from .attention import SOFTMAX_PER_SCORE
-
     return {
         "cross-attention projections": N * ((2 * d + bias) * H * m * b * n + 2 * (2 * d + bias) * H * m * b * n_src),
         "cross scores K^T Q": per_head * 2 * m,
@@ -137,10 +139,6 @@ def encoder_block_components(spec: Spec) -> list[Component]:
     """The encoder block's components, in the order of the pass (none for a decoder-only spec)."""
     if encoder(spec) is None:
         return []
-    from .attention import MultiHeadAttention
-    from .experts import block_feedforward
-    from .residual import Residuals
-
     enc = encoder_spec(spec)
     return [MultiHeadAttention(enc), block_feedforward(enc), Residuals(enc), block_norm(enc)]
 
@@ -161,8 +159,6 @@ def encoder_model_components(spec: Spec) -> list[Component]:
     """What the encoder has outside its blocks: its embedding (with V_src), positions, embedding norm, final norm."""
     if encoder(spec) is None:
         return []
-    from .positional import POSITIONALS
-
     enc = encoder_spec(spec)
     out: list[Component] = [SourceEmbedding(spec)] if spec.V_src else []
     out.append(POSITIONALS[spec.positional](enc))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import kernels
+from ..spec.choices import FEEDFORWARDS
 from .base import Component, Pairs, Tensor, Term
 
 # gelu (and BLOOM's): the tanh form, tanh as 1; gelu_exact: scale, erf (as 1), +1, x, 0.5; silu: neg, exp, +1, /
@@ -32,6 +33,7 @@ class FeedForwardWeights:
     b2: np.ndarray | None
 
 
+@FEEDFORWARDS.register("plain")
 class FeedForward(Component):
     projections: tuple[str, ...] = ("1", "2")  # W1, b1, W2, b2 in weights-file order
     label = "feedforward"
@@ -113,6 +115,7 @@ class FeedForward(Component):
         return out
 
 
+@FEEDFORWARDS.register("gated")
 class GatedFeedForward(FeedForward):
     projections = ("1", "3", "2")
 
@@ -133,6 +136,7 @@ class GatedFeedForward(FeedForward):
         return self._down(w, gate)
 
 
+@FEEDFORWARDS.register("clamped")
 class ClampedFeedForward(GatedFeedForward):
     """gpt-oss's SwiGLU: with g = min(W1 x + b1, limit) and u = clamp(W3 x + b3, -limit, limit),
     W2 ((u + 1) * g sigmoid(alpha g)) + b2."""
@@ -153,6 +157,3 @@ class ClampedFeedForward(GatedFeedForward):
         up += 1.0
         glu *= up
         return self._down(w, glu)
-
-
-FEEDFORWARDS = {"plain": FeedForward, "gated": GatedFeedForward, "clamped": ClampedFeedForward}

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import kernels
+from ..spec.choices import ATTENTIONS
 from .attention import SOFTMAX_PER_SCORE, MultiHeadAttention
 from .base import Pairs, Tensor, Term
 from .norm import RMS_PER_ENTRY
@@ -45,6 +46,7 @@ class LatentWeights:
     sinks: None = None  # (no attention sinks)
 
 
+@ATTENTIONS.register("latent")
 class LatentAttention(MultiHeadAttention):
     @property
     def sizes(self) -> tuple[int, int, int, int, int, int, int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import kernels
+from ..spec.choices import NORM_TYPES
 from .base import Component, Pairs, Tensor, Term
 
 NORM_PER_ENTRY = 7  # layernorm: mean, subtract, square, variance, scale, gamma, beta
@@ -34,6 +35,7 @@ class NoNorm(Component):
         return X
 
 
+@NORM_TYPES.register("layernorm")
 class LayerNorm(Component):
     params: tuple[str, ...] = ("gamma", "beta")
     per_entry = NORM_PER_ENTRY
@@ -98,6 +100,7 @@ class LayerNormWithoutBias(LayerNorm):
         return kernels.layer_norm(X, params[0], 0.0, self.spec.norm_eps)
 
 
+@NORM_TYPES.register("rmsnorm")
 class RMSNorm(LayerNorm):
     params: tuple[str, ...] = ("gamma",)
     per_entry = RMS_PER_ENTRY
@@ -136,9 +139,6 @@ class FinalNorm(Component):
 
     def saved_per_token(self, s: int, frozen: bool = False) -> int:
         return self.kind.saved_bytes(self.spec.d, s, frozen)
-
-
-NORM_TYPES = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
 
 
 def norm_kind(spec) -> LayerNorm:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import kernels
+from ..spec.choices import POSITIONALS
 from ..spec.rope_scaling import ROPE_SCALINGS, Scaling
 from .base import Component, Pairs, Tensor, Term
 
@@ -47,6 +48,7 @@ class Positions(Component):
         return 0
 
 
+@POSITIONALS.register("none")
 class NoPositions(Positions):
     where = "input"
 
@@ -54,6 +56,7 @@ class NoPositions(Positions):
         return {"positions": 0}
 
 
+@POSITIONALS.register("sinusoidal")
 class Sinusoidal(Positions):
     """PE[2i, t] = sin(t / 10000^(2i/d)), PE[2i+1, t] = cos(...): no parameters."""
 
@@ -72,6 +75,7 @@ class Sinusoidal(Positions):
         return self.breaks_equivariance()  # added to X at absolute positions (learned too, below)
 
 
+@POSITIONALS.register("learned")
 class Learned(Sinusoidal):
     """A learned (d, max_len) matrix P, its first n columns added to X; with position_offset, (d, offset +
     max_len) with position t in column offset + t (BART's table keeps 2 unused columns first)."""
@@ -99,6 +103,7 @@ class Learned(Sinusoidal):
         return "learned positional encoding"
 
 
+@POSITIONALS.register("rope")
 class Rotary(Positions):
     """RoPE: pair j of the first rot = int(m * rope_fraction) dims of each query and key head turns by t * f_j at
     position t, f_j = theta^(-2j/rot) (llama3: rescaled); values never turn. Scores then depend on t - s only.
@@ -180,6 +185,7 @@ class Rotary(Positions):
         return cos, sin
 
 
+@POSITIONALS.register("relative")
 class Relative(Positions):
     """T5's relative position bias: a learned (rel_buckets, H) table; the score of query t and key s in head h gets
     table[bucket(s - t), h] added. Buckets: exact for small distances, logarithmic up to rel_max_distance, both
@@ -222,6 +228,7 @@ class Relative(Positions):
         return np.ascontiguousarray(self.table[buckets].transpose(2, 0, 1))
 
 
+@POSITIONALS.register("alibi")
 class ALiBi(Positions):
     """ALiBi (BLOOM): head h's score of query t and key s gets slope_h (s - t) added, slopes fixed by the number of
     heads (kernels.alibi_slopes), never scaled. No parameters; it depends on s - t only: relative, and it tells
@@ -254,13 +261,3 @@ class ALiBi(Positions):
 def _lags(first_query: int, queries: int, first_key: int, keys: int) -> np.ndarray:
     """s - t for the queries t = first_query.. and the keys s = first_key..: (queries, keys)."""
     return np.arange(first_key, first_key + keys)[None, :] - np.arange(first_query, first_query + queries)[:, None]
-
-
-POSITIONALS = {
-    "none": NoPositions,
-    "sinusoidal": Sinusoidal,
-    "learned": Learned,
-    "rope": Rotary,
-    "relative": Relative,
-    "alibi": ALiBi,
-}

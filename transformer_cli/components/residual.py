@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..spec.choices import NORMS
 from .base import Component, Pairs
 
 Array = np.ndarray
@@ -76,14 +77,13 @@ class Layout:
     norm_inputs: Callable[[bool, bool, bool, bool, bool], list[bool]]
 
 
-LAYOUTS = {
-    "pre": Layout(pre_norm, lambda g, a, m, f, one: [g, m]),
-    "post": Layout(post_norm, lambda g, a, m, f, one: [m, m or f]),
-    "parallel": Layout(parallel, lambda g, a, m, f, one: [g] * (1 if one else 2)),  # N1 (and N2) read the input
-    "none": Layout(no_norm, lambda g, a, m, f, one: []),
-    "sandwich": Layout(sandwich, lambda g, a, m, f, one: [g, a, m, f]),
-    "output": Layout(output_norm, lambda g, a, m, f, one: [a, f]),
-}
+# the spec's `norm` placements; parallel blocks are the spec's `parallel` key, pre-norm
+NORMS.register("none")(Layout(no_norm, lambda g, a, m, f, one: []))
+NORMS.register("pre")(Layout(pre_norm, lambda g, a, m, f, one: [g, m]))
+NORMS.register("post")(Layout(post_norm, lambda g, a, m, f, one: [m, m or f]))
+NORMS.register("sandwich")(Layout(sandwich, lambda g, a, m, f, one: [g, a, m, f]))
+NORMS.register("output")(Layout(output_norm, lambda g, a, m, f, one: [a, f]))
+PARALLEL = Layout(parallel, lambda g, a, m, f, one: [g] * (1 if one else 2))  # N1 (and N2) read the input
 
 
 class Residuals(Component):
@@ -91,8 +91,8 @@ class Residuals(Component):
 
     def __init__(self, spec):
         super().__init__(spec)
-        self.layout = "parallel" if spec.parallel else spec.norm
-        self.join = LAYOUTS[self.layout].join  # (X, attention, feedforward, norm, norms, cross) -> the block's output
+        self.layout = PARALLEL if spec.parallel else NORMS[spec.norm]
+        self.join = self.layout.join  # (X, attention, feedforward, norm, norms, cross) -> the block's output
 
     def apply(
         self,
@@ -118,22 +118,22 @@ class Residuals(Component):
     @property
     def shared_norm(self) -> bool:
         """Whether one norm's output feeds both sublayers (parallel blocks sharing N1)."""
-        return self.layout == "parallel" and self.spec.shared_norm
+        return self.layout is PARALLEL and self.spec.shared_norm
 
     def joins(self, cross: bool = False) -> int:
         """How many sums a block adds to the stream (what tensor parallelism all-reduces): one a sublayer (with a
         cross-attention, `cross`, three), one in all for a parallel block."""
-        return 1 if self.layout == "parallel" else 2 + cross
+        return 1 if self.layout is PARALLEL else 2 + cross
 
     def feedforward_input(self, block_input: bool, middle: bool) -> bool:
         """What the feedforward reads, given the block's input and the stream after attention: the block's input
         (parallel), else the stream."""
-        return block_input if self.layout == "parallel" else middle
+        return block_input if self.layout is PARALLEL else middle
 
     def norm_inputs(self, grad: bool, attended: bool, middle: bool, fed: bool) -> list[bool]:
         """Whether each norm's input needs a gradient, given the block's input's (grad), attention's output's, the
         stream's between the sublayers (middle) and the feedforward's output's (fed)."""
-        return LAYOUTS[self.layout].norm_inputs(grad, attended, middle, fed, bool(self.spec.shared_norm))
+        return self.layout.norm_inputs(grad, attended, middle, fed, bool(self.spec.shared_norm))
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         scaled = {"residual scaling": self.spec.N * 2 * self.spec.d * b * n} if self.spec.residual_scale != 1 else {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -132,53 +133,24 @@ class Transformer:
         self.rotations[block].rotate(Q, K, start, start if key_start is None else key_start)
 
     def attend(
-        self,
-        Q: Array,
-        K: Array,
-        V: Array,
-        causal: bool,
-        weights_out: list | None = None,
-        scores_out: list | None = None,
-        stop: threading.Event | None = None,
-        window: int | None = None,
-        scale: float | None = None,
-        positions: tuple[int, int] | None = None,
-        sinks: Array | None = None,
+        self, Q: Array, K: Array, V: Array, how: kernels.Attend, positions: tuple[int, int] | None = None
     ) -> Array:
-        """kernels.attend with the spec's scale, and the positions' bias on the scores of queries and keys that
-        start at `positions` (first query, first key), and a block's attention sinks: -> heads (H, m, b, n_q)."""
-        bias = None if positions is None else self.positional.bias(*positions)
-        scale = self.spec.score_scale if scale is None else scale
-        softcap = self.spec.attn_softcap
+        """kernels.attend as `how` says (a layer's options: attention.py), in the model's chunks of queries, with the
+        positions' bias on the scores of queries and keys that start at `positions` (first query, first key), and
+        a long sequence's chunks shared over threads: -> heads (H, m, b, n_q)."""
+        bias = how.bias if positions is None else self.positional.bias(*positions)
+        how = replace(how, bias=bias, chunk_bytes=self.chunk_bytes)
         b, H, _, n_q = Q.shape
         step = kernels.CAUSAL_CHUNK
         threads = min(pass_threads(), -(-n_q // step))
-        if threads < 2 or n_q < PARALLEL_QUERIES or weights_out is not None or scores_out is not None:
-            return kernels.attend(
-                Q, K, V, scale, causal, window, bias, self.chunk_bytes, stop, weights_out, scores_out, softcap, sinks
-            )
+        if threads < 2 or n_q < PARALLEL_QUERIES or how.weights_out is not None or how.scores_out is not None:
+            return kernels.attend(Q, K, V, how)
         # one sequence's long attention: its chunks of queries shared over threads (interleaved, so that a causal
         # pass's longer late chunks are shared too), BLAS at one thread each, every one writing its own columns
         heads = np.empty((H, V.shape[2], b, n_q), dtype=Q.dtype)
 
         def run(i: int, stop_: threading.Event) -> None:
-            kernels.attend(
-                Q,
-                K,
-                V,
-                scale,
-                causal,
-                window,
-                bias,
-                self.chunk_bytes,
-                stop_,
-                None,
-                None,
-                softcap,
-                sinks,
-                out=heads,
-                part=(i, threads),
-            )
+            kernels.attend(Q, K, V, replace(how, stop=stop_), out=heads, part=(i, threads))
 
         with _BLAS.limit(limits=1, user_api="blas"):
             run_parts(run, threads)
@@ -190,7 +162,8 @@ class Transformer:
         """The cross-attention sublayer without its residual: the decoder's columns X (d, b, n) attend to the
         memory's keys and values (each (b, H_c, m_c, n_src)) -> (d, b, n); `weights_out` gets its weights."""
         Q = queries(cross, X, self.spec.cross_heads)
-        heads = self.attend(Q, *memory, causal=False, stop=stop, scale=cross_scale(self.spec), weights_out=weights_out)
+        how = kernels.Attend(cross_scale(self.spec), softcap=self.spec.attn_softcap, stop=stop, weights_out=weights_out)
+        heads = self.attend(Q, *memory, how)  # every key of the memory, no positions
         return project(cross, heads)
 
     def block(

@@ -1,28 +1,37 @@
-"""The values a spec's choice keys take, and the metadata every key declares (definition.py, rope_keys.py)."""
+"""The values a spec's choice keys take, and the metadata every key declares (definition.py, rope_keys.py).
+
+A component's kinds are named once, where each is implemented: the registries below are filled by the component
+modules (`@POSITIONALS.register("rope")`, transformer_cli/registry.py), and the spec reads their names when it
+checks or prints a value. The choices the spec itself implements are named here.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .. import kernels
+from ..registry import Registry
 from .rope_scaling import ROPE_SCALINGS as SCALING_TYPES
 
 SCALES = ("none", "sqrt")
 MASKS = ("none", "causal")
-POSITIONALS = ("none", "sinusoidal", "learned", "rope", "relative", "alibi")
 ROPE_PAIRINGS = ("half", "interleaved")
 ROPE_SCALINGS = tuple(SCALING_TYPES)  # each with its frequency function
-NORMS = ("none", "pre", "post", "sandwich", "output")
-NORM_TYPES = ("layernorm", "rmsnorm")
-FEEDFORWARDS = ("plain", "gated", "clamped")
 ACTIVATIONS = tuple(kernels.ACTIVATIONS)  # each with its kernel
-ATTENTION_KINDS = ("sliding", "full")  # a block of a stack with a window: through it, or seeing every earlier key
-FEEDFORWARD_KINDS = ("routed", "dense")  # a block of a stack with experts: routed to them, or one feedforward
+ATTENTION_KINDS = SLIDING, FULL = ("sliding", "full")  # a block of a stack with a window: through it, or not
+FEEDFORWARD_KINDS = ROUTED, DENSE = ("routed", "dense")  # a block of a stack with experts: routed, or one dense
 
+# the components' kinds, each registered by the module that implements it
+POSITIONALS: Registry[Any] = Registry("positional")  # components/positional.py
+NORMS: Registry[Any] = Registry("norm")  # components/residual.py: where a block's norms sit (parallel: its own key)
+NORM_TYPES: Registry[Any] = Registry("norm_type")  # components/norm.py
+FEEDFORWARDS: Registry[Any] = Registry("feedforward")  # components/feedforward.py
+ATTENTIONS: Registry[Any] = Registry("attention")  # components/attention.py, components/latent.py
 
 LABELS = ("name", "description", "context")  # shown, but a difference in a label is not a difference in the model
 
 
-def key(kind: str, doc: str, choices: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A key's metadata: its kind (what validate.py checks), its help, its choices."""
+def key(kind: str, doc: str, choices: tuple[str, ...] | Registry[Any] = ()) -> dict[str, Any]:
+    """A key's metadata: its kind (what validate.py checks), its help, its choices (a tuple, or the registry of the
+    components' kinds)."""
     return {"kind": kind, "doc": doc, "choices": choices}

@@ -22,7 +22,9 @@ from .choices import (
     NORM_TYPES,
     NORMS,
     POSITIONALS,
+    ROUTED,
     SCALES,
+    SLIDING,
 )
 from .choices import key as _key
 from .encoder_decoder_keys import ENCODER_DECODER_FIELDS
@@ -236,7 +238,7 @@ class Spec:
 
     def __post_init__(self) -> None:
         """Per-layer kinds in their canonical form: the shortest pattern that repeats to them, None if all default."""
-        for key, default in (("attention_layers", "sliding"), ("feedforward_layers", "routed")):
+        for key, default in (("attention_layers", SLIDING), ("feedforward_layers", ROUTED)):
             kinds = getattr(self, key)
             if kinds is not None:
                 pattern = shortest_pattern(kinds, self.N) if self.N > 0 and len(kinds) else tuple(kinds)

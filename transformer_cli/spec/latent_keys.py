@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any
 
+from .choices import ATTENTIONS
 from .choices import key as _key
 
 LATENT_FIELDS: dict[str, Any] = {
@@ -16,7 +17,7 @@ LATENT_FIELDS: dict[str, Any] = {
             "choice",
             "standard: W_Q, W_K, W_V per head; latent: multi-head latent attention (DeepSeek): "
             "keys and values from a compressed latent of kv_rank per token",
-            ("standard", "latent"),
+            ATTENTIONS,
         ),
     ),
     "kv_rank": field(

@@ -17,11 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from .choices import DENSE, FULL, ROUTED, SLIDING
 from .definition import Spec
 from .expert_keys import EXPERT_FIELDS
 
-SLIDING, FULL = "sliding", "full"
-ROUTED, DENSE = "routed", "dense"
 LAYER_KEYS = ("attention_layers", "feedforward_layers")  # what may differ between the blocks of a stack
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..text import lookalike_hint, shown
+from .choices import DENSE, FULL
 from .definition import FIELDS, REQUIRED, Spec
 from .dependent import DEPENDENT
 from .expert_keys import EXPERT_FIELDS
@@ -248,7 +249,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
 
 def _check_layers(spec: Spec, data: dict[str, Any], source: str) -> None:
     """Per-layer kinds: at most one per block, with what they choose between, and not all of the other kind."""
-    for key, needs, other in (("attention_layers", "window", "full"), ("feedforward_layers", "E", "dense")):
+    for key, needs, other in (("attention_layers", "window", FULL), ("feedforward_layers", "E", DENSE)):
         if key not in data:
             continue
         kinds = data[key]

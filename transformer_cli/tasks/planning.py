@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.hardware import PRESETS
 from ..analysis.kv_cache import KV_BYTES
 from ..analysis.lora import adapters
 from ..analysis.parallel import Split
-from ..analysis.plan import HARDWARE, plan
+from ..analysis.plan import HARDWARE, Asked, plan_asked
 from ..analysis.quantized import weight_bytes
 from ..analysis.serving import GGUF_MIXES, LOGITS, WEIGHT_DTYPES, context_cap
 from ..analysis.training import OPTIMIZERS
@@ -37,29 +37,10 @@ if TYPE_CHECKING:
     from ..components.held import Held
 
 
-class Asked(NamedTuple):
-    """analysis.plan.plan's arguments, as the options resolve them for a model."""
-
-    spec: Spec
-    b: int
-    n: int
-    n_src: int | None
-    weights: str | Held
-    kv: str
-    memory: int | None
-    optimizer: str
-    zero: int
-    devices: int
-    hardware: tuple[str, ...]
-    lora: Any
-    split: Any
-    logits: str
-
-
 def plan_model(model: Any, *args: Any, **options: Any) -> Plan:
     """The plan `tfm plan MODEL` makes with these options (asked()'s)."""
 
-    return plan(*asked(model, *args, **options))
+    return plan_asked(asked(model, *args, **options))
 
 
 def asked(
@@ -82,7 +63,7 @@ def asked(
     logits: str = "last",
     say: Callable[[str], None] | None = None,
 ) -> Asked:
-    """What `tfm plan MODEL` plans with these options (by the command's long names; memory as bytes or with
+    """What `tfm plan MODEL` is asked with these options (by the command's long names; memory as bytes or with
     its unit, "80G"), checked as the command checks them; `say` hears what the command says on stderr (a context
     beyond the model's, a file planned at its own bytes)."""
 
@@ -137,7 +118,20 @@ def asked(
     lora = adapters_of(path, spec, lora_rank, lora_targets or "all-linear") if lora_rank is not None else None
     split = Split(tensor_parallel, pipeline_parallel, expert_parallel)
     return Asked(
-        spec, batch, n, source_len, kind, kv_dtype, budget, optimizer, zero, devices, names, lora, split, logits
+        spec,
+        b=batch,
+        n=n,
+        n_src=source_len,
+        weights=kind,
+        kv=kv_dtype,
+        memory=budget,
+        optimizer=optimizer,
+        zero=zero,
+        devices=devices,
+        hardware=names,
+        lora=lora,
+        split=split,
+        logits=logits,
     )
 
 

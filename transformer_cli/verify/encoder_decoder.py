@@ -22,6 +22,7 @@ import numpy as np
 
 from ..analysis.memory import MemoryEstimate, check_memory, estimate_encoder_decoder
 from ..components.encoder import encoder_run_spec
+from ..io.weights import init_weights
 from ..kernels import sinusoidal_positions
 from ..model.decoding import decode
 from ..model.encoder_decoder import EncoderDecoder
@@ -75,8 +76,6 @@ def make_encoder_decoder_setup(
     spec, weights, seed: int, dtype: str, n: int | None, tol: float | None, max_memory: str | None = None
 ) -> EncoderDecoderSetup:
     """The encoder-decoder (seeded weights unless given), a seeded source, and the decoder reading it."""
-    from ..io.weights import init_weights
-
     n = n or (min(16, spec.max_len) if spec.positional == "learned" else 16)
     check_memory(estimate_encoder_decoder(spec, 1, n, n, dtype), max_memory, "this model")
     weights = weights if weights is not None else init_weights(spec, seed)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import kernels
 from ..analysis.memory import MemoryEstimate, check_memory, estimate_forward
 from ..errors import TfmError
 from .common import CheckResult, Setup, resolve_expect
@@ -29,7 +30,8 @@ MAX_SAMPLES = 10**8
 def _scores(setup: Setup, Q: np.ndarray, K: np.ndarray) -> np.ndarray:
     """The scaled scores the model's attention path computes for Q, K of shape (b, H, m, n): (b, H, n, n)."""
     found: list[np.ndarray] = []
-    setup.model.attend(Q, K, K, causal=False, scores_out=found)
+    spec = setup.model.spec
+    setup.model.attend(Q, K, K, kernels.Attend(spec.score_scale, softcap=spec.attn_softcap, scores_out=found))
     return found[0]
 
 

@@ -17,16 +17,19 @@ from typing import Any
 import numpy as np
 
 from ..analysis.memory import MemoryEstimate
+from ..components import attention_component
 from .common import CheckResult, Setup, resolve_expect
 
 AMPLIFY = 1e3  # the factor on the scores' scale and on the head that pushes every cap far past its knee
 
 
 def _stressed(setup: Setup, capped: bool):
-    """The setup's model with its scores' scale and its head times AMPLIFY, with its caps or without them."""
+    """The setup's model with its scores' scale and its head times AMPLIFY, with its caps or without them: its spec
+    and each block's attention (which attends with its spec's scale and cap) changed, its weights the same."""
     spec, model = setup.spec, copy.copy(setup.model)
-    caps = {} if capped else {"attn_softcap": None, "logit_softcap": None}
-    model.spec = replace(spec, scale=spec.score_scale * AMPLIFY, **caps)  # type: ignore[arg-type]
+    changes = {"scale": spec.score_scale * AMPLIFY} | ({} if capped else {"attn_softcap": None, "logit_softcap": None})
+    model.spec = replace(spec, **changes)  # type: ignore[arg-type]
+    model.layers = [(attention_component(replace(a.spec, **changes)), f) for a, f in model.layers]  # type: ignore[arg-type]
     if model.W_head is not None:
         model.W_head = model.W_head * AMPLIFY
     return model
