@@ -15,6 +15,7 @@ from ..families.gguf_layout import LLAMA_LAYOUT, Joined, Transform, permute, sta
 from ..families.keys import Keys
 from ..families.layout import Family
 from .header import Header
+from .tensors import read_tensor
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,6 @@ def rope_scaling(c: Keys, header: Header, m: int) -> dict[str, Any]:
         raise c.refuse("rope.scaling.type", kind, "tfm reads GGUF rope scaling linear, yarn, or Llama 3's rope_freqs")
     if "rope_freqs.weight" not in header.tensors:
         return {}
-    from .tensors import read_tensor
 
     factors = read_tensor(header, "rope_freqs.weight").astype(np.float64)
     factor = float(factors.max())

@@ -25,12 +25,14 @@ import math
 from collections.abc import Iterable
 
 from ..components.held import Held
+from ..components.tensors import iter_tensors
 from ..errors import SpecError
 from ..families import GGUF_ARCHS
 from ..hf.layouts import Rule, bytes_by_tensor, hf_shape, rules, tensor_shapes
 from ..spec.definition import Spec
 from ..spec.stacks import encoder
 from .archs import ARCHITECTURES
+from .model import pieces_of
 
 MIXES = {"q3_k_m": "Q3_K", "q4_k_s": "Q4_K", "q4_k_m": "Q4_K", "q5_k_s": "Q5_K", "q5_k_m": "Q5_K"}
 FALLBACK = {"Q3_K": "Q4_0", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0"}
@@ -111,7 +113,6 @@ def tensor_type(
 
 def _layout(spec: Spec, arch_name: str) -> list[Rule]:
     """The GGUF tensors of the model in architecture `arch_name`, which must hold every one of tfm's tensors."""
-    from ..components.tensors import iter_tensors
 
     try:
         layout = list(rules(ARCHITECTURES[arch_name].layout_of(spec), spec))
@@ -131,7 +132,6 @@ def _layout(spec: Spec, arch_name: str) -> list[Rule]:
 def _file_tensors(spec: Spec, arch_name: str) -> tuple[list[Rule], dict[str, dict[str, Shape]], dict[str, Shape]]:
     """The layout's rules, the tensors held in pieces, and the GGUF tensors with their shapes as a newer
     converter writes them (DeepSeek's kv_b in two)."""
-    from .model import pieces_of
 
     layout, shapes = _layout(spec, arch_name), tensor_shapes(spec)
     pieces = pieces_of(ARCHITECTURES[arch_name], None, spec)

@@ -15,6 +15,7 @@ from ..families.keys import Keys
 from ..spec.rope_scaling import longrope_attention_factor
 from .base import partial_rotary, sizes
 from .header import Header
+from .tensors import read_tensor
 
 
 def phi3(c: Keys, header: Header) -> dict[str, Any]:
@@ -34,8 +35,6 @@ def phi3(c: Keys, header: Header) -> dict[str, Any]:
     if isinstance(window, int) and window > 0:
         spec["window"] = window
     if "rope_factors_short.weight" in header.tensors:
-        from .tensors import read_tensor
-
         original = c.count("rope.scaling.original_context_length")
         factor = spec.get("context", original) / original
         spec |= {

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
+from ..files import read_bounded
+from ..io.safetensors_io import parse_json
 from ..text import shown
 
 MAX_TOKENIZER_BYTES = 64 << 20  # real tokenizer.json files: LLaMA 3's is 9 MB, Gemma 3's 33 MB
@@ -105,8 +107,6 @@ def _pre_tokenizer(path: Path, pre: Any) -> str | None:
 
 def read_json(path: Path, kind: str) -> Any:
     """A tokenizer's JSON file: a regular file of at most MAX_TOKENIZER_BYTES holding strict JSON, an object."""
-    from ..files import read_bounded
-    from ..io.safetensors_io import parse_json
 
     try:
         data = parse_json(read_bounded(path, MAX_TOKENIZER_BYTES, kind, SpecError))
@@ -154,8 +154,6 @@ def _special_tokens(writer: Any, folder: Path, V: int) -> None:
         if (folder / name).exists():
             read_json(folder / name, kind)
     if (folder / "chat_template.jinja").exists():
-        from ..files import read_bounded
-
         read_bounded(folder / "chat_template.jinja", MAX_TOKENIZER_BYTES, "a chat template", SpecError)
     try:
         special = gguf.SpecialVocab(folder, load_merges=False, n_vocab=V)

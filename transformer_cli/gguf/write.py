@@ -18,10 +18,12 @@ import numpy as np
 from ..errors import SpecError
 from ..families import GGUF_ARCHS
 from ..hf.layouts import hf_shape, join, piece, rules, tensor_shapes
+from ..io.outputs import publish, temp_name
 from ..spec.definition import Spec
 from ..spec.rope_scaling import longrope_attention_factor
 from .archs import ARCH_OF, ARCHITECTURES
 from .base import LLAMA3, _llama3_factors
+from .model import pieces_of, spec_from_gguf
 from .vocab import add_vocabulary
 
 TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0")
@@ -138,9 +140,6 @@ def write_gguf(
     with the tokenizer of the folder `tokenizer` (gguf/vocab.py); returns the tensors written and what was said of
     the tokenizer. Refused in one line where the format cannot hold the model."""
     import gguf
-
-    from ..io.outputs import publish, temp_name
-    from .model import pieces_of, spec_from_gguf
 
     if model_type not in ARCH_OF:
         raise SpecError(

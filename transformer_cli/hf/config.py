@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import SpecError
 from ..families.keys import Keys
 from ..files import read_bounded
+from ..io.safetensors_io import parse_json
 from ..spec.definition import FIELDS, REQUIRED, Spec
 from ..spec.validate import spec_from_mapping
 from ..text import shown
@@ -56,7 +57,6 @@ def read_config(path: str | Path) -> dict[str, Any]:
 
 def stored_config(text: str, source: str) -> dict[str, Any]:
     """A config.json kept as text (in a weights file's metadata, 'hf_config'): strict JSON, and an object."""
-    from ..io.safetensors_io import parse_json
 
     try:
         data = parse_json(text)

@@ -10,13 +10,16 @@ from typing import Any
 
 import numpy as np
 
-from ..components.held import Held
+from ..components.held import KEPT, Held, quantised
 from ..errors import ArrayError
+from ..io.safetensors_io import DTYPES
 from ..spec.definition import Spec
 from .checkpoint import Checkpoint
 from .config import load_config, read_config
-from .quant.base import KINDS
-from .weights import CheckpointWeights, Fitted, check_fit, checkpoint_weights
+from .layouts import bytes_by_tensor, hf_shape, rules, tensor_shapes
+from .quant import scheme_of
+from .quant.base import KINDS, module
+from .weights import CheckpointWeights, Fitted, check_fit, checkpoint_weights, family_for
 
 
 def folder_weights(folder: Path, spec: Spec) -> CheckpointWeights:
@@ -93,8 +96,6 @@ def summary(folder: Path, spec: Spec) -> dict[str, Any]:
 
 def _packed_shapes(checkpoint: Checkpoint, spec: Spec, config: dict[str, Any], fitted: Fitted) -> list[tuple[int, ...]]:
     """The shapes of the weights the file holds packed, as the model holds them."""
-    from .layouts import hf_shape, rules, tensor_shapes
-    from .weights import family_for
 
     shapes = tensor_shapes(spec)
     return [hf_shape(rule, shapes) for rule in rules(family_for(config), spec) if rule.hf in fitted.packed]
@@ -106,12 +107,6 @@ def held_by_config(config: Mapping[str, Any], spec: Spec, source: str) -> Held:
     analysis/quantized.py counts them: not routers, norms, biases, the embedding or the head), unless the config's
     `modules_to_not_convert` names it, at the bytes of the tensors the method stores for it; every other tensor in
     16 bits, as these checkpoints keep them."""
-    from ..components.held import KEPT, quantised
-    from ..io.safetensors_io import DTYPES
-    from .layouts import bytes_by_tensor, hf_shape, rules, tensor_shapes
-    from .quant import scheme_of
-    from .quant.base import module
-    from .weights import family_for
 
     scheme = scheme_of(config, source)
     assert scheme is not None, "a quantised config"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -23,7 +24,7 @@ from ..io.arrays import first_nonfinite
 from ..spec.definition import Spec
 from ..spec.stacks import stacks
 from ..text import shown
-from .checkpoint import Checkpoint
+from .checkpoint import Checkpoint, has_checkpoint
 from .layouts import Rule, bytes_by_tensor, hf_shape, rule_count, rules, split, tensor_shapes
 from .quant import Scheme, scheme_of
 from .quant.base import Stored
@@ -49,9 +50,6 @@ SKIPPED_BY_KIND = {kind: record.skipped for kind, record in RECORDS.items() if r
 def fitted_to_checkpoint(folder: Path, spec: Spec, config: Mapping[str, Any]) -> Spec:
     """`spec`, without an optional part (OPTIONAL) that the folder's checkpoint holds none of (a T5's own head:
     then tied, as transformers reads such a folder)."""
-    from dataclasses import replace
-
-    from .checkpoint import has_checkpoint
 
     kind = str(config.get("model_type"))
     if kind not in OPTIONAL or getattr(spec, OPTIONAL[kind][0]) == OPTIONAL[kind][1] or not has_checkpoint(folder):
