@@ -14,13 +14,15 @@ import pytest
 
 from transformer_cli import kernels
 from transformer_cli.components import components
+from transformer_cli.components.attention import MultiHeadAttention
 from transformer_cli.components.feedforward import ACTIVATION_PER_ENTRY
 from transformer_cli.components.positional import Sinusoidal
 from transformer_cli.errors import SpecError
 from transformer_cli.registry import Registry
 from transformer_cli.spec import spec_from_mapping
-from transformer_cli.spec.choices import FEEDFORWARDS, NORMS, POSITIONALS
+from transformer_cli.spec.choices import ATTENTIONS, FEEDFORWARDS, NORMS, POSITIONALS
 from transformer_cli.spec.schema import spec_schema
+from transformer_cli.spec.validate import bad_key
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = {"N": 1, "H": 2, "m": 4, "d": 8, "r": 16}
@@ -92,3 +94,25 @@ def test_a_spec_is_checked_against_the_full_registries_before_any_component_is_i
 def test_every_activation_kernel_has_its_flop_count():
     """The activations are the kernels' registry (spec/choices.py reads it); the costs count each one's FLOPs."""
     assert list(ACTIVATION_PER_ENTRY) == list(kernels.ACTIVATIONS)
+
+
+class Windowless(MultiHeadAttention):
+    """An attention kind of a test's own that refuses a window, as a kind's own check would."""
+
+    @staticmethod
+    def check_keys(spec, data, source):
+        if spec.window is not None:
+            raise bad_key(source, "window", spec.window, "no window with attention: windowless")
+
+
+def test_the_spec_asks_the_attention_kind_it_names_what_it_needs_of_the_other_keys(monkeypatch):
+    """spec/validate.py has no branch on an attention kind: it asks the registered class (latent attention's rules
+    live in components/latent.py); the control: the same keys pass with the standard kind."""
+    monkeypatch.setitem(ATTENTIONS, "windowless", Windowless)
+    causal = BASE | {"mask": "causal", "window": 4}
+    assert spec_from_mapping(causal, "s.yaml").window == 4
+    with pytest.raises(SpecError) as refused:
+        spec_from_mapping(causal | {"attention": "windowless"}, "s.yaml")
+    assert str(refused.value) == "s.yaml: key 'window': got 4, expected no window with attention: windowless"
+    with pytest.raises(SpecError, match="key 'rope_m': got 3, expected an even number below m = 4"):
+        spec_from_mapping(BASE | {"attention": "latent", "positional": "rope", "kv_rank": 4, "rope_m": 3}, "s.yaml")

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import kernels
 from ..spec.choices import ATTENTIONS
+from ..spec.definition import Spec
 from .base import Component, Pairs, Tensor, Term
 from .norm import LayerNormWithoutBias, norm_kind
 
@@ -73,6 +74,11 @@ def _norm_part(get: Callable[[str], np.ndarray], prefix: str, name: str) -> np.n
 
 @ATTENTIONS.register("standard")
 class MultiHeadAttention(Component):
+    @staticmethod
+    def check_keys(spec: Spec, data: dict[str, Any], source: str) -> None:
+        """What the kind needs of the spec's other keys beyond their own checks (spec/validate.py asks the kind the
+        spec names; `data` the keys as written, `source` the file): nothing for standard attention."""
+
     def tensors(self, prefix: str) -> list[Tensor]:
         H, G, m, d = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d
         p = prefix + "attention."

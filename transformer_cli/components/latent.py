@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .. import kernels
 from ..spec.choices import ATTENTIONS
+from ..spec.definition import Spec
+from ..spec.validate import bad_key
 from .attention import SOFTMAX_PER_SCORE, MultiHeadAttention
 from .base import Pairs, Tensor, Term
 from .norm import RMS_PER_ENTRY
@@ -48,6 +51,20 @@ class LatentWeights:
 
 @ATTENTIONS.register("latent")
 class LatentAttention(MultiHeadAttention):
+    @staticmethod
+    def check_keys(spec: Spec, data: dict[str, Any], source: str) -> None:
+        """Every query head has its own key and value (no G), rotary positions on the last rope_m entries of each
+        head (fewer than m: the rest are the heads' own), one stack."""
+        if spec.positional != "rope":
+            expected = "rope with attention: latent (its keys' shared part turns)"
+            raise bad_key(source, "positional", spec.positional, expected)
+        for key in ("G", "rope_fraction", "qk_norm", "N_enc", "window"):
+            if key in data and data[key] not in (None, False) and not (key == "G" and data[key] == spec.H):
+                raise bad_key(source, key, data[key], f"no {key} with attention: latent")
+        if spec.rope_m is not None and (spec.rope_m >= spec.m or spec.rope_m % 2):
+            expected = f"an even number below m = {spec.m} (the rest of each head is its own)"
+            raise bad_key(source, "rope_m", spec.rope_m, expected)
+
     @property
     def sizes(self) -> tuple[int, int, int, int, int, int, int]:
         """H, m, d, c (kv_rank), r (rope_m), v (v_m), q (q_rank, 0 without the bottleneck)."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..text import lookalike_hint, shown
-from .choices import DENSE, FULL
+from .choices import ATTENTIONS, DENSE, FULL
 from .definition import FIELDS, REQUIRED, Spec
 from .dependent import DEPENDENT
 from .expert_keys import EXPERT_FIELDS
@@ -137,6 +137,9 @@ def _fail(source: str, key: str, value: Any, expected: str) -> SpecError:
     return SpecError(f"{source}: key '{key}': got {_shown_value(value)}, expected {expected}")
 
 
+bad_key = _fail  # the one-line error a kind's own check (a component's `check_keys`) raises
+
+
 def _unknown_key(source: str, key: Any) -> SpecError:
     text = key if isinstance(key, str) else _shown_value(key)
     hint = lookalike_hint(text, list(FIELDS)) if isinstance(key, str) else ""
@@ -239,8 +242,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
             raise SpecError(f"{source}: key '{key}': missing, expected {_expected(key)} when {other} is {values[0]}")
         if not allowed and key in data:
             raise _fail(source, key, data[key], f"no {key} unless {other} is {' or '.join(values)}")
-    if spec.attention == "latent":
-        _check_latent(spec, data, source)
+    ATTENTIONS[spec.attention].check_keys(spec, data, source)  # what the kind needs of the other keys
     if spec.positional == "rope":
         _check_rope(spec, source)
     if spec.positional == "relative":
@@ -336,20 +338,6 @@ def _check_groups(spec: Spec, data: dict[str, Any], source: str) -> None:
             "router_topk_groups",
             chosen,
             f"at most router_groups = {groups} groups holding at least k = {spec.k} experts",
-        )
-
-
-def _check_latent(spec: Spec, data: dict[str, Any], source: str) -> None:
-    """Latent attention: every query head has its own key and value (no G), rotary positions on the last rope_m
-    entries of each head (fewer than m: the rest are the heads' own), one stack."""
-    if spec.positional != "rope":
-        raise _fail(source, "positional", spec.positional, "rope with attention: latent (its keys' shared part turns)")
-    for key in ("G", "rope_fraction", "qk_norm", "N_enc", "window"):
-        if key in data and data[key] not in (None, False) and not (key == "G" and data[key] == spec.H):
-            raise _fail(source, key, data[key], f"no {key} with attention: latent")
-    if spec.rope_m is not None and (spec.rope_m >= spec.m or spec.rope_m % 2):
-        raise _fail(
-            source, "rope_m", spec.rope_m, f"an even number below m = {spec.m} (the rest of each head is its own)"
         )
 
 
