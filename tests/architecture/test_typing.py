@@ -102,4 +102,5 @@ def test_the_wheel_ships_py_typed(tmp_path):
     )
     (wheel,) = (tmp_path / "dist").glob("tfm-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "transformer_cli/py.typed" in names and "transformer_cli/models.py" in names
+    assert "transformer_cli/py.typed" in names and "transformer_cli/api/models.py" in names
+    assert "transformer_cli/tasks/runner.py" in names and "transformer_cli/families/granite.py" in names
