@@ -9,6 +9,7 @@ from conftest import random_weights
 
 from transformer_cli import Spec, Transformer
 from transformer_cli.components.attention import KVCache
+from transformer_cli.model import transformer as model_module
 from transformer_cli.model.decoding import Decoder, decode
 from transformer_cli.model.encoder_decoder import EncoderDecoder
 from transformer_cli.model.weights import prepare_block
@@ -187,3 +188,49 @@ def test_each_blocks_cache_is_its_attentions_and_a_window_keeps_its_own_width():
     assert [cache.K.shape[-1] for cache in decoder.caches] == [3, 10, 3, 10]  # sliding blocks: a ring of w
     X = np.random.default_rng(8).normal(size=(2, spec.d, 10))
     assert np.allclose(decode(model, X, prompt=4), model.forward(X), rtol=0, atol=1e-12)
+
+
+class Counted(dict):
+    """A weights mapping that counts each block's tensors read (as a checkpoint decoding on access would)."""
+
+    def __init__(self, weights: dict):
+        super().__init__(weights)
+        self.read: list[int] = []
+
+    def __getitem__(self, name: str):
+        if name.startswith("blocks."):
+            self.read.append(int(name.split(".")[1]))
+        return super().__getitem__(name)
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_blocks_prepared_just_in_time_give_the_prepared_pass_bit_for_bit(name, monkeypatch):
+    """One block kept or all, in one thread or two asking at once (the batch split however small)."""
+    monkeypatch.setattr(model_module, "PARALLEL_MIN_SIZE", 0)
+    spec = SPECS[name]
+    weights = random_weights(spec, 5)
+    X = np.random.default_rng(5).normal(size=(2, spec.d, 7))
+    expected = Transformer(spec, weights, workers=1).forward(X)
+    for keep, workers in ((1, 1), (1, 2), (spec.N, 2)):
+        model = Transformer(spec, weights, workers=workers, keep_blocks=keep)
+        assert np.array_equal(model.forward(X), expected), (keep, workers)
+        assert len(model.weights.kept) == keep
+
+
+def test_a_block_just_in_time_reads_its_tensors_when_the_pass_reaches_it_and_keeps_the_most_recent():
+    spec = SPECS["pre"]
+    weights = Counted(random_weights(spec, 6))
+    model = Transformer(spec, weights, workers=1, keep_blocks=2)
+    assert weights.read == [] and model.weights.prepared == 0  # nothing of the blocks read at build
+    X = np.random.default_rng(6).normal(size=(1, spec.d, 5))
+    model.forward(X)
+    assert sorted(set(weights.read)) == [0, 1, 2] and list(model.weights.kept) == [1, 2]
+    weights.read.clear()
+    model.run(_columns(model, X), last=0)  # block 0 was dropped: read again; blocks 1 and 2 never asked
+    assert set(weights.read) == {0} and list(model.weights.kept) == [2, 0]
+    weights.read.clear()
+    model.run(_columns(model, X), last=0)  # kept now: nothing read
+    assert weights.read == [] and model.weights.prepared == 4
+    prepared = Counted(random_weights(spec, 6))
+    Transformer(spec, prepared, workers=1)
+    assert sorted(set(prepared.read)) == [0, 1, 2]  # the control: prepared up front, every block read at build

@@ -36,7 +36,7 @@ from ..spec.definition import Spec
 from ..spec.stacks import decoder
 from .columns import Taps, from_columns, pass_taps, to_columns
 from .parallel import PassThreads, pass_threads, run_parts
-from .weights import Prepared
+from .weights import JustInTime, Prepared
 
 # weights(i, kind): the list that receives block i's attention weights of `kind` ('self', 'cross'), or None
 WeightsAsked = Callable[[int, str], "list | None"]
@@ -54,6 +54,8 @@ class Transformer:
 
     chunk_bytes bounds the attention scores held at once: queries are processed in chunks that fit it.
     workers: threads a batch is split over (default: the cores this process may use).
+    keep_blocks: None prepares every block when the model is built (the fastest pass); a number prepares each block
+    from `weights` when the pass reaches it and keeps that many, the most recently used (model/weights.py).
     """
 
     def __init__(
@@ -63,6 +65,7 @@ class Transformer:
         dtype: type | np.dtype | str = np.float64,
         chunk_bytes: int = CHUNK_BYTES,
         workers: int | None = None,
+        keep_blocks: int | None = None,
     ):
         self.spec = spec
         self.dtype = np.dtype(dtype)
@@ -82,7 +85,11 @@ class Transformer:
             (attention_component(layer), block_feedforward(layer)) for layer in layers
         ]
         self.rotations = [self._positions(layer, i, get) for i, layer in enumerate(layers)]  # block i's positions
-        self.weights = Prepared(spec, weights, self.dtype, self.layers, self.norm, stack.reads_memory)
+        self.weights: Prepared | JustInTime = (
+            Prepared(spec, weights, self.dtype, self.layers, self.norm, stack.reads_memory)
+            if keep_blocks is None
+            else JustInTime(spec, weights, self.dtype, self.layers, self.norm, stack.reads_memory, keep_blocks)
+        )
         self.reads_memory = stack.reads_memory  # an encoder-decoder's decoder: each block has a cross-attention
         self.embedding = TokenEmbedding(spec)  # the lookup, used with a vocabulary
         self.W_E: Array | None = None  # the token embedding (d, V); spec.E counts experts

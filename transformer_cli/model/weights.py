@@ -1,13 +1,16 @@
 """How a block's weights reach the pass: a provider asked per block, `weights.block(i)`, returns the block's states,
 one per component as its `prepare` makes them: (attention, feedforward, norms, cross-attention or None).
 
-`Prepared`, today's provider, prepares every block when the model is built. One that reads and upcasts a block
-just in time from a checkpoint can take its place (`prepare_block` makes one block's states): the pass asks for
-block i only when it reaches it.
+`Prepared` prepares every block when the model is built: the fastest pass, holding every block in the compute
+dtype. `JustInTime` prepares a block when the pass asks for it and keeps the few most recently used: with a weights
+mapping that holds the tensors as stored (bfloat16, a GGUF file's blocks) and decodes one on access, the model then
+holds the stored weights and one upcast block at a time.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -77,6 +80,49 @@ class Prepared:
         """Every array the prepared blocks hold (views included), as the model keeps them for the pass."""
         found: list[Array] = []
         _arrays(self.blocks, found)
+        return found
+
+
+class JustInTime:
+    """Each block's states prepared from `weights` when the pass asks for them, the `keep` most recently used kept
+    (at least 1): `weights` is read for block i's tensors only then. Threads over the batch may ask at once; a block
+    is prepared once for them while it is kept."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        weights: Mapping[str, Array],
+        dtype: np.dtype,
+        layers: Sequence[tuple[Component, Component]],
+        norm: Component,
+        reads_memory: bool = False,
+        keep: int = 1,
+    ):
+        self.spec, self.weights, self.dtype, self.layers, self.norm = spec, weights, dtype, layers, norm
+        self.reads_memory, self.keep = reads_memory, max(1, keep)
+        self.kept: OrderedDict[int, BlockState] = OrderedDict()
+        self.prepared = 0  # blocks prepared so far (a block asked again after it was dropped counts again)
+        self._lock = threading.Lock()
+
+    def block(self, i: int) -> BlockState:
+        with self._lock:
+            if i in self.kept:
+                self.kept.move_to_end(i)
+                return self.kept[i]
+            state = prepare_block(self.spec, self.weights, self.dtype, i, self.layers[i], self.norm, self.reads_memory)
+            self.prepared += 1
+            self.kept[i] = state
+            while len(self.kept) > self.keep:
+                self.kept.popitem(last=False)
+            return state
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def arrays(self) -> list[Array]:
+        """Every array the kept blocks hold."""
+        found: list[Array] = []
+        _arrays(list(self.kept.values()), found)
         return found
 
 
