@@ -85,7 +85,7 @@ class Transformer:
             (attention_component(layer), block_feedforward(layer)) for layer in layers
         ]
         self.rotations = [self._positions(layer, i, get) for i, layer in enumerate(layers)]  # block i's positions
-        self.weights: Prepared | JustInTime = (
+        self.weights: JustInTime = (
             Prepared(spec, weights, self.dtype, self.layers, self.norm, stack.reads_memory)
             if keep_blocks is None
             else JustInTime(spec, weights, self.dtype, self.layers, self.norm, stack.reads_memory, keep_blocks)

@@ -53,36 +53,6 @@ def prepare_block(
     return (attention.prepare(get), feedforward.prepare(get), norm.prepare(get), cross)  # type: ignore[attr-defined]
 
 
-class Prepared:
-    """Every block's states, prepared up front from `weights` (tfm's tensor names) in `dtype`, by each block's
-    components (`layers[i]`: its attention and its feedforward) and the stack's `norm`."""
-
-    def __init__(
-        self,
-        spec: Spec,
-        weights: Mapping[str, Array],
-        dtype: np.dtype,
-        layers: Sequence[tuple[Component, Component]],
-        norm: Component,
-        reads_memory: bool = False,
-    ):
-        self.blocks = [
-            prepare_block(spec, weights, dtype, i, layer, norm, reads_memory) for i, layer in enumerate(layers)
-        ]
-
-    def block(self, i: int) -> BlockState:
-        return self.blocks[i]
-
-    def __len__(self) -> int:
-        return len(self.blocks)
-
-    def arrays(self) -> list[Array]:
-        """Every array the prepared blocks hold (views included), as the model keeps them for the pass."""
-        found: list[Array] = []
-        _arrays(self.blocks, found)
-        return found
-
-
 class JustInTime:
     """Each block's states prepared from `weights` when the pass asks for them, the `keep` most recently used kept
     (at least 1): `weights` is read for block i's tensors only then. Threads over the batch may ask at once; a block
@@ -124,6 +94,25 @@ class JustInTime:
         found: list[Array] = []
         _arrays(list(self.kept.values()), found)
         return found
+
+
+class Prepared(JustInTime):
+    """Every block's states, prepared up front from `weights` (tfm's tensor names) in `dtype`, by each block's
+    components (`layers[i]`: its attention and its feedforward) and the stack's `norm`; `weights` is not kept."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        weights: Mapping[str, Array],
+        dtype: np.dtype,
+        layers: Sequence[tuple[Component, Component]],
+        norm: Component,
+        reads_memory: bool = False,
+    ):
+        super().__init__(spec, weights, dtype, layers, norm, reads_memory, keep=len(layers))
+        for i in range(len(layers)):
+            self.block(i)
+        self.weights = {}  # every block kept: the tensors they came from are no longer needed
 
 
 def _arrays(state: object, found: list[Array]) -> None:
