@@ -259,3 +259,23 @@ def test_counts_hold_and_a_missing_tensor_fails():
     assert check_counts(setup, weights).exit_code == ExitCode.OK
     del weights["final_norm.beta"]
     assert check_counts(setup, weights).exit_code == ExitCode.VIOLATED
+
+
+@pytest.mark.parametrize(
+    "extra, why",
+    [
+        ({"qk_norm": True, "norm": "pre", "norm_type": "rmsnorm"}, "queries and keys are normalised per head"),
+        (
+            {"attention": "latent", "positional": "rope", "kv_rank": 8, "rope_m": 4},
+            "keys come from a normalised latent",
+        ),
+    ],
+)
+def test_scaling_asks_each_blocks_attention_whether_its_scores_are_the_projections(extra, why):
+    """A block whose attention normalises its queries or keys (the component says why) is not measured; the
+    control: the same spec without it is measured block by block."""
+    base = dict(N=2, H=2, m=16, d=8, r=4, scale="sqrt")
+    skipped = check_scaling(setup_for(Spec(**base, **extra)), samples=2000)
+    assert [row[-1] for row in skipped.rows[1:]] == [f"not measured: {why}"] * 2
+    measured = check_scaling(setup_for(Spec(**base)), samples=2000)
+    assert all(not str(row[-1]).startswith("not measured") for row in measured.rows)

@@ -79,6 +79,11 @@ class MultiHeadAttention(Component):
         """What the kind needs of the spec's other keys beyond their own checks (spec/validate.py asks the kind the
         spec names; `data` the keys as written, `source` the file): nothing for standard attention."""
 
+    def normalised(self) -> str | None:
+        """Why the scores are not those of W_Q x and W_K y as the projections make them (a norm between), or None:
+        the score-variance check (verify/scaling.py) measures a block only where they are."""
+        return "queries and keys are normalised per head" if self.spec.qk_norm else None
+
     def tensors(self, prefix: str) -> list[Tensor]:
         H, G, m, d = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d
         p = prefix + "attention."

@@ -65,6 +65,9 @@ class LatentAttention(MultiHeadAttention):
             expected = f"an even number below m = {spec.m} (the rest of each head is its own)"
             raise bad_key(source, "rope_m", spec.rope_m, expected)
 
+    def normalised(self) -> str | None:
+        return "keys come from a normalised latent"
+
     @property
     def sizes(self) -> tuple[int, int, int, int, int, int, int]:
         """H, m, d, c (kv_rank), r (rope_m), v (v_m), q (q_rank, 0 without the bottleneck)."""

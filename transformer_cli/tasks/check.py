@@ -6,7 +6,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
@@ -202,7 +202,7 @@ def _factors_of_the_pairs_kept(spec: Spec, small: dict[str, Any]) -> dict[str, A
     factors = {key: getattr(spec, key) for key in ("rope_short_factor", "rope_long_factor") if getattr(spec, key)}
     if not factors:
         return {}
-    rotated = small.get("rope_m") if spec.attention == "latent" else int(small["m"] * spec.rope_fraction)
+    rotated = replace(spec, m=small["m"], rope_m=small.get("rope_m")).rotated_dims  # (its attention's own)
     pairs = max(int(rotated or 0) // 2, 1)
     return {key: [values[j * len(values) // pairs] for j in range(pairs)] for key, values in factors.items()}
 

@@ -107,8 +107,8 @@ def check_scaling(setup: Setup, samples: int = 20000, expect: str = "holds") -> 
     tiny, huge = float(np.finfo(setup.model.dtype).tiny), float(np.finfo(setup.model.dtype).max)
     for block in [None, *range(spec.N)]:
         label = f"unit-variance q, k (m = {m})" if block is None else f"block {block}: W_Q x + b_Q, W_K y + b_K"
-        if block is not None and (spec.qk_norm or spec.attention == "latent"):  # normalised: no longer W_Q, W_K's
-            why = "queries and keys are normalised per head" if spec.qk_norm else "keys come from a normalised latent"
+        why = None if block is None else setup.model.layers[block][0].normalised()  # no longer W_Q, W_K's
+        if why is not None:
             rows.append([label, None, None, None, None, f"not measured: {why}"])
             continue
         predicted = float(np.mean(_head_moments(setup, block)[1]))  # unscaled: Var(q.k)
