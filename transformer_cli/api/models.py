@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import OptionError, SpecError
-from ..io.weights import FORMATS, Weights  # tfm's weights files
+from ..io.weights import FORMATS, Weights, seeded_source  # tfm's weights files
 from ..options import count, keywords, named, parameters
 from ..spec.definition import Spec
 from ..tasks.sources import CheckpointSummary, checkpoint_at, spec_at
@@ -82,7 +82,7 @@ class Model:
     @property
     def weights_source(self) -> str:
         """Where the weights come from, as the commands say it: the checkpoint's path, or "seeded init (seed S)"."""
-        return str(self.weights_path) if self.weights_path is not None else f"seeded init (seed {self.seed})"
+        return str(self.weights_path) if self.weights_path is not None else seeded_source(self.seed)
 
     @property
     def dtype(self) -> str:

@@ -66,6 +66,11 @@ def iter_init(spec: Spec, seed: int = 0) -> Iterator[tuple[str, np.ndarray]]:
             yield tensor.name, np.zeros(tensor.shape)
 
 
+def seeded_source(seed: int) -> str:
+    """Where seeded weights come from, as every command says it (beside a checkpoint's path)."""
+    return f"seeded init (seed {seed})"
+
+
 def init_weights(spec: Spec, seed: int = 0) -> Weights:
     """Deterministic float64 weights from `seed` (scheme in the README: fan-in scaled, residual outputs / sqrt(2N))."""
     return dict(iter_init(spec, seed))

@@ -13,7 +13,7 @@ from ..analysis.memory import check_memory, estimate_encoder_decoder, estimate_f
 from ..components.encoder import encoder_run_spec
 from ..errors import ArrayError, NumericalError, Overflow, SpecError
 from ..io.arrays import first_nonfinite, open_npy, peek_npy
-from ..io.weights import Weights, init_weights
+from ..io.weights import Weights, init_weights, seeded_source
 from ..model.transformer import Transformer
 from ..options import count
 from ..spec.definition import Spec, check_length
@@ -142,7 +142,7 @@ def get_weights(spec: Spec, weights_path: Path | None, seed: int) -> tuple[Weigh
     """Weights from a file, or seeded ones; with a description of where they came from."""
     if weights_path is not None:
         return load_weights(weights_path, spec), str(weights_path)
-    return init_weights(spec, seed), f"seeded init (seed {seed})"
+    return init_weights(spec, seed), seeded_source(seed)
 
 
 def run_forward(
@@ -184,7 +184,7 @@ def run_forward(
     if weights is None:
         weights, source = get_weights(spec, weights_path, seed)
     else:
-        source = str(weights_path) if weights_path is not None else f"seeded init (seed {seed})"
+        source = str(weights_path) if weights_path is not None else seeded_source(seed)
     trace: list[float] = []
     try:
         if target_path is not None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..analysis.memory import MemoryEstimate, check_memory, estimate_pass
-from ..io.weights import Weights, init_weights
+from ..io.weights import Weights, init_weights, seeded_source
 from ..spec.definition import Spec
 from ..spec.stacks import encoder
 from .causality import causality_need, check_causality
@@ -42,7 +42,7 @@ def prepare(
     """Check the memory the model needs, then load its weights (`load`: the weights and where they came from; None:
     seeded ones) and build the setup."""
     check_memory(estimate_pass(spec, 1, n or 1, np.dtype(dtype)), max_memory, "this model")
-    weights, source = load() if load is not None else (init_weights(spec, seed), f"seeded init (seed {seed})")
+    weights, source = load() if load is not None else (init_weights(spec, seed), seeded_source(seed))
     return _setup(spec, weights, seed, dtype, n, tol, max_memory), weights, source
 
 
