@@ -45,6 +45,7 @@ class MemoryEstimate:
     input: int = 0  # the input as read (float64), beyond the model's copy in the compute dtype
     output: int = 0  # what the command keeps and shows beyond the pass (tfm attention's maps)
     output_is: str = "the maps shown"  # what `output` is, in the refusal's words
+    loaded_is: str = "tfm's own copies"  # what `loaded` (and `input`) are, in the refusal's words
 
     @property
     def model(self) -> int:
@@ -149,10 +150,21 @@ def describe(estimate: MemoryEstimate) -> str:
     """The parts of an estimate in a few words: the model's weights and attention, and tfm's own copies."""
     words = f"weights {human(estimate.weights)}, attention {human(estimate.attention)}"
     if estimate.overhead:
-        words += f"; tfm's own copies {human(estimate.loaded + estimate.input)}"
+        words += f"; {estimate.loaded_is} {human(estimate.loaded + estimate.input)}"
     if estimate.output:
         words += f", {estimate.output_is} {human(estimate.output)}"
     return words
+
+
+def tightest(max_memory: str | None) -> Limit | None:
+    """The limit with the least room: --max-memory in place of the available memory, beside the hard limits (a
+    cgroup's, ulimit -v); None when none is known."""
+    limits = memory_limits()
+    if max_memory:
+        given = parse_size(max_memory)
+        limits = [lim for lim in limits if lim.kind != "available"]
+        limits.append(Limit("--max-memory", given, f"the --max-memory of {human(given)}", f"raise it or {FIX}"))
+    return min(limits, key=lambda lim: lim.free, default=None)
 
 
 def check_memory(estimate: MemoryEstimate, max_memory: str | None, what: str) -> None:
@@ -161,15 +173,11 @@ def check_memory(estimate: MemoryEstimate, max_memory: str | None, what: str) ->
     --max-memory replaces the available memory (a soft figure) but not the hard limits: a cgroup's limit
     and ulimit -v still apply, since past them the process is killed or every allocation fails.
     """
-    limits = memory_limits()
-    if max_memory:
-        given = parse_size(max_memory)
-        limits = [lim for lim in limits if lim.kind != "available"]
-        limits.append(Limit("--max-memory", given, f"the --max-memory of {human(given)}", f"raise it or {FIX}"))
-    limit = min(limits, key=lambda lim: lim.free, default=None)
+    limit = tightest(max_memory)
     if limit is not None and estimate.total > limit.free:
         weights = estimate.weights + estimate.loaded
-        alone = "the weights and tfm's copy of them as loaded" if estimate.loaded else "the weights alone"
+        copies = "tfm's copy of them as loaded" if estimate.loaded_is == "tfm's own copies" else estimate.loaded_is
+        alone = f"the weights and {copies}" if estimate.loaded else "the weights alone"
         advice = f"{alone} need {human(weights)}" if weights > limit.free else limit.advice
         raise MemoryLimitError(
             f"{what} needs about {human(estimate.total)} ({describe(estimate)}), more than {limit.name}; {advice}"

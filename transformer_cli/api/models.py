@@ -21,12 +21,13 @@ from ..errors import OptionError, SpecError
 from ..io.weights import FORMATS, Weights, seeded_source  # tfm's weights files
 from ..options import count, keywords, named, parameters
 from ..spec.definition import Spec
-from ..tasks.sources import CheckpointSummary, checkpoint_at, spec_at
+from ..tasks.sources import CheckpointSummary, checkpoint_at, read_lazily, spec_at
 
 if TYPE_CHECKING:  # the result types, for annotations: `tfm.load` imports none of the model, analysis or verify
     from tokenizers import Tokenizer
 
     from ..analysis.costs import Costs
+    from ..analysis.modes import Mode
     from ..analysis.params import ParamCount
     from ..analysis.plan import Plan
     from ..model.decoding import Decoder
@@ -100,6 +101,36 @@ class Model:
 
         return EncoderDecoder(self.spec, self.weights, np.dtype(dtype or self.dtype))
 
+    def held(
+        self,
+        dtype: str,
+        batch: int,
+        seq_len: int,
+        max_memory: str | None = None,
+        what: str = "this forward pass",
+        again: bool = False,
+        source_len: int | None = None,
+    ) -> tuple[Transformer | EncoderDecoder, Mode | None]:
+        """The NumPy model with its weights held as the memory allows (resident, stored or streamed: see
+        analysis/modes.py) for a pass over `batch` sequences of `seq_len`, and the mode (None for two stacks); a
+        MemoryLimitError before anything is read when no mode fits. `again`: the model runs again and again
+        (generation): as many upcast blocks kept as the memory holds. An encoder-decoder's sources are `source_len`
+        long (default: seq_len)."""
+        from ..analysis.memory import check_memory, estimate_encoder_decoder
+        from ..analysis.modes import build, choose_mode, mode_estimates, stored_form
+        from ..spec.stacks import encoder
+
+        if encoder(self.spec) is not None:
+            estimate = estimate_encoder_decoder(self.spec, batch, source_len or seq_len, seq_len, dtype)
+            check_memory(estimate, max_memory, what)
+            return self.transformer(dtype), None
+        lazy = self.weights_path is not None and read_lazily(self.weights_path)
+        held = stored_form(self.weights) if lazy else None  # (seeded weights are made only once they fit)
+        estimates = mode_estimates(self.spec, batch, seq_len, dtype, held)
+        mode = choose_mode(self.spec, estimates, dtype, max_memory, what, held.label if held else "")
+        keep = mode.keep_up_to(self.spec.N) if again else None
+        return build(self.spec, self.weights, dtype, mode, keep), mode
+
     # -- what the commands do ------------------------------------------------------------------------------------
 
     def count(self) -> ParamCount:
@@ -148,10 +179,12 @@ class Model:
     ) -> Verification:
         """`tfm verify`: every property of the seeds, each against what theory predicts (a Verification: its
         checks, CheckResults, in the order they ran, and the command's exit code)."""
-        from ..verify import Verification, verify_all
+        from ..verify import Verification, prepare, run_checks
 
-        checks = verify_all(self.spec, self.weights, self.seed, dtype, seq_len, tol, max_memory)
-        return Verification(checks, self.source, self.weights_source, dtype)
+        lazy = self.weights_path is not None and read_lazily(self.weights_path)
+        load = lambda: (self.weights, self.weights_source)  # noqa: E731 - (seeded ones made once they fit)
+        setup, weights, _ = prepare(self.spec, load, self.seed, dtype, seq_len, tol, max_memory, lazy)
+        return Verification(run_checks(setup, weights), self.source, self.weights_source, dtype, setup.mode)
 
     @named(renamed={"n": "seq_len", "b": "batch"})
     def sample(self, seq_len: int = 16, batch: int | None = None, seed: int = 0) -> np.ndarray[Any, Any]:
@@ -191,14 +224,18 @@ class Model:
         dtype: str | None = None,
         on_token: Callable[[np.ndarray], None] | None = None,
         say: Callable[[str], None] | None = None,
+        max_memory: str | None = None,
     ) -> Generation:
         """`tfm generate`: new tokens after the prompts, token ids (p,) or (b, p), or text (with a tokenizer.json)
         -> a Generation (.tokens the new ones, as the command's --json; .sequences with the prompts, as its -o;
         .stopped, .notes). Greedy unless a temperature is given; stops at the model's eos_token_id unless `stop`
-        says; the options are checked as the command checks them, `say` hears its notes."""
+        says; the options are checked as the command checks them, `say` hears its notes. The weights are held as
+        `max_memory` (else the memory available) allows: see `held`."""
         from ..tasks.generation import generate_from
 
-        return generate_from(self, prompt, max_new_tokens, temperature, top_k, top_p, seed, stop, dtype, on_token, say)
+        return generate_from(
+            self, prompt, max_new_tokens, temperature, top_k, top_p, seed, stop, dtype, on_token, say, max_memory
+        )
 
     @named()
     def decoder(self, b: int, n: int, dtype: str | None = None, source: Any = None) -> Decoder:

@@ -264,6 +264,15 @@ def weights_of(spec_path: Path | None, weights: Path | None) -> Path | None:
     return found
 
 
+def say_mode(mode: Any) -> None:
+    """On stderr, how the weights of a lazily read file are held and why, when not all resident (analysis/modes.py's
+    Mode, or None)."""
+    from ..text import escaped
+
+    if mode is not None and mode.said:
+        err.print(f"note: {escaped(mode.note())}", soft_wrap=True, highlight=False)
+
+
 def check_npy_output(path: Path | None) -> None:
     """An array output is named .npy (any case): tfm writes NumPy's .npy format, and the name should say so."""
     if path is not None and path.suffix.lower() != ".npy":

@@ -74,7 +74,6 @@ def generate(
       tfm generate ./tiny-llama --input ids.npy --max-new-tokens 20 -o out.npy
       tfm generate ./tiny-llama --prompt "Once upon a time" -k 30 --temperature 0.8 --top-p 0.9 --seed 1
     """
-    from ..analysis.memory import check_memory
     from ..api.models import Model
     from ..io.arrays import save_npy
     from ..io.outputs import check_output_path
@@ -95,7 +94,6 @@ def generate(
         tokenizer = read_tokenizer(spec_path) if prompt is not None and input_path is None else None
         ids = _prompts(input_path, prompt, tokenizer, spec, tokenizer_file(spec_path))
         count(max_new_tokens, "max-new-tokens")  # (before the estimate; the library checks it as generate does)
-        check_memory(_estimate(spec, ids.shape, max_new_tokens, dtype.value), max_memory, "this generation")
         model = Model(spec, source, spec_path, weights, seed)
         streaming = out.is_terminal and not json_out and ids.shape[0] == 1
         result = model.generate(
@@ -108,6 +106,7 @@ def generate(
             stop=list(stop) if stop else None,
             dtype=dtype.value,
             say=_say,
+            max_memory=max_memory,
             on_token=(lambda t: _print_token(t, tokenizer, tokenizer_file(spec_path))) if streaming else None,
         )
         if output is not None:
@@ -134,18 +133,6 @@ def generate(
     err.print(f"{ids.shape[0]} sequence(s), {result.prompt} prompt tokens, ended at {why}", highlight=False)
     if output is not None:
         out.print(f"wrote {shown(output)}", highlight=False)
-
-
-def _estimate(spec, shape: tuple[int, int], new: int, dtype: str):
-    """At most a forward pass over the prompt and every new token (the prefill's peak bounds it; the cache is one
-    block's keys and values per block)."""
-    from ..analysis.memory import estimate_encoder_decoder, estimate_forward
-    from ..spec.stacks import encoder
-
-    b, p = shape
-    if encoder(spec) is None:
-        return estimate_forward(spec, b, p + new, dtype)
-    return estimate_encoder_decoder(spec, b, p, new + 1, dtype)
 
 
 def _say(note: str) -> None:

@@ -27,6 +27,7 @@ from .common import (
     out,
     print_json,
     progress_bar,
+    say_mode,
     spec_json,
     weights_of,
 )
@@ -135,6 +136,7 @@ def run(
             )
         if output is not None:
             save_npy(output, result.output, overwrite=force)
+    say_mode(result.mode)
     for note in result.notes:
         err.print(f"note: {shown(note)}", soft_wrap=True)
     data = result.to_dict() | {"output": str(output) if output else None}

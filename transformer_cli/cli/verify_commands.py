@@ -28,6 +28,7 @@ from .common import (
     out,
     print_json,
     progress_bar,
+    say_mode,
     spec_json,
     weights_of,
 )
@@ -57,18 +58,34 @@ def _check(
     """Shared body of the verify-* commands: build the setup, run one check, show it, exit with its code."""
     from .. import verify
     from ..tasks.runner import get_weights
+    from ..tasks.sources import read_lazily
     from . import render
 
     with handled(json_out):
         spec, source = load(spec_path, weights)
         weights = weights_of(spec_path, weights)
         with busy(f"verify-{name}", json_out):
+            lazy = weights is not None and read_lazily(weights)
             setup, _, w_source = verify.prepare(
-                spec, lambda: get_weights(spec, weights, seed), seed, dtype.value, seq_len, tol, max_memory
+                spec,
+                lambda: get_weights(spec, weights, seed),
+                seed,
+                dtype.value,
+                seq_len,
+                tol,
+                max_memory,
+                lazy,
+                [name],
             )
+            say_mode(setup.mode)
             result = getattr(verify, f"check_{name}")(setup, expect=expect.value, **options)
     if json_out:
-        print_json(result.to_dict() | spec_json(spec) | {"source": source, "weights": w_source, "dtype": dtype.value})
+        mode = setup.mode.to_dict() if setup.mode is not None else None
+        print_json(
+            result.to_dict()
+            | spec_json(spec)
+            | {"source": source, "weights": w_source, "dtype": dtype.value, "weights_mode": mode}
+        )
     else:
         out.print(render.check_table(result))
         out.print(render.summary_table(result))
@@ -212,18 +229,21 @@ def verify(
     """
     from .. import verify
     from ..tasks.runner import get_weights
+    from ..tasks.sources import read_lazily
     from . import render
 
     with handled(json_out):
         spec, source = load(spec_path, weights)
         weights = weights_of(spec_path, weights)
+        lazy = weights is not None and read_lazily(weights)
         setup, w, w_source = verify.prepare(
-            spec, lambda: get_weights(spec, weights, seed), seed, dtype.value, seq_len, tol, max_memory
+            spec, lambda: get_weights(spec, weights, seed), seed, dtype.value, seq_len, tol, max_memory, lazy
         )
+        say_mode(setup.mode)
         with progress_bar(json_out) as progress:
             task = progress.add_task("verifying", total=len(verify.checks_of(setup, w)))
             results = verify.run_checks(setup, w, lambda name: progress.update(task, advance=1, description=name))
-    verification = verify.Verification(results, source, w_source, dtype.value)  # (what Model.verify returns)
+    verification = verify.Verification(results, source, w_source, dtype.value, setup.mode)  # (as Model.verify)
     if json_out:
         print_json(spec_json(spec) | verification.to_dict())
     else:

@@ -106,6 +106,12 @@ class GGUFWeights(Mapping[str, np.ndarray]):
         self._check_fit()
         self.names = list(dict.fromkeys(n.split("[")[0] for n in self.rule_of))
         self._last: tuple[str, np.ndarray] | None = None
+        self._mapped: np.ndarray | None = None  # the whole file memory-mapped, once held (`hold`)
+
+    def hold(self) -> None:
+        """Keep the file memory-mapped from now on: its blocks are then read from the mapping's pages, which stay in
+        this process (the stored mode), rather than mapped for each read and let go."""
+        self._mapped = np.memmap(self.header.path, dtype=np.uint8, mode="r")
 
     def _check_fit(self) -> None:
         expected = {rule.hf: hf_shape(rule, self.shapes) for rule in self.rule_of.values()}
@@ -136,9 +142,10 @@ class GGUFWeights(Mapping[str, np.ndarray]):
         if self._last is None or self._last[0] != name:
             if name in self.pieces:
                 joined = self.arch.joined[_short(name)]
-                array = joined.join([read_tensor(self.header, piece) for piece in self.pieces[name]])
+                pieces = self.pieces[name]
+                array = joined.join([read_tensor(self.header, piece, self._mapped) for piece in pieces])
             else:
-                array = read_tensor(self.header, name)
+                array = read_tensor(self.header, name, self._mapped)
             bad = first_nonfinite(array)
             if bad is not None:
                 raise ArrayError(f"{self.header.path}: NaN or inf in tensor {name} at {bad}")

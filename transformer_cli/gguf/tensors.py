@@ -47,14 +47,19 @@ def unreadable(kind: int) -> str | None:
     return None
 
 
-def read_tensor(header: Header, name: str) -> np.ndarray:
+def read_tensor(header: Header, name: str, mapped: np.ndarray | None = None) -> np.ndarray:
     """Tensor `name` of the file as float32 (float64 if stored so), shaped (outermost first): dequantised exactly as
-    the package's reference dequantiser does; a type it cannot dequantise is an ArrayError naming it."""
+    the package's reference dequantiser does; a type it cannot dequantise is an ArrayError naming it. `mapped`: the
+    whole file memory-mapped as bytes, kept by the caller (else the tensor's bytes are mapped for this read)."""
     from gguf import GGMLQuantizationType
     from gguf.quants import dequantize, quant_shape_to_byte_shape
 
     t: TensorInfo = header.tensors[name]
-    raw = np.memmap(header.path, dtype=np.uint8, mode="r", offset=header.data_offset + t.offset, shape=(t.nbytes,))
+    begin = header.data_offset + t.offset
+    if mapped is not None:
+        raw = mapped[begin : begin + t.nbytes]
+    else:
+        raw = np.memmap(header.path, dtype=np.uint8, mode="r", offset=begin, shape=(t.nbytes,))
     if t.type in PLAIN:
         return np.asarray(raw.view(PLAIN[t.type]).reshape(t.shape))
     why = unreadable(t.type)

@@ -45,6 +45,7 @@ class Checkpoint:
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
         self.tensors: dict[str, Located] = {}
+        self._mapped: dict[Path, np.ndarray] | None = None  # each shard memory-mapped, once held (`hold`)
         for shard in self._shards():
             with safetensors_io.open_file(shard) as handle:
                 contents = safetensors_io.read_contents(shard, handle)
@@ -93,9 +94,18 @@ class Checkpoint:
         """The file a tensor is in, for messages: 'model-00002-of-00004.safetensors'."""
         return self.tensors[name].shard.name
 
+    def hold(self) -> None:
+        """Keep every shard memory-mapped from now on: a tensor is then read from the mapping's pages, which stay in
+        this process (the stored mode), rather than into an array of its own from the file."""
+        self._mapped = {}
+
     def read(self, name: str) -> np.ndarray:
         """One tensor, decoded (BF16 exactly to float32, F16 as float16), read from its shard alone."""
         at = self.tensors[name]
+        if self._mapped is not None:
+            if at.shard not in self._mapped:
+                self._mapped[at.shard] = np.memmap(at.shard, dtype=np.uint8, mode="r")
+            return safetensors_io.mapped_tensor(at.shard, self._mapped[at.shard], name, at.entry, at.data_start)
         with safetensors_io.open_file(at.shard) as handle:
             return safetensors_io.read_tensor(at.shard, handle, name, at.entry, at.data_start)
 

@@ -277,6 +277,10 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
             raise ArrayError(f"{checkpoint.folder}: NaN or inf in {where} at {bad}")
         return array
 
+    def hold(self) -> None:
+        """Keep the checkpoint's bytes in memory as stored from now on (memory-mapped)."""
+        self.checkpoint.hold()
+
     def held(self) -> Held:
         """The bytes the checkpoint holds for each of tfm's tensors (a packed weight's scales and zero points
         included), for the plan."""

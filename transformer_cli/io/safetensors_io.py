@@ -217,6 +217,21 @@ def read_tensor(path: Path, handle: IO[bytes], name: str, entry: Entry, data_sta
     view = memoryview(array.reshape(-1)).cast("B")  # type: ignore[arg-type]  # an ndarray is a buffer
     if array.size and handle.readinto(view) != entry.end - entry.begin:  # type: ignore[attr-defined]
         raise _bad(path, f"tensor '{shown(name)}': the file ends inside its data")
+    return decode(entry, array)
+
+
+def mapped_tensor(path: Path, data: np.ndarray, name: str, entry: Entry, data_start: int) -> np.ndarray:
+    """A tensor decoded from `data`, the whole file memory-mapped as bytes: a view of its pages where the stored
+    dtype is the one given (float32, float16), else decoded from them."""
+    raw = data[data_start + entry.begin : data_start + entry.end]
+    if raw.size != entry.end - entry.begin:
+        raise _bad(path, f"tensor '{shown(name)}': the file ends inside its data")
+    return decode(entry, raw.view(DTYPES[entry.code]).reshape(entry.shape))
+
+
+def decode(entry: Entry, array: np.ndarray) -> np.ndarray:
+    """A tensor's stored elements as tfm reads them: BF16 and float8 decoded exactly to float32, the rest in
+    native byte order."""
     if entry.code == "BF16":  # bfloat16 is the top half of a float32: shifting the bits back is exact
         return bfloat16_to_float32(array)
     if entry.code in FLOAT8:

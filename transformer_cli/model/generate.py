@@ -75,6 +75,7 @@ class Generation:
     steps: list[Array] = field(default_factory=list)
     stop_tokens: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    weights_mode: dict[str, Any] | None = None  # how the weights were held and why (analysis/modes.py)
 
     @property
     def tokens(self) -> Array:
@@ -93,6 +94,7 @@ class Generation:
             "stopped": self.stopped.tolist(),
             "tokens": self.tokens.tolist(),
             "notes": self.notes,
+            "weights_mode": self.weights_mode,
         }
 
 

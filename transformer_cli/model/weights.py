@@ -54,9 +54,14 @@ def prepare_block(
 
 
 class JustInTime:
-    """Each block's states prepared from `weights` when the pass asks for them, the `keep` most recently used kept
-    (at least 1): `weights` is read for block i's tensors only then. Threads over the batch may ask at once; a block
-    is prepared once for them while it is kept."""
+    """Each block's states prepared from `weights` when the pass asks for them, `keep` of them kept (at least 1):
+    `weights` is read for block i's tensors only then. Threads over the batch may ask at once; a block is prepared
+    once for them while it is kept.
+
+    When one more is prepared than `keep` holds, the block used just before it is dropped, not the one used longest
+    ago: a pass (a decoding step) visits the blocks in turn, so the one used longest ago is the next one it needs,
+    and dropping the least recently used would keep none for the next pass; this way keep - 1 stay (Belady's choice
+    for a cyclic order)."""
 
     def __init__(
         self,
@@ -82,8 +87,8 @@ class JustInTime:
             state = prepare_block(self.spec, self.weights, self.dtype, i, self.layers[i], self.norm, self.reads_memory)
             self.prepared += 1
             self.kept[i] = state
-            while len(self.kept) > self.keep:
-                self.kept.popitem(last=False)
+            if len(self.kept) > self.keep:  # drop the block used just before this one (see the class's note)
+                del self.kept[list(self.kept)[-2]]
             return state
 
     def __len__(self) -> int:

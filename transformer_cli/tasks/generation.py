@@ -20,6 +20,7 @@ from ..io.safetensors_io import peek
 from ..model.generate import Sampling, generate, token_id
 from ..options import count
 from ..spec.definition import Spec
+from ..spec.stacks import encoder
 
 if TYPE_CHECKING:
     from ..model.generate import Generation
@@ -37,6 +38,7 @@ def generate_from(
     dtype: str | None = None,
     on_token: Callable[[np.ndarray], None] | None = None,
     say: Callable[[str], None] | None = None,
+    max_memory: str | None = None,
 ) -> Generation:
     """The prompt (ids (p,) or (b, p), or a text the model's tokenizer encodes) continued by `model` (a
     models.Model) by up to max_new_tokens, the options checked as `tfm generate` checks them; `say` hears the
@@ -64,7 +66,14 @@ def generate_from(
     )
     pad = config.get("pad_token_id")
     pad = token_id(pad, vocabulary, f"{files}: pad_token_id") if isinstance(pad, int) else None
-    net = model.transformer(dtype)
+    dtype = dtype or model.dtype
+    b, p = ids.shape
+    if encoder(model.spec) is None:  # the prefill's pass over the prompt and every new token bounds the peak
+        net, mode = model.held(dtype, b, p + max_new_tokens, max_memory, "this generation", again=True)
+    else:  # the decoder's targets: the start token and the new ones, over the prompt as the source
+        net, mode = model.held(dtype, b, max_new_tokens + 1, max_memory, "this generation", True, source_len=p)
+    if mode is not None and mode.said:
+        (say or (lambda note: None))(f"note: {mode.note()}")
     if not hasattr(net, "encode"):
         result = generate(net, ids, max_new_tokens, stops, pad, sampling, on_token)
     else:
@@ -79,6 +88,7 @@ def generate_from(
         begin = np.full((ids.shape[0], 1), start, dtype=np.int64)
         result = generate(net.decoder, begin, max_new_tokens, stops, pad, sampling, on_token, memory)
     result.notes = notes + result.notes
+    result.weights_mode = mode.to_dict() if mode is not None else None
     return result
 
 

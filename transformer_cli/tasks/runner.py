@@ -9,16 +9,16 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.memory import check_memory, estimate_encoder_decoder, estimate_forward
+from ..analysis.memory import check_memory, estimate_encoder_decoder
+from ..analysis.modes import Mode, build, choose_mode, mode_estimates, stored_form
 from ..components.encoder import encoder_run_spec
 from ..errors import ArrayError, NumericalError, Overflow, SpecError
 from ..io.arrays import first_nonfinite, open_npy, peek_npy
 from ..io.weights import Weights, init_weights, seeded_source
-from ..model.transformer import Transformer
 from ..options import count
 from ..spec.definition import Spec, check_length
 from ..spec.stacks import encoder
-from .sources import load_weights
+from .sources import load_weights, read_lazily
 
 
 def token_ids(shape: tuple[int, ...], dtype: np.dtype, spec: Spec) -> bool:
@@ -101,6 +101,7 @@ class RunResult:
     output: np.ndarray
     block_rms: list[float]  # RMS after positions, then after each block
     notes: list[str] = field(default_factory=list)
+    mode: Mode | None = None  # how the weights were held (one stack), and why
 
     def stats(self) -> dict[str, Any]:
         y = np.asarray(self.output, dtype=np.float64)
@@ -124,6 +125,7 @@ class RunResult:
             "activation_rms": {"input_plus_positions": self.block_rms[0]}
             | {f"after_block_{i + 1}": v for i, v in enumerate(self.block_rms[1:])},
             "notes": self.notes,
+            "weights_mode": self.mode.to_dict() if self.mode is not None else None,
         }
 
 
@@ -172,8 +174,13 @@ def run_forward(
     header = _header(input_path)
     check_input_header(header.shape, header.dtype, source_spec, _named(input_path, "input"))
     b, n = sequences(header.shape, header.dtype, source_spec)
+    if weights is None and weights_path is not None and read_lazily(weights_path):
+        weights = load_weights(weights_path, spec)  # (its headers alone: tensors are read as the pass asks)
+    mode = None
     if target_path is None:
-        check_memory(estimate_forward(spec, b, n, dtype), max_memory, "this forward pass")
+        held = stored_form(weights)
+        estimates = mode_estimates(spec, b, n, dtype, held)
+        mode = choose_mode(spec, estimates, dtype, max_memory, "this forward pass", held.label if held else "")
     else:
         target_header = _header(target_path)
         check_input_header(target_header.shape, target_header.dtype, spec, _named(target_path, "target"))
@@ -195,7 +202,8 @@ def run_forward(
             y = model.forward(x, t, trace=trace, on_block=on_block)
             notes += target_notes
         else:
-            y = Transformer(spec, weights, np.dtype(dtype)).forward(x, trace=trace, on_block=on_block)
+            assert mode is not None
+            y = build(spec, weights, dtype, mode).forward(x, trace=trace, on_block=on_block)
     except Overflow as error:  # found inside the pass, which does not know the input's name
         raise Overflow(f"{_named(input_path, 'input')}: {error}") from None
     bad = first_nonfinite(y)
@@ -203,7 +211,7 @@ def run_forward(
         hint = "; try --dtype float64" if dtype != "float64" else ""
         where = _named(input_path, "input")
         raise NumericalError(f"{where}: the output has {y[bad]} at index {bad}: {dtype} cannot hold it{hint}")
-    return RunResult(spec, x.shape, dtype, source, y, trace, notes)
+    return RunResult(spec, x.shape, dtype, source, y, trace, notes, mode)
 
 
 def _header(x: Path | np.ndarray) -> Any:

@@ -35,6 +35,12 @@ def load_weights(path: str | Path, spec: Spec) -> Weights:
     return tfm_weights.load_weights(path, spec)
 
 
+def read_lazily(path: str | Path) -> bool:
+    """Whether the weights at `path` are read tensor by tensor as the model asks (a Hugging Face folder, a GGUF
+    file): opening them reads their headers alone."""
+    return Path(path).is_dir() or is_gguf(path)
+
+
 def is_hugging_face(path: Path) -> bool:
     """A Hugging Face model: a folder (holding config.json), or a .json config (named config.json, or giving a
     model_type) rather than a tfm spec written as JSON (its keys N, H, m, d, r)."""

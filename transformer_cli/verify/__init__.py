@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -38,20 +38,38 @@ def prepare(
     n: int | None,
     tol: float | None,
     max_memory: str | None = None,
+    lazy: bool = False,
+    checks: Sequence[str] | None = None,
 ) -> tuple[Setup, Weights, str]:
     """Check the memory the model needs, then load its weights (`load`: the weights and where they came from; None:
-    seeded ones) and build the setup."""
-    check_memory(estimate_pass(spec, 1, n or 1, np.dtype(dtype)), max_memory, "this model")
+    seeded ones) and build the setup. `lazy`: `load` reads a file's headers alone (a Hugging Face folder, a GGUF
+    file), so the memory is checked after it, in the first mode the weights allow (analysis/modes.py) whose
+    `checks` (by name; None: all) fit."""
+    if not lazy:
+        check_memory(estimate_pass(spec, 1, n or 1, np.dtype(dtype)), max_memory, "this model")
     weights, source = load() if load is not None else (init_weights(spec, seed), seeded_source(seed))
-    return _setup(spec, weights, seed, dtype, n, tol, max_memory), weights, source
+    return _setup(spec, weights, seed, dtype, n, tol, max_memory, checks), weights, source
 
 
 def _setup(
-    spec: Spec, weights: Weights, seed: int, dtype: str, n: int | None, tol: float | None, max_memory: str | None
+    spec: Spec,
+    weights: Weights,
+    seed: int,
+    dtype: str,
+    n: int | None,
+    tol: float | None,
+    max_memory: str | None,
+    checks: Sequence[str] | None = None,
 ) -> Setup:
     """One stack's setup, or an encoder-decoder's own (the decoder over a seeded source)."""
-    make = make_setup if encoder(spec) is None else make_encoder_decoder_setup
-    return make(spec, weights, seed, dtype, n, tol, max_memory)
+    if encoder(spec) is not None:
+        return make_encoder_decoder_setup(spec, weights, seed, dtype, n, tol, max_memory)
+
+    def needs(setup: Setup) -> list[MemoryEstimate]:
+        found = checks_of(setup, weights)
+        return [need() for name, need, _ in found if need is not None and (checks is None or name in checks)]
+
+    return make_setup(spec, weights, seed, dtype, n, tol, max_memory, needs)
 
 
 def verify_all(

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ..analysis.memory import MemoryEstimate, check_memory, estimate_forward
+from ..analysis.modes import Mode, build, choose_mode, mode_estimates, stored_form
+from ..components.held import Held
 from ..errors import ExitCode, TfmError
 from ..io.weights import Weights, init_weights
 from ..model.transformer import Transformer
@@ -102,6 +104,7 @@ class Verification:
     source: str  # the spec's: a path, "built-in default", or "FILE metadata"
     weights: str  # the checkpoint's path, or "seeded init (seed S)"
     dtype: str
+    mode: Mode | None = None  # how the weights were held, and why (None: two stacks)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -124,6 +127,7 @@ class Verification:
             "dtype": self.dtype,
             "exit_code": int(self.exit_code),
             "checks": [c.to_dict() for c in self.checks],
+            "weights_mode": self.mode.to_dict() if self.mode is not None else None,
         }
 
 
@@ -169,6 +173,8 @@ class Setup:
     tol: float | None
     max_memory: str | None = None
     reference: Transformer | None = None  # the same weights in float64, for a float32 model's rounding noise
+    held: Held | None = None  # the bytes a lazily read file holds per tensor (None: weights in memory)
+    mode: Mode | None = None  # how the weights are held (analysis/modes.py)
 
     @property
     def base_tol(self) -> float:
@@ -195,9 +201,13 @@ class Setup:
         tol = max(self.base_tol, FLOOR_FACTOR * noise) if math.isfinite(noise) else self.base_tol
         return tol, {"tolerance_rule": TOL_RULE, "rounding_noise": noise}
 
-    def estimate(self, batch: int, dtype: np.dtype) -> MemoryEstimate:
-        """The model's pass over `batch` sequences of n in `dtype`, weights included."""
-        return estimate_forward(self.spec, batch, self.n, dtype)
+    def estimate(self, batch: int, dtype: np.dtype, n: int | None = None) -> MemoryEstimate:
+        """The model's pass over `batch` sequences of n (default: the setup's) in `dtype`, weights included, as the
+        setup holds them."""
+        n = self.n if n is None else n
+        if self.mode is None:
+            return estimate_forward(self.spec, batch, n, dtype)
+        return mode_estimates(self.spec, batch, n, dtype, self.held)[self.mode.name]
 
     @property
     def column_bytes(self) -> int:
@@ -218,7 +228,10 @@ class Setup:
         pass that measures its rounding noise (over `noise` sequences, default the batch; 0: none; none with --tol:
         float64, the twin's or the model's own on nudged inputs) while the first pass's output is held."""
         main = self.estimate(batch, self.model.dtype)
-        twin = self.estimate(1, np.dtype(np.float64)).loaded if self.reference is not None else 0  # its own copies
+        twin = 0  # the float64 twin's weights: tfm's float64 copies as loaded, or its own from a lazily read file
+        if self.reference is not None:
+            alone = self.estimate(1, np.dtype(np.float64))
+            twin = alone.loaded if self.held is None else alone.weights
         peaks = [replace(main, output=main.output + held + twin)]
         k = batch if noise is None else noise
         if self.tol is None and k:
@@ -242,6 +255,13 @@ class Setup:
         return self.rng.standard_normal(shape)
 
 
+@dataclass(frozen=True)
+class Unbuilt:
+    """A model not built yet, for a check's memory need, which asks only its dtype."""
+
+    dtype: np.dtype
+
+
 def make_setup(
     spec: Spec,
     weights: Weights | None,
@@ -250,8 +270,11 @@ def make_setup(
     n: int | None,
     tol: float | None,
     max_memory: str | None = None,
+    needs: Callable[[Setup], list[MemoryEstimate]] | None = None,
 ) -> Setup:
-    """Build the model (seeded weights unless given) and pick n and the tolerance."""
+    """Build the model (seeded weights unless given) and pick n and the tolerance. A lazily read file's weights are
+    held in the first mode (analysis/modes.py) in which the model, its float64 twin and the checks' peaks (`needs`
+    of a setup in that mode, before any model is built) fit."""
     longest = spec.max_len if spec.positional == "learned" and spec.max_len else None
     if n is None:
         n = min(16, longest) if longest else 16
@@ -262,12 +285,25 @@ def make_setup(
     if tol is not None and not (tol > 0 and math.isfinite(tol)):
         raise TfmError(f"--tol: got {tol}, expected a positive number")
     np_dtype = np.dtype(dtype)
-    check_memory(estimate_forward(spec, 1, n, np_dtype), max_memory, "this model")
-    weights = weights if weights is not None else init_weights(spec, seed)
-    model = Transformer(spec, weights, np_dtype)
-    reference = None
-    if np_dtype != np.float64 and tol is None:  # the float64 twin that measures float32's rounding
-        check_memory(estimate_forward(spec, 1, n, np.dtype(np.float64)), max_memory, "this model's float64 reference")
-        reference = Transformer(spec, weights, np.float64)
     rng = np.random.default_rng([seed, 1])  # a stream of its own, apart from the weights'
-    return Setup(spec, model, rng, n, tol, max_memory, reference)
+    held = stored_form(weights)  # a lazily read file's stored bytes: the model may hold them as stored, or stream
+    label = held.label if held is not None else ""
+    twins = np_dtype != np.float64 and tol is None  # a float64 twin measures float32's rounding
+    estimates = mode_estimates(spec, 1, n, np_dtype, held)
+    if held is not None:  # the worst of the model with its twin and the checks, in each mode
+        alone = mode_estimates(spec, 1, n, np.float64, held)
+        for name, estimate in estimates.items():
+            if twins:
+                estimate = replace(estimate, output=alone[name].weights, output_is="its float64 twin")
+            probe = Setup(spec, Unbuilt(np_dtype), rng, n, tol, max_memory, Unbuilt(np.float64) if twins else None)  # type: ignore[arg-type]
+            probe.held, probe.mode = held, Mode(name, estimate, "")
+            estimates[name] = max([estimate, *(needs(probe) if needs else [])], key=lambda e: e.total)
+    mode = choose_mode(spec, estimates, np_dtype, max_memory, "this model", label)
+    weights = weights if weights is not None else init_weights(spec, seed)
+    model = build(spec, weights, np_dtype, mode)
+    reference = None
+    if twins:
+        twin = mode_estimates(spec, 1, n, np.float64, held)[mode.name]
+        check_memory(twin, max_memory, "this model's float64 reference")
+        reference = build(spec, weights, np.float64, mode)
+    return Setup(spec, model, rng, n, tol, max_memory, reference, held, mode)

@@ -68,8 +68,9 @@ class EncoderDecoderSetup(Setup):
     pair: EncoderDecoder = None  # type: ignore[assignment]
     source: np.ndarray = None  # type: ignore[assignment]
 
-    def estimate(self, batch: int, dtype: np.dtype) -> MemoryEstimate:
-        return estimate_encoder_decoder(self.spec, batch, self.n, self.n, dtype)
+    def estimate(self, batch: int, dtype: np.dtype, n: int | None = None) -> MemoryEstimate:
+        n = self.n if n is None else n
+        return estimate_encoder_decoder(self.spec, batch, n, n, dtype)
 
 
 def make_encoder_decoder_setup(

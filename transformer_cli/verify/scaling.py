@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import kernels
-from ..analysis.memory import MemoryEstimate, check_memory, estimate_forward
+from ..analysis.memory import MemoryEstimate, check_memory
 from ..errors import TfmError
 from .common import CheckResult, Setup, resolve_expect
 
@@ -74,7 +74,7 @@ def scaling_need(setup: Setup, samples: int = 20000) -> MemoryEstimate:
     """A pass over up to CHUNK sequences of SEQ_LEN at a time, whatever n."""
     spec = setup.spec
     batch = min(CHUNK, max(MIN_SEQUENCES, math.ceil(samples / (spec.H * SEQ_LEN * (SEQ_LEN - 1)))))
-    return estimate_forward(spec, batch, SEQ_LEN, setup.model.dtype)
+    return setup.estimate(batch, setup.model.dtype, SEQ_LEN)
 
 
 def check_scaling(setup: Setup, samples: int = 20000, expect: str = "holds") -> CheckResult:

@@ -1,0 +1,231 @@
+"""Issue 42: a checkpoint run in the memory a user allows. Under a --max-memory that the float32 copy does not fit,
+the weights are held as stored (each block upcast when it runs) or streamed from the file block by block, and the
+numbers are the ones of the run that holds every block in float32: bit for bit, for every format tfm reads (a
+Hugging Face folder in float32, bfloat16, float16, sharded, bitsandbytes int8 and FP8; GGUF files of f16, q8_0, q4_0
+and Q4_K blocks). Each case forces the mode by a budget just above its estimate, and a budget below the streamed
+estimate is refused before anything is read. Peak RSS against the budget is checked in subprocesses below."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from gguf_files import write_random_quantised
+from quantized_files import bitsandbytes_folder, float_llama, fp8_folder
+from rss import tfm as measured
+
+import transformer_cli as tfm
+from transformer_cli.analysis.memory import MemoryLimitError
+from transformer_cli.analysis.modes import mode_estimates, stored_form
+from transformer_cli.tasks.sources import load_weights
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+KEYS = dict(
+    num_hidden_layers=4, hidden_size=256, intermediate_size=512, tie_word_embeddings=False
+)  # (Q4_K: rows of 256)
+IDS = np.random.default_rng(4).integers(0, 97, size=(2, 9))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("modes")
+    source = float_llama(root / "hf", **KEYS)
+    tfm.convert(source, root / "hf-bf16", dtype="bfloat16")
+    tfm.convert(source, root / "hf-f16", dtype="float16")
+    tfm.convert(root / "hf-bf16", root / "hf-sharded", shard_size="300K")
+    bitsandbytes_folder(source, root / "hf-int8", load_in_8bit=True)
+    fp8_folder(source, root / "hf-fp8", block=32)
+    for kind in ("f16", "q8_0", "q4_0"):
+        tfm.convert(source, root / f"m-{kind}.gguf", gguf_type=kind)
+    write_random_quantised(transformers.AutoModelForCausalLM.from_pretrained(source), root / "m-q4_k.gguf", "Q4_K")
+    return root
+
+
+FORMATS = ["hf", "hf-bf16", "hf-f16", "hf-sharded", "hf-int8", "hf-fp8", "m-f16.gguf", "m-q8_0.gguf"]
+FORMATS += ["m-q4_0.gguf", "m-q4_k.gguf"]
+
+
+def _estimates(path):
+    model = tfm.load(path)
+    return mode_estimates(model.spec, *IDS.shape, "float32", stored_form(load_weights(path, model.spec)))
+
+
+def _budget(estimate) -> str:
+    return f"{estimate.total // 1024 + 4}K"  # just above the mode's figure (4 KiB: the rounding to KiB)
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_the_stored_and_the_streamed_pass_give_the_resident_one_bit_for_bit(files, name):
+    path = files / name
+    estimates = _estimates(path)
+    resident = tfm.load(path).run(IDS, dtype="float32")
+    assert resident.mode.name == "resident"  # no budget: the memory here holds every block in float32
+    ran = []
+    for mode in ("stored", "streamed"):
+        if estimates[mode].total >= min(e.total for k, e in estimates.items() if k < mode and k != mode):
+            continue  # (float32 stored is no smaller than resident: that mode is never the first to fit)
+        result = tfm.load(path).run(IDS, dtype="float32", max_memory=_budget(estimates[mode]))
+        assert result.mode.name == mode and result.mode.chosen, (mode, result.mode.why)
+        assert np.array_equal(result.output, resident.output), mode
+        ran.append(mode)
+    assert "streamed" in ran
+    streamed = estimates["streamed"].total
+    with pytest.raises(MemoryLimitError, match="each block read from the file when it runs, needs about"):
+        tfm.load(path).run(IDS, dtype="float32", max_memory=f"{streamed // 2048}K")
+
+
+def test_a_run_says_its_mode_on_stderr_and_in_json(files):
+    path = files / "hf-bf16"
+    np.save(files / "ids.npy", IDS)
+    budget = _budget(_estimates(path)["streamed"])
+    done = measured("run", path, "-i", files / "ids.npy", "--max-memory", budget, "--json")
+    assert done.code == 0, done.stderr
+    mode = json.loads(done.stdout)["weights_mode"]
+    assert mode["mode"] == "streamed" and "within the --max-memory of" in mode["why"]
+    assert "note: weights streamed: each block read from the file when it runs" in done.stderr
+    plain = measured("run", path, "-i", files / "ids.npy", "--json")
+    assert json.loads(plain.stdout)["weights_mode"]["mode"] == "resident"
+    assert "note: weights" not in plain.stderr  # all resident, the usual path: said in --json alone
+
+
+@pytest.mark.parametrize("name", ["hf-bf16", "m-q4_0.gguf"])
+def test_generation_streamed_gives_the_resident_tokens_keeping_the_blocks_the_budget_holds(files, name):
+    path = files / name
+    model = tfm.load(path)
+    expected = model.generate(IDS, 5, dtype="float32")
+    assert expected.weights_mode["mode"] == "resident"
+    prompt_and_new = mode_estimates(
+        model.spec, IDS.shape[0], IDS.shape[1] + 5, "float32", stored_form(load_weights(path, model.spec))
+    )
+    got = tfm.load(path).generate(IDS, 5, dtype="float32", max_memory=_budget(prompt_and_new["streamed"]))
+    assert got.weights_mode["mode"] == "streamed"
+    assert np.array_equal(got.sequences, expected.sequences)
+
+
+def test_a_streamed_model_keeps_as_many_upcast_blocks_as_the_room_holds(files):
+    from transformer_cli.analysis.modes import Mode
+
+    estimate = _estimates(files / "hf-bf16")["streamed"]
+    assert Mode("streamed", estimate, "", block=100, room=250).keep_up_to(4) == 3  # one, and two more in the room
+    assert Mode("streamed", estimate, "", block=100, room=10**9).keep_up_to(4) == 4
+    assert Mode("streamed", estimate, "", block=100, room=0).keep_up_to(4) == 1
+    assert Mode("resident", estimate, "", block=100, room=0).keep_up_to(4) is None  # resident: all, up front
+
+
+def _least(call) -> str:
+    """The budget a command names as its least when refused at 1 KiB ("needs about 1.5 MiB"), a little above."""
+    with pytest.raises(MemoryLimitError) as refused:
+        call("1K")
+    value, unit = re.search(r"needs about ([\d.]+) (KiB|MiB)", str(refused.value)).groups()
+    return f"{float(value) * (1 if unit == 'KiB' else 1024) * 1.02 + 8:.0f}K"
+
+
+@pytest.mark.parametrize("name", ["hf-bf16", "m-q8_0.gguf"])
+def test_verify_streamed_finds_what_the_resident_verify_finds(files, name):
+    path = files / name
+    expected = tfm.load(path).verify(seq_len=8, dtype="float32")
+    budget = _least(lambda b: tfm.load(path).verify(seq_len=8, dtype="float32", max_memory=b))
+    got = tfm.load(path).verify(seq_len=8, dtype="float32", max_memory=budget)
+    assert (expected.mode.name, got.mode.name) == ("resident", "streamed")
+    assert [(c.name, c.observed) for c in got] == [(c.name, c.observed) for c in expected]
+    assert got.exit_code == expected.exit_code
+
+
+# -- peak RSS within --max-memory, in subprocesses -------------------------------------------------------------------
+
+BIG = dict(  # 12 blocks of 4.2M parameters: 200 MB in float32, 100 MB as bfloat16; the embedding and head 1 MB
+    model_type="llama",
+    vocab_size=512,
+    hidden_size=512,
+    intermediate_size=2048,
+    num_hidden_layers=12,
+    num_attention_heads=8,
+    num_key_value_heads=4,
+    max_position_embeddings=256,
+    rms_norm_eps=1e-5,
+)
+
+
+@pytest.fixture(scope="module")
+def big(files):
+    root = files / "big"
+    root.mkdir()
+    (root / "config.json").write_text(json.dumps(BIG))
+    tfm.init(root / "config.json", root / "f32", seed=1)
+    tfm.convert(root / "f32", root / "bf16", dtype="bfloat16")
+    tfm.convert(root / "f32", root / "q8_0.gguf", gguf_type="q8_0")
+    np.save(root / "ids.npy", np.random.default_rng(5).integers(0, 512, size=48))
+    return root
+
+
+def _baseline(files, command: str, *args) -> int:
+    """The command's peak on the small model of the same family: the interpreter, NumPy, tfm's modules."""
+    np.save(files / "ids.npy", IDS[0])
+    done = measured(command, files / "hf-bf16", "-i", files / "ids.npy", "--dtype", "float32", *args)
+    assert done.code == 0, done.stderr
+    return done.peak
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, mode", [("bf16", "streamed"), ("bf16", "stored"), ("q8_0.gguf", "streamed")])
+def test_run_keeps_its_peak_rss_within_max_memory_and_gives_the_unbounded_logits(files, big, name, mode):
+    path, ids = big / name, np.load(big / "ids.npy")
+    model = tfm.load(path)
+    estimate = mode_estimates(model.spec, 1, ids.size, "float32", stored_form(load_weights(path, model.spec)))[mode]
+    budget = _budget(estimate)
+    free = measured("run", path, "-i", big / "ids.npy", "--dtype", "float32", "-o", big / "free.npy", "--force")
+    done = measured(
+        "run",
+        path,
+        "-i",
+        big / "ids.npy",
+        "--dtype",
+        "float32",
+        "-o",
+        big / "held.npy",
+        "--force",
+        "--max-memory",
+        budget,
+    )
+    assert (free.code, done.code) == (0, 0), done.stderr
+    assert f"note: weights {mode}:" in done.stderr
+    beyond = done.peak - _baseline(files, "run")
+    assert beyond <= int(budget[:-1]) * 1024, f"{beyond / 2**20:.1f} MiB beyond the start, over {budget}"
+    assert free.peak - done.peak > 40 * 2**20  # the control: the unbounded run holds every block in float32
+    assert np.array_equal(np.load(big / "held.npy"), np.load(big / "free.npy"))
+
+
+@pytest.mark.slow
+def test_generate_and_verify_streamed_keep_within_max_memory(files, big):
+    path = big / "bf16"
+    for command, args in (("generate", ("-k", "4", "--json")), ("verify", ("--seq-len", "16", "--json"))):
+        if command == "verify":
+            args_in = ("--dtype", "float32", *args)
+            refused = measured(command, path, *args_in, "--max-memory", "1K")
+            least = re.search(r"needs about ([\d.]+) MiB", refused.stderr)
+            assert refused.code == 2 and least, refused.stderr
+            budget = f"{float(least.group(1)) * 1.02 + 1:.0f}M"
+            free = measured(command, path, *args_in)
+            done = measured(command, path, *args_in, "--max-memory", budget)
+            base = measured(command, files / "hf-bf16", *args_in).peak
+        else:
+            args_in = ("-i", big / "ids.npy", "--dtype", "float32", *args)
+            budget = "70M"
+            free = measured(command, path, *args_in)
+            done = measured(command, path, *args_in, "--max-memory", budget)
+            base = _baseline(files, command, *args)
+        assert done.code == free.code, done.stderr
+        data, unbounded = json.loads(done.stdout), json.loads(free.stdout)
+        assert data["weights_mode"]["mode"] == "streamed", data["weights_mode"]
+        beyond = done.peak - base
+        assert beyond <= int(budget[:-1]) * 2**20, (
+            f"{command}: {beyond / 2**20:.1f} MiB beyond the start, over {budget}"
+        )
+        if command == "generate":
+            assert data["tokens"] == unbounded["tokens"]
+        else:
+            assert [c["observed"] for c in data["checks"]] == [c["observed"] for c in unbounded["checks"]]

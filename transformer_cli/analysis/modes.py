@@ -1,0 +1,167 @@
+"""How a command holds a file's weights, chosen from what fits: the three modes of issue 42.
+
+- resident: every block prepared up front in the compute dtype (the fastest pass; today's path);
+- stored: the file's blocks held in memory as stored (bfloat16, a GGUF file's quantised blocks: memory-mapped,
+  its pages kept), each block upcast when the pass reaches it and dropped after it;
+- streamed: each block read from the file when the pass reaches it and dropped after it, so only the tensors
+  outside the blocks (embedding, head, norms) and one block in the compute dtype are held.
+
+The first mode whose estimate fits the tightest limit (--max-memory, else the memory available) is chosen; the
+figures and the words saying why go to stderr and into --json. Seeded weights and tfm's own files are resident.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ..components.held import Held
+from ..kernels import Array
+from ..model.transformer import Transformer
+from ..spec.definition import Spec
+from ..spec.stacks import encoder
+from .memory import MemoryEstimate, check_memory, estimate_forward, tightest
+from .params import count_params
+from .units import human
+
+MODES = ("resident", "stored", "streamed")
+WORDS = {
+    "resident": "every block prepared up front in {dtype}",
+    "stored": "the blocks held as stored ({label}), each upcast to {dtype} when it runs",
+    "streamed": "each block read from the file when it runs",
+}
+
+
+@dataclass(frozen=True)
+class Mode:
+    """The mode a command runs in, its memory estimate, and why it was chosen."""
+
+    name: str  # one of MODES
+    estimate: MemoryEstimate
+    why: str
+    block: int = 0  # bytes of the largest block in the compute dtype (what one more kept block costs)
+    room: int | None = None  # bytes the limit leaves beyond the estimate (None: no limit known)
+    chosen: bool = True  # whether there was a choice (a lazily read file), else resident as always
+
+    @property
+    def said(self) -> bool:
+        """Whether a command says the mode on stderr: when the weights are not all resident (--json always has it)."""
+        return self.name != "resident"
+
+    @property
+    def keep(self) -> int | None:
+        """Blocks kept upcast: None (all, prepared up front) when resident, else 1."""
+        return None if self.name == "resident" else 1
+
+    def keep_up_to(self, blocks: int) -> int | None:
+        """Blocks a command that runs the model again and again (generation) keeps upcast: as many as the room
+        holds, up to `blocks`, the least recently used dropped first; None when resident."""
+        if self.name == "resident":
+            return None
+        if self.room is None or not self.block:
+            return blocks
+        return max(1, min(blocks, 1 + self.room // self.block))
+
+    def note(self) -> str:
+        return f"weights {self.name}: {self.why}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.name, "why": self.why, "estimate": self.estimate.to_dict()}
+
+
+@runtime_checkable
+class Lazy(Protocol):
+    """A file's weights read as the model asks for them (a Hugging Face folder, a GGUF file): what it holds per
+    tensor, and a way to keep its bytes in memory as stored."""
+
+    def held(self) -> Held: ...
+
+    def hold(self) -> None: ...
+
+
+def stored_form(weights: object) -> Held | None:
+    """The bytes a lazily read file holds per tensor, or None for weights already in memory (seeded, tfm's files)."""
+    return weights.held() if isinstance(weights, Lazy) else None
+
+
+def build(
+    spec: Spec, weights: Mapping[str, Array], dtype: str | np.dtype, mode: Mode, keep: int | None = None
+) -> Transformer:
+    """The model over `weights` as `mode` holds them: the stored mode keeps the file's bytes mapped; `keep`: the
+    blocks kept upcast (default: the mode's)."""
+    if mode.name == "stored" and isinstance(weights, Lazy):
+        weights.hold()
+    return Transformer(spec, weights, dtype, keep_blocks=mode.keep if keep is None else keep)
+
+
+def mode_estimates(
+    spec: Spec, b: int, n: int, dtype: str | np.dtype, held: Held | None, keep: int = 1
+) -> dict[str, MemoryEstimate]:
+    """The pass's peak in each mode the weights allow: resident only without `held` (the bytes a lazily read
+    file holds per tensor); else also stored and streamed, with `keep` blocks upcast beside the one being made.
+
+    A block being made holds its tensors decoded (float32) and their compute-dtype copies, beside the bytes read for
+    it (streamed) or the blocks as stored (stored)."""
+    resident = estimate_forward(spec, b, n, dtype)
+    if held is None or encoder(spec) is not None:
+        return {"resident": resident}
+    s = np.dtype(dtype).itemsize
+    count = count_params(spec, check=False)
+    largest = max(blocks.per_block for blocks in count.decoder)
+    outside = count.total - sum(blocks.per_block * blocks.copies for blocks in count.decoder)
+    made = (4 + s) * max([largest, *(t.count for t in count.model)])  # a block (or the embedding) decoded, and cast
+    per_block: dict[str, int] = {}
+    for name, size in held.tensors.items():
+        if name.startswith("blocks."):
+            index = name.split(".", 2)[1]
+            per_block[index] = per_block.get(index, 0) + size
+    stored = sum(per_block.values())
+    streamed = replace(
+        resident,
+        weights=s * (outside + keep * largest),
+        loaded=made + max(per_block.values(), default=0),
+        loaded_is="a block being read and upcast",
+    )
+    return {
+        "resident": replace(resident, loaded=made),  # read tensor by tensor: no whole copy as loaded
+        "stored": replace(streamed, loaded=made + stored, loaded_is="the blocks as stored, one being upcast"),
+        "streamed": streamed,
+    }
+
+
+def block_bytes(spec: Spec, dtype: str | np.dtype) -> int:
+    """Bytes of the largest block in the compute dtype."""
+    return np.dtype(dtype).itemsize * max(blocks.per_block for blocks in count_params(spec, check=False).decoder)
+
+
+def choose_mode(
+    spec: Spec,
+    estimates: dict[str, MemoryEstimate],
+    dtype: str | np.dtype,
+    max_memory: str | None,
+    what: str,
+    label: str = "",
+) -> Mode:
+    """The first mode (resident, stored, streamed) whose estimate fits the tightest limit; a MemoryLimitError
+    naming the last one's figure when none does."""
+    limit = tightest(max_memory)
+    words = {name: WORDS[name].format(dtype=np.dtype(dtype).name, label=label) for name in MODES}
+    block = block_bytes(spec, dtype)
+    for name, estimate in estimates.items():
+        if limit is None or estimate.total <= limit.free:
+            room = None if limit is None else limit.free - estimate.total
+            within = f"within {limit.name}" if limit is not None else "no memory limit is known here"
+            why = f"{words[name]}: about {human(estimate.total)}, {within}"
+            if len(estimates) > 1:
+                why += f" ({'; '.join(f'{other} {human(e.total)}' for other, e in estimates.items())})"
+            return Mode(name, estimate, why, block, room, chosen=len(estimates) > 1)
+    check_memory(
+        list(estimates.values())[-1], max_memory, what if len(estimates) == 1 else f"{what}, {words['streamed']},"
+    )
+    raise AssertionError("unreachable: the last estimate exceeds the limit")
+
+
+__all__ = ["MODES", "Lazy", "Mode", "block_bytes", "build", "choose_mode", "mode_estimates", "stored_form"]
