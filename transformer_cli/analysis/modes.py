@@ -132,6 +132,16 @@ def mode_estimates(
     }
 
 
+def mode_for(
+    spec: Spec, weights: object, b: int, n: int, dtype: str | np.dtype, max_memory: str | None, what: str
+) -> Mode:
+    """The mode of a pass over b sequences of n with `weights` (a lazily read file's, else None or weights in
+    memory: resident): the first whose estimate fits."""
+    held = stored_form(weights)
+    label = held.label if held is not None else ""
+    return choose_mode(spec, mode_estimates(spec, b, n, dtype, held), dtype, max_memory, what, label)
+
+
 def block_bytes(spec: Spec, dtype: str | np.dtype) -> int:
     """Bytes of the largest block in the compute dtype."""
     return np.dtype(dtype).itemsize * max(blocks.per_block for blocks in count_params(spec, check=False).decoder)
@@ -164,4 +174,4 @@ def choose_mode(
     raise AssertionError("unreachable: the last estimate exceeds the limit")
 
 
-__all__ = ["MODES", "Lazy", "Mode", "block_bytes", "build", "choose_mode", "mode_estimates", "stored_form"]
+__all__ = ["MODES", "Lazy", "Mode", "block_bytes", "build", "choose_mode", "mode_estimates", "mode_for", "stored_form"]

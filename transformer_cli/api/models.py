@@ -117,7 +117,7 @@ class Model:
         (generation): as many upcast blocks kept as the memory holds. An encoder-decoder's sources are `source_len`
         long (default: seq_len)."""
         from ..analysis.memory import check_memory, estimate_encoder_decoder
-        from ..analysis.modes import build, choose_mode, mode_estimates, stored_form
+        from ..analysis.modes import build, mode_for
         from ..spec.stacks import encoder
 
         if encoder(self.spec) is not None:
@@ -125,9 +125,8 @@ class Model:
             check_memory(estimate, max_memory, what)
             return self.transformer(dtype), None
         lazy = self.weights_path is not None and read_lazily(self.weights_path)
-        held = stored_form(self.weights) if lazy else None  # (seeded weights are made only once they fit)
-        estimates = mode_estimates(self.spec, batch, seq_len, dtype, held)
-        mode = choose_mode(self.spec, estimates, dtype, max_memory, what, held.label if held else "")
+        weights = self.weights if lazy else None  # (seeded weights are made only once they fit)
+        mode = mode_for(self.spec, weights, batch, seq_len, dtype, max_memory, what)
         keep = mode.keep_up_to(self.spec.N) if again else None
         return build(self.spec, self.weights, dtype, mode, keep), mode
 

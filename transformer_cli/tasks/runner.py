@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.memory import check_memory, estimate_encoder_decoder
-from ..analysis.modes import Mode, build, choose_mode, mode_estimates, stored_form
+from ..analysis.modes import Mode, build, mode_for
 from ..components.encoder import encoder_run_spec
 from ..errors import ArrayError, NumericalError, Overflow, SpecError
 from ..io.arrays import first_nonfinite, open_npy, peek_npy
@@ -178,9 +178,7 @@ def run_forward(
         weights = load_weights(weights_path, spec)  # (its headers alone: tensors are read as the pass asks)
     mode = None
     if target_path is None:
-        held = stored_form(weights)
-        estimates = mode_estimates(spec, b, n, dtype, held)
-        mode = choose_mode(spec, estimates, dtype, max_memory, "this forward pass", held.label if held else "")
+        mode = mode_for(spec, weights, b, n, dtype, max_memory, "this forward pass")
     else:
         target_header = _header(target_path)
         check_input_header(target_header.shape, target_header.dtype, spec, _named(target_path, "target"))

@@ -289,21 +289,22 @@ def make_setup(
     held = stored_form(weights)  # a lazily read file's stored bytes: the model may hold them as stored, or stream
     label = held.label if held is not None else ""
     twins = np_dtype != np.float64 and tol is None  # a float64 twin measures float32's rounding
+    f64 = np.dtype(np.float64)
     estimates = mode_estimates(spec, 1, n, np_dtype, held)
     if held is not None:  # the worst of the model with its twin and the checks, in each mode
-        alone = mode_estimates(spec, 1, n, np.float64, held)
+        alone = mode_estimates(spec, 1, n, f64, held)
+        twin_model = Unbuilt(f64) if twins else None
         for name, estimate in estimates.items():
             if twins:
                 estimate = replace(estimate, output=alone[name].weights, output_is="its float64 twin")
-            probe = Setup(spec, Unbuilt(np_dtype), rng, n, tol, max_memory, Unbuilt(np.float64) if twins else None)  # type: ignore[arg-type]
-            probe.held, probe.mode = held, Mode(name, estimate, "")
+            probe = Setup(spec, Unbuilt(np_dtype), rng, n, tol, max_memory, twin_model, held)  # type: ignore[arg-type]
+            probe.mode = Mode(name, estimate, "")
             estimates[name] = max([estimate, *(needs(probe) if needs else [])], key=lambda e: e.total)
     mode = choose_mode(spec, estimates, np_dtype, max_memory, "this model", label)
     weights = weights if weights is not None else init_weights(spec, seed)
     model = build(spec, weights, np_dtype, mode)
     reference = None
     if twins:
-        twin = mode_estimates(spec, 1, n, np.float64, held)[mode.name]
-        check_memory(twin, max_memory, "this model's float64 reference")
-        reference = build(spec, weights, np.float64, mode)
+        check_memory(mode_estimates(spec, 1, n, f64, held)[mode.name], max_memory, "this model's float64 reference")
+        reference = build(spec, weights, f64, mode)
     return Setup(spec, model, rng, n, tol, max_memory, reference, held, mode)
