@@ -7,7 +7,8 @@
   outside the blocks (embedding, head, norms) and one block in the compute dtype are held.
 
 The first mode whose estimate fits the tightest limit (--max-memory, else the memory available) is chosen; the
-figures and the words saying why go to stderr and into --json. Seeded weights and tfm's own files are resident.
+figures and the words saying why go into --json, and to stderr when the weights are not all resident. Seeded weights,
+tfm's own files and an encoder-decoder's two stacks are resident.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ class Mode:
 
     def keep_up_to(self, blocks: int) -> int | None:
         """Blocks a command that runs the model again and again (generation) keeps upcast: as many as the room
-        holds, up to `blocks`, the least recently used dropped first; None when resident."""
+        holds, up to `blocks` (the block used just before the one made is dropped first: model/weights.py); None
+        when resident."""
         if self.name == "resident":
             return None
         if self.room is None or not self.block:
