@@ -69,7 +69,7 @@ def test_the_stored_and_the_streamed_pass_give_the_resident_one_bit_for_bit(file
         if estimates[mode].total >= min(e.total for k, e in estimates.items() if k < mode and k != mode):
             continue  # (float32 stored is no smaller than resident: that mode is never the first to fit)
         result = tfm.load(path).run(IDS, dtype="float32", max_memory=_budget(estimates[mode]))
-        assert result.mode.name == mode and result.mode.chosen, (mode, result.mode.why)
+        assert result.mode.name == mode and result.mode.said, (mode, result.mode.why)
         assert np.array_equal(result.output, resident.output), mode
         ran.append(mode)
     assert "streamed" in ran

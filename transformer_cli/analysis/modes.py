@@ -45,7 +45,6 @@ class Mode:
     why: str
     block: int = 0  # bytes of the largest block in the compute dtype (what one more kept block costs)
     room: int | None = None  # bytes the limit leaves beyond the estimate (None: no limit known)
-    chosen: bool = True  # whether there was a choice (a lazily read file), else resident as always
 
     @property
     def said(self) -> bool:
@@ -169,7 +168,7 @@ def choose_mode(
             why = f"{words[name]}: about {human(estimate.total)}, {within}"
             if len(estimates) > 1:
                 why += f" ({'; '.join(f'{other} {human(e.total)}' for other, e in estimates.items())})"
-            return Mode(name, estimate, why, block, room, chosen=len(estimates) > 1)
+            return Mode(name, estimate, why, block, room)
     check_memory(
         list(estimates.values())[-1], max_memory, what if len(estimates) == 1 else f"{what}, {words['streamed']},"
     )
