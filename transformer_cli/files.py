@@ -82,3 +82,21 @@ def read_bounded(path: str | Path, limit: int, kind: str, error: type[TfmError] 
         told = f"{size} bytes" if size > limit else f"more than {limit} bytes"
         raise error(f"{path}: {told}, expected {kind} of at most {limit} bytes")
     return data
+
+
+def read_ahead(path: str | Path, ranges: list[tuple[int, int]]) -> None:
+    """Ask the kernel to read these (offset, length) byte ranges of a file into the page cache now, without waiting
+    for them (posix_fadvise WILLNEED; where the system has no such call, nothing): what a pass reads next is then
+    read from disk while it computes."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None or not ranges:
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return  # (the read itself says what is wrong)
+    try:
+        for offset, length in ranges:
+            advise(fd, offset, length, os.POSIX_FADV_WILLNEED)
+    finally:
+        os.close(fd)

@@ -85,7 +85,8 @@ def test_a_run_says_its_mode_on_stderr_and_in_json(files):
     done = measured("run", path, "-i", files / "ids.npy", "--max-memory", budget, "--json")
     assert done.code == 0, done.stderr
     mode = json.loads(done.stdout)["weights_mode"]
-    assert mode["mode"] == "streamed" and "within the --max-memory of" in mode["why"]
+    assert mode["mode"] == "streamed" and mode["limit"] == {"kind": "--max-memory", "bytes": int(budget[:-1]) * 1024}
+    assert mode["modes"]["streamed"] == mode["estimate"]["total"] < mode["modes"]["stored"] < mode["modes"]["resident"]
     assert "note: weights streamed: each block read from the file when it runs" in done.stderr
     plain = measured("run", path, "-i", files / "ids.npy", "--json")
     assert json.loads(plain.stdout)["weights_mode"]["mode"] == "resident"
@@ -120,7 +121,12 @@ def _least(call) -> str:
     """The budget a command names as its least when refused at 1 KiB ("needs about 1.5 MiB"), a little above."""
     with pytest.raises(MemoryLimitError) as refused:
         call("1K")
-    value, unit = re.search(r"needs about ([\d.]+) (KiB|MiB)", str(refused.value)).groups()
+    return _above(str(refused.value))
+
+
+def _above(refusal: str) -> str:
+    """A budget a little above the figure a refusal names ("needs about 1.5 MiB")."""
+    value, unit = re.search(r"needs about ([\d.]+) (KiB|MiB)", refusal).groups()
     return f"{float(value) * (1 if unit == 'KiB' else 1024) * 1.02 + 8:.0f}K"
 
 
@@ -133,6 +139,85 @@ def test_verify_streamed_finds_what_the_resident_verify_finds(files, name):
     assert (expected.mode.name, got.mode.name) == ("resident", "streamed")
     assert [(c.name, c.observed) for c in got] == [(c.name, c.observed) for c in expected]
     assert got.exit_code == expected.exit_code
+
+
+def _invoke(*args) -> tuple[int, dict, str]:
+    from typer.testing import CliRunner
+
+    from transformer_cli.cli import app
+
+    done = CliRunner().invoke(app, [str(a) for a in args])
+    return done.exit_code, json.loads(done.stdout) if done.exit_code in (0, 1) else {}, done.stderr
+
+
+def _cli_least(*args) -> str:
+    """The budget a command names as its least when refused at 1 KiB, a little above."""
+    code, _, stderr = _invoke(*args, "--max-memory", "1K")
+    assert code == 2, stderr
+    return _above(stderr)
+
+
+@pytest.mark.parametrize("name", ["hf-bf16", "m-q4_0.gguf"])
+def test_attention_and_bench_streamed_say_so_and_attention_gives_the_resident_maps(files, name):
+    path, ids = files / name, files / "ids16.npy"
+    np.save(ids, IDS[0])
+    attention = ("attention", path, "-i", ids, "--block", "2", "--json", "--dtype", "float32")
+    code, resident, _ = _invoke(*attention)
+    assert code == 0 and resident["weights_mode"]["mode"] == "resident"
+    code, streamed, stderr = _invoke(*attention, "--max-memory", _cli_least(*attention))
+    assert code == 0 and streamed["weights_mode"]["mode"] == "streamed", stderr
+    assert "note: weights streamed" in stderr
+    assert streamed["weights"] == resident["weights"]
+    bench = ("bench", path, "--seq-len", "8", "--repeat", "1", "--json")
+    code, timed, stderr = _invoke(*bench, "--max-memory", _cli_least(*bench))
+    assert code == 0 and timed["weights_mode"]["mode"] == "streamed", stderr
+
+
+def test_plan_says_how_the_checkpoint_runs_here_in_each_budget(files):
+    path = files / "hf-bf16"
+    estimates = mode_estimates(
+        tfm.load(path).spec, 1, 64, "float32", stored_form(load_weights(path, tfm.load(path).spec))
+    )
+    plan = ("plan", path, "-n", "64", "--hardware", "this", "--json")
+    found = {}
+    for mode, budget in (("resident", None), ("streamed", _budget(estimates["streamed"])), (None, "1K")):
+        code, data, stderr = _invoke(*plan, *(["--memory", budget] if budget else []))
+        assert code == 0, stderr
+        found[mode] = data["runs_here"]
+        assert data["runs_here"]["mode"] == mode, data["runs_here"]
+    assert found["streamed"]["peak_bytes"] == estimates["streamed"].total
+    assert "within the --memory of" in found["streamed"]["why"] and "more than the --memory" in found[None]["why"]
+    assert found["streamed"]["pass_seconds"] > found["resident"]["pass_seconds"] > 0  # each pass upcasts the blocks
+    assert tfm.load(path).plan(seq_len=64, hardware="this").runs_here["mode"] == "resident"
+    code, spec_plan, _ = _invoke("plan", "-n", "64", "--json")  # the control: a spec has no checkpoint to run
+    assert code == 0 and "runs_here" not in spec_plan
+
+
+@pytest.mark.parametrize("name, layer", [("hf-bf16", "model.layers.{}."), ("m-q8_0.gguf", "blk.{}.")])
+def test_the_next_blocks_bytes_are_read_ahead_while_a_block_is_made(files, monkeypatch, name, layer):
+    import os
+
+    from transformer_cli.gguf.header import read_header
+    from transformer_cli.hf.checkpoint import Checkpoint
+    from transformer_cli.model.transformer import Transformer
+
+    path = files / name
+    if path.is_dir():
+        checkpoint = Checkpoint(path)
+        where = {n: (t.data_start + t.entry.begin, t.entry.end - t.entry.begin) for n, t in checkpoint.tensors.items()}
+    else:
+        header = read_header(path)
+        where = {n: (header.data_offset + t.offset, t.nbytes) for n, t in header.tensors.items()}
+    asked: list[tuple[int, int]] = []
+    monkeypatch.setattr(os, "posix_fadvise", lambda fd, offset, length, advice: asked.append((offset, length)))
+    spec = tfm.load(path).spec
+    model = Transformer(spec, load_weights(path, spec), np.float32, keep_blocks=1)
+    assert asked == []  # nothing read at build
+    model.forward(IDS)
+    for block in range(spec.N):  # block b + 1's bytes asked for when block b is made; block 0's when the last is
+        expected = sorted(r for n, r in where.items() if n.startswith(layer.format((block + 1) % spec.N)))
+        assert sorted(set(asked) & set(expected)) == expected, block
+    assert set(asked) <= {r for n, r in where.items() if n.startswith(layer.split("{")[0])}  # blocks' bytes alone
 
 
 # -- peak RSS within --max-memory, in subprocesses -------------------------------------------------------------------

@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # (quantized.py counts parameters: not imported by `tfm --hel
 T, G = 10**12, 10**9  # FLOP/s and bandwidth: the data sheets' decimal units
 MiB = 1 << 20  # memory: the binary units the budget (--memory 80G = 80 GiB) and every table use
 
+THIS_MACHINE = "this machine"  # the name of the hardware measured here (--hardware this)
+
 # Memory: the total nvidia-smi reports for the card (NVML, in MiB), not the data sheet's rounded "80GB", so a card
 # and a --memory budget of the same size are one figure. Totals as nvidia-smi prints them: Modal's table of its
 # GPUs (modal-labs/modal-client#2797, thundergolfer.com/blog/nvidia-gpu-memory-capacity) for H100, A100 80GB and
@@ -95,7 +97,7 @@ def probe(seconds: float = 0.1) -> Hardware:
     bandwidth = 2 * src.nbytes / _best(lambda: np.copyto(dst, src), seconds)
     free = min((lim.free for lim in memory_limits()), default=0)
     return Hardware(
-        "this machine",
+        THIS_MACHINE,
         {"float32": peak["float32"], "float64": peak["float64"]},
         bandwidth,
         free,

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..components.held import Held
 from ..kernels import Array
+from ..model.narrow import SLICE_BYTES
 from ..model.transformer import Transformer
 from ..spec.definition import Spec
 from ..spec.stacks import encoder
@@ -29,6 +30,7 @@ from .params import count_params
 from .units import human
 
 MODES = ("resident", "stored", "streamed")
+VOCABULARY = ("embedding.E", "head.W")  # the matrices a model not all resident keeps narrow
 WORDS = {
     "resident": "every block prepared up front in {dtype}",
     "stored": "the blocks held as stored ({label}), each upcast to {dtype} when it runs",
@@ -45,6 +47,9 @@ class Mode:
     why: str
     block: int = 0  # bytes of the largest block in the compute dtype (what one more kept block costs)
     room: int | None = None  # bytes the limit leaves beyond the estimate (None: no limit known)
+    totals: dict[str, int] | None = None  # each mode's estimated peak, in the order tried
+    limit: str | None = None  # the limit that chose: "available", "cgroup", "ulimit", or the option given
+    budget: int | None = None  # the bytes an option gave (--max-memory), else None (the machine's own figure)
 
     @property
     def said(self) -> bool:
@@ -70,7 +75,10 @@ class Mode:
         return f"weights {self.name}: {self.why}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.name, "why": self.why, "estimate": self.estimate.to_dict()}
+        """The mode, its estimate by part, every mode's peak and the limit they were set against: the same for the
+        same command and budget on any machine (the machine's free memory is in the words, `why`, alone)."""
+        limit = {"kind": self.limit, "bytes": self.budget}
+        return {"mode": self.name, "estimate": self.estimate.to_dict(), "modes": self.totals, "limit": limit}
 
 
 @runtime_checkable
@@ -105,7 +113,8 @@ def mode_estimates(
     file holds per tensor); else also stored and streamed, with `keep` blocks upcast beside the one being made.
 
     A block being made holds its tensors decoded (float32) and their compute-dtype copies, beside the bytes read for
-    it (streamed) or the blocks as stored (stored)."""
+    it (streamed) or the blocks as stored (stored); the embedding and the head are held narrow (decoded to float32
+    first, then kept in 2 bytes an element where they are bfloat16 or float16), the head widened a slice at a time."""
     resident = estimate_forward(spec, b, n, dtype)
     if held is None or encoder(spec) is not None:
         return {"resident": resident}
@@ -113,7 +122,12 @@ def mode_estimates(
     count = count_params(spec, check=False)
     largest = max(blocks.per_block for blocks in count.decoder)
     outside = count.total - sum(blocks.per_block * blocks.copies for blocks in count.decoder)
-    made = (4 + s) * max([largest, *(t.count for t in count.model)])  # a block (or the embedding) decoded, and cast
+    # the embedding and the head kept narrow (model/narrow.py): bfloat16 and float16 in 2 bytes, the rest in 4
+    vocabulary = {t.name: t.count for t in count.model if t.name in VOCABULARY}
+    narrow = sum((2 if held.tensors.get(name) == 2 * n else 4) * n for name, n in vocabulary.items())
+    others = [t.count for t in count.model if t.name not in VOCABULARY]
+    made = max([(4 + s) * largest, *(6 * n for n in vocabulary.values()), *((4 + s) * n for n in others)])
+    head = min(SLICE_BYTES, s * max(vocabulary.values(), default=0))  # the head's rows widened at once
     per_block: dict[str, int] = {}
     for name, size in held.tensors.items():
         if name.startswith("blocks."):
@@ -122,7 +136,7 @@ def mode_estimates(
     stored = sum(per_block.values())
     streamed = replace(
         resident,
-        weights=s * (outside + keep * largest),
+        weights=s * (outside - sum(vocabulary.values()) + keep * largest) + narrow + head,
         loaded=made + max(per_block.values(), default=0),
         loaded_is="a block being read and upcast",
     )
@@ -134,13 +148,20 @@ def mode_estimates(
 
 
 def mode_for(
-    spec: Spec, weights: object, b: int, n: int, dtype: str | np.dtype, max_memory: str | None, what: str
+    spec: Spec,
+    weights: object,
+    b: int,
+    n: int,
+    dtype: str | np.dtype,
+    max_memory: str | None,
+    what: str,
+    option: str = "--max-memory",
 ) -> Mode:
     """The mode of a pass over b sequences of n with `weights` (a lazily read file's, else None or weights in
     memory: resident): the first whose estimate fits."""
     held = stored_form(weights)
     label = held.label if held is not None else ""
-    return choose_mode(spec, mode_estimates(spec, b, n, dtype, held), dtype, max_memory, what, label)
+    return choose_mode(spec, mode_estimates(spec, b, n, dtype, held), dtype, max_memory, what, label, option)
 
 
 def block_bytes(spec: Spec, dtype: str | np.dtype) -> int:
@@ -155,10 +176,11 @@ def choose_mode(
     max_memory: str | None,
     what: str,
     label: str = "",
+    option: str = "--max-memory",
 ) -> Mode:
-    """The first mode (resident, stored, streamed) whose estimate fits the tightest limit; a MemoryLimitError
-    naming the last one's figure when none does."""
-    limit = tightest(max_memory)
+    """The first mode (resident, stored, streamed) whose estimate fits the tightest limit (`max_memory`, given as
+    `option`); a MemoryLimitError naming the last one's figure when none does."""
+    limit = tightest(max_memory, option)
     words = {name: WORDS[name].format(dtype=np.dtype(dtype).name, label=label) for name in MODES}
     block = block_bytes(spec, dtype)
     for name, estimate in estimates.items():
@@ -168,10 +190,11 @@ def choose_mode(
             why = f"{words[name]}: about {human(estimate.total)}, {within}"
             if len(estimates) > 1:
                 why += f" ({'; '.join(f'{other} {human(e.total)}' for other, e in estimates.items())})"
-            return Mode(name, estimate, why, block, room)
-    check_memory(
-        list(estimates.values())[-1], max_memory, what if len(estimates) == 1 else f"{what}, {words['streamed']},"
-    )
+            totals = {other: e.total for other, e in estimates.items()}
+            given = limit.free if limit is not None and limit.kind == option else None
+            return Mode(name, estimate, why, block, room, totals, limit.kind if limit is not None else None, given)
+    what = what if len(estimates) == 1 else f"{what}, {words['streamed']},"
+    check_memory(list(estimates.values())[-1], max_memory, what, option)
     raise AssertionError("unreachable: the last estimate exceeds the limit")
 
 

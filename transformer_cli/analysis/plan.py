@@ -57,6 +57,7 @@ class Plan:
     time: list[Timing]
     split: Devices | None = None  # over several devices: serving, fits and training are one device's
     logits: str = "last"  # the prefill's logits: each prompt's last position's, or every position's
+    runs_here: dict[str, Any] | None = None  # a checkpoint's mode on this machine (tasks/planning.runs_here)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -75,6 +76,8 @@ class Plan:
             del ordered["weights_stored"]
         if self.split is None:
             del ordered["split"]
+        if self.runs_here is None:
+            del ordered["runs_here"]
         return ordered
 
 

@@ -13,6 +13,7 @@ from .common import (
     DTypeOpt,
     ForceOpt,
     JsonOpt,
+    MaxMemoryOpt,
     SeedOpt,
     SpecArg,
     TargetOpt,
@@ -23,6 +24,7 @@ from .common import (
     load,
     out,
     print_json,
+    say_mode,
     spec_json,
     weights_of,
 )
@@ -54,6 +56,7 @@ def attention(
         typer.Option("--output", "-o", help="Save every head's weights, shape (H, n, n), axes [h, k, q]."),
     ] = None,
     force: ForceOpt = False,
+    max_memory: MaxMemoryOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Show a block's attention weights as a heatmap: row k is a key, column q a query, columns sum to 1.
@@ -77,6 +80,12 @@ def attention(
         check_npy_output(output)
         if output is not None:
             check_output_path(output, [p for p in (spec_path, input_path, weights) if p], force)
+        modes: list = []  # how the weights were held (one stack), said as soon as chosen
+
+        def heard(mode) -> None:
+            modes.append(mode)
+            say_mode(mode)
+
         A = attention_maps(
             spec,
             input_path,
@@ -89,6 +98,8 @@ def attention(
             json_out,
             target,
             (kind or AttentionKind.self).value,
+            on_mode=heard,
+            max_memory=max_memory,
         )
         if output is not None:
             save_npy(output, A, overwrite=force)
@@ -103,6 +114,7 @@ def attention(
                 "axes": ["head", "key", "query"],
                 "output": str(output) if output else None,
                 "weights": {str(h): A[h].tolist() for h in heads},
+                "weights_mode": modes[0].to_dict() if modes else None,
             }
         )
         return

@@ -11,6 +11,7 @@ from .common import (
     COST_DTYPE,
     DTypeOpt,
     JsonOpt,
+    MaxMemoryOpt,
     SeedOpt,
     SpecArg,
     WeightsOpt,
@@ -20,6 +21,7 @@ from .common import (
     out,
     print_json,
     progress_bar,
+    say_mode,
     spec_json,
     weights_of,
 )
@@ -35,6 +37,7 @@ def bench(
     weights: WeightsOpt = None,
     seed: SeedOpt = 0,
     torch: Annotated[bool, typer.Option("--torch/--no-torch", hidden=True)] = False,  # before PyTorch left the package
+    max_memory: MaxMemoryOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Time the forward pass: median and spread, tokens/s, GFLOP/s and peak memory.
@@ -51,10 +54,10 @@ def bench(
     Example:
       tfm bench examples/configs/attention-is-all-you-need-base.yaml --seq-len 512 --batch 8 --dtype float32
     """
-    from ..analysis.memory import check_memory, estimate_forward
+    from ..analysis.modes import mode_for
     from ..spec.definition import check_length
     from ..tasks.bench import run_bench
-    from ..tasks.runner import get_weights
+    from ..tasks.runner import get_weights, lazy_weights
     from . import render
 
     with handled(json_out):
@@ -66,8 +69,10 @@ def bench(
         spec, _ = load(spec_path, weights)
         weights = weights_of(spec_path, weights)
         check_length(spec, seq_len, "--seq-len")
-        check_memory(estimate_forward(spec, batch, seq_len, dtype.value), None, "this benchmark")
-        w, _ = get_weights(spec, weights, seed)
+        lazy = lazy_weights(spec, weights)  # a checkpoint: held as the memory allows, as `tfm run` holds it
+        mode = mode_for(spec, lazy, batch, seq_len, dtype.value, max_memory, "this benchmark")
+        say_mode(mode)
+        w = lazy if lazy is not None else get_weights(spec, weights, seed)[0]
         with progress_bar(json_out) as progress:
             task = progress.add_task("benchmarking", total=repeat + 2)
             result = run_bench(
@@ -78,6 +83,7 @@ def bench(
                 dtype.value,
                 repeat,
                 lambda what: progress.update(task, advance=1, description=what),
+                mode=mode,
             )
     data = result.to_dict() | spec_json(spec)
     if json_out:

@@ -14,7 +14,7 @@ from ..analysis.serving import GGUF_MIXES, LOGITS, WEIGHT_DTYPES
 from ..analysis.training import OPTIMIZERS
 from ..text import escaped as shown
 from .common import EXIT_CODES, ForceOpt, JsonOpt, SpecArg, app, err, handled, load, out, print_json, spec_json
-from .plan_tables import WAYS, devices_table, fits_table, serving_table, time_table, training_table
+from .plan_tables import WAYS, devices_table, fits_table, runs_here_line, serving_table, time_table, training_table
 
 if TYPE_CHECKING:  # only for annotations: `tfm --help` does not import the plan
     from ..analysis.plan import Asked, Plan
@@ -116,7 +116,7 @@ def plan(
     """
     from ..analysis.plan import HARDWARE, plan_asked
     from ..api.models import Model
-    from ..tasks.planning import asked
+    from ..tasks.planning import asked, with_runs_here
 
     def say(note: str) -> None:
         err.print(shown(note), soft_wrap=True, highlight=False)
@@ -150,7 +150,7 @@ def plan(
             logits.value,
             say,
         )
-        result = plan_asked(options)
+        result = with_runs_here(spec_path, options, plan_asked(options))
     with handled(json_out):
         if plot is not None or chart or (chart is None and not json_out and out.is_terminal):
             curve = _curve(spec_path, spec, result, options, plot_weights)
@@ -170,6 +170,8 @@ def plan(
     for table in tables:
         if table is not None:
             out.print(table)
+    if result.runs_here is not None:
+        out.print(runs_here_line(result), soft_wrap=True, highlight=False)
     if chart or (chart is None and out.is_terminal):
         from .plot import chart as bars
 

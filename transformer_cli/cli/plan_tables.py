@@ -117,6 +117,21 @@ def fits_table(p: Plan) -> Table | None:
     return table
 
 
+def runs_here_line(p: Plan) -> str:
+    """How `tfm run` would hold the checkpoint on this machine: "runs here: streamed, 1.26 GiB peak, ~4.1 s a pass"
+    and why (the plan of a Hugging Face folder or a GGUF file)."""
+    from ..analysis.units import human
+    from ..text import escaped
+
+    found = p.runs_here or {}
+    if found.get("mode") is None:
+        return f"runs here (tfm run, float32): does not fit: {escaped(found.get('why', ''))}"
+    seconds = found["pass_seconds"]
+    time = f", ~{seconds:.3g} s a pass" if seconds is not None else ""
+    head = f"runs here (tfm run, float32, b = {p.batch}, n = {p.seq_len:,}): {found['mode']}"
+    return f"{head}, {human(found['peak_bytes'])} peak{time} ({escaped(found['why'])})"
+
+
 def training_table(p: Plan) -> Table:
     from ..analysis.units import human
 

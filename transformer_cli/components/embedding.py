@@ -7,6 +7,8 @@ plus an optional bias. A spec without V has neither and takes (d, n) columns dir
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .. import kernels
@@ -77,8 +79,9 @@ class TokenEmbedding(Component):
         """What the looked-up columns are multiplied by: sqrt(d), a number, or 1."""
         return self.spec.embed_factor
 
-    def embed(self, E: np.ndarray, ids: np.ndarray, dtype: np.dtype, W_in: np.ndarray | None = None) -> np.ndarray:
-        """Columns E[:, ids] (times the factor; then W_in, up from d_e to d) for ids (b, n): a new (d, b, n) array."""
+    def embed(self, E: Any, ids: np.ndarray, dtype: np.dtype, W_in: np.ndarray | None = None) -> np.ndarray:
+        """Columns E[:, ids] (times the factor; then W_in, up from d_e to d) for ids (b, n): a new (d, b, n) array.
+        E is an array, or a matrix indexed as one (model/narrow.py's, which widens only the columns asked)."""
         X = np.asarray(E[:, ids], dtype=dtype)
         if self.factor != 1.0:
             X *= np.asarray(self.factor, dtype=dtype)  # rounded to the dtype first, as the families do

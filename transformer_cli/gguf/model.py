@@ -12,6 +12,7 @@ import numpy as np
 from ..components.held import Held
 from ..errors import ArrayError, SpecError
 from ..families.keys import Keys
+from ..files import read_ahead
 from ..hf.layouts import Rule, bytes_by_tensor, hf_shape, rule_count, rules, split, tensor_shapes
 from ..io.arrays import first_nonfinite
 from ..spec.definition import Spec
@@ -154,6 +155,13 @@ class GGUFWeights(Mapping[str, np.ndarray]):
                 array = undo(array, self.meta.data)
             self._last = (name, array)
         return self._last[1]
+
+    def read_ahead(self, prefix: str) -> None:
+        """Start reading the bytes of tfm's tensors under `prefix` ('blocks.3.') into the page cache."""
+        hf = dict.fromkeys(rule.hf for name, rule in self.rule_of.items() if name.startswith(prefix))
+        tensors, start = self.header.tensors, self.header.data_offset
+        ranges = [(start + tensors[p].offset, tensors[p].nbytes) for n in hf for p in self.pieces.get(n, {n: ()})]
+        read_ahead(self.header.path, ranges)
 
     def held(self) -> Held:
         """The bytes the file holds for each of tfm's tensors, for the plan (a Q4_K_M file's blocks differ)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ArrayError
-from ..files import read_bounded
+from ..files import read_ahead, read_bounded
 from ..io import safetensors_io
 from ..text import shown
 
@@ -108,6 +108,15 @@ class Checkpoint:
             return safetensors_io.mapped_tensor(at.shard, self._mapped[at.shard], name, at.entry, at.data_start)
         with safetensors_io.open_file(at.shard) as handle:
             return safetensors_io.read_tensor(at.shard, handle, name, at.entry, at.data_start)
+
+    def read_ahead(self, names: list[str]) -> None:
+        """Start reading these tensors' bytes into the page cache, without waiting (files.read_ahead)."""
+        by_shard: dict[Path, list[tuple[int, int]]] = {}
+        for name in names:
+            at = self.tensors[name]
+            by_shard.setdefault(at.shard, []).append((at.data_start + at.entry.begin, at.entry.end - at.entry.begin))
+        for shard, ranges in by_shard.items():
+            read_ahead(shard, ranges)
 
     def nbytes(self) -> int:
         return sum(t.entry.end - t.entry.begin for t in self.tensors.values())

@@ -281,14 +281,22 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
         """Keep the checkpoint's bytes in memory as stored from now on (memory-mapped)."""
         self.checkpoint.hold()
 
+    def _holding(self, hf: str) -> list[str]:
+        """The file's tensors that hold a checkpoint tensor: itself, or a packed weight's codes, scales, ..."""
+        return [n for n in self.fitted.packed.get(hf) or [self.files[hf]] if n in self.checkpoint.tensors]
+
+    def read_ahead(self, prefix: str) -> None:
+        """Start reading the bytes of tfm's tensors under `prefix` ('blocks.3.') into the page cache."""
+        hf = dict.fromkeys(rule.hf for name, rule in self.rule_of.items() if name.startswith(prefix))
+        self.checkpoint.read_ahead([n for name in hf for n in self._holding(name)])
+
     def held(self) -> Held:
         """The bytes the checkpoint holds for each of tfm's tensors (a packed weight's scales and zero points
         included), for the plan."""
         tensors = self.checkpoint.tensors
 
         def stored(hf: str) -> int:
-            names = list(self.fitted.packed.get(hf) or [self.files[hf]])
-            return sum(tensors[n].entry.end - tensors[n].entry.begin for n in names if n in tensors)
+            return sum(tensors[n].entry.end - tensors[n].entry.begin for n in self._holding(hf))
 
         scheme = self.fitted.scheme
         codes = sorted({tensors[name].entry.code for name in self.files.values()})

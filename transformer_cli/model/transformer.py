@@ -34,7 +34,9 @@ from ..errors import SpecError
 from ..kernels import CHUNK_BYTES, Array, check_stop, linear
 from ..spec.definition import Spec
 from ..spec.stacks import decoder
+from . import narrow
 from .columns import Taps, from_columns, pass_taps, to_columns
+from .narrow import Narrow
 from .parallel import PassThreads, pass_threads, run_parts
 from .weights import JustInTime, Prepared
 
@@ -92,16 +94,19 @@ class Transformer:
         )
         self.reads_memory = stack.reads_memory  # an encoder-decoder's decoder: each block has a cross-attention
         self.embedding = TokenEmbedding(spec)  # the lookup, used with a vocabulary
-        self.W_E: Array | None = None  # the token embedding (d, V); spec.E counts experts
-        self.W_head = self.b_head = None  # the head: logits = W_head Z + b_head, (V, d) and (V, 1, 1)
+        self.W_E: Array | Narrow | None = None  # the token embedding (d, V); spec.E counts experts
+        self.W_head: Array | Narrow | None = None  # the head: logits = W_head Z + b_head, (V, d)
+        self.b_head: Array | None = None  # (V, 1, 1)
         self.embedded: dict = {}  # token type 0 (d, 1, 1) and the embedding norm's parameters, where the spec has them
         self.W_in = self.W_out = None  # OPT-350m's projections of a narrower embedding: (d, d_e), (d_e, d)
+        # blocks made just in time: the embedding and the head kept narrow too, widened in pieces (narrow.py)
+        vocabulary = get if keep_blocks is None else (lambda name: Narrow(weights[name]))
         if spec.V:
-            self.W_E = get("embedding.E")  # (d, V), or (d_e, V)
+            self.W_E = vocabulary("embedding.E")  # (d, V), or (d_e, V)
             if spec.embed_dim:
                 self.W_in, self.W_out = get("embedding.W_in"), get("head.W_out")
             if spec.head:
-                self.W_head = self.W_E.T if spec.tie_embeddings else get("head.W")
+                self.W_head = self.W_E.T if spec.tie_embeddings else vocabulary("head.W")
             self.b_head = get("head.b").reshape(-1, 1, 1) if spec.head_bias else None
             if spec.type_vocab:
                 self.embedded["T0"] = get("embedding.T")[:, 0].reshape(-1, 1, 1)
@@ -263,7 +268,7 @@ class Transformer:
             X = linear(self.W_out, X)
         if self.spec.head_scale == "sqrt":  # T5's tied head reads the columns scaled by d^-1/2
             X = X * self.dtype.type(self.spec.d**-0.5)
-        logits = linear(self.W_head, X)
+        logits = narrow.linear(self.W_head, X)
         if self.b_head is not None:
             logits += self.b_head
         if self.spec.logit_scale != 1.0:  # Cohere's logit_scale, Granite's 1 / logits_scaling

@@ -58,6 +58,9 @@ class JustInTime:
     `weights` is read for block i's tensors only then. Threads over the batch may ask at once; a block is prepared
     once for them while it is kept.
 
+    A file's weights that can read ahead (`read_ahead(prefix)`: a Hugging Face folder, a GGUF file) are asked to
+    start reading the next block's bytes before this one is made, so the disk works while the pass computes.
+
     When one more is prepared than `keep` holds, the block used just before it is dropped, not the one used longest
     ago: a pass (a decoding step) visits the blocks in turn, so the one used longest ago is the next one it needs,
     and dropping the least recently used would keep none for the next pass; this way keep - 1 stay (Belady's choice
@@ -84,6 +87,9 @@ class JustInTime:
             if i in self.kept:
                 self.kept.move_to_end(i)
                 return self.kept[i]
+            following = (i + 1) % len(self.layers)  # the block a pass asks next (a decoding step: the first again)
+            if following not in self.kept and hasattr(self.weights, "read_ahead"):  # a file: read it meanwhile
+                self.weights.read_ahead(f"blocks.{following}.")
             state = prepare_block(self.spec, self.weights, self.dtype, i, self.layers[i], self.norm, self.reads_memory)
             self.prepared += 1
             self.kept[i] = state

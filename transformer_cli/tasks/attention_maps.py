@@ -6,6 +6,7 @@ stops after the requested block, and only that block's (H, n, n) weights are col
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,13 +20,13 @@ from ..analysis.memory import (
     estimate_encoder_decoder,
     estimate_forward,
 )
+from ..analysis.modes import Mode, build, choose_mode, mode_estimates, stored_form
 from ..errors import TfmError
 from ..io.arrays import open_npy, peek_npy
 from ..model.attention_maps import block_weights, decoder_block_weights
-from ..model.transformer import Transformer
 from ..spec.definition import Spec
 from ..spec.stacks import decoder, encoder
-from .runner import check_input, check_input_header, get_weights, sequences, token_ids
+from .runner import check_input, check_input_header, get_weights, lazy_weights, sequences, token_ids
 
 
 def estimate_maps(spec: Spec, b: int, n: int, dtype: str, shown: int, as_json: bool) -> MemoryEstimate:
@@ -47,14 +48,17 @@ def attention_maps(
     as_json: bool = False,
     target_path: Path | None = None,
     kind: str = "self",
+    on_mode: Callable[[Mode], None] | None = None,
+    max_memory: str | None = None,
 ) -> np.ndarray:
     """Every head's weights of `block` for one sequence of the input: (H, n_k, n_q), each column summing to 1.
 
     An encoder-decoder reads the source (input) and the target, and shows the decoder's self-attention or
-    cross-attention, or the encoder's attention (kind)."""
+    cross-attention, or the encoder's attention (kind). One stack's weights are held as the memory allows
+    (analysis/modes.py: under `max_memory`, else the memory available); `on_mode` hears how."""
     if encoder(spec) is not None:
         return _encoder_decoder_maps(
-            spec, input_path, target_path, weights_path, seed, dtype, block, head, sequence, kind
+            spec, input_path, target_path, weights_path, seed, dtype, block, head, sequence, kind, max_memory
         )
     if target_path is not None or kind != "self":
         raise TfmError(f"--target and --kind {kind}: {spec.label} has no encoder (N_enc); its attention is self")
@@ -68,14 +72,27 @@ def attention_maps(
     if sequence >= b:
         raise TfmError(f"--sequence: got {sequence}, expected 0 .. {b - 1} (the input holds {b})")
     shown = 1 if head is not None else spec.H
-    check_memory(estimate_maps(spec, b, n, dtype, shown, as_json), None, f"block {block}'s attention at n = {n}")
+    maps = estimate_maps(spec, b, n, dtype, shown, as_json)
+    weights = lazy_weights(spec, weights_path)
+    held = stored_form(weights)
+    estimates = {"resident": maps}
+    if held is not None:  # each mode the file allows: the pass over one sequence, beside the maps
+        estimates = {
+            name: replace(e, input=maps.input, output=maps.output, output_is=maps.output_is)
+            for name, e in mode_estimates(spec, 1, n, dtype, held).items()
+        }
+    label = held.label if held is not None else ""
+    mode = choose_mode(spec, estimates, dtype, max_memory, f"block {block}'s attention at n = {n}", label)
+    (on_mode or (lambda mode: None))(mode)
     x, _ = check_input(open_npy(input_path), spec, str(input_path), dtype)
     x = _one_sequence(x, spec, sequence)
-    model = Transformer(spec, get_weights(spec, weights_path, seed)[0], dtype)
+    model = build(spec, weights if weights is not None else get_weights(spec, weights_path, seed)[0], dtype, mode)
     return block_weights(model, x, block)
 
 
-def _encoder_decoder_maps(spec, source_path, target_path, weights_path, seed, dtype, block, head, sequence, kind):
+def _encoder_decoder_maps(
+    spec, source_path, target_path, weights_path, seed, dtype, block, head, sequence, kind, max_memory
+):
     from ..model.encoder_decoder import EncoderDecoder
 
     if target_path is None:
@@ -96,7 +113,7 @@ def _encoder_decoder_maps(spec, source_path, target_path, weights_path, seed, dt
         arrays.append((path, header))
     (_, src_header), (_, tgt_header) = arrays
     estimate = estimate_encoder_decoder(spec, 1, src_header.shape[-1], tgt_header.shape[-1], dtype)
-    check_memory(estimate, None, f"{kind} attention of block {block}")
+    check_memory(estimate, max_memory, f"{kind} attention of block {block}")
     picked = []
     for path, _ in arrays:
         x, _ = check_input(open_npy(path), spec, str(path), dtype)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.flops import forward_flops
+from ..analysis.modes import Mode, build
 from ..io.weights import Weights
 from ..model.transformer import Transformer
 from ..spec.definition import Spec
@@ -108,6 +109,7 @@ class BenchResult:
     peer: str | None = None  # another implementation timed beside tfm's (benchmarks/run.py: PyTorch)
     peer_times: list[float] = field(default_factory=list)
     max_rel_diff: float | None = None  # tfm's output against the peer's, relative to max|output|
+    mode: Mode | None = None  # how a checkpoint's weights were held (None: every block prepared up front)
 
     @property
     def total_flops(self) -> int:
@@ -137,6 +139,7 @@ class BenchResult:
             "gemm_gflops": self.gemm_gflops,
             "blas": blas_info(),
             "tfm": tfm,
+            "weights_mode": self.mode.to_dict() if self.mode is not None else None,
         }
         if self.peer is not None:
             out["peer"] = self.summary(self.peer_times) | {"name": self.peer, "max_rel_diff": self.max_rel_diff}
@@ -153,20 +156,22 @@ def run_bench(
     repeat: int = 5,
     progress: Callable[[str], None] | None = None,
     peer: tuple[str, Callable[[np.ndarray], np.ndarray]] | None = None,
+    mode: Mode | None = None,
 ) -> BenchResult:
     """Time tfm's forward after a warm-up, and NumPy's GEMM peak in the same run; `peer` (a name and a function
     of the same (b, d, n) input, as benchmarks/run.py passes PyTorch's) is timed too, interleaved with tfm's
-    runs so a noisy neighbour slows both alike, and its output compared with tfm's."""
+    runs so a noisy neighbour slows both alike, and its output compared with tfm's. `mode`: how a checkpoint's
+    weights are held (analysis/modes.py; default every block prepared up front)."""
     say = progress or (lambda _: None)
     X = np.random.default_rng(0).standard_normal((b, spec.d, n)).astype(dtype)
-    model = Transformer(spec, weights, dtype)
+    model = Transformer(spec, weights, dtype) if mode is None else build(spec, weights, dtype, mode)
     say("measuring NumPy's GEMM peak")
     peak = gemm_gflops(dtype)
     tracemalloc.start()
     y = model(X)  # its output is what a peer's is compared with
     tfm_peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    result = BenchResult(spec, b, n, dtype, forward_flops(spec, b, n), [], tfm_peak, peak)
+    result = BenchResult(spec, b, n, dtype, forward_flops(spec, b, n), [], tfm_peak, peak, mode=mode)
     if peer is not None:
         result.peer = peer[0]
         result.max_rel_diff = float(np.max(np.abs(y.astype(np.float64) - peer[1](X))) / np.max(np.abs(y)))

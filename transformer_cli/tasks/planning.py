@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.hardware import PRESETS
+from ..analysis.hardware import PRESETS, THIS_MACHINE
 from ..analysis.kv_cache import KV_BYTES
 from ..analysis.lora import adapters
 from ..analysis.parallel import Split
@@ -30,7 +31,7 @@ from ..io.safetensors_io import peek
 from ..options import count
 from ..spec.definition import Spec, check_length
 from ..spec.stacks import encoder
-from .sources import is_hugging_face, load_weights
+from .sources import checkpoint_at, is_hugging_face, load_weights, read_lazily
 
 if TYPE_CHECKING:
     from ..analysis.plan import Plan
@@ -38,9 +39,42 @@ if TYPE_CHECKING:
 
 
 def plan_model(model: Any, *args: Any, **options: Any) -> Plan:
-    """The plan `tfm plan MODEL` makes with these options (asked()'s)."""
+    """The plan `tfm plan MODEL` makes with these options (asked()'s), with how its checkpoint runs here."""
 
-    return plan_asked(asked(model, *args, **options))
+    options_asked = asked(model, *args, **options)
+    return with_runs_here(model.path or model.weights_path, options_asked, plan_asked(options_asked))
+
+
+def with_runs_here(path: Path | None, options: Asked, plan: Plan) -> Plan:
+    """The plan, with how `tfm run` would hold the checkpoint at `path` (a folder, a GGUF file) on this machine, in
+    float32 at the plan's b and n under its --memory (else the memory available): the mode (analysis/modes.py),
+    its peak, why, and about how long a pass takes here (the plan's roofline on this machine, plus reading the
+    blocks as stored and writing them upcast at its memory bandwidth, in the modes that upcast every pass). A plan
+    of anything else is returned as it is."""
+    from ..analysis.memory import MemoryLimitError
+    from ..analysis.modes import mode_for, stored_form  # (the model's modules: loaded only for a checkpoint)
+    from ..analysis.params import count_params
+
+    weights_path, _ = checkpoint_at(path, None) if path is not None else (None, None)
+    spec = options.spec
+    if weights_path is None or not read_lazily(weights_path) or encoder(spec) is not None:
+        return plan
+    weights = load_weights(weights_path, spec)
+    budget = None if options.memory is None else f"{options.memory}B"
+    try:
+        mode = mode_for(spec, weights, options.b, options.n, "float32", budget, "a forward pass here", "--memory")
+    except MemoryLimitError as refused:
+        return replace(plan, runs_here={"mode": None, "why": str(refused)})
+    seconds = None
+    this = next((t for t in plan.time if t.hardware == THIS_MACHINE), None)
+    if this is not None:
+        held = stored_form(weights)
+        assert held is not None  # (a lazily read file)
+        blocks = sum(size for name, size in held.tensors.items() if name.startswith("blocks."))
+        upcast = blocks + 4 * sum(b.per_block * b.copies for b in count_params(spec, check=False).decoder)
+        seconds = this.time_to_first_token.seconds + (0 if mode.name == "resident" else upcast / this.bandwidth)
+    found = mode.to_dict() | {"why": mode.why, "peak_bytes": mode.estimate.total, "pass_seconds": seconds}
+    return replace(plan, runs_here=found)
 
 
 def asked(

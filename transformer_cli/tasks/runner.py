@@ -147,6 +147,13 @@ def get_weights(spec: Spec, weights_path: Path | None, seed: int) -> tuple[Weigh
     return init_weights(spec, seed), seeded_source(seed)
 
 
+def lazy_weights(spec: Spec, weights_path: Path | None) -> Weights | None:
+    """The weights of a file read tensor by tensor as the pass asks (a Hugging Face folder, a GGUF file: its headers
+    alone read here), whose mode is chosen from their stored bytes (analysis/modes.py); else None: seeded weights and
+    tfm's own files are made or read once the memory check has passed."""
+    return load_weights(weights_path, spec) if weights_path is not None and read_lazily(weights_path) else None
+
+
 def run_forward(
     spec: Spec,
     input_path: Path | np.ndarray,
@@ -174,8 +181,8 @@ def run_forward(
     header = _header(input_path)
     check_input_header(header.shape, header.dtype, source_spec, _named(input_path, "input"))
     b, n = sequences(header.shape, header.dtype, source_spec)
-    if weights is None and weights_path is not None and read_lazily(weights_path):
-        weights = load_weights(weights_path, spec)  # (its headers alone: tensors are read as the pass asks)
+    if weights is None:
+        weights = lazy_weights(spec, weights_path)
     mode = None
     if target_path is None:
         mode = mode_for(spec, weights, b, n, dtype, max_memory, "this forward pass")
