@@ -13,7 +13,9 @@ token ids. Each round runs, each in a fresh process with the file in the page ca
   whose logits are compared with the unbounded run's;
 - transformers: `from_pretrained(dtype=bfloat16)` and a forward pass; the same with dtype=float32;
 - `tfm generate -k 4` under the budget beside transformers' `generate(max_new_tokens=4)` in bfloat16, and
-  `tfm verify --seq-len 16 --dtype float32` under the budget.
+  `tfm verify --seq-len 16 --dtype float32` under the budget;
+- the time a streamed pass adds over the resident one at 128 and 2,048 tokens (`tfm bench`, two passes after a
+  warm-up, with and without the budget).
 Peak RSS is the run's own (os.wait4's ru_maxrss in a small process watching it: a child's figure starts at its
 parent's resident size). The ratios are tfm's over transformers' bfloat16 run.
 """
@@ -178,9 +180,34 @@ def main() -> None:
             "rss_ratio": rss / base_rss,
         }
         print(f"{name:28} {wall:8.1f} {rss / 1e9:8.2f} {wall / base_wall:15.2f} {rss / base_rss:14.2f}")
+    added = streamed_cost(folder)
     if args.json:
-        data = {"blocks": blocks, "bytes": size, "tokens": TOKENS, "budget": BUDGET, "runs": table}
+        data = {"blocks": blocks, "bytes": size, "tokens": TOKENS, "budget": BUDGET, "runs": table, "streamed": added}
         args.json.write_text(json.dumps(data | {"bounded_vs_unbounded_max_rel": agreement}, indent=1))
+
+
+def streamed_cost(folder: Path, lengths: tuple[int, ...] = (128, 2048)) -> dict[str, dict[str, float]]:
+    """The time a streamed pass adds over the resident one, in the same process kind: `tfm bench` (the median of
+    its passes after a warm-up) with every block prepared up front, then under the budget (each pass reading and
+    upcasting every block again, the next one's bytes read ahead meanwhile)."""
+    found = {}
+    for n in lengths:
+        times = {}
+        for mode, extra in (("resident", []), ("streamed", ["--max-memory", BUDGET])):
+            command = [sys.executable, "-m", "transformer_cli", "bench", str(folder), "--seq-len", str(n)]
+            done = subprocess.run([*command, "--repeat", "2", "--json", *extra], capture_output=True, text=True)
+            if done.returncode != 0:
+                raise SystemExit(f"tfm bench at n = {n} ({mode}) failed: {done.stderr[-400:]}")
+            data = json.loads(done.stdout)
+            assert data["weights_mode"]["mode"] == mode, data["weights_mode"]
+            times[mode] = data["tfm"]["median_s"]
+        found[str(n)] = times | {"ratio": times["streamed"] / times["resident"]}
+        print(
+            f"a pass of {n} tokens: resident {times['resident']:.2f} s, streamed {times['streamed']:.2f} s "
+            f"({found[str(n)]['ratio']:.2f}x)",
+            flush=True,
+        )
+    return found
 
 
 if __name__ == "__main__":

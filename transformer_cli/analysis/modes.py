@@ -126,8 +126,12 @@ def mode_estimates(
     vocabulary = {t.name: t.count for t in count.model if t.name in VOCABULARY}
     narrow = sum((2 if held.tensors.get(name) == 2 * n else 4) * n for name, n in vocabulary.items())
     others = [t.count for t in count.model if t.name not in VOCABULARY]
-    made = max([(4 + s) * largest, *(6 * n for n in vocabulary.values()), *((4 + s) * n for n in others)])
+    block_made = (4 + s) * largest  # a block's tensors decoded (float32) and their copies in the compute dtype
+    made = max([block_made, *((4 + s) * t.count for t in count.model)])  # resident: any tensor, decoded and cast
     head = min(SLICE_BYTES, s * max(vocabulary.values(), default=0))  # the head's rows widened at once
+    in_pass = s * keep * largest + head  # held in a pass beside the narrow matrices, not while the model is built
+    # built: a vocabulary matrix decoded (float32) before it is narrowed, or another tensor decoded and cast
+    built = max([*(4 * n for n in vocabulary.values()), *((4 + s) * n for n in others)], default=0) - in_pass
     per_block: dict[str, int] = {}
     for name, size in held.tensors.items():
         if name.startswith("blocks."):
@@ -136,13 +140,15 @@ def mode_estimates(
     stored = sum(per_block.values())
     streamed = replace(
         resident,
-        weights=s * (outside - sum(vocabulary.values()) + keep * largest) + narrow + head,
-        loaded=made + max(per_block.values(), default=0),
+        weights=s * (outside - sum(vocabulary.values())) + narrow + in_pass,
+        loaded=max(block_made + max(per_block.values(), default=0), built),
         loaded_is="a block being read and upcast",
     )
     return {
         "resident": replace(resident, loaded=made),  # read tensor by tensor: no whole copy as loaded
-        "stored": replace(streamed, loaded=made + stored, loaded_is="the blocks as stored, one being upcast"),
+        "stored": replace(
+            streamed, loaded=max(block_made, built) + stored, loaded_is="the blocks as stored, one being upcast"
+        ),
         "streamed": streamed,
     }
 

@@ -302,7 +302,7 @@ def make_setup(
             estimates[name] = max([estimate, *(needs(probe) if needs else [])], key=lambda e: e.total)
     mode = choose_mode(spec, estimates, np_dtype, max_memory, "this model", label)
     weights = weights if weights is not None else init_weights(spec, seed)
-    model = build(spec, weights, np_dtype, mode)
+    model = build(spec, weights, np_dtype, mode, mode.keep_up_to(spec.N))  # checks run it again and again
     reference = None
     if twins:
         check_memory(mode_estimates(spec, 1, n, f64, held)[mode.name], max_memory, "this model's float64 reference")
