@@ -86,6 +86,12 @@ class Model:
         return str(self.weights_path) if self.weights_path is not None else seeded_source(self.seed)
 
     @property
+    def lazy(self) -> bool:
+        """Whether the weights are a file read tensor by tensor as the pass asks (a Hugging Face folder, a GGUF
+        file): how they are held is then chosen from its stored bytes, before any is read (analysis/modes.py)."""
+        return self.weights_path is not None and read_lazily(self.weights_path)
+
+    @property
     def dtype(self) -> str:
         """The compute dtype a forward pass defaults to: float32 for a Hugging Face checkpoint, else float64."""
         return "float32" if self.weights_path is not None and self.weights_path.is_dir() else "float64"
@@ -124,8 +130,7 @@ class Model:
             estimate = estimate_encoder_decoder(self.spec, batch, source_len or seq_len, seq_len, dtype)
             check_memory(estimate, max_memory, what)
             return self.transformer(dtype), None
-        lazy = self.weights_path is not None and read_lazily(self.weights_path)
-        weights = self.weights if lazy else None  # (seeded weights are made only once they fit)
+        weights = self.weights if self.lazy else None  # (seeded weights are made only once they fit)
         mode = mode_for(self.spec, weights, batch, seq_len, dtype, max_memory, what)
         keep = mode.keep_up_to(self.spec.N) if again else None
         return build(self.spec, self.weights, dtype, mode, keep), mode
@@ -180,9 +185,8 @@ class Model:
         checks, CheckResults, in the order they ran, and the command's exit code)."""
         from ..verify import Verification, prepare, run_checks
 
-        lazy = self.weights_path is not None and read_lazily(self.weights_path)
         load = lambda: (self.weights, self.weights_source)  # noqa: E731 - (seeded ones made once they fit)
-        setup, weights, _ = prepare(self.spec, load, self.seed, dtype, seq_len, tol, max_memory, lazy)
+        setup, weights, _ = prepare(self.spec, load, self.seed, dtype, seq_len, tol, max_memory, self.lazy)
         return Verification(run_checks(setup, weights), self.source, self.weights_source, dtype, setup.mode)
 
     @named(renamed={"n": "seq_len", "b": "batch"})

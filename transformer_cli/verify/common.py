@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.memory import MemoryEstimate, check_memory, estimate_forward
+from ..analysis.memory import MemoryEstimate, check_memory
 from ..analysis.modes import Mode, build, choose_mode, mode_estimates, stored_form
 from ..components.held import Held
 from ..errors import ExitCode, TfmError
@@ -204,10 +204,8 @@ class Setup:
     def estimate(self, batch: int, dtype: np.dtype, n: int | None = None) -> MemoryEstimate:
         """The model's pass over `batch` sequences of n (default: the setup's) in `dtype`, weights included, as the
         setup holds them."""
-        n = self.n if n is None else n
-        if self.mode is None:
-            return estimate_forward(self.spec, batch, n, dtype)
-        return mode_estimates(self.spec, batch, n, dtype, self.held)[self.mode.name]
+        mode = self.mode.name if self.mode is not None else "resident"
+        return mode_estimates(self.spec, batch, self.n if n is None else n, dtype, self.held)[mode]
 
     @property
     def column_bytes(self) -> int:
