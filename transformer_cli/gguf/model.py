@@ -108,6 +108,7 @@ class GGUFWeights(Mapping[str, np.ndarray]):
         self.names = list(dict.fromkeys(n.split("[")[0] for n in self.rule_of))
         self._last: tuple[str, np.ndarray] | None = None
         self._mapped: np.ndarray | None = None  # the whole file memory-mapped, once held (`hold`)
+        self._finite: set[str] = set()  # the tensors found finite so far
 
     def hold(self) -> None:
         """Keep the file memory-mapped from now on: its blocks are then read from the mapping's pages, which stay in
@@ -147,9 +148,10 @@ class GGUFWeights(Mapping[str, np.ndarray]):
                 array = joined.join([read_tensor(self.header, piece, self._mapped) for piece in pieces])
             else:
                 array = read_tensor(self.header, name, self._mapped)
-            bad = first_nonfinite(array)
+            bad = first_nonfinite(array) if name not in self._finite else None
             if bad is not None:
                 raise ArrayError(f"{self.header.path}: NaN or inf in tensor {name} at {bad}")
+            self._finite.add(name)  # (checked once: a streamed pass reads it again and again)
             undo = self.arch.transforms.get(_short(name))
             if undo is not None:
                 array = undo(array, self.meta.data)

@@ -236,6 +236,7 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
                 self.rule_of[name] = rule
         self.names = [t for t in dict.fromkeys(n.split("[")[0] for n in self.rule_of)]
         self._last: tuple[str, np.ndarray] | None = None
+        self._finite: set[str] = set()  # the checkpoint tensors found finite so far
 
     def _stored(self, rule: Rule) -> np.ndarray:
         if self._last is None or self._last[0] != rule.hf:
@@ -245,10 +246,11 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
                 return array
             file_name = self.files[rule.hf]
             array = self.checkpoint.read(file_name)
-            bad = first_nonfinite(array)
+            bad = first_nonfinite(array) if rule.hf not in self._finite else None
             if bad is not None:
                 where = self.checkpoint.where(file_name)
                 raise ArrayError(f"{self.checkpoint.folder}: NaN or inf in {shown(file_name)} ({where}) at {bad}")
+            self._finite.add(rule.hf)  # (checked once: a streamed pass reads it again and again)
             self._last = (rule.hf, array)
         return self._last[1]
 
@@ -271,10 +273,11 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
                 return str(checkpoint.folder / checkpoint.where(name))
 
         array = scheme.dequantise(rule.hf, hf_shape(rule, self.shapes), Reader())
-        bad = first_nonfinite(array)
+        bad = first_nonfinite(array) if rule.hf not in self._finite else None
         if bad is not None:
             where = f"{shown(rule.hf)} (dequantised, {scheme.label})"
             raise ArrayError(f"{checkpoint.folder}: NaN or inf in {where} at {bad}")
+        self._finite.add(rule.hf)
         return array
 
     def hold(self) -> None:
