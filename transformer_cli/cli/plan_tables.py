@@ -118,8 +118,8 @@ def fits_table(p: Plan) -> Table | None:
 
 
 def runs_here_line(p: Plan) -> str:
-    """How `tfm run` would hold the checkpoint on this machine: "runs here: streamed, 1.26 GiB peak, ~4.1 s a pass"
-    and why (the plan of a Hugging Face folder or a GGUF file)."""
+    """How `tfm run` would hold the checkpoint on this machine: "runs here: streamed, 1.26 GiB peak, a pass at least
+    4.1 s here (roofline)" and why (the plan of a Hugging Face folder or a GGUF file)."""
     from ..analysis.units import human
     from ..text import escaped
 
@@ -127,7 +127,7 @@ def runs_here_line(p: Plan) -> str:
     if found.get("mode") is None:
         return f"runs here (tfm run, float32): does not fit: {escaped(found.get('why', ''))}"
     seconds = found["pass_seconds"]
-    time = f", ~{seconds:.3g} s a pass" if seconds is not None else ""
+    time = f", a pass at least {seconds:.3g} s here (roofline)" if seconds is not None else ""
     head = f"runs here (tfm run, float32, b = {p.batch}, n = {p.seq_len:,}): {found['mode']}"
     return f"{head}, {human(found['peak_bytes'])} peak{time} ({escaped(found['why'])})"
 

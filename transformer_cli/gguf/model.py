@@ -139,24 +139,26 @@ class GGUFWeights(Mapping[str, np.ndarray]):
             more = f" (and {len(unread) - 1} more tensors)" if len(unread) > 1 else ""
             raise ArrayError(f"{self.header.path}: tensor {unread[0][0]} {unread[0][1]}{more}")
 
-    def stored(self, name: str) -> np.ndarray:
-        """The file's tensor `name`, dequantised, the converter's change to it undone."""
-        if self._last is None or self._last[0] != name:
-            if name in self.pieces:
-                joined = self.arch.joined[_short(name)]
-                pieces = self.pieces[name]
-                array = joined.join([read_tensor(self.header, piece, self._mapped) for piece in pieces])
-            else:
-                array = read_tensor(self.header, name, self._mapped)
-            bad = first_nonfinite(array) if name not in self._finite else None
-            if bad is not None:
-                raise ArrayError(f"{self.header.path}: NaN or inf in tensor {name} at {bad}")
-            self._finite.add(name)  # (checked once: a streamed pass reads it again and again)
-            undo = self.arch.transforms.get(_short(name))
-            if undo is not None:
-                array = undo(array, self.meta.data)
-            self._last = (name, array)
-        return self._last[1]
+    def stored(self, name: str, kept: bool = True) -> np.ndarray:
+        """The file's tensor `name`, dequantised, the converter's change to it undone; `kept` until another is read
+        (where it holds several of tfm's tensors, asked one after the other)."""
+        if self._last is not None and self._last[0] == name:
+            return self._last[1]
+        if name in self.pieces:
+            joined = self.arch.joined[_short(name)]
+            pieces = self.pieces[name]
+            array = joined.join([read_tensor(self.header, piece, self._mapped) for piece in pieces])
+        else:
+            array = read_tensor(self.header, name, self._mapped)
+        bad = first_nonfinite(array) if name not in self._finite else None
+        if bad is not None:
+            raise ArrayError(f"{self.header.path}: NaN or inf in tensor {name} at {bad}")
+        self._finite.add(name)  # (checked once: a streamed pass reads it again and again)
+        undo = self.arch.transforms.get(_short(name))
+        if undo is not None:
+            array = undo(array, self.meta.data)
+        self._last = (name, array) if kept else None
+        return array
 
     def read_ahead(self, prefix: str) -> None:
         """Start reading the bytes of tfm's tensors under `prefix` ('blocks.3.') into the page cache."""
@@ -178,7 +180,7 @@ class GGUFWeights(Mapping[str, np.ndarray]):
     def __getitem__(self, name: str) -> np.ndarray:
         if name in self.rule_of:
             rule = self.rule_of[name]
-            return dict(split(rule, self.stored(rule.hf), self.shapes))[name]
+            return dict(split(rule, self.stored(rule.hf, kept=len(rule.tfm) > 1), self.shapes))[name]
         if f"{name}[0]" in self.rule_of:  # experts stored one by one
             return np.stack([self[f"{name}[{e}]"] for e in range(self.shapes[name][0])])
         raise KeyError(name)

@@ -239,11 +239,13 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
         self._finite: set[str] = set()  # the checkpoint tensors found finite so far
 
     def _stored(self, rule: Rule) -> np.ndarray:
-        if self._last is None or self._last[0] != rule.hf:
-            if rule.hf in self.fitted.packed:
-                array = self._dequantised(rule)
-                self._last = (rule.hf, array)
-                return array
+        """The checkpoint tensor of a rule, read; kept until another is read where it holds several of tfm's (its
+        next piece is asked next), never where it holds one (the embedding would be kept beside the pass)."""
+        if self._last is not None and self._last[0] == rule.hf:
+            return self._last[1]
+        if rule.hf in self.fitted.packed:
+            array = self._dequantised(rule)
+        else:
             file_name = self.files[rule.hf]
             array = self.checkpoint.read(file_name)
             bad = first_nonfinite(array) if rule.hf not in self._finite else None
@@ -251,8 +253,8 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
                 where = self.checkpoint.where(file_name)
                 raise ArrayError(f"{self.checkpoint.folder}: NaN or inf in {shown(file_name)} ({where}) at {bad}")
             self._finite.add(rule.hf)  # (checked once: a streamed pass reads it again and again)
-            self._last = (rule.hf, array)
-        return self._last[1]
+        self._last = (rule.hf, array) if len(rule.tfm) > 1 else None
+        return array
 
     def _dequantised(self, rule: Rule) -> np.ndarray:
         """A packed weight, rebuilt by its method from the tensors the file holds for it."""

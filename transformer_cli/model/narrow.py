@@ -28,10 +28,8 @@ class Narrow:
     def __init__(self, array: Array, factor: float | None = None, _held: Array | None = None):
         if _held is None:
             array = np.asarray(array)
-            if array.dtype == np.float32 and not np.any(array.view(np.uint32) & np.uint32(0xFFFF)):
-                _held = np.right_shift(array.view(np.uint32), np.uint32(16)).astype(np.uint16)
-            else:
-                _held = array
+            bits = bfloat16_bits(array) if array.dtype == np.float32 else None
+            _held = array if bits is None else bits
         self.held, self.factor = _held, factor
 
     @property
@@ -64,6 +62,22 @@ class Narrow:
 
     def __getitem__(self, index: Any) -> Array:
         return self.widened(index, np.dtype(np.float32) if self.held.dtype == np.uint16 else self.held.dtype)
+
+
+def bfloat16_bits(array: Array) -> Array | None:
+    """The bfloat16 bits (uint16) of float32 values that are each a bfloat16, laid out as `array` is (C order or
+    its transpose); None where one is not. Made a piece at a time: nothing of the whole size but the bits."""
+    flip = not array.flags.c_contiguous and array.T.flags.c_contiguous  # (a transposed view: its own rows)
+    values = np.ascontiguousarray(array.T if flip else array).reshape(-1).view(np.uint32)
+    bits = np.empty(values.shape, np.uint16)
+    step = 1 << 22
+    for start in range(0, values.size, step):
+        piece = values[start : start + step]
+        if np.any(piece & np.uint32(0xFFFF)):
+            return None
+        np.right_shift(piece, np.uint32(16), out=bits[start : start + step], casting="unsafe")
+    shaped = bits.reshape(array.T.shape if flip else array.shape)
+    return shaped.T if flip else shaped
 
 
 def linear(W: Array | Narrow, X: Array) -> Array:

@@ -48,9 +48,9 @@ def plan_model(model: Any, *args: Any, **options: Any) -> Plan:
 def with_runs_here(path: Path | None, options: Asked, plan: Plan) -> Plan:
     """The plan, with how `tfm run` would hold the checkpoint at `path` (a folder, a GGUF file) on this machine, in
     float32 at the plan's b and n under its --memory (else the memory available): the mode (analysis/modes.py),
-    its peak, why, and about how long a pass takes here (the plan's roofline on this machine, plus reading the
-    blocks as stored and writing them upcast at its memory bandwidth, in the modes that upcast every pass). A plan
-    of anything else is returned as it is."""
+    its peak, why, and a lower bound on a pass here (the plan's roofline on this machine, plus reading the blocks as
+    stored and writing them upcast at its memory bandwidth, in the modes that upcast every pass). A plan of anything
+    else is returned as it is."""
     from ..analysis.memory import MemoryLimitError
     from ..analysis.modes import mode_for, stored_form  # (the model's modules: loaded only for a checkpoint)
     from ..analysis.params import count_params
