@@ -18,7 +18,8 @@ from rss import tfm as measured
 
 import transformer_cli as tfm
 from transformer_cli.analysis.memory import MemoryLimitError
-from transformer_cli.analysis.modes import mode_estimates, stored_form
+from transformer_cli.analysis.modes import Mode, build, mode_estimates, stored_form
+from transformer_cli.model.attention_maps import block_weights
 from transformer_cli.tasks.sources import load_weights
 
 torch = pytest.importorskip("torch")
@@ -61,21 +62,36 @@ def _budget(estimate) -> str:
 @pytest.mark.parametrize("name", FORMATS)
 def test_the_stored_and_the_streamed_pass_give_the_resident_one_bit_for_bit(files, name):
     path = files / name
+    model = tfm.load(path)
     estimates = _estimates(path)
-    resident = tfm.load(path).run(IDS, dtype="float32")
-    assert resident.mode.name == "resident"  # no budget: the memory here holds every block in float32
-    ran = []
-    for mode in ("stored", "streamed"):
-        if estimates[mode].total >= min(e.total for k, e in estimates.items() if k < mode and k != mode):
-            continue  # (float32 stored is no smaller than resident: that mode is never the first to fit)
-        result = tfm.load(path).run(IDS, dtype="float32", max_memory=_budget(estimates[mode]))
-        assert result.mode.name == mode and result.mode.said, (mode, result.mode.why)
-        assert np.array_equal(result.output, resident.output), mode
-        ran.append(mode)
-    assert "streamed" in ran
+    expected = model.transformer("float32").forward(IDS)  # every block prepared up front, from the file
+    for mode in ("resident", "stored", "streamed"):
+        built = build(model.spec, load_weights(path, model.spec), "float32", Mode(mode, estimates[mode], ""))
+        assert np.array_equal(built.forward(IDS), expected), mode
+    run = tfm.load(path).run(IDS, dtype="float32")  # one pass: streamed, whatever the memory (analysis/modes.py)
+    assert run.mode.name == "streamed" and run.mode.why.startswith("one pass, ")
+    assert np.array_equal(run.output, expected)
     streamed = estimates["streamed"].total
     with pytest.raises(MemoryLimitError, match="each block read from the file when it runs, needs about"):
         tfm.load(path).run(IDS, dtype="float32", max_memory=f"{streamed // 2048}K")
+
+
+@pytest.mark.parametrize("name", ["hf-bf16", "m-q4_0.gguf"])
+def test_a_command_running_the_model_again_and_again_takes_the_first_mode_that_fits(files, name):
+    """bench runs its passes again and again: resident when the float32 copy fits, else stored, else streamed;
+    the control: a run (one pass) streams whatever the budget."""
+    path = files / name
+    estimates = mode_estimates(
+        tfm.load(path).spec, 1, 8, "float32", stored_form(load_weights(path, tfm.load(path).spec))
+    )
+    bench = ("bench", path, "--seq-len", "8", "--repeat", "1", "--json", "--dtype", "float32")
+    for mode in ("resident", "stored", "streamed"):
+        code, timed, stderr = _invoke(*bench, "--max-memory", _budget(estimates[mode]))
+        assert code == 0 and timed["weights_mode"]["mode"] == mode, stderr
+    one = mode_estimates(
+        tfm.load(path).spec, *IDS.shape, "float32", stored_form(load_weights(path, tfm.load(path).spec))
+    )
+    assert tfm.load(path).run(IDS, dtype="float32", max_memory=_budget(one["resident"])).mode.name == "streamed"
 
 
 def test_a_run_says_its_mode_on_stderr_and_in_json(files):
@@ -87,8 +103,8 @@ def test_a_run_says_its_mode_on_stderr_and_in_json(files):
     mode = json.loads(done.stdout)["weights_mode"]
     assert mode["mode"] == "streamed" and mode["limit"] == {"kind": "--max-memory", "bytes": int(budget[:-1]) * 1024}
     assert mode["modes"]["streamed"] == mode["estimate"]["total"] < mode["modes"]["stored"] < mode["modes"]["resident"]
-    assert "note: weights streamed: each block read from the file when it runs" in done.stderr
-    plain = measured("run", path, "-i", files / "ids.npy", "--json")
+    assert "note: weights streamed: one pass, each block read from the file when it runs" in done.stderr
+    plain = measured("bench", path, "--seq-len", "8", "--repeat", "1", "--json")  # passes again and again
     assert json.loads(plain.stdout)["weights_mode"]["mode"] == "resident"
     assert "note: weights" not in plain.stderr  # all resident, the usual path: said in --json alone
 
@@ -162,12 +178,13 @@ def test_attention_and_bench_streamed_say_so_and_attention_gives_the_resident_ma
     path, ids = files / name, files / "ids16.npy"
     np.save(ids, IDS[0])
     attention = ("attention", path, "-i", ids, "--block", "2", "--json", "--dtype", "float32")
-    code, resident, _ = _invoke(*attention)
-    assert code == 0 and resident["weights_mode"]["mode"] == "resident"
+    code, free, stderr = _invoke(*attention)  # one pass: streamed, whatever the memory
+    assert code == 0 and free["weights_mode"]["mode"] == "streamed" and "note: weights streamed: one pass" in stderr
     code, streamed, stderr = _invoke(*attention, "--max-memory", _cli_least(*attention))
     assert code == 0 and streamed["weights_mode"]["mode"] == "streamed", stderr
     assert "note: weights streamed" in stderr
-    assert streamed["weights"] == resident["weights"]
+    resident = block_weights(tfm.load(path).transformer("float32"), IDS[0], 2)  # every block made up front
+    assert streamed["weights"] == free["weights"] == {str(h): a.tolist() for h, a in enumerate(resident)}
     bench = ("bench", path, "--seq-len", "8", "--repeat", "1", "--json")
     code, timed, stderr = _invoke(*bench, "--max-memory", _cli_least(*bench))
     assert code == 0 and timed["weights_mode"]["mode"] == "streamed", stderr
@@ -316,3 +333,4 @@ def test_generate_and_verify_streamed_keep_within_max_memory(files, big):
             assert data["tokens"] == unbounded["tokens"]
         else:
             assert [c["observed"] for c in data["checks"]] == [c["observed"] for c in unbounded["checks"]]
+

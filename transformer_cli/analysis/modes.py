@@ -7,8 +7,11 @@
   outside the blocks (embedding, head, norms) and one block in the compute dtype are held.
 
 The first mode whose estimate fits the tightest limit (--max-memory, else the memory available) is chosen; the
-figures and the words saying why go into --json, and to stderr when the weights are not all resident. Seeded weights,
-tfm's own files and an encoder-decoder's two stacks are resident.
+figures and the words saying why go into --json, and to stderr when the weights are not all resident. A command that
+runs the model once (`tfm run`, `tfm attention`, `Model.run`) streams whatever the memory: every mode makes each block
+once in such a pass, and a copy made up front would serve that one pass only (on a 1.1B bfloat16 checkpoint, 3.2x
+the time and 6x the memory: docs/performance.md). Seeded weights, tfm's own files and an encoder-decoder's two stacks
+are resident.
 """
 
 from __future__ import annotations
@@ -162,12 +165,14 @@ def mode_for(
     max_memory: str | None,
     what: str,
     option: str = "--max-memory",
+    once: bool = False,
 ) -> Mode:
     """The mode of a pass over b sequences of n with `weights` (a lazily read file's, else None or weights in
-    memory: resident): the first whose estimate fits."""
+    memory: resident): the first whose estimate fits; `once`: the model runs one pass (streamed first)."""
     held = stored_form(weights)
     label = held.label if held is not None else ""
-    return choose_mode(spec, mode_estimates(spec, b, n, dtype, held), dtype, max_memory, what, label, option)
+    estimates = mode_estimates(spec, b, n, dtype, held)
+    return choose_mode(spec, estimates, dtype, max_memory, what, label, option, once)
 
 
 def block_bytes(spec: Spec, dtype: str | np.dtype) -> int:
@@ -183,17 +188,22 @@ def choose_mode(
     what: str,
     label: str = "",
     option: str = "--max-memory",
+    once: bool = False,
 ) -> Mode:
     """The first mode (resident, stored, streamed) whose estimate fits the tightest limit (`max_memory`, given as
-    `option`); a MemoryLimitError naming the last one's figure when none does."""
+    `option`); a MemoryLimitError naming the last one's figure when none does. `once`: the model runs one pass, so
+    streamed is tried first (each block is made once whatever the mode; see the module's note)."""
     limit = tightest(max_memory, option)
     words = {name: WORDS[name].format(dtype=np.dtype(dtype).name, label=label) for name in MODES}
     block = block_bytes(spec, dtype)
-    for name, estimate in estimates.items():
+    order = sorted(estimates, key=lambda name: name != "streamed") if once else list(estimates)
+    for name in order:
+        estimate = estimates[name]
         if limit is None or estimate.total <= limit.free:
             room = None if limit is None else limit.free - estimate.total
             within = f"within {limit.name}" if limit is not None else "no memory limit is known here"
-            why = f"{words[name]}: about {human(estimate.total)}, {within}"
+            first = "one pass, " if once and name == "streamed" else ""
+            why = f"{first}{words[name]}: about {human(estimate.total)}, {within}"
             if len(estimates) > 1:
                 why += f" ({'; '.join(f'{other} {human(e.total)}' for other, e in estimates.items())})"
             totals = {other: e.total for other, e in estimates.items()}

@@ -82,7 +82,8 @@ def attention_maps(
             for name, e in mode_estimates(spec, 1, n, dtype, held).items()
         }
     label = held.label if held is not None else ""
-    mode = choose_mode(spec, estimates, dtype, max_memory, f"block {block}'s attention at n = {n}", label)
+    what = f"block {block}'s attention at n = {n}"
+    mode = choose_mode(spec, estimates, dtype, max_memory, what, label, once=True)
     (on_mode or (lambda mode: None))(mode)
     x, _ = check_input(open_npy(input_path), spec, str(input_path), dtype)
     x = _one_sequence(x, spec, sequence)

@@ -185,7 +185,7 @@ def run_forward(
         weights = lazy_weights(spec, weights_path)
     mode = None
     if target_path is None:
-        mode = mode_for(spec, weights, b, n, dtype, max_memory, "this forward pass")
+        mode = mode_for(spec, weights, b, n, dtype, max_memory, "this forward pass", once=True)
     else:
         target_header = _header(target_path)
         check_input_header(target_header.shape, target_header.dtype, spec, _named(target_path, "target"))
