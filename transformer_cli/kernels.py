@@ -232,13 +232,14 @@ def soft_cap_(X: Array, cap: float) -> Array:
     return X
 
 
-def bfloat16_to_float32(bits: np.ndarray) -> np.ndarray:
+def bfloat16_to_float32(bits: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """bfloat16's bits (uint16) as the float32 they are the top half of, exactly, in one pass into one new array
     (widening first and shifting after wrote two arrays of 4 bytes an element: 10x slower here), laid out in memory
-    as `bits` is (a transposed matrix stays one: the products that read it then sum in the same order)."""
-    out = np.empty_like(bits, dtype=np.uint32)
-    np.left_shift(bits.astype(np.uint16, copy=False), np.uint32(16), out=out)
-    return out.view(np.float32)
+    as `bits` is (a transposed matrix stays one: the products that read it then sum in the same order); or into
+    `out`, a float32 array of their shape."""
+    wide = np.empty_like(bits, dtype=np.uint32) if out is None else out.view(np.uint32)
+    np.left_shift(bits.astype(np.uint16, copy=False), np.uint32(16), out=wide)
+    return wide.view(np.float32)
 
 
 def linear(W: Array, X: Array) -> Array:

@@ -334,3 +334,23 @@ def test_generate_and_verify_streamed_keep_within_max_memory(files, big):
         else:
             assert [c["observed"] for c in data["checks"]] == [c["observed"] for c in unbounded["checks"]]
 
+
+@pytest.mark.parametrize("name, in_place", [("hf-bf16", True), ("hf-sharded", True), ("hf-f16", False)])
+def test_a_gated_feedforwards_stacked_rows_are_decoded_in_place_once(files, monkeypatch, name, in_place):
+    """W1 over W3 (2r, d): each bfloat16 tensor decoded from the file's bytes straight into its rows, never made as
+    an array of its own first and copied (issue 47); the same numbers as stacking the tensors read one by one. The
+    control: float16 tensors are read and copied in (no decoding to write in place)."""
+    from transformer_cli.hf.weights import CheckpointWeights
+
+    path = files / name
+    spec = tfm.load(path).spec
+    asked = []
+    original = CheckpointWeights.__getitem__
+    monkeypatch.setattr(CheckpointWeights, "__getitem__", lambda self, key: asked.append(key) or original(self, key))
+    model = build(spec, load_weights(path, spec), "float32", Mode("streamed", _estimates(path)["streamed"], ""))
+    W1 = model.weights.block(1)[1].W1
+    copied = {"blocks.1.ff.W1", "blocks.1.ff.W3"} & set(asked)
+    assert copied == (set() if in_place else {"blocks.1.ff.W1", "blocks.1.ff.W3"})
+    assert "blocks.1.ff.W2" in asked  # (the tensors not stacked are read as before)
+    plain = load_weights(path, spec)
+    assert np.array_equal(W1, np.concatenate([plain["blocks.1.ff.W1"], plain["blocks.1.ff.W3"]]).astype(np.float32))

@@ -22,6 +22,13 @@ ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9, "gelu_exact": 5, "silu": 4, "gelu_
 Get = Callable[[str], "kernels.Array"]
 
 
+def stacked(get: Get, names: list[str], shape: tuple[int, ...]) -> kernels.Array:
+    """The tensors `names`, each of `shape`, stacked on their first axis in one array: each written into its rows as
+    it is decoded where `get` can (a block's tensors read from a file: model/weights.py), else concatenated."""
+    into = getattr(get, "stacked", None)
+    return into(names, shape) if into is not None else np.concatenate([get(name) for name in names])
+
+
 @dataclass
 class FeedForwardWeights:
     """One block's feedforward as `prepare` stacks it: W1 (r, d), or gated (2r, d) with W3 under W1; W2 (d, r);
@@ -95,7 +102,7 @@ class FeedForward(Component):
         ins = [k for k in self.projections if k != "2"]
         bias = self.spec.ff_bias
         return FeedForwardWeights(
-            W1=np.concatenate([get(f"ff.W{k}") for k in ins]) if len(ins) > 1 else get("ff.W1"),
+            W1=stacked(get, [f"ff.W{k}" for k in ins], (self.spec.r, self.spec.d)) if len(ins) > 1 else get("ff.W1"),
             b1=np.concatenate([get(f"ff.b{k}") for k in ins]).reshape(-1, 1, 1) if bias else None,
             W2=get("ff.W2"),
             b2=get("ff.b2").reshape(-1, 1, 1) if bias else None,

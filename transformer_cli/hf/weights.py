@@ -21,6 +21,7 @@ from ..errors import ArrayError
 from ..families import RECORDS
 from ..families.layout import Family
 from ..io.arrays import first_nonfinite
+from ..kernels import bfloat16_to_float32
 from ..spec.definition import Spec
 from ..spec.stacks import stacks
 from ..text import shown
@@ -281,6 +282,23 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
             raise ArrayError(f"{checkpoint.folder}: NaN or inf in {where} at {bad}")
         self._finite.add(rule.hf)
         return array
+
+    def read_into(self, name: str, out: np.ndarray) -> bool:
+        """Write tfm's tensor `name` into `out` (float32, its shape), decoded straight from the file's bytes, where
+        the checkpoint holds it in bfloat16 as a tensor of its own; else False (the caller copies it in)."""
+        rule = self.rule_of.get(name)
+        if rule is None or len(rule.tfm) > 1 or rule.hf in self.fitted.packed or out.dtype != np.float32:
+            return False
+        file_name = self.files[rule.hf]
+        if self.checkpoint.tensors[file_name].entry.code != "BF16":
+            return False
+        bfloat16_to_float32(dict(split(rule, self.checkpoint.stored(file_name), self.shapes))[name], out)
+        bad = first_nonfinite(out) if rule.hf not in self._finite else None
+        if bad is not None:
+            where = self.checkpoint.where(file_name)
+            raise ArrayError(f"{self.checkpoint.folder}: NaN or inf in {shown(file_name)} ({where}) at {bad}")
+        self._finite.add(rule.hf)
+        return True
 
     def hold(self) -> None:
         """Keep the checkpoint's bytes in memory as stored from now on (memory-mapped)."""

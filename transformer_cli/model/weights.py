@@ -46,12 +46,31 @@ def prepare_block(
     """Block i's states from its tensors (blocks.{i}.*) in `dtype`: its attention's and feedforward's (`layer`) and
     its norms' `prepare`, and its cross-attention's where the stack reads a memory."""
 
-    def get(name: str) -> Array:
-        return np.asarray(weights[f"blocks.{i}.{name}"], dtype=dtype)
-
+    get = BlockTensors(weights, dtype, f"blocks.{i}.")
     attention, feedforward = layer
     cross = stack_cross(spec, weights, i, dtype, norm_kind(spec)) if reads_memory else None
     return (attention.prepare(get), feedforward.prepare(get), norm.prepare(get), cross)  # type: ignore[attr-defined]
+
+
+class BlockTensors:
+    """A block's tensors as its components' `prepare` asks for them: `get(name)` in the compute dtype, and
+    `get.stacked(names, shape)` several in one array (a gated feedforward's W1 over W3), each decoded straight
+    into its rows where the weights can (`read_into`: a file's bfloat16 tensors), so no tensor is made twice."""
+
+    def __init__(self, weights: Mapping[str, Array], dtype: np.dtype, prefix: str):
+        self.weights, self.dtype, self.prefix = weights, dtype, prefix
+
+    def __call__(self, name: str) -> Array:
+        return np.asarray(self.weights[self.prefix + name], dtype=self.dtype)
+
+    def stacked(self, names: Sequence[str], shape: tuple[int, ...]) -> Array:
+        out = np.empty((len(names) * shape[0], *shape[1:]), dtype=self.dtype)
+        into = getattr(self.weights, "read_into", None)
+        for k, name in enumerate(names):
+            rows = out[k * shape[0] : (k + 1) * shape[0]]
+            if into is None or not into(self.prefix + name, rows):
+                rows[...] = self.weights[self.prefix + name]
+        return out
 
 
 def return_freed_memory() -> None:
