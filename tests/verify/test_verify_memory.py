@@ -87,3 +87,31 @@ def test_a_verify_command_keeps_within_max_memory_or_refuses_before_allocating(b
     else:
         assert beyond <= BEFORE_ALLOCATING, f"{command} at n = {n} allocated {beyond / MiB:.0f} MiB, then refused"
         assert len(lines) == 1 and lines[0].startswith("error: the ") and "more than" in lines[0], lines
+
+
+@pytest.mark.parametrize("spec", [None, "examples/encoder-decoder/attention-is-all-you-need-transformer-base.yaml"])
+def test_the_checks_are_held_to_the_memory_there_was_before_the_model_was_built(monkeypatch, spec):
+    """Each check's estimate counts the model's weights (and its float64 twin's): it is compared with the room there
+    was before they were allocated, not with what is left after (a 1.1B checkpoint's resident verify was refused by
+    its own weights: 'needs about 16 GiB, more than the available memory of 9.99 GiB'). Here the room read after
+    the model is built is 1 KiB: the checks still run, where each reading the room again refused."""
+    import transformer_cli as tfm
+    from transformer_cli.analysis import limits
+    from transformer_cli.analysis.memory import MemoryLimitError
+    from transformer_cli.model import transformer
+
+    room = [1 << 40]
+    monkeypatch.setattr(limits, "available_memory", lambda root=None: room[0])
+    monkeypatch.setattr(limits, "cgroup_room", lambda root=None: None)
+    monkeypatch.setattr(limits, "address_space_limit", lambda: None)
+    built = transformer.Transformer.__init__
+
+    def build(self, *args, **kwargs):
+        built(self, *args, **kwargs)
+        room[0] = 1024  # as if the weights had taken the rest
+
+    monkeypatch.setattr(transformer.Transformer, "__init__", build)
+    model = tfm.load(spec and ROOT / spec)
+    assert model.verify(seq_len=4, dtype="float32").exit_code == 0
+    with pytest.raises(MemoryLimitError, match="more than the available memory of 1 KiB"):  # the control
+        model.verify(seq_len=4, dtype="float32")  # (the room read before this one's model: 1 KiB)

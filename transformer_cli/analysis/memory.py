@@ -156,10 +156,11 @@ def describe(estimate: MemoryEstimate) -> str:
     return words
 
 
-def tightest(max_memory: str | None, option: str = "--max-memory") -> Limit | None:
+def tightest(max_memory: str | None, option: str = "--max-memory", limits: list[Limit] | None = None) -> Limit | None:
     """The limit with the least room: --max-memory (or the `option` that gave it) in place of the available memory,
-    beside the hard limits (a cgroup's, ulimit -v); None when none is known."""
-    limits = memory_limits()
+    beside the hard limits (a cgroup's, ulimit -v); None when none is known. `limits`: as read earlier (before a
+    model whose weights an estimate counts was built), else read now."""
+    limits = memory_limits() if limits is None else limits
     if max_memory:
         given = parse_size(max_memory, option)
         limits = [lim for lim in limits if lim.kind != "available"]
@@ -167,13 +168,20 @@ def tightest(max_memory: str | None, option: str = "--max-memory") -> Limit | No
     return min(limits, key=lambda lim: lim.free, default=None)
 
 
-def check_memory(estimate: MemoryEstimate, max_memory: str | None, what: str, option: str = "--max-memory") -> None:
-    """Refuse before allocating when tfm's pass would exceed --max-memory or the tightest real limit.
+def check_memory(
+    estimate: MemoryEstimate,
+    max_memory: str | None,
+    what: str,
+    option: str = "--max-memory",
+    limits: list[Limit] | None = None,
+) -> None:
+    """Refuse before allocating when tfm's pass would exceed --max-memory or the tightest real limit (`limits`: as
+    read before the weights the estimate counts were allocated; else read now).
 
     --max-memory replaces the available memory (a soft figure) but not the hard limits: a cgroup's limit
     and ulimit -v still apply, since past them the process is killed or every allocation fails.
     """
-    limit = tightest(max_memory, option)
+    limit = tightest(max_memory, option, limits)
     if limit is not None and estimate.total > limit.free:
         weights = estimate.weights + estimate.loaded
         copies = "tfm's copy of them as loaded" if estimate.loaded_is == "tfm's own copies" else estimate.loaded_is

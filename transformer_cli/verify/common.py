@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.limits import Limit, memory_limits
 from ..analysis.memory import MemoryEstimate, check_memory
 from ..analysis.modes import Mode, build, choose_mode, mode_estimates, stored_form
 from ..components.held import Held
@@ -175,6 +176,9 @@ class Setup:
     reference: Transformer | None = None  # the same weights in float64, for a float32 model's rounding noise
     held: Held | None = None  # the bytes a lazily read file holds per tensor (None: weights in memory)
     mode: Mode | None = None  # how the weights are held (analysis/modes.py)
+    # the memory limits as read before the model was built: the checks' estimates count its weights, which the room
+    # left once they are allocated no longer holds (None: read at each check)
+    limits: list[Limit] | None = None
 
     @property
     def base_tol(self) -> float:
@@ -242,11 +246,12 @@ class Setup:
 
     def afford(self, name: str, need: MemoryEstimate) -> None:
         """Refuse, before allocating, a check whose peak (`need`) would not fit in memory."""
-        check_memory(need, self.max_memory, f"the {name} check at n = {self.n}")
+        check_memory(need, self.max_memory, f"the {name} check at n = {self.n}", limits=self.limits)
 
     def require(self, batch: int) -> None:
         """Refuse, before allocating, a forward pass over `batch` sequences that would not fit in memory."""
-        check_memory(self.need(batch, noise=0), self.max_memory, f"a check over {batch} sequences of n = {self.n}")
+        what = f"a check over {batch} sequences of n = {self.n}"
+        check_memory(self.need(batch, noise=0), self.max_memory, what, limits=self.limits)
 
     def gaussian(self, *shape: int) -> np.ndarray:
         """Standard normal inputs in float64 (the model casts them to its dtype)."""
@@ -298,11 +303,13 @@ def make_setup(
             probe = Setup(spec, Unbuilt(np_dtype), rng, n, tol, max_memory, twin_model, held)  # type: ignore[arg-type]
             probe.mode = Mode(name, estimate, "")
             estimates[name] = max([estimate, *(needs(probe) if needs else [])], key=lambda e: e.total)
+    limits = memory_limits()  # before the model is built (its weights are in every estimate below)
     mode = choose_mode(spec, estimates, np_dtype, max_memory, "this model", label)
     weights = weights if weights is not None else init_weights(spec, seed)
     model = build(spec, weights, np_dtype, mode, mode.keep_up_to(spec.N))  # checks run it again and again
     reference = None
     if twins:
-        check_memory(mode_estimates(spec, 1, n, f64, held)[mode.name], max_memory, "this model's float64 reference")
+        twin = mode_estimates(spec, 1, n, f64, held)[mode.name]
+        check_memory(twin, max_memory, "this model's float64 reference", limits=limits)
         reference = build(spec, weights, f64, mode)
-    return Setup(spec, model, rng, n, tol, max_memory, reference, held, mode)
+    return Setup(spec, model, rng, n, tol, max_memory, reference, held, mode, limits)

@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from ..analysis.limits import memory_limits
 from ..analysis.memory import MemoryEstimate, check_memory, estimate_encoder_decoder
 from ..components.encoder import encoder_run_spec
 from ..io.weights import init_weights
 from ..kernels import sinusoidal_positions
 from ..model.decoding import decode
 from ..model.encoder_decoder import EncoderDecoder
+from ..model.transformer import Transformer
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 from .equivariance import breaking_features, permutations
 
@@ -78,7 +80,8 @@ def make_encoder_decoder_setup(
 ) -> EncoderDecoderSetup:
     """The encoder-decoder (seeded weights unless given), a seeded source, and the decoder reading it."""
     n = n or (min(16, spec.max_len) if spec.positional == "learned" else 16)
-    check_memory(estimate_encoder_decoder(spec, 1, n, n, dtype), max_memory, "this model")
+    limits = memory_limits()  # before the model is built (its weights are in the checks' estimates)
+    check_memory(estimate_encoder_decoder(spec, 1, n, n, dtype), max_memory, "this model", limits=limits)
     weights = weights if weights is not None else init_weights(spec, seed)
     pair = EncoderDecoder(spec, weights, np.dtype(dtype))
     rng = np.random.default_rng([seed, 1])
@@ -87,14 +90,22 @@ def make_encoder_decoder_setup(
     if np.dtype(dtype) != np.float64 and tol is None:  # the float64 twin that measures float32's rounding
         reference = Decoder(EncoderDecoder(spec, weights, np.float64), source)
     decoder = Decoder(pair, source)
-    return EncoderDecoderSetup(spec, decoder, rng, n, tol, max_memory, reference, pair=pair, source=source)  # type: ignore[arg-type]
+    model, twin = cast(Transformer, decoder), cast("Transformer | None", reference)  # (a Decoder runs as one)
+    return EncoderDecoderSetup(spec, model, rng, n, tol, max_memory, twin, limits=limits, pair=pair, source=source)
 
 
 def encoder_setup(setup: EncoderDecoderSetup) -> Setup:
     """The encoder alone as a one-stack setup, for seed property (a) on it."""
     reference = None if setup.reference is None else setup.reference.model.encoder  # type: ignore[attr-defined]
     return Setup(
-        encoder_run_spec(setup.spec), setup.pair.encoder, setup.rng, setup.n, setup.tol, setup.max_memory, reference
+        encoder_run_spec(setup.spec),
+        setup.pair.encoder,
+        setup.rng,
+        setup.n,
+        setup.tol,
+        setup.max_memory,
+        reference,
+        limits=setup.limits,
     )
 
 

@@ -88,6 +88,7 @@ def check_scaling(setup: Setup, samples: int = 20000, expect: str = "holds") -> 
         scaling_need(setup, samples),
         setup.max_memory,
         f"the scaling check ({min(CHUNK, sequences)} sequences of {SEQ_LEN} at a time)",
+        limits=setup.limits,
     )
     with np.errstate(over="ignore", under="ignore"):
         c2 = float(np.float64(c) ** 2)
