@@ -238,3 +238,16 @@ def test_bfloat16_tensors_are_decoded_exactly(tmp_path):
         got = read.read(name)
         assert got.dtype == np.float32 and np.array_equal(got, exact[name])
         assert np.max(np.abs(got - stored[name])) <= 2**-8 * np.max(np.abs(stored[name]))  # bf16 keeps 8 bits
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_the_finite_check_finds_the_first_nan_or_inf_and_no_false_one_where_finite_values_overflow_the_sum(dtype, bad):
+    """The check every read makes: its fast answer (the sum) and its exact one (entry by entry) agree."""
+    from transformer_cli.io.arrays import first_nonfinite
+
+    huge = np.full((6, 5), np.finfo(dtype).max, dtype=dtype)  # finite, but their sum is inf
+    assert first_nonfinite(huge) is None and first_nonfinite(huge.T) is None
+    huge[2, 3], huge[4, 1] = bad, bad
+    assert first_nonfinite(huge) == (2, 3) and first_nonfinite(huge.T) == (1, 4)
+    assert first_nonfinite(np.zeros((0, 3), dtype=dtype)) is None
