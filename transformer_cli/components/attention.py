@@ -18,7 +18,7 @@ import numpy as np
 from .. import kernels
 from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
-from .base import Component, Pairs, Tensor, Term
+from .base import Component, Pairs, Tensor, Term, stacked
 from .norm import LayerNormWithoutBias, norm_kind
 
 SOFTMAX_PER_SCORE = 5  # max, subtract, exp, sum, divide
@@ -136,7 +136,8 @@ class MultiHeadAttention(Component):
         """W_qkv ((H + 2G)m, d): rows [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G]; W_O (d, Hm): columns h*m ..
         (h+1)*m - 1 are W_O^h; biases as (k, 1, 1) columns; the query and key norms' gains as (m, 1, 1, 1)."""
         H, m, d = self.spec.H, self.spec.m, self.spec.d
-        W_qkv = np.concatenate([get(f"attention.{x}").reshape(-1, d) for x in ("W_Q", "W_K", "W_V")])
+        G = self.spec.kv_heads
+        W_qkv = stacked(get, [f"attention.{x}" for x in ("W_Q", "W_K", "W_V")], [H * m, G * m, G * m], d)
         W_O = np.ascontiguousarray(get("attention.W_O").transpose(1, 0, 2).reshape(d, H * m))  # (H, d, m) -> (d, Hm)
         b_qkv = b_O = qk = None
         if self.spec.attention_bias:

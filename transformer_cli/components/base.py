@@ -8,9 +8,22 @@ and one line in the registry (components/__init__.py).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..spec.definition import Spec
+
+
+def stacked(get: Callable[[str], np.ndarray], names: Sequence[str], rows: Sequence[int], width: int) -> np.ndarray:
+    """The tensors `names`, each as `rows[k]` rows of `width`, stacked in one (sum(rows), width) array for one
+    product: each decoded straight into its rows where `get` can (a block's tensors read from a file:
+    model/weights.py), else concatenated."""
+    into = getattr(get, "stacked", None)
+    if into is not None:
+        return into(names, rows, width)
+    return np.concatenate([get(name).reshape(-1, width) for name in names])
 
 
 @dataclass(frozen=True)

@@ -14,19 +14,12 @@ import numpy as np
 
 from .. import kernels
 from ..spec.choices import FEEDFORWARDS
-from .base import Component, Pairs, Tensor, Term
+from .base import Component, Pairs, Tensor, Term, stacked
 
 # gelu (and BLOOM's): the tanh form, tanh as 1; gelu_exact: scale, erf (as 1), +1, x, 0.5; silu: neg, exp, +1, /
 ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9, "gelu_exact": 5, "silu": 4, "gelu_bloom": 9}
 
 Get = Callable[[str], "kernels.Array"]
-
-
-def stacked(get: Get, names: list[str], shape: tuple[int, ...]) -> kernels.Array:
-    """The tensors `names`, each of `shape`, stacked on their first axis in one array: each written into its rows as
-    it is decoded where `get` can (a block's tensors read from a file: model/weights.py), else concatenated."""
-    into = getattr(get, "stacked", None)
-    return into(names, shape) if into is not None else np.concatenate([get(name) for name in names])
 
 
 @dataclass
@@ -102,7 +95,9 @@ class FeedForward(Component):
         ins = [k for k in self.projections if k != "2"]
         bias = self.spec.ff_bias
         return FeedForwardWeights(
-            W1=stacked(get, [f"ff.W{k}" for k in ins], (self.spec.r, self.spec.d)) if len(ins) > 1 else get("ff.W1"),
+            W1=stacked(get, [f"ff.W{k}" for k in ins], [self.spec.r] * len(ins), self.spec.d)
+            if len(ins) > 1
+            else get("ff.W1"),
             b1=np.concatenate([get(f"ff.b{k}") for k in ins]).reshape(-1, 1, 1) if bias else None,
             W2=get("ff.W2"),
             b2=get("ff.b2").reshape(-1, 1, 1) if bias else None,

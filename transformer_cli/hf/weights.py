@@ -9,7 +9,7 @@ asked (and NumPy keeps no copy of it beyond what the model builds), so loading n
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -283,22 +283,29 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
         self._finite.add(rule.hf)
         return array
 
-    def read_into(self, name: str, out: np.ndarray) -> bool:
-        """Write tfm's tensor `name` into `out` (float32, its shape), decoded straight from the file's bytes, where
-        the checkpoint holds it in bfloat16 as a tensor of its own; else False (the caller copies it in)."""
+    def read_into(
+        self, name: str, make: Callable[[tuple[int, ...]], np.ndarray], keep_layout: bool = True
+    ) -> np.ndarray | None:
+        """tfm's tensor `name` in float32, decoded from the file's bfloat16 bytes straight into `make(shape)` (a
+        C-ordered float32 array the caller gives: rows of a stack, memory a dropped block held), where the checkpoint
+        holds it as a tensor of its own; else None (the caller reads it). `keep_layout`: None too where the file's
+        layout makes it a transposed view (whose products must read it as such: kernels.bfloat16_to_float32)."""
         rule = self.rule_of.get(name)
-        if rule is None or len(rule.tfm) > 1 or rule.hf in self.fitted.packed or out.dtype != np.float32:
-            return False
+        if rule is None or len(rule.tfm) > 1 or rule.hf in self.fitted.packed:
+            return None
         file_name = self.files[rule.hf]
         if self.checkpoint.tensors[file_name].entry.code != "BF16":
-            return False
-        bfloat16_to_float32(dict(split(rule, self.checkpoint.stored(file_name), self.shapes))[name], out)
+            return None
+        piece = dict(split(rule, self.checkpoint.stored(file_name), self.shapes))[name]
+        if keep_layout and not piece.flags.c_contiguous:
+            return None
+        out = bfloat16_to_float32(piece, make(piece.shape))
         bad = first_nonfinite(out) if rule.hf not in self._finite else None
         if bad is not None:
             where = self.checkpoint.where(file_name)
             raise ArrayError(f"{self.checkpoint.folder}: NaN or inf in {shown(file_name)} ({where}) at {bad}")
         self._finite.add(rule.hf)
-        return True
+        return out
 
     def hold(self) -> None:
         """Keep the checkpoint's bytes in memory as stored from now on (memory-mapped)."""

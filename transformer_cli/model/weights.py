@@ -10,6 +10,8 @@ holds the stored weights and one upcast block at a time.
 from __future__ import annotations
 
 import ctypes
+import math
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -42,11 +44,13 @@ def prepare_block(
     layer: tuple[Component, Component],
     norm: Component,
     reads_memory: bool = False,
+    buffers: Buffers | None = None,
 ) -> BlockState:
     """Block i's states from its tensors (blocks.{i}.*) in `dtype`: its attention's and feedforward's (`layer`) and
-    its norms' `prepare`, and its cross-attention's where the stack reads a memory."""
+    its norms' `prepare`, and its cross-attention's where the stack reads a memory; decoded into `buffers` where
+    the weights can (BlockTensors)."""
 
-    get = BlockTensors(weights, dtype, f"blocks.{i}.")
+    get = BlockTensors(weights, dtype, f"blocks.{i}.", buffers)
     attention, feedforward = layer
     cross = stack_cross(spec, weights, i, dtype, norm_kind(spec)) if reads_memory else None
     return (attention.prepare(get), feedforward.prepare(get), norm.prepare(get), cross)  # type: ignore[attr-defined]
@@ -54,23 +58,81 @@ def prepare_block(
 
 class BlockTensors:
     """A block's tensors as its components' `prepare` asks for them: `get(name)` in the compute dtype, and
-    `get.stacked(names, shape)` several in one array (a gated feedforward's W1 over W3), each decoded straight
-    into its rows where the weights can (`read_into`: a file's bfloat16 tensors), so no tensor is made twice."""
+    `get.stacked(names, rows, width)` several in one array (W_Q over W_K over W_V, a gated feedforward's W1 over
+    W3). Where the weights can decode a tensor straight into an array given them (`read_into`: a file's bfloat16
+    tensors), each is decoded into its rows of the stack, or into `buffers` (memory a block no longer used held),
+    so no tensor is made twice and no fresh memory is paged in for it."""
 
-    def __init__(self, weights: Mapping[str, Array], dtype: np.dtype, prefix: str):
-        self.weights, self.dtype, self.prefix = weights, dtype, prefix
+    def __init__(self, weights: Mapping[str, Array], dtype: np.dtype, prefix: str, buffers: Buffers | None = None):
+        self.weights, self.dtype, self.prefix, self.buffers = weights, dtype, prefix, buffers
+        self.read_into = getattr(weights, "read_into", None) if dtype == np.float32 else None
 
     def __call__(self, name: str) -> Array:
+        if self.read_into is not None and self.buffers is not None:
+            made = self.read_into(self.prefix + name, lambda shape: self._empty(shape))
+            if made is not None:
+                return made
         return np.asarray(self.weights[self.prefix + name], dtype=self.dtype)
 
-    def stacked(self, names: Sequence[str], shape: tuple[int, ...]) -> Array:
-        out = np.empty((len(names) * shape[0], *shape[1:]), dtype=self.dtype)
-        into = getattr(self.weights, "read_into", None)
-        for k, name in enumerate(names):
-            rows = out[k * shape[0] : (k + 1) * shape[0]]
-            if into is None or not into(self.prefix + name, rows):
-                rows[...] = self.weights[self.prefix + name]
+    def stacked(self, names: Sequence[str], rows: Sequence[int], width: int) -> Array:
+        out = self._empty((sum(rows), width))
+        start = 0
+        for name, count in zip(names, rows, strict=True):
+            part = out[start : start + count]
+            start += count
+
+            def given(shape: tuple[int, ...], part: Array = part) -> Array:
+                return part.reshape(shape)  # (a view: the rows are contiguous)
+
+            if self.read_into is None or self.read_into(self.prefix + name, given, keep_layout=False) is None:
+                part[...] = np.reshape(self.weights[self.prefix + name], part.shape)
         return out
+
+    def _empty(self, shape: tuple[int, ...]) -> Array:
+        return np.empty(shape, self.dtype) if self.buffers is None else self.buffers.take(shape, self.dtype)
+
+
+class Buffers:
+    """The memory the blocks of a model made again and again are decoded into (streamed, or stored with fewer
+    blocks kept than it has): a block no longer used leaves its arrays' memory here, and the next block is written
+    into it rather than into memory mapped afresh, each of whose pages the kernel faults in and zeroes (three
+    quarters of the time widening a bfloat16 block took here). A buffer is free when nothing but this list refers
+    to it: every array made from it (views, reshapes, transposes) refers to it as its `base`, which the reference
+    count counts; so a block still used (a thread's pass over its part of the batch, a check holding it) is never
+    written over. At most `spare` bytes of free buffers are kept."""
+
+    def __init__(self) -> None:
+        self.held: list[np.ndarray] = []
+        self.taken = 0  # bytes taken since the last trim: the block being made's
+        self.spare = 0  # the most bytes one block took: free buffers beyond it are let go
+
+    def take(self, shape: tuple[int, ...], dtype: np.dtype) -> Array:
+        size = math.prod(shape) * dtype.itemsize
+        self.taken += size
+        for buffer in self.held:
+            if buffer.nbytes == size and _free(buffer):
+                return buffer.view(dtype).reshape(shape)
+        buffer = np.empty(size, np.uint8)
+        self.held.append(buffer)
+        return buffer.view(dtype).reshape(shape)
+
+    def trim(self) -> None:
+        """Once a block is made: let go of free buffers beyond the bytes of the largest block made so far."""
+        self.spare, self.taken = max(self.spare, self.taken), 0
+        kept, free = [], 0
+        for buffer in reversed(self.held):  # the most recently made kept first
+            if _free(buffer):
+                free += buffer.nbytes
+                if free > self.spare:
+                    continue
+            kept.append(buffer)
+        self.held = kept[::-1]
+
+
+def _free(buffer: np.ndarray) -> bool:
+    """Whether nothing but the pool's list refers to `buffer` (the list, the caller's name, this call's argument
+    and getrefcount's own)."""
+    return sys.getrefcount(buffer) <= 4
 
 
 def return_freed_memory() -> None:
@@ -110,8 +172,10 @@ class JustInTime:
     ):
         self.spec, self.weights, self.dtype, self.layers, self.norm = spec, weights, dtype, layers, norm
         self.reads_memory, self.keep = reads_memory, max(1, keep)
-        if self.keep < len(layers):  # blocks made and dropped again and again
+        self.buffers: Buffers | None = None
+        if self.keep < len(layers):  # blocks made and dropped again and again: into the memory of those dropped
             return_freed_memory()
+            self.buffers = Buffers()
         self.kept: OrderedDict[int, BlockState] = OrderedDict()
         self.prepared = 0  # blocks prepared so far (a block asked again after it was dropped counts again)
         self._lock = threading.Lock()
@@ -124,11 +188,14 @@ class JustInTime:
             following = (i + 1) % len(self.layers)  # the block a pass asks next (a decoding step: the first again)
             if following not in self.kept and hasattr(self.weights, "read_ahead"):  # a file: read it meanwhile
                 self.weights.read_ahead(f"blocks.{following}.")
-            state = prepare_block(self.spec, self.weights, self.dtype, i, self.layers[i], self.norm, self.reads_memory)
+            layer, memory, buffers = self.layers[i], self.reads_memory, self.buffers
+            state = prepare_block(self.spec, self.weights, self.dtype, i, layer, self.norm, memory, buffers)
             self.prepared += 1
             self.kept[i] = state
             if len(self.kept) > self.keep:  # drop the block used just before this one (see the class's note)
                 del self.kept[list(self.kept)[-2]]
+            if buffers is not None:
+                buffers.trim()
             return state
 
     def __len__(self) -> int:
