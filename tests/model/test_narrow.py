@@ -51,3 +51,22 @@ def test_the_head_a_slice_at_a_time_is_the_whole_product_bit_for_bit(monkeypatch
     scaled = narrow.linear(Narrow(W) * 1e3, X)
     assert np.array_equal(scaled, kernels.linear(W.astype(dtype) * 1e3, X))
     assert not np.array_equal(scaled, whole)  # the control: the factor is applied
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("out", [False, True])
+def test_bfloat16_widened_over_several_threads_is_each_bit_pattern_shifted_keeping_the_layout(
+    monkeypatch, transposed, out
+):
+    """The widening's rows shared over threads (here from 64 elements up, on 3 parts): every float32 is the
+    bfloat16 bits followed by 16 zero bits, computed here one by one in Python integers."""
+    monkeypatch.setattr(kernels, "WIDEN_PART", 64)
+    monkeypatch.setattr(kernels, "cores", lambda: 3)
+    bits = np.random.default_rng(2).integers(0, 1 << 16, size=(37, 29), dtype=np.uint16)
+    bits = bits.T if transposed else bits
+    given = np.empty(bits.shape, np.float32) if out else None
+    wide = kernels.bfloat16_to_float32(bits, given)
+    expected = np.array([[int(b) << 16 for b in row] for row in bits.tolist()], dtype=np.uint32).view(np.float32)
+    assert np.array_equal(wide.view(np.uint32), expected.view(np.uint32))
+    assert wide.flags.f_contiguous == (transposed and not out)  # a new array keeps the bits' layout
+    assert given is None or wide.base is given or wide is given
