@@ -3,7 +3,8 @@ the weights are held as stored (each block upcast when it runs) or streamed from
 numbers are the ones of the run that holds every block in float32: bit for bit, for every format tfm reads (a
 Hugging Face folder in float32, bfloat16, float16, sharded, bitsandbytes int8 and FP8; GGUF files of f16, q8_0, q4_0
 and Q4_K blocks). Each case forces the mode by a budget just above its estimate, and a budget below the streamed
-estimate is refused before anything is read. Peak RSS against the budget is checked in subprocesses below."""
+estimate is refused before anything is read; a command that runs the model once streams whatever the memory. Peak
+RSS against the budget is checked in subprocesses below (how a block is decoded: test_weights_decoding.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ import re
 
 import numpy as np
 import pytest
-from gguf_files import write_random_quantised
-from quantized_files import bitsandbytes_folder, float_llama, fp8_folder
+from helpers_weights_modes import FORMATS, IDS, just_above, make_big, make_files, mode_figures
 from rss import tfm as measured
 
 import transformer_cli as tfm
@@ -25,45 +25,17 @@ from transformer_cli.tasks.sources import load_weights
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-KEYS = dict(
-    num_hidden_layers=4, hidden_size=256, intermediate_size=512, tie_word_embeddings=False
-)  # (Q4_K: rows of 256)
-IDS = np.random.default_rng(4).integers(0, 97, size=(2, 9))
-
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    root = tmp_path_factory.mktemp("modes")
-    source = float_llama(root / "hf", **KEYS)
-    tfm.convert(source, root / "hf-bf16", dtype="bfloat16")
-    tfm.convert(source, root / "hf-f16", dtype="float16")
-    tfm.convert(root / "hf-bf16", root / "hf-sharded", shard_size="300K")
-    bitsandbytes_folder(source, root / "hf-int8", load_in_8bit=True)
-    fp8_folder(source, root / "hf-fp8", block=32)
-    for kind in ("f16", "q8_0", "q4_0"):
-        tfm.convert(source, root / f"m-{kind}.gguf", gguf_type=kind)
-    write_random_quantised(transformers.AutoModelForCausalLM.from_pretrained(source), root / "m-q4_k.gguf", "Q4_K")
-    return root
-
-
-FORMATS = ["hf", "hf-bf16", "hf-f16", "hf-sharded", "hf-int8", "hf-fp8", "m-f16.gguf", "m-q8_0.gguf"]
-FORMATS += ["m-q4_0.gguf", "m-q4_k.gguf"]
-
-
-def _estimates(path):
-    model = tfm.load(path)
-    return mode_estimates(model.spec, *IDS.shape, "float32", stored_form(load_weights(path, model.spec)))
-
-
-def _budget(estimate) -> str:
-    return f"{estimate.total // 1024 + 4}K"  # just above the mode's figure (4 KiB: the rounding to KiB)
+    return make_files(tmp_path_factory.mktemp("modes"))
 
 
 @pytest.mark.parametrize("name", FORMATS)
 def test_the_stored_and_the_streamed_pass_give_the_resident_one_bit_for_bit(files, name):
     path = files / name
     model = tfm.load(path)
-    estimates = _estimates(path)
+    estimates = mode_figures(path)
     expected = model.transformer("float32").forward(IDS)  # every block prepared up front, from the file
     for mode in ("resident", "stored", "streamed"):
         built = build(model.spec, load_weights(path, model.spec), "float32", Mode(mode, estimates[mode], ""))
@@ -86,18 +58,18 @@ def test_a_command_running_the_model_again_and_again_takes_the_first_mode_that_f
     )
     bench = ("bench", path, "--seq-len", "8", "--repeat", "1", "--json", "--dtype", "float32")
     for mode in ("resident", "stored", "streamed"):
-        code, timed, stderr = _invoke(*bench, "--max-memory", _budget(estimates[mode]))
+        code, timed, stderr = _invoke(*bench, "--max-memory", just_above(estimates[mode]))
         assert code == 0 and timed["weights_mode"]["mode"] == mode, stderr
     one = mode_estimates(
         tfm.load(path).spec, *IDS.shape, "float32", stored_form(load_weights(path, tfm.load(path).spec))
     )
-    assert tfm.load(path).run(IDS, dtype="float32", max_memory=_budget(one["resident"])).mode.name == "streamed"
+    assert tfm.load(path).run(IDS, dtype="float32", max_memory=just_above(one["resident"])).mode.name == "streamed"
 
 
 def test_a_run_says_its_mode_on_stderr_and_in_json(files):
     path = files / "hf-bf16"
     np.save(files / "ids.npy", IDS)
-    budget = _budget(_estimates(path)["streamed"])
+    budget = just_above(mode_figures(path)["streamed"])
     done = measured("run", path, "-i", files / "ids.npy", "--max-memory", budget, "--json")
     assert done.code == 0, done.stderr
     mode = json.loads(done.stdout)["weights_mode"]
@@ -118,7 +90,7 @@ def test_generation_streamed_gives_the_resident_tokens_keeping_the_blocks_the_bu
     prompt_and_new = mode_estimates(
         model.spec, IDS.shape[0], IDS.shape[1] + 5, "float32", stored_form(load_weights(path, model.spec))
     )
-    got = tfm.load(path).generate(IDS, 5, dtype="float32", max_memory=_budget(prompt_and_new["streamed"]))
+    got = tfm.load(path).generate(IDS, 5, dtype="float32", max_memory=just_above(prompt_and_new["streamed"]))
     assert got.weights_mode["mode"] == "streamed"
     assert np.array_equal(got.sequences, expected.sequences)
 
@@ -126,7 +98,7 @@ def test_generation_streamed_gives_the_resident_tokens_keeping_the_blocks_the_bu
 def test_a_streamed_model_keeps_as_many_upcast_blocks_as_the_room_holds(files):
     from transformer_cli.analysis.modes import Mode
 
-    estimate = _estimates(files / "hf-bf16")["streamed"]
+    estimate = mode_figures(files / "hf-bf16")["streamed"]
     assert Mode("streamed", estimate, "", block=100, room=250).keep_up_to(4) == 3  # one, and two more in the room
     assert Mode("streamed", estimate, "", block=100, room=10**9).keep_up_to(4) == 4
     assert Mode("streamed", estimate, "", block=100, room=0).keep_up_to(4) == 1
@@ -197,7 +169,7 @@ def test_plan_says_how_the_checkpoint_runs_here_in_each_budget(files):
     )
     plan = ("plan", path, "-n", "64", "--hardware", "this", "--json")
     found, first_token = {}, {}
-    for mode, budget in (("resident", None), ("streamed", _budget(estimates["streamed"])), (None, "1K")):
+    for mode, budget in (("resident", None), ("streamed", just_above(estimates["streamed"])), (None, "1K")):
         code, data, stderr = _invoke(*plan, *(["--memory", budget] if budget else []))
         assert code == 0, stderr
         found[mode] = data["runs_here"]
@@ -241,29 +213,10 @@ def test_the_next_blocks_bytes_are_read_ahead_while_a_block_is_made(files, monke
 
 # -- peak RSS within --max-memory, in subprocesses -------------------------------------------------------------------
 
-BIG = dict(  # 12 blocks of 4.2M parameters: 200 MB in float32, 100 MB as bfloat16; the embedding and head 1 MB
-    model_type="llama",
-    vocab_size=512,
-    hidden_size=512,
-    intermediate_size=2048,
-    num_hidden_layers=12,
-    num_attention_heads=8,
-    num_key_value_heads=4,
-    max_position_embeddings=256,
-    rms_norm_eps=1e-5,
-)
-
 
 @pytest.fixture(scope="module")
 def big(files):
-    root = files / "big"
-    root.mkdir()
-    (root / "config.json").write_text(json.dumps(BIG))
-    tfm.init(root / "config.json", root / "f32", seed=1)
-    tfm.convert(root / "f32", root / "bf16", dtype="bfloat16")
-    tfm.convert(root / "f32", root / "q8_0.gguf", gguf_type="q8_0")
-    np.save(root / "ids.npy", np.random.default_rng(5).integers(0, 512, size=48))
-    return root
+    return make_big(files / "big")
 
 
 def _baseline(files, command: str, *args) -> int:
@@ -280,7 +233,7 @@ def test_run_keeps_its_peak_rss_within_max_memory_and_gives_the_logits_of_every_
     path, ids = big / name, np.load(big / "ids.npy")
     model = tfm.load(path)
     estimates = mode_estimates(model.spec, 1, ids.size, "float32", stored_form(load_weights(path, model.spec)))
-    budget = _budget(estimates["streamed"])
+    budget = just_above(estimates["streamed"])
     run = ("run", path, "-i", big / "ids.npy", "--dtype", "float32", "-o", big / "held.npy", "--force")
     done = measured(*run, "--max-memory", budget)
     assert done.code == 0, done.stderr
@@ -328,47 +281,3 @@ def test_generate_stored_and_streamed_and_verify_streamed_keep_within_max_memory
             assert data["tokens"] == unbounded["tokens"]
         else:
             assert [c["observed"] for c in data["checks"]] == [c["observed"] for c in unbounded["checks"]]
-
-
-@pytest.mark.parametrize("name, in_place", [("hf-bf16", True), ("hf-sharded", True), ("hf-f16", False)])
-def test_a_blocks_bfloat16_tensors_are_decoded_once_into_their_stacks_and_the_memory_of_blocks_dropped(
-    files, monkeypatch, name, in_place
-):
-    """W_Q over W_K over W_V and W1 over W3: each bfloat16 tensor decoded from the file's bytes straight into its
-    rows, never made as an array of its own first and copied (issue 47); the others into memory a dropped block
-    held. The same numbers as stacking the tensors read one by one. W_O, which the file's layout makes a transposed
-    view, is read as before; the control: float16 tensors are read and copied in (nothing to decode in place)."""
-    from transformer_cli.hf.weights import CheckpointWeights
-
-    path = files / name
-    spec = tfm.load(path).spec
-    asked = []
-    original = CheckpointWeights.__getitem__
-    monkeypatch.setattr(CheckpointWeights, "__getitem__", lambda self, key: asked.append(key) or original(self, key))
-    model = build(spec, load_weights(path, spec), "float32", Mode("streamed", _estimates(path)["streamed"], ""))
-    W1 = model.weights.block(1)[1].W1
-    read = {key for key in asked if key.startswith("blocks.1.")}
-    if in_place:
-        assert read == {"blocks.1.attention.W_O"}
-    else:
-        assert {"blocks.1.ff.W1", "blocks.1.ff.W3", "blocks.1.ff.W2", "blocks.1.attention.W_Q"} <= read
-    plain = load_weights(path, spec)
-    assert np.array_equal(W1, np.concatenate([plain["blocks.1.ff.W1"], plain["blocks.1.ff.W3"]]).astype(np.float32))
-
-
-def test_the_memory_of_a_dropped_block_is_written_again_but_never_while_the_block_is_held(files):
-    """A streamed model decodes each block into the memory of blocks dropped: after two passes it holds two blocks'
-    arrays, not one per block made. A block someone still holds (a thread's part of the batch, a check) is not
-    written over: its arrays are the same after the passes made and dropped every other block again."""
-    path = files / "hf-bf16"
-    spec = tfm.load(path).spec
-    model = build(spec, load_weights(path, spec), "float32", Mode("streamed", _estimates(path)["streamed"], ""))
-    held = model.weights.block(1)  # held here, as a thread of the pass would
-    before = [a.copy() for a in (held[0].W_qkv, held[1].W1, held[1].W2)]
-    expected = tfm.load(path).transformer("float32").forward(IDS)
-    for _ in range(2):
-        assert np.array_equal(model.forward(IDS), expected)
-    assert all(np.array_equal(a, b) for a, b in zip(before, (held[0].W_qkv, held[1].W1, held[1].W2), strict=True))
-    buffers = model.weights.buffers
-    per_block = sum(a.nbytes for a in (held[0].W_qkv, held[1].W1, held[1].W2))
-    assert model.weights.prepared > 2 * spec.N and sum(b.nbytes for b in buffers.held) <= 3 * per_block + 2**20

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..components.held import Held
 from ..kernels import Array
-from ..model.narrow import SLICE_BYTES
+from ..model.narrow import PIECE_BYTES, SLICE_BYTES
 from ..model.transformer import Transformer
 from ..spec.definition import Spec
 from ..spec.stacks import encoder
@@ -127,11 +127,17 @@ def mode_estimates(
     outside = count.total - sum(blocks.per_block * blocks.copies for blocks in count.decoder)
     # the embedding and the head kept narrow (model/narrow.py): bfloat16 and float16 in 2 bytes, the rest in 4
     vocabulary = {t.name: t.count for t in count.model if t.name in VOCABULARY}
-    narrow = sum((2 if held.tensors.get(name) == 2 * n else 4) * n for name, n in vocabulary.items())
+    # (a GGUF file's quantised ones as stored, `held.rows`, each piece dequantised beside the gguf package's
+    # temporaries: a few times PIECE_BYTES)
+    narrow = sum(
+        held.tensors[name] if name in held.rows else (2 if held.tensors.get(name) == 2 * n else 4) * n
+        for name, n in vocabulary.items()
+    )
     others = [t.count for t in count.model if t.name not in VOCABULARY]
     block_made = (4 + s) * largest  # a block's tensors decoded (float32) and their copies in the compute dtype
     made = max([block_made, *((4 + s) * t.count for t in count.model)])  # resident: any tensor, decoded and cast
     head = min(SLICE_BYTES, s * max(vocabulary.values(), default=0))  # the head's rows widened at once
+    head += 4 * min(PIECE_BYTES, 4 * max(vocabulary.values(), default=0)) if held.rows else 0
     in_pass = s * keep * largest + head  # held in a pass beside the narrow matrices, not while the model is built
     # built: a vocabulary matrix decoded (float32) before it is narrowed, or another tensor decoded and cast
     built = max([*(4 * n for n in vocabulary.values()), *((4 + s) * n for n in others)], default=0) - in_pass

@@ -25,6 +25,8 @@ class Held:
     label: str  # "gptq int4, groups of 128", "GGUF Q4_K, Q6_K"
     tensors: Mapping[str, int]
     dtype: str | None = None  # a type asked for (a llama.cpp mix: "q4_k_m") rather than a file's own
+    # the vocabulary matrices a model not all resident keeps as stored, rows dequantised as used (a GGUF file's)
+    rows: frozenset[str] = frozenset()
 
     def total(self) -> int:
         return sum(self.tensors.values())

@@ -15,13 +15,14 @@ from ..families.keys import Keys
 from ..files import read_ahead
 from ..hf.layouts import Rule, bytes_by_tensor, hf_shape, rule_count, rules, split, tensor_shapes
 from ..io.arrays import first_nonfinite
+from ..model.narrow import PIECE_BYTES
 from ..spec.definition import Spec
 from ..spec.stacks import stacks
 from ..spec.validate import spec_from_mapping
 from ..text import shown
 from .archs import ARCHITECTURES, Arch
-from .header import Header, read_header
-from .tensors import bits_per_weight, read_tensor, type_name, unreadable
+from .header import Header, TensorInfo, read_header
+from .tensors import PLAIN, QuantisedRows, bits_per_weight, read_tensor, type_name, unreadable
 
 
 def is_gguf(path: str | Path) -> bool:
@@ -160,6 +161,42 @@ class GGUFWeights(Mapping[str, np.ndarray]):
         self._last = (name, array) if kept else None
         return array
 
+    def _rows_of(self, name: str) -> tuple[TensorInfo, bool] | None:
+        """The file's tensor holding tfm's matrix `name` as quantised rows of its own, unchanged by the converter
+        (so its rows can be dequantised one by one), and whether tfm's matrix is their transpose (the embedding's
+        (d, V) of the file's (V, d) rows); else None."""
+        rule = self.rule_of.get(name)
+        if rule is None or rule.tfm != (name,) or rule.hf in self.pieces or _short(rule.hf) in self.arch.transforms:
+            return None
+        t = self.header.tensors[rule.hf]
+        transposed = (name.rsplit(".", 1)[-1] in ("E", "T", "P")) != rule.transposed  # (layouts.from_rows)
+        fits = len(t.shape) == 2 and self.shapes[name] == (t.shape[::-1] if transposed else t.shape)
+        return (t, transposed) if fits and t.type not in PLAIN and rule.groups == 1 and not rule.experts else None
+
+    def rows(self, name: str) -> QuantisedRows | None:
+        """tfm's matrix `name` (the embedding, the head) as the file's quantised rows, dequantised as the pass asks
+        (model/narrow.py); None where the file holds it otherwise (a float type, in pieces, changed by the
+        converter). Its values are checked finite here, a piece at a time."""
+        found = self._rows_of(name)
+        if found is None:
+            return None
+        t, transposed = found
+        begin = self.header.data_offset + t.offset
+        raw = (
+            self._mapped[begin : begin + t.nbytes]
+            if self._mapped is not None
+            else np.memmap(self.header.path, dtype=np.uint8, mode="r", offset=begin, shape=(t.nbytes,))
+        )
+        rows = QuantisedRows(raw.reshape(t.shape[0], -1), t.type, t.shape[1], transposed)
+        if t.name not in self._finite:
+            step = max(1, PIECE_BYTES // (4 * t.shape[1]))
+            for start in range(0, t.shape[0], step):
+                bad = first_nonfinite(rows.rows(slice(start, start + step)))
+                if bad is not None:
+                    raise ArrayError(f"{self.header.path}: NaN or inf in tensor {t.name} at {(start + bad[0], bad[1])}")
+            self._finite.add(t.name)
+        return rows
+
     def read_ahead(self, prefix: str) -> None:
         """Start reading the bytes of tfm's tensors under `prefix` ('blocks.3.') into the page cache."""
         hf = dict.fromkeys(rule.hf for name, rule in self.rule_of.items() if name.startswith(prefix))
@@ -175,7 +212,8 @@ class GGUFWeights(Mapping[str, np.ndarray]):
         def stored(name: str) -> int:
             return sum(tensors[piece].nbytes for piece in self.pieces.get(name, {name: ()}))
 
-        return Held(f"GGUF {', '.join(types)}", bytes_by_tensor(self.rule_of, self.shapes, stored))
+        rows = frozenset(name for name in ("embedding.E", "head.W") if self._rows_of(name) is not None)
+        return Held(f"GGUF {', '.join(types)}", bytes_by_tensor(self.rule_of, self.shapes, stored), rows=rows)
 
     def __getitem__(self, name: str) -> np.ndarray:
         if name in self.rule_of:

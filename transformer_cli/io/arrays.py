@@ -151,7 +151,9 @@ def first_nonfinite(array: np.ndarray) -> tuple[int, ...] | None:
     entries looked at one by one. Half the time of `isfinite` on a checkpoint's tensors, which every read checks."""
     if array.dtype.kind == "f":
         wide = np.float32 if array.dtype.itemsize < 4 else None  # (float16 sums overflow at 65,504)
-        if np.isfinite(np.add.reduce(array, axis=None, dtype=wide)):
+        with np.errstate(over="ignore", invalid="ignore"):  # (finite values may overflow it: looked at below)
+            total = np.add.reduce(array, axis=None, dtype=wide)
+        if np.isfinite(total):
             return None
     bad = ~np.isfinite(array)
     if not bad.any():

@@ -18,6 +18,8 @@ from ..kernels import Array, bfloat16_to_float32
 
 SLICE_BYTES = 64 << 20  # the head's rows widened at once, at most
 SLICE_ROWS = 512  # slices are whole multiples of this many rows (the matrix product's own blocks stay whole)
+PIECE_BYTES = 4 << 20  # a quantised matrix's rows dequantised at once, at most (the gguf package's temporaries: a few
+# times it; gguf/tensors.py)
 
 
 class Narrow:
@@ -64,6 +66,14 @@ class Narrow:
         return self.widened(index, np.dtype(np.float32) if self.held.dtype == np.uint16 else self.held.dtype)
 
 
+def held(weights: Any, name: str) -> Narrow:
+    """The matrix `name` of `weights` kept narrow: as the file's quantised rows where it gives them (`rows`: a GGUF
+    file's, dequantised as the pass asks), else read and held in bfloat16 bits where its values are bfloat16."""
+    rows = getattr(weights, "rows", None)
+    stored = rows(name) if rows is not None else None
+    return Narrow(None, None, stored) if stored is not None else Narrow(weights[name])  # type: ignore[arg-type]
+
+
 def bfloat16_bits(array: Array) -> Array | None:
     """The bfloat16 bits (uint16) of float32 values that are each a bfloat16, laid out as `array` is (C order or
     its transpose); None where one is not. Made a piece at a time: nothing of the whole size but the bits."""
@@ -94,4 +104,4 @@ def linear(W: Array | Narrow, X: Array) -> Array:
     return out.reshape(rows, b, n)
 
 
-__all__ = ["Narrow", "linear"]
+__all__ = ["Narrow", "held", "linear"]

@@ -100,7 +100,7 @@ class Transformer:
         self.embedded: dict = {}  # token type 0 (d, 1, 1) and the embedding norm's parameters, where the spec has them
         self.W_in = self.W_out = None  # OPT-350m's projections of a narrower embedding: (d, d_e), (d_e, d)
         # blocks made just in time: the embedding and the head kept narrow too, widened in pieces (narrow.py)
-        vocabulary = get if keep_blocks is None else (lambda name: Narrow(weights[name]))
+        vocabulary = get if keep_blocks is None else (lambda name: narrow.held(weights, name))
         if spec.V:
             self.W_E = vocabulary("embedding.E")  # (d, V), or (d_e, V)
             if spec.embed_dim:
