@@ -100,3 +100,26 @@ def test_a_gguf_files_quantised_embedding_and_head_are_held_as_stored_and_dequan
         held = weights.held()
         vocabulary = held.tensors["embedding.E"] + held.tensors["head.W"]
         assert vocabulary <= 2 * spec.V * spec.d * 9 // 8  # (9 bits a weight at most: their float32, 32)
+
+
+@pytest.mark.parametrize("kind, size", [(8, 34), (2, 18)])
+def test_tfms_own_q8_0_and_q4_0_dequantisers_give_the_gguf_packages_numbers_bit_for_bit(kind, size):
+    """Random blocks with random float16 scales (inf and NaN among them), and one block by hand."""
+    import gguf
+    from gguf.quants import dequantize
+
+    from transformer_cli.gguf.tensors import dequantised
+
+    rng = np.random.default_rng(kind)
+    raw = rng.integers(0, 256, size=(3, 5, 4 * size), dtype=np.uint8)
+    blocks = raw.reshape(-1, size)
+    scales = rng.normal(scale=100, size=blocks.shape[0]).astype(np.float16)
+    scales[:3] = [np.inf, np.nan, 0.0]
+    blocks[:, :2] = scales.view(np.uint8).reshape(-1, 2)
+    ours, theirs = dequantised(raw, kind), dequantize(raw, gguf.GGMLQuantizationType(kind))
+    assert ours.shape == theirs.shape == (3, 5, 128) and np.array_equal(ours, theirs, equal_nan=True)
+    block = np.zeros(size, np.uint8)
+    block[:2] = np.array([0.5], np.float16).view(np.uint8)
+    block[2:] = np.arange(size - 2, dtype=np.uint8) if kind == 8 else 0x1F  # Q4_0: low nibble 15, high 1
+    expected = 0.5 * (np.arange(32) if kind == 8 else np.repeat([15 - 8, 1 - 8], 16))
+    assert np.array_equal(dequantised(block.reshape(1, size), kind), expected.reshape(1, 32).astype(np.float32))
