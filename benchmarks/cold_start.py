@@ -98,6 +98,14 @@ def measured(command: list[str]) -> tuple[float, int]:
     return float(wall), int(rss)
 
 
+def checkpoint(folder: Path | None, blocks: int = SIZES["num_hidden_layers"]) -> Path:
+    """The checkpoint in `folder` (default: a folder under the system's temporary directory, kept for the next run),
+    built there if missing."""
+    folder = folder or Path(tempfile.gettempdir()) / f"tfm-cold-start-{blocks}"
+    build(folder, blocks)
+    return folder
+
+
 def build(folder: Path, blocks: int) -> None:
     if (folder / "model.safetensors").exists():
         return
@@ -115,8 +123,7 @@ def main() -> None:
     parser.add_argument("--streamed-cost-only", action="store_true", help="only the streamed pass's added time")
     args = parser.parse_args()
     blocks = 4 if args.quick else SIZES["num_hidden_layers"]
-    folder = args.folder or Path(tempfile.gettempdir()) / f"tfm-cold-start-{blocks}"
-    build(folder, blocks)
+    folder = checkpoint(args.folder, blocks)
     if args.streamed_cost_only:
         added = streamed_cost(folder)
         if args.json:

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cold_start import BUDGET, SIZES, TOKENS, build, measured  # noqa: E402
+from cold_start import BUDGET, SIZES, TOKENS, checkpoint, measured  # noqa: E402
 
 BUDGETS = {"F16": BUDGET, "Q4_K_M": BUDGET}  # a third of the float32 copy (4.4 GB), for each file
 
@@ -71,6 +71,22 @@ np.save(sys.argv[3], np.array(llm.scores[: len(ids)], dtype=np.float32).T)
 """
 
 
+def gguf_files(folder: Path, scratch: Path, llama_python: str | None) -> dict[str, Path]:
+    """The checkpoint as an F16 GGUF file (`tfm convert`, marked no_vocab so llama.cpp loads it) and, given a Python
+    with llama-cpp-python, the Q4_K_M file llama.cpp's quantiser makes from it: {"F16": ..., "Q4_K_M": ...}."""
+    files = {"F16": scratch / "m-f16.gguf"}
+    plain = scratch / "plain-f16.gguf"
+    tfm = [sys.executable, "-m", "transformer_cli", "convert", str(folder), "-o", str(plain), "--type", "f16"]
+    subprocess.run(tfm, check=True, capture_output=True)
+    subprocess.run([sys.executable, "-c", LOADABLE, str(plain), str(files["F16"])], check=True, capture_output=True)
+    plain.unlink()
+    if llama_python:
+        files["Q4_K_M"] = scratch / "m-q4_k_m.gguf"
+        quantize = [llama_python, "-c", QUANTIZE, str(files["F16"]), str(files["Q4_K_M"])]
+        subprocess.run(quantize, check=True, capture_output=True)
+    return files
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--folder", type=Path, help="the cold-start checkpoint (default: cold_start.py's)")
@@ -78,16 +94,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    folder = args.folder or Path(tempfile.gettempdir()) / f"tfm-cold-start-{SIZES['num_hidden_layers']}"
-    build(folder, SIZES["num_hidden_layers"])
-    scratch = Path(tempfile.mkdtemp())
-    files = {"F16": scratch / "m-f16.gguf", "Q4_K_M": scratch / "m-q4_k_m.gguf"}
+    work = tempfile.TemporaryDirectory()  # (gigabytes of files: removed at the end)
+    scratch = Path(work.name)
+    files = gguf_files(checkpoint(args.folder), scratch, args.llama_python)
     tfm = [sys.executable, "-m", "transformer_cli"]
-    plain = scratch / "plain-f16.gguf"
-    subprocess.run([*tfm, "convert", str(folder), "-o", str(plain), "--type", "f16"], check=True)
-    subprocess.run([sys.executable, "-c", LOADABLE, str(plain), str(files["F16"])], check=True)
-    plain.unlink()
-    subprocess.run([args.llama_python, "-c", QUANTIZE, str(files["F16"]), str(files["Q4_K_M"])], check=True)
     ids = scratch / "ids.npy"
     np.save(ids, np.random.default_rng(0).integers(1, SIZES["vocab_size"], size=(1, TOKENS)))
 

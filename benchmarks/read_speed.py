@@ -4,15 +4,18 @@
 
 The files are benchmarks/cold_start.py's checkpoint (TinyLlama-1.1B's sizes, random bfloat16 weights, 2.2 GB;
 built if missing) as each format holds it: the folder itself, `tfm convert` to float16 and float32 folders, to four
-bfloat16 shards, to tfm's own weights file (float32), and to GGUF f16, q8_0 and q4_0; with --llama-python (a Python
-with llama-cpp-python), the Q4_K_M file llama.cpp's quantiser makes from the f16 one.
+bfloat16 shards, to tfm's own weights file (float32), and to GGUF f16, q8_0 and q4_0; an FP8 folder with block
+scales of 128 x 128 (DeepSeek's format, made by the tests' quantiser: the head and embedding stay bfloat16); with
+--llama-python (a Python with llama-cpp-python), the Q4_K_M file llama.cpp's quantiser makes from the f16 one.
 
 Each reader runs in a fresh process with the file in the page cache (`cat` first, unmeasured), and is timed from
 opening the file to every tensor decoded into float32 (the dtype tfm's pass needs; float16 tensors widened too):
-- tfm: a folder's or tfm file's tensors as `Checkpoint.read` decodes them (the path every command takes), a GGUF
-  file's as `gguf/tensors.read_tensor` dequantises them (the gguf package's dequantisers);
+- tfm: a folder's tensors as every command reads them (tfm's weights mapping: an FP8 weight decoded and times its
+  block scales), tfm's own file's as it loads, a GGUF file's as `gguf/tensors.read_tensor` dequantises them (tfm's
+  own Q8_0 and Q4_0 loops, the gguf package's dequantisers for the rest);
 - safetensors: `safetensors.numpy.load_file` (float16 and float32 only: NumPy has no bfloat16), and for bfloat16
-  `safetensors.torch.load_file` with `.float()`; for GGUF, the gguf package's `GGUFReader` and `dequantize`;
+  and FP8 `safetensors.torch.load_file` with `.float()` (FP8: without its scales); for GGUF, the gguf package's
+  `GGUFReader` and `dequantize`;
 - cat: the file's size over the time `cat FILE > /dev/null` takes (the page cache's speed, the ceiling).
 """
 
@@ -27,8 +30,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cold_start import SIZES, build  # noqa: E402
-from gguf_budget import LOADABLE, QUANTIZE  # noqa: E402
+from cold_start import checkpoint  # noqa: E402
+from gguf_budget import gguf_files  # noqa: E402
 
 TFM = """
 import sys, time, numpy as np
@@ -41,18 +44,16 @@ if path.suffix == ".gguf":
     header = read_header(path)
     for name in header.tensors:
         np.asarray(read_tensor(header, name), dtype=np.float32)
+elif path.is_dir():  # tfm's tensors as every command reads them (an FP8 weight times its block scales)
+    import transformer_cli as tfm
+    from transformer_cli.tasks.sources import load_weights
+    weights = load_weights(path, tfm.load(path).spec)
+    for name in weights:
+        np.asarray(weights[name], dtype=np.float32)
 else:
-    from transformer_cli.hf.checkpoint import Checkpoint
     from transformer_cli.io import safetensors_io
-    if path.is_dir():
-        checkpoint = Checkpoint(path)
-        read = checkpoint.read
-        names = list(checkpoint.tensors)
-    else:
-        tensors = safetensors_io.load(path)
-        names, read = list(tensors), tensors.__getitem__
-    for name in names:
-        np.asarray(read(name), dtype=np.float32)
+    for array in safetensors_io.load(path).values():
+        np.asarray(array, dtype=np.float32)
 print(time.perf_counter() - start)
 """
 
@@ -82,6 +83,16 @@ print(time.perf_counter() - start)
 """
 
 
+TESTS = Path(__file__).resolve().parent.parent / "tests"
+FP8 = f"""
+import sys
+from pathlib import Path
+sys.path[:0] = [{str(TESTS)!r}, {str(TESTS / "formats")!r}]
+from quantized_files import fp8_folder
+fp8_folder(Path(sys.argv[1]), Path(sys.argv[2]), block=128)
+"""
+
+
 def size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.glob("*.safetensors")) if path.is_dir() else path.stat().st_size
 
@@ -108,9 +119,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    folder = args.folder or Path(tempfile.gettempdir()) / f"tfm-cold-start-{SIZES['num_hidden_layers']}"
-    build(folder, SIZES["num_hidden_layers"])
-    scratch = Path(tempfile.mkdtemp())
+    folder = checkpoint(args.folder)
+    work = tempfile.TemporaryDirectory()  # (gigabytes of files: removed at the end)
+    scratch = Path(work.name)
     tfm = [sys.executable, "-m", "transformer_cli", "convert", str(folder)]
     files = {"safetensors bf16": folder}
     for name, options in {
@@ -120,22 +131,22 @@ def main() -> None:
     }.items():
         files[name] = scratch / name.replace(" ", "-").replace(",", "")
         subprocess.run([*tfm, "-o", str(files[name]), *options], check=True, capture_output=True)
+    files["safetensors FP8 (blocks of 128)"] = scratch / "fp8"
+    subprocess.run([sys.executable, "-c", FP8, str(folder), str(files["safetensors FP8 (blocks of 128)"])], check=True)
     files["tfm's .safetensors f32"] = scratch / "tfm.safetensors"
     subprocess.run([*tfm, "-o", str(files["tfm's .safetensors f32"]), "--dtype", "float32"], check=True)
-    for kind in ("f16", "q8_0", "q4_0"):
+    made = gguf_files(folder, scratch, args.llama_python)  # F16, and Q4_K_M by llama.cpp's quantiser
+    files["GGUF f16"] = made["F16"]
+    for kind in ("q8_0", "q4_0"):
         files[f"GGUF {kind}"] = scratch / f"m-{kind}.gguf"
         subprocess.run([*tfm, "-o", str(files[f"GGUF {kind}"]), "--type", kind], check=True, capture_output=True)
-    if args.llama_python:
-        loadable = scratch / "loadable-f16.gguf"
-        subprocess.run([sys.executable, "-c", LOADABLE, str(files["GGUF f16"]), str(loadable)], check=True)
-        files["GGUF Q4_K_M"] = scratch / "m-q4_k_m.gguf"
-        subprocess.run([args.llama_python, "-c", QUANTIZE, str(loadable), str(files["GGUF Q4_K_M"])], check=True)
-        loadable.unlink()
+    if "Q4_K_M" in made:
+        files["GGUF Q4_K_M"] = made["Q4_K_M"]
     results = {}
     print(f"{'':30} {'GB':>6} {'tfm GB/s':>9} {'peer GB/s':>10} {'cat GB/s':>9} {'tfm/peer':>9} {'tfm/cat':>8}")
     for name, path in files.items():
         cat_seconds(path)  # into the page cache
-        peer_kind = "torch" if "bf16" in name else "numpy"
+        peer_kind = "torch" if "bf16" in name or "FP8" in name else "numpy"
         peer = None if name.startswith("tfm's") else [sys.executable, "-c", PEER, str(path), peer_kind]
         figures: dict[str, list[float]] = {"tfm": [], "peer": [], "cat": []}
         for _ in range(args.rounds):
