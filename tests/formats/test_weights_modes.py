@@ -41,7 +41,7 @@ def test_the_stored_and_the_streamed_pass_give_the_resident_one_bit_for_bit(file
         built = build(model.spec, load_weights(path, model.spec), "float32", Mode(mode, estimates[mode], ""))
         assert np.array_equal(built.forward(IDS), expected), mode
     run = tfm.load(path).run(IDS, dtype="float32")  # one pass: streamed, whatever the memory (analysis/modes.py)
-    assert run.mode.name == "streamed" and run.mode.why.startswith("one pass, ")
+    assert run.mode.name == "streamed" and run.mode.why.startswith("one pass, ") and not run.mode.said  # (usual)
     assert np.array_equal(run.output, expected)
     streamed = estimates["streamed"].total
     with pytest.raises(MemoryLimitError, match="each block read from the file when it runs, needs about"):
@@ -150,8 +150,8 @@ def test_attention_and_bench_streamed_say_so_and_attention_gives_the_resident_ma
     path, ids = files / name, files / "ids16.npy"
     np.save(ids, IDS[0])
     attention = ("attention", path, "-i", ids, "--block", "2", "--json", "--dtype", "float32")
-    code, free, stderr = _invoke(*attention)  # one pass: streamed, whatever the memory
-    assert code == 0 and free["weights_mode"]["mode"] == "streamed" and "note: weights streamed: one pass" in stderr
+    code, free, stderr = _invoke(*attention)  # one pass: streamed, whatever the memory (the usual path: not said)
+    assert code == 0 and free["weights_mode"]["mode"] == "streamed" and "note: weights" not in stderr
     code, streamed, stderr = _invoke(*attention, "--max-memory", _cli_least(*attention))
     assert code == 0 and streamed["weights_mode"]["mode"] == "streamed", stderr
     assert "note: weights streamed" in stderr

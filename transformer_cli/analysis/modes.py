@@ -53,11 +53,13 @@ class Mode:
     totals: dict[str, int] | None = None  # each mode's estimated peak, in the order tried
     limit: str | None = None  # the limit that chose: "available", "cgroup", "ulimit", or the option given
     budget: int | None = None  # the bytes an option gave (--max-memory), else None (the machine's own figure)
+    usual: bool = False  # a one-pass command's streaming where every block would have fit up front too
 
     @property
     def said(self) -> bool:
-        """Whether a command says the mode on stderr: when the weights are not all resident (--json always has it)."""
-        return self.name != "resident"
+        """Whether a command says the mode on stderr: when the memory kept the weights from being all resident
+        (--json always has it); a one pass command's usual streaming is not said."""
+        return self.name != "resident" and not self.usual
 
     @property
     def keep(self) -> int | None:
@@ -214,7 +216,9 @@ def choose_mode(
                 why += f" ({'; '.join(f'{other} {human(e.total)}' for other, e in estimates.items())})"
             totals = {other: e.total for other, e in estimates.items()}
             given = limit.free if limit is not None and limit.kind == option else None
-            return Mode(name, estimate, why, block, room, totals, limit.kind if limit is not None else None, given)
+            kind = limit.kind if limit is not None else None
+            fits = limit is None or estimates[next(iter(estimates))].total <= limit.free  # the first mode, too
+            return Mode(name, estimate, why, block, room, totals, kind, given, usual=once and fits)
     what = what if len(estimates) == 1 else f"{what}, {words['streamed']},"
     check_memory(list(estimates.values())[-1], max_memory, what, option)
     raise AssertionError("unreachable: the last estimate exceeds the limit")
