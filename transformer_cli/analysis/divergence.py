@@ -66,6 +66,13 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=0, keepdims=True))
 
 
+def next_token_nll(log_p: np.ndarray, ids: np.ndarray, first: int = 0) -> np.ndarray:
+    """-ln p of the input's next token at positions first .. c - 2, from log-probabilities (V, c - 1 - first)
+    over those positions and the sequence's c ids."""
+    following = np.asarray(ids)[first + 1 :]
+    return -log_p[following, np.arange(following.size)]
+
+
 @dataclass(frozen=True)
 class Scored:
     """Each scored position's figures: both models' negative log-likelihood of the next token, the KL divergence,
@@ -82,12 +89,10 @@ class Scored:
     def of(logits_a: np.ndarray, logits_b: np.ndarray, ids: np.ndarray, first: int = 0) -> Scored:
         """One sequence's logits (V, c) from each model and its c token ids: positions first .. c - 2 scored."""
         a, b = np.asarray(logits_a)[:, first:-1], np.asarray(logits_b)[:, first:-1]
-        following = np.asarray(ids)[first + 1 :]
         la, lb = log_softmax(a), log_softmax(b)
-        columns = np.arange(following.size)
         pa = np.exp(la)
         kld = np.where(pa > 0, pa * (la - lb), 0.0).sum(axis=0)
-        nll_a, nll_b = -la[following, columns], -lb[following, columns]
+        nll_a, nll_b = next_token_nll(la, ids, first), next_token_nll(lb, ids, first)
         diff = b.astype(np.float64) - a
         a64 = a.astype(np.float64)
         sums = (float((diff**2).sum()), float(a64.sum()), float((a64**2).sum()), a.size, float(np.abs(diff).max()))
@@ -214,4 +219,14 @@ class Divergence:
         }
 
 
-__all__ = ["Chunk", "Divergence", "Perplexity", "Scored", "chunks", "log_softmax", "mean_and_error", "nmse_verdict"]
+__all__ = [
+    "Chunk",
+    "Divergence",
+    "Perplexity",
+    "Scored",
+    "chunks",
+    "log_softmax",
+    "mean_and_error",
+    "next_token_nll",
+    "nmse_verdict",
+]

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the result types, for annotations: `tfm.load` imports none 
     from ..model.encoder_decoder import EncoderDecoder
     from ..model.generate import Generation
     from ..model.transformer import Transformer
+    from ..tasks.perplexity import PerplexityResult
     from ..tasks.runner import RunResult
     from ..verify.common import Verification
 
@@ -188,6 +189,16 @@ class Model:
         load = lambda: (self.weights, self.weights_source)  # noqa: E731 - (seeded ones made once they fit)
         setup, weights, _ = prepare(self.spec, load, self.seed, dtype, seq_len, tol, max_memory, self.lazy)
         return Verification(run_checks(setup, weights), self.source, self.weights_source, dtype, setup.mode)
+
+    def perplexity(
+        self, ids: Any, ctx: int | None = None, dtype: str | None = None, max_memory: str | None = None
+    ) -> PerplexityResult:
+        """The perplexity over a stream of token ids (n,) with its uncertainty, as llama-perplexity computes it:
+        the whole input as one sequence, or with `ctx` chunks of ctx tokens each scoring its second half (a
+        PerplexityResult: .perplexity.value, .perplexity.err)."""
+        from ..tasks.perplexity import perplexity
+
+        return perplexity(self.spec, self.held, ids, ctx, dtype or self.dtype, max_memory)
 
     @named(renamed={"n": "seq_len", "b": "batch"})
     def sample(self, seq_len: int = 16, batch: int | None = None, seed: int = 0) -> np.ndarray[Any, Any]:

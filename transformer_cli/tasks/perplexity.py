@@ -1,0 +1,97 @@
+"""A model's perplexity over a stream of token ids, as llama-perplexity computes it (issue 43): the whole input as
+one sequence, every position scored on the next token; or, with a context C, chunks of C tokens run one at a time,
+each scoring its second half (analysis/divergence.py has the conventions and the uncertainty)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..analysis.divergence import Perplexity, chunks, log_softmax, next_token_nll
+from ..errors import ArrayError, OptionError, SpecError
+from ..model.transformer import Transformer
+from ..spec.definition import check_length
+from ..spec.stacks import encoder
+
+if TYPE_CHECKING:
+    from ..analysis.modes import Mode
+    from ..spec.definition import Spec
+
+# the model held as the memory allows: (dtype, batch, length, max_memory, what, again) -> (model, mode): Model.held
+Held = Callable[..., tuple[Any, "Mode | None"]]
+
+
+@dataclass(frozen=True)
+class PerplexityResult:
+    """The perplexity, the chunking it was measured with, and how the weights were held."""
+
+    perplexity: Perplexity
+    tokens: int
+    ctx: int | None
+    chunks: int
+    mode: Mode | None
+
+    @property
+    def scored(self) -> str:
+        if self.ctx is None:
+            return "every position but the last, the whole input as one sequence"
+        return f"positions {self.ctx // 2} .. {self.ctx - 2} of each chunk of {self.ctx} (its second half)"
+
+    def to_dict(self) -> dict[str, Any]:
+        mode = self.mode.to_dict() if self.mode is not None else None
+        where = {"tokens": self.tokens, "ctx": self.ctx, "chunks": self.chunks, "scored": self.scored}
+        return self.perplexity.to_dict() | where | {"weights_mode": mode}
+
+
+def token_stream(ids: Any, spec: Any, where: str) -> np.ndarray:
+    """The input as one stream of token ids (n,): a (1, n) array taken as its row; each id in 0 .. V - 1."""
+    stream = np.asarray(ids)
+    if stream.ndim == 2 and stream.shape[0] == 1:
+        stream = stream[0]
+    if stream.ndim != 1 or not np.issubdtype(stream.dtype, np.integer):
+        raise ArrayError(f"{where}: expected one stream of token ids (n,) or (1, n), got {stream.dtype} {stream.shape}")
+    outside = np.flatnonzero((stream < 0) | (stream >= spec.V))
+    if outside.size:
+        i = int(outside[0])
+        raise ArrayError(f"{where}: token id {int(stream[i])} at {i} is outside 0 .. {spec.V - 1} (V = {spec.V})")
+    return stream.astype(np.int64)
+
+
+def perplexity(
+    spec: Spec,
+    held: Held,
+    ids: Any,
+    ctx: int | None = None,
+    dtype: str = "float32",
+    max_memory: str | None = None,
+    where: str = "the input",
+) -> PerplexityResult:
+    """The perplexity of the model of `spec` over `ids` (see the module's note), its weights `held` as the memory
+    allows (the library's Model.held)."""
+    if not spec.V or spec.mask != "causal" or encoder(spec) is not None:
+        raise SpecError(
+            f"{spec.label}: perplexity is a causal language model's (a vocabulary, a causal mask and one stack)"
+        )
+    if ctx is not None and ctx < 2:
+        raise OptionError(f"--ctx: got {ctx}, expected at least 2 (a chunk scores its second half)")
+    stream = token_stream(ids, spec, where)
+    parts = chunks(stream.size, ctx)
+    if not parts:
+        least = f"--ctx {ctx} needs at least {ctx}" if ctx is not None else "at least 2 are needed"
+        raise ArrayError(f"{where}: {stream.size} token(s): {least}")
+    length = parts[0].stop - parts[0].start
+    check_length(spec, length, where if ctx is None else f"--ctx {ctx}")
+    net, mode = held(dtype, 1, length, max_memory, "this perplexity", again=len(parts) > 1)
+    assert isinstance(net, Transformer)  # (one stack: an encoder-decoder was refused above)
+    nll = []
+    for part in parts:
+        piece = stream[part.start : part.stop]
+        logits = net.forward(piece[None])[0]  # (V, c)
+        nll.append(next_token_nll(log_softmax(logits[:, part.first : -1]), piece, part.first))
+    return PerplexityResult(Perplexity.of(np.concatenate(nll)), int(stream.size), ctx, len(parts), mode)
+
+
+__all__ = ["PerplexityResult", "perplexity", "token_stream"]
