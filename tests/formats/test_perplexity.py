@@ -4,7 +4,9 @@ refusals, each one line."""
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -83,3 +85,47 @@ def test_a_model_that_is_not_a_causal_language_model_has_no_perplexity(tmp_path)
     bert.save_pretrained(tmp_path / "bert")
     with pytest.raises(TfmError, match="perplexity is a causal language model's"):
         tfm.load(tmp_path / "bert").perplexity(IDS)
+
+
+def _invoke(*args):
+    from typer.testing import CliRunner
+
+    from transformer_cli.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_the_command_gives_the_librarys_figure_from_ids_or_from_text_through_the_tokenizer(llama, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers", reason="the tokenizers library reads tokenizer.json")
+    folder, _ = llama
+    np.save(tmp_path / "ids.npy", IDS)
+    done = _invoke("perplexity", folder, "-i", tmp_path / "ids.npy", "--ctx", "16", "--json", "--dtype", "float64")
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.stdout)
+    expected = tfm.load(folder).perplexity(IDS, ctx=16, dtype="float64").perplexity
+    assert (data["ppl"], data["ppl_err"], data["positions"]) == (expected.value, expected.err, expected.positions)
+    worded = tmp_path / "worded"
+    shutil.copytree(folder, worded)
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.WordLevel({f"w{i}": i for i in range(97)}, unk_token="w0"))
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    tokenizer.save(str(worded / "tokenizer.json"))
+    (tmp_path / "text.txt").write_text(" ".join(f"w{i}" for i in IDS))
+    text = _invoke("perplexity", worded, "--text", tmp_path / "text.txt", "--json", "--dtype", "float64")
+    assert text.exit_code == 0, text.output
+    assert json.loads(text.stdout)["ppl"] == tfm.load(folder).perplexity(IDS, dtype="float64").perplexity.value
+    plain = _invoke("perplexity", folder, "-i", tmp_path / "ids.npy")
+    assert plain.exit_code == 0 and "perplexity " in plain.stdout and "49 of 50 tokens scored, 1 chunk" in plain.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((), "give the tokens as ids (--input ids.npy) or as text (--text FILE), one of the two"),
+        (("--text", "TEXT"), "--text: "),  # the folder has no tokenizer.json
+    ],
+)
+def test_the_command_refuses_in_one_line_with_exit_code_2(llama, tmp_path, args, message):
+    (tmp_path / "text.txt").write_text("w1 w2")
+    done = _invoke("perplexity", llama[0], *(a.replace("TEXT", str(tmp_path / "text.txt")) for a in args))
+    assert done.exit_code == 2 and message in done.stderr and "Traceback" not in done.output
+    assert len(done.stderr.strip().splitlines()) == 1

@@ -175,25 +175,25 @@ def has_tokenizer(path: Path) -> bool:
     )
 
 
-def tokenizer(path: Path | None, required: bool = True) -> Any:
+def tokenizer(path: Path | None, required: bool = True, option: str = "--prompt") -> Any:
     """The folder's tokenizer.json (at most MAX_TOKENIZER_BYTES), or a GGUF file's byte-level BPE vocabulary, as a
     `tokenizers.Tokenizer` (None for a GGUF file marked no_vocab, unless `required`)."""
     from ..gguf.tokenizer import guarded
     from ..gguf.vocab import MAX_TOKENIZER_BYTES
 
     if path is None or not has_tokenizer(path):
-        raise SpecError(f"--prompt: {path or 'the built-in spec'} has no tokenizer.json; give token ids: --input")
+        raise SpecError(f"{option}: {path or 'the built-in spec'} has no tokenizer.json; give token ids: --input")
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise SpecError("--prompt: text needs the tokenizers library: pip install 'tfm[text]'") from None
+        raise SpecError(f"{option}: text needs the tokenizers library: pip install 'tfm[text]'") from None
     if path.suffix.lower() == ".gguf":
         from ..gguf.tokenizer import gguf_tokenizer
 
         found = gguf_tokenizer(path)
         if found is None and required:
             raise SpecError(
-                f"--prompt: {path} holds no vocabulary (tokenizer.ggml.model no_vocab); give token ids: --input"
+                f"{option}: {path} holds no vocabulary (tokenizer.ggml.model no_vocab); give token ids: --input"
             )
         return found
     file = path / "tokenizer.json"

@@ -38,7 +38,7 @@ class PerplexityResult:
     def scored(self) -> str:
         if self.ctx is None:
             return "every position but the last, the whole input as one sequence"
-        return f"positions {self.ctx // 2} .. {self.ctx - 2} of each chunk of {self.ctx} (its second half)"
+        return f"positions {self.ctx // 2} .. {self.ctx - 2} of each chunk of {self.ctx}, its second half"
 
     def to_dict(self) -> dict[str, Any]:
         mode = self.mode.to_dict() if self.mode is not None else None

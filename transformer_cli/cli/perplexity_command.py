@@ -1,0 +1,98 @@
+"""`tfm perplexity`: a model's perplexity over a stream of tokens, as llama-perplexity computes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import SpecError
+from .common import (
+    RUN_DTYPE,
+    DType,
+    JsonOpt,
+    MaxMemoryOpt,
+    RunDTypeOpt,
+    SeedOpt,
+    SpecArg,
+    WeightsOpt,
+    app,
+    handled,
+    load,
+    out,
+    print_json,
+    say_mode,
+    spec_json,
+    weights_of,
+)
+
+MAX_TEXT_BYTES = 256 << 20  # a text file read for its tokens (WikiText-2's test set: 1.3 MB)
+
+
+@app.command()
+def perplexity(
+    spec_path: SpecArg = None,
+    input_path: Annotated[
+        Optional[Path], typer.Option("--input", "-i", help="The token ids .npy, one stream: (n,) or (1, n).")
+    ] = None,
+    text: Annotated[
+        Optional[Path], typer.Option("--text", help="A text file, through the model's tokenizer (tokenizer.json).")
+    ] = None,
+    ctx: Annotated[
+        Optional[int],
+        typer.Option("--ctx", "-c", help="Chunks of this many tokens, each run alone, each scoring its second half."),
+    ] = None,
+    weights: WeightsOpt = None,
+    seed: SeedOpt = 0,
+    dtype: RunDTypeOpt = None,
+    max_memory: MaxMemoryOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Measure the perplexity over a stream of tokens, with its uncertainty, as llama-perplexity does.
+
+    The whole input is one sequence, every position scored on the next token; with --ctx C the input is cut into
+    chunks of C tokens, each run alone, scoring positions C/2 .. C-2 (llama-perplexity's convention, without its
+    BOS token at each chunk's start: the ids are run as given).
+
+    \b
+    Examples:
+      tfm perplexity ./tiny-llama --input ids.npy
+      tfm perplexity ./llama-folder --text wiki.test.raw --ctx 512
+    """
+    import numpy as np
+
+    from ..api.models import Model
+    from ..files import read_bounded
+    from ..io.arrays import open_npy
+    from ..tasks.generation import encode, tokenizer_file
+    from ..tasks.generation import tokenizer as read_tokenizer
+    from ..tasks.perplexity import perplexity as measure
+    from ..text import escaped as shown
+
+    with handled(json_out):
+        if (input_path is None) == (text is None):
+            raise SpecError("give the tokens as ids (--input ids.npy) or as text (--text FILE), one of the two")
+        spec, source = load(spec_path, weights)
+        weights = weights_of(spec_path, weights)
+        dtype = dtype or (DType.float32 if weights is not None and weights.is_dir() else RUN_DTYPE)
+        if text is not None:
+            tokenizer = read_tokenizer(spec_path, option="--text")
+            words = read_bounded(text, MAX_TEXT_BYTES, "a text file", SpecError).decode("utf-8", errors="replace")
+            ids = np.asarray(encode(tokenizer, words, tokenizer_file(spec_path)), dtype=np.int64)
+            where = str(text)
+        else:
+            assert input_path is not None
+            ids, where = open_npy(input_path), str(input_path)
+        model = Model(spec, source, spec_path, weights, seed)
+        result = measure(spec, model.held, ids, ctx, dtype.value, max_memory, where)
+    say_mode(result.mode)
+    data = spec_json(spec) | result.to_dict() | {"input": where, "dtype": dtype.value}
+    if json_out:
+        print_json(data)
+        return
+    value = result.perplexity
+    out.print(f"perplexity {value.value:.6g} ± {value.err:.3g}", highlight=False)
+    chunks = f"{result.chunks} chunk{'s' if result.chunks > 1 else ''}"
+    out.print(f"{value.positions} of {result.tokens} tokens scored, {chunks}, {dtype.value}", highlight=False)
+    out.print(f"scored: {shown(result.scored)}", highlight=False)
