@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the result types, for annotations: `tfm.load` imports none 
     from ..model.encoder_decoder import EncoderDecoder
     from ..model.generate import Generation
     from ..model.transformer import Transformer
+    from ..tasks.comparison import Comparison, Thresholds
     from ..tasks.perplexity import PerplexityResult
     from ..tasks.runner import RunResult
     from ..verify.common import Verification
@@ -199,6 +200,23 @@ class Model:
         from ..tasks.perplexity import perplexity
 
         return perplexity(self.spec, self.held, ids, ctx, dtype or self.dtype, max_memory)
+
+    def compare(
+        self,
+        other: Model | str | Path,
+        ids: Any,
+        ctx: int | None = None,
+        dtype: str | None = None,
+        max_memory: str | None = None,
+        thresholds: Thresholds | None = None,
+    ) -> Comparison:
+        """`tfm compare`: `other` (a Model, or any path `tfm.load` opens) against this model as the base, over a
+        stream of token ids: llama-perplexity's KL divergence, delta p, same top token and perplexities, and the
+        logits' NMSE (a Comparison; its exit_code 1 when `thresholds` are broken)."""
+        from ..tasks.comparison import compare
+
+        b = other if isinstance(other, Model) else load(other)
+        return compare(self.spec, self.held, b.spec, b.held, ids, ctx, dtype or self.dtype, max_memory, thresholds)
 
     @named(renamed={"n": "seq_len", "b": "batch"})
     def sample(self, seq_len: int = 16, batch: int | None = None, seed: int = 0) -> np.ndarray[Any, Any]:

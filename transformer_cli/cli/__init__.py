@@ -24,6 +24,7 @@ MODULES = {  # in the order `tfm --help` lists them
     "run": "model_commands",
     "generate": "generate_command",
     "perplexity": "perplexity_command",
+    "compare": "compare_command",
     "schema": "spec_commands",
     "diff": "spec_commands",
     "spec": "hf_commands",
@@ -52,6 +53,9 @@ SUMMARIES = {  # each command's first paragraph, in the order of `tfm --help`; a
         "Generate tokens after prompts: greedy by default, or sampled (--temperature, --top-k, --top-p, --seed)."
     ),
     "perplexity": "Measure the perplexity over a stream of tokens, with its uncertainty, as llama-perplexity does.",
+    "compare": (
+        "Compare model B with model A (the base) over a stream of tokens, as llama-perplexity --kl-divergence does."
+    ),
     "schema": "Print the JSON Schema of the spec format, for editor completion and validation (always JSON).",
     "diff": "Compare two specs: keys, parameters by component, FLOPs and memory, with the differences marked.",
     "spec": "Print the tfm spec a Hugging Face config.json maps to, as YAML (save it to keep or edit the spec).",

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..analysis.divergence import Perplexity, chunks, log_softmax, next_token_nll
+from ..analysis.divergence import Chunk, Perplexity, chunks, log_softmax, next_token_nll
 from ..errors import ArrayError, OptionError, SpecError
 from ..model.transformer import Transformer
 from ..spec.definition import check_length
@@ -36,9 +36,7 @@ class PerplexityResult:
 
     @property
     def scored(self) -> str:
-        if self.ctx is None:
-            return "every position but the last, the whole input as one sequence"
-        return f"positions {self.ctx // 2} .. {self.ctx - 2} of each chunk of {self.ctx}, its second half"
+        return scored_words(self.ctx)
 
     def to_dict(self) -> dict[str, Any]:
         mode = self.mode.to_dict() if self.mode is not None else None
@@ -60,6 +58,34 @@ def token_stream(ids: Any, spec: Any, where: str) -> np.ndarray:
     return stream.astype(np.int64)
 
 
+def scored_words(ctx: int | None) -> str:
+    """Which positions a stream's chunks score, in words."""
+    if ctx is None:
+        return "every position but the last, the whole input as one sequence"
+    return f"positions {ctx // 2} .. {ctx - 2} of each chunk of {ctx}, its second half"
+
+
+def scored_stream(
+    specs: dict[str, Spec], ids: Any, ctx: int | None, where: str, what: str
+) -> tuple[np.ndarray, list[Chunk]]:
+    """The token stream and its chunks (analysis/divergence.chunks), each model of `specs` (by the name its
+    refusal gives it: "A", or "" for one) a causal language model that can run a chunk; else a one-line error."""
+    for name, spec in specs.items():
+        if not spec.V or spec.mask != "causal" or encoder(spec) is not None:
+            named = f"{name}, {spec.label}" if name else spec.label
+            raise SpecError(f"{named}: {what} (a vocabulary, a causal mask and one stack)")
+    if ctx is not None and ctx < 2:
+        raise OptionError(f"--ctx: got {ctx}, expected at least 2 (a chunk scores its second half)")
+    stream = token_stream(ids, next(iter(specs.values())), where)
+    parts = chunks(stream.size, ctx)
+    if not parts:
+        least = f"--ctx {ctx} needs at least {ctx}" if ctx is not None else "at least 2 are needed"
+        raise ArrayError(f"{where}: {stream.size} token(s): {least}")
+    for spec in specs.values():
+        check_length(spec, parts[0].stop - parts[0].start, where if ctx is None else f"--ctx {ctx}")
+    return stream, parts
+
+
 def perplexity(
     spec: Spec,
     held: Held,
@@ -71,19 +97,8 @@ def perplexity(
 ) -> PerplexityResult:
     """The perplexity of the model of `spec` over `ids` (see the module's note), its weights `held` as the memory
     allows (the library's Model.held)."""
-    if not spec.V or spec.mask != "causal" or encoder(spec) is not None:
-        raise SpecError(
-            f"{spec.label}: perplexity is a causal language model's (a vocabulary, a causal mask and one stack)"
-        )
-    if ctx is not None and ctx < 2:
-        raise OptionError(f"--ctx: got {ctx}, expected at least 2 (a chunk scores its second half)")
-    stream = token_stream(ids, spec, where)
-    parts = chunks(stream.size, ctx)
-    if not parts:
-        least = f"--ctx {ctx} needs at least {ctx}" if ctx is not None else "at least 2 are needed"
-        raise ArrayError(f"{where}: {stream.size} token(s): {least}")
+    stream, parts = scored_stream({"": spec}, ids, ctx, where, "perplexity is a causal language model's")
     length = parts[0].stop - parts[0].start
-    check_length(spec, length, where if ctx is None else f"--ctx {ctx}")
     net, mode = held(dtype, 1, length, max_memory, "this perplexity", again=len(parts) > 1)
     assert isinstance(net, Transformer)  # (one stack: an encoder-decoder was refused above)
     nll = []
@@ -94,4 +109,4 @@ def perplexity(
     return PerplexityResult(Perplexity.of(np.concatenate(nll)), int(stream.size), ctx, len(parts), mode)
 
 
-__all__ = ["PerplexityResult", "perplexity", "token_stream"]
+__all__ = ["PerplexityResult", "perplexity", "scored_stream", "scored_words", "token_stream"]

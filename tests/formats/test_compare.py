@@ -1,0 +1,126 @@
+"""Issue 43: `tfm compare A B`, B's next-token distributions against A's over a token stream, checked against
+transformers' own logits of both models in float64 (their float32 internals recomputed: hf_exact) with each figure
+computed here by PyTorch; the model against itself as the control; thresholds that must fail; and A let go before B
+is made."""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import weakref
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers_hf_transformers import build
+from hf_exact import exact
+
+import transformer_cli as tfm
+from transformer_cli.errors import TfmError
+from transformer_cli.tasks.comparison import Thresholds, compare
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+IDS = np.random.default_rng(7).integers(0, 97, size=40)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """A, and B: A with block 1's feedforward down projection moved by 5 % noise."""
+    root = tmp_path_factory.mktemp("compare")
+    a = build("llama")
+    a.save_pretrained(root / "a")
+    b = build("llama")
+    b.load_state_dict(a.state_dict())
+    with torch.no_grad():
+        weight = b.model.layers[1].mlp.down_proj.weight
+        weight += 0.05 * weight.std() * torch.from_numpy(np.random.default_rng(1).normal(size=weight.shape))
+    b.save_pretrained(root / "b")
+    return root, exact(a), exact(b)
+
+
+def _figures(model_a, model_b, ids: np.ndarray) -> dict:
+    with torch.no_grad():
+        la = torch.log_softmax(model_a(torch.from_numpy(ids)[None]).logits[0, :-1].double(), dim=-1)  # (n - 1, V)
+        lb = torch.log_softmax(model_b(torch.from_numpy(ids)[None]).logits[0, :-1].double(), dim=-1)
+        za = model_a(torch.from_numpy(ids)[None]).logits[0, :-1].double()
+        zb = model_b(torch.from_numpy(ids)[None]).logits[0, :-1].double()
+    kld = torch.nn.functional.kl_div(lb, la, reduction="none", log_target=True).sum(-1)
+    following = torch.from_numpy(ids[1:])
+    nll_a = torch.nn.functional.nll_loss(la, following, reduction="none")
+    nll_b = torch.nn.functional.nll_loss(lb, following, reduction="none")
+    return {
+        "kld_mean": float(kld.mean()),
+        "kld_max": float(kld.max()),
+        "same_top_p": float((la.argmax(-1) == lb.argmax(-1)).double().mean()),
+        "ppl_ratio": math.exp(float(nll_b.mean() - nll_a.mean())),
+        "nmse": float(((zb - za) ** 2).mean() / za.var(unbiased=False)),
+    }
+
+
+def test_b_against_a_is_what_pytorch_makes_of_transformers_logits(pair):
+    root, model_a, model_b = pair
+    got = tfm.load(root / "a").compare(root / "b", IDS, dtype="float64").to_dict()
+    expected = _figures(model_a, model_b, IDS)
+    assert got["positions"] == IDS.size - 1
+    assert got["kld"]["mean"] == pytest.approx(expected["kld_mean"], rel=1e-8)
+    assert got["kld"]["max"] == pytest.approx(expected["kld_max"], rel=1e-8)
+    assert got["same_top_p"] == expected["same_top_p"]
+    assert got["ppl"]["ratio"] == pytest.approx(expected["ppl_ratio"], rel=1e-10)
+    assert got["logits"]["nmse"] == pytest.approx(expected["nmse"], rel=1e-8)
+    assert got["kld"]["mean"] > 1e-6  # (block 1 moved: B is not A)
+
+
+def test_a_model_against_itself_parts_nowhere(pair):
+    """The control: KLD exactly 0 at every position, every top token the same, NMSE 0."""
+    root, _, _ = pair
+    got = tfm.load(root / "a").compare(root / "a", IDS, ctx=16, dtype="float64").to_dict()
+    assert got["kld"]["max"] == 0.0 and got["same_top_p"] == 1.0 and got["logits"]["nmse"] == 0.0
+    assert got["chunks"] == 2 and got["positions"] == 2 * (16 - 1 - 8)
+
+
+def test_thresholds_make_the_exit_code_1_when_broken_and_0_when_kept(pair, tmp_path):
+    from typer.testing import CliRunner
+
+    from transformer_cli.cli import app
+
+    root, _, _ = pair
+    np.save(tmp_path / "ids.npy", IDS)
+    args = ["compare", str(root / "a"), str(root / "b"), "-i", str(tmp_path / "ids.npy"), "--json"]
+    free = CliRunner().invoke(app, [*args, "--dtype", "float64"])
+    assert free.exit_code == 0, free.output
+    kld = json.loads(free.stdout)["kld"]["mean"]
+    kept = CliRunner().invoke(app, [*args, "--max-kld", str(2 * kld), "--min-same-top-p", "0.5"])
+    assert kept.exit_code == 0 and json.loads(kept.stdout)["broken"] == {}
+    broken = CliRunner().invoke(app, [*args, "--max-kld", str(kld / 2), "--max-nmse", "1e-12"])
+    assert broken.exit_code == 1 and set(json.loads(broken.stdout)["broken"]) == {"max_kld", "max_nmse"}
+    table = CliRunner().invoke(app, args[:-1] + ["--max-kld", str(kld / 2)])
+    assert table.exit_code == 1 and "BROKEN (limit" in table.stdout and "broken: mean KLD" in table.stderr
+
+
+def test_two_vocabularies_are_refused_in_one_line(pair, tmp_path):
+    root, _, _ = pair
+    tfm.init(Path(__file__).parents[2] / "examples" / "hf" / "tiny-llama", tmp_path / "tiny")  # V = 256
+    with pytest.raises(TfmError, match=r"^A has V = 97, B has V = 256: compare needs one vocabulary$"):
+        tfm.load(root / "a").compare(tmp_path / "tiny", IDS)
+
+
+def test_a_is_let_go_before_b_is_made(pair):
+    root, _, _ = pair
+    a, b = tfm.load(root / "a"), tfm.load(root / "b")
+    made: list = []
+
+    def held_a(*args, **kwargs):
+        net, mode = a.held(*args, **kwargs)
+        made.append(weakref.ref(net))
+        return net, mode
+
+    def held_b(*args, **kwargs):
+        gc.collect()
+        assert made and made[0]() is None, "A is still in memory while B is made"
+        return b.held(*args, **kwargs)
+
+    result = compare(a.spec, held_a, b.spec, held_b, IDS, dtype="float64", thresholds=Thresholds(max_kld=1.0))
+    assert result.exit_code == 0
