@@ -79,6 +79,7 @@ def test_a_model_against_itself_parts_nowhere(pair):
     got = tfm.load(root / "a").compare(root / "a", IDS, ctx=16, dtype="float64").to_dict()
     assert got["kld"]["max"] == 0.0 and got["same_top_p"] == 1.0 and got["logits"]["nmse"] == 0.0
     assert got["chunks"] == 2 and got["positions"] == 2 * (16 - 1 - 8)
+    assert got["first_divergent_block"] is None and all(r["residual"] == 0.0 for r in got["blocks"])
 
 
 def test_thresholds_make_the_exit_code_1_when_broken_and_0_when_kept(pair, tmp_path):
@@ -124,3 +125,22 @@ def test_a_is_let_go_before_b_is_made(pair):
 
     result = compare(a.spec, held_a, b.spec, held_b, IDS, dtype="float64", thresholds=Thresholds(max_kld=1.0))
     assert result.exit_code == 0
+
+
+def test_each_blocks_outputs_are_compared_and_the_first_block_parting_is_named(pair):
+    """B moved block 1's feedforward only: block 0 is A's to the bit, block 1's attention too (its input is the
+    same), its feedforward and residual stream part; the residual streams' errors are transformers' own hidden
+    states' (but the last block's, which transformers gives normed)."""
+    root, model_a, model_b = pair
+    got = tfm.load(root / "a").compare(root / "b", IDS, dtype="float64", block_tol=1e-9)
+    rows = got.to_dict()["blocks"]
+    assert rows[0] == {"block": 0, "residual": 0.0, "attention": 0.0, "feedforward": 0.0}
+    assert rows[1]["attention"] == 0.0 and rows[1]["feedforward"] > 1e-6 and rows[1]["residual"] > 1e-6
+    assert got.first_divergent_block == 1 and got.to_dict()["first_divergent_block"] == 1
+    with torch.no_grad():
+        ha = model_a(torch.from_numpy(IDS)[None], output_hidden_states=True).hidden_states
+        hb = model_b(torch.from_numpy(IDS)[None], output_hidden_states=True).hidden_states
+    for i in range(len(rows) - 1):  # hidden_states[i + 1]: the residual stream after block i
+        a, b = ha[i + 1].double(), hb[i + 1].double()
+        assert rows[i]["residual"] == pytest.approx(float((b - a).norm() / a.norm()), rel=1e-8, abs=1e-15)
+    assert tfm.load(root / "a").compare(root / "b", IDS, dtype="float64", block_tol=1.0).first_divergent_block is None

@@ -209,14 +209,18 @@ class Model:
         dtype: str | None = None,
         max_memory: str | None = None,
         thresholds: Thresholds | None = None,
+        block_tol: float | None = None,
     ) -> Comparison:
         """`tfm compare`: `other` (a Model, or any path `tfm.load` opens) against this model as the base, over a
-        stream of token ids: llama-perplexity's KL divergence, delta p, same top token and perplexities, and the
-        logits' NMSE (a Comparison; its exit_code 1 when `thresholds` are broken)."""
-        from ..tasks.comparison import compare
+        stream of token ids: llama-perplexity's KL divergence, delta p, same top token and perplexities, the
+        logits' NMSE, and each block's outputs with the first block parting by more than `block_tol` (a
+        Comparison; its exit_code 1 when `thresholds` are broken)."""
+        from ..tasks.comparison import BLOCK_TOL, compare
 
         b = other if isinstance(other, Model) else load(other)
-        return compare(self.spec, self.held, b.spec, b.held, ids, ctx, dtype or self.dtype, max_memory, thresholds)
+        tol = BLOCK_TOL if block_tol is None else block_tol
+        dtype = dtype or self.dtype
+        return compare(self.spec, self.held, b.spec, b.held, ids, ctx, dtype, max_memory, thresholds, block_tol=tol)
 
     @named(renamed={"n": "seq_len", "b": "batch"})
     def sample(self, seq_len: int = 16, batch: int | None = None, seed: int = 0) -> np.ndarray[Any, Any]:

@@ -45,6 +45,10 @@ def compare(
     max_nmse: Annotated[
         Optional[float], typer.Option("--max-nmse", help="Exit 1 when the logits' NMSE is above this.")
     ] = None,
+    block_tol: Annotated[
+        float,
+        typer.Option("--block-tol", help="The relative error of a block's residual stream that counts as parting."),
+    ] = 1e-3,
     dtype: RunDTypeOpt = None,
     max_memory: MaxMemoryOpt = None,
     json_out: JsonOpt = False,
@@ -53,9 +57,10 @@ def compare(
 
     Gives the KL divergence KL(P_A || P_B) at each scored position (mean with its error, max, percentiles, min),
     delta p of the next token, the fraction of positions whose top token agrees, each model's perplexity and
-    their ratio, and the logits' NMSE with llama.cpp's model-conversion verdict. A runs first and only its logits
-    are kept, so the two models are never in memory together. --max-kld, --min-same-top-p and --max-nmse make the
-    exit code 1 when B breaks them (0 otherwise).
+    their ratio, the logits' NMSE with llama.cpp's model-conversion verdict, and for models with the same blocks
+    each block's relative error and the first block where B parts from A (--block-tol). A runs first and only its
+    logits and block outputs are kept, so the two models are never in memory together. --max-kld,
+    --min-same-top-p and --max-nmse make the exit code 1 when B breaks them (0 otherwise).
 
     \b
     Examples:
@@ -71,7 +76,8 @@ def compare(
         base = load(a)
         dtype = dtype or (DType.float32 if base.lazy else RUN_DTYPE)
         thresholds = Thresholds(max_kld, min_same_top_p, max_nmse)
-        result = base.compare(load(b), open_npy(input_path), ctx, dtype.value, max_memory, thresholds)
+        ids = open_npy(input_path)
+        result = base.compare(load(b), ids, ctx, dtype.value, max_memory, thresholds, block_tol)
     for mode in result.modes:
         say_mode(mode)
     data = {"a": str(a), "b": str(b), "input": str(input_path), "dtype": dtype.value} | result.to_dict()
@@ -101,6 +107,11 @@ def _table(data: dict) -> object:
         ("logits: max |B - A|", f"{logits['max_abs_diff']:.4g}"),
         ("logits: NMSE", f"{logits['nmse']:.3g} ({logits['verdict']})" if logits["nmse"] is not None else "-"),
     ]
+    if data["blocks"] is not None:
+        first = data["first_divergent_block"]
+        worst = max(data["blocks"], key=lambda row: row.get("residual", 0.0))
+        rows.append(("first block parting", f"{first if first is not None else 'none'} (> {data['block_tol']:g})"))
+        rows.append(("largest block error", f"{worst.get('residual', 0.0):.3g} (block {worst['block']})"))
     marks = {"mean KLD": "max_kld", "same top p": "min_same_top_p", "logits: NMSE": "max_nmse"}
     for name, value in rows:
         key = marks.get(name)
