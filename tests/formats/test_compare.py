@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import shutil
 import weakref
 from pathlib import Path
 
@@ -144,3 +145,25 @@ def test_each_blocks_outputs_are_compared_and_the_first_block_parting_is_named(p
         a, b = ha[i + 1].double(), hb[i + 1].double()
         assert rows[i]["residual"] == pytest.approx(float((b - a).norm() / a.norm()), rel=1e-8, abs=1e-15)
     assert tfm.load(root / "a").compare(root / "b", IDS, dtype="float64", block_tol=1.0).first_divergent_block is None
+
+
+def test_text_goes_through_as_tokenizer_and_gives_what_its_ids_give(pair, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers", reason="the tokenizers library reads tokenizer.json")
+    from typer.testing import CliRunner
+
+    from transformer_cli.cli import app
+
+    root, _, _ = pair
+    worded = tmp_path / "a"
+    shutil.copytree(root / "a", worded)
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.WordLevel({f"w{i}": i for i in range(97)}, unk_token="w0"))
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    tokenizer.save(str(worded / "tokenizer.json"))
+    (tmp_path / "text.txt").write_text(" ".join(f"w{i}" for i in IDS))
+    args = ["compare", str(worded), str(root / "b"), "--json", "--dtype", "float64"]
+    done = CliRunner().invoke(app, [*args, "--text", str(tmp_path / "text.txt")])
+    assert done.exit_code == 0, done.output
+    expected = tfm.load(root / "a").compare(root / "b", IDS, dtype="float64").to_dict()
+    assert json.loads(done.stdout)["kld"] == expected["kld"]
+    neither = CliRunner().invoke(app, args)
+    assert neither.exit_code == 2 and "give the tokens as ids (--input ids.npy) or as text" in neither.stderr

@@ -29,8 +29,11 @@ def compare(
     a: ModelArg,
     b: ModelArg,
     input_path: Annotated[
-        Path, typer.Option("--input", "-i", help="The token ids .npy, one stream: (n,) or (1, n).")
-    ] = ...,  # type: ignore[assignment]
+        Optional[Path], typer.Option("--input", "-i", help="The token ids .npy, one stream: (n,) or (1, n).")
+    ] = None,
+    text: Annotated[
+        Optional[Path], typer.Option("--text", help="A text file, through A's tokenizer (tokenizer.json).")
+    ] = None,
     ctx: Annotated[
         Optional[int],
         typer.Option("--ctx", "-c", help="Chunks of this many tokens, each run alone, each scoring its second half."),
@@ -68,19 +71,19 @@ def compare(
       tfm compare ./llama-folder llama-q4_0.gguf --input ids.npy --ctx 512 --json
     """
     from ..api.models import load
-    from ..io.arrays import open_npy
     from ..tasks.comparison import Thresholds
+    from ..tasks.perplexity import token_input
     from ..text import escaped as shown
 
     with handled(json_out):
+        ids, where = token_input(a, input_path, text)
         base = load(a)
         dtype = dtype or (DType.float32 if base.lazy else RUN_DTYPE)
         thresholds = Thresholds(max_kld, min_same_top_p, max_nmse)
-        ids = open_npy(input_path)
         result = base.compare(load(b), ids, ctx, dtype.value, max_memory, thresholds, block_tol)
     for mode in result.modes:
         say_mode(mode)
-    data = {"a": str(a), "b": str(b), "input": str(input_path), "dtype": dtype.value} | result.to_dict()
+    data = {"a": str(a), "b": str(b), "input": where, "dtype": dtype.value} | result.to_dict()
     if json_out:
         print_json(data)
         raise typer.Exit(result.exit_code)

@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import SpecError
 from .common import (
     RUN_DTYPE,
     DType,
@@ -26,8 +25,6 @@ from .common import (
     spec_json,
     weights_of,
 )
-
-MAX_TEXT_BYTES = 256 << 20  # a text file read for its tokens (WikiText-2's test set: 1.3 MB)
 
 
 @app.command()
@@ -60,30 +57,16 @@ def perplexity(
       tfm perplexity ./tiny-llama --input ids.npy
       tfm perplexity ./llama-folder --text wiki.test.raw --ctx 512
     """
-    import numpy as np
-
     from ..api.models import Model
-    from ..files import read_bounded
-    from ..io.arrays import open_npy
-    from ..tasks.generation import encode, tokenizer_file
-    from ..tasks.generation import tokenizer as read_tokenizer
     from ..tasks.perplexity import perplexity as measure
+    from ..tasks.perplexity import token_input
     from ..text import escaped as shown
 
     with handled(json_out):
-        if (input_path is None) == (text is None):
-            raise SpecError("give the tokens as ids (--input ids.npy) or as text (--text FILE), one of the two")
+        ids, where = token_input(spec_path, input_path, text)
         spec, source = load(spec_path, weights)
         weights = weights_of(spec_path, weights)
         dtype = dtype or (DType.float32 if weights is not None and weights.is_dir() else RUN_DTYPE)
-        if text is not None:
-            tokenizer = read_tokenizer(spec_path, option="--text")
-            words = read_bounded(text, MAX_TEXT_BYTES, "a text file", SpecError).decode("utf-8", errors="replace")
-            ids = np.asarray(encode(tokenizer, words, tokenizer_file(spec_path)), dtype=np.int64)
-            where = str(text)
-        else:
-            assert input_path is not None
-            ids, where = open_npy(input_path), str(input_path)
         model = Model(spec, source, spec_path, weights, seed)
         result = measure(spec, model.held, ids, ctx, dtype.value, max_memory, where)
     say_mode(result.mode)

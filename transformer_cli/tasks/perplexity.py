@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,6 +57,32 @@ def token_stream(ids: Any, spec: Any, where: str) -> np.ndarray:
         i = int(outside[0])
         raise ArrayError(f"{where}: token id {int(stream[i])} at {i} is outside 0 .. {spec.V - 1} (V = {spec.V})")
     return stream.astype(np.int64)
+
+
+MAX_TEXT_BYTES = 256 << 20  # a text file read for its tokens (WikiText-2's test set: 1.3 MB)
+
+
+def text_tokens(model_path: Path | None, text: Path) -> np.ndarray:
+    """A text file's token ids (n,) through the model's tokenizer (a folder's tokenizer.json, a GGUF file's
+    vocabulary); a model without one is a one-line error naming --text."""
+    from ..files import read_bounded
+    from .generation import encode, tokenizer, tokenizer_file
+
+    tok = tokenizer(model_path, option="--text")
+    words = read_bounded(text, MAX_TEXT_BYTES, "a text file", SpecError).decode("utf-8", errors="replace")
+    return np.asarray(encode(tok, words, tokenizer_file(model_path)), dtype=np.int64)
+
+
+def token_input(model_path: Path | None, input_path: Path | None, text: Path | None) -> tuple[np.ndarray, str]:
+    """The token stream a command was given, as ids (--input ids.npy) or as text (--text FILE), and its name."""
+    from ..io.arrays import open_npy
+
+    if (input_path is None) == (text is None):
+        raise SpecError("give the tokens as ids (--input ids.npy) or as text (--text FILE), one of the two")
+    if text is not None:
+        return text_tokens(model_path, text), str(text)
+    assert input_path is not None
+    return np.asarray(open_npy(input_path)), str(input_path)
 
 
 def scored_words(ctx: int | None) -> str:
@@ -109,4 +136,12 @@ def perplexity(
     return PerplexityResult(Perplexity.of(np.concatenate(nll)), int(stream.size), ctx, len(parts), mode)
 
 
-__all__ = ["PerplexityResult", "perplexity", "scored_stream", "scored_words", "token_stream"]
+__all__ = [
+    "PerplexityResult",
+    "perplexity",
+    "scored_stream",
+    "scored_words",
+    "text_tokens",
+    "token_input",
+    "token_stream",
+]
