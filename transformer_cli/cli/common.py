@@ -111,6 +111,16 @@ SpecArg = Annotated[
         "the built-in default spec (N=2, H=4, m=8, d=32, r=64) if omitted."
     ),
 ]
+StreamOpt = Annotated[
+    Optional[Path], typer.Option("--input", "-i", help="The token ids .npy, one stream: (n,) or (1, n).")
+]
+TextOpt = Annotated[
+    Optional[Path], typer.Option("--text", help="A text file, through the (base) model's tokenizer.json.")
+]
+CtxOpt = Annotated[
+    Optional[int],
+    typer.Option("--ctx", "-c", help="Chunks of this many tokens, each run alone, each scoring its second half."),
+]
 WeightsOpt = Annotated[
     Optional[Path],
     typer.Option(

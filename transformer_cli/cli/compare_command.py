@@ -9,10 +9,13 @@ import typer
 
 from .common import (
     RUN_DTYPE,
+    CtxOpt,
     DType,
     JsonOpt,
     MaxMemoryOpt,
     RunDTypeOpt,
+    StreamOpt,
+    TextOpt,
     app,
     err,
     handled,
@@ -28,16 +31,9 @@ ModelArg = Annotated[Path, typer.Argument(help="A Hugging Face folder, a GGUF fi
 def compare(
     a: ModelArg,
     b: ModelArg,
-    input_path: Annotated[
-        Optional[Path], typer.Option("--input", "-i", help="The token ids .npy, one stream: (n,) or (1, n).")
-    ] = None,
-    text: Annotated[
-        Optional[Path], typer.Option("--text", help="A text file, through A's tokenizer (tokenizer.json).")
-    ] = None,
-    ctx: Annotated[
-        Optional[int],
-        typer.Option("--ctx", "-c", help="Chunks of this many tokens, each run alone, each scoring its second half."),
-    ] = None,
+    input_path: StreamOpt = None,
+    text: TextOpt = None,
+    ctx: CtxOpt = None,
     max_kld: Annotated[
         Optional[float], typer.Option("--max-kld", help="Exit 1 when the mean KL divergence is above this.")
     ] = None,

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Optional
-
-import typer
-
 from .common import (
     RUN_DTYPE,
+    CtxOpt,
     DType,
     JsonOpt,
     MaxMemoryOpt,
     RunDTypeOpt,
     SeedOpt,
     SpecArg,
+    StreamOpt,
+    TextOpt,
     WeightsOpt,
     app,
     handled,
@@ -30,16 +28,9 @@ from .common import (
 @app.command()
 def perplexity(
     spec_path: SpecArg = None,
-    input_path: Annotated[
-        Optional[Path], typer.Option("--input", "-i", help="The token ids .npy, one stream: (n,) or (1, n).")
-    ] = None,
-    text: Annotated[
-        Optional[Path], typer.Option("--text", help="A text file, through the model's tokenizer (tokenizer.json).")
-    ] = None,
-    ctx: Annotated[
-        Optional[int],
-        typer.Option("--ctx", "-c", help="Chunks of this many tokens, each run alone, each scoring its second half."),
-    ] = None,
+    input_path: StreamOpt = None,
+    text: TextOpt = None,
+    ctx: CtxOpt = None,
     weights: WeightsOpt = None,
     seed: SeedOpt = 0,
     dtype: RunDTypeOpt = None,
