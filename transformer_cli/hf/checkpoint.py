@@ -103,9 +103,7 @@ class Checkpoint:
         """One tensor, decoded (BF16 exactly to float32, F16 as float16), read from its shard alone."""
         at = self.tensors[name]
         if self._mapped is not None:
-            if at.shard not in self._mapped:
-                self._mapped[at.shard] = np.memmap(at.shard, dtype=np.uint8, mode="r")
-            return safetensors_io.mapped_tensor(at.shard, self._mapped[at.shard], name, at.entry, at.data_start)
+            return safetensors_io.mapped_tensor(at.shard, self._mapping(at.shard), name, at.entry, at.data_start)
         with safetensors_io.open_file(at.shard) as handle:
             return safetensors_io.read_tensor(at.shard, handle, name, at.entry, at.data_start)
 
@@ -113,14 +111,15 @@ class Checkpoint:
         """One tensor's elements as stored, undecoded (bfloat16 as its uint16 bits): a view of the shard's pages,
         mapped for the stored mode or for this read alone (so no buffer is filled before the tensor is decoded)."""
         at = self.tensors[name]
-        mapped = self._mapped.get(at.shard) if self._mapped is not None else None
-        if mapped is None and self._mapped is not None:
-            mapped = self._mapped[at.shard] = np.memmap(at.shard, dtype=np.uint8, mode="r")
-        begin, end = at.data_start + at.entry.begin, at.data_start + at.entry.end
-        raw = mapped[begin:end] if mapped is not None else np.memmap(at.shard, np.uint8, "r", begin, (end - begin,))
-        if raw.size != end - begin:
-            raise ArrayError(f"{at.shard}: tensor '{shown(name)}': the file ends inside its data")
-        return raw.view(safetensors_io.DTYPES[at.entry.code]).reshape(at.entry.shape)
+        return safetensors_io.mapped_elements(at.shard, self._mapping(at.shard), name, at.entry, at.data_start)
+
+    def _mapping(self, shard: Path) -> np.ndarray:
+        """The shard memory-mapped as bytes: kept from one read to the next once held, else for one read."""
+        if self._mapped is None:
+            return np.memmap(shard, dtype=np.uint8, mode="r")
+        if shard not in self._mapped:
+            self._mapped[shard] = np.memmap(shard, dtype=np.uint8, mode="r")
+        return self._mapped[shard]
 
     def read_ahead(self, names: list[str]) -> None:
         """Start reading these tensors' bytes into the page cache, without waiting (files.read_ahead)."""

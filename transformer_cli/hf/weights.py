@@ -248,12 +248,7 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
             array = self._dequantised(rule)
         else:
             file_name = self.files[rule.hf]
-            array = self.checkpoint.read(file_name)
-            bad = first_nonfinite(array) if rule.hf not in self._finite else None
-            if bad is not None:
-                where = self.checkpoint.where(file_name)
-                raise ArrayError(f"{self.checkpoint.folder}: NaN or inf in {shown(file_name)} ({where}) at {bad}")
-            self._finite.add(rule.hf)  # (checked once: a streamed pass reads it again and again)
+            array = self._checked(rule.hf, file_name, self.checkpoint.read(file_name))
         self._last = (rule.hf, array) if len(rule.tfm) > 1 else None
         return array
 
@@ -299,13 +294,17 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
         piece = dict(split(rule, self.checkpoint.stored(file_name), self.shapes))[name]
         if keep_layout and not piece.flags.c_contiguous:
             return None
-        out = bfloat16_to_float32(piece, make(piece.shape))
-        bad = first_nonfinite(out) if rule.hf not in self._finite else None
+        return self._checked(rule.hf, file_name, bfloat16_to_float32(piece, make(piece.shape)))
+
+    def _checked(self, hf: str, file_name: str, array: np.ndarray) -> np.ndarray:
+        """`array`, the file's tensor `file_name` decoded, refused if it holds NaN or inf: checked once (a streamed
+        pass reads it again and again)."""
+        bad = first_nonfinite(array) if hf not in self._finite else None
         if bad is not None:
             where = self.checkpoint.where(file_name)
             raise ArrayError(f"{self.checkpoint.folder}: NaN or inf in {shown(file_name)} ({where}) at {bad}")
-        self._finite.add(rule.hf)
-        return out
+        self._finite.add(hf)
+        return array
 
     def hold(self) -> None:
         """Keep the checkpoint's bytes in memory as stored from now on (memory-mapped)."""

@@ -216,10 +216,16 @@ def read_tensor(path: Path, handle: IO[bytes], name: str, entry: Entry, data_sta
 def mapped_tensor(path: Path, data: np.ndarray, name: str, entry: Entry, data_start: int) -> np.ndarray:
     """A tensor decoded from `data`, the whole file memory-mapped as bytes: a view of its pages where the stored
     dtype is the one given (float32, float16), else decoded from them."""
+    return decode(entry, mapped_elements(path, data, name, entry, data_start))
+
+
+def mapped_elements(path: Path, data: np.ndarray, name: str, entry: Entry, data_start: int) -> np.ndarray:
+    """A tensor's elements as stored, undecoded (bfloat16 as its uint16 bits): a view of `data`'s pages, the whole
+    file memory-mapped as bytes."""
     raw = data[data_start + entry.begin : data_start + entry.end]
     if raw.size != entry.end - entry.begin:
         raise _bad(path, f"tensor '{shown(name)}': the file ends inside its data")
-    return decode(entry, raw.view(DTYPES[entry.code]).reshape(entry.shape))
+    return raw.view(DTYPES[entry.code]).reshape(entry.shape)
 
 
 def decode(entry: Entry, array: np.ndarray) -> np.ndarray:

@@ -69,7 +69,7 @@ class BlockTensors:
 
     def __call__(self, name: str) -> Array:
         if self.read_into is not None and self.buffers is not None:
-            made = self.read_into(self.prefix + name, lambda shape: self._empty(shape))
+            made = self.read_into(self.prefix + name, self._empty)
             if made is not None:
                 return made
         return np.asarray(self.weights[self.prefix + name], dtype=self.dtype)

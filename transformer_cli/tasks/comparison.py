@@ -22,13 +22,12 @@ import numpy as np
 from ..analysis.divergence import Divergence, Scored
 from ..errors import ExitCode, SpecError
 from ..model.transformer import Transformer
-from .perplexity import scored_stream, scored_words
+from .perplexity import Held, scored_stream, scored_words
 
 if TYPE_CHECKING:
     from ..analysis.modes import Mode
     from ..spec.definition import Spec
 
-Held = Callable[..., tuple[Any, "Mode | None"]]  # Model.held: (dtype, batch, length, max_memory, what, again)
 BLOCK_TOL = 1e-3  # --block-tol's default: the relative error of a block's residual stream that counts as parting
 SUBLAYERS = {"block": "residual", "attention": "attention", "feedforward": "feedforward"}  # tap -> --json key
 
