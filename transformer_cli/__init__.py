@@ -36,7 +36,12 @@ _EXPORTS = {
     "Adapters": "analysis.lora",
     "adapters": "analysis.lora",
     "Split": "analysis.parallel",
-    "compare": "analysis.compare",
+    "diff": "analysis.diff",
+    "compare": "api.models",
+    "perplexity": "api.models",
+    "Comparison": "tasks.comparison",
+    "Thresholds": "tasks.comparison",
+    "PerplexityResult": "tasks.perplexity",
     # running, decoding, generating
     "Transformer": "model.transformer",
     "EncoderDecoder": "model.encoder_decoder",

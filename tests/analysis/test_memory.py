@@ -12,7 +12,7 @@ from conftest import random_weights, variant_specs
 from hypothesis import given, settings
 
 from transformer_cli import Spec, Transformer, count_params, init_weights, kernels
-from transformer_cli.analysis.compare import compare
+from transformer_cli.analysis.diff import diff
 from transformer_cli.analysis.costs import costs
 from transformer_cli.analysis.memory import estimate_forward, human
 from transformer_cli.cli import app
@@ -126,7 +126,7 @@ def test_both_figures_bound_the_threaded_peaks(case, dtype):
 def test_diff_and_check_report_the_models_figure():
     spec = load_spec(GPT2)
     estimate = estimate_forward(spec, 1, 1024, "float32")
-    rows = {r["name"]: r for r in compare(spec, spec, 1, 1024, "float32")}
+    rows = {r["name"]: r for r in diff(spec, spec, 1, 1024, "float32")}
     assert rows["forward peak, float32, the model"]["a"] == estimate.model
     assert rows["tfm's pass also holds (float64 copies)"]["a"] == estimate.loaded + estimate.input
     assert check_spec(GPT2, Budgets(), 1024, None).memory == estimate.model

@@ -79,7 +79,7 @@ def test_a_name_taken_away_is_caught():
 
 def test_the_page_names_every_export_it_documents():
     text = PAGE.read_text()
-    shown = {"load", "Model", "init", "convert", "compare", "check_specs", "Budgets", "TfmError"}
+    shown = {"load", "Model", "init", "convert", "diff", "compare", "perplexity", "check_specs", "Budgets", "TfmError"}
     assert all(f"tfm.{name}" in text or f"`{name}`" in text for name in shown)
 
 

@@ -192,7 +192,7 @@ def test_spec_schema_diff_and_check_are_the_commands(runner, folder):
     assert cli_json(runner, "spec", folder)["spec"] == tfm.load(folder).spec.to_dict()
     assert json.loads(invoke(runner, "schema").stdout) == tfm.spec_schema()
     shown = cli_json(runner, "diff", folder, TINY, "-n", 128)
-    rows = tfm.compare(tfm.load(folder).spec, tfm.load(TINY).spec, 1, 128, "float32")
+    rows = tfm.diff(tfm.load(folder).spec, tfm.load(TINY).spec, 1, 128, "float32")
     assert json.loads(json.dumps(rows)) == shown["rows"] and shown["differ"]
     shown = cli_json(runner, "check", TINY, folder, "--max-params", "100K")
     checked = tfm.check_specs([TINY, folder], tfm.Budgets.parse(params="100K"))

@@ -317,3 +317,15 @@ def load_spec(path: str | Path) -> Spec:
     """The spec of any model a command takes: a tfm YAML or JSON spec, a Hugging Face folder or config.json, a
     GGUF file, or tfm's .safetensors weights (the spec kept in their metadata)."""
     return load(path).spec
+
+
+def compare(a: Model | str | Path, b: Model | str | Path, ids: Any, **options: Any) -> Comparison:
+    """`tfm compare A B`: B against A (the base), each a Model or any path `tfm.load` opens, over the token ids
+    `ids` (n,); the options are Model.compare's (ctx, dtype, max_memory, thresholds, block_tol)."""
+    return (a if isinstance(a, Model) else load(a)).compare(b, ids, **options)
+
+
+def perplexity(model: Model | str | Path, ids: Any, **options: Any) -> PerplexityResult:
+    """`tfm perplexity MODEL`: the model's perplexity over the token ids `ids` (n,), with its uncertainty; the
+    options are Model.perplexity's (ctx, dtype, max_memory)."""
+    return (model if isinstance(model, Model) else load(model)).perplexity(ids, **options)

@@ -49,7 +49,7 @@ def diff(
     Example:
       tfm diff examples/configs/attention-is-all-you-need-base.yaml examples/configs/gpt2-small.yaml -n 512
     """
-    from ..analysis.compare import compare, models_differ
+    from ..analysis.diff import diff, models_differ
     from ..spec.definition import check_length
     from . import render
 
@@ -57,10 +57,10 @@ def diff(
         (spec_a, _), (spec_b, _) = load(a), load(b)
         for spec in (spec_a, spec_b):
             check_length(spec, seq_len, "--seq-len")
-        rows = compare(spec_a, spec_b, batch, seq_len, dtype.value)
+        rows = diff(spec_a, spec_b, batch, seq_len, dtype.value)
     code = ExitCode.VIOLATED if models_differ(rows) else ExitCode.OK
     if only_differences:
-        rows = compare(spec_a, spec_b, batch, seq_len, dtype.value, only_differences=True)
+        rows = diff(spec_a, spec_b, batch, seq_len, dtype.value, only_differences=True)
     if json_out:
         print_json(
             {

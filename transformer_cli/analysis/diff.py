@@ -96,7 +96,7 @@ def ratio(a: int, b: int) -> float:
         return float("inf") if (a > 0) == (b > 0) else float("-inf")
 
 
-def compare(a: Spec, b: Spec, batch: int, n: int, dtype: str, only_differences: bool = False) -> list[dict[str, Any]]:
+def diff(a: Spec, b: Spec, batch: int, n: int, dtype: str, only_differences: bool = False) -> list[dict[str, Any]]:
     """One row per figure: section, name, value in a and in b (None where absent), and whether they differ.
 
     Spec keys are compared by their effect, so `scale: none` and `scale: 1` do not differ (the row says
