@@ -12,8 +12,8 @@ from conftest import random_weights, variant_specs
 from hypothesis import given, settings
 
 from transformer_cli import Spec, Transformer, count_params, init_weights, kernels
-from transformer_cli.analysis.diff import diff
 from transformer_cli.analysis.costs import costs
+from transformer_cli.analysis.diff import diff
 from transformer_cli.analysis.memory import estimate_forward, human
 from transformer_cli.cli import app
 from transformer_cli.spec.load import load_spec
