@@ -114,3 +114,19 @@ def test_perplexity_is_the_exponent_of_the_mean_negative_log_likelihood_with_lla
     assert got.value == pytest.approx(math.exp(mean), rel=1e-12)
     assert got.err == pytest.approx(math.exp(mean) * _error(nll), rel=1e-9)
     assert Perplexity.of(np.array(nll[:10])).err == 0.0  # (10 values or fewer: llama-perplexity gives none)
+
+
+def test_scoring_a_few_columns_at_a_time_gives_each_position_its_own_figures(monkeypatch):
+    import transformer_cli.analysis.divergence as divergence
+
+    B = A + RNG.normal(scale=0.5, size=A.shape)
+    whole = Scored.of(A, B, IDS)
+    monkeypatch.setattr(divergence, "SCORE_BYTES", 8 * V * 3)  # 3 columns a slice: 21 slices
+    sliced = Scored.of(A, B, IDS)
+    for name in ("nll_a", "nll_b", "kld", "delta_p", "same_top"):
+        assert np.array_equal(getattr(sliced, name), getattr(whole, name)), name
+    assert sliced.logit_sums[3:] == whole.logit_sums[3:]
+    assert np.allclose(sliced.logit_sums[:3], whole.logit_sums[:3], rtol=1e-13)
+    nll = divergence.next_token_nll(A[:, :-1], IDS[1:])
+    assert np.array_equal(nll, whole.nll_a)
+    assert not np.array_equal(divergence.next_token_nll(A[:, :-1], IDS[:-1]), whole.nll_a)  # (the wrong tokens)

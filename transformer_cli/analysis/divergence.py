@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+SCORE_BYTES = 4 << 20  # a slice of positions scored at once: its float64 logits (V x columns), at most this
 # (name in --json, fraction): llama-perplexity's list, highest first
 PERCENTILES = (("p99_9", 0.999), ("p99", 0.99), ("p95", 0.95), ("p90", 0.90))
 LOWER = (("p10", 0.10), ("p5", 0.05), ("p1", 0.01), ("p0_1", 0.001))
@@ -66,11 +67,25 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=0, keepdims=True))
 
 
-def next_token_nll(log_p: np.ndarray, ids: np.ndarray, first: int = 0) -> np.ndarray:
-    """-ln p of the input's next token at positions first .. c - 2, from log-probabilities (V, c - 1 - first)
-    over those positions and the sequence's c ids."""
-    following = np.asarray(ids)[first + 1 :]
-    return -log_p[following, np.arange(following.size)]
+def next_token_nll(logits: np.ndarray, following: np.ndarray) -> np.ndarray:
+    """-ln p of each position's next token, from logits (V, k) and the k tokens that follow, a slice of columns at
+    a time (SCORE_BYTES)."""
+    following = np.asarray(following)
+    return np.concatenate(
+        [-log_softmax(logits[:, cut])[following[cut], np.arange(following[cut].size)] for cut in _slices(logits)]
+    )
+
+
+def score_scratch(vocabulary: int, positions: int) -> int:
+    """What scoring holds at its peak beside the logits: a slice's float64 log-probabilities, probabilities and
+    differences (about 7 arrays of the slice; 10 counted), for the largest chunk's `positions`."""
+    return 10 * min(SCORE_BYTES, 8 * vocabulary * max(positions, 1))
+
+
+def _slices(logits: np.ndarray) -> list[slice]:
+    """Column slices of logits (V, k) of at most SCORE_BYTES in float64 each (at least one column)."""
+    step = max(1, SCORE_BYTES // (8 * max(logits.shape[0], 1)))
+    return [slice(i, i + step) for i in range(0, logits.shape[1], step)] or [slice(0, 0)]
 
 
 @dataclass(frozen=True)
@@ -89,14 +104,29 @@ class Scored:
     def of(logits_a: np.ndarray, logits_b: np.ndarray, ids: np.ndarray, first: int = 0) -> Scored:
         """One sequence's logits (V, c) from each model and its c token ids: positions first .. c - 2 scored."""
         a, b = np.asarray(logits_a)[:, first:-1], np.asarray(logits_b)[:, first:-1]
+        return Scored.columns(a, b, np.asarray(ids)[first + 1 :])
+
+    @staticmethod
+    def columns(a: np.ndarray, b: np.ndarray, following: np.ndarray) -> Scored:
+        """The scored positions' logits (V, k) from each model and the k tokens that follow them, a slice of
+        columns at a time: at most score_scratch(V, k) bytes beside the logits."""
+        following = np.asarray(following)
+        return Scored.joined([Scored._columns(a[:, cut], b[:, cut], following[cut]) for cut in _slices(a)])
+
+    @staticmethod
+    def _columns(a: np.ndarray, b: np.ndarray, following: np.ndarray) -> Scored:
         la, lb = log_softmax(a), log_softmax(b)
         pa = np.exp(la)
         kld = np.where(pa > 0, pa * (la - lb), 0.0).sum(axis=0)
-        nll_a, nll_b = next_token_nll(la, ids, first), next_token_nll(lb, ids, first)
-        diff = b.astype(np.float64) - a
+        del pa
+        where = np.arange(following.size)
+        nll_a, nll_b = -la[following, where], -lb[following, where]
+        del la, lb
         a64 = a.astype(np.float64)
-        sums = (float((diff**2).sum()), float(a64.sum()), float((a64**2).sum()), a.size, float(np.abs(diff).max()))
-        same = np.argmax(a, axis=0) == np.argmax(b, axis=0)
+        diff = b.astype(np.float64) - a64
+        largest = float(np.abs(diff).max()) if diff.size else 0.0
+        sums = (float((diff**2).sum()), float(a64.sum()), float((a64**2).sum()), a.size, largest)
+        same = np.argmax(a, axis=0) == np.argmax(b, axis=0) if a.size else np.zeros(0, dtype=bool)
         return Scored(nll_a, nll_b, kld, np.exp(-nll_b) - np.exp(-nll_a), same, sums)
 
     @staticmethod
@@ -226,6 +256,7 @@ __all__ = [
     "Scored",
     "chunks",
     "log_softmax",
+    "score_scratch",
     "mean_and_error",
     "next_token_nll",
     "nmse_verdict",

@@ -28,6 +28,7 @@ from ..model.narrow import PIECE_BYTES, SLICE_BYTES
 from ..model.transformer import Transformer
 from ..spec.definition import Spec
 from ..spec.stacks import encoder
+from .limits import Limit
 from .memory import MemoryEstimate, check_memory, estimate_forward, tightest
 from .params import count_params
 from .units import human
@@ -174,13 +175,19 @@ def mode_for(
     what: str,
     option: str = "--max-memory",
     once: bool = False,
+    beside: tuple[int, str] = (0, ""),
+    limits: list[Limit] | None = None,
 ) -> Mode:
     """The mode of a pass over b sequences of n with `weights` (a lazily read file's, else None or weights in
-    memory: resident): the first whose estimate fits; `once`: the model runs one pass (streamed first)."""
+    memory: resident): the first whose estimate fits; `once`: the model runs one pass (streamed first). `beside`:
+    bytes the command holds through the pass and what they are, in the refusal's words (compare's kept logits);
+    `limits`: the memory limits as read before anything the command holds was allocated (else read now)."""
     held = stored_form(weights)
     label = held.label if held is not None else ""
     estimates = mode_estimates(spec, b, n, dtype, held)
-    return choose_mode(spec, estimates, dtype, max_memory, what, label, option, once)
+    if beside[0]:
+        estimates = {k: replace(e, output=e.output + beside[0], output_is=beside[1]) for k, e in estimates.items()}
+    return choose_mode(spec, estimates, dtype, max_memory, what, label, option, once, limits)
 
 
 def block_bytes(spec: Spec, dtype: str | np.dtype) -> int:
@@ -197,11 +204,13 @@ def choose_mode(
     label: str = "",
     option: str = "--max-memory",
     once: bool = False,
+    limits: list[Limit] | None = None,
 ) -> Mode:
     """The first mode (resident, stored, streamed) whose estimate fits the tightest limit (`max_memory`, given as
-    `option`); a MemoryLimitError naming the last one's figure when none does. `once`: the model runs one pass, so
-    streamed is tried first (each block is made once whatever the mode; see the module's note)."""
-    limit = tightest(max_memory, option)
+    `option`; `limits` as read earlier, else now); a MemoryLimitError naming the last one's figure when none does.
+    `once`: the model runs one pass, so streamed is tried first (each block is made once whatever the mode; see the
+    module's note)."""
+    limit = tightest(max_memory, option, limits)
     words = {name: WORDS[name].format(dtype=np.dtype(dtype).name, label=label) for name in MODES}
     block = block_bytes(spec, dtype)
     order = sorted(estimates, key=lambda name: name != "streamed") if once else list(estimates)
@@ -220,7 +229,7 @@ def choose_mode(
             fits = limit is None or estimates[next(iter(estimates))].total <= limit.free  # the first mode, too
             return Mode(name, estimate, why, block, room, totals, kind, given, usual=once and fits)
     what = what if len(estimates) == 1 else f"{what}, {words['streamed']},"
-    check_memory(list(estimates.values())[-1], max_memory, what, option)
+    check_memory(list(estimates.values())[-1], max_memory, what, option, limits)
     raise AssertionError("unreachable: the last estimate exceeds the limit")
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the result types, for annotations: `tfm.load` imports none 
     from tokenizers import Tokenizer
 
     from ..analysis.costs import Costs
+    from ..analysis.limits import Limit
     from ..analysis.modes import Mode
     from ..analysis.params import ParamCount
     from ..analysis.plan import Plan
@@ -118,24 +119,46 @@ class Model:
         what: str = "this forward pass",
         again: bool = False,
         source_len: int | None = None,
+        beside: tuple[int, str] = (0, ""),
+        limits: list[Limit] | None = None,
     ) -> tuple[Transformer | EncoderDecoder, Mode | None]:
         """The NumPy model with its weights held as the memory allows (resident, stored or streamed: see
         analysis/modes.py) for a pass over `batch` sequences of `seq_len`, and the mode (None for two stacks); a
-        MemoryLimitError before anything is read when no mode fits. `again`: the model runs again and again
-        (generation): as many upcast blocks kept as the memory holds. An encoder-decoder's sources are `source_len`
-        long (default: seq_len)."""
+        MemoryLimitError before anything is read when no mode fits (Model.mode). `again`: the model runs again and
+        again (generation): as many upcast blocks kept as the memory holds."""
+        from ..analysis.modes import build
+
+        mode = self.mode(dtype, batch, seq_len, max_memory, what, source_len, beside, limits)
+        if mode is None:
+            return self.transformer(dtype), None
+        keep = mode.keep_up_to(self.spec.N) if again else None
+        return build(self.spec, self.weights, dtype, mode, keep), mode
+
+    def mode(
+        self,
+        dtype: str,
+        batch: int,
+        seq_len: int,
+        max_memory: str | None = None,
+        what: str = "this forward pass",
+        source_len: int | None = None,
+        beside: tuple[int, str] = (0, ""),
+        limits: list[Limit] | None = None,
+    ) -> Mode | None:
+        """How Model.held would hold the weights (None: two stacks, resident), or the MemoryLimitError it would
+        raise, with nothing read. An encoder-decoder's sources are `source_len` long (default: seq_len).
+        `beside`: bytes the caller holds through the passes and what they are; `limits`: the memory limits as read
+        before the caller allocated them (analysis/modes.mode_for)."""
         from ..analysis.memory import check_memory, estimate_encoder_decoder
-        from ..analysis.modes import build, mode_for
+        from ..analysis.modes import mode_for
         from ..spec.stacks import encoder
 
         if encoder(self.spec) is not None:
             estimate = estimate_encoder_decoder(self.spec, batch, source_len or seq_len, seq_len, dtype)
-            check_memory(estimate, max_memory, what)
-            return self.transformer(dtype), None
+            check_memory(estimate, max_memory, what, limits=limits)
+            return None
         weights = self.weights if self.lazy else None  # (seeded weights are made only once they fit)
-        mode = mode_for(self.spec, weights, batch, seq_len, dtype, max_memory, what)
-        keep = mode.keep_up_to(self.spec.N) if again else None
-        return build(self.spec, self.weights, dtype, mode, keep), mode
+        return mode_for(self.spec, weights, batch, seq_len, dtype, max_memory, what, beside=beside, limits=limits)
 
     # -- what the commands do ------------------------------------------------------------------------------------
 
@@ -220,7 +243,7 @@ class Model:
         b = other if isinstance(other, Model) else load(other)
         tol = BLOCK_TOL if block_tol is None else block_tol
         dtype = dtype or self.dtype
-        return compare(self.spec, self.held, b.spec, b.held, ids, ctx, dtype, max_memory, thresholds, block_tol=tol)
+        return compare(self, b, ids, ctx, dtype, max_memory, thresholds, block_tol=tol)
 
     @named(renamed={"n": "seq_len", "b": "batch"})
     def sample(self, seq_len: int = 16, batch: int | None = None, seed: int = 0) -> np.ndarray[Any, Any]:

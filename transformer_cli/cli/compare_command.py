@@ -79,6 +79,8 @@ def compare(
         result = base.compare(load(b), ids, ctx, dtype.value, max_memory, thresholds, block_tol)
     for mode in result.modes:
         say_mode(mode)
+    if result.blocks_note:
+        err.print(f"note: {result.blocks_note}", highlight=False)
     data = {"a": str(a), "b": str(b), "input": where, "dtype": dtype.value} | result.to_dict()
     if json_out:
         print_json(data)

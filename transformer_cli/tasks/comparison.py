@@ -19,10 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..analysis.divergence import Divergence, Scored
+from ..analysis.divergence import Chunk, Divergence, Scored, score_scratch
+from ..analysis.limits import memory_limits
+from ..analysis.memory import MemoryLimitError
+from ..analysis.units import human
 from ..errors import ExitCode, SpecError
 from ..model.transformer import Transformer
-from .perplexity import Held, scored_stream, scored_words
+from .perplexity import scored_stream, scored_words
 
 if TYPE_CHECKING:
     from ..analysis.modes import Mode
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
 
 BLOCK_TOL = 1e-3  # --block-tol's default: the relative error of a block's residual stream that counts as parting
 SUBLAYERS = {"block": "residual", "attention": "attention", "feedforward": "feedforward"}  # tap -> --json key
+KEPT = "A's logits and block outputs kept"  # what compare holds beside each pass, in a refusal's words
 
 
 class Blocks:
@@ -103,8 +107,9 @@ class Comparison:
     chunks: int
     modes: tuple[Mode | None, Mode | None]
     thresholds: Thresholds = field(default_factory=Thresholds)
-    blocks: list[dict[str, Any]] | None = None  # each block's relative errors (None: the blocks differ in N or d)
+    blocks: list[dict[str, Any]] | None = None  # each block's relative errors (None: not compared)
     block_tol: float = BLOCK_TOL
+    blocks_note: str | None = None  # why blocks were not compared, when the memory was the reason
 
     @property
     def first_divergent_block(self) -> int | None:
@@ -139,15 +144,14 @@ class Comparison:
             "blocks": self.blocks,
             "block_tol": self.block_tol,
             "first_divergent_block": self.first_divergent_block,
+            "blocks_note": self.blocks_note,
         }
         return self.figures | blocks | where | {"thresholds": given, "broken": self.broken, "weights_modes": modes}
 
 
 def compare(
-    spec_a: Spec,
-    held_a: Held,
-    spec_b: Spec,
-    held_b: Held,
+    a: Any,
+    b: Any,
     ids: Any,
     ctx: int | None = None,
     dtype: str = "float32",
@@ -156,32 +160,66 @@ def compare(
     where: str = "the input",
     block_tol: float = BLOCK_TOL,
 ) -> Comparison:
-    """B (`spec_b`, its weights `held_b` as the memory allows) against A over `ids` (see the module's note)."""
+    """B against A over `ids` (see the module's note); `a` and `b` are the library's Models (their spec, and their
+    weights held as the memory allows: Model.mode, Model.held). Both are checked to fit before A runs."""
+    spec_a, spec_b = a.spec, b.spec
     if spec_a.V != spec_b.V:
         raise SpecError(f"A has V = {spec_a.V}, B has V = {spec_b.V}: compare needs one vocabulary")
-    specs = {"A": spec_a, "B": spec_b}
-    stream, parts = scored_stream(specs, ids, ctx, where, "compare takes causal language models")
+    stream, parts = scored_stream({"A": spec_a, "B": spec_b}, ids, ctx, where, "compare takes causal language models")
     length = parts[0].stop - parts[0].start
     again = len(parts) > 1
-    net, mode_a = held_a(dtype, 1, length, max_memory, "A's passes", again=again)
+    logits, taps = kept_bytes(spec_a, spec_b, parts, dtype)
+    limits = memory_limits()  # (as before anything is kept: what is kept is counted in `beside` instead)
+
+    def modes(kept: int) -> None:
+        for model, name in ((a, "A's passes"), (b, "B's passes")):
+            model.mode(dtype, 1, length, max_memory, name, beside=(kept, KEPT), limits=limits)
+
+    note = None
+    try:
+        modes(logits + taps)
+    except MemoryLimitError:
+        if not taps:
+            raise
+        modes(logits)  # (refused here when even A's logits do not fit)
+        note = f"blocks not compared: A's block outputs over {stream.size} tokens would need {human(taps)} more"
+        taps = 0
+    blocks = Blocks() if taps else None
+    beside = (logits + taps, KEPT)
+    net, mode_a = a.held(dtype, 1, length, max_memory, "A's passes", again, beside=beside, limits=limits)
     assert isinstance(net, Transformer)  # (one stack: checked above)
-    blocks = Blocks() if (spec_a.N, spec_a.d) == (spec_b.N, spec_b.d) else None
-    logits_a = []
+    logits_a: list[np.ndarray | None] = []
     for k, p in enumerate(parts):
-        taps = blocks.keep(k) if blocks is not None else None
-        logits_a.append(net.forward(stream[p.start : p.stop][None], taps=taps)[0])
+        heard = blocks.keep(k) if blocks is not None else None
+        logits_a.append(net.forward(stream[p.start : p.stop][None], taps=heard)[0][:, p.first : -1].copy())
     del net  # (A let go before B is made)
-    net, mode_b = held_b(dtype, 1, length, max_memory, "B's passes", again=again)
+    net, mode_b = b.held(dtype, 1, length, max_memory, "B's passes", again, beside=beside, limits=limits)
     assert isinstance(net, Transformer)
     scored = []
-    for k, (part, a) in enumerate(zip(parts, logits_a, strict=True)):
+    for k, part in enumerate(parts):
+        kept, logits_a[k] = logits_a[k], None  # (each chunk's kept logits let go once scored)
+        assert kept is not None
         piece = stream[part.start : part.stop]
-        taps = blocks.against(k) if blocks is not None else None
-        scored.append(Scored.of(a, net.forward(piece[None], taps=taps)[0], piece, part.first))
+        heard = blocks.against(k) if blocks is not None else None
+        logits_b = net.forward(piece[None], taps=heard)[0][:, part.first : -1]
+        scored.append(Scored.columns(kept, logits_b, piece[part.first + 1 :]))
     joined = Divergence(Scored.joined(scored))
     rows = blocks.rows(spec_a.N) if blocks is not None else None
-    modes = (mode_a, mode_b)
-    return Comparison(joined, int(stream.size), ctx, len(parts), modes, thresholds or Thresholds(), rows, block_tol)
+    return Comparison(
+        joined, int(stream.size), ctx, len(parts), (mode_a, mode_b), thresholds or Thresholds(), rows, block_tol, note
+    )
+
+
+def kept_bytes(spec_a: Spec, spec_b: Spec, parts: list[Chunk], dtype: str) -> tuple[int, int]:
+    """What compare keeps of A through both models' passes: its logits at the positions scored (V x positions)
+    with the scoring's scratch, and, for the same blocks (N and d), the three outputs of each block over every token
+    run (0 otherwise), in the compute dtype."""
+    size, vocabulary = np.dtype(dtype).itemsize, spec_a.V or 0  # (a vocabulary: checked by scored_stream)
+    positions = [p.stop - p.start - 1 - p.first for p in parts]
+    run = sum(p.stop - p.start for p in parts)
+    logits = size * vocabulary * sum(positions) + score_scratch(vocabulary, max(positions))
+    same = (spec_a.N, spec_a.d) == (spec_b.N, spec_b.d)
+    return logits, size * len(SUBLAYERS) * spec_a.N * spec_a.d * run if same else 0
 
 
 __all__ = ["Comparison", "Thresholds", "compare"]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..analysis.divergence import Chunk, Perplexity, chunks, log_softmax, next_token_nll
+from ..analysis.divergence import Chunk, Perplexity, chunks, next_token_nll, score_scratch
 from ..errors import ArrayError, OptionError, SpecError
 from ..model.transformer import Transformer
 from ..spec.definition import check_length
@@ -126,13 +126,14 @@ def perplexity(
     allows (the library's Model.held)."""
     stream, parts = scored_stream({"": spec}, ids, ctx, where, "perplexity is a causal language model's")
     length = parts[0].stop - parts[0].start
-    net, mode = held(dtype, 1, length, max_memory, "this perplexity", again=len(parts) > 1)
+    beside = (score_scratch(spec.V or 0, length - 1 - parts[0].first), "the scoring's log-probabilities")
+    net, mode = held(dtype, 1, length, max_memory, "this perplexity", len(parts) > 1, beside=beside)
     assert isinstance(net, Transformer)  # (one stack: an encoder-decoder was refused above)
     nll = []
     for part in parts:
         piece = stream[part.start : part.stop]
         logits = net.forward(piece[None])[0]  # (V, c)
-        nll.append(next_token_nll(log_softmax(logits[:, part.first : -1]), piece, part.first))
+        nll.append(next_token_nll(logits[:, part.first : -1], piece[part.first + 1 :]))
     return PerplexityResult(Perplexity.of(np.concatenate(nll)), int(stream.size), ctx, len(parts), mode)
 
 
