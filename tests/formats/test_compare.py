@@ -172,4 +172,6 @@ def test_text_goes_through_as_tokenizer_and_gives_what_its_ids_give(pair, tmp_pa
     expected = tfm.load(root / "a").compare(root / "b", IDS, dtype="float64").to_dict()
     assert json.loads(done.stdout)["kld"] == expected["kld"]
     neither = CliRunner().invoke(app, args)
-    assert neither.exit_code == 2 and "give the tokens as ids (--input ids.npy) or as text" in neither.stderr
+    assert neither.exit_code == 2 and "give the tokens as ids (--input ids.npy), a text file" in neither.stderr
+    said = CliRunner().invoke(app, [*args, "--prompt", " ".join(f"w{i}" for i in IDS)])
+    assert said.exit_code == 0 and json.loads(said.stdout)["kld"] == expected["kld"]

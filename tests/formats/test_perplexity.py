@@ -113,6 +113,10 @@ def test_the_command_gives_the_librarys_figure_from_ids_or_from_text_through_the
     text = _invoke("perplexity", worded, "--text", tmp_path / "text.txt", "--json", "--dtype", "float64")
     assert text.exit_code == 0, text.output
     assert json.loads(text.stdout)["ppl"] == tfm.load(folder).perplexity(IDS, dtype="float64").perplexity.value
+    prompt = _invoke("perplexity", worded, "--prompt", " ".join(f"w{i}" for i in IDS), "--json", "--dtype", "float64")
+    assert prompt.exit_code == 0 and json.loads(prompt.stdout)["ppl"] == json.loads(text.stdout)["ppl"]
+    other = _invoke("perplexity", worded, "--prompt", " ".join(f"w{i}" for i in IDS[::-1]), "--json")
+    assert json.loads(other.stdout)["ppl"] != json.loads(text.stdout)["ppl"]  # (the control: other tokens)
     plain = _invoke("perplexity", folder, "-i", tmp_path / "ids.npy")
     assert plain.exit_code == 0 and "perplexity " in plain.stdout and "49 of 50 tokens scored, 1 chunk" in plain.stdout
 
@@ -120,8 +124,10 @@ def test_the_command_gives_the_librarys_figure_from_ids_or_from_text_through_the
 @pytest.mark.parametrize(
     "args, message",
     [
-        ((), "give the tokens as ids (--input ids.npy) or as text (--text FILE), one of the two"),
+        ((), "give the tokens as ids (--input ids.npy), a text file (--text FILE) or text (--prompt TEXT), one of"),
+        (("--text", "TEXT", "--prompt", "w1"), "give the tokens as ids (--input ids.npy), a text file"),
         (("--text", "TEXT"), "--text: "),  # the folder has no tokenizer.json
+        (("--prompt", "w1 w2"), "--prompt: "),
     ],
 )
 def test_the_command_refuses_in_one_line_with_exit_code_2(llama, tmp_path, args, message):

@@ -117,6 +117,9 @@ StreamOpt = Annotated[
 TextOpt = Annotated[
     Optional[Path], typer.Option("--text", help="A text file, through the (base) model's tokenizer.json.")
 ]
+StreamPromptOpt = Annotated[
+    Optional[str], typer.Option("--prompt", help="The tokens as text given here, through the (base) model's tokenizer.")
+]
 CtxOpt = Annotated[
     Optional[int],
     typer.Option("--ctx", "-c", help="Chunks of this many tokens, each run alone, each scoring its second half."),

@@ -15,6 +15,7 @@ from .common import (
     MaxMemoryOpt,
     RunDTypeOpt,
     StreamOpt,
+    StreamPromptOpt,
     TextOpt,
     app,
     err,
@@ -33,6 +34,7 @@ def compare(
     b: ModelArg,
     input_path: StreamOpt = None,
     text: TextOpt = None,
+    prompt: StreamPromptOpt = None,
     ctx: CtxOpt = None,
     max_kld: Annotated[
         Optional[float], typer.Option("--max-kld", help="Exit 1 when the mean KL divergence is above this.")
@@ -72,7 +74,7 @@ def compare(
     from ..text import escaped as shown
 
     with handled(json_out):
-        ids, where = token_input(a, input_path, text)
+        ids, where = token_input(a, input_path, text, prompt)
         base = load(a)
         dtype = dtype or (DType.float32 if base.lazy else RUN_DTYPE)
         thresholds = Thresholds(max_kld, min_same_top_p, max_nmse)

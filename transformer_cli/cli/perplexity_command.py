@@ -12,6 +12,7 @@ from .common import (
     SeedOpt,
     SpecArg,
     StreamOpt,
+    StreamPromptOpt,
     TextOpt,
     WeightsOpt,
     app,
@@ -30,6 +31,7 @@ def perplexity(
     spec_path: SpecArg = None,
     input_path: StreamOpt = None,
     text: TextOpt = None,
+    prompt: StreamPromptOpt = None,
     ctx: CtxOpt = None,
     weights: WeightsOpt = None,
     seed: SeedOpt = 0,
@@ -54,7 +56,7 @@ def perplexity(
     from ..text import escaped as shown
 
     with handled(json_out):
-        ids, where = token_input(spec_path, input_path, text)
+        ids, where = token_input(spec_path, input_path, text, prompt)
         spec, source = load(spec_path, weights)
         weights = weights_of(spec_path, weights)
         dtype = dtype or (DType.float32 if weights is not None and weights.is_dir() else RUN_DTYPE)

@@ -62,25 +62,33 @@ def token_stream(ids: Any, spec: Any, where: str) -> np.ndarray:
 MAX_TEXT_BYTES = 256 << 20  # a text file read for its tokens (WikiText-2's test set: 1.3 MB)
 
 
-def text_tokens(model_path: Path | None, text: Path) -> np.ndarray:
-    """A text file's token ids (n,) through the model's tokenizer (a folder's tokenizer.json, a GGUF file's
-    vocabulary); a model without one is a one-line error naming --text."""
+def text_tokens(model_path: Path | None, text: Path | str, option: str = "--text") -> np.ndarray:
+    """A text file's (or, as a str, the text's own) token ids (n,) through the model's tokenizer (a folder's
+    tokenizer.json, a GGUF file's vocabulary); a model without one is a one-line error naming `option`."""
     from ..files import read_bounded
     from .generation import encode, tokenizer, tokenizer_file
 
-    tok = tokenizer(model_path, option="--text")
-    words = read_bounded(text, MAX_TEXT_BYTES, "a text file", SpecError).decode("utf-8", errors="replace")
-    return np.asarray(encode(tok, words, tokenizer_file(model_path)), dtype=np.int64)
+    tok = tokenizer(model_path, option=option)
+    if isinstance(text, Path):
+        text = read_bounded(text, MAX_TEXT_BYTES, "a text file", SpecError).decode("utf-8", errors="replace")
+    return np.asarray(encode(tok, text, tokenizer_file(model_path)), dtype=np.int64)
 
 
-def token_input(model_path: Path | None, input_path: Path | None, text: Path | None) -> tuple[np.ndarray, str]:
-    """The token stream a command was given, as ids (--input ids.npy) or as text (--text FILE), and its name."""
+def token_input(
+    model_path: Path | None, input_path: Path | None, text: Path | None, prompt: str | None = None
+) -> tuple[np.ndarray, str]:
+    """The token stream a command was given, as ids (--input ids.npy), a text file (--text FILE) or text
+    (--prompt TEXT), and its name."""
     from ..io.arrays import open_npy
 
-    if (input_path is None) == (text is None):
-        raise SpecError("give the tokens as ids (--input ids.npy) or as text (--text FILE), one of the two")
+    if sum(given is not None for given in (input_path, text, prompt)) != 1:
+        raise SpecError(
+            "give the tokens as ids (--input ids.npy), a text file (--text FILE) or text (--prompt TEXT), one of them"
+        )
     if text is not None:
         return text_tokens(model_path, text), str(text)
+    if prompt is not None:
+        return text_tokens(model_path, prompt, "--prompt"), "--prompt"
     assert input_path is not None
     return np.asarray(open_npy(input_path)), str(input_path)
 
