@@ -16,7 +16,7 @@ from ..options import named
 from ..spec.definition import Spec
 from ..tasks.sources import is_hugging_face, spec_at
 
-GGUF_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0")  # gguf/write.py's TYPES
+GGUF_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m")  # gguf/write.py's TYPES
 SAVE_DTYPES = ("float64", "float32", "float16", "bfloat16")
 FILE_SUFFIX = re.compile(r"\.[A-Za-z][A-Za-z0-9]*")  # '.txt', '.pt': a file's; 'Llama-3.1-8B' names a folder
 

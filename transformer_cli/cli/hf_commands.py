@@ -26,6 +26,7 @@ class GGUFType(str, Enum):
     bf16 = "bf16"
     q8_0 = "q8_0"
     q4_0 = "q4_0"
+    q4_k_m = "q4_k_m"
 
 
 @app.command()

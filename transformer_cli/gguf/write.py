@@ -2,9 +2,11 @@
 model_type, the metadata keys that architecture's reader takes, the converter's changes made (LLaMA's Q/K rows
 permuted, Gemma's norms stored as 1 + w), norms, routers and positions in F32, the other weights in the asked type
 (F32, F16, BF16, Q8_0, Q4_0) by the gguf package's quantiser, with the converter's F16 fallback for rows that are
-no whole blocks, and the tensors not named .weight in F32; general.file_type and general.quantization_version as the
-converter writes them. Tensors are written one at a time. The file is read back before it is published: a model the
-format cannot hold (Mistral's window, Qwen-MoE's dense layers) is refused naming what it would lose."""
+no whole blocks, and the tensors not named .weight in F32; or, for Q4_K_M, each tensor in the type llama-quantize
+gives it (gguf/mixes.py), by llama.cpp's own Q4_K and Q6_K quantisers (gguf/kquants.py). general.file_type and
+general.quantization_version as the converter writes them. Tensors are written one at a time. The file is read back
+before it is published: a model the format cannot hold (Mistral's window, Qwen-MoE's dense layers) is refused
+naming what it would lose."""
 
 from __future__ import annotations
 
@@ -21,13 +23,15 @@ from ..hf.layouts import hf_shape, join, piece, rules, tensor_shapes
 from ..io.outputs import publish, temp_name
 from ..spec.definition import Spec
 from ..spec.rope_scaling import longrope_attention_factor
+from . import kquants
 from .archs import ARCH_OF, ARCHITECTURES
 from .base import LLAMA3, _llama3_factors
+from .mixes import MIXES, mix_types
 from .model import pieces_of, spec_from_gguf
 from .vocab import add_vocabulary
 
-TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0")
-FILE_TYPES = {"F32": 0, "F16": 1, "BF16": 32, "Q8_0": 7, "Q4_0": 2}  # gguf.LlamaFileType: ALL_F32, MOSTLY_F16, ...
+TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K_M")
+FILE_TYPES = {"F32": 0, "F16": 1, "BF16": 32, "Q8_0": 7, "Q4_0": 2, "Q4_K_M": 15}  # gguf.LlamaFileType's
 KEPT_F32 = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight")
 
 
@@ -124,6 +128,8 @@ def _stored(data: np.ndarray, qtype) -> np.ndarray:
         return data
     if qtype.name == "F16":
         return data.astype(np.float16)
+    if qtype.name in kquants.QUANTISERS:
+        return kquants.quantize(data, qtype.name)
     return quantize(data, qtype)
 
 
@@ -148,7 +154,8 @@ def write_gguf(
         )
     if type_name.upper() not in TYPES:
         raise SpecError(f"--type {type_name}: tfm writes GGUF files of {', '.join(t.lower() for t in TYPES)}")
-    arch_name, asked = ARCH_OF[model_type], gguf.GGMLQuantizationType[type_name.upper()]
+    arch_name, mix = ARCH_OF[model_type], type_name.lower() if type_name.lower() in MIXES else None
+    asked = None if mix else gguf.GGMLQuantizationType[type_name.upper()]
     arch = ARCHITECTURES[arch_name]
     extra = _extra_tensors(spec)
     meta = _metadata(spec, arch_name)
@@ -163,7 +170,7 @@ def write_gguf(
         writer = gguf.GGUFWriter(str(tmp), arch_name)
         writer.add_name(spec.label)
         writer.add_quantization_version(gguf.GGML_QUANT_VERSION)  # (as the converter's prepare_metadata)
-        writer.add_file_type(FILE_TYPES[asked.name])  # (its set_gguf_parameters: the type asked for)
+        writer.add_file_type(FILE_TYPES[type_name.upper()])  # (its set_gguf_parameters: the type asked for)
         for key, value in meta.items():
             add: Callable = (
                 writer.add_string
@@ -176,7 +183,10 @@ def write_gguf(
             )
             add(f"{arch_name}.{key}", value)
         said = add_vocabulary(writer, tokenizer, int(spec.V or 0))
-        types = {name: _qtype(name, shape, asked) for name, shape in tensors}
+        if mix is not None:  # (each tensor as llama-quantize types it; F32 where it keeps the source's)
+            types = {name: gguf.GGMLQuantizationType[t] for name, t in mix_types(spec, arch_name, mix).items()}
+        else:
+            types = {name: _qtype(name, shape, asked) for name, shape in tensors}
         for name, data in extra.items():
             writer.add_tensor_info(name, data.shape, np.dtype(np.float32), data.nbytes)
         for name, shape in tensors:
