@@ -175,3 +175,25 @@ def test_text_goes_through_as_tokenizer_and_gives_what_its_ids_give(pair, tmp_pa
     assert neither.exit_code == 2 and "give the tokens as ids (--input ids.npy), a text file" in neither.stderr
     said = CliRunner().invoke(app, [*args, "--prompt", " ".join(f"w{i}" for i in IDS)])
     assert said.exit_code == 0 and json.loads(said.stdout)["kld"] == expected["kld"]
+
+
+def test_a_spec_compares_with_the_weights_named_for_each_side(tmp_path):
+    """--a-weights and --b-weights: tfm's .npz weights keep no spec, so the spec is named and each side's weights."""
+    from typer.testing import CliRunner
+
+    from transformer_cli.cli import app
+
+    (tmp_path / "lm.yaml").write_text("N: 2\nH: 2\nm: 8\nd: 16\nr: 32\nV: 50\nmask: causal\npositional: rope\n")
+    for seed in (1, 2):
+        tfm.init(tmp_path / "lm.yaml", tmp_path / f"w{seed}.npz", seed=seed)
+    np.save(tmp_path / "ids.npy", IDS % 50)
+    args = ["compare", str(tmp_path / "lm.yaml"), str(tmp_path / "lm.yaml"), "-i", str(tmp_path / "ids.npy")]
+    same = CliRunner().invoke(
+        app, [*args, "--a-weights", str(tmp_path / "w1.npz"), "--b-weights", str(tmp_path / "w1.npz"), "--json"]
+    )
+    assert same.exit_code == 0, same.output
+    assert json.loads(same.stdout)["kld"]["max"] == 0.0
+    other = CliRunner().invoke(
+        app, [*args, "--a-weights", str(tmp_path / "w1.npz"), "--b-weights", str(tmp_path / "w2.npz"), "--json"]
+    )
+    assert other.exit_code == 0 and json.loads(other.stdout)["kld"]["mean"] > 1e-3  # (other weights: the control)

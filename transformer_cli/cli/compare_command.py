@@ -25,7 +25,9 @@ from .common import (
     say_mode,
 )
 
-ModelArg = Annotated[Path, typer.Argument(help="A Hugging Face folder, a GGUF file or tfm's .safetensors weights.")]
+ModelArg = Annotated[
+    Path, typer.Argument(help="A Hugging Face folder, a GGUF file, tfm's .safetensors weights, or a spec.")
+]
 
 
 @app.command()
@@ -50,6 +52,12 @@ def compare(
         float,
         typer.Option("--block-tol", help="The relative error of a block's residual stream that counts as parting."),
     ] = 1e-3,
+    a_weights: Annotated[
+        Optional[Path], typer.Option("--a-weights", help="A's weights (.npz or .safetensors) when A is a spec.")
+    ] = None,
+    b_weights: Annotated[
+        Optional[Path], typer.Option("--b-weights", help="B's weights (.npz or .safetensors) when B is a spec.")
+    ] = None,
     dtype: RunDTypeOpt = None,
     max_memory: MaxMemoryOpt = None,
     json_out: JsonOpt = False,
@@ -67,6 +75,7 @@ def compare(
     Examples:
       tfm compare ./llama-folder llama-q8_0.gguf --input ids.npy --max-kld 0.01
       tfm compare ./llama-folder llama-q4_0.gguf --input ids.npy --ctx 512 --json
+      tfm compare spec.yaml spec.yaml --a-weights before.npz --b-weights after.npz --input ids.npy
     """
     from ..api.models import load
     from ..tasks.comparison import Thresholds
@@ -75,10 +84,10 @@ def compare(
 
     with handled(json_out):
         ids, where = token_input(a, input_path, text, prompt)
-        base = load(a)
+        base = load(a, a_weights)
         dtype = dtype or (DType.float32 if base.lazy else RUN_DTYPE)
         thresholds = Thresholds(max_kld, min_same_top_p, max_nmse)
-        result = base.compare(load(b), ids, ctx, dtype.value, max_memory, thresholds, block_tol)
+        result = base.compare(load(b, b_weights), ids, ctx, dtype.value, max_memory, thresholds, block_tol)
     for mode in result.modes:
         say_mode(mode)
     if result.blocks_note:
