@@ -197,3 +197,43 @@ def test_a_spec_compares_with_the_weights_named_for_each_side(tmp_path):
         app, [*args, "--a-weights", str(tmp_path / "w1.npz"), "--b-weights", str(tmp_path / "w2.npz"), "--json"]
     )
     assert other.exit_code == 0 and json.loads(other.stdout)["kld"]["mean"] > 1e-3  # (other weights: the control)
+
+
+def _unpermuted(rows: np.ndarray, heads: int) -> np.ndarray:
+    """convert_hf_to_gguf's LLaMA Q/K row permutation undone."""
+    return rows.reshape(heads, rows.shape[0] // heads // 2, 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
+
+
+def test_a_gguf_b_is_what_pytorch_makes_of_the_gguf_packages_dequantised_weights(pair, tmp_path):
+    """B a q8_0 GGUF file (ffn_down's rows of 40 in F16): the reference is transformers' model holding the weights
+    the gguf package dequantises from that file, in float64."""
+    gguf = pytest.importorskip("gguf")
+    root, model_a, _ = pair
+    tfm.convert(root / "a", tmp_path / "b.gguf", gguf_type="q8_0")
+    config = model_a.config
+    names = {"token_embd": "model.embed_tokens", "output": "lm_head", "output_norm": "model.norm"}
+    block = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj"}
+    block |= {"attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj"}
+    block |= {"ffn_down": "mlp.down_proj", "attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm"}
+    state, types = {}, set()
+    for tensor in gguf.GGUFReader(tmp_path / "b.gguf").tensors:
+        values = gguf.quants.dequantize(tensor.data, tensor.tensor_type).astype(np.float64)
+        types.add(tensor.tensor_type.name)
+        parts = tensor.name.split(".")
+        if parts[0] == "blk":
+            short = parts[2]
+            values = _unpermuted(values, config.num_attention_heads) if short == "attn_q" else values
+            values = _unpermuted(values, config.num_key_value_heads) if short == "attn_k" else values
+            state[f"model.layers.{parts[1]}.{block[short]}.weight"] = torch.from_numpy(values)
+        else:
+            state[f"{names[parts[0]]}.weight"] = torch.from_numpy(values)
+    assert {"Q8_0", "F16", "F32"} <= types
+    model_b = build("llama")
+    model_b.load_state_dict(state)
+    expected = _figures(model_a, exact(model_b), IDS)
+    got = tfm.load(root / "a").compare(tmp_path / "b.gguf", IDS, dtype="float64").to_dict()
+    assert got["kld"]["mean"] == pytest.approx(expected["kld_mean"], rel=1e-8)
+    assert got["kld"]["max"] == pytest.approx(expected["kld_max"], rel=1e-8)
+    assert got["same_top_p"] == expected["same_top_p"]
+    assert got["logits"]["nmse"] == pytest.approx(expected["nmse"], rel=1e-8)
+    assert got["kld"]["mean"] > 1e-9  # (q8_0 is not A)
