@@ -158,6 +158,8 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                                                               norm_epsilon=1e-5)),
     "starcoder2-no-window": ("Starcoder2Config", "Starcoder2ForCausalLM", SMALL | dict(  # (a GGUF holds no window)
         num_key_value_heads=2, norm_epsilon=1e-5)),
+    "starcoder2-head-dim": ("Starcoder2Config", "Starcoder2ForCausalLM", SMALL | dict(  # heads of 12, not d / H = 8
+        num_key_value_heads=2, head_dim=12, norm_epsilon=1e-5)),
     "stablelm": ("StableLmConfig", "StableLmForCausalLM", SMALL | dict(num_key_value_heads=2, use_qkv_bias=True)),
     "stablelm-parallel": ("StableLmConfig", "StableLmForCausalLM",
                           SMALL | dict(num_key_value_heads=4, use_parallel_residual=True, partial_rotary_factor=0.5)),

@@ -19,7 +19,8 @@ def spec(c: Keys) -> dict[str, Any]:
     """Starcoder2ForCausalLM: LLaMA's attention (biases with use_bias) between LayerNorms with biases, a plain MLP
     (c_fc, c_proj) of gelu_pytorch_tanh, an optional window, a tied head."""
     d, H = c.count("hidden_size"), c.count("num_attention_heads")
-    G, m = c.count("num_key_value_heads", 2), whole_heads(c, d, H)
+    G = c.count("num_key_value_heads", 2)
+    m = c.nullable_count("head_dim", None) or whole_heads(c, d, H)  # (transformers' `head_dim or d // H`)
     bias = c.flag("use_bias", True)
     return (
         CAUSAL_PRE
@@ -43,7 +44,13 @@ def spec(c: Keys) -> dict[str, Any]:
 
 
 def config(spec: Spec) -> dict[str, Any]:
-    return {"norm_epsilon": spec.norm_eps, "use_bias": True, "sliding_window": None, "hidden_act": "gelu_pytorch_tanh"}
+    head = {"head_dim": spec.m} if spec.m * spec.H != spec.d else {}
+    return head | {
+        "norm_epsilon": spec.norm_eps,
+        "use_bias": True,
+        "sliding_window": None,
+        "hidden_act": "gelu_pytorch_tanh",
+    }
 
 
 def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
