@@ -197,6 +197,10 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                 SMALL | dict(num_hidden_layers=4, num_key_value_heads=2, head_dim=8, sliding_window=4,
                                              query_pre_attn_scalar=8, rope_theta=1e4, rope_local_base_freq=30.0,
                                              attn_implementation="eager")),
+    "gemma3_text-softcapped": ("Gemma3TextConfig", "Gemma3ForCausalLM",  # transformers keeps the scores' cap unused
+                               SMALL | dict(num_hidden_layers=2, num_key_value_heads=1, head_dim=12, sliding_window=5,
+                                            sliding_window_pattern=2, attn_logit_softcapping=0.5,
+                                            final_logit_softcapping=3.0, attn_implementation="eager")),
     "gemma3_text-one-base-scaled": ("Gemma3TextConfig", "Gemma3ForCausalLM",  # one base; the full layers' scaled
                                     SMALL | dict(num_hidden_layers=2, num_key_value_heads=1, head_dim=12,
                                                  sliding_window=5, sliding_window_pattern=2, rope_parameters={

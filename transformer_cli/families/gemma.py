@@ -54,12 +54,12 @@ def gemma2(c: Keys) -> dict[str, Any]:
 
 def gemma3_text(c: Keys) -> dict[str, Any]:
     """Gemma3ForCausalLM: Gemma 2's block with (1 + gamma) RMSNorms of each query and key head, five sliding
-    layers to one full by default, the sliding layers' own rope base, soft-capping only where the file asks."""
+    layers to one full by default, the sliding layers' own rope base, the logits soft-capped only where the file
+    asks; the scores never (transformers 5.24 keeps attn_logit_softcapping and does not apply it: said on stderr)."""
     full, local = _gemma3_ropes(c, c.count("max_position_embeddings", 131072), c.count("head_dim", 256))
-    caps = {
-        "attn_softcap": c.nullable_number("attn_logit_softcapping", None),
-        "logit_softcap": c.nullable_number("final_logit_softcapping", None),
-    }
+    c.nullable_number("attn_logit_softcapping", None)  # (checked, then left: transformers stores it, never applies it)
+    c.ignored("attn_logit_softcapping", "5.24 stores it and never applies it to Gemma 3's attention scores")
+    caps = {"logit_softcap": c.nullable_number("final_logit_softcapping", None)}
     return sliding_rope(
         _gemma_like(c, caps | {"qk_norm": True}, full, period=c.count("sliding_window_pattern", 6)), local
     )

@@ -42,8 +42,9 @@ def _number(value: Any) -> bool:
 class Keys:
     """The keys of one JSON object of a config: the file's top level, or a nested one such as rope_parameters."""
 
-    def __init__(self, data: dict[str, Any], source: str, prefix: str = "") -> None:
+    def __init__(self, data: dict[str, Any], source: str, prefix: str = "", notes: list[str] | None = None) -> None:
         self.data, self.source, self.prefix = data, source, prefix
+        self.notes = [] if notes is None else notes  # what reading it says on stderr (shared with nested objects)
 
     def raw(self, key: str, *aliases: str) -> tuple[str, Any]:
         """(the key found, its value): the first of `key`, `aliases` present in the file, else (key, _ABSENT)."""
@@ -57,6 +58,12 @@ class Keys:
 
     def fail(self, key: str, value: Any, expected: str) -> SpecError:
         return SpecError(f"{self.source}: key '{self.prefix}{key}': got {_shown(value)}, expected {expected}")
+
+    def ignored(self, key: str, why: str) -> None:
+        """A key set in the file that transformers stores and never uses: tfm follows it, and says so."""
+        if self.has(key):
+            value = _shown(self.data[key])
+            self.notes.append(f"{self.source}: key '{self.prefix}{key}': {value} is ignored, as transformers {why}")
 
     def refuse(self, key: str, value: Any, why: str) -> SpecError:
         """A valid setting that tfm cannot represent (or that transformers cannot build)."""
@@ -121,7 +128,7 @@ class Keys:
             return None
         if not isinstance(value, dict):
             raise self.fail(key, value, "a JSON object")
-        return Keys(value, self.source, f"{self.prefix}{key}.")
+        return Keys(value, self.source, f"{self.prefix}{key}.", self.notes)
 
 
 __all__ = ["REQUIRED", "Keys"]

@@ -95,14 +95,23 @@ def _minimal(mapping: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in mapping.items() if k in REQUIRED or v != FIELDS[k].default}
 
 
-def config_to_spec_mapping(config: dict[str, Any], source: str) -> dict[str, Any]:
-    """The tfm spec of a parsed config.json as a plain mapping (what a YAML spec file would hold)."""
-    c = Keys(config, source)
+def config_to_spec_mapping(config: dict[str, Any], source: str, notes: list[str] | None = None) -> dict[str, Any]:
+    """The tfm spec of a parsed config.json as a plain mapping (what a YAML spec file would hold); `notes` hears
+    what reading it says (a key transformers ignores, and so tfm)."""
+    c = Keys(config, source, notes=notes)
     model_class, family = FAMILIES[_model_type(c)]
     mapping = _minimal(family(c))
     name = _name(config, source)
     head = {"name": name} if name else {}
     return head | {"description": f"{model_class} as transformers builds it from {Path(source).name}"} | mapping
+
+
+def config_notes(path: str | Path) -> list[str]:
+    """What reading the config.json (the file, or the one in a folder) says: the keys transformers stores and never
+    uses, which tfm follows (each a line for stderr)."""
+    path, notes = config_path(path), list[str]()
+    config_to_spec_mapping(read_config(path), str(path), notes)
+    return notes
 
 
 def spec_of_config(config: dict[str, Any], source: str) -> Spec:
@@ -124,6 +133,7 @@ def spec_from_config(path: str | Path) -> Spec:
 
 
 __all__ = [
+    "config_notes",
     "config_path",
     "config_to_spec_mapping",
     "load_config",
