@@ -98,6 +98,13 @@ def relu_(X: Array) -> Array:
     return np.maximum(X, 0, out=X)
 
 
+def relu2_(X: Array) -> Array:
+    """ReLU squared, max(x, 0)^2, overwriting X (Nemotron's and Arcee's `relu2`)."""
+    np.maximum(X, 0, out=X)
+    X *= X
+    return X
+
+
 def gelu_(X: Array, root: float = math.sqrt(2.0 / math.pi)) -> Array:
     """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), overwriting X (`root`: sqrt(2/pi))."""
     inner = X * X
@@ -140,6 +147,7 @@ def gelu_bloom_(X: Array) -> Array:
 
 ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
     "relu": relu_,
+    "relu2": relu2_,
     "gelu": gelu_,
     "gelu_exact": gelu_exact_,
     "silu": silu_,

@@ -40,8 +40,9 @@ ARCHS = {
     "t5": "T5",
     "mt5": "T5",
     "gptj": "GPTJ",
+    "arcee": "ARCEE",
 }
-PERMUTED = ("LLAMA", "GRANITE")  # LlamaModel and its subclasses permute Q and K
+PERMUTED = ("LLAMA", "GRANITE", "ARCEE")  # LlamaModel and its subclasses permute Q and K
 
 
 def _kv_heads(cfg) -> int:

@@ -39,4 +39,6 @@ FAMILIES = [
     "deepseek_v3-gguf",
     "deepseek_v2",
     "gptj-gguf",
+    "arcee",
+    "arcee-yarn",
 ]

@@ -158,6 +158,12 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                                                               norm_epsilon=1e-5)),
     "starcoder2-no-window": ("Starcoder2Config", "Starcoder2ForCausalLM", SMALL | dict(  # (a GGUF holds no window)
         num_key_value_heads=2, norm_epsilon=1e-5)),
+    "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
+    "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
+        num_key_value_heads=2, attention_bias=True, mlp_bias=True)),
+    "arcee-yarn": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # AFM-4.5B's rotary
+        num_key_value_heads=2, rope_parameters={"rope_type": "yarn", "factor": 4.0,
+                                                "original_max_position_embeddings": 16, "rope_theta": 10000.0})),
     "starcoder2-head-dim": ("Starcoder2Config", "Starcoder2ForCausalLM", SMALL | dict(  # heads of 12, not d / H = 8
         num_key_value_heads=2, head_dim=12, norm_epsilon=1e-5)),
     "stablelm": ("StableLmConfig", "StableLmForCausalLM", SMALL | dict(num_key_value_heads=2, use_qkv_bias=True)),

@@ -17,7 +17,7 @@ from ..spec.choices import FEEDFORWARDS
 from .base import Component, Pairs, Tensor, Term, stacked
 
 # gelu (and BLOOM's): the tanh form, tanh as 1; gelu_exact: scale, erf (as 1), +1, x, 0.5; silu: neg, exp, +1, /
-ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9, "gelu_exact": 5, "silu": 4, "gelu_bloom": 9}
+ACTIVATION_PER_ENTRY = {"relu": 1, "relu2": 2, "gelu": 9, "gelu_exact": 5, "silu": 4, "gelu_bloom": 9}
 
 Get = Callable[[str], "kernels.Array"]
 
@@ -70,7 +70,7 @@ class FeedForward(Component):
         """Bytes one token's training pass keeps beyond its input, in s-byte elements (analysis/training.py): relu
         its output, the tensor W2 keeps; gelu and silu their input and the output W2 keeps. Under LoRA W2's input
         is kept only when W2 trains (`down`), the activation's when the gate needs a gradient (`gate`)."""
-        if self.spec.activation == "relu":
+        if self.spec.activation == "relu":  # (relu2's gradient needs its input: as gelu's)
             return (gate or down) * self.spec.r * s
         return (gate + down) * self.spec.r * s
 

@@ -25,6 +25,14 @@ _LLAMA_GLOBALS = {"embedding.E": "model.embed_tokens.weight", "head.W": "lm_head
 _one = lambda spec: 1  # noqa: E731
 
 LLAMA = Family("model.layers.{i}.", _llama_names(), _LLAMA_GLOBALS)
+# Arcee: LLaMA's attention, a plain MLP (up_proj, its activation, down_proj)
+ARCEE = Family(
+    "model.layers.{i}.",
+    {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith("ff.")}
+    | _linear("ff.{}1", "mlp.up_proj")
+    | _linear("ff.{}2", "mlp.down_proj"),
+    _LLAMA_GLOBALS,
+)
 # StableLM: a LayerNorm per head of the queries and keys (qk_layernorm), one module each, read head by head
 STABLELM = Family(
     "model.layers.{i}.",

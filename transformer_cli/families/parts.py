@@ -17,6 +17,7 @@ ACTIVATIONS = {
     "silu": "silu",
     "swish": "silu",
     "relu": "relu",
+    "relu2": "relu2",
 }
 
 ROPE_TYPES = ("default", "llama3", "linear", "dynamic", "yarn", "longrope")
