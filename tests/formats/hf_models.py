@@ -158,6 +158,17 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                                                               norm_epsilon=1e-5)),
     "starcoder2-no-window": ("Starcoder2Config", "Starcoder2ForCausalLM", SMALL | dict(  # (a GGUF holds no window)
         num_key_value_heads=2, norm_epsilon=1e-5)),
+    "olmo3": ("Olmo3Config", "Olmo3ForCausalLM", SMALL | dict(  # three sliding layers to one full
+        num_hidden_layers=4, num_key_value_heads=2, sliding_window=5)),
+    "olmo3-yarn": ("Olmo3Config", "Olmo3ForCausalLM", SMALL | dict(  # the full layers scaled, the sliding own base
+        num_hidden_layers=4, num_key_value_heads=2, sliding_window=5,
+        rope_parameters={"full_attention": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 1e4,
+                                            "original_max_position_embeddings": 16},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 50.0}})),
+    "olmo3-flat-theta": ("Olmo3Config", "Olmo3ForCausalLM", SMALL | dict(  # rope_theta turns the full layers only
+        num_hidden_layers=4, sliding_window=5, rope_theta=100.0)),
+    "olmo3-all-full": ("Olmo3Config", "Olmo3ForCausalLM", SMALL | dict(
+        num_hidden_layers=2, layer_types=["full_attention"] * 2)),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

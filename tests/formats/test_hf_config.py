@@ -366,30 +366,3 @@ def test_falcon_old_size_names_read_as_the_new(tmp_path):
     renamed = {"hidden_size": "n_embed", "num_attention_heads": "n_head", "num_hidden_layers": "n_layer"}
     old = {renamed.get(k, k): v for k, v in config.items()}
     assert count_params(spec_from_config(_write(tmp_path, old))).total == 6921720704
-
-
-def test_a_key_transformers_never_applies_is_followed_and_said_once_on_stderr(tmp_path):
-    """Gemma 3's attn_logit_softcapping: transformers 5.24 keeps it and never caps the scores (the logits against
-    transformers: hf_models' gemma3_text-softcapped); tfm does the same and says so, in one line."""
-    from typer.testing import CliRunner
-
-    import transformer_cli as tfm
-    from transformer_cli.cli import app
-
-    keys = dict(model_type="gemma3_text", vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2)
-    keys |= dict(num_attention_heads=4, num_key_value_heads=1, head_dim=8)
-    for name, value in (("capped", 0.5), ("plain", None)):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "config.json").write_text(json.dumps(keys | {"attn_logit_softcapping": value}))
-    capped = CliRunner().invoke(app, ["count", str(tmp_path / "capped")])
-    assert capped.exit_code == 0, capped.output
-    said = [line for line in capped.stderr.splitlines() if "attn_logit_softcapping" in line]
-    assert said == [
-        f"{tmp_path / 'capped' / 'config.json'}: key 'attn_logit_softcapping': 0.5 is ignored, as transformers 5.24 "
-        "stores it and never applies it to Gemma 3's attention scores"
-    ]
-    model = tfm.load(tmp_path / "capped")  # (its other note: no checkpoint, seeded weights)
-    assert said[0] in model.notes and model.spec.attn_softcap is None
-    plain = CliRunner().invoke(app, ["count", str(tmp_path / "plain")])
-    assert plain.exit_code == 0 and "attn_logit_softcapping" not in plain.stderr
-    assert not any("attn_logit_softcapping" in note for note in tfm.load(tmp_path / "plain").notes)

@@ -21,7 +21,7 @@ from .config_keys import shared_keys
 from .gguf_layout import LLAMA_LAYOUT, Transform
 from .keys import Keys
 from .layout import Family
-from .parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope, typed_layers
+from .parts import CAUSAL_PRE, activation, kv_heads, llama_like, rope, sliding_rope, typed_layers, typed_ropes
 from .record import Gguf, Record
 
 
@@ -65,20 +65,6 @@ def gemma3_text(c: Keys) -> dict[str, Any]:
     )
 
 
-def sliding_rope(spec: dict[str, Any], local: dict[str, Any]) -> dict[str, Any]:
-    """Gemma 3's sliding layers turn by their own rope `local` (a base, no scaling), whatever the layers' pattern:
-    beside full layers as rope_local_theta; when every layer slides (transformers' default under six layers) as
-    the stack's one rope."""
-    if spec.get("attention_layers"):
-        scaled = spec.get("rope_scaling", "none") != "none"
-        return spec | (
-            {"rope_local_theta": local["rope_theta"]} if scaled or local["rope_theta"] != spec["rope_theta"] else {}
-        )
-    if "window" not in spec:  # every layer full
-        return spec
-    return {key: value for key, value in spec.items() if not key.startswith("rope_")} | local
-
-
 def _gemma_like(c: Keys, extras: dict[str, Any], rotary: dict[str, Any], period: int) -> dict[str, Any]:
     """Gemma 2 and 3: the block around a sandwich of norms, the scale, the layers' kinds."""
     if c.flag("use_bidirectional_attention", False):
@@ -113,25 +99,9 @@ def _gemma_like(c: Keys, extras: dict[str, Any], rotary: dict[str, Any], period:
 
 
 def _gemma3_ropes(c: Keys, max_positions: int, m: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Gemma 3's rotary keys of the full layers and of the sliding layers: 5.x's rope_parameters per layer type
-    ({full_attention: {...}, sliding_attention: {...}}), or 4.x's rope_theta, rope_scaling (the full layers') and
-    rope_local_base_freq."""
-    nested = c.nested("rope_parameters")
-    if nested is not None and any(isinstance(v, dict) for v in nested.data.values()):
-        full = nested.nested("full_attention") or Keys({}, c.source, "rope_parameters.full_attention.")
-        local = nested.nested("sliding_attention") or Keys({}, c.source, "rope_parameters.sliding_attention.")
-        kind = local.text("rope_type", "default")
-        if kind != "default":
-            raise local.refuse("rope_type", kind, "tfm's sliding layers turn by their own base without scaling")
-        top = Keys(
-            {k: v for k, v in c.data.items() if k not in ("rope_parameters", "rope_scaling")}
-            | {"rope_parameters": full.data},
-            c.source,
-        )
-        full_rope, base = rope(top, max_positions, m, 1e6), local.number("rope_theta", 10000.0)
-    else:
-        full_rope, base = rope(c, max_positions, m, 1e6), c.number("rope_local_base_freq", 10000.0)
-    return full_rope, {"positional": "rope", "context": max_positions, "rope_theta": base}
+    """Gemma 3's rotary keys of the full layers (base 1e6) and of the sliding layers (10,000, or 4.x's
+    rope_local_base_freq)."""
+    return typed_ropes(c, max_positions, m, 1e6, 10000.0, c.number("rope_local_base_freq", 10000.0))
 
 
 def config(spec: Spec) -> dict[str, Any]:

@@ -1,7 +1,11 @@
 """OLMo 2 (Olmo2ForCausalLM): LLaMA's attention and MLP, each sublayer's output normalised before its residual (no
 norm of its input), RMSNorms of all query and all key projections together (widths Hm and Gm), a final norm. Its
 GGUF file (olmo2) holds the output norms as post_attention_norm and post_ffw_norm; llama.cpp turns halves, so the
-converter does not permute."""
+converter does not permute.
+
+OLMo 3 (Olmo3ForCausalLM): OLMo 2's blocks, three sliding layers to one full by default (layer_types, a window of
+sliding_window), the full layers' rotary scaled (YaRN in the published 32B) and the sliding layers' unscaled with
+their own base. Its GGUF file (llama.cpp's olmo2 with a sliding-window pattern) is not read or written yet."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from .config_keys import shared_keys
 from .gguf_layout import LLAMA_LAYOUT
 from .keys import Keys
 from .layout import Family
-from .parts import llama_like
+from .parts import llama_like, sliding_rope, typed_layers, typed_ropes, without_rope
 from .record import Gguf, Record
 
 _NORMS = {"norm": "output", "qk_norm": True, "qk_norm_over": "all"}
@@ -36,14 +40,51 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     return spec | _NORMS
 
 
+OLMO3_THETA = 500000.0  # Olmo3Config.default_theta
+
+
+def olmo3(c: Keys) -> dict[str, Any]:
+    """config.json -> spec. A flat rope_theta turns the full layers alone: Olmo3Config gives the sliding layers its
+    default base (500000) then, as transformers 5.24 does; said on stderr when the two differ."""
+    N, max_positions = c.count("num_hidden_layers"), c.count("max_position_embeddings", 2048)
+    plain = llama_like(
+        without_rope(c), c.count("num_key_value_heads", None), None, 1e-5, False, 2048, theta=OLMO3_THETA
+    )
+    full, local = typed_ropes(c, max_positions, plain["m"], OLMO3_THETA, OLMO3_THETA, OLMO3_THETA)
+    if local["rope_theta"] != full["rope_theta"] and c.has("rope_theta") and c.nested("rope_parameters") is None:
+        c.notes.append(
+            f"{c.source}: key 'rope_theta': {c.number('rope_theta')} turns the full layers only; the sliding layers "
+            f"turn by {OLMO3_THETA:g}, as transformers 5.24's Olmo3Config gives them"
+        )
+    kinds = ["sliding_attention" if (i + 1) % 4 else "full_attention" for i in range(N)]
+    spec = plain | full | {"attention_bias": c.flag("attention_bias", False)} | _NORMS
+    return sliding_rope(spec | typed_layers(c, N, c.nullable_count("sliding_window", 4096), kinds), local)
+
+
+def config3(spec: Spec) -> dict[str, Any]:
+    """spec -> OLMo 3's config.json: OLMo 2's keys, the layers' kinds and window, and 5.x's rotary per layer type."""
+    out = config(spec)
+    full = {"rope_type": "default", "rope_theta": out.pop("rope_theta")} | out.pop("rope_scaling", {})
+    local = {"rope_type": "default", "rope_theta": spec.rope_local_theta or spec.rope_theta}
+    if spec.window is None:  # every layer full
+        kinds = ["full_attention"] * spec.N
+    elif spec.attention_layers:
+        kinds = [f"{kind}_attention" for kind in spec.attention_layers]
+    else:  # every layer slides: the stack's rope is the sliding one
+        kinds, full = ["sliding_attention"] * spec.N, local
+    rotary = {"rope_parameters": {"full_attention": full, "sliding_attention": local}}
+    return out | rotary | {"sliding_window": spec.window, "layer_types": kinds}
+
+
 GGUF_LAYOUT = Family(
     "blk.{i}.",
     {ours: theirs for ours, theirs in LLAMA_LAYOUT.names.items() if not ours.startswith(("norm1", "norm2"))}
     | {"norm1_out.gamma": "post_attention_norm.weight", "norm2_out.gamma": "post_ffw_norm.weight"},
     LLAMA_LAYOUT.globals_,
 )
-RECORD = Record(
-    "olmo2", "Olmo2ForCausalLM", spec, OLMO2, config, Gguf("olmo2", GGUF_LAYOUT, gguf_spec), config_alone=True
+RECORDS = (
+    Record("olmo2", "Olmo2ForCausalLM", spec, OLMO2, config, Gguf("olmo2", GGUF_LAYOUT, gguf_spec), config_alone=True),
+    Record("olmo3", "Olmo3ForCausalLM", olmo3, OLMO2, config3, config_alone=True),
 )
 
-__all__ = ["RECORD"]
+__all__ = ["RECORDS"]

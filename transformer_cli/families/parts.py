@@ -199,6 +199,47 @@ def llama_like(
     }
 
 
+def typed_ropes(
+    c: Keys, max_positions: int, m: int, base: float, local_base: float, flat_local: float
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The rotary keys of the full layers and of the sliding ones (Gemma 3, OLMo 3): 5.x's rope_parameters per
+    layer type ({full_attention: {...}, sliding_attention: {...}}; `base` and `local_base` where a type names no
+    rope_theta), or 4.x's flat keys, rope_theta and rope_scaling for the full layers and `flat_local` the sliding
+    layers' base. The sliding layers turn unscaled."""
+    nested = c.nested("rope_parameters")
+    if nested is not None and any(isinstance(v, dict) for v in nested.data.values()):
+        full = nested.nested("full_attention") or Keys({}, c.source, "rope_parameters.full_attention.")
+        local = nested.nested("sliding_attention") or Keys({}, c.source, "rope_parameters.sliding_attention.")
+        kind = local.text("rope_type", "default")
+        if kind != "default":
+            raise local.refuse("rope_type", kind, "tfm's sliding layers turn by their own base without scaling")
+        top = Keys(without_rope(c).data | {"rope_parameters": full.data}, c.source, notes=c.notes)
+        full_rope, local_theta = rope(top, max_positions, m, base), local.number("rope_theta", local_base)
+    else:
+        full_rope, local_theta = rope(c, max_positions, m, base), flat_local
+    return full_rope, {"positional": "rope", "context": max_positions, "rope_theta": local_theta}
+
+
+def without_rope(c: Keys) -> Keys:
+    """The config without its rotary keys (read apart, per layer type)."""
+    rotary = ("rope_parameters", "rope_scaling", "rope_theta")
+    return Keys({k: v for k, v in c.data.items() if k not in rotary}, c.source, notes=c.notes)
+
+
+def sliding_rope(spec: dict[str, Any], local: dict[str, Any]) -> dict[str, Any]:
+    """The sliding layers turn by their own rope `local` (a base, no scaling), whatever the layers' pattern:
+    beside full layers as rope_local_theta; when every layer slides (Gemma 3's default under six layers) as the
+    stack's one rope."""
+    if spec.get("attention_layers"):
+        scaled = spec.get("rope_scaling", "none") != "none"
+        return spec | (
+            {"rope_local_theta": local["rope_theta"]} if scaled or local["rope_theta"] != spec["rope_theta"] else {}
+        )
+    if "window" not in spec:  # every layer full
+        return spec
+    return {key: value for key, value in spec.items() if not key.startswith("rope_")} | local
+
+
 def window_key(window: int | None) -> dict[str, Any]:
     """Query t sees keys t - w + 1 .. t: transformers' mask keeps kv_idx > q_idx - sliding_window, the same w."""
     return {} if window is None else {"window": window}
@@ -223,6 +264,9 @@ __all__ = [
     "ROPE_TYPES",
     "llama_like",
     "typed_layers",
+    "typed_ropes",
+    "sliding_rope",
+    "without_rope",
     "window_key",
     "activation",
     "kv_heads",

@@ -1,0 +1,49 @@
+"""What reading a config.json says on stderr: keys transformers stores and never applies (or applies otherwise than
+their name says), which tfm follows as transformers does and names in one line each (Keys.ignored, Keys.notes)."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_a_key_transformers_never_applies_is_followed_and_said_once_on_stderr(tmp_path):
+    """Gemma 3's attn_logit_softcapping: transformers 5.24 keeps it and never caps the scores (the logits against
+    transformers: hf_models' gemma3_text-softcapped); tfm does the same and says so, in one line."""
+    from typer.testing import CliRunner
+
+    import transformer_cli as tfm
+    from transformer_cli.cli import app
+
+    keys = dict(model_type="gemma3_text", vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2)
+    keys |= dict(num_attention_heads=4, num_key_value_heads=1, head_dim=8)
+    for name, value in (("capped", 0.5), ("plain", None)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(keys | {"attn_logit_softcapping": value}))
+    capped = CliRunner().invoke(app, ["count", str(tmp_path / "capped")])
+    assert capped.exit_code == 0, capped.output
+    said = [line for line in capped.stderr.splitlines() if "attn_logit_softcapping" in line]
+    assert said == [
+        f"{tmp_path / 'capped' / 'config.json'}: key 'attn_logit_softcapping': 0.5 is ignored, as transformers 5.24 "
+        "stores it and never applies it to Gemma 3's attention scores"
+    ]
+    model = tfm.load(tmp_path / "capped")  # (its other note: no checkpoint, seeded weights)
+    assert said[0] in model.notes and model.spec.attn_softcap is None
+    plain = CliRunner().invoke(app, ["count", str(tmp_path / "plain")])
+    assert plain.exit_code == 0 and "attn_logit_softcapping" not in plain.stderr
+    assert not any("attn_logit_softcapping" in note for note in tfm.load(tmp_path / "plain").notes)
+
+
+def test_olmo3s_flat_rope_theta_turns_the_full_layers_alone_and_tfm_says_so(tmp_path):
+    """Olmo3Config gives the sliding layers its default base when rope_theta is a flat key (the logits against
+    transformers: hf_models' olmo3-flat-theta); tfm follows it and says so."""
+    import transformer_cli as tfm
+
+    keys = dict(model_type="olmo3", vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=4)
+    keys |= dict(num_attention_heads=4, sliding_window=5)
+    for name, extra in (("flat", {"rope_theta": 100.0}), ("default", {})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(keys | extra))
+    flat = tfm.load(tmp_path / "flat")
+    assert (flat.spec.rope_theta, flat.spec.rope_local_theta) == (100.0, 500000.0)
+    assert any("'rope_theta': 100.0 turns the full layers only" in note for note in flat.notes)
+    assert not any("key 'rope_theta'" in note for note in tfm.load(tmp_path / "default").notes)
