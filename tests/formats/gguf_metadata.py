@@ -41,6 +41,7 @@ ARCHS = {
     "mt5": "T5",
     "gptj": "GPTJ",
     "arcee": "ARCEE",
+    "seed_oss": "SEED_OSS",
 }
 PERMUTED = ("LLAMA", "GRANITE", "ARCEE")  # LlamaModel and its subclasses permute Q and K
 

@@ -41,4 +41,5 @@ FAMILIES = [
     "gptj-gguf",
     "arcee",
     "arcee-yarn",
+    "seed_oss",
 ]

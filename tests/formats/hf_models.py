@@ -169,6 +169,11 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
         num_hidden_layers=4, sliding_window=5, rope_theta=100.0)),
     "olmo3-all-full": ("Olmo3Config", "Olmo3ForCausalLM", SMALL | dict(
         num_hidden_layers=2, layer_types=["full_attention"] * 2)),
+    "seed_oss": ("SeedOssConfig", "SeedOssForCausalLM", SMALL | dict(  # biases on q, k, v; heads of 12
+        num_key_value_heads=2, head_dim=12, attention_dropout=0.0, residual_dropout=0.0)),
+    "seed_oss-out-bias": ("SeedOssConfig", "SeedOssForCausalLM", SMALL | dict(
+        num_key_value_heads=2, head_dim=8, attention_out_bias=True, mlp_bias=True, attention_dropout=0.0,
+        residual_dropout=0.0)),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

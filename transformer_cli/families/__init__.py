@@ -35,6 +35,7 @@ MODULES = (
     "phimoe",
     "qwen",
     "qwen_moe",
+    "seed_oss",
     "stablelm",
     "starcoder2",
     "t5",
