@@ -174,6 +174,9 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "seed_oss-out-bias": ("SeedOssConfig", "SeedOssForCausalLM", SMALL | dict(
         num_key_value_heads=2, head_dim=8, attention_out_bias=True, mlp_bias=True, attention_dropout=0.0,
         residual_dropout=0.0)),
+    "helium": ("HeliumConfig", "HeliumForCausalLM", SMALL | dict(num_key_value_heads=2, head_dim=8)),
+    "helium-biases": ("HeliumConfig", "HeliumForCausalLM", SMALL | dict(  # q, k, v biases; o none
+        num_key_value_heads=4, head_dim=8, attention_bias=True, mlp_bias=True)),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

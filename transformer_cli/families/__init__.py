@@ -27,6 +27,7 @@ MODULES = (
     "gpt_oss",
     "gptj",
     "granite",
+    "helium",
     "llama",
     "olmo2",
     "opt",
