@@ -177,6 +177,16 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "helium": ("HeliumConfig", "HeliumForCausalLM", SMALL | dict(num_key_value_heads=2, head_dim=8)),
     "helium-biases": ("HeliumConfig", "HeliumForCausalLM", SMALL | dict(  # q, k, v biases; o none
         num_key_value_heads=4, head_dim=8, attention_bias=True, mlp_bias=True)),
+    "ministral": ("MinistralConfig", "MinistralForCausalLM", SMALL | dict(  # (5.24 needs head_dim in the file)
+        num_key_value_heads=2, head_dim=8, sliding_window=5)),
+    "ministral-mixed": ("MinistralConfig", "MinistralForCausalLM", SMALL | dict(
+        num_hidden_layers=3, num_key_value_heads=2, head_dim=8, sliding_window=5,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"])),
+    "cwm": ("CwmConfig", "CwmForCausalLM", SMALL | dict(  # one full layer in four; LLaMA 3's rotary by default
+        num_hidden_layers=5, num_key_value_heads=2, head_dim=8, sliding_window=5, max_position_embeddings=64)),
+    "cwm-rope": ("CwmConfig", "CwmForCausalLM", SMALL | dict(
+        num_hidden_layers=2, num_key_value_heads=2, head_dim=8, sliding_window=5, mlp_bias=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 50.0})),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

@@ -47,3 +47,21 @@ def test_olmo3s_flat_rope_theta_turns_the_full_layers_alone_and_tfm_says_so(tmp_
     assert (flat.spec.rope_theta, flat.spec.rope_local_theta) == (100.0, 500000.0)
     assert any("'rope_theta': 100.0 turns the full layers only" in note for note in flat.notes)
     assert not any("key 'rope_theta'" in note for note in tfm.load(tmp_path / "default").notes)
+
+
+def test_cwms_flat_rope_theta_is_ignored_for_llama_3s_rotary_and_tfm_says_so(tmp_path):
+    """CwmConfig sets LLaMA 3's scaled rotary of base 1e6 when the file has no rope_parameters, whatever its flat
+    rope_theta (the logits against transformers without rotary keys: hf_models' cwm)."""
+    import transformer_cli as tfm
+
+    keys = dict(model_type="cwm", vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2)
+    keys |= dict(num_attention_heads=4, num_key_value_heads=2, head_dim=8, sliding_window=5)
+    for name, extra in (("flat", {"rope_theta": 100.0}), ("given", {"rope_parameters": {"rope_theta": 100.0}})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(keys | extra))
+    flat = tfm.load(tmp_path / "flat")
+    assert (flat.spec.rope_scaling, flat.spec.rope_theta, flat.spec.rope_factor) == ("llama3", 1e6, 16.0)
+    assert any("key 'rope_theta': 100.0 is ignored" in note for note in flat.notes)
+    given = tfm.load(tmp_path / "given")
+    assert (given.spec.rope_scaling, given.spec.rope_theta) == ("none", 100.0)
+    assert not any("key 'rope_theta'" in note for note in given.notes)

@@ -37,6 +37,7 @@ MODULES = (
     "qwen",
     "qwen_moe",
     "seed_oss",
+    "sliding_llamas",
     "stablelm",
     "starcoder2",
     "t5",
