@@ -147,11 +147,11 @@ def gelu_bloom_(X: Array) -> Array:
 
 ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
     "relu": relu_,
-    "relu2": relu2_,
     "gelu": gelu_,
     "gelu_exact": gelu_exact_,
     "silu": silu_,
     "gelu_bloom": gelu_bloom_,
+    "relu2": relu2_,
 }
 
 

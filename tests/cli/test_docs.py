@@ -70,6 +70,9 @@ GGUF_NAMES = {
     "bert": "BERT and RoBERTa",
     "t5": "T5 and mT5",
     "gptj": "GPT-J",
+    "arcee": "Arcee",
+    "seed_oss": "Seed-OSS",
+    "smollm3": "SmolLM3",
 }
 
 

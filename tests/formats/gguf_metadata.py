@@ -42,8 +42,9 @@ ARCHS = {
     "gptj": "GPTJ",
     "arcee": "ARCEE",
     "seed_oss": "SEED_OSS",
+    "smollm3": "SMOLLM3",
 }
-PERMUTED = ("LLAMA", "GRANITE", "ARCEE")  # LlamaModel and its subclasses permute Q and K
+PERMUTED = ("LLAMA", "GRANITE", "ARCEE", "SMOLLM3")  # LlamaModel and its subclasses permute Q and K
 
 
 def _kv_heads(cfg) -> int:
@@ -243,7 +244,7 @@ def _metadata(writer, cfg) -> None:
     writer.add_token_list([f"<t{i}>" for i in range(cfg.vocab_size)])  # (set_vocab: the vocabulary's tokens)
     if ARCHS[kind] in PERMUTED:  # LlamaModel adds these
         writer.add_vocab_size(cfg.vocab_size)
-        head = cfg.hidden_size // H if kind == "granite" else cfg.head_dim or cfg.hidden_size // H
+        head = cfg.hidden_size // H if kind == "granite" else getattr(cfg, "head_dim", None) or cfg.hidden_size // H
         writer.add_rope_dimension_count(head)
     E = getattr(cfg, "num_local_experts", None) or getattr(cfg, "num_experts", None)
     if E:

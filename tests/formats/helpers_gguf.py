@@ -42,4 +42,5 @@ FAMILIES = [
     "arcee",
     "arcee-yarn",
     "seed_oss",
+    "smollm3",
 ]

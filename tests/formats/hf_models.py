@@ -187,6 +187,11 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "cwm-rope": ("CwmConfig", "CwmForCausalLM", SMALL | dict(
         num_hidden_layers=2, num_key_value_heads=2, head_dim=8, sliding_window=5, mlp_bias=True,
         rope_parameters={"rope_type": "default", "rope_theta": 50.0})),
+    "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", SMALL | dict(  # every fourth layer without positions
+        num_hidden_layers=4, num_key_value_heads=2, pad_token_id=None)),
+    "smollm3-listed-sliding": ("SmolLM3Config", "SmolLM3ForCausalLM", SMALL | dict(  # the NoPE layers slide
+        num_hidden_layers=3, num_key_value_heads=2, no_rope_layers=[1, 0, 0], use_sliding_window=True,
+        sliding_window=5, tie_word_embeddings=False, pad_token_id=None)),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

@@ -44,7 +44,9 @@ OLMO2 = Spec(
     st.integers(0, 99),
 )
 def test_the_output_layout_runs_as_the_plain_reference(spec, b, n, seed):
-    assert reference_error(spec, b, n, seed) < 1e-12
+    # (1e-10: a drawn LayerNorm of each head's query over m = 2 entries amplifies the two float64 passes' different
+    # orders of additions by the inverse of its deviation, 6.7e-12 in one drawn case)
+    assert reference_error(spec, b, n, seed) < 1e-10
 
 
 @settings(max_examples=30, deadline=None)

@@ -17,7 +17,7 @@ from ..spec.choices import FEEDFORWARDS
 from .base import Component, Pairs, Tensor, Term, stacked
 
 # gelu (and BLOOM's): the tanh form, tanh as 1; gelu_exact: scale, erf (as 1), +1, x, 0.5; silu: neg, exp, +1, /
-ACTIVATION_PER_ENTRY = {"relu": 1, "relu2": 2, "gelu": 9, "gelu_exact": 5, "silu": 4, "gelu_bloom": 9}
+ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9, "gelu_exact": 5, "silu": 4, "gelu_bloom": 9, "relu2": 2}
 
 Get = Callable[[str], "kernels.Array"]
 

@@ -38,6 +38,7 @@ MODULES = (
     "qwen_moe",
     "seed_oss",
     "sliding_llamas",
+    "smollm3",
     "stablelm",
     "starcoder2",
     "t5",

@@ -117,8 +117,13 @@ class Transformer:
             self.final_norm = norm_kind(spec).stacked(lambda g: get(f"final_norm.{g}"))
 
     def _positions(self, layer: Spec, i: int, get: Callable[[str], Array]) -> Positions:
-        """Block i's positions: the model's, or its own where its rotary base differs (Gemma 3's local)."""
-        if (layer.rope_theta, layer.rope_scaling) == (self.spec.rope_theta, self.spec.rope_scaling):
+        """Block i's positions: the model's, or its own where its rotary base differs (Gemma 3's local) or it has
+        none (a NoPE layer)."""
+        own, model = (
+            (layer.positional, layer.rope_theta, layer.rope_scaling),
+            (self.spec.positional, self.spec.rope_theta, self.spec.rope_scaling),
+        )
+        if own == model:
             return self.positional
         positions = POSITIONALS[layer.positional](layer)
         positions.load(lambda name: get(f"blocks.{i}.{name}"), self.dtype)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any
 
-from .choices import ATTENTION_KINDS
+from .choices import ATTENTION_KINDS, POSITION_KINDS
 from .choices import key as _key
 
 ATTENTION_FIELDS: dict[str, Any] = {
@@ -34,6 +34,16 @@ ATTENTION_FIELDS: dict[str, Any] = {
             "which blocks attend through the window and which see every earlier key (Gemma 2, gpt-oss): a list of "
             "N kinds or a shorter pattern repeated over the blocks [default: all sliding]; with window",
             ATTENTION_KINDS,
+        ),
+    ),
+    "positional_layers": field(
+        default=None,
+        metadata=_key(
+            "layers",
+            "which blocks turn their queries and keys by the rotary positions and which attend without positions "
+            "(SmolLM3's and Llama 4's NoPE layers): a list of N kinds or a shorter pattern repeated over the "
+            "blocks [default: all rope]; with positional rope",
+            POSITION_KINDS,
         ),
     ),
     "rope_local_theta": field(

@@ -20,6 +20,7 @@ ROPE_SCALINGS = tuple(SCALING_TYPES)  # each with its frequency function
 ACTIVATIONS = tuple(kernels.ACTIVATIONS)  # each with its kernel
 ATTENTION_KINDS = SLIDING, FULL = ("sliding", "full")  # a block of a stack with a window: through it, or not
 FEEDFORWARD_KINDS = ROUTED, DENSE = ("routed", "dense")  # a block of a stack with experts: routed, or one dense
+POSITION_KINDS = ROTARY, NOPE = ("rope", "nope")  # a block of a rotary stack: turns its queries and keys, or not
 
 # the components' kinds, each registered by the module that implements it
 POSITIONALS: Registry[Any] = Registry("positional")  # components/positional.py

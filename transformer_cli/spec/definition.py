@@ -22,6 +22,7 @@ from .choices import (
     NORM_TYPES,
     NORMS,
     POSITIONALS,
+    ROTARY,
     ROUTED,
     SCALES,
     SLIDING,
@@ -205,6 +206,7 @@ class Spec:
     attn_sinks: bool = ATTENTION_FIELDS["attn_sinks"]
     window: int | None = ATTENTION_FIELDS["window"]
     attention_layers: tuple[str, ...] | None = ATTENTION_FIELDS["attention_layers"]
+    positional_layers: tuple[str, ...] | None = ATTENTION_FIELDS["positional_layers"]
     rope_local_theta: float | None = ATTENTION_FIELDS["rope_local_theta"]
     attention: str = LATENT_FIELDS["attention"]
     kv_rank: int | None = LATENT_FIELDS["kv_rank"]
@@ -238,7 +240,11 @@ class Spec:
 
     def __post_init__(self) -> None:
         """Per-layer kinds in their canonical form: the shortest pattern that repeats to them, None if all default."""
-        for key, default in (("attention_layers", SLIDING), ("feedforward_layers", ROUTED)):
+        for key, default in (
+            ("attention_layers", SLIDING),
+            ("feedforward_layers", ROUTED),
+            ("positional_layers", ROTARY),
+        ):
             kinds = getattr(self, key)
             if kinds is not None:
                 pattern = shortest_pattern(kinds, self.N) if self.N > 0 and len(kinds) else tuple(kinds)
@@ -353,7 +359,13 @@ class Spec:
         if self.context:
             out["context"] = self.context
         out.update(self.variant_keys())
-        for key in ("attention_layers", "feedforward_layers", "rope_short_factor", "rope_long_factor"):  # lists
+        for key in (
+            "attention_layers",
+            "feedforward_layers",
+            "positional_layers",
+            "rope_short_factor",
+            "rope_long_factor",
+        ):  # lists
             if key in out:
                 out[key] = list(out[key])
         return out

@@ -43,7 +43,11 @@ def spec_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) for a tfm spec file."""
     rules: list[dict[str, Any]] = [  # the per-layer kinds need what their kinds choose between
         {"if": {"required": [key]}, "then": {"required": [other]}}
-        for key, other in (("attention_layers", "window"), ("feedforward_layers", "E"))
+        for key, other in (
+            ("attention_layers", "window"),
+            ("feedforward_layers", "E"),
+            ("positional_layers", "positional"),
+        )
     ]
     for key, (other, values, required) in DEPENDENT.items():
         when = {"properties": {other: {"enum": list(values)}}, "required": [other]}

@@ -5,7 +5,8 @@ encoder (N_enc blocks of unmasked self-attention) and its decoder (N blocks, eac
 encoder's output). The blocks of a stack may differ per layer: `attention_layers` says which blocks attend
 through the sliding window and which see every earlier key (Gemma 2/3, gpt-oss, Qwen's layer_types),
 `feedforward_layers` which blocks route to experts and which are dense (DeepSeek's first layers, Qwen-MoE's
-mlp_only_layers). Each is a list of N kinds, or a shorter pattern repeated over the blocks.
+mlp_only_layers), `positional_layers` which blocks turn by the rotary positions and which attend without positions
+(SmolLM3's and Llama 4's NoPE layers). Each is a list of N kinds, or a shorter pattern repeated over the blocks.
 
 Everything that counts, costs or runs a stack walks its `groups()`: the layers alike, each group a spec of its
 own whose N is its number of blocks, so a component's figures over a group are its figures for that spec.
@@ -17,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .choices import DENSE, FULL, ROUTED, SLIDING
+from .choices import DENSE, FULL, NOPE, ROTARY, ROUTED, SLIDING
 from .definition import Spec
 from .expert_keys import EXPERT_FIELDS
 
-LAYER_KEYS = ("attention_layers", "feedforward_layers")  # what may differ between the blocks of a stack
+LAYER_KEYS = ("attention_layers", "feedforward_layers", "positional_layers")  # what may differ between blocks
 
 
 def encoder_spec(spec: Spec) -> Spec:
@@ -85,19 +86,23 @@ class Stack:
             out.append(kind_of(spec.attention_layers, i, SLIDING))
         if spec.feedforward_layers is not None:
             out.append(kind_of(spec.feedforward_layers, i, ROUTED))
+        if spec.positional_layers is not None:
+            out.append(kind_of(spec.positional_layers, i, ROTARY))
         return tuple(out)
 
     @property
     def uniform(self) -> bool:
-        return self.spec.attention_layers is None and self.spec.feedforward_layers is None
+        return all(getattr(self.spec, key) is None for key in LAYER_KEYS)
 
     def _spec_of(self, kinds: tuple[str, ...], N: int) -> Spec:
         """The spec of `N` blocks of these kinds: the stack's, with the window or the experts where they have them."""
-        changes: dict = {"N": N, "attention_layers": None, "feedforward_layers": None, "rope_local_theta": None}
+        changes: dict = dict.fromkeys(LAYER_KEYS) | {"N": N, "rope_local_theta": None}
         if FULL in kinds:
             changes["window"] = None
         elif SLIDING in kinds and self.spec.rope_local_theta is not None:  # Gemma 3's local layers
             changes |= {"rope_theta": self.spec.rope_local_theta, "rope_scaling": "none"}
+        if NOPE in kinds:  # no rotary: no positions at all in its attention
+            changes |= {"positional": "none", "rope_scaling": "none"}
         if DENSE in kinds:  # one feedforward of size r: no router, no routed or shared experts
             changes |= {"E": None, "k": None} | {key: f.default for key, f in EXPERT_FIELDS.items()}
         return replace(self.spec, **changes)

@@ -262,6 +262,13 @@ def _check_layers(spec: Spec, data: dict[str, Any], source: str) -> None:
         if set(kinds) == {other}:
             kind = FIELDS[key].metadata["choices"][0]
             raise _fail(source, key, kinds, f"some {kind} block (with every block {other}, drop {needs} and {key})")
+    if "positional_layers" in data and spec.positional != "rope":
+        kinds = data["positional_layers"]
+        raise _fail(source, "positional_layers", kinds, "no positional_layers without positional rope")
+    if "positional_layers" in data and len(data["positional_layers"]) > spec.N:
+        raise _fail(
+            source, "positional_layers", data["positional_layers"], f"at most N = {spec.N} kinds (one per block)"
+        )
     if "rope_local_theta" in data and spec.attention_layers is None:
         raise _fail(
             source,
