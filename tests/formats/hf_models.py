@@ -192,6 +192,13 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "smollm3-listed-sliding": ("SmolLM3Config", "SmolLM3ForCausalLM", SMALL | dict(  # the NoPE layers slide
         num_hidden_layers=3, num_key_value_heads=2, no_rope_layers=[1, 0, 0], use_sliding_window=True,
         sliding_window=5, tie_word_embeddings=False, pad_token_id=None)),
+    "exaone4": ("Exaone4Config", "Exaone4ForCausalLM", SMALL | dict(  # three sliding to one full, the full NoPE
+        num_hidden_layers=4, num_key_value_heads=2, sliding_window=5)),
+    "exaone4-listed": ("Exaone4Config", "Exaone4ForCausalLM", SMALL | dict(
+        num_hidden_layers=3, num_key_value_heads=4, sliding_window=5, tie_word_embeddings=True,
+        layer_types=["full_attention", "sliding_attention", "sliding_attention"])),
+    "exaone4-no-window": ("Exaone4Config", "Exaone4ForCausalLM", SMALL | dict(  # every layer full and turning
+        num_hidden_layers=2, num_key_value_heads=2, sliding_window=None, layer_types=["full_attention"] * 2)),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

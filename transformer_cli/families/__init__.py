@@ -19,6 +19,7 @@ MODULES = (
     "bloom",
     "cohere",
     "deepseek",
+    "exaone4",
     "falcon",
     "gemma",
     "gpt2",

@@ -1,0 +1,30 @@
+"""Issue 44's families: the configs transformers 5.24 cannot build, or that tfm cannot hold, refused in one line
+naming the file and the key (what they build is held to transformers' own models in test_hf_transformers.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from transformer_cli import SpecError
+from transformer_cli.hf.config import spec_from_config
+
+SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=4, num_attention_heads=4)
+
+
+@pytest.mark.parametrize(
+    "keys, words",
+    [
+        ({"model_type": "exaone4", "sliding_window": None, "num_key_value_heads": 2}, "without layer_types"),
+        ({"model_type": "exaone4", "sliding_window_pattern": "LG", "num_key_value_heads": 2}, '"LG" is not supported'),
+        ({"model_type": "smollm3", "no_rope_layers": [1, 1, 2, 0]}, "expected a list of 4"),
+        ({"model_type": "olmo3", "layer_types": ["sliding_attention"]}, "'layer_types'"),
+        ({"model_type": "arcee", "hidden_act": "tanh"}, "key 'hidden_act'"),
+    ],
+)
+def test_a_config_transformers_or_tfm_cannot_build_is_one_line_naming_the_key(tmp_path, keys, words):
+    (tmp_path / "config.json").write_text(json.dumps(SMALL | keys))
+    with pytest.raises(SpecError, match="^" + str(tmp_path / "config.json")) as caught:
+        spec_from_config(tmp_path)
+    assert words in str(caught.value) and "\n" not in str(caught.value)

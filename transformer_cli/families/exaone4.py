@@ -1,0 +1,50 @@
+"""EXAONE 4.0 (Exaone4ForCausalLM, LG AI Research): OLMo 2's block (each sublayer's output normalised before its
+residual), RMSNorms of each query and key head, three sliding layers to one full by default (sliding_window_pattern
+or layer_types), and the full layers without positions when the model slides (its "global NoPE"). llama.cpp's
+exaone4 architecture is not read or written yet."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec.definition import Spec
+from .checkpoints import OLMO2
+from .config_keys import shared_keys
+from .keys import Keys
+from .parts import llama_like, typed_layers
+from .record import Record
+
+
+def spec(c: Keys) -> dict[str, Any]:
+    """config.json -> spec."""
+    N, window = c.count("num_hidden_layers"), c.nullable_count("sliding_window", 4096)
+    plain = llama_like(c, c.count("num_key_value_heads", 32), None, 1e-5, False, 2048)
+    out = plain | {"norm": "output", "qk_norm": True}
+    kinds = c.data.get("layer_types")
+    if window is None:  # no window: every layer full and turning (transformers needs layer_types then)
+        if kinds is None:
+            raise c.refuse("sliding_window", None, "without layer_types transformers 5.24 cannot build it")
+        return out
+    if kinds is None:
+        every = c.data.get("sliding_window_pattern", 4)
+        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+            raise c.refuse("sliding_window_pattern", every, "transformers 5.24 builds a whole number of layers only")
+        kinds = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(N)]
+    layers = typed_layers(c, N, window, kinds)
+    turning = ["rope" if kind == "sliding_attention" else "nope" for kind in kinds]
+    return out | layers | {"positional_layers": turning}
+
+
+def config(spec: Spec) -> dict[str, Any]:
+    """spec -> EXAONE 4's config.json (the layers' kinds always, as layer_types)."""
+    if spec.window is None:
+        kinds = ["full_attention"] * spec.N
+    else:
+        pattern = spec.attention_layers or ("sliding",)
+        kinds = [f"{pattern[i % len(pattern)]}_attention" for i in range(spec.N)]
+    return shared_keys(spec) | {"sliding_window": spec.window, "layer_types": kinds, "hidden_act": "silu"}
+
+
+RECORD = Record("exaone4", "Exaone4ForCausalLM", spec, OLMO2, config, config_alone=True)
+
+__all__ = ["RECORD"]
