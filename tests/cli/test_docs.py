@@ -73,6 +73,7 @@ GGUF_NAMES = {
     "arcee": "Arcee",
     "seed_oss": "Seed-OSS",
     "smollm3": "SmolLM3",
+    "ernie4_5": "ERNIE 4.5",
 }
 
 

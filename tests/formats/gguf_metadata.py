@@ -43,6 +43,7 @@ ARCHS = {
     "arcee": "ARCEE",
     "seed_oss": "SEED_OSS",
     "smollm3": "SMOLLM3",
+    "ernie4_5": "ERNIE4_5",
 }
 PERMUTED = ("LLAMA", "GRANITE", "ARCEE", "SMOLLM3")  # LlamaModel and its subclasses permute Q and K
 

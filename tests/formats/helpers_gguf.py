@@ -43,4 +43,5 @@ FAMILIES = [
     "arcee-yarn",
     "seed_oss",
     "smollm3",
+    "ernie4_5",
 ]

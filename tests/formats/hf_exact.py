@@ -83,6 +83,8 @@ def exact(model):
             module.forward = forward
             if kind == "CohereRotaryEmbedding":  # its rotation applied in float32: here in the model's dtype
                 sys.modules[type(module).__module__].apply_rotary_pos_emb = _float64_cohere_rotate
+        elif kind == "Ernie4_5Attention":  # its rotation applied in float32: here in the model's dtype
+            sys.modules[type(module).__module__].apply_rotary_pos_emb = _float64_ernie_rotate
         elif kind == "CohereLayerNorm":  # its mean and variance in float32 even in a float64 model
             module.forward = _float64_cohere_layer_norm.__get__(module)
         elif kind.endswith("RMSNorm"):
@@ -128,6 +130,18 @@ def _float64_phimoe_rotary(self, x, position_ids=None):
 def _float64_cohere_rotate(q, k, cos, sin, unsqueeze_dim=1):
     """Cohere's apply_rotary_pos_emb without its cast to float32 (pairs 2i, 2i + 1)."""
     cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+
+    def turned(x):
+        return torch.stack([-x[..., 1::2], x[..., ::2]], dim=-1).flatten(-2)
+
+    return q * cos + turned(q) * sin, k * cos + turned(k) * sin
+
+
+def _float64_ernie_rotate(q, k, cos, sin, unsqueeze_dim=1):
+    """ERNIE 4.5's apply_rotary_pos_emb (GLM's pairs 2i, 2i + 1, each angle of the first half twice) without its
+    cast to float32."""
+    half = cos.shape[-1] // 2
+    cos, sin = (x[..., :half].repeat_interleave(2, dim=-1).unsqueeze(unsqueeze_dim) for x in (cos, sin))
 
     def turned(x):
         return torch.stack([-x[..., 1::2], x[..., ::2]], dim=-1).flatten(-2)

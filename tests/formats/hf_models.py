@@ -199,6 +199,9 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
         layer_types=["full_attention", "sliding_attention", "sliding_attention"])),
     "exaone4-no-window": ("Exaone4Config", "Exaone4ForCausalLM", SMALL | dict(  # every layer full and turning
         num_hidden_layers=2, num_key_value_heads=2, sliding_window=None, layer_types=["full_attention"] * 2)),
+    "ernie4_5": ("Ernie4_5Config", "Ernie4_5ForCausalLM", SMALL | dict(num_key_value_heads=2, head_dim=8)),
+    "ernie4_5-biases": ("Ernie4_5Config", "Ernie4_5ForCausalLM", SMALL | dict(  # use_bias on every projection
+        num_key_value_heads=4, head_dim=12, use_bias=True, tie_word_embeddings=False)),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

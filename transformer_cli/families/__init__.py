@@ -19,6 +19,7 @@ MODULES = (
     "bloom",
     "cohere",
     "deepseek",
+    "ernie4_5",
     "exaone4",
     "falcon",
     "gemma",
