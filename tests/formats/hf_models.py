@@ -202,6 +202,11 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "ernie4_5": ("Ernie4_5Config", "Ernie4_5ForCausalLM", SMALL | dict(num_key_value_heads=2, head_dim=8)),
     "ernie4_5-biases": ("Ernie4_5Config", "Ernie4_5ForCausalLM", SMALL | dict(  # use_bias on every projection
         num_key_value_heads=4, head_dim=12, use_bias=True, tie_word_embeddings=False)),
+    "glm4": ("Glm4Config", "Glm4ForCausalLM", SMALL | dict(  # four norms, half of each head turned in pairs
+        num_key_value_heads=2, head_dim=8, pad_token_id=None)),
+    "glm4-no-bias-full-rotary": ("Glm4Config", "Glm4ForCausalLM", SMALL | dict(
+        num_key_value_heads=4, head_dim=12, attention_bias=False, partial_rotary_factor=1.0, pad_token_id=None,
+        tie_word_embeddings=True)),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

@@ -23,6 +23,7 @@ MODULES = (
     "exaone4",
     "falcon",
     "gemma",
+    "glm4",
     "gpt2",
     "gpt_neo",
     "gpt_neox",

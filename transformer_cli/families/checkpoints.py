@@ -151,6 +151,14 @@ PHI3 = Family(
     ),
 )
 
+# GLM-4-0414: Gemma 2's four norms a block under GLM's names, the gate and up projections fused (Phi-3's)
+GLM4 = Family(
+    "model.layers.{i}.",
+    _llama_names() | _norm("norm1_out", "post_self_attn_layernorm") | _norm("norm2_out", "post_mlp_layernorm"),
+    _LLAMA_GLOBALS,
+    fused=(("mlp.gate_up_proj.weight", ("ff.W1", "ff.W3"), _one),),
+)
+
 
 def _phi_names() -> dict[str, str]:
     names: dict[str, str] = {}
