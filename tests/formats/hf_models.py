@@ -207,6 +207,12 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "glm4-no-bias-full-rotary": ("Glm4Config", "Glm4ForCausalLM", SMALL | dict(
         num_key_value_heads=4, head_dim=12, attention_bias=False, partial_rotary_factor=1.0, pad_token_id=None,
         tie_word_embeddings=True)),
+    "olmoe": ("OlmoeConfig", "OlmoeForCausalLM", SMALL | dict(  # every layer routed, norms over all heads
+        num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, pad_token_id=None,
+        experts_implementation="eager")),
+    "olmoe-renorm": ("OlmoeConfig", "OlmoeForCausalLM", SMALL | dict(
+        num_experts=3, num_experts_per_tok=2, norm_topk_prob=True, pad_token_id=None, tie_word_embeddings=True,
+        experts_implementation="eager")),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

@@ -33,6 +33,7 @@ MODULES = (
     "helium",
     "llama",
     "olmo2",
+    "olmoe",
     "opt",
     "phi",
     "phi3",
