@@ -213,6 +213,9 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "olmoe-renorm": ("OlmoeConfig", "OlmoeForCausalLM", SMALL | dict(
         num_experts=3, num_experts_per_tok=2, norm_topk_prob=True, pad_token_id=None, tie_word_embeddings=True,
         experts_implementation="eager")),
+    "flex_olmo": ("FlexOlmoConfig", "FlexOlmoForCausalLM", SMALL | dict(  # OLMoE's experts, OLMo 2's norms
+        num_key_value_heads=2, num_experts=3, num_experts_per_tok=2, pad_token_id=None,
+        experts_implementation="eager")),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

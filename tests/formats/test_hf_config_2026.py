@@ -28,3 +28,28 @@ def test_a_config_transformers_or_tfm_cannot_build_is_one_line_naming_the_key(tm
     with pytest.raises(SpecError, match="^" + str(tmp_path / "config.json")) as caught:
         spec_from_config(tmp_path)
     assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+NEW = ["arcee", "olmo3", "seed_oss", "helium", "ministral", "cwm", "smollm3", "exaone4", "ernie4_5", "glm4"]
+NEW += ["olmoe", "flex_olmo"]
+
+
+@pytest.mark.parametrize("model_type", NEW)
+def test_a_config_without_the_optional_keys_takes_transformers_defaults(tmp_path, model_type):
+    """A config.json of the sizes alone: its rotary base, norms' eps, tied head, window and head size as the family's
+    config class fills them (a wrong default would not show in the logits tests, whose files name every key)."""
+    transformers = pytest.importorskip("transformers")
+
+    keys = SMALL | {"model_type": model_type, "num_key_value_heads": 2, "head_dim": 8}
+    (tmp_path / "config.json").write_text(json.dumps(keys))
+    ours = spec_from_config(tmp_path)
+    theirs = transformers.AutoConfig.for_model(**keys)
+    rope = theirs.rope_parameters
+    full = rope.get("full_attention", rope) if isinstance(rope.get("full_attention"), dict) else rope
+    assert ours.rope_theta == full["rope_theta"]
+    assert ours.norm_eps == theirs.rms_norm_eps
+    assert ours.tie_embeddings == theirs.tie_word_embeddings
+    assert ours.m == theirs.head_dim
+    kinds = getattr(theirs, "layer_types", None)
+    if kinds is not None and "sliding_attention" in kinds and getattr(theirs, "use_sliding_window", True):
+        assert ours.window == theirs.sliding_window

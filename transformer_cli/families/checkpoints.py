@@ -84,6 +84,14 @@ def _qwen_moe_names() -> dict[str, str]:
 
 
 QWEN_MOE = Family("model.layers.{i}.", _qwen_moe_names(), _LLAMA_GLOBALS)
+# FlexOlmo: OLMoE's experts (Qwen-MoE's names) with OLMo 2's output norms
+FLEX_OLMO = Family(
+    "model.layers.{i}.",
+    {ours: theirs for ours, theirs in _qwen_moe_names().items() if not ours.startswith(("norm1", "norm2"))}
+    | _norm("norm1_out", "post_attention_layernorm")
+    | _norm("norm2_out", "post_feedforward_layernorm"),
+    _LLAMA_GLOBALS,
+)
 
 
 # gpt-oss: every expert's tensors stacked in one (E, in, out), the gate's and the up projection's columns interleaved
