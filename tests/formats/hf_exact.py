@@ -90,6 +90,8 @@ def exact(model):
         elif kind.endswith("RMSNorm"):
             norm = _float64_gemma_rms_norm if kind.startswith("Gemma") else _float64_rms_norm
             module.forward = norm.__get__(module)
+        elif kind in ("GraniteMoeTopKRouter", "GraniteMoeSharedTopKRouter"):  # the top k logits softmaxed in float32
+            module.forward = _float64_granite_router.__get__(module)
         elif kind.endswith("TopKRouter") and kind != "PhimoeTopKRouter":  # (PhiMoE's routes in the model's dtype)
             module.forward = _float64_router.__get__(module)
         elif kind in ("DeepseekV2TopkRouter", "DeepseekV3TopkRouter"):  # routed in float32 even in float64
@@ -135,6 +137,13 @@ def _float64_cohere_rotate(q, k, cos, sin, unsqueeze_dim=1):
         return torch.stack([-x[..., 1::2], x[..., ::2]], dim=-1).flatten(-2)
 
     return q * cos + turned(q) * sin, k * cos + turned(k) * sin
+
+
+def _float64_granite_router(self, hidden):
+    """GraniteMoE's router without its cast to float32: the softmax of each token's top k logits."""
+    logits = torch.nn.functional.linear(hidden, self.weight)
+    top, index = logits.topk(self.top_k, dim=-1)
+    return logits, torch.softmax(top, dim=-1), index
 
 
 def _float64_ernie_rotate(q, k, cos, sin, unsqueeze_dim=1):

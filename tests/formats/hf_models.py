@@ -216,6 +216,12 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "flex_olmo": ("FlexOlmoConfig", "FlexOlmoForCausalLM", SMALL | dict(  # OLMoE's experts, OLMo 2's norms
         num_key_value_heads=2, num_experts=3, num_experts_per_tok=2, pad_token_id=None,
         experts_implementation="eager")),
+    "granitemoe": ("GraniteMoeConfig", "GraniteMoeForCausalLM", SMALL | dict(  # Granite's multipliers, experts
+        num_key_value_heads=2, num_local_experts=3, num_experts_per_tok=2, embedding_multiplier=1.5,
+        attention_multiplier=0.3, residual_multiplier=0.7, logits_scaling=2.0, experts_implementation="eager")),
+    "granitemoeshared": ("GraniteMoeSharedConfig", "GraniteMoeSharedForCausalLM", SMALL | dict(
+        num_key_value_heads=2, num_local_experts=3, num_experts_per_tok=2, shared_intermediate_size=24,
+        residual_multiplier=0.7, experts_implementation="eager")),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

@@ -69,6 +69,28 @@ MIXTRAL = Family(
     _LLAMA_GLOBALS,
 )
 
+# GraniteMoE: every expert stacked on a leading axis, each expert's gate and up projections in one (E, 2r, d)
+_GRANITE_EXPERTS = ("block_sparse_moe.input_linear.weight", "block_sparse_moe.output_linear.weight")
+GRANITE_MOE = Family(
+    "model.layers.{i}.",
+    {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith("ff.")}
+    | {"ff.router": "block_sparse_moe.router.layer.weight"},
+    _LLAMA_GLOBALS,
+    fused=(
+        (_GRANITE_EXPERTS[0], ("ff.W1", "ff.W3"), lambda spec: spec.E or 0),
+        (_GRANITE_EXPERTS[1], ("ff.W2",), _one),
+    ),
+    stacked=frozenset(_GRANITE_EXPERTS),
+)
+# GraniteMoeShared: GraniteMoE's with a shared expert, its gate and up projections in one (2 shared_r, d)
+GRANITE_MOE_SHARED = Family(
+    GRANITE_MOE.block,
+    GRANITE_MOE.names | {"ff.shared.W2": "shared_mlp.output_linear.weight"},
+    _LLAMA_GLOBALS,
+    fused=(*GRANITE_MOE.fused, ("shared_mlp.input_linear.weight", ("ff.shared.W1", "ff.shared.W3"), _one)),
+    stacked=GRANITE_MOE.stacked,
+)
+
 # PhiMoE: Mixtral's names, its LayerNorms' biases and the head's bias among them
 PHIMOE = Family(MIXTRAL.block, MIXTRAL.names, _LLAMA_GLOBALS | {"head.b": "lm_head.bias"})
 

@@ -3,14 +3,16 @@ embedding_multiplier, the scores times attention_multiplier (in place of 1/sqrt(
 residual_multiplier as it joins the residual, and the logits divided by logits_scaling; biases with attention_bias
 (on q, k, v and o) and mlp_bias. Its checkpoint is LLaMA's; its GGUF file is LLaMA's (Q and K rows permuted for
 llama.cpp's interleaved rotary) with the multipliers as attention.scale, embedding_scale, residual_scale and
-logit_scale, which llama.cpp divides the logits by."""
+logit_scale, which llama.cpp divides the logits by. GraniteMoE (GraniteMoeForCausalLM): Granite's block with
+Mixtral's experts in every layer, GraniteMoeShared with an ungated shared expert beside them (their GGUF, granitemoe,
+not yet)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..spec.definition import Spec
-from .checkpoints import LLAMA
+from .checkpoints import GRANITE_MOE, GRANITE_MOE_SHARED, LLAMA
 from .gguf_layout import LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
 from .keys import Keys
 from .parts import llama_like
@@ -29,6 +31,34 @@ def spec(c: Keys) -> dict[str, Any]:
         "residual_scale": c.number("residual_multiplier", 1.0),
         "logit_scale": 1.0 / c.number("logits_scaling", 1.0),
     }
+
+
+def moe(c: Keys) -> dict[str, Any]:
+    """GraniteMoeForCausalLM: Granite's block with E experts of intermediate_size in every layer, the softmax of the
+    top k router logits (a softmax over all E renormalised over the k: router_renorm)."""
+    E, k = c.count("num_local_experts", 8), c.count("num_experts_per_tok", 2)
+    if k > E:
+        raise c.fail("num_experts_per_tok", k, f"at most num_local_experts = {E}")
+    base = spec(c)
+    return base | {"E": E, "k": k, "expert_r": base["r"], "router_renorm": True}
+
+
+def moe_shared(c: Keys) -> dict[str, Any]:
+    """GraniteMoeSharedForCausalLM: GraniteMoE's with an ungated shared expert of shared_intermediate_size (0: none)
+    added to the experts' output."""
+    shared = c.nullable_count("shared_intermediate_size", 0) or 0
+    return moe(c) | ({"shared_r": shared} if shared else {})
+
+
+def moe_shared_config(spec: Spec) -> dict[str, Any]:
+    """spec -> GraniteMoeShared's config.json keys of its own."""
+    return moe_config(spec) | {"shared_intermediate_size": spec.shared_r or 0}
+
+
+def moe_config(spec: Spec) -> dict[str, Any]:
+    """spec -> GraniteMoE's config.json keys of its own (the experts of intermediate_size: expert_r)."""
+    experts = {"num_local_experts": spec.E, "num_experts_per_tok": spec.k, "intermediate_size": spec.expert_r}
+    return config(spec) | experts
 
 
 def config(spec: Spec) -> dict[str, Any]:
@@ -74,13 +104,25 @@ def gguf_metadata(spec: Spec) -> dict[str, Any]:
     return out
 
 
-RECORD = Record(
-    "granite",
-    "GraniteForCausalLM",
-    spec,
-    LLAMA,
-    config,
-    Gguf("granite", LLAMA_LAYOUT, gguf_spec, gguf_metadata, transforms=LLAMA_PERMUTED, redo=LLAMA_REDO),
+STACKED = ("w1", "w3", "w2", "router")  # (peft's names of the stacked experts and the router)
+RECORDS = (
+    Record(
+        "granite",
+        "GraniteForCausalLM",
+        spec,
+        LLAMA,
+        config,
+        Gguf("granite", LLAMA_LAYOUT, gguf_spec, gguf_metadata, transforms=LLAMA_PERMUTED, redo=LLAMA_REDO),
+    ),
+    Record("granitemoe", "GraniteMoeForCausalLM", moe, GRANITE_MOE, moe_config, lora_stacked=STACKED),
+    Record(
+        "granitemoeshared",
+        "GraniteMoeSharedForCausalLM",
+        moe_shared,
+        GRANITE_MOE_SHARED,
+        moe_shared_config,
+        lora_stacked=STACKED,
+    ),
 )
 
-__all__ = ["RECORD"]
+__all__ = ["RECORDS"]
