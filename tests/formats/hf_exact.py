@@ -76,16 +76,22 @@ def exact(model):
                 inv_freq = _inv_freq(cfg, rotated, int(position_ids.max()) + 1, params)
                 freqs = position_ids[..., None].double() * inv_freq
                 emb = freqs if kind == "GptOssRotaryEmbedding" else torch.cat((freqs, freqs), dim=-1)  # (its halves)
-                if kind == "CohereRotaryEmbedding":  # each angle twice in a row: interleaved pairs
+                if kind in (
+                    "CohereRotaryEmbedding",
+                    "Cohere2RotaryEmbedding",
+                ):  # each angle twice in a row: interleaved
                     emb = torch.repeat_interleave(freqs, 2, dim=-1)
                 return (emb.cos() * scaling).to(x.dtype), (emb.sin() * scaling).to(x.dtype)
 
             module.forward = forward
-            if kind == "CohereRotaryEmbedding":  # its rotation applied in float32: here in the model's dtype
+            if kind in (
+                "CohereRotaryEmbedding",
+                "Cohere2RotaryEmbedding",
+            ):  # its rotation in float32: here the model's dtype
                 sys.modules[type(module).__module__].apply_rotary_pos_emb = _float64_cohere_rotate
         elif kind == "Ernie4_5Attention":  # its rotation applied in float32: here in the model's dtype
             sys.modules[type(module).__module__].apply_rotary_pos_emb = _float64_ernie_rotate
-        elif kind == "CohereLayerNorm":  # its mean and variance in float32 even in a float64 model
+        elif kind in ("CohereLayerNorm", "Cohere2LayerNorm"):  # its mean and variance in float32 even in float64
             module.forward = _float64_cohere_layer_norm.__get__(module)
         elif kind.endswith("RMSNorm"):
             norm = _float64_gemma_rms_norm if kind.startswith("Gemma") else _float64_rms_norm

@@ -222,6 +222,8 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "granitemoeshared": ("GraniteMoeSharedConfig", "GraniteMoeSharedForCausalLM", SMALL | dict(
         num_key_value_heads=2, num_local_experts=3, num_experts_per_tok=2, shared_intermediate_size=24,
         residual_multiplier=0.7, experts_implementation="eager")),
+    "cohere2": ("Cohere2Config", "Cohere2ForCausalLM", SMALL | dict(  # three sliding (turning) to one full (NoPE)
+        num_hidden_layers=4, num_key_value_heads=2, sliding_window=5, pad_token_id=None)),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

@@ -21,6 +21,7 @@ SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_lay
         ({"model_type": "smollm3", "no_rope_layers": [1, 1, 2, 0]}, "expected a list of 4"),
         ({"model_type": "olmo3", "layer_types": ["sliding_attention"]}, "'layer_types'"),
         ({"model_type": "arcee", "hidden_act": "tanh"}, "key 'hidden_act'"),
+        ({"model_type": "cohere2", "sliding_window": None}, "runs Cohere2 with a window only"),
     ],
 )
 def test_a_config_transformers_or_tfm_cannot_build_is_one_line_naming_the_key(tmp_path, keys, words):
@@ -31,7 +32,7 @@ def test_a_config_transformers_or_tfm_cannot_build_is_one_line_naming_the_key(tm
 
 
 NEW = ["arcee", "olmo3", "seed_oss", "helium", "ministral", "cwm", "smollm3", "exaone4", "ernie4_5", "glm4"]
-NEW += ["olmoe", "flex_olmo", "granitemoe", "granitemoeshared"]
+NEW += ["olmoe", "flex_olmo", "granitemoe", "granitemoeshared", "cohere2"]
 
 
 @pytest.mark.parametrize("model_type", NEW)
@@ -47,7 +48,7 @@ def test_a_config_without_the_optional_keys_takes_transformers_defaults(tmp_path
     rope = theirs.rope_parameters
     full = rope.get("full_attention", rope) if isinstance(rope.get("full_attention"), dict) else rope
     assert ours.rope_theta == full["rope_theta"]
-    assert ours.norm_eps == theirs.rms_norm_eps
+    assert ours.norm_eps == (getattr(theirs, "rms_norm_eps", None) or theirs.layer_norm_eps)
     assert ours.tie_embeddings == theirs.tie_word_embeddings
     assert ours.m == theirs.head_dim
     kinds = getattr(theirs, "layer_types", None)

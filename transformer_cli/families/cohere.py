@@ -11,7 +11,7 @@ from ..spec.definition import Spec
 from .checkpoints import LLAMA
 from .gguf_layout import LLAMA_LAYOUT
 from .keys import Keys
-from .parts import llama_like
+from .parts import llama_like, typed_layers
 from .record import Gguf, Record
 
 
@@ -35,6 +35,32 @@ def spec(c: Keys) -> dict[str, Any]:
             "logit_scale": c.number("logit_scale", 0.0625),
         }
     )
+
+
+def cohere2(c: Keys) -> dict[str, Any]:
+    """Cohere2ForCausalLM (Command R7B): Cohere's block without query/key norms, three sliding layers to one full by
+    default (layer_types; sliding_window_pattern), the sliding layers turning by the rotary positions and the full
+    ones without positions. transformers 5.24 runs none without a window: refused."""
+    if c.flag("use_qk_norm", False):
+        raise c.refuse("use_qk_norm", True, "Cohere2's attention has no query/key norms")
+    N, window = c.count("num_hidden_layers"), c.nullable_count("sliding_window", 4096)
+    if window is None:
+        raise c.refuse("sliding_window", None, "transformers 5.24 runs Cohere2 with a window only")
+    base, every = spec(c), c.count("sliding_window_pattern", 4)
+    kinds = c.data.get("layer_types") or [
+        "sliding_attention" if (i + 1) % every else "full_attention" for i in range(N)
+    ]
+    layers = typed_layers(c, N, window, kinds)
+    return base | layers | {"positional_layers": ["rope" if k == "sliding_attention" else "nope" for k in kinds]}
+
+
+def cohere2_config(spec: Spec) -> dict[str, Any]:
+    """spec -> Cohere2's config.json: Cohere's keys and every layer's kind."""
+    pattern = spec.attention_layers or ("sliding",)
+    kinds = [f"{pattern[i % len(pattern)]}_attention" for i in range(spec.N)]
+    out = config(spec) | {"sliding_window": spec.window, "layer_types": kinds}
+    del out["use_qk_norm"]
+    return out
 
 
 def config(spec: Spec) -> dict[str, Any]:
@@ -73,13 +99,16 @@ def gguf_metadata(spec: Spec) -> dict[str, Any]:
     return {"logit_scale": float(spec.logit_scale)}
 
 
-RECORD = Record(
-    "cohere",
-    "CohereForCausalLM",
-    spec,
-    LLAMA,
-    config,
-    Gguf("command-r", LLAMA_LAYOUT, gguf_spec, gguf_metadata, base="sizes"),
+RECORDS = (
+    Record(
+        "cohere",
+        "CohereForCausalLM",
+        spec,
+        LLAMA,
+        config,
+        Gguf("command-r", LLAMA_LAYOUT, gguf_spec, gguf_metadata, base="sizes"),
+    ),
+    Record("cohere2", "Cohere2ForCausalLM", cohere2, LLAMA, cohere2_config),
 )
 
-__all__ = ["RECORD"]
+__all__ = ["RECORDS"]
