@@ -224,6 +224,11 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
         residual_multiplier=0.7, experts_implementation="eager")),
     "cohere2": ("Cohere2Config", "Cohere2ForCausalLM", SMALL | dict(  # three sliding (turning) to one full (NoPE)
         num_hidden_layers=4, num_key_value_heads=2, sliding_window=5, pad_token_id=None)),
+    "nemotron": ("NemotronConfig", "NemotronForCausalLM", SMALL | dict(  # LayerNorm1P, half of each head turned
+        num_key_value_heads=2, pad_token_id=None, bos_token_id=None, eos_token_id=None)),
+    "nemotron-biases": ("NemotronConfig", "NemotronForCausalLM", SMALL | dict(
+        num_key_value_heads=4, attention_bias=True, mlp_bias=True, partial_rotary_factor=1.0, pad_token_id=None,
+        bos_token_id=None, eos_token_id=None)),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

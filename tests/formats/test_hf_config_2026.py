@@ -32,7 +32,7 @@ def test_a_config_transformers_or_tfm_cannot_build_is_one_line_naming_the_key(tm
 
 
 NEW = ["arcee", "olmo3", "seed_oss", "helium", "ministral", "cwm", "smollm3", "exaone4", "ernie4_5", "glm4"]
-NEW += ["olmoe", "flex_olmo", "granitemoe", "granitemoeshared", "cohere2"]
+NEW += ["olmoe", "flex_olmo", "granitemoe", "granitemoeshared", "cohere2", "nemotron"]
 
 
 @pytest.mark.parametrize("model_type", NEW)
@@ -48,7 +48,8 @@ def test_a_config_without_the_optional_keys_takes_transformers_defaults(tmp_path
     rope = theirs.rope_parameters
     full = rope.get("full_attention", rope) if isinstance(rope.get("full_attention"), dict) else rope
     assert ours.rope_theta == full["rope_theta"]
-    assert ours.norm_eps == (getattr(theirs, "rms_norm_eps", None) or theirs.layer_norm_eps)
+    eps = [getattr(theirs, key) for key in ("rms_norm_eps", "layer_norm_eps", "norm_eps") if hasattr(theirs, key)]
+    assert ours.norm_eps == eps[0]
     assert ours.tie_embeddings == theirs.tie_word_embeddings
     assert ours.m == theirs.head_dim
     kinds = getattr(theirs, "layer_types", None)

@@ -186,8 +186,8 @@ def test_dropping_an_output_bias_needs_the_attention_biases(tmp_path):
     assert "no out_bias: false unless attention_bias is true" in error_of(tmp_path, BASE + "out_bias: false\n")
 
 
-def test_plus_one_needs_rmsnorm(tmp_path):
-    assert "norm_type: rmsnorm with norm_plus_one" in error_of(tmp_path, BASE + "norm: pre\nnorm_plus_one: true\n")
+def test_plus_one_needs_a_norm(tmp_path):
+    assert "a norm to scale by 1 + gamma" in error_of(tmp_path, BASE + "norm: none\nnorm_plus_one: true\n")
 
 
 def test_an_output_bias_alone_is_counted_as_d(tmp_path):

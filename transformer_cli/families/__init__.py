@@ -32,6 +32,7 @@ MODULES = (
     "granite",
     "helium",
     "llama",
+    "nemotron",
     "olmo2",
     "olmoe",
     "opt",

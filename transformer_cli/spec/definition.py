@@ -175,7 +175,10 @@ class Spec:
         ),
     )
     norm_plus_one: bool = field(
-        default=False, metadata=_key("bool", "rmsnorm scales by (1 + gamma), gamma starting at 0 (Gemma)")
+        default=False,
+        metadata=_key(
+            "bool", "the norms scale by (1 + gamma), gamma starting at 0 (Gemma's RMSNorm, Nemotron's LayerNorm)"
+        ),
     )
     E: int | None = field(
         default=None, metadata=_key("posint", "experts: E feedforwards and a router W_r (E, d) in each block (Mixtral)")

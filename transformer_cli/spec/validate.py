@@ -177,8 +177,8 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "out_bias", False, "no out_bias: false unless attention_bias is true (no bias to drop)")
     if "norm_bias" in data and spec.norm_type != "layernorm":
         raise _fail(source, "norm_bias", data["norm_bias"], "no norm_bias unless norm_type is layernorm")
-    if spec.norm_plus_one and spec.norm_type != "rmsnorm":
-        raise _fail(source, "norm_plus_one", True, "norm_type: rmsnorm with norm_plus_one (x / rms * (1 + gamma))")
+    if spec.norm_plus_one and spec.norm == "none" and not spec.final_norm:
+        raise _fail(source, "norm_plus_one", True, "a norm to scale by 1 + gamma (norm is none)")
     if (spec.E is None) != (spec.k is None):
         key, other = ("E", "k") if spec.E is None else ("k", "E")
         raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with {other}")
