@@ -229,6 +229,10 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "nemotron-biases": ("NemotronConfig", "NemotronForCausalLM", SMALL | dict(
         num_key_value_heads=4, attention_bias=True, mlp_bias=True, partial_rotary_factor=1.0, pad_token_id=None,
         bos_token_id=None, eos_token_id=None)),
+    "gpt_bigcode": ("GPTBigCodeConfig", "GPTBigCodeForCausalLM", dict(  # multi-query: one key/value head
+        vocab_size=97, n_embd=32, n_layer=2, n_head=4, n_positions=64, n_inner=40)),
+    "gpt_bigcode-mha": ("GPTBigCodeConfig", "GPTBigCodeForCausalLM", dict(
+        vocab_size=97, n_embd=32, n_layer=2, n_head=4, n_positions=64, multi_query=False, tie_word_embeddings=False)),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

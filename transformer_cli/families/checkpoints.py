@@ -261,6 +261,16 @@ GPT2 = Family(
     transposed=frozenset({"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"}),
 )
 
+# GPTBigCode (StarCoder 1, SantaCoder): GPT-2's names in nn.Linear layers (out, in); c_attn [Q; K; V] with K and V of
+# one head under multi-query, else [q; k; v] head by head
+_heads = lambda spec: 1 if spec.kv_heads == 1 else spec.H  # noqa: E731
+GPT_BIGCODE = Family(
+    GPT2.block,
+    GPT2.names,
+    GPT2.globals_,
+    fused=(("attn.c_attn.weight", _QKV, _heads), ("attn.c_attn.bias", _QKV_BIAS, _heads)),
+)
+
 
 GPTJ = Family(
     "transformer.h.{i}.",

@@ -1,13 +1,14 @@
 """GPT-2 (GPT2LMHeadModel): learned positions, LayerNorms, biases everywhere, Conv1D layers stored (in, out); its
 GGUF file stores them (out, in) as every GGUF weight is, the fused attn_qkv rows [Q; K; V] as Hugging Face has them,
-and a feedforward of 4 d (the converter writes that, whatever n_inner said)."""
+and a feedforward of 4 d (the converter writes that, whatever n_inner said). GPTBigCode (StarCoder 1, SantaCoder):
+GPT-2's block in linear layers with one key/value head (multi_query); its GGUF (starcoder) not yet."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..spec.definition import Spec
-from .checkpoints import GPT2
+from .checkpoints import GPT2, GPT_BIGCODE
 from .gguf_keys import rows
 from .gguf_layout import GLOBALS_WITH_BIAS, PLAIN_BLOCK, QKV_FUSED
 from .keys import REQUIRED, Keys
@@ -42,6 +43,19 @@ def spec(c: Keys) -> dict[str, Any]:
     }
 
 
+def bigcode(c: Keys) -> dict[str, Any]:
+    """GPTBigCodeForCausalLM (StarCoder 1, SantaCoder): GPT-2's block in linear layers, its keys and values one head
+    shared by every query head (multi_query), gelu (tanh) by default."""
+    keys = {"activation_function": "gelu_pytorch_tanh"}
+    base = spec(Keys(keys | c.data, c.source, notes=c.notes))
+    return base | ({"G": 1} if c.flag("multi_query", True) and base["H"] > 1 else {})
+
+
+def bigcode_config(spec: Spec) -> dict[str, Any]:
+    """spec -> GPTBigCode's config.json."""
+    return config(spec) | {"multi_query": spec.kv_heads == 1, "activation_function": "gelu_pytorch_tanh"}
+
+
 def config(spec: Spec) -> dict[str, Any]:
     """Every key of its config.json (GPT-2 names its sizes its own way)."""
     return {
@@ -74,15 +88,18 @@ GGUF_LAYOUT = Family(
     GLOBALS_WITH_BIAS | {"positional.P": "position_embd.weight"},
     fused=QKV_FUSED,
 )
-RECORD = Record(
-    "gpt2",
-    "GPT2LMHeadModel",
-    spec,
-    GPT2,
-    config,
-    Gguf("gpt2", GGUF_LAYOUT, gguf_spec, base="sizes"),
-    aliases=((r"^(?!transformer\.)", "transformer."),),  # the hub's GPT-2 files have no "transformer." prefix
-    config_alone=True,
+RECORDS = (
+    Record(
+        "gpt2",
+        "GPT2LMHeadModel",
+        spec,
+        GPT2,
+        config,
+        Gguf("gpt2", GGUF_LAYOUT, gguf_spec, base="sizes"),
+        aliases=((r"^(?!transformer\.)", "transformer."),),  # the hub's GPT-2 files have no "transformer." prefix
+        config_alone=True,
+    ),
+    Record("gpt_bigcode", "GPTBigCodeForCausalLM", bigcode, GPT_BIGCODE, bigcode_config, config_alone=True),
 )
 
-__all__ = ["RECORD"]
+__all__ = ["RECORDS"]
