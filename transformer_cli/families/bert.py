@@ -1,6 +1,7 @@
-"""BERT and the encoders of its layout: BertModel, RobertaModel and XLMRobertaModel (positions after the padding
-index), DistilBertModel. Their GGUF files are all architecture bert, which tfm reads but does not write (nor a
-config.json from one: the converter drops the pooler, which a BertModel's config cannot leave out)."""
+"""BERT and the encoders of its layout: BertModel, RobertaModel, XLMRobertaModel and CamembertModel (RoBERTa's:
+positions after the padding index), DistilBertModel. Their GGUF files are all architecture bert, which tfm reads but
+does not write (nor a config.json from one: the converter drops the pooler, which a BertModel's config cannot leave
+out)."""
 
 from __future__ import annotations
 
@@ -158,6 +159,15 @@ RECORDS = (
         BERT,
         gguf=GGUF,
         aliases=((r"^roberta\.", ""),),
+        skipped=(*BERT_SKIPPED, r"^lm_head\."),
+        optional=POOLER,
+    ),
+    Record(
+        "camembert",
+        "CamembertModel",
+        roberta,
+        BERT,
+        aliases=((r"^roberta\.", ""),),  # CamembertForMaskedLM's files
         skipped=(*BERT_SKIPPED, r"^lm_head\."),
         optional=POOLER,
     ),
