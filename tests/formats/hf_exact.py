@@ -94,7 +94,7 @@ def exact(model):
         elif kind in ("CohereLayerNorm", "Cohere2LayerNorm"):  # its mean and variance in float32 even in float64
             module.forward = _float64_cohere_layer_norm.__get__(module)
         elif kind.endswith("RMSNorm"):
-            norm = _float64_gemma_rms_norm if kind.startswith("Gemma") else _float64_rms_norm
+            norm = _float64_gemma_rms_norm if kind.startswith(("Gemma", "VaultGemma")) else _float64_rms_norm
             module.forward = norm.__get__(module)
         elif kind in ("GraniteMoeTopKRouter", "GraniteMoeSharedTopKRouter"):  # the top k logits softmaxed in float32
             module.forward = _float64_granite_router.__get__(module)
@@ -106,7 +106,7 @@ def exact(model):
             bloom = sys.modules[type(module).__module__]
             bloom._get_alibi_slopes = _float64_alibi_slopes
             bloom.F = _Float64Functional()
-        elif kind in ("Gemma2Attention", "Gemma3Attention"):  # their eager softmax upcasts to float32
+        elif kind in ("Gemma2Attention", "Gemma3Attention", "VaultGemmaAttention"):  # eager softmax in float32
             sys.modules[type(module).__module__].eager_attention_forward = _float64_eager  # (float32: the same)
         elif kind == "GPTNeoSelfAttention":  # its scores in float32 even in a float64 model: here in float64
             module._attn = _float64_neo_attention.__get__(module)

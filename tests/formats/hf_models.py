@@ -236,6 +236,9 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
         vocab_size=97, n_embd=32, n_layer=2, n_head=4, n_positions=64, n_inner=40)),
     "gpt_bigcode-mha": ("GPTBigCodeConfig", "GPTBigCodeForCausalLM", dict(
         vocab_size=97, n_embd=32, n_layer=2, n_head=4, n_positions=64, multi_query=False, tie_word_embeddings=False)),
+    "vaultgemma": ("VaultGemmaConfig", "VaultGemmaForCausalLM", SMALL | dict(  # Gemma 2 without its output norms
+        num_hidden_layers=3, num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8, sliding_window=4,
+        attn_logit_softcapping=2.0, final_logit_softcapping=3.0, attn_implementation="eager", pad_token_id=None)),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

@@ -40,6 +40,13 @@ STABLELM = Family(
     | {f"attention.{x}_norm.gamma[{{e}}]": f"self_attn.{x}_layernorm.norms.{{e}}.weight" for x in "qk"},
     _LLAMA_GLOBALS,
 )
+# VaultGemma: Gemma 2's input and pre-feedforward norms alone
+VAULTGEMMA = Family(
+    "model.layers.{i}.",
+    {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith("norm2")}
+    | _norm("norm2", "pre_feedforward_layernorm"),
+    _LLAMA_GLOBALS,
+)
 # Gemma 2 and 3: four norms a block; post_attention_layernorm is the attention's output norm here, not norm2
 GEMMA2 = Family(
     "model.layers.{i}.",

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..spec.definition import Spec
 from .checkpoints import GEMMA2 as GEMMA2_CHECKPOINT
+from .checkpoints import VAULTGEMMA
 from .checkpoints import LLAMA
 from .config_keys import shared_keys
 from .gguf_layout import LLAMA_LAYOUT, Transform
@@ -50,6 +51,12 @@ def gemma2(c: Keys) -> dict[str, Any]:
         "logit_softcap": c.nullable_number("final_logit_softcapping", 30.0),
     }
     return _gemma_like(c, caps, rope(c, c.count("max_position_embeddings", 8192), c.count("head_dim", 256)), period=2)
+
+
+def vaultgemma(c: Keys) -> dict[str, Any]:
+    """VaultGemmaForCausalLM (Google's differentially private VaultGemma 1B): Gemma 2's block with its norms before
+    each sublayer alone (no output norms)."""
+    return gemma2(c) | {"norm": "pre"}
 
 
 def gemma3_text(c: Keys) -> dict[str, Any]:
@@ -236,6 +243,7 @@ GEMMA2 = Record(
     Gguf("gemma2", GGUF2_LAYOUT, gguf_gemma2, base="sizes", transforms=LESS_ONE, redo=PLUS_ONE),
     config_alone=True,
 )
+VAULTGEMMA_RECORD = Record("vaultgemma", "VaultGemmaForCausalLM", vaultgemma, VAULTGEMMA, config2, config_alone=True)
 GEMMA3 = Record(
     "gemma3_text",
     "Gemma3ForCausalLM",
@@ -245,6 +253,6 @@ GEMMA3 = Record(
     Gguf("gemma3", GGUF2_LAYOUT, gguf_gemma3, gguf_metadata3, "sizes", LESS_ONE, PLUS_ONE),
     config_alone=True,
 )
-RECORDS = (GEMMA, GEMMA2, GEMMA3)
+RECORDS = (GEMMA, GEMMA2, GEMMA3, VAULTGEMMA_RECORD)
 
 __all__ = ["RECORDS"]
