@@ -16,8 +16,7 @@ import numpy as np
 
 from ..spec.definition import Spec
 from .checkpoints import GEMMA2 as GEMMA2_CHECKPOINT
-from .checkpoints import VAULTGEMMA
-from .checkpoints import LLAMA
+from .checkpoints import LLAMA, VAULTGEMMA
 from .config_keys import shared_keys
 from .gguf_layout import LLAMA_LAYOUT, Transform
 from .keys import Keys
