@@ -77,6 +77,15 @@ GGUF_NAMES = {
 }
 
 
+def test_the_model_types_table_is_the_registrys():
+    from families_table import families_table
+
+    page = (ROOT / "docs" / "hugging-face.md").read_text()
+    block = page.split("<!-- families: the registry's table -->\n")[1].split("<!-- /families -->")[0]
+    assert block == families_table()  # (python scripts/update_readme.py makes it anew)
+    assert "| `olmo3` | `Olmo3ForCausalLM` | — |" in block and "| `arcee` | `ArceeForCausalLM` | `arcee` |" in block
+
+
 def test_the_readme_names_every_gguf_architecture_tfm_reads():
     readme = " ".join((ROOT / "README.md").read_text().split())
     listed = readme.split("GGUF files (llama.cpp's format: ")[1].split(") are read too")[0]
