@@ -70,7 +70,7 @@ def softmax_rows_(P: Array, normalise: bool = True) -> Array:
     return sums
 
 
-def layer_norm(X: Array, gamma: Array, beta: Array | float, eps: float) -> Array:
+def layer_norm(X: Array, gamma: Array | float, beta: Array | float, eps: float) -> Array:
     """Normalise each column over its d entries (axis 0): (d, b, n) -> (d, b, n); gamma, beta are (d, 1, 1)."""
     mean = X.mean(axis=0)
     centred = X - mean
@@ -83,7 +83,7 @@ def layer_norm(X: Array, gamma: Array, beta: Array | float, eps: float) -> Array
     return centred
 
 
-def rms_norm(X: Array, gamma: Array, eps: float) -> Array:
+def rms_norm(X: Array, gamma: Array | float, eps: float) -> Array:
     """x / sqrt(mean(x^2) + eps) * gamma over the d entries of each column (axis 0): (d, b, n) -> (d, b, n)."""
     mean_square = np.einsum("i...,i...->...", X, X)  # the sum of squares in one pass, no (d, b, n) temporary
     mean_square *= 1.0 / X.shape[0]

@@ -91,6 +91,10 @@ def exact(model):
                 sys.modules[type(module).__module__].apply_rotary_pos_emb = _float64_cohere_rotate
         elif kind == "Ernie4_5Attention":  # its rotation applied in float32: here in the model's dtype
             sys.modules[type(module).__module__].apply_rotary_pos_emb = _float64_ernie_rotate
+        elif kind == "OlmoLayerNorm":  # OLMo 1's norm of no parameters, in float32 even in float64
+            module.forward = lambda x, module=module: torch.nn.functional.layer_norm(
+                x, module.normalized_shape, eps=1e-5
+            )
         elif kind in ("CohereLayerNorm", "Cohere2LayerNorm"):  # its mean and variance in float32 even in float64
             module.forward = _float64_cohere_layer_norm.__get__(module)
         elif kind.endswith("RMSNorm"):

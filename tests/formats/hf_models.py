@@ -239,6 +239,9 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "vaultgemma": ("VaultGemmaConfig", "VaultGemmaForCausalLM", SMALL | dict(  # Gemma 2 without its output norms
         num_hidden_layers=3, num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8, sliding_window=4,
         attn_logit_softcapping=2.0, final_logit_softcapping=3.0, attn_implementation="eager", pad_token_id=None)),
+    "olmo": ("OlmoConfig", "OlmoForCausalLM", SMALL | dict(num_key_value_heads=2, pad_token_id=None)),  # (no gains)
+    "olmo-biases": ("OlmoConfig", "OlmoForCausalLM", SMALL | dict(attention_bias=True, pad_token_id=None,
+                                                                   tie_word_embeddings=True)),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

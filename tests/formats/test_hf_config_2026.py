@@ -22,6 +22,7 @@ SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_lay
         ({"model_type": "olmo3", "layer_types": ["sliding_attention"]}, "'layer_types'"),
         ({"model_type": "arcee", "hidden_act": "tanh"}, "key 'hidden_act'"),
         ({"model_type": "cohere2", "sliding_window": None}, "runs Cohere2 with a window only"),
+        ({"model_type": "olmo", "clip_qkv": 8.0}, "'clip_qkv': 8.0 is not supported"),
     ],
 )
 def test_a_config_transformers_or_tfm_cannot_build_is_one_line_naming_the_key(tmp_path, keys, words):
@@ -32,7 +33,7 @@ def test_a_config_transformers_or_tfm_cannot_build_is_one_line_naming_the_key(tm
 
 
 NEW = ["arcee", "olmo3", "seed_oss", "helium", "ministral", "cwm", "smollm3", "exaone4", "ernie4_5", "glm4"]
-NEW += ["olmoe", "flex_olmo", "granitemoe", "granitemoeshared", "cohere2", "nemotron", "vaultgemma"]
+NEW += ["olmoe", "flex_olmo", "granitemoe", "granitemoeshared", "cohere2", "nemotron", "vaultgemma", "olmo"]
 
 
 @pytest.mark.parametrize("model_type", NEW)
@@ -49,7 +50,7 @@ def test_a_config_without_the_optional_keys_takes_transformers_defaults(tmp_path
     full = rope.get("full_attention", rope) if isinstance(rope.get("full_attention"), dict) else rope
     assert ours.rope_theta == full["rope_theta"]
     eps = [getattr(theirs, key) for key in ("rms_norm_eps", "layer_norm_eps", "norm_eps") if hasattr(theirs, key)]
-    assert ours.norm_eps == eps[0]
+    assert ours.norm_eps == (eps[0] if eps else 1e-5)  # (OLMo 1's config has none: its norms' is 1e-5)
     assert ours.tie_embeddings == theirs.tie_word_embeddings
     assert ours.m == theirs.head_dim
     kinds = getattr(theirs, "layer_types", None)

@@ -63,7 +63,7 @@ class LayerNorm(Component):
 
     def terms(self) -> list[Term]:
         k = len(self.norms) * len(self.params)
-        return [Term(f"{k}d" if k > 1 else "d", k * self.spec.d, "block")]
+        return [Term(f"{k}d" if k > 1 else "d", k * self.spec.d, "block")] if k else []
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         return {"norms": len(self.norms) * self.spec.N * self.per_entry * self.spec.d * b * n}
@@ -132,7 +132,7 @@ class FinalNorm(Component):
 
     def terms(self) -> list[Term]:
         k = len(self.kind.params)
-        return [Term(f"{k}d" if k > 1 else "d", k * self.spec.d, "model")]
+        return [Term(f"{k}d" if k > 1 else "d", k * self.spec.d, "model")] if k else []
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         return {"norms": self.kind.per_entry * self.spec.d * b * n}
@@ -141,8 +141,30 @@ class FinalNorm(Component):
         return self.kind.saved_bytes(self.spec.d, s, frozen)
 
 
+class LayerNormWithoutParams(LayerNorm):
+    """(x - mean) / sqrt(var + eps): a layer norm with no gain or bias (norm_affine: false; OLMo 1)."""
+
+    params: tuple[str, ...] = ()
+    per_entry = NORM_PER_ENTRY - 2
+
+    def apply(self, X: kernels.Array, params: tuple) -> kernels.Array:
+        return kernels.layer_norm(X, 1.0, 0.0, self.spec.norm_eps)
+
+
+class RMSNormWithoutParams(RMSNorm):
+    """x / sqrt(mean(x^2) + eps): an RMS norm with no gain (norm_affine: false)."""
+
+    params: tuple[str, ...] = ()
+    per_entry = RMS_PER_ENTRY - 1
+
+    def apply(self, X: kernels.Array, params: tuple) -> kernels.Array:
+        return kernels.rms_norm(X, 1.0, self.spec.norm_eps)
+
+
 def norm_kind(spec) -> LayerNorm:
-    """The spec's norm (norm_type, and for layernorm norm_bias): what every norm of the model computes."""
+    """The spec's norm (norm_type, and norm_bias and norm_affine): what every norm of the model computes."""
+    if not spec.norm_affine:
+        return LayerNormWithoutParams(spec) if spec.norm_type == "layernorm" else RMSNormWithoutParams(spec)
     if spec.norm_type == "layernorm" and not spec.norm_bias:
         return LayerNormWithoutBias(spec)
     return NORM_TYPES[spec.norm_type](spec)

@@ -1,4 +1,6 @@
-"""OLMo 2 (Olmo2ForCausalLM): LLaMA's attention and MLP, each sublayer's output normalised before its residual (no
+"""OLMo 1 (OlmoForCausalLM): LLaMA's block with LayerNorms of no parameters (norm_affine: false).
+
+OLMo 2 (Olmo2ForCausalLM): LLaMA's attention and MLP, each sublayer's output normalised before its residual (no
 norm of its input), RMSNorms of all query and all key projections together (widths Hm and Gm), a final norm. Its
 GGUF file (olmo2) holds the output norms as post_attention_norm and post_ffw_norm; llama.cpp turns halves, so the
 converter does not permute.
@@ -12,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .checkpoints import OLMO2
+from .checkpoints import LLAMA, OLMO2
 from .config_keys import shared_keys
 from .gguf_layout import LLAMA_LAYOUT
 from .keys import Keys
@@ -38,6 +40,21 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """LLaMA's sizes and rotary, no norm of a sublayer's input but one of its output, RMSNorms of all query and all
     key projections together (widths Hm and Gm)."""
     return spec | _NORMS
+
+
+def olmo(c: Keys) -> dict[str, Any]:
+    """OlmoForCausalLM (OLMo 1): LLaMA's block with LayerNorms of no gain or bias (eps 1e-5, fixed), biases with
+    attention_bias; clip_qkv (OLMo-7B-0424's 8) clamps q, k and v in transformers: refused, tfm does not clamp."""
+    if c.has("clip_qkv"):
+        raise c.refuse("clip_qkv", c.data["clip_qkv"], "tfm's attention does not clamp q, k and v")
+    plain = llama_like(c, c.count("num_key_value_heads", None), None, 1e-5, False, 2048)
+    norms = {"norm_type": "layernorm", "norm_affine": False, "norm_eps": 1e-5}
+    return plain | norms | {"attention_bias": c.flag("attention_bias", False)}
+
+
+def olmo_config(spec: Spec) -> dict[str, Any]:
+    """spec -> OLMo 1's config.json."""
+    return shared_keys(spec) | {"attention_bias": spec.attention_bias, "hidden_act": "silu", "clip_qkv": None}
 
 
 OLMO3_THETA = 500000.0  # Olmo3Config.default_theta
@@ -83,6 +100,7 @@ GGUF_LAYOUT = Family(
     LLAMA_LAYOUT.globals_,
 )
 RECORDS = (
+    Record("olmo", "OlmoForCausalLM", olmo, LLAMA, olmo_config, config_alone=True),
     Record("olmo2", "Olmo2ForCausalLM", spec, OLMO2, config, Gguf("olmo2", GGUF_LAYOUT, gguf_spec), config_alone=True),
     Record("olmo3", "Olmo3ForCausalLM", olmo3, OLMO2, config3, config_alone=True),
 )

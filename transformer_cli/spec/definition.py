@@ -166,6 +166,9 @@ class Spec:
         ),
     )
     norm_bias: bool = field(default=True, metadata=_key("bool", "layernorm's beta; false: gamma only (OLMo-style)"))
+    norm_affine: bool = field(
+        default=True, metadata=_key("bool", "the norms' gains (and betas); false: none, x normalised alone (OLMo 1)")
+    )
     qk_norm: bool = field(
         default=False,
         metadata=_key(

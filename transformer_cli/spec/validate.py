@@ -177,6 +177,8 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "out_bias", False, "no out_bias: false unless attention_bias is true (no bias to drop)")
     if "norm_bias" in data and spec.norm_type != "layernorm":
         raise _fail(source, "norm_bias", data["norm_bias"], "no norm_bias unless norm_type is layernorm")
+    if spec.norm_plus_one and not spec.norm_affine:
+        raise _fail(source, "norm_plus_one", True, "the norms' gains to scale by 1 + gamma (norm_affine is false)")
     if spec.norm_plus_one and spec.norm == "none" and not spec.final_norm:
         raise _fail(source, "norm_plus_one", True, "a norm to scale by 1 + gamma (norm is none)")
     if (spec.E is None) != (spec.k is None):
