@@ -24,6 +24,12 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "camembert": ("CamembertConfig", "CamembertModel", dict(vocab_size=97, hidden_size=32, num_hidden_layers=2,
                                                             num_attention_heads=4, intermediate_size=40,
                                                             max_position_embeddings=66, type_vocab_size=1)),
+    "roberta-prelayernorm": ("RobertaPreLayerNormConfig", "RobertaPreLayerNormModel", dict(
+        vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
+        max_position_embeddings=66, type_vocab_size=1, layer_norm_eps=1e-5)),
+    "xlm-roberta-xl": ("XLMRobertaXLConfig", "XLMRobertaXLModel", dict(
+        vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
+        max_position_embeddings=66, layer_norm_eps=1e-5)),
     "distilbert": ("DistilBertConfig", "DistilBertModel", dict(vocab_size=97, dim=32, n_layers=2, n_heads=4,
                                                               hidden_dim=40, max_position_embeddings=64)),
     "distilbert-sinusoidal-relu": ("DistilBertConfig", "DistilBertModel", dict(

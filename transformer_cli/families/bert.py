@@ -1,5 +1,6 @@
 """BERT and the encoders of its layout: BertModel, RobertaModel, XLMRobertaModel and CamembertModel (RoBERTa's:
-positions after the padding index), DistilBertModel. Their GGUF files are all architecture bert, which tfm reads but
+positions after the padding index), RobertaPreLayerNormModel and XLMRobertaXLModel (RoBERTa with pre-norm blocks and
+a last norm), DistilBertModel. Their GGUF files are all architecture bert, which tfm reads but
 does not write (nor a config.json from one: the converter drops the pooler, which a BertModel's config cannot leave
 out)."""
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .checkpoints import BERT, DISTILBERT
+from .checkpoints import BERT, DISTILBERT, ROBERTA_PRELN, XLMR_XL
 from .gguf_keys import rows
 from .keys import Keys
 from .layout import Family, linear_names, norm_names
@@ -54,6 +55,16 @@ def roberta(c: Keys) -> dict[str, Any]:
     if positions <= pad + 1:
         raise c.refuse("max_position_embeddings", positions, f"more than pad_token_id + 1 = {pad + 1} positions")
     return spec | {"max_len": positions - pad - 1}
+
+
+def roberta_prelayernorm(c: Keys) -> dict[str, Any]:
+    """RobertaPreLayerNormModel: RoBERTa with each sublayer's norm before it and a norm after the last block."""
+    return roberta(c) | {"norm": "pre"}
+
+
+def xlm_roberta_xl(c: Keys) -> dict[str, Any]:
+    """XLMRobertaXLModel: RoBERTa-PreLayerNorm's block without a norm of the embeddings."""
+    return roberta(c) | {"norm": "pre", "embed_norm": False}
 
 
 def distilbert(c: Keys) -> dict[str, Any]:
@@ -168,6 +179,24 @@ RECORDS = (
         roberta,
         BERT,
         aliases=((r"^roberta\.", ""),),  # CamembertForMaskedLM's files
+        skipped=(*BERT_SKIPPED, r"^lm_head\."),
+        optional=POOLER,
+    ),
+    Record(
+        "roberta-prelayernorm",
+        "RobertaPreLayerNormModel",
+        roberta_prelayernorm,
+        ROBERTA_PRELN,
+        aliases=((r"^roberta_prelayernorm\.", ""),),
+        skipped=(*BERT_SKIPPED, r"^lm_head\."),
+        optional=POOLER,
+    ),
+    Record(
+        "xlm-roberta-xl",
+        "XLMRobertaXLModel",
+        xlm_roberta_xl,
+        XLMR_XL,
+        aliases=((r"^roberta\.", ""),),
         skipped=(*BERT_SKIPPED, r"^lm_head\."),
         optional=POOLER,
     ),

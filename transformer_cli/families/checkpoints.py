@@ -325,6 +325,24 @@ BERT = Family(
     }
     | _norm("embedding.norm", "embeddings.LayerNorm"),
 )
+_BERT_LINEAR = (
+    ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"),
+    ("intermediate.dense", "output.dense"),
+)
+# RoBERTa-PreLayerNorm: BERT's names, each sublayer's norm before it (attention.LayerNorm, intermediate.LayerNorm)
+# and one after the last block (LayerNorm)
+ROBERTA_PRELN = Family(
+    BERT.block,
+    _plain_block_names(*_BERT_LINEAR, ("attention.LayerNorm", "intermediate.LayerNorm")),
+    BERT.globals_ | _norm("final_norm", "LayerNorm"),
+)
+# XLM-RoBERTa-XL: the same pre-norm block under other names, no norm of the embeddings, the last norm the encoder's
+XLMR_XL = Family(
+    BERT.block,
+    _plain_block_names(*_BERT_LINEAR, ("attention.self_attn_layer_norm", "LayerNorm")),
+    {k: v for k, v in BERT.globals_.items() if not k.startswith("embedding.norm")}
+    | _norm("final_norm", "encoder.LayerNorm"),
+)
 
 
 def _gpt_neo_names() -> dict[str, str]:
