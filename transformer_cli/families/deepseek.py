@@ -11,9 +11,9 @@ import math
 from typing import Any
 
 from ..spec.definition import Spec
-from .checkpoints import DEEPSEEK
 from .config_keys import rope_keys, size_keys
 from .deepseek_gguf import JOINED, LAYOUT, gguf_metadata, gguf_spec
+from .expert_checkpoints import DEEPSEEK
 from .keys import Keys
 from .parts import CAUSAL_PRE, activation, rope
 from .record import Gguf, Record

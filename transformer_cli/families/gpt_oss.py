@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .checkpoints import GPT_OSS
 from .config_keys import rope_keys, size_keys
+from .expert_checkpoints import GPT_OSS
 from .gguf_layout import LLAMA_LAYOUT
 from .keys import Keys
 from .layout import Family

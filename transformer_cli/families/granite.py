@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .checkpoints import GRANITE_MOE, GRANITE_MOE_SHARED, LLAMA
+from .checkpoints import LLAMA
+from .expert_checkpoints import GRANITE_MOE, GRANITE_MOE_SHARED
 from .gguf_layout import LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
 from .keys import Keys
 from .parts import llama_like

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .checkpoints import LLAMA, MIXTRAL
+from .checkpoints import LLAMA
 from .config_keys import shared_keys
+from .expert_checkpoints import MIXTRAL
 from .gguf_keys import base_only
 from .gguf_layout import LLAMA_EXPERTS, LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
 from .keys import Keys

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .checkpoints import FLEX_OLMO, QWEN_MOE
 from .config_keys import shared_keys
+from .expert_checkpoints import FLEX_OLMO, QWEN_MOE
 from .keys import Keys
 from .parts import llama_like
 from .record import Record

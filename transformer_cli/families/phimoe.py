@@ -16,8 +16,8 @@ from typing import Any
 
 from ..spec.definition import Spec
 from ..spec.rope_scaling import longrope_attention_factor
-from .checkpoints import PHIMOE
 from .config_keys import rope_keys, size_keys
+from .expert_checkpoints import PHIMOE
 from .gguf_layout import LLAMA_LAYOUT, stacked_experts
 from .keys import Keys
 from .parts import llama_like, window_key

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .checkpoints import QWEN_MOE
 from .config_keys import shared_keys
+from .expert_checkpoints import QWEN_MOE
 from .gguf_layout import LLAMA_EXPERTS, LLAMA_LAYOUT, stacked_experts
 from .keys import Keys
 from .parts import llama_like

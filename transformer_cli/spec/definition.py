@@ -31,6 +31,7 @@ from .choices import key as _key
 from .encoder_decoder_keys import ENCODER_DECODER_FIELDS
 from .expert_keys import EXPERT_FIELDS
 from .latent_keys import LATENT_FIELDS
+from .norm_keys import NORM_FIELDS
 from .rope_keys import ROPE_FIELDS
 from .scale_keys import SCALE_FIELDS
 
@@ -166,9 +167,7 @@ class Spec:
         ),
     )
     norm_bias: bool = field(default=True, metadata=_key("bool", "layernorm's beta; false: gamma only (OLMo-style)"))
-    norm_affine: bool = field(
-        default=True, metadata=_key("bool", "the norms' gains (and betas); false: none, x normalised alone (OLMo 1)")
-    )
+    norm_affine: bool = NORM_FIELDS["norm_affine"]
     qk_norm: bool = field(
         default=False,
         metadata=_key(
@@ -177,12 +176,7 @@ class Spec:
             "(Qwen3): the spec's norm_type, gains (m,) shared by the heads; see qk_norm_over",
         ),
     )
-    norm_plus_one: bool = field(
-        default=False,
-        metadata=_key(
-            "bool", "the norms scale by (1 + gamma), gamma starting at 0 (Gemma's RMSNorm, Nemotron's LayerNorm)"
-        ),
-    )
+    norm_plus_one: bool = NORM_FIELDS["norm_plus_one"]
     E: int | None = field(
         default=None, metadata=_key("posint", "experts: E feedforwards and a router W_r (E, d) in each block (Mixtral)")
     )

@@ -1,0 +1,23 @@
+"""The keys of the norms' parameters beyond their kind and place: none at all (norm_affine), or gains of 1 + gamma
+(norm_plus_one). The Spec's class body takes each field from here."""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Any
+
+from .choices import key as _key
+
+NORM_FIELDS: dict[str, Any] = {
+    "norm_affine": field(
+        default=True, metadata=_key("bool", "the norms' gains (and betas); false: none, x normalised alone (OLMo 1)")
+    ),
+    "norm_plus_one": field(
+        default=False,
+        metadata=_key(
+            "bool", "the norms scale by (1 + gamma), gamma starting at 0 (Gemma's RMSNorm, Nemotron's LayerNorm)"
+        ),
+    ),
+}
+
+__all__ = ["NORM_FIELDS"]
