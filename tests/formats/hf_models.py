@@ -248,6 +248,8 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "olmo": ("OlmoConfig", "OlmoForCausalLM", SMALL | dict(num_key_value_heads=2, pad_token_id=None)),  # (no gains)
     "olmo-biases": ("OlmoConfig", "OlmoForCausalLM", SMALL | dict(attention_bias=True, pad_token_id=None,
                                                                    tie_word_embeddings=True)),
+    "jais2": ("Jais2Config", "Jais2ForCausalLM", SMALL | dict(num_key_value_heads=2, pad_token_id=None,
+                                                             bos_token_id=None, eos_token_id=None)),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),
