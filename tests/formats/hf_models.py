@@ -250,6 +250,10 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                                                    tie_word_embeddings=True)),
     "jais2": ("Jais2Config", "Jais2ForCausalLM", SMALL | dict(num_key_value_heads=2, pad_token_id=None,
                                                              bos_token_id=None, eos_token_id=None)),
+    "persimmon": ("PersimmonConfig", "PersimmonForCausalLM", SMALL | dict(pad_token_id=None, bos_token_id=None,
+                                                                         eos_token_id=None)),
+    "persimmon-no-qk-norm": ("PersimmonConfig", "PersimmonForCausalLM", SMALL | dict(
+        qk_layernorm=False, partial_rotary_factor=1.0, pad_token_id=None, bos_token_id=None, eos_token_id=None)),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

@@ -33,7 +33,18 @@ def test_a_config_transformers_or_tfm_cannot_build_is_one_line_naming_the_key(tm
 
 
 NEW = ["arcee", "olmo3", "seed_oss", "helium", "ministral", "cwm", "smollm3", "exaone4", "ernie4_5", "glm4"]
-NEW += ["olmoe", "flex_olmo", "granitemoe", "granitemoeshared", "cohere2", "nemotron", "vaultgemma", "olmo", "jais2"]
+NEW += [
+    "olmoe",
+    "flex_olmo",
+    "granitemoe",
+    "granitemoeshared",
+    "cohere2",
+    "nemotron",
+    "vaultgemma",
+    "olmo",
+    "jais2",
+    "persimmon",
+]
 
 
 @pytest.mark.parametrize("model_type", NEW)

@@ -36,6 +36,7 @@ MODULES = (
     "olmo2",
     "olmoe",
     "opt",
+    "persimmon",
     "phi",
     "phi3",
     "phimoe",

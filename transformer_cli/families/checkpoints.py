@@ -120,6 +120,20 @@ GPT_NEOX = Family(
     ),
 )
 
+# Persimmon: GPT-NeoX's fused per-head [q; k; v] and MLP names under model., LayerNorms of each query and key head
+PERSIMMON = Family(
+    "model.layers.{i}.",
+    _neox_names("self_attn", ("input_layernorm", "post_attention_layernorm"))
+    | _norm("attention.q_norm", "self_attn.q_layernorm")
+    | _norm("attention.k_norm", "self_attn.k_layernorm"),
+    {"embedding.E": "model.embed_tokens.weight", "head.W": "lm_head.weight"}
+    | _norm("final_norm", "model.final_layernorm"),
+    fused=(
+        ("self_attn.query_key_value.weight", _QKV, lambda spec: spec.H),
+        ("self_attn.query_key_value.bias", _QKV_BIAS, lambda spec: spec.H),
+    ),
+)
+
 
 def falcon(new_architecture: bool, norms: tuple[str, str]) -> Family:
     """Falcon's fused query_key_value: grouped per key/value head in the new architecture (falcon-40b), else
