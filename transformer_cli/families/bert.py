@@ -142,6 +142,16 @@ GGUF = Gguf("bert", GGUF_LAYOUT, gguf_spec, base="sizes", read_only=True)
 POOLER = ("pooler", False, ("pooler.dense.weight", "pooler.dense.bias"))
 BERT_SKIPPED = (r"^cls\.", r"^embeddings\.position_ids$")  # BertForPreTraining's heads; an old buffer
 
+
+def _roberta(model_type: str, hf_class: str, spec: Any, layout: Any, gguf: Any = None) -> Record:
+    """A RoBERTa-like encoder's record: its ...ForMaskedLM files read too (their roberta. prefix, or the model_type's
+    own, stripped; their lm_head skipped), the pooler optional."""
+    prefix = "roberta_prelayernorm" if model_type == "roberta-prelayernorm" else "roberta"
+    skipped = (*BERT_SKIPPED, r"^lm_head\.")
+    aliases = ((rf"^{prefix}\.", ""),)
+    return Record(model_type, hf_class, spec, layout, gguf=gguf, aliases=aliases, skipped=skipped, optional=POOLER)
+
+
 RECORDS = (
     Record(
         "bert",
@@ -153,53 +163,11 @@ RECORDS = (
         skipped=BERT_SKIPPED,
         optional=POOLER,
     ),
-    Record(
-        "roberta",
-        "RobertaModel",
-        roberta,
-        BERT,
-        gguf=GGUF,
-        aliases=((r"^roberta\.", ""),),  # RobertaForMaskedLM's files
-        skipped=(*BERT_SKIPPED, r"^lm_head\."),  # RobertaForMaskedLM's head
-        optional=POOLER,
-    ),
-    Record(
-        "xlm-roberta",
-        "XLMRobertaModel",
-        roberta,
-        BERT,
-        gguf=GGUF,
-        aliases=((r"^roberta\.", ""),),
-        skipped=(*BERT_SKIPPED, r"^lm_head\."),
-        optional=POOLER,
-    ),
-    Record(
-        "camembert",
-        "CamembertModel",
-        roberta,
-        BERT,
-        aliases=((r"^roberta\.", ""),),  # CamembertForMaskedLM's files
-        skipped=(*BERT_SKIPPED, r"^lm_head\."),
-        optional=POOLER,
-    ),
-    Record(
-        "roberta-prelayernorm",
-        "RobertaPreLayerNormModel",
-        roberta_prelayernorm,
-        ROBERTA_PRELN,
-        aliases=((r"^roberta_prelayernorm\.", ""),),
-        skipped=(*BERT_SKIPPED, r"^lm_head\."),
-        optional=POOLER,
-    ),
-    Record(
-        "xlm-roberta-xl",
-        "XLMRobertaXLModel",
-        xlm_roberta_xl,
-        XLMR_XL,
-        aliases=((r"^roberta\.", ""),),
-        skipped=(*BERT_SKIPPED, r"^lm_head\."),
-        optional=POOLER,
-    ),
+    _roberta("roberta", "RobertaModel", roberta, BERT, GGUF),
+    _roberta("xlm-roberta", "XLMRobertaModel", roberta, BERT, GGUF),
+    _roberta("camembert", "CamembertModel", roberta, BERT),
+    _roberta("roberta-prelayernorm", "RobertaPreLayerNormModel", roberta_prelayernorm, ROBERTA_PRELN),
+    _roberta("xlm-roberta-xl", "XLMRobertaXLModel", xlm_roberta_xl, XLMR_XL),
     Record(
         "distilbert",
         "DistilBertModel",
