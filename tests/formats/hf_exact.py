@@ -97,7 +97,7 @@ def exact(model):
             )
         elif kind in ("CohereLayerNorm", "Cohere2LayerNorm"):  # its mean and variance in float32 even in float64
             module.forward = _float64_cohere_layer_norm.__get__(module)
-        elif kind.endswith("RMSNorm"):
+        elif kind.endswith("RMSNorm") or kind in ("T5LayerNorm", "MT5LayerNorm"):  # (T5's is an RMS norm)
             norm = _float64_gemma_rms_norm if kind.startswith(("Gemma", "VaultGemma")) else _float64_rms_norm
             module.forward = norm.__get__(module)
         elif kind in ("GraniteMoeTopKRouter", "GraniteMoeSharedTopKRouter"):  # the top k logits softmaxed in float32

@@ -254,6 +254,9 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                                                                          eos_token_id=None)),
     "persimmon-no-qk-norm": ("PersimmonConfig", "PersimmonForCausalLM", SMALL | dict(
         qk_layernorm=False, partial_rotary_factor=1.0, pad_token_id=None, bos_token_id=None, eos_token_id=None)),
+    "granitemoeshared-none": ("GraniteMoeSharedConfig", "GraniteMoeSharedForCausalLM", SMALL | dict(  # 0: no shared
+        num_key_value_heads=2, num_local_experts=3, num_experts_per_tok=2, shared_intermediate_size=0,
+        experts_implementation="eager")),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(num_key_value_heads=2)),  # relu2, no gate
     "arcee-biases": ("ArceeConfig", "ArceeForCausalLM", SMALL | dict(  # (llama.cpp's arcee holds no biases)
         num_key_value_heads=2, attention_bias=True, mlp_bias=True)),

@@ -47,7 +47,7 @@ def moe(c: Keys) -> dict[str, Any]:
 def moe_shared(c: Keys) -> dict[str, Any]:
     """GraniteMoeSharedForCausalLM: GraniteMoE's with an ungated shared expert of shared_intermediate_size (0: none)
     added to the experts' output."""
-    shared = c.nullable_count("shared_intermediate_size", 0) or 0
+    shared = c.index("shared_intermediate_size", 0)  # (0, the default: no shared expert)
     return moe(c) | ({"shared_r": shared} if shared else {})
 
 

@@ -1,0 +1,215 @@
+"""Every text model type of the installed transformers (issue 44's sweep): a tiny random model of each, read by tfm
+from the folder transformers saves, counted and run against transformers in float64.
+
+A type is *text* when transformers maps it to a causal LM, a masked LM or a seq2seq LM. For each: the config class's
+defaults with small sizes put over them (the keys a config class does not have are left out), the model built and
+randomised by transformers (seeded), saved, and then:
+
+- refused: tfm refuses the folder in one line (its message kept), or transformers itself cannot build the model
+  (counted apart, as `not built`);
+- exact: tfm's parameter count equals transformers' and its output (logits, or an encoder's last hidden state) is
+  within 1e-9 of transformers' in float64: the model as transformers runs it, or, where that is further, with its
+  float32 internals recomputed in float64 as the tests do (tests/formats/hf_exact.py);
+- wrong: anything else (a count or an output that differs, an error that is not a one-line refusal).
+
+    python benchmarks/sweep_types.py --json benchmarks/sweep_types.json [--only llama,olmo3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "formats")]
+
+SIZES = dict(
+    vocab_size=97,
+    hidden_size=32,
+    intermediate_size=40,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=8,
+    max_position_embeddings=64,
+    n_embd=32,
+    n_layer=2,
+    n_head=4,
+    n_positions=64,
+    n_inner=40,
+    d_model=32,
+    d_ff=40,
+    num_layers=2,
+    num_heads=4,
+    d_kv=8,
+    encoder_layers=2,
+    decoder_layers=2,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+    encoder_ffn_dim=40,
+    decoder_ffn_dim=40,
+    moe_intermediate_size=16,
+    num_experts=4,
+    num_local_experts=4,
+    num_experts_per_tok=2,
+    sliding_window=5,
+    rotary_dim=4,
+    pad_token_id=None,
+)
+LOOSER = ("num_key_value_heads", "head_dim", "sliding_window")  # left to the class when the first try fails
+TOL = 1e-9
+SECONDS = 120  # a type that takes longer is recorded as such
+MAX_PARAMETERS = 20_000_000  # a tiny model is far smaller: one this large kept a size under a name SIZES lacks
+
+
+class Slow(Exception):
+    pass
+
+
+def _alarm(signum, frame):  # noqa: ARG001
+    raise Slow()
+
+
+def text_types() -> dict[str, str]:
+    """model_type -> the auto class to build it with (causal LM first, then masked LM, then seq2seq)."""
+    from transformers.models.auto import modeling_auto as auto
+
+    out: dict[str, str] = {}
+    for mapping, kind in (
+        (auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, "AutoModelForCausalLM"),
+        (auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES, "AutoModelForSeq2SeqLM"),
+        (auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES, "AutoModel"),
+    ):
+        for model_type in mapping:
+            out.setdefault(model_type, kind)
+    return out
+
+
+def tiny_config(model_type: str, looser: bool = False):
+    import transformers
+
+    cls = transformers.AutoConfig.for_model(model_type).__class__
+    defaults = cls()
+    keys = {k: v for k, v in SIZES.items() if hasattr(defaults, k) and not (looser and k in LOOSER)}
+    pad = getattr(defaults, "pad_token_id", None)
+    if isinstance(pad, int) and pad < SIZES["vocab_size"]:  # (RoBERTa's positions start after it: kept)
+        keys["pad_token_id"] = pad
+    keys["experts_implementation"] = "eager"  # (transformers' grouped experts do not run in float64)
+    return cls(**keys)
+
+
+def one(model_type: str, kind: str, folder: Path) -> dict:
+    """One type's result: the class tfm's record names where it has one (BertModel, not BertLMHeadModel), else the
+    auto class `kind`."""
+    import torch
+    import transformers
+    from hf_exact import exact
+
+    import transformer_cli as tfm
+    from transformer_cli.errors import TfmError
+    from transformer_cli.families import RECORDS
+
+    try:
+        config = tiny_config(model_type)
+        torch.manual_seed(0)
+        record = RECORDS.get(model_type)
+        build = (
+            getattr(transformers, record.hf_class) if record is not None else getattr(transformers, kind).from_config
+        )
+        with torch.device("meta"):  # (its size first: a config whose sizes go by other names stays large)
+            size = sum(p.numel() for p in build(config).parameters())
+        if size > MAX_PARAMETERS:
+            return {"result": "not built", "why": f"{size:,} parameters with this sweep's sizes (its keys differ)"}
+        model = build(config).double().eval()
+        model.save_pretrained(folder)
+    except Exception as error:  # noqa: BLE001 - transformers could not build or save it: not tfm's to judge
+        return {"result": "not built", "why": f"{type(error).__name__}: {str(error)[:200]}"}
+    try:
+        ours = tfm.load(folder)
+        total = ours.count().total
+    except TfmError as error:
+        return {"result": "refused", "why": str(error).split(": ", 1)[-1][:300]}
+    theirs_total = sum(p.numel() for p in model.parameters())
+    if total != theirs_total:
+        return {"result": "wrong", "why": f"count {total} != transformers' {theirs_total}"}
+    V = ours.spec.V or 97
+    ids = np.random.default_rng(0).integers(3, min(V, 97), size=(1, 9))
+    seq2seq = ours.spec.N_enc is not None
+    try:
+        got = ours.run(ids, target=ids if seq2seq else None, dtype="float64").output
+    except TfmError as error:
+        return {"result": "refused", "why": f"run: {str(error)[:300]}"}
+
+    def output(reference) -> np.ndarray:
+        with torch.no_grad():
+            if seq2seq:
+                out = reference(input_ids=torch.from_numpy(ids), decoder_input_ids=torch.from_numpy(ids))
+            else:
+                out = reference(torch.from_numpy(ids))
+        return (out.logits if hasattr(out, "logits") else out.last_hidden_state).double().numpy().transpose(0, 2, 1)
+
+    theirs = output(model)  # transformers in float64 as it is; then with its float32 steps recomputed in float64
+    if got.shape != theirs.shape:
+        return {"result": "wrong", "why": f"output {got.shape} != transformers' {theirs.shape}"}
+    error = float(np.max(np.abs(got - theirs)) / max(np.max(np.abs(theirs)), 1e-300))
+    if error >= TOL:
+        theirs = output(exact(model))
+        error = min(error, float(np.max(np.abs(got - theirs)) / max(np.max(np.abs(theirs)), 1e-300)))
+    return {"result": "exact" if error < TOL else "wrong", "relative_error": error}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--only", default=None, help="Comma-separated model types (default: every text type).")
+    args = parser.parse_args()
+    import transformers
+
+    types = text_types()
+    if args.only:
+        types = {t: types[t] for t in args.only.split(",")}
+    rows: dict[str, dict] = {}
+    signal.signal(signal.SIGALRM, _alarm)
+    started = time.perf_counter()
+    for model_type, kind in sorted(types.items()):
+        with tempfile.TemporaryDirectory() as folder:
+            signal.alarm(SECONDS)
+            try:
+                rows[model_type] = one(model_type, kind, Path(folder))
+            except Slow:
+                rows[model_type] = {"result": "wrong", "why": f"took over {SECONDS} s"}
+            except Exception as error:  # noqa: BLE001 - a crash in tfm is a wrong answer, kept with its trace
+                last = traceback.extract_tb(error.__traceback__)[-1]
+                rows[model_type] = {
+                    "result": "wrong",
+                    "why": f"{type(error).__name__}: {error} ({last.filename}:{last.lineno})"[:300],
+                }
+            finally:
+                signal.alarm(0)
+        row = rows[model_type]
+        why = row.get("why") or (f"relative error {row['relative_error']:.2e}" if "relative_error" in row else "")
+        print(f"{model_type:32} {row['result']:10} {why[:90]}", flush=True)
+    totals: dict[str, int] = {}
+    for row in rows.values():
+        totals[row["result"]] = totals.get(row["result"], 0) + 1
+    summary = {
+        "transformers": transformers.__version__,
+        "text_types": len(rows),
+        "totals": totals,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    print(json.dumps(summary))
+    if args.json:
+        args.json.write_text(json.dumps(summary | {"types": rows}, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
