@@ -67,3 +67,21 @@ def test_a_config_without_the_optional_keys_takes_transformers_defaults(tmp_path
     kinds = getattr(theirs, "layer_types", None)
     if kinds is not None and "sliding_attention" in kinds and getattr(theirs, "use_sliding_window", True):
         assert ours.window == theirs.sliding_window
+
+
+@pytest.mark.parametrize("model_type", ["olmo3", "ministral", "cwm", "exaone4", "smollm3"])
+def test_a_pattern_shorter_than_the_blocks_is_written_back_for_every_block(model_type):
+    """Eight blocks of a repeating pattern: the spec keeps the shortest pattern, and its config.json names all eight
+    layers' kinds again (config_keys.layer_types), so the file reads back as the same model."""
+    from transformer_cli.families import RECORDS
+    from transformer_cli.hf.config import spec_of_config
+
+    kinds = ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"] * 2
+    keys = SMALL | {"model_type": model_type, "num_hidden_layers": 8, "num_key_value_heads": 2, "head_dim": 8}
+    keys |= {"sliding_window": 5, "layer_types": kinds, "use_sliding_window": True}
+    keys |= {"no_rope_layers": [1, 1, 1, 0] * 2} if model_type == "smollm3" else {}
+    spec = spec_of_config(keys, "config.json")
+    assert spec.attention_layers == ("sliding", "sliding", "sliding", "full")
+    written = {"model_type": model_type} | RECORDS[model_type].config(spec)
+    assert written["layer_types"] == kinds
+    assert spec_of_config(written, "written").model_keys() == spec.model_keys()

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .checkpoints import LLAMA
+from .config_keys import layer_types
 from .gguf_layout import LLAMA_LAYOUT
 from .keys import Keys
 from .parts import llama_like, typed_layers
@@ -56,9 +57,7 @@ def cohere2(c: Keys) -> dict[str, Any]:
 
 def cohere2_config(spec: Spec) -> dict[str, Any]:
     """spec -> Cohere2's config.json: Cohere's keys and every layer's kind."""
-    pattern = spec.attention_layers or ("sliding",)
-    kinds = [f"{pattern[i % len(pattern)]}_attention" for i in range(spec.N)]
-    out = config(spec) | {"sliding_window": spec.window, "layer_types": kinds}
+    out = config(spec) | {"sliding_window": spec.window, "layer_types": layer_types(spec)}
     del out["use_qk_norm"]
     return out
 

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..spec.choices import SLIDING
 from ..spec.definition import Spec
+from ..spec.stacks import kind_of
+
+
+def layer_types(spec: Spec) -> list[str]:
+    """Each block's kind as transformers' layer_types names it: full_attention throughout without a window, else the
+    spec's attention_layers (all sliding by default) repeated over the N blocks."""
+    if spec.window is None:
+        return ["full_attention"] * spec.N
+    return [f"{kind_of(spec.attention_layers, i, SLIDING)}_attention" for i in range(spec.N)]
 
 
 def size_keys(spec: Spec) -> dict[str, Any]:

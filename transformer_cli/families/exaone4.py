@@ -9,7 +9,7 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .checkpoints import OLMO2
-from .config_keys import shared_keys
+from .config_keys import layer_types, shared_keys
 from .keys import Keys
 from .parts import llama_like, typed_layers
 from .record import Record
@@ -37,12 +37,7 @@ def spec(c: Keys) -> dict[str, Any]:
 
 def config(spec: Spec) -> dict[str, Any]:
     """spec -> EXAONE 4's config.json (the layers' kinds always, as layer_types)."""
-    if spec.window is None:
-        kinds = ["full_attention"] * spec.N
-    else:
-        pattern = spec.attention_layers or ("sliding",)
-        kinds = [f"{pattern[i % len(pattern)]}_attention" for i in range(spec.N)]
-    return shared_keys(spec) | {"sliding_window": spec.window, "layer_types": kinds, "hidden_act": "silu"}
+    return shared_keys(spec) | {"sliding_window": spec.window, "layer_types": layer_types(spec), "hidden_act": "silu"}
 
 
 RECORD = Record("exaone4", "Exaone4ForCausalLM", spec, OLMO2, config, config_alone=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .checkpoints import LLAMA, OLMO2
-from .config_keys import shared_keys
+from .config_keys import layer_types, shared_keys
 from .gguf_layout import LLAMA_LAYOUT
 from .keys import Keys
 from .layout import Family
@@ -83,14 +83,10 @@ def config3(spec: Spec) -> dict[str, Any]:
     out = config(spec)
     full = {"rope_type": "default", "rope_theta": out.pop("rope_theta")} | out.pop("rope_scaling", {})
     local = {"rope_type": "default", "rope_theta": spec.rope_local_theta or spec.rope_theta}
-    if spec.window is None:  # every layer full
-        kinds = ["full_attention"] * spec.N
-    elif spec.attention_layers:
-        kinds = [f"{kind}_attention" for kind in spec.attention_layers]
-    else:  # every layer slides: the stack's rope is the sliding one
-        kinds, full = ["sliding_attention"] * spec.N, local
+    if spec.window is not None and not spec.attention_layers:  # every layer slides: the stack's rope is the sliding one
+        full = local
     rotary = {"rope_parameters": {"full_attention": full, "sliding_attention": local}}
-    return out | rotary | {"sliding_window": spec.window, "layer_types": kinds}
+    return out | rotary | {"sliding_window": spec.window, "layer_types": layer_types(spec)}
 
 
 GGUF_LAYOUT = Family(

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .checkpoints import LLAMA
-from .config_keys import shared_keys
+from .config_keys import layer_types, shared_keys
 from .keys import Keys
 from .parts import llama_like, typed_layers
 from .record import Record
@@ -52,22 +52,16 @@ def cwm(c: Keys) -> dict[str, Any]:
     )
 
 
-def _kinds(spec: Spec) -> list[str]:
-    if spec.window is None:
-        return ["full_attention"] * spec.N
-    return [f"{kind}_attention" for kind in spec.attention_layers or ["sliding"] * spec.N]
-
-
 def ministral_config(spec: Spec) -> dict[str, Any]:
     """spec -> Ministral's config.json."""
-    return shared_keys(spec) | {"hidden_act": "silu", "sliding_window": spec.window, "layer_types": _kinds(spec)}
+    return shared_keys(spec) | {"hidden_act": "silu", "sliding_window": spec.window, "layer_types": layer_types(spec)}
 
 
 def cwm_config(spec: Spec) -> dict[str, Any]:
     """spec -> CWM's config.json (its rotary as rope_parameters: CwmConfig reads no flat rope_theta)."""
     out = shared_keys(spec)
     rotary = {"rope_type": "default", "rope_theta": out.pop("rope_theta")} | out.pop("rope_scaling", {})
-    kinds = {"sliding_window": spec.window or 8192, "layer_types": _kinds(spec)}
+    kinds = {"sliding_window": spec.window or 8192, "layer_types": layer_types(spec)}
     return out | {"rope_parameters": rotary, "mlp_bias": spec.ff_bias, "hidden_act": "silu"} | kinds
 
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..spec.choices import ROTARY
 from ..spec.definition import Spec
+from ..spec.stacks import kind_of
 from .checkpoints import LLAMA
-from .config_keys import shared_keys
+from .config_keys import layer_types, shared_keys
 from .gguf_layout import LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
 from .keys import Keys
 from .parts import llama_like, typed_layers
@@ -39,17 +41,11 @@ def spec(c: Keys) -> dict[str, Any]:
 
 def config(spec: Spec) -> dict[str, Any]:
     """spec -> SmolLM3's config.json."""
-    kinds = (
-        [spec.positional_layers[i % len(spec.positional_layers)] for i in range(spec.N)]
-        if spec.positional_layers
-        else ["rope"] * spec.N
-    )
-    out = shared_keys(spec) | {"no_rope_layers": [int(kind == "rope") for kind in kinds], "hidden_act": "silu"}
+    turning = [int(kind_of(spec.positional_layers, i, ROTARY) == ROTARY) for i in range(spec.N)]
+    out = shared_keys(spec) | {"no_rope_layers": turning, "hidden_act": "silu"}
     out |= {"attention_bias": spec.attention_bias, "mlp_bias": spec.ff_bias}
     if spec.window is not None:
-        layers = spec.attention_layers or ("sliding",)
-        sliding = [f"{layers[i % len(layers)]}_attention" for i in range(spec.N)]
-        out |= {"use_sliding_window": True, "sliding_window": spec.window, "layer_types": sliding}
+        out |= {"use_sliding_window": True, "sliding_window": spec.window, "layer_types": layer_types(spec)}
     return out
 
 
