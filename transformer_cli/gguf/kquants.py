@@ -54,9 +54,10 @@ def _qkx2(x: np.ndarray, weights: np.ndarray, nmax: int, rmin: float, rdelta: fl
             this_min = np.where(positive, f32(0), this_min)
             this_scale = np.where(positive, sum_xl / sum_l2, this_scale)
             diff = this_scale[:, None] * levels + this_min[:, None] - x
-            better = (D > 0) & (_sum(weights * (diff * diff)) < best) & ~flat
+            error = _sum(weights * (diff * diff))
+            better = (D > 0) & (error < best) & ~flat
             L = np.where(better[:, None], levels, L)
-            best = np.where(better, _sum(weights * (diff * diff)), best)
+            best = np.where(better, error, best)
             scale = np.where(better, this_scale, scale)
             low = np.where(better, this_min, low)
     L = np.where(flat[:, None], 0, L)
