@@ -106,34 +106,26 @@ def config_to_spec_mapping(config: dict[str, Any], source: str, notes: list[str]
     return head | {"description": f"{model_class} as transformers builds it from {Path(source).name}"} | mapping
 
 
-def config_notes(path: str | Path) -> list[str]:
-    """What reading the config.json (the file, or the one in a folder) says: the keys transformers stores and never
-    uses, which tfm follows (each a line for stderr)."""
-    path, notes = config_path(path), list[str]()
-    config_to_spec_mapping(read_config(path), str(path), notes)
-    return notes
+def spec_of_config(config: dict[str, Any], source: str, notes: list[str] | None = None) -> Spec:
+    """The tfm spec of a parsed config.json; `source` names it in errors, `notes` hears what reading it says."""
+    return spec_from_mapping(config_to_spec_mapping(config, source, notes), source)
 
 
-def spec_of_config(config: dict[str, Any], source: str) -> Spec:
-    """The tfm spec of a parsed config.json; `source` names it in errors."""
-    return spec_from_mapping(config_to_spec_mapping(config, source), source)
-
-
-def load_config(path: str | Path) -> tuple[dict[str, Any], Spec]:
+def load_config(path: str | Path, notes: list[str] | None = None) -> tuple[dict[str, Any], Spec]:
     """A config.json (the file, or a folder holding one) read once: its JSON object and its tfm spec, fitted to
-    the folder's checkpoint where a part of the model is optional (a BERT checkpoint without its pooler)."""
+    the folder's checkpoint where a part of the model is optional (a BERT checkpoint without its pooler); `notes`
+    hears the keys transformers stores and never uses, which tfm follows (each a line for stderr)."""
     path = config_path(path)
     config = read_config(path)
-    return config, fitted_to_checkpoint(path.parent, spec_of_config(config, str(path)), config)
+    return config, fitted_to_checkpoint(path.parent, spec_of_config(config, str(path), notes), config)
 
 
-def spec_from_config(path: str | Path) -> Spec:
+def spec_from_config(path: str | Path, notes: list[str] | None = None) -> Spec:
     """The tfm spec of the model transformers builds from a config.json (the file, or a folder holding one)."""
-    return load_config(path)[1]
+    return load_config(path, notes)[1]
 
 
 __all__ = [
-    "config_notes",
     "config_path",
     "config_to_spec_mapping",
     "load_config",

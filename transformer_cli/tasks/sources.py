@@ -15,7 +15,7 @@ from typing import Any
 
 from ..gguf.model import gguf_summary, gguf_weights, is_gguf, spec_from_gguf
 from ..hf.checkpoint import has_checkpoint
-from ..hf.config import config_notes, spec_from_config
+from ..hf.config import spec_from_config
 from ..hf.folder import folder_weights, summary
 from ..io import weights as tfm_weights
 from ..io.weights import Weights, spec_of_weights
@@ -70,7 +70,8 @@ def spec_at(path: Path | None, weights: Path | None = None) -> tuple[Spec, str, 
     if path is None:
         return DEFAULT_SPEC, "built-in default", f"using the built-in default spec ({DEFAULT_SPEC.summary()})"
     if is_hugging_face(path):
-        spec, notes = spec_from_config(path), config_notes(path)
+        notes: list[str] = []
+        spec = spec_from_config(path, notes)
         return spec, str(path), "\n".join(notes) or None
     if path.suffix.lower() == ".gguf":
         return spec_from_gguf(path), str(path), None
