@@ -53,6 +53,15 @@ def _inv_freq(cfg, rotated: int, seq_len: int, params: dict) -> torch.Tensor:
     return freq
 
 
+DEEPSEEK_ROUTERS = (
+    "DeepseekV2TopkRouter",
+    "DeepseekV3TopkRouter",
+    "Glm4MoeTopkRouter",
+    "Glm4MoeLiteTopkRouter",
+    "Dots1TopkRouter",
+)
+
+
 def exact(model):
     """transformers' float32 internals recomputed in float64 (the model's own arithmetic otherwise)."""
     cfg = model.config
@@ -104,7 +113,7 @@ def exact(model):
             module.forward = _float64_granite_router.__get__(module)
         elif kind.endswith("TopKRouter") and kind != "PhimoeTopKRouter":  # (PhiMoE's routes in the model's dtype)
             module.forward = _float64_router.__get__(module)
-        elif kind in ("DeepseekV2TopkRouter", "DeepseekV3TopkRouter"):  # routed in float32 even in float64
+        elif kind in DEEPSEEK_ROUTERS:  # routed in float32 even in float64
             module.forward = _float64_deepseek_router.__get__(module)
         elif kind == "BloomAttention":  # its ALiBi slopes and its softmax in float32
             bloom = sys.modules[type(module).__module__]

@@ -216,6 +216,29 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "glm4-no-bias-full-rotary": ("Glm4Config", "Glm4ForCausalLM", SMALL | dict(
         num_key_value_heads=4, head_dim=12, attention_bias=False, partial_rotary_factor=1.0, pad_token_id=None,
         tie_word_embeddings=True)),
+    "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM", SMALL | dict(  # DeepSeek-V3's routing under GQA
+        num_hidden_layers=3, num_key_value_heads=2, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=6,
+        n_shared_experts=1, first_k_dense_replace=1, n_group=4, topk_group=2, routed_scaling_factor=2.5,
+        attention_bias=True, pad_token_id=None, experts_implementation="eager")),
+    "glm4_moe-qk-norm": ("Glm4MoeConfig", "Glm4MoeForCausalLM", SMALL | dict(  # no dense layer, no shared expert
+        num_key_value_heads=4, head_dim=12, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=6,
+        n_shared_experts=0, first_k_dense_replace=0, use_qk_norm=True, norm_topk_prob=False,
+        partial_rotary_factor=1.0, pad_token_id=None, experts_implementation="eager")),
+    "glm4_moe_lite": ("Glm4MoeLiteConfig", "Glm4MoeLiteForCausalLM", SMALL | dict(  # latent attention, listed kinds
+        num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=6,
+        n_shared_experts=1, q_lora_rank=8, kv_lora_rank=10, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6,
+        mlp_layer_types=["sparse", "dense", "sparse"], n_group=2, topk_group=1, pad_token_id=None,
+        experts_implementation="eager")),
+    "dots1": ("Dots1Config", "Dots1ForCausalLM", SMALL | dict(  # Qwen3's attention, DeepSeek-V3's routing, windows
+        num_hidden_layers=3, num_key_value_heads=2, head_dim=12, n_routed_experts=8, num_experts_per_tok=2,
+        moe_intermediate_size=6, n_shared_experts=2, first_k_dense_replace=1, n_group=2, topk_group=1,
+        norm_topk_prob=True, routed_scaling_factor=1.5, sliding_window=4, max_window_layers=1, attention_bias=True,
+        experts_implementation="eager")),
+    "dots1-layer-types": ("Dots1Config", "Dots1ForCausalLM", SMALL | dict(  # every layer routed, unrenormalised
+        num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=3, moe_intermediate_size=6,
+        n_shared_experts=1,
+        sliding_window=3, layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        tie_word_embeddings=True, experts_implementation="eager")),
     "olmoe": ("OlmoeConfig", "OlmoeForCausalLM", SMALL | dict(  # every layer routed, norms over all heads
         num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, pad_token_id=None,
         experts_implementation="eager")),

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from transformer_cli import SpecError
+from transformer_cli import SpecError, count_params
+from transformer_cli.families import RECORDS
 from transformer_cli.hf.config import spec_from_config
 
 SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=4, num_attention_heads=4)
@@ -23,6 +24,10 @@ SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_lay
         ({"model_type": "arcee", "hidden_act": "tanh"}, "key 'hidden_act'"),
         ({"model_type": "cohere2", "sliding_window": None}, "runs Cohere2 with a window only"),
         ({"model_type": "olmo", "clip_qkv": 8.0}, "'clip_qkv': 8.0 is not supported"),
+        ({"model_type": "ministral"}, "MinistralAttention needs a head_dim"),
+        ({"model_type": "helium", "head_dim": 16}, "4 heads of 16 must make 32"),
+        ({"model_type": "helium"}, "4 heads of 128 must make 32"),
+        ({"model_type": "dots1", "n_routed_experts": 4, "num_experts_per_tok": 2}, "'n_shared_experts': missing"),
     ],
 )
 def test_a_config_transformers_or_tfm_cannot_build_is_one_line_naming_the_key(tmp_path, keys, words):
@@ -44,7 +49,18 @@ NEW += [
     "olmo",
     "jais2",
     "persimmon",
+    "glm4_moe",
+    "glm4_moe_lite",
+    "dots1",
 ]
+
+
+_G = {"glm4_moe_lite": 4}  # (latent attention: a key per head; transformers' model fails on fewer)
+_NO_DEFAULT = {  # the keys a type's config class has no usable default for (the tests above show tfm asks for them)
+    "helium": {"head_dim": 8},
+    "ministral": {"head_dim": 8},
+    "dots1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1},
+}
 
 
 @pytest.mark.parametrize("model_type", NEW)
@@ -53,7 +69,8 @@ def test_a_config_without_the_optional_keys_takes_transformers_defaults(tmp_path
     config class fills them (a wrong default would not show in the logits tests, whose files name every key)."""
     transformers = pytest.importorskip("transformers")
 
-    keys = SMALL | {"model_type": model_type, "num_key_value_heads": 2, "head_dim": 8}
+    keys = SMALL | {"model_type": model_type, "num_key_value_heads": _G.get(model_type, 2), "head_dim": 8}
+    keys |= _NO_DEFAULT.get(model_type, {})
     (tmp_path / "config.json").write_text(json.dumps(keys))
     ours = spec_from_config(tmp_path)
     theirs = transformers.AutoConfig.for_model(**keys)
@@ -63,10 +80,31 @@ def test_a_config_without_the_optional_keys_takes_transformers_defaults(tmp_path
     eps = [getattr(theirs, key) for key in ("rms_norm_eps", "layer_norm_eps", "norm_eps") if hasattr(theirs, key)]
     assert ours.norm_eps == (eps[0] if eps else 1e-5)  # (OLMo 1's config has none: its norms' is 1e-5)
     assert ours.tie_embeddings == theirs.tie_word_embeddings
-    assert ours.m == theirs.head_dim
+    assert ours.m == (theirs.head_dim if model_type not in _G else theirs.qk_nope_head_dim + theirs.qk_rope_head_dim)
     kinds = getattr(theirs, "layer_types", None)
     if kinds is not None and "sliding_attention" in kinds and getattr(theirs, "use_sliding_window", True):
         assert ours.window == theirs.sliding_window
+
+
+@pytest.mark.parametrize("model_type", NEW)
+def test_a_config_of_the_sizes_alone_counts_as_transformers_model_on_the_meta_device(tmp_path, model_type):
+    """The sizes the config leaves to its class (experts, their size, shared and dense layers, heads) as transformers
+    fills them: the count equals its model's, built on the meta device; and the router's scale and renormalisation
+    are its class's (a wrong one would not show in a count)."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+
+    keys = SMALL | {"model_type": model_type, "num_key_value_heads": _G.get(model_type, 2), "num_hidden_layers": 3}
+    keys |= {"pad_token_id": 0} | _NO_DEFAULT.get(model_type, {})  # (some classes' pad token is past 97 tokens)
+    (tmp_path / "config.json").write_text(json.dumps(keys))
+    ours = spec_from_config(tmp_path)
+    theirs = transformers.AutoConfig.for_model(**keys)
+    with torch.device("meta"):
+        model = getattr(transformers, RECORDS[model_type].hf_class)(theirs)
+    assert count_params(ours).total == sum(p.numel() for p in model.parameters())
+    if ours.E:
+        assert ours.router_scale == getattr(theirs, "routed_scaling_factor", 1.0)
+        assert ours.router_renorm == getattr(theirs, "norm_topk_prob", True)
 
 
 @pytest.mark.parametrize("model_type", ["olmo3", "ministral", "cwm", "exaone4", "smollm3"])

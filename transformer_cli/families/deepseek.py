@@ -24,16 +24,16 @@ def deepseek_v2(c: Keys) -> dict[str, Any]:
     method = c.text("topk_method", "greedy")
     if method not in ("greedy", "group_limited_greedy"):
         raise c.refuse("topk_method", method, "tfm routes DeepSeek-V2 by greedy or group_limited_greedy")
-    spec = _deepseek(c, q_rank=1536, E=64, shared=2, size=1407, dense=0, max_positions=2048, interleaved=True)
+    spec = latent_model(c, q_rank=1536, E=64, shared=2, size=1407, dense=0, max_positions=2048, interleaved=True)
     router = {"router_renorm": False}  # (DeepseekV2TopkRouter reads no norm_topk_prob)
     if method == "group_limited_greedy":
-        router |= _groups(c, spec, None, None, "max")
-    return spec | router | _scale(c, 1.0)
+        router |= router_groups(c, spec, None, None, "max")
+    return spec | router | router_scale(c, 1.0)
 
 
 def deepseek_v3(c: Keys) -> dict[str, Any]:
     """DeepseekV3ForCausalLM: sigmoid routing with e_score_correction_bias (a buffer), 8 groups of which 4 chosen."""
-    spec = _deepseek(
+    spec = latent_model(
         c,
         q_rank=1536,
         E=256,
@@ -44,10 +44,10 @@ def deepseek_v3(c: Keys) -> dict[str, Any]:
         interleaved=c.flag("rope_interleave", True),
     )
     router = {"router_score": "sigmoid", "router_bias": True, "router_renorm": c.flag("norm_topk_prob", True)}
-    return spec | router | _groups(c, spec, 8, 4, "top2") | _scale(c, 2.5)
+    return spec | router | router_groups(c, spec, 8, 4, "top2") | router_scale(c, 2.5)
 
 
-def _deepseek(
+def latent_model(
     c: Keys, q_rank: int | None, E: int, shared: int, size: int, dense: int, max_positions: int, interleaved: bool
 ) -> dict[str, Any]:
     """What V2 and V3 share: the latent attention, the norms, the dense and routed layers."""
@@ -86,7 +86,7 @@ def _deepseek(
     low = c.nullable_count("q_lora_rank", q_rank)
     if low is not None:
         spec["q_rank"] = low
-    return spec | _experts(c, N, E, shared, size, dense)
+    return spec | routed_experts(c, N, E, shared, size, dense)
 
 
 def _score_scale(c: Keys, m: int) -> str | float:
@@ -103,10 +103,11 @@ def _score_scale(c: Keys, m: int) -> str | float:
     return m**-0.5 * mscale * mscale
 
 
-def _experts(c: Keys, N: int, E: int, shared: int, size: int, dense: int) -> dict[str, Any]:
-    """The routed layers (from first_k_dense_replace on), their experts and the shared ones."""
+def routed_experts(c: Keys, N: int, E: Any, shared: Any, size: int, dense: int, k: Any = 6) -> dict[str, Any]:
+    """The routed layers (from first_k_dense_replace on), their experts and the shared ones (the defaults: the
+    family's, or REQUIRED where its config class has none)."""
     first = c.index("first_k_dense_replace", dense)
-    E, k = c.count("n_routed_experts", E, "num_experts"), c.count("num_experts_per_tok", 6)
+    E, k = c.count("n_routed_experts", E, "num_experts"), c.count("num_experts_per_tok", k)
     if first >= N or not E:
         return {}
     if k > E:
@@ -121,7 +122,7 @@ def _experts(c: Keys, N: int, E: int, shared: int, size: int, dense: int) -> dic
     return out
 
 
-def _groups(c: Keys, spec: dict[str, Any], groups: int | None, chosen: int | None, score: str) -> dict[str, Any]:
+def router_groups(c: Keys, spec: dict[str, Any], groups: int | None, chosen: int | None, score: str) -> dict[str, Any]:
     """Group-limited routing (n_group, topk_group); none with one group."""
     n = c.nullable_count("n_group", groups)
     if not spec.get("E") or n is None or n == 1:
@@ -130,7 +131,7 @@ def _groups(c: Keys, spec: dict[str, Any], groups: int | None, chosen: int | Non
     return {"router_groups": n, "router_topk_groups": top, "router_group_score": score}
 
 
-def _scale(c: Keys, default: float) -> dict[str, Any]:
+def router_scale(c: Keys, default: float) -> dict[str, Any]:
     factor = c.number("routed_scaling_factor", default)
     return {"router_scale": factor} if factor != 1.0 else {}
 
@@ -138,7 +139,7 @@ def _scale(c: Keys, default: float) -> dict[str, Any]:
 def config(spec: Spec) -> dict[str, Any]:
     """spec -> DeepSeek-V2's or V3's config.json (V3: the sigmoid router, its correction bias, groups by their
     best two): every key, the sizes their own way."""
-    rotated, dense = spec.rotated_dims, spec.feedforward_layers or ()
+    rotated = spec.rotated_dims
     out = (
         {k: v for k, v in size_keys(spec).items() if k != "head_dim"}
         | rope_keys(spec)
@@ -152,23 +153,35 @@ def config(spec: Spec) -> dict[str, Any]:
             "rms_norm_eps": spec.norm_eps,
             "attention_bias": False,
             "hidden_act": "silu",
-            "n_routed_experts": spec.E,
-            "num_experts_per_tok": spec.k,
-            "moe_intermediate_size": spec.expert_r,
-            "n_shared_experts": (spec.shared_r or 0) // (spec.expert_r or 1),
-            "first_k_dense_replace": sum(1 for kind in dense if kind == "dense"),
-            "n_group": spec.router_groups or 1,
-            "topk_group": spec.router_topk_groups or 1,
-            "routed_scaling_factor": spec.router_scale,
-            "norm_topk_prob": spec.router_renorm,
         }
+        | expert_keys(spec)
     )
     out.pop("partial_rotary_factor", None)
     if spec.rope_scaling == "yarn":
         out["rope_scaling"] |= {"mscale": spec.rope_mscale, "mscale_all_dim": spec.rope_mscale_all_dim}
     if spec.router_score == "sigmoid":
-        return out | {"scoring_func": "sigmoid", "topk_method": "noaux_tc", "rope_interleave": True}
+        return out | {
+            "scoring_func": "sigmoid",
+            "topk_method": "noaux_tc",
+            "rope_interleave": spec.rope_pairing == "interleaved",
+        }
     return out | {"topk_method": "group_limited_greedy" if spec.router_groups else "greedy"}
+
+
+def expert_keys(spec: Spec) -> dict[str, Any]:
+    """The routed and shared experts as DeepSeek's config.json names them (and GLM-4.5's, which routes alike)."""
+    dense = spec.feedforward_layers or ()
+    return {
+        "n_routed_experts": spec.E,
+        "num_experts_per_tok": spec.k,
+        "moe_intermediate_size": spec.expert_r,
+        "n_shared_experts": (spec.shared_r or 0) // (spec.expert_r or 1),
+        "first_k_dense_replace": sum(1 for kind in dense if kind == "dense"),
+        "n_group": spec.router_groups or 1,
+        "topk_group": spec.router_topk_groups or 1,
+        "routed_scaling_factor": spec.router_scale,
+        "norm_topk_prob": spec.router_renorm,
+    }
 
 
 def _model_type(spec: Spec) -> str:

@@ -122,3 +122,9 @@ def _deepseek_names() -> dict[str, str]:
 
 
 DEEPSEEK = Family("model.layers.{i}.", _deepseek_names(), _LLAMA_GLOBALS)
+# GLM-4.5 and dots.llm1: LLaMA's attention (its q/k norms) and norms, DeepSeek's experts, router and dense MLP
+DEEPSEEK_MOE_GQA = Family(
+    "model.layers.{i}.",
+    _llama_names() | {ours: theirs for ours, theirs in _deepseek_names().items() if ours.startswith("ff.")},
+    _LLAMA_GLOBALS,
+)

@@ -17,6 +17,9 @@ from .record import Record
 def spec(c: Keys) -> dict[str, Any]:
     """config.json -> spec (transformers' defaults: heads of 128, eps 1e-8, base 100,000, an untied head)."""
     plain = llama_like(c, c.count("num_key_value_heads", None), 128, 1e-8, False, 4096, theta=100000.0)
+    if plain["H"] * plain["m"] != plain["d"]:
+        heads = f"{plain['H']} heads of {plain['m']}"
+        raise c.refuse("head_dim", plain["m"], f"Helium's o_proj is hidden_size square: {heads} must make {plain['d']}")
     biases = {"attention_bias": c.flag("attention_bias", False), "ff_bias": c.flag("mlp_bias", False)}
     out = {"out_bias": False} if biases["attention_bias"] else {}
     return plain | biases | out | {"rope_pairing": "interleaved"}

@@ -27,7 +27,9 @@ CWM_ROPE = {
 
 
 def ministral(c: Keys) -> dict[str, Any]:
-    """config.json -> spec (MistralConfig's defaults: 8 key/value heads, a window of 4096)."""
+    """config.json -> spec (MistralConfig's defaults: 8 key/value heads, a window of 4096; no default head_dim)."""
+    if not c.has("head_dim"):
+        raise c.refuse("head_dim", None, "transformers 5.24's MinistralAttention needs a head_dim (it has no default)")
     N, window = c.count("num_hidden_layers"), c.nullable_count("sliding_window", 4096)
     spec = llama_like(c, c.count("num_key_value_heads", 8), None, 1e-6, False, 131072)
     return spec | typed_layers(c, N, window, ["sliding_attention" if window else "full_attention"] * N)

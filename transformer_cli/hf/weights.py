@@ -158,6 +158,8 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
             found[ours] = name
         elif ours in copies:
             copied[ours] = name
+        elif 0 in checkpoint.shape(name):  # holds nothing: transformers' empty module (GLM-4.5's 0 shared experts)
+            skipped.append(name)
         else:
             unexpected.append(f"{shown(name)} ({checkpoint.where(name)})")
     problems = []

@@ -1,0 +1,116 @@
+"""GLM-4.5 (Glm4MoeForCausalLM) and GLM-4.7-Flash (Glm4MoeLiteForCausalLM): DeepSeek-V3's mixture (deepseek.py:
+sigmoid scores, a correction bias to choose, groups, the chosen weights renormalised and scaled, shared experts,
+dense layers first) under GQA attention (GLM-4.5: half of each head turned by rotate_half, biases on q, k and v, an
+optional RMSNorm per query and key head, use_qk_norm) or under DeepSeek-V3's latent attention (the Lite model,
+whose dense and routed layers mlp_layer_types lists). transformers holds GLM-4.5's experts stacked and reads them
+by Qwen2-MoE's names, DeepSeek's. llama.cpp's glm4moe architecture is not read or written yet."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec.definition import Spec
+from .config_keys import shared_keys
+from .deepseek import config as deepseek_config
+from .deepseek import expert_keys, latent_model, routed_experts, router_groups, router_scale
+from .expert_checkpoints import DEEPSEEK, DEEPSEEK_MOE_GQA
+from .keys import Keys
+from .parts import llama_like
+from .record import Record
+
+SIGMOID = {"router_score": "sigmoid", "router_bias": True}
+
+
+def glm4_moe(c: Keys) -> dict[str, Any]:
+    """config.json -> spec (defaults: GLM-4.5's, 128 experts of 1,408, 8 chosen, one shared, one dense layer)."""
+    plain = llama_like(c, c.count("num_key_value_heads", 8), None, 1e-5, False, 131072, partial=0.5)
+    bias = c.flag("attention_bias", False)
+    spec = plain | {"attention_bias": bias} | ({"out_bias": False} if bias else {})
+    if c.flag("use_qk_norm", False):
+        spec["qk_norm"] = True
+    return spec | _routed(c, spec, E=128, shared=1, size=1408, dense=1, scale=1.0)
+
+
+def glm4_moe_lite(c: Keys) -> dict[str, Any]:
+    """config.json -> spec: DeepSeek-V3's latent attention and experts, the layers' kinds from mlp_layer_types
+    (default: the first dense, the rest routed)."""
+    kinds = c.data.get("mlp_layer_types")
+    N = c.count("num_hidden_layers", 47)
+    if kinds is None:
+        kinds = ["dense"] + ["sparse"] * (N - 1)
+    if not isinstance(kinds, list) or len(kinds) != N or any(k not in ("dense", "sparse") for k in kinds):
+        raise c.fail("mlp_layer_types", kinds, f'a list of {N} "dense" or "sparse"')
+    defaults = {"qk_nope_head_dim": 192, "v_head_dim": 256, "rms_norm_eps": 1e-5, "num_experts_per_tok": 4}
+    if c.has("head_dim") and not c.has("qk_rope_head_dim"):  # (its config class's name for the rotated part)
+        defaults["qk_rope_head_dim"] = c.data["head_dim"]
+    keys = {"num_hidden_layers": N, "first_k_dense_replace": 0}
+    spec = latent_model(
+        Keys(defaults | c.data | keys, c.source, notes=c.notes),
+        q_rank=768,
+        E=64,
+        shared=1,
+        size=1536,
+        dense=0,
+        max_positions=202752,
+        interleaved=c.flag("rope_interleave", True),
+    )
+    if "E" in spec:
+        spec["feedforward_layers"] = ["routed" if k == "sparse" else "dense" for k in kinds]
+        if "routed" not in spec["feedforward_layers"]:
+            spec = {k: v for k, v in spec.items() if k not in ("E", "k", "expert_r", "shared_r", "feedforward_layers")}
+    return spec | _routed_router(c, spec, 1.8)
+
+
+def _routed(c: Keys, spec: dict[str, Any], E: int, shared: int, size: int, dense: int, scale: float) -> dict[str, Any]:
+    """GLM-4.5's experts, laid out and routed as DeepSeek-V3's."""
+    spec = spec | routed_experts(c, spec["N"], E, shared, size, dense)
+    return spec | _routed_router(c, spec, scale)
+
+
+def _routed_router(c: Keys, spec: dict[str, Any], scale: float) -> dict[str, Any]:
+    if "E" not in spec:
+        return {}
+    return (
+        SIGMOID
+        | {"router_renorm": c.flag("norm_topk_prob", True)}
+        | router_groups(c, spec, 1, 1, "top2")
+        | router_scale(c, scale)
+    )
+
+
+def glm4_moe_config(spec: Spec) -> dict[str, Any]:
+    """spec -> GLM-4.5's config.json."""
+    out = shared_keys(spec) | {"attention_bias": spec.attention_bias, "use_qk_norm": spec.qk_norm}
+    return out | {"hidden_act": "silu", "partial_rotary_factor": spec.rope_fraction} | expert_keys(spec)
+
+
+def glm4_moe_lite_config(spec: Spec) -> dict[str, Any]:
+    """spec -> GLM-4.7-Flash's config.json: DeepSeek-V3's keys, the layers' kinds as mlp_layer_types."""
+    out = deepseek_config(spec)
+    kinds = spec.feedforward_layers or ["routed" if spec.E else "dense"] * spec.N
+    return out | {"mlp_layer_types": ["sparse" if k == "routed" else "dense" for k in kinds]}
+
+
+_LORA = ("gate_proj", "up_proj", "down_proj", "gate")
+RECORDS = (
+    Record(
+        "glm4_moe",
+        "Glm4MoeForCausalLM",
+        glm4_moe,
+        DEEPSEEK_MOE_GQA,
+        glm4_moe_config,
+        lora_stacked=_LORA,
+        config_alone=True,
+    ),
+    Record(
+        "glm4_moe_lite",
+        "Glm4MoeLiteForCausalLM",
+        glm4_moe_lite,
+        DEEPSEEK,
+        glm4_moe_lite_config,
+        lora_stacked=_LORA,
+        config_alone=True,
+    ),
+)
+
+__all__ = ["RECORDS"]
