@@ -59,6 +59,8 @@ DEEPSEEK_ROUTERS = (
     "Glm4MoeTopkRouter",
     "Glm4MoeLiteTopkRouter",
     "Dots1TopkRouter",
+    "SolarOpenTopkRouter",
+    "ExaoneMoeTopkRouter",
 )
 
 
@@ -98,7 +100,9 @@ def exact(model):
                 "Cohere2RotaryEmbedding",
             ):  # its rotation in float32: here the model's dtype
                 sys.modules[type(module).__module__].apply_rotary_pos_emb = _float64_cohere_rotate
-        elif kind == "Ernie4_5Attention":  # its rotation applied in float32: here in the model's dtype
+        elif kind == "Ernie4_5_MoeTopKRouter":  # its softmax in float32 even in float64
+            module.forward = _float64_ernie_router.__get__(module)
+        elif kind in ("Ernie4_5Attention", "Ernie4_5_MoeAttention"):  # its rotation in float32: here in float64
             sys.modules[type(module).__module__].apply_rotary_pos_emb = _float64_ernie_rotate
         elif kind == "OlmoLayerNorm":  # OLMo 1's norm of no parameters, in float32 even in float64
             module.forward = lambda x, module=module: torch.nn.functional.layer_norm(
@@ -111,6 +115,8 @@ def exact(model):
             module.forward = norm.__get__(module)
         elif kind in ("GraniteMoeTopKRouter", "GraniteMoeSharedTopKRouter"):  # the top k logits softmaxed in float32
             module.forward = _float64_granite_router.__get__(module)
+        elif kind == "MiniMaxM2TopKRouter":  # its sigmoid in float32 even in float64
+            module.forward = _float64_minimax_router.__get__(module)
         elif kind.endswith("TopKRouter") and kind != "PhimoeTopKRouter":  # (PhiMoE's routes in the model's dtype)
             module.forward = _float64_router.__get__(module)
         elif kind in DEEPSEEK_ROUTERS:  # routed in float32 even in float64
@@ -189,6 +195,25 @@ def _float64_eager(module, query, key, value, attention_mask, dropout=0.0, scali
         weights = weights + attention_mask
     weights = torch.softmax(weights, dim=-1)
     return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
+def _float64_minimax_router(self, hidden, e_score_correction_bias):
+    """MiniMaxM2TopKRouter.forward in the model's dtype: sigmoid scores, the bias to choose, renormalised."""
+    logits = torch.nn.functional.linear(hidden.reshape(-1, self.hidden_dim), self.weight)
+    scores = logits.sigmoid()
+    index = torch.topk(scores + e_score_correction_bias.to(scores.dtype), self.top_k, dim=-1, sorted=False)[1]
+    weights = scores.gather(1, index)
+    return logits, weights / weights.sum(dim=-1, keepdim=True), index
+
+
+def _float64_ernie_router(self, hidden):
+    """Ernie4_5_MoeTopKRouter.forward in the model's dtype: a softmax, its top k plus the correction bias chosen,
+    the chosen weights renormalised."""
+    logits = torch.nn.functional.linear(hidden, self.weight)
+    scores = logits.softmax(dim=1)
+    index = torch.topk(self.moe_statics(scores), self.top_k, dim=-1)[1]
+    weights = scores.gather(-1, index)
+    return logits, weights / weights.sum(dim=-1, keepdim=True).clamp(min=self.norm_min), index
 
 
 def _float64_deepseek_router(self, hidden):

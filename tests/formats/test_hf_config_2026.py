@@ -27,6 +27,8 @@ SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_lay
         ({"model_type": "ministral"}, "MinistralAttention needs a head_dim"),
         ({"model_type": "helium", "head_dim": 16}, "4 heads of 16 must make 32"),
         ({"model_type": "helium"}, "4 heads of 128 must make 32"),
+        ({"model_type": "exaone_moe", "sliding_window": None}, "takes an integer window only"),
+        ({"model_type": "ernie4_5_moe", "use_bias": True}, "ERNIE's routed experts have no biases"),
         ({"model_type": "dots1", "n_routed_experts": 4, "num_experts_per_tok": 2}, "'n_shared_experts': missing"),
     ],
 )
@@ -52,6 +54,10 @@ NEW += [
     "glm4_moe",
     "glm4_moe_lite",
     "dots1",
+    "solar_open",
+    "exaone_moe",
+    "minimax_m2",
+    "ernie4_5_moe",
 ]
 
 

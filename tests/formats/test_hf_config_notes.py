@@ -65,3 +65,57 @@ def test_cwms_flat_rope_theta_is_ignored_for_llama_3s_rotary_and_tfm_says_so(tmp
     given = tfm.load(tmp_path / "given")
     assert (given.spec.rope_scaling, given.spec.rope_theta) == ("none", 100.0)
     assert not any("key 'rope_theta'" in note for note in given.notes)
+
+
+def test_solar_opens_dense_layers_and_query_key_norms_are_ignored_and_tfm_says_so(tmp_path):
+    """SolarOpenConfig keeps first_k_dense_replace and use_qk_norm out of its fields: every layer is routed and no
+    head is normalised (the logits against transformers with both set: hf_models' solar_open-unrenormalised)."""
+    import transformer_cli as tfm
+
+    keys = dict(model_type="solar_open", vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4)
+    keys |= dict(num_key_value_heads=2, head_dim=8, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=6)
+    for name, extra in (("set", {"first_k_dense_replace": 1, "use_qk_norm": True}), ("plain", {})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(keys | extra))
+    model = tfm.load(tmp_path / "set")
+    assert model.spec.feedforward_layers is None and not model.spec.qk_norm
+    said = [line for note in model.notes for line in note.splitlines() if "is ignored, as transformers" in line]
+    assert len(said) == 2 and "'first_k_dense_replace': 1" in said[0] and "'use_qk_norm': true" in said[1]
+    assert not any("is ignored" in note for note in tfm.load(tmp_path / "plain").notes)
+
+
+def test_minimax_m2s_keys_transformers_never_reads_are_said_only_where_they_differ(tmp_path):
+    """MiniMax-M2's published config.json sets use_qk_norm, scoring_func, use_routing_bias and the like, none read by
+    transformers 5.24: a value it follows anyway is no note, another one is (the logits against transformers with
+    use_qk_norm false and routed_scaling_factor 2: hf_models' minimax_m2-whole-heads)."""
+    import transformer_cli as tfm
+
+    keys = dict(model_type="minimax_m2", vocab_size=97, hidden_size=32, intermediate_size=8, num_hidden_layers=2)
+    keys |= dict(num_attention_heads=4, num_key_value_heads=2, head_dim=8, num_local_experts=4, num_experts_per_tok=2)
+    published = dict(use_qk_norm=True, scoring_func="sigmoid", use_routing_bias=True, shared_intermediate_size=0)
+    for name, extra in (("published", published), ("other", dict(use_qk_norm=False, routed_scaling_factor=2.0))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(keys | extra))
+    assert not any("is ignored" in note for note in tfm.load(tmp_path / "published").notes)
+    other = tfm.load(tmp_path / "other")
+    said = [line for note in other.notes for line in note.splitlines() if "is ignored, as transformers" in line]
+    assert len(said) == 2 and "'use_qk_norm': false" in said[0] and "'routed_scaling_factor': 2.0" in said[1]
+    assert other.spec.qk_norm and other.spec.router_scale == 1.0
+
+
+def test_ernie_moes_partial_rotary_factor_turns_whole_heads_and_tfm_says_so(tmp_path):
+    """Ernie4_5_Moe stores partial_rotary_factor and turns whole heads (the logits against transformers with 0.5:
+    hf_models' ernie4_5_moe-interval); where it is 1 there is nothing to say."""
+    import transformer_cli as tfm
+
+    keys = dict(model_type="ernie4_5_moe", vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2)
+    keys |= dict(num_attention_heads=4, num_key_value_heads=2, moe_num_experts=4, moe_k=2, moe_intermediate_size=6)
+    for name, share in (("half", 0.5), ("whole", 1.0)):
+        (tmp_path / name).mkdir()
+        rope = {"rope_type": "default", "rope_theta": 500000.0, "partial_rotary_factor": share}
+        (tmp_path / name / "config.json").write_text(json.dumps(keys | {"rope_parameters": rope}))
+    half = tfm.load(tmp_path / "half")
+    assert half.spec.rope_fraction == 1.0
+    said = [line for note in half.notes for line in note.splitlines() if "is ignored, as transformers" in line]
+    assert len(said) == 1 and "'rope_parameters.partial_rotary_factor': 0.5" in said[0]
+    assert not any("is ignored" in note for note in tfm.load(tmp_path / "whole").notes)

@@ -40,7 +40,8 @@ class Experts(Component):
         if self.spec.router_logit_bias:  # gpt-oss's: W_r x + b_r
             router.append(Tensor(prefix + "ff.router_b", (self.E,), "router"))
         if self.spec.router_bias:  # DeepSeek-V3's correction bias: stored with the router, not a parameter
-            router.append(Tensor(prefix + "ff.router_bias", (self.E,), "router", buffer=True))
+            buffer = not self.spec.router_bias_param  # (ERNIE 4.5 holds it as a frozen parameter)
+            router.append(Tensor(prefix + "ff.router_bias", (self.E,), "router", buffer=buffer))
         out = router + [Tensor(t.name, (self.E, *t.shape), self.label) for t in self.expert.tensors(prefix)]
         if self.shared is not None:  # its tensors under ff.shared.: ff.shared.W1, ...
             out += [Tensor(_shared(t.name), t.shape, "shared expert") for t in self.shared.tensors(prefix)]
@@ -51,8 +52,9 @@ class Experts(Component):
     def terms(self) -> list[Term]:
         size = "r" if self.spec.expert_r is None else "r_e"
         out = [Term(f"E({_sized(t.formula, size)})", self.E * t.value, t.scope, t.seed) for t in self.expert.terms()]
-        biased = self.spec.router_logit_bias
-        out.append(Term("Ed + E" if biased else "Ed", self.E * (self.spec.d + biased), "block"))
+        biased = self.spec.router_logit_bias + self.spec.router_bias_param  # (gpt-oss's bias; ERNIE's correction)
+        formula = "Ed" + ("" if not biased else " + E" if biased == 1 else f" + {biased}E")
+        out.append(Term(formula, self.E * (self.spec.d + biased), "block"))
         if self.shared is not None:
             out += [Term(_sized(t.formula, "r_s"), t.value, t.scope) for t in self.shared.terms()]
         if self.spec.shared_gate:

@@ -48,7 +48,15 @@ def deepseek_v3(c: Keys) -> dict[str, Any]:
 
 
 def latent_model(
-    c: Keys, q_rank: int | None, E: int, shared: int, size: int, dense: int, max_positions: int, interleaved: bool
+    c: Keys,
+    q_rank: int | None,
+    E: int,
+    shared: int,
+    size: int,
+    dense: int,
+    max_positions: int,
+    interleaved: bool,
+    listed: bool = False,
 ) -> dict[str, Any]:
     """What V2 and V3 share: the latent attention, the norms, the dense and routed layers."""
     d, H, N = c.count("hidden_size"), c.count("num_attention_heads"), c.count("num_hidden_layers")
@@ -86,7 +94,7 @@ def latent_model(
     low = c.nullable_count("q_lora_rank", q_rank)
     if low is not None:
         spec["q_rank"] = low
-    return spec | routed_experts(c, N, E, shared, size, dense)
+    return spec | routed_experts(c, N, E, shared, size, dense, listed=listed)
 
 
 def _score_scale(c: Keys, m: int) -> str | float:
@@ -103,23 +111,46 @@ def _score_scale(c: Keys, m: int) -> str | float:
     return m**-0.5 * mscale * mscale
 
 
-def routed_experts(c: Keys, N: int, E: Any, shared: Any, size: int, dense: int, k: Any = 6) -> dict[str, Any]:
-    """The routed layers (from first_k_dense_replace on), their experts and the shared ones (the defaults: the
-    family's, or REQUIRED where its config class has none)."""
+def routed_experts(
+    c: Keys,
+    N: int,
+    E: Any,
+    shared: Any,
+    size: int,
+    dense: int,
+    k: Any = 6,
+    shared_key: str = "n_shared_experts",
+    listed: bool = False,
+) -> dict[str, Any]:
+    """The routed layers (from first_k_dense_replace on, or as mlp_layer_types lists them where the family reads it:
+    `listed`), their experts and the shared ones (the defaults: the family's, or REQUIRED where its config class has
+    none)."""
     first = c.index("first_k_dense_replace", dense)
+    kinds = _mlp_layer_types(c, N, first) if listed else ["dense" if i < first else "routed" for i in range(N)]
     E, k = c.count("n_routed_experts", E, "num_experts"), c.count("num_experts_per_tok", k)
-    if first >= N or not E:
+    if "routed" not in kinds or not E:
         return {}
     if k > E:
         raise c.fail("num_experts_per_tok", k, f"at most n_routed_experts = {E}")
     r_e = c.count("moe_intermediate_size", size)
     out: dict[str, Any] = {"E": E, "k": k, "expert_r": r_e}
-    shared = c.index("n_shared_experts", shared)
+    shared = c.index(shared_key, shared)
     if shared:
         out["shared_r"] = shared * r_e  # one MLP of n_shared_experts x moe_intermediate_size
-    if first:
-        out["feedforward_layers"] = ["dense" if i < first else "routed" for i in range(N)]
+    if "dense" in kinds:
+        out["feedforward_layers"] = kinds
     return out
+
+
+def _mlp_layer_types(c: Keys, N: int, first: int) -> list[str]:
+    """Each layer's feedforward, dense or routed: mlp_layer_types ("dense" or "sparse": GLM-4.7-Flash, EXAONE MoE)
+    where the file lists them, else the first `first` dense."""
+    kinds = c.data.get("mlp_layer_types")
+    if kinds is None:
+        return ["dense" if i < first else "routed" for i in range(N)]
+    if not isinstance(kinds, list) or len(kinds) != N or any(kind not in ("dense", "sparse") for kind in kinds):
+        raise c.fail("mlp_layer_types", kinds, f'a list of {N} "dense" or "sparse"')
+    return ["routed" if kind == "sparse" else "dense" for kind in kinds]
 
 
 def router_groups(c: Keys, spec: dict[str, Any], groups: int | None, chosen: int | None, score: str) -> dict[str, Any]:

@@ -17,14 +17,18 @@ from .record import Record
 
 def spec(c: Keys) -> dict[str, Any]:
     """config.json -> spec."""
-    N, window = c.count("num_hidden_layers"), c.nullable_count("sliding_window", 4096)
     plain = llama_like(c, c.count("num_key_value_heads", 32), None, 1e-5, False, 2048)
-    out = plain | {"norm": "output", "qk_norm": True}
-    kinds = c.data.get("layer_types")
+    return plain | {"norm": "output", "qk_norm": True} | layer_kinds(c, plain["N"])
+
+
+def layer_kinds(c: Keys, N: int) -> dict[str, Any]:
+    """The layers' windows and positions (EXAONE 4 and EXAONE MoE): sliding_window_pattern (or layer_types) says
+    which slide; only the sliding ones turn while the model has a window."""
+    window, kinds = c.nullable_count("sliding_window", 4096), c.data.get("layer_types")
     if window is None:  # no window: every layer full and turning (transformers needs layer_types then)
         if kinds is None:
             raise c.refuse("sliding_window", None, "without layer_types transformers 5.24 cannot build it")
-        return out
+        return {}
     if kinds is None:
         every = c.data.get("sliding_window_pattern", 4)
         if not isinstance(every, int) or isinstance(every, bool) or every < 1:
@@ -32,7 +36,7 @@ def spec(c: Keys) -> dict[str, Any]:
         kinds = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(N)]
     layers = typed_layers(c, N, window, kinds)
     turning = ["rope" if kind == "sliding_attention" else "nope" for kind in kinds]
-    return out | layers | {"positional_layers": turning}
+    return layers | {"positional_layers": turning}
 
 
 def config(spec: Spec) -> dict[str, Any]:

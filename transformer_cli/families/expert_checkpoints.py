@@ -128,3 +128,21 @@ DEEPSEEK_MOE_GQA = Family(
     _llama_names() | {ours: theirs for ours, theirs in _deepseek_names().items() if ours.startswith("ff.")},
     _LLAMA_GLOBALS,
 )
+# EXAONE MoE: GLM-4.5's names, the router's correction bias on the MoE block (mlp.e_score_correction_bias)
+EXAONE_MOE = Family(
+    DEEPSEEK_MOE_GQA.block,
+    DEEPSEEK_MOE_GQA.names | {"ff.router_bias": "mlp.e_score_correction_bias"},
+    _LLAMA_GLOBALS,
+)
+# MiniMax-M2: Mixtral's names, its router's correction bias on the MoE block
+MINIMAX_M2 = Family(
+    MIXTRAL.block, MIXTRAL.names | {"ff.router_bias": "block_sparse_moe.e_score_correction_bias"}, _LLAMA_GLOBALS
+)
+# ERNIE 4.5 MoE: GLM-4.5's names but the correction bias, (1, E) on the MoE block's moe_statics
+ERNIE_MOE = Family(
+    DEEPSEEK_MOE_GQA.block,
+    {ours: theirs for ours, theirs in DEEPSEEK_MOE_GQA.names.items() if ours != "ff.router_bias"},
+    _LLAMA_GLOBALS | {"head.b": "lm_head.bias"},
+    fused=(("mlp.moe_statics.e_score_correction_bias", ("ff.router_bias",), _one),),
+    leading_one=frozenset({"mlp.moe_statics.e_score_correction_bias"}),
+)

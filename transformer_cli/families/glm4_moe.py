@@ -28,46 +28,37 @@ def glm4_moe(c: Keys) -> dict[str, Any]:
     spec = plain | {"attention_bias": bias} | ({"out_bias": False} if bias else {})
     if c.flag("use_qk_norm", False):
         spec["qk_norm"] = True
-    return spec | _routed(c, spec, E=128, shared=1, size=1408, dense=1, scale=1.0)
+    return spec | routed(c, spec, E=128, shared=1, size=1408, dense=1, scale=1.0)
 
 
 def glm4_moe_lite(c: Keys) -> dict[str, Any]:
     """config.json -> spec: DeepSeek-V3's latent attention and experts, the layers' kinds from mlp_layer_types
     (default: the first dense, the rest routed)."""
-    kinds = c.data.get("mlp_layer_types")
-    N = c.count("num_hidden_layers", 47)
-    if kinds is None:
-        kinds = ["dense"] + ["sparse"] * (N - 1)
-    if not isinstance(kinds, list) or len(kinds) != N or any(k not in ("dense", "sparse") for k in kinds):
-        raise c.fail("mlp_layer_types", kinds, f'a list of {N} "dense" or "sparse"')
     defaults = {"qk_nope_head_dim": 192, "v_head_dim": 256, "rms_norm_eps": 1e-5, "num_experts_per_tok": 4}
     if c.has("head_dim") and not c.has("qk_rope_head_dim"):  # (its config class's name for the rotated part)
         defaults["qk_rope_head_dim"] = c.data["head_dim"]
-    keys = {"num_hidden_layers": N, "first_k_dense_replace": 0}
+    keys = Keys(defaults | c.data | {"first_k_dense_replace": 1}, c.source, notes=c.notes)
     spec = latent_model(
-        Keys(defaults | c.data | keys, c.source, notes=c.notes),
+        keys,
         q_rank=768,
         E=64,
         shared=1,
         size=1536,
-        dense=0,
+        dense=1,
         max_positions=202752,
         interleaved=c.flag("rope_interleave", True),
+        listed=True,
     )
-    if "E" in spec:
-        spec["feedforward_layers"] = ["routed" if k == "sparse" else "dense" for k in kinds]
-        if "routed" not in spec["feedforward_layers"]:
-            spec = {k: v for k, v in spec.items() if k not in ("E", "k", "expert_r", "shared_r", "feedforward_layers")}
-    return spec | _routed_router(c, spec, 1.8)
+    return spec | routed_router(c, spec, 1.8)
 
 
-def _routed(c: Keys, spec: dict[str, Any], E: int, shared: int, size: int, dense: int, scale: float) -> dict[str, Any]:
+def routed(c: Keys, spec: dict[str, Any], E: int, shared: int, size: int, dense: int, scale: float) -> dict[str, Any]:
     """GLM-4.5's experts, laid out and routed as DeepSeek-V3's."""
     spec = spec | routed_experts(c, spec["N"], E, shared, size, dense)
-    return spec | _routed_router(c, spec, scale)
+    return spec | routed_router(c, spec, scale)
 
 
-def _routed_router(c: Keys, spec: dict[str, Any], scale: float) -> dict[str, Any]:
+def routed_router(c: Keys, spec: dict[str, Any], scale: float) -> dict[str, Any]:
     if "E" not in spec:
         return {}
     return (

@@ -59,9 +59,10 @@ class Keys:
     def fail(self, key: str, value: Any, expected: str) -> SpecError:
         return SpecError(f"{self.source}: key '{self.prefix}{key}': got {_shown(value)}, expected {expected}")
 
-    def ignored(self, key: str, why: str) -> None:
-        """A key set in the file that transformers stores and never uses: tfm follows it, and says so."""
-        if self.has(key):
+    def ignored(self, key: str, why: str, unless: Any = _ABSENT) -> None:
+        """A key set in the file that transformers stores and never uses: tfm follows it, and says so (unless its
+        value is `unless`, what transformers does anyway)."""
+        if self.has(key) and self.data[key] != unless:
             value = _shown(self.data[key])
             self.notes.append(f"{self.source}: key '{self.prefix}{key}': {value} is ignored, as transformers {why}")
 

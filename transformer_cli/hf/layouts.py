@@ -57,7 +57,7 @@ class Rule:
     """One checkpoint tensor: the tfm tensors it holds (rows stacked in this order, in `groups` interleaved
     groups), stored transposed or not. A tfm name may pick one expert: 'blocks.0.ff.W1[3]'. With `experts` E, the
     tensor holds every expert's rows, one block of them per expert on a leading axis E (gpt-oss), transposed
-    within each block."""
+    within each block; 1 is a leading axis of one (ERNIE's (1, E) correction bias)."""
 
     hf: str
     tfm: tuple[str, ...]
@@ -180,7 +180,7 @@ def _block_rules(
             continue  # (a dense block among routed ones: its one feedforward, by `names`)
         fused = tuple(prefix + p for p in pieces)
         if all(n in present for n in fused):
-            experts = (spec.E or 0) if theirs in family.stacked else 0
+            experts = (spec.E or 0) if theirs in family.stacked else int(theirs in family.leading_one)
             out.append(Rule(block + theirs, fused, groups(spec), theirs in family.transposed, experts))
             used |= set(fused)
     for ours, theirs in names.items():

@@ -193,6 +193,7 @@ class Spec:
     router_scale: float = EXPERT_FIELDS["router_scale"]
     router_logit_bias: bool = EXPERT_FIELDS["router_logit_bias"]
     router_bias: bool = EXPERT_FIELDS["router_bias"]
+    router_bias_param: bool = EXPERT_FIELDS["router_bias_param"]
     feedforward_layers: tuple[str, ...] | None = field(
         default=None,
         metadata=_key(

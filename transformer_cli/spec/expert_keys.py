@@ -81,6 +81,14 @@ EXPERT_FIELDS: dict[str, Any] = {
             "experts but not to weight them (DeepSeek-V3); a buffer, not a parameter; with E",
         ),
     ),
+    "router_bias_param": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "the correction bias held as a frozen parameter, counted among the parameters (ERNIE 4.5's "
+            "moe_statics) rather than a buffer; with router_bias",
+        ),
+    ),
 }
 
 __all__ = ["EXPERT_FIELDS"]
