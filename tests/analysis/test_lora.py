@@ -44,6 +44,28 @@ FAMILIES = [
     "bert",
     "t5",
     "bart",
+    # issue 44's
+    "arcee",
+    "olmo3",
+    "seed_oss",
+    "helium",
+    "ministral",
+    "cwm",
+    "smollm3",
+    "exaone4",
+    "ernie4_5",
+    "glm4",
+    "cohere2",
+    "nemotron",
+    "gpt_bigcode",
+    "vaultgemma",
+    "olmo",
+    "jais2",
+    "persimmon",
+    "youtu",
+    "camembert",
+    "roberta-prelayernorm",
+    "xlm-roberta-xl",
 ]
 
 
@@ -150,6 +172,19 @@ MIXTURES = [
     "deepseek_v3",
     "phimoe",
     "gpt_oss",
+    # issue 44's
+    "olmoe",
+    "flex_olmo",
+    "granitemoe",
+    "granitemoeshared",
+    "glm4_moe",
+    "glm4_moe_lite",
+    "dots1",
+    "solar_open",
+    "exaone_moe",
+    "minimax_m2",
+    "ernie4_5_moe",
+    "hy_v3",
 ]
 # a list of names of each family: attention and the experts by their checkpoint's names (peft maps them)
 LISTS = {
@@ -160,6 +195,18 @@ LISTS = {
     "phimoe": "o_proj,router",
     "qwen2_moe": "k_proj,shared_expert_gate",
     "gpt_oss": "q_proj,k_proj",
+    "olmoe": "q_proj,gate_proj,up_proj",
+    "flex_olmo": "o_proj,down_proj",
+    "granitemoe": "q_proj,k_proj",
+    "granitemoeshared": "v_proj,input_linear",
+    "glm4_moe": "q_proj,gate_proj,up_proj",
+    "glm4_moe_lite": "kv_b_proj,down_proj",
+    "dots1": "k_proj,down_proj,gate",
+    "solar_open": "o_proj,gate_proj,up_proj",
+    "exaone_moe": "q_proj,down_proj",
+    "minimax_m2": "q_proj,w1,w3",
+    "ernie4_5_moe": "v_proj,down_proj",
+    "hy_v3": "o_proj,gate_proj",
 }
 
 

@@ -115,7 +115,9 @@ def exact(model):
             module.forward = norm.__get__(module)
         elif kind in ("GraniteMoeTopKRouter", "GraniteMoeSharedTopKRouter"):  # the top k logits softmaxed in float32
             module.forward = _float64_granite_router.__get__(module)
-        elif kind == "MiniMaxM2TopKRouter":  # its sigmoid in float32 even in float64
+        elif kind == "HYV3MoE":  # its routed and shared outputs added in float32: here in the model's dtype
+            module.enable_moe_fp32_combine = False
+        elif kind in ("MiniMaxM2TopKRouter", "HYV3TopKRouter"):  # its sigmoid in float32 even in float64
             module.forward = _float64_minimax_router.__get__(module)
         elif kind.endswith("TopKRouter") and kind != "PhimoeTopKRouter":  # (PhiMoE's routes in the model's dtype)
             module.forward = _float64_router.__get__(module)
@@ -198,11 +200,14 @@ def _float64_eager(module, query, key, value, attention_mask, dropout=0.0, scali
 
 
 def _float64_minimax_router(self, hidden, e_score_correction_bias):
-    """MiniMaxM2TopKRouter.forward in the model's dtype: sigmoid scores, the bias to choose, renormalised."""
+    """MiniMaxM2TopKRouter.forward (and HYV3TopKRouter's) in the model's dtype: sigmoid scores, the bias to choose,
+    renormalised (HY-V3's plus 1e-20, then scaled)."""
     logits = torch.nn.functional.linear(hidden.reshape(-1, self.hidden_dim), self.weight)
     scores = logits.sigmoid()
     index = torch.topk(scores + e_score_correction_bias.to(scores.dtype), self.top_k, dim=-1, sorted=False)[1]
     weights = scores.gather(1, index)
+    if hasattr(self, "router_scaling_factor"):
+        return logits, weights / (weights.sum(dim=-1, keepdim=True) + 1e-20) * self.router_scaling_factor, index
     return logits, weights / weights.sum(dim=-1, keepdim=True), index
 
 

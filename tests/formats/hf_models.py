@@ -4,8 +4,8 @@ class, model class, config keys); helpers_hf_transformers.py's `build` makes the
 
 from __future__ import annotations
 
-SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
-             max_position_embeddings=64, rms_norm_eps=1e-5)  # fmt: skip
+from hf_models_experts import EXPERTS
+from hf_small import SMALL
 
 MODELS = {  # name: (config class, model class, config) — every model_type and its layout variants
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(vocab_size=97, n_embd=32, n_layer=2, n_head=4, n_positions=64)),
@@ -216,61 +216,6 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "glm4-no-bias-full-rotary": ("Glm4Config", "Glm4ForCausalLM", SMALL | dict(
         num_key_value_heads=4, head_dim=12, attention_bias=False, partial_rotary_factor=1.0, pad_token_id=None,
         tie_word_embeddings=True)),
-    "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM", SMALL | dict(  # DeepSeek-V3's routing under GQA
-        num_hidden_layers=3, num_key_value_heads=2, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=6,
-        n_shared_experts=1, first_k_dense_replace=1, n_group=4, topk_group=2, routed_scaling_factor=2.5,
-        attention_bias=True, pad_token_id=None, experts_implementation="eager")),
-    "glm4_moe-qk-norm": ("Glm4MoeConfig", "Glm4MoeForCausalLM", SMALL | dict(  # no dense layer, no shared expert
-        num_key_value_heads=4, head_dim=12, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=6,
-        n_shared_experts=0, first_k_dense_replace=0, use_qk_norm=True, norm_topk_prob=False,
-        partial_rotary_factor=1.0, pad_token_id=None, experts_implementation="eager")),
-    "glm4_moe_lite": ("Glm4MoeLiteConfig", "Glm4MoeLiteForCausalLM", SMALL | dict(  # latent attention, listed kinds
-        num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=6,
-        n_shared_experts=1, q_lora_rank=8, kv_lora_rank=10, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6,
-        mlp_layer_types=["sparse", "dense", "sparse"], n_group=2, topk_group=1, pad_token_id=None,
-        experts_implementation="eager")),
-    "dots1": ("Dots1Config", "Dots1ForCausalLM", SMALL | dict(  # Qwen3's attention, DeepSeek-V3's routing, windows
-        num_hidden_layers=3, num_key_value_heads=2, head_dim=12, n_routed_experts=8, num_experts_per_tok=2,
-        moe_intermediate_size=6, n_shared_experts=2, first_k_dense_replace=1, n_group=2, topk_group=1,
-        norm_topk_prob=True, routed_scaling_factor=1.5, sliding_window=4, max_window_layers=1, attention_bias=True,
-        experts_implementation="eager")),
-    "dots1-layer-types": ("Dots1Config", "Dots1ForCausalLM", SMALL | dict(  # every layer routed, unrenormalised
-        num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=3, moe_intermediate_size=6,
-        n_shared_experts=1,
-        sliding_window=3, layer_types=["sliding_attention", "full_attention", "sliding_attention"],
-        tie_word_embeddings=True, experts_implementation="eager")),
-    "solar_open": ("SolarOpenConfig", "SolarOpenForCausalLM", SMALL | dict(  # GLM-4.5's routing in every layer
-        num_key_value_heads=2, head_dim=12, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=6,
-        n_shared_experts=1, n_group=2, topk_group=1, routed_scaling_factor=2.0, attention_bias=True,
-        pad_token_id=None, experts_implementation="eager")),
-    "solar_open-unrenormalised": ("SolarOpenConfig", "SolarOpenForCausalLM", SMALL | dict(  # (two keys it ignores)
-        num_key_value_heads=4, head_dim=8, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=6,
-        n_shared_experts=2, norm_topk_prob=False, first_k_dense_replace=1, use_qk_norm=True, pad_token_id=None,
-        tie_word_embeddings=True, experts_implementation="eager")),
-    "exaone_moe": ("ExaoneMoeConfig", "ExaoneMoeForCausalLM", SMALL | dict(  # three sliding to one full (NoPE)
-        num_hidden_layers=4, num_key_value_heads=2, head_dim=8, sliding_window=5, num_experts=8, num_experts_per_tok=2,
-        moe_intermediate_size=6, num_shared_experts=2, n_group=2, topk_group=1, pad_token_id=None,
-        experts_implementation="eager")),
-    "exaone_moe-listed": ("ExaoneMoeConfig", "ExaoneMoeForCausalLM", SMALL | dict(  # both kinds listed
-        num_hidden_layers=3, num_key_value_heads=4, sliding_window=3, num_experts=4, num_experts_per_tok=2,
-        moe_intermediate_size=6, num_shared_experts=1, norm_topk_prob=False, routed_scaling_factor=1.0,
-        layer_types=["full_attention", "sliding_attention", "full_attention"],
-        mlp_layer_types=["sparse", "dense", "sparse"], pad_token_id=None, experts_implementation="eager")),
-    "minimax_m2": ("MiniMaxM2Config", "MiniMaxM2ForCausalLM", SMALL | dict(  # sigmoid routing, norms over all heads
-        num_key_value_heads=2, head_dim=12, rotary_dim=8, num_local_experts=4, num_experts_per_tok=2,
-        pad_token_id=None, experts_implementation="eager")),
-    "minimax_m2-whole-heads": ("MiniMaxM2Config", "MiniMaxM2ForCausalLM", SMALL | dict(  # (keys it ignores)
-        num_key_value_heads=4, head_dim=8, num_local_experts=3, num_experts_per_tok=3, use_qk_norm=False,
-        routed_scaling_factor=2.0, tie_word_embeddings=True, pad_token_id=None, experts_implementation="eager")),
-    "ernie4_5_moe": ("Ernie4_5_MoeConfig", "Ernie4_5_MoeForCausalLM", SMALL | dict(  # softmax + correction bias
-        num_hidden_layers=3, num_key_value_heads=2, moe_num_experts=8, moe_k=2, moe_intermediate_size=6,
-        moe_num_shared_experts=2, pad_token_id=None, experts_implementation="eager")),
-    "ernie4_5_moe-interval": ("Ernie4_5_MoeConfig", "Ernie4_5_MoeForCausalLM", SMALL | dict(  # every other layer
-        num_hidden_layers=4, num_key_value_heads=4, head_dim=12, moe_num_experts=4, moe_k=3, moe_intermediate_size=6,
-        moe_num_shared_experts=0, moe_layer_start_index=0, moe_layer_end_index=2, moe_layer_interval=2,
-        partial_rotary_factor=0.5, tie_word_embeddings=False, pad_token_id=None, experts_implementation="eager")),
-    "ernie4_5_moe-dense-biases": ("Ernie4_5_MoeConfig", "Ernie4_5_MoeForCausalLM", SMALL | dict(  # no routed layer
-        num_key_value_heads=2, use_bias=True, moe_layer_start_index=2, pad_token_id=None)),
     "olmoe": ("OlmoeConfig", "OlmoeForCausalLM", SMALL | dict(  # every layer routed, norms over all heads
         num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, pad_token_id=None,
         experts_implementation="eager")),
@@ -417,3 +362,4 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                               dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                    multi_query=False, parallel_attn=False, bias=True, max_position_embeddings=64)),
 }  # fmt: skip
+MODELS |= EXPERTS

@@ -29,6 +29,8 @@ SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_lay
         ({"model_type": "helium"}, "4 heads of 128 must make 32"),
         ({"model_type": "exaone_moe", "sliding_window": None}, "takes an integer window only"),
         ({"model_type": "ernie4_5_moe", "use_bias": True}, "ERNIE's routed experts have no biases"),
+        ({"model_type": "hy_v3", "mlp_bias": True, "num_key_value_heads": 2}, "HY-V3's routed experts have no"),
+        ({"model_type": "youtu", "num_key_value_heads": 4, "head_dim": 8}, "Youtu turns qk_rope_head_dim = 64"),
         ({"model_type": "dots1", "n_routed_experts": 4, "num_experts_per_tok": 2}, "'n_shared_experts': missing"),
     ],
 )
@@ -58,10 +60,12 @@ NEW += [
     "exaone_moe",
     "minimax_m2",
     "ernie4_5_moe",
+    "youtu",
+    "hy_v3",
 ]
 
 
-_G = {"glm4_moe_lite": 4}  # (latent attention: a key per head; transformers' model fails on fewer)
+_G = {"glm4_moe_lite": 4, "youtu": 4}  # (latent attention: a key per head; transformers' model fails on fewer)
 _NO_DEFAULT = {  # the keys a type's config class has no usable default for (the tests above show tfm asks for them)
     "helium": {"head_dim": 8},
     "ministral": {"head_dim": 8},
@@ -75,7 +79,8 @@ def test_a_config_without_the_optional_keys_takes_transformers_defaults(tmp_path
     config class fills them (a wrong default would not show in the logits tests, whose files name every key)."""
     transformers = pytest.importorskip("transformers")
 
-    keys = SMALL | {"model_type": model_type, "num_key_value_heads": _G.get(model_type, 2), "head_dim": 8}
+    keys = SMALL | {"model_type": model_type, "num_key_value_heads": _G.get(model_type, 2)}
+    keys |= {} if model_type == "youtu" else {"head_dim": 8}  # (Youtu's head_dim must be its rotated part)
     keys |= _NO_DEFAULT.get(model_type, {})
     (tmp_path / "config.json").write_text(json.dumps(keys))
     ours = spec_from_config(tmp_path)
@@ -109,7 +114,8 @@ def test_a_config_of_the_sizes_alone_counts_as_transformers_model_on_the_meta_de
         model = getattr(transformers, RECORDS[model_type].hf_class)(theirs)
     assert count_params(ours).total == sum(p.numel() for p in model.parameters())
     if ours.E:
-        assert ours.router_scale == getattr(theirs, "routed_scaling_factor", 1.0)
+        scale = getattr(theirs, "routed_scaling_factor", getattr(theirs, "router_scaling_factor", 1.0))  # (HY-V3's)
+        assert ours.router_scale == scale
         assert ours.router_renorm == getattr(theirs, "norm_topk_prob", True)
 
 

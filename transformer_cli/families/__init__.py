@@ -35,6 +35,7 @@ MODULES = (
     "gptj",
     "granite",
     "helium",
+    "hy_v3",
     "llama",
     "minimax_m2",
     "nemotron",
@@ -54,6 +55,7 @@ MODULES = (
     "stablelm",
     "starcoder2",
     "t5",
+    "youtu",
 )
 
 

@@ -146,3 +146,15 @@ ERNIE_MOE = Family(
     fused=(("mlp.moe_statics.e_score_correction_bias", ("ff.router_bias",), _one),),
     leading_one=frozenset({"mlp.moe_statics.e_score_correction_bias"}),
 )
+# HY-V3: EXAONE MoE's names but the router's, its bias's and the shared expert's, as Tencent's files (and
+# transformers' save_pretrained) name them
+HY_V3 = Family(
+    EXAONE_MOE.block,
+    {
+        ours: theirs.replace("mlp.shared_experts.", "mlp.shared_mlp.")
+        for ours, theirs in EXAONE_MOE.names.items()
+        if ours not in ("ff.router", "ff.router_bias")
+    }
+    | {"ff.router": "mlp.router.gate.weight", "ff.router_bias": "mlp.expert_bias"},
+    _LLAMA_GLOBALS,
+)

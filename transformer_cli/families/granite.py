@@ -105,7 +105,6 @@ def gguf_metadata(spec: Spec) -> dict[str, Any]:
     return out
 
 
-STACKED = ("w1", "w3", "w2", "router")  # (peft's names of the stacked experts and the router)
 RECORDS = (
     Record(
         "granite",
@@ -115,14 +114,13 @@ RECORDS = (
         config,
         Gguf("granite", LLAMA_LAYOUT, gguf_spec, gguf_metadata, transforms=LLAMA_PERMUTED, redo=LLAMA_REDO),
     ),
-    Record("granitemoe", "GraniteMoeForCausalLM", moe, GRANITE_MOE, moe_config, lora_stacked=STACKED),
+    Record("granitemoe", "GraniteMoeForCausalLM", moe, GRANITE_MOE, moe_config),
     Record(
         "granitemoeshared",
         "GraniteMoeSharedForCausalLM",
         moe_shared,
         GRANITE_MOE_SHARED,
         moe_shared_config,
-        lora_stacked=STACKED,
     ),
 )
 

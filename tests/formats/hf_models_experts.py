@@ -1,0 +1,80 @@
+"""The 2026 families with experts routed as DeepSeek-V3 routes them, or near it (issue 44): their transformers
+models for the conformance tests, as hf_models.py's MODELS (which holds these too)."""
+
+from __future__ import annotations
+
+from hf_small import SMALL
+
+EXPERTS = {  # name: (config class, model class, config)
+    "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM", SMALL | dict(  # DeepSeek-V3's routing under GQA
+        num_hidden_layers=3, num_key_value_heads=2, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=6,
+        n_shared_experts=1, first_k_dense_replace=1, n_group=4, topk_group=2, routed_scaling_factor=2.5,
+        attention_bias=True, pad_token_id=None, experts_implementation="eager")),
+    "glm4_moe-qk-norm": ("Glm4MoeConfig", "Glm4MoeForCausalLM", SMALL | dict(  # no dense layer, no shared expert
+        num_key_value_heads=4, head_dim=12, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=6,
+        n_shared_experts=0, first_k_dense_replace=0, use_qk_norm=True, norm_topk_prob=False,
+        partial_rotary_factor=1.0, pad_token_id=None, experts_implementation="eager")),
+    "glm4_moe_lite": ("Glm4MoeLiteConfig", "Glm4MoeLiteForCausalLM", SMALL | dict(  # latent attention, listed kinds
+        num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=6,
+        n_shared_experts=1, q_lora_rank=8, kv_lora_rank=10, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6,
+        mlp_layer_types=["sparse", "dense", "sparse"], n_group=2, topk_group=1, pad_token_id=None,
+        experts_implementation="eager")),
+    "dots1": ("Dots1Config", "Dots1ForCausalLM", SMALL | dict(  # Qwen3's attention, DeepSeek-V3's routing, windows
+        num_hidden_layers=3, num_key_value_heads=2, head_dim=12, n_routed_experts=8, num_experts_per_tok=2,
+        moe_intermediate_size=6, n_shared_experts=2, first_k_dense_replace=1, n_group=2, topk_group=1,
+        norm_topk_prob=True, routed_scaling_factor=1.5, sliding_window=4, max_window_layers=1, attention_bias=True,
+        experts_implementation="eager")),
+    "dots1-layer-types": ("Dots1Config", "Dots1ForCausalLM", SMALL | dict(  # every layer routed, unrenormalised
+        num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=3, moe_intermediate_size=6,
+        n_shared_experts=1,
+        sliding_window=3, layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        tie_word_embeddings=True, experts_implementation="eager")),
+    "solar_open": ("SolarOpenConfig", "SolarOpenForCausalLM", SMALL | dict(  # GLM-4.5's routing in every layer
+        num_key_value_heads=2, head_dim=12, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=6,
+        n_shared_experts=1, n_group=2, topk_group=1, routed_scaling_factor=2.0, attention_bias=True,
+        pad_token_id=None, experts_implementation="eager")),
+    "solar_open-unrenormalised": ("SolarOpenConfig", "SolarOpenForCausalLM", SMALL | dict(  # (two keys it ignores)
+        num_key_value_heads=4, head_dim=8, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=6,
+        n_shared_experts=2, norm_topk_prob=False, first_k_dense_replace=1, use_qk_norm=True, pad_token_id=None,
+        tie_word_embeddings=True, experts_implementation="eager")),
+    "exaone_moe": ("ExaoneMoeConfig", "ExaoneMoeForCausalLM", SMALL | dict(  # three sliding to one full (NoPE)
+        num_hidden_layers=4, num_key_value_heads=2, head_dim=8, sliding_window=5, num_experts=8, num_experts_per_tok=2,
+        moe_intermediate_size=6, num_shared_experts=2, n_group=2, topk_group=1, pad_token_id=None,
+        experts_implementation="eager")),
+    "exaone_moe-listed": ("ExaoneMoeConfig", "ExaoneMoeForCausalLM", SMALL | dict(  # both kinds listed
+        num_hidden_layers=3, num_key_value_heads=4, sliding_window=3, num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=6, num_shared_experts=1, norm_topk_prob=False, routed_scaling_factor=1.0,
+        layer_types=["full_attention", "sliding_attention", "full_attention"],
+        mlp_layer_types=["sparse", "dense", "sparse"], pad_token_id=None, experts_implementation="eager")),
+    "minimax_m2": ("MiniMaxM2Config", "MiniMaxM2ForCausalLM", SMALL | dict(  # sigmoid routing, norms over all heads
+        num_key_value_heads=2, head_dim=12, rotary_dim=8, num_local_experts=4, num_experts_per_tok=2,
+        pad_token_id=None, experts_implementation="eager")),
+    "minimax_m2-whole-heads": ("MiniMaxM2Config", "MiniMaxM2ForCausalLM", SMALL | dict(  # (keys it ignores)
+        num_key_value_heads=4, head_dim=8, num_local_experts=3, num_experts_per_tok=3, use_qk_norm=False,
+        routed_scaling_factor=2.0, tie_word_embeddings=True, pad_token_id=None, experts_implementation="eager")),
+    "ernie4_5_moe": ("Ernie4_5_MoeConfig", "Ernie4_5_MoeForCausalLM", SMALL | dict(  # softmax + correction bias
+        num_hidden_layers=3, num_key_value_heads=2, moe_num_experts=8, moe_k=2, moe_intermediate_size=6,
+        moe_num_shared_experts=2, pad_token_id=None, experts_implementation="eager")),
+    "ernie4_5_moe-interval": ("Ernie4_5_MoeConfig", "Ernie4_5_MoeForCausalLM", SMALL | dict(  # every other layer
+        num_hidden_layers=4, num_key_value_heads=4, head_dim=12, moe_num_experts=4, moe_k=3, moe_intermediate_size=6,
+        moe_num_shared_experts=0, moe_layer_start_index=0, moe_layer_end_index=2, moe_layer_interval=2,
+        partial_rotary_factor=0.5, tie_word_embeddings=False, pad_token_id=None, experts_implementation="eager")),
+    "ernie4_5_moe-dense-biases": ("Ernie4_5_MoeConfig", "Ernie4_5_MoeForCausalLM", SMALL | dict(  # no routed layer
+        num_key_value_heads=2, use_bias=True, moe_layer_start_index=2, pad_token_id=None)),
+    "youtu": ("YoutuConfig", "YoutuForCausalLM", SMALL | dict(  # latent attention, dense, tied
+        num_key_value_heads=4, q_lora_rank=8, kv_lora_rank=10, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6,
+        pad_token_id=None, bos_token_id=None, eos_token_id=None)),
+    "youtu-plain-queries": ("YoutuConfig", "YoutuForCausalLM", SMALL | dict(  # q_proj, halves turned, untied
+        num_key_value_heads=4, q_lora_rank=None, kv_lora_rank=10, qk_nope_head_dim=6, qk_rope_head_dim=6,
+        v_head_dim=8, rope_interleave=False, tie_word_embeddings=False, attention_bias=True, pad_token_id=None,
+        bos_token_id=None, eos_token_id=None)),
+    "hy_v3": ("HYV3Config", "HYV3ForCausalLM", SMALL | dict(  # sigmoid routing scaled, per-head norms, a dense first
+        num_hidden_layers=3, num_key_value_heads=2, head_dim=8, num_experts=8, num_experts_per_tok=2,
+        moe_intermediate_size=6, num_shared_experts=2, attention_bias=True, pad_token_id=None,
+        experts_implementation="eager")),
+    "hy_v3-listed-no-shared": ("HYV3Config", "HYV3ForCausalLM", SMALL | dict(  # 0 shared: one of intermediate_size
+        num_hidden_layers=3, num_key_value_heads=4, head_dim=12, num_experts=4, num_experts_per_tok=3,
+        moe_intermediate_size=6, num_shared_experts=0, router_scaling_factor=1.0,
+        mlp_layer_types=["sparse", "dense", "sparse"], tie_word_embeddings=True, pad_token_id=None,
+        experts_implementation="eager")),
+}  # fmt: skip
