@@ -47,7 +47,8 @@ def config(spec: Spec) -> dict[str, Any]:
     if not spec.E:
         return out | {"mlp_layer_types": ["dense"] * spec.N}
     kinds = spec.feedforward_layers or ["routed"] * spec.N
-    experts = {"num_experts": spec.E, "num_experts_per_tok": spec.k, "moe_intermediate_size": spec.expert_r}
+    experts: dict[str, Any] = {"num_experts": spec.E, "num_experts_per_tok": spec.k}
+    experts |= {"moe_intermediate_size": spec.expert_r}
     experts |= {"num_shared_experts": (spec.shared_r or 0) // (spec.expert_r or 1)}
     experts |= {"router_scaling_factor": spec.router_scale}
     return out | experts | {"mlp_layer_types": ["sparse" if kind == "routed" else "dense" for kind in kinds]}

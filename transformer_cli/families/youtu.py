@@ -14,8 +14,9 @@ from .expert_checkpoints import DEEPSEEK
 from .keys import Keys
 from .record import Record
 
-_EXPERT_KEYS = ("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size", "n_shared_experts")
-_EXPERT_KEYS += ("first_k_dense_replace", "n_group", "topk_group", "routed_scaling_factor", "norm_topk_prob")
+_EXPERT_KEYS: tuple[str, ...] = ("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size")
+_EXPERT_KEYS += ("n_shared_experts", "first_k_dense_replace", "n_group", "topk_group", "routed_scaling_factor")
+_EXPERT_KEYS += ("norm_topk_prob",)
 
 
 def spec(c: Keys) -> dict[str, Any]:
