@@ -66,6 +66,8 @@ FAMILIES = [
     "camembert",
     "roberta-prelayernorm",
     "xlm-roberta-xl",
+    "codegen",
+    "mpt",
 ]
 
 

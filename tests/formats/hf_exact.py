@@ -69,7 +69,7 @@ def exact(model):
     cfg = model.config
     for module in model.modules():
         kind = type(module).__name__
-        if kind == "GPTJRotaryEmbedding":  # its sin/cos table made in float32
+        if kind in ("GPTJRotaryEmbedding", "CodeGenRotaryEmbedding"):  # its sin/cos table made in float32
             module.forward = _float64_gptj_rotary.__get__(module)
             sys.modules[type(module).__module__].eager_attention_forward = _float64_gptj_attention
         elif kind == "PhimoeRotaryEmbedding":  # the short factors at every length, cos and sin times an mscale
@@ -123,6 +123,10 @@ def exact(model):
             module.forward = _float64_router.__get__(module)
         elif kind in DEEPSEEK_ROUTERS:  # routed in float32 even in float64
             module.forward = _float64_deepseek_router.__get__(module)
+        elif kind == "MptModel":  # its ALiBi slopes in float32
+            module.build_mpt_alibi_tensor = _float64_mpt_alibi
+        elif kind == "MptAttention":  # its softmax in float32
+            module.forward = _float64_mpt_attention.__get__(module)
         elif kind == "BloomAttention":  # its ALiBi slopes and its softmax in float32
             bloom = sys.modules[type(module).__module__]
             bloom._get_alibi_slopes = _float64_alibi_slopes
@@ -277,6 +281,37 @@ def _float64_gptj_attention(module, query, key, value, attention_mask, scaling, 
         weights = weights + attention_mask
     weights = torch.softmax(weights, dim=-1)
     return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
+def _float64_mpt_alibi(num_heads, sequence_length, alibi_bias_max=8, device=None):
+    """build_mpt_alibi_tensor in float64."""
+    alibi = torch.arange(1 - sequence_length, 1, dtype=torch.float64, device=device).view(1, 1, 1, sequence_length)
+    power = 2 ** math.ceil(math.log2(num_heads))
+    slopes = 1.0 / torch.pow(2, torch.arange(1, power + 1, dtype=torch.float64) * (alibi_bias_max / power))
+    slopes = slopes.view(1, power, 1, 1)
+    if power != num_heads:
+        slopes = torch.concat([slopes[:, 1::2, ...], slopes[:, ::2, ...]], dim=1)[:, :num_heads, ...]
+    return (alibi * slopes).squeeze(0)
+
+
+def _float64_mpt_attention(self, hidden_states, position_bias, cache=None, attention_mask=None, **kwargs):
+    """MptAttention.forward with its softmax in the model's dtype (no clip_qkv: tfm refuses it)."""
+    batch, n = hidden_states.shape[:2]
+    q, k, v = (
+        x.reshape(batch, n, self.n_heads, self.head_dim).transpose(1, 2)
+        for x in self.Wqkv(hidden_states).chunk(3, dim=2)
+    )
+    if cache is not None:
+        k, v = cache.update(k, v, self.layer_idx, kwargs=kwargs)
+    scores = torch.matmul(q, k.transpose(-1, -2)) * self.softmax_scale
+    queries = n if cache is None else n + cache.get_seq_length()
+    bias = position_bias[:, max(0, position_bias.size(1) - queries) :, max(0, position_bias.size(2) - k.shape[-2]) :]
+    scores = scores + bias
+    if attention_mask is not None:
+        scores = scores.masked_fill(attention_mask, torch.finfo(q.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    context = torch.matmul(weights, v).permute(0, 2, 1, 3).reshape(batch, n, -1)
+    return self.out_proj(context), weights
 
 
 def _float64_alibi_slopes(num_heads, device):

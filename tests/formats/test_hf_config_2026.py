@@ -29,6 +29,7 @@ SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_lay
         ({"model_type": "helium"}, "4 heads of 128 must make 32"),
         ({"model_type": "exaone_moe", "sliding_window": None}, "takes an integer window only"),
         ({"model_type": "ernie4_5_moe", "use_bias": True}, "ERNIE's routed experts have no biases"),
+        ({"model_type": "mpt", "attn_config": {"clip_qkv": 8.0}}, "'attn_config.clip_qkv': 8.0 is not supported"),
         ({"model_type": "hy_v3", "mlp_bias": True, "num_key_value_heads": 2}, "HY-V3's routed experts have no"),
         ({"model_type": "youtu", "num_key_value_heads": 4, "head_dim": 8}, "Youtu turns qk_rope_head_dim = 64"),
         ({"model_type": "dots1", "n_routed_experts": 4, "num_experts_per_tok": 2}, "'n_shared_experts': missing"),
@@ -62,6 +63,8 @@ NEW += [
     "ernie4_5_moe",
     "youtu",
     "hy_v3",
+    "codegen",
+    "mpt",
 ]
 
 
@@ -69,6 +72,7 @@ _G = {"glm4_moe_lite": 4, "youtu": 4}  # (latent attention: a key per head; tran
 _NO_DEFAULT = {  # the keys a type's config class has no usable default for (the tests above show tfm asks for them)
     "helium": {"head_dim": 8},
     "ministral": {"head_dim": 8},
+    "codegen": {"rotary_dim": 4},  # (its 64 is past these heads of 8: transformers' forward fails)
     "dots1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1},
 }
 
@@ -85,7 +89,7 @@ def test_a_config_without_the_optional_keys_takes_transformers_defaults(tmp_path
     (tmp_path / "config.json").write_text(json.dumps(keys))
     ours = spec_from_config(tmp_path)
     theirs = transformers.AutoConfig.for_model(**keys)
-    rope = theirs.rope_parameters
+    rope = getattr(theirs, "rope_parameters", None) or {"rope_theta": 10000.0}  # (CodeGen's base: in its code)
     full = rope.get("full_attention", rope) if isinstance(rope.get("full_attention"), dict) else rope
     assert ours.rope_theta == full["rope_theta"]
     eps = [getattr(theirs, key) for key in ("rms_norm_eps", "layer_norm_eps", "norm_eps") if hasattr(theirs, key)]

@@ -119,3 +119,25 @@ def test_ernie_moes_partial_rotary_factor_turns_whole_heads_and_tfm_says_so(tmp_
     said = [line for note in half.notes for line in note.splitlines() if "is ignored, as transformers" in line]
     assert len(said) == 1 and "'rope_parameters.partial_rotary_factor': 0.5" in said[0]
     assert not any("is ignored" in note for note in tfm.load(tmp_path / "whole").notes)
+
+
+def test_mpts_keys_transformers_builds_past_are_said_where_they_differ(tmp_path):
+    """MptConfig keeps expansion_ratio, no_bias, attn_config's alibi_bias_max and the like, and MptForCausalLM is
+    the same model whatever they say: tfm follows it (its MLP 4 d wide) and names each key set otherwise."""
+    import transformer_cli as tfm
+
+    keys = dict(model_type="mpt", vocab_size=97, d_model=32, n_heads=4, n_layers=2, max_seq_len=64)
+    published = dict(expansion_ratio=4, no_bias=True, attn_config={"alibi": True, "alibi_bias_max": 8})
+    other = dict(expansion_ratio=2, attn_config={"alibi_bias_max": 16, "qk_ln": True})
+    for name, extra in (("published", published), ("other", other)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(keys | extra))
+    assert not any("is ignored" in note for note in tfm.load(tmp_path / "published").notes)
+    model = tfm.load(tmp_path / "other")
+    said = [line for note in model.notes for line in note.splitlines() if "is ignored, as transformers" in line]
+    assert [s.split("key ")[1].split(":")[0] for s in said] == [
+        "'expansion_ratio'",
+        "'attn_config.qk_ln'",
+        "'attn_config.alibi_bias_max'",
+    ]
+    assert model.spec.r == 4 * 32 and not model.spec.qk_norm

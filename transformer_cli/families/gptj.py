@@ -64,7 +64,7 @@ def config(spec: Spec) -> dict[str, Any]:
         "layer_norm_epsilon": spec.norm_eps,
         "rotary_dim": spec.rotated_dims,
         "activation_function": "gelu_new",
-        "tie_word_embeddings": False,
+        "tie_word_embeddings": spec.tie_embeddings,
     }
 
 
