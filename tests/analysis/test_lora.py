@@ -68,6 +68,7 @@ FAMILIES = [
     "xlm-roberta-xl",
     "codegen",
     "mpt",
+    "granite_swa",
 ]
 
 

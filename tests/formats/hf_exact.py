@@ -83,8 +83,9 @@ def exact(model):
                 prefix = f"{layer_type}_" if layer_type else ""
                 rotated = 2 * getattr(module, prefix + "inv_freq").shape[0]
                 scaling = getattr(module, prefix + "attention_scaling")  # a Python float (YaRN's, LongRoPE's; or 1)
-                params = cfg.rope_parameters[layer_type] if layer_type else cfg.rope_parameters
-                inv_freq = _inv_freq(cfg, rotated, int(position_ids.max()) + 1, params)
+                own = getattr(module, "config", cfg)  # (Granite SWA's: a copy per base, its rope_theta replaced)
+                params = own.rope_parameters[layer_type] if layer_type else own.rope_parameters
+                inv_freq = _inv_freq(own, rotated, int(position_ids.max()) + 1, params)
                 freqs = position_ids[..., None].double() * inv_freq
                 emb = freqs if kind == "GptOssRotaryEmbedding" else torch.cat((freqs, freqs), dim=-1)  # (its halves)
                 if kind in (
@@ -123,6 +124,8 @@ def exact(model):
             module.forward = _float64_router.__get__(module)
         elif kind in DEEPSEEK_ROUTERS:  # routed in float32 even in float64
             module.forward = _float64_deepseek_router.__get__(module)
+        elif kind == "GraniteSWAAttention":  # its softmax and its sinks' scale in float32
+            sys.modules[type(module).__module__].eager_attention_forward = _float64_sink_attention
         elif kind == "MptModel":  # its ALiBi slopes in float32
             module.build_mpt_alibi_tensor = _float64_mpt_alibi
         elif kind == "MptAttention":  # its softmax in float32
@@ -281,6 +284,19 @@ def _float64_gptj_attention(module, query, key, value, attention_mask, scaling, 
         weights = weights + attention_mask
     weights = torch.softmax(weights, dim=-1)
     return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
+def _float64_sink_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+    """Granite SWA's eager attention in the model's dtype: the softmax times sigmoid(logsumexp - sink)."""
+    groups = module.num_key_value_groups
+    key, value = (x.repeat_interleave(groups, dim=1) for x in (key, value))
+    weights = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    sink = (torch.logsumexp(weights, dim=-1) - module.sinks.view(1, -1, 1)).sigmoid()
+    weights = torch.softmax(weights, dim=-1)
+    out = torch.matmul(weights, value) * sink.unsqueeze(-1)
+    return out.transpose(1, 2).contiguous(), weights
 
 
 def _float64_mpt_alibi(num_heads, sequence_length, alibi_bias_max=8, device=None):

@@ -227,6 +227,18 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "mpt-scaled-untied": ("MptConfig", "MptForCausalLM", dict(
         vocab_size=97, d_model=32, n_heads=4, n_layers=2, max_seq_len=64, layer_norm_epsilon=1e-6,
         tie_word_embeddings=False, attn_config={"softmax_scale": 0.3}, attn_implementation="eager")),
+    "granite_swa": ("GraniteSWAConfig", "GraniteSWAForCausalLM", SMALL | dict(  # sinks, one full to three sliding
+        num_hidden_layers=4, num_key_value_heads=2, sliding_window=3, embedding_multiplier=2.0,
+        attention_multiplier=0.3, residual_multiplier=0.7, logits_scaling=2.0, pad_token_id=None, bos_token_id=None,
+        eos_token_id=None, attn_implementation="eager")),
+    "granite_swa-layer-thetas": ("GraniteSWAConfig", "GraniteSWAForCausalLM", SMALL | dict(  # NoPE and two bases
+        num_hidden_layers=4, num_key_value_heads=4, sliding_window=4, layer_rope_theta=[0, 50.0, 50.0, 0],
+        layer_types=["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+        attention_bias=True, mlp_bias=True, tie_word_embeddings=False, pad_token_id=None, bos_token_id=None,
+        eos_token_id=None, attn_implementation="eager")),
+    "granite_swa-two-bases": ("GraniteSWAConfig", "GraniteSWAForCausalLM", SMALL | dict(
+        num_hidden_layers=3, num_key_value_heads=2, sliding_window=5, layer_rope_theta=[1000.0, 50.0, 50.0],
+        pad_token_id=None, bos_token_id=None, eos_token_id=None, attn_implementation="eager")),
     "olmoe": ("OlmoeConfig", "OlmoeForCausalLM", SMALL | dict(  # every layer routed, norms over all heads
         num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, pad_token_id=None,
         experts_implementation="eager")),

@@ -30,6 +30,8 @@ SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_lay
         ({"model_type": "exaone_moe", "sliding_window": None}, "takes an integer window only"),
         ({"model_type": "ernie4_5_moe", "use_bias": True}, "ERNIE's routed experts have no biases"),
         ({"model_type": "mpt", "attn_config": {"clip_qkv": 8.0}}, "'attn_config.clip_qkv': 8.0 is not supported"),
+        ({"model_type": "granite_swa", "layer_rope_theta": [1e4, 50.0, 60.0, 50.0]}, "one base for the full layers"),
+        ({"model_type": "granite_swa", "layer_rope_theta": [1e4, 50.0]}, "expected a list of 4 numbers from 0"),
         ({"model_type": "hy_v3", "mlp_bias": True, "num_key_value_heads": 2}, "HY-V3's routed experts have no"),
         ({"model_type": "youtu", "num_key_value_heads": 4, "head_dim": 8}, "Youtu turns qk_rope_head_dim = 64"),
         ({"model_type": "dots1", "n_routed_experts": 4, "num_experts_per_tok": 2}, "'n_shared_experts': missing"),
@@ -65,6 +67,7 @@ NEW += [
     "hy_v3",
     "codegen",
     "mpt",
+    "granite_swa",
 ]
 
 

@@ -35,6 +35,7 @@ MODULES = (
     "gpt_oss",
     "gptj",
     "granite",
+    "granite_swa",
     "helium",
     "hy_v3",
     "llama",

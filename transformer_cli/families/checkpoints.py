@@ -25,6 +25,8 @@ _LLAMA_GLOBALS = {"embedding.E": "model.embed_tokens.weight", "head.W": "lm_head
 _one = lambda spec: 1  # noqa: E731
 
 LLAMA = Family("model.layers.{i}.", _llama_names(), _LLAMA_GLOBALS)
+# Granite SWA: LLaMA's names and a sink per head in every layer (gpt-oss's name)
+GRANITE_SWA = Family("model.layers.{i}.", _llama_names() | {"attention.sinks": "self_attn.sinks"}, _LLAMA_GLOBALS)
 # Arcee: LLaMA's attention, a plain MLP (up_proj, its activation, down_proj)
 ARCEE = Family(
     "model.layers.{i}.",
