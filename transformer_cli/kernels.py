@@ -155,6 +155,13 @@ ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
 }
 
 
+def xielu(X: Array, a_p: float, a_n: float, beta: float = 0.5, eps: float = -1e-6) -> Array:
+    """xIELU (Apertus): a_p x^2 + beta x for x > 0, else (expm1(min(x, eps)) - x) a_n + beta x."""
+    positive = a_p * X * X + beta * X
+    negative = (np.expm1(np.minimum(X, eps)) - X) * a_n + beta * X
+    return np.where(X > 0, positive, negative).astype(X.dtype, copy=False)
+
+
 def sinusoidal_positions(d: int, n: int) -> Array:
     """PE[2i, t] = sin(t / 10000^(2i/d)), PE[2i+1, t] = cos(t / 10000^(2i/d)): (d, n); odd d ends on a sine."""
     rows = np.arange(d)
@@ -167,9 +174,12 @@ def rotate_(X: Array, cos: Array, sin: Array, pairing: str) -> Array:
     """Rotary positions, overwriting X: (..., m, n) with cos, sin (rot/2, n), one angle per pair and column.
 
     Each pair (x, y) of X's first rot rows turns to (x cos - y sin, y cos + x sin); the rows past rot stay.
-    half: row j pairs with j + rot/2 (LLaMA, GPT-NeoX: rotate_half); interleaved: 2j with 2j + 1 (GPT-J).
+    half: row j pairs with j + rot/2 (LLaMA, GPT-NeoX: rotate_half); interleaved: 2j with 2j + 1 (GPT-J);
+    half_reversed: half's pairs turned the other way, by -angle (NanoChat's rotate_half, cat(x2, -x1)).
     """
     half = cos.shape[0]
+    if pairing == "half_reversed":
+        sin, pairing = -sin, "half"
     if pairing == "half":
         x, y = X[..., :half, :], X[..., half : 2 * half, :]
     else:

@@ -69,6 +69,9 @@ FAMILIES = [
     "codegen",
     "mpt",
     "granite_swa",
+    "ministral3",
+    "nanochat",
+    "apertus",
 ]
 
 

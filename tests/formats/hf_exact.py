@@ -39,6 +39,7 @@ def _inv_freq(cfg, rotated: int, seq_len: int, params: dict) -> torch.Tensor:
         if params.get("truncate", True):
             low, high = math.floor(low), math.ceil(high)
         low, high = max(low, 0), min(high, rotated - 1)
+        high += 0.001 if low == high else 0.0  # (as transformers' linear_ramp_factor)
         ramp = ((torch.arange(rotated // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
         return freq / factor * ramp + freq * (1 - ramp)
     if params.get("rope_type", "default") == "llama3":  # _compute_llama3_parameters, in float64
@@ -111,6 +112,8 @@ def exact(model):
             )
         elif kind in ("CohereLayerNorm", "Cohere2LayerNorm"):  # its mean and variance in float32 even in float64
             module.forward = _float64_cohere_layer_norm.__get__(module)
+        elif kind == "NanoChatRMSNorm":  # no gain, in float32
+            module.forward = _float64_plain_rms_norm.__get__(module)
         elif kind.endswith("RMSNorm") or kind in ("T5LayerNorm", "MT5LayerNorm"):  # (T5's is an RMS norm)
             norm = _float64_gemma_rms_norm if kind.startswith(("Gemma", "VaultGemma")) else _float64_rms_norm
             module.forward = norm.__get__(module)
@@ -124,6 +127,8 @@ def exact(model):
             module.forward = _float64_router.__get__(module)
         elif kind in DEEPSEEK_ROUTERS:  # routed in float32 even in float64
             module.forward = _float64_deepseek_router.__get__(module)
+        elif kind == "Ministral3Attention":  # Llama 4's query scale made in float32
+            sys.modules[type(module).__module__].get_llama_4_attn_scale = _float64_llama_4_scale
         elif kind == "GraniteSWAAttention":  # its softmax and its sinks' scale in float32
             sys.modules[type(module).__module__].eager_attention_forward = _float64_sink_attention
         elif kind == "MptModel":  # its ALiBi slopes in float32
@@ -284,6 +289,17 @@ def _float64_gptj_attention(module, query, key, value, attention_mask, scaling, 
         weights = weights + attention_mask
     weights = torch.softmax(weights, dim=-1)
     return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
+def _float64_plain_rms_norm(self, x):
+    """Llama4TextL2Norm.forward (NanoChat's norms) in the model's dtype: x / sqrt(mean(x^2) + eps)."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+
+def _float64_llama_4_scale(position_ids, beta, max_position_embeddings):
+    """get_llama_4_attn_scale in float64: 1 + beta ln(1 + floor(t / L))."""
+    scale = 1 + beta * torch.log1p(torch.floor(position_ids.double() / max_position_embeddings))
+    return scale[:, None, :, None]
 
 
 def _float64_sink_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):

@@ -4,6 +4,7 @@ class, model class, config keys); helpers_hf_transformers.py's `build` makes the
 
 from __future__ import annotations
 
+from hf_models_dense import DENSE
 from hf_models_experts import EXPERTS
 from hf_small import SMALL
 
@@ -216,29 +217,6 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
     "glm4-no-bias-full-rotary": ("Glm4Config", "Glm4ForCausalLM", SMALL | dict(
         num_key_value_heads=4, head_dim=12, attention_bias=False, partial_rotary_factor=1.0, pad_token_id=None,
         tie_word_embeddings=True)),
-    "codegen": ("CodeGenConfig", "CodeGenForCausalLM", dict(  # q, v, k fused over four shards; a head spans two
-        vocab_size=97, n_embd=24, n_layer=2, n_head=3, rotary_dim=4, n_positions=64, bos_token_id=None,
-        eos_token_id=None)),
-    "codegen-whole-heads": ("CodeGenConfig", "CodeGenForCausalLM", dict(
-        vocab_size=97, n_embd=32, n_layer=2, n_head=4, rotary_dim=8, n_inner=40, activation_function="gelu_new",
-        tie_word_embeddings=True, bos_token_id=None, eos_token_id=None)),
-    "mpt": ("MptConfig", "MptForCausalLM", dict(  # ALiBi over 6 heads (not a power of 2), Wqkv fused
-        vocab_size=97, d_model=24, n_heads=6, n_layers=2, max_seq_len=64, attn_implementation="eager")),
-    "mpt-scaled-untied": ("MptConfig", "MptForCausalLM", dict(
-        vocab_size=97, d_model=32, n_heads=4, n_layers=2, max_seq_len=64, layer_norm_epsilon=1e-6,
-        tie_word_embeddings=False, attn_config={"softmax_scale": 0.3}, attn_implementation="eager")),
-    "granite_swa": ("GraniteSWAConfig", "GraniteSWAForCausalLM", SMALL | dict(  # sinks, one full to three sliding
-        num_hidden_layers=4, num_key_value_heads=2, sliding_window=3, embedding_multiplier=2.0,
-        attention_multiplier=0.3, residual_multiplier=0.7, logits_scaling=2.0, pad_token_id=None, bos_token_id=None,
-        eos_token_id=None, attn_implementation="eager")),
-    "granite_swa-layer-thetas": ("GraniteSWAConfig", "GraniteSWAForCausalLM", SMALL | dict(  # NoPE and two bases
-        num_hidden_layers=4, num_key_value_heads=4, sliding_window=4, layer_rope_theta=[0, 50.0, 50.0, 0],
-        layer_types=["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
-        attention_bias=True, mlp_bias=True, tie_word_embeddings=False, pad_token_id=None, bos_token_id=None,
-        eos_token_id=None, attn_implementation="eager")),
-    "granite_swa-two-bases": ("GraniteSWAConfig", "GraniteSWAForCausalLM", SMALL | dict(
-        num_hidden_layers=3, num_key_value_heads=2, sliding_window=5, layer_rope_theta=[1000.0, 50.0, 50.0],
-        pad_token_id=None, bos_token_id=None, eos_token_id=None, attn_implementation="eager")),
     "olmoe": ("OlmoeConfig", "OlmoeForCausalLM", SMALL | dict(  # every layer routed, norms over all heads
         num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, pad_token_id=None,
         experts_implementation="eager")),
@@ -385,4 +363,4 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                               dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                    multi_query=False, parallel_attn=False, bias=True, max_position_embeddings=64)),
 }  # fmt: skip
-MODELS |= EXPERTS
+MODELS |= DENSE | EXPERTS

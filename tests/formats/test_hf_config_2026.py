@@ -68,6 +68,9 @@ NEW += [
     "codegen",
     "mpt",
     "granite_swa",
+    "ministral3",
+    "nanochat",
+    "apertus",
 ]
 
 

@@ -33,3 +33,21 @@ def test_hy_v3s_names_as_transformers_holds_them_and_its_prediction_layer_read_a
     ids = unpadded(spec)
     ours = Transformer(spec, load_weights(tmp_path, spec))(ids)
     assert relative(ours, theirs(exact(model), ids)) < TOL
+
+
+def test_apertus_xielu_constants_in_its_files_are_checked_not_read(tmp_path):
+    """xIELU's beta and eps are buffers transformers reads from the file; tfm holds them as constants (1/2, -1e-6):
+    a file whose eps is another is refused in one line naming the tensor (the control of the exact runs)."""
+    import pytest
+
+    from transformer_cli import ArrayError
+
+    model = build("apertus")
+    model.save_pretrained(tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    assert np.isclose(float(tensors["model.layers.0.mlp.act_fn.eps"]), -1e-6, rtol=1e-2)
+    tensors["model.layers.1.mlp.act_fn.eps"] = np.array(-0.5, dtype=tensors["model.layers.1.mlp.act_fn.eps"].dtype)
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    spec = spec_from_config(tmp_path)
+    with pytest.raises(ArrayError, match=r"model\.layers\.1\.mlp\.act_fn\.eps \(model\.safetensors\) is -0\.5"):
+        load_weights(tmp_path, spec)["blocks.0.ff.W1"]

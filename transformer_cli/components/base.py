@@ -132,6 +132,11 @@ class Component:
         """Why passes `first` and `second` positions long compute a position differently (dynamic rope), or None."""
         return None
 
+    def shift_dependent(self, n: int, shift: int) -> str | None:
+        """Why a pass of n positions shifted by `shift` computes a position differently, past its absolute terms
+        (Llama 4's query scale), or None."""
+        return None
+
     def prefill_bytes(self, tokens: int, rows: int, s: int) -> int:
         """Bytes a prefill of `tokens` tokens holds at this component after the blocks, `rows` of them wanted (the
         head's logits), in s-byte elements (analysis/serving.py): none for most."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from .base import Component, Pairs, Tensor, Term, stacked
 
 # gelu (and BLOOM's): the tanh form, tanh as 1; gelu_exact: scale, erf (as 1), +1, x, 0.5; silu: neg, exp, +1, /
 ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9, "gelu_exact": 5, "silu": 4, "gelu_bloom": 9, "relu2": 2}
+XIELU_PER_ENTRY = 10  # x^2 a_p + x/2; expm1, min, - x, * a_n, + x/2; the comparison and the choice
 
 Get = Callable[[str], "kernels.Array"]
 
@@ -159,3 +161,51 @@ class ClampedFeedForward(GatedFeedForward):
         up += 1.0
         glu *= up
         return self._down(w, glu)
+
+
+@dataclass
+class XieluWeights(FeedForwardWeights):
+    """A plain feedforward's weights and its activation's two parameters (alpha_p, alpha_n), as stored."""
+
+    alpha_p: float = 0.0
+    alpha_n: float = 0.0
+
+
+@FEEDFORWARDS.register("xielu")
+class XieluFeedForward(FeedForward):
+    """Apertus's: W2 xielu(W1 X + b1) + b2, the activation (the spec's `activation` unused) with two parameters per
+    block, ff.alpha_p and ff.alpha_n (1,): a_p = softplus(alpha_p), a_n = 1/2 + softplus(alpha_n), and
+    xielu(x) = a_p x^2 + x/2 for x > 0, else (expm1(min(x, -1e-6)) - x) a_n + x/2 (transformers' XIELUActivation,
+    its beta 1/2 and eps -1e-6 fixed)."""
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        alphas = [Tensor(f"{prefix}ff.alpha_{x}", (1,), self.label) for x in "pn"]
+        return super().tensors(prefix) + alphas
+
+    def terms(self) -> list[Term]:
+        return [*super().terms(), Term("2", 2, "block")]
+
+    def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        """The plain count with relu's one per entry made xIELU's: both branches (7) and the choice."""
+        d, r = self.spec.d, self.spec.r
+        per_token = 4 * r * d + (r + d if self.spec.ff_bias else 0) + XIELU_PER_ENTRY * r
+        return {"feedforward": self.spec.N * per_token * b * n}
+
+    def saved_bytes(self, s: int, down: bool = True, gate: bool = True, up: bool = True) -> int:
+        return (gate + down) * self.spec.r * s  # its input (for its gradient) and its output (for W2's)
+
+    def held_per_token(self) -> int:
+        return 2 * self.spec.r  # the hidden layer and the activation's temporary
+
+    def prepare(self, get: Get) -> XieluWeights:
+        w = super().prepare(get)
+        alphas = {f"alpha_{x}": float(np.asarray(get(f"ff.alpha_{x}")).reshape(-1)[0]) for x in "pn"}
+        return XieluWeights(w.W1, w.b1, w.W2, w.b2, **alphas)
+
+    def apply(self, w: FeedForwardWeights, X: kernels.Array) -> kernels.Array:
+        alphas = cast(XieluWeights, w)
+        hidden = kernels.linear(w.W1, X)
+        if w.b1 is not None:
+            hidden += w.b1
+        a_p, a_n = np.logaddexp(0.0, alphas.alpha_p), 0.5 + np.logaddexp(0.0, alphas.alpha_n)  # (softplus)
+        return self._down(w, kernels.xielu(hidden, a_p, a_n))

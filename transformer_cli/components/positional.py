@@ -124,7 +124,18 @@ class Rotary(Positions):
         return "rotary positions"  # absolute positions t enter each rotation, so T(XP) != T(X)P in general
 
     def relative_positions(self) -> str | None:
+        if self.spec.rope_query_beta is not None:  # (the queries' scale depends on t itself, from L on)
+            return (
+                f"rotary scores depend on t - s only, and the queries' scale is 1 before t = {self.spec.rope_query_len}"
+            )
         return "rotary scores depend on t - s only"
+
+    def shift_dependent(self, n: int, shift: int) -> str | None:
+        """Llama 4's query scale: 1 before position L, so a shift matters once the pass reaches L."""
+        L = self.spec.rope_query_len
+        if L is None or n + shift <= L:
+            return None
+        return f"rope_query_beta: the queries from position {L} on are scaled (positions up to {n + shift - 1})"
 
     @property
     def scaling(self) -> Scaling:
@@ -171,10 +182,19 @@ class Rotary(Positions):
         self._tables: tuple = (None, None, None)  # (start, n, length), cos, sin: the last tables made
 
     def rotate(self, Q: np.ndarray, K: np.ndarray, start: int, key_start: int) -> None:
-        """The pass is as long as its last query or key (dynamic and longrope choose their frequencies by it)."""
+        """The pass is as long as its last query or key (dynamic and longrope choose their frequencies by it).
+        With rope_query_beta, each query then times its position's scale (Llama 4's, query_scales)."""
         length = max(start + Q.shape[-1], key_start + K.shape[-1])
         for X, first in ((Q, start), (K, key_start)):
             kernels.rotate_(X, *self._rotary_tables(first, X.shape[-1], length), self.spec.rope_pairing)
+        if self.spec.rope_query_beta is not None:
+            Q *= self.query_scales(start, Q.shape[-1]).astype(Q.dtype)
+
+    def query_scales(self, start: int, n: int) -> np.ndarray:
+        """Llama 4's attention scaling of the queries at positions start..start+n-1: 1 + beta ln(1 + floor(t / L))."""
+        t = np.arange(start, start + n)
+        beta, every = self.spec.rope_query_beta or 0.0, self.spec.rope_query_len or 1
+        return 1.0 + beta * np.log1p(t // every)
 
     def _rotary_tables(self, start: int, n: int, length: int) -> tuple[np.ndarray, np.ndarray]:
         """cos, sin for positions start .. start+n-1, kept for the next call (every block asks for the same)."""

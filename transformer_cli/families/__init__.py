@@ -13,6 +13,7 @@ from .record import Gguf, Record
 # the registry: one line a family, its module's name (a module of a few closely related types lists their records
 # as RECORDS, in order; the first written to a GGUF architecture is that architecture's family)
 MODULES = (
+    "apertus",
     "arcee",
     "bart",
     "bert",
@@ -40,7 +41,9 @@ MODULES = (
     "hy_v3",
     "llama",
     "minimax_m2",
+    "ministral3",
     "mpt",
+    "nanochat",
     "nemotron",
     "olmo2",
     "olmoe",

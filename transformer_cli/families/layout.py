@@ -49,6 +49,7 @@ class Family:
     encoder_names: dict[str, str] = field(default_factory=dict)
     copies: dict[str, str] = field(default_factory=dict)  # checkpoint name -> the tfm tensor it is a copy of
     zero_buffers: tuple[str, ...] = ()
+    fixed_buffers: tuple[tuple[str, float], ...] = ()  # (pattern, value): buffers tfm holds as constants (checked)
     stacked: frozenset[str] = frozenset()  # checkpoint names holding every expert on a leading axis (gpt-oss)
     leading_one: frozenset[str] = frozenset()  # fused names held with a leading axis of one (ERNIE's (1, E) bias)
     hints: dict[str, str] = field(default_factory=dict)  # checkpoint name -> why it may be missing

@@ -219,6 +219,20 @@ def _check_zero_buffers(checkpoint: Checkpoint, family: Family) -> None:
             )
 
 
+def _check_fixed_buffers(checkpoint: Checkpoint, family: Family) -> None:
+    """A buffer tfm holds as a constant (Apertus's xIELU beta and eps) must be that constant (to its dtype's
+    rounding: 1%), or tfm would run another model than transformers does."""
+    for pattern, value in family.fixed_buffers:
+        for name in checkpoint.tensors:
+            if re.search(pattern, name):
+                held = np.asarray(checkpoint.read(name), dtype=np.float64)
+                if not np.allclose(held, value, rtol=1e-2, atol=0.0):
+                    raise ArrayError(
+                        f"{checkpoint.folder}: {name} ({checkpoint.where(name)}) is {float(held.reshape(-1)[0])!r}: "
+                        f"transformers uses it, tfm's model holds {value!r}"
+                    )
+
+
 class CheckpointWeights(Mapping[str, np.ndarray]):
     """tfm's weights by name, each read from the checkpoint when asked for (fused tensors split as views).
 
@@ -232,6 +246,7 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
         self.fitted = check_fit(checkpoint, spec, config)
         self.files = self.fitted.files
         _check_zero_buffers(checkpoint, family_for(config))
+        _check_fixed_buffers(checkpoint, family_for(config))
         self.shapes = tensor_shapes(spec)
         self.rule_of: dict[str, Rule] = {}
         for rule in rules(family_for(config), spec):

@@ -86,6 +86,8 @@ class Spec:
     rope_mscale: float | None = ROPE_FIELDS["rope_mscale"]
     rope_mscale_all_dim: float | None = ROPE_FIELDS["rope_mscale_all_dim"]
     rope_truncate: bool = ROPE_FIELDS["rope_truncate"]
+    rope_query_beta: float | None = ROPE_FIELDS["rope_query_beta"]
+    rope_query_len: int | None = ROPE_FIELDS["rope_query_len"]
     norm: str = field(
         default="none",
         metadata=_key(
@@ -108,7 +110,8 @@ class Spec:
         metadata=_key(
             "choice",
             "plain: W2 act(W1 X + b1) + b2; gated: W2 (act(W1 X) * (W3 X)); clamped: gpt-oss's "
-            "SwiGLU, W2 ((clamp(W3 X, +-limit) + 1) * g sigmoid(alpha g)), g = min(W1 X, limit)",
+            "SwiGLU, W2 ((clamp(W3 X, +-limit) + 1) * g sigmoid(alpha g)), g = min(W1 X, limit); xielu: plain "
+            "with Apertus's xIELU, its two parameters ff.alpha_p, ff.alpha_n per block (activation unused)",
             FEEDFORWARDS,
         ),
     )

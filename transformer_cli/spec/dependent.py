@@ -27,6 +27,8 @@ DEPENDENT = {
     "rope_short_factor": ("rope_scaling", ("longrope",), True),
     "rope_long_factor": ("rope_scaling", ("longrope",), True),
     "rope_local_theta": ("positional", ("rope",), False),
+    "rope_query_beta": ("positional", ("rope",), False),
+    "rope_query_len": ("positional", ("rope",), False),
     "kv_rank": ("attention", ("latent",), True),
     "rope_m": ("attention", ("latent",), True),
     "q_rank": ("attention", ("latent",), False),

@@ -18,7 +18,10 @@ ROPE_FIELDS: dict[str, Any] = {
     "rope_pairing": field(
         default="half",
         metadata=_key(
-            "choice", "half: dim j with j + rot/2 (LLaMA, NeoX); interleaved: 2j with 2j+1 (GPT-J)", ROPE_PAIRINGS
+            "choice",
+            "half: dim j with j + rot/2 (LLaMA, NeoX); interleaved: 2j with 2j+1 (GPT-J); half_reversed: half's "
+            "pairs turned by -angle (NanoChat)",
+            ROPE_PAIRINGS,
         ),
     ),
     "rope_scaling": field(
@@ -71,5 +74,16 @@ ROPE_FIELDS: dict[str, Any] = {
     "rope_mscale_all_dim": field(default=None, metadata=_key("posfloat", "yarn: DeepSeek's mscale_all_dim")),
     "rope_truncate": field(
         default=True, metadata=_key("bool", "yarn: the ramp's ends rounded to whole pairs (false: gpt-oss)")
+    ),
+    "rope_query_beta": field(
+        default=None,
+        metadata=_key(
+            "posfloat",
+            "Llama 4's attention scaling: the query at position t times 1 + beta ln(1 + floor(t / "
+            "rope_query_len)), after its rotation (Ministral 3, Mistral 4's llama_4_scaling_beta)",
+        ),
+    ),
+    "rope_query_len": field(
+        default=None, metadata=_key("posint", "the positions per step of that scaling; with rope_query_beta")
     ),
 }

@@ -371,6 +371,13 @@ def _check_rope(spec: Spec, source: str) -> None:
             raise SpecError(
                 f"{source}: key '{key}': got {len(factors)} numbers, expected rot/2 = {rot // 2} (one per rotated pair)"
             )
+    if (spec.rope_query_beta is None) != (spec.rope_query_len is None):
+        key, other = (
+            ("rope_query_len", "rope_query_beta")
+            if spec.rope_query_len is None
+            else ("rope_query_beta", "rope_query_len")
+        )
+        raise SpecError(f"{source}: key '{key}': missing, expected {_expected(key)} with {other}")
     if spec.rope_scaling == "llama3" and not spec.rope_high_freq_factor > spec.rope_low_freq_factor:
         raise SpecError(
             f"{source}: key 'rope_high_freq_factor': got {spec.rope_high_freq_factor!r}, expected more than "

@@ -32,6 +32,7 @@ def check_relative(setup: Setup, expect: str = "holds") -> CheckResult:
     room = (spec.max_len or 0) - n if spec.positional == "learned" else max(SHIFTS)  # learned positions end at max_len
     shifts = [s for s in SHIFTS if s <= room] or ([room] if room > 0 else [])
     lengths = [why for c in components(spec) for s in shifts[-1:] if (why := c.length_dependent(n, n + s))]
+    lengths += [why for c in components(spec) for s in shifts[-1:] if (why := c.shift_dependent(n, s))]
     predicted = not absolute and not lengths
     setup.afford("relative", relative_need(setup))
     X = setup.gaussian(spec.d, n)

@@ -1,0 +1,51 @@
+"""The 2026 dense families of issue 44 added after hf_models.py filled (CodeGen, MPT, Granite SWA, Ministral 3,
+NanoChat, Apertus): their transformers models for the conformance tests, as hf_models.py's MODELS (which holds
+these too)."""
+
+from __future__ import annotations
+
+from hf_small import SMALL
+
+DENSE = {  # name: (config class, model class, config)
+    "codegen": ("CodeGenConfig", "CodeGenForCausalLM", dict(  # q, v, k fused over four shards; a head spans two
+        vocab_size=97, n_embd=24, n_layer=2, n_head=3, rotary_dim=4, n_positions=64, bos_token_id=None,
+        eos_token_id=None)),
+    "codegen-whole-heads": ("CodeGenConfig", "CodeGenForCausalLM", dict(
+        vocab_size=97, n_embd=32, n_layer=2, n_head=4, rotary_dim=8, n_inner=40, activation_function="gelu_new",
+        tie_word_embeddings=True, bos_token_id=None, eos_token_id=None)),
+    "mpt": ("MptConfig", "MptForCausalLM", dict(  # ALiBi over 6 heads (not a power of 2), Wqkv fused
+        vocab_size=97, d_model=24, n_heads=6, n_layers=2, max_seq_len=64, attn_implementation="eager")),
+    "mpt-scaled-untied": ("MptConfig", "MptForCausalLM", dict(
+        vocab_size=97, d_model=32, n_heads=4, n_layers=2, max_seq_len=64, layer_norm_epsilon=1e-6,
+        tie_word_embeddings=False, attn_config={"softmax_scale": 0.3}, attn_implementation="eager")),
+    "granite_swa": ("GraniteSWAConfig", "GraniteSWAForCausalLM", SMALL | dict(  # sinks, one full to three sliding
+        num_hidden_layers=4, num_key_value_heads=2, sliding_window=3, embedding_multiplier=2.0,
+        attention_multiplier=0.3, residual_multiplier=0.7, logits_scaling=2.0, pad_token_id=None, bos_token_id=None,
+        eos_token_id=None, attn_implementation="eager")),
+    "granite_swa-layer-thetas": ("GraniteSWAConfig", "GraniteSWAForCausalLM", SMALL | dict(  # NoPE and two bases
+        num_hidden_layers=4, num_key_value_heads=4, sliding_window=4, layer_rope_theta=[0, 50.0, 50.0, 0],
+        layer_types=["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+        attention_bias=True, mlp_bias=True, tie_word_embeddings=False, pad_token_id=None, bos_token_id=None,
+        eos_token_id=None, attn_implementation="eager")),
+    "granite_swa-two-bases": ("GraniteSWAConfig", "GraniteSWAForCausalLM", SMALL | dict(
+        num_hidden_layers=3, num_key_value_heads=2, sliding_window=5, layer_rope_theta=[1000.0, 50.0, 50.0],
+        pad_token_id=None, bos_token_id=None, eos_token_id=None, attn_implementation="eager")),
+    "ministral3": ("Ministral3Config", "Ministral3ForCausalLM", SMALL | dict(  # YaRN, queries scaled from t = 4 on
+        num_key_value_heads=2, head_dim=8, pad_token_id=None, rope_parameters=dict(
+            rope_type="yarn", rope_theta=1e6, factor=16.0, original_max_position_embeddings=4, beta_fast=32.0,
+            beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0, llama_4_scaling_beta=0.1))),
+    "ministral3-plain-window": ("Ministral3Config", "Ministral3ForCausalLM", SMALL | dict(  # every layer slides
+        num_key_value_heads=4, head_dim=12, sliding_window=5, tie_word_embeddings=True, pad_token_id=None,
+        rope_parameters=dict(rope_type="default", rope_theta=100.0, original_max_position_embeddings=3,
+                             llama_4_scaling_beta=0.5))),
+    "nanochat": ("NanoChatConfig", "NanoChatForCausalLM", SMALL | dict(  # pairs turned the other way, no gains
+        num_key_value_heads=2, pad_token_id=None, bos_token_id=None, eos_token_id=None)),
+    "nanochat-uncapped-biases": ("NanoChatConfig", "NanoChatForCausalLM", SMALL | dict(
+        final_logit_softcapping=None, attention_bias=True, tie_word_embeddings=True, pad_token_id=None,
+        bos_token_id=None, eos_token_id=None)),
+    "apertus": ("ApertusConfig", "ApertusForCausalLM", SMALL | dict(  # xIELU, per-head norms, LLaMA 3's rotary
+        num_key_value_heads=2, pad_token_id=None, bos_token_id=None, eos_token_id=None)),
+    "apertus-biases-silu": ("ApertusConfig", "ApertusForCausalLM", SMALL | dict(  # another activation, plain
+        hidden_act="silu", attention_bias=True, tie_word_embeddings=True, pad_token_id=None, bos_token_id=None,
+        eos_token_id=None, rope_parameters={"rope_type": "default", "rope_theta": 100.0})),
+}  # fmt: skip

@@ -1,0 +1,63 @@
+"""rope_query_beta and rope_query_len (issue 44: Ministral 3's and Llama 4's attention scaling): each query, after
+its rotation, times 1 + beta ln(1 + floor(t / L)). Against transformers: hf_models' ministral3 variants; here the
+scale itself, its keys' checks, and the theory verify states: a shift of positions leaves the model unchanged
+while every position stays below L, and changes it once one reaches L; decoding step by step equals the pass."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from conftest import random_weights
+
+import transformer_cli as tfm
+from transformer_cli import SpecError, spec_from_mapping
+from transformer_cli.components.positional import Rotary
+from transformer_cli.model.transformer import Transformer
+
+BASE = dict(N=2, H=2, m=4, d=8, r=16, V=11, mask="causal", positional="rope", rope_theta=10.0)
+IDS = np.random.default_rng(5).integers(0, 11, size=(1, 9))
+
+
+def test_the_scale_is_one_before_L_and_grows_by_the_log_of_the_steps():
+    spec = spec_from_mapping(BASE | {"rope_query_beta": 0.5, "rope_query_len": 3}, "s")
+    expected = [1 + 0.5 * math.log(1 + t // 3) for t in range(2, 11)]
+    assert np.allclose(Rotary(spec).query_scales(2, 9), expected, rtol=0, atol=1e-15)
+    assert np.all(Rotary(spec).query_scales(0, 3) == 1.0)
+
+
+@pytest.mark.parametrize(
+    "keys, words",
+    [
+        ({"rope_query_beta": 0.1}, "'rope_query_len': missing"),
+        ({"rope_query_len": 8}, "'rope_query_beta': missing"),
+        ({"positional": "learned", "max_len": 16, "rope_query_beta": 0.1}, "no rope_query_beta unless positional"),
+    ],
+)
+def test_a_half_given_scaling_is_one_line_naming_the_key(keys, words):
+    base = {k: v for k, v in BASE.items() if k != "rope_theta"}
+    with pytest.raises(SpecError, match=words):
+        spec_from_mapping(base | keys, "s.yaml")
+
+
+def test_the_scale_changes_the_model_only_from_position_L_on():
+    plain = spec_from_mapping(BASE, "s")
+    w = random_weights(plain, 2)
+    ours = Transformer(plain, w).forward(IDS)
+    scaled = Transformer(replace(plain, rope_query_beta=0.5, rope_query_len=4), w).forward(IDS)
+    assert np.array_equal(scaled[..., :4], ours[..., :4])  # (positions 0..3: a scale of 1)
+    assert not np.allclose(scaled[..., 4:], ours[..., 4:])  # (the control: from t = 4 on it counts)
+
+
+@pytest.mark.parametrize("L, relative", [(64, "PASS"), (4, "PASS")])
+def test_verify_predicts_the_shift_from_L_and_decoding_matches_the_pass(tmp_path, L, relative):
+    """Positions below L: a shift changes nothing, predicted and observed; one reaching L: predicted to break and
+    observed breaking (a PASS both ways: the verdict is theory against observation). Decoding equals the pass."""
+    spec = spec_from_mapping(BASE | {"rope_query_beta": 0.5, "rope_query_len": L}, "s")
+    model = tfm.Model(spec, "s", None, None)
+    checks = {c.name: c for c in model.verify(n=8)}
+    assert checks["relative"].verdict == relative
+    assert checks["relative"].predicted == (L == 64)
+    assert checks["decoding"].verdict == "PASS"

@@ -1,0 +1,74 @@
+"""Apertus (ApertusForCausalLM, the Swiss AI initiative's): LLaMA's attention with an RMSNorm of each query and key
+head (biases on all four projections with attention_bias), a plain MLP down(xielu(up x)) whose xIELU activation has
+two parameters per block (tfm's feedforward xielu; another hidden_act is a plain MLP of that activation), the
+norms named attention_layernorm and feedforward_layernorm, LLaMA 3's scaled rotary of base 12e6 by default. Without
+rope_parameters transformers 5.24 sets that default whatever a flat rope_theta says: tfm follows it and says so.
+The activation's beta (1/2) and eps (-1e-6) are buffers in its files that transformers fixes: checked, not read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec.definition import Spec
+from .checkpoints import _LLAMA_GLOBALS, _llama_names
+from .config_keys import shared_keys
+from .keys import Keys
+from .layout import Family, linear_names, norm_names
+from .parts import llama_like
+from .record import Record
+
+DEFAULT_ROPE = {
+    "rope_type": "llama3",
+    "rope_theta": 12000000.0,
+    "factor": 8.0,
+    "original_max_position_embeddings": 8192,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+}
+
+
+def spec(c: Keys) -> dict[str, Any]:
+    """config.json -> spec."""
+    if c.nested("rope_parameters") is None and c.nested("rope_scaling") is None:
+        c.ignored("rope_theta", "5.24's ApertusConfig sets LLaMA 3's rotary of base 12e6 when no rope_parameters")
+        data = {k: v for k, v in c.data.items() if k != "rope_theta"} | {"rope_parameters": DEFAULT_ROPE}
+        c = Keys(data, c.source, notes=c.notes)
+    act = c.text("hidden_act", "xielu")
+    G = c.nullable_count("num_key_value_heads", None)
+    if act == "xielu":  # (its own feedforward kind; the spec's activation then unused)
+        c = Keys({k: v for k, v in c.data.items() if k != "hidden_act"}, c.source, notes=c.notes)
+    plain = llama_like(c, G, None, 1e-5, False, 65536, theta=12e6)
+    ff = {"feedforward": "xielu"} if act == "xielu" else {"feedforward": "plain"}
+    return plain | ff | {"attention_bias": c.flag("attention_bias", False), "qk_norm": True}
+
+
+def config(spec: Spec) -> dict[str, Any]:
+    """spec -> Apertus's config.json (its rotary as rope_parameters)."""
+    out = shared_keys(spec)
+    rotary = {"rope_type": "default", "rope_theta": out.pop("rope_theta")} | out.pop("rope_scaling", {})
+    act = "xielu" if spec.feedforward == "xielu" else spec.activation
+    return out | {"rope_parameters": rotary, "attention_bias": spec.attention_bias, "hidden_act": act}
+
+
+APERTUS = Family(
+    "model.layers.{i}.",
+    {ours: theirs for ours, theirs in _llama_names().items() if ours.startswith("attention.")}
+    | linear_names("ff.{}1", "mlp.up_proj")
+    | linear_names("ff.{}2", "mlp.down_proj")
+    | {"ff.alpha_p": "mlp.act_fn.alpha_p", "ff.alpha_n": "mlp.act_fn.alpha_n"}
+    | norm_names("norm1", "attention_layernorm")
+    | norm_names("norm2", "feedforward_layernorm"),
+    _LLAMA_GLOBALS,
+    fixed_buffers=((r"\.mlp\.act_fn\.beta$", 0.5), (r"\.mlp\.act_fn\.eps$", -1e-6)),
+)
+RECORD = Record(
+    "apertus",
+    "ApertusForCausalLM",
+    spec,
+    APERTUS,
+    config,
+    config_alone=True,
+    skipped=(r"\.mlp\.act_fn\.(beta|eps)$",),  # (xIELU's fixed constants, buffers in its files)
+)
+
+__all__ = ["RECORD"]
