@@ -155,6 +155,15 @@ ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
 }
 
 
+def fairseq_positions(d: int, n: int) -> Array:
+    """fairseq's (tensor2tensor's) table, as M2M-100 and NLLB add it: the first d/2 rows sin(t f_k), the next d/2
+    cos(t f_k), f_k = 10000^(-k / (d/2 - 1)); a zero row last for odd d: (d, n)."""
+    half = d // 2
+    freq = np.exp(np.arange(half) * -(np.log(10000.0) / (half - 1)))
+    angle = freq[:, None] * np.arange(n)[None, :]  # (half, n)
+    return np.concatenate([np.sin(angle), np.cos(angle), np.zeros((d - 2 * half, n))])
+
+
 def xielu(X: Array, a_p: float, a_n: float, beta: float = 0.5, eps: float = -1e-6) -> Array:
     """xIELU (Apertus): a_p x^2 + beta x for x > 0, else (expm1(min(x, eps)) - x) a_n + beta x."""
     positive = a_p * X * X + beta * X

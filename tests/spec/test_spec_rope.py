@@ -49,7 +49,10 @@ def test_rope_keys_are_read_with_their_defaults(tmp_path):
         (ROPE + "rope_fraction: 1.5\n", "key 'rope_fraction': got 1.5, expected a number in (0, 1]"),
         (ROPE + "rope_fraction: 0\n", "key 'rope_fraction': got 0, expected a number in (0, 1]"),
         (ROPE + "rope_theta: 0\n", "key 'rope_theta': got 0, expected a positive number"),
-        (ROPE + "rope_pairing: gptj\n", "key 'rope_pairing': got 'gptj', expected one of half, interleaved, half_reversed"),
+        (
+            ROPE + "rope_pairing: gptj\n",
+            "key 'rope_pairing': got 'gptj', expected one of half, interleaved, half_reversed",
+        ),
         (
             BASE + "rope_theta: 500000\n",
             "key 'rope_theta': got 500000, expected no rope_theta unless positional is rope",

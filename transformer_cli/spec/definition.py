@@ -63,7 +63,8 @@ class Spec:
         default="none",
         metadata=_key(
             "choice",
-            "positions: added to X (sinusoidal, learned), rotating Q and K (rope), a learned bias per head on "
+            "positions: added to X (sinusoidal, sinusoidal_fairseq: M2M-100's halves, learned), rotating Q and K "
+            "(rope), a learned bias per head on "
             "the scores of each distance bucket (relative: T5), or a fixed slope per head times the distance "
             "(alibi: BLOOM)",
             POSITIONALS,

@@ -33,7 +33,10 @@ ENCODER_DECODER_FIELDS: dict[str, Any] = {
         default=128, metadata=_key("posint", "relative: distances from this one on share the last bucket")
     ),
     "position_offset": field(
-        default=None, metadata=_key("posint", "learned: position t reads column t + offset of P (BART: 2)")
+        default=None,
+        metadata=_key(
+            "posint", "position t reads column t + offset: of learned P (BART: 2), of sinusoidal_fairseq's table"
+        ),
     ),
 }
 

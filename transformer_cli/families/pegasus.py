@@ -1,0 +1,34 @@
+"""Pegasus (PegasusForConditionalGeneration): mBART's pre-norm stacks (bart.py: one embedding shared by both
+stacks and tied to the head, a final norm in each, biases everywhere) without a norm of the embedded columns, and
+a table of sinusoids (sin in the first d/2 columns, cos in the next) in place of BART's learned positions, from
+position 0: transformers holds it as a frozen parameter and saves it, so tfm reads it as learned positions P (the
+count is transformers'). Its scale_embedding (sqrt(d)) is off by default."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .bart import MBART, SKIPPED, bart
+from .keys import Keys
+from .layout import Family
+from .record import Record
+
+
+def spec(c: Keys) -> dict[str, Any]:
+    """config.json -> spec."""
+    base = {k: v for k, v in bart(c).items() if k not in ("position_offset", "embed_norm")}
+    return base | {"norm": "pre"}
+
+
+PEGASUS = Family(
+    MBART.block,
+    MBART.names,
+    {k: v for k, v in MBART.globals_.items() if not k.startswith(("embedding.norm", "encoder_embedding.norm"))},
+    encoder_block=MBART.encoder_block,
+    encoder_names=MBART.encoder_names,
+    copies=MBART.copies,
+    zero_buffers=MBART.zero_buffers,
+)
+RECORD = Record("pegasus", "PegasusForConditionalGeneration", spec, PEGASUS, skipped=SKIPPED)
+
+__all__ = ["RECORD"]
