@@ -75,19 +75,6 @@ class Sinusoidal(Positions):
         return self.breaks_equivariance()  # added to X at absolute positions (learned too, below)
 
 
-@POSITIONALS.register("sinusoidal_fairseq")
-class FairseqSinusoidal(Sinusoidal):
-    """fairseq's sinusoids (M2M-100, NLLB): sin in the first d/2 rows, cos in the next, f_k = 10000^(-k/(d/2 - 1));
-    with position_offset, position t reads column t + offset (M2M-100's padding index + 1). No parameters."""
-
-    def encodings(self, start: int, n: int) -> np.ndarray | None:
-        first = start + (self.spec.position_offset or 0)
-        return kernels.fairseq_positions(self.spec.d, first + n)[:, first:].astype(self.dtype)
-
-    def breaks_equivariance(self) -> str | None:
-        return "sinusoidal positional encoding (fairseq's)"
-
-
 @POSITIONALS.register("learned")
 class Learned(Sinusoidal):
     """A learned (d, max_len) matrix P, its first n columns added to X; with position_offset, (d, offset +
@@ -114,6 +101,19 @@ class Learned(Sinusoidal):
 
     def breaks_equivariance(self) -> str | None:
         return "learned positional encoding"
+
+
+@POSITIONALS.register("sinusoidal_fairseq")
+class FairseqSinusoidal(Sinusoidal):
+    """fairseq's sinusoids (M2M-100, NLLB): sin in the first d/2 rows, cos in the next, f_k = 10000^(-k/(d/2 - 1));
+    with position_offset, position t reads column t + offset (M2M-100's padding index + 1). No parameters."""
+
+    def encodings(self, start: int, n: int) -> np.ndarray | None:
+        first = start + (self.spec.position_offset or 0)
+        return kernels.fairseq_positions(self.spec.d, first + n)[:, first:].astype(self.dtype)
+
+    def breaks_equivariance(self) -> str | None:
+        return "sinusoidal positional encoding (fairseq's)"
 
 
 @POSITIONALS.register("rope")
