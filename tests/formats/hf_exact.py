@@ -327,12 +327,12 @@ def _float64_mpt_alibi(num_heads, sequence_length, alibi_bias_max=8, device=None
 
 
 def _float64_mpt_attention(self, hidden_states, position_bias, cache=None, attention_mask=None, **kwargs):
-    """MptAttention.forward with its softmax in the model's dtype (no clip_qkv: tfm refuses it)."""
+    """MptAttention.forward with its softmax in the model's dtype."""
     batch, n = hidden_states.shape[:2]
-    q, k, v = (
-        x.reshape(batch, n, self.n_heads, self.head_dim).transpose(1, 2)
-        for x in self.Wqkv(hidden_states).chunk(3, dim=2)
-    )
+    fused = self.Wqkv(hidden_states)
+    if self.clip_qkv:
+        fused = fused.clamp(min=-self.clip_qkv, max=self.clip_qkv)
+    q, k, v = (x.reshape(batch, n, self.n_heads, self.head_dim).transpose(1, 2) for x in fused.chunk(3, dim=2))
     if cache is not None:
         k, v = cache.update(k, v, self.layer_idx, kwargs=kwargs)
     scores = torch.matmul(q, k.transpose(-1, -2)) * self.softmax_scale

@@ -18,6 +18,16 @@ DENSE = {  # name: (config class, model class, config)
     "mpt-scaled-untied": ("MptConfig", "MptForCausalLM", dict(
         vocab_size=97, d_model=32, n_heads=4, n_layers=2, max_seq_len=64, layer_norm_epsilon=1e-6,
         tie_word_embeddings=False, attn_config={"softmax_scale": 0.3}, attn_implementation="eager")),
+    "mpt-clipped": ("MptConfig", "MptForCausalLM", dict(  # q, k and v clamped (clip_qkv), as DBRX's
+        vocab_size=97, d_model=32, n_heads=4, n_layers=2, max_seq_len=64, attn_config={"clip_qkv": 0.4},
+        attn_implementation="eager")),
+    "olmo-clipped": ("OlmoConfig", "OlmoForCausalLM", SMALL | dict(clip_qkv=0.4, pad_token_id=None)),
+    "olmoe-clipped": ("OlmoeConfig", "OlmoeForCausalLM", SMALL | dict(  # (after its norms)
+        num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, clip_qkv=0.3, pad_token_id=None,
+        experts_implementation="eager")),
+    "flex_olmo-clip-ignored": ("FlexOlmoConfig", "FlexOlmoForCausalLM", SMALL | dict(  # (no clamp in its code)
+        num_key_value_heads=2, num_experts=3, num_experts_per_tok=2, clip_qkv=0.3, pad_token_id=None,
+        experts_implementation="eager")),
     "granite_swa": ("GraniteSWAConfig", "GraniteSWAForCausalLM", SMALL | dict(  # sinks, one full to three sliding
         num_hidden_layers=4, num_key_value_heads=2, sliding_window=3, embedding_multiplier=2.0,
         attention_multiplier=0.3, residual_multiplier=0.7, logits_scaling=2.0, pad_token_id=None, bos_token_id=None,

@@ -210,6 +210,8 @@ class MultiHeadAttention(Component):
                     part[...] = kind.apply(rows, params).reshape(heads, m, b, n).transpose(2, 0, 1, 3)
                 else:
                     part[...] = kind.apply(part.transpose(2, 0, 1, 3), params).transpose(1, 2, 0, 3)
+        if self.spec.qkv_clip is not None:  # (OLMo's clip_qkv: after the projections and the norms)
+            np.clip(QKV, -self.spec.qkv_clip, self.spec.qkv_clip, out=QKV)
         return QKV[:, :H], QKV[:, H : H + G], QKV[:, H + G :]
 
     def project(self, w: AttentionWeights, heads: np.ndarray) -> np.ndarray:

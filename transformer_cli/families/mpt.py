@@ -3,7 +3,7 @@ number of heads are BLOOM's, its bias constant per query row: the softmax is the
 [Q; K; V], a plain MLP of 4 d with the exact GELU, LayerNorms without biases, no bias anywhere, a tied head; no
 longer sequence than max_seq_len (its ALiBi table). transformers 5.24 builds that model whatever expansion_ratio,
 no_bias, qk_ln, attn_type, alibi, alibi_bias_max, learned_pos_emb or logit_scale say: tfm follows it and says so
-where a file sets one otherwise. clip_qkv clamps q, k and v in transformers; tfm refuses it."""
+where a file sets one otherwise. clip_qkv clamps the fused q, k and v (qkv_clip)."""
 
 from __future__ import annotations
 
@@ -35,26 +35,28 @@ def spec(c: Keys) -> dict[str, Any]:
     for keys, table in ((c, _IGNORED), (attention, _IGNORED_ATTENTION)):
         for key, applied, why in table:
             keys.ignored(key, why, unless=applied)
-    if attention.has("clip_qkv"):
-        raise attention.refuse("clip_qkv", attention.data["clip_qkv"], "tfm's attention does not clamp q, k and v")
     d, H = c.count("d_model", REQUIRED, "hidden_size"), c.count("n_heads", REQUIRED, "num_attention_heads")
-    return CAUSAL_PRE | {
-        "N": c.count("n_layers", REQUIRED, "num_hidden_layers"),
-        "H": H,
-        "m": whole_heads(c, d, H, "d_model", "n_heads"),
-        "d": d,
-        "r": 4 * d,
-        "V": c.count("vocab_size"),
-        "context": c.count("max_seq_len", 2048),
-        "tie_embeddings": c.flag("tie_word_embeddings", True),
-        "positional": "alibi",
-        "scale": attention.number("softmax_scale", None) or "sqrt",
-        "norm_eps": c.number("layer_norm_epsilon", 1e-5),
-        "norm_bias": False,
-        "attention_bias": False,
-        "ff_bias": False,
-        "activation": "gelu_exact",
-    }
+    return (
+        CAUSAL_PRE
+        | {
+            "N": c.count("n_layers", REQUIRED, "num_hidden_layers"),
+            "H": H,
+            "m": whole_heads(c, d, H, "d_model", "n_heads"),
+            "d": d,
+            "r": 4 * d,
+            "V": c.count("vocab_size"),
+            "context": c.count("max_seq_len", 2048),
+            "tie_embeddings": c.flag("tie_word_embeddings", True),
+            "positional": "alibi",
+            "scale": attention.number("softmax_scale", None) or "sqrt",
+            "norm_eps": c.number("layer_norm_epsilon", 1e-5),
+            "norm_bias": False,
+            "attention_bias": False,
+            "ff_bias": False,
+            "activation": "gelu_exact",
+        }
+        | ({"qkv_clip": attention.number("clip_qkv")} if attention.has("clip_qkv") else {})
+    )
 
 
 def config(spec: Spec) -> dict[str, Any]:
@@ -70,7 +72,7 @@ def config(spec: Spec) -> dict[str, Any]:
         "layer_norm_epsilon": spec.norm_eps,
         "no_bias": True,
         "tie_word_embeddings": spec.tie_embeddings,
-        "attn_config": {"softmax_scale": scale, "alibi": True, "alibi_bias_max": 8},
+        "attn_config": {"softmax_scale": scale, "alibi": True, "alibi_bias_max": 8, "clip_qkv": spec.qkv_clip},
     }
 
 

@@ -44,17 +44,16 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
 
 def olmo(c: Keys) -> dict[str, Any]:
     """OlmoForCausalLM (OLMo 1): LLaMA's block with LayerNorms of no gain or bias (eps 1e-5, fixed), biases with
-    attention_bias; clip_qkv (OLMo-7B-0424's 8) clamps q, k and v in transformers: refused, tfm does not clamp."""
-    if c.has("clip_qkv"):
-        raise c.refuse("clip_qkv", c.data["clip_qkv"], "tfm's attention does not clamp q, k and v")
+    attention_bias; clip_qkv (OLMo-7B-0424's 8) clamps q, k and v after their projections (qkv_clip)."""
     plain = llama_like(c, c.count("num_key_value_heads", None), None, 1e-5, False, 2048)
     norms = {"norm_type": "layernorm", "norm_affine": False, "norm_eps": 1e-5}
-    return plain | norms | {"attention_bias": c.flag("attention_bias", False)}
+    clip = {"qkv_clip": c.number("clip_qkv")} if c.has("clip_qkv") else {}
+    return plain | norms | clip | {"attention_bias": c.flag("attention_bias", False)}
 
 
 def olmo_config(spec: Spec) -> dict[str, Any]:
     """spec -> OLMo 1's config.json."""
-    return shared_keys(spec) | {"attention_bias": spec.attention_bias, "hidden_act": "silu", "clip_qkv": None}
+    return shared_keys(spec) | {"attention_bias": spec.attention_bias, "hidden_act": "silu", "clip_qkv": spec.qkv_clip}
 
 
 OLMO3_THETA = 500000.0  # Olmo3Config.default_theta

@@ -24,6 +24,14 @@ ATTENTION_FIELDS: dict[str, Any] = {
             "keys' scores, its weight then dropped: the weights sum to less than 1 (gpt-oss)",
         ),
     ),
+    "qkv_clip": field(
+        default=None,
+        metadata=_key(
+            "posfloat",
+            "q, k and v clamped to [-c, c] after their projections (and the query/key norms): OLMo's, OLMoE's, "
+            "MPT's and DBRX's clip_qkv",
+        ),
+    ),
     "window": field(
         default=None, metadata=_key("posint", "sliding window: query t sees keys t - w + 1 .. t (Mistral); causal only")
     ),
