@@ -16,7 +16,6 @@ from .attention_keys import ATTENTION_FIELDS
 from .choices import (
     ACTIVATIONS,
     FEEDFORWARD_KINDS,
-    FEEDFORWARDS,
     LABELS,
     MASKS,
     NORM_TYPES,
@@ -30,6 +29,7 @@ from .choices import (
 from .choices import key as _key
 from .encoder_decoder_keys import ENCODER_DECODER_FIELDS
 from .expert_keys import EXPERT_FIELDS
+from .feedforward_keys import FEEDFORWARD_FIELDS
 from .latent_keys import LATENT_FIELDS
 from .norm_keys import NORM_FIELDS
 from .rope_keys import ROPE_FIELDS
@@ -106,18 +106,9 @@ class Spec:
         default="layernorm",
         metadata=_key("choice", "layernorm: (x - mean) / std * gamma + beta; rmsnorm: x / rms * gamma", NORM_TYPES),
     )
-    feedforward: str = field(
-        default="plain",
-        metadata=_key(
-            "choice",
-            "plain: W2 act(W1 X + b1) + b2; gated: W2 (act(W1 X) * (W3 X)); clamped: gpt-oss's "
-            "SwiGLU, W2 ((clamp(W3 X, +-limit) + 1) * g sigmoid(alpha g)), g = min(W1 X, limit); xielu: plain "
-            "with Apertus's xIELU, its two parameters ff.alpha_p, ff.alpha_n per block (activation unused)",
-            FEEDFORWARDS,
-        ),
-    )
-    swiglu_alpha: float = field(default=1.702, metadata=_key("posfloat", "clamped: the sigmoid's slope alpha"))
-    swiglu_limit: float = field(default=7.0, metadata=_key("posfloat", "clamped: the clamp's limit"))
+    feedforward: str = FEEDFORWARD_FIELDS["feedforward"]
+    swiglu_alpha: float = FEEDFORWARD_FIELDS["swiglu_alpha"]
+    swiglu_limit: float = FEEDFORWARD_FIELDS["swiglu_limit"]
     ff_bias: bool = field(default=True, metadata=_key("bool", "feedforward biases b1, b2 (and b3 when gated)"))
     V: int | None = field(
         default=None, metadata=_key("posint", "vocabulary: token ids in, V logits per column out (embedding E (d, V))")

@@ -1,0 +1,27 @@
+"""The feedforward's kind and gpt-oss's clamped SwiGLU's two numbers. The Spec's class body takes each field from
+here."""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Any
+
+from .choices import FEEDFORWARDS
+from .choices import key as _key
+
+FEEDFORWARD_FIELDS: dict[str, Any] = {
+    "feedforward": field(
+        default="plain",
+        metadata=_key(
+            "choice",
+            "plain: W2 act(W1 X + b1) + b2; gated: W2 (act(W1 X) * (W3 X)); clamped: gpt-oss's "
+            "SwiGLU, W2 ((clamp(W3 X, +-limit) + 1) * g sigmoid(alpha g)), g = min(W1 X, limit); xielu: plain "
+            "with Apertus's xIELU, its two parameters ff.alpha_p, ff.alpha_n per block (activation unused)",
+            FEEDFORWARDS,
+        ),
+    ),
+    "swiglu_alpha": field(default=1.702, metadata=_key("posfloat", "clamped: the sigmoid's slope alpha")),
+    "swiglu_limit": field(default=7.0, metadata=_key("posfloat", "clamped: the clamp's limit")),
+}
+
+__all__ = ["FEEDFORWARD_FIELDS"]
