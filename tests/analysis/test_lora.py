@@ -191,6 +191,7 @@ MIXTURES = [
     "minimax_m2",
     "ernie4_5_moe",
     "hy_v3",
+    "cohere2_moe",
 ]
 # a list of names of each family: attention and the experts by their checkpoint's names (peft maps them)
 LISTS = {
@@ -213,6 +214,7 @@ LISTS = {
     "minimax_m2": "q_proj,w1,w3",
     "ernie4_5_moe": "v_proj,down_proj",
     "hy_v3": "o_proj,gate_proj",
+    "cohere2_moe": "q_proj,gate_proj,up_proj",
 }
 
 

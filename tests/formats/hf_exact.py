@@ -65,6 +65,9 @@ DEEPSEEK_ROUTERS = (
 )
 
 
+COHERE_ROTARIES = ("CohereRotaryEmbedding", "Cohere2RotaryEmbedding", "Cohere2MoeRotaryEmbedding")
+
+
 def exact(model):
     """transformers' float32 internals recomputed in float64 (the model's own arithmetic otherwise)."""
     cfg = model.config
@@ -89,18 +92,12 @@ def exact(model):
                 inv_freq = _inv_freq(own, rotated, int(position_ids.max()) + 1, params)
                 freqs = position_ids[..., None].double() * inv_freq
                 emb = freqs if kind == "GptOssRotaryEmbedding" else torch.cat((freqs, freqs), dim=-1)  # (its halves)
-                if kind in (
-                    "CohereRotaryEmbedding",
-                    "Cohere2RotaryEmbedding",
-                ):  # each angle twice in a row: interleaved
+                if kind in COHERE_ROTARIES:  # each angle twice in a row: interleaved
                     emb = torch.repeat_interleave(freqs, 2, dim=-1)
                 return (emb.cos() * scaling).to(x.dtype), (emb.sin() * scaling).to(x.dtype)
 
             module.forward = forward
-            if kind in (
-                "CohereRotaryEmbedding",
-                "Cohere2RotaryEmbedding",
-            ):  # its rotation in float32: here the model's dtype
+            if kind in COHERE_ROTARIES:  # its rotation in float32: here the model's dtype
                 sys.modules[type(module).__module__].apply_rotary_pos_emb = _float64_cohere_rotate
         elif kind == "Ernie4_5_MoeTopKRouter":  # its softmax in float32 even in float64
             module.forward = _float64_ernie_router.__get__(module)
@@ -110,8 +107,10 @@ def exact(model):
             module.forward = lambda x, module=module: torch.nn.functional.layer_norm(
                 x, module.normalized_shape, eps=1e-5
             )
-        elif kind in ("CohereLayerNorm", "Cohere2LayerNorm"):  # its mean and variance in float32 even in float64
+        elif kind in ("CohereLayerNorm", "Cohere2LayerNorm", "Cohere2MoeLayerNorm"):  # mean, variance in float32
             module.forward = _float64_cohere_layer_norm.__get__(module)
+        elif kind == "Cohere2MoeTopKRouter":  # its softmax over the top k in float32
+            module.forward = _float64_cohere_router.__get__(module)
         elif kind == "NanoChatRMSNorm":  # no gain, in float32
             module.forward = _float64_plain_rms_norm.__get__(module)
         elif kind.endswith("RMSNorm") or kind in ("T5LayerNorm", "MT5LayerNorm"):  # (T5's is an RMS norm)
@@ -221,6 +220,16 @@ def _float64_minimax_router(self, hidden, e_score_correction_bias):
     if hasattr(self, "router_scaling_factor"):
         return logits, weights / (weights.sum(dim=-1, keepdim=True) + 1e-20) * self.router_scaling_factor, index
     return logits, weights / weights.sum(dim=-1, keepdim=True), index
+
+
+def _float64_cohere_router(self, hidden):
+    """Cohere2MoeTopKRouter.forward in the model's dtype: the top k logits softmaxed (or sigmoid, renormalised)."""
+    logits = torch.nn.functional.linear(hidden, self.weight)
+    scores, index = torch.topk(logits, self.top_k, dim=-1)
+    if self.expert_selection_fn == "softmax":
+        return logits, scores.softmax(dim=1), index
+    scores = scores.sigmoid()
+    return logits, scores / scores.sum(dim=-1, keepdim=True) if self.norm_topk_prob else scores, index
 
 
 def _float64_ernie_router(self, hidden):

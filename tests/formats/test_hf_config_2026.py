@@ -28,6 +28,8 @@ SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_lay
         ({"model_type": "helium"}, "4 heads of 128 must make 32"),
         ({"model_type": "exaone_moe", "sliding_window": None}, "takes an integer window only"),
         ({"model_type": "ernie4_5_moe", "use_bias": True}, "ERNIE's routed experts have no biases"),
+        ({"model_type": "cohere2_moe", "sliding_window": None}, "runs with a window only"),
+        ({"model_type": "cohere2_moe", "expert_selection_fn": "relu"}, "routes by softmax or sigmoid"),
         ({"model_type": "granite_swa", "layer_rope_theta": [1e4, 50.0, 60.0, 50.0]}, "one base for the full layers"),
         ({"model_type": "granite_swa", "layer_rope_theta": [1e4, 50.0]}, "expected a list of 4 numbers from 0"),
         ({"model_type": "hy_v3", "mlp_bias": True, "num_key_value_heads": 2}, "HY-V3's routed experts have no"),
@@ -69,6 +71,7 @@ NEW += [
     "ministral3",
     "nanochat",
     "apertus",
+    "cohere2_moe",
 ]
 
 
@@ -96,7 +99,7 @@ def test_a_config_without_the_optional_keys_takes_transformers_defaults(tmp_path
     rope = getattr(theirs, "rope_parameters", None) or {"rope_theta": 10000.0}  # (CodeGen's base: in its code)
     full = rope.get("full_attention", rope) if isinstance(rope.get("full_attention"), dict) else rope
     assert ours.rope_theta == full["rope_theta"]
-    eps = [getattr(theirs, key) for key in ("rms_norm_eps", "layer_norm_eps", "norm_eps") if hasattr(theirs, key)]
+    eps = [e for key in ("rms_norm_eps", "layer_norm_eps", "norm_eps") if (e := getattr(theirs, key, None)) is not None]
     assert ours.norm_eps == (eps[0] if eps else 1e-5)  # (OLMo 1's config has none: its norms' is 1e-5)
     assert ours.tie_embeddings == theirs.tie_word_embeddings
     assert ours.m == (theirs.head_dim if model_type not in _G else theirs.qk_nope_head_dim + theirs.qk_rope_head_dim)

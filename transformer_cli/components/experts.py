@@ -190,6 +190,8 @@ class Experts(Component):
         y = self.shared.apply(w.shared, X)
         if w.shared_gate is not None:  # sigmoid(w . x) per column
             y *= 1.0 / (1.0 + np.exp(-kernels.linear(w.shared_gate, X)))
+        if self.spec.shared_scale != 1.0:  # (Cohere2-MoE's average)
+            y *= self.spec.shared_scale
         return y
 
 

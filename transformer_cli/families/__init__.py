@@ -20,6 +20,7 @@ MODULES = (
     "bloom",
     "codegen",
     "cohere",
+    "cohere2_moe",
     "deepseek",
     "dots1",
     "ernie4_5",

@@ -180,6 +180,7 @@ class Spec:
     router_renorm: bool = EXPERT_FIELDS["router_renorm"]
     shared_r: int | None = EXPERT_FIELDS["shared_r"]
     shared_gate: bool = EXPERT_FIELDS["shared_gate"]
+    shared_scale: float = EXPERT_FIELDS["shared_scale"]
     router_score: str = EXPERT_FIELDS["router_score"]
     router_jitter: float = EXPERT_FIELDS["router_jitter"]
     router_groups: int | None = EXPERT_FIELDS["router_groups"]

@@ -28,6 +28,14 @@ EXPERT_FIELDS: dict[str, Any] = {
         default=False,
         metadata=_key("bool", "the shared expert's output times sigmoid(w . x), w (1, d) (Qwen2-MoE); with shared_r"),
     ),
+    "shared_scale": field(
+        default=1.0,
+        metadata=_key(
+            "posfloat",
+            "the shared expert's output times this (Cohere2-MoE's average of the routed and shared outputs: 1/2, "
+            "with router_scale 1/2); with shared_r",
+        ),
+    ),
     "router_score": field(
         default="softmax",
         metadata=_key(

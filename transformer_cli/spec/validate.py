@@ -192,6 +192,8 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "qk_norm_over", data["qk_norm_over"], "no qk_norm_over without qk_norm")
     if spec.router_bias_param and not spec.router_bias:
         raise _fail(source, "router_bias_param", True, "no router_bias_param without router_bias")
+    if "shared_scale" in data and spec.shared_r is None:
+        raise _fail(source, "shared_scale", data["shared_scale"], "no shared_scale without a shared expert (shared_r)")
     if spec.shared_gate and spec.shared_r is None:
         raise _fail(source, "shared_gate", True, "no shared_gate without a shared expert (shared_r)")
     if spec.E is not None and spec.k is not None and spec.k > spec.E:

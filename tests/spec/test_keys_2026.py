@@ -1,7 +1,8 @@
-"""rope_query_beta and rope_query_len (issue 44: Ministral 3's and Llama 4's attention scaling): each query, after
-its rotation, times 1 + beta ln(1 + floor(t / L)). Against transformers: hf_models' ministral3 variants; here the
-scale itself, its keys' checks, and the theory verify states: a shift of positions leaves the model unchanged
-while every position stays below L, and changes it once one reaches L; decoding step by step equals the pass."""
+"""Issue 44's spec keys. rope_query_beta and rope_query_len (Ministral 3's and Llama 4's attention scaling): each
+query, after its rotation, times 1 + beta ln(1 + floor(t / L)); against transformers: hf_models' ministral3 variants;
+here the scale itself, its keys' checks, and the theory verify states: a shift of positions leaves the model
+unchanged while every position stays below L, and changes it once one reaches L; decoding step by step equals the
+pass. shared_scale (Cohere2-MoE's average)."""
 
 from __future__ import annotations
 
@@ -61,3 +62,12 @@ def test_verify_predicts_the_shift_from_L_and_decoding_matches_the_pass(tmp_path
     assert checks["relative"].verdict == relative
     assert checks["relative"].predicted == (L == 64)
     assert checks["decoding"].verdict == "PASS"
+
+
+def test_a_shared_scale_needs_a_shared_expert():
+    """shared_scale (Cohere2-MoE's average; against transformers: hf_models_experts' cohere2_moe) scales a shared
+    expert's output: without one it is refused in one line."""
+    experts = dict(E=4, k=2, feedforward="gated", activation="silu")
+    spec_from_mapping(BASE | experts | {"shared_r": 8, "shared_scale": 0.5}, "s")  # (the control: accepted)
+    with pytest.raises(SpecError, match="no shared_scale without a shared expert"):
+        spec_from_mapping(BASE | experts | {"shared_scale": 0.5}, "s.yaml")
