@@ -12,6 +12,9 @@ randomised by transformers (seeded), saved, and then:
   float32 internals recomputed in float64 as the tests do (tests/formats/hf_exact.py);
 - wrong: anything else (a count or an output that differs, an error that is not a one-line refusal).
 
+Every other registered type (vision, audio, multimodal wrappers) is not run: its config.json with the sweep's sizes
+must be refused in one line (refused), else it counts as wrong.
+
     python benchmarks/sweep_types.py --json benchmarks/sweep_types.json [--only llama,olmo3]
 """
 
@@ -91,6 +94,28 @@ def text_types() -> dict[str, str]:
         for model_type in mapping:
             out.setdefault(model_type, kind)
     return out
+
+
+def other_types() -> list[str]:
+    """Every other model_type transformers registers (vision, audio, multimodal wrappers...): not run, only read."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    text = text_types()
+    return sorted(t for t in CONFIG_MAPPING_NAMES if t not in text)
+
+
+def read_alone(model_type: str, folder: Path) -> dict:
+    """A type with no text model: its config.json (the sweep's sizes) must be refused in one line."""
+    import transformer_cli as tfm
+    from transformer_cli.errors import TfmError
+
+    (folder / "config.json").write_text(json.dumps({"model_type": model_type} | SIZES))
+    try:
+        tfm.load(folder).count()
+    except TfmError as error:
+        one_line = "\n" not in str(error)
+        return {"result": "refused" if one_line else "wrong", "why": str(error).split(": ", 1)[-1][:300]}
+    return {"result": "wrong", "why": "read as a text model without a check against transformers"}
 
 
 def tiny_config(model_type: str, looser: bool = False):
@@ -174,6 +199,7 @@ def main() -> None:
     import transformers
 
     types = text_types()
+    others = [] if args.only else other_types()
     if args.only:
         types = {t: types[t] for t in args.only.split(",")}
     rows: dict[str, dict] = {}
@@ -197,12 +223,20 @@ def main() -> None:
         row = rows[model_type]
         why = row.get("why") or (f"relative error {row['relative_error']:.2e}" if "relative_error" in row else "")
         print(f"{model_type:32} {row['result']:10} {why[:90]}", flush=True)
+    text_totals: dict[str, int] = {}
+    for row in rows.values():
+        text_totals[row["result"]] = text_totals.get(row["result"], 0) + 1
+    for model_type in others:  # (read only: the rest of transformers' types)
+        with tempfile.TemporaryDirectory() as folder:
+            rows[model_type] = read_alone(model_type, Path(folder)) | {"text": False}
     totals: dict[str, int] = {}
     for row in rows.values():
         totals[row["result"]] = totals.get(row["result"], 0) + 1
     summary = {
         "transformers": transformers.__version__,
-        "text_types": len(rows),
+        "type_count": len(rows),
+        "text_types": len(types),
+        "text_totals": text_totals,
         "totals": totals,
         "seconds": round(time.perf_counter() - started, 1),
     }

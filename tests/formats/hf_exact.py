@@ -130,6 +130,8 @@ def exact(model):
             sys.modules[type(module).__module__].get_llama_4_attn_scale = _float64_llama_4_scale
         elif kind == "GraniteSWAAttention":  # its softmax and its sinks' scale in float32
             sys.modules[type(module).__module__].eager_attention_forward = _float64_sink_attention
+        elif kind == "M2M100SinusoidalPositionalEmbedding":  # its table made in float32
+            _float64_fairseq_table(module)
         elif kind == "MptModel":  # its ALiBi slopes in float32
             module.build_mpt_alibi_tensor = _float64_mpt_alibi
         elif kind == "MptAttention":  # its softmax in float32
@@ -142,7 +144,7 @@ def exact(model):
             sys.modules[type(module).__module__].eager_attention_forward = _float64_eager  # (float32: the same)
         elif kind == "GPTNeoSelfAttention":  # its scores in float32 even in a float64 model: here in float64
             module._attn = _float64_neo_attention.__get__(module)
-        elif hasattr(module, "embed_scale"):  # Gemma's sqrt(d), a float32 constant in the library
+        elif isinstance(getattr(module, "embed_scale", None), torch.Tensor):  # Gemma's sqrt(d), a float32 tensor
             module.embed_scale = torch.tensor(cfg.hidden_size**0.5, dtype=torch.float64)
     return model
 
@@ -322,6 +324,17 @@ def _float64_sink_attention(module, query, key, value, attention_mask, scaling, 
     weights = torch.softmax(weights, dim=-1)
     out = torch.matmul(weights, value) * sink.unsqueeze(-1)
     return out.transpose(1, 2).contiguous(), weights
+
+
+def _float64_fairseq_table(module) -> None:
+    """M2M100SinusoidalPositionalEmbedding's table remade in float64 (transformers makes it in float32)."""
+    rows, d = module.weights.shape
+    half = d // 2
+    freq = torch.exp(torch.arange(half, dtype=torch.float64) * -(math.log(10000) / (half - 1)))
+    angle = torch.arange(rows, dtype=torch.float64)[:, None] * freq[None, :]
+    table = torch.cat([torch.sin(angle), torch.cos(angle), torch.zeros(rows, d - 2 * half, dtype=torch.float64)], 1)
+    table[module.padding_idx] = 0
+    module.weights = table
 
 
 def _float64_mpt_alibi(num_heads, sequence_length, alibi_bias_max=8, device=None):

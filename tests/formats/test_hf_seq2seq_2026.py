@@ -5,10 +5,10 @@ in float64 (transformers' float32 sinusoid tables recomputed in float64 here), g
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
+from hf_exact import exact
 
 from transformer_cli import count_params
 from transformer_cli.cli import app
@@ -37,17 +37,6 @@ MODELS = {  # name: (config class, model class, keys)
 }
 
 
-def _float64_fairseq_table(module):
-    """M2M100SinusoidalPositionalEmbedding's table remade in float64 (transformers makes it in float32)."""
-    rows, d = module.weights.shape
-    half = d // 2
-    freq = torch.exp(torch.arange(half, dtype=torch.float64) * -(math.log(10000) / (half - 1)))
-    angle = torch.arange(rows, dtype=torch.float64)[:, None] * freq[None, :]
-    table = torch.cat([torch.sin(angle), torch.cos(angle), torch.zeros(rows, d - 2 * half, dtype=torch.float64)], 1)
-    table[module.padding_idx] = 0
-    module.weights = table
-
-
 def _model(name: str, folder):
     config_class, model_class, keys = MODELS[name]
     model = getattr(transformers, model_class)(getattr(transformers, config_class)(**keys, **QUIET))
@@ -58,10 +47,7 @@ def _model(name: str, folder):
                 p.copy_(torch.randn_like(p) * 0.3 + (1.0 if "norm" in n and n.endswith("weight") else 0.0))
     model = model.double().eval()
     model.save_pretrained(folder)
-    for module in model.modules():
-        if type(module).__name__ == "M2M100SinusoidalPositionalEmbedding":
-            _float64_fairseq_table(module)
-    return model
+    return exact(model)
 
 
 def _ids(rng, n: int, pad: int) -> np.ndarray:
