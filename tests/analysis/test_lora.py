@@ -192,6 +192,7 @@ MIXTURES = [
     "ernie4_5_moe",
     "hy_v3",
     "cohere2_moe",
+    "afmoe",
 ]
 # a list of names of each family: attention and the experts by their checkpoint's names (peft maps them)
 LISTS = {
@@ -215,6 +216,7 @@ LISTS = {
     "ernie4_5_moe": "v_proj,down_proj",
     "hy_v3": "o_proj,gate_proj",
     "cohere2_moe": "q_proj,gate_proj,up_proj",
+    "afmoe": "v_proj,down_proj",
 }
 
 

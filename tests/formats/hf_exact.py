@@ -120,6 +120,8 @@ def exact(model):
             module.forward = _float64_granite_router.__get__(module)
         elif kind == "HYV3MoE":  # its routed and shared outputs added in float32: here in the model's dtype
             module.enable_moe_fp32_combine = False
+        elif kind == "AfmoeTokenChoiceRouter":  # its sigmoid in float32 even in float64
+            module.forward = _float64_afmoe_router.__get__(module)
         elif kind in ("MiniMaxM2TopKRouter", "HYV3TopKRouter"):  # its sigmoid in float32 even in float64
             module.forward = _float64_minimax_router.__get__(module)
         elif kind.endswith("TopKRouter") and kind != "PhimoeTopKRouter":  # (PhiMoE's routes in the model's dtype)
@@ -242,6 +244,15 @@ def _float64_ernie_router(self, hidden):
     index = torch.topk(self.moe_statics(scores), self.top_k, dim=-1)[1]
     weights = scores.gather(-1, index)
     return logits, weights / weights.sum(dim=-1, keepdim=True).clamp(min=self.norm_min), index
+
+
+def _float64_afmoe_router(self, hidden, expert_bias):
+    """AfmoeTokenChoiceRouter.forward in the model's dtype: sigmoid scores, the bias to choose, renormalised, scaled."""
+    logits = self.gate(hidden.view(-1, hidden.shape[-1]))
+    scores = logits.sigmoid()
+    index = torch.topk(scores + expert_bias.to(scores.dtype), k=self.top_k, dim=1)[1]
+    weights = scores.gather(dim=1, index=index)
+    return logits, weights / (weights.sum(dim=-1, keepdim=True) + 1e-20) * self.route_scale, index
 
 
 def _float64_deepseek_router(self, hidden):

@@ -72,6 +72,7 @@ NEW += [
     "nanochat",
     "apertus",
     "cohere2_moe",
+    "afmoe",
 ]
 
 

@@ -2,7 +2,7 @@
 query, after its rotation, times 1 + beta ln(1 + floor(t / L)); against transformers: hf_models' ministral3 variants;
 here the scale itself, its keys' checks, and the theory verify states: a shift of positions leaves the model
 unchanged while every position stays below L, and changes it once one reaches L; decoding step by step equals the
-pass. shared_scale (Cohere2-MoE's average)."""
+pass. shared_scale (Cohere2-MoE's average); attn_gate (AFMoE's gated attention)."""
 
 from __future__ import annotations
 
@@ -71,3 +71,18 @@ def test_a_shared_scale_needs_a_shared_expert():
     spec_from_mapping(BASE | experts | {"shared_r": 8, "shared_scale": 0.5}, "s")  # (the control: accepted)
     with pytest.raises(SpecError, match="no shared_scale without a shared expert"):
         spec_from_mapping(BASE | experts | {"shared_scale": 0.5}, "s.yaml")
+
+
+def test_the_attention_gate_scales_each_heads_output_by_the_sigmoid_of_its_projection():
+    """attn_gate (AFMoE's; against transformers: hf_models_experts' afmoe): W_G = 0 halves each head's output
+    (sigmoid 0 = 1/2), so the model equals the ungated one with W_O halved; decoding step by step equals the pass."""
+    gated = spec_from_mapping(BASE | {"attn_gate": True}, "s")
+    w = random_weights(gated, 3)
+    plain = {k: v for k, v in w.items() if not k.endswith("W_G")}
+    zero = {k: (np.zeros_like(v) if k.endswith("W_G") else v) for k, v in w.items()}
+    halved = {k: (v / 2 if k.endswith("W_O") else v) for k, v in plain.items()}
+    ours = Transformer(gated, zero).forward(IDS)
+    assert np.allclose(ours, Transformer(replace(gated, attn_gate=False), halved).forward(IDS), rtol=1e-12, atol=1e-12)
+    assert not np.allclose(Transformer(gated, w).forward(IDS), ours)  # (the control: the gate's weights count)
+    checks = {c.name: c for c in tfm.Model(gated, "s", None, None).verify(n=8)}
+    assert checks["decoding"].verdict == "PASS"

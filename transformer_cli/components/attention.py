@@ -22,6 +22,7 @@ from .base import Component, Pairs, Tensor, Term, stacked
 from .norm import LayerNormWithoutBias, norm_kind
 
 SOFTMAX_PER_SCORE = 5  # max, subtract, exp, sum, divide
+SIGMOID_GATE_PER_ENTRY = 4  # neg, exp, +1, divide (attn_gate)
 SOFT_CAP_PER_ENTRY = 3  # cap tanh(s / cap): a multiply, the tanh, a multiply
 
 
@@ -35,6 +36,7 @@ class AttentionWeights:
     b_O: np.ndarray | None  # (d, 1, 1)
     qk_norm: tuple | None = None  # the query and the key heads' norm parameters, shaped as `qk_gains` says
     sinks: np.ndarray | None = None  # (H,): each head's sink logit (gpt-oss)
+    W_G: np.ndarray | None = None  # (Hm, d): the output gate's projection (attn_gate: AFMoE)
 
 
 @dataclass
@@ -101,6 +103,8 @@ class MultiHeadAttention(Component):
             ]
         if self.spec.attn_sinks:
             out.append(Tensor(p + "sinks", (H,), "attention sinks"))
+        if self.spec.attn_gate:
+            out.append(Tensor(p + "W_G", (H, m, d), "attention gate"))
         return out
 
     @property
@@ -147,7 +151,8 @@ class MultiHeadAttention(Component):
         if self.spec.qk_norm:  # the query norm's parameters, the key norm's, shaped as qk_gains says
             qk = tuple(self.qk_gains(partial(_norm_part, get, f"attention.{x}_norm.")) for x in "qk")
         sinks = get("attention.sinks") if self.spec.attn_sinks else None
-        return AttentionWeights(W_qkv, b_qkv, W_O, b_O, qk, sinks)
+        W_G = get("attention.W_G").reshape(H * m, d) if self.spec.attn_gate else None
+        return AttentionWeights(W_qkv, b_qkv, W_O, b_O, qk, sinks, W_G)
 
     def mix(
         self,
@@ -178,11 +183,11 @@ class MultiHeadAttention(Component):
             first_key = start + 1 - K_all.shape[-1]  # (a window keeps the latest keys only)
             step = replace(how, causal=False, window=None)  # the one query sees every key the cache holds
             heads = model.attend(Q, K_all, V_all, step, positions=(start + offset, first_key))
-            return self.project(w, heads)
+            return self.project(w, heads, X)
         if cache is not None:  # what a decoder's cache keeps (latent attention: its latents and rotary keys)
             cache.fill(*self.cache_entries(w, X, K, V))
         heads = model.attend(Q, K, V, how, positions=(start + offset, start))
-        return self.project(w, heads)
+        return self.project(w, heads, X)
 
     def qk_gains(self, get: Callable[[str], np.ndarray]) -> tuple:
         """One query or key norm's parameters shaped for `qkv`: (m, 1, 1, 1) against heads as (m, b, heads, n);
@@ -214,10 +219,15 @@ class MultiHeadAttention(Component):
             np.clip(QKV, -self.spec.qkv_clip, self.spec.qkv_clip, out=QKV)
         return QKV[:, :H], QKV[:, H : H + G], QKV[:, H + G :]
 
-    def project(self, w: AttentionWeights, heads: np.ndarray) -> np.ndarray:
-        """sum_h W_O^h heads_h (+ b_O): (H, m, b, n) -> (d, b, n)."""
+    def project(self, w: AttentionWeights, heads: np.ndarray, X: np.ndarray | None = None) -> np.ndarray:
+        """sum_h W_O^h heads_h (+ b_O): (H, m, b, n) -> (d, b, n); with attn_gate, each entry of the heads first
+        times sigmoid(W_G X) of the block's input X."""
         H, m, b, n = heads.shape
-        out = kernels.linear(w.W_O, heads.reshape(H * m, b, n))
+        heads = heads.reshape(H * m, b, n)
+        if w.W_G is not None and X is not None:
+            gate = kernels.linear(w.W_G, X)  # (Hm, b, n)
+            heads = heads / (1.0 + np.exp(-gate))
+        out = kernels.linear(w.W_O, heads)
         if w.b_O is not None:
             out += w.b_O
         return out
@@ -236,6 +246,8 @@ class MultiHeadAttention(Component):
             out.append(Term("d", d, "block"))
         if self.spec.attn_sinks:
             out.append(Term("H", H, "block"))
+        if self.spec.attn_gate:
+            out.append(Term("Hmd", H * m * d, "block"))
         if self.spec.qk_norm and self.spec.qk_norm_over in ("all", "per_head"):
             k = len(self.qk.params)
             out.append(Term(f"{k}(H + G)m" if k > 1 else "(H + G)m", k * (H + G) * m, "block"))
@@ -256,13 +268,14 @@ class MultiHeadAttention(Component):
             "softmax": per_head * SOFTMAX_PER_SCORE,
             "weights x V": per_head * 2 * m,
             "output projection": N * (2 * d * H * m + out_bias * d) * tokens,
+            "output gate": N * (2 * d + SIGMOID_GATE_PER_ENTRY) * H * m * tokens if self.spec.attn_gate else 0,
             "query/key norms": N * self.qk.per_entry * (H + G) * m * tokens if self.spec.qk_norm else 0,
         } | capped
 
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         H, G, m, d, N = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d, self.spec.N
         return {
-            "linear layers": N * ((H + 2 * G) * m * d + d * H * m) * b * n,
+            "linear layers": N * ((H + 2 * G + self.spec.attn_gate) * m * d + d * H * m) * b * n,
             "scores K^T Q": N * H * pairs.count * m,
             "weights x V": N * H * pairs.count * m,
         }

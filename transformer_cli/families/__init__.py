@@ -13,6 +13,7 @@ from .record import Gguf, Record
 # the registry: one line a family, its module's name (a module of a few closely related types lists their records
 # as RECORDS, in order; the first written to a GGUF architecture is that architecture's family)
 MODULES = (
+    "afmoe",
     "apertus",
     "arcee",
     "bart",

@@ -158,3 +158,15 @@ HY_V3 = Family(
     | {"ff.router": "mlp.router.gate.weight", "ff.router_bias": "mlp.expert_bias"},
     _LLAMA_GLOBALS,
 )
+# AFMoE (Arcee's Trinity): LLaMA's attention with its output gate, Gemma 2's four norms (pre_mlp_, post_mlp_),
+# DeepSeek's experts with the router under mlp.router.gate and its correction bias mlp.expert_bias
+AFMOE = Family(
+    "model.layers.{i}.",
+    {ours: theirs for ours, theirs in DEEPSEEK_MOE_GQA.names.items() if ours not in ("ff.router", "ff.router_bias")}
+    | {"attention.W_G": "self_attn.gate_proj.weight", "ff.router": "mlp.router.gate.weight"}
+    | {"ff.router_bias": "mlp.expert_bias"}
+    | _norm("norm1_out", "post_attention_layernorm")
+    | _norm("norm2", "pre_mlp_layernorm")
+    | _norm("norm2_out", "post_mlp_layernorm"),
+    _LLAMA_GLOBALS,
+)

@@ -24,6 +24,14 @@ ATTENTION_FIELDS: dict[str, Any] = {
             "keys' scores, its weight then dropped: the weights sum to less than 1 (gpt-oss)",
         ),
     ),
+    "attn_gate": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "each head's output times sigmoid(W_G x) entry by entry before W_O, attention.W_G (H, m, d) from the "
+            "block's normed input (AFMoE's gated attention)",
+        ),
+    ),
     "qkv_clip": field(
         default=None,
         metadata=_key(

@@ -202,6 +202,7 @@ class Spec:
     attn_softcap: float | None = ATTENTION_FIELDS["attn_softcap"]
     attn_sinks: bool = ATTENTION_FIELDS["attn_sinks"]
     qkv_clip: float | None = ATTENTION_FIELDS["qkv_clip"]
+    attn_gate: bool = ATTENTION_FIELDS["attn_gate"]
     window: int | None = ATTENTION_FIELDS["window"]
     attention_layers: tuple[str, ...] | None = ATTENTION_FIELDS["attention_layers"]
     positional_layers: tuple[str, ...] | None = ATTENTION_FIELDS["positional_layers"]
