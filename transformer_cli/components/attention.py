@@ -224,8 +224,9 @@ class MultiHeadAttention(Component):
         times sigmoid(W_G X) of the block's input X."""
         H, m, b, n = heads.shape
         heads = heads.reshape(H * m, b, n)
-        if w.W_G is not None and X is not None:
-            gate = kernels.linear(w.W_G, X)  # (Hm, b, n)
+        W_G = getattr(w, "W_G", None)  # (latent attention's weights have none)
+        if W_G is not None and X is not None:
+            gate = kernels.linear(W_G, X)  # (Hm, b, n)
             heads = heads / (1.0 + np.exp(-gate))
         out = kernels.linear(w.W_O, heads)
         if w.b_O is not None:
