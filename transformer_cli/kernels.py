@@ -16,6 +16,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import overflow
+from .position_tables import (  # (re-exported: kernels.sinusoidal_positions, ...)
+    alibi_slopes as alibi_slopes,
+)
+from .position_tables import (
+    fairseq_positions as fairseq_positions,
+)
+from .position_tables import (
+    relative_buckets as relative_buckets,
+)
+from .position_tables import (
+    sinusoidal_positions as sinusoidal_positions,
+)
 
 Array = np.ndarray
 
@@ -155,28 +167,11 @@ ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
 }
 
 
-def fairseq_positions(d: int, n: int) -> Array:
-    """fairseq's (tensor2tensor's) table, as M2M-100 and NLLB add it: the first d/2 rows sin(t f_k), the next d/2
-    cos(t f_k), f_k = 10000^(-k / (d/2 - 1)); a zero row last for odd d: (d, n)."""
-    half = d // 2
-    freq = np.exp(np.arange(half) * -(np.log(10000.0) / (half - 1)))
-    angle = freq[:, None] * np.arange(n)[None, :]  # (half, n)
-    return np.concatenate([np.sin(angle), np.cos(angle), np.zeros((d - 2 * half, n))])
-
-
 def xielu(X: Array, a_p: float, a_n: float, beta: float = 0.5, eps: float = -1e-6) -> Array:
     """xIELU (Apertus): a_p x^2 + beta x for x > 0, else (expm1(min(x, eps)) - x) a_n + beta x."""
     positive = a_p * X * X + beta * X
     negative = (np.expm1(np.minimum(X, eps)) - X) * a_n + beta * X
     return np.where(X > 0, positive, negative).astype(X.dtype, copy=False)
-
-
-def sinusoidal_positions(d: int, n: int) -> Array:
-    """PE[2i, t] = sin(t / 10000^(2i/d)), PE[2i+1, t] = cos(t / 10000^(2i/d)): (d, n); odd d ends on a sine."""
-    rows = np.arange(d)
-    freq = 10000.0 ** (-(2 * (rows // 2)) / d)  # (d,)
-    angle = freq[:, None] * np.arange(n)[None, :]  # (d, n)
-    return np.where(rows[:, None] % 2 == 0, np.sin(angle), np.cos(angle))
 
 
 def rotate_(X: Array, cos: Array, sin: Array, pairing: str) -> Array:
@@ -213,38 +208,11 @@ def window_mask(q0: int, q1: int, k0: int, k1: int, w: int) -> Array:
     return np.where((lag >= 0) & (lag < w), 0.0, -np.inf)
 
 
-def alibi_slopes(H: int) -> Array:
-    """ALiBi's per-head slopes (Press et al. 2022, as BLOOM computes them): for H a power of two, 2^(-8h/H) for
-    h = 1 .. H; otherwise those of the largest power of two below H, then every other slope of twice as many
-    heads. In float64: (H,)."""
-    top = 2 ** math.floor(math.log2(H))
-    slopes = [2.0 ** (-8.0 * h / top) for h in range(1, top + 1)]
-    extra = [2.0 ** (-8.0 * h / (2 * top)) for h in range(1, 2 * min(top, H - top), 2)]
-    return np.array(slopes + extra, dtype=np.float64)
-
-
-def relative_buckets(lags: Array, buckets: int, max_distance: int, bidirectional: bool) -> Array:
-    """T5's bucket of each key-minus-query distance (any integer array) -> bucket indices, same shape.
-
-    Unmasked (an encoder): half the buckets for keys after the query, half for keys before. Within a half, the
-    first half of its buckets are exact distances 0, 1, ...; the rest grow logarithmically up to max_distance
-    (farther keys share the last). Causal: only keys before the query count, later ones fall in bucket 0. The
-    logarithm is taken in float32, as T5 (mesh-tensorflow and transformers) computes it, so that distances on a
-    bucket boundary fall where they do there.
-    """
-    lags = np.asarray(lags, dtype=np.int64)
-    out = np.zeros(lags.shape, dtype=np.int64)
-    if bidirectional:
-        buckets //= 2
-        out += (lags > 0) * buckets
-        distance = np.abs(lags)
-    else:
-        distance = np.maximum(-lags, 0)
-    exact = buckets // 2
-    far = np.maximum(distance, exact).astype(np.float32)  # the logarithmic buckets (the others are exact)
-    ratio = np.log(far / np.float32(exact)) / np.float32(math.log(max_distance / exact))
-    large = np.minimum(exact + (ratio * np.float32(buckets - exact)).astype(np.int64), buckets - 1)
-    return out + np.where(distance < exact, distance, large)
+def chunk_mask(q0: int, q1: int, k0: int, k1: int, C: int) -> Array:
+    """Additive mask (q1 - q0, k1 - k0) for queries q0..q1-1 and keys k0..k1-1 (absolute positions): 0 where
+    k <= q in q's chunk of C (C floor(q / C) <= k), else -inf (Llama 4's chunked attention)."""
+    q, k = np.arange(q0, q1)[:, None], np.arange(k0, k1)[None, :]
+    return np.where((k <= q) & (k // C == q // C), 0.0, -np.inf)
 
 
 def scaled_queries(Q: Array, scale: float) -> Array:
@@ -314,6 +282,8 @@ class Attend:
     scale: float = 1.0
     causal: bool = False
     window: int | None = None
+    chunk: int | None = None  # Llama 4's chunked attention: query t sees keys C floor(t / C) .. t (causal)
+    first: int = 0  # the absolute position of query and key 0 (the chunks' boundaries are absolute)
     bias: Bias | None = None
     softcap: float | None = None
     sinks: Array | None = None
@@ -349,14 +319,19 @@ def attend(
     step = chunk_size(H, n_q, n_k, dtype.itemsize, how.chunk_bytes, causal)
     # causal without a window: a chunk's queries see every key before the chunk, so only the square of the
     # chunk's own keys is masked, and that square is the same for every chunk: made once, added to c^2 scores
-    own = causal_mask(0, step, step).astype(dtype) if causal and not window else None
+    chunk = how.chunk if causal else None
+    own = causal_mask(0, step, step).astype(dtype) if causal and not window and not chunk else None
     for q0 in range(part[0] * step, n_q, part[1] * step):
         q1 = min(q0 + step, n_q)
         k1 = q1 if causal else n_k  # keys after the chunk's last query are all masked
         k0 = max(0, q0 - window + 1) if causal and window else 0  # and those before its first window
+        if chunk:  # and those before its first query's attention chunk
+            k0 = max(0, (how.first + q0) // chunk * chunk - how.first)
         mask = None  # the same for every sequence of the batch: a window's mask and the position bias
         if causal and window:
             mask = window_mask(q0, q1, k0, k1, window).astype(dtype)
+        elif chunk:
+            mask = chunk_mask(q0 + how.first, q1 + how.first, k0 + how.first, k1 + how.first, chunk).astype(dtype)
         extra = None if bias is None else bias(q0, q1 - q0, k0, k1 - k0)
         if extra is not None:
             mask = extra if mask is None else extra + mask

@@ -16,6 +16,7 @@ _spec.loader.exec_module(graph)
 # bottom to top; a layer may import the layers below it, never one above or beside it
 LAYERS = [
     {"errors", "registry", "text", "version"},  # words, exit codes and the registries of kinds every layer shares
+    {"position_tables"},  # the positions' fixed tables (sinusoids, ALiBi's slopes, T5's buckets): NumPy alone
     {"options"},  # the commands' options checked once, for the CLI and the library
     {"files", "kernels"},  # bounded file reading; NumPy kernels
     {"spec"},  # the spec: its keys, checks and YAML

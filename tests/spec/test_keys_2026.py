@@ -2,7 +2,8 @@
 query, after its rotation, times 1 + beta ln(1 + floor(t / L)); against transformers: hf_models' ministral3 variants;
 here the scale itself, its keys' checks, and the theory verify states: a shift of positions leaves the model
 unchanged while every position stays below L, and changes it once one reaches L; decoding step by step equals the
-pass. shared_scale (Cohere2-MoE's average); attn_gate (AFMoE's gated attention)."""
+pass. shared_scale (Cohere2-MoE's average); attn_gate (AFMoE's gated attention); Llama 4's chunk and
+nope_query_beta."""
 
 from __future__ import annotations
 
@@ -85,4 +86,38 @@ def test_the_attention_gate_scales_each_heads_output_by_the_sigmoid_of_its_proje
     assert np.allclose(ours, Transformer(replace(gated, attn_gate=False), halved).forward(IDS), rtol=1e-12, atol=1e-12)
     assert not np.allclose(Transformer(gated, w).forward(IDS), ours)  # (the control: the gate's weights count)
     checks = {c.name: c for c in tfm.Model(gated, "s", None, None).verify(n=8)}
+    assert checks["decoding"].verdict == "PASS"
+
+
+def test_a_chunked_pass_is_its_chunks_run_apart_and_decoding_matches_it():
+    """chunk (Llama 4's chunked attention): every block sees only the keys of its query's chunk, so the whole model
+    on a chunk's columns (at their positions) is the pass on them alone; a pass within one chunk is the causal
+    model; decoding step by step (the cache keeps one chunk) equals the pass, and verify says so."""
+    spec = spec_from_mapping(BASE | {"chunk": 4}, "s")
+    w = random_weights(spec, 4)
+    ids = np.random.default_rng(7).integers(0, 11, size=(1, 11))
+    model = Transformer(spec, w)
+    whole = model.forward(ids)
+    for start in (0, 4, 8):
+        alone = model.forward(ids[:, start : start + 4], start=start)
+        assert np.allclose(whole[..., start : start + 4], alone, rtol=1e-12, atol=1e-12)
+    causal = Transformer(replace(spec, chunk=None), w).forward(ids)
+    assert np.allclose(whole[..., :4], causal[..., :4], rtol=1e-12, atol=1e-12)
+    assert not np.allclose(whole[..., 4:], causal[..., 4:])  # (the control: past the first chunk it counts)
+    checks = {c.name: c for c in tfm.Model(spec, "s", None, None).verify(n=9)}
+    assert checks["decoding"].verdict == "PASS" and checks["relative"].verdict == "PASS"
+    assert checks["relative"].predicted is False  # (chunks start at absolute positions)
+
+
+def test_the_nope_blocks_temperature_scales_their_queries_from_position_L_minus_one():
+    """nope_query_beta (Llama 4's attn_temperature_tuning): in the blocks without positions, the query at t times
+    1 + beta ln(1 + floor((t + 1) / L)); the turning blocks untouched."""
+    keys = BASE | {"positional_layers": ["rope", "nope"], "nope_query_beta": 0.5, "nope_query_len": 3}
+    spec = spec_from_mapping(keys, "s")
+    w = random_weights(spec, 5)
+    plain = replace(spec, nope_query_beta=None, nope_query_len=None)
+    ours, theirs = Transformer(spec, w).forward(IDS), Transformer(plain, w).forward(IDS)
+    assert np.array_equal(ours[..., :2], theirs[..., :2])  # (t + 1 < 3: a scale of 1)
+    assert not np.allclose(ours[..., 2:], theirs[..., 2:])
+    checks = {c.name: c for c in tfm.Model(spec, "s", None, None).verify(n=8)}
     assert checks["decoding"].verdict == "PASS"

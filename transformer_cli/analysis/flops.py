@@ -40,9 +40,9 @@ def _rows(spec: Spec, b: int, n: int, causal_pairs: bool, n_src: int | None, kin
     attention scores, the rest's; an encoder-decoder's encoder and cross-attention too."""
     parts = []
     for group in decoder(spec).groups():
-        pairs = Pairs(b, n, causal_pairs, group.spec.window)
+        pairs = Pairs(b, n, causal_pairs, group.spec.window, group.spec.chunk)
         parts += [getattr(c, kind)(b, n, pairs) for c in block_components(group.spec)]
-    pairs = Pairs(b, n, causal_pairs, spec.window)
+    pairs = Pairs(b, n, causal_pairs, spec.window, spec.chunk)
     parts += [getattr(c, kind)(b, n, pairs) for c in outside_components(spec)]
     if encoder(spec) is not None:
         n_src = n_src or n

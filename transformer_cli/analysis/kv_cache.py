@@ -39,7 +39,8 @@ def decodes(spec: Spec) -> bool:
 
 def cached_tokens(spec: Spec, n: int) -> int:
     """Tokens each block's self-attention cache holds while the n-th token attends: n, or at most the window."""
-    return min(n, spec.window) if spec.window else n
+    span = spec.window or spec.chunk  # (a chunk's keys at most: Llama 4's chunked blocks)
+    return min(n, span) if span else n
 
 
 def kv_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: int | None = None) -> int:

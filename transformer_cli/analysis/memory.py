@@ -92,7 +92,7 @@ def estimate_forward(
     # held, and kept (s bytes an entry) while the chunk's scores are computed: causal, the (c, c) square of a chunk's
     # own keys, once; with a window, each chunk's (c, keys) mask
     groups = decoder(spec).groups()  # blocks alike: a window's mask is (c, keys), the causal square (c, c)
-    windowed = any(g.spec.window for g in groups)
+    windowed = any(g.spec.window or g.spec.chunk for g in groups)
     area = (c * n if windowed else c * c) if spec.mask == "causal" else 0
     made, kept = area * (9 + s), area * s
     # beside them, a chunk's A V product before its division into the heads, and with groups (G < H) the copy of

@@ -50,13 +50,14 @@ class KVCache:
     V: np.ndarray
     filled: int = 0
     keep: bool = True  # False: the next step's column is used but not stored (the stale-cache fault)
+    chunked: bool = False  # a chunk's slots: a step sees the slots of its own chunk, 0 .. t % slots
 
     def store(self, K: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Write one step's (b, G, m, 1) entries in the next slot, and return every entry the step reads (views)."""
         slots = self.K.shape[-1]
         at = self.filled % slots
         self.K[..., at : at + 1], self.V[..., at : at + 1] = K, V
-        used = min(self.filled + 1, slots)
+        used = at + 1 if self.chunked else min(self.filled + 1, slots)
         self.filled += self.keep
         return self.K[..., :used], self.V[..., :used]
 
@@ -125,7 +126,7 @@ class MultiHeadAttention(Component):
         has gains only (StableLM's and Cohere's LayerNorms without a bias)."""
         if self.spec.qk_norm_over == "per_head" and self.spec.norm_type == "layernorm":
             return LayerNormWithoutBias(self.spec)
-        return norm_kind(self.spec)
+        return norm_kind(self.spec if self.spec.qk_norm_affine else replace(self.spec, norm_affine=False))
 
     # -- the forward pass: one block's weights stacked so that all heads go through one product ---------------
 
@@ -134,7 +135,8 @@ class MultiHeadAttention(Component):
         """How the layer's queries attend to its keys (kernels.attend's options): the spec's scale, mask, window
         and soft cap; a call adds its block's sinks, its positions' bias, its stop and its taps."""
         spec = self.spec
-        return kernels.Attend(spec.score_scale, spec.mask == "causal", spec.window, softcap=spec.attn_softcap)
+        causal = spec.mask == "causal"
+        return kernels.Attend(spec.score_scale, causal, spec.window, spec.chunk, softcap=spec.attn_softcap)
 
     def prepare(self, get: Callable[[str], np.ndarray]) -> AttentionWeights:
         """W_qkv ((H + 2G)m, d): rows [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G]; W_O (d, Hm): columns h*m ..
@@ -176,12 +178,12 @@ class MultiHeadAttention(Component):
         cache holds."""
         Q, K, V = self.qkv(w, X)
         model.rotate(Q, K, start + offset, start, block=i)  # (a step's key is cached already turned)
-        how = replace(self.attends, sinks=w.sinks, stop=stop, weights_out=weights_out)
+        how = replace(self.attends, sinks=w.sinks, stop=stop, weights_out=weights_out, first=start)
         if cache is not None and X.shape[-1] == 1:
             stored = cache.store(*self.cache_entries(w, X, K, V))  # start + 1 columns, or w with a window
             K_all, V_all = self.keys_values(w, *stored)  # (b, G, m, start + 1): latents expanded
             first_key = start + 1 - K_all.shape[-1]  # (a window keeps the latest keys only)
-            step = replace(how, causal=False, window=None)  # the one query sees every key the cache holds
+            step = replace(how, causal=False, window=None, chunk=None)  # it sees every key the cache holds
             heads = model.attend(Q, K_all, V_all, step, positions=(start + offset, first_key))
             return self.project(w, heads, X)
         if cache is not None:  # what a decoder's cache keeps (latent attention: its latents and rotary keys)
@@ -315,8 +317,9 @@ class MultiHeadAttention(Component):
     def cache(self, b: int, n: int, dtype: np.dtype) -> KVCache:
         """An empty cache for b sequences of at most n columns: n slots, or the window's w when w < n."""
         window = self.spec.window
-        keys, values = self.cache_shapes(b, min(n, window) if window else n)
-        return KVCache(np.empty(keys, dtype), np.empty(values, dtype))
+        span = window or self.spec.chunk  # (a chunk's keys: slots t % C, the chunk's first at slot 0)
+        keys, values = self.cache_shapes(b, min(n, span) if span else n)
+        return KVCache(np.empty(keys, dtype), np.empty(values, dtype), chunked=self.spec.chunk is not None)
 
     def cache_shapes(self, b: int, slots: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """The two arrays a decoder's cache holds for b sequences of `slots` tokens: keys (b, G, m, slots) and
@@ -353,8 +356,18 @@ class MultiHeadAttention(Component):
         return "causal mask" if self.spec.mask == "causal" else None
 
     def reach(self) -> int | None:
-        """With a window w, each block looks w - 1 columns back: N blocks reach N (w - 1) columns back."""
-        return self.spec.N * (self.spec.window - 1) if self.spec.window else None
+        """With a window w, each block looks w - 1 columns back: N blocks reach N (w - 1) columns back (a chunk of
+        C: C - 1 at most)."""
+        span = self.spec.window or self.spec.chunk
+        return self.spec.N * (span - 1) if span else None
+
+    def shift_dependent(self, n: int, shift: int) -> str | None:
+        """Chunks start at absolute positions: a shift moves a column across their boundaries once a pass of n
+        columns shifted reaches past the first chunk."""
+        C = self.spec.chunk
+        if C is None or n + shift <= C:
+            return None
+        return f"chunk: the attention chunks of {C} start at absolute positions (positions up to {n + shift - 1})"
 
     def causal(self) -> bool:
         return self.spec.mask == "causal"

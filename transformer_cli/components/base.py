@@ -69,12 +69,16 @@ class Pairs:
     n: int
     causal_only: bool = False
     window: int | None = None
+    chunk: int | None = None  # Llama 4's chunks of C: each full chunk C(C+1)/2 pairs, the last one's r(r+1)/2
 
     @property
     def count(self) -> int:
         n, w = self.n, self.window
         if not self.causal_only:
             return self.b * n * n
+        if self.chunk is not None:
+            C, r = self.chunk, n % self.chunk
+            return self.b * ((n // C) * (C * (C + 1) // 2) + r * (r + 1) // 2)
         if w is None or n <= w:
             return self.b * (n * (n + 1) // 2)
         return self.b * (w * (w + 1) // 2 + (n - w) * w)

@@ -52,6 +52,19 @@ class Positions(Component):
 class NoPositions(Positions):
     where = "input"
 
+    def rotate(self, Q: np.ndarray, K: np.ndarray, start: int, key_start: int) -> None:
+        """Nothing turns; with nope_query_beta (Llama 4's temperature), each query times its position's scale."""
+        if self.spec.nope_query_beta is not None:
+            t = np.arange(start, start + Q.shape[-1])
+            scale = 1.0 + self.spec.nope_query_beta * np.log1p((t + 1) // (self.spec.nope_query_len or 1))
+            Q *= scale.astype(Q.dtype)
+
+    def shift_dependent(self, n: int, shift: int) -> str | None:
+        L = self.spec.nope_query_len
+        if self.spec.nope_query_beta is None or L is None or n + shift < L:
+            return None
+        return f"nope_query_beta: the queries from position {L - 1} on are scaled (positions up to {n + shift - 1})"
+
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         return {"positions": 0}
 

@@ -24,6 +24,35 @@ ATTENTION_FIELDS: dict[str, Any] = {
             "keys' scores, its weight then dropped: the weights sum to less than 1 (gpt-oss)",
         ),
     ),
+    "chunk": field(
+        default=None,
+        metadata=_key(
+            "posint",
+            "chunked attention: query t sees keys C floor(t / C) .. t only, chunks of C from position 0 (Llama 4); "
+            "with positional_layers, in the turning blocks only; causal",
+        ),
+    ),
+    "qk_norm_nope": field(
+        default=True,
+        metadata=_key(
+            "bool", "the blocks without positions normalise queries and keys too (false: Llama 4); with qk_norm"
+        ),
+    ),
+    "qk_norm_affine": field(
+        default=True,
+        metadata=_key("bool", "the query/key norms have gains (false: no parameters, Llama 4's L2 norm); with qk_norm"),
+    ),
+    "nope_query_beta": field(
+        default=None,
+        metadata=_key(
+            "posfloat",
+            "Llama 4's attention temperature in the blocks without positions: the query at position t times "
+            "1 + beta ln(1 + floor((t + 1) / nope_query_len))",
+        ),
+    ),
+    "nope_query_len": field(
+        default=None, metadata=_key("posint", "the positions per step of that temperature; with nope_query_beta")
+    ),
     "attn_gate": field(
         default=False,
         metadata=_key(

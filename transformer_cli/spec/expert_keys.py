@@ -36,6 +36,13 @@ EXPERT_FIELDS: dict[str, Any] = {
             "with router_scale 1/2); with shared_r",
         ),
     ),
+    "router_on_input": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "each chosen expert's weight scales its input, not its output: expert(w x) (Llama 4); with E",
+        ),
+    ),
     "router_score": field(
         default="softmax",
         metadata=_key(

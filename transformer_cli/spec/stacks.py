@@ -101,8 +101,12 @@ class Stack:
             changes["window"] = None
         elif SLIDING in kinds and self.spec.rope_local_theta is not None:  # Gemma 3's local layers
             changes |= {"rope_theta": self.spec.rope_local_theta, "rope_scaling": "none"}
-        if NOPE in kinds:  # no rotary: no positions at all in its attention
-            changes |= {"positional": "none", "rope_scaling": "none"}
+        if NOPE in kinds:  # no rotary: no positions at all in its attention, no chunks (Llama 4)
+            changes |= {"positional": "none", "rope_scaling": "none", "chunk": None}
+            if not self.spec.qk_norm_nope:
+                changes["qk_norm"] = False
+        elif ROTARY in kinds:  # (Llama 4's temperature is its NoPE blocks' alone)
+            changes |= {"nope_query_beta": None, "nope_query_len": None}
         if DENSE in kinds:  # one feedforward of size r: no router, no routed or shared experts
             changes |= {"E": None, "k": None} | {key: f.default for key, f in EXPERT_FIELDS.items()}
         return replace(self.spec, **changes)

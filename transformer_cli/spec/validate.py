@@ -17,6 +17,7 @@ from .choices import ATTENTIONS, DENSE, FULL
 from .definition import FIELDS, REQUIRED, Spec
 from .dependent import DEPENDENT
 from .expert_keys import EXPERT_FIELDS
+from .validate_rope import check_llama4, check_rope
 from .yaml12 import MAX_DIGITS, TooLong
 
 
@@ -190,6 +191,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
     _check_groups(spec, data, source)
     if "qk_norm_over" in data and not spec.qk_norm:
         raise _fail(source, "qk_norm_over", data["qk_norm_over"], "no qk_norm_over without qk_norm")
+    check_llama4(spec, data, source, _fail, _expected)
     if spec.router_bias_param and not spec.router_bias:
         raise _fail(source, "router_bias_param", True, "no router_bias_param without router_bias")
     if "shared_scale" in data and spec.shared_r is None:
@@ -250,7 +252,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
             raise _fail(source, key, data[key], f"no {key} unless {other} is {' or '.join(values)}")
     ATTENTIONS[spec.attention].check_keys(spec, data, source)  # what the kind needs of the other keys
     if spec.positional == "rope":
-        _check_rope(spec, source)
+        check_rope(spec, source, _expected)
     if spec.positional == "relative":
         _check_relative(spec, source)
 
@@ -351,39 +353,6 @@ def _check_groups(spec: Spec, data: dict[str, Any], source: str) -> None:
             "router_topk_groups",
             chosen,
             f"at most router_groups = {groups} groups holding at least k = {spec.k} experts",
-        )
-
-
-def _check_rope(spec: Spec, source: str) -> None:
-    """What the rope keys' types cannot say: whole pairs of rotated dims, and llama3's two bands in order."""
-    rot = spec.rotated_dims
-    if rot < 2 or rot % 2:
-        raise SpecError(
-            f"{source}: keys 'm', 'rope_fraction': int(m * rope_fraction) = int({spec.m} * {spec.rope_fraction!r})"
-            f" = {rot} rotated dims per head, expected an even number of at least 2"
-        )
-    if spec.rope_scaling == "dynamic" and rot == 2:
-        raise SpecError(
-            f"{source}: key 'rope_scaling': 'dynamic' needs more than 2 rotated dims per head (its base's "
-            f"exponent is rot / (rot - 2)), got rot = int({spec.m} * {spec.rope_fraction!r}) = 2"
-        )
-    for key in ("rope_short_factor", "rope_long_factor"):
-        factors = getattr(spec, key)
-        if factors is not None and len(factors) != rot // 2:
-            raise SpecError(
-                f"{source}: key '{key}': got {len(factors)} numbers, expected rot/2 = {rot // 2} (one per rotated pair)"
-            )
-    if (spec.rope_query_beta is None) != (spec.rope_query_len is None):
-        key, other = (
-            ("rope_query_len", "rope_query_beta")
-            if spec.rope_query_len is None
-            else ("rope_query_beta", "rope_query_len")
-        )
-        raise SpecError(f"{source}: key '{key}': missing, expected {_expected(key)} with {other}")
-    if spec.rope_scaling == "llama3" and not spec.rope_high_freq_factor > spec.rope_low_freq_factor:
-        raise SpecError(
-            f"{source}: key 'rope_high_freq_factor': got {spec.rope_high_freq_factor!r}, expected more than "
-            f"rope_low_freq_factor = {spec.rope_low_freq_factor!r}"
         )
 
 

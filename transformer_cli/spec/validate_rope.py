@@ -1,0 +1,69 @@
+"""What the rope keys and Llama 4's keys need of each other beyond their types (validate.py's checks)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import SpecError
+from .definition import Spec
+
+Fail = Callable[[str, str, Any, str], SpecError]
+Expected = Callable[[str], str]
+
+
+def check_llama4(spec: Spec, data: dict[str, Any], source: str, fail: Fail, expected: Expected) -> None:
+    """Llama 4's keys: chunks on a causal stack without a window; the query/key norms' options with qk_norm; the
+    NoPE blocks' temperature whole (`fail` and `expected`: validate.py's one-line error and a key's kind)."""
+    _fail, _expected = fail, expected
+    if spec.chunk is not None and spec.mask != "causal":
+        raise _fail(source, "chunk", spec.chunk, "no chunk without mask: causal")
+    if spec.chunk is not None and spec.window is not None:
+        raise _fail(source, "chunk", spec.chunk, "no chunk with a window")
+    for key in ("qk_norm_nope", "qk_norm_affine"):
+        if key in data and not spec.qk_norm:
+            raise _fail(source, key, data[key], f"no {key} without qk_norm")
+    if (spec.nope_query_beta is None) != (spec.nope_query_len is None):
+        key, other = (
+            ("nope_query_len", "nope_query_beta")
+            if spec.nope_query_len is None
+            else ("nope_query_beta", "nope_query_len")
+        )
+        raise SpecError(f"{source}: key '{key}': missing, expected {_expected(key)} with {other}")
+
+
+def check_rope(spec: Spec, source: str, expected: Expected) -> None:
+    """What the rope keys' types cannot say: whole pairs of rotated dims, and llama3's two bands in order."""
+    _expected = expected
+    rot = spec.rotated_dims
+    if rot < 2 or rot % 2:
+        raise SpecError(
+            f"{source}: keys 'm', 'rope_fraction': int(m * rope_fraction) = int({spec.m} * {spec.rope_fraction!r})"
+            f" = {rot} rotated dims per head, expected an even number of at least 2"
+        )
+    if spec.rope_scaling == "dynamic" and rot == 2:
+        raise SpecError(
+            f"{source}: key 'rope_scaling': 'dynamic' needs more than 2 rotated dims per head (its base's "
+            f"exponent is rot / (rot - 2)), got rot = int({spec.m} * {spec.rope_fraction!r}) = 2"
+        )
+    for key in ("rope_short_factor", "rope_long_factor"):
+        factors = getattr(spec, key)
+        if factors is not None and len(factors) != rot // 2:
+            raise SpecError(
+                f"{source}: key '{key}': got {len(factors)} numbers, expected rot/2 = {rot // 2} (one per rotated pair)"
+            )
+    if (spec.rope_query_beta is None) != (spec.rope_query_len is None):
+        key, other = (
+            ("rope_query_len", "rope_query_beta")
+            if spec.rope_query_len is None
+            else ("rope_query_beta", "rope_query_len")
+        )
+        raise SpecError(f"{source}: key '{key}': missing, expected {_expected(key)} with {other}")
+    if spec.rope_scaling == "llama3" and not spec.rope_high_freq_factor > spec.rope_low_freq_factor:
+        raise SpecError(
+            f"{source}: key 'rope_high_freq_factor': got {spec.rope_high_freq_factor!r}, expected more than "
+            f"rope_low_freq_factor = {spec.rope_low_freq_factor!r}"
+        )
+
+
+__all__ = ["check_llama4", "check_rope"]
