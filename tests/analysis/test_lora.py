@@ -193,6 +193,7 @@ MIXTURES = [
     "hy_v3",
     "cohere2_moe",
     "afmoe",
+    "llama4_text",
 ]
 # a list of names of each family: attention and the experts by their checkpoint's names (peft maps them)
 LISTS = {
@@ -217,6 +218,7 @@ LISTS = {
     "hy_v3": "o_proj,gate_proj",
     "cohere2_moe": "q_proj,gate_proj,up_proj",
     "afmoe": "v_proj,down_proj",
+    "llama4_text": "q_proj,router",
 }
 
 

@@ -12,6 +12,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
 
 from helpers_transformers import _float64_gemma_rms_norm, _float64_rms_norm, _float64_router  # noqa: E402
+from hf_exact_llama4 import LLAMA4  # noqa: E402
 from hf_exact_routers import (  # noqa: E402
     _float64_afmoe_router,
     _float64_cohere_router,
@@ -81,7 +82,9 @@ def exact(model):
     cfg = model.config
     for module in model.modules():
         kind = type(module).__name__
-        if kind in ("GPTJRotaryEmbedding", "CodeGenRotaryEmbedding"):  # its sin/cos table made in float32
+        if kind.startswith("Llama4") and kind in LLAMA4:  # its rotary, norms, router and temperature in float32
+            LLAMA4[kind](model, module)
+        elif kind in ("GPTJRotaryEmbedding", "CodeGenRotaryEmbedding"):  # its sin/cos table made in float32
             module.forward = _float64_gptj_rotary.__get__(module)
             sys.modules[type(module).__module__].eager_attention_forward = _float64_gptj_attention
         elif kind == "PhimoeRotaryEmbedding":  # the short factors at every length, cos and sin times an mscale

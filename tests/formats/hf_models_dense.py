@@ -58,4 +58,21 @@ DENSE = {  # name: (config class, model class, config)
     "apertus-biases-silu": ("ApertusConfig", "ApertusForCausalLM", SMALL | dict(  # another activation, plain
         hidden_act="silu", attention_bias=True, tie_word_embeddings=True, pad_token_id=None, bos_token_id=None,
         eos_token_id=None, rope_parameters={"rope_type": "default", "rope_theta": 100.0})),
+    "llama4_text": ("Llama4TextConfig", "Llama4ForCausalLM", SMALL | dict(  # chunks, NoPE, experts on the input
+        intermediate_size=16, intermediate_size_mlp=40, num_hidden_layers=4, num_key_value_heads=2, head_dim=8,
+        num_local_experts=4, num_experts_per_tok=2, interleave_moe_layer_step=2, attention_chunk_size=4,
+        floor_scale=4, attn_scale=0.1, rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+        pad_token_id=None, bos_token_id=None, eos_token_id=None, attn_implementation="eager",
+        experts_implementation="eager")),
+    "llama4_text-dense-plain": ("Llama4TextConfig", "Llama4ForCausalLM", SMALL | dict(  # every layer turning, dense
+        intermediate_size=16, intermediate_size_mlp=40, num_hidden_layers=2, num_key_value_heads=4, head_dim=8,
+        moe_layers=[], no_rope_layers=[1, 1], attention_chunk_size=None, use_qk_norm=False, tie_word_embeddings=True,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 1000.0, "factor": 4.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8},
+        pad_token_id=None, bos_token_id=None, eos_token_id=None, attn_implementation="eager")),
+    "llama4_text-every-layer-routed": ("Llama4TextConfig", "Llama4ForCausalLM", SMALL | dict(
+        intermediate_size=16, intermediate_size_mlp=40, num_hidden_layers=3, num_key_value_heads=2, head_dim=8,
+        num_local_experts=3, num_experts_per_tok=1, no_rope_layers=[0, 1, 0], attention_chunk_size=5,
+        floor_scale=2, attn_scale=0.3, attention_bias=True, pad_token_id=None, bos_token_id=None, eos_token_id=None,
+        attn_implementation="eager", experts_implementation="eager")),
 }  # fmt: skip

@@ -178,8 +178,13 @@ class Experts(Component):
             columns = np.flatnonzero(hit.any(axis=0))
             if columns.size == 0:
                 continue
+            weight = (weights * hit).sum(axis=0)[columns]
+            if self.spec.router_on_input:  # (Llama 4: the expert of the weighted column)
+                x = flat[:, columns] * weight
+                out[:, columns] += self.expert.apply(w.expert(e), x.reshape(d, 1, -1)).reshape(d, -1)
+                continue
             y = self.expert.apply(w.expert(e), flat[:, columns].reshape(d, 1, -1)).reshape(d, -1)
-            out[:, columns] += (weights * hit).sum(axis=0)[columns] * y
+            out[:, columns] += weight * y
         if w.shared is not None:
             out += self.shared_output(w, X).reshape(d, -1)
         return out.reshape(d, b, n)

@@ -42,6 +42,7 @@ MODULES = (
     "helium",
     "hy_v3",
     "llama",
+    "llama4",
     "m2m_100",
     "minimax_m2",
     "ministral3",

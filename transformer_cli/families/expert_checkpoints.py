@@ -170,3 +170,26 @@ AFMOE = Family(
     | _norm("norm2_out", "post_mlp_layernorm"),
     _LLAMA_GLOBALS,
 )
+# Llama 4: LLaMA's attention; its dense layers' and shared expert's MLPs under feed_forward; every expert stacked,
+# gate and up in halves of one (E, d, 2r) used as x W, down (E, r, d)
+_LLAMA4_EXPERTS = ("feed_forward.experts.gate_up_proj", "feed_forward.experts.down_proj")
+LLAMA4 = Family(
+    "model.layers.{i}.",
+    {ours: theirs for ours, theirs in _llama_names().items() if not ours.startswith("ff.")}
+    | {"ff.router": "feed_forward.router.weight"}
+    | {
+        f"ff.W{n}": f"feed_forward.{proj}.weight"
+        for n, proj in (("1", "gate_proj"), ("3", "up_proj"), ("2", "down_proj"))
+    }
+    | {
+        f"ff.shared.W{n}": f"feed_forward.shared_expert.{p}.weight"
+        for n, p in (("1", "gate_proj"), ("3", "up_proj"), ("2", "down_proj"))
+    },
+    _LLAMA_GLOBALS,
+    fused=(
+        (_LLAMA4_EXPERTS[0], ("ff.W1", "ff.W3"), lambda spec: spec.E or 0),
+        (_LLAMA4_EXPERTS[1], ("ff.W2",), _one),
+    ),
+    transposed=frozenset(_LLAMA4_EXPERTS),
+    stacked=frozenset(_LLAMA4_EXPERTS),
+)
