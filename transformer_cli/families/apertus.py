@@ -14,7 +14,7 @@ from .checkpoints import _LLAMA_GLOBALS, _llama_names
 from .config_keys import shared_keys
 from .keys import Keys
 from .layout import Family, linear_names, norm_names
-from .parts import llama_like
+from .parts import default_rope, llama_like
 from .record import Record
 
 DEFAULT_ROPE = {
@@ -29,10 +29,7 @@ DEFAULT_ROPE = {
 
 def spec(c: Keys) -> dict[str, Any]:
     """config.json -> spec."""
-    if c.nested("rope_parameters") is None and c.nested("rope_scaling") is None:
-        c.ignored("rope_theta", "5.24's ApertusConfig sets LLaMA 3's rotary of base 12e6 when no rope_parameters")
-        data = {k: v for k, v in c.data.items() if k != "rope_theta"} | {"rope_parameters": DEFAULT_ROPE}
-        c = Keys(data, c.source, notes=c.notes)
+    c = default_rope(c, DEFAULT_ROPE, "5.24's ApertusConfig sets LLaMA 3's rotary of base 12e6 when no rope_parameters")
     act = c.text("hidden_act", "xielu")
     G = c.nullable_count("num_key_value_heads", None)
     if act == "xielu":  # (its own feedforward kind; the spec's activation then unused)

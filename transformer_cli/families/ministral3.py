@@ -15,7 +15,7 @@ from ..spec.definition import Spec
 from .checkpoints import LLAMA
 from .config_keys import shared_keys
 from .keys import Keys
-from .parts import llama_like, window_key
+from .parts import default_rope, llama_like, window_key
 from .record import Record
 
 DEFAULT_ROPE = {
@@ -34,13 +34,7 @@ DEFAULT_ROPE = {
 def spec(c: Keys) -> dict[str, Any]:
     """config.json -> spec."""
     c.ignored("layer_types", "5.24's Ministral3Model gives every layer the same attention")
-    if c.nested("rope_parameters") is None and c.nested("rope_scaling") is None:
-        c.ignored("rope_theta", "5.24's Ministral3Config sets its YaRN of base 1e6 when no rope_parameters")
-        c = Keys(
-            {k: v for k, v in c.data.items() if k != "rope_theta"} | {"rope_parameters": DEFAULT_ROPE},
-            c.source,
-            notes=c.notes,
-        )
+    c = default_rope(c, DEFAULT_ROPE, "5.24's Ministral3Config sets its YaRN of base 1e6 when no rope_parameters")
     p = c.nested("rope_parameters") or c.nested("rope_scaling") or Keys({}, c.source, "rope_parameters.")
     head = 128 if "head_dim" not in c.data else None  # (null: d / H)
     plain = llama_like(c, c.count("num_key_value_heads", 8), head, 1e-5, False, 262144)

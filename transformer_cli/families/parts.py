@@ -220,6 +220,15 @@ def typed_ropes(
     return full_rope, {"positional": "rope", "context": max_positions, "rope_theta": local_theta}
 
 
+def default_rope(c: Keys, rope: dict[str, Any], why: str) -> Keys:
+    """The config with `rope` as its rope_parameters where it names none (nor rope_scaling): its config class sets
+    that default then, a flat rope_theta ignored, said with `why` (CWM, Ministral 3, Apertus)."""
+    if c.nested("rope_parameters") is not None or c.nested("rope_scaling") is not None:
+        return c
+    c.ignored("rope_theta", why)
+    return Keys({k: v for k, v in without_rope(c).data.items()} | {"rope_parameters": rope}, c.source, notes=c.notes)
+
+
 def without_rope(c: Keys) -> Keys:
     """The config without its rotary keys (read apart, per layer type)."""
     rotary = ("rope_parameters", "rope_scaling", "rope_theta")
@@ -265,6 +274,7 @@ __all__ = [
     "llama_like",
     "typed_layers",
     "typed_ropes",
+    "default_rope",
     "sliding_rope",
     "without_rope",
     "window_key",

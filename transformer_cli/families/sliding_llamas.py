@@ -12,7 +12,7 @@ from ..spec.definition import Spec
 from .checkpoints import LLAMA
 from .config_keys import layer_types, shared_keys
 from .keys import Keys
-from .parts import llama_like, typed_layers
+from .parts import default_rope, llama_like, typed_layers
 from .record import Record
 
 # CwmConfig's rotary when the file gives neither rope_parameters nor rope_scaling (a flat rope_theta is then unused)
@@ -38,13 +38,7 @@ def ministral(c: Keys) -> dict[str, Any]:
 def cwm(c: Keys) -> dict[str, Any]:
     """config.json -> spec."""
     N = c.count("num_hidden_layers")
-    if c.nested("rope_parameters") is None and c.nested("rope_scaling") is None:
-        c.ignored("rope_theta", "5.24's CwmConfig sets LLaMA 3's scaled rotary of base 1e6 when no rope_parameters")
-        c = Keys(
-            {k: v for k, v in c.data.items() if k != "rope_theta"} | {"rope_parameters": CWM_ROPE},
-            c.source,
-            notes=c.notes,
-        )
+    c = default_rope(c, CWM_ROPE, "5.24's CwmConfig sets LLaMA 3's scaled rotary of base 1e6 when no rope_parameters")
     spec = llama_like(c, c.count("num_key_value_heads", 8), 128, 1e-5, False, 131072, theta=1_000_000.0)
     kinds = ["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(N)]
     return (
