@@ -72,6 +72,7 @@ FAMILIES = [
     "ministral3",
     "nanochat",
     "apertus",
+    "eurobert",
 ]
 
 

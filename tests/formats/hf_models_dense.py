@@ -75,4 +75,9 @@ DENSE = {  # name: (config class, model class, config)
         num_local_experts=3, num_experts_per_tok=1, no_rope_layers=[0, 1, 0], attention_chunk_size=5,
         floor_scale=2, attn_scale=0.3, attention_bias=True, pad_token_id=None, bos_token_id=None, eos_token_id=None,
         attn_implementation="eager", experts_implementation="eager")),
+    "eurobert": ("EuroBertConfig", "EuroBertModel", SMALL | dict(  # LLaMA's block, unmasked, the base model
+        num_key_value_heads=2, pad_token_id=None, bos_token_id=None, eos_token_id=None, mask_token_id=3)),
+    "eurobert-biases": ("EuroBertConfig", "EuroBertModel", SMALL | dict(
+        num_key_value_heads=4, head_dim=12, attention_bias=True, mlp_bias=True, pad_token_id=None, bos_token_id=None,
+        eos_token_id=None, mask_token_id=3, rope_parameters={"rope_type": "default", "rope_theta": 250000.0})),
 }  # fmt: skip

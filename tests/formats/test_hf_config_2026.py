@@ -74,6 +74,7 @@ NEW += [
     "cohere2_moe",
     "afmoe",
     "llama4_text",
+    "eurobert",
 ]
 
 

@@ -26,6 +26,7 @@ MODULES = (
     "dots1",
     "ernie4_5",
     "ernie4_5_moe",
+    "eurobert",
     "exaone4",
     "exaone_moe",
     "falcon",
