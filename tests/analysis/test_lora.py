@@ -195,6 +195,7 @@ MIXTURES = [
     "cohere2_moe",
     "afmoe",
     "llama4_text",
+    "mistral4",
 ]
 # a list of names of each family: attention and the experts by their checkpoint's names (peft maps them)
 LISTS = {
@@ -220,6 +221,7 @@ LISTS = {
     "cohere2_moe": "q_proj,gate_proj,up_proj",
     "afmoe": "v_proj,down_proj",
     "llama4_text": "q_proj,router",
+    "mistral4": "q_b_proj,down_proj",
 }
 
 

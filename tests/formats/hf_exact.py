@@ -139,7 +139,7 @@ def exact(model):
             module.forward = _float64_router.__get__(module)
         elif kind in DEEPSEEK_ROUTERS:  # routed in float32 even in float64
             module.forward = _float64_deepseek_router.__get__(module)
-        elif kind == "Ministral3Attention":  # Llama 4's query scale made in float32
+        elif kind in ("Ministral3Attention", "Mistral4Attention"):  # Llama 4's query scale made in float32
             sys.modules[type(module).__module__].get_llama_4_attn_scale = _float64_llama_4_scale
         elif kind == "GraniteSWAAttention":  # its softmax and its sinks' scale in float32
             sys.modules[type(module).__module__].eager_attention_forward = _float64_sink_attention

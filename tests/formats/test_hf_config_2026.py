@@ -75,10 +75,15 @@ NEW += [
     "afmoe",
     "llama4_text",
     "eurobert",
+    "mistral4",
 ]
 
 
-_G = {"glm4_moe_lite": 4, "youtu": 4}  # (latent attention: a key per head; transformers' model fails on fewer)
+_G = {
+    "glm4_moe_lite": 4,
+    "youtu": 4,
+    "mistral4": 4,
+}  # (latent attention: a key per head; transformers' model fails on fewer)
 _NO_DEFAULT = {  # the keys a type's config class has no usable default for (the tests above show tfm asks for them)
     "helium": {"head_dim": 8},
     "ministral": {"head_dim": 8},

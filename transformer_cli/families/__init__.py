@@ -47,6 +47,7 @@ MODULES = (
     "m2m_100",
     "minimax_m2",
     "ministral3",
+    "mistral4",
     "mpt",
     "nanochat",
     "nemotron",

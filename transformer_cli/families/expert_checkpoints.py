@@ -193,3 +193,16 @@ LLAMA4 = Family(
     transposed=frozenset(_LLAMA4_EXPERTS),
     stacked=frozenset(_LLAMA4_EXPERTS),
 )
+# Mistral 4: DeepSeek's names (latent attention, router, shared and dense MLPs); every expert stacked as stored,
+# gate and up in one (E, 2r, d) (GraniteMoE's form), down (E, d, r)
+_MISTRAL4_EXPERTS = ("mlp.experts.gate_up_proj", "mlp.experts.down_proj")
+MISTRAL4 = Family(
+    "model.layers.{i}.",
+    {ours: theirs for ours, theirs in _deepseek_names().items() if "[{e}]" not in ours},
+    _LLAMA_GLOBALS,
+    fused=(
+        (_MISTRAL4_EXPERTS[0], ("ff.W1", "ff.W3"), lambda spec: spec.E or 0),
+        (_MISTRAL4_EXPERTS[1], ("ff.W2",), _one),
+    ),
+    stacked=frozenset(_MISTRAL4_EXPERTS),
+)
