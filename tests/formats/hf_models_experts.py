@@ -109,6 +109,6 @@ EXPERTS = {  # name: (config class, model class, config)
         num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=6, n_shared_experts=2,
         q_lora_rank=None, kv_lora_rank=10, qk_nope_head_dim=6, qk_rope_head_dim=6, v_head_dim=8, rope_interleave=False,
         norm_topk_prob=False, pad_token_id=None, rope_parameters=dict(
-            rope_type="yarn", rope_theta=100.0, factor=2.0, llama_4_scaling_beta=0.5, original_max_position_embeddings=3,
-            partial_rotary_factor=0.5), experts_implementation="eager")),
+            rope_type="yarn", rope_theta=100.0, factor=2.0, llama_4_scaling_beta=0.5,
+            original_max_position_embeddings=3, partial_rotary_factor=0.5), experts_implementation="eager")),
 }  # fmt: skip
