@@ -143,6 +143,9 @@ def exact(model):
             sys.modules[type(module).__module__].get_llama_4_attn_scale = _float64_llama_4_scale
         elif kind == "GraniteSWAAttention":  # its softmax and its sinks' scale in float32
             sys.modules[type(module).__module__].eager_attention_forward = _float64_sink_attention
+        elif kind == "MarianSinusoidalPositionalEmbedding":  # its table made in float32 (not in its files)
+            with torch.no_grad():
+                module.weight.copy_(torch.from_numpy(_marian_sinusoids(*module.weight.shape)))
         elif kind == "M2M100SinusoidalPositionalEmbedding":  # its table made in float32
             _float64_fairseq_table(module)
         elif kind == "MptModel":  # its ALiBi slopes in float32
@@ -273,6 +276,17 @@ def _float64_sink_attention(module, query, key, value, attention_mask, scaling, 
     weights = torch.softmax(weights, dim=-1)
     out = torch.matmul(weights, value) * sink.unsqueeze(-1)
     return out.transpose(1, 2).contiguous(), weights
+
+
+def _marian_sinusoids(rows: int, d: int):
+    """MarianSinusoidalPositionalEmbedding.create_weight in float64."""
+    import numpy as np
+
+    angle = np.array([[pos / np.power(10000, 2 * (j // 2) / d) for j in range(d)] for pos in range(rows)])
+    half = d // 2 if d % 2 == 0 else d // 2 + 1
+    out = np.empty((rows, d))
+    out[:, :half], out[:, half:] = np.sin(angle[:, 0::2]), np.cos(angle[:, 1::2])
+    return out
 
 
 def _float64_fairseq_table(module) -> None:

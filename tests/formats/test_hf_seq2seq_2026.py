@@ -28,6 +28,14 @@ MODELS = {  # name: (config class, model class, keys)
         | dict(scale_embedding=False, activation_function="gelu", pad_token_id=0, d_model=33)
         | dict(encoder_attention_heads=3, decoder_attention_heads=3),
     ),
+    "marian": ("MarianConfig", "MarianMTModel", SIZES | dict(pad_token_id=96, decoder_start_token_id=96)),
+    "marian-scaled-swish-odd": (  # (odd d: its table's last column a sine)
+        "MarianConfig",
+        "MarianMTModel",
+        SIZES
+        | dict(scale_embedding=True, activation_function="swish", d_model=33, encoder_attention_heads=3)
+        | dict(decoder_attention_heads=3, pad_token_id=96, decoder_start_token_id=96),
+    ),
     "pegasus": ("PegasusConfig", "PegasusForConditionalGeneration", SIZES),
     "pegasus-scaled-relu": (
         "PegasusConfig",

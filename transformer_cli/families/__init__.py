@@ -45,6 +45,7 @@ MODULES = (
     "llama",
     "llama4",
     "m2m_100",
+    "marian",
     "minimax_m2",
     "ministral3",
     "mistral4",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..spec.definition import Spec
 
@@ -38,7 +39,8 @@ class Family:
     """One model_type's checkpoint names. `fused` lists checkpoint tensors that hold several tfm tensors, with
     their group count as a function of the spec; `transposed` marks Conv1D weights. An encoder-decoder's
     encoder blocks (`encoder.{j}.`) have names of their own; `copies` are tied tensors a file may hold beside
-    the one read (accepted, never read); `zero_buffers` are buffers in files that must be zero (checked on read)."""
+    the one read (accepted, never read); `zero_buffers` are buffers in files that must be zero (checked on read);
+    `computed` makes a tensor, by its checkpoint name, that the family's files leave out (Marian's sinusoids)."""
 
     block: str  # prefix of block i's names (the decoder's in an encoder-decoder)
     names: dict[str, str]  # tfm name within a block -> checkpoint name within the block
@@ -50,6 +52,7 @@ class Family:
     copies: dict[str, str] = field(default_factory=dict)  # checkpoint name -> the tfm tensor it is a copy of
     zero_buffers: tuple[str, ...] = ()
     fixed_buffers: tuple[tuple[str, float], ...] = ()  # (pattern, value): buffers tfm holds as constants (checked)
+    computed: dict[str, Callable[[Spec], Any]] = field(default_factory=dict)  # name -> its table where a file lacks it
     stacked: frozenset[str] = frozenset()  # checkpoint names holding every expert on a leading axis (gpt-oss)
     leading_one: frozenset[str] = frozenset()  # fused names held with a leading axis of one (ERNIE's (1, E) bias)
     hints: dict[str, str] = field(default_factory=dict)  # checkpoint name -> why it may be missing

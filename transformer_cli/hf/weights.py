@@ -163,7 +163,7 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
         else:
             unexpected.append(f"{shown(name)} ({checkpoint.where(name)})")
     problems = []
-    missing = [name for name in expected if name not in found]
+    missing = [name for name in expected if name not in found and name not in family.computed]
     missing += [name for name, t in stored.items() if not t.optional and name not in checkpoint.tensors]
     if missing:
         hints = [family.hints[name] for name in missing if name in family.hints]
@@ -245,6 +245,7 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
         self.checkpoint, self.spec = checkpoint, spec
         self.fitted = check_fit(checkpoint, spec, config)
         self.files = self.fitted.files
+        self.family = family_for(config)
         _check_zero_buffers(checkpoint, family_for(config))
         _check_fixed_buffers(checkpoint, family_for(config))
         self.shapes = tensor_shapes(spec)
@@ -263,6 +264,8 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
             return self._last[1]
         if rule.hf in self.fitted.packed:
             array = self._dequantised(rule)
+        elif rule.hf not in self.files:  # a table the family's files leave out (Family.computed)
+            array = self.family.computed[rule.hf](self.spec)
         else:
             file_name = self.files[rule.hf]
             array = self._checked(rule.hf, file_name, self.checkpoint.read(file_name))
@@ -303,7 +306,7 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
         holds it as a tensor of its own; else None (the caller reads it). `keep_layout`: None too where the file's
         layout makes it a transposed view (whose products must read it as such: kernels.bfloat16_to_float32)."""
         rule = self.rule_of.get(name)
-        if rule is None or len(rule.tfm) > 1 or rule.hf in self.fitted.packed:
+        if rule is None or len(rule.tfm) > 1 or rule.hf in self.fitted.packed or rule.hf not in self.files:
             return None
         file_name = self.files[rule.hf]
         if self.checkpoint.tensors[file_name].entry.code != "BF16":
@@ -329,6 +332,8 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
 
     def _holding(self, hf: str) -> list[str]:
         """The file's tensors that hold a checkpoint tensor: itself, or a packed weight's codes, scales, ..."""
+        if hf not in self.files and hf not in self.fitted.packed:  # (a computed table: nothing in the file)
+            return []
         return [n for n in self.fitted.packed.get(hf) or [self.files[hf]] if n in self.checkpoint.tensors]
 
     def read_ahead(self, prefix: str) -> None:
