@@ -196,6 +196,7 @@ MIXTURES = [
     "afmoe",
     "llama4_text",
     "mistral4",
+    "dbrx",
 ]
 # a list of names of each family: attention and the experts by their checkpoint's names (peft maps them)
 LISTS = {
@@ -222,6 +223,7 @@ LISTS = {
     "afmoe": "v_proj,down_proj",
     "llama4_text": "q_proj,router",
     "mistral4": "q_b_proj,down_proj",
+    "dbrx": "Wqkv,out_proj",
 }
 
 

@@ -111,4 +111,14 @@ EXPERTS = {  # name: (config class, model class, config)
         norm_topk_prob=False, pad_token_id=None, rope_parameters=dict(
             rope_type="yarn", rope_theta=100.0, factor=2.0, llama_4_scaling_beta=0.5,
             original_max_position_embeddings=3, partial_rotary_factor=0.5), experts_implementation="eager")),
+    "dbrx": ("DbrxConfig", "DbrxForCausalLM", dict(  # clamped fused q, k, v; experts stacked on the rows
+        vocab_size=97, d_model=32, n_heads=4, n_layers=2, max_seq_len=64,
+        attn_config={"kv_n_heads": 2, "clip_qkv": 0.5, "rope_theta": 500000.0},
+        ffn_config={"ffn_hidden_size": 8, "moe_num_experts": 4, "moe_top_k": 2},
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0}, experts_implementation="eager")),
+    "dbrx-unnormalised-mha": ("DbrxConfig", "DbrxForCausalLM", dict(
+        vocab_size=97, d_model=32, n_heads=4, n_layers=2, max_seq_len=64,
+        attn_config={"kv_n_heads": 4, "clip_qkv": 8.0, "rope_theta": 10000.0},
+        ffn_config={"ffn_hidden_size": 8, "moe_num_experts": 3, "moe_top_k": 2, "moe_normalize_expert_weights": None},
+        experts_implementation="eager")),
 }  # fmt: skip

@@ -22,6 +22,7 @@ MODULES = (
     "codegen",
     "cohere",
     "cohere2_moe",
+    "dbrx",
     "deepseek",
     "dots1",
     "ernie4_5",

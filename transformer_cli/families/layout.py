@@ -55,6 +55,7 @@ class Family:
     computed: dict[str, Callable[[Spec], Any]] = field(default_factory=dict)  # name -> its table where a file lacks it
     stacked: frozenset[str] = frozenset()  # checkpoint names holding every expert on a leading axis (gpt-oss)
     leading_one: frozenset[str] = frozenset()  # fused names held with a leading axis of one (ERNIE's (1, E) bias)
+    flat: frozenset[str] = frozenset()  # stacked names with the experts' blocks on the rows, (E r, d) (DBRX's)
     hints: dict[str, str] = field(default_factory=dict)  # checkpoint name -> why it may be missing
 
 

@@ -66,7 +66,7 @@ class Record:
     gguf: Gguf | None = None
     aliases: tuple[tuple[str, str], ...] = ()
     lora_stacked: tuple[str, str, str, str] | None = None  # gate, up, down experts and router, as peft names them
-    lora_router: str | None = None  # the router's name where it is a linear module of its own
+    lora_router: str | None = None  # the router's name where it is a linear module of its own ("*": as stored)
     config_alone: bool = False  # `config` is every key (the family names its sizes its own way): no shared ones
     # the checkpoint layout where the config.json decides it (Falcon's attention options); None: `checkpoint`
     checkpoint_for: Callable[[Mapping[str, Any]], Family] | None = None

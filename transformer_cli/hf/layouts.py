@@ -64,6 +64,7 @@ class Rule:
     groups: int = 1
     transposed: bool = False
     experts: int = 0
+    flat: bool = False  # the experts' blocks one after the other on the rows, (E rows, ...) (DBRX's w2)
 
 
 def rows_of(shape: tuple[int, ...], name: str) -> tuple[int, tuple[int, ...]]:
@@ -88,13 +89,16 @@ def hf_shape(rule: Rule, shapes: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
     shape = (sum(rows for rows, _ in parts), *parts[0][1])
     if rule.experts:  # (E, rows per expert, ...), each expert's block transposed where it is
         shape = (rule.experts, shape[0] // rule.experts, *shape[1:])
-        return (*shape[:-2], shape[-1], shape[-2]) if rule.transposed and len(shape) == 3 else shape
+        shape = (*shape[:-2], shape[-1], shape[-2]) if rule.transposed and len(shape) == 3 else shape
+        return (shape[0] * shape[1], *shape[2:]) if rule.flat else shape
     return shape[::-1] if rule.transposed and len(shape) == 2 else shape
 
 
 def split(rule: Rule, stored: Array, shapes: dict[str, tuple[int, ...]]) -> Iterator[tuple[str, Array]]:
     """The tfm tensors in a checkpoint tensor (views where the layout allows)."""
     if rule.experts:  # every expert's block of rows, one after the other
+        if rule.flat:
+            stored = stored.reshape(rule.experts, -1, stored.shape[-1])
         block = stored.swapaxes(-1, -2) if rule.transposed and stored.ndim == 3 else stored
         rows = block.reshape(-1, *block.shape[2:])
     else:
@@ -115,7 +119,8 @@ def join(rule: Rule, arrays: dict[str, Array], spec: Spec) -> Array:
     rows = np.concatenate(grouped, axis=1).reshape(-1, *pieces[0].shape[1:])
     if rule.experts:
         block = rows.reshape(rule.experts, -1, *rows.shape[1:])
-        return np.ascontiguousarray(block.swapaxes(-1, -2) if rule.transposed and block.ndim == 3 else block)
+        block = np.ascontiguousarray(block.swapaxes(-1, -2) if rule.transposed and block.ndim == 3 else block)
+        return block.reshape(-1, block.shape[-1]) if rule.flat else block
     return np.ascontiguousarray(rows.T if rule.transposed and rows.ndim == 2 else rows)
 
 
@@ -181,7 +186,8 @@ def _block_rules(
         fused = tuple(prefix + p for p in pieces)
         if all(n in present for n in fused):
             experts = (spec.E or 0) if theirs in family.stacked else int(theirs in family.leading_one)
-            out.append(Rule(block + theirs, fused, groups(spec), theirs in family.transposed, experts))
+            flat = theirs in family.flat
+            out.append(Rule(block + theirs, fused, groups(spec), theirs in family.transposed, experts, flat))
             used |= set(fused)
     for ours, theirs in names.items():
         if "{e}" in ours:  # one checkpoint tensor per expert, or per head of a norm per head

@@ -104,7 +104,8 @@ def _routed(module: Module) -> bool:
 
 
 def _renamed(module: Module, name: str) -> Module:
-    if _kind(module) != "ff.router":
+    """The router as transformers 5 names it: `name` under the block's mlp, or "*": the checkpoint's own name."""
+    if _kind(module) != "ff.router" or name == "*":
         return module
     prefix = module.name.rsplit(".", 2)[0]
     return Module(f"{prefix}.mlp.{name}", module.features_in, module.features_out, module.tfm)
