@@ -59,7 +59,7 @@ def spec(c: Keys) -> dict[str, Any]:
 
 def config(spec: Spec) -> dict[str, Any]:
     """spec -> DBRX's config.json."""
-    out = {"vocab_size": spec.V, "d_model": spec.d, "n_layers": spec.N, "n_heads": spec.H}
+    out: dict[str, Any] = {"vocab_size": spec.V, "d_model": spec.d, "n_layers": spec.N, "n_heads": spec.H}
     out |= {"max_seq_len": spec.context or 2048, "tie_word_embeddings": spec.tie_embeddings} | rope_keys(spec)
     out["attn_config"] = {"kv_n_heads": spec.kv_heads, "clip_qkv": spec.qkv_clip}
     out["ffn_config"] = {
