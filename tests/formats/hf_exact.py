@@ -124,7 +124,7 @@ def exact(model):
             module.forward = _float64_cohere_router.__get__(module)
         elif kind == "NanoChatRMSNorm":  # no gain, in float32
             module.forward = _float64_plain_rms_norm.__get__(module)
-        elif kind.endswith("RMSNorm") or kind in ("T5LayerNorm", "MT5LayerNorm"):  # (T5's is an RMS norm)
+        elif kind.endswith("RMSNorm") or kind in ("T5LayerNorm", "MT5LayerNorm", "UMT5LayerNorm"):  # (T5's: RMS)
             norm = _float64_gemma_rms_norm if kind.startswith(("Gemma", "VaultGemma")) else _float64_rms_norm
             module.forward = norm.__get__(module)
         elif kind in ("GraniteMoeTopKRouter", "GraniteMoeSharedTopKRouter"):  # the top k logits softmaxed in float32

@@ -18,6 +18,8 @@ transformers = pytest.importorskip("transformers", reason="the test extra instal
 
 SIZES = dict(vocab_size=97, d_model=32, encoder_layers=2, decoder_layers=3, encoder_attention_heads=4)
 SIZES |= dict(decoder_attention_heads=4, encoder_ffn_dim=40, decoder_ffn_dim=40, max_position_embeddings=64)
+T5_SIZES = dict(vocab_size=97, d_model=32, d_kv=8, d_ff=40, num_layers=2, num_decoder_layers=3, num_heads=4)
+T5_SIZES |= dict(relative_attention_num_buckets=8, relative_attention_max_distance=20, dropout_rate=0.0)
 QUIET = dict(dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, attn_implementation="eager")
 MODELS = {  # name: (config class, model class, keys)
     "m2m_100": ("M2M100Config", "M2M100ForConditionalGeneration", SIZES),
@@ -35,6 +37,14 @@ MODELS = {  # name: (config class, model class, keys)
         SIZES
         | dict(scale_embedding=True, activation_function="swish", d_model=33, encoder_attention_heads=3)
         | dict(decoder_attention_heads=3, pad_token_id=96, decoder_start_token_id=96),
+    ),
+    # (a bias table in every self-attention; stacks of one depth: transformers 5.24's UMT5 cache fails to generate
+    # with more decoder than encoder layers)
+    "umt5": ("UMT5Config", "UMT5ForConditionalGeneration", T5_SIZES | dict(num_decoder_layers=2)),
+    "umt5-untied-relu": (
+        "UMT5Config",
+        "UMT5ForConditionalGeneration",
+        T5_SIZES | dict(num_layers=3, tie_word_embeddings=False, feed_forward_proj="relu"),
     ),
     "pegasus": ("PegasusConfig", "PegasusForConditionalGeneration", SIZES),
     "pegasus-scaled-relu": (

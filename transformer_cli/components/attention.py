@@ -106,6 +106,8 @@ class MultiHeadAttention(Component):
             out.append(Tensor(p + "sinks", (H,), "attention sinks"))
         if self.spec.attn_gate:
             out.append(Tensor(p + "W_G", (H, m, d), "attention gate"))
+        if self.spec.rel_per_block and self.spec.positional == "relative":  # (UMT5: each block's own table)
+            out.append(Tensor(prefix + "positional.rel_bias", (self.spec.rel_buckets, H), "positional"))
         return out
 
     @property
@@ -184,11 +186,11 @@ class MultiHeadAttention(Component):
             K_all, V_all = self.keys_values(w, *stored)  # (b, G, m, start + 1): latents expanded
             first_key = start + 1 - K_all.shape[-1]  # (a window keeps the latest keys only)
             step = replace(how, causal=False, window=None, chunk=None)  # it sees every key the cache holds
-            heads = model.attend(Q, K_all, V_all, step, positions=(start + offset, first_key))
+            heads = model.attend(Q, K_all, V_all, step, positions=(start + offset, first_key), block=i)
             return self.project(w, heads, X)
         if cache is not None:  # what a decoder's cache keeps (latent attention: its latents and rotary keys)
             cache.fill(*self.cache_entries(w, X, K, V))
-        heads = model.attend(Q, K, V, how, positions=(start + offset, start))
+        heads = model.attend(Q, K, V, how, positions=(start + offset, start), block=i)
         return self.project(w, heads, X)
 
     def qk_gains(self, get: Callable[[str], np.ndarray]) -> tuple:
@@ -251,6 +253,8 @@ class MultiHeadAttention(Component):
             out.append(Term("H", H, "block"))
         if self.spec.attn_gate:
             out.append(Term("Hmd", H * m * d, "block"))
+        if self.spec.rel_per_block and self.spec.positional == "relative":
+            out.append(Term("buckets*H", self.spec.rel_buckets * H, "block"))
         if self.spec.qk_norm and self.spec.qk_norm_over in ("all", "per_head"):
             k = len(self.qk.params)
             out.append(Term(f"{k}(H + G)m" if k > 1 else "(H + G)m", k * (H + G) * m, "block"))

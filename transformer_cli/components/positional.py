@@ -236,14 +236,19 @@ class Relative(Positions):
     """T5's relative position bias: a learned (rel_buckets, H) table; the score of query t and key s in head h gets
     table[bucket(s - t), h] added. Buckets: exact for small distances, logarithmic up to rel_max_distance, both
     signs apart when unmasked (an encoder), only s <= t with a causal mask. One table per stack, shared by its
-    blocks. It depends on s - t only: relative, and it tells positions apart."""
+    blocks (with rel_per_block, each block's own: its attention holds it, UMT5). It depends on s - t only:
+    relative, and it tells positions apart."""
 
     where = "input"
 
     def tensors(self, prefix: str) -> list[Tensor]:
+        if self.spec.rel_per_block:  # (block tensors: the attention's)
+            return []
         return [Tensor(prefix + "positional.rel_bias", (self.spec.rel_buckets, self.spec.H), "positional")]
 
     def terms(self) -> list[Term]:
+        if self.spec.rel_per_block:
+            return []
         return [Term("buckets*H", self.spec.rel_buckets * self.spec.H, "model")]
 
     def saved_bytes(self, n: int, s: int, frozen: bool = False) -> int:

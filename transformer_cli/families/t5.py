@@ -62,6 +62,12 @@ def mt5(c: Keys) -> dict[str, Any]:
     return spec | {"tie_embeddings": c.flag("tie_word_embeddings", True), "head_scale": "none"}
 
 
+def umt5(c: Keys) -> dict[str, Any]:
+    """UMT5ForConditionalGeneration: mT5's stacks (gated GELU by default) with a relative bias table in every
+    self-attention of both stacks (rel_per_block), and T5's head (tied and scaled by d^-1/2, or its own)."""
+    return t5(Keys({"feed_forward_proj": "gated-gelu"} | c.data, c.source)) | {"rel_per_block": True}
+
+
 def _feedforward(c: Keys) -> dict[str, Any]:
     """feed_forward_proj 'act' or 'gated-act' (T5Config.__post_init__); 'gated-gelu' is the tanh form."""
     proj = c.text("feed_forward_proj", "relu")
@@ -155,6 +161,25 @@ def checkpoint(gated: bool) -> Family:
         copies={"encoder.embed_tokens.weight": "embedding.E", "decoder.embed_tokens.weight": "embedding.E"},
         hints={"lm_head.weight": UNTIED},
     )
+
+
+def umt5_checkpoint(gated: bool) -> Family:
+    """UMT5: T5's names, every self-attention's relative_attention_bias its block's own table."""
+    base, table = checkpoint(gated), {"positional.rel_bias": "layer.0.SelfAttention.relative_attention_bias.weight"}
+    stacks = {k: v for k, v in base.globals_.items() if not k.endswith("positional.rel_bias")}
+    return Family(
+        base.block,
+        base.names | table,
+        stacks,
+        encoder_block=base.encoder_block,
+        encoder_names=base.encoder_names | table,
+        copies=base.copies,
+        hints=base.hints,
+    )
+
+
+def _umt5_checkpoint_of(config: Mapping[str, Any]) -> Family:
+    return umt5_checkpoint(str(config.get("feed_forward_proj", "gated-gelu")).startswith("gated-"))
 
 
 def _checkpoint_of(default: str):
@@ -278,6 +303,17 @@ RECORDS = (
         GGUF,
         config_alone=True,
         checkpoint_for=_checkpoint_of("gated-gelu"),
+        skipped=SKIPPED,
+        optional=OPTIONAL,
+    ),
+    Record(
+        "umt5",
+        "UMT5ForConditionalGeneration",
+        umt5,
+        umt5_checkpoint(gated=True),
+        config,
+        config_alone=True,
+        checkpoint_for=_umt5_checkpoint_of,
         skipped=SKIPPED,
         optional=OPTIONAL,
     ),

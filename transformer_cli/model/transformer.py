@@ -79,7 +79,8 @@ class Transformer:
 
         self.norm, self.residuals = block_norm(spec), Residuals(spec)  # the residual layout: pre, post, parallel ...
         self.positional = POSITIONALS[spec.positional](spec)
-        self.positional.load(get, self.dtype)
+        if not spec.rel_per_block:  # (UMT5's tables are its blocks': _positions)
+            self.positional.load(get, self.dtype)
         stack = decoder(spec)  # its blocks may differ per layer: each has its own window and feedforward
         layers = [stack.layer(i) for i in range(spec.N)]
         # block i's components: its attention (whose spec has the block's window) and its feedforward
@@ -123,7 +124,7 @@ class Transformer:
             (layer.positional, layer.rope_theta, layer.rope_scaling),
             (self.spec.positional, self.spec.rope_theta, self.spec.rope_scaling),
         )
-        if own == model:
+        if own == model and not layer.rel_per_block:
             return self.positional
         positions = POSITIONALS[layer.positional](layer)
         positions.load(lambda name: get(f"blocks.{i}.{name}"), self.dtype)
@@ -150,12 +151,19 @@ class Transformer:
         self.rotations[block].rotate(Q, K, start, start if key_start is None else key_start)
 
     def attend(
-        self, Q: Array, K: Array, V: Array, how: kernels.Attend, positions: tuple[int, int] | None = None
+        self,
+        Q: Array,
+        K: Array,
+        V: Array,
+        how: kernels.Attend,
+        positions: tuple[int, int] | None = None,
+        block: int = 0,
     ) -> Array:
         """kernels.attend as `how` says (a layer's options: attention.py), in the model's chunks of queries, with the
         positions' bias on the scores of queries and keys that start at `positions` (first query, first key), and
         a long sequence's chunks shared over threads: -> heads (H, m, b, n_q)."""
-        bias = how.bias if positions is None else self.positional.bias(*positions)
+        positional = self.rotations[block] if self.spec.rel_per_block else self.positional  # (UMT5's own tables)
+        bias = how.bias if positions is None else positional.bias(*positions)
         how = replace(how, bias=bias, chunk_bytes=self.chunk_bytes)
         b, H, _, n_q = Q.shape
         step = kernels.CAUSAL_CHUNK

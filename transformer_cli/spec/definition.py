@@ -230,14 +230,8 @@ class Spec:
     rel_buckets: int = ENCODER_DECODER_FIELDS["rel_buckets"]
     rel_max_distance: int = ENCODER_DECODER_FIELDS["rel_max_distance"]
     position_offset: int | None = ENCODER_DECODER_FIELDS["position_offset"]
-    pad_id: int | None = field(
-        default=None,
-        metadata=_key(
-            "index",
-            "the padding token id, which counts no position (RoBERTa): tfm runs unpadded "
-            "sequences and refuses token inputs holding it; with V",
-        ),
-    )
+    pad_id: int | None = ENCODER_DECODER_FIELDS["pad_id"]
+    rel_per_block: bool = ENCODER_DECODER_FIELDS["rel_per_block"]
     head_scale: str = field(
         default="none",
         metadata=_key("choice", "the final columns times d^-1/2 before the head (T5, tied); with V", ("none", "sqrt")),

@@ -37,6 +37,7 @@ DEPENDENT = {
     "swiglu_limit": ("feedforward", ("clamped",), False),
     "rel_buckets": ("positional", ("relative",), False),
     "rel_max_distance": ("positional", ("relative",), False),
+    "rel_per_block": ("positional", ("relative",), False),
     "position_offset": ("positional", ("learned", "sinusoidal_fairseq"), False),
     "norm_eps": ("norm", ("pre", "post", "sandwich", "output"), False),
     "norm_type": ("norm", ("pre", "post", "sandwich", "output"), False),

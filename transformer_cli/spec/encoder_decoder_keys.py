@@ -38,6 +38,21 @@ ENCODER_DECODER_FIELDS: dict[str, Any] = {
             "posint", "position t reads column t + offset: of learned P (BART: 2), of sinusoidal_fairseq's table"
         ),
     ),
+    "pad_id": field(
+        default=None,
+        metadata=_key(
+            "index",
+            "the padding token id, which counts no position (RoBERTa): tfm runs unpadded "
+            "sequences and refuses token inputs holding it; with V",
+        ),
+    ),
+    "rel_per_block": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "relative: each block its own bias table, blocks.{i}.positional.rel_bias (UMT5), not one per stack",
+        ),
+    ),
 }
 
 __all__ = ["ENCODER_DECODER_FIELDS"]
