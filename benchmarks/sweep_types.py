@@ -2,8 +2,8 @@
 from the folder transformers saves, counted and run against transformers in float64.
 
 A type is *text* when transformers maps it to a causal LM, a masked LM or a seq2seq LM. For each: the config class's
-defaults with small sizes put over them (the keys a config class does not have are left out), the model built and
-randomised by transformers (seeded), saved, and then:
+defaults with small sizes put over them (the keys a config class does not have are left out), the model built by
+transformers, every parameter drawn at random (seeded; norms' gains about 1), saved, and then:
 
 - refused: tfm refuses the folder in one line (its message kept), or transformers itself cannot build the model
   (counted apart, as `not built`);
@@ -154,6 +154,10 @@ def one(model_type: str, kind: str, folder: Path) -> dict:
         if size > MAX_PARAMETERS:
             return {"result": "not built", "why": f"{size:,} parameters with this sweep's sizes (its keys differ)"}
         model = build(config).double().eval()
+        with torch.no_grad():  # every parameter drawn (an initialiser's zeros, as AFMoE's router, tie the routing)
+            for name, p in model.named_parameters():
+                if "embed_positions" not in name:  # (Marian's and Pegasus' sinusoids, kept as built)
+                    p.copy_(torch.randn_like(p) * 0.3 + (1.0 if "norm" in name and name.endswith("weight") else 0.0))
         model.save_pretrained(folder)
     except Exception as error:  # noqa: BLE001 - transformers could not build or save it: not tfm's to judge
         return {"result": "not built", "why": f"{type(error).__name__}: {str(error)[:200]}"}
