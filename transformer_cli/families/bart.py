@@ -6,6 +6,7 @@ whose stacks differ there is refused naming the key. No GGUF architecture."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .keys import REQUIRED, Keys
@@ -107,6 +108,16 @@ MBART = Family(
     copies=BART.copies,
     zero_buffers=BART.zero_buffers,
 )
+
+
+def without_embedding_norm(family: Family, positions: bool = True, **changes: Any) -> Family:
+    """BART's or mBART's layout without the norms of the embedded columns (Marian, Pegasus, M2M-100), without the
+    positions' tables where `positions` is false (M2M-100's sinusoids), with `changes` (Marian's computed table)."""
+    dropped = ("embedding.norm", "encoder_embedding.norm") + (
+        () if positions else ("positional.", "encoder_positional.")
+    )
+    return replace(family, globals_={k: v for k, v in family.globals_.items() if not k.startswith(dropped)}, **changes)
+
 
 SKIPPED = (r"^(model\.)?(en|de)coder\.version$",)  # fairseq's version buffers in old BART files
 

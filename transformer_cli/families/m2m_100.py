@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .bart import MBART, SKIPPED, bart
+from .bart import MBART, SKIPPED, bart, without_embedding_norm
 from .keys import Keys
-from .layout import Family
 from .record import Record
 
 
@@ -24,18 +23,7 @@ def spec(c: Keys) -> dict[str, Any]:
     return out | {"norm": "pre", "positional": "sinusoidal_fairseq", "position_offset": pad + 1, "pad_id": pad}
 
 
-M2M_100 = Family(
-    MBART.block,
-    MBART.names,
-    {
-        k: v
-        for k, v in MBART.globals_.items()
-        if "positional" not in k and not k.startswith(("embedding.norm", "encoder_embedding.norm"))
-    },
-    encoder_block=MBART.encoder_block,
-    encoder_names=MBART.encoder_names,
-    copies=MBART.copies,
-)
+M2M_100 = without_embedding_norm(MBART, positions=False)
 RECORD = Record("m2m_100", "M2M100ForConditionalGeneration", spec, M2M_100, skipped=SKIPPED)
 
 __all__ = ["RECORD"]

@@ -12,9 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..spec.definition import Spec
-from .bart import BART, SKIPPED, bart
+from .bart import BART, SKIPPED, bart, without_embedding_norm
 from .keys import Keys
-from .layout import Family
 from .record import Record
 
 
@@ -35,16 +34,7 @@ def sinusoids(spec: Spec) -> np.ndarray:
 
 
 _TABLES = ("model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight")
-MARIAN = Family(
-    BART.block,
-    BART.names,
-    {k: v for k, v in BART.globals_.items() if not k.startswith(("embedding.norm", "encoder_embedding.norm"))},
-    encoder_block=BART.encoder_block,
-    encoder_names=BART.encoder_names,
-    copies=BART.copies,
-    zero_buffers=BART.zero_buffers,
-    computed=dict.fromkeys(_TABLES, sinusoids),
-)
+MARIAN = without_embedding_norm(BART, computed=dict.fromkeys(_TABLES, sinusoids))
 RECORD = Record("marian", "MarianMTModel", spec, MARIAN, skipped=SKIPPED)
 
 __all__ = ["RECORD"]

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .bart import MBART, SKIPPED, bart
+from .bart import MBART, SKIPPED, bart, without_embedding_norm
 from .keys import Keys
-from .layout import Family
 from .record import Record
 
 
@@ -20,15 +19,7 @@ def spec(c: Keys) -> dict[str, Any]:
     return base | {"norm": "pre"}
 
 
-PEGASUS = Family(
-    MBART.block,
-    MBART.names,
-    {k: v for k, v in MBART.globals_.items() if not k.startswith(("embedding.norm", "encoder_embedding.norm"))},
-    encoder_block=MBART.encoder_block,
-    encoder_names=MBART.encoder_names,
-    copies=MBART.copies,
-    zero_buffers=MBART.zero_buffers,
-)
+PEGASUS = without_embedding_norm(MBART)
 RECORD = Record("pegasus", "PegasusForConditionalGeneration", spec, PEGASUS, skipped=SKIPPED)
 
 __all__ = ["RECORD"]
