@@ -68,7 +68,7 @@ DENSE = {  # name: (config class, model class, config)
         intermediate_size=16, intermediate_size_mlp=40, num_hidden_layers=2, num_key_value_heads=4, head_dim=8,
         moe_layers=[], no_rope_layers=[1, 1], attention_chunk_size=None, use_qk_norm=False, tie_word_embeddings=True,
         rope_parameters={"rope_type": "llama3", "rope_theta": 1000.0, "factor": 4.0, "low_freq_factor": 1.0,
-                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8},
+                         "high_freq_factor": 1.0, "original_max_position_embeddings": 8},  # (Scout's: equal)
         pad_token_id=None, bos_token_id=None, eos_token_id=None, attn_implementation="eager")),
     "llama4_text-every-layer-routed": ("Llama4TextConfig", "Llama4ForCausalLM", SMALL | dict(
         intermediate_size=16, intermediate_size_mlp=40, num_hidden_layers=3, num_key_value_heads=2, head_dim=8,

@@ -105,8 +105,9 @@ def test_rope_keys_are_read_with_their_defaults(tmp_path):
             "key 'rope_truncate': got 'no', expected true or false (YAML 1.2 reads no as a string)",
         ),
         (
-            ROPE + "rope_scaling: llama3\nrope_low_freq_factor: 4\n",
-            "key 'rope_high_freq_factor': got 4.0, expected more than rope_low_freq_factor = 4",
+            ROPE + "rope_scaling: llama3\nrope_low_freq_factor: 5\n",
+            "key 'rope_high_freq_factor': got 4.0, expected at least rope_low_freq_factor = 5 (equal: no band "
+            "between, Llama 4's)",
         ),
     ],
 )

@@ -32,8 +32,9 @@ def llama3_frequencies(freq: Array, factor: float, low: float, high: float, orig
     wavelength > L/low: f / factor; < L/high: f unchanged; between: (1 - s) f / factor + s f, s = (L/wavelength - low)
     / (high - low)."""
     wavelength = 2 * np.pi / freq
-    s = (original / wavelength - low) / (high - low)
-    between = (1 - s) * freq / factor + s * freq
+    with np.errstate(divide="ignore", invalid="ignore"):  # (high = low, Llama 4's: no wavelength between)
+        s = (original / wavelength - low) / (high - low)
+        between = (1 - s) * freq / factor + s * freq
     return np.where(wavelength > original / low, freq / factor, np.where(wavelength < original / high, freq, between))
 
 

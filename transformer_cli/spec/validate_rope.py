@@ -59,10 +59,10 @@ def check_rope(spec: Spec, source: str, expected: Expected) -> None:
             else ("rope_query_beta", "rope_query_len")
         )
         raise SpecError(f"{source}: key '{key}': missing, expected {_expected(key)} with {other}")
-    if spec.rope_scaling == "llama3" and not spec.rope_high_freq_factor > spec.rope_low_freq_factor:
+    if spec.rope_scaling == "llama3" and spec.rope_high_freq_factor < spec.rope_low_freq_factor:
         raise SpecError(
-            f"{source}: key 'rope_high_freq_factor': got {spec.rope_high_freq_factor!r}, expected more than "
-            f"rope_low_freq_factor = {spec.rope_low_freq_factor!r}"
+            f"{source}: key 'rope_high_freq_factor': got {spec.rope_high_freq_factor!r}, expected at least "
+            f"rope_low_freq_factor = {spec.rope_low_freq_factor!r} (equal: no band between, Llama 4's)"
         )
 
 
