@@ -59,6 +59,7 @@ def routed(c: Keys, spec: dict[str, Any], E: int, shared: int, size: int, dense:
 
 
 def routed_router(c: Keys, spec: dict[str, Any], scale: float) -> dict[str, Any]:
+    """DeepSeek-V3's router keys (sigmoid, correction bias, groups, renormalised, scaled) where `spec` routes."""
     if "E" not in spec:
         return {}
     return (
