@@ -80,4 +80,8 @@ DENSE = {  # name: (config class, model class, config)
     "eurobert-biases": ("EuroBertConfig", "EuroBertModel", SMALL | dict(
         num_key_value_heads=4, head_dim=12, attention_bias=True, mlp_bias=True, pad_token_id=None, bos_token_id=None,
         eos_token_id=None, mask_token_id=3, rope_parameters={"rope_type": "default", "rope_theta": 250000.0})),
+    "apertus1p5_text": ("Apertus1p5TextConfig", "Apertus1p5TextForCausalLM", SMALL | dict(  # Apertus's, wider vocab
+        num_key_value_heads=2, pad_token_id=None, bos_token_id=None, eos_token_id=None)),
+    "apertus1p5_text-tied": ("Apertus1p5TextConfig", "Apertus1p5TextForCausalLM", SMALL | dict(  # (a head of V)
+        tie_word_embeddings=True, output_vocab_size=48, pad_token_id=None, bos_token_id=None, eos_token_id=None)),
 }  # fmt: skip

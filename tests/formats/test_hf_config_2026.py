@@ -29,6 +29,7 @@ SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_lay
         ({"model_type": "exaone_moe", "sliding_window": None}, "takes an integer window only"),
         ({"model_type": "ernie4_5_moe", "use_bias": True}, "ERNIE's routed experts have no biases"),
         ({"model_type": "cohere2_moe", "sliding_window": None}, "runs with a window only"),
+        ({"model_type": "apertus1p5_text", "output_vocab_size": 48}, "as wide as the vocabulary, 97"),
         ({"model_type": "dbrx", "d_model": 32, "n_heads": 4, "n_layers": 2}, "runs with a clip_qkv only"),
         ({"model_type": "cohere2_moe", "expert_selection_fn": "relu"}, "routes by softmax or sigmoid"),
         ({"model_type": "granite_swa", "layer_rope_theta": [1e4, 50.0, 60.0, 50.0]}, "one base for the full layers"),
@@ -77,6 +78,7 @@ NEW += [
     "llama4_text",
     "eurobert",
     "mistral4",
+    "apertus1p5_text",
 ]  # (DBRX's config class cannot build a model without attn_config's clip_qkv and rope_theta: refused below)
 
 

@@ -58,14 +58,34 @@ APERTUS = Family(
     _LLAMA_GLOBALS,
     fixed_buffers=((r"\.mlp\.act_fn\.beta$", 0.5), (r"\.mlp\.act_fn\.eps$", -1e-6)),
 )
-RECORD = Record(
-    "apertus",
-    "ApertusForCausalLM",
-    spec,
-    APERTUS,
-    config,
-    config_alone=True,
-    skipped=(r"\.mlp\.act_fn\.(beta|eps)$",),  # (xIELU's fixed constants, buffers in its files)
+
+
+def apertus1p5(c: Keys) -> dict[str, Any]:
+    """Apertus1p5TextForCausalLM (Apertus 1.5's text model): Apertus's, its vocabulary holding the visual and audio
+    codes too; a head narrower than the vocabulary (output_vocab_size) tfm cannot hold: refused, and with a tied
+    head transformers drops it (followed, said)."""
+    V, narrow = c.count("vocab_size", 266752), c.nullable_count("output_vocab_size", None)
+    if narrow is not None and narrow != V:
+        if c.flag("tie_word_embeddings", False):
+            c.ignored("output_vocab_size", "5.24's Apertus 1.5 ties its head to the whole vocabulary")
+        else:
+            raise c.refuse("output_vocab_size", narrow, f"tfm's head is as wide as the vocabulary, {V}")
+    return spec(c)
+
+
+_SKIPPED = (r"\.mlp\.act_fn\.(beta|eps)$",)  # (xIELU's fixed constants, buffers in its files)
+RECORDS = (
+    Record("apertus", "ApertusForCausalLM", spec, APERTUS, config, config_alone=True, skipped=_SKIPPED),
+    Record(
+        "apertus1p5_text",
+        "Apertus1p5TextForCausalLM",
+        apertus1p5,
+        APERTUS,
+        config,
+        config_alone=True,
+        aliases=((r"^model\.language_model\.", "model."),),  # (its multimodal files' text stack)
+        skipped=(*_SKIPPED, r"^model\.(vision|audio)_tokenizer\."),
+    ),
 )
 
-__all__ = ["RECORD"]
+__all__ = ["RECORDS"]
