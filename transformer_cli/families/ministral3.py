@@ -1,4 +1,4 @@
-"""Ministral 3 (Ministral3ForCausalLM, the text model of Mistral's Ministral 3 and Mistral Small 3.x): Mistral's
+"""Ministral 3 (Ministral3ForCausalLM, the text model of Mistral's Ministral 3): Mistral's
 block with heads of head_dim (128), YaRN by default (base 1e6, factor 16 over 16,384 positions), and Llama 4's
 attention scaling: each query, after its rotation, times 1 + beta ln(1 + floor(t / L)) at position t
 (rope_parameters' llama_4_scaling_beta and original_max_position_embeddings; transformers' forward fails without
