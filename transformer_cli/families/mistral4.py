@@ -1,8 +1,9 @@
 """Mistral 4 (Mistral4ForCausalLM, Mistral Small 4's text model, as its config class names its checkpoint):
-(deepseek.py) with Llama 4's query scaling (rope_query_beta from rope_parameters' llama_4_scaling_beta, as
-Ministral 3), YaRN by default; every layer from first_k_dense_replace on routed by a softmax over E (groups by
-their best two), the chosen renormalised and scaled, a shared expert beside; its experts stacked as stored,
-gate and up in one (E, 2r, d). rope_parameters' partial_rotary_factor is qk_rope_head_dim's share of the head."""
+DeepSeek-V3's latent attention (deepseek.py) with Llama 4's query scaling (rope_query_beta from rope_parameters'
+llama_4_scaling_beta, as Ministral 3), YaRN by default; every layer from first_k_dense_replace on routed by a
+softmax over E (groups by their best two), the chosen renormalised and scaled, a shared expert beside; its experts
+stacked as stored, gate and up in one (E, 2r, d). rope_parameters' partial_rotary_factor is qk_rope_head_dim's
+share of the head."""
 
 from __future__ import annotations
 
