@@ -158,3 +158,20 @@ def test_a_pattern_shorter_than_the_blocks_is_written_back_for_every_block(model
     written = {"model_type": model_type} | RECORDS[model_type].config(spec)
     assert written["layer_types"] == kinds
     assert spec_of_config(written, "written").model_keys() == spec.model_keys()
+
+
+@pytest.mark.parametrize("model_type", ["glm4_moe_lite", "exaone_moe", "hy_v3", "cohere2_moe"])
+def test_a_feedforward_pattern_shorter_than_the_blocks_is_written_back_for_every_block(model_type):
+    """Three blocks routed, dense, routed: the spec keeps the pattern (routed, dense), and the config.json written
+    from it lists all three layers' kinds again (config_keys.feedforward_kinds), so it reads back as the same
+    model (the kinds written as the pattern, two of them, were a file transformers cannot build)."""
+    from transformer_cli.hf.config import spec_of_config
+
+    keys = SMALL | {"model_type": model_type, "num_hidden_layers": 3, "num_key_value_heads": 4, "sliding_window": 4}
+    keys |= {"mlp_layer_types": ["sparse", "dense", "sparse"], "num_experts": 4, "n_routed_experts": 4}
+    keys |= {"num_experts_per_tok": 2, "moe_intermediate_size": 6}
+    spec = spec_of_config(keys, "config.json")
+    assert spec.feedforward_layers == ("routed", "dense")
+    written = {"model_type": model_type} | RECORDS[model_type].config(spec)
+    assert written["mlp_layer_types"] == ["sparse", "dense", "sparse"]
+    assert spec_of_config(written, "written").model_keys() == spec.model_keys()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .config_keys import layer_types, shared_keys
+from .config_keys import feedforward_kinds, layer_types, shared_keys
 from .deepseek import routed_experts
 from .expert_checkpoints import AFMOE
 from .keys import Keys
@@ -47,7 +47,7 @@ def config(spec: Spec) -> dict[str, Any]:
     out = shared_keys(spec) | {"attention_bias": spec.attention_bias, "hidden_act": "silu"}
     out |= {"sliding_window": spec.window or 1024, "layer_types": layer_types(spec)}
     out |= {"mup_enabled": spec.embed_scale == "sqrt"}
-    dense = sum(1 for kind in spec.feedforward_layers or () if kind == "dense") if spec.E else spec.N
+    dense = feedforward_kinds(spec).count("dense")
     out |= {"num_dense_layers": dense}
     if spec.E:
         out |= {"num_experts": spec.E, "num_experts_per_tok": spec.k, "moe_intermediate_size": spec.expert_r}

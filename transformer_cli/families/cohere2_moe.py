@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .config_keys import layer_types
+from .config_keys import feedforward_kinds, layer_types, positional_kinds
 from .expert_checkpoints import DEEPSEEK_MOE_GQA
 from .keys import Keys
 from .parts import llama_like, typed_layers
@@ -92,11 +92,8 @@ def _experts(c: Keys, plain: dict[str, Any], mlp: list[str]) -> dict[str, Any]:
 
 def config(spec: Spec) -> dict[str, Any]:
     """spec -> Cohere2-MoE's config.json (every layer's kinds listed)."""
-    kinds = list(spec.feedforward_layers or ["routed" if spec.E else "dense"] * spec.N)
-    turning = spec.positional_layers or ("rope",)
-    prefix_rope = all(
-        kind == "rope" for kind, m in zip((turning * spec.N)[: spec.N], kinds, strict=True) if m == "dense"
-    )
+    kinds = feedforward_kinds(spec)
+    prefix_rope = all(kind == "rope" for kind, m in zip(positional_kinds(spec), kinds, strict=True) if m == "dense")
     out: dict[str, Any] = {
         "vocab_size": spec.V,
         "hidden_size": spec.d,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec.choices import SLIDING
+from ..spec.choices import DENSE, ROTARY, ROUTED, SLIDING
 from ..spec.definition import Spec
 from ..spec.stacks import kind_of
 
@@ -16,6 +16,17 @@ def layer_types(spec: Spec) -> list[str]:
     if spec.window is None:
         return ["full_attention"] * spec.N
     return [f"{kind_of(spec.attention_layers, i, SLIDING)}_attention" for i in range(spec.N)]
+
+
+def feedforward_kinds(spec: Spec) -> list[str]:
+    """Each block's feedforward, routed or dense: the spec's feedforward_layers (a pattern, maybe shorter than N)
+    over the N blocks."""
+    return [kind_of(spec.feedforward_layers, i, ROUTED if spec.E else DENSE) for i in range(spec.N)]
+
+
+def positional_kinds(spec: Spec) -> list[str]:
+    """Each block's positions, rope or nope: the spec's positional_layers over the N blocks."""
+    return [kind_of(spec.positional_layers, i, ROTARY) for i in range(spec.N)]
 
 
 def size_keys(spec: Spec) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from ..spec.definition import Spec
-from .config_keys import rope_keys, size_keys
+from .config_keys import feedforward_kinds, rope_keys, size_keys
 from .deepseek_gguf import JOINED, LAYOUT, gguf_metadata, gguf_spec
 from .expert_checkpoints import DEEPSEEK
 from .keys import Keys
@@ -201,13 +201,12 @@ def config(spec: Spec) -> dict[str, Any]:
 
 def expert_keys(spec: Spec) -> dict[str, Any]:
     """The routed and shared experts as DeepSeek's config.json names them (and GLM-4.5's, which routes alike)."""
-    dense = spec.feedforward_layers or ()
     return {
         "n_routed_experts": spec.E,
         "num_experts_per_tok": spec.k,
         "moe_intermediate_size": spec.expert_r,
         "n_shared_experts": (spec.shared_r or 0) // (spec.expert_r or 1),
-        "first_k_dense_replace": sum(1 for kind in dense if kind == "dense"),
+        "first_k_dense_replace": feedforward_kinds(spec).count("dense"),
         "n_group": spec.router_groups or 1,
         "topk_group": spec.router_topk_groups or 1,
         "routed_scaling_factor": spec.router_scale,

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..spec.definition import Spec
-from .config_keys import shared_keys
+from .config_keys import feedforward_kinds, shared_keys
 from .expert_checkpoints import ERNIE_MOE
 from .keys import Keys
 from .parts import llama_like
@@ -66,7 +66,7 @@ def config(spec: Spec) -> dict[str, Any]:
     out = shared_keys(spec) | {"use_bias": spec.attention_bias, "hidden_act": "silu"}
     if not spec.E:
         return out | {"moe_layer_start_index": spec.N}
-    kinds = list(spec.feedforward_layers or ["routed"] * spec.N)
+    kinds = feedforward_kinds(spec)
     routed = [i for i, kind in enumerate(kinds) if kind == "routed"]
     for every in range(1, spec.N + 1):
         layers = {"moe_layer_start_index": routed[0], "moe_layer_end_index": routed[-1], "moe_layer_interval": every}

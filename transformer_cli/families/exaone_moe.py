@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .config_keys import layer_types, shared_keys
+from .config_keys import feedforward_kinds, layer_types, shared_keys
 from .deepseek import expert_keys, routed_experts
 from .exaone4 import layer_kinds
 from .expert_checkpoints import EXAONE_MOE
@@ -33,8 +33,7 @@ def config(spec: Spec) -> dict[str, Any]:
     experts = expert_keys(spec)
     experts["num_shared_experts"] = experts.pop("n_shared_experts")
     experts["num_experts"] = experts.pop("n_routed_experts")
-    kinds = spec.feedforward_layers or ["routed" if spec.E else "dense"] * spec.N
-    mlp = {"mlp_layer_types": ["sparse" if kind == "routed" else "dense" for kind in kinds]}
+    mlp = {"mlp_layer_types": ["sparse" if kind == "routed" else "dense" for kind in feedforward_kinds(spec)]}
     return shared_keys(spec) | {"sliding_window": spec.window or 4096, "layer_types": layer_types(spec)} | experts | mlp
 
 

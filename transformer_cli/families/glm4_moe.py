@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .config_keys import shared_keys
+from .config_keys import feedforward_kinds, shared_keys
 from .deepseek import config as deepseek_config
 from .deepseek import expert_keys, latent_model, routed_experts, router_groups, router_scale
 from .expert_checkpoints import DEEPSEEK, DEEPSEEK_MOE_GQA
@@ -79,8 +79,7 @@ def glm4_moe_config(spec: Spec) -> dict[str, Any]:
 def glm4_moe_lite_config(spec: Spec) -> dict[str, Any]:
     """spec -> GLM-4.7-Flash's config.json: DeepSeek-V3's keys, the layers' kinds as mlp_layer_types."""
     out = deepseek_config(spec)
-    kinds = spec.feedforward_layers or ["routed" if spec.E else "dense"] * spec.N
-    return out | {"mlp_layer_types": ["sparse" if k == "routed" else "dense" for k in kinds]}
+    return out | {"mlp_layer_types": ["sparse" if k == "routed" else "dense" for k in feedforward_kinds(spec)]}
 
 
 _LORA = ("gate_proj", "up_proj", "down_proj", "gate")

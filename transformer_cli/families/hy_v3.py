@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .config_keys import shared_keys
+from .config_keys import feedforward_kinds, shared_keys
 from .deepseek import routed_experts
 from .expert_checkpoints import HY_V3
 from .keys import Keys
@@ -46,7 +46,7 @@ def config(spec: Spec) -> dict[str, Any]:
     out = shared_keys(spec) | {"attention_bias": spec.attention_bias, "mlp_bias": spec.ff_bias, "hidden_act": "silu"}
     if not spec.E:
         return out | {"mlp_layer_types": ["dense"] * spec.N}
-    kinds = spec.feedforward_layers or ["routed"] * spec.N
+    kinds = feedforward_kinds(spec)
     experts: dict[str, Any] = {"num_experts": spec.E, "num_experts_per_tok": spec.k}
     experts |= {"moe_intermediate_size": spec.expert_r}
     experts |= {"num_shared_experts": (spec.shared_r or 0) // (spec.expert_r or 1)}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .config_keys import shared_keys
+from .config_keys import feedforward_kinds, positional_kinds, shared_keys
 from .expert_checkpoints import LLAMA4
 from .keys import Keys
 from .parts import llama_like
@@ -71,16 +71,11 @@ def _experts(c: Keys, N: int) -> dict[str, Any]:
 def config(spec: Spec) -> dict[str, Any]:
     """spec -> Llama 4's text config.json."""
     out = shared_keys(spec) | {"intermediate_size_mlp": spec.r, "attention_bias": spec.attention_bias}
-    turning = [
-        spec.positional_layers[i % len(spec.positional_layers)] if spec.positional_layers else "rope"
-        for i in range(spec.N)
-    ]
-    out |= {"no_rope_layers": [int(t == "rope") for t in turning], "attention_chunk_size": spec.chunk}
+    out |= {"no_rope_layers": [int(t == "rope") for t in positional_kinds(spec)], "attention_chunk_size": spec.chunk}
     out |= {"use_qk_norm": spec.qk_norm, "attn_temperature_tuning": spec.nope_query_beta is not None}
     if spec.nope_query_beta is not None:
         out |= {"attn_scale": spec.nope_query_beta, "floor_scale": spec.nope_query_len}
-    kinds = spec.feedforward_layers
-    routed = [i for i in range(spec.N) if spec.E and (kinds is None or kinds[i % len(kinds)] == "routed")]
+    routed = [i for i, kind in enumerate(feedforward_kinds(spec)) if kind == "routed"]
     out |= {"moe_layers": routed, "num_local_experts": spec.E or 16, "num_experts_per_tok": spec.k or 1}
     out["intermediate_size"] = spec.expert_r or spec.r
     return out
