@@ -73,6 +73,7 @@ FAMILIES = [
     "nanochat",
     "apertus",
     "eurobert",
+    "electra",
 ]
 
 

@@ -84,4 +84,11 @@ DENSE = {  # name: (config class, model class, config)
         num_key_value_heads=2, pad_token_id=None, bos_token_id=None, eos_token_id=None)),
     "apertus1p5_text-tied": ("Apertus1p5TextConfig", "Apertus1p5TextForCausalLM", SMALL | dict(  # (a head of V)
         tie_word_embeddings=True, output_vocab_size=48, pad_token_id=None, bos_token_id=None, eos_token_id=None)),
+    "electra": ("ElectraConfig", "ElectraModel", dict(  # the embedding at 16, projected up to 32 (with a bias)
+        vocab_size=97, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=40, max_position_embeddings=64)),
+    "electra-one-width": ("ElectraConfig", "ElectraModel", dict(  # no projection where the widths agree
+        vocab_size=97, embedding_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=40, max_position_embeddings=64, type_vocab_size=3, hidden_act="gelu_new",
+        layer_norm_eps=1e-5)),
 }  # fmt: skip

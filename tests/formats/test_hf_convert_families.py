@@ -44,6 +44,8 @@ FAMILIES = [
     "phimoe",
     "opt-350m-projected",
     "opt-projected-pre-untied",
+    "electra",
+    "electra-one-width",
 ]
 
 

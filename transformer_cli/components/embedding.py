@@ -27,36 +27,41 @@ class TokenEmbedding(Component):
         self.norm = norm_kind(spec) if spec.embed_norm else None
 
     def tensors(self, prefix: str) -> list[Tensor]:
-        d = self.spec.d
+        d, w = self.spec.d, self.spec.input_width
         out = [Tensor("embedding.E", (self.spec.embed_width, self.spec.V or 0), "embedding")]
-        if self.spec.embed_dim:  # OPT-350m's project_in: (d_e,) columns up to d
+        if self.spec.embed_dim:  # OPT-350m's project_in (d_e,) columns up to d; ELECTRA's after the whole embedding
             out.append(Tensor("embedding.W_in", (d, self.spec.embed_dim), "embedding"))
+        if self.spec.embed_project:
+            out.append(Tensor("embedding.b_in", (d,), "embedding"))
         if self.spec.type_vocab:
-            out.append(Tensor("embedding.T", (d, self.spec.type_vocab), "embedding"))
+            out.append(Tensor("embedding.T", (w, self.spec.type_vocab), "embedding"))
         if self.norm is not None:
-            out += [Tensor(f"embedding.norm.{g}", (d,), "embedding") for g in self.norm.params]
+            out += [Tensor(f"embedding.norm.{g}", (w,), "embedding") for g in self.norm.params]
         return out
 
     def terms(self) -> list[Term]:
-        d = self.spec.d
+        d, e, w = self.spec.d, self.spec.embed_dim, self.spec.input_width
+        width = "d_e" if self.spec.embed_project else "d"
         out = [Term("Vd", (self.spec.V or 0) * d, "model")]
-        if self.spec.embed_dim:  # E is (d_e, V), and W_in (d, d_e)
-            out = [
-                Term("V d_e", (self.spec.V or 0) * self.spec.embed_dim, "model"),
-                Term("d d_e", d * self.spec.embed_dim, "model"),
-            ]
+        if e:  # E is (d_e, V), and W_in (d, d_e)
+            out = [Term("V d_e", (self.spec.V or 0) * e, "model"), Term("d d_e", d * e, "model")]
+        if self.spec.embed_project:
+            out.append(Term("d", d, "model"))
         if self.spec.type_vocab:
-            out.append(Term("types*d", self.spec.type_vocab * d, "model"))
+            out.append(Term(f"types*{width}", self.spec.type_vocab * w, "model"))
         if self.norm is not None:
             k = len(self.norm.params)
-            out.append(Term(f"{k}d" if k > 1 else "d", k * d, "model"))
+            out.append(Term(f"{k}{width}" if k > 1 else width, k * w, "model"))
         return out
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        d, tokens = self.spec.d, b * n
-        extra = d * (self.spec.embed_scale != "none") + d * bool(self.spec.type_vocab)
-        norm = self.norm.per_entry * d if self.norm is not None else 0
-        projected = {"embedding projection": 2 * d * self.spec.embed_dim * tokens} if self.spec.embed_dim else {}
+        d, w, tokens = self.spec.d, self.spec.input_width, b * n
+        extra = d * (self.spec.embed_scale != "none") + w * bool(self.spec.type_vocab)
+        norm = self.norm.per_entry * w if self.norm is not None else 0
+        bias = d * self.spec.embed_project
+        projected = (
+            {"embedding projection": (2 * d * self.spec.embed_dim + bias) * tokens} if self.spec.embed_dim else {}
+        )
         return {"embedding scale, types, norm": (extra + norm) * tokens} | projected
 
     ID_BYTES = 8  # an int64 id a token
@@ -66,13 +71,20 @@ class TokenEmbedding(Component):
         if frozen:
             return 0
         projected = (self.spec.embed_dim or 0) * s
-        return self.ID_BYTES + projected + (self.norm.saved_bytes(self.spec.d, s) if self.norm is not None else 0)
+        norm = self.norm.saved_bytes(self.spec.input_width, s) if self.norm is not None else 0
+        return self.ID_BYTES + projected + norm
 
     def finish(self, Z: np.ndarray, params: dict) -> np.ndarray:
-        """After the positions: add token type 0 and apply the embedding norm, if the spec has them (d, b, n)."""
+        """After the positions: add token type 0 and apply the embedding norm, if the spec has them, then the
+        projection up to d of embed_project ((d_e or d, b, n) -> (d, b, n))."""
         if params.get("T0") is not None:
             Z = Z + params["T0"]  # a new array: Z may be a view of the caller's columns
-        return Z if self.norm is None else self.norm.apply(Z, params["norm"])
+        Z = Z if self.norm is None else self.norm.apply(Z, params["norm"])
+        if "b_in" not in params:
+            return Z
+        Z = kernels.linear(params["W_in"], Z)
+        Z += params["b_in"]
+        return Z
 
     @property
     def factor(self) -> float:

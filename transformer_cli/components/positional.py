@@ -76,10 +76,10 @@ class Sinusoidal(Positions):
     where = "input"
 
     def encodings(self, start: int, n: int) -> np.ndarray | None:
-        return kernels.sinusoidal_positions(self.spec.d, start + n)[:, start:].astype(self.dtype)
+        return kernels.sinusoidal_positions(self.spec.input_width, start + n)[:, start:].astype(self.dtype)
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        return {"positions": self.spec.d * b * n}
+        return {"positions": self.spec.input_width * b * n}
 
     def breaks_equivariance(self) -> str | None:
         return "sinusoidal positional encoding"
@@ -98,7 +98,7 @@ class Learned(Sinusoidal):
         return (self.spec.max_len or 0) + (self.spec.position_offset or 0)
 
     def tensors(self, prefix: str) -> list[Tensor]:
-        return [Tensor(prefix + "positional.P", (self.spec.d, self.columns), "positional")]
+        return [Tensor(prefix + "positional.P", (self.spec.input_width, self.columns), "positional")]
 
     def load(self, get: Callable[[str], np.ndarray], dtype: np.dtype) -> None:
         super().load(get, dtype)
@@ -109,8 +109,9 @@ class Learned(Sinusoidal):
         return self.P[:, offset : offset + n]
 
     def terms(self) -> list[Term]:
-        symbols = "d*(max_len + offset)" if self.spec.position_offset else "d*max_len"
-        return [Term(symbols, self.spec.d * self.columns, "model")]
+        width = "d_e" if self.spec.embed_project else "d"
+        symbols = f"{width}*(max_len + offset)" if self.spec.position_offset else f"{width}*max_len"
+        return [Term(symbols, self.spec.input_width * self.columns, "model")]
 
     def breaks_equivariance(self) -> str | None:
         return "learned positional encoding"
@@ -123,7 +124,7 @@ class FairseqSinusoidal(Sinusoidal):
 
     def encodings(self, start: int, n: int) -> np.ndarray | None:
         first = start + (self.spec.position_offset or 0)
-        return kernels.fairseq_positions(self.spec.d, first + n)[:, first:].astype(self.dtype)
+        return kernels.fairseq_positions(self.spec.input_width, first + n)[:, first:].astype(self.dtype)
 
     def breaks_equivariance(self) -> str | None:
         return "sinusoidal positional encoding (fairseq's)"

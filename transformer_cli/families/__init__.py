@@ -25,6 +25,7 @@ MODULES = (
     "dbrx",
     "deepseek",
     "dots1",
+    "electra",
     "ernie4_5",
     "ernie4_5_moe",
     "eurobert",

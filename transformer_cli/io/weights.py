@@ -47,6 +47,8 @@ def _init_std(spec: Spec, tensor: Tensor) -> float:
         "E": 1.0,  # embedded columns of unit variance, like the standard normal inputs the checks use
         "T": 1.0,  # token types likewise
         "rel_bias": 1.0,  # relative position biases of order one next to scores of order one
+        "W_in": (spec.embed_dim or 1) ** -0.5,  # a narrower embedding (d_e) projected up to d: columns of unit variance
+        "W_out": spec.d**-0.5,  # and the last columns down to d_e for the head
     }
     if tensor.name == "head.W":
         return spec.d**-0.5  # logits of order one

@@ -104,7 +104,9 @@ class Transformer:
         vocabulary = get if keep_blocks is None else (lambda name: narrow.held(weights, name))
         if spec.V:
             self.W_E = vocabulary("embedding.E")  # (d, V), or (d_e, V)
-            if spec.embed_dim:
+            if spec.embed_project:  # ELECTRA's: after the whole embedding (finish)
+                self.embedded |= {"W_in": get("embedding.W_in"), "b_in": get("embedding.b_in").reshape(-1, 1, 1)}
+            elif spec.embed_dim:
                 self.W_in, self.W_out = get("embedding.W_in"), get("head.W_out")
             if spec.head:
                 self.W_head = self.W_E.T if spec.tie_embeddings else vocabulary("head.W")

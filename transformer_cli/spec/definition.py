@@ -114,6 +114,7 @@ class Spec:
         default=None, metadata=_key("posint", "vocabulary: token ids in, V logits per column out (embedding E (d, V))")
     )
     embed_dim: int | None = SCALE_FIELDS["embed_dim"]
+    embed_project: bool = SCALE_FIELDS["embed_project"]
     tie_embeddings: bool = field(default=False, metadata=_key("bool", "the head is E^T (no head.W); only with V"))
     head_bias: bool = field(default=False, metadata=_key("bool", "a bias head.b (V,) on the logits; only with V"))
     head: bool = field(
@@ -288,6 +289,11 @@ class Spec:
     def embed_width(self) -> int:
         """The token embedding's width: embed_dim, else d."""
         return self.embed_dim or self.d
+
+    @property
+    def input_width(self) -> int:
+        """The rows of the columns the pass takes: embed_dim under embed_project (ELECTRA's), else d."""
+        return self.embed_dim if self.embed_project and self.embed_dim else self.d
 
     @property
     def final_norm(self) -> bool:

@@ -29,6 +29,15 @@ SCALE_FIELDS: dict[str, Any] = {
             "norm (OPT-350m's project_in, project_out); only with V and a head",
         ),
     ),
+    "embed_project": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "the whole embedding (E, positions, token types, its norm) at width embed_dim, then projected up to d "
+            "by embedding.W_in (d, d_e) with a bias b_in (ELECTRA's embeddings_project, ALBERT's mapping in); "
+            "real columns given to run are then (d_e, n); with embed_dim",
+        ),
+    ),
     "logit_scale": field(
         default=1.0,
         metadata=_key(

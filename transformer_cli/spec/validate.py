@@ -215,8 +215,10 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         and (spec.tie_embeddings or spec.head_bias or spec.logit_softcap or spec.logit_scale != 1.0)
     ):
         raise _fail(source, "head", False, "a head for tie_embeddings, head_bias, logit_scale or logit_softcap")
-    if spec.V and spec.embed_dim and not spec.head:
+    if spec.V and spec.embed_dim and not spec.head and not spec.embed_project:
         raise _fail(source, "embed_dim", spec.embed_dim, "no embed_dim without a head (its projection out feeds it)")
+    if spec.V and spec.embed_project and (not spec.embed_dim or spec.head):
+        raise _fail(source, "embed_project", True, "embed_dim and head: false (the head would read d, not d_e)")
     if "V_src" in data and (spec.N_enc is None or spec.V is None):
         raise _fail(
             source, "V_src", data["V_src"], "no V_src unless the spec has an encoder (N_enc) and a vocabulary V"
@@ -239,6 +241,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         "logit_softcap",
         "logit_scale",
         "embed_dim",
+        "embed_project",
     ):
         if key in data and spec.V is None:
             raise _fail(source, key, data[key], f"no {key} unless the spec has a vocabulary V")
@@ -322,7 +325,7 @@ def _check_encoder_decoder(spec: Spec, data: dict[str, Any], source: str) -> Non
         raise _fail(source, "norm", spec.norm, "pre, post or none in an encoder-decoder (N_enc)")
     if spec.positional == "alibi":
         raise _fail(source, "positional", "alibi", "none, sinusoidal, learned, rope or relative in an encoder-decoder")
-    for key in ("parallel", "E", "window", "type_vocab", "pooler", "attn_softcap", "embed_dim"):
+    for key in ("parallel", "E", "window", "type_vocab", "pooler", "attn_softcap", "embed_dim", "embed_project"):
         if key in data and data[key] not in (None, False):
             raise _fail(source, key, data[key], f"no {key} in an encoder-decoder (N_enc)")
 

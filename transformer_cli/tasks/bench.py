@@ -163,7 +163,7 @@ def run_bench(
     runs so a noisy neighbour slows both alike, and its output compared with tfm's. `mode`: how a checkpoint's
     weights are held (analysis/modes.py; default every block prepared up front)."""
     say = progress or (lambda _: None)
-    X = np.random.default_rng(0).standard_normal((b, spec.d, n)).astype(dtype)
+    X = np.random.default_rng(0).standard_normal((b, spec.input_width, n)).astype(dtype)
     model = Transformer(spec, weights, dtype) if mode is None else build(spec, weights, dtype, mode)
     say("measuring NumPy's GEMM peak")
     peak = gemm_gflops(dtype)

@@ -40,21 +40,22 @@ def check_input_header(shape: tuple[int, ...], dtype: np.dtype, spec: Spec, sour
             raise ArrayError(f"{source}: shape {shape} is empty, expected at least one sequence of one token id")
         check_length(spec, shape[-1], source)
         return []
+    d, rows = spec.input_width, "d_e" if spec.embed_project else "d"  # (ELECTRA's columns are the embedding's)
     ids_but_not_integers = spec.V and len(shape) in (1, 2) and dtype.kind not in "iu"
-    if ids_but_not_integers and (len(shape) == 1 or shape[-2] != spec.d):
+    if ids_but_not_integers and (len(shape) == 1 or shape[-2] != d):
         raise ArrayError(
             f"{source}: dtype {dtype}, expected integers for token ids (shape {shape}); real numbers "
-            f"are columns (d, n) or (b, d, n) with d = {spec.d}"
+            f"are columns ({rows}, n) or (b, {rows}, n) with {rows} = {d}"
         )
     if len(shape) not in (2, 3):
         if spec.V:
             raise ArrayError(
-                f"{source}: shape {shape}, expected token ids (n,) or (b, n), or columns (d, n) or "
-                f"(b, d, n) with d = {spec.d}"
+                f"{source}: shape {shape}, expected token ids (n,) or (b, n), or columns ({rows}, n) or "
+                f"(b, {rows}, n) with {rows} = {d}"
             )
-        raise ArrayError(f"{source}: shape {shape}, expected (d, n) or (b, d, n) with d = {spec.d}")
-    if shape[-2] != spec.d:
-        raise ArrayError(f"{source}: shape {shape}, expected d = {spec.d} rows (axis -2), one column per token")
+        raise ArrayError(f"{source}: shape {shape}, expected ({rows}, n) or (b, {rows}, n) with {rows} = {d}")
+    if shape[-2] != d:
+        raise ArrayError(f"{source}: shape {shape}, expected {rows} = {d} rows (axis -2), one column per token")
     n = shape[-1]
     if n == 0 or (len(shape) == 3 and shape[0] == 0):
         raise ArrayError(f"{source}: shape {shape} is empty, expected at least one sequence of one token")
@@ -137,7 +138,8 @@ def random_input(spec: Spec, n: int, b: int | None = None, seed: int = 0) -> np.
     rng = np.random.default_rng(seed)
     if spec.V:
         return rng.integers(0, spec.V, size=(n,) if b is None else (b, n), dtype=np.int64)
-    return rng.standard_normal((spec.d, n) if b is None else (b, spec.d, n))
+    d = spec.input_width
+    return rng.standard_normal((d, n) if b is None else (b, d, n))
 
 
 def get_weights(spec: Spec, weights_path: Path | None, seed: int) -> tuple[Weights, str]:

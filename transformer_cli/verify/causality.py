@@ -26,12 +26,12 @@ def check_causality(setup: Setup, expect: str = "holds") -> CheckResult:
     spec, n = setup.spec, setup.n
     predicted, field = is_causal(spec), reach(spec)
     setup.afford("causality", causality_need(setup))
-    X = setup.gaussian(spec.d, n)
+    X = setup.gaussian(spec.input_width, n)
     future = [X.copy() for _ in range(n - 1)]  # input t: columns after t replaced by fresh noise
     for t, Xt in enumerate(future):
-        Xt[:, t + 1 :] = setup.gaussian(spec.d, n - t - 1)
+        Xt[:, t + 1 :] = setup.gaussian(spec.input_width, n - t - 1)
     past = X.copy()
-    past[:, 0] = setup.gaussian(spec.d)  # changes the earliest column, seen by every query under either mask
+    past[:, 0] = setup.gaussian(spec.input_width)  # changes the earliest column, seen by every query under either mask
     inputs = np.stack([X, past, *future])
     Y = setup.model(inputs)  # (n + 1, d, n), one pass
     TX = Y[0]

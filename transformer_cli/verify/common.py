@@ -214,7 +214,7 @@ class Setup:
     @property
     def column_bytes(self) -> int:
         """One float64 input sequence (d, n), as a check draws it."""
-        return 8 * self.spec.d * self.n
+        return 8 * self.spec.input_width * self.n
 
     @property
     def output_bytes(self) -> int:

@@ -50,7 +50,7 @@ def decoding_need(setup: Setup) -> MemoryEstimate:
     cache = kv_cache_bytes(spec, 2, n, str(dtype))  # the self-attention's, and the cross-attention's keys
     steps = 2 * 2 * spec.H * n * 8  # one step's scores and weights over every cached key
     outputs = 2 * setup.output_bytes * 5  # the parallel pass's, the decoded, and a control's list, join and layout
-    decoding = setup.holding(2 * setup.column_bytes + cache + steps + outputs + 2 * 8 * spec.d * n)
+    decoding = setup.holding(2 * setup.column_bytes + cache + steps + outputs + 2 * 8 * spec.input_width * n)
     return max(parallel, decoding, key=lambda e: e.total)
 
 
@@ -61,7 +61,7 @@ def check_decoding(setup: Setup, expect: str = "holds") -> CheckResult:
     lengths = [why for c in components(spec) if (why := c.length_dependent(1, n))]
     predicted = is_causal(spec) and not lengths
     setup.afford("decoding", decoding_need(setup))
-    X = setup.gaussian(2, spec.d, n)  # a batch of two sequences
+    X = setup.gaussian(2, spec.input_width, n)  # a batch of two sequences
     parallel = setup.model(X)
     tol, how = setup.tolerance(X, parallel)
     sequential = _decode(setup.model, X)

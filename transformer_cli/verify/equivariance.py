@@ -94,13 +94,13 @@ def check_equivariance(setup: Setup, trials: int = 8, expect: str = "holds") -> 
         raise TfmError(f"--trials: got {trials}, expected 0 .. {MAX_TRIALS:,}")
     breakers = breaking_features(spec)
     predicted = not breakers
-    X = setup.gaussian(spec.d, n)
+    X = setup.gaussian(spec.input_width, n)
     setup.afford("equivariance", equivariance_need(setup, trials))  # memory first, before a permutation is built
     perms = permutations(setup.rng, n, trials)
     k = len(perms)
-    E = sinusoidal_positions(spec.d, n)  # the control's position-dependent term
+    E = sinusoidal_positions(spec.input_width, n)  # the control's position-dependent term
     mixed = X.copy()
-    mixed[:, 0] = setup.gaussian(spec.d)  # one column changed: do the others move? (attention mixes columns)
+    mixed[:, 0] = setup.gaussian(spec.input_width)  # one column changed: do the others move? (attention mixes columns)
     batch = np.stack([X[:, p] for _, p in perms] + [X[:, p] + E for _, p in perms] + [mixed])  # one pass
     Y = setup.model(batch)
     TX, TXc = Y[0], Y[k]  # perms[0] is the identity: T(X) and the control's T(X + E)

@@ -25,7 +25,7 @@ def check_softmax(setup: Setup, expect: str = "holds") -> CheckResult:
     sink taking the rest), and masked weights are exactly 0."""
     spec, n = setup.spec, setup.n
     setup.afford("softmax", softmax_need(setup))
-    weights = setup.model.attention_weights(setup.gaussian(spec.d, n))
+    weights = setup.model.attention_weights(setup.gaussian(spec.input_width, n))
     tol = 4 * float(np.finfo(setup.model.dtype).eps) * n
     later = np.arange(n)[:, None] > np.arange(n)[None, :]  # (n_k, n_q): keys after the query
     label = "max (column sum - 1)" if spec.attn_sinks else "max |column sum - 1|"

@@ -35,14 +35,17 @@ def check_relative(setup: Setup, expect: str = "holds") -> CheckResult:
     lengths += [why for c in components(spec) for s in shifts[-1:] if (why := c.shift_dependent(n, s))]
     predicted = not absolute and not lengths
     setup.afford("relative", relative_need(setup))
-    X = setup.gaussian(spec.d, n)
+    X = setup.gaussian(spec.input_width, n)
     Y0 = setup.model.forward(X)
     tol, how = setup.tolerance(X, Y0)
     columns = ["shift", "rel error", "tol", "control (absolute term)", "property"]
     rows: list[list[Any]] = []
     for s in shifts:
         err = rel_err(setup.model.forward(X, start=s), Y0, Y0)
-        base, moved = X + sinusoidal_positions(spec.d, n), X + sinusoidal_positions(spec.d, s + n)[:, s:]
+        base, moved = (
+            X + sinusoidal_positions(spec.input_width, n),
+            X + sinusoidal_positions(spec.input_width, s + n)[:, s:],
+        )
         control = rel_err(setup.model.forward(moved, start=s), setup.model.forward(base), Y0)
         rows.append([s, err, tol, control, "holds" if within(err, tol) else "breaks"])
     holds = all(row[-1] == "holds" for row in rows)

@@ -56,7 +56,7 @@ def check_softcap(setup: Setup, expect: str = "holds") -> CheckResult:
     """Log weights within 2c of each other per query, logits within c', on the amplified model and its control."""
     spec, n = setup.spec, setup.n
     setup.afford("softcap", softcap_need(setup))
-    X = setup.gaussian(spec.d, n)
+    X = setup.gaussian(spec.input_width, n)
     rel = 64 * float(np.finfo(setup.model.dtype).eps)  # the rounding of a tanh, an exp and a log
     columns = ["what", "bound", "capped, amplified", "control: uncapped", "property"]
     rows: list[list[Any]] = []
