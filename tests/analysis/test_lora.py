@@ -74,6 +74,7 @@ FAMILIES = [
     "apertus",
     "eurobert",
     "electra",
+    "albert",
 ]
 
 

@@ -91,4 +91,11 @@ DENSE = {  # name: (config class, model class, config)
         vocab_size=97, embedding_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
         intermediate_size=40, max_position_embeddings=64, type_vocab_size=3, hidden_act="gelu_new",
         layer_norm_eps=1e-5)),
+    "albert": ("AlbertConfig", "AlbertModel", dict(  # every block one layer's weights, the embedding at 16
+        vocab_size=97, embedding_size=16, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+        intermediate_size=40, max_position_embeddings=64)),
+    "albert-two-groups": ("AlbertConfig", "AlbertModel", dict(  # 5 blocks in runs of 3 and 2 (int(i / 2.5))
+        vocab_size=97, embedding_size=32, hidden_size=32, num_hidden_layers=5, num_hidden_groups=2,
+        num_attention_heads=4, intermediate_size=40, max_position_embeddings=64, hidden_act="gelu",
+        type_vocab_size=3, layer_norm_eps=1e-5)),
 }  # fmt: skip

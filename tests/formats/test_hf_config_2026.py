@@ -80,6 +80,7 @@ NEW += [
     "mistral4",
     "apertus1p5_text",
     "electra",
+    "albert",
 ]  # (DBRX's config class cannot build a model without attn_config's clip_qkv and rope_theta: refused below)
 
 

@@ -46,6 +46,8 @@ FAMILIES = [
     "opt-projected-pre-untied",
     "electra",
     "electra-one-width",
+    "albert",
+    "albert-two-groups",
 ]
 
 

@@ -47,6 +47,13 @@ class Blocks:
     def closed_per_block(self) -> int:
         return sum(t.value for t in self.terms)
 
+    @property
+    def runs(self) -> int:
+        """The blocks that run these tensors: copies, or more where blocks share weights (ALBERT's); N may be any
+        size (a range's length is not taken)."""
+        layers = self.layers
+        return layers.stop - layers.start if isinstance(layers, range) else len(layers)
+
 
 def _scoped(terms: list[Term], scope: str) -> list[Term]:
     return [replace(t, scope=scope) if t.scope == "block" else t for t in terms]
@@ -59,7 +66,7 @@ def stack_blocks(stack: Stack) -> list[Blocks]:
     if len(groups) == 1:  # a uniform stack (N may be any size: its layers are a range)
         (group,) = groups
         scope = "encoder block" if stack.name == "encoder" else "block"
-        return [_blocks(stack, group.spec, scope, group.layers, group.spec.N)]
+        return [_blocks(stack, group.spec, scope, group.layers, group.spec.stored_blocks)]
     found: dict[tuple[Any, ...], list[Group]] = {}  # (by the layer's tensors' names and shapes)
     for group in groups:
         i = group.layers[0]

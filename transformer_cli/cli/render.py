@@ -133,7 +133,8 @@ def _blocks_rows(table: Table, blocks: Blocks, k: int) -> None:
         fmt(blocks.closed_per_block),
         "seed property (b)" if k == 0 else "",
     )
-    table.add_row(f"x {blocks.copies} {name}s", "", fmt(blocks.copies * blocks.per_block), "")
+    shared = f"shared by {blocks.runs:,} {name}s" if blocks.copies < blocks.runs else ""  # (ALBERT's)
+    table.add_row(f"x {blocks.copies} {name}s", "", fmt(blocks.copies * blocks.per_block), shared)
 
 
 def comparison_table(counts: list[ParamCount]) -> Table:

@@ -38,7 +38,7 @@ def iter_tensors(spec: Spec) -> Iterator[Tensor]:
     """Every parameter tensor in weights-file order, made one at a time (N may be 10**6): each stack's blocks, then
     the tensors outside them."""
     for stack in stacks(spec):
-        for i in range(stack.spec.N):
+        for i in range(stack.spec.stored_blocks):  # (ALBERT's blocks share the weights of a few)
             yield from stack_tensors(stack, i)
     yield from global_tensors(spec)
 

@@ -14,6 +14,7 @@ from .record import Gguf, Record
 # as RECORDS, in order; the first written to a GGUF architecture is that architecture's family)
 MODULES = (
     "afmoe",
+    "albert",
     "apertus",
     "arcee",
     "bart",

@@ -144,7 +144,7 @@ def rules(family: Family, spec: Spec, first: bool = False) -> list[Rule]:
     out: list[Rule] = []
     for stack in stacks(spec):
         block, names = _stack_layout(family, stack)
-        for i in _firsts(stack) if first else range(stack.spec.N):
+        for i in _firsts(stack) if first else range(stack.spec.stored_blocks):
             out += _block_rules(family, block.format(i=i), names, f"{stack.prefix}{i}.", present, stack.layer(i))
     out += [Rule(theirs, (ours,)) for ours, theirs in family.globals_.items() if ours in present]
     return out
@@ -160,7 +160,8 @@ def rule_count(family: Family, spec: Spec) -> tuple[int, int]:
         for group in stack.groups():
             i = group.layers[0]
             rules_of = _block_rules(family, block.format(i=i), names, f"{stack.prefix}{i}.", present, stack.layer(i))
-            per_group.append((len(group.layers), len(rules_of)))
+            stored = min(len(group.layers), stack.spec.stored_blocks)  # (ALBERT's blocks share a few's weights)
+            per_group.append((stored, len(rules_of)))
     outside = [ours for ours in family.globals_ if ours in present]
     return sum(count * size for count, size in per_group) + len(outside), max(size for _, size in per_group)
 

@@ -88,10 +88,11 @@ class Transformer:
             (attention_component(layer), block_feedforward(layer)) for layer in layers
         ]
         self.rotations = [self._positions(layer, i, get) for i, layer in enumerate(layers)]  # block i's positions
+        stored = self.layers[: spec.stored_blocks]  # the blocks whose weights the model holds (ALBERT's: a few)
         self.weights: JustInTime = (
-            Prepared(spec, weights, self.dtype, self.layers, self.norm, stack.reads_memory)
+            Prepared(spec, weights, self.dtype, stored, self.norm, stack.reads_memory)
             if keep_blocks is None
-            else JustInTime(spec, weights, self.dtype, self.layers, self.norm, stack.reads_memory, keep_blocks)
+            else JustInTime(spec, weights, self.dtype, stored, self.norm, stack.reads_memory, keep_blocks)
         )
         self.reads_memory = stack.reads_memory  # an encoder-decoder's decoder: each block has a cross-attention
         self.embedding = TokenEmbedding(spec)  # the lookup, used with a vocabulary

@@ -181,6 +181,11 @@ class JustInTime:
         self._lock = threading.Lock()
 
     def block(self, i: int) -> BlockState:
+        """Block i's states: those of the stored block it runs (spec.weights_of: ALBERT's share a few)."""
+        return self.stored(self.spec.weights_of(i))
+
+    def stored(self, i: int) -> BlockState:
+        """Stored block i's states."""
         with self._lock:
             if i in self.kept:
                 self.kept.move_to_end(i)
@@ -223,7 +228,7 @@ class Prepared(JustInTime):
     ):
         super().__init__(spec, weights, dtype, layers, norm, reads_memory, keep=len(layers))
         for i in range(len(layers)):
-            self.block(i)
+            self.stored(i)
         self.weights = {}  # every block kept: the tensors they came from are no longer needed
 
 

@@ -36,3 +36,10 @@ def key(kind: str, doc: str, choices: tuple[str, ...] | Registry[Any] = ()) -> d
     """A key's metadata: its kind (what validate.py checks), its help, its choices (a tuple, or the registry of the
     components' kinds)."""
     return {"kind": kind, "doc": doc, "choices": choices}
+
+
+def shortest_pattern(kinds: list[str] | tuple[str, ...], N: int) -> tuple[str, ...]:
+    """The shortest pattern that, repeated over N blocks, gives the same kinds as `kinds` repeated."""
+    per_layer = [kinds[i % len(kinds)] for i in range(N)]
+    period = next(p for p in range(1, N + 1) if all(per_layer[i] == per_layer[i % p] for i in range(N)))
+    return tuple(per_layer[:period])

@@ -25,6 +25,7 @@ from .choices import (
     ROUTED,
     SCALES,
     SLIDING,
+    shortest_pattern,
 )
 from .choices import key as _key
 from .encoder_decoder_keys import ENCODER_DECODER_FIELDS
@@ -115,6 +116,7 @@ class Spec:
     )
     embed_dim: int | None = SCALE_FIELDS["embed_dim"]
     embed_project: bool = SCALE_FIELDS["embed_project"]
+    block_groups: int | None = SCALE_FIELDS["block_groups"]
     tie_embeddings: bool = field(default=False, metadata=_key("bool", "the head is E^T (no head.W); only with V"))
     head_bias: bool = field(default=False, metadata=_key("bool", "a bias head.b (V,) on the logits; only with V"))
     head: bool = field(
@@ -296,6 +298,15 @@ class Spec:
         return self.embed_dim if self.embed_project and self.embed_dim else self.d
 
     @property
+    def stored_blocks(self) -> int:
+        """The blocks whose weights the model holds: block_groups (ALBERT's shared layers), else N."""
+        return self.block_groups or self.N
+
+    def weights_of(self, i: int) -> int:
+        """The stored block whose weights block i runs: ALBERT's int(i / (N / G)) of block_groups G."""
+        return int(i / (self.N / self.block_groups)) if self.block_groups else i
+
+    @property
     def final_norm(self) -> bool:
         """A norm after the last block: the pre-norm, sandwich and output layouts have one."""
         return self.norm in ("pre", "sandwich", "output")
@@ -364,26 +375,14 @@ class Spec:
         if self.context:
             out["context"] = self.context
         out.update(self.variant_keys())
-        for key in (
-            "attention_layers",
-            "feedforward_layers",
-            "positional_layers",
-            "rope_short_factor",
-            "rope_long_factor",
-        ):  # lists
+        for key in LIST_KEYS:
             if key in out:
                 out[key] = list(out[key])
         return out
 
 
-def shortest_pattern(kinds: list[str] | tuple[str, ...], N: int) -> tuple[str, ...]:
-    """The shortest pattern that, repeated over N blocks, gives the same kinds as `kinds` repeated."""
-    per_layer = [kinds[i % len(kinds)] for i in range(N)]
-    period = next(p for p in range(1, N + 1) if all(per_layer[i] == per_layer[i % p] for i in range(N)))
-    return tuple(per_layer[:period])
-
-
 FIELDS = {f.name: f for f in fields(Spec)}
+LIST_KEYS = ("attention_layers", "feedforward_layers", "positional_layers", "rope_short_factor", "rope_long_factor")
 REQUIRED = tuple(name for name, f in FIELDS.items() if f.default is MISSING)
 
 DEFAULT_SPEC = Spec(N=2, H=4, m=8, d=32, r=64, name="default", description="built-in default spec")

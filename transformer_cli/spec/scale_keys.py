@@ -38,6 +38,15 @@ SCALE_FIELDS: dict[str, Any] = {
             "real columns given to run are then (d_e, n); with embed_dim",
         ),
     ),
+    "block_groups": field(
+        default=None,
+        metadata=_key(
+            "posint",
+            "G: the N blocks in G runs of consecutive blocks, each run sharing one block's weights (ALBERT's "
+            "num_hidden_groups): block i runs stored block int(i / (N / G)); the model holds G blocks; at most N, "
+            "blocks alike only",
+        ),
+    ),
     "logit_scale": field(
         default=1.0,
         metadata=_key(

@@ -217,6 +217,13 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "head", False, "a head for tie_embeddings, head_bias, logit_scale or logit_softcap")
     if spec.V and spec.embed_dim and not spec.head and not spec.embed_project:
         raise _fail(source, "embed_dim", spec.embed_dim, "no embed_dim without a head (its projection out feeds it)")
+    if spec.block_groups is not None and spec.block_groups > spec.N:
+        raise _fail(source, "block_groups", spec.block_groups, f"at most N = {spec.N} (the blocks that share weights)")
+    for key in ("attention_layers", "feedforward_layers", "positional_layers"):
+        if spec.block_groups is not None and key in data:
+            raise _fail(
+                source, "block_groups", spec.block_groups, f"blocks alike (no {key}) where blocks share weights"
+            )
     if spec.V and spec.embed_project and (not spec.embed_dim or spec.head):
         raise _fail(source, "embed_project", True, "embed_dim and head: false (the head would read d, not d_e)")
     if "V_src" in data and (spec.N_enc is None or spec.V is None):
@@ -325,7 +332,17 @@ def _check_encoder_decoder(spec: Spec, data: dict[str, Any], source: str) -> Non
         raise _fail(source, "norm", spec.norm, "pre, post or none in an encoder-decoder (N_enc)")
     if spec.positional == "alibi":
         raise _fail(source, "positional", "alibi", "none, sinusoidal, learned, rope or relative in an encoder-decoder")
-    for key in ("parallel", "E", "window", "type_vocab", "pooler", "attn_softcap", "embed_dim", "embed_project"):
+    for key in (
+        "parallel",
+        "E",
+        "window",
+        "type_vocab",
+        "pooler",
+        "attn_softcap",
+        "embed_dim",
+        "embed_project",
+        "block_groups",
+    ):
         if key in data and data[key] not in (None, False):
             raise _fail(source, key, data[key], f"no {key} in an encoder-decoder (N_enc)")
 
