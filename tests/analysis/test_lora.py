@@ -75,6 +75,7 @@ FAMILIES = [
     "eurobert",
     "electra",
     "albert",
+    "mpnet",
 ]
 
 

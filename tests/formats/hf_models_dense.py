@@ -98,4 +98,10 @@ DENSE = {  # name: (config class, model class, config)
         vocab_size=97, embedding_size=32, hidden_size=32, num_hidden_layers=5, num_hidden_groups=2,
         num_attention_heads=4, intermediate_size=40, max_position_embeddings=64, hidden_act="gelu",
         type_vocab_size=3, layer_norm_eps=1e-5)),
+    "mpnet": ("MPNetConfig", "MPNetModel", dict(  # learned positions after index 1 and T5's bias (32 buckets)
+        vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
+        max_position_embeddings=66, attn_implementation="eager")),  # (it has no SDPA)
+    "mpnet-relu-eps": ("MPNetConfig", "MPNetModel", dict(
+        vocab_size=97, hidden_size=24, num_hidden_layers=3, num_attention_heads=2, intermediate_size=40,
+        max_position_embeddings=40, hidden_act="relu", layer_norm_eps=1e-5, attn_implementation="eager")),
 }  # fmt: skip

@@ -234,6 +234,8 @@ CONTROLS = [
     ("phimoe", {"router_score": "softmax"}),
     ("phimoe", {"rope_long_factor": (1.0, 2.0, 4.0, 9.0)}),
     ("phimoe", {"rope_attention_factor": None}),
+    ("mpnet", {"positional": "learned"}),
+    ("mpnet", {"rel_max_distance": 12}),
 ]
 
 

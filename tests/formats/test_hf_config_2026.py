@@ -81,6 +81,7 @@ NEW += [
     "apertus1p5_text",
     "electra",
     "albert",
+    "mpnet",
 ]  # (DBRX's config class cannot build a model without attn_config's clip_qkv and rope_theta: refused below)
 
 

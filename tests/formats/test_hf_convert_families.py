@@ -48,6 +48,7 @@ FAMILIES = [
     "electra-one-width",
     "albert",
     "albert-two-groups",
+    "mpnet",
 ]
 
 

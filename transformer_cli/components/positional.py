@@ -280,6 +280,24 @@ class Relative(Positions):
         return np.ascontiguousarray(self.table[buckets].transpose(2, 0, 1))
 
 
+@POSITIONALS.register("learned_relative")
+class LearnedRelative(Learned, Relative):
+    """MPNet's: learned positions P added to the input and T5's relative bias (one table, shared by the blocks) on
+    every score. Positions are absolute then, not relative."""
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        return Learned.tensors(self, prefix) + Relative.tensors(self, prefix)
+
+    def terms(self) -> list[Term]:
+        return Learned.terms(self) + Relative.terms(self)
+
+    def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        return Learned.flops(self, b, n, pairs) | Relative.flops(self, b, n, pairs)
+
+    def relative_positions(self) -> str | None:
+        return None  # (P tells absolute positions apart)
+
+
 @POSITIONALS.register("alibi")
 class ALiBi(Positions):
     """ALiBi (BLOOM): head h's score of query t and key s gets slope_h (s - t) added, slopes fixed by the number of

@@ -21,6 +21,8 @@ ACTIVATIONS = tuple(kernels.ACTIVATIONS)  # each with its kernel
 ATTENTION_KINDS = SLIDING, FULL = ("sliding", "full")  # a block of a stack with a window: through it, or not
 FEEDFORWARD_KINDS = ROUTED, DENSE = ("routed", "dense")  # a block of a stack with experts: routed, or one dense
 POSITION_KINDS = ROTARY, NOPE = ("rope", "nope")  # a block of a rotary stack: turns its queries and keys, or not
+LEARNED = ("learned", "learned_relative")  # the positionals with a learned table P (max_len of them)
+RELATIVE = ("relative", "learned_relative")  # those with T5's bias table of buckets
 
 # the components' kinds, each registered by the module that implements it
 POSITIONALS: Registry[Any] = Registry("positional")  # components/positional.py

@@ -17,6 +17,7 @@ from .choices import (
     ACTIVATIONS,
     FEEDFORWARD_KINDS,
     LABELS,
+    LEARNED,
     MASKS,
     NORM_TYPES,
     NORMS,
@@ -390,7 +391,7 @@ DEFAULT_SPEC = Spec(N=2, H=4, m=8, d=32, r=64, name="default", description="buil
 
 def check_length(spec: Spec, n: int, where: str) -> None:
     """Refuse a sequence longer than the spec's learned positions cover (every command that takes n asks here)."""
-    if spec.positional == "learned" and spec.max_len is not None and n > spec.max_len:
+    if spec.positional in LEARNED and spec.max_len is not None and n > spec.max_len:
         raise SpecError(
             f"{where}: n = {n}, expected at most max_len = {spec.max_len} (learned positions of {spec.label})"
         )

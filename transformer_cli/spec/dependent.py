@@ -3,6 +3,8 @@ the table the loader (validate.py) and the JSON Schema (schema.py) both read."""
 
 from __future__ import annotations
 
+from .choices import LEARNED, RELATIVE
+
 ROPE_KEYS = ("rope_theta", "rope_fraction", "rope_pairing", "rope_scaling")
 LLAMA3_KEYS = ("rope_low_freq_factor", "rope_high_freq_factor")
 YARN_KEYS = (
@@ -17,7 +19,7 @@ YARN_KEYS = (
 # Keys that go with a value of another key: (other key, its values, required then). The loader and the
 # JSON Schema (schema.py) both read this table.
 DEPENDENT = {
-    "max_len": ("positional", ("learned",), True),
+    "max_len": ("positional", LEARNED, True),
     **{key: ("positional", ("rope",), False) for key in ROPE_KEYS},
     **{key: ("rope_scaling", ("llama3",), False) for key in LLAMA3_KEYS},
     "rope_factor": ("rope_scaling", ("llama3", "linear", "dynamic", "yarn", "longrope"), False),
@@ -35,10 +37,10 @@ DEPENDENT = {
     "v_m": ("attention", ("latent",), False),
     "swiglu_alpha": ("feedforward", ("clamped",), False),
     "swiglu_limit": ("feedforward", ("clamped",), False),
-    "rel_buckets": ("positional", ("relative",), False),
-    "rel_max_distance": ("positional", ("relative",), False),
+    "rel_buckets": ("positional", RELATIVE, False),
+    "rel_max_distance": ("positional", RELATIVE, False),
     "rel_per_block": ("positional", ("relative",), False),
-    "position_offset": ("positional", ("learned", "sinusoidal_fairseq"), False),
+    "position_offset": ("positional", (*LEARNED, "sinusoidal_fairseq"), False),
     "norm_eps": ("norm", ("pre", "post", "sandwich", "output"), False),
     "norm_type": ("norm", ("pre", "post", "sandwich", "output"), False),
 }

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..text import lookalike_hint, shown
-from .choices import ATTENTIONS, DENSE, FULL
+from .choices import ATTENTIONS, DENSE, FULL, RELATIVE
 from .definition import FIELDS, REQUIRED, Spec
 from .dependent import DEPENDENT
 from .expert_keys import EXPERT_FIELDS
@@ -263,7 +263,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
     ATTENTIONS[spec.attention].check_keys(spec, data, source)  # what the kind needs of the other keys
     if spec.positional == "rope":
         check_rope(spec, source, _expected)
-    if spec.positional == "relative":
+    if spec.positional in RELATIVE:
         _check_relative(spec, source)
 
 
@@ -294,7 +294,7 @@ def _check_layers(spec: Spec, data: dict[str, Any], source: str) -> None:
             data["rope_local_theta"],
             "no rope_local_theta without attention_layers (sliding blocks beside full ones)",
         )
-    if "attention_layers" in data and spec.positional == "relative":
+    if "attention_layers" in data and spec.positional in RELATIVE:
         raise _fail(
             source,
             "attention_layers",

@@ -19,6 +19,7 @@ from ..hf.config import MAX_CONFIG_BYTES, stored_config
 from ..io.safetensors_io import peek
 from ..model.generate import Sampling, generate, token_id
 from ..options import count
+from ..spec.choices import LEARNED
 from ..spec.definition import Spec
 from ..spec.stacks import encoder
 
@@ -98,7 +99,7 @@ def past_context(spec: Spec, prompt: int, new: int) -> str | None:
 
     total, cap = prompt + new, context_cap(spec)
     said = f"--max-new-tokens {new}: the prompt's {prompt} tokens and {new} new ones make {total:,} positions"
-    if spec.positional == "learned" and spec.max_len is not None and total > spec.max_len:
+    if spec.positional in LEARNED and spec.max_len is not None and total > spec.max_len:
         raise OptionError(f"{said}, beyond the {spec.max_len:,} learned positions of {spec.label} (max_len)")
     if cap is None or total <= cap:
         return None

@@ -17,6 +17,7 @@ from ..components.held import Held
 from ..errors import ExitCode, TfmError
 from ..io.weights import Weights, init_weights
 from ..model.transformer import Transformer
+from ..spec.choices import LEARNED
 from ..spec.definition import Spec
 
 CONTROL_FACTOR = 1000  # a control must miss the property by this many tolerances, or the check proves nothing
@@ -278,7 +279,7 @@ def make_setup(
     """Build the model (seeded weights unless given) and pick n and the tolerance. A lazily read file's weights are
     held in the first mode (analysis/modes.py) in which the model, its float64 twin and the checks' peaks (`needs`
     of a setup in that mode, before any model is built) fit."""
-    longest = spec.max_len if spec.positional == "learned" and spec.max_len else None
+    longest = spec.max_len if spec.positional in LEARNED and spec.max_len else None
     if n is None:
         n = min(16, longest) if longest else 16
     if n < 1:

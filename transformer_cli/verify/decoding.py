@@ -11,6 +11,7 @@ from ..analysis.memory import MemoryEstimate
 from ..components import components, is_causal
 from ..components.positional import POSITIONALS
 from ..model.decoding import decode
+from ..spec.choices import LEARNED
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 
 
@@ -33,7 +34,7 @@ def _controls(setup: Setup, X: np.ndarray, parallel: np.ndarray) -> tuple[dict[s
     elif not POSITIONALS[spec.positional].query_position_matters:
         skipped[shifted] = "ALiBi moves every key's score of a query alike when the query's position moves alone"
     else:  # with learned positions and n = max_len, column n - 1 has no position t + 1: decode the first n - 1
-        k = n - 1 if spec.positional == "learned" and n >= (spec.max_len or 0) else n
+        k = n - 1 if spec.positional in LEARNED and n >= (spec.max_len or 0) else n
         if k >= 1:
             wrong = _decode(model, X[..., :k], position_offset=1)
             controls[shifted] = rel_err(wrong, parallel[..., :k], parallel)

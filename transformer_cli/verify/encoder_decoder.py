@@ -28,6 +28,7 @@ from ..kernels import sinusoidal_positions
 from ..model.decoding import decode
 from ..model.encoder_decoder import EncoderDecoder
 from ..model.transformer import Transformer
+from ..spec.choices import LEARNED
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 from .equivariance import breaking_features, permutations
 
@@ -79,7 +80,7 @@ def make_encoder_decoder_setup(
     spec, weights, seed: int, dtype: str, n: int | None, tol: float | None, max_memory: str | None = None
 ) -> EncoderDecoderSetup:
     """The encoder-decoder (seeded weights unless given), a seeded source, and the decoder reading it."""
-    n = n or (min(16, spec.max_len) if spec.positional == "learned" else 16)
+    n = n or (min(16, spec.max_len) if spec.positional in LEARNED else 16)
     limits = memory_limits()  # before the model is built (its weights are in the checks' estimates)
     check_memory(estimate_encoder_decoder(spec, 1, n, n, dtype), max_memory, "this model", limits=limits)
     weights = weights if weights is not None else init_weights(spec, seed)

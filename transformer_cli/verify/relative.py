@@ -15,6 +15,7 @@ import numpy as np
 from ..analysis.memory import MemoryEstimate
 from ..components import components
 from ..kernels import sinusoidal_positions
+from ..spec.choices import LEARNED
 from .common import CONTROL_FACTOR, CheckResult, Setup, rel_err, resolve_expect, within
 
 SHIFTS = (1, 5, 31)
@@ -29,7 +30,7 @@ def check_relative(setup: Setup, expect: str = "holds") -> CheckResult:
     """T(X at positions s..) against T(X at positions 0..) for a few shifts s, with an absolute-position control."""
     spec, n = setup.spec, setup.n
     absolute = [reason for c in components(spec) if (reason := c.absolute_positions()) is not None]
-    room = (spec.max_len or 0) - n if spec.positional == "learned" else max(SHIFTS)  # learned positions end at max_len
+    room = (spec.max_len or 0) - n if spec.positional in LEARNED else max(SHIFTS)  # learned positions end at max_len
     shifts = [s for s in SHIFTS if s <= room] or ([room] if room > 0 else [])
     lengths = [why for c in components(spec) for s in shifts[-1:] if (why := c.length_dependent(n, n + s))]
     lengths += [why for c in components(spec) for s in shifts[-1:] if (why := c.shift_dependent(n, s))]
