@@ -202,10 +202,12 @@ def causal_mask(q0: int, q1: int, n_k: int) -> Array:
     return np.where(later, -np.inf, 0.0)
 
 
-def window_mask(q0: int, q1: int, k0: int, k1: int, w: int) -> Array:
-    """Additive mask (q1 - q0, k1 - k0) for queries q0..q1-1 and keys k0..k1-1: 0 where q - w < k <= q, else -inf."""
+def window_mask(q0: int, q1: int, k0: int, k1: int, w: int, causal: bool = True) -> Array:
+    """Additive mask (q1 - q0, k1 - k0) for queries q0..q1-1 and keys k0..k1-1: 0 where q - w < k <= q (causal;
+    unmasked: |q - k| < w, ModernBERT's), else -inf."""
     lag = np.arange(q0, q1)[:, None] - np.arange(k0, k1)[None, :]  # q - k
-    return np.where((lag >= 0) & (lag < w), 0.0, -np.inf)
+    seen = (lag >= 0) & (lag < w) if causal else np.abs(lag) < w
+    return np.where(seen, 0.0, -np.inf)
 
 
 def chunk_mask(q0: int, q1: int, k0: int, k1: int, C: int) -> Array:
@@ -271,12 +273,13 @@ class Attend:
 
     The scores are scaled by `scale`. With `causal`, query q sees keys 0..q only (and the keys after a chunk's last
     query are never touched); with a `window` w too, only keys q - w + 1 .. q (and the keys before a chunk's first
-    window are never touched). `bias(q0, c, k0, k)` adds a position bias (H, c, k) to the scores of queries q0..
-    and keys k0.. (relative positions). With `softcap` c, each scaled score s becomes c tanh(s / c) before the mask
-    (Gemma 2). With `sinks` (H,), head h's softmax has one more logit, sinks[h], beside the keys' scores, whose
-    weight is dropped: a query's weights then sum to less than 1 (gpt-oss). `chunk_bytes` bounds the scores held
-    at once. Once `stop` is set, the next chunk raises Stopped. `weights_out` receives the weights (b, H, n_k, n_q);
-    `scores_out` the scaled scores before any mask, (b, H, n_q, n_k) (the scaling check reads them).
+    window are never touched); a `window` without `causal`: keys q - w + 1 .. q + w - 1 (ModernBERT's).
+    `bias(q0, c, k0, k)` adds a position bias (H, c, k) to the scores of queries q0.. and keys k0.. (relative
+    positions). With `softcap` c, each scaled score s becomes c tanh(s / c) before the mask (Gemma 2). With `sinks`
+    (H,), head h's softmax has one more logit, sinks[h], beside the keys' scores, whose weight is dropped: a query's
+    weights then sum to less than 1 (gpt-oss). `chunk_bytes` bounds the scores held at once. Once `stop` is set,
+    the next chunk raises Stopped. `weights_out` receives the weights (b, H, n_k, n_q); `scores_out` the scaled
+    scores before any mask, (b, H, n_q, n_k) (the scaling check reads them).
     """
 
     scale: float = 1.0
@@ -316,7 +319,7 @@ def attend(
     S = np.zeros((b, H, n_q, n_k), dtype=dtype) if scores_out is not None else None
     Q = scaled_queries(Q, scale)
     sink = None if sinks is None else np.asarray(sinks, dtype=dtype).reshape(H, 1, 1)
-    step = chunk_size(H, n_q, n_k, dtype.itemsize, how.chunk_bytes, causal)
+    step = chunk_size(H, n_q, n_k, dtype.itemsize, how.chunk_bytes, causal or bool(window))  # (bands: chunks)
     # causal without a window: a chunk's queries see every key before the chunk, so only the square of the
     # chunk's own keys is masked, and that square is the same for every chunk: made once, added to c^2 scores
     chunk = how.chunk if causal else None
@@ -324,12 +327,14 @@ def attend(
     for q0 in range(part[0] * step, n_q, part[1] * step):
         q1 = min(q0 + step, n_q)
         k1 = q1 if causal else n_k  # keys after the chunk's last query are all masked
-        k0 = max(0, q0 - window + 1) if causal and window else 0  # and those before its first window
+        k0 = max(0, q0 - window + 1) if window else 0  # and those before its first window
+        if window and not causal:  # and, unmasked, those after its last query's window
+            k1 = min(n_k, q1 + window - 1)
         if chunk:  # and those before its first query's attention chunk
             k0 = max(0, (how.first + q0) // chunk * chunk - how.first)
         mask = None  # the same for every sequence of the batch: a window's mask and the position bias
-        if causal and window:
-            mask = window_mask(q0, q1, k0, k1, window).astype(dtype)
+        if window:
+            mask = window_mask(q0, q1, k0, k1, window, causal).astype(dtype)
         elif chunk:
             mask = chunk_mask(q0 + how.first, q1 + how.first, k0 + how.first, k1 + how.first, chunk).astype(dtype)
         extra = None if bias is None else bias(q0, q1 - q0, k0, k1 - k0)

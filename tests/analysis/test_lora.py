@@ -76,6 +76,7 @@ FAMILIES = [
     "electra",
     "albert",
     "mpnet",
+    "modernbert",
 ]
 
 

@@ -158,6 +158,9 @@ def exact(model):
             bloom.F = _Float64Functional()
         elif kind in ("Gemma2Attention", "Gemma3Attention", "VaultGemmaAttention"):  # eager softmax in float32
             sys.modules[type(module).__module__].eager_attention_forward = _float64_eager  # (float32: the same)
+        elif kind == "ModernBertAttention":  # its rotation and its eager softmax in float32: here in float64
+            modern = sys.modules[type(module).__module__]
+            modern.eager_attention_forward, modern.apply_rotary_pos_emb = _float64_plain_eager, _float64_rotate
         elif kind == "GPTNeoSelfAttention":  # its scores in float32 even in a float64 model: here in float64
             module._attn = _float64_neo_attention.__get__(module)
         elif isinstance(getattr(module, "embed_scale", None), torch.Tensor):  # Gemma's sqrt(d), a float32 tensor
@@ -205,6 +208,26 @@ def _float64_ernie_rotate(q, k, cos, sin, unsqueeze_dim=1):
         return torch.stack([-x[..., 1::2], x[..., ::2]], dim=-1).flatten(-2)
 
     return q * cos + turned(q) * sin, k * cos + turned(k) * sin
+
+
+def _float64_rotate(q, k, cos, sin, unsqueeze_dim=1):
+    """apply_rotary_pos_emb (halves) without a cast to float32 (ModernBERT's)."""
+    cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+
+    def turned(x):
+        half = x.shape[-1] // 2
+        return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+    return q * cos + turned(q) * sin, k * cos + turned(k) * sin
+
+
+def _float64_plain_eager(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+    """An eager_attention_forward of as many key heads as query heads, its softmax in the scores' dtype."""
+    weights = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    weights = torch.softmax(weights, dim=-1)
+    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
 
 
 def _float64_eager(module, query, key, value, attention_mask, dropout=0.0, scaling=None, softcap=None, **kwargs):

@@ -104,4 +104,14 @@ DENSE = {  # name: (config class, model class, config)
     "mpnet-relu-eps": ("MPNetConfig", "MPNetModel", dict(
         vocab_size=97, hidden_size=24, num_hidden_layers=3, num_attention_heads=2, intermediate_size=40,
         max_position_embeddings=40, hidden_act="relu", layer_norm_eps=1e-5, attn_implementation="eager")),
+    "modernbert": ("ModernBertConfig", "ModernBertModel", dict(  # full, sliding, sliding; a band of 3 keys either way
+        vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=4, num_attention_heads=4,
+        max_position_embeddings=64, local_attention=6, pad_token_id=0, bos_token_id=None, eos_token_id=None,
+        cls_token_id=None, sep_token_id=None, attn_implementation="eager")),
+    "modernbert-biases-every-2": ("ModernBertConfig", "ModernBertModel", dict(
+        vocab_size=97, hidden_size=24, intermediate_size=40, num_hidden_layers=3, num_attention_heads=2,
+        max_position_embeddings=64, local_attention=4, global_attn_every_n_layers=2, norm_bias=True,
+        attention_bias=True, mlp_bias=True, hidden_activation="gelu_new", norm_eps=1e-6, global_rope_theta=500.0,
+        local_rope_theta=50.0, pad_token_id=0, bos_token_id=None, eos_token_id=None, cls_token_id=None,
+        sep_token_id=None, attn_implementation="eager")),
 }  # fmt: skip

@@ -236,6 +236,9 @@ CONTROLS = [
     ("phimoe", {"rope_attention_factor": None}),
     ("mpnet", {"positional": "learned"}),
     ("mpnet", {"rel_max_distance": 12}),
+    ("modernbert", {"window": None}),
+    ("modernbert", {"window": 3}),  # (one key fewer either way: the band is |s - t| <= local_attention / 2)
+    ("modernbert-biases-every-2", {"rope_local_theta": None}),
 ]
 
 

@@ -49,6 +49,8 @@ FAMILIES = [
     "albert",
     "albert-two-groups",
     "mpnet",
+    "modernbert",
+    "modernbert-biases-every-2",
 ]
 
 

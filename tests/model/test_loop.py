@@ -107,7 +107,7 @@ class Asked:
     def block(self, i: int):
         self.asked.append(i)
         m = self.model
-        return prepare_block(m.spec, self.weights, m.dtype, i, m.layers[i], m.norm, m.reads_memory)
+        return prepare_block(m.spec, self.weights, m.dtype, i, m.layers[i], m.block_norms[i], m.reads_memory)
 
 
 def test_a_provider_asked_per_block_gives_the_same_output_and_the_stop_block_asks_no_further():

@@ -178,8 +178,8 @@ def test_parallel_blocks_need_pre_norm_and_shared_norm_needs_parallel(tmp_path, 
     assert words in error_of(tmp_path, BASE + extra)
 
 
-def test_a_window_needs_the_causal_mask(tmp_path):
-    assert "mask: causal with a sliding window" in error_of(tmp_path, BASE + "window: 4\n")
+def test_a_window_has_no_place_in_an_encoder_decoder(tmp_path):  # (unmasked, a band: ModernBERT's, test_bands)
+    assert "no window in an encoder-decoder" in error_of(tmp_path, BASE + "window: 4\nN_enc: 2\nmask: causal\n")
 
 
 def test_dropping_an_output_bias_needs_the_attention_biases(tmp_path):

@@ -216,7 +216,9 @@ def test_a_window_bounds_the_receptive_field_both_ways():
 
 def test_a_window_one_key_too_wide_is_caught(monkeypatch):
     real = model_module.window_mask
-    monkeypatch.setattr(model_module, "window_mask", lambda q0, q1, k0, k1, w: real(q0, q1, k0, k1, w + 1))
+    monkeypatch.setattr(
+        model_module, "window_mask", lambda q0, q1, k0, k1, w, causal=True: real(q0, q1, k0, k1, w + 1, causal)
+    )
     result = check_causality(setup_for(WINDOWED, n=12))
     assert result.exit_code == ExitCode.VIOLATED and result.summary["leaking_positions"][0] == 5
 

@@ -357,7 +357,9 @@ class MultiHeadAttention(Component):
     def breaks_equivariance(self) -> str | None:
         if self.spec.window == 1:  # each query sees only its own key: attention acts on each column alone
             return None
-        return "causal mask" if self.spec.mask == "causal" else None
+        if self.spec.mask == "causal":
+            return "causal mask"
+        return "an unmasked sliding window (a band around each position)" if self.spec.window else None
 
     def reach(self) -> int | None:
         """With a window w, each block looks w - 1 columns back: N blocks reach N (w - 1) columns back (a chunk of

@@ -52,6 +52,7 @@ MODULES = (
     "minimax_m2",
     "ministral3",
     "mistral4",
+    "modernbert",
     "mpnet",
     "mpt",
     "nanochat",

@@ -89,10 +89,11 @@ class Transformer:
         ]
         self.rotations = [self._positions(layer, i, get) for i, layer in enumerate(layers)]  # block i's positions
         stored = self.layers[: spec.stored_blocks]  # the blocks whose weights the model holds (ALBERT's: a few)
+        self.block_norms = [block_norm(layer) for layer in layers[: spec.stored_blocks]]  # (ModernBERT's block 0's)
         self.weights: JustInTime = (
-            Prepared(spec, weights, self.dtype, stored, self.norm, stack.reads_memory)
+            Prepared(spec, weights, self.dtype, stored, self.block_norms, stack.reads_memory)
             if keep_blocks is None
-            else JustInTime(spec, weights, self.dtype, stored, self.norm, stack.reads_memory, keep_blocks)
+            else JustInTime(spec, weights, self.dtype, stored, self.block_norms, stack.reads_memory, keep_blocks)
         )
         self.reads_memory = stack.reads_memory  # an encoder-decoder's decoder: each block has a cross-attention
         self.embedding = TokenEmbedding(spec)  # the lookup, used with a vocabulary
@@ -233,7 +234,7 @@ class Transformer:
             )
         tap = None if taps is None else partial(taps, i)
         return self.residuals.apply(
-            Z, mixer, partial(feedforward.apply, feedforward_w), self.norm.apply, norms, cross, tap
+            Z, mixer, partial(feedforward.apply, feedforward_w), self._normed, norms, cross, tap
         )
 
     def run(
@@ -273,6 +274,10 @@ class Transformer:
         if pe is not None:
             Z += pe[:, None, :]
         return self.embedding.finish(Z, self.embedded) if self.embedded else Z
+
+    def _normed(self, X: Array, params: tuple | None) -> Array:
+        """A block's norm of X, or X where the block has none there (ModernBERT's block 0, before its attention)."""
+        return X if params is None else self.norm.apply(X, params)
 
     def finish(self, X: Array) -> Array:
         """The final norm of pre-norm models, then the head's logits (V, b, n) if the spec has a vocabulary."""

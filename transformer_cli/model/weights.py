@@ -166,11 +166,11 @@ class JustInTime:
         weights: Mapping[str, Array],
         dtype: np.dtype,
         layers: Sequence[tuple[Component, Component]],
-        norm: Component,
+        norms: Sequence[Component],
         reads_memory: bool = False,
         keep: int = 1,
     ):
-        self.spec, self.weights, self.dtype, self.layers, self.norm = spec, weights, dtype, layers, norm
+        self.spec, self.weights, self.dtype, self.layers, self.norms = spec, weights, dtype, layers, norms
         self.reads_memory, self.keep = reads_memory, max(1, keep)
         self.buffers: Buffers | None = None
         if self.keep < len(layers):  # blocks made and dropped again and again: into the memory of those dropped
@@ -194,7 +194,7 @@ class JustInTime:
             if following not in self.kept and hasattr(self.weights, "read_ahead"):  # a file: read it meanwhile
                 self.weights.read_ahead(f"blocks.{following}.")
             layer, memory, buffers = self.layers[i], self.reads_memory, self.buffers
-            state = prepare_block(self.spec, self.weights, self.dtype, i, layer, self.norm, memory, buffers)
+            state = prepare_block(self.spec, self.weights, self.dtype, i, layer, self.norms[i], memory, buffers)
             self.prepared += 1
             self.kept[i] = state
             if len(self.kept) > self.keep:  # drop the block used just before this one (see the class's note)
@@ -223,10 +223,10 @@ class Prepared(JustInTime):
         weights: Mapping[str, Array],
         dtype: np.dtype,
         layers: Sequence[tuple[Component, Component]],
-        norm: Component,
+        norms: Sequence[Component],
         reads_memory: bool = False,
     ):
-        super().__init__(spec, weights, dtype, layers, norm, reads_memory, keep=len(layers))
+        super().__init__(spec, weights, dtype, layers, norms, reads_memory, keep=len(layers))
         for i in range(len(layers)):
             self.stored(i)
         self.weights = {}  # every block kept: the tensors they came from are no longer needed

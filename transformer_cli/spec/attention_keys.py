@@ -10,6 +10,14 @@ from .choices import ATTENTION_KINDS, POSITION_KINDS
 from .choices import key as _key
 
 ATTENTION_FIELDS: dict[str, Any] = {
+    "qk_norm": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "a norm of each query and key head over its m entries, before rotary positions "
+            "(Qwen3): the spec's norm_type, gains (m,) shared by the heads; see qk_norm_over",
+        ),
+    ),
     "attn_softcap": field(
         default=None,
         metadata=_key(
@@ -70,7 +78,12 @@ ATTENTION_FIELDS: dict[str, Any] = {
         ),
     ),
     "window": field(
-        default=None, metadata=_key("posint", "sliding window: query t sees keys t - w + 1 .. t (Mistral); causal only")
+        default=None,
+        metadata=_key(
+            "posint",
+            "sliding window: query t sees keys t - w + 1 .. t (Mistral); unmasked, keys s with |s - t| < w "
+            "(ModernBERT)",
+        ),
     ),
     "attention_layers": field(
         default=None,

@@ -167,14 +167,8 @@ class Spec:
     )
     norm_bias: bool = field(default=True, metadata=_key("bool", "layernorm's beta; false: gamma only (OLMo-style)"))
     norm_affine: bool = NORM_FIELDS["norm_affine"]
-    qk_norm: bool = field(
-        default=False,
-        metadata=_key(
-            "bool",
-            "a norm of each query and key head over its m entries, before rotary positions "
-            "(Qwen3): the spec's norm_type, gains (m,) shared by the heads; see qk_norm_over",
-        ),
-    )
+    first_attn_norm: bool = NORM_FIELDS["first_attn_norm"]
+    qk_norm: bool = ATTENTION_FIELDS["qk_norm"]
     norm_plus_one: bool = NORM_FIELDS["norm_plus_one"]
     E: int | None = field(
         default=None, metadata=_key("posint", "experts: E feedforwards and a router W_r (E, d) in each block (Mixtral)")

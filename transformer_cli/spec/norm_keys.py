@@ -12,6 +12,14 @@ NORM_FIELDS: dict[str, Any] = {
     "norm_affine": field(
         default=True, metadata=_key("bool", "the norms' gains (and betas); false: none, x normalised alone (OLMo 1)")
     ),
+    "first_attn_norm": field(
+        default=True,
+        metadata=_key(
+            "bool",
+            "false: block 0 has no norm before its attention, the embedding's norm being its input's (ModernBERT); "
+            "pre-norm only",
+        ),
+    ),
     "norm_plus_one": field(
         default=False,
         metadata=_key(

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .choices import DENSE, FULL, NOPE, ROTARY, ROUTED, SLIDING
+from .choices import DENSE, FIRST, FULL, LATER, NOPE, ROTARY, ROUTED, SLIDING
 from .definition import Spec
 from .expert_keys import EXPERT_FIELDS
 
@@ -88,11 +88,13 @@ class Stack:
             out.append(kind_of(spec.feedforward_layers, i, ROUTED))
         if spec.positional_layers is not None:
             out.append(kind_of(spec.positional_layers, i, ROTARY))
+        if not spec.first_attn_norm:  # (block 0 without a norm before its attention: ModernBERT's)
+            out.append(FIRST if i == 0 else LATER)
         return tuple(out)
 
     @property
     def uniform(self) -> bool:
-        return all(getattr(self.spec, key) is None for key in LAYER_KEYS)
+        return all(getattr(self.spec, key) is None for key in LAYER_KEYS) and self.spec.first_attn_norm
 
     def _spec_of(self, kinds: tuple[str, ...], N: int) -> Spec:
         """The spec of `N` blocks of these kinds: the stack's, with the window or the experts where they have them."""
@@ -107,6 +109,8 @@ class Stack:
                 changes["qk_norm"] = False
         elif ROTARY in kinds:  # (Llama 4's temperature is its NoPE blocks' alone)
             changes |= {"nope_query_beta": None, "nope_query_len": None}
+        if LATER in kinds:
+            changes["first_attn_norm"] = True
         if DENSE in kinds:  # one feedforward of size r: no router, no routed or shared experts
             changes |= {"E": None, "k": None} | {key: f.default for key, f in EXPERT_FIELDS.items()}
         return replace(self.spec, **changes)

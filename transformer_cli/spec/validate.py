@@ -200,10 +200,6 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "shared_gate", True, "no shared_gate without a shared expert (shared_r)")
     if spec.E is not None and spec.k is not None and spec.k > spec.E:
         raise _fail(source, "k", spec.k, f"at most E = {spec.E} (the experts each token can choose from)")
-    if spec.window is not None and spec.mask != "causal":
-        raise _fail(
-            source, "window", spec.window, "mask: causal with a sliding window (query t sees keys t - w + 1 .. t)"
-        )
     _check_layers(spec, data, source)
     if spec.parallel and spec.norm != "pre":
         raise _fail(source, "parallel", True, "norm: pre with parallel blocks (both sublayers read the block's input)")
@@ -217,6 +213,8 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "head", False, "a head for tie_embeddings, head_bias, logit_scale or logit_softcap")
     if spec.V and spec.embed_dim and not spec.head and not spec.embed_project:
         raise _fail(source, "embed_dim", spec.embed_dim, "no embed_dim without a head (its projection out feeds it)")
+    if not spec.first_attn_norm and (spec.norm != "pre" or spec.block_groups or spec.N_enc):
+        raise _fail(source, "first_attn_norm", False, "norm: pre, one stack, no block_groups (block 0 its own)")
     if spec.block_groups is not None and spec.block_groups > spec.N:
         raise _fail(source, "block_groups", spec.block_groups, f"at most N = {spec.N} (the blocks that share weights)")
     for key in ("attention_layers", "feedforward_layers", "positional_layers"):

@@ -1,0 +1,121 @@
+"""ModernBERT (ModernBertModel, answerdotai/ModernBERT-base and -large, and the embedders and rerankers built on
+it): pre-norm blocks of LayerNorms without biases (norm_bias), fused Wqkv and GeGLU Wi ([input; gate], the input
+activated), rotary positions on whole heads, every global_attn_every_n_layers-th layer full and the others sliding
+over a band of local_attention // 2 keys either way (|s - t| <= local_attention // 2: tfm's unmasked window w =
+local_attention // 2 + 1), each kind with its own base (160,000 and 10,000 by default), a norm of the embeddings
+and none before block 0's attention (first_attn_norm), a final norm; run as tfm runs BERT, the base model. Its
+...ForMaskedLM files (a model. prefix, a head and a decoder) are read too, the heads skipped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec.definition import Spec
+from .config_keys import layer_types
+from .keys import Keys
+from .layout import Family, linear_names, norm_names
+from .parts import ACTIVATIONS, activation, sliding_rope, typed_layers, typed_ropes, whole_heads
+from .record import Record
+
+BASES = {"full_attention": 160_000.0, "sliding_attention": 10_000.0}  # ModernBertConfig.default_theta
+
+
+def _ropes(c: Keys) -> Keys:
+    """The config with 5.x's rope_parameters per layer type: 4.x's global_rope_theta and local_rope_theta moved
+    there as ModernBertConfig moves them (a rope_scaling of both kinds refused)."""
+    if c.nested("rope_scaling") is not None:
+        raise c.refuse("rope_scaling", c.data["rope_scaling"], "ModernBERT's rotary unscaled")
+    nested = c.nested("rope_parameters")
+    if nested is not None and any(isinstance(v, dict) for v in nested.data.values()):
+        return c
+    full = {"rope_type": "default", "rope_theta": c.number("global_rope_theta", BASES["full_attention"])}
+    local = {"rope_type": "default", "rope_theta": c.number("local_rope_theta", BASES["sliding_attention"])}
+    rotary = {"full_attention": full, "sliding_attention": local}
+    return Keys(c.data | {"rope_parameters": rotary}, c.source, notes=c.notes)
+
+
+def spec(c: Keys) -> dict[str, Any]:
+    """config.json -> spec (ModernBertConfig's defaults)."""
+    d, H, N = c.count("hidden_size", 768), c.count("num_attention_heads", 12), c.count("num_hidden_layers", 22)
+    m, positions = whole_heads(c, d, H), c.count("max_position_embeddings", 8192)
+    every = c.count("global_attn_every_n_layers", 3)
+    kinds = ["sliding_attention" if i % every else "full_attention" for i in range(N)]
+    window = c.count("local_attention", 128) // 2 + 1  # (|s - t| <= local_attention // 2)
+    full, local = typed_ropes(_ropes(c), positions, m, BASES["full_attention"], BASES["sliding_attention"], 0.0)
+    out = {
+        "N": N,
+        "H": H,
+        "m": m,
+        "d": d,
+        "r": c.count("intermediate_size", 1152),
+        "V": c.count("vocab_size", 50368),
+        "head": False,
+        "mask": "none",
+        "scale": "sqrt",
+        "embed_norm": True,
+        "norm": "pre",
+        "first_attn_norm": False,
+        "norm_eps": c.number("norm_eps", 1e-5),
+        "norm_bias": c.flag("norm_bias", False),
+        "attention_bias": c.flag("attention_bias", False),
+        "feedforward": "gated",
+        "activation": activation(c, "hidden_activation", "gelu"),
+        "ff_bias": c.flag("mlp_bias", False),
+    }
+    return sliding_rope(out | full | typed_layers(c, N, window, kinds), local)
+
+
+def config(spec: Spec) -> dict[str, Any]:
+    """spec -> ModernBertConfig's config.json (5.x's rope_parameters per layer type)."""
+    local = spec.rope_local_theta or spec.rope_theta
+    rotary = {
+        "full_attention": {"rope_type": "default", "rope_theta": spec.rope_theta},
+        "sliding_attention": {"rope_type": "default", "rope_theta": local},
+    }
+    return {
+        "vocab_size": spec.V,
+        "hidden_size": spec.d,
+        "intermediate_size": spec.r,
+        "num_hidden_layers": spec.N,
+        "num_attention_heads": spec.H,
+        "hidden_activation": next(name for name, ours in ACTIVATIONS.items() if ours == spec.activation),
+        "max_position_embeddings": spec.context or 8192,
+        "norm_eps": spec.norm_eps,
+        "norm_bias": spec.norm_bias,
+        "attention_bias": spec.attention_bias,
+        "mlp_bias": spec.ff_bias,
+        "local_attention": 2 * ((spec.window or 1) - 1),
+        "layer_types": layer_types(spec),
+        "rope_parameters": rotary,
+    }
+
+
+_one = lambda spec: 1  # noqa: E731
+MODERNBERT = Family(
+    "layers.{i}.",
+    linear_names("attention.{}_O", "attn.Wo")
+    | linear_names("ff.{}2", "mlp.Wo")
+    | norm_names("norm1", "attn_norm")
+    | norm_names("norm2", "mlp_norm"),
+    {"embedding.E": "embeddings.tok_embeddings.weight"}
+    | norm_names("embedding.norm", "embeddings.norm")
+    | norm_names("final_norm", "final_norm"),
+    fused=(
+        ("attn.Wqkv.weight", ("attention.W_Q", "attention.W_K", "attention.W_V"), _one),
+        ("attn.Wqkv.bias", ("attention.b_Q", "attention.b_K", "attention.b_V"), _one),
+        ("mlp.Wi.weight", ("ff.W1", "ff.W3"), _one),
+        ("mlp.Wi.bias", ("ff.b1", "ff.b3"), _one),
+    ),
+)
+RECORD = Record(
+    "modernbert",
+    "ModernBertModel",
+    spec,
+    MODERNBERT,
+    config,
+    aliases=((r"^model\.", ""),),
+    skipped=(r"^head\.", r"^decoder\.", r"^classifier\."),
+    config_alone=True,
+)
+
+__all__ = ["RECORD"]
