@@ -77,6 +77,7 @@ FAMILIES = [
     "albert",
     "mpnet",
     "modernbert",
+    "modernbert-decoder",
 ]
 
 

@@ -158,7 +158,7 @@ def exact(model):
             bloom.F = _Float64Functional()
         elif kind in ("Gemma2Attention", "Gemma3Attention", "VaultGemmaAttention"):  # eager softmax in float32
             sys.modules[type(module).__module__].eager_attention_forward = _float64_eager  # (float32: the same)
-        elif kind == "ModernBertAttention":  # its rotation and its eager softmax in float32: here in float64
+        elif kind in ("ModernBertAttention", "ModernBertDecoderAttention"):  # rotation, eager softmax in float32
             modern = sys.modules[type(module).__module__]
             modern.eager_attention_forward, modern.apply_rotary_pos_emb = _float64_plain_eager, _float64_rotate
         elif kind == "GPTNeoSelfAttention":  # its scores in float32 even in a float64 model: here in float64

@@ -114,4 +114,14 @@ DENSE = {  # name: (config class, model class, config)
         attention_bias=True, mlp_bias=True, hidden_activation="gelu_new", norm_eps=1e-6, global_rope_theta=500.0,
         local_rope_theta=50.0, pad_token_id=0, bos_token_id=None, eos_token_id=None, cls_token_id=None,
         sep_token_id=None, attn_implementation="eager")),
+    "modernbert-decoder": ("ModernBertDecoderConfig", "ModernBertDecoderForCausalLM", dict(  # 3 latest keys
+        vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=4, num_attention_heads=4,
+        max_position_embeddings=64, local_attention=6, pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1,
+        sep_token_id=2, attn_implementation="eager")),
+    "modernbert-decoder-biases-untied": ("ModernBertDecoderConfig", "ModernBertDecoderForCausalLM", dict(
+        vocab_size=97, hidden_size=24, intermediate_size=40, num_hidden_layers=3, num_attention_heads=2,
+        max_position_embeddings=64, local_attention=8, global_attn_every_n_layers=2, norm_bias=True,
+        attention_bias=True, mlp_bias=True, classifier_bias=True, decoder_bias=False, tie_word_embeddings=False,
+        global_rope_theta=500.0, local_rope_theta=50.0, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        cls_token_id=1, sep_token_id=2, attn_implementation="eager")),
 }  # fmt: skip

@@ -239,6 +239,8 @@ CONTROLS = [
     ("modernbert", {"window": None}),
     ("modernbert", {"window": 3}),  # (one key fewer either way: the band is |s - t| <= local_attention / 2)
     ("modernbert-biases-every-2", {"rope_local_theta": None}),
+    ("modernbert-decoder", {"window": 4}),
+    ("modernbert-decoder-biases-untied", {"head_transform": "linear"}),
 ]
 
 

@@ -83,6 +83,7 @@ NEW += [
     "albert",
     "mpnet",
     "modernbert",
+    "modernbert-decoder",
 ]  # (DBRX's config class cannot build a model without attn_config's clip_qkv and rope_theta: refused below)
 
 

@@ -51,6 +51,8 @@ FAMILIES = [
     "mpnet",
     "modernbert",
     "modernbert-biases-every-2",
+    "modernbert-decoder",
+    "modernbert-decoder-biases-untied",
 ]
 
 

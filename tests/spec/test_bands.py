@@ -1,7 +1,8 @@
 """ModernBERT's pieces: an unmasked sliding window (query t sees keys s with |s - t| < w, a band) and
 first_attn_norm: false (block 0 without a norm before its attention). Against transformers: hf_models_dense's
 modernbert variants; here the band against a dense NumPy softmax, its chunks, verify's theory (a band breaks
-permutation equivariance, a band of one does not), and block 0's tensors, count and modes."""
+permutation equivariance, a band of one does not), block 0's tensors, count and modes, and the decoder's head
+transform against a NumPy reading of ModernBertDecoderPredictionHead."""
 
 from __future__ import annotations
 
@@ -73,3 +74,25 @@ def test_block_0_reads_its_input_as_it_is(keep):
 def test_no_first_norm_outside_a_pre_norm_stack_is_one_line_naming_the_key():
     with pytest.raises(SpecError, match="'first_attn_norm'.*norm: pre"):
         spec_from_mapping(BASE | {"first_attn_norm": False, "norm": "post"}, "s.yaml")
+
+
+def test_the_head_transform_is_norm_of_act_of_w_t_x_plus_b_t_before_the_head():
+    spec = spec_from_mapping(BASE | {"mask": "causal", "head_transform": "affine", "activation": "gelu"}, "s")
+    w = random_weights(spec, 2)
+    ids = np.arange(7)[None] % 11
+    model = Transformer(spec, w)
+    X = model.forward(ids, last=spec.N - 1)[0]  # (d, n): the last block's columns
+    X = model.norm.apply(X[:, None], model.final_norm)[:, 0]
+    Y = w["head.W_t"] @ X + w["head.b_t"][:, None]
+    Y = kernels.ACTIVATIONS["gelu"](Y)
+    Y = (Y - Y.mean(0)) / np.sqrt(Y.var(0) + spec.norm_eps) * w["head.norm.gamma"][:, None]
+    logits = w["head.W"] @ (Y + w["head.norm.beta"][:, None])
+    assert np.allclose(model.forward(ids)[0], logits, rtol=0, atol=1e-12)
+    assert count_params(spec).total - count_params(spec_from_mapping(BASE | {"mask": "causal"}, "s")).total == (
+        8 * 8 + 3 * 8
+    )
+
+
+def test_a_head_transform_without_a_head_is_one_line_naming_the_key():
+    with pytest.raises(SpecError, match="'head_transform'.*a head"):
+        spec_from_mapping(BASE | {"head_transform": "linear", "head": False}, "s.yaml")

@@ -14,6 +14,7 @@ import numpy as np
 from .. import kernels
 from .attention import SOFT_CAP_PER_ENTRY
 from .base import Component, Pairs, Tensor, Term
+from .feedforward import ACTIVATION_PER_ENTRY
 from .norm import norm_kind
 
 
@@ -101,18 +102,32 @@ class TokenEmbedding(Component):
 
 
 class Head(Component):
+    """W (V, d) or E^T, and its bias; before it OPT-350m's W_out down to d_e, or ModernBERT-decoder's transform
+    norm(act(W_t x + b_t)) (head_transform)."""
+
     where = "output"
+
+    def __init__(self, spec):
+        super().__init__(spec)
+        self.norm = norm_kind(spec) if spec.head_transform != "none" else None
 
     def tensors(self, prefix: str) -> list[Tensor]:
         V, d, e = self.spec.V or 0, self.spec.d, self.spec.embed_dim
         out = [] if self.spec.tie_embeddings else [Tensor("head.W", (V, e or d), "head")]
         out += [Tensor("head.W_out", (e, d), "head")] if e else []  # OPT-350m's project_out: d down to d_e
+        if self.norm is not None:
+            out.append(Tensor("head.W_t", (d, d), "head"))
+            out += [Tensor("head.b_t", (d,), "head")] if self.spec.head_transform == "affine" else []
+            out += [Tensor(f"head.norm.{g}", (d,), "head") for g in self.norm.params]
         return out + ([Tensor("head.b", (V,), "head")] if self.spec.head_bias else [])
 
     def terms(self) -> list[Term]:
         V, d, e = self.spec.V or 0, self.spec.d, self.spec.embed_dim
         out = [] if self.spec.tie_embeddings else [Term("V d_e" if e else "Vd", V * (e or d), "model")]
         out += [Term("d d_e", d * e, "model")] if e else []
+        if self.norm is not None:
+            k = len(self.norm.params) + (self.spec.head_transform == "affine")
+            out += [Term("d^2", d * d, "model"), Term(f"{k}d", k * d, "model")]
         return out + ([Term("V", V, "model")] if self.spec.head_bias else [])
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
@@ -121,6 +136,8 @@ class Head(Component):
         cap = SOFT_CAP_PER_ENTRY * V * (self.spec.logit_softcap is not None)  # Gemma 2's cap tanh(z / cap)
         scaled = V * (self.spec.logit_scale != 1.0)  # Cohere's and Granite's logit scale
         out = 2 * self.spec.d * d if self.spec.embed_dim else 0  # W_out, down to d_e first
+        if self.norm is not None:  # W_t, b_t, the activation, the norm
+            out = 2 * d * d + (ACTIVATION_PER_ENTRY[self.spec.activation] + self.norm.per_entry + 1) * d
         return {"output head": (2 * V * d + V * self.spec.head_bias + scale + cap + scaled + out) * b * n}
 
     def prefill_bytes(self, tokens: int, rows: int, s: int) -> int:
@@ -135,8 +152,9 @@ class Head(Component):
         return inputs + (self.spec.V or 0) * s + 8
 
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
-        e = self.spec.embed_width
-        return {"linear layers": ((self.spec.V or 0) * e + self.spec.d * e * bool(self.spec.embed_dim)) * b * n}
+        e, d = self.spec.embed_width, self.spec.d
+        before = d * e * bool(self.spec.embed_dim) + d * d * (self.norm is not None)  # W_out, or W_t
+        return {"linear layers": ((self.spec.V or 0) * e + before) * b * n}
 
 
 class Pooler(Component):

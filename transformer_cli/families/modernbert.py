@@ -1,10 +1,15 @@
-"""ModernBERT (ModernBertModel, answerdotai/ModernBERT-base and -large, and the embedders and rerankers built on
-it): pre-norm blocks of LayerNorms without biases (norm_bias), fused Wqkv and GeGLU Wi ([input; gate], the input
-activated), rotary positions on whole heads, every global_attn_every_n_layers-th layer full and the others sliding
-over a band of local_attention // 2 keys either way (|s - t| <= local_attention // 2: tfm's unmasked window w =
-local_attention // 2 + 1), each kind with its own base (160,000 and 10,000 by default), a norm of the embeddings
-and none before block 0's attention (first_attn_norm), a final norm; run as tfm runs BERT, the base model. Its
-...ForMaskedLM files (a model. prefix, a head and a decoder) are read too, the heads skipped."""
+"""ModernBERT (ModernBertModel, answerdotai/ModernBERT-base and -large, and the embedders and rerankers built on it),
+and its decoder (ModernBertDecoderForCausalLM, jhu-clsp's Ettin decoders): pre-norm blocks of LayerNorms without
+biases (norm_bias), fused Wqkv and GeGLU Wi ([input; gate], the input activated), rotary positions on whole heads,
+every global_attn_every_n_layers-th layer full and the others sliding over a band of local_attention // 2 keys
+either way (|s - t| <= local_attention // 2: tfm's unmasked window w = local_attention // 2 + 1), each kind with its
+own base (160,000 and 10,000 by default), a norm of the embeddings and none before block 0's attention
+(first_attn_norm), a final norm; run as tfm runs BERT, the base model. Its ...ForMaskedLM files (a model. prefix, a
+head and a decoder) are read too, the heads skipped.
+
+The decoder: the same blocks with q, k and v apart, causal, its sliding layers seeing the local_attention // 2
+latest keys, and a head: the final columns through lm_head's dense (a bias with classifier_bias), activation and
+norm (head_transform), then the tied decoder with its bias (decoder_bias)."""
 
 from __future__ import annotations
 
@@ -34,13 +39,13 @@ def _ropes(c: Keys) -> Keys:
     return Keys(c.data | {"rope_parameters": rotary}, c.source, notes=c.notes)
 
 
-def spec(c: Keys) -> dict[str, Any]:
-    """config.json -> spec (ModernBertConfig's defaults)."""
+def spec(c: Keys, causal: bool = False) -> dict[str, Any]:
+    """config.json -> spec (ModernBertConfig's defaults; ModernBertDecoderConfig's with `causal`)."""
     d, H, N = c.count("hidden_size", 768), c.count("num_attention_heads", 12), c.count("num_hidden_layers", 22)
     m, positions = whole_heads(c, d, H), c.count("max_position_embeddings", 8192)
     every = c.count("global_attn_every_n_layers", 3)
     kinds = ["sliding_attention" if i % every else "full_attention" for i in range(N)]
-    window = c.count("local_attention", 128) // 2 + 1  # (|s - t| <= local_attention // 2)
+    window = c.count("local_attention", 128) // 2 + (not causal)  # (unmasked: |s - t| <= local_attention // 2)
     full, local = typed_ropes(_ropes(c), positions, m, BASES["full_attention"], BASES["sliding_attention"], 0.0)
     out = {
         "N": N,
@@ -50,7 +55,7 @@ def spec(c: Keys) -> dict[str, Any]:
         "r": c.count("intermediate_size", 1152),
         "V": c.count("vocab_size", 50368),
         "head": False,
-        "mask": "none",
+        "mask": "causal" if causal else "none",
         "scale": "sqrt",
         "embed_norm": True,
         "norm": "pre",
@@ -63,6 +68,16 @@ def spec(c: Keys) -> dict[str, Any]:
         "ff_bias": c.flag("mlp_bias", False),
     }
     return sliding_rope(out | full | typed_layers(c, N, window, kinds), local)
+
+
+def decoder_spec(c: Keys) -> dict[str, Any]:
+    """ModernBertDecoderConfig's config.json -> spec: the encoder's blocks, causal, and its head."""
+    act, head_act = c.text("hidden_activation", "gelu"), c.text("classifier_activation", "gelu")
+    if head_act != act:
+        raise c.refuse("classifier_activation", head_act, f"the blocks' hidden_activation ({act}) in tfm's head")
+    head: dict[str, Any] = {"head": True, "tie_embeddings": c.flag("tie_word_embeddings", True)}
+    head |= {"head_transform": "affine" if c.flag("classifier_bias", False) else "linear"}
+    return spec(c, causal=True) | head | {"head_bias": c.flag("decoder_bias", True)}
 
 
 def config(spec: Spec) -> dict[str, Any]:
@@ -84,10 +99,17 @@ def config(spec: Spec) -> dict[str, Any]:
         "norm_bias": spec.norm_bias,
         "attention_bias": spec.attention_bias,
         "mlp_bias": spec.ff_bias,
-        "local_attention": 2 * ((spec.window or 1) - 1),
+        "local_attention": 2 * ((spec.window or 1) - (spec.mask == "none")),
         "layer_types": layer_types(spec),
         "rope_parameters": rotary,
-    }
+    } | (_head_keys(spec) if spec.head else {})
+
+
+def _head_keys(spec: Spec) -> dict[str, Any]:
+    """The decoder's head keys."""
+    act = next(name for name, ours in ACTIVATIONS.items() if ours == spec.activation)
+    classifier = {"classifier_bias": spec.head_transform == "affine", "classifier_activation": act}
+    return classifier | {"decoder_bias": spec.head_bias, "tie_word_embeddings": spec.tie_embeddings}
 
 
 _one = lambda spec: 1  # noqa: E731
@@ -107,15 +129,31 @@ MODERNBERT = Family(
         ("mlp.Wi.bias", ("ff.b1", "ff.b3"), _one),
     ),
 )
-RECORD = Record(
-    "modernbert",
-    "ModernBertModel",
-    spec,
-    MODERNBERT,
-    config,
-    aliases=((r"^model\.", ""),),
-    skipped=(r"^head\.", r"^decoder\.", r"^classifier\."),
-    config_alone=True,
+DECODER = Family(
+    "model.layers.{i}.",
+    linear_names("attention.{}_Q", "attn.q_proj")
+    | linear_names("attention.{}_K", "attn.k_proj")
+    | linear_names("attention.{}_V", "attn.v_proj")
+    | {k: v for k, v in MODERNBERT.names.items()},
+    {"embedding.E": "model.embeddings.tok_embeddings.weight", "head.W": "decoder.weight", "head.b": "decoder.bias"}
+    | norm_names("embedding.norm", "model.embeddings.norm")
+    | norm_names("final_norm", "model.final_norm")
+    | linear_names("head.{}_t", "lm_head.dense")
+    | norm_names("head.norm", "lm_head.norm"),
+    fused=tuple(f for f in MODERNBERT.fused if f[0].startswith("mlp.")),
+)
+RECORDS = (
+    Record(
+        "modernbert",
+        "ModernBertModel",
+        spec,
+        MODERNBERT,
+        config,
+        aliases=((r"^model\.", ""),),
+        skipped=(r"^head\.", r"^decoder\.", r"^classifier\."),
+        config_alone=True,
+    ),
+    Record("modernbert-decoder", "ModernBertDecoderForCausalLM", decoder_spec, DECODER, config, config_alone=True),
 )
 
-__all__ = ["RECORD"]
+__all__ = ["RECORDS"]

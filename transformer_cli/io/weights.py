@@ -49,6 +49,7 @@ def _init_std(spec: Spec, tensor: Tensor) -> float:
         "rel_bias": 1.0,  # relative position biases of order one next to scores of order one
         "W_in": (spec.embed_dim or 1) ** -0.5,  # a narrower embedding (d_e) projected up to d: columns of unit variance
         "W_out": spec.d**-0.5,  # and the last columns down to d_e for the head
+        "W_t": spec.d**-0.5,  # the head's transform (ModernBERT-decoder's), a norm after it
     }
     if tensor.name == "head.W":
         return spec.d**-0.5  # logits of order one

@@ -117,6 +117,10 @@ class Transformer:
                 self.embedded["T0"] = get("embedding.T")[:, 0].reshape(-1, 1, 1)
             if spec.embed_norm:
                 self.embedded["norm"] = norm_kind(spec).stacked(lambda g: get(f"embedding.norm.{g}"))
+        self.transform: tuple | None = None  # ModernBERT-decoder's W_t, b_t and norm before the head
+        if spec.head_transform != "none":
+            b_t = get("head.b_t").reshape(-1, 1, 1) if spec.head_transform == "affine" else None
+            self.transform = (get("head.W_t"), b_t, norm_kind(spec).stacked(lambda g: get(f"head.norm.{g}")))
         self.final_norm = None
         if spec.final_norm:
             self.final_norm = norm_kind(spec).stacked(lambda g: get(f"final_norm.{g}"))
@@ -287,6 +291,12 @@ class Transformer:
             return X
         if self.W_out is not None:  # down to the embedding's width first
             X = linear(self.W_out, X)
+        if self.transform is not None:  # ModernBERT-decoder's: norm(act(W_t X + b_t))
+            W_t, b_t, norm = self.transform
+            X = linear(W_t, X)
+            if b_t is not None:
+                X += b_t
+            X = self.norm.apply(kernels.ACTIVATIONS[self.spec.activation](X), norm)
         if self.spec.head_scale == "sqrt":  # T5's tied head reads the columns scaled by d^-1/2
             X = X * self.dtype.type(self.spec.d**-0.5)
         logits = narrow.linear(self.W_head, X)

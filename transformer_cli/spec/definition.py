@@ -118,6 +118,7 @@ class Spec:
     embed_dim: int | None = SCALE_FIELDS["embed_dim"]
     embed_project: bool = SCALE_FIELDS["embed_project"]
     block_groups: int | None = SCALE_FIELDS["block_groups"]
+    head_transform: str = SCALE_FIELDS["head_transform"]
     tie_embeddings: bool = field(default=False, metadata=_key("bool", "the head is E^T (no head.W); only with V"))
     head_bias: bool = field(default=False, metadata=_key("bool", "a bias head.b (V,) on the logits; only with V"))
     head: bool = field(

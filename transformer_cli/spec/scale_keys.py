@@ -38,6 +38,15 @@ SCALE_FIELDS: dict[str, Any] = {
             "real columns given to run are then (d_e, n); with embed_dim",
         ),
     ),
+    "head_transform": field(
+        default="none",
+        metadata=_key(
+            "choice",
+            "the final columns through W_t (d, d) (affine: and b_t), the feedforward's activation and a norm "
+            "before the head (ModernBERT-decoder's lm_head.dense, act, norm); only with V and a head",
+            ("none", "linear", "affine"),
+        ),
+    ),
     "block_groups": field(
         default=None,
         metadata=_key(

@@ -222,6 +222,8 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
             raise _fail(
                 source, "block_groups", spec.block_groups, f"blocks alike (no {key}) where blocks share weights"
             )
+    if spec.head_transform != "none" and (not spec.V or not spec.head or spec.embed_dim or spec.norm == "none"):
+        raise _fail(source, "head_transform", spec.head_transform, "V, a head, a norm and no embed_dim")
     if spec.V and spec.embed_project and (not spec.embed_dim or spec.head):
         raise _fail(source, "embed_project", True, "embed_dim and head: false (the head would read d, not d_e)")
     if "V_src" in data and (spec.N_enc is None or spec.V is None):
@@ -340,8 +342,9 @@ def _check_encoder_decoder(spec: Spec, data: dict[str, Any], source: str) -> Non
         "embed_dim",
         "embed_project",
         "block_groups",
+        "head_transform",
     ):
-        if key in data and data[key] not in (None, False):
+        if key in data and data[key] not in (None, False, "none"):
             raise _fail(source, key, data[key], f"no {key} in an encoder-decoder (N_enc)")
 
 
