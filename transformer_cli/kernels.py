@@ -275,7 +275,8 @@ class Attend:
     query are never touched); with a `window` w too, only keys q - w + 1 .. q (and the keys before a chunk's first
     window are never touched); a `window` without `causal`: keys q - w + 1 .. q + w - 1 (ModernBERT's).
     `bias(q0, c, k0, k)` adds a position bias (H, c, k) to the scores of queries q0.. and keys k0.. (relative
-    positions). With `softcap` c, each scaled score s becomes c tanh(s / c) before the mask (Gemma 2). With `sinks`
+    positions); `content(i, q0, c, k0, k)` adds sequence i's own (DeBERTa's, from its queries and keys). With
+    `softcap` c, each scaled score s becomes c tanh(s / c) before the mask (Gemma 2). With `sinks`
     (H,), head h's softmax has one more logit, sinks[h], beside the keys' scores, whose weight is dropped: a query's
     weights then sum to less than 1 (gpt-oss). `chunk_bytes` bounds the scores held at once. Once `stop` is set,
     the next chunk raises Stopped. `weights_out` receives the weights (b, H, n_k, n_q); `scores_out` the scaled
@@ -288,6 +289,7 @@ class Attend:
     chunk: int | None = None  # Llama 4's chunked attention: query t sees keys C floor(t / C) .. t (causal)
     first: int = 0  # the absolute position of query and key 0 (the chunks' boundaries are absolute)
     bias: Bias | None = None
+    content: Callable[[int, int, int, int, int], Array] | None = None  # (sequence, q0, c, k0, k) -> (H, c, k)
     softcap: float | None = None
     sinks: Array | None = None
     chunk_bytes: int = CHUNK_BYTES
@@ -352,6 +354,8 @@ def attend(
                 S[i, :, q0:q1, k0:k1] = P
             if softcap is not None:
                 soft_cap_(P, softcap)
+            if how.content is not None:  # a bias of this sequence's own queries and keys (DeBERTa's), scaled
+                P += how.content(i, q0, c, k0, k)
             if mask is not None:
                 P += mask
             if own is not None:

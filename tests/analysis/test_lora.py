@@ -78,6 +78,7 @@ FAMILIES = [
     "mpnet",
     "modernbert",
     "modernbert-decoder",
+    "deberta-v2",
 ]
 
 

@@ -161,6 +161,8 @@ def exact(model):
         elif kind in ("ModernBertAttention", "ModernBertDecoderAttention"):  # rotation, eager softmax in float32
             modern = sys.modules[type(module).__module__]
             modern.eager_attention_forward, modern.apply_rotary_pos_emb = _float64_plain_eager, _float64_rotate
+        elif kind == "DisentangledSelfAttention":  # its scale's square root in float32
+            sys.modules[type(module).__module__].scaled_size_sqrt = _float64_sqrt
         elif kind == "GPTNeoSelfAttention":  # its scores in float32 even in a float64 model: here in float64
             module._attn = _float64_neo_attention.__get__(module)
         elif isinstance(getattr(module, "embed_scale", None), torch.Tensor):  # Gemma's sqrt(d), a float32 tensor
@@ -228,6 +230,11 @@ def _float64_plain_eager(module, query, key, value, attention_mask, scaling, dro
         weights = weights + attention_mask
     weights = torch.softmax(weights, dim=-1)
     return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
+def _float64_sqrt(query_layer, scale_factor):
+    """DeBERTa's scaled_size_sqrt in float64: sqrt(m f)."""
+    return torch.sqrt(torch.tensor(query_layer.size(-1) * scale_factor, dtype=torch.float64))
 
 
 def _float64_eager(module, query, key, value, attention_mask, dropout=0.0, scaling=None, softcap=None, **kwargs):

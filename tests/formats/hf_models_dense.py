@@ -124,4 +124,17 @@ DENSE = {  # name: (config class, model class, config)
         attention_bias=True, mlp_bias=True, classifier_bias=True, decoder_bias=False, tie_word_embeddings=False,
         global_rope_theta=500.0, local_rope_theta=50.0, pad_token_id=0, bos_token_id=1, eos_token_id=2,
         cls_token_id=1, sep_token_id=2, attn_implementation="eager")),
+    "deberta-v2": ("DebertaV2Config", "DebertaV2Model", dict(  # DeBERTa-v3's: both terms, 8 buckets to 20
+        vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
+        max_position_embeddings=64, relative_attention=True, position_buckets=8, max_relative_positions=20,
+        pos_att_type="p2c|c2p", position_biased_input=False, share_att_key=True, norm_rel_ebd="layer_norm",
+        attn_implementation="eager")),
+    "deberta-v2-c2p-types": ("DebertaV2Config", "DebertaV2Model", dict(  # one term, token types, no max distance
+        vocab_size=97, hidden_size=24, num_hidden_layers=3, num_attention_heads=2, intermediate_size=40,
+        max_position_embeddings=32, relative_attention=True, position_buckets=6, pos_att_type=["c2p"],
+        position_biased_input=False, share_att_key=True, norm_rel_ebd="layer_norm", type_vocab_size=2,
+        hidden_act="gelu_new", layer_norm_eps=1e-5, attn_implementation="eager")),
+    "deberta-v2-absolute": ("DebertaV2Config", "DebertaV2Model", dict(  # no relative attention: BERT's positions
+        vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
+        max_position_embeddings=64, attn_implementation="eager")),
 }  # fmt: skip

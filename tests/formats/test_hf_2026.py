@@ -241,6 +241,9 @@ CONTROLS = [
     ("modernbert-biases-every-2", {"rope_local_theta": None}),
     ("modernbert-decoder", {"window": 4}),
     ("modernbert-decoder-biases-untied", {"head_transform": "linear"}),
+    ("deberta-v2", {"rel_terms": "c2p"}),
+    ("deberta-v2", {"rel_terms": "p2c"}),
+    ("deberta-v2", {"rel_max_distance": 12}),
 ]
 
 

@@ -84,6 +84,7 @@ NEW += [
     "mpnet",
     "modernbert",
     "modernbert-decoder",
+    "deberta-v2",
 ]  # (DBRX's config class cannot build a model without attn_config's clip_qkv and rope_theta: refused below)
 
 

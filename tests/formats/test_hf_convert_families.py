@@ -53,6 +53,8 @@ FAMILIES = [
     "modernbert-biases-every-2",
     "modernbert-decoder",
     "modernbert-decoder-biases-untied",
+    "deberta-v2",
+    "deberta-v2-absolute",
 ]
 
 

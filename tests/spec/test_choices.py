@@ -51,7 +51,7 @@ def test_a_name_not_registered_is_refused_in_one_line_listing_the_registry(shift
         spec_from_mapping(BASE | {"positional": "spiral"}, "s.yaml")
     assert str(refused.value) == (
         "s.yaml: key 'positional': got 'spiral', expected one of none, sinusoidal, learned, sinusoidal_fairseq, rope, "
-        "relative, learned_relative, alibi, shifted"
+        "relative, learned_relative, alibi, disentangled, shifted"
     )
 
 

@@ -12,6 +12,7 @@ from ..spec.definition import Spec
 from ..spec.stacks import decoder, stacks
 from .attention import MultiHeadAttention
 from .base import Component, Pairs, Tensor, Term
+from .disentangled import Disentangled  # noqa: F401 (registers the spec's `positional: disentangled`)
 from .embedding import embedding, head, pooler
 from .encoder import decoder_extras, encoder_block_components, encoder_model_components
 from .experts import block_feedforward

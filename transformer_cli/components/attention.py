@@ -190,6 +190,8 @@ class MultiHeadAttention(Component):
             return self.project(w, heads, X)
         if cache is not None:  # what a decoder's cache keeps (latent attention: its latents and rotary keys)
             cache.fill(*self.cache_entries(w, X, K, V))
+        content = model.rotations[i].content_bias(self, w, Q, K, start + offset, start)  # (DeBERTa's)
+        how = how if content is None else replace(how, content=content)
         heads = model.attend(Q, K, V, how, positions=(start + offset, start), block=i)
         return self.project(w, heads, X)
 

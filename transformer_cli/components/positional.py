@@ -42,6 +42,11 @@ class Positions(Component):
         """The bias on the scores of queries from first_query and keys from first_key (kernels.attend's), or None."""
         return None
 
+    def content_bias(self, attention, w, Q: np.ndarray, K: np.ndarray, first: int, first_key: int):
+        """A bias that depends on the block's queries and keys too (DeBERTa's, components/disentangled.py):
+        kernels.attend's `content`, or None."""
+        return None
+
     def saved_bytes(self, n: int, s: int, frozen: bool = False) -> int:
         """Bytes a stack's training pass keeps once for its positions over n tokens in s-byte elements (none), its
         tables frozen (LoRA) or not."""

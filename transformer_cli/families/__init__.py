@@ -24,6 +24,7 @@ MODULES = (
     "cohere",
     "cohere2_moe",
     "dbrx",
+    "deberta_v2",
     "deepseek",
     "dots1",
     "electra",

@@ -23,12 +23,13 @@ from ..spec.definition import Spec
 from ..spec.stacks import Stack, stacks
 
 Array = np.ndarray
+COLUMNS = ("E", "T", "P", "R")  # tables of columns, (d, rows): a checkpoint's nn.Embedding holds their rows
 
 
 def rows_form(name: str, array: Array, spec: Spec) -> Array:
     """A tfm tensor as a checkpoint holds it (nn.Linear's (out, in)): a view where the layout allows."""
     leaf = name.rsplit(".", 1)[-1].split("[")[0]
-    if leaf in ("E", "T", "P"):  # (d, V) columns -> (V, d) rows
+    if leaf in COLUMNS:  # (d, V) columns -> (V, d) rows
         return array.T
     if leaf == "rel_bias":  # (buckets, H), T5's nn.Embedding table as it is
         return array
@@ -44,7 +45,7 @@ def rows_form(name: str, array: Array, spec: Spec) -> Array:
 def from_rows(name: str, rows: Array, shape: tuple[int, ...]) -> Array:
     """The inverse of rows_form: a checkpoint's (out, in) rows as tfm's tensor of `shape`."""
     leaf = name.rsplit(".", 1)[-1].split("[")[0]
-    if leaf in ("E", "T", "P"):
+    if leaf in COLUMNS:
         return rows.T
     if leaf == "W_O":
         H, d, m = shape
@@ -70,7 +71,7 @@ class Rule:
 def rows_of(shape: tuple[int, ...], name: str) -> tuple[int, tuple[int, ...]]:
     """(rows, trailing shape) of a tfm tensor's rows form, from its shape alone."""
     leaf = name.rsplit(".", 1)[-1].split("[")[0]
-    if leaf in ("E", "T", "P"):
+    if leaf in COLUMNS:
         return shape[1], (shape[0],)
     if leaf == "rel_bias":
         return shape[0], shape[1:]

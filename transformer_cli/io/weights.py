@@ -44,6 +44,7 @@ def _init_std(spec: Spec, tensor: Tensor) -> float:
         "W3": spec.d**-0.5,  # the gated feedforward's linear (up) projection
         "W2": (spec.r * depth) ** -0.5,
         "P": 0.5**0.5,
+        "R": 1.0,  # DeBERTa's relative positions' table, normalised before use
         "E": 1.0,  # embedded columns of unit variance, like the standard normal inputs the checks use
         "T": 1.0,  # token types likewise
         "rel_bias": 1.0,  # relative position biases of order one next to scores of order one

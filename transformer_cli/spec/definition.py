@@ -231,6 +231,7 @@ class Spec:
     position_offset: int | None = ENCODER_DECODER_FIELDS["position_offset"]
     pad_id: int | None = ENCODER_DECODER_FIELDS["pad_id"]
     rel_per_block: bool = ENCODER_DECODER_FIELDS["rel_per_block"]
+    rel_terms: str = ENCODER_DECODER_FIELDS["rel_terms"]
     head_scale: str = field(
         default="none",
         metadata=_key("choice", "the final columns times d^-1/2 before the head (T5, tied); with V", ("none", "sqrt")),

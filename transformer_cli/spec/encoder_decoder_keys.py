@@ -46,6 +46,15 @@ ENCODER_DECODER_FIELDS: dict[str, Any] = {
             "sequences and refuses token inputs holding it; with V",
         ),
     ),
+    "rel_terms": field(
+        default="both",
+        metadata=_key(
+            "choice",
+            "disentangled: the position terms besides content to content, c2p (content to position), p2c or both "
+            "(DeBERTa's pos_att_type)",
+            ("both", "c2p", "p2c"),
+        ),
+    ),
     "rel_per_block": field(
         default=False,
         metadata=_key(

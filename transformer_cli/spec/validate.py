@@ -265,6 +265,12 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         check_rope(spec, source, _expected)
     if spec.positional in RELATIVE:
         _check_relative(spec, source)
+    if spec.positional == "disentangled" and (spec.kv_heads != spec.H or spec.N_enc or spec.mask == "causal"):
+        raise _fail(source, "positional", "disentangled", "G = H, one stack, unmasked (DeBERTa's encoder)")
+    if spec.positional == "disentangled" and not 2 <= spec.rel_buckets // 2 + 1 < spec.rel_max_distance:
+        raise _fail(
+            source, "rel_max_distance", spec.rel_max_distance, "more than rel_buckets / 2 + 1, rel_buckets >= 2"
+        )
 
 
 def _check_layers(spec: Spec, data: dict[str, Any], source: str) -> None:
