@@ -7,8 +7,8 @@ own base (160,000 and 10,000 by default), a norm of the embeddings and none befo
 (first_attn_norm), a final norm; run as tfm runs BERT, the base model. Its ...ForMaskedLM files (a model. prefix, a
 head and a decoder) are read too, the heads skipped.
 
-The decoder: the same blocks with q, k and v apart, causal, its sliding layers seeing the local_attention // 2
-latest keys, and a head: the final columns through lm_head's dense (a bias with classifier_bias), activation and
+The decoder: the same blocks with q, k and v apart, causal, its sliding layers seeing the sliding_window latest
+keys (local_attention // 2 unless the file names it: transformers reads that key), and a head: the final columns through lm_head's dense (a bias with classifier_bias), activation and
 norm (head_transform), then the tied decoder with its bias (decoder_bias)."""
 
 from __future__ import annotations
@@ -45,7 +45,9 @@ def spec(c: Keys, causal: bool = False) -> dict[str, Any]:
     m, positions = whole_heads(c, d, H), c.count("max_position_embeddings", 8192)
     every = c.count("global_attn_every_n_layers", 3)
     kinds = ["sliding_attention" if i % every else "full_attention" for i in range(N)]
-    window = c.count("local_attention", 128) // 2 + (not causal)  # (unmasked: |s - t| <= local_attention // 2)
+    window = c.count("local_attention", 128) // 2 + 1  # (unmasked: |s - t| <= local_attention // 2)
+    if causal:  # the decoder's sliding_window, its config's local_attention // 2 unless the file says
+        window = c.count("sliding_window", window - 1)
     full, local = typed_ropes(_ropes(c), positions, m, BASES["full_attention"], BASES["sliding_attention"], 0.0)
     out = {
         "N": N,
