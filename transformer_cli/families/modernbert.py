@@ -7,9 +7,10 @@ own base (160,000 and 10,000 by default), a norm of the embeddings and none befo
 (first_attn_norm), a final norm; run as tfm runs BERT, the base model. Its ...ForMaskedLM files (a model. prefix, a
 head and a decoder) are read too, the heads skipped.
 
-The decoder: the same blocks with q, k and v apart, causal, its sliding layers seeing the sliding_window latest
-keys (local_attention // 2 unless the file names it: transformers reads that key), and a head: the final columns through lm_head's dense (a bias with classifier_bias), activation and
-norm (head_transform), then the tied decoder with its bias (decoder_bias)."""
+The decoder: the same blocks with q, k and v apart, causal, its sliding layers seeing the sliding_window latest keys
+(local_attention // 2 unless the file names it: transformers reads that key), and a head: the final columns through
+lm_head's dense (a bias with classifier_bias), activation and norm (head_transform), then the tied decoder with its
+bias (decoder_bias)."""
 
 from __future__ import annotations
 
