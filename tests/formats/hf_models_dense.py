@@ -122,8 +122,8 @@ DENSE = {  # name: (config class, model class, config)
         vocab_size=97, hidden_size=24, intermediate_size=40, num_hidden_layers=3, num_attention_heads=2,
         max_position_embeddings=64, local_attention=8, sliding_window=3, global_attn_every_n_layers=2,
         norm_bias=True, attention_bias=True, mlp_bias=True, classifier_bias=True, decoder_bias=False,
-        tie_word_embeddings=False, global_rope_theta=500.0, local_rope_theta=50.0, pad_token_id=0, bos_token_id=1, eos_token_id=2,
-        cls_token_id=1, sep_token_id=2, attn_implementation="eager")),
+        tie_word_embeddings=False, global_rope_theta=500.0, local_rope_theta=50.0, pad_token_id=0, bos_token_id=1,
+        eos_token_id=2, cls_token_id=1, sep_token_id=2, attn_implementation="eager")),
     "deberta-v2": ("DebertaV2Config", "DebertaV2Model", dict(  # DeBERTa-v3's: both terms, 8 buckets to 20
         vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
         max_position_embeddings=64, relative_attention=True, position_buckets=8, max_relative_positions=20,
