@@ -203,6 +203,7 @@ MIXTURES = [
     "llama4_text",
     "mistral4",
     "dbrx",
+    "laguna",
 ]
 # a list of names of each family: attention and the experts by their checkpoint's names (peft maps them)
 LISTS = {
@@ -230,6 +231,7 @@ LISTS = {
     "llama4_text": "q_proj,router",
     "mistral4": "q_b_proj,down_proj",
     "dbrx": "Wqkv,out_proj",
+    "laguna": "g_proj,down_proj",
 }
 
 

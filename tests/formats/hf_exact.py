@@ -12,6 +12,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
 
 from helpers_transformers import _float64_gemma_rms_norm, _float64_rms_norm, _float64_router  # noqa: E402
+from hf_exact_laguna import LAGUNA  # noqa: E402
 from hf_exact_llama4 import LLAMA4  # noqa: E402
 from hf_exact_routers import (  # noqa: E402
     _float64_afmoe_router,
@@ -131,6 +132,8 @@ def exact(model):
             module.forward = _float64_granite_router.__get__(module)
         elif kind == "HYV3MoE":  # its routed and shared outputs added in float32: here in the model's dtype
             module.enable_moe_fp32_combine = False
+        elif kind in LAGUNA:  # its router and its attention's gate in float32
+            module.forward = LAGUNA[kind].__get__(module)
         elif kind == "AfmoeTokenChoiceRouter":  # its sigmoid in float32 even in float64
             module.forward = _float64_afmoe_router.__get__(module)
         elif kind in ("MiniMaxM2TopKRouter", "HYV3TopKRouter"):  # its sigmoid in float32 even in float64

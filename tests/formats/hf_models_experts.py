@@ -121,4 +121,14 @@ EXPERTS = {  # name: (config class, model class, config)
         attn_config={"kv_n_heads": 4, "clip_qkv": 8.0, "rope_theta": 10000.0},
         ffn_config={"ffn_hidden_size": 8, "moe_num_experts": 3, "moe_top_k": 2, "moe_normalize_expert_weights": None},
         experts_implementation="eager")),
+    "laguna": ("LagunaConfig", "LagunaForCausalLM", SMALL | dict(  # softplus gate a head, a sliding layer turning all
+        num_hidden_layers=3, num_key_value_heads=2, head_dim=8, layer_types=["full_attention", "sliding_attention",
+        "full_attention"], sliding_window=4, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=6,
+        shared_expert_intermediate_size=10, moe_routed_scaling_factor=2.0, experts_implementation="eager")),
+    "laguna-per-entry-capped": ("LagunaConfig", "LagunaForCausalLM", SMALL | dict(  # a gate an entry, capped logits
+        num_hidden_layers=3, num_key_value_heads=4, head_dim=8, gating="per-element", num_experts=3,
+        num_experts_per_tok=2, moe_intermediate_size=6, shared_expert_intermediate_size=8,
+        moe_router_logit_softcapping=0.2, mlp_layer_types=["sparse", "dense", "sparse"], attention_bias=True,
+        tie_word_embeddings=True, rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 100.0,
+        "partial_rotary_factor": 0.25}}, experts_implementation="eager")),
 }  # fmt: skip

@@ -244,6 +244,9 @@ CONTROLS = [
     ("deberta-v2", {"rel_terms": "c2p"}),
     ("deberta-v2", {"rel_terms": "p2c"}),
     ("deberta-v2", {"rel_max_distance": 12}),
+    ("laguna", {"attn_gate_fn": "sigmoid"}),
+    ("laguna", {"rope_local_fraction": None}),
+    ("laguna-per-entry-capped", {"router_softcap": None}),
 ]
 
 

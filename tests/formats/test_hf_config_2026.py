@@ -85,6 +85,7 @@ NEW += [
     "modernbert",
     "modernbert-decoder",
     "deberta-v2",
+    "laguna",
 ]  # (DBRX's config class cannot build a model without attn_config's clip_qkv and rope_theta: refused below)
 
 

@@ -55,6 +55,8 @@ FAMILIES = [
     "modernbert-decoder-biases-untied",
     "deberta-v2",
     "deberta-v2-absolute",
+    "laguna",
+    "laguna-per-entry-capped",
 ]
 
 

@@ -105,7 +105,7 @@ class MultiHeadAttention(Component):
         if self.spec.attn_sinks:
             out.append(Tensor(p + "sinks", (H,), "attention sinks"))
         if self.spec.attn_gate:
-            out.append(Tensor(p + "W_G", (H, m, d), "attention gate"))
+            out.append(Tensor(p + "W_G", (H, d) if self.spec.attn_gate_per_head else (H, m, d), "attention gate"))
         if self.spec.rel_per_block and self.spec.positional == "relative":  # (UMT5: each block's own table)
             out.append(Tensor(prefix + "positional.rel_bias", (self.spec.rel_buckets, H), "positional"))
         return out
@@ -155,7 +155,7 @@ class MultiHeadAttention(Component):
         if self.spec.qk_norm:  # the query norm's parameters, the key norm's, shaped as qk_gains says
             qk = tuple(self.qk_gains(partial(_norm_part, get, f"attention.{x}_norm.")) for x in "qk")
         sinks = get("attention.sinks") if self.spec.attn_sinks else None
-        W_G = get("attention.W_G").reshape(H * m, d) if self.spec.attn_gate else None
+        W_G = get("attention.W_G").reshape(-1, d) if self.spec.attn_gate else None  # (Hm, d), or (H, d)
         return AttentionWeights(W_qkv, b_qkv, W_O, b_O, qk, sinks, W_G)
 
     def mix(
@@ -195,6 +195,11 @@ class MultiHeadAttention(Component):
         heads = model.attend(Q, K, V, how, positions=(start + offset, start), block=i)
         return self.project(w, heads, X)
 
+    @property
+    def gate_rows(self) -> int:
+        """The output gate's rows: H m, H with one a head, 0 without a gate."""
+        return (self.spec.H if self.spec.attn_gate_per_head else self.spec.H * self.spec.m) * self.spec.attn_gate
+
     def qk_gains(self, get: Callable[[str], np.ndarray]) -> tuple:
         """One query or key norm's parameters shaped for `qkv`: (m, 1, 1, 1) against heads as (m, b, heads, n);
         (heads m, 1, 1) over all heads; per head (m, 1, heads, 1)."""
@@ -226,14 +231,17 @@ class MultiHeadAttention(Component):
         return QKV[:, :H], QKV[:, H : H + G], QKV[:, H + G :]
 
     def project(self, w: AttentionWeights, heads: np.ndarray, X: np.ndarray | None = None) -> np.ndarray:
-        """sum_h W_O^h heads_h (+ b_O): (H, m, b, n) -> (d, b, n); with attn_gate, each entry of the heads first
-        times sigmoid(W_G X) of the block's input X."""
+        """sum_h W_O^h heads_h (+ b_O): (H, m, b, n) -> (d, b, n); with attn_gate, each entry (or each head) of
+        the heads first times sigmoid(W_G X) (or softplus) of the block's input X."""
         H, m, b, n = heads.shape
-        heads = heads.reshape(H * m, b, n)
         W_G = getattr(w, "W_G", None)  # (latent attention's weights have none)
         if W_G is not None and X is not None:
-            gate = kernels.linear(W_G, X)  # (Hm, b, n)
-            heads = heads / (1.0 + np.exp(-gate))
+            gate = kernels.linear(W_G, X).reshape(H, -1, b, n)  # (H, m or 1, b, n)
+            if self.spec.attn_gate_fn == "softplus":  # torch's: x itself past 20
+                heads = heads * np.where(gate > 20, gate, np.log1p(np.exp(np.minimum(gate, 20))))
+            else:
+                heads = heads / (1.0 + np.exp(-gate))
+        heads = heads.reshape(H * m, b, n)
         out = kernels.linear(w.W_O, heads)
         if w.b_O is not None:
             out += w.b_O
@@ -254,7 +262,7 @@ class MultiHeadAttention(Component):
         if self.spec.attn_sinks:
             out.append(Term("H", H, "block"))
         if self.spec.attn_gate:
-            out.append(Term("Hmd", H * m * d, "block"))
+            out.append(Term("Hd" if self.spec.attn_gate_per_head else "Hmd", H * d * (self.gate_rows // H), "block"))
         if self.spec.rel_per_block and self.spec.positional == "relative":
             out.append(Term("buckets*H", self.spec.rel_buckets * H, "block"))
         if self.spec.qk_norm and self.spec.qk_norm_over in ("all", "per_head"):
@@ -277,14 +285,16 @@ class MultiHeadAttention(Component):
             "softmax": per_head * SOFTMAX_PER_SCORE,
             "weights x V": per_head * 2 * m,
             "output projection": N * (2 * d * H * m + out_bias * d) * tokens,
-            "output gate": N * (2 * d + SIGMOID_GATE_PER_ENTRY) * H * m * tokens if self.spec.attn_gate else 0,
+            "output gate": N
+            * ((2 * d + SIGMOID_GATE_PER_ENTRY) * self.gate_rows + H * m * self.spec.attn_gate_per_head)
+            * tokens,
             "query/key norms": N * self.qk.per_entry * (H + G) * m * tokens if self.spec.qk_norm else 0,
         } | capped
 
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         H, G, m, d, N = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d, self.spec.N
         return {
-            "linear layers": N * ((H + 2 * G + self.spec.attn_gate) * m * d + d * H * m) * b * n,
+            "linear layers": N * ((H + 2 * G) * m * d + self.gate_rows * d + d * H * m) * b * n,
             "scores K^T Q": N * H * pairs.count * m,
             "weights x V": N * H * pairs.count * m,
         }

@@ -128,7 +128,7 @@ class Experts(Component):
         s = self.spec
         if s.router_score == "sparsemixer":
             return sparsemixer(router.logits(X), s.router_jitter)
-        if s.router_score == "sigmoid" or s.router_groups or s.router_bias or s.router_scale != 1.0:
+        if s.router_score == "sigmoid" or s.router_groups or s.router_bias or s.router_scale != 1.0 or s.router_softcap:
             return self._route_scored(router, X)
         scores = router.logits(X)  # (E, T)
         chosen = np.argsort(-scores, axis=0, kind="stable")[: self.k]  # highest first; ties to the lower index
@@ -145,6 +145,8 @@ class Experts(Component):
         choice limited to the best router_topk_groups groups, the chosen weights renormalised and scaled."""
         s, E, k = self.spec, self.E, self.k
         logits, bias = router.logits(X), router.correction  # (E, T), (E, 1)
+        if s.router_softcap is not None:  # (Laguna's)
+            logits = s.router_softcap * np.tanh(logits / s.router_softcap)
         if s.router_score == "sigmoid":
             scores = 1.0 / (1.0 + np.exp(-logits))
         else:

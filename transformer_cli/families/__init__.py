@@ -46,6 +46,7 @@ MODULES = (
     "granite_swa",
     "helium",
     "hy_v3",
+    "laguna",
     "llama",
     "llama4",
     "m2m_100",

@@ -100,6 +100,11 @@ class Keys:
         value = self._get(key, aliases, default, _number, "a positive number")
         return value if value is None else float(value)
 
+    def cap(self, key: str) -> float | None:
+        """A soft cap: a positive number, or 0 (or null) for none."""
+        value = self._get(key, (), 0.0, lambda v: _number(v) or (isinstance(v, (int, float)) and v == 0), "a cap >= 0")
+        return float(value) or None
+
     def fraction(self, key: str, default: float | None, *aliases: str) -> float | None:
         value = self._get(key, aliases, default, lambda v: _number(v) and v <= 1, "a number in (0, 1]")
         return value if value is None else float(value)

@@ -104,6 +104,26 @@ ATTENTION_FIELDS: dict[str, Any] = {
             POSITION_KINDS,
         ),
     ),
+    "attn_gate_fn": field(
+        default="sigmoid",
+        metadata=_key(
+            "choice",
+            "the output gate's function: sigmoid (AFMoE) or softplus (Laguna, torch's: x past 20); with attn_gate",
+            ("sigmoid", "softplus"),
+        ),
+    ),
+    "attn_gate_per_head": field(
+        default=False,
+        metadata=_key("bool", "one gate a head, W_G (H, d), not one an entry (Laguna's gating: true); with attn_gate"),
+    ),
+    "rope_local_fraction": field(
+        default=None,
+        metadata=_key(
+            "fraction",
+            "the share of each head the sliding blocks turn (Laguna's: all, beside half in its full blocks); with "
+            "rope and attention_layers [default: rope_fraction]",
+        ),
+    ),
     "rope_local_theta": field(
         default=None,
         metadata=_key(

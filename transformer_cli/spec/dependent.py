@@ -29,6 +29,7 @@ DEPENDENT = {
     "rope_short_factor": ("rope_scaling", ("longrope",), True),
     "rope_long_factor": ("rope_scaling", ("longrope",), True),
     "rope_local_theta": ("positional", ("rope",), False),
+    "rope_local_fraction": ("positional", ("rope",), False),
     "rope_query_beta": ("positional", ("rope",), False),
     "rope_query_len": ("positional", ("rope",), False),
     "kv_rank": ("attention", ("latent",), True),

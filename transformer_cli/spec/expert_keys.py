@@ -81,6 +81,10 @@ EXPERT_FIELDS: dict[str, Any] = {
             ("max", "top2"),
         ),
     ),
+    "router_softcap": field(
+        default=None,
+        metadata=_key("posfloat", "the router's logits capped as cap tanh(z / cap) before scoring (Laguna); with E"),
+    ),
     "router_scale": field(
         default=1.0, metadata=_key("posfloat", "the chosen experts' weights times this (routed_scaling_factor); with E")
     ),

@@ -98,11 +98,13 @@ class Stack:
 
     def _spec_of(self, kinds: tuple[str, ...], N: int) -> Spec:
         """The spec of `N` blocks of these kinds: the stack's, with the window or the experts where they have them."""
-        changes: dict = dict.fromkeys(LAYER_KEYS) | {"N": N, "rope_local_theta": None}
+        changes: dict = dict.fromkeys(LAYER_KEYS) | {"N": N, "rope_local_theta": None, "rope_local_fraction": None}
         if FULL in kinds:
             changes["window"] = None
         elif SLIDING in kinds and self.spec.rope_local_theta is not None:  # Gemma 3's local layers
             changes |= {"rope_theta": self.spec.rope_local_theta, "rope_scaling": "none"}
+        if SLIDING in kinds and self.spec.rope_local_fraction is not None:  # (Laguna's turn all of each head)
+            changes["rope_fraction"] = self.spec.rope_local_fraction
         if NOPE in kinds:  # no rotary: no positions at all in its attention, no chunks (Llama 4)
             changes |= {"positional": "none", "rope_scaling": "none", "chunk": None}
             if not self.spec.qk_norm_nope:

@@ -260,6 +260,9 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
             raise SpecError(f"{source}: key '{key}': missing, expected {_expected(key)} when {other} is {values[0]}")
         if not allowed and key in data:
             raise _fail(source, key, data[key], f"no {key} unless {other} is {' or '.join(values)}")
+    for key in ("attn_gate_fn", "attn_gate_per_head"):
+        if key in data and not spec.attn_gate:
+            raise _fail(source, key, data[key], f"no {key} without attn_gate")
     ATTENTIONS[spec.attention].check_keys(spec, data, source)  # what the kind needs of the other keys
     if spec.positional == "rope":
         check_rope(spec, source, _expected)
@@ -293,13 +296,9 @@ def _check_layers(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(
             source, "positional_layers", data["positional_layers"], f"at most N = {spec.N} kinds (one per block)"
         )
-    if "rope_local_theta" in data and spec.attention_layers is None:
-        raise _fail(
-            source,
-            "rope_local_theta",
-            data["rope_local_theta"],
-            "no rope_local_theta without attention_layers (sliding blocks beside full ones)",
-        )
+    for key in ("rope_local_theta", "rope_local_fraction"):
+        if key in data and spec.attention_layers is None:
+            raise _fail(source, key, data[key], f"no {key} without attention_layers (sliding blocks beside full ones)")
     if "attention_layers" in data and spec.positional in RELATIVE:
         raise _fail(
             source,

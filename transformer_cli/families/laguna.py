@@ -1,0 +1,118 @@
+"""Laguna (LagunaForCausalLM): LLaMA's attention with an RMSNorm of each query and key head, and an output gate of
+softplus(g_proj x), one a head (gating: true) or one an entry (any other gating), times the heads before o_proj
+(tfm's attn_gate, attn_gate_fn softplus, attn_gate_per_head); full layers turning half of each head by 500,000 and
+sliding ones all of it by 10,000 (rope_parameters per layer type: rope_local_theta, rope_local_fraction); the first
+layer dense, then routed ones: sigmoid scores of the (optionally soft-capped) router logits, a correction bias to
+choose (a frozen parameter, counted), the chosen renormalised and scaled by moe_routed_scaling_factor, beside an
+ungated shared expert of shared_expert_intermediate_size.
+
+Refused in one line: heads that differ per layer (num_attention_heads_per_layer), and the router weight on the
+input (moe_apply_router_weight_on_input, which transformers refuses too)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec.definition import Spec
+from .config_keys import feedforward_kinds, layer_types, shared_keys
+from .deepseek import routed_experts
+from .expert_checkpoints import DEEPSEEK_MOE_GQA
+from .keys import Keys
+from .layout import Family
+from .parts import kv_heads, typed_layers
+from .record import Record
+
+BASES = {"full_attention": (500_000.0, 0.5), "sliding_attention": (10_000.0, 1.0)}  # LagunaConfig's
+
+
+def _rope(c: Keys, kind: str) -> tuple[float, float]:
+    """One layer kind's base and rotated share from rope_parameters (default rope only)."""
+    nested = c.nested("rope_parameters")
+    p = nested.nested(kind) if nested is not None else None
+    if p is None:
+        return BASES[kind]
+    if p.text("rope_type", "default") != "default":
+        raise p.refuse("rope_type", p.data["rope_type"], "default: tfm's Laguna turns without scaling")
+    return p.number("rope_theta", BASES[kind][0]), p.fraction("partial_rotary_factor", 1.0) or 1.0
+
+
+def spec(c: Keys) -> dict[str, Any]:
+    """config.json -> spec (LagunaConfig's defaults: 48 heads of 128, 256 experts of 512, 8 chosen)."""
+    N, H, d = c.count("num_hidden_layers", 40), c.count("num_attention_heads", 48), c.count("hidden_size", 2048)
+    per_layer = c.data.get("num_attention_heads_per_layer")
+    if per_layer is not None and per_layer != [H] * N:
+        raise c.refuse("num_attention_heads_per_layer", per_layer, f"{H} in every layer (tfm's blocks share H)")
+    if c.flag("moe_apply_router_weight_on_input", False):
+        raise c.refuse("moe_apply_router_weight_on_input", True, "false (transformers' Laguna raises too)")
+    G = c.count("num_key_value_heads", 8)
+    theta, share = _rope(c, "full_attention")
+    local_theta, local_share = _rope(c, "sliding_attention")
+    kinds = c.data.get("layer_types") or ["full_attention"] * N
+    out = {
+        "N": N,
+        "H": H,
+        "m": c.count("head_dim", 128),
+        "d": d,
+        "r": c.count("intermediate_size", 8192),
+        "V": c.count("vocab_size", 100352),
+        **kv_heads(c, "num_key_value_heads", G, H),
+        "mask": "causal",
+        "scale": "sqrt",
+        "norm": "pre",
+        "norm_type": "rmsnorm",
+        "norm_eps": c.number("rms_norm_eps", 1e-6),
+        "feedforward": "gated",
+        "activation": "silu",
+        "ff_bias": False,
+        "attention_bias": c.flag("attention_bias", False),
+        "tie_embeddings": c.flag("tie_word_embeddings", False),
+        "positional": "rope",
+        "rope_theta": theta,
+        "context": c.count("max_position_embeddings", 131072),
+        "qk_norm": True,
+        "attn_gate": True,
+        "attn_gate_fn": "softplus",
+        "attn_gate_per_head": c.data.get("gating", True) in (True, "per-head"),
+    }
+    out |= {"rope_fraction": share} if share != 1.0 else {}
+    out |= typed_layers(c, N, c.count("sliding_window", 512), kinds)
+    if out.get("attention_layers"):
+        out |= {"rope_local_theta": local_theta} if local_theta != theta else {}
+        out |= {"rope_local_fraction": local_share} if local_share != share else {}
+    elif "window" in out:  # every layer slides: the sliding kind's rope is the stack's
+        out |= {"rope_theta": local_theta, "rope_fraction": local_share}
+    keys = Keys(c.data | {"n_shared_experts": 1}, c.source, notes=c.notes)
+    experts = routed_experts(keys, N, 256, 1, 512, 1, k=8, listed=True)
+    if not experts:
+        return out
+    cap = c.cap("moe_router_logit_softcapping")
+    router = {"router_score": "sigmoid", "router_bias": True, "router_bias_param": True, "router_renorm": True}
+    router |= {"router_scale": c.number("moe_routed_scaling_factor", 1.0)} | ({"router_softcap": cap} if cap else {})
+    return out | experts | {"shared_r": c.count("shared_expert_intermediate_size", 512)} | router
+
+
+def config(spec: Spec) -> dict[str, Any]:
+    """spec -> Laguna's config.json (5.x's rope_parameters per layer type, every layer's kinds listed)."""
+    full = {"rope_type": "default", "rope_theta": spec.rope_theta, "partial_rotary_factor": spec.rope_fraction}
+    local = {"rope_type": "default", "rope_theta": spec.rope_local_theta or spec.rope_theta}
+    local["partial_rotary_factor"] = spec.rope_local_fraction or spec.rope_fraction
+    out = shared_keys(spec) | {"attention_bias": spec.attention_bias, "hidden_act": "silu"}
+    out |= {"rope_parameters": {"full_attention": full, "sliding_attention": local}, "layer_types": layer_types(spec)}
+    out |= {"sliding_window": spec.window or 512, "gating": spec.attn_gate_per_head or "per-element"}
+    out["mlp_layer_types"] = ["sparse" if kind == "routed" else "dense" for kind in feedforward_kinds(spec)]
+    if spec.E:
+        out |= {"num_experts": spec.E, "num_experts_per_tok": spec.k, "moe_intermediate_size": spec.expert_r}
+        out |= {"shared_expert_intermediate_size": spec.shared_r, "moe_routed_scaling_factor": spec.router_scale}
+        out |= {"moe_router_logit_softcapping": spec.router_softcap or 0.0}
+    return out
+
+
+LAGUNA = Family(
+    DEEPSEEK_MOE_GQA.block,
+    {ours: theirs.replace("shared_experts.", "shared_expert.") for ours, theirs in DEEPSEEK_MOE_GQA.names.items()}
+    | {"ff.router_bias": "mlp.experts.e_score_correction_bias", "attention.W_G": "self_attn.g_proj.weight"},
+    DEEPSEEK_MOE_GQA.globals_,
+)
+RECORD = Record("laguna", "LagunaForCausalLM", spec, LAGUNA, config, config_alone=True)
+
+__all__ = ["RECORD"]
