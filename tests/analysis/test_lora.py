@@ -204,6 +204,7 @@ MIXTURES = [
     "mistral4",
     "dbrx",
     "laguna",
+    "jetmoe",
 ]
 # a list of names of each family: attention and the experts by their checkpoint's names (peft maps them)
 LISTS = {
@@ -232,6 +233,7 @@ LISTS = {
     "mistral4": "q_b_proj,down_proj",
     "dbrx": "Wqkv,out_proj",
     "laguna": "g_proj,down_proj",
+    "jetmoe": "kv_proj,layer",
 }
 
 

@@ -1,11 +1,22 @@
-"""Laguna's float32 steps recomputed in float64 (hf_exact.py applies them): its router's logits, scores and
-weights, and its attention's softplus gate (the rest of its forward as transformers 5.24 writes it)."""
+"""Laguna's and JetMoE's float32 steps recomputed in float64 (hf_exact.py applies them): Laguna's router's logits,
+scores and weights, and its attention's softplus gate (the rest of its forward as transformers 5.24 writes it);
+JetMoE's routers' logits, top k and softmax (their forward's own source without its casts to float32)."""
 
 from __future__ import annotations
 
+import inspect
 import sys
+import textwrap
 
 import torch
+
+
+def without_float32(method):
+    """`method` compiled again from its own source with every `.float()` cast removed, in its module's names."""
+    source = textwrap.dedent(inspect.getsource(method)).replace(".float()", "")
+    names = dict(vars(sys.modules[method.__module__]))
+    exec(source, names)  # noqa: S102 (transformers' own code, its casts removed)
+    return names[method.__name__]
 
 
 def _float64_laguna_router(self, hidden_states):
@@ -45,4 +56,13 @@ def _float64_laguna_attention(self, hidden_states, position_embeddings, attentio
     return self.o_proj(out), weights
 
 
-LAGUNA = {"LagunaTopKRouter": _float64_laguna_router, "LagunaAttention": _float64_laguna_attention}
+def _float64_jetmoe_gating(self, hidden_states):
+    """JetMoeTopKGating.forward without its casts to float32."""
+    return without_float32(type(self).forward)(self, hidden_states)
+
+
+LAGUNA = {
+    "LagunaTopKRouter": _float64_laguna_router,
+    "LagunaAttention": _float64_laguna_attention,
+    "JetMoeTopKGating": _float64_jetmoe_gating,
+}

@@ -131,4 +131,12 @@ EXPERTS = {  # name: (config class, model class, config)
         moe_router_logit_softcapping=0.2, mlp_layer_types=["sparse", "dense", "sparse"], attention_bias=True,
         tie_word_embeddings=True, rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 100.0,
         "partial_rotary_factor": 0.25}}, experts_implementation="eager")),
+    "jetmoe": ("JetMoeConfig", "JetMoeForCausalLM", dict(  # 4 experts of 2 heads for q and o, 2 chosen; 4 MLPs
+        vocab_size=97, hidden_size=32, num_hidden_layers=2, num_key_value_heads=2, kv_channels=8,
+        intermediate_size=24, num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=64,
+        experts_implementation="eager")),
+    "jetmoe-untied-one-head": ("JetMoeConfig", "JetMoeForCausalLM", dict(  # kv heads of 12 wider than d / heads
+        vocab_size=97, hidden_size=24, num_hidden_layers=3, num_key_value_heads=1, kv_channels=12,
+        intermediate_size=20, num_local_experts=3, num_experts_per_tok=2, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 100.0}, experts_implementation="eager")),
 }  # fmt: skip

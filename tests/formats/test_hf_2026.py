@@ -247,6 +247,8 @@ CONTROLS = [
     ("laguna", {"attn_gate_fn": "sigmoid"}),
     ("laguna", {"rope_local_fraction": None}),
     ("laguna-per-entry-capped", {"router_softcap": None}),
+    ("jetmoe", {"expert_out_bias": False}),
+    ("jetmoe", {"out_bias": False}),
 ]
 
 

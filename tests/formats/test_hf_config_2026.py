@@ -86,6 +86,7 @@ NEW += [
     "modernbert-decoder",
     "deberta-v2",
     "laguna",
+    "jetmoe",
 ]  # (DBRX's config class cannot build a model without attn_config's clip_qkv and rope_theta: refused below)
 
 

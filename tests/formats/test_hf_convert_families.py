@@ -57,6 +57,8 @@ FAMILIES = [
     "deberta-v2-absolute",
     "laguna",
     "laguna-per-entry-capped",
+    "jetmoe",
+    "jetmoe-untied-one-head",
 ]
 
 

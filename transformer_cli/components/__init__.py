@@ -17,6 +17,7 @@ from .embedding import embedding, head, pooler
 from .encoder import decoder_extras, encoder_block_components, encoder_model_components
 from .experts import block_feedforward
 from .latent import LatentAttention  # noqa: F401 (registers the spec's `attention: latent`)
+from .moa import MixtureOfHeads  # noqa: F401 (registers the spec's `attention: mixture`)
 from .norm import block_norm, final_norm
 from .positional import POSITIONALS
 from .residual import Residuals

@@ -47,6 +47,8 @@ class Experts(Component):
             out += [Tensor(_shared(t.name), t.shape, "shared expert") for t in self.shared.tensors(prefix)]
         if self.spec.shared_gate:
             out.append(Tensor(prefix + "ff.shared.W_gate", (1, self.spec.d), "shared expert"))
+        if self.spec.expert_out_bias:
+            out.append(Tensor(prefix + "ff.b_out", (self.spec.d,), self.label))
         return out
 
     def terms(self) -> list[Term]:
@@ -58,6 +60,8 @@ class Experts(Component):
         if self.shared is not None:
             out += [Term(_sized(t.formula, "r_s"), t.value, t.scope) for t in self.shared.terms()]
         if self.spec.shared_gate:
+            out.append(Term("d", self.spec.d, "block"))
+        if self.spec.expert_out_bias:
             out.append(Term("d", self.spec.d, "block"))
         return out
 
@@ -121,7 +125,8 @@ class Experts(Component):
             get("ff.router_b").reshape(-1, 1) if self.spec.router_logit_bias else None,
             get("ff.router_bias").reshape(-1, 1) if self.spec.router_bias else None,
         )
-        return ExpertsWeights(W1, b1, W2, b2, router=router, shared=shared, shared_gate=gate)
+        out_bias = get("ff.b_out").reshape(-1, 1) if self.spec.expert_out_bias else None
+        return ExpertsWeights(W1, b1, W2, b2, router=router, shared=shared, shared_gate=gate, out_bias=out_bias)
 
     def route(self, router, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The chosen experts (k, T) of each of the T columns of X (d, T), and their weights (k, T)."""
@@ -189,6 +194,8 @@ class Experts(Component):
             out[:, columns] += weight * y
         if w.shared is not None:
             out += self.shared_output(w, X).reshape(d, -1)
+        if w.out_bias is not None:
+            out += w.out_bias
         return out.reshape(d, b, n)
 
     def shared_output(self, w: ExpertsWeights, X: np.ndarray) -> np.ndarray:
@@ -230,6 +237,7 @@ class ExpertsWeights(FeedForwardWeights):
     router: Router | None = None
     shared: FeedForwardWeights | None = None
     shared_gate: np.ndarray | None = None
+    out_bias: np.ndarray | None = None  # (d, 1): JetMoE's, on the mixed output
 
     def expert(self, e: int) -> FeedForwardWeights:
         """Expert e's weights alone."""

@@ -45,6 +45,7 @@ MODULES = (
     "granite",
     "granite_swa",
     "helium",
+    "jetmoe",
     "hy_v3",
     "laguna",
     "llama",

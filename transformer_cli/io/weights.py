@@ -35,6 +35,8 @@ def _init_std(spec: Spec, tensor: Tensor) -> float:
         "W_K": spec.d**-0.5,
         "W_V": spec.d**-0.5,
         "W_O": (spec.H * spec.value_size * depth) ** -0.5,
+        "W_QE": spec.d**-0.5,  # a mixture of heads' experts (JetMoE's), as W_Q and W_O
+        "W_OE": (spec.H * spec.m * depth) ** -0.5,
         "W_QA": spec.d**-0.5,  # latent attention's down projections, then the ups from the (normalised) latents
         "W_KVA": spec.d**-0.5,
         "W_QB": (spec.q_rank or 1) ** -0.5,

@@ -104,6 +104,11 @@ ATTENTION_FIELDS: dict[str, Any] = {
             POSITION_KINDS,
         ),
     ),
+    "attn_experts": field(
+        default=None,
+        metadata=_key("posint", "attention: mixture: the experts of query and output projections (JetMoE)"),
+    ),
+    "attn_k": field(default=None, metadata=_key("posint", "attention: mixture: the experts each token chooses")),
     "attn_gate_fn": field(
         default="sigmoid",
         metadata=_key(

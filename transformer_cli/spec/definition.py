@@ -125,16 +125,9 @@ class Spec:
         default=True,
         metadata=_key("bool", "an output head: logits out; false gives the final columns (BertModel); only with V"),
     )
-    type_vocab: int | None = field(
-        default=None, metadata=_key("posint", "token types, embedding.T (d, types); type 0 is added (BERT); with V")
-    )
-    embed_norm: bool = field(
-        default=False, metadata=_key("bool", "a norm of the embedded columns, after positions and types (BERT); with V")
-    )
-    pooler: bool = field(
-        default=False,
-        metadata=_key("bool", "BERT's pooler W_p (d, d), b_p: counted, not part of the output (tanh(W_p x_0 + b_p))"),
-    )
+    type_vocab: int | None = SCALE_FIELDS["type_vocab"]
+    embed_norm: bool = SCALE_FIELDS["embed_norm"]
+    pooler: bool = SCALE_FIELDS["pooler"]
     logit_softcap: float | None = field(
         default=None, metadata=_key("posfloat", "logits capped as cap tanh(z / cap) (Gemma 2); only with V and a head")
     )
@@ -188,6 +181,7 @@ class Spec:
     router_group_score: str = EXPERT_FIELDS["router_group_score"]
     router_scale: float = EXPERT_FIELDS["router_scale"]
     router_softcap: float | None = EXPERT_FIELDS["router_softcap"]
+    expert_out_bias: bool = EXPERT_FIELDS["expert_out_bias"]
     router_logit_bias: bool = EXPERT_FIELDS["router_logit_bias"]
     router_bias: bool = EXPERT_FIELDS["router_bias"]
     router_bias_param: bool = EXPERT_FIELDS["router_bias_param"]
@@ -204,6 +198,8 @@ class Spec:
     attn_sinks: bool = ATTENTION_FIELDS["attn_sinks"]
     qkv_clip: float | None = ATTENTION_FIELDS["qkv_clip"]
     attn_gate: bool = ATTENTION_FIELDS["attn_gate"]
+    attn_experts: int | None = ATTENTION_FIELDS["attn_experts"]
+    attn_k: int | None = ATTENTION_FIELDS["attn_k"]
     attn_gate_fn: str = ATTENTION_FIELDS["attn_gate_fn"]
     attn_gate_per_head: bool = ATTENTION_FIELDS["attn_gate_per_head"]
     chunk: int | None = ATTENTION_FIELDS["chunk"]

@@ -33,6 +33,8 @@ DEPENDENT = {
     "rope_query_beta": ("positional", ("rope",), False),
     "rope_query_len": ("positional", ("rope",), False),
     "kv_rank": ("attention", ("latent",), True),
+    "attn_experts": ("attention", ("mixture",), True),
+    "attn_k": ("attention", ("mixture",), True),
     "rope_m": ("attention", ("latent",), True),
     "q_rank": ("attention", ("latent",), False),
     "v_m": ("attention", ("latent",), False),

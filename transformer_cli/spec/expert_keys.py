@@ -81,6 +81,9 @@ EXPERT_FIELDS: dict[str, Any] = {
             ("max", "top2"),
         ),
     ),
+    "expert_out_bias": field(
+        default=False, metadata=_key("bool", "one bias ff.b_out (d,) on the experts' mixed output (JetMoE's); with E")
+    ),
     "router_softcap": field(
         default=None,
         metadata=_key("posfloat", "the router's logits capped as cap tanh(z / cap) before scoring (Laguna); with E"),

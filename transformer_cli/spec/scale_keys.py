@@ -29,6 +29,16 @@ SCALE_FIELDS: dict[str, Any] = {
             "norm (OPT-350m's project_in, project_out); only with V and a head",
         ),
     ),
+    "type_vocab": field(
+        default=None, metadata=_key("posint", "token types, embedding.T (d, types); type 0 is added (BERT); with V")
+    ),
+    "embed_norm": field(
+        default=False, metadata=_key("bool", "a norm of the embedded columns, after positions and types (BERT); with V")
+    ),
+    "pooler": field(
+        default=False,
+        metadata=_key("bool", "BERT's pooler W_p (d, d), b_p: counted, not part of the output (tanh(W_p x_0 + b_p))"),
+    ),
     "embed_project": field(
         default=False,
         metadata=_key(
