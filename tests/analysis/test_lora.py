@@ -205,6 +205,7 @@ MIXTURES = [
     "dbrx",
     "laguna",
     "jetmoe",
+    "mimo_v2_flash",
 ]
 # a list of names of each family: attention and the experts by their checkpoint's names (peft maps them)
 LISTS = {
@@ -234,6 +235,7 @@ LISTS = {
     "dbrx": "Wqkv,out_proj",
     "laguna": "g_proj,down_proj",
     "jetmoe": "kv_proj,layer",
+    "mimo_v2_flash": "v_proj,o_proj,down_proj",
 }
 
 

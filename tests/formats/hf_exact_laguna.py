@@ -13,7 +13,7 @@ import torch
 
 def without_float32(method):
     """`method` compiled again from its own source with every `.float()` cast removed, in its module's names."""
-    source = textwrap.dedent(inspect.getsource(method)).replace(".float()", "")
+    source = textwrap.dedent(inspect.getsource(method)).replace(".float()", "").replace(".type(torch.float32)", "")
     names = dict(vars(sys.modules[method.__module__]))
     exec(source, names)  # noqa: S102 (transformers' own code, its casts removed)
     return names[method.__name__]
@@ -61,7 +61,13 @@ def _float64_jetmoe_gating(self, hidden_states):
     return without_float32(type(self).forward)(self, hidden_states)
 
 
+def _float64_mimo_router(self, hidden_states):
+    """MiMoV2FlashTopkRouter.forward without its casts to float32."""
+    return without_float32(type(self).forward)(self, hidden_states)
+
+
 LAGUNA = {
+    "MiMoV2FlashTopkRouter": _float64_mimo_router,
     "LagunaTopKRouter": _float64_laguna_router,
     "LagunaAttention": _float64_laguna_attention,
     "JetMoeTopKGating": _float64_jetmoe_gating,

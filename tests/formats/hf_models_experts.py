@@ -139,4 +139,16 @@ EXPERTS = {  # name: (config class, model class, config)
         vocab_size=97, hidden_size=24, num_hidden_layers=3, num_key_value_heads=1, kv_channels=12,
         intermediate_size=20, num_local_experts=3, num_experts_per_tok=2, tie_word_embeddings=False,
         rope_parameters={"rope_type": "default", "rope_theta": 100.0}, experts_implementation="eager")),
+    "mimo_v2_flash": ("MiMoV2FlashConfig", "MiMoV2FlashForCausalLM", SMALL | dict(  # values of 8, G doubled sliding
+        num_hidden_layers=4, num_key_value_heads=1, head_dim=12, v_head_dim=8, sliding_window=4,
+        moe_intermediate_size=6, n_routed_experts=4, num_experts_per_tok=2, experts_implementation="eager",
+        attn_implementation="eager")),
+    "mimo_v2_flash-groups-biased": ("MiMoV2FlashConfig", "MiMoV2FlashForCausalLM", SMALL | dict(  # 2 of 4 groups
+        num_hidden_layers=3, num_key_value_heads=2, head_dim=8, v_head_dim=12, sliding_window=3,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"], attention_bias=True,
+        mlp_layer_types=["sparse", "dense", "sparse"], moe_intermediate_size=6, n_routed_experts=8,
+        num_experts_per_tok=2, n_group=4, topk_group=2, routed_scaling_factor=2.5, attention_value_scale=0.5,
+        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000.0, "partial_rotary_factor":
+        0.5}, "sliding_attention": {"rope_type": "default", "rope_theta": 50.0, "partial_rotary_factor": 1.0}},
+        experts_implementation="eager", attn_implementation="eager")),
 }  # fmt: skip

@@ -249,6 +249,9 @@ CONTROLS = [
     ("laguna-per-entry-capped", {"router_softcap": None}),
     ("jetmoe", {"expert_out_bias": False}),
     ("jetmoe", {"out_bias": False}),
+    ("mimo_v2_flash", {"value_scale": 1.0}),
+    ("mimo_v2_flash", {"local_sinks": False}),
+    ("mimo_v2_flash-groups-biased", {"router_scale": 1.0}),
 ]
 
 

@@ -87,6 +87,7 @@ NEW += [
     "deberta-v2",
     "laguna",
     "jetmoe",
+    "mimo_v2_flash",
 ]  # (DBRX's config class cannot build a model without attn_config's clip_qkv and rope_theta: refused below)
 
 

@@ -59,6 +59,8 @@ FAMILIES = [
     "laguna-per-entry-capped",
     "jetmoe",
     "jetmoe-untied-one-head",
+    "mimo_v2_flash",
+    "mimo_v2_flash-groups-biased",
 ]
 
 

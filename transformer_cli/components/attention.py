@@ -19,6 +19,7 @@ from .. import kernels
 from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from .base import Component, Pairs, Tensor, Term, stacked
+from .kv_cache import KVCache
 from .norm import LayerNormWithoutBias, norm_kind
 
 SOFTMAX_PER_SCORE = 5  # max, subtract, exp, sum, divide
@@ -39,38 +40,6 @@ class AttentionWeights:
     W_G: np.ndarray | None = None  # (Hm, d): the output gate's projection (attn_gate: AFMoE)
 
 
-@dataclass
-class KVCache:
-    """A block's attention state while decoding: what it keeps of each column, two arrays (keys and values, or
-    latent attention's rotary keys and latents) of `slots` columns, and how many columns have been stored. With a
-    sliding window w the slots are a ring of w the steps go round (attention does not depend on the order of its
-    keys)."""
-
-    K: np.ndarray
-    V: np.ndarray
-    filled: int = 0
-    keep: bool = True  # False: the next step's column is used but not stored (the stale-cache fault)
-    chunked: bool = False  # a chunk's slots: a step sees the slots of its own chunk, 0 .. t % slots
-
-    def store(self, K: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Write one step's (b, G, m, 1) entries in the next slot, and return every entry the step reads (views)."""
-        slots = self.K.shape[-1]
-        at = self.filled % slots
-        self.K[..., at : at + 1], self.V[..., at : at + 1] = K, V
-        used = at + 1 if self.chunked else min(self.filled + 1, slots)
-        self.filled += self.keep
-        return self.K[..., :used], self.V[..., :used]
-
-    def fill(self, K: np.ndarray, V: np.ndarray) -> None:
-        """Write a prefill's p columns (b, G, m, p) into an empty cache: with a window the latest w columns, each in
-        the slot it would have had."""
-        assert self.filled == 0, "a prefill fills an empty cache"
-        p, slots = K.shape[-1], self.K.shape[-1]
-        kept = np.arange(max(0, p - slots), p)
-        self.K[..., kept % slots], self.V[..., kept % slots] = K[..., kept], V[..., kept]
-        self.filled = p if self.keep else 0
-
-
 def _norm_part(get: Callable[[str], np.ndarray], prefix: str, name: str) -> np.ndarray:
     return get(prefix + name)
 
@@ -88,12 +57,13 @@ class MultiHeadAttention(Component):
         return "queries and keys are normalised per head" if self.spec.qk_norm else None
 
     def tensors(self, prefix: str) -> list[Tensor]:
-        H, G, m, d = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d
+        H, G, m, d, v = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d, self.spec.value_size
         p = prefix + "attention."
-        out = [Tensor(p + w, (heads, m, d), "attention") for w, heads in (("W_Q", H), ("W_K", G), ("W_V", G))]
-        out.append(Tensor(p + "W_O", (H, d, m), "attention"))
+        sizes = (("Q", H, m), ("K", G, m), ("V", G, v))  # (value heads of v_m: MiMo-V2-Flash's)
+        out = [Tensor(p + f"W_{x}", (heads, size, d), "attention") for x, heads, size in sizes]
+        out.append(Tensor(p + "W_O", (H, d, v), "attention"))
         if self.spec.attention_bias:
-            out += [Tensor(p + b, (heads, m), "attention bias") for b, heads in (("b_Q", H), ("b_K", G), ("b_V", G))]
+            out += [Tensor(p + f"b_{x}", (heads, size), "attention bias") for x, heads, size in sizes]
         if self.spec.has_out_bias:
             out.append(Tensor(p + "b_O", (d,), "attention bias"))
         if self.spec.qk_norm:
@@ -143,10 +113,10 @@ class MultiHeadAttention(Component):
     def prepare(self, get: Callable[[str], np.ndarray]) -> AttentionWeights:
         """W_qkv ((H + 2G)m, d): rows [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G]; W_O (d, Hm): columns h*m ..
         (h+1)*m - 1 are W_O^h; biases as (k, 1, 1) columns; the query and key norms' gains as (m, 1, 1, 1)."""
-        H, m, d = self.spec.H, self.spec.m, self.spec.d
+        H, m, d, v = self.spec.H, self.spec.m, self.spec.d, self.spec.value_size
         G = self.spec.kv_heads
-        W_qkv = stacked(get, [f"attention.{x}" for x in ("W_Q", "W_K", "W_V")], [H * m, G * m, G * m], d)
-        W_O = np.ascontiguousarray(get("attention.W_O").transpose(1, 0, 2).reshape(d, H * m))  # (H, d, m) -> (d, Hm)
+        W_qkv = stacked(get, [f"attention.{x}" for x in ("W_Q", "W_K", "W_V")], [H * m, G * m, G * v], d)
+        W_O = np.ascontiguousarray(get("attention.W_O").transpose(1, 0, 2).reshape(d, H * v))  # (H, d, v) -> (d, Hv)
         b_qkv = b_O = qk = None
         if self.spec.attention_bias:
             b_qkv = np.concatenate([get(f"attention.{x}").reshape(-1) for x in ("b_Q", "b_K", "b_V")]).reshape(-1, 1, 1)
@@ -210,13 +180,17 @@ class MultiHeadAttention(Component):
         return tuple(a.reshape(shape) for a in self.qk.stacked(get))
 
     def qkv(self, w: AttentionWeights, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Projections of all heads at once: (d, b, n) -> Q (b, H, m, n), K and V (b, G, m, n), views."""
+        """Projections of all heads at once: (d, b, n) -> Q (b, H, m, n), K (b, G, m, n) and V (b, G, v_m, n),
+        views; V times value_scale (MiMo-V2-Flash's)."""
         _, b, n = X.shape
-        H, G, m = self.spec.H, self.spec.kv_heads, self.spec.m
-        QKV = kernels.linear(w.W_qkv, X)  # ((H + 2G)m, b, n)
+        H, G, m, v = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.value_size
+        rows = kernels.linear(w.W_qkv, X)  # ((H + G)m + Gv, b, n)
         if w.b_qkv is not None:
-            QKV += w.b_qkv
-        QKV = QKV.reshape(H + 2 * G, m, b, n).transpose(2, 0, 1, 3)  # (b, H + 2G, m, n)
+            rows += w.b_qkv
+        QKV = rows[: (H + G) * m].reshape(H + G, m, b, n).transpose(2, 0, 1, 3)  # (b, H + G, m, n)
+        V = rows[(H + G) * m :].reshape(G, v, b, n).transpose(2, 0, 1, 3)  # (b, G, v, n)
+        if self.spec.value_scale != 1.0:
+            V *= V.dtype.type(self.spec.value_scale)
         if w.qk_norm is not None:  # each query and key head normalised over its m entries (or all heads'), in place
             kind, whole = self.qk, self.spec.qk_norm_over == "all"
             for part, params in ((QKV[:, :H], w.qk_norm[0]), (QKV[:, H : H + G], w.qk_norm[1])):
@@ -227,8 +201,8 @@ class MultiHeadAttention(Component):
                 else:
                     part[...] = kind.apply(part.transpose(2, 0, 1, 3), params).transpose(1, 2, 0, 3)
         if self.spec.qkv_clip is not None:  # (OLMo's clip_qkv: after the projections and the norms)
-            np.clip(QKV, -self.spec.qkv_clip, self.spec.qkv_clip, out=QKV)
-        return QKV[:, :H], QKV[:, H : H + G], QKV[:, H + G :]
+            np.clip(rows, -self.spec.qkv_clip, self.spec.qkv_clip, out=rows)
+        return QKV[:, :H], QKV[:, H:], V
 
     def project(self, w: AttentionWeights, heads: np.ndarray, X: np.ndarray | None = None) -> np.ndarray:
         """sum_h W_O^h heads_h (+ b_O): (H, m, b, n) -> (d, b, n); with attn_gate, each entry (or each head) of
@@ -248,15 +222,17 @@ class MultiHeadAttention(Component):
         return out
 
     def terms(self) -> list[Term]:
-        H, G, m, d = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d
-        if G == H:
+        H, G, m, d, v = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d, self.spec.value_size
+        if v != m:  # values of their own size (MiMo-V2-Flash): W_Q, W_K of m, W_V, W_O of v_m
+            out = [Term("(H + G)md + (G + H) v_m d", (H + G) * (m + v) * d, "block", seed=True)]
+        elif G == H:
             out = [Term("4Hmd", 4 * H * m * d, "block", seed=True)]
         else:  # W_Q and W_O for H heads, W_K and W_V for G
             out = [Term("2Hmd + 2Gmd", 2 * H * m * d + 2 * G * m * d, "block", seed=True)]
         if self.spec.attention_bias:
-            qkv = "3Hm" if G == H else "Hm + 2Gm"
+            qkv = "3Hm" if G == H and v == m else "Hm + 2Gm" if v == m else "(H + G)m + G v_m"
             out_bias = self.spec.has_out_bias
-            out.append(Term(qkv + (" + d" if out_bias else ""), (H + 2 * G) * m + d * out_bias, "block"))
+            out.append(Term(qkv + (" + d" if out_bias else ""), (H + G) * m + G * v + d * out_bias, "block"))
         elif self.spec.has_out_bias:  # b_O alone (GPT-Neo)
             out.append(Term("d", d, "block"))
         if self.spec.attn_sinks:
@@ -276,15 +252,16 @@ class MultiHeadAttention(Component):
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         H, G, m, d, N = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d, self.spec.N
         tokens, bias, per_head = b * n, int(self.spec.attention_bias), N * H * pairs.count
-        out_bias = int(self.spec.has_out_bias)
+        out_bias, v = int(self.spec.has_out_bias), self.spec.value_size
         capped = {"score soft-capping": per_head * SOFT_CAP_PER_ENTRY} if self.spec.attn_softcap else {}
+        rows = (H + G) * m + G * v  # (every query and key entry, every value entry)
         return {
-            "Q/K/V projections": N * (2 * (H + 2 * G) * m * d + bias * (H + 2 * G) * m) * tokens,
+            "Q/K/V projections": N * (2 * rows * d + bias * rows) * tokens,
             "scores K^T Q": per_head * 2 * m,
             "score scaling": N * H * m * tokens if self.spec.score_scale != 1.0 else 0,  # on the queries, once
             "softmax": per_head * SOFTMAX_PER_SCORE,
-            "weights x V": per_head * 2 * m,
-            "output projection": N * (2 * d * H * m + out_bias * d) * tokens,
+            "weights x V": per_head * 2 * v,
+            "output projection": N * (2 * d * H * v + out_bias * d) * tokens,
             "output gate": N
             * ((2 * d + SIGMOID_GATE_PER_ENTRY) * self.gate_rows + H * m * self.spec.attn_gate_per_head)
             * tokens,
@@ -293,10 +270,11 @@ class MultiHeadAttention(Component):
 
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         H, G, m, d, N = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d, self.spec.N
+        v = self.spec.value_size
         return {
-            "linear layers": N * ((H + 2 * G) * m * d + self.gate_rows * d + d * H * m) * b * n,
+            "linear layers": N * (((H + G) * m + G * v) * d + self.gate_rows * d + d * H * v) * b * n,
             "scores K^T Q": N * H * pairs.count * m,
-            "weights x V": N * H * pairs.count * m,
+            "weights x V": N * H * pairs.count * v,
         }
 
     def saved_bytes(
@@ -354,8 +332,8 @@ class MultiHeadAttention(Component):
 
     def cache_per_token(self, size: int, scale: int) -> int:
         """Bytes a decoder keeps per token and block in `size`-byte elements (with a `scale`-byte scale per head and
-        token for K and for V): G keys and G values of m."""
-        return 2 * self.spec.kv_heads * (self.spec.m * size + scale)
+        token for K and for V): G keys of m and G values of v_m."""
+        return self.spec.kv_heads * ((self.spec.m + self.spec.value_size) * size + 2 * scale)
 
     # -- split over T tensor-parallel devices (analysis/parallel.py) -------------------------------------------
 

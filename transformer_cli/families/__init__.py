@@ -52,6 +52,7 @@ MODULES = (
     "llama4",
     "m2m_100",
     "marian",
+    "mimo_v2_flash",
     "minimax_m2",
     "ministral3",
     "mistral4",

@@ -109,6 +109,17 @@ ATTENTION_FIELDS: dict[str, Any] = {
         metadata=_key("posint", "attention: mixture: the experts of query and output projections (JetMoE)"),
     ),
     "attn_k": field(default=None, metadata=_key("posint", "attention: mixture: the experts each token chooses")),
+    "value_scale": field(
+        default=1.0, metadata=_key("posfloat", "the values times this number after their projection (MiMo-V2-Flash)")
+    ),
+    "local_G": field(
+        default=None,
+        metadata=_key("posint", "the sliding blocks' key/value heads (MiMo-V2-Flash's: 2 G); with attention_layers"),
+    ),
+    "local_sinks": field(
+        default=False,
+        metadata=_key("bool", "a sink per head on the sliding blocks only (MiMo-V2-Flash); with attention_layers"),
+    ),
     "attn_gate_fn": field(
         default="sigmoid",
         metadata=_key(

@@ -37,7 +37,7 @@ DEPENDENT = {
     "attn_k": ("attention", ("mixture",), True),
     "rope_m": ("attention", ("latent",), True),
     "q_rank": ("attention", ("latent",), False),
-    "v_m": ("attention", ("latent",), False),
+    "v_m": ("attention", ("latent", "standard"), False),
     "swiglu_alpha": ("feedforward", ("clamped",), False),
     "swiglu_limit": ("feedforward", ("clamped",), False),
     "rel_buckets": ("positional", (*RELATIVE, "disentangled"), False),

@@ -36,7 +36,10 @@ LATENT_FIELDS: dict[str, Any] = {
             "entries; the key's is one head shared by all, cached beside the latent",
         ),
     ),
-    "v_m": field(default=None, metadata=_key("posint", "latent: each value head's size (v_head_dim) [default: m]")),
+    "v_m": field(
+        default=None,
+        metadata=_key("posint", "each value head's size (v_head_dim; latent, or standard: MiMo-V2-Flash) [default: m]"),
+    ),
 }
 
 __all__ = ["LATENT_FIELDS"]

@@ -105,6 +105,12 @@ class Stack:
             changes |= {"rope_theta": self.spec.rope_local_theta, "rope_scaling": "none"}
         if SLIDING in kinds and self.spec.rope_local_fraction is not None:  # (Laguna's turn all of each head)
             changes["rope_fraction"] = self.spec.rope_local_fraction
+        if SLIDING in kinds:  # (MiMo-V2-Flash's: twice the key/value heads, and sinks)
+            changes |= {
+                "G": self.spec.local_G or self.spec.G,
+                "attn_sinks": self.spec.attn_sinks or self.spec.local_sinks,
+            }
+        changes |= {"local_G": None, "local_sinks": False}
         if NOPE in kinds:  # no rotary: no positions at all in its attention, no chunks (Llama 4)
             changes |= {"positional": "none", "rope_scaling": "none", "chunk": None}
             if not self.spec.qk_norm_nope:

@@ -28,13 +28,15 @@ def check_softmax(setup: Setup, expect: str = "holds") -> CheckResult:
     weights = setup.model.attention_weights(setup.gaussian(spec.input_width, n))
     tol = 4 * float(np.finfo(setup.model.dtype).eps) * n
     later = np.arange(n)[:, None] > np.arange(n)[None, :]  # (n_k, n_q): keys after the query
-    label = "max (column sum - 1)" if spec.attn_sinks else "max |column sum - 1|"
+    layers = getattr(setup.model, "layers", None)  # (an encoder-decoder's blocks are alike: the spec's)
+    sinks = [layer.spec.attn_sinks for layer, _ in layers] if layers else [spec.attn_sinks] * len(weights)
+    label = "max (column sum - 1)" if any(sinks) else "max |column sum - 1|"
     columns = ["block", label, "min weight", "max masked weight", "property"]
     rows: list[list[Any]] = []
     for i, A in enumerate(weights):  # A: (b, H, n_k, n_q)
         A64 = A.astype(np.float64)
         sums = A64.sum(axis=-2)
-        if spec.attn_sinks:  # 1 - sum is the sink's weight: positive, at most 1
+        if sinks[i]:  # 1 - sum is the sink's weight: positive, at most 1
             sum_err = float(np.max(sums - 1.0, initial=-np.inf))
             summed = sum_err <= tol and float(sums.min()) >= 0.0 and bool(np.all(sums < 1.0))
         else:
@@ -52,7 +54,7 @@ def check_softmax(setup: Setup, expect: str = "holds") -> CheckResult:
         observed=all(row[-1] == "holds" for row in rows),
         observation=f"worst |column sum - 1| {worst:.3g} vs tol {tol:.3g}",
         reason="softmax over keys for each query column (seed 000)"
-        + ("; the heads' sinks take the rest of each column" if spec.attn_sinks else ""),
+        + ("; the heads' sinks take the rest of each column" if any(sinks) else ""),
         columns=columns,
         rows=rows,
         summary={"worst_sum_error": worst, "tolerance": tol},

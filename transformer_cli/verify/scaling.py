@@ -41,10 +41,11 @@ def _head_moments(setup: Setup, block: int | None) -> tuple[np.ndarray, np.ndarr
     if block is None:  # unit-variance coordinates: mean 0, variance m
         return np.zeros(H), np.full(H, float(m))
     blk = setup.model.weights.block(block)[0]  # the block's attention weights
-    G = setup.spec.kv_heads
-    W = np.asarray(blk.W_qkv, np.float64).reshape(H + 2 * G, m, -1)  # ((H + 2G), m, d)
+    G = setup.model.layers[block][0].spec.kv_heads  # (the block's own: MiMo-V2-Flash's sliding ones have more)
+    W = np.asarray(blk.W_qkv[: (H + G) * m], np.float64).reshape(H + G, m, -1)  # ((H + G), m, d): queries, keys
     A, B = W[:H], np.repeat(W[H : H + G], H // G, axis=0)  # each query head with its key/value head's W_K
-    b = np.zeros((H + 2 * G, m)) if blk.b_qkv is None else np.asarray(blk.b_qkv, np.float64).reshape(H + 2 * G, m)
+    b_qk = None if blk.b_qkv is None else blk.b_qkv[: (H + G) * m]
+    b = np.zeros((H + G, m)) if b_qk is None else np.asarray(b_qk, np.float64).reshape(H + G, m)
     a, c = b[:H], np.repeat(b[H : H + G], H // G, axis=0)
     gram = np.sum((A @ A.swapaxes(1, 2)) * (B @ B.swapaxes(1, 2)), axis=(1, 2))  # tr(A A^T B B^T) = ||A^T B||_F^2
     bias = np.square(np.einsum("hid,hi->hd", A, c)).sum(-1) + np.square(np.einsum("hid,hi->hd", B, a)).sum(-1)
