@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .bert import BERT_SKIPPED, bert
+from .bert import BERT_SKIPPED, bert, encoder_keys
 from .checkpoints import _plain_block_names
 from .keys import Keys
 from .layout import Family, norm_names
-from .parts import ACTIVATIONS, activation
+from .parts import activation
 from .record import Record
 
 
@@ -33,21 +33,9 @@ def spec(c: Keys) -> dict[str, Any]:
 
 def config(spec: Spec) -> dict[str, Any]:
     """spec -> AlbertConfig's config.json."""
-    act = next(name for name, ours in ACTIVATIONS.items() if ours == spec.activation)
-    return {
-        "vocab_size": spec.V,
-        "embedding_size": spec.input_width,
-        "hidden_size": spec.d,
-        "num_hidden_layers": spec.N,
-        "num_hidden_groups": spec.stored_blocks,
-        "num_attention_heads": spec.H,
-        "intermediate_size": spec.r,
-        "inner_group_num": 1,
-        "hidden_act": act,
-        "max_position_embeddings": spec.max_len,
-        "type_vocab_size": spec.type_vocab or 1,
-        "layer_norm_eps": spec.norm_eps,
-    }
+    positions = {"max_position_embeddings": spec.max_len, "type_vocab_size": spec.type_vocab or 1}
+    groups = {"num_hidden_groups": spec.stored_blocks, "inner_group_num": 1}
+    return encoder_keys(spec) | {"embedding_size": spec.input_width} | groups | positions
 
 
 ALBERT = Family(

@@ -12,7 +12,7 @@ from .checkpoints import BERT, DISTILBERT, ROBERTA_PRELN, XLMR_XL
 from .gguf_keys import rows
 from .keys import Keys
 from .layout import Family, linear_names, norm_names
-from .parts import activation, whole_heads
+from .parts import activation, hf_activation, whole_heads
 from .record import Gguf, Record
 
 
@@ -43,6 +43,20 @@ def bert(c: Keys) -> dict[str, Any]:
         "norm_eps": c.number("layer_norm_eps", 1e-12),
         "attention_bias": True,
         "activation": activation(c, "hidden_act", "gelu"),
+    }
+
+
+def encoder_keys(spec: Any) -> dict[str, Any]:
+    """What BERT's descendants' config.json name alike (ELECTRA, ALBERT, MPNet, DeBERTa): the sizes, activation and
+    norms' eps, as BertConfig names them."""
+    return {
+        "vocab_size": spec.V,
+        "hidden_size": spec.d,
+        "num_hidden_layers": spec.N,
+        "num_attention_heads": spec.H,
+        "intermediate_size": spec.r,
+        "hidden_act": hf_activation(spec.activation),
+        "layer_norm_eps": spec.norm_eps,
     }
 
 

@@ -29,6 +29,17 @@ def positional_kinds(spec: Spec) -> list[str]:
     return [kind_of(spec.positional_layers, i, ROTARY) for i in range(spec.N)]
 
 
+def kind_rope_parameters(spec: Spec) -> dict[str, Any]:
+    """5.x's rope_parameters per layer type: the stack's for the full layers, the sliding ones' own base and share
+    where the spec has them (Laguna, MiMo-V2-Flash)."""
+    full = {"rope_type": "default", "rope_theta": spec.rope_theta, "partial_rotary_factor": spec.rope_fraction}
+    local = full | {"rope_theta": spec.rope_local_theta or spec.rope_theta}
+    return {
+        "full_attention": full,
+        "sliding_attention": local | {"partial_rotary_factor": spec.rope_local_fraction or spec.rope_fraction},
+    }
+
+
 def size_keys(spec: Spec) -> dict[str, Any]:
     """The sizes as most families name them (vocab_size, hidden_size, ...)."""
     return {

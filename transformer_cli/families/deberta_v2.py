@@ -15,10 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
+from .bert import encoder_keys
 from .checkpoints import _plain_block_names
 from .keys import Keys
 from .layout import Family, norm_names
-from .parts import ACTIVATIONS, activation, whole_heads
+from .parts import activation, whole_heads
 from .record import Record
 
 TERMS = {("c2p", "p2c"): "both", ("c2p",): "c2p", ("p2c",): "p2c"}
@@ -87,14 +88,7 @@ def spec(c: Keys) -> dict[str, Any]:
 
 def config(spec: Spec) -> dict[str, Any]:
     """spec -> DebertaV2Config's config.json."""
-    out = {
-        "vocab_size": spec.V,
-        "hidden_size": spec.d,
-        "num_hidden_layers": spec.N,
-        "num_attention_heads": spec.H,
-        "intermediate_size": spec.r,
-        "hidden_act": next(name for name, ours in ACTIVATIONS.items() if ours == spec.activation),
-        "layer_norm_eps": spec.norm_eps,
+    out = encoder_keys(spec) | {
         "type_vocab_size": spec.type_vocab or 0,
         "max_position_embeddings": spec.max_len or spec.context or 512,
         "position_biased_input": spec.positional == "learned",

@@ -9,11 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .bert import BERT_SKIPPED, bert
+from .bert import BERT_SKIPPED, bert, encoder_keys
 from .checkpoints import BERT
 from .keys import Keys
 from .layout import Family
-from .parts import ACTIVATIONS
 from .record import Record
 
 
@@ -26,20 +25,8 @@ def spec(c: Keys) -> dict[str, Any]:
 
 def config(spec: Spec) -> dict[str, Any]:
     """spec -> ElectraConfig's config.json."""
-    act = next(name for name, ours in ACTIVATIONS.items() if ours == spec.activation)
-    return {
-        "vocab_size": spec.V,
-        "embedding_size": spec.input_width,
-        "hidden_size": spec.d,
-        "num_hidden_layers": spec.N,
-        "num_attention_heads": spec.H,
-        "intermediate_size": spec.r,
-        "hidden_act": act,
-        "max_position_embeddings": spec.max_len,
-        "type_vocab_size": spec.type_vocab or 1,
-        "layer_norm_eps": spec.norm_eps,
-        "is_decoder": spec.mask == "causal",
-    }
+    positions = {"max_position_embeddings": spec.max_len, "type_vocab_size": spec.type_vocab or 1}
+    return encoder_keys(spec) | {"embedding_size": spec.input_width, "is_decoder": spec.mask == "causal"} | positions
 
 
 ELECTRA = Family(

@@ -14,26 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .config_keys import feedforward_kinds, layer_types, shared_keys
+from .config_keys import feedforward_kinds, kind_rope_parameters, layer_types, shared_keys
 from .deepseek import routed_experts
 from .expert_checkpoints import DEEPSEEK_MOE_GQA
 from .keys import Keys
 from .layout import Family
-from .parts import kv_heads, typed_layers
+from .parts import kind_rope, kind_rope_keys, kv_heads, typed_layers
 from .record import Record
 
 BASES = {"full_attention": (500_000.0, 0.5), "sliding_attention": (10_000.0, 1.0)}  # LagunaConfig's
-
-
-def _rope(c: Keys, kind: str) -> tuple[float, float]:
-    """One layer kind's base and rotated share from rope_parameters (default rope only)."""
-    nested = c.nested("rope_parameters")
-    p = nested.nested(kind) if nested is not None else None
-    if p is None:
-        return BASES[kind]
-    if p.text("rope_type", "default") != "default":
-        raise p.refuse("rope_type", p.data["rope_type"], "default: tfm's Laguna turns without scaling")
-    return p.number("rope_theta", BASES[kind][0]), p.fraction("partial_rotary_factor", 1.0) or 1.0
 
 
 def spec(c: Keys) -> dict[str, Any]:
@@ -45,8 +34,8 @@ def spec(c: Keys) -> dict[str, Any]:
     if c.flag("moe_apply_router_weight_on_input", False):
         raise c.refuse("moe_apply_router_weight_on_input", True, "false (transformers' Laguna raises too)")
     G = c.count("num_key_value_heads", 8)
-    theta, share = _rope(c, "full_attention")
-    local_theta, local_share = _rope(c, "sliding_attention")
+    full = kind_rope(c, "full_attention", BASES["full_attention"], 1.0)
+    local = kind_rope(c, "sliding_attention", BASES["sliding_attention"], 1.0)
     kinds = c.data.get("layer_types") or ["full_attention"] * N
     out = {
         "N": N,
@@ -67,20 +56,13 @@ def spec(c: Keys) -> dict[str, Any]:
         "attention_bias": c.flag("attention_bias", False),
         "tie_embeddings": c.flag("tie_word_embeddings", False),
         "positional": "rope",
-        "rope_theta": theta,
         "context": c.count("max_position_embeddings", 131072),
         "qk_norm": True,
         "attn_gate": True,
         "attn_gate_fn": "softplus",
         "attn_gate_per_head": c.data.get("gating", True) in (True, "per-head"),
     }
-    out |= {"rope_fraction": share} if share != 1.0 else {}
-    out |= typed_layers(c, N, c.count("sliding_window", 512), kinds)
-    if out.get("attention_layers"):
-        out |= {"rope_local_theta": local_theta} if local_theta != theta else {}
-        out |= {"rope_local_fraction": local_share} if local_share != share else {}
-    elif "window" in out:  # every layer slides: the sliding kind's rope is the stack's
-        out |= {"rope_theta": local_theta, "rope_fraction": local_share}
+    out = kind_rope_keys(out | typed_layers(c, N, c.count("sliding_window", 512), kinds), full, local)
     keys = Keys(c.data | {"n_shared_experts": 1}, c.source, notes=c.notes)
     experts = routed_experts(keys, N, 256, 1, 512, 1, k=8, listed=True)
     if not experts:
@@ -93,11 +75,8 @@ def spec(c: Keys) -> dict[str, Any]:
 
 def config(spec: Spec) -> dict[str, Any]:
     """spec -> Laguna's config.json (5.x's rope_parameters per layer type, every layer's kinds listed)."""
-    full = {"rope_type": "default", "rope_theta": spec.rope_theta, "partial_rotary_factor": spec.rope_fraction}
-    local = {"rope_type": "default", "rope_theta": spec.rope_local_theta or spec.rope_theta}
-    local["partial_rotary_factor"] = spec.rope_local_fraction or spec.rope_fraction
     out = shared_keys(spec) | {"attention_bias": spec.attention_bias, "hidden_act": "silu"}
-    out |= {"rope_parameters": {"full_attention": full, "sliding_attention": local}, "layer_types": layer_types(spec)}
+    out |= {"rope_parameters": kind_rope_parameters(spec), "layer_types": layer_types(spec)}
     out |= {"sliding_window": spec.window or 512, "gating": spec.attn_gate_per_head or "per-element"}
     out["mlp_layer_types"] = ["sparse" if kind == "routed" else "dense" for kind in feedforward_kinds(spec)]
     if spec.E:

@@ -11,27 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .config_keys import feedforward_kinds, layer_types, shared_keys
+from .config_keys import feedforward_kinds, kind_rope_parameters, layer_types, shared_keys
 from .deepseek import routed_experts, router_groups
 from .expert_checkpoints import DEEPSEEK_MOE_GQA
 from .keys import Keys
 from .layout import Family
-from .parts import kv_heads, typed_layers
+from .parts import kind_rope, kind_rope_keys, kv_heads, typed_layers
 from .record import Record
 
 BASES = {"full_attention": 5_000_000.0, "sliding_attention": 10_000.0}  # MiMoV2FlashConfig's
 SHARE = 0.334  # its partial_rotary_factor where a layer kind names none
-
-
-def _rope(c: Keys, kind: str) -> tuple[float, float]:
-    """One layer kind's base and rotated share (rope_parameters per layer type, default rope only)."""
-    nested = c.nested("rope_parameters")
-    p = nested.nested(kind) if nested is not None else None
-    if p is None:
-        return BASES[kind], SHARE
-    if p.text("rope_type", "default") != "default":
-        raise p.refuse("rope_type", p.data["rope_type"], "default: tfm's MiMo-V2-Flash turns without scaling")
-    return p.number("rope_theta", BASES[kind]), p.fraction("partial_rotary_factor", SHARE) or SHARE
 
 
 def spec(c: Keys) -> dict[str, Any]:
@@ -44,7 +33,8 @@ def spec(c: Keys) -> dict[str, Any]:
     kinds = c.data.get("layer_types") or [
         "full_attention" if i == 0 or not (i + 1) % 6 else "sliding_attention" for i in range(N)
     ]
-    (theta, share), (local_theta, local_share) = _rope(c, "full_attention"), _rope(c, "sliding_attention")
+    full = kind_rope(c, "full_attention", (BASES["full_attention"], SHARE), SHARE)
+    local = kind_rope(c, "sliding_attention", (BASES["sliding_attention"], SHARE), SHARE)
     scale = 1.0 if c.data.get("attention_value_scale", 0.707) is None else c.number("attention_value_scale", 0.707)
     out: dict[str, Any] = {
         "N": N,
@@ -65,23 +55,18 @@ def spec(c: Keys) -> dict[str, Any]:
         "attention_bias": c.flag("attention_bias", False),
         "tie_embeddings": c.flag("tie_word_embeddings", False),
         "positional": "rope",
-        "rope_theta": theta,
         "context": c.count("max_position_embeddings", 131072),
     }
     out |= {"out_bias": False} if out["attention_bias"] else {}  # (o_proj has none)
-    out |= {"rope_fraction": share} if share != 1.0 else {}
     out |= {"v_m": v} if v != m else {}
     out |= {"value_scale": scale} if scale != 1.0 else {}  # (null: none)
-    out |= typed_layers(c, N, window, kinds)
-    sliding = {"G": 2 * G, "attn_sinks": True}  # (the sliding layers': every layer's when all slide)
+    out = kind_rope_keys(out | typed_layers(c, N, window, kinds), full, local)
     if H % (2 * G):
         raise c.fail("num_key_value_heads", G, f"a divisor of num_attention_heads / 2 = {H / 2} (sliding: 2 G)")
-    if out.get("attention_layers"):
+    if out.get("attention_layers"):  # the sliding layers' key/value heads doubled, and sinks
         out |= {"local_G": 2 * G, "local_sinks": True}
-        out |= {"rope_local_theta": local_theta} if local_theta != theta else {}
-        out |= {"rope_local_fraction": local_share} if local_share != share else {}
-    elif "window" in out:  # every layer slides
-        out |= sliding | {"rope_theta": local_theta, "rope_fraction": local_share}
+    elif "window" in out:  # (every layer's when all slide)
+        out |= {"G": 2 * G, "attn_sinks": True}
     experts = routed_experts(c, N, 256, 0, 2048, 1, k=8, listed=True)
     if not experts:
         return out
@@ -94,12 +79,9 @@ def spec(c: Keys) -> dict[str, Any]:
 
 def config(spec: Spec) -> dict[str, Any]:
     """spec -> MiMo-V2-Flash's config.json (rope_parameters per layer type, every layer's kinds listed)."""
-    full = {"rope_type": "default", "rope_theta": spec.rope_theta, "partial_rotary_factor": spec.rope_fraction}
-    local = {"rope_type": "default", "rope_theta": spec.rope_local_theta or spec.rope_theta}
-    local["partial_rotary_factor"] = spec.rope_local_fraction or spec.rope_fraction
     out = shared_keys(spec) | {"attention_bias": spec.attention_bias, "v_head_dim": spec.value_size}
     out |= {"num_key_value_heads": spec.kv_heads if spec.local_G or spec.window is None else spec.kv_heads // 2}
-    out |= {"rope_parameters": {"full_attention": full, "sliding_attention": local}, "layer_types": layer_types(spec)}
+    out |= {"rope_parameters": kind_rope_parameters(spec), "layer_types": layer_types(spec)}
     out |= {"sliding_window": spec.window or 129, "attention_value_scale": spec.value_scale}
     out["mlp_layer_types"] = ["sparse" if kind == "routed" else "dense" for kind in feedforward_kinds(spec)]
     if spec.E:

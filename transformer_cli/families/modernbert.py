@@ -20,7 +20,7 @@ from ..spec.definition import Spec
 from .config_keys import layer_types
 from .keys import Keys
 from .layout import Family, linear_names, norm_names
-from .parts import ACTIVATIONS, activation, sliding_rope, typed_layers, typed_ropes, whole_heads
+from .parts import activation, hf_activation, sliding_rope, typed_layers, typed_ropes, whole_heads
 from .record import Record
 
 BASES = {"full_attention": 160_000.0, "sliding_attention": 10_000.0}  # ModernBertConfig.default_theta
@@ -96,7 +96,7 @@ def config(spec: Spec) -> dict[str, Any]:
         "intermediate_size": spec.r,
         "num_hidden_layers": spec.N,
         "num_attention_heads": spec.H,
-        "hidden_activation": next(name for name, ours in ACTIVATIONS.items() if ours == spec.activation),
+        "hidden_activation": hf_activation(spec.activation),
         "max_position_embeddings": spec.context or 8192,
         "norm_eps": spec.norm_eps,
         "norm_bias": spec.norm_bias,
@@ -110,7 +110,7 @@ def config(spec: Spec) -> dict[str, Any]:
 
 def _head_keys(spec: Spec) -> dict[str, Any]:
     """The decoder's head keys."""
-    act = next(name for name, ours in ACTIVATIONS.items() if ours == spec.activation)
+    act = hf_activation(spec.activation)
     classifier = {"classifier_bias": spec.head_transform == "affine", "classifier_activation": act}
     return classifier | {"decoder_bias": spec.head_bias, "tie_word_embeddings": spec.tie_embeddings}
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .bert import BERT_SKIPPED, POOLER
+from .bert import BERT_SKIPPED, POOLER, encoder_keys
 from .checkpoints import _plain_block_names
 from .keys import Keys
 from .layout import Family, norm_names
-from .parts import ACTIVATIONS, activation, whole_heads
+from .parts import activation, whole_heads
 from .record import Record
 
 PAD = 1  # MPNetEmbeddings.padding_idx, in its code
@@ -57,18 +57,8 @@ def spec(c: Keys) -> dict[str, Any]:
 
 def config(spec: Spec) -> dict[str, Any]:
     """spec -> MPNetConfig's config.json."""
-    return {
-        "vocab_size": spec.V,
-        "hidden_size": spec.d,
-        "num_hidden_layers": spec.N,
-        "num_attention_heads": spec.H,
-        "intermediate_size": spec.r,
-        "hidden_act": next(name for name, ours in ACTIVATIONS.items() if ours == spec.activation),
-        "max_position_embeddings": (spec.max_len or 0) + PAD + 1,
-        "layer_norm_eps": spec.norm_eps,
-        "relative_attention_num_buckets": BUCKETS,
-        "pad_token_id": PAD,
-    }
+    positions = {"max_position_embeddings": (spec.max_len or 0) + PAD + 1, "pad_token_id": PAD}
+    return encoder_keys(spec) | positions | {"relative_attention_num_buckets": BUCKETS}
 
 
 MPNET = Family(

@@ -24,6 +24,11 @@ ROPE_TYPES = ("default", "llama3", "linear", "dynamic", "yarn", "longrope")
 STRETCHED = ("linear", "dynamic", "yarn", "longrope")  # their context is longer than the original one
 
 
+def hf_activation(ours: str) -> str:
+    """transformers' name for tfm's activation (the first of ACTIVATIONS that names it: gelu for the exact one)."""
+    return next(name for name, kind in ACTIVATIONS.items() if kind == ours)
+
+
 def activation(c: Keys, key: str, default: str, gelu: str = "gelu_exact") -> str:
     """tfm's activation for transformers' name under `key`; `gelu` is what the plain name means (Gemma: tanh)."""
     name = c.text(key, default)
@@ -218,6 +223,30 @@ def typed_ropes(
     else:
         full_rope, local_theta = rope(c, max_positions, m, base), flat_local
     return full_rope, {"positional": "rope", "context": max_positions, "rope_theta": local_theta}
+
+
+def kind_rope(c: Keys, kind: str, defaults: tuple[float, float], missing: float) -> tuple[float, float]:
+    """One layer kind's rotary base and share from 5.x's rope_parameters per layer type (`defaults` where the file
+    names no such kind, `missing` the share where its kind names none), default rope only (Laguna, MiMo-V2-Flash)."""
+    nested = c.nested("rope_parameters")
+    p = nested.nested(kind) if nested is not None else None
+    if p is None:
+        return defaults
+    if p.text("rope_type", "default") != "default":
+        raise p.refuse("rope_type", p.data["rope_type"], "default: this family's layer kinds turn without scaling")
+    return p.number("rope_theta", defaults[0]), p.fraction("partial_rotary_factor", missing) or missing
+
+
+def kind_rope_keys(spec: dict[str, Any], full: tuple[float, float], local: tuple[float, float]) -> dict[str, Any]:
+    """The spec's rotary keys from each kind's (base, share): the full layers' the stack's, the sliding layers'
+    their own beside them (rope_local_theta, rope_local_fraction), or the stack's when every layer slides."""
+    if not spec.get("attention_layers") and "window" in spec:
+        full, local = local, local
+    out = spec | {"rope_theta": full[0]} | ({"rope_fraction": full[1]} if full[1] != 1.0 else {})
+    if spec.get("attention_layers"):
+        out |= {"rope_local_theta": local[0]} if local[0] != full[0] else {}
+        out |= {"rope_local_fraction": local[1]} if local[1] != full[1] else {}
+    return out
 
 
 def default_rope(c: Keys, rope: dict[str, Any], why: str) -> Keys:
