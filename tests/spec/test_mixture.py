@@ -62,3 +62,13 @@ def test_what_a_mixture_cannot_be_is_one_line_naming_the_key(keys, words):
 def test_its_keys_need_the_mixture():
     with pytest.raises(SpecError, match="no attn_experts unless attention is mixture"):
         spec_from_mapping(BASE | {"attn_experts": 3, "attn_k": 2}, "s.yaml")
+
+
+def test_a_token_uses_attn_k_of_the_experts():
+    """Active parameters leave out the E_a - attn_k query and output experts a token did not choose (JetMoE-8B:
+    2.33 billion of 8.52, its card's 2.2B active)."""
+    from transformer_cli.analysis.params import count_params
+
+    spec = spec_from_mapping(MIXED, "s")
+    count = count_params(spec)
+    assert count.total - count.active == 2 * (3 - 2) * 2 * (2 * 4 * 8)  # N (E_a - k) (W_QE, W_OE) G m d

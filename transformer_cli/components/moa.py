@@ -81,6 +81,11 @@ class MixtureOfHeads(MultiHeadAttention):
         out.append(Term("E_a d", E * d, "block"))
         return out + ([Term("d", d, "block")] if self.spec.has_out_bias else [])
 
+    def inactive(self) -> int:
+        """Parameters a token does not use: the E_a - attn_k query and output experts not chosen for it."""
+        E, k, G, m, d = self.experts
+        return self.spec.N * (E - k) * 2 * G * m * d
+
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         """The attention of H heads (each token's projections its slots' only), and the router."""
         E, k, _, _, d = self.experts
