@@ -31,8 +31,8 @@ SOFT_CAP_PER_ENTRY = 3  # cap tanh(s / cap): a multiply, the tanh, a multiply
 class AttentionWeights:
     """One block's attention as `prepare` stacks it for the pass; vectors as (k, 1, 1) columns."""
 
-    W_qkv: np.ndarray  # ((H + 2G)m, d): rows [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G]
-    b_qkv: np.ndarray | None  # ((H + 2G)m, 1, 1)
+    W_qkv: np.ndarray  # ((H + G)m + G v_m, d): rows [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G]
+    b_qkv: np.ndarray | None  # ((H + G)m + G v_m, 1, 1)
     W_O: np.ndarray  # (d, Hm): columns h*m .. (h+1)*m - 1 are W_O^h
     b_O: np.ndarray | None  # (d, 1, 1)
     qk_norm: tuple | None = None  # the query and the key heads' norm parameters, shaped as `qk_gains` says
@@ -111,8 +111,8 @@ class MultiHeadAttention(Component):
         return kernels.Attend(spec.score_scale, causal, spec.window, spec.chunk, softcap=spec.attn_softcap)
 
     def prepare(self, get: Callable[[str], np.ndarray]) -> AttentionWeights:
-        """W_qkv ((H + 2G)m, d): rows [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G]; W_O (d, Hm): columns h*m ..
-        (h+1)*m - 1 are W_O^h; biases as (k, 1, 1) columns; the query and key norms' gains as (m, 1, 1, 1)."""
+        """W_qkv ((H + G)m + G v_m, d): rows [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G]; W_O (d, H v_m): columns
+        h v_m .. (h+1) v_m - 1 are W_O^h; biases as (k, 1, 1) columns; the query and key norms' gains as (m, 1, 1, 1)."""
         H, m, d, v = self.spec.H, self.spec.m, self.spec.d, self.spec.value_size
         G = self.spec.kv_heads
         W_qkv = stacked(get, [f"attention.{x}" for x in ("W_Q", "W_K", "W_V")], [H * m, G * m, G * v], d)
@@ -184,11 +184,11 @@ class MultiHeadAttention(Component):
         views; V times value_scale (MiMo-V2-Flash's)."""
         _, b, n = X.shape
         H, G, m, v = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.value_size
-        rows = kernels.linear(w.W_qkv, X)  # ((H + G)m + Gv, b, n)
+        projected = kernels.linear(w.W_qkv, X)  # ((H + G)m + Gv, b, n)
         if w.b_qkv is not None:
-            rows += w.b_qkv
-        QKV = rows[: (H + G) * m].reshape(H + G, m, b, n).transpose(2, 0, 1, 3)  # (b, H + G, m, n)
-        V = rows[(H + G) * m :].reshape(G, v, b, n).transpose(2, 0, 1, 3)  # (b, G, v, n)
+            projected += w.b_qkv
+        QKV = projected[: (H + G) * m].reshape(H + G, m, b, n).transpose(2, 0, 1, 3)  # (b, H + G, m, n)
+        V = projected[(H + G) * m :].reshape(G, v, b, n).transpose(2, 0, 1, 3)  # (b, G, v, n)
         if self.spec.value_scale != 1.0:
             V *= V.dtype.type(self.spec.value_scale)
         if w.qk_norm is not None:  # each query and key head normalised over its m entries (or all heads'), in place
@@ -201,7 +201,7 @@ class MultiHeadAttention(Component):
                 else:
                     part[...] = kind.apply(part.transpose(2, 0, 1, 3), params).transpose(1, 2, 0, 3)
         if self.spec.qkv_clip is not None:  # (OLMo's clip_qkv: after the projections and the norms)
-            np.clip(rows, -self.spec.qkv_clip, self.spec.qkv_clip, out=rows)
+            np.clip(projected, -self.spec.qkv_clip, self.spec.qkv_clip, out=projected)
         return QKV[:, :H], QKV[:, H:], V
 
     def project(self, w: AttentionWeights, heads: np.ndarray, X: np.ndarray | None = None) -> np.ndarray:
