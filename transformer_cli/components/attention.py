@@ -112,7 +112,8 @@ class MultiHeadAttention(Component):
 
     def prepare(self, get: Callable[[str], np.ndarray]) -> AttentionWeights:
         """W_qkv ((H + G)m + G v_m, d): rows [W_Q^1..W_Q^H, W_K^1..W_K^G, W_V^1..W_V^G]; W_O (d, H v_m): columns
-        h v_m .. (h+1) v_m - 1 are W_O^h; biases as (k, 1, 1) columns; the query and key norms' gains as (m, 1, 1, 1)."""
+        h v_m .. (h+1) v_m - 1 are W_O^h; biases as (k, 1, 1) columns; the query and key norms' gains as
+        (m, 1, 1, 1)."""
         H, m, d, v = self.spec.H, self.spec.m, self.spec.d, self.spec.value_size
         G = self.spec.kv_heads
         W_qkv = stacked(get, [f"attention.{x}" for x in ("W_Q", "W_K", "W_V")], [H * m, G * m, G * v], d)
