@@ -19,7 +19,7 @@ from .deepseek import routed_experts
 from .expert_checkpoints import DEEPSEEK_MOE_GQA
 from .keys import Keys
 from .layout import Family
-from .parts import kind_rope, kind_rope_keys, kv_heads, typed_layers
+from .parts import kind_rope, kind_rope_keys, kv_heads, llama_block, typed_layers
 from .record import Record
 
 BASES = {"full_attention": (500_000.0, 0.5), "sliding_attention": (10_000.0, 1.0)}  # LagunaConfig's
@@ -45,18 +45,7 @@ def spec(c: Keys) -> dict[str, Any]:
         "r": c.count("intermediate_size", 8192),
         "V": c.count("vocab_size", 100352),
         **kv_heads(c, "num_key_value_heads", G, H),
-        "mask": "causal",
-        "scale": "sqrt",
-        "norm": "pre",
-        "norm_type": "rmsnorm",
-        "norm_eps": c.number("rms_norm_eps", 1e-6),
-        "feedforward": "gated",
-        "activation": "silu",
-        "ff_bias": False,
-        "attention_bias": c.flag("attention_bias", False),
-        "tie_embeddings": c.flag("tie_word_embeddings", False),
-        "positional": "rope",
-        "context": c.count("max_position_embeddings", 131072),
+        **llama_block(c, 1e-6, 131072),
         "qk_norm": True,
         "attn_gate": True,
         "attn_gate_fn": "softplus",

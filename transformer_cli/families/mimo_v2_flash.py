@@ -16,7 +16,7 @@ from .deepseek import routed_experts, router_groups
 from .expert_checkpoints import DEEPSEEK_MOE_GQA
 from .keys import Keys
 from .layout import Family
-from .parts import kind_rope, kind_rope_keys, kv_heads, typed_layers
+from .parts import kind_rope, kind_rope_keys, kv_heads, llama_block, typed_layers
 from .record import Record
 
 BASES = {"full_attention": 5_000_000.0, "sliding_attention": 10_000.0}  # MiMoV2FlashConfig's
@@ -44,18 +44,7 @@ def spec(c: Keys) -> dict[str, Any]:
         "r": c.count("intermediate_size", 16384),
         "V": c.count("vocab_size", 152576),
         **kv_heads(c, "num_key_value_heads", G, H),
-        "mask": "causal",
-        "scale": "sqrt",
-        "norm": "pre",
-        "norm_type": "rmsnorm",
-        "norm_eps": c.number("rms_norm_eps", 1e-5),
-        "feedforward": "gated",
-        "activation": "silu",
-        "ff_bias": False,
-        "attention_bias": c.flag("attention_bias", False),
-        "tie_embeddings": c.flag("tie_word_embeddings", False),
-        "positional": "rope",
-        "context": c.count("max_position_embeddings", 131072),
+        **llama_block(c, 1e-5, 131072),
     }
     out |= {"out_bias": False} if out["attention_bias"] else {}  # (o_proj has none)
     out |= {"v_m": v} if v != m else {}

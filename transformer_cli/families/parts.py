@@ -168,6 +168,22 @@ def _llama3(c: Keys, p: Keys, max_positions: int) -> dict[str, Any]:
 CAUSAL_PRE = {"scale": "sqrt", "mask": "causal", "norm": "pre"}
 
 
+def llama_block(c: Keys, eps: float, max_positions: int) -> dict[str, Any]:
+    """LLaMA's block read the same way where a family reads its sizes and rotary its own way (Laguna,
+    MiMo-V2-Flash): RMSNorms, a SwiGLU without biases, optional attention biases, an untied head by default."""
+    return CAUSAL_PRE | {
+        "norm_type": "rmsnorm",
+        "norm_eps": c.number("rms_norm_eps", eps),
+        "feedforward": "gated",
+        "activation": "silu",
+        "ff_bias": False,
+        "attention_bias": c.flag("attention_bias", False),
+        "tie_embeddings": c.flag("tie_word_embeddings", False),
+        "positional": "rope",
+        "context": c.count("max_position_embeddings", max_positions),
+    }
+
+
 def llama_like(
     c: Keys,
     G: int | None,
@@ -300,6 +316,7 @@ __all__ = [
     "ACTIVATIONS",
     "CAUSAL_PRE",
     "ROPE_TYPES",
+    "llama_block",
     "llama_like",
     "typed_layers",
     "typed_ropes",
