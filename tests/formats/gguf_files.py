@@ -42,7 +42,7 @@ EXPERTS = {
         "model.layers.{i}.mlp.experts.{w}.weight",
     ),
 }
-EXPERTS["qwen3_moe"] = EXPERTS["qwen2_moe"]
+EXPERTS["qwen3_moe"] = EXPERTS["olmoe"] = EXPERTS["qwen2_moe"]
 EXPERTS["phimoe"] = EXPERTS["mixtral"]
 EXPERTS["deepseek_v2"] = EXPERTS["deepseek_v3"] = EXPERTS["qwen2_moe"]
 

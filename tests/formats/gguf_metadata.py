@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import gguf_metadata_2026
 import numpy as np
 
 ARCHS = {
@@ -44,8 +45,9 @@ ARCHS = {
     "seed_oss": "SEED_OSS",
     "smollm3": "SMOLLM3",
     "ernie4_5": "ERNIE4_5",
-}
-PERMUTED = ("LLAMA", "GRANITE", "ARCEE", "SMOLLM3")  # LlamaModel and its subclasses permute Q and K
+} | gguf_metadata_2026.ARCHS
+LLAMA_MODELS = ("LLAMA", "GRANITE", "ARCEE", "SMOLLM3")  # LlamaModel and its subclasses
+PERMUTED = LLAMA_MODELS + gguf_metadata_2026.PERMUTED  # those that permute Q and K as LlamaModel does
 
 
 def _kv_heads(cfg) -> int:
@@ -243,7 +245,7 @@ def _metadata(writer, cfg) -> None:
         writer.add_key_length(cfg.head_dim)
         writer.add_value_length(cfg.head_dim)
     writer.add_token_list([f"<t{i}>" for i in range(cfg.vocab_size)])  # (set_vocab: the vocabulary's tokens)
-    if ARCHS[kind] in PERMUTED:  # LlamaModel adds these
+    if ARCHS[kind] in LLAMA_MODELS:  # LlamaModel adds these
         writer.add_vocab_size(cfg.vocab_size)
         head = cfg.hidden_size // H if kind == "granite" else getattr(cfg, "head_dim", None) or cfg.hidden_size // H
         writer.add_rope_dimension_count(head)
@@ -260,6 +262,7 @@ def _metadata(writer, cfg) -> None:
         writer.add_final_logit_softcapping(cfg.final_logit_softcapping)
     if kind in ("gemma2", "gemma3_text"):
         writer.add_sliding_window(cfg.sliding_window)
+    gguf_metadata_2026.own_keys(writer, cfg)
 
 
 def _deepseek(writer, cfg) -> None:

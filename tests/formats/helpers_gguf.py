@@ -44,4 +44,7 @@ FAMILIES = [
     "seed_oss",
     "smollm3",
     "ernie4_5",
+    "olmo",
+    "olmo-clipped",
+    "olmoe",
 ]

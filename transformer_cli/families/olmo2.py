@@ -1,4 +1,6 @@
-"""OLMo 1 (OlmoForCausalLM): LLaMA's block with LayerNorms of no parameters (norm_affine: false).
+"""OLMo 1 (OlmoForCausalLM): LLaMA's block with LayerNorms of no parameters (norm_affine: false). Its GGUF file
+(olmo) is LLaMA's names with no norm tensors, Q's and K's rows permuted, the norms' eps (1e-5) and clip_qkv as
+attention.clamp_kqv written by the converter's OlmoModel.
 
 OLMo 2 (Olmo2ForCausalLM): LLaMA's attention and MLP, each sublayer's output normalised before its residual (no
 norm of its input), RMSNorms of all query and all key projections together (widths Hm and Gm), a final norm. Its
@@ -16,7 +18,7 @@ from typing import Any
 from ..spec.definition import Spec
 from .checkpoints import LLAMA, OLMO2
 from .config_keys import layer_types, shared_keys
-from .gguf_layout import LLAMA_LAYOUT
+from .gguf_layout import LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
 from .keys import Keys
 from .layout import Family
 from .parts import llama_like, sliding_rope, typed_layers, typed_ropes, without_rope
@@ -56,6 +58,17 @@ def olmo_config(spec: Spec) -> dict[str, Any]:
     return shared_keys(spec) | {"attention_bias": spec.attention_bias, "hidden_act": "silu", "clip_qkv": spec.qkv_clip}
 
 
+def olmo_gguf(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """LLaMA's sizes and rotary; LayerNorms of no parameters (llama.cpp's olmo graph), attention.clamp_kqv."""
+    norms = {"norm_type": "layernorm", "norm_affine": False, "norm_eps": c.number("attention.layer_norm_epsilon")}
+    return spec | norms | ({"qkv_clip": c.number("attention.clamp_kqv")} if c.has("attention.clamp_kqv") else {})
+
+
+def olmo_metadata(spec: Spec) -> dict[str, Any]:
+    return {"attention.clamp_kqv": float(spec.qkv_clip)} if spec.qkv_clip is not None else {}
+
+
+OLMO_GGUF = Gguf("olmo", LLAMA_LAYOUT, olmo_gguf, olmo_metadata, transforms=LLAMA_PERMUTED, redo=LLAMA_REDO)
 OLMO3_THETA = 500000.0  # Olmo3Config.default_theta
 
 
@@ -95,7 +108,7 @@ GGUF_LAYOUT = Family(
     LLAMA_LAYOUT.globals_,
 )
 RECORDS = (
-    Record("olmo", "OlmoForCausalLM", olmo, LLAMA, olmo_config, config_alone=True),
+    Record("olmo", "OlmoForCausalLM", olmo, LLAMA, olmo_config, OLMO_GGUF, config_alone=True),
     Record("olmo2", "Olmo2ForCausalLM", spec, OLMO2, config, Gguf("olmo2", GGUF_LAYOUT, gguf_spec), config_alone=True),
     Record("olmo3", "Olmo3ForCausalLM", olmo3, OLMO2, config3, config_alone=True),
 )

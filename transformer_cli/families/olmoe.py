@@ -2,7 +2,9 @@
 pre-norm block, every layer routing to E experts of intermediate_size (the top k of a softmax over all E, not
 renormalised unless norm_topk_prob), Qwen3-MoE's checkpoint names; clip_qkv (the published model's is null) clamps
 q, k and v after their norms (qkv_clip). FlexOlmo (FlexOlmoForCausalLM): OLMoE's experts in OLMo 2's block (each
-sublayer's output normalised). llama.cpp's olmoe architecture is not read or written yet."""
+sublayer's output normalised). OLMoE's GGUF file (olmoe) holds Qwen3-MoE's stacked experts and the norms over all
+heads; the converter writes neither clip_qkv nor norm_topk_prob, and llama.cpp's olmoe graph neither clamps nor
+renormalises, so a model with either is refused when written (its GGUF reads back as another model)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ from typing import Any
 from ..spec.definition import Spec
 from .config_keys import shared_keys
 from .expert_checkpoints import FLEX_OLMO, QWEN_MOE
+from .gguf_layout import LLAMA_EXPERTS
 from .keys import Keys
 from .parts import llama_like
-from .record import Record
+from .record import Gguf, Record
 
 
 def spec(c: Keys, theta: float = 10000.0) -> dict[str, Any]:
@@ -48,9 +51,23 @@ def config(spec: Spec) -> dict[str, Any]:
     return out | ({"clip_qkv": spec.qkv_clip} if spec.qkv_clip is not None else {})
 
 
+def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """LLaMA's reader with experts: their size is feed_forward_length, no renormalisation, norms over all heads."""
+    return spec | {"expert_r": spec["r"], "router_renorm": False, "qk_norm_over": "all"}
+
+
 STACKED = ("gate_proj", "up_proj", "down_proj", "gate")  # (peft's names of the stacked experts and the router)
 RECORDS = (
-    Record("olmoe", "OlmoeForCausalLM", spec, QWEN_MOE, config, lora_stacked=STACKED, config_alone=True),
+    Record(
+        "olmoe",
+        "OlmoeForCausalLM",
+        spec,
+        QWEN_MOE,
+        config,
+        Gguf("olmoe", LLAMA_EXPERTS, gguf_spec),
+        lora_stacked=STACKED,
+        config_alone=True,
+    ),
     Record("flex_olmo", "FlexOlmoForCausalLM", flex_olmo, FLEX_OLMO, config, lora_stacked=STACKED, config_alone=True),
 )
 

@@ -1,0 +1,21 @@
+"""The metadata and tensor changes of llama.cpp's convert_hf_to_gguf.py for the families of 2026 (issue 44), beside
+gguf_metadata.py's: the architecture of each model_type, and each converter class's keys beyond TextModel's."""
+
+from __future__ import annotations
+
+ARCHS = {
+    "olmo": "OLMO",
+    "olmoe": "OLMOE",
+}
+PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
+
+
+def own_keys(writer, cfg) -> None:
+    """The keys each converter class writes after TextModel.set_gguf_parameters."""
+    kind = cfg.model_type
+    if kind == "olmo":  # OlmoModel.set_gguf_parameters
+        writer.add_layer_norm_eps(1e-5)
+        if cfg.clip_qkv is not None:
+            writer.add_clamp_kqv(cfg.clip_qkv)
+    if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
+        writer.add_layer_norm_rms_eps(1e-5)
