@@ -1,0 +1,27 @@
+"""GGUF files of the families of 2026 (issue 44): what their converters drop is refused when tfm writes a file, in
+one line naming the keys that would differ, and nothing is written; the files themselves are tested with every
+other family's (tests/formats/test_gguf.py, test_gguf_write.py: helpers_gguf.FAMILIES)."""
+
+from __future__ import annotations
+
+import pytest
+from helpers_hf_transformers import build
+
+from transformer_cli.cli import app
+
+pytest.importorskip("gguf", reason="the gguf package reads and writes the files (a dependency of tfm)")
+
+
+@pytest.mark.parametrize(
+    ("name", "lost"),
+    [
+        ("olmoe-renorm", "router_renorm"),  # OlmoeModel writes no expert_weights_norm; llama.cpp's olmoe: norm_w false
+        ("olmoe-clipped", "qkv_clip"),  # nor clamp_kqv, which llama.cpp's olmoe does not read
+    ],
+)
+def test_what_the_architecture_cannot_hold_is_refused(tmp_path, runner, name, lost):
+    build(name).save_pretrained(tmp_path / "hf")
+    result = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "m.gguf")])
+    assert result.exit_code == 2, result.output
+    assert "cannot hold this model" in result.stderr and lost in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]
