@@ -6,6 +6,7 @@ from __future__ import annotations
 ARCHS = {
     "olmo": "OLMO",
     "olmoe": "OLMOE",
+    "olmo3": "OLMO2",
 }
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 
@@ -17,5 +18,8 @@ def own_keys(writer, cfg) -> None:
         writer.add_layer_norm_eps(1e-5)
         if cfg.clip_qkv is not None:
             writer.add_clamp_kqv(cfg.clip_qkv)
+    if kind == "olmo3":  # Olmo2Model.set_gguf_parameters: the window and each layer's flag
+        writer.add_sliding_window(cfg.sliding_window)
+        writer.add_sliding_window_pattern([t == "sliding_attention" for t in cfg.layer_types])
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)

@@ -47,4 +47,8 @@ FAMILIES = [
     "olmo",
     "olmo-clipped",
     "olmoe",
+    "olmo3",
+    "olmo3-yarn",
+    "olmo3-all-full",
+    "olmo3-flat-theta",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SpecError
+from ..spec.stacks import SLIDING, kind_of
 from .keys import Keys
 
 
@@ -29,6 +30,34 @@ def base_only(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
+def sliding_layers(c: Keys, N: int, every: int) -> dict[str, Any]:
+    """The window and each block's kind as llama.cpp's load_swa_pattern reads them: attention.sliding_window (none,
+    or 0: every layer full) and attention.sliding_window_pattern, a list of N flags (true: sliding), or a count n
+    (else `every`): block i slides unless i % n == n - 1."""
+    window = c.count("attention.sliding_window", None) if c.has("attention.sliding_window") else None
+    if not window:
+        return {}
+    pattern = c.data.get("attention.sliding_window_pattern", every)
+    if isinstance(pattern, list):
+        if len(pattern) != N or not all(flag in (0, 1) for flag in pattern):
+            raise c.fail("attention.sliding_window_pattern", pattern, f"a list of {N} flags, one per block")
+        kinds = ["sliding" if flag else "full" for flag in pattern]
+    else:
+        n = c.count("attention.sliding_window_pattern", every)
+        kinds = ["full" if i % n == n - 1 else "sliding" for i in range(N)]
+    if "sliding" not in kinds:
+        return {}
+    return {"window": window} | ({"attention_layers": kinds} if "full" in kinds else {})
+
+
+def sliding_pattern(spec: Any) -> dict[str, Any]:
+    """spec -> attention.sliding_window_pattern as the converters write it from layer_types: a flag per block."""
+    if spec.window is None:
+        return {}
+    flags = [kind_of(spec.attention_layers, i, SLIDING) == SLIDING for i in range(spec.N)]
+    return {"attention.sliding_window_pattern": flags}
+
+
 def vocabulary(c: Keys, header: Any) -> int:
     """V: {arch}.vocab_size, else the tokenizer's token list (a long one kept as its length: gguf/header.py's
     ArrayCount), else the embedding's rows."""
@@ -42,4 +71,4 @@ def vocabulary(c: Keys, header: Any) -> int:
     return rows(header, "token_embd.weight", "the vocabulary size", f"{c.prefix}vocab_size", "tokenizer.ggml.tokens")
 
 
-__all__ = ["base_only", "partial_rotary", "rows", "vocabulary"]
+__all__ = ["base_only", "partial_rotary", "rows", "sliding_layers", "sliding_pattern", "vocabulary"]

@@ -9,7 +9,9 @@ converter does not permute.
 
 OLMo 3 (Olmo3ForCausalLM): OLMo 2's blocks, three sliding layers to one full by default (layer_types, a window of
 sliding_window), the full layers' rotary scaled (YaRN in the published 32B) and the sliding layers' unscaled with
-their own base. Its GGUF file (llama.cpp's olmo2 with a sliding-window pattern) is not read or written yet."""
+their own base. Its GGUF file is OLMo 2's with the window, a flag per layer (attention.sliding_window_pattern) and
+the sliding layers' base (rope.freq_base_swa), which llama.cpp's olmo2 graph does not read: it turns every layer by
+rope.freq_base (the published models' two bases are equal)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Any
 from ..spec.definition import Spec
 from .checkpoints import LLAMA, OLMO2
 from .config_keys import layer_types, shared_keys
+from .gguf_keys import sliding_layers, sliding_pattern
 from .gguf_layout import LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
 from .keys import Keys
 from .layout import Family
@@ -40,8 +43,16 @@ def config(spec: Spec) -> dict[str, Any]:
 
 def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """LLaMA's sizes and rotary, no norm of a sublayer's input but one of its output, RMSNorms of all query and all
-    key projections together (widths Hm and Gm)."""
-    return spec | _NORMS
+    key projections together (widths Hm and Gm); OLMo 3's sliding layers with their own base, unscaled."""
+    spec |= _NORMS | sliding_layers(c, spec["N"], 4)
+    return sliding_rope(spec, {"rope_theta": c.number("rope.freq_base_swa", spec["rope_theta"])})
+
+
+def gguf_metadata(spec: Spec) -> dict[str, Any]:
+    """spec -> OLMo 3's keys beyond the shared ones: the layers' flags, the sliding layers' base."""
+    if spec.window is None:
+        return {}
+    return sliding_pattern(spec) | {"rope.freq_base_swa": float(spec.rope_local_theta or spec.rope_theta)}
 
 
 def olmo(c: Keys) -> dict[str, Any]:
@@ -107,10 +118,11 @@ GGUF_LAYOUT = Family(
     | {"norm1_out.gamma": "post_attention_norm.weight", "norm2_out.gamma": "post_ffw_norm.weight"},
     LLAMA_LAYOUT.globals_,
 )
+GGUF = Gguf("olmo2", GGUF_LAYOUT, gguf_spec, gguf_metadata, model_type=lambda s: "olmo3" if s.window else "olmo2")
 RECORDS = (
     Record("olmo", "OlmoForCausalLM", olmo, LLAMA, olmo_config, OLMO_GGUF, config_alone=True),
-    Record("olmo2", "Olmo2ForCausalLM", spec, OLMO2, config, Gguf("olmo2", GGUF_LAYOUT, gguf_spec), config_alone=True),
-    Record("olmo3", "Olmo3ForCausalLM", olmo3, OLMO2, config3, config_alone=True),
+    Record("olmo2", "Olmo2ForCausalLM", spec, OLMO2, config, GGUF, config_alone=True),
+    Record("olmo3", "Olmo3ForCausalLM", olmo3, OLMO2, config3, GGUF, config_alone=True),
 )
 
 __all__ = ["RECORDS"]

@@ -36,7 +36,7 @@ KEPT_F32 = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", 
 
 
 def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
-    """`{arch}.*` keys (and their values: int, float or str) that the architecture's reader takes."""
+    """`{arch}.*` keys (and their values: int, float, str, bool or a list) that the architecture's reader takes."""
     out: dict[str, Any] = {
         "block_count": spec.N,
         "embedding_length": spec.d,
@@ -173,7 +173,9 @@ def write_gguf(
         writer.add_file_type(FILE_TYPES[type_name.upper()])  # (its set_gguf_parameters: the type asked for)
         for key, value in meta.items():
             add: Callable = (
-                writer.add_string
+                writer.add_array
+                if isinstance(value, list)
+                else writer.add_string
                 if isinstance(value, str)
                 else writer.add_bool
                 if isinstance(value, bool)
