@@ -7,6 +7,8 @@ ARCHS = {
     "olmo": "OLMO",
     "olmoe": "OLMOE",
     "olmo3": "OLMO2",
+    "glm4": "GLM4",
+    "exaone4": "EXAONE4",
 }
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 
@@ -21,5 +23,13 @@ def own_keys(writer, cfg) -> None:
     if kind == "olmo3":  # Olmo2Model.set_gguf_parameters: the window and each layer's flag
         writer.add_sliding_window(cfg.sliding_window)
         writer.add_sliding_window_pattern([t == "sliding_attention" for t in cfg.layer_types])
+    if kind == "glm4":  # Glm4Model.set_gguf_parameters: the rotated dims
+        m = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        writer.add_rope_dimension_count(int(m * cfg.rope_parameters.get("partial_rotary_factor", 0.5)))
+    if kind == "exaone4":  # Exaone4Model.set_gguf_parameters (transformers always gives it layer_types)
+        writer.add_vocab_size(cfg.vocab_size)
+        if cfg.sliding_window is not None:
+            writer.add_sliding_window(cfg.sliding_window)
+            writer.add_sliding_window_pattern([t == "sliding_attention" for t in cfg.layer_types])
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)

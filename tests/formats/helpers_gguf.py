@@ -51,4 +51,9 @@ FAMILIES = [
     "olmo3-yarn",
     "olmo3-all-full",
     "olmo3-flat-theta",
+    "glm4",
+    "glm4-no-bias-full-rotary",
+    "exaone4",
+    "exaone4-listed",
+    "exaone4-no-window",
 ]

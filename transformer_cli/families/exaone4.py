@@ -1,7 +1,9 @@
 """EXAONE 4.0 (Exaone4ForCausalLM, LG AI Research): OLMo 2's block (each sublayer's output normalised before its
 residual), RMSNorms of each query and key head, three sliding layers to one full by default (sliding_window_pattern
-or layer_types), and the full layers without positions when the model slides (its "global NoPE"). llama.cpp's
-exaone4 architecture is not read or written yet."""
+or layer_types), and the full layers without positions when the model slides (its "global NoPE"). Its GGUF file
+(exaone4) is OLMo 2's names with the window and a flag per layer; tfm reads it as transformers runs the model, the
+full layers unturned while there is a window. llama.cpp's exaone4 graph slides only at 64 layers (EXAONE-4.0-32B):
+at other depths it runs such a file with every layer full and turning."""
 
 from __future__ import annotations
 
@@ -10,9 +12,11 @@ from typing import Any
 from ..spec.definition import Spec
 from .checkpoints import OLMO2
 from .config_keys import layer_types, shared_keys
+from .gguf_keys import sliding_kinds, sliding_pattern
 from .keys import Keys
+from .olmo2 import GGUF_LAYOUT
 from .parts import llama_like, typed_layers
-from .record import Record
+from .record import Gguf, Record
 
 
 def spec(c: Keys) -> dict[str, Any]:
@@ -44,6 +48,28 @@ def config(spec: Spec) -> dict[str, Any]:
     return shared_keys(spec) | {"sliding_window": spec.window, "layer_types": layer_types(spec), "hidden_act": "silu"}
 
 
-RECORD = Record("exaone4", "Exaone4ForCausalLM", spec, OLMO2, config, config_alone=True)
+def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """LLaMA's sizes and rotary, the norms after each sublayer, a norm per query and key head, the layers' kinds:
+    while there is a window, the sliding layers turn and the full ones do not."""
+    spec |= {"norm": "output", "qk_norm": True}
+    found = sliding_kinds(c, spec["N"], 4)
+    if found is None:
+        return spec
+    window, kinds = found
+    layers = {"window": window} | ({"attention_layers": kinds} if {"full", "sliding"} <= set(kinds) else {})
+    return (
+        spec
+        | (layers if "sliding" in kinds else {})
+        | {"positional_layers": ["rope" if k == "sliding" else "nope" for k in kinds]}
+    )
+
+
+def gguf_metadata(spec: Spec) -> dict[str, Any]:
+    """The window (a model without one: none) and each layer's flag."""
+    return sliding_pattern(spec)
+
+
+GGUF = Gguf("exaone4", GGUF_LAYOUT, gguf_spec, gguf_metadata)
+RECORD = Record("exaone4", "Exaone4ForCausalLM", spec, OLMO2, config, GGUF, config_alone=True)
 
 __all__ = ["RECORD"]

@@ -30,23 +30,28 @@ def base_only(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def sliding_layers(c: Keys, N: int, every: int) -> dict[str, Any]:
+def sliding_kinds(c: Keys, N: int, every: int) -> tuple[int, list[str]] | None:
     """The window and each block's kind as llama.cpp's load_swa_pattern reads them: attention.sliding_window (none,
-    or 0: every layer full) and attention.sliding_window_pattern, a list of N flags (true: sliding), or a count n
-    (else `every`): block i slides unless i % n == n - 1."""
+    or 0: no window) and attention.sliding_window_pattern, a list of N flags (true: sliding), or a count n (else
+    `every`): block i slides unless i % n == n - 1."""
     window = c.count("attention.sliding_window", None) if c.has("attention.sliding_window") else None
     if not window:
-        return {}
+        return None
     pattern = c.data.get("attention.sliding_window_pattern", every)
     if isinstance(pattern, list):
         if len(pattern) != N or not all(flag in (0, 1) for flag in pattern):
             raise c.fail("attention.sliding_window_pattern", pattern, f"a list of {N} flags, one per block")
-        kinds = ["sliding" if flag else "full" for flag in pattern]
-    else:
-        n = c.count("attention.sliding_window_pattern", every)
-        kinds = ["full" if i % n == n - 1 else "sliding" for i in range(N)]
-    if "sliding" not in kinds:
+        return window, ["sliding" if flag else "full" for flag in pattern]
+    n = c.count("attention.sliding_window_pattern", every)
+    return window, ["full" if i % n == n - 1 else "sliding" for i in range(N)]
+
+
+def sliding_layers(c: Keys, N: int, every: int) -> dict[str, Any]:
+    """The spec's window and attention_layers from `sliding_kinds` (none where no block slides)."""
+    found = sliding_kinds(c, N, every)
+    if found is None or "sliding" not in found[1]:
         return {}
+    window, kinds = found
     return {"window": window} | ({"attention_layers": kinds} if "full" in kinds else {})
 
 
@@ -71,4 +76,4 @@ def vocabulary(c: Keys, header: Any) -> int:
     return rows(header, "token_embd.weight", "the vocabulary size", f"{c.prefix}vocab_size", "tokenizer.ggml.tokens")
 
 
-__all__ = ["base_only", "partial_rotary", "rows", "sliding_layers", "sliding_pattern", "vocabulary"]
+__all__ = ["base_only", "partial_rotary", "rows", "sliding_kinds", "sliding_layers", "sliding_pattern", "vocabulary"]
