@@ -87,7 +87,7 @@ def test_the_model_types_table_is_the_registrys():
     page = (ROOT / "docs" / "hugging-face.md").read_text()
     block = page.split("<!-- families: the registry's table -->\n")[1].split("<!-- /families -->")[0]
     assert block == families_table()  # (python scripts/update_readme.py makes it anew)
-    assert "| `olmo3` | `Olmo3ForCausalLM` | — |" in block and "| `arcee` | `ArceeForCausalLM` | `arcee` |" in block
+    assert "| `olmo3` | `Olmo3ForCausalLM` | `olmo2` |" in block and "| `opt` | `OPTForCausalLM` | — |" in block
 
 
 def test_the_readme_names_every_gguf_architecture_tfm_reads():
