@@ -66,6 +66,7 @@ GGUF_NAMES = {
     "exaone4": "EXAONE 4",
     "granite": "Granite",
     "command-r": "Command-R",
+    "cohere2": "Command-R and R7B",
     "stablelm": "StableLM",
     "bloom": "BLOOM",
     "gptneox": "GPT-NeoX",

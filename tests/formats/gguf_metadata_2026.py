@@ -3,12 +3,15 @@ gguf_metadata.py's: the architecture of each model_type, and each converter clas
 
 from __future__ import annotations
 
+import gguf
+
 ARCHS = {
     "olmo": "OLMO",
     "olmoe": "OLMOE",
     "olmo3": "OLMO2",
     "glm4": "GLM4",
     "exaone4": "EXAONE4",
+    "cohere2": "COHERE2",
 }
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 
@@ -31,5 +34,11 @@ def own_keys(writer, cfg) -> None:
         if cfg.sliding_window is not None:
             writer.add_sliding_window(cfg.sliding_window)
             writer.add_sliding_window_pattern([t == "sliding_attention" for t in cfg.layer_types])
+    if kind == "cohere2":  # Cohere2Model.set_gguf_parameters (rotary_pct: the published configs' 1.0, which
+        writer.add_logit_scale(cfg.logit_scale)  # transformers' Cohere2Config lacks and the converter requires)
+        writer.add_sliding_window(cfg.sliding_window)
+        writer.add_vocab_size(cfg.vocab_size)
+        writer.add_rope_dimension_count(int(1.0 * (cfg.hidden_size // cfg.num_attention_heads)))
+        writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)

@@ -56,4 +56,5 @@ FAMILIES = [
     "exaone4",
     "exaone4-listed",
     "exaone4-no-window",
+    "cohere2",
 ]

@@ -1,7 +1,11 @@
 """Cohere (CohereForCausalLM, Command R): one LayerNorm without bias shared by parallel attention and feedforward,
 rotary in interleaved pairs (Cohere's own pairing: the converter does not permute), the logits times logit_scale,
 a tied head; per-head query and key norms with use_qk_norm (llama.cpp loads them only for models of 64 or more
-layers). Its checkpoint is LLaMA's; its GGUF architecture is command-r."""
+layers). Its checkpoint is LLaMA's; its GGUF architecture is command-r.
+
+Cohere2 (Command R7B): its GGUF file (cohere2) is Command-R's with the window. The converter writes no layer
+pattern (llama.cpp then slides three layers in four, the full ones unturned) and no head (the embedding's, always);
+tfm reads a pattern where a file has one and writes each layer's flag."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import Any
 from ..spec.definition import Spec
 from .checkpoints import LLAMA
 from .config_keys import layer_types
+from .gguf_keys import partial_rotary, sliding_kinds, sliding_pattern
 from .gguf_layout import LLAMA_LAYOUT
 from .keys import Keys
 from .parts import llama_like, typed_layers
@@ -98,6 +103,22 @@ def gguf_metadata(spec: Spec) -> dict[str, Any]:
     return {"logit_scale": float(spec.logit_scale)}
 
 
+def gguf_cohere2(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """Command-R's reader, the tied head, the rotated dims, and the layers: the sliding ones turn, the full do not."""
+    spec = gguf_spec(c, header, spec)
+    found = sliding_kinds(c, spec["N"], 4)
+    if found is None:
+        raise c.refuse("attention.sliding_window", 0, "llama.cpp's cohere2 (and transformers 5.24) slide")
+    window, kinds = found
+    turning = {"positional_layers": ["rope" if kind == "sliding" else "nope" for kind in kinds]}
+    layers = {"window": window} | ({"attention_layers": kinds} if "full" in kinds else {})
+    return spec | partial_rotary(c, spec["m"]) | turning | (layers if "sliding" in kinds else {})
+
+
+def gguf_metadata2(spec: Spec) -> dict[str, Any]:
+    return gguf_metadata(spec) | sliding_pattern(spec) | {"rope.scaling.type": "none"}
+
+
 RECORDS = (
     Record(
         "cohere",
@@ -107,7 +128,14 @@ RECORDS = (
         config,
         Gguf("command-r", LLAMA_LAYOUT, gguf_spec, gguf_metadata, base="sizes"),
     ),
-    Record("cohere2", "Cohere2ForCausalLM", cohere2, LLAMA, cohere2_config),
+    Record(
+        "cohere2",
+        "Cohere2ForCausalLM",
+        cohere2,
+        LLAMA,
+        cohere2_config,
+        Gguf("cohere2", LLAMA_LAYOUT, gguf_cohere2, gguf_metadata2, base="sizes"),
+    ),
 )
 
 __all__ = ["RECORDS"]
