@@ -64,6 +64,8 @@ GGUF_NAMES = {
     "olmoe": "OLMoE",
     "glm4": "GLM-4",
     "exaone4": "EXAONE 4",
+    "nemotron": "Nemotron",
+    "jais2": "JAIS 2",
     "granite": "Granite",
     "command-r": "Command-R",
     "cohere2": "Command-R and R7B",

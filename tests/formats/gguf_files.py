@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from gguf_metadata import ARCHS, PERMUTED, _kv_heads, _metadata
+from gguf_metadata_2026 import PLUS_ONE
 
 REORDERED = ("bloom", "gpt_neox")  # BloomModel, GPTNeoXModel: per-head [q; k; v] -> [Q; K; V]
 KEPT_F32 = (
@@ -29,7 +30,7 @@ KEPT_F32 = (
 )
 OSS_IN_OUT = ("experts.gate_up_proj", "experts.down_proj")  # gpt-oss's experts (in, out): stored transposed
 CONV1D = (".c_attn.weight", ".c_proj.weight", ".c_fc.weight")  # GPT2Model.modify_tensors transposes these
-GEMMAS = ("gemma", "gemma2", "gemma3_text")  # their norms stored as 1 + w (GemmaModel.modify_tensors)
+GEMMAS = ("gemma", "gemma2", "gemma3_text", *PLUS_ONE)  # their norms stored as 1 + w (GemmaModel.modify_tensors)
 EXPERTS = {
     "mixtral": (
         "block_sparse_moe.experts.{e}.{w}.weight",

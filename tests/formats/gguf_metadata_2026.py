@@ -12,7 +12,10 @@ ARCHS = {
     "glm4": "GLM4",
     "exaone4": "EXAONE4",
     "cohere2": "COHERE2",
+    "nemotron": "NEMOTRON",
+    "jais2": "JAIS2",
 }
+PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 
 
@@ -40,5 +43,13 @@ def own_keys(writer, cfg) -> None:
         writer.add_vocab_size(cfg.vocab_size)
         writer.add_rope_dimension_count(int(1.0 * (cfg.hidden_size // cfg.num_attention_heads)))
         writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
+    if kind == "nemotron":  # NemotronModel.set_gguf_parameters
+        writer.add_vocab_size(cfg.vocab_size)
+        writer.add_layer_norm_eps(cfg.norm_eps)
+        share = cfg.rope_parameters["partial_rotary_factor"]
+        writer.add_rope_dimension_count(int(share * cfg.hidden_size) // cfg.num_attention_heads)
+        writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
+    if kind == "jais2":  # Jais2Model.set_gguf_parameters
+        writer.add_rope_dimension_count(getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads)
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)

@@ -57,4 +57,7 @@ FAMILIES = [
     "exaone4-listed",
     "exaone4-no-window",
     "cohere2",
+    "nemotron",
+    "nemotron-biases",
+    "jais2",
 ]
