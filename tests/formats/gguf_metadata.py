@@ -46,7 +46,7 @@ ARCHS = {
     "smollm3": "SMOLLM3",
     "ernie4_5": "ERNIE4_5",
 } | gguf_metadata_2026.ARCHS
-LLAMA_MODELS = ("LLAMA", "GRANITE", "ARCEE", "SMOLLM3")  # LlamaModel and its subclasses
+LLAMA_MODELS = ("LLAMA", "GRANITE", "ARCEE", "SMOLLM3") + gguf_metadata_2026.LLAMA_MODELS  # LlamaModel, subclasses
 PERMUTED = LLAMA_MODELS + gguf_metadata_2026.PERMUTED  # those that permute Q and K as LlamaModel does
 
 

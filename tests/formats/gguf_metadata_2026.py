@@ -14,9 +14,11 @@ ARCHS = {
     "cohere2": "COHERE2",
     "nemotron": "NEMOTRON",
     "jais2": "JAIS2",
+    "ministral3": "MISTRAL3",
 }
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
+LLAMA_MODELS = ("MISTRAL3",)  # LlamaModel's subclasses (its vocab_size and rope.dimension_count, Q and K permuted)
 
 
 def own_keys(writer, cfg) -> None:
@@ -51,5 +53,12 @@ def own_keys(writer, cfg) -> None:
         writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
     if kind == "jais2":  # Jais2Model.set_gguf_parameters
         writer.add_rope_dimension_count(getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads)
+    if kind == "ministral3":  # Ministral3Model.set_gguf_parameters (which asserts YaRN)
+        writer.add_rope_scaling_yarn_log_mul(cfg.rope_parameters["mscale_all_dim"])
+        writer.add_key_value(
+            gguf.Keys.Attention.TEMPERATURE_SCALE.format(arch="mistral3"),
+            cfg.rope_parameters["llama_4_scaling_beta"],
+            gguf.GGUFValueType.FLOAT32,
+        )
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)

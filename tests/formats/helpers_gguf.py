@@ -60,4 +60,5 @@ FAMILIES = [
     "nemotron",
     "nemotron-biases",
     "jais2",
+    "ministral3",
 ]

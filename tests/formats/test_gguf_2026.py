@@ -17,6 +17,7 @@ pytest.importorskip("gguf", reason="the gguf package reads and writes the files 
     [
         ("olmoe-renorm", "router_renorm"),  # OlmoeModel writes no expert_weights_norm; llama.cpp's olmoe: norm_w false
         ("olmoe-clipped", "qkv_clip"),  # nor clamp_kqv, which llama.cpp's olmoe does not read
+        ("ministral3-plain-window", "window"),  # Ministral3Model writes no window; llama.cpp's mistral3 has none
     ],
 )
 def test_what_the_architecture_cannot_hold_is_refused(tmp_path, runner, name, lost):

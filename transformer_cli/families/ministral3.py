@@ -4,7 +4,9 @@ attention scaling: each query, after its rotation, times 1 + beta ln(1 + floor(t
 (rope_parameters' llama_4_scaling_beta and original_max_position_embeddings; transformers' forward fails without
 them, so tfm asks for them). A window, where sliding_window says, on every layer: transformers 5.24 stores
 layer_types and never reads it, nor a flat rope_theta beside its default rope_parameters; tfm follows it and says
-so."""
+so. Its GGUF file (mistral3) is LLaMA's, Q's and K's rows permuted, with YaRN's mscale_all_dim as
+rope.scaling.yarn_log_multiplier (llama.cpp takes mscale as 1) and the query scaling's beta as
+attention.temperature_scale over YaRN's original context; it holds no window."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ from ..errors import SpecError
 from ..spec.definition import Spec
 from .checkpoints import LLAMA
 from .config_keys import shared_keys
+from .gguf_layout import LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
 from .keys import Keys
 from .parts import default_rope, llama_like, window_key
-from .record import Record
+from .record import Gguf, Record
 
 DEFAULT_ROPE = {
     "rope_type": "yarn",
@@ -54,9 +57,29 @@ def config(spec: Spec) -> dict[str, Any]:
         why = f"YaRN's original context {original} and the query scaling's {spec.rope_query_len} are one key there"
         raise SpecError(f"{spec.label}: Ministral 3's config.json cannot hold it: {why}")
     rotary |= {"llama_4_scaling_beta": spec.rope_query_beta, "original_max_position_embeddings": spec.rope_query_len}
+    if spec.rope_mscale or spec.rope_mscale_all_dim:  # (YaRN's: its attention factor their ratio)
+        rotary |= {"mscale": spec.rope_mscale, "mscale_all_dim": spec.rope_mscale_all_dim}
     return out | {"rope_parameters": rotary, "sliding_window": spec.window, "hidden_act": "silu"}
 
 
-RECORD = Record("ministral3", "Ministral3ForCausalLM", spec, LLAMA, config, config_alone=True)
+def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """LLaMA's reader; YaRN's mscale_all_dim (mscale 1, as llama.cpp takes it), the queries' scaling."""
+    if c.has("rope.scaling.yarn_log_multiplier"):
+        spec |= {"rope_mscale": 1.0, "rope_mscale_all_dim": c.number("rope.scaling.yarn_log_multiplier")}
+    if c.has("attention.temperature_scale"):
+        beta, length = c.number("attention.temperature_scale"), c.count("rope.scaling.original_context_length")
+        spec |= {"rope_query_beta": beta, "rope_query_len": length}
+    return spec
+
+
+def gguf_metadata(spec: Spec) -> dict[str, Any]:
+    out = {"attention.temperature_scale": float(spec.rope_query_beta)} if spec.rope_query_beta else {}
+    if spec.rope_mscale_all_dim:
+        out["rope.scaling.yarn_log_multiplier"] = float(spec.rope_mscale_all_dim)
+    return out
+
+
+GGUF = Gguf("mistral3", LLAMA_LAYOUT, gguf_spec, gguf_metadata, transforms=LLAMA_PERMUTED, redo=LLAMA_REDO)
+RECORD = Record("ministral3", "Ministral3ForCausalLM", spec, LLAMA, config, GGUF, config_alone=True)
 
 __all__ = ["RECORD"]
