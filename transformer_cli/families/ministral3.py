@@ -67,13 +67,17 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     if c.has("rope.scaling.yarn_log_multiplier"):
         spec |= {"rope_mscale": 1.0, "rope_mscale_all_dim": c.number("rope.scaling.yarn_log_multiplier")}
     if c.has("attention.temperature_scale"):
-        beta, length = c.number("attention.temperature_scale"), c.count("rope.scaling.original_context_length")
+        original = c.count("rope.scaling.original_context_length", c.count("context_length", None))
+        beta, length = c.number("attention.temperature_scale"), original  # (llama.cpp's n_ctx_orig_yarn)
         spec |= {"rope_query_beta": beta, "rope_query_len": length}
     return spec
 
 
 def gguf_metadata(spec: Spec) -> dict[str, Any]:
-    out = {"attention.temperature_scale": float(spec.rope_query_beta)} if spec.rope_query_beta else {}
+    out: dict[str, Any] = {}
+    if spec.rope_query_beta:  # over YaRN's original context, which llama.cpp reads without YaRN too
+        out |= {"attention.temperature_scale": float(spec.rope_query_beta)}
+        out["rope.scaling.original_context_length"] = spec.rope_query_len
     if spec.rope_mscale_all_dim:
         out["rope.scaling.yarn_log_multiplier"] = float(spec.rope_mscale_all_dim)
     return out
