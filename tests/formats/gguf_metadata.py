@@ -182,6 +182,8 @@ def _own_metadata(writer, cfg) -> bool:
             writer.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1 else 1.0)
             writer.add_tensor("rope_factors_long.weight", np.array(rope["long_factor"], dtype=np.float32))
             writer.add_tensor("rope_factors_short.weight", np.array(rope["short_factor"], dtype=np.float32))
+    elif kind in gguf_metadata_2026.OWN_LISTS:
+        gguf_metadata_2026.own_list(writer, cfg)
     else:
         return False
     writer.add_name(f"tiny {kind}")

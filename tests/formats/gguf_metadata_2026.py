@@ -15,10 +15,29 @@ ARCHS = {
     "nemotron": "NEMOTRON",
     "jais2": "JAIS2",
     "ministral3": "MISTRAL3",
+    "gpt_bigcode": "STARCODER",
 }
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 LLAMA_MODELS = ("MISTRAL3",)  # LlamaModel's subclasses (its vocab_size and rope.dimension_count, Q and K permuted)
+
+
+OWN_LISTS = ("gpt_bigcode",)  # classes that write their own list, not TextModel's
+
+
+def own_list(writer, cfg) -> None:
+    """The classes that write their own list (StarCoderModel: one key/value head, a feedforward of 4 d, whatever
+    the model's)."""
+    for add, value in (
+        (writer.add_context_length, cfg.n_positions),
+        (writer.add_embedding_length, cfg.n_embd),
+        (writer.add_feed_forward_length, 4 * cfg.n_embd),
+        (writer.add_block_count, cfg.n_layer),
+        (writer.add_head_count, cfg.n_head),
+        (writer.add_head_count_kv, 1),
+        (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
+    ):
+        add(value)
 
 
 def own_keys(writer, cfg) -> None:

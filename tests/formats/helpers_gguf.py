@@ -61,4 +61,6 @@ FAMILIES = [
     "nemotron-biases",
     "jais2",
     "ministral3",
+    "gpt_bigcode",
+    "gpt_bigcode-mha",
 ]

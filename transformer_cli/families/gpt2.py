@@ -1,7 +1,10 @@
 """GPT-2 (GPT2LMHeadModel): learned positions, LayerNorms, biases everywhere, Conv1D layers stored (in, out); its
 GGUF file stores them (out, in) as every GGUF weight is, the fused attn_qkv rows [Q; K; V] as Hugging Face has them,
 and a feedforward of 4 d (the converter writes that, whatever n_inner said). GPTBigCode (StarCoder 1, SantaCoder):
-GPT-2's block in linear layers with one key/value head (multi_query); its GGUF (starcoder) not yet."""
+GPT-2's block in linear layers with one key/value head (multi_query); its GGUF file (starcoder) is GPT-2's names.
+The converter writes head_count_kv 1 and a feedforward of 4 d whatever the model's: tfm reads both from the
+tensors (attn_qkv's rows, ffn_up's), so a file of many key/value heads or another n_inner, which llama.cpp refuses
+to load, still reads as the model it holds."""
 
 from __future__ import annotations
 
@@ -88,6 +91,24 @@ GGUF_LAYOUT = Family(
     GLOBALS_WITH_BIAS | {"positional.P": "position_embd.weight"},
     fused=QKV_FUSED,
 )
+
+
+def gguf_bigcode(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """GPT-2's reader; the key/value heads and the feedforward as the tensors hold them."""
+    spec, d, m = gguf_spec(c, header, spec), spec["d"], spec["m"]
+    G = (rows(header, "blk.0.attn_qkv.weight", "the key/value heads") - d) // (2 * m)
+    spec = {key: value for key, value in spec.items() if key != "G"} | ({"G": G} if G != spec["H"] else {})
+    return spec | {"r": rows(header, "blk.0.ffn_up.weight", "the feedforward size")}
+
+
+# the converter does not reorder c_attn: a file of many key/value heads holds [q; k; v] head by head, as HF's
+_HEADS = GPT_BIGCODE.fused[0][2]
+BIGCODE_LAYOUT = Family(
+    GGUF_LAYOUT.block,
+    GGUF_LAYOUT.names,
+    GGUF_LAYOUT.globals_,
+    fused=tuple((t, ours, _HEADS) for t, ours, _ in QKV_FUSED),
+)
 RECORDS = (
     Record(
         "gpt2",
@@ -99,7 +120,15 @@ RECORDS = (
         aliases=((r"^(?!transformer\.)", "transformer."),),  # the hub's GPT-2 files have no "transformer." prefix
         config_alone=True,
     ),
-    Record("gpt_bigcode", "GPTBigCodeForCausalLM", bigcode, GPT_BIGCODE, bigcode_config, config_alone=True),
+    Record(
+        "gpt_bigcode",
+        "GPTBigCodeForCausalLM",
+        bigcode,
+        GPT_BIGCODE,
+        bigcode_config,
+        Gguf("starcoder", BIGCODE_LAYOUT, gguf_bigcode, base="sizes"),
+        config_alone=True,
+    ),
 )
 
 __all__ = ["RECORDS"]
