@@ -73,6 +73,7 @@ GGUF_NAMES = {
     "cohere2": "Command-R and R7B",
     "stablelm": "StableLM",
     "bloom": "BLOOM",
+    "mpt": "MPT",
     "gptneox": "GPT-NeoX",
     "gpt-oss": "gpt-oss",
     "deepseek2": "DeepSeek-V2/V3",

@@ -16,18 +16,34 @@ ARCHS = {
     "jais2": "JAIS2",
     "ministral3": "MISTRAL3",
     "gpt_bigcode": "STARCODER",
+    "mpt": "MPT",
 }
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 LLAMA_MODELS = ("MISTRAL3",)  # LlamaModel's subclasses (its vocab_size and rope.dimension_count, Q and K permuted)
 
 
-OWN_LISTS = ("gpt_bigcode",)  # classes that write their own list, not TextModel's
+OWN_LISTS = ("gpt_bigcode", "mpt")  # classes that write their own list, not TextModel's
 
 
 def own_list(writer, cfg) -> None:
     """The classes that write their own list (StarCoderModel: one key/value head, a feedforward of 4 d, whatever
-    the model's)."""
+    the model's; MPTModel: 4 d, eps 1e-5, no general.file_type)."""
+    if cfg.model_type == "mpt":
+        for add, value in (
+            (writer.add_context_length, cfg.max_seq_len),
+            (writer.add_embedding_length, cfg.d_model),
+            (writer.add_block_count, cfg.n_layers),
+            (writer.add_feed_forward_length, 4 * cfg.d_model),
+            (writer.add_head_count, cfg.n_heads),
+            (writer.add_layer_norm_eps, 1e-5),
+        ):
+            add(value)
+        attention = cfg.attn_config
+        if attention.clip_qkv is not None:
+            writer.add_clamp_kqv(attention.clip_qkv)
+        writer.add_max_alibi_bias(attention.alibi_bias_max if attention.alibi else 0.0)
+        return
     for add, value in (
         (writer.add_context_length, cfg.n_positions),
         (writer.add_embedding_length, cfg.n_embd),

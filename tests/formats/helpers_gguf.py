@@ -63,4 +63,6 @@ FAMILIES = [
     "ministral3",
     "gpt_bigcode",
     "gpt_bigcode-mha",
+    "mpt",
+    "mpt-clipped",
 ]

@@ -3,17 +3,23 @@ number of heads are BLOOM's, its bias constant per query row: the softmax is the
 [Q; K; V], a plain MLP of 4 d with the exact GELU, LayerNorms without biases, no bias anywhere, a tied head; no
 longer sequence than max_seq_len (its ALiBi table). transformers 5.24 builds that model whatever expansion_ratio,
 no_bias, qk_ln, attn_type, alibi, alibi_bias_max, learned_pos_emb or logit_scale say: tfm follows it and says so
-where a file sets one otherwise. clip_qkv clamps the fused q, k and v (qkv_clip)."""
+where a file sets one otherwise. clip_qkv clamps the fused q, k and v (qkv_clip).
+
+Its GGUF file (mpt, converted from MosaicML's MPTForCausalLM) holds GPT-2's names without biases, ALiBi's maximum
+bias (attention.max_alibi_bias: 8 is read, another refused), the clamp (attention.clamp_kqv) and a norm eps of
+1e-5 whatever the model's; no softmax_scale. tfm reads it as the model transformers runs, with the exact GELU:
+llama.cpp's mpt graph uses the tanh GELU."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..spec.definition import Spec
+from .gguf_layout import GLOBALS_WITH_BIAS, PLAIN_BLOCK, QKV_FUSED
 from .keys import REQUIRED, Keys
 from .layout import Family, norm_names
 from .parts import CAUSAL_PRE, whole_heads
-from .record import Record
+from .record import Gguf, Record
 
 _IGNORED = (  # (key, what transformers does anyway, why): the top-level keys, then attn_config's
     ("expansion_ratio", 4, "5.24's MptMLP is always 4 d wide"),
@@ -89,6 +95,39 @@ MPT = Family(
     | norm_names("final_norm", "transformer.norm_f"),
     fused=(("attn.Wqkv.weight", ("attention.W_Q", "attention.W_K", "attention.W_V"), lambda spec: 1),),
 )
-RECORD = Record("mpt", "MptForCausalLM", spec, MPT, config, config_alone=True)
+
+
+def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """The sizes (the feedforward 4 d), ALiBi of maximum bias 8, LayerNorms without biases, no biases, exact GELU."""
+    if c.number("attention.max_alibi_bias", 8.0) != 8.0:
+        raise c.refuse("attention.max_alibi_bias", c.data.get(f"{c.prefix}attention.max_alibi_bias"), "8 (ALiBi)")
+    clip = {"qkv_clip": c.number("attention.clamp_kqv")} if c.has("attention.clamp_kqv") else {}
+    return (
+        spec
+        | clip
+        | {
+            "positional": "alibi",
+            "norm_eps": c.number("attention.layer_norm_epsilon"),
+            "norm_bias": False,
+            "attention_bias": False,
+            "ff_bias": False,
+            "activation": "gelu_exact",
+        }
+    )
+
+
+def gguf_metadata(spec: Spec) -> dict[str, Any]:
+    clip = {"attention.clamp_kqv": float(spec.qkv_clip)} if spec.qkv_clip is not None else {}
+    return clip | {"attention.max_alibi_bias": 8.0}
+
+
+GGUF_LAYOUT = Family(
+    "blk.{i}.",
+    PLAIN_BLOCK | norm_names("norm1", "attn_norm") | norm_names("norm2", "ffn_norm"),
+    GLOBALS_WITH_BIAS,
+    fused=QKV_FUSED,
+)
+GGUF = Gguf("mpt", GGUF_LAYOUT, gguf_spec, gguf_metadata, base="sizes")
+RECORD = Record("mpt", "MptForCausalLM", spec, MPT, config, GGUF, config_alone=True)
 
 __all__ = ["RECORD"]
