@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from gguf_metadata import ARCHS, PERMUTED, _kv_heads, _metadata
-from gguf_metadata_2026 import PLUS_ONE
+from gguf_metadata_2026 import PLUS_ONE, converted
 
 REORDERED = ("bloom", "gpt_neox")  # BloomModel, GPTNeoXModel: per-head [q; k; v] -> [Q; K; V]
 KEPT_F32 = (
@@ -28,7 +28,7 @@ KEPT_F32 = (
     "position_embeddings.weight",
     "token_type_embeddings.weight",
 )
-OSS_IN_OUT = ("experts.gate_up_proj", "experts.down_proj")  # gpt-oss's experts (in, out): stored transposed
+OSS_IN_OUT = ("experts.gate_up_proj", "experts.down_proj")  # gpt-oss's and Llama 4's experts (in, out): transposed
 CONV1D = (".c_attn.weight", ".c_proj.weight", ".c_fc.weight")  # GPT2Model.modify_tensors transposes these
 GEMMAS = ("gemma", "gemma2", "gemma3_text", *PLUS_ONE)  # their norms stored as 1 + w (GemmaModel.modify_tensors)
 EXPERTS = {
@@ -205,6 +205,7 @@ def _converted(model) -> dict[str, np.ndarray]:
             for x, heads in (("q", H), ("k", G)):
                 names = [f"model.layers.{i}.self_attn.{x}_layernorm.norms.{h}.weight" for h in range(heads)]
                 out[f"model.layers.{i}.self_attn.{x}_layernorm.weight"] = np.stack([out.pop(n) for n in names])
+    out = converted(out, cfg)
     if kind in EXPERTS:
         single, parts, merged = EXPERTS[kind]
         E = getattr(cfg, "num_local_experts", None) or getattr(cfg, "num_experts", None)
@@ -238,7 +239,7 @@ def write_gguf(model, path: Path, qtype_name: str = "F32", raw: dict | None = No
             else b
             for n, b in raw.items()
         }
-    if (getattr(cfg, "rope_parameters", None) or {}).get("rope_type") == "llama3" and arch == "LLAMA":
+    if (getattr(cfg, "rope_parameters", None) or {}).get("rope_type") == "llama3" and arch in ("LLAMA", "LLAMA4"):
         writer.add_tensor("rope_freqs.weight", llama3_rope_freqs(cfg))
     for hf_name, data in tensors.items():
         mapped = hf_name.replace("transformer.", "") if cfg.model_type == "bloom" else hf_name  # (BloomModel)
@@ -289,9 +290,8 @@ def dequantised_model(model, qtype_name: str):
                 kept = (w + 1).astype(np.float32).astype(np.float64) - 1
             elif w.ndim == 1 or name.endswith(KEPT_F32) or name.endswith("_bias"):  # (gpt-oss's experts' biases)
                 kept = w.astype(np.float32).astype(np.float64)  # (the routers, GPT-2's positions: F32)
-            elif (kind, name.endswith(CONV1D)) == ("gpt2", True) or (kind, name.endswith(OSS_IN_OUT)) == (
-                "gpt_oss",
-                True,
+            elif (kind, name.endswith(CONV1D)) == ("gpt2", True) or (
+                kind in ("gpt_oss", "llama4_text") and name.endswith(OSS_IN_OUT)
             ):
                 kept = round_trip(w.swapaxes(-1, -2), qtype).swapaxes(-1, -2)
             else:

@@ -47,7 +47,9 @@ ARCHS = {
     "ernie4_5": "ERNIE4_5",
 } | gguf_metadata_2026.ARCHS
 LLAMA_MODELS = ("LLAMA", "GRANITE", "ARCEE", "SMOLLM3") + gguf_metadata_2026.LLAMA_MODELS  # LlamaModel, subclasses
-PERMUTED = LLAMA_MODELS + gguf_metadata_2026.PERMUTED  # those that permute Q and K as LlamaModel does
+PERMUTED = (  # those that permute Q and K as LlamaModel does
+    tuple(arch for arch in LLAMA_MODELS if arch not in gguf_metadata_2026.UNPERMUTED) + gguf_metadata_2026.PERMUTED
+)
 
 
 def _kv_heads(cfg) -> int:

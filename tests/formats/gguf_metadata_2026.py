@@ -4,6 +4,7 @@ gguf_metadata.py's: the architecture of each model_type, and each converter clas
 from __future__ import annotations
 
 import gguf
+import numpy as np
 
 ARCHS = {
     "olmo": "OLMO",
@@ -17,10 +18,12 @@ ARCHS = {
     "ministral3": "MISTRAL3",
     "gpt_bigcode": "STARCODER",
     "mpt": "MPT",
+    "llama4_text": "LLAMA4",
 }
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
-LLAMA_MODELS = ("MISTRAL3",)  # LlamaModel's subclasses (its vocab_size and rope.dimension_count, Q and K permuted)
+LLAMA_MODELS = ("MISTRAL3", "LLAMA4")  # LlamaModel's subclasses: its vocab_size and rope.dimension_count
+UNPERMUTED = ("LLAMA4",)  # LlamaModel's subclasses with undo_permute False: Q and K as stored
 
 
 OWN_LISTS = ("gpt_bigcode", "mpt")  # classes that write their own list, not TextModel's
@@ -95,5 +98,27 @@ def own_keys(writer, cfg) -> None:
             cfg.rope_parameters["llama_4_scaling_beta"],
             gguf.GGUFValueType.FLOAT32,
         )
+    if kind == "llama4_text":  # Llama4Model: the dense layers' width, the step, the experts' width
+        writer.add_feed_forward_length(cfg.intermediate_size_mlp)
+        writer.add_interleave_moe_layer_step(cfg.interleave_moe_layer_step)
+        writer.add_expert_feed_forward_length(cfg.intermediate_size)
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)
+
+
+def converted(tensors: dict, cfg) -> dict:
+    """The tensor changes of these converters (before the package's names): Llama4Model.modify_tensors splits the
+    experts' (E, d, 2r) gate_up_proj into gate and up, each transposed to (E, r, d), and transposes down_proj."""
+    if cfg.model_type != "llama4_text":
+        return tensors
+    out = {}
+    for name, data in tensors.items():
+        if name.endswith("experts.gate_up_proj"):
+            gate, up = np.split(data.swapaxes(-1, -2), 2, axis=-2)
+            out[name.replace("gate_up_proj", "gate_proj.weight")] = gate
+            out[name.replace("gate_up_proj", "up_proj.weight")] = up
+        elif name.endswith("experts.down_proj"):
+            out[name + ".weight"] = data.swapaxes(-1, -2)
+        else:
+            out[name] = data
+    return out

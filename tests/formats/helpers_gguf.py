@@ -65,4 +65,5 @@ FAMILIES = [
     "gpt_bigcode-mha",
     "mpt",
     "mpt-clipped",
+    "llama4_text-gguf",
 ]

@@ -75,6 +75,13 @@ DENSE = {  # name: (config class, model class, config)
         num_local_experts=3, num_experts_per_tok=1, no_rope_layers=[0, 1, 0], attention_chunk_size=5,
         floor_scale=2, attn_scale=0.3, attention_bias=True, pad_token_id=None, bos_token_id=None, eos_token_id=None,
         attn_implementation="eager", experts_implementation="eager")),
+    "llama4_text-gguf": ("Llama4TextConfig", "Llama4ForCausalLM", SMALL | dict(  # what llama.cpp's llama4 holds
+        intermediate_size=16, intermediate_size_mlp=40, num_hidden_layers=5, num_key_value_heads=2, head_dim=8,
+        num_local_experts=4, num_experts_per_tok=1, interleave_moe_layer_step=2, attention_chunk_size=8192,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 16.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 1.0, "original_max_position_embeddings": 8192},  # (Scout's)
+        pad_token_id=None, bos_token_id=None, eos_token_id=None, attn_implementation="eager",
+        experts_implementation="eager")),
     "eurobert": ("EuroBertConfig", "EuroBertModel", SMALL | dict(  # LLaMA's block, unmasked, the base model
         num_key_value_heads=2, pad_token_id=None, bos_token_id=None, eos_token_id=None, mask_token_id=3)),
     "eurobert-biases": ("EuroBertConfig", "EuroBertModel", SMALL | dict(

@@ -6,7 +6,14 @@ key and scale their queries by 1 + attn_scale ln(1 + floor((t + 1) / floor_scale
 nope_query_beta). Dense layers of intermediate_size_mlp and routed ones (moe_layers, every
 interleave_moe_layer_step-th): the top k of E logits, each chosen expert's sigmoid weighting its input (not its
 output: router_on_input), beside a shared expert, both of intermediate_size. tfm holds the chunks on the turning
-layers: a layer_types that chunks another way is refused."""
+layers: a layer_types that chunks another way is refused.
+
+Its GGUF file (llama4) holds the sizes, the dense layers' width (feed_forward_length), the experts' and shared
+expert's (expert_feed_forward_length) and interleave_moe_layer_step; llama.cpp's llama4 graph hard-codes the rest,
+and tfm reads them as it does: chunks of 8,192, every fourth layer without positions, its queries scaled by
+0.1 ln(1 + floor((t + 1) / 8192)), query/key norms unless 128 experts (Maverick), Llama 3's rope_freqs (Scout's
+bands 1 and 1). A model the file cannot hold (other chunks, layers or scaling) is refused when written; a file with
+attention.sliding_window 0 (every layer full: llama.cpp then treats only the last layer as unturned) is refused."""
 
 from __future__ import annotations
 
@@ -15,9 +22,11 @@ from typing import Any
 from ..spec.definition import Spec
 from .config_keys import feedforward_kinds, positional_kinds, shared_keys
 from .expert_checkpoints import LLAMA4
+from .gguf_layout import LLAMA_LAYOUT
 from .keys import Keys
+from .layout import Family
 from .parts import llama_like
-from .record import Record
+from .record import Gguf, Record
 
 
 def spec(c: Keys) -> dict[str, Any]:
@@ -37,15 +46,29 @@ def spec(c: Keys) -> dict[str, Any]:
         raise c.refuse("layer_types", given, "tfm's chunked layers are the turning ones (no_rope_layers' 1s)")
     out = plain | {"rope_pairing": "interleaved", "r": c.count("intermediate_size_mlp", 16384)}
     out |= {"attention_bias": c.flag("attention_bias", False)}
+    tuning = (c.number("attn_scale", 0.1), c.count("floor_scale", 8192))
+    return (
+        out
+        | _layers(
+            turning, chunk, tuning if c.flag("attn_temperature_tuning", True) else None, c.flag("use_qk_norm", True)
+        )
+        | _experts(c, N)
+    )
+
+
+def _layers(turning: list[int], chunk: int | None, tuning: tuple[float, int] | None, qk_norm: bool) -> dict[str, Any]:
+    """The layers without positions (turning's 0s) and their queries' scaling (`tuning`: attn_scale, floor_scale),
+    the chunks and the query/key norms without gains of the turning ones."""
+    out: dict[str, Any] = {}
     if 0 in turning:
         out["positional_layers"] = ["rope" if t else "nope" for t in turning]
-        if c.flag("attn_temperature_tuning", True):
-            out |= {"nope_query_beta": c.number("attn_scale", 0.1), "nope_query_len": c.count("floor_scale", 8192)}
+        if tuning is not None:
+            out |= {"nope_query_beta": tuning[0], "nope_query_len": tuning[1]}
     if chunk is not None and 1 in turning:
         out["chunk"] = chunk
-    if c.flag("use_qk_norm", True) and 1 in turning:
+    if qk_norm and 1 in turning:
         out |= {"qk_norm": True, "qk_norm_affine": False, "qk_norm_nope": False}
-    return out | _experts(c, N)
+    return out
 
 
 def _experts(c: Keys, N: int) -> dict[str, Any]:
@@ -81,6 +104,52 @@ def config(spec: Spec) -> dict[str, Any]:
     return out
 
 
-RECORD = Record("llama4_text", "Llama4ForCausalLM", spec, LLAMA4, config, lora_router="router", config_alone=True)
+def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """LLaMA's reader (E and k from expert_count, expert_used_count) with llama.cpp's llama4 constants."""
+    if c.has("attention.sliding_window") and c.count("attention.sliding_window", None) == 0:
+        raise c.refuse(
+            "attention.sliding_window", 0, "a file of every layer full (llama.cpp leaves only the last unturned)"
+        )
+    N, E, k = spec["N"], spec.pop("E", 0), spec.pop("k", 1)
+    if not E:
+        raise c.refuse("expert_count", 0, "llama.cpp's llama4 has experts")
+    turning = [int((i + 1) % 4 != 0) for i in range(N)]
+    out = spec | {"rope_pairing": "interleaved"} | _layers(turning, 8192, (0.1, 8192), E != 128)
+    routed = Keys(
+        {
+            "interleave_moe_layer_step": c.count("interleave_moe_layer_step"),
+            "num_local_experts": E,
+            "num_experts_per_tok": k,
+            "intermediate_size": c.count("expert_feed_forward_length"),
+        },
+        c.source,
+        c.prefix,
+    )
+    return out | _experts(routed, N)
+
+
+def gguf_metadata(spec: Spec) -> dict[str, Any]:
+    """The routed layers' step and the experts' width (the dense layers' is feed_forward_length)."""
+    routed = [i for i, kind in enumerate(feedforward_kinds(spec)) if kind == "routed"]
+    step = routed[0] + 1 if routed else 0
+    return {"interleave_moe_layer_step": step, "expert_feed_forward_length": spec.expert_r or spec.r}
+
+
+_EXPERTS = (
+    ("ffn_gate_exps.weight", ("ff.W1",), lambda spec: 1),
+    ("ffn_up_exps.weight", ("ff.W3",), lambda spec: 1),
+    ("ffn_down_exps.weight", ("ff.W2",), lambda spec: 1),
+)
+GGUF_LAYOUT = Family(
+    "blk.{i}.",
+    LLAMA_LAYOUT.names
+    | {"ff.router": "ffn_gate_inp.weight"}
+    | {f"ff.shared.W{n}": f"ffn_{p}_shexp.weight" for n, p in (("1", "gate"), ("3", "up"), ("2", "down"))},
+    LLAMA_LAYOUT.globals_,
+    fused=_EXPERTS,
+    stacked=frozenset(name for name, _, _ in _EXPERTS),
+)
+GGUF = Gguf("llama4", GGUF_LAYOUT, gguf_spec, gguf_metadata)
+RECORD = Record("llama4_text", "Llama4ForCausalLM", spec, LLAMA4, config, GGUF, lora_router="router", config_alone=True)
 
 __all__ = ["RECORD"]

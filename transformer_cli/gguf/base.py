@@ -111,6 +111,10 @@ def sizes(c: Keys, header: Header, G_default: int | None = None) -> dict[str, An
 
 
 LLAMA3 = {"rope_low_freq_factor": 1.0, "rope_high_freq_factor": 4.0, "rope_original_max_len": 8192}  # Meta's values
+BANDS = (
+    (1.0, 4.0),
+    (1.0, 1.0),
+)  # (low, high) Meta publishes: Llama 3.1's, Llama 4's (its factors only 1 or the factor)
 
 
 def rope_scaling(c: Keys, header: Header, m: int) -> dict[str, Any]:
@@ -141,28 +145,27 @@ def rope_scaling(c: Keys, header: Header, m: int) -> dict[str, Any]:
         return {}
 
     factors = read_tensor(header, "rope_freqs.weight").astype(np.float64)
-    factor = float(factors.max())
-    expected = _llama3_factors(c.number("rope.freq_base", 10000.0), m, factor)
-    if factors.shape != expected.shape or not np.allclose(factors, expected, rtol=1e-6, atol=0):
-        raise SpecError(
-            f"{header.path}: tensor rope_freqs.weight: factors that are not Llama 3's formula (factor "
-            f"{factor:g}, bands 1 and 4, original context 8192): tfm reads no other "
-            "per-pair factors"
-        )
-    return {"rope_scaling": "llama3", "rope_factor": factor} | LLAMA3
+    factor, base = float(factors.max()), c.number("rope.freq_base", 10000.0)
+    for low, high in BANDS:
+        expected = _llama3_factors(base, m, factor, low, high)
+        if factors.shape == expected.shape and np.allclose(factors, expected, rtol=1e-6, atol=0):
+            bands = {"rope_low_freq_factor": low, "rope_high_freq_factor": high}
+            return {"rope_scaling": "llama3", "rope_factor": factor} | LLAMA3 | bands
+    raise SpecError(
+        f"{header.path}: tensor rope_freqs.weight: factors that are not Llama 3's formula (factor {factor:g}, bands "
+        "1 and 4 or 1 and 1, original context 8192): tfm reads no other per-pair factors"
+    )
 
 
-def _llama3_factors(base: float, m: int, factor: float) -> np.ndarray:
-    """convert_hf_to_gguf.py's rope_freqs for Llama 3 (LlamaModel.generate_extra_tensors), with Meta's bands."""
+def _llama3_factors(base: float, m: int, factor: float, low: float = 1.0, high: float = 4.0) -> np.ndarray:
+    """convert_hf_to_gguf.py's rope_freqs for Llama 3 (LlamaModel.generate_extra_tensors), with the bands `low` and
+    `high` (equal bands: no pair between them) and Meta's original context."""
     freqs = 1.0 / base ** (np.arange(0, m, 2) / m)
     wavelength = 2 * np.pi / freqs
-    low, high, original = (
-        LLAMA3["rope_low_freq_factor"],
-        LLAMA3["rope_high_freq_factor"],
-        LLAMA3["rope_original_max_len"],
-    )
-    smooth = (original / wavelength - low) / (high - low)
-    between = 1 / ((1 - smooth) / factor + smooth)
+    original = LLAMA3["rope_original_max_len"]
+    with np.errstate(divide="ignore", invalid="ignore"):  # (equal bands: the blend is never taken)
+        smooth = (original / wavelength - low) / (high - low)
+        between = 1 / ((1 - smooth) / factor + smooth)
     return np.where(wavelength < original / high, 1.0, np.where(wavelength > original / low, factor, between))
 
 

@@ -25,7 +25,7 @@ from ..spec.definition import Spec
 from ..spec.rope_scaling import longrope_attention_factor
 from . import kquants
 from .archs import ARCH_OF, ARCHITECTURES
-from .base import LLAMA3, _llama3_factors
+from .base import BANDS, LLAMA3, _llama3_factors
 from .mixes import MIXES, mix_types
 from .model import pieces_of, spec_from_gguf
 from .vocab import add_vocabulary
@@ -92,13 +92,15 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
 def _extra_tensors(spec: Spec) -> dict[str, np.ndarray]:
     """Tensors the converter generates: Llama 3's rope_freqs, Phi-3's LongRoPE factors (F32)."""
     if spec.rope_scaling == "llama3":
-        if any(getattr(spec, key) != value for key, value in LLAMA3.items()):
+        bands = (spec.rope_low_freq_factor, spec.rope_high_freq_factor)
+        if bands not in BANDS or spec.rope_original_max_len != LLAMA3["rope_original_max_len"]:
             raise SpecError(
-                f"{spec.label}: a GGUF file holds Llama 3's scaling as factors made with Meta's bands and "
-                "original context (1, 4, 8192); this model's differ"
+                f"{spec.label}: a GGUF file holds Llama 3's scaling as factors made with Meta's bands (1 and 4, or 1 "
+                "and 1) and original context 8192; this model's differ"
             )
         rotated = int(spec.m * spec.rope_fraction)
-        return {"rope_freqs.weight": _llama3_factors(spec.rope_theta, rotated, spec.rope_factor).astype(np.float32)}
+        factors = _llama3_factors(spec.rope_theta, rotated, spec.rope_factor, *bands)
+        return {"rope_freqs.weight": factors.astype(np.float32)}
     if spec.rope_scaling == "longrope":
         assert spec.rope_short_factor is not None and spec.rope_long_factor is not None
         return {
