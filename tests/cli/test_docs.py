@@ -45,7 +45,7 @@ def test_the_home_page_shows_the_readmes_paragraph_of_models():
 
 # How the README names each `general.architecture` tfm reads (gguf/archs.py): a new one must be named there too.
 GGUF_NAMES = {
-    "llama": "LLaMA, Mistral,",
+    "llama": "LLaMA, Llama 4, Mistral,",
     "mistral3": "Ministral 3",
     "llama4": "Llama 4",
     "qwen2": "Qwen 2/3",
