@@ -19,10 +19,12 @@ ARCHS = {
     "gpt_bigcode": "STARCODER",
     "mpt": "MPT",
     "llama4_text": "LLAMA4",
+    "granitemoe": "GRANITE_MOE",
+    "granitemoeshared": "GRANITE_MOE",
 }
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
-LLAMA_MODELS = ("MISTRAL3", "LLAMA4")  # LlamaModel's subclasses: its vocab_size and rope.dimension_count
+LLAMA_MODELS = ("MISTRAL3", "LLAMA4", "GRANITE_MOE")  # LlamaModel's subclasses: its vocab_size and rope.dimension_count
 UNPERMUTED = ("LLAMA4",)  # LlamaModel's subclasses with undo_permute False: Q and K as stored
 
 
@@ -102,6 +104,16 @@ def own_keys(writer, cfg) -> None:
         writer.add_feed_forward_length(cfg.intermediate_size_mlp)
         writer.add_interleave_moe_layer_step(cfg.interleave_moe_layer_step)
         writer.add_expert_feed_forward_length(cfg.intermediate_size)
+    if kind.startswith("granitemoe"):  # GraniteModel's multipliers (the truthy ones), GraniteMoeModel's shared width
+        for add, value in (
+            (writer.add_attention_scale, cfg.attention_multiplier),
+            (writer.add_embedding_scale, cfg.embedding_multiplier),
+            (writer.add_residual_scale, cfg.residual_multiplier),
+            (writer.add_logit_scale, cfg.logits_scaling),
+            (writer.add_expert_shared_feed_forward_length, getattr(cfg, "shared_intermediate_size", 0)),
+        ):
+            if value:
+                add(value)
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)
 
@@ -109,6 +121,8 @@ def own_keys(writer, cfg) -> None:
 def converted(tensors: dict, cfg) -> dict:
     """The tensor changes of these converters (before the package's names): Llama4Model.modify_tensors splits the
     experts' (E, d, 2r) gate_up_proj into gate and up, each transposed to (E, r, d), and transposes down_proj."""
+    if cfg.model_type.startswith("granitemoe"):
+        return dict(_granite_moe(tensors, cfg))
     if cfg.model_type != "llama4_text":
         return tensors
     out = {}
@@ -122,3 +136,19 @@ def converted(tensors: dict, cfg) -> dict:
         else:
             out[name] = data
     return out
+
+
+def _granite_moe(tensors: dict, cfg):
+    """GraniteMoeModel.modify_tensors: input_linear (E, 2r, d) and the shared (2s, d) split into gate and up (named
+    here as Qwen-MoE's, which the package maps to the same tensors)."""
+    for name, data in tensors.items():
+        if name.endswith("block_sparse_moe.input_linear.weight"):
+            gate, up = np.split(data, 2, axis=-2)
+            yield name.replace("block_sparse_moe.input_linear", "mlp.experts.gate_proj"), gate
+            yield name.replace("block_sparse_moe.input_linear", "mlp.experts.up_proj"), up
+        elif name.endswith("shared_mlp.input_linear.weight"):
+            gate, up = np.split(data, 2, axis=-2)
+            yield name.replace("shared_mlp.input_linear", "mlp.shared_expert.gate_proj"), gate
+            yield name.replace("shared_mlp.input_linear", "mlp.shared_expert.up_proj"), up
+        else:
+            yield name, data

@@ -66,4 +66,7 @@ FAMILIES = [
     "mpt",
     "mpt-clipped",
     "llama4_text-gguf",
+    "granitemoe",
+    "granitemoeshared",
+    "granitemoeshared-none",
 ]

@@ -4,8 +4,9 @@ residual_multiplier as it joins the residual, and the logits divided by logits_s
 (on q, k, v and o) and mlp_bias. Its checkpoint is LLaMA's; its GGUF file is LLaMA's (Q and K rows permuted for
 llama.cpp's interleaved rotary) with the multipliers as attention.scale, embedding_scale, residual_scale and
 logit_scale, which llama.cpp divides the logits by. GraniteMoE (GraniteMoeForCausalLM): Granite's block with
-Mixtral's experts in every layer, GraniteMoeShared with an ungated shared expert beside them (their GGUF, granitemoe,
-not yet)."""
+Mixtral's experts in every layer, GraniteMoeShared with an ungated shared expert beside them; their GGUF file
+(granitemoe) is Granite's with the experts stacked (the converter splits input_linear into gate and up) and the
+shared expert's gate, up and down (expert_shared_feed_forward_length)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 from ..spec.definition import Spec
 from .checkpoints import LLAMA
 from .expert_checkpoints import GRANITE_MOE, GRANITE_MOE_SHARED
-from .gguf_layout import LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO
+from .gguf_layout import LLAMA_LAYOUT, LLAMA_PERMUTED, LLAMA_REDO, stacked_experts
 from .keys import Keys
 from .parts import llama_like
 from .record import Gguf, Record
@@ -105,6 +106,27 @@ def gguf_metadata(spec: Spec) -> dict[str, Any]:
     return out
 
 
+def gguf_moe(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """Granite's reader with the experts of feed_forward_length, renormalised, and a shared expert where the file
+    has one."""
+    shared = c.count("expert_shared_feed_forward_length", None) if c.has("expert_shared_feed_forward_length") else 0
+    experts = {"expert_r": spec["r"], "router_renorm": True} | ({"shared_r": shared} if shared else {})
+    return gguf_spec(c, header, spec) | experts
+
+
+def gguf_moe_metadata(spec: Spec) -> dict[str, Any]:
+    return gguf_metadata(spec) | ({"expert_shared_feed_forward_length": spec.shared_r} if spec.shared_r else {})
+
+
+GRANITE_MOE_GGUF = Gguf(
+    "granitemoe",
+    stacked_experts(LLAMA_LAYOUT.names, LLAMA_LAYOUT.globals_, shared=True),
+    gguf_moe,
+    gguf_moe_metadata,
+    transforms=LLAMA_PERMUTED,
+    redo=LLAMA_REDO,
+    model_type=lambda spec: "granitemoeshared" if spec.shared_r else "granitemoe",
+)
 RECORDS = (
     Record(
         "granite",
@@ -114,13 +136,14 @@ RECORDS = (
         config,
         Gguf("granite", LLAMA_LAYOUT, gguf_spec, gguf_metadata, transforms=LLAMA_PERMUTED, redo=LLAMA_REDO),
     ),
-    Record("granitemoe", "GraniteMoeForCausalLM", moe, GRANITE_MOE, moe_config),
+    Record("granitemoe", "GraniteMoeForCausalLM", moe, GRANITE_MOE, moe_config, GRANITE_MOE_GGUF),
     Record(
         "granitemoeshared",
         "GraniteMoeSharedForCausalLM",
         moe_shared,
         GRANITE_MOE_SHARED,
         moe_shared_config,
+        GRANITE_MOE_GGUF,
     ),
 )
 
