@@ -79,6 +79,7 @@ GGUF_NAMES = {
     "gptneox": "GPT-NeoX",
     "gpt-oss": "gpt-oss",
     "deepseek2": "DeepSeek-V2/V3",
+    "dots1": "dots.llm1",
     "bert": "BERT and RoBERTa",
     "t5": "T5 and mT5",
     "gptj": "GPT-J",

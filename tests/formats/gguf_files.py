@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from gguf_metadata import ARCHS, PERMUTED, _kv_heads, _metadata
-from gguf_metadata_2026 import PLUS_ONE, converted
+from gguf_metadata_2026 import PLUS_ONE, ROUTED, converted
 
 REORDERED = ("bloom", "gpt_neox")  # BloomModel, GPTNeoXModel: per-head [q; k; v] -> [Q; K; V]
 KEPT_F32 = (
@@ -44,6 +44,7 @@ EXPERTS = {
     ),
 }
 EXPERTS["qwen3_moe"] = EXPERTS["olmoe"] = EXPERTS["qwen2_moe"]
+EXPERTS |= dict.fromkeys(ROUTED, EXPERTS["qwen2_moe"])
 EXPERTS["phimoe"] = EXPERTS["mixtral"]
 EXPERTS["deepseek_v2"] = EXPERTS["deepseek_v3"] = EXPERTS["qwen2_moe"]
 
@@ -209,7 +210,7 @@ def _converted(model) -> dict[str, np.ndarray]:
     if kind in EXPERTS:
         single, parts, merged = EXPERTS[kind]
         E = getattr(cfg, "num_local_experts", None) or getattr(cfg, "num_experts", None)
-        E = E or cfg.n_routed_experts
+        E = E or cfg.n_routed_experts  # (DeepSeek's and its kind's)
         for i in range(cfg.num_hidden_layers):
             for w in parts:
                 names = [f"model.layers.{i}." + single.format(e=e, w=w) for e in range(E)]

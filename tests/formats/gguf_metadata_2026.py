@@ -21,7 +21,9 @@ ARCHS = {
     "llama4_text": "LLAMA4",
     "granitemoe": "GRANITE_MOE",
     "granitemoeshared": "GRANITE_MOE",
+    "dots1": "DOTS1",
 }
+ROUTED = ("dots1",)  # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 LLAMA_MODELS = ("MISTRAL3", "LLAMA4", "GRANITE_MOE")  # LlamaModel's subclasses: its vocab_size and rope.dimension_count
@@ -114,6 +116,15 @@ def own_keys(writer, cfg) -> None:
         ):
             if value:
                 add(value)
+    if kind in ROUTED:  # TextModel: the groups where the config has them
+        writer.add_expert_group_count(cfg.n_group)
+        writer.add_expert_group_used_count(cfg.topk_group)
+    if kind == "dots1":  # Dots1Model (its experts' count copied to num_experts; no scoring_func in its config)
+        writer.add_expert_count(cfg.n_routed_experts)
+        writer.add_leading_dense_block_count(cfg.first_k_dense_replace)
+        writer.add_expert_shared_count(cfg.n_shared_experts)
+        writer.add_expert_weights_scale(cfg.routed_scaling_factor)
+        writer.add_expert_weights_norm(cfg.norm_topk_prob)
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)
 
@@ -121,6 +132,8 @@ def own_keys(writer, cfg) -> None:
 def converted(tensors: dict, cfg) -> dict:
     """The tensor changes of these converters (before the package's names): Llama4Model.modify_tensors splits the
     experts' (E, d, 2r) gate_up_proj into gate and up, each transposed to (E, r, d), and transposes down_proj."""
+    if cfg.model_type in ROUTED:  # (ModelBase.filter_tensors)
+        tensors = {n.replace("e_score_correction_bias", "e_score_correction.bias"): t for n, t in tensors.items()}
     if cfg.model_type.startswith("granitemoe"):
         return dict(_granite_moe(tensors, cfg))
     if cfg.model_type != "llama4_text":

@@ -69,4 +69,5 @@ FAMILIES = [
     "granitemoe",
     "granitemoeshared",
     "granitemoeshared-none",
+    "dots1-gguf",
 ]

@@ -24,6 +24,10 @@ EXPERTS = {  # name: (config class, model class, config)
         moe_intermediate_size=6, n_shared_experts=2, first_k_dense_replace=1, n_group=2, topk_group=1,
         norm_topk_prob=True, routed_scaling_factor=1.5, sliding_window=4, max_window_layers=1, attention_bias=True,
         experts_implementation="eager")),
+    "dots1-gguf": ("Dots1Config", "Dots1ForCausalLM", SMALL | dict(  # no window (the GGUF holds none), groups
+        num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=6,
+        n_shared_experts=2, first_k_dense_replace=1, n_group=2, topk_group=1, norm_topk_prob=True,
+        routed_scaling_factor=1.5, attention_bias=True, experts_implementation="eager")),
     "dots1-layer-types": ("Dots1Config", "Dots1ForCausalLM", SMALL | dict(  # every layer routed, unrenormalised
         num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=3, moe_intermediate_size=6,
         n_shared_experts=1,

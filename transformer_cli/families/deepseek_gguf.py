@@ -63,7 +63,7 @@ def gguf_spec(c: Keys, header: Any, rope: dict[str, Any]) -> dict[str, Any]:
     if c.has("context_length"):
         spec["context"] = c.count("context_length")
     spec |= _yarn(c, rope, m)
-    return spec | _experts(c, header, N)
+    return spec | routed_spec(c, header, N)
 
 
 def _yarn(c: Keys, rope: dict[str, Any], m: int) -> dict[str, Any]:
@@ -87,7 +87,11 @@ def _mscale_all_dim(log_multiplier: float) -> float:
     return log_multiplier / 0.1
 
 
-def _experts(c: Keys, header: Any, N: int) -> dict[str, Any]:
+def routed_spec(c: Keys, header: Any, N: int, gating: int = SOFTMAX) -> dict[str, Any]:
+    """The mixture as llama.cpp's build_moe_ffn reads it (DeepSeek's and the architectures that copy it): the first
+    leading_dense_block_count blocks dense, E experts of expert_feed_forward_length, expert_shared_count shared
+    ones in one MLP, the scoring (expert_gating_func, else `gating`) with exp_probs_b's correction, the groups,
+    expert_weights_norm and expert_weights_scale."""
     if not c.has("expert_count"):
         return {}
     first = c.index("leading_dense_block_count", 0)
@@ -103,7 +107,7 @@ def _experts(c: Keys, header: Any, N: int) -> dict[str, Any]:
         out["shared_r"] = shared * r_e
     if first:
         out["feedforward_layers"] = ["dense" if i < first else "routed" for i in range(N)]
-    sigmoid = c.index("expert_gating_func", SOFTMAX) == SIGMOID
+    sigmoid = c.index("expert_gating_func", gating) == SIGMOID
     if sigmoid:
         out |= {"router_score": "sigmoid", "router_bias": f"blk.{first}.exp_probs_b.bias" in header.tensors}
     groups = c.index("expert_group_count", 1)
@@ -139,7 +143,14 @@ def _kv_b_divided(whole: np.ndarray, spec) -> list[np.ndarray]:
 
 
 _one = lambda spec: 1  # noqa: E731
-_NAMES = {
+ROUTED_NAMES = {  # the mixture's tensors in DeepSeek's file and those of its kind: router, correction, shared MLP
+    "ff.router": "ffn_gate_inp.weight",
+    "ff.router_bias": "exp_probs_b.bias",
+    "ff.shared.W1": "ffn_gate_shexp.weight",
+    "ff.shared.W3": "ffn_up_shexp.weight",
+    "ff.shared.W2": "ffn_down_shexp.weight",
+}
+_NAMES = ROUTED_NAMES | {
     "norm1.gamma": "attn_norm.weight",
     "norm2.gamma": "ffn_norm.weight",
     "attention.W_QA": "attn_q_a.weight",
@@ -153,13 +164,8 @@ _NAMES = {
     "ff.W1": "ffn_gate.weight",
     "ff.W3": "ffn_up.weight",
     "ff.W2": "ffn_down.weight",
-    "ff.router": "ffn_gate_inp.weight",
-    "ff.router_bias": "exp_probs_b.bias",
-    "ff.shared.W1": "ffn_gate_shexp.weight",
-    "ff.shared.W3": "ffn_up_shexp.weight",
-    "ff.shared.W2": "ffn_down_shexp.weight",
 }
-_EXPERTS = (
+EXPERTS = (  # the experts stacked, one tensor per matrix
     ("ffn_gate_exps.weight", ("ff.W1",), _one),
     ("ffn_up_exps.weight", ("ff.W3",), _one),
     ("ffn_down_exps.weight", ("ff.W2",), _one),
@@ -183,6 +189,12 @@ def gguf_metadata(spec: Spec) -> dict[str, Any]:
         out["attention.q_lora_rank"] = spec.q_rank
     if spec.rope_scaling == "yarn" and spec.rope_mscale_all_dim:
         out["rope.scaling.yarn_log_multiplier"] = 0.1 * float(spec.rope_mscale_all_dim)
+    return out | routed_metadata(spec)
+
+
+def routed_metadata(spec: Spec) -> dict[str, Any]:
+    """spec -> `routed_spec`'s keys."""
+    out: dict[str, Any] = {}
     if spec.E:
         dense = spec.feedforward_layers or ()
         out |= {
@@ -202,9 +214,30 @@ LAYOUT = Family(
     "blk.{i}.",
     _NAMES,
     {"embedding.E": "token_embd.weight", "head.W": "output.weight", "final_norm.gamma": "output_norm.weight"},
-    fused=_EXPERTS,
-    stacked=frozenset(t for t, _, _ in _EXPERTS),
+    fused=EXPERTS,
+    stacked=frozenset(t for t, _, _ in EXPERTS),
 )
+
+
+def routed_layout(names: dict[str, str], globals_: dict[str, str]) -> Family:
+    """A layout of dense blocks named `names` and routed ones with the experts stacked and `ROUTED_NAMES`."""
+    return Family(
+        "blk.{i}.", names | ROUTED_NAMES, globals_, fused=EXPERTS, stacked=frozenset(t for t, _, _ in EXPERTS)
+    )
+
+
 JOINED = {"attn_kv_b.weight": Joined(_kv_b_pieces, _kv_b, _kv_b_divided)}
 
-__all__ = ["JOINED", "LAYOUT", "gguf_metadata", "gguf_spec"]
+__all__ = [
+    "EXPERTS",
+    "JOINED",
+    "LAYOUT",
+    "ROUTED_NAMES",
+    "SIGMOID",
+    "SOFTMAX",
+    "gguf_metadata",
+    "gguf_spec",
+    "routed_layout",
+    "routed_metadata",
+    "routed_spec",
+]
