@@ -71,7 +71,7 @@ def round_trip(array: np.ndarray, qtype) -> np.ndarray:
     """What a weight becomes once stored as `qtype` and read back, by the package's reference code (float64)."""
     from gguf.quants import dequantize, quantize
 
-    if qtype.name == "F32":
+    if qtype.name == "F32" or not array.size:  # (GLM-4.5's shared MLP of no experts: nothing to store)
         return array.astype(np.float32).astype(np.float64)
     if qtype.name == "F16" or not quantisable(array, qtype):  # the converter's fallback: F16 on a QuantError
         return array.astype(np.float32).astype(np.float16).astype(np.float64)
@@ -219,9 +219,12 @@ def _converted(model) -> dict[str, np.ndarray]:
     return out
 
 
-def write_gguf(model, path: Path, qtype_name: str = "F32", raw: dict | None = None, raw_type=None) -> Path:
+def write_gguf(
+    model, path: Path, qtype_name: str = "F32", raw: dict | None = None, raw_type=None, extra: dict | None = None
+) -> Path:
     """`model` (a transformers ...ForCausalLM) as a GGUF file of `qtype_name` weights (F32, F16, Q8_0, Q4_0, ...);
-    `raw`: tensors given as bytes of `raw_type` instead (rows in the model's order, permuted as the weights are)."""
+    `raw`: tensors given as bytes of `raw_type` instead (rows in the model's order, permuted as the weights are);
+    `extra`: more tensors by their GGUF names (F32), as a checkpoint's multi-token-prediction layers."""
     import gguf
     from gguf.quants import quantize
 
@@ -268,6 +271,8 @@ def write_gguf(model, path: Path, qtype_name: str = "F32", raw: dict | None = No
             writer.add_tensor(name, data.astype(np.float32).astype(np.float16))
         else:
             writer.add_tensor(name, data.astype(np.float32))
+    for name, data in (extra or {}).items():
+        writer.add_tensor(name, data.astype(np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -22,11 +22,15 @@ ARCHS = {
     "granitemoe": "GRANITE_MOE",
     "granitemoeshared": "GRANITE_MOE",
     "dots1": "DOTS1",
+    "glm4_moe": "GLM4_MOE",
+    "solar_open": "GLM4_MOE",
 }
-ROUTED = ("dots1",)  # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
+# converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
+ROUTED = ("dots1", "glm4_moe", "solar_open")
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
-LLAMA_MODELS = ("MISTRAL3", "LLAMA4", "GRANITE_MOE")  # LlamaModel's subclasses: its vocab_size and rope.dimension_count
+# LlamaModel's subclasses: its vocab_size and rope.dimension_count
+LLAMA_MODELS = ("MISTRAL3", "LLAMA4", "GRANITE_MOE")
 UNPERMUTED = ("LLAMA4",)  # LlamaModel's subclasses with undo_permute False: Q and K as stored
 
 
@@ -125,6 +129,19 @@ def own_keys(writer, cfg) -> None:
         writer.add_expert_shared_count(cfg.n_shared_experts)
         writer.add_expert_weights_scale(cfg.routed_scaling_factor)
         writer.add_expert_weights_norm(cfg.norm_topk_prob)
+    if kind in ("glm4_moe", "solar_open"):  # Glm4MoeModel (block_count with the prediction layers: GLM-4.5's)
+        writer.add_block_count(cfg.num_hidden_layers + getattr(cfg, "num_nextn_predict_layers", 0))
+        m = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        writer.add_rope_dimension_count(int(m * cfg.rope_parameters.get("partial_rotary_factor", 0.5)))
+        writer.add_expert_count(cfg.n_routed_experts)
+        writer.add_expert_shared_count(cfg.n_shared_experts)
+        if getattr(cfg, "first_k_dense_replace", None) is not None:
+            writer.add_leading_dense_block_count(cfg.first_k_dense_replace)
+        writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+        writer.add_expert_weights_scale(cfg.routed_scaling_factor)
+        writer.add_expert_weights_norm(cfg.norm_topk_prob)
+        if getattr(cfg, "num_nextn_predict_layers", None) is not None:
+            writer.add_nextn_predict_layers(cfg.num_nextn_predict_layers)
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)
 
@@ -132,6 +149,7 @@ def own_keys(writer, cfg) -> None:
 def converted(tensors: dict, cfg) -> dict:
     """The tensor changes of these converters (before the package's names): Llama4Model.modify_tensors splits the
     experts' (E, d, 2r) gate_up_proj into gate and up, each transposed to (E, r, d), and transposes down_proj."""
+    tensors = {n: t for n, t in tensors.items() if t.size}  # (GLM-4.5's shared MLP of 0 experts: none in a file)
     if cfg.model_type in ROUTED:  # (ModelBase.filter_tensors)
         tensors = {n.replace("e_score_correction_bias", "e_score_correction.bias"): t for n, t in tensors.items()}
     if cfg.model_type.startswith("granitemoe"):

@@ -70,4 +70,7 @@ FAMILIES = [
     "granitemoeshared",
     "granitemoeshared-none",
     "dots1-gguf",
+    "glm4_moe",
+    "glm4_moe-qk-norm",
+    "solar_open-gguf",
 ]

@@ -37,6 +37,11 @@ EXPERTS = {  # name: (config class, model class, config)
         num_key_value_heads=2, head_dim=12, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=6,
         n_shared_experts=1, n_group=2, topk_group=1, routed_scaling_factor=2.0, attention_bias=True,
         pad_token_id=None, experts_implementation="eager")),
+    "solar_open-gguf": ("SolarOpenConfig", "SolarOpenForCausalLM", SMALL | dict(  # as the hub's: whole heads said
+        num_key_value_heads=2, head_dim=12, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=6,
+        intermediate_size=6, n_shared_experts=1, n_group=2, topk_group=1, routed_scaling_factor=2.0,
+        attention_bias=True, rope_parameters={"rope_type": "default", "rope_theta": 1e6, "partial_rotary_factor": 1.0},
+        pad_token_id=None, experts_implementation="eager")),
     "solar_open-unrenormalised": ("SolarOpenConfig", "SolarOpenForCausalLM", SMALL | dict(  # (two keys it ignores)
         num_key_value_heads=4, head_dim=8, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=6,
         n_shared_experts=2, norm_topk_prob=False, first_k_dense_replace=1, use_qk_norm=True, pad_token_id=None,

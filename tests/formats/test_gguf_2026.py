@@ -5,12 +5,15 @@ other family's (tests/formats/test_gguf.py, test_gguf_write.py: helpers_gguf.FAM
 from __future__ import annotations
 
 import pytest
+import numpy as np
 from gguf_files import write_gguf
-from helpers_hf_transformers import build
+from helpers_hf_transformers import IDS, build
+
+from transformer_cli import Transformer
 
 from transformer_cli.cli import app
-from transformer_cli.errors import SpecError
-from transformer_cli.gguf.model import spec_from_gguf
+from transformer_cli.errors import ArrayError, SpecError
+from transformer_cli.gguf.model import GGUFWeights, spec_from_gguf
 
 pytest.importorskip("gguf", reason="the gguf package reads and writes the files (a dependency of tfm)")
 
@@ -40,3 +43,21 @@ def test_an_mpt_file_of_another_alibi_bias_is_refused(tmp_path):
     model.config.attn_config.alibi_bias_max = 4
     with pytest.raises(SpecError, match="max_alibi_bias.*8"):
         spec_from_gguf(write_gguf(model, tmp_path / "four.gguf"))
+
+
+def test_glm45s_prediction_layers_after_its_blocks_are_read_past(tmp_path):
+    """GLM-4.5's converter counts its multi-token-prediction layer in block_count (nextn_predict_layers 1) and keeps
+    its tensors (blk.3.nextn.*, blk.3's own); the model is the three blocks before it. Control: the same tensors in a
+    file that says no prediction layers do not fit its model."""
+    model = build("glm4_moe")  # (three blocks; its config's num_nextn_predict_layers: transformers' default 1)
+    rng = np.random.default_rng(0)
+    mtp = {name: rng.normal(size=(32, 64)) for name in ("blk.3.nextn.eh_proj.weight", "blk.3.attn_q.weight")}
+    plain, with_mtp = write_gguf(model, tmp_path / "a.gguf"), write_gguf(model, tmp_path / "b.gguf", extra=mtp)
+    spec = spec_from_gguf(with_mtp)
+    assert spec.N == 3 and spec.model_keys() == spec_from_gguf(plain).model_keys()
+    ours, plain_logits = (Transformer(spec, GGUFWeights(p, spec))(IDS) for p in (with_mtp, plain))
+    np.testing.assert_array_equal(ours, plain_logits)
+    model.config.num_nextn_predict_layers = 0
+    unsaid = write_gguf(model, tmp_path / "c.gguf", extra=mtp)
+    with pytest.raises(ArrayError, match="unexpected blk.3"):
+        Transformer(spec_from_gguf(unsaid), GGUFWeights(unsaid, spec_from_gguf(unsaid)))(IDS)

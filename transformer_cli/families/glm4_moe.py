@@ -3,7 +3,10 @@ sigmoid scores, a correction bias to choose, groups, the chosen weights renormal
 dense layers first) under GQA attention (GLM-4.5: half of each head turned by rotate_half, biases on q, k and v, an
 optional RMSNorm per query and key head, use_qk_norm) or under DeepSeek-V3's latent attention (the Lite model,
 whose dense and routed layers mlp_layer_types lists). transformers holds GLM-4.5's experts stacked and reads them
-by Qwen2-MoE's names, DeepSeek's. llama.cpp's glm4moe architecture is not read or written yet."""
+by Qwen2-MoE's names, DeepSeek's. GLM-4.5's GGUF file (glm4moe, Solar Open's too) is LLaMA's names with the
+pre-feedforward norm as post_attention_norm, the experts stacked and DeepSeek's router keys (sigmoid always); its
+block_count counts the multi-token-prediction layers (nextn_predict_layers, transformers' default 1) after the
+model's, which tfm reads past."""
 
 from __future__ import annotations
 
@@ -13,10 +16,13 @@ from ..spec.definition import Spec
 from .config_keys import feedforward_kinds, shared_keys
 from .deepseek import config as deepseek_config
 from .deepseek import expert_keys, latent_model, routed_experts, router_groups, router_scale
+from .deepseek_gguf import SIGMOID as GATED_BY_SIGMOID
+from .deepseek_gguf import routed_layout, routed_metadata, routed_spec
 from .expert_checkpoints import DEEPSEEK, DEEPSEEK_MOE_GQA
+from .gguf_layout import LLAMA_LAYOUT
 from .keys import Keys
 from .parts import llama_like
-from .record import Record
+from .record import Gguf, Record
 
 SIGMOID = {"router_score": "sigmoid", "router_bias": True}
 
@@ -82,6 +88,19 @@ def glm4_moe_lite_config(spec: Spec) -> dict[str, Any]:
     return out | {"mlp_layer_types": ["sparse" if k == "routed" else "dense" for k in feedforward_kinds(spec)]}
 
 
+def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """LLaMA's reader (q, k, v biases and per-head norms where the file has them, the partial rotary) over the
+    model's blocks, DeepSeek's mixture scored by sigmoid."""
+    N = spec["N"] - c.index("nextn_predict_layers", 0)
+    return spec | {"N": N} | routed_spec(c, header, N, GATED_BY_SIGMOID)
+
+
+GGUF = Gguf(
+    "glm4moe",
+    routed_layout(LLAMA_LAYOUT.names | {"norm2.gamma": "post_attention_norm.weight"}, LLAMA_LAYOUT.globals_),
+    gguf_spec,
+    routed_metadata,
+)
 _LORA = ("gate_proj", "up_proj", "down_proj", "gate")
 RECORDS = (
     Record(
@@ -90,6 +109,7 @@ RECORDS = (
         glm4_moe,
         DEEPSEEK_MOE_GQA,
         glm4_moe_config,
+        GGUF,
         lora_stacked=_LORA,
         config_alone=True,
     ),

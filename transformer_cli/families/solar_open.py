@@ -2,7 +2,8 @@
 shared experts) in every layer, under LLaMA's attention turning whole heads (biases on q, k and v with
 attention_bias). transformers 5.24 keeps first_k_dense_replace and use_qk_norm out of its config class: they are
 stored and never used, and tfm follows it and says so. A partial_rotary_factor below 1 shrinks its rotary table
-without slicing the heads (its forward fails), so tfm refuses it."""
+without slicing the heads (its forward fails), so tfm refuses it. Its GGUF file is GLM-4.5's (glm4moe): such a file
+goes back to a folder as GLM-4.5's config, the same model."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ..spec.definition import Spec
 from .config_keys import shared_keys
 from .deepseek import expert_keys
 from .expert_checkpoints import DEEPSEEK_MOE_GQA
-from .glm4_moe import routed
+from .glm4_moe import GGUF, routed
 from .keys import Keys
 from .parts import llama_like
 from .record import Record
@@ -42,7 +43,7 @@ def config(spec: Spec) -> dict[str, Any]:
 
 _LORA = ("gate_proj", "up_proj", "down_proj", "gate")
 RECORD = Record(
-    "solar_open", "SolarOpenForCausalLM", spec, DEEPSEEK_MOE_GQA, config, lora_stacked=_LORA, config_alone=True
+    "solar_open", "SolarOpenForCausalLM", spec, DEEPSEEK_MOE_GQA, config, GGUF, lora_stacked=_LORA, config_alone=True
 )
 
 __all__ = ["RECORD"]

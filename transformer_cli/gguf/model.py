@@ -116,6 +116,14 @@ class GGUFWeights(Mapping[str, np.ndarray]):
         this process (the stored mode), rather than mapped for each read and let go."""
         self._mapped = np.memmap(self.header.path, dtype=np.uint8, mode="r")
 
+    def _predicting(self, name: str) -> bool:
+        """A tensor of the multi-token-prediction blocks after the model's ({arch}.nextn_predict_layers: GLM-4.5's,
+        DeepSeek-V3's), which the model does not run."""
+        arch = self.header.metadata.get("general.architecture")
+        after = self.header.metadata.get(f"{arch}.nextn_predict_layers", 0)
+        block = name.split(".")[1] if name.startswith("blk.") else ""
+        return bool(after) and block.isdigit() and self.spec.N <= int(block) < self.spec.N + after
+
     def _check_fit(self) -> None:
         expected = {rule.hf: hf_shape(rule, self.shapes) for rule in self.rule_of.values()}
         for name, pieces in self.pieces.items():  # held in pieces: those are expected instead
@@ -123,7 +131,7 @@ class GGUFWeights(Mapping[str, np.ndarray]):
             expected |= pieces
         held = self.header.tensors
         missing = [n for n in expected if n not in held]
-        extra = [n for n in held if n not in expected and n not in self.arch.skipped]
+        extra = [n for n in held if n not in expected and n not in self.arch.skipped and not self._predicting(n)]
         wrong = [
             f"{n} {held[n].shape} (expected {shape})"
             for n, shape in expected.items()
