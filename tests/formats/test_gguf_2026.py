@@ -4,13 +4,12 @@ other family's (tests/formats/test_gguf.py, test_gguf_write.py: helpers_gguf.FAM
 
 from __future__ import annotations
 
-import pytest
 import numpy as np
+import pytest
 from gguf_files import write_gguf
 from helpers_hf_transformers import IDS, build
 
 from transformer_cli import Transformer
-
 from transformer_cli.cli import app
 from transformer_cli.errors import ArrayError, SpecError
 from transformer_cli.gguf.model import GGUFWeights, spec_from_gguf
