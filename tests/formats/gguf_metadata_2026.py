@@ -24,9 +24,10 @@ ARCHS = {
     "dots1": "DOTS1",
     "glm4_moe": "GLM4_MOE",
     "solar_open": "GLM4_MOE",
+    "exaone_moe": "EXAONE_MOE",
 }
 # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
-ROUTED = ("dots1", "glm4_moe", "solar_open")
+ROUTED = ("dots1", "glm4_moe", "solar_open", "exaone_moe")
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 # LlamaModel's subclasses: its vocab_size and rope.dimension_count
@@ -80,7 +81,7 @@ def own_keys(writer, cfg) -> None:
     if kind == "glm4":  # Glm4Model.set_gguf_parameters: the rotated dims
         m = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         writer.add_rope_dimension_count(int(m * cfg.rope_parameters.get("partial_rotary_factor", 0.5)))
-    if kind == "exaone4":  # Exaone4Model.set_gguf_parameters (transformers always gives it layer_types)
+    if kind in ("exaone4", "exaone_moe"):  # Exaone4Model.set_gguf_parameters (transformers gives it layer_types)
         writer.add_vocab_size(cfg.vocab_size)
         if cfg.sliding_window is not None:
             writer.add_sliding_window(cfg.sliding_window)
@@ -142,6 +143,15 @@ def own_keys(writer, cfg) -> None:
         writer.add_expert_weights_norm(cfg.norm_topk_prob)
         if getattr(cfg, "num_nextn_predict_layers", None) is not None:
             writer.add_nextn_predict_layers(cfg.num_nextn_predict_layers)
+    if kind == "exaone_moe":  # ExaoneMoEModel (no scoring: its config has none)
+        shared = cfg.num_shared_experts
+        writer.add_expert_shared_count(shared)
+        writer.add_expert_shared_feed_forward_length(cfg.moe_intermediate_size * shared)
+        writer.add_expert_weights_scale(cfg.routed_scaling_factor)
+        writer.add_expert_weights_norm(cfg.norm_topk_prob)
+        writer.add_leading_dense_block_count(getattr(cfg, "first_k_dense_replace", 0))
+        writer.add_nextn_predict_layers(getattr(cfg, "num_nextn_predict_layers", 0))
+        writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)
 

@@ -73,4 +73,5 @@ FAMILIES = [
     "glm4_moe",
     "glm4_moe-qk-norm",
     "solar_open-gguf",
+    "exaone_moe",
 ]

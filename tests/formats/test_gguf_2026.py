@@ -25,6 +25,7 @@ pytest.importorskip("gguf", reason="the gguf package reads and writes the files 
         ("ministral3-plain-window", "window"),  # Ministral3Model writes no window; llama.cpp's mistral3 has none
         ("mpt-scaled-untied", "scale"),  # MPTModel writes no softmax_scale (nor the eps: 1e-5 always)
         ("llama4_text", "chunk"),  # llama.cpp's llama4: chunks of 8,192 and its temperature constants, always
+        ("exaone_moe-listed", "feedforward_layers"),  # ExaoneMoEModel: dense layers first only
     ],
 )
 def test_what_the_architecture_cannot_hold_is_refused(tmp_path, runner, name, lost):

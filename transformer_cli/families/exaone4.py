@@ -51,17 +51,19 @@ def config(spec: Spec) -> dict[str, Any]:
 def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """LLaMA's sizes and rotary, the norms after each sublayer, a norm per query and key head, the layers' kinds:
     while there is a window, the sliding layers turn and the full ones do not."""
-    spec |= {"norm": "output", "qk_norm": True}
-    found = sliding_kinds(c, spec["N"], 4)
+    return spec | {"norm": "output", "qk_norm": True} | gguf_layers(c, spec["N"])
+
+
+def gguf_layers(c: Keys, N: int) -> dict[str, Any]:
+    """The window and each layer's flag (EXAONE 4 and EXAONE MoE): while there is a window, the sliding layers turn
+    and the full ones do not."""
+    found = sliding_kinds(c, N, 4)
     if found is None:
-        return spec
+        return {}
     window, kinds = found
     layers = {"window": window} | ({"attention_layers": kinds} if {"full", "sliding"} <= set(kinds) else {})
-    return (
-        spec
-        | (layers if "sliding" in kinds else {})
-        | {"positional_layers": ["rope" if k == "sliding" else "nope" for k in kinds]}
-    )
+    turning = {"positional_layers": ["rope" if kind == "sliding" else "nope" for kind in kinds]}
+    return (layers if "sliding" in kinds else {}) | turning
 
 
 def gguf_metadata(spec: Spec) -> dict[str, Any]:

@@ -1,7 +1,10 @@
 """EXAONE MoE (ExaoneMoeForCausalLM, LG AI Research's K-EXAONE): EXAONE 4's attention (exaone4.py: RMSNorms of each
 query and key head, three sliding layers to one full, only the sliding ones turning) in LLaMA's pre-norm block, with
 DeepSeek-V3's router and shared experts (deepseek.py) after first_k_dense_replace dense layers or as mlp_layer_types
-lists them. Its config class takes an integer sliding_window only (null fails its validation): tfm refuses null."""
+lists them. Its config class takes an integer sliding_window only (null fails its validation): tfm refuses null.
+Its GGUF file (exaone-moe) is LLaMA's names with EXAONE 4's layer flags, the experts stacked and DeepSeek's router
+keys; sigmoid where the converter writes no scoring (transformers' config has none: llama.cpp then refuses the file),
+the prediction layers after the model's read past, dense layers only before the routed ones."""
 
 from __future__ import annotations
 
@@ -10,12 +13,15 @@ from typing import Any
 from ..spec.definition import Spec
 from .config_keys import feedforward_kinds, layer_types, shared_keys
 from .deepseek import expert_keys, routed_experts
-from .exaone4 import layer_kinds
+from .deepseek_gguf import SIGMOID, routed_layout, routed_metadata, routed_spec
+from .exaone4 import gguf_layers, layer_kinds
 from .expert_checkpoints import EXAONE_MOE
+from .gguf_keys import sliding_pattern
+from .gguf_layout import LLAMA_LAYOUT
 from .glm4_moe import routed_router
 from .keys import Keys
 from .parts import llama_like
-from .record import Record
+from .record import Gguf, Record
 
 
 def spec(c: Keys) -> dict[str, Any]:
@@ -37,7 +43,21 @@ def config(spec: Spec) -> dict[str, Any]:
     return shared_keys(spec) | {"sliding_window": spec.window or 4096, "layer_types": layer_types(spec)} | experts | mlp
 
 
+def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """LLaMA's reader over the model's blocks, a norm per query and key head, EXAONE 4's layers, DeepSeek's mixture
+    (sigmoid unless the file says otherwise)."""
+    N = spec["N"] - c.index("nextn_predict_layers", 0)
+    return spec | {"N": N, "qk_norm": True} | gguf_layers(c, N) | routed_spec(c, header, N, SIGMOID)
+
+
+def gguf_metadata(spec: Spec) -> dict[str, Any]:
+    return sliding_pattern(spec) | routed_metadata(spec) | {"rope.scaling.type": "none"}
+
+
+GGUF = Gguf("exaone-moe", routed_layout(LLAMA_LAYOUT.names, LLAMA_LAYOUT.globals_), gguf_spec, gguf_metadata)
 _LORA = ("gate_proj", "up_proj", "down_proj", "gate")
-RECORD = Record("exaone_moe", "ExaoneMoeForCausalLM", spec, EXAONE_MOE, config, lora_stacked=_LORA, config_alone=True)
+RECORD = Record(
+    "exaone_moe", "ExaoneMoeForCausalLM", spec, EXAONE_MOE, config, GGUF, lora_stacked=_LORA, config_alone=True
+)
 
 __all__ = ["RECORD"]
