@@ -44,7 +44,7 @@ EXPERTS = {
     ),
 }
 EXPERTS["qwen3_moe"] = EXPERTS["olmoe"] = EXPERTS["qwen2_moe"]
-EXPERTS |= dict.fromkeys(ROUTED, EXPERTS["qwen2_moe"])
+EXPERTS |= dict.fromkeys(ROUTED, EXPERTS["qwen2_moe"]) | {"minimax_m2": EXPERTS["mixtral"]}
 EXPERTS["phimoe"] = EXPERTS["mixtral"]
 EXPERTS["deepseek_v2"] = EXPERTS["deepseek_v3"] = EXPERTS["qwen2_moe"]
 

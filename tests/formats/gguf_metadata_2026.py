@@ -25,9 +25,10 @@ ARCHS = {
     "glm4_moe": "GLM4_MOE",
     "solar_open": "GLM4_MOE",
     "exaone_moe": "EXAONE_MOE",
+    "minimax_m2": "MINIMAXM2",
 }
 # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
-ROUTED = ("dots1", "glm4_moe", "solar_open", "exaone_moe")
+ROUTED = ("dots1", "glm4_moe", "solar_open", "exaone_moe", "minimax_m2")
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 # LlamaModel's subclasses: its vocab_size and rope.dimension_count
@@ -121,7 +122,7 @@ def own_keys(writer, cfg) -> None:
         ):
             if value:
                 add(value)
-    if kind in ROUTED:  # TextModel: the groups where the config has them
+    if kind in ROUTED and hasattr(cfg, "n_group"):  # TextModel: the groups where the config has them
         writer.add_expert_group_count(cfg.n_group)
         writer.add_expert_group_used_count(cfg.topk_group)
     if kind == "dots1":  # Dots1Model (its experts' count copied to num_experts; no scoring_func in its config)
@@ -152,6 +153,9 @@ def own_keys(writer, cfg) -> None:
         writer.add_leading_dense_block_count(getattr(cfg, "first_k_dense_replace", 0))
         writer.add_nextn_predict_layers(getattr(cfg, "num_nextn_predict_layers", 0))
         writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
+    if kind == "minimax_m2":  # MiniMaxM2Model (no scoring: its config has none)
+        writer.add_expert_feed_forward_length(cfg.intermediate_size)
+        writer.add_rope_dimension_count(cfg.rotary_dim)
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)
 

@@ -74,4 +74,5 @@ FAMILIES = [
     "glm4_moe-qk-norm",
     "solar_open-gguf",
     "exaone_moe",
+    "minimax_m2",  # (not minimax_m2-whole-heads: MiniMaxM2Model needs config.json's rotary_dim)
 ]

@@ -3,7 +3,10 @@ correction bias to choose (a buffer on the MoE block) and the chosen weights ren
 scaling. RMSNorms of the queries and keys over all heads (OLMo 2's) before the rotary, which turns the first
 rotary_dim of each head (the released checkpoints' key, partial_rotary_factor's default). Mixtral's checkpoint names.
 transformers 5.24 reads none of use_qk_norm, scoring_func, use_routing_bias, routed_scaling_factor,
-shared_intermediate_size or sliding_window: tfm follows it and says so where a file sets one otherwise."""
+shared_intermediate_size or sliding_window: tfm follows it and says so where a file sets one otherwise. Its GGUF
+file (minimax-m2) is LLaMA's names with the norms over all heads, the experts stacked, exp_probs_b the correction
+bias, rotary_dim as rope.dimension_count; the converter writes the scoring only where config.json names it (llama.cpp
+stops without it), so tfm reads sigmoid, the model's only scoring."""
 
 from __future__ import annotations
 
@@ -11,10 +14,12 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .config_keys import shared_keys
+from .deepseek_gguf import SIGMOID, routed_layout
 from .expert_checkpoints import MINIMAX_M2
+from .gguf_layout import LLAMA_LAYOUT
 from .keys import Keys
 from .parts import llama_like
-from .record import Record
+from .record import Gguf, Record
 
 _IGNORED = (  # what transformers 5.24 does whatever the file says
     ("use_qk_norm", True, "5.24's MiniMaxM2Attention always normalises the queries and keys"),
@@ -36,8 +41,27 @@ def spec(c: Keys) -> dict[str, Any]:
     E, k = c.count("num_local_experts", 256, "num_experts"), c.count("num_experts_per_tok", 8)
     if k > E:
         raise c.fail("num_experts_per_tok", k, f"at most num_local_experts = {E}")
-    experts = {"E": E, "k": k, "router_score": "sigmoid", "router_bias": True, "router_renorm": True}
-    return plain | experts | {"qk_norm": True, "qk_norm_over": "all"}
+    return plain | {"E": E, "k": k} | _ROUTED
+
+
+_ROUTED = {
+    "router_score": "sigmoid",
+    "router_bias": True,
+    "router_renorm": True,
+    "qk_norm": True,
+    "qk_norm_over": "all",
+}
+
+
+def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """LLaMA's reader (E, k, the rotated dims) with the norms over all heads and the sigmoid router."""
+    if c.index("expert_gating_func", SIGMOID) != SIGMOID:
+        raise c.refuse("expert_gating_func", c.index("expert_gating_func", SIGMOID), "MiniMax-M2 scores by sigmoid (2)")
+    return spec | _ROUTED
+
+
+def gguf_metadata(spec: Spec) -> dict[str, Any]:
+    return {"expert_feed_forward_length": spec.r, "expert_gating_func": SIGMOID}
 
 
 def config(spec: Spec) -> dict[str, Any]:
@@ -52,6 +76,7 @@ RECORD = Record(
     spec,
     MINIMAX_M2,
     config,
+    Gguf("minimax-m2", routed_layout(LLAMA_LAYOUT.names, LLAMA_LAYOUT.globals_), gguf_spec, gguf_metadata),
     lora_stacked=("w1", "w3", "w2", "gate"),
     config_alone=True,
 )
