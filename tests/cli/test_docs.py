@@ -89,7 +89,8 @@ GGUF_NAMES = {
     "arcee": "Arcee",
     "seed_oss": "Seed-OSS",
     "smollm3": "SmolLM3",
-    "ernie4_5": "ERNIE 4.5",
+    "ernie4_5": "ERNIE 4.5 and its MoE",
+    "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }
 
 

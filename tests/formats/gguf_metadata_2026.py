@@ -26,9 +26,10 @@ ARCHS = {
     "solar_open": "GLM4_MOE",
     "exaone_moe": "EXAONE_MOE",
     "minimax_m2": "MINIMAXM2",
+    "ernie4_5_moe": "ERNIE4_5_MOE",
 }
 # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
-ROUTED = ("dots1", "glm4_moe", "solar_open", "exaone_moe", "minimax_m2")
+ROUTED = ("dots1", "glm4_moe", "solar_open", "exaone_moe", "minimax_m2", "ernie4_5_moe")
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 # LlamaModel's subclasses: its vocab_size and rope.dimension_count
@@ -156,6 +157,15 @@ def own_keys(writer, cfg) -> None:
     if kind == "minimax_m2":  # MiniMaxM2Model (no scoring: its config has none)
         writer.add_expert_feed_forward_length(cfg.intermediate_size)
         writer.add_rope_dimension_count(cfg.rotary_dim)
+    if kind == "ernie4_5_moe":  # Ernie4_5MoeModel (the shared width as it computes it)
+        writer.add_expert_count(cfg.moe_num_experts)
+        writer.add_expert_used_count(cfg.moe_k)
+        writer.add_interleave_moe_layer_step(cfg.moe_layer_interval)
+        writer.add_leading_dense_block_count(cfg.moe_layer_start_index)
+        writer.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+        writer.add_expert_shared_count(cfg.moe_num_shared_experts)
+        if cfg.moe_num_shared_experts > 0:
+            writer.add_expert_shared_feed_forward_length(cfg.intermediate_size // cfg.num_key_value_heads)
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)
 
@@ -164,6 +174,10 @@ def converted(tensors: dict, cfg) -> dict:
     """The tensor changes of these converters (before the package's names): Llama4Model.modify_tensors splits the
     experts' (E, d, 2r) gate_up_proj into gate and up, each transposed to (E, r, d), and transposes down_proj."""
     tensors = {n: t for n, t in tensors.items() if t.size}  # (GLM-4.5's shared MLP of 0 experts: none in a file)
+    if cfg.model_type == "ernie4_5_moe":  # (its correction bias (1, E), kept 2-D)
+        tensors = {
+            n.replace("moe_statics.e_score_correction_bias", "e_score_correction_bias"): t for n, t in tensors.items()
+        }
     if cfg.model_type in ROUTED:  # (ModelBase.filter_tensors)
         tensors = {n.replace("e_score_correction_bias", "e_score_correction.bias"): t for n, t in tensors.items()}
     if cfg.model_type.startswith("granitemoe"):

@@ -75,4 +75,5 @@ FAMILIES = [
     "solar_open-gguf",
     "exaone_moe",
     "minimax_m2",  # (not minimax_m2-whole-heads: MiniMaxM2Model needs config.json's rotary_dim)
+    "ernie4_5_moe",
 ]

@@ -26,6 +26,7 @@ pytest.importorskip("gguf", reason="the gguf package reads and writes the files 
         ("mpt-scaled-untied", "scale"),  # MPTModel writes no softmax_scale (nor the eps: 1e-5 always)
         ("llama4_text", "chunk"),  # llama.cpp's llama4: chunks of 8,192 and its temperature constants, always
         ("exaone_moe-listed", "feedforward_layers"),  # ExaoneMoEModel: dense layers first only
+        ("ernie4_5_moe-interval", "feedforward_layers"),  # Ernie4_5MoeModel writes no moe_layer_end_index
     ],
 )
 def test_what_the_architecture_cannot_hold_is_refused(tmp_path, runner, name, lost):

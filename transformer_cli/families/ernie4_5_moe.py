@@ -4,7 +4,12 @@ routed layers from moe_layer_start_index to moe_layer_end_index every moe_layer_
 float32 softmax over all E, the top k of it plus a correction bias (held as a frozen parameter, moe_statics, (1, E)
 in the file), the chosen weights renormalised; shared experts of moe_num_shared_experts x moe_intermediate_size.
 transformers 5.24 stores partial_rotary_factor and turns whole heads: tfm follows it and says so. Its routed
-experts have no biases even with use_bias, which tfm's experts cannot hold apart: refused with experts."""
+experts have no biases even with use_bias, which tfm's experts cannot hold apart: refused with experts.
+
+Its GGUF file (ernie4_5-moe) is ERNIE 4.5's names (adjacent pairs, not permuted) with the experts stacked, the
+correction bias as exp_probs_b (1, E), the routed layers from leading_dense_block_count on every
+interleave_moe_layer_step-th. The converter writes the shared experts' width as intermediate_size // num_key_value_heads
+(right for the published 21B model only): tfm reads it from ffn_gate_shexp's rows."""
 
 from __future__ import annotations
 
@@ -13,10 +18,14 @@ from typing import Any
 from ..errors import SpecError
 from ..spec.definition import Spec
 from .config_keys import feedforward_kinds, shared_keys
+from .deepseek_gguf import EXPERTS, ROUTED_NAMES
 from .expert_checkpoints import ERNIE_MOE
+from .gguf_keys import rows
+from .gguf_layout import LLAMA_LAYOUT
 from .keys import Keys
+from .layout import Family
 from .parts import llama_like
-from .record import Record
+from .record import Gguf, Record
 
 
 def spec(c: Keys) -> dict[str, Any]:
@@ -79,14 +88,51 @@ def config(spec: Spec) -> dict[str, Any]:
     return out | experts | shared | layers
 
 
-_LORA = ("gate_proj", "up_proj", "down_proj", "gate")
+def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """ERNIE 4.5's reader with its experts: softmax, the correction bias to choose, the routed layers."""
+    N, E, k = spec["N"], spec.pop("E", 0), spec.pop("k", 0)
+    out = {key: value for key, value in spec.items() if key != "out_bias"} | {"rope_pairing": "interleaved"}
+    out |= {"ff_bias": "blk.0.ffn_up.bias" in header.tensors}
+    if not E:
+        return out
+    layers = {"moe_layer_start_index": c.index("leading_dense_block_count", 0)}
+    kinds = _layer_kinds(Keys(layers | {"moe_layer_interval": c.count("interleave_moe_layer_step")}, c.source), N)
+    first = kinds.index("routed")
+    out |= {"E": E, "k": k, "expert_r": c.count("expert_feed_forward_length"), "router_bias": True}
+    out |= {"router_bias_param": True} | ({"feedforward_layers": kinds} if "dense" in kinds else {})
+    if f"blk.{first}.ffn_gate_shexp.weight" in header.tensors:
+        out["shared_r"] = rows(header, f"blk.{first}.ffn_gate_shexp.weight", "the shared experts' width")
+    return out
+
+
+def gguf_metadata(spec: Spec) -> dict[str, Any]:
+    """The routed layers' start and step, the experts' and shared experts' widths."""
+    if not spec.E:
+        return {}
+    routed = [i for i, kind in enumerate(feedforward_kinds(spec)) if kind == "routed"]
+    step = routed[1] - routed[0] if len(routed) > 1 else 1
+    out = {"leading_dense_block_count": routed[0], "interleave_moe_layer_step": step}
+    shared = (spec.shared_r or 0) // (spec.expert_r or 1)
+    return out | ({"expert_shared_count": shared, "expert_shared_feed_forward_length": spec.shared_r} if shared else {})
+
+
+_BIAS = "exp_probs_b.bias"
+GGUF_LAYOUT = Family(
+    "blk.{i}.",
+    LLAMA_LAYOUT.names | {n: t for n, t in ROUTED_NAMES.items() if t != _BIAS},
+    LLAMA_LAYOUT.globals_,
+    fused=(*EXPERTS, (_BIAS, ("ff.router_bias",), lambda spec: 1)),
+    stacked=frozenset(t for t, _, _ in EXPERTS),
+    leading_one=frozenset({_BIAS}),
+)
 RECORD = Record(
     "ernie4_5_moe",
     "Ernie4_5_MoeForCausalLM",
     spec,
     ERNIE_MOE,
     config,
-    lora_stacked=_LORA,
+    Gguf("ernie4_5-moe", GGUF_LAYOUT, gguf_spec, gguf_metadata),
+    lora_stacked=("gate_proj", "up_proj", "down_proj", "gate"),
     config_alone=True,
     skipped=(r"(^|\.)mtp",),  # its multi-token prediction layers, which transformers does not build
 )
