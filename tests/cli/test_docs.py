@@ -83,6 +83,7 @@ GGUF_NAMES = {
     "deepseek2": "DeepSeek-V2/V3",
     "dots1": "dots.llm1",
     "minimax-m2": "MiniMax-M2",
+    "dbrx": "DBRX",
     "bert": "BERT and RoBERTa",
     "t5": "T5 and mT5",
     "gptj": "GPT-J",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from gguf_metadata import ARCHS, PERMUTED, _kv_heads, _metadata
-from gguf_metadata_2026 import PLUS_ONE, ROUTED, converted
+from gguf_metadata_2026 import PLUS_ONE, ROUTED, ROUTER_TYPED, converted
 
 REORDERED = ("bloom", "gpt_neox")  # BloomModel, GPTNeoXModel: per-head [q; k; v] -> [Q; K; V]
 KEPT_F32 = (
@@ -254,7 +254,7 @@ def write_gguf(
         elif (
             name.endswith(
                 (
-                    "ffn_gate_inp.weight",
+                    "ffn_gate_inp.weight" if cfg.model_type not in ROUTER_TYPED else "(none)",
                     "ffn_gate_inp_shexp.weight",
                     "position_embd.weight",
                     "_norm.weight",
@@ -300,6 +300,9 @@ def dequantised_model(model, qtype_name: str):
                 kind in ("gpt_oss", "llama4_text") and name.endswith(OSS_IN_OUT)
             ):
                 kept = round_trip(w.swapaxes(-1, -2), qtype).swapaxes(-1, -2)
+            elif kind == "dbrx" and name.endswith("experts.mlp.w2"):  # (stored per expert transposed)
+                per_expert = w.reshape(model.config.ffn_config.moe_num_experts, -1, w.shape[-1]).swapaxes(1, 2)
+                kept = round_trip(per_expert, qtype).swapaxes(1, 2).reshape(w.shape)
             else:
                 kept = round_trip(w, qtype)
             p.copy_(torch.from_numpy(kept))

@@ -27,7 +27,9 @@ ARCHS = {
     "exaone_moe": "EXAONE_MOE",
     "minimax_m2": "MINIMAXM2",
     "ernie4_5_moe": "ERNIE4_5_MOE",
+    "dbrx": "DBRX",
 }
+ROUTER_TYPED = ("dbrx",)  # DbrxModel.tensor_force_quant: every 2-D tensor in the asked type, its router too
 # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
 ROUTED = ("dots1", "glm4_moe", "solar_open", "exaone_moe", "minimax_m2", "ernie4_5_moe")
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
@@ -37,12 +39,29 @@ LLAMA_MODELS = ("MISTRAL3", "LLAMA4", "GRANITE_MOE")
 UNPERMUTED = ("LLAMA4",)  # LlamaModel's subclasses with undo_permute False: Q and K as stored
 
 
-OWN_LISTS = ("gpt_bigcode", "mpt")  # classes that write their own list, not TextModel's
+OWN_LISTS = ("gpt_bigcode", "mpt", "dbrx")  # classes that write their own list, not TextModel's
 
 
 def own_list(writer, cfg) -> None:
     """The classes that write their own list (StarCoderModel: one key/value head, a feedforward of 4 d, whatever
     the model's; MPTModel: 4 d, eps 1e-5, no general.file_type)."""
+    if cfg.model_type == "dbrx":  # DbrxModel: attn_config's rope_theta, eps 1e-5
+        attention, ffn = (cfg.to_dict()[key] for key in ("attn_config", "ffn_config"))  # (the converter's dicts)
+        for add, value in (
+            (writer.add_block_count, cfg.n_layers),
+            (writer.add_context_length, cfg.max_seq_len),
+            (writer.add_embedding_length, cfg.d_model),
+            (writer.add_feed_forward_length, ffn["ffn_hidden_size"]),
+            (writer.add_head_count, cfg.n_heads),
+            (writer.add_head_count_kv, attention["kv_n_heads"]),
+            (writer.add_rope_freq_base, attention["rope_theta"]),
+            (writer.add_clamp_kqv, attention["clip_qkv"]),
+            (writer.add_expert_count, ffn["moe_num_experts"]),
+            (writer.add_expert_used_count, ffn["moe_top_k"]),
+            (writer.add_layer_norm_eps, 1e-5),
+        ):
+            add(value)
+        return
     if cfg.model_type == "mpt":
         for add, value in (
             (writer.add_context_length, cfg.max_seq_len),
@@ -182,6 +201,8 @@ def converted(tensors: dict, cfg) -> dict:
         tensors = {n.replace("e_score_correction_bias", "e_score_correction.bias"): t for n, t in tensors.items()}
     if cfg.model_type.startswith("granitemoe"):
         return dict(_granite_moe(tensors, cfg))
+    if cfg.model_type == "dbrx":
+        return dict(_dbrx(tensors, cfg))
     if cfg.model_type != "llama4_text":
         return tensors
     out = {}
@@ -209,5 +230,16 @@ def _granite_moe(tensors: dict, cfg):
             gate, up = np.split(data, 2, axis=-2)
             yield name.replace("shared_mlp.input_linear", "mlp.shared_expert.gate_proj"), gate
             yield name.replace("shared_mlp.input_linear", "mlp.shared_expert.up_proj"), up
+        else:
+            yield name, data
+
+
+def _dbrx(tensors: dict, cfg):
+    """DbrxModel.modify_tensors: the experts (E ff, d) viewed (E, ff, d), w2 transposed per expert, named .weight."""
+    E = cfg.ffn_config.moe_num_experts
+    for name, data in tensors.items():
+        if name.endswith(("experts.mlp.w1", "experts.mlp.v1", "experts.mlp.w2")):
+            data = data.reshape(E, -1, data.shape[-1])
+            yield name + ".weight", data.swapaxes(1, 2) if name.endswith("w2") else data
         else:
             yield name, data

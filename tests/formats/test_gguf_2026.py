@@ -27,6 +27,7 @@ pytest.importorskip("gguf", reason="the gguf package reads and writes the files 
         ("llama4_text", "chunk"),  # llama.cpp's llama4: chunks of 8,192 and its temperature constants, always
         ("exaone_moe-listed", "feedforward_layers"),  # ExaoneMoEModel: dense layers first only
         ("ernie4_5_moe-interval", "feedforward_layers"),  # Ernie4_5MoeModel writes no moe_layer_end_index
+        ("dbrx-unnormalised-mha", "router_renorm"),  # llama.cpp's dbrx renormalises (p = 1) always
     ],
 )
 def test_what_the_architecture_cannot_hold_is_refused(tmp_path, runner, name, lost):

@@ -3,7 +3,10 @@ clamped to [-clip_qkv, clip_qkv] (transformers 5.24's forward fails without a cl
 LayerNorms without biases (eps 1e-5 in its code), and every layer routed to moe_num_experts experts of
 ffn_hidden_size: the top k of a softmax, renormalised (moe_normalize_expert_weights 1; null: not). Its experts are
 stacked on the rows, w1 and v1 as tfm's W1 and W3, w2 each expert's W2 transposed. Its rotary base is the top-level
-rope_theta (or rope_parameters'): transformers never reads attn_config's (tfm follows it and says so)."""
+rope_theta (or rope_parameters'): transformers never reads attn_config's (tfm follows it and says so). Its GGUF file
+(dbrx) holds Wqkv whole as attn_qkv, the experts stacked (w2 transposed per expert), the clamp, and the router in the
+weights' type (the converter quantises every 2-D tensor); the converter writes attn_config's rope_theta, which tfm
+reads as the model's base."""
 
 from __future__ import annotations
 
@@ -11,10 +14,11 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .config_keys import rope_keys
+from .gguf_layout import QKV_FUSED
 from .keys import REQUIRED, Keys
 from .layout import Family, norm_names
 from .parts import CAUSAL_PRE, activation, kv_heads, rope, whole_heads
-from .record import Record
+from .record import Gguf, Record
 
 
 def spec(c: Keys) -> dict[str, Any]:
@@ -61,7 +65,9 @@ def config(spec: Spec) -> dict[str, Any]:
     """spec -> DBRX's config.json."""
     out: dict[str, Any] = {"vocab_size": spec.V, "d_model": spec.d, "n_layers": spec.N, "n_heads": spec.H}
     out |= {"max_seq_len": spec.context or 2048, "tie_word_embeddings": spec.tie_embeddings} | rope_keys(spec)
-    out["attn_config"] = {"kv_n_heads": spec.kv_heads, "clip_qkv": spec.qkv_clip}
+    # (attn_config's rope_theta: transformers' DbrxAttention fails without it, its converter reads it; the rotary
+    # itself turns by the top level's)
+    out["attn_config"] = {"kv_n_heads": spec.kv_heads, "clip_qkv": spec.qkv_clip, "rope_theta": spec.rope_theta}
     out["ffn_config"] = {
         "ffn_hidden_size": spec.expert_r or spec.r,
         "moe_num_experts": spec.E,
@@ -93,6 +99,43 @@ DBRX = Family(
     stacked=frozenset({_W2}),
     flat=frozenset({_W2}),
 )
-RECORD = Record("dbrx", "DbrxForCausalLM", spec, DBRX, config, lora_router="*", config_alone=True)
+
+
+def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """The sizes, rotary on halves, LayerNorms without biases, the clamp, every layer's experts renormalised."""
+    return spec | {
+        "positional": "rope",
+        "rope_theta": c.number("rope.freq_base", 10000.0),
+        "norm_eps": c.number("attention.layer_norm_epsilon"),
+        "norm_bias": False,
+        "attention_bias": False,
+        "feedforward": "gated",
+        "activation": "silu",
+        "ff_bias": False,
+        "qkv_clip": c.number("attention.clamp_kqv"),
+        "E": c.count("expert_count"),
+        "k": c.count("expert_used_count"),
+        "router_renorm": True,
+    }
+
+
+def gguf_metadata(spec: Spec) -> dict[str, Any]:
+    return {"attention.clamp_kqv": float(spec.qkv_clip)} if spec.qkv_clip is not None else {}
+
+
+_EXPERTS = tuple(
+    (f"ffn_{p}_exps.weight", (f"ff.W{n}",), lambda spec: 1) for p, n in (("gate", 1), ("up", 3), ("down", 2))
+)
+GGUF_LAYOUT = Family(
+    "blk.{i}.",
+    {"attention.W_O": "attn_output.weight", "ff.router": "ffn_gate_inp.weight"}
+    | norm_names("norm1", "attn_norm")
+    | norm_names("norm2", "attn_output_norm"),
+    {"embedding.E": "token_embd.weight", "head.W": "output.weight"} | norm_names("final_norm", "output_norm"),
+    fused=(QKV_FUSED[0], *_EXPERTS),
+    stacked=frozenset(t for t, _, _ in _EXPERTS),
+)
+GGUF = Gguf("dbrx", GGUF_LAYOUT, gguf_spec, gguf_metadata, base="sizes", router_typed=True)
+RECORD = Record("dbrx", "DbrxForCausalLM", spec, DBRX, config, GGUF, lora_router="*", config_alone=True)
 
 __all__ = ["RECORD"]

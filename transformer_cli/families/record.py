@@ -47,6 +47,7 @@ class Gguf:
     read_only: bool = False  # files read, none written, no config.json made of one (BERT's: no pooler in the file)
     joined: Mapping[str, Joined] = field(default_factory=dict)  # tensors newer converters write in pieces
     rms_epsilon: bool = False  # the norms' eps written as layer_norm_rms_epsilon whatever their type (PhiMoE)
+    router_typed: bool = False  # the router stored in the weights' type, not F32 (DBRX's tensor_force_quant)
 
 
 @dataclass(frozen=True)

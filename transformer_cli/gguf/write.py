@@ -110,13 +110,13 @@ def _extra_tensors(spec: Spec) -> dict[str, np.ndarray]:
     return {}
 
 
-def _qtype(name: str, shape: tuple[int, ...], asked):
+def _qtype(name: str, shape: tuple[int, ...], asked, kept: tuple[str, ...] = KEPT_F32):
     """The tensor's GGML type: F32 for 1-D tensors, every tensor not named .weight (gpt-oss's experts' biases),
-    norms, routers and positions; else `asked`, F16 where its rows are no whole blocks of it (the converter's
-    fallback)."""
+    and those ending as `kept` (norms, routers, positions); else `asked`, F16 where its rows are no whole blocks of
+    it (the converter's fallback)."""
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
-    if len(shape) <= 1 or not name.endswith(".weight") or name.endswith(KEPT_F32) or asked.name == "F32":
+    if len(shape) <= 1 or not name.endswith(".weight") or name.endswith(kept) or asked.name == "F32":
         return GGMLQuantizationType.F32
     block = GGML_QUANT_SIZES[asked][0]
     return asked if shape[-1] % block == 0 else GGMLQuantizationType.F16
@@ -190,7 +190,9 @@ def write_gguf(
         if mix is not None:  # (each tensor as llama-quantize types it; F32 where it keeps the source's)
             types = {name: gguf.GGMLQuantizationType[t] for name, t in mix_types(spec, arch_name, mix).items()}
         else:
-            types = {name: _qtype(name, shape, asked) for name, shape in tensors}
+            record = GGUF_ARCHS[arch_name].gguf
+            kept = tuple(k for k in KEPT_F32 if not (record and record.router_typed and k == "ffn_gate_inp.weight"))
+            types = {name: _qtype(name, shape, asked, kept) for name, shape in tensors}
         for name, data in extra.items():
             writer.add_tensor_info(name, data.shape, np.dtype(np.float32), data.nbytes)
         for name, shape in tensors:
