@@ -19,6 +19,11 @@ EXPERTS = {  # name: (config class, model class, config)
         n_shared_experts=1, q_lora_rank=8, kv_lora_rank=10, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6,
         mlp_layer_types=["sparse", "dense", "sparse"], n_group=2, topk_group=1, pad_token_id=None,
         experts_implementation="eager")),
+    "glm4_moe_lite-dense-first": ("Glm4MoeLiteConfig", "Glm4MoeLiteForCausalLM", SMALL | dict(  # as published
+        num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=6,
+        n_shared_experts=1, q_lora_rank=8, kv_lora_rank=10, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6,
+        mlp_layer_types=["dense", "sparse", "sparse"], n_group=2, topk_group=1, pad_token_id=None,
+        experts_implementation="eager")),
     "dots1": ("Dots1Config", "Dots1ForCausalLM", SMALL | dict(  # Qwen3's attention, DeepSeek-V3's routing, windows
         num_hidden_layers=3, num_key_value_heads=2, head_dim=12, n_routed_experts=8, num_experts_per_tok=2,
         moe_intermediate_size=6, n_shared_experts=2, first_k_dense_replace=1, n_group=2, topk_group=1,

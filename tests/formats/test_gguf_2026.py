@@ -28,6 +28,7 @@ pytest.importorskip("gguf", reason="the gguf package reads and writes the files 
         ("exaone_moe-listed", "feedforward_layers"),  # ExaoneMoEModel: dense layers first only
         ("ernie4_5_moe-interval", "feedforward_layers"),  # Ernie4_5MoeModel writes no moe_layer_end_index
         ("dbrx-unnormalised-mha", "router_renorm"),  # llama.cpp's dbrx renormalises (p = 1) always
+        ("glm4_moe_lite", "feedforward_layers"),  # deepseek2: leading dense layers only
     ],
 )
 def test_what_the_architecture_cannot_hold_is_refused(tmp_path, runner, name, lost):
@@ -63,3 +64,33 @@ def test_glm45s_prediction_layers_after_its_blocks_are_read_past(tmp_path):
     unsaid = write_gguf(model, tmp_path / "c.gguf", extra=mtp)
     with pytest.raises(ArrayError, match="unexpected blk.3"):
         Transformer(spec_from_gguf(unsaid), GGUFWeights(unsaid, spec_from_gguf(unsaid)))(IDS)
+
+
+@pytest.mark.parametrize("name", ["glm4_moe_lite-dense-first", "youtu"])
+def test_deepseeks_kin_are_written_as_deepseek2_files_of_the_same_model(tmp_path, runner, name):
+    """GLM-4.7-Flash and Youtu-LLM write DeepSeek's architecture (their converters are DeepseekV2Model's): tfm's file
+    reads back as the folder's model (GLM-4.7-Flash's dense first layer and sigmoid router said in its keys), runs to
+    transformers' logits on the file's float32 weights, and goes back to a folder transformers builds (as
+    DeepSeek-V3, DeepSeek-V2) with the same logits."""
+    import copy
+
+    import transformers
+    from gguf_files import dequantised_model
+    from helpers_hf_transformers import relative, theirs
+    from hf_exact import exact
+
+    from transformer_cli.hf.config import spec_from_config
+
+    model = build(name)
+    model.save_pretrained(tmp_path / "hf")
+    written = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "m.gguf"), "--type", "f32"])
+    assert written.exit_code == 0, written.output
+    spec = spec_from_gguf(tmp_path / "m.gguf")
+    assert spec.model_keys() == spec_from_config(tmp_path / "hf").model_keys()
+    reference = theirs(exact(dequantised_model(copy.deepcopy(model), "F32")), IDS)
+    ours = Transformer(spec, GGUFWeights(tmp_path / "m.gguf", spec))(IDS)
+    assert relative(ours, reference) < 1e-10
+    back = runner.invoke(app, ["convert", str(tmp_path / "m.gguf"), "-o", str(tmp_path / "back")])
+    assert back.exit_code == 0, back.output
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "back", experts_implementation="eager")
+    assert relative(theirs(exact(loaded.double().eval()), IDS), reference) < 1e-6  # (float32 weights)

@@ -25,6 +25,8 @@ def deepseek_v2(c: Keys) -> dict[str, Any]:
     if method not in ("greedy", "group_limited_greedy"):
         raise c.refuse("topk_method", method, "tfm routes DeepSeek-V2 by greedy or group_limited_greedy")
     spec = latent_model(c, q_rank=1536, E=64, shared=2, size=1407, dense=0, max_positions=2048, interleaved=True)
+    if "E" not in spec:  # (every layer dense: no router)
+        return spec
     router = {"router_renorm": False}  # (DeepseekV2TopkRouter reads no norm_topk_prob)
     if method == "group_limited_greedy":
         router |= router_groups(c, spec, None, None, "max")
@@ -200,11 +202,13 @@ def config(spec: Spec) -> dict[str, Any]:
 
 
 def expert_keys(spec: Spec) -> dict[str, Any]:
-    """The routed and shared experts as DeepSeek's config.json names them (and GLM-4.5's, which routes alike)."""
+    """The routed and shared experts as DeepSeek's config.json names them (and GLM-4.5's, which routes alike); a
+    model of no routed layer says one expert of one, unused (first_k_dense_replace: every layer), as its config
+    classes want integers."""
     return {
-        "n_routed_experts": spec.E,
-        "num_experts_per_tok": spec.k,
-        "moe_intermediate_size": spec.expert_r,
+        "n_routed_experts": spec.E or 1,
+        "num_experts_per_tok": spec.k or 1,
+        "moe_intermediate_size": spec.expert_r or spec.r,
         "n_shared_experts": (spec.shared_r or 0) // (spec.expert_r or 1),
         "first_k_dense_replace": feedforward_kinds(spec).count("dense"),
         "n_group": spec.router_groups or 1,

@@ -29,7 +29,8 @@ SOFTMAX, SIGMOID = 1, 2  # llama.cpp's expert_gating_func
 def gguf_spec(c: Keys, header: Any, rope: dict[str, Any]) -> dict[str, Any]:
     """deepseek2: the latent attention's sizes, its rotary (`rope`: the scaling read by the shared reader 'latent',
     gguf/base.py, which alone reads tensors), the dense and routed blocks."""
-    d, H, N = c.count("embedding_length"), c.count("attention.head_count"), c.count("block_count")
+    d, H = c.count("embedding_length"), c.count("attention.head_count")
+    N = c.count("block_count") - c.index("nextn_predict_layers", 0)  # (the prediction layers after the model's)
     rotated = c.count("rope.dimension_count")
     m = c.count("attention.key_length_mla", None) or c.count("attention.key_length")
     v = c.count("attention.value_length_mla", None) or c.count("attention.value_length")

@@ -6,7 +6,10 @@ whose dense and routed layers mlp_layer_types lists). transformers holds GLM-4.5
 by Qwen2-MoE's names, DeepSeek's. GLM-4.5's GGUF file (glm4moe, Solar Open's too) is LLaMA's names with the
 pre-feedforward norm as post_attention_norm, the experts stacked and DeepSeek's router keys (sigmoid always); its
 block_count counts the multi-token-prediction layers (nextn_predict_layers, transformers' default 1) after the
-model's, which tfm reads past."""
+model's, which tfm reads past. GLM-4.7-Flash's GGUF file is DeepSeek's (deepseek2): tfm writes its dense layers and
+sigmoid scoring there; the converter, from transformers' config (mlp_layer_types, no scoring_func), writes neither
+(llama.cpp then takes sigmoid for the published shape alone), so such a file reads as a softmax router over
+routed layers."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from typing import Any
 from ..spec.definition import Spec
 from .config_keys import feedforward_kinds, shared_keys
 from .deepseek import config as deepseek_config
+from .deepseek import GGUF as DEEPSEEK_GGUF
 from .deepseek import expert_keys, latent_model, routed_experts, router_groups, router_scale
 from .deepseek_gguf import SIGMOID as GATED_BY_SIGMOID
 from .deepseek_gguf import routed_layout, routed_metadata, routed_spec
@@ -119,6 +123,7 @@ RECORDS = (
         glm4_moe_lite,
         DEEPSEEK,
         glm4_moe_lite_config,
+        DEEPSEEK_GGUF,
         lora_stacked=_LORA,
         config_alone=True,
     ),

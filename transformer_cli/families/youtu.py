@@ -1,7 +1,8 @@
 """Youtu-LLM (YoutuForCausalLM, Tencent): DeepSeek-V3's latent attention (deepseek.py) in every layer of a dense
 LLaMA block, rotary on interleaved pairs by default, a tied head. YoutuConfig drops DeepSeek's expert keys: a file
 that keeps them has them stored and never read, which tfm follows and says. A head_dim other than
-qk_rope_head_dim sizes transformers' rotary apart from the heads (its forward fails): refused."""
+qk_rope_head_dim sizes transformers' rotary apart from the heads (its forward fails): refused. Its GGUF file is
+DeepSeek's (deepseek2, the converter's DeepseekV2Model): it reads back as a dense DeepSeek-V2, the same model."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .deepseek import config as deepseek_config
-from .deepseek import latent_model
+from .deepseek import GGUF, latent_model
 from .expert_checkpoints import DEEPSEEK
 from .keys import Keys
 from .record import Record
@@ -40,6 +41,6 @@ def config(spec: Spec) -> dict[str, Any]:
     return out | {"rope_interleave": spec.rope_pairing == "interleaved"}
 
 
-RECORD = Record("youtu", "YoutuForCausalLM", spec, DEEPSEEK, config, config_alone=True)
+RECORD = Record("youtu", "YoutuForCausalLM", spec, DEEPSEEK, config, GGUF, config_alone=True)
 
 __all__ = ["RECORD"]
