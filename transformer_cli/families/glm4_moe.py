@@ -17,8 +17,8 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .config_keys import feedforward_kinds, shared_keys
-from .deepseek import config as deepseek_config
 from .deepseek import GGUF as DEEPSEEK_GGUF
+from .deepseek import config as deepseek_config
 from .deepseek import expert_keys, latent_model, routed_experts, router_groups, router_scale
 from .deepseek_gguf import SIGMOID as GATED_BY_SIGMOID
 from .deepseek_gguf import routed_layout, routed_metadata, routed_spec

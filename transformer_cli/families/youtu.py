@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
-from .deepseek import config as deepseek_config
 from .deepseek import GGUF, latent_model
+from .deepseek import config as deepseek_config
 from .expert_checkpoints import DEEPSEEK
 from .keys import Keys
 from .record import Record
