@@ -28,15 +28,16 @@ ARCHS = {
     "minimax_m2": "MINIMAXM2",
     "ernie4_5_moe": "ERNIE4_5_MOE",
     "dbrx": "DBRX",
+    "afmoe": "AFMOE",
 }
 ROUTER_TYPED = ("dbrx",)  # DbrxModel.tensor_force_quant: every 2-D tensor in the asked type, its router too
 # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
-ROUTED = ("dots1", "glm4_moe", "solar_open", "exaone_moe", "minimax_m2", "ernie4_5_moe")
+ROUTED = ("dots1", "glm4_moe", "solar_open", "exaone_moe", "minimax_m2", "ernie4_5_moe", "afmoe")
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 # LlamaModel's subclasses: its vocab_size and rope.dimension_count
-LLAMA_MODELS = ("MISTRAL3", "LLAMA4", "GRANITE_MOE")
-UNPERMUTED = ("LLAMA4",)  # LlamaModel's subclasses with undo_permute False: Q and K as stored
+LLAMA_MODELS = ("MISTRAL3", "LLAMA4", "GRANITE_MOE", "AFMOE")
+UNPERMUTED = ("LLAMA4", "AFMOE")  # LlamaModel's subclasses with undo_permute False: Q and K as stored
 
 
 OWN_LISTS = ("gpt_bigcode", "mpt", "dbrx")  # classes that write their own list, not TextModel's
@@ -185,6 +186,13 @@ def own_keys(writer, cfg) -> None:
         writer.add_expert_shared_count(cfg.moe_num_shared_experts)
         if cfg.moe_num_shared_experts > 0:
             writer.add_expert_shared_feed_forward_length(cfg.intermediate_size // cfg.num_key_value_heads)
+    if kind == "afmoe":  # AfmoeModel (no route_norm nor score_func in transformers' config)
+        writer.add_expert_shared_count(cfg.num_shared_experts)
+        writer.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+        writer.add_leading_dense_block_count(cfg.num_dense_layers)
+        writer.add_expert_weights_scale(cfg.route_scale)
+        if cfg.sliding_window is not None:
+            writer.add_sliding_window(cfg.sliding_window)
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)
 
@@ -197,6 +205,8 @@ def converted(tensors: dict, cfg) -> dict:
         tensors = {
             n.replace("moe_statics.e_score_correction_bias", "e_score_correction_bias"): t for n, t in tensors.items()
         }
+    if cfg.model_type == "afmoe":  # (AfmoeModel.filter_tensors: the correction bias named as a bias)
+        tensors = {n.replace("mlp.expert_bias", "mlp.expert_bias.bias"): t for n, t in tensors.items()}
     if cfg.model_type in ROUTED:  # (ModelBase.filter_tensors)
         tensors = {n.replace("e_score_correction_bias", "e_score_correction.bias"): t for n, t in tensors.items()}
     if cfg.model_type.startswith("granitemoe"):

@@ -77,4 +77,5 @@ FAMILIES = [
     "minimax_m2",  # (not minimax_m2-whole-heads: MiniMaxM2Model needs config.json's rotary_dim)
     "ernie4_5_moe",
     "dbrx",
+    "afmoe-gguf",
 ]

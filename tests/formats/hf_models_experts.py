@@ -107,6 +107,10 @@ EXPERTS = {  # name: (config class, model class, config)
     "afmoe": ("AfmoeConfig", "AfmoeForCausalLM", SMALL | dict(  # gated attention, sandwich norms, sigmoid routing
         num_hidden_layers=4, num_key_value_heads=2, head_dim=8, sliding_window=5, num_experts=4, num_experts_per_tok=2,
         moe_intermediate_size=6, num_shared_experts=1, route_scale=2.0, experts_implementation="eager")),
+    "afmoe-gguf": ("AfmoeConfig", "AfmoeForCausalLM", SMALL | dict(  # as Trinity's: MuP, three sliding in four
+        num_hidden_layers=4, num_key_value_heads=2, head_dim=8, sliding_window=5, num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=6, num_shared_experts=1, route_scale=2.0, mup_enabled=True,
+        experts_implementation="eager")),
     "afmoe-all-full-mup": ("AfmoeConfig", "AfmoeForCausalLM", SMALL | dict(  # no layer slides: none turns
         num_hidden_layers=3, num_key_value_heads=4, head_dim=12, global_attn_every_n_layers=1, num_experts=3,
         num_experts_per_tok=2, moe_intermediate_size=6, num_shared_experts=0, num_dense_layers=2, mup_enabled=True,

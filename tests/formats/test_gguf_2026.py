@@ -29,6 +29,7 @@ pytest.importorskip("gguf", reason="the gguf package reads and writes the files 
         ("ernie4_5_moe-interval", "feedforward_layers"),  # Ernie4_5MoeModel writes no moe_layer_end_index
         ("dbrx-unnormalised-mha", "router_renorm"),  # llama.cpp's dbrx renormalises (p = 1) always
         ("glm4_moe_lite", "feedforward_layers"),  # deepseek2: leading dense layers only
+        ("afmoe", "embed_scale"),  # llama.cpp's afmoe scales the embedding by sqrt(d) (MuP) always
     ],
 )
 def test_what_the_architecture_cannot_hold_is_refused(tmp_path, runner, name, lost):

@@ -4,7 +4,13 @@ one full (global_attn_every_n_layers) where only the sliding ones turn, even wit
 norms a block; num_dense_layers dense layers, then routed ones: sigmoid scores, a correction bias to choose (a
 frozen parameter, expert_bias, counted as transformers counts it), the chosen renormalised and scaled by
 route_scale, shared experts of num_shared_experts x moe_intermediate_size; the embedded columns times sqrt(d) with
-mup_enabled."""
+mup_enabled.
+
+Its GGUF file (afmoe) holds Gemma 2's four norms, the output gate (attn_gate), the experts stacked with the
+correction bias (exp_probs_b), DeepSeek's router keys and the window. What it does not hold is read as llama.cpp's
+afmoe graph hard-codes it: three sliding layers in four (no pattern written), the embedding times sqrt(d) (MuP,
+whatever mup_enabled said), sigmoid scoring; the chosen weights renormalised, as transformers always does (the
+converter writes expert_weights_norm only where config.json has route_norm)."""
 
 from __future__ import annotations
 
@@ -13,10 +19,13 @@ from typing import Any
 from ..spec.definition import Spec
 from .config_keys import feedforward_kinds, layer_types, shared_keys
 from .deepseek import routed_experts
+from .deepseek_gguf import SIGMOID, routed_layout, routed_metadata, routed_spec
 from .expert_checkpoints import AFMOE
+from .gemma import GGUF2_LAYOUT
+from .gguf_keys import sliding_kinds
 from .keys import Keys
 from .parts import llama_like, typed_layers
-from .record import Record
+from .record import Gguf, Record
 
 
 def spec(c: Keys) -> dict[str, Any]:
@@ -55,7 +64,31 @@ def config(spec: Spec) -> dict[str, Any]:
     return out
 
 
+def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """LLaMA's reader, the per-head norms, the output gate, the four norms, MuP's embedding scale, three sliding
+    layers in four (only those turning), DeepSeek's mixture renormalised and scored by sigmoid."""
+    N = spec["N"]
+    window, kinds = sliding_kinds(c, N, 4) or (None, ["full"] * N)
+    out = spec | {"qk_norm": True, "attn_gate": True, "norm": "sandwich", "embed_scale": "sqrt"}
+    if "sliding" in kinds:
+        out |= {"window": window} | ({"attention_layers": kinds} if "full" in kinds else {})
+    if "full" in kinds:
+        out["positional_layers"] = ["rope" if kind == "sliding" else "nope" for kind in kinds]
+    experts = routed_spec(c, header, N, SIGMOID)
+    return out | experts | ({"router_renorm": True, "router_bias_param": True} if experts else {})
+
+
+def gguf_metadata(spec: Spec) -> dict[str, Any]:
+    return routed_metadata(spec)
+
+
+GGUF = Gguf(
+    "afmoe",
+    routed_layout(GGUF2_LAYOUT.names | {"attention.W_G": "attn_gate.weight"}, GGUF2_LAYOUT.globals_),
+    gguf_spec,
+    gguf_metadata,
+)
 _LORA = ("gate_proj", "up_proj", "down_proj", "gate")
-RECORD = Record("afmoe", "AfmoeForCausalLM", spec, AFMOE, config, lora_stacked=_LORA, config_alone=True)
+RECORD = Record("afmoe", "AfmoeForCausalLM", spec, AFMOE, config, GGUF, lora_stacked=_LORA, config_alone=True)
 
 __all__ = ["RECORD"]
