@@ -84,6 +84,7 @@ GGUF_NAMES = {
     "dots1": "dots.llm1",
     "minimax-m2": "MiniMax-M2",
     "dbrx": "DBRX",
+    "eurobert": "EuroBERT",
     "afmoe": "AFMoE",
     "bert": "BERT and RoBERTa",
     "t5": "T5 and mT5",

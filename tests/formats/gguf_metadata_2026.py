@@ -29,6 +29,7 @@ ARCHS = {
     "ernie4_5_moe": "ERNIE4_5_MOE",
     "dbrx": "DBRX",
     "afmoe": "AFMOE",
+    "eurobert": "EUROBERT",
 }
 ROUTER_TYPED = ("dbrx",)  # DbrxModel.tensor_force_quant: every 2-D tensor in the asked type, its router too
 # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
@@ -193,6 +194,9 @@ def own_keys(writer, cfg) -> None:
         writer.add_expert_weights_scale(cfg.route_scale)
         if cfg.sliding_window is not None:
             writer.add_sliding_window(cfg.sliding_window)
+    if kind == "eurobert":  # EuroBertModel (its classifier_pooling "late", which the converter refuses, left out)
+        writer.add_causal_attention(False)
+        writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)
 

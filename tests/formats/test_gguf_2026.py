@@ -95,3 +95,20 @@ def test_deepseeks_kin_are_written_as_deepseek2_files_of_the_same_model(tmp_path
     assert back.exit_code == 0, back.output
     loaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "back", experts_implementation="eager")
     assert relative(theirs(exact(loaded.double().eval()), IDS), reference) < 1e-6  # (float32 weights)
+
+
+@pytest.mark.parametrize("name", ["eurobert", "eurobert-biases"])
+def test_eurobert_is_written_as_its_converter_writes_it(tmp_path, runner, name):
+    """EuroBERT (an encoder, no head): tfm's file holds tensor for tensor what EuroBertModel's converter writes, and
+    reads back as the folder's model."""
+    from helpers_gguf_write import _tensors
+
+    from transformer_cli.hf.config import spec_from_config
+
+    model = build(name)
+    model.save_pretrained(tmp_path / "hf")
+    result = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "tfm.gguf"), "--type", "q8_0"])
+    assert result.exit_code == 0, result.output
+    ours, theirs = _tensors(tmp_path / "tfm.gguf"), _tensors(write_gguf(model, tmp_path / "ref.gguf", "Q8_0"))
+    assert ours == theirs
+    assert spec_from_gguf(tmp_path / "tfm.gguf").model_keys() == spec_from_config(tmp_path / "hf").model_keys()
