@@ -190,6 +190,12 @@ def gguf_metadata(spec: Spec) -> dict[str, Any]:
         out["attention.q_lora_rank"] = spec.q_rank
     if spec.rope_scaling == "yarn" and spec.rope_mscale_all_dim:
         out["rope.scaling.yarn_log_multiplier"] = 0.1 * float(spec.rope_mscale_all_dim)
+    if not spec.E:  # (DeepseekV2Model for a dense model, Youtu-LLM: the keys llama.cpp's deepseek2 requires)
+        return out | {
+            "leading_dense_block_count": spec.N,
+            "expert_feed_forward_length": spec.r,
+            "expert_shared_count": 0,
+        }
     return out | routed_metadata(spec)
 
 
