@@ -111,10 +111,9 @@ def sizes(c: Keys, header: Header, G_default: int | None = None) -> dict[str, An
 
 
 LLAMA3 = {"rope_low_freq_factor": 1.0, "rope_high_freq_factor": 4.0, "rope_original_max_len": 8192}  # Meta's values
-BANDS = (
-    (1.0, 4.0),
-    (1.0, 1.0),
-)  # (low, high) Meta publishes: Llama 3.1's, Llama 4's (its factors only 1 or the factor)
+# the (low, high) bands Meta publishes, tried in order: Llama 3.1's, Llama 4's (its factors only 1 or the factor;
+# where no pair falls between the bands the two give the same factors, read as Llama 3.1's)
+BANDS = ((1.0, 4.0), (1.0, 1.0))
 
 
 def rope_scaling(c: Keys, header: Header, m: int) -> dict[str, Any]:
