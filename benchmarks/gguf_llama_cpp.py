@@ -6,6 +6,8 @@ llama-cpp-python builds llama.cpp from source (a C++ toolchain and cmake; minute
     python -m venv /tmp/lcpp && /tmp/lcpp/bin/pip install llama-cpp-python==0.3.36
     python benchmarks/gguf_llama_cpp.py --llama-python /tmp/lcpp/bin/python --json benchmarks/gguf_llama_cpp.json
 
+(`--families A B --types F32 Q8_0` for some; the JSON keeps the other rows.)
+
 Each file is the test's (the converter's steps) with `tokenizer.ggml.model = "no_vocab"` (and `{arch}.vocab_size`)
 added, which llama.cpp needs to load a file without a tokenizer; llama.cpp runs it with an F32 KV cache
 (type_k = type_v = 0; its default F16 cache alone costs about 1e-4), 2 threads, all logits. Errors are
@@ -43,6 +45,7 @@ def main() -> None:
     ap.add_argument("--llama-python", default="/tmp/lcpp/bin/python", help="a Python with llama-cpp-python")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--families", nargs="*", default=None)
+    ap.add_argument("--types", nargs="*", default=TYPES, help="GGML types to write (default: all eight)")
     args = ap.parse_args()
 
     import gguf_files
@@ -66,7 +69,7 @@ def main() -> None:
     results: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.families or FAMILIES:
-            for qtype in TYPES:
+            for qtype in args.types:
                 model = build(name)
                 path = write_gguf(model, Path(tmp) / f"{name}-{qtype}.gguf", qtype)
                 spec = spec_from_gguf(path)
@@ -90,8 +93,9 @@ def main() -> None:
                 results[f"{name} {qtype}"] = row
                 shown = " ".join(f"{k} {v:.1e}" if isinstance(v, float) else f"{k}: {v}" for k, v in row.items())
                 print(f"{name:24} {qtype:5} {shown}", flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    if args.json:  # (rows of other families and types kept: a run of some updates theirs)
+        kept = json.loads(args.json.read_text()) if args.json.exists() else {}
+        args.json.write_text(json.dumps(kept | results, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ def test_the_tables_take_a_registered_family_from_its_record(kind):
         arch = ARCHITECTURES[record.gguf.arch]
         assert arch.layout is record.gguf.layout
         assert arch.transforms == dict(record.gguf.transforms) and arch.redo == dict(record.gguf.redo)
-        assert arch.skipped == record.gguf.skipped and arch.alternative == record.gguf.alternative
+        assert arch.skipped == record.gguf.skipped and arch.alternatives == record.gguf.alternatives
 
 
 def test_model_type_is_the_inverse_of_arch_of():

@@ -40,6 +40,7 @@ ARCHS = {
     "distilbert": "BERT",
     "t5": "T5",
     "mt5": "T5",
+    "umt5": "T5",
     "gptj": "GPTJ",
     "arcee": "ARCEE",
     "seed_oss": "SEED_OSS",

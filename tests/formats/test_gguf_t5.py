@@ -35,6 +35,7 @@ VARIANTS = {
     "t5-tied-relu": ("T5", dict(feed_forward_proj="relu")),
     "t5-1.1-untied-gated-gelu": ("T5", dict(feed_forward_proj="gated-gelu")),
     "mt5-untied": ("MT5", dict(tie_word_embeddings=False)),
+    "umt5-untied": ("UMT5", dict(tie_word_embeddings=False)),  # (a table in every block)
 }  # (as the published files say)
 
 

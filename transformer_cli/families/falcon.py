@@ -136,7 +136,7 @@ GGUF = Gguf(
     Family("blk.{i}.", _BLOCK | norm_names("norm1", "attn_norm"), _GLOBALS, fused=_QKV),
     gguf_spec,
     base="sizes",
-    alternative=(lambda spec: not spec.shared_norm, _TWO_NORMS),
+    alternatives=((lambda spec: not spec.shared_norm, _TWO_NORMS),),
     quantize_as_falcon=True,
 )
 RECORD = Record(

@@ -41,7 +41,8 @@ class Gguf:
     model_type: Callable[[Spec], str] | None = None
     experts: Family | None = None  # the layout when the file's model has experts (Mixtral's files are llama's)
     skipped: tuple[str, ...] = ("rope_freqs.weight",)  # the file's tensors the model has no place for
-    alternative: tuple[Callable[[Any], bool], Family] | None = None  # another layout for the specs the test is true of
+    # other layouts, each for the specs its test is true of (the first true), else `layout`
+    alternatives: tuple[tuple[Callable[[Any], bool], Family], ...] = ()
     window_always: bool = False  # attention.sliding_window written (0: none) with or without a window (Phi-3)
     quantize_as_falcon: bool = False  # llama-quantize's exceptions for LLM_ARCH_FALCON in its mixes (gguf/mixes.py)
     read_only: bool = False  # files read, none written, no config.json made of one (BERT's: no pooler in the file)

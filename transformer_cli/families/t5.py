@@ -196,36 +196,43 @@ def _checkpoint_of(default: str):
 # token embedding, a head of its own where the file has output.weight. What the file does not hold is read as
 # llama.cpp reads it: the feedforward gated GELU (tanh) where the file has ffn_gate, else plain ReLU; the bias
 # tables' max distance 128; the scores unscaled; and the head never scaled, tied or not (transformers scales T5
-# 1.0's tied head by d^-1/2; the file does not say so, and llama.cpp does not).
+# 1.0's tied head by d^-1/2; the file does not say so, and llama.cpp does not). UMT5's files (its converter is T5's)
+# hold a table in every block, attn_rel_b, which llama.cpp's t5 graph uses where a block has one: read as UMT5's
+# model where block 1 has its own (a one-block stack is T5's alike).
 
 
 def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """GGUF keys -> spec (every key its own: `spec` is empty)."""
     N_enc = c.count("block_count")
     gated = "enc.blk.0.ffn_gate.weight" in header.tensors
-    return spec | {
-        "N": c.count("decoder_block_count", N_enc),
-        "N_enc": N_enc,
-        "H": c.count("attention.head_count"),
-        "m": c.count("attention.key_length"),
-        "d": c.count("embedding_length"),
-        "r": c.count("feed_forward_length"),
-        "V": vocabulary(c, header),
-        "tie_embeddings": "output.weight" not in header.tensors,
-        "head_scale": "none",
-        "scale": "none",
-        "mask": "causal",
-        "positional": "relative",
-        "rel_buckets": c.count("attention.relative_buckets_count"),
-        "rel_max_distance": 128,
-        "norm": "pre",
-        "norm_type": "rmsnorm",
-        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-6),
-        "attention_bias": False,
-        "ff_bias": False,
-        "feedforward": "gated" if gated else "plain",
-        "activation": "gelu" if gated else "relu",
-    }
+    per_block = {"rel_per_block": True} if "enc.blk.1.attn_rel_b.weight" in header.tensors else {}
+    return (
+        spec
+        | per_block
+        | {
+            "N": c.count("decoder_block_count", N_enc),
+            "N_enc": N_enc,
+            "H": c.count("attention.head_count"),
+            "m": c.count("attention.key_length"),
+            "d": c.count("embedding_length"),
+            "r": c.count("feed_forward_length"),
+            "V": vocabulary(c, header),
+            "tie_embeddings": "output.weight" not in header.tensors,
+            "head_scale": "none",
+            "scale": "none",
+            "mask": "causal",
+            "positional": "relative",
+            "rel_buckets": c.count("attention.relative_buckets_count"),
+            "rel_max_distance": 128,
+            "norm": "pre",
+            "norm_type": "rmsnorm",
+            "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-6),
+            "attention_bias": False,
+            "ff_bias": False,
+            "feedforward": "gated" if gated else "plain",
+            "activation": "gelu" if gated else "relu",
+        }
+    )
 
 
 def gguf_metadata(spec: Spec) -> dict[str, Any]:
@@ -241,27 +248,36 @@ def _gguf_attention(ours: str, theirs: str) -> dict[str, str]:
     return {f"{ours}.W_{x}": f"{theirs}_{y}.weight" for x, y in (("Q", "q"), ("K", "k"), ("V", "v"), ("O", "o"))}
 
 
-def gguf_layout(gated: bool) -> Family:
+def gguf_layout(gated: bool, per_block: bool = False) -> Family:
+    """T5's file: gated or plain feedforwards, the bias tables block 0's (T5) or every block's (UMT5)."""
     ff = ({"ff.W1": "ffn_gate.weight", "ff.W3": "ffn_up.weight"} if gated else {"ff.W1": "ffn_up.weight"}) | {
         "ff.W2": "ffn_down.weight",
         "norm2.gamma": "ffn_norm.weight",
     }
-    encoder = _gguf_attention("attention", "attn") | {"norm1.gamma": "attn_norm.weight"} | ff
+    table = {"positional.rel_bias": "attn_rel_b.weight"} if per_block else {}
+    encoder = _gguf_attention("attention", "attn") | {"norm1.gamma": "attn_norm.weight"} | ff | table
     decoder = encoder | _gguf_attention("cross", "cross_attn") | {"cross_norm.gamma": "cross_attn_norm.weight"}
+    tables = {
+        "encoder_positional.rel_bias": "enc.blk.0.attn_rel_b.weight",
+        "positional.rel_bias": "dec.blk.0.attn_rel_b.weight",
+    }
     return Family(
         "dec.blk.{i}.",
         decoder,
         {
             "embedding.E": "token_embd.weight",
             "head.W": "output.weight",
-            "encoder_positional.rel_bias": "enc.blk.0.attn_rel_b.weight",
-            "positional.rel_bias": "dec.blk.0.attn_rel_b.weight",
             "encoder_final_norm.gamma": "enc.output_norm.weight",
             "final_norm.gamma": "dec.output_norm.weight",
-        },
+        }
+        | ({} if per_block else tables),
         encoder_block="enc.blk.{i}.",
         encoder_names=encoder,
     )
+
+
+def _model_type(spec: Spec) -> str:
+    return "umt5" if spec.rel_per_block else "mt5" if spec.tie_embeddings else "t5"
 
 
 GGUF = Gguf(
@@ -271,8 +287,12 @@ GGUF = Gguf(
     gguf_metadata,
     base="none",
     skipped=("dec.blk.0.cross_attn_rel_b.weight",),
-    alternative=(lambda spec: spec.feedforward == "plain", gguf_layout(gated=False)),
-    model_type=lambda spec: "mt5" if spec.tie_embeddings else "t5",
+    alternatives=(
+        (lambda spec: spec.rel_per_block and spec.feedforward == "plain", gguf_layout(False, per_block=True)),
+        (lambda spec: spec.rel_per_block, gguf_layout(True, per_block=True)),
+        (lambda spec: spec.feedforward == "plain", gguf_layout(gated=False)),
+    ),
+    model_type=_model_type,
 )
 
 # -- the records (t5 first: a GGUF t5 file's model is T5's unless its head is tied); a T5 saved by transformers 5
@@ -312,6 +332,7 @@ RECORDS = (
         umt5,
         umt5_checkpoint(gated=True),
         config,
+        GGUF,
         config_alone=True,
         checkpoint_for=_umt5_checkpoint_of,
         skipped=SKIPPED,

@@ -37,7 +37,7 @@ def _arch(gguf: Gguf) -> Arch:
         dict(gguf.transforms),
         experts=gguf.experts,
         skipped=gguf.skipped,
-        alternative=gguf.alternative,
+        alternatives=gguf.alternatives,
         redo=dict(gguf.redo),
         joined=dict(gguf.joined),
     )

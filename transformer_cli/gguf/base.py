@@ -28,13 +28,14 @@ class Arch:
     transforms: dict[str, Transform] = field(default_factory=dict)
     experts: Family | None = None  # the layout when the file's model has experts (Mixtral's files are llama's)
     skipped: tuple[str, ...] = ("rope_freqs.weight",)
-    alternative: tuple[Callable[[Any], bool], Family] | None = None  # another layout for the specs it is for
+    alternatives: tuple[tuple[Callable[[Any], bool], Family], ...] = ()  # other layouts, each for the specs it is for
     redo: dict[str, Transform] = field(default_factory=dict)  # the converter's changes, to write a file
     joined: dict[str, Joined] = field(default_factory=dict)  # tensors newer converters split in pieces
 
     def layout_of(self, spec) -> Family:
-        if self.alternative is not None and self.alternative[0](spec):
-            return self.alternative[1]
+        for test, layout in self.alternatives:
+            if test(spec):
+                return layout
         return self.experts if spec.E and self.experts is not None else self.layout
 
 
