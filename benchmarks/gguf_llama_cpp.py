@@ -6,7 +6,8 @@ llama-cpp-python builds llama.cpp from source (a C++ toolchain and cmake; minute
     python -m venv /tmp/lcpp && /tmp/lcpp/bin/pip install llama-cpp-python==0.3.36
     python benchmarks/gguf_llama_cpp.py --llama-python /tmp/lcpp/bin/python --json benchmarks/gguf_llama_cpp.json
 
-(`--families A B --types F32 Q8_0` for some; the JSON keeps the other rows.)
+(`--families A B --types F32 Q8_0` for some; the JSON keeps the other rows; `--written-by tfm` for the files
+`tfm convert FOLDER -o FILE.gguf` writes, rows marked "(tfm's file)".)
 
 Each file is the test's (the converter's steps) with `tokenizer.ggml.model = "no_vocab"` (and `{arch}.vocab_size`)
 added, which llama.cpp needs to load a file without a tokenizer; llama.cpp runs it with an F32 KV cache
@@ -40,12 +41,33 @@ np.save(sys.argv[3], np.array(llm.scores[: len(ids)], dtype=np.float64))
 TYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]
 
 
+WRITTEN = ("F32", "F16", "BF16", "Q8_0", "Q4_0")  # the types `tfm convert` writes (q4_k_m aside)
+
+
+def _tfm_written(model, path: Path, qtype: str) -> str | None:
+    """`model` saved as a folder and written by `tfm convert`; None, or what it said when it refused."""
+    from typer.testing import CliRunner
+
+    from transformer_cli.cli import app
+
+    folder = path.with_suffix("")
+    model.save_pretrained(folder)
+    ran = CliRunner().invoke(app, ["convert", str(folder), "-o", str(path), "--type", qtype.lower()])
+    return None if ran.exit_code == 0 else " ".join(ran.output.split())[:200]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llama-python", default="/tmp/lcpp/bin/python", help="a Python with llama-cpp-python")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--families", nargs="*", default=None)
     ap.add_argument("--types", nargs="*", default=TYPES, help="GGML types to write (default: all eight)")
+    ap.add_argument(
+        "--written-by",
+        choices=("converter", "tfm"),
+        default="converter",
+        help="the files: as the converter writes them (the tests' writer), or by `tfm convert FOLDER -o FILE.gguf`",
+    )
     args = ap.parse_args()
 
     import gguf_files
@@ -71,7 +93,17 @@ def main() -> None:
         for name in args.families or FAMILIES:
             for qtype in args.types:
                 model = build(name)
-                path = write_gguf(model, Path(tmp) / f"{name}-{qtype}.gguf", qtype)
+                path = Path(tmp) / f"{name}-{qtype}.gguf"
+                if args.written_by == "tfm":
+                    if qtype not in WRITTEN:
+                        continue
+                    written = _tfm_written(model, path, qtype)
+                    if written is not None:  # (refused: the architecture cannot hold this model)
+                        results[f"{name} {qtype} (tfm's file)"] = {"tfm_convert_refused": written}
+                        print(f"{name:24} {qtype:5} tfm convert refused: {written}", flush=True)
+                        continue
+                else:
+                    write_gguf(model, path, qtype)
                 spec = spec_from_gguf(path)
                 ours = Transformer(spec, GGUFWeights(path, spec))(IDS)[0]  # (V, n) of the first sequence
                 reference = theirs(exact(dequantised_model(copy.deepcopy(model), qtype)), IDS)[0]
@@ -90,7 +122,7 @@ def main() -> None:
                     }
                 else:
                     row["llama_cpp_error"] = (ran.stderr.strip().splitlines() or ["failed"])[-1]
-                results[f"{name} {qtype}"] = row
+                results[f"{name} {qtype}" + (" (tfm's file)" if args.written_by == "tfm" else "")] = row
                 shown = " ".join(f"{k} {v:.1e}" if isinstance(v, float) else f"{k}: {v}" for k, v in row.items())
                 print(f"{name:24} {qtype:5} {shown}", flush=True)
     if args.json:  # (rows of other families and types kept: a run of some updates theirs)
