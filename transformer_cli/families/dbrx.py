@@ -14,7 +14,7 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .config_keys import rope_keys
-from .gguf_layout import QKV_FUSED
+from .gguf_layout import EXPERTS, QKV_FUSED
 from .keys import REQUIRED, Keys
 from .layout import Family, norm_names
 from .parts import CAUSAL_PRE, activation, kv_heads, rope, whole_heads
@@ -123,17 +123,14 @@ def gguf_metadata(spec: Spec) -> dict[str, Any]:
     return {"attention.clamp_kqv": float(spec.qkv_clip)} if spec.qkv_clip is not None else {}
 
 
-_EXPERTS = tuple(
-    (f"ffn_{p}_exps.weight", (f"ff.W{n}",), lambda spec: 1) for p, n in (("gate", 1), ("up", 3), ("down", 2))
-)
 GGUF_LAYOUT = Family(
     "blk.{i}.",
     {"attention.W_O": "attn_output.weight", "ff.router": "ffn_gate_inp.weight"}
     | norm_names("norm1", "attn_norm")
     | norm_names("norm2", "attn_output_norm"),
     {"embedding.E": "token_embd.weight", "head.W": "output.weight"} | norm_names("final_norm", "output_norm"),
-    fused=(QKV_FUSED[0], *_EXPERTS),
-    stacked=frozenset(t for t, _, _ in _EXPERTS),
+    fused=(QKV_FUSED[0], *EXPERTS),
+    stacked=frozenset(t for t, _, _ in EXPERTS),
 )
 GGUF = Gguf("dbrx", GGUF_LAYOUT, gguf_spec, gguf_metadata, base="sizes", router_typed=True)
 RECORD = Record("dbrx", "DbrxForCausalLM", spec, DBRX, config, GGUF, lora_router="*", config_alone=True)

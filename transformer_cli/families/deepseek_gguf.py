@@ -19,7 +19,7 @@ import numpy as np
 
 from ..spec.definition import Spec
 from .gguf_keys import vocabulary
-from .gguf_layout import Joined
+from .gguf_layout import EXPERTS, Joined
 from .keys import Keys
 from .layout import Family
 
@@ -166,11 +166,6 @@ _NAMES = ROUTED_NAMES | {
     "ff.W3": "ffn_up.weight",
     "ff.W2": "ffn_down.weight",
 }
-EXPERTS = (  # the experts stacked, one tensor per matrix
-    ("ffn_gate_exps.weight", ("ff.W1",), _one),
-    ("ffn_up_exps.weight", ("ff.W3",), _one),
-    ("ffn_down_exps.weight", ("ff.W2",), _one),
-)
 
 
 def gguf_metadata(spec: Spec) -> dict[str, Any]:
@@ -236,7 +231,6 @@ def routed_layout(names: dict[str, str], globals_: dict[str, str]) -> Family:
 JOINED = {"attn_kv_b.weight": Joined(_kv_b_pieces, _kv_b, _kv_b_divided)}
 
 __all__ = [
-    "EXPERTS",
     "JOINED",
     "LAYOUT",
     "ROUTED_NAMES",

@@ -18,10 +18,10 @@ from typing import Any
 from ..errors import SpecError
 from ..spec.definition import Spec
 from .config_keys import feedforward_kinds, shared_keys
-from .deepseek_gguf import EXPERTS, ROUTED_NAMES
+from .deepseek_gguf import ROUTED_NAMES
 from .expert_checkpoints import ERNIE_MOE
 from .gguf_keys import rows
-from .gguf_layout import LLAMA_LAYOUT
+from .gguf_layout import EXPERTS, LLAMA_LAYOUT
 from .keys import Keys
 from .layout import Family
 from .parts import llama_like

@@ -105,6 +105,13 @@ GLOBALS_WITH_BIAS = {
 QKV_FUSED = LAYERNORM_FUSED
 
 
+EXPERTS = (  # every expert's matrix stacked in one tensor: (E, r, d), (E, r, d), (E, d, r)
+    ("ffn_gate_exps.weight", ("ff.W1",), _one),
+    ("ffn_up_exps.weight", ("ff.W3",), _one),
+    ("ffn_down_exps.weight", ("ff.W2",), _one),
+)
+
+
 def stacked_experts(names: dict[str, str], globals_: dict[str, str], shared: bool = False) -> Family:
     """A layout whose feedforward is E experts stacked in one tensor per matrix (ffn_gate_exps (E, r, d), ...) and
     a router ffn_gate_inp (E, d); with `shared`, Qwen2-MoE's shared expert (_shexp) and its gate."""
@@ -117,12 +124,7 @@ def stacked_experts(names: dict[str, str], globals_: dict[str, str], shared: boo
             "ff.shared.W2": "ffn_down_shexp.weight",
             "ff.shared.W_gate": "ffn_gate_inp_shexp.weight",
         }
-    exps = (
-        ("ffn_gate_exps.weight", ("ff.W1",), _one),
-        ("ffn_up_exps.weight", ("ff.W3",), _one),
-        ("ffn_down_exps.weight", ("ff.W2",), _one),
-    )
-    return Family("blk.{i}.", routed, globals_, fused=exps, stacked=frozenset(t for t, _, _ in exps))
+    return Family("blk.{i}.", routed, globals_, fused=EXPERTS, stacked=frozenset(t for t, _, _ in EXPERTS))
 
 
 LLAMA_EXPERTS = stacked_experts(LLAMA_LAYOUT.names, LLAMA_LAYOUT.globals_)  # Mixtral's (llama) and Qwen3-MoE's
@@ -139,6 +141,7 @@ class Joined:
 
 
 __all__ = [
+    "EXPERTS",
     "GLOBALS_WITH_BIAS",
     "Joined",
     "LAYERNORM_BLOCK",

@@ -21,10 +21,10 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .config_keys import feedforward_kinds, positional_kinds, shared_keys
+from .deepseek_gguf import routed_layout
 from .expert_checkpoints import LLAMA4
 from .gguf_layout import LLAMA_LAYOUT
 from .keys import Keys
-from .layout import Family
 from .parts import llama_like
 from .record import Gguf, Record
 
@@ -46,14 +46,9 @@ def spec(c: Keys) -> dict[str, Any]:
         raise c.refuse("layer_types", given, "tfm's chunked layers are the turning ones (no_rope_layers' 1s)")
     out = plain | {"rope_pairing": "interleaved", "r": c.count("intermediate_size_mlp", 16384)}
     out |= {"attention_bias": c.flag("attention_bias", False)}
-    tuning = (c.number("attn_scale", 0.1), c.count("floor_scale", 8192))
-    return (
-        out
-        | _layers(
-            turning, chunk, tuning if c.flag("attn_temperature_tuning", True) else None, c.flag("use_qk_norm", True)
-        )
-        | _experts(c, N)
-    )
+    tuned = c.flag("attn_temperature_tuning", True)
+    tuning = (c.number("attn_scale", 0.1), c.count("floor_scale", 8192)) if tuned else None
+    return out | _layers(turning, chunk, tuning, c.flag("use_qk_norm", True)) | _experts(c, N)
 
 
 def _layers(turning: list[int], chunk: int | None, tuning: tuple[float, int] | None, qk_norm: bool) -> dict[str, Any]:
@@ -135,21 +130,7 @@ def gguf_metadata(spec: Spec) -> dict[str, Any]:
     return {"interleave_moe_layer_step": step, "expert_feed_forward_length": spec.expert_r or spec.r}
 
 
-_EXPERTS = (
-    ("ffn_gate_exps.weight", ("ff.W1",), lambda spec: 1),
-    ("ffn_up_exps.weight", ("ff.W3",), lambda spec: 1),
-    ("ffn_down_exps.weight", ("ff.W2",), lambda spec: 1),
-)
-GGUF_LAYOUT = Family(
-    "blk.{i}.",
-    LLAMA_LAYOUT.names
-    | {"ff.router": "ffn_gate_inp.weight"}
-    | {f"ff.shared.W{n}": f"ffn_{p}_shexp.weight" for n, p in (("1", "gate"), ("3", "up"), ("2", "down"))},
-    LLAMA_LAYOUT.globals_,
-    fused=_EXPERTS,
-    stacked=frozenset(name for name, _, _ in _EXPERTS),
-)
-GGUF = Gguf("llama4", GGUF_LAYOUT, gguf_spec, gguf_metadata)
+GGUF = Gguf("llama4", routed_layout(LLAMA_LAYOUT.names, LLAMA_LAYOUT.globals_), gguf_spec, gguf_metadata)
 RECORD = Record("llama4_text", "Llama4ForCausalLM", spec, LLAMA4, config, GGUF, lora_router="router", config_alone=True)
 
 __all__ = ["RECORD"]
