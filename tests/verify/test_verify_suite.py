@@ -353,3 +353,27 @@ def test_a_mixture_that_ignores_the_top_k_is_caught(monkeypatch):
 
     monkeypatch.setattr(Experts, "route", every_expert)
     assert check_experts(setup_for(MOE)).exit_code == ExitCode.VIOLATED
+
+
+def test_a_router_on_the_experts_input_is_checked_there(monkeypatch):
+    """Llama 4's router weights each chosen expert's input (router_on_input): the dense sum weights the inputs too,
+    so the check holds (it failed while the sum weighted the outputs); the control: experts run as if the weight
+    were on their output are caught."""
+    import dataclasses
+
+    from transformer_cli.components.experts import Experts
+    from transformer_cli.verify import check_experts
+
+    spec = Spec(**{**MOE.to_dict(), "router_score": "sigmoid", "router_renorm": False, "router_on_input": True})
+    assert check_experts(setup_for(spec)).exit_code == ExitCode.OK
+    real = Experts.apply
+
+    def on_output(self, w, U):  # the weights moved to the experts' output
+        kept, self.spec = self.spec, dataclasses.replace(self.spec, router_on_input=False)
+        try:
+            return real(self, w, U)
+        finally:
+            self.spec = kept
+
+    monkeypatch.setattr(Experts, "apply", on_output)
+    assert check_experts(setup_for(spec)).exit_code == ExitCode.VIOLATED

@@ -54,7 +54,11 @@ class MultiHeadAttention(Component):
     def normalised(self) -> str | None:
         """Why the scores are not those of W_Q x and W_K y as the projections make them (a norm between), or None:
         the score-variance check (verify/scaling.py) measures a block only where they are."""
-        return "queries and keys are normalised per head" if self.spec.qk_norm else None
+        if self.spec.qk_norm:
+            return "queries and keys are normalised per head"
+        if self.spec.qkv_clip is not None:  # (OLMo's, DBRX's, MPT's clip_qkv: the tails cut)
+            return f"queries and keys are clamped to +/-{self.spec.qkv_clip:g}"
+        return None
 
     def tensors(self, prefix: str) -> list[Tensor]:
         H, G, m, d, v = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d, self.spec.value_size

@@ -1,6 +1,6 @@
 """Mixtures of experts: the routed pass (each column through its k chosen experts only) equals the dense sum over
-all E experts with the weights zero off the top k (plus the shared expert's output, where there is one), and each
-column has exactly k distinct experts.
+all E experts with the weights zero off the top k (plus the shared expert's output, where there is one; a router
+that weights the experts' input, Llama 4's, weights it there), and each column has exactly k distinct experts.
 
 The control is a mixture that keeps every expert's softmax weight (no top k): it must differ from the routed
 pass by 1000 x tol, or the check cannot tell (the experts compute alike).
@@ -47,15 +47,15 @@ def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
         gates = np.zeros_like(scores)  # (E, T): the softmax over the top k, zero elsewhere
         np.put_along_axis(gates, chosen, weights, axis=0)
         full = np.exp(scores - scores.max(axis=0)) / np.exp(scores - scores.max(axis=0)).sum(axis=0)
-        outputs = [_expert(ff, w, e, U) for e in range(E)]
         shared = 0.0 if w.shared is None else ff.shared_output(w, U).reshape(spec.d, -1)
-        dense = reduce(operator.add, [gates[e] * outputs[e] for e in range(E)]) + shared  # in order, as sum() adds
-        control = rel_err(reduce(operator.add, [full[e] * outputs[e] for e in range(E)]) + shared, routed, routed)
+        dense = reduce(operator.add, _weighted(ff, w, U, gates, spec.router_on_input)) + shared  # (in order)
+        kept = reduce(operator.add, _weighted(ff, w, U, full, spec.router_on_input)) + shared
+        control = rel_err(kept, routed, routed)
         err = rel_err(routed, dense, dense)
         ok = within(err, tol) and distinct == {k}
         rows.append([i, err, tol, ", ".join(map(str, sorted(distinct))), control, "holds" if ok else "breaks"])
     observed: bool | None = all(row[-1] == "holds" for row in rows)
-    reason = f"{spec.k} of {spec.E} experts per column, weighted by a softmax over their router scores"
+    reason = f"{spec.k} of {spec.E} experts per column, weighted by their router's scores"
     if observed and k < E and not min(row[4] for row in rows) >= CONTROL_FACTOR * tol:
         observed, reason = None, "keeping every expert moved the output by too little to tell routing apart"
     worst = max(row[1] for row in rows)
@@ -71,6 +71,15 @@ def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
         rows=rows,
         summary={"E": spec.E, "k": spec.k, "worst_error": worst, "tolerance": tol},
     )
+
+
+def _weighted(ff: Experts, w: ExpertsWeights, U: np.ndarray, gates: np.ndarray, on_input: bool) -> list[np.ndarray]:
+    """Each expert's weighted output on every column: its weight times its output, or (Llama 4's router_on_input)
+    its output on the column times its weight, where the weight is not zero."""
+    if not on_input:
+        return [gates[e] * _expert(ff, w, e, U) for e in range(len(gates))]
+    scaled = [(gates[e] != 0) * _expert(ff, w, e, U * gates[e].reshape(1, *U.shape[1:])) for e in range(len(gates))]
+    return scaled
 
 
 def _expert(ff: Experts, w: ExpertsWeights, e: int, U: np.ndarray) -> np.ndarray:
