@@ -377,3 +377,12 @@ def test_a_router_on_the_experts_input_is_checked_there(monkeypatch):
 
     monkeypatch.setattr(Experts, "apply", on_output)
     assert check_experts(setup_for(spec)).exit_code == ExitCode.VIOLATED
+
+
+def test_an_output_bias_after_the_experts_is_in_the_dense_sum():
+    """JetMoE's bias on the experts' mixed output (expert_out_bias): added once to the dense sum as to the routed
+    pass, the check holds (it reported JetMoE broken before)."""
+    from transformer_cli.verify import check_experts
+
+    spec = Spec(**{**MOE.to_dict(), "expert_out_bias": True})
+    assert check_experts(setup_for(spec)).exit_code == ExitCode.OK
