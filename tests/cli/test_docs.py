@@ -85,6 +85,7 @@ GGUF_NAMES = {
     "minimax-m2": "MiniMax-M2",
     "dbrx": "DBRX",
     "eurobert": "EuroBERT",
+    "modern-bert": "ModernBERT",
     "afmoe": "AFMoE",
     "bert": "BERT and RoBERTa",
     "t5": "T5 and mT5",

@@ -30,6 +30,7 @@ ARCHS = {
     "dbrx": "DBRX",
     "afmoe": "AFMOE",
     "eurobert": "EUROBERT",
+    "modernbert": "MODERN_BERT",
 }
 ROUTER_TYPED = ("dbrx",)  # DbrxModel.tensor_force_quant: every 2-D tensor in the asked type, its router too
 # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
@@ -41,12 +42,34 @@ LLAMA_MODELS = ("MISTRAL3", "LLAMA4", "GRANITE_MOE", "AFMOE")
 UNPERMUTED = ("LLAMA4", "AFMOE")  # LlamaModel's subclasses with undo_permute False: Q and K as stored
 
 
-OWN_LISTS = ("gpt_bigcode", "mpt", "dbrx")  # classes that write their own list, not TextModel's
+OWN_LISTS = ("gpt_bigcode", "mpt", "dbrx", "modernbert")  # classes that write their own list, not TextModel's
 
 
 def own_list(writer, cfg) -> None:
     """The classes that write their own list (StarCoderModel: one key/value head, a feedforward of 4 d, whatever
     the model's; MPTModel: 4 d, eps 1e-5, no general.file_type)."""
+    if cfg.model_type == "modernbert":  # TextModel's keys as its config holds them, then ModernBertModel's
+        rope = cfg.rope_parameters
+        for add, value in (
+            (writer.add_block_count, cfg.num_hidden_layers),
+            (writer.add_context_length, cfg.max_position_embeddings),
+            (writer.add_embedding_length, cfg.hidden_size),
+            (writer.add_feed_forward_length, cfg.intermediate_size),
+            (writer.add_head_count, cfg.num_attention_heads),
+            (writer.add_rope_freq_base, rope["full_attention"]["rope_theta"]),
+            (writer.add_rope_freq_base_swa, rope["sliding_attention"]["rope_theta"]),
+            (writer.add_layer_norm_rms_eps, cfg.norm_eps),  # (norm_eps: TextModel's RMS list; no layer_norm_epsilon)
+            (writer.add_causal_attention, False),
+            (writer.add_sliding_window, cfg.local_attention),
+            (writer.add_vocab_size, cfg.vocab_size),
+        ):
+            add(value)
+        every = cfg.to_dict().get("global_attn_every_n_layers")  # (only where the config names it)
+        if every is not None:
+            writer.add_uint32("modern-bert.attention.sliding_window_pattern", every)
+        writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
+        writer.add_string("modern-bert.hidden_activation", cfg.hidden_activation)  # (no method in gguf 0.19)
+        return
     if cfg.model_type == "dbrx":  # DbrxModel: attn_config's rope_theta, eps 1e-5
         attention, ffn = (cfg.to_dict()[key] for key in ("attn_config", "ffn_config"))  # (the converter's dicts)
         for add, value in (

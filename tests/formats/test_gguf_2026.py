@@ -97,10 +97,10 @@ def test_deepseeks_kin_are_written_as_deepseek2_files_of_the_same_model(tmp_path
     assert relative(theirs(exact(loaded.double().eval()), IDS), reference) < 1e-6  # (float32 weights)
 
 
-@pytest.mark.parametrize("name", ["eurobert", "eurobert-biases"])
-def test_eurobert_is_written_as_its_converter_writes_it(tmp_path, runner, name):
-    """EuroBERT (an encoder, no head): tfm's file holds tensor for tensor what EuroBertModel's converter writes, and
-    reads back as the folder's model."""
+@pytest.mark.parametrize("name", ["eurobert", "eurobert-biases", "modernbert", "modernbert-biases-every-2"])
+def test_encoders_are_written_as_their_converters_write_them(tmp_path, runner, name):
+    """EuroBERT and ModernBERT (encoders, no head): tfm's file holds tensor for tensor what their converters write,
+    and reads back as the folder's model."""
     from helpers_gguf_write import _tensors
 
     from transformer_cli.hf.config import spec_from_config

@@ -19,7 +19,10 @@ pytest.importorskip("gguf", reason="the gguf package reads and writes the files 
 torch = pytest.importorskip("torch", reason="the references run on PyTorch")
 
 # (a ReLU DistilBERT: no file says ReLU); EuroBERT's architecture is its own (eurobert), LLaMA's names
-ENCODERS = ["bert", "roberta", "xlm-roberta-pad-3", "distilbert", "eurobert", "eurobert-biases"]
+ENCODERS = [
+    *("bert", "roberta", "xlm-roberta-pad-3", "distilbert"),
+    *("eurobert", "eurobert-biases", "modernbert", "modernbert-biases-every-2"),
+]
 
 
 @pytest.mark.parametrize("qtype", ["F32", "F16", "Q8_0", "Q4_0"])

@@ -30,10 +30,10 @@ def base_only(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def sliding_kinds(c: Keys, N: int, every: int) -> tuple[int, list[str]] | None:
+def sliding_kinds(c: Keys, N: int, every: int, full_first: bool = False) -> tuple[int, list[str]] | None:
     """The window and each block's kind as llama.cpp's load_swa_pattern reads them: attention.sliding_window (none,
     or 0: no window) and attention.sliding_window_pattern, a list of N flags (true: sliding), or a count n (else
-    `every`): block i slides unless i % n == n - 1."""
+    `every`): block i slides unless i % n == n - 1 (with `full_first`, ModernBERT's: unless i % n == 0)."""
     window = c.count("attention.sliding_window", None) if c.has("attention.sliding_window") else None
     if not window:
         return None
@@ -43,7 +43,8 @@ def sliding_kinds(c: Keys, N: int, every: int) -> tuple[int, list[str]] | None:
             raise c.fail("attention.sliding_window_pattern", pattern, f"a list of {N} flags, one per block")
         return window, ["sliding" if flag else "full" for flag in pattern]
     n = c.count("attention.sliding_window_pattern", every)
-    return window, ["full" if i % n == n - 1 else "sliding" for i in range(N)]
+    full = 0 if full_first else n - 1
+    return window, ["full" if i % n == full else "sliding" for i in range(N)]
 
 
 def sliding_layers(c: Keys, N: int, every: int) -> dict[str, Any]:

@@ -10,7 +10,12 @@ head and a decoder) are read too, the heads skipped.
 The decoder: the same blocks with q, k and v apart, causal, its sliding layers seeing the sliding_window latest keys
 (local_attention // 2 unless the file names it: transformers reads that key), and a head: the final columns through
 lm_head's dense (a bias with classifier_bias), activation and norm (head_transform), then the tied decoder with its
-bias (decoder_bias)."""
+bias (decoder_bias).
+
+ModernBERT's GGUF file (modern-bert): the fused Wqkv and Wi, the embeddings' norm, no norm before block 0's
+attention, local_attention as attention.sliding_window with global_attn_every_n_layers as its pattern (a count:
+block 0 full), each kind's base. The converter writes norm_eps as the RMS eps (llama.cpp requires
+layer_norm_epsilon, which tfm writes): read from either."""
 
 from __future__ import annotations
 
@@ -18,10 +23,11 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .config_keys import layer_types
+from .gguf_keys import sliding_kinds
 from .keys import Keys
 from .layout import Family, linear_names, norm_names
 from .parts import activation, hf_activation, sliding_rope, typed_layers, typed_ropes, whole_heads
-from .record import Record
+from .record import Gguf, Record
 
 BASES = {"full_attention": 160_000.0, "sliding_attention": 10_000.0}  # ModernBertConfig.default_theta
 
@@ -145,6 +151,62 @@ DECODER = Family(
     | norm_names("head.norm", "lm_head.norm"),
     fused=tuple(f for f in MODERNBERT.fused if f[0].startswith("mlp.")),
 )
+
+
+def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """The sizes, not causal, no head; LayerNorms (biases where the file has them), the embeddings' norm and none
+    before block 0's attention; GeGLU of hidden_activation; the bands and each layer kind's base."""
+    eps = c.number("attention.layer_norm_epsilon", None) or c.number("attention.layer_norm_rms_epsilon", 1e-5)
+    act = Keys({"hidden_activation": c.text("hidden_activation", "gelu")}, c.source, c.prefix, c.notes)
+    spec = {k: v for k, v in spec.items() if k not in ("tie_embeddings", "G")} | {
+        "head": False,
+        "mask": "none",
+        "embed_norm": True,
+        "first_attn_norm": False,
+        "norm_eps": eps,
+        "norm_bias": "token_embd_norm.bias" in header.tensors,
+        "attention_bias": "blk.0.attn_qkv.bias" in header.tensors,
+        "feedforward": "gated",
+        "activation": activation(act, "hidden_activation", "gelu"),
+        "ff_bias": "blk.0.ffn_up.bias" in header.tensors,
+        "positional": "rope",
+        "rope_theta": c.number("rope.freq_base", BASES["full_attention"]),
+    }
+    found = sliding_kinds(c, spec["N"], 3, full_first=True)
+    if found is not None and "sliding" in found[1]:
+        window, kinds = found
+        spec |= {"window": window // 2 + 1} | ({"attention_layers": kinds} if "full" in kinds else {})
+    return sliding_rope(spec, {"rope_theta": c.number("rope.freq_base_swa", BASES["sliding_attention"])})
+
+
+def gguf_metadata(spec: Spec) -> dict[str, Any]:
+    """Not causal, local_attention and the period of its full layers (a count), the local base, the activation."""
+    out: dict[str, Any] = {"attention.causal": False, "rope.scaling.type": "none"}
+    out["hidden_activation"] = hf_activation(spec.activation)
+    if spec.window is not None:
+        kinds = layer_types(spec)
+        every = kinds.index("full_attention", 1) if "full_attention" in kinds[1:] else spec.N
+        out |= {"attention.sliding_window": 2 * (spec.window - 1), "attention.sliding_window_pattern": every}
+        out["rope.freq_base_swa"] = float(spec.rope_local_theta or spec.rope_theta)
+    return out
+
+
+GGUF_LAYOUT = Family(
+    "blk.{i}.",
+    linear_names("attention.{}_O", "attn_output")
+    | linear_names("ff.{}2", "ffn_down")
+    | norm_names("norm1", "attn_norm")
+    | norm_names("norm2", "ffn_norm"),
+    {"embedding.E": "token_embd.weight"}
+    | norm_names("embedding.norm", "token_embd_norm")
+    | norm_names("final_norm", "output_norm"),
+    fused=(
+        ("attn_qkv.weight", ("attention.W_Q", "attention.W_K", "attention.W_V"), _one),
+        ("attn_qkv.bias", ("attention.b_Q", "attention.b_K", "attention.b_V"), _one),
+        ("ffn_up.weight", ("ff.W1", "ff.W3"), _one),
+        ("ffn_up.bias", ("ff.b1", "ff.b3"), _one),
+    ),
+)
 RECORDS = (
     Record(
         "modernbert",
@@ -152,6 +214,7 @@ RECORDS = (
         spec,
         MODERNBERT,
         config,
+        Gguf("modern-bert", GGUF_LAYOUT, gguf_spec, gguf_metadata, base="sizes"),
         aliases=((r"^model\.", ""),),
         skipped=(r"^head\.", r"^decoder\.", r"^classifier\."),
         config_alone=True,
