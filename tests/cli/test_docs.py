@@ -88,7 +88,7 @@ GGUF_NAMES = {
     "modern-bert": "ModernBERT",
     "afmoe": "AFMoE",
     "bert": "BERT and RoBERTa",
-    "t5": "T5 and mT5",
+    "t5": "T5, mT5 and UMT5",
     "gptj": "GPT-J",
     "arcee": "Arcee",
     "seed_oss": "Seed-OSS",
