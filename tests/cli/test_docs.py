@@ -47,6 +47,7 @@ def test_the_home_page_shows_the_readmes_paragraph_of_models():
 GGUF_NAMES = {
     "llama": "LLaMA, Llama 4, Mistral,",
     "mistral3": "Ministral 3",
+    "mistral4": "Mistral 4",
     "llama4": "Llama 4",
     "qwen2": "Qwen 2/3",
     "qwen3": "Qwen 2/3",

@@ -115,6 +115,13 @@ EXPERTS = {  # name: (config class, model class, config)
         num_hidden_layers=3, num_key_value_heads=4, head_dim=12, global_attn_every_n_layers=1, num_experts=3,
         num_experts_per_tok=2, moe_intermediate_size=6, num_shared_experts=0, num_dense_layers=2, mup_enabled=True,
         attention_bias=True, experts_implementation="eager")),
+    "mistral4-gguf": ("Mistral4Config", "Mistral4ForCausalLM", SMALL | dict(  # one group, as Mistral Small 4
+        num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=6,
+        n_shared_experts=1, first_k_dense_replace=1, q_lora_rank=8, kv_lora_rank=10, qk_nope_head_dim=8,
+        qk_rope_head_dim=4, v_head_dim=6, routed_scaling_factor=1.5, pad_token_id=None,
+        rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=4.0, original_max_position_embeddings=4,
+                             beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0, llama_4_scaling_beta=0.3,
+                             partial_rotary_factor=1 / 3), experts_implementation="eager")),
     "mistral4": ("Mistral4Config", "Mistral4ForCausalLM", SMALL | dict(  # latent attention, Llama 4's query scale
         num_hidden_layers=3, num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=6,
         n_shared_experts=1, first_k_dense_replace=1, q_lora_rank=8, kv_lora_rank=10, qk_nope_head_dim=8,

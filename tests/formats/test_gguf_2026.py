@@ -67,12 +67,13 @@ def test_glm45s_prediction_layers_after_its_blocks_are_read_past(tmp_path):
         Transformer(spec_from_gguf(unsaid), GGUFWeights(unsaid, spec_from_gguf(unsaid)))(IDS)
 
 
-@pytest.mark.parametrize("name", ["glm4_moe_lite-dense-first", "youtu"])
+@pytest.mark.parametrize("name", ["glm4_moe_lite-dense-first", "youtu", "mistral4-gguf"])
 def test_deepseeks_kin_are_written_as_deepseek2_files_of_the_same_model(tmp_path, runner, name):
-    """GLM-4.7-Flash and Youtu-LLM write DeepSeek's architecture (their converters are DeepseekV2Model's): tfm's file
-    reads back as the folder's model (GLM-4.7-Flash's dense first layer and sigmoid router said in its keys), runs to
-    transformers' logits on the file's float32 weights, and goes back to a folder transformers builds (as
-    DeepSeek-V3, DeepSeek-V2) with the same logits."""
+    """GLM-4.7-Flash and Youtu-LLM write DeepSeek's architecture (their converters are DeepseekV2Model's), Mistral 4
+    its own of DeepSeek's names with the queries' scaling (temperature_scale, temperature_length): tfm's file reads
+    back as the folder's model (GLM-4.7-Flash's dense first layer and sigmoid router said in its keys), runs to
+    transformers' logits on the file's float32 weights (past Mistral 4's scaling length), and goes back to a folder
+    transformers builds (as DeepSeek-V3, DeepSeek-V2, Mistral 4) with the same logits."""
     import copy
 
     import transformers
@@ -93,7 +94,12 @@ def test_deepseeks_kin_are_written_as_deepseek2_files_of_the_same_model(tmp_path
     assert relative(ours, reference) < 1e-10
     back = runner.invoke(app, ["convert", str(tmp_path / "m.gguf"), "-o", str(tmp_path / "back")])
     assert back.exit_code == 0, back.output
-    loaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "back", experts_implementation="eager")
+    import json
+
+    model_class = json.loads((tmp_path / "back" / "config.json").read_text())["architectures"][
+        0
+    ]  # (Mistral 4: no Auto)
+    loaded = getattr(transformers, model_class).from_pretrained(tmp_path / "back", experts_implementation="eager")
     assert relative(theirs(exact(loaded.double().eval()), IDS), reference) < 1e-6  # (float32 weights)
 
 

@@ -64,6 +64,11 @@ def gguf_spec(c: Keys, header: Any, rope: dict[str, Any]) -> dict[str, Any]:
     if c.has("context_length"):
         spec["context"] = c.count("context_length")
     spec |= _yarn(c, rope, m)
+    if c.has("attention.temperature_scale"):  # (Mistral 4's and Mistral Large 3's: Llama 4's query scaling)
+        spec |= {
+            "rope_query_beta": c.number("attention.temperature_scale"),
+            "rope_query_len": c.count("attention.temperature_length"),
+        }
     return spec | routed_spec(c, header, N)
 
 
@@ -185,6 +190,9 @@ def gguf_metadata(spec: Spec) -> dict[str, Any]:
         out["attention.q_lora_rank"] = spec.q_rank
     if spec.rope_scaling == "yarn" and spec.rope_mscale_all_dim:
         out["rope.scaling.yarn_log_multiplier"] = 0.1 * float(spec.rope_mscale_all_dim)
+    if spec.rope_query_beta:  # (llama.cpp's deepseek2 reads its length from temperature_length)
+        out |= {"attention.temperature_scale": float(spec.rope_query_beta)}
+        out["attention.temperature_length"] = spec.rope_query_len
     if not spec.E:  # (DeepseekV2Model for a dense model, Youtu-LLM: the keys llama.cpp's deepseek2 requires)
         return out | {
             "leading_dense_block_count": spec.N,

@@ -3,7 +3,9 @@ DeepSeek-V3's latent attention (deepseek.py) with Llama 4's query scaling (rope_
 llama_4_scaling_beta, as Ministral 3), YaRN by default; every layer from first_k_dense_replace on routed by a
 softmax over E (groups by their best two), the chosen renormalised and scaled, a shared expert beside; its experts
 stacked as stored, gate and up in one (E, 2r, d). rope_parameters' partial_rotary_factor is qk_rope_head_dim's
-share of the head."""
+share of the head. Its GGUF file (mistral4) is DeepSeek's (deepseek2's reader and names) with the query scaling as
+attention.temperature_scale and temperature_length, which llama.cpp's deepseek2 graph applies; the converter, whose
+only route is Mistral 3's multimodal class, drops them, and tfm writes them."""
 
 from __future__ import annotations
 
@@ -12,10 +14,11 @@ from typing import Any
 from ..spec.definition import Spec
 from .deepseek import config as deepseek_config
 from .deepseek import latent_model, router_groups, router_scale
+from .deepseek_gguf import JOINED, LAYOUT, gguf_metadata, gguf_spec
 from .expert_checkpoints import MISTRAL4
 from .keys import Keys
 from .parts import default_rope
-from .record import Record
+from .record import Gguf, Record
 
 
 def spec(c: Keys) -> dict[str, Any]:
@@ -75,6 +78,7 @@ def config(spec: Spec) -> dict[str, Any]:
     return out | {"rope_parameters": rotary, "rope_interleave": spec.rope_pairing == "interleaved"}
 
 
-RECORD = Record("mistral4", "Mistral4ForCausalLM", spec, MISTRAL4, config, config_alone=True)
+GGUF = Gguf("mistral4", LAYOUT, gguf_spec, gguf_metadata, base="latent", joined=JOINED)
+RECORD = Record("mistral4", "Mistral4ForCausalLM", spec, MISTRAL4, config, GGUF, config_alone=True)
 
 __all__ = ["RECORD"]
