@@ -22,7 +22,7 @@ from .deepseek import routed_experts
 from .deepseek_gguf import SIGMOID, routed_layout, routed_metadata, routed_spec
 from .expert_checkpoints import AFMOE
 from .gemma import GGUF2_LAYOUT
-from .gguf_keys import sliding_kinds
+from .gguf_keys import sliding_kinds, turning, windowed
 from .keys import Keys
 from .parts import llama_like, typed_layers
 from .record import Gguf, Record
@@ -68,12 +68,9 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """LLaMA's reader, the per-head norms, the output gate, the four norms, MuP's embedding scale, three sliding
     layers in four (only those turning), DeepSeek's mixture renormalised and scored by sigmoid."""
     N = spec["N"]
-    window, kinds = sliding_kinds(c, N, 4) or (None, ["full"] * N)
+    window, kinds = sliding_kinds(c, N, 4) or (0, ["full"] * N)
     out = spec | {"qk_norm": True, "attn_gate": True, "norm": "sandwich", "embed_scale": "sqrt"}
-    if "sliding" in kinds:
-        out |= {"window": window} | ({"attention_layers": kinds} if "full" in kinds else {})
-    if "full" in kinds:
-        out["positional_layers"] = ["rope" if kind == "sliding" else "nope" for kind in kinds]
+    out |= windowed(window, kinds) | (turning(kinds) if "full" in kinds else {})
     experts = routed_spec(c, header, N, SIGMOID)
     return out | experts | ({"router_renorm": True, "router_bias_param": True} if experts else {})
 

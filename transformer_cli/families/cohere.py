@@ -14,7 +14,7 @@ from typing import Any
 from ..spec.definition import Spec
 from .checkpoints import LLAMA
 from .config_keys import layer_types
-from .gguf_keys import partial_rotary, sliding_kinds, sliding_pattern
+from .gguf_keys import partial_rotary, sliding_pattern, sliding_turning
 from .gguf_layout import LLAMA_LAYOUT
 from .keys import Keys
 from .parts import llama_like, typed_layers
@@ -106,13 +106,10 @@ def gguf_metadata(spec: Spec) -> dict[str, Any]:
 def gguf_cohere2(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """Command-R's reader, the tied head, the rotated dims, and the layers: the sliding ones turn, the full do not."""
     spec = gguf_spec(c, header, spec)
-    found = sliding_kinds(c, spec["N"], 4)
-    if found is None:
+    layers = sliding_turning(c, spec["N"], 4)
+    if not layers:
         raise c.refuse("attention.sliding_window", 0, "llama.cpp's cohere2 (and transformers 5.24) slide")
-    window, kinds = found
-    turning = {"positional_layers": ["rope" if kind == "sliding" else "nope" for kind in kinds]}
-    layers = {"window": window} | ({"attention_layers": kinds} if "full" in kinds else {})
-    return spec | partial_rotary(c, spec["m"]) | turning | (layers if "sliding" in kinds else {})
+    return spec | partial_rotary(c, spec["m"]) | layers
 
 
 def gguf_metadata2(spec: Spec) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from ..spec.definition import Spec
 from .checkpoints import OLMO2
 from .config_keys import layer_types, shared_keys
-from .gguf_keys import sliding_kinds, sliding_pattern
+from .gguf_keys import sliding_pattern, sliding_turning
 from .keys import Keys
 from .olmo2 import GGUF_LAYOUT
 from .parts import llama_like, typed_layers
@@ -51,19 +51,7 @@ def config(spec: Spec) -> dict[str, Any]:
 def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """LLaMA's sizes and rotary, the norms after each sublayer, a norm per query and key head, the layers' kinds:
     while there is a window, the sliding layers turn and the full ones do not."""
-    return spec | {"norm": "output", "qk_norm": True} | gguf_layers(c, spec["N"])
-
-
-def gguf_layers(c: Keys, N: int) -> dict[str, Any]:
-    """The window and each layer's flag (EXAONE 4 and EXAONE MoE): while there is a window, the sliding layers turn
-    and the full ones do not."""
-    found = sliding_kinds(c, N, 4)
-    if found is None:
-        return {}
-    window, kinds = found
-    layers = {"window": window} | ({"attention_layers": kinds} if {"full", "sliding"} <= set(kinds) else {})
-    turning = {"positional_layers": ["rope" if kind == "sliding" else "nope" for kind in kinds]}
-    return (layers if "sliding" in kinds else {}) | turning
+    return spec | {"norm": "output", "qk_norm": True} | sliding_turning(c, spec["N"], 4)
 
 
 def gguf_metadata(spec: Spec) -> dict[str, Any]:

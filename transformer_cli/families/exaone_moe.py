@@ -14,9 +14,9 @@ from ..spec.definition import Spec
 from .config_keys import feedforward_kinds, layer_types, shared_keys
 from .deepseek import expert_keys, routed_experts
 from .deepseek_gguf import SIGMOID, routed_layout, routed_metadata, routed_spec
-from .exaone4 import gguf_layers, layer_kinds
+from .exaone4 import layer_kinds
 from .expert_checkpoints import EXAONE_MOE
-from .gguf_keys import sliding_pattern
+from .gguf_keys import sliding_pattern, sliding_turning
 from .gguf_layout import LLAMA_LAYOUT
 from .glm4_moe import routed_router
 from .keys import Keys
@@ -47,7 +47,7 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """LLaMA's reader over the model's blocks, a norm per query and key head, EXAONE 4's layers, DeepSeek's mixture
     (sigmoid unless the file says otherwise)."""
     N = spec["N"] - c.index("nextn_predict_layers", 0)
-    return spec | {"N": N, "qk_norm": True} | gguf_layers(c, N) | routed_spec(c, header, N, SIGMOID)
+    return spec | {"N": N, "qk_norm": True} | sliding_turning(c, N, 4) | routed_spec(c, header, N, SIGMOID)
 
 
 def gguf_metadata(spec: Spec) -> dict[str, Any]:

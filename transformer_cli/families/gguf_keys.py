@@ -47,13 +47,28 @@ def sliding_kinds(c: Keys, N: int, every: int, full_first: bool = False) -> tupl
     return window, ["full" if i % n == full else "sliding" for i in range(N)]
 
 
+def windowed(window: int, kinds: list[str]) -> dict[str, Any]:
+    """The spec's window and attention_layers for blocks of `kinds` (none where no block slides)."""
+    if "sliding" not in kinds:
+        return {}
+    return {"window": window} | ({"attention_layers": kinds} if "full" in kinds else {})
+
+
+def turning(kinds: list[str]) -> dict[str, Any]:
+    """positional_layers where only the sliding blocks turn (EXAONE 4's, Command R7B's, AFMoE's full layers)."""
+    return {"positional_layers": ["rope" if kind == "sliding" else "nope" for kind in kinds]}
+
+
 def sliding_layers(c: Keys, N: int, every: int) -> dict[str, Any]:
     """The spec's window and attention_layers from `sliding_kinds` (none where no block slides)."""
     found = sliding_kinds(c, N, every)
-    if found is None or "sliding" not in found[1]:
-        return {}
-    window, kinds = found
-    return {"window": window} | ({"attention_layers": kinds} if "full" in kinds else {})
+    return {} if found is None else windowed(*found)
+
+
+def sliding_turning(c: Keys, N: int, every: int) -> dict[str, Any]:
+    """`sliding_layers` and, while there is a window, only the sliding blocks turning (EXAONE 4, Command R7B)."""
+    found = sliding_kinds(c, N, every)
+    return {} if found is None else windowed(*found) | turning(found[1])
 
 
 def sliding_pattern(spec: Any) -> dict[str, Any]:
@@ -77,4 +92,15 @@ def vocabulary(c: Keys, header: Any) -> int:
     return rows(header, "token_embd.weight", "the vocabulary size", f"{c.prefix}vocab_size", "tokenizer.ggml.tokens")
 
 
-__all__ = ["base_only", "partial_rotary", "rows", "sliding_kinds", "sliding_layers", "sliding_pattern", "vocabulary"]
+__all__ = [
+    "base_only",
+    "partial_rotary",
+    "rows",
+    "sliding_kinds",
+    "sliding_layers",
+    "sliding_pattern",
+    "sliding_turning",
+    "turning",
+    "vocabulary",
+    "windowed",
+]

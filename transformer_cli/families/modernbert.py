@@ -23,7 +23,7 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .config_keys import layer_types
-from .gguf_keys import sliding_kinds
+from .gguf_keys import sliding_kinds, windowed
 from .keys import Keys
 from .layout import Family, linear_names, norm_names
 from .parts import activation, hf_activation, sliding_rope, typed_layers, typed_ropes, whole_heads
@@ -173,9 +173,8 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
         "rope_theta": c.number("rope.freq_base", BASES["full_attention"]),
     }
     found = sliding_kinds(c, spec["N"], 3, full_first=True)
-    if found is not None and "sliding" in found[1]:
-        window, kinds = found
-        spec |= {"window": window // 2 + 1} | ({"attention_layers": kinds} if "full" in kinds else {})
+    if found is not None:  # (local_attention the band's whole width: tfm's unmasked window is half of it, plus one)
+        spec |= windowed(found[0] // 2 + 1, found[1])
     return sliding_rope(spec, {"rope_theta": c.number("rope.freq_base_swa", BASES["sliding_attention"])})
 
 
@@ -200,11 +199,10 @@ GGUF_LAYOUT = Family(
     {"embedding.E": "token_embd.weight"}
     | norm_names("embedding.norm", "token_embd_norm")
     | norm_names("final_norm", "output_norm"),
-    fused=(
-        ("attn_qkv.weight", ("attention.W_Q", "attention.W_K", "attention.W_V"), _one),
-        ("attn_qkv.bias", ("attention.b_Q", "attention.b_K", "attention.b_V"), _one),
-        ("ffn_up.weight", ("ff.W1", "ff.W3"), _one),
-        ("ffn_up.bias", ("ff.b1", "ff.b3"), _one),
+    # (the checkpoint's fused Wqkv and Wi under the converter's names)
+    fused=tuple(
+        (name.replace("attn.Wqkv", "attn_qkv").replace("mlp.Wi", "ffn_up"), ours, groups)
+        for name, ours, groups in MODERNBERT.fused
     ),
 )
 RECORDS = (
