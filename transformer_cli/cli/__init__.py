@@ -8,10 +8,12 @@ the tests' entry) load them all.
 
 from __future__ import annotations
 
+import _thread
 import gc
 import os
 import signal
 import sys
+import time
 from importlib import import_module
 from typing import Any
 
@@ -97,6 +99,7 @@ def main() -> None:
     """
     signal.signal(signal.SIGINT, _quit)  # first of all: while importing, nothing is written, so just leave
     signal.signal(signal.SIGTERM, _quit)  # (an exception raised inside the import machinery prints a traceback)
+    unraisablehook, sys.unraisablehook = sys.unraisablehook, _unraisable
     try:
         words = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
         name = words[0] if words else None
@@ -120,6 +123,24 @@ def main() -> None:
     finally:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        sys.unraisablehook = unraisablehook
+
+
+def _unraisable(unraisable: Any) -> None:
+    """An interrupt that landed in a callback Python cannot raise from (a weakref's, as importlib's module locks
+    have): Python would print "Exception ignored" with a traceback and carry on. Deliver it again instead, from
+    another thread once this hook has returned (delivered now, it would land in the hook), so it ends the command
+    as any Ctrl-C does; should it land in such a callback again, it comes back here."""
+    if isinstance(unraisable.exc_value, (KeyboardInterrupt, Terminated)):
+        signum = signal.SIGINT if isinstance(unraisable.exc_value, KeyboardInterrupt) else signal.SIGTERM
+        _thread.start_new_thread(_deliver, (signum,))
+    else:
+        sys.__unraisablehook__(unraisable)
+
+
+def _deliver(signum: signal.Signals) -> None:
+    time.sleep(0.01)  # the main thread leaves the hook first
+    _thread.interrupt_main(signum)
 
 
 def _signal_cause(exc: BaseException) -> BaseException | None:
