@@ -181,7 +181,7 @@ class Model:
         """`tfm count --seq-len`: FLOPs by component and memory for inference and training (a Costs); the options
         are the command's, by their long names (b, n and n_src, the old names, still taken)."""
         from ..analysis.costs import costs
-        from ..spec.definition import check_length
+        from ..spec.load import check_length
         from ..spec.stacks import encoder
 
         check_length(self.spec, count(seq_len, "seq-len"), "--seq-len")

@@ -55,7 +55,7 @@ def bench(
       tfm bench examples/configs/attention-is-all-you-need-base.yaml --seq-len 512 --batch 8 --dtype float32
     """
     from ..analysis.modes import mode_for
-    from ..spec.definition import check_length
+    from ..spec.load import check_length
     from ..tasks.bench import run_bench
     from ..tasks.runner import get_weights, lazy_weights
     from . import render

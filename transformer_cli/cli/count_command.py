@@ -54,7 +54,7 @@ def count(
       tfm count examples/configs/gpt2-small.yaml examples/configs/seed-plain.yaml --seq-len 1024
     """
     from ..analysis.params import count_params
-    from ..spec.definition import check_length
+    from ..spec.load import check_length
     from ..spec.stacks import encoder
     from ..tasks.sources import checkpoint_summary
     from . import render, render_costs

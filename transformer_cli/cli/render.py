@@ -89,7 +89,9 @@ def count_table(count: ParamCount, source: str) -> Table:
     if count.active != count.total:
         table.add_row(
             "active per token",
-            "the k experts a token is routed to; all else, the embedding too (as Mistral, Qwen, DeepSeek publish)",
+            "at most: the k experts a token is routed to, none a zero expert; all else, the embedding too"
+            if count.spec.zero_experts
+            else "the k experts a token is routed to; all else, the embedding too (as Mistral, Qwen, DeepSeek publish)",
             fmt(count.active),
             "",
         )

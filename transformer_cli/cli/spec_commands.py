@@ -50,7 +50,7 @@ def diff(
       tfm diff examples/configs/attention-is-all-you-need-base.yaml examples/configs/gpt2-small.yaml -n 512
     """
     from ..analysis.diff import diff, models_differ
-    from ..spec.definition import check_length
+    from ..spec.load import check_length
     from . import render
 
     with handled(json_out):

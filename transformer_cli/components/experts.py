@@ -34,14 +34,16 @@ class Experts(Component):
         self.E: int = spec.E
         self.k: int = spec.k
         self.shared = None if spec.shared_r is None else type(expert)(replace(spec, r=spec.shared_r, E=None, k=None))
+        self.routes = spec.E + (spec.zero_experts or 0)  # the router's choices: E experts and Z zero experts
 
     def tensors(self, prefix: str) -> list[Tensor]:
-        router = [Tensor(prefix + "ff.router", (self.E, self.spec.d), "router")]
+        routes = self.routes
+        router = [Tensor(prefix + "ff.router", (routes, self.spec.d), "router")]
         if self.spec.router_logit_bias:  # gpt-oss's: W_r x + b_r
-            router.append(Tensor(prefix + "ff.router_b", (self.E,), "router"))
+            router.append(Tensor(prefix + "ff.router_b", (routes,), "router"))
         if self.spec.router_bias:  # DeepSeek-V3's correction bias: stored with the router, not a parameter
             buffer = not self.spec.router_bias_param  # (ERNIE 4.5 holds it as a frozen parameter)
-            router.append(Tensor(prefix + "ff.router_bias", (self.E,), "router", buffer=buffer))
+            router.append(Tensor(prefix + "ff.router_bias", (routes,), "router", buffer=buffer))
         out = router + [Tensor(t.name, (self.E, *t.shape), self.label) for t in self.expert.tensors(prefix)]
         if self.shared is not None:  # its tensors under ff.shared.: ff.shared.W1, ...
             out += [Tensor(_shared(t.name), t.shape, "shared expert") for t in self.shared.tensors(prefix)]
@@ -55,8 +57,9 @@ class Experts(Component):
         size = "r" if self.spec.expert_r is None else "r_e"
         out = [Term(f"E({_sized(t.formula, size)})", self.E * t.value, t.scope, t.seed) for t in self.expert.terms()]
         biased = self.spec.router_logit_bias + self.spec.router_bias_param  # (gpt-oss's bias; ERNIE's correction)
-        formula = "Ed" + ("" if not biased else " + E" if biased == 1 else f" + {biased}E")
-        out.append(Term(formula, self.E * (self.spec.d + biased), "block"))
+        E = "(E + Z)" if self.spec.zero_experts else "E"
+        formula = f"{E}d" + ("" if not biased else f" + {E}" if biased == 1 else f" + {biased}{E}")
+        out.append(Term(formula, self.routes * (self.spec.d + biased), "block"))
         if self.shared is not None:
             out += [Term(_sized(t.formula, "r_s"), t.value, t.scope) for t in self.shared.terms()]
         if self.spec.shared_gate:
@@ -79,12 +82,13 @@ class Experts(Component):
             shared = self.shared.flops(b, n, pairs)
             ff = {name: v + shared[name] + self.spec.N * extra * b * n for name, v in ff.items()}
         combine = 2 * self.k * self.spec.d  # weight and add each chosen expert's output
-        softmax = SOFTMAX_PER_SCORE * (self.k if self.spec.router_renorm else self.E)  # over the chosen k, or all E
+        E = self.routes
+        softmax = SOFTMAX_PER_SCORE * (self.k if self.spec.router_renorm else E)  # over the chosen k, or all E
         if self.spec.router_score == "sigmoid":  # each of the E scores, and the chosen renormalised
-            softmax = SIGMOID_PER_ENTRY * self.E + 2 * self.k * self.spec.router_renorm
+            softmax = SIGMOID_PER_ENTRY * E + 2 * self.k * self.spec.router_renorm
         elif self.spec.router_score == "sparsemixer":  # per chosen expert: the threshold test of E, a softmax of E
             softmax = self.k * (SPARSEMIXER_PER_SCORE + SOFTMAX_PER_SCORE) * self.E
-        router = 2 * self.E * self.spec.d + softmax
+        router = 2 * E * self.spec.d + softmax
         return ff | {"router": self.spec.N * (router + combine) * b * n}
 
     def saved_bytes(self, s: int, down: bool = True, gate: bool = True, up: bool = True) -> int:
@@ -104,7 +108,7 @@ class Experts(Component):
         inner = self.expert.multiply_adds(b, n, pairs)["linear layers"]
         shared = 0 if self.shared is None else self.shared.multiply_adds(b, n, pairs)["linear layers"]
         gate = self.spec.N * self.spec.d * b * n * self.spec.shared_gate
-        return {"linear layers": self.k * inner + shared + gate + self.spec.N * self.E * self.spec.d * b * n}
+        return {"linear layers": self.k * inner + shared + gate + self.spec.N * self.routes * self.spec.d * b * n}
 
     def held_per_token(self) -> int:
         shared = 0 if self.shared is None else self.shared.held_per_token() + self.spec.d  # its hidden layer, output
@@ -175,7 +179,21 @@ class Experts(Component):
         return chosen, weights
 
     def apply(self, w: ExpertsWeights, X: np.ndarray) -> np.ndarray:
-        """sum over the k chosen experts of weight * expert(x), column by column: (d, b, n) -> (d, b, n)."""
+        """sum over the k chosen experts of weight * expert(x), column by column, plus the shared expert's output:
+        (d, b, n) -> (d, b, n)."""
+        out = self.routed(w, X)
+        out += self.at_once(w, X)
+        return out
+
+    def at_once(self, w: ExpertsWeights, X: np.ndarray) -> np.ndarray:
+        """What joins the stream whatever routed_later says: the shared expert's output and JetMoE's bias."""
+        out = np.zeros_like(X) if w.shared is None else self.shared_output(w, X)
+        if w.out_bias is not None:
+            out += w.out_bias[:, :, None]
+        return out
+
+    def routed(self, w: ExpertsWeights, X: np.ndarray) -> np.ndarray:
+        """The routed experts' part alone: (d, b, n) -> (d, b, n). A zero expert (e >= E) gives its column back."""
         d, b, n = X.shape
         flat = X.reshape(d, b * n)
         chosen, weights = self.route(w.router, flat)
@@ -192,10 +210,8 @@ class Experts(Component):
                 continue
             y = self.expert.apply(w.expert(e), flat[:, columns].reshape(d, 1, -1)).reshape(d, -1)
             out[:, columns] += weight * y
-        if w.shared is not None:
-            out += self.shared_output(w, X).reshape(d, -1)
-        if w.out_bias is not None:
-            out += w.out_bias
+        if self.spec.zero_experts:  # (LongCat-Flash's: the column times its zero experts' weights)
+            out += flat * (weights * (chosen >= self.E)).sum(axis=0)
         return out.reshape(d, b, n)
 
     def shared_output(self, w: ExpertsWeights, X: np.ndarray) -> np.ndarray:
@@ -277,6 +293,18 @@ def _expert(get: Get, e: int) -> Get:
     return lambda name: get(name)[e]
 
 
+def shortcut(feedforward: FeedForward | Experts, w: FeedForwardWeights, later: list, X: np.ndarray) -> np.ndarray:
+    """A block's feedforward under routed_later (LongCat-Flash's shortcut): a routed block's output is its shared
+    expert's, its routed experts' kept in `later` for the next block, a dense one, whose output adds it."""
+    if isinstance(feedforward, Experts):
+        later.append(feedforward.routed(w, X))  # type: ignore[arg-type]
+        return feedforward.at_once(w, X)  # type: ignore[arg-type]
+    out = feedforward.apply(w, X)
+    if later:
+        out += later.pop()
+    return out
+
+
 def block_feedforward(spec) -> FeedForward | Experts:
     """The block's feedforward: the spec's kind (plain or gated), or E experts of that kind with a router."""
     if not spec.E:
@@ -284,4 +312,4 @@ def block_feedforward(spec) -> FeedForward | Experts:
     return Experts(spec, FEEDFORWARDS[spec.feedforward](replace(spec, r=spec.expert_r or spec.r)))
 
 
-__all__ = ["Experts", "block_feedforward"]
+__all__ = ["Experts", "block_feedforward", "shortcut"]

@@ -61,6 +61,8 @@ class LatentAttention(MultiHeadAttention):
         for key in ("G", "rope_fraction", "qk_norm", "N_enc", "window", "qkv_clip", "attn_gate"):
             if key in data and data[key] not in (None, False) and not (key == "G" and data[key] == spec.H):
                 raise bad_key(source, key, data[key], f"no {key} with attention: latent")
+        if spec.latent_scale and spec.q_rank is None:
+            raise bad_key(source, "latent_scale", True, "q_rank with latent_scale (it scales the bottleneck's queries)")
         if spec.rope_m is not None and (spec.rope_m >= spec.m or spec.rope_m % 2):
             expected = f"an even number below m = {spec.m} (the rest of each head is its own)"
             raise bad_key(source, "rope_m", spec.rope_m, expected)
@@ -121,13 +123,16 @@ class LatentAttention(MultiHeadAttention):
 
         bias = self.spec.attention_bias
         W_QA = q_gain = b_QA = W_QB = W_Q = None
+        q_scale = kv_scale = 1.0  # (LongCat-Flash's: the queries and the latent scaled, here through the norms' gains)
+        if self.spec.latent_scale:
+            q_scale, kv_scale = (d / q) ** 0.5, (d / c) ** 0.5
         if q:
-            W_QA, q_gain = get("attention.W_QA"), get("attention.q_a_norm.gamma").reshape(-1, 1, 1)
+            W_QA, q_gain = get("attention.W_QA"), get("attention.q_a_norm.gamma").reshape(-1, 1, 1) * q_scale
             W_QB = heads_first(get("attention.W_QB"))
             b_QA = get("attention.b_QA").reshape(-1, 1, 1) if bias else None
         else:
             W_Q = heads_first(get("attention.W_Q"))
-        W_KVA, kv_gain = get("attention.W_KVA"), get("attention.kv_a_norm.gamma").reshape(-1, 1, 1)
+        W_KVA, kv_gain = get("attention.W_KVA"), get("attention.kv_a_norm.gamma").reshape(-1, 1, 1) * kv_scale
         b_KVA = get("attention.b_KVA").reshape(-1, 1, 1) if bias else None
         W_KVB = get("attention.W_KVB").reshape(H * (m - r + v), c)
         W_O = np.ascontiguousarray(get("attention.W_O").transpose(1, 0, 2).reshape(d, H * v))

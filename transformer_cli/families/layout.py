@@ -57,6 +57,11 @@ class Family:
     leading_one: frozenset[str] = frozenset()  # fused names held with a leading axis of one (ERNIE's (1, E) bias)
     flat: frozenset[str] = frozenset()  # stacked names with the experts' blocks on the rows, (E r, d) (DBRX's)
     hints: dict[str, str] = field(default_factory=dict)  # checkpoint name -> why it may be missing
+    # two blocks a checkpoint layer (LongCat-Flash's): block i is layer i // 2, its sublayers' names with {side} i % 2
+    pairs: bool = False
+    # per-expert names ("{e}") a file holds for the zero experts too, E <= e < E + Z, never read, written as zeros
+    # (LongCat-Flash's gate and up projections, which transformers allocates for them)
+    zero_experts: tuple[str, ...] = ()
 
 
 __all__ = ["LINEAR", "Family", "attention_names", "linear_names", "norm_names"]

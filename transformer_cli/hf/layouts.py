@@ -66,6 +66,7 @@ class Rule:
     transposed: bool = False
     experts: int = 0
     flat: bool = False  # the experts' blocks one after the other on the rows, (E rows, ...) (DBRX's w2)
+    zeros: tuple[int, ...] = ()  # no tfm tensor: zeros of this shape, never read (Family.zero_experts)
 
 
 def rows_of(shape: tuple[int, ...], name: str) -> tuple[int, tuple[int, ...]]:
@@ -86,6 +87,8 @@ def rows_of(shape: tuple[int, ...], name: str) -> tuple[int, tuple[int, ...]]:
 
 def hf_shape(rule: Rule, shapes: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
     """The checkpoint tensor's shape, from the tfm tensors' shapes."""
+    if rule.zeros:
+        return rule.zeros
     parts = [rows_of(shapes[name], name) for name in rule.tfm]
     shape = (sum(rows for rows, _ in parts), *parts[0][1])
     if rule.experts:  # (E, rows per expert, ...), each expert's block transposed where it is
@@ -97,6 +100,8 @@ def hf_shape(rule: Rule, shapes: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
 
 def split(rule: Rule, stored: Array, shapes: dict[str, tuple[int, ...]]) -> Iterator[tuple[str, Array]]:
     """The tfm tensors in a checkpoint tensor (views where the layout allows)."""
+    if rule.zeros:
+        return
     if rule.experts:  # every expert's block of rows, one after the other
         if rule.flat:
             stored = stored.reshape(rule.experts, -1, stored.shape[-1])
@@ -115,6 +120,8 @@ def split(rule: Rule, stored: Array, shapes: dict[str, tuple[int, ...]]) -> Iter
 
 def join(rule: Rule, arrays: dict[str, Array], spec: Spec) -> Array:
     """The checkpoint tensor from its tfm tensors (the inverse of split)."""
+    if rule.zeros:
+        return np.zeros(rule.zeros)
     pieces = [rows_form(name, arrays[name], spec) for name in rule.tfm]
     grouped = [p.reshape(rule.groups, -1, *p.shape[1:]) for p in pieces]
     rows = np.concatenate(grouped, axis=1).reshape(-1, *pieces[0].shape[1:])
@@ -146,7 +153,9 @@ def rules(family: Family, spec: Spec, first: bool = False) -> list[Rule]:
     for stack in stacks(spec):
         block, names = _stack_layout(family, stack)
         for i in _firsts(stack) if first else range(stack.spec.stored_blocks):
-            out += _block_rules(family, block.format(i=i), names, f"{stack.prefix}{i}.", present, stack.layer(i))
+            out += _block_rules(
+                family, *_named(family, block, names, i), f"{stack.prefix}{i}.", present, stack.layer(i)
+            )
     out += [Rule(theirs, (ours,)) for ours, theirs in family.globals_.items() if ours in present]
     return out
 
@@ -160,7 +169,9 @@ def rule_count(family: Family, spec: Spec) -> tuple[int, int]:
         block, names = _stack_layout(family, stack)
         for group in stack.groups():
             i = group.layers[0]
-            rules_of = _block_rules(family, block.format(i=i), names, f"{stack.prefix}{i}.", present, stack.layer(i))
+            rules_of = _block_rules(
+                family, *_named(family, block, names, i), f"{stack.prefix}{i}.", present, stack.layer(i)
+            )
             stored = min(len(group.layers), stack.spec.stored_blocks)  # (ALBERT's blocks share a few's weights)
             per_group.append((stored, len(rules_of)))
     outside = [ours for ours in family.globals_ if ours in present]
@@ -172,6 +183,15 @@ def _stack_layout(family: Family, stack: Stack) -> tuple[str, dict[str, str]]:
     if stack.name == "encoder":
         return family.encoder_block, family.encoder_names
     return family.block, family.names
+
+
+def _named(family: Family, block: str, names: dict[str, str], i: int) -> tuple[str, dict[str, str]]:
+    """Block i's prefix in the checkpoint and its tensors' names there: with `pairs`, layer i // 2's, its
+    sublayers numbered i % 2 (LongCat-Flash's)."""
+    if not family.pairs:
+        return block.format(i=i), names
+    side = str(i % 2)
+    return block.format(i=i // 2), {ours: theirs.replace("{side}", side) for ours, theirs in names.items()}
 
 
 def _block_rules(
@@ -197,6 +217,10 @@ def _block_rules(
             if whole in present and (spec.E or not ours.startswith("ff.")):
                 count = present[whole][0]
                 out += [Rule(block + theirs.format(e=e), (prefix + ours.format(e=e),)) for e in range(count)]
+                if ours in family.zero_experts and spec.zero_experts:  # (never read: zeros of an expert's shape)
+                    shape = hf_shape(Rule(theirs, (prefix + ours.format(e=0),)), Shapes(present))
+                    extra = range(count, count + spec.zero_experts)
+                    out += [Rule(block + theirs.format(e=e), (), zeros=shape) for e in extra]
         elif spec.E and ours.startswith(("ff.W", "ff.b")) and f"{ours}[{{e}}]" in names:
             continue  # the experts' stacked tensor, held expert by expert
         elif prefix + ours in present and prefix + ours not in used:

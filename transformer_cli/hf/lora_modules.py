@@ -37,18 +37,19 @@ def hf_linear_modules(spec: Spec, config: Mapping[str, Any]) -> list[Module]:
     shapes = tensor_shapes(spec)
     out = []
     for rule in rules(family_for(config), spec):
-        if not rule.hf.endswith(".weight") or not all(linear(name) for name in rule.tfm):
+        if rule.zeros or not rule.hf.endswith(".weight") or not all(linear(name) for name in rule.tfm):
             continue
         shape = hf_shape(rule, shapes)
         if len(shape) != 2:
             continue
         rows, columns = shape[::-1] if rule.transposed else shape  # (out, in) (GPT-2's Conv1D stores (in, out))
         out.append(Module(rule.hf[: -len(".weight")], columns, rows, rule.tfm))
-    return _experts(out, str(config.get("model_type"))) if spec.E else out
+    return _experts(out, str(config.get("model_type")), spec.zero_experts or 0) if spec.E else out
 
 
-def _experts(modules: list[Module], model_type: str) -> list[Module]:
-    """A mixture's modules as peft targets them on transformers 5's model (the module's docstring)."""
+def _experts(modules: list[Module], model_type: str, zero: int) -> list[Module]:
+    """A mixture's modules as peft targets them on transformers 5's model (the module's docstring); its gate and up
+    stack holds the `zero` experts' too (LongCat-Flash's: allocated, never read, adapted all the same)."""
     routed = [m for m in modules if _routed(m)]
     others = [m for m in modules if not _routed(m)]
     if model_type not in STACKED:
@@ -70,7 +71,7 @@ def _experts(modules: list[Module], model_type: str) -> list[Module]:
                 first.features_in,
                 2 * first.features_out,
                 (f"blocks.{block}.ff.W1", f"blocks.{block}.ff.W3"),
-                len(experts),
+                len(experts) + zero,
                 2,
                 (gate, up),
                 True,

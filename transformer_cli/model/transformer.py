@@ -25,7 +25,7 @@ from ..components import attention_component, block_feedforward
 from ..components.attention import KVCache, MultiHeadAttention
 from ..components.cross import Cross, Memory, cross_scale, project, queries
 from ..components.embedding import TokenEmbedding
-from ..components.experts import Experts
+from ..components.experts import Experts, shortcut
 from ..components.feedforward import FeedForward
 from ..components.norm import block_norm, norm_kind
 from ..components.positional import POSITIONALS, Positions
@@ -210,10 +210,11 @@ class Transformer:
         weights: WeightsAsked | None = None,
         stop: threading.Event | None = None,
         offset: int = 0,
+        later: list | None = None,
     ) -> Array:
         """Block i on the columns Z (d, b, n) in the spec's residual layout, its weights asked of the provider; an
         encoder-decoder's decoder block reads the `memory` with its cross-attention, between its attention and its
-        feedforward."""
+        feedforward. `later` holds a routed block's experts' output for the next block (routed_later)."""
         attention_w, feedforward_w, norms, cross_w = self.weights.block(i)
         attention, feedforward = self.layers[i]
         asked = (lambda kind: None) if weights is None else partial(weights, i)
@@ -237,9 +238,10 @@ class Transformer:
                 cross_w.norm,
             )
         tap = None if taps is None else partial(taps, i)
-        return self.residuals.apply(
-            Z, mixer, partial(feedforward.apply, feedforward_w), self._normed, norms, cross, tap
-        )
+        ff = partial(feedforward.apply, feedforward_w)
+        if later is not None:
+            ff = partial(shortcut, feedforward, feedforward_w, later)
+        return self.residuals.apply(Z, mixer, ff, self._normed, norms, cross, tap)
 
     def run(
         self,
@@ -265,9 +267,10 @@ class Transformer:
         Z = self.prologue(Z, pe)
         if taps is not None:
             taps(-1, "input", Z)
+        later: list | None = [] if self.spec.routed_later else None  # (a routed block's output for the next)
         for i in range(self.spec.N if last is None else last + 1):
             check_stop(stop)
-            Z = self.block(i, Z, start, cache, taps, memory, weights, stop, offset)
+            Z = self.block(i, Z, start, cache, taps, memory, weights, stop, offset, later)
             if taps is not None:
                 taps(i, "block", Z)
         return self.finish(Z) if last is None else Z

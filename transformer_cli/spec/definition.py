@@ -10,14 +10,12 @@ import math
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-from ..errors import SpecError
 from ..text import escaped
 from .attention_keys import ATTENTION_FIELDS
 from .choices import (
     ACTIVATIONS,
     FEEDFORWARD_KINDS,
     LABELS,
-    LEARNED,
     MASKS,
     NORM_TYPES,
     NORMS,
@@ -185,6 +183,8 @@ class Spec:
     router_logit_bias: bool = EXPERT_FIELDS["router_logit_bias"]
     router_bias: bool = EXPERT_FIELDS["router_bias"]
     router_bias_param: bool = EXPERT_FIELDS["router_bias_param"]
+    zero_experts: int | None = EXPERT_FIELDS["zero_experts"]
+    routed_later: bool = EXPERT_FIELDS["routed_later"]
     feedforward_layers: tuple[str, ...] | None = field(
         default=None,
         metadata=_key(
@@ -220,6 +220,7 @@ class Spec:
     q_rank: int | None = LATENT_FIELDS["q_rank"]
     rope_m: int | None = LATENT_FIELDS["rope_m"]
     v_m: int | None = LATENT_FIELDS["v_m"]
+    latent_scale: bool = LATENT_FIELDS["latent_scale"]
     G: int | None = field(
         default=None,
         metadata=_key("posint", "key/value heads, each shared by H/G query heads (grouped-query; 1: multi-query)"),
@@ -388,12 +389,4 @@ REQUIRED = tuple(name for name, f in FIELDS.items() if f.default is MISSING)
 DEFAULT_SPEC = Spec(N=2, H=4, m=8, d=32, r=64, name="default", description="built-in default spec")
 
 
-def check_length(spec: Spec, n: int, where: str) -> None:
-    """Refuse a sequence longer than the spec's learned positions cover (every command that takes n asks here)."""
-    if spec.positional in LEARNED and spec.max_len is not None and n > spec.max_len:
-        raise SpecError(
-            f"{where}: n = {n}, expected at most max_len = {spec.max_len} (learned positions of {spec.label})"
-        )
-
-
-__all__ = ["DEFAULT_SPEC", "FIELDS", "REQUIRED", "Spec", "check_length"]
+__all__ = ["DEFAULT_SPEC", "FIELDS", "REQUIRED", "Spec"]

@@ -37,6 +37,7 @@ DEPENDENT = {
     "attn_k": ("attention", ("mixture",), True),
     "rope_m": ("attention", ("latent",), True),
     "q_rank": ("attention", ("latent",), False),
+    "latent_scale": ("attention", ("latent",), False),
     "v_m": ("attention", ("latent", "standard"), False),
     "swiglu_alpha": ("feedforward", ("clamped",), False),
     "swiglu_limit": ("feedforward", ("clamped",), False),

@@ -111,6 +111,22 @@ EXPERT_FIELDS: dict[str, Any] = {
             "moe_statics) rather than a buffer; with router_bias",
         ),
     ),
+    "zero_experts": field(
+        default=None,
+        metadata=_key(
+            "posint",
+            "Z experts that compute nothing: the router scores E + Z, and a column sent to one of the last Z "
+            "gets its input back times its weight (LongCat-Flash's zero-computation experts); with E",
+        ),
+    ),
+    "routed_later": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "the routed experts' output joins the stream after the next block's feedforward, not the "
+            "block's own (LongCat-Flash's shortcut: its shared expert is added at once); with E",
+        ),
+    ),
 }
 
 __all__ = ["EXPERT_FIELDS"]

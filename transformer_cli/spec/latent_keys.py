@@ -40,6 +40,14 @@ LATENT_FIELDS: dict[str, Any] = {
         default=None,
         metadata=_key("posint", "each value head's size (v_head_dim; latent, or standard: MiMo-V2-Flash) [default: m]"),
     ),
+    "latent_scale": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "latent: the queries times (d / q_rank)^1/2 and the normalised latent times (d / kv_rank)^1/2 "
+            "(LongCat-Flash's mla_scale); with q_rank",
+        ),
+    ),
 }
 
 __all__ = ["LATENT_FIELDS"]

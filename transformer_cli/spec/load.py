@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..errors import SpecError
 from ..files import read_bounded
+from .choices import LEARNED
 from .definition import DEFAULT_SPEC, Spec
 from .validate import spec_from_mapping
 from .yaml12 import read_yaml
@@ -41,4 +42,12 @@ def load_spec(path: str | Path | None) -> Spec:
     return spec_from_mapping(read_yaml(_read_text(path), str(path)), str(path))
 
 
-__all__ = ["load_spec"]
+def check_length(spec: Spec, n: int, where: str) -> None:
+    """Refuse a sequence longer than the spec's learned positions cover (every command that takes n asks here)."""
+    if spec.positional in LEARNED and spec.max_len is not None and n > spec.max_len:
+        raise SpecError(
+            f"{where}: n = {n}, expected at most max_len = {spec.max_len} (learned positions of {spec.label})"
+        )
+
+
+__all__ = ["check_length", "load_spec"]

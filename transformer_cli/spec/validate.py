@@ -16,7 +16,7 @@ from ..text import lookalike_hint, shown
 from .choices import ATTENTIONS, DENSE, FULL, RELATIVE
 from .definition import FIELDS, REQUIRED, Spec
 from .dependent import DEPENDENT
-from .expert_keys import EXPERT_FIELDS
+from .validate_experts import check_experts
 from .validate_rope import check_llama4, check_rope
 from .yaml12 import MAX_DIGITS, TooLong
 
@@ -182,24 +182,10 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "norm_plus_one", True, "the norms' gains to scale by 1 + gamma (norm_affine is false)")
     if spec.norm_plus_one and spec.norm == "none" and not spec.final_norm:
         raise _fail(source, "norm_plus_one", True, "a norm to scale by 1 + gamma (norm is none)")
-    if (spec.E is None) != (spec.k is None):
-        key, other = ("E", "k") if spec.E is None else ("k", "E")
-        raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with {other}")
-    for key in EXPERT_FIELDS:
-        if key in data and spec.E is None:
-            raise _fail(source, key, data[key], f"no {key} without experts (E)")
-    _check_groups(spec, data, source)
+    check_experts(spec, data, source, _fail)
     if "qk_norm_over" in data and not spec.qk_norm:
         raise _fail(source, "qk_norm_over", data["qk_norm_over"], "no qk_norm_over without qk_norm")
     check_llama4(spec, data, source, _fail, _expected)
-    if spec.router_bias_param and not spec.router_bias:
-        raise _fail(source, "router_bias_param", True, "no router_bias_param without router_bias")
-    if "shared_scale" in data and spec.shared_r is None:
-        raise _fail(source, "shared_scale", data["shared_scale"], "no shared_scale without a shared expert (shared_r)")
-    if spec.shared_gate and spec.shared_r is None:
-        raise _fail(source, "shared_gate", True, "no shared_gate without a shared expert (shared_r)")
-    if spec.E is not None and spec.k is not None and spec.k > spec.E:
-        raise _fail(source, "k", spec.k, f"at most E = {spec.E} (the experts each token can choose from)")
     _check_layers(spec, data, source)
     if spec.parallel and spec.norm != "pre":
         raise _fail(source, "parallel", True, "norm: pre with parallel blocks (both sublayers read the block's input)")
@@ -353,35 +339,6 @@ def _check_encoder_decoder(spec: Spec, data: dict[str, Any], source: str) -> Non
     ):
         if key in data and data[key] not in (None, False, "none"):
             raise _fail(source, key, data[key], f"no {key} in an encoder-decoder (N_enc)")
-
-
-def _check_groups(spec: Spec, data: dict[str, Any], source: str) -> None:
-    """Group-limited routing: groups that divide the experts, fewer chosen than there are, room for k experts."""
-    for key in ("router_topk_groups", "router_group_score"):
-        if key in data and spec.router_groups is None:
-            raise _fail(source, key, data[key], f"no {key} without router_groups")
-    if "router_jitter" in data and spec.router_score != "sparsemixer":
-        raise _fail(source, "router_jitter", data["router_jitter"], "no router_jitter unless router_score: sparsemixer")
-    if spec.router_score == "sparsemixer" and spec.E is not None and spec.k is not None:
-        if spec.k != 2:
-            raise _fail(source, "k", spec.k, "k = 2 with router_score: sparsemixer (it chooses two experts)")
-        for key in ("router_groups", "router_bias", "router_logit_bias"):
-            if getattr(spec, key):
-                raise _fail(source, key, getattr(spec, key), f"no {key} with router_score: sparsemixer")
-    groups, chosen = spec.router_groups, spec.router_topk_groups
-    if groups is None or spec.E is None or spec.k is None:
-        return
-    if spec.E % groups:
-        raise _fail(source, "router_groups", groups, f"a divisor of E = {spec.E} (experts per group alike)")
-    if chosen is None:
-        raise SpecError(f"{source}: key 'router_topk_groups': missing, expected a positive integer with router_groups")
-    if chosen > groups or chosen * (spec.E // groups) < spec.k:
-        raise _fail(
-            source,
-            "router_topk_groups",
-            chosen,
-            f"at most router_groups = {groups} groups holding at least k = {spec.k} experts",
-        )
 
 
 __all__ = ["spec_from_mapping"]

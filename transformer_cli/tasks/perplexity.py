@@ -14,7 +14,7 @@ import numpy as np
 from ..analysis.divergence import Chunk, Perplexity, chunks, next_token_nll, score_scratch
 from ..errors import ArrayError, OptionError, SpecError
 from ..model.transformer import Transformer
-from ..spec.definition import check_length
+from ..spec.load import check_length
 from ..spec.stacks import encoder
 
 if TYPE_CHECKING:

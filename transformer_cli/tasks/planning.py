@@ -29,7 +29,8 @@ from ..hf.folder import held_by_config
 from ..hf.quant import KEYS
 from ..io.safetensors_io import peek
 from ..options import count
-from ..spec.definition import Spec, check_length
+from ..spec.definition import Spec
+from ..spec.load import check_length
 from ..spec.stacks import encoder
 from .sources import checkpoint_at, is_hugging_face, load_weights, read_lazily
 

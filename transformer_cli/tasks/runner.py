@@ -16,7 +16,8 @@ from ..errors import ArrayError, NumericalError, Overflow, SpecError
 from ..io.arrays import first_nonfinite, open_npy, peek_npy
 from ..io.weights import Weights, init_weights, seeded_source
 from ..options import count
-from ..spec.definition import Spec, check_length
+from ..spec.definition import Spec
+from ..spec.load import check_length
 from ..spec.stacks import encoder
 from .sources import load_weights, read_lazily
 

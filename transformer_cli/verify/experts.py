@@ -1,7 +1,7 @@
 """Mixtures of experts: the routed pass (each column through its k chosen experts only) equals the dense sum over
 all E experts with the weights zero off the top k (plus the shared expert's output and the output's bias, where
-there are; a router that weights the experts' input, Llama 4's, weights it there), and each column has exactly k
-distinct experts.
+there are; a router that weights the experts' input, Llama 4's, weights it there; a zero expert's output is its
+input), and each column has exactly k distinct experts.
 
 The control is a mixture that keeps every expert's softmax weight (no top k): it must differ from the routed
 pass by 1000 x tol, or the check cannot tell (the experts compute alike).
@@ -86,5 +86,7 @@ def _weighted(ff: Experts, w: ExpertsWeights, U: np.ndarray, gates: np.ndarray, 
 
 
 def _expert(ff: Experts, w: ExpertsWeights, e: int, U: np.ndarray) -> np.ndarray:
-    """Expert e alone on every column of U: (d, T)."""
+    """Expert e alone on every column of U: (d, T); a zero expert (e >= E, LongCat-Flash's) gives U back."""
+    if e >= ff.E:
+        return U.reshape(U.shape[0], -1).astype(np.float64)
     return ff.expert.apply(w.expert(e), U).reshape(U.shape[0], -1).astype(np.float64)
