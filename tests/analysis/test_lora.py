@@ -206,6 +206,7 @@ MIXTURES = [
     "laguna",
     "jetmoe",
     "mimo_v2_flash",
+    "longcat_flash",
 ]
 # a list of names of each family: attention and the experts by their checkpoint's names (peft maps them)
 LISTS = {
@@ -236,6 +237,7 @@ LISTS = {
     "laguna": "g_proj,down_proj",
     "jetmoe": "kv_proj,layer",
     "mimo_v2_flash": "v_proj,o_proj,down_proj",
+    "longcat_flash": "kv_b_proj,gate_proj,up_proj",
 }
 
 

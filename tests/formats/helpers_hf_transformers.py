@@ -14,16 +14,34 @@ transformers = pytest.importorskip("transformers", reason="the test extra instal
 TOL = 1e-10
 
 
+# the correction bias's spread where its scores are a softmax near 1 / (E + Z): a spread of 1 would choose the same
+# experts for every token, never a zero expert (LongCat-Flash's)
+SPREAD = {"LongcatFlashForCausalLM": 0.02}
+
+
 def build(name: str):
     """The model, random in every parameter, in float64 (its config as transformers completed it)."""
     config_class, model_class, config = MODELS[name]
     cfg = getattr(transformers, config_class)(**({"attn_implementation": "sdpa"} | config))
     model = getattr(transformers, model_class)(cfg)
     _randomised(model)
+    spread = SPREAD.get(model_class, 0.5)
     for name_, buffer in model.named_buffers():  # DeepSeek-V3's correction bias is a buffer, zero as built
         if name_.endswith("e_score_correction_bias"):
-            buffer.copy_(torch.linspace(-0.5, 0.5, buffer.numel()).flip(0))
+            buffer.copy_(torch.linspace(-spread, spread, buffer.numel()).flip(0))
     return model.double().eval()
+
+
+def parameters(model) -> int:
+    """transformers' parameter count, less the gate and up projections LongcatFlashExperts allocates for its zero
+    experts (gate_up_proj (E + Z, 2 r_e, d) beside down_proj (E, d, r_e)), which it never reads and tfm does not
+    count (LongCat-Flash's published 560B leaves them out)."""
+    total = sum(p.numel() for p in model.parameters())
+    for module in model.modules():
+        if type(module).__name__ == "LongcatFlashExperts" and module.gate_up_proj is not None:
+            unused = module.gate_up_proj.shape[0] - module.down_proj.shape[0]
+            total -= unused * module.gate_up_proj[0].numel()
+    return total
 
 
 def theirs(model, ids: np.ndarray) -> np.ndarray:

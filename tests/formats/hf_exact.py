@@ -20,6 +20,7 @@ from hf_exact_routers import (  # noqa: E402
     _float64_deepseek_router,
     _float64_ernie_router,
     _float64_granite_router,
+    _float64_longcat_router,
     _float64_minimax_router,
 )
 
@@ -140,6 +141,8 @@ def exact(model):
             module.forward = _float64_minimax_router.__get__(module)
         elif kind.endswith("TopKRouter") and kind != "PhimoeTopKRouter":  # (PhiMoE's routes in the model's dtype)
             module.forward = _float64_router.__get__(module)
+        elif kind == "LongcatFlashTopkRouter":  # routed in float32 even in float64
+            module.forward = _float64_longcat_router.__get__(module)
         elif kind in DEEPSEEK_ROUTERS:  # routed in float32 even in float64
             module.forward = _float64_deepseek_router.__get__(module)
         elif kind in ("Ministral3Attention", "Mistral4Attention"):  # Llama 4's query scale made in float32

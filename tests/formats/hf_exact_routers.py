@@ -79,3 +79,13 @@ def _float64_deepseek_router(self, hidden):
     if v3 and self.norm_topk_prob:
         weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
     return logits, weights * self.routed_scaling_factor, index
+
+
+def _float64_longcat_router(self, hidden):
+    """LongcatFlashTopkRouter.forward in the model's dtype: a softmax over the experts and the zero experts, the
+    correction bias to choose, the chosen weights unnormalised times routed_scaling_factor (its classifier's bias,
+    held, is never added: as transformers)."""
+    logits = torch.nn.functional.linear(hidden.view(-1, self.hidden_dim), self.classifier.weight)
+    scores = logits.softmax(dim=-1)
+    index = self.get_topk_indices(scores)
+    return logits, scores.gather(1, index) * self.routed_scaling_factor, index

@@ -176,4 +176,17 @@ EXPERTS = {  # name: (config class, model class, config)
         rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000.0, "partial_rotary_factor":
         0.5}, "sliding_attention": {"rope_type": "default", "rope_theta": 50.0, "partial_rotary_factor": 1.0}},
         experts_implementation="eager", attn_implementation="eager")),
+    "longcat_flash": ("LongcatFlashConfig", "LongcatFlashForCausalLM", dict(  # two blocks a layer, zero experts
+        vocab_size=97, hidden_size=32, num_layers=2, num_attention_heads=4, ffn_hidden_size=40, q_lora_rank=16,
+        kv_lora_rank=8, qk_nope_head_dim=6, qk_rope_head_dim=4, head_dim=4, v_head_dim=6, moe_topk=3,
+        n_routed_experts=4, zero_expert_num=2, expert_ffn_hidden_size=6, routed_scaling_factor=2.0,
+        max_position_embeddings=64, experts_implementation="eager")),
+    "longcat_flash-yarn-no-zero": ("LongcatFlashConfig", "LongcatFlashForCausalLM", dict(  # biases, tied, YaRN
+        vocab_size=97, hidden_size=32, num_layers=1, num_attention_heads=2, ffn_hidden_size=24, q_lora_rank=8,
+        kv_lora_rank=12, qk_nope_head_dim=8, qk_rope_head_dim=8, head_dim=8, v_head_dim=16, moe_topk=2,
+        n_routed_experts=3, zero_expert_num=0, expert_ffn_hidden_size=10, routed_scaling_factor=1.0,
+        attention_bias=True, tie_word_embeddings=True, max_position_embeddings=64, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1000.0, "factor": 4.0,
+        "original_max_position_embeddings": 16, "mscale_all_dim": 1.0, "mscale": 1.0},
+        experts_implementation="eager")),
 }  # fmt: skip

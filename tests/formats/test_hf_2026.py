@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from helpers_hf_transformers import IDS, TOL, build, relative, theirs, unpadded
+from helpers_hf_transformers import IDS, TOL, build, parameters, relative, theirs, unpadded
 from hf_exact import exact
 
 from transformer_cli import Transformer
@@ -131,6 +131,7 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
         "phimoe",
         "opt-350m-projected",
         "opt-projected-pre-untied",
+        "longcat_flash",
     ],
 )
 def test_verify_attention_and_plan_take_the_new_families_folders(tmp_path, name, runner):
@@ -142,7 +143,7 @@ def test_verify_attention_and_plan_take_the_new_families_folders(tmp_path, name,
     assert result.exit_code == 0, result.output
     planned = runner.invoke(app, ["plan", str(tmp_path / "m"), "-n", "16", "--json"])
     assert planned.exit_code == 0, planned.output
-    assert json.loads(planned.stdout)["params"] == sum(p.numel() for p in model.parameters())
+    assert json.loads(planned.stdout)["params"] == parameters(model)
     np.save(tmp_path / "ids.npy", unpadded(spec_from_config(tmp_path / "m"))[0])
     maps = runner.invoke(app, ["attention", str(tmp_path / "m"), "--input", str(tmp_path / "ids.npy")])
     assert maps.exit_code == 0, maps.output
@@ -252,6 +253,10 @@ CONTROLS = [
     ("mimo_v2_flash", {"value_scale": 1.0}),
     ("mimo_v2_flash", {"local_sinks": False}),
     ("mimo_v2_flash-groups-biased", {"router_scale": 1.0}),
+    ("longcat_flash", {"routed_later": False}),
+    ("longcat_flash", {"zero_experts": None, "k": 3}),
+    ("longcat_flash", {"latent_scale": False}),
+    ("longcat_flash-yarn-no-zero", {"router_bias": False}),
 ]
 
 

@@ -88,6 +88,7 @@ NEW += [
     "laguna",
     "jetmoe",
     "mimo_v2_flash",
+    "longcat_flash",
 ]  # (DBRX's config class cannot build a model without attn_config's clip_qkv and rope_theta: refused below)
 
 
@@ -95,6 +96,7 @@ _G = {
     "glm4_moe_lite": 4,
     "youtu": 4,
     "mistral4": 4,
+    "longcat_flash": 4,
 }  # (latent attention: a key per head; transformers' model fails on fewer)
 _NO_DEFAULT = {  # the keys a type's config class has no usable default for (the tests above show tfm asks for them)
     "helium": {"head_dim": 8},
@@ -111,7 +113,7 @@ def test_a_config_without_the_optional_keys_takes_transformers_defaults(tmp_path
     transformers = pytest.importorskip("transformers")
 
     keys = SMALL | {"model_type": model_type, "num_key_value_heads": _G.get(model_type, 2)}
-    keys |= {} if model_type == "youtu" else {"head_dim": 8}  # (Youtu's head_dim must be its rotated part)
+    keys |= {} if model_type in ("youtu", "longcat_flash") else {"head_dim": 8}  # (theirs: the rotated part)
     keys |= _NO_DEFAULT.get(model_type, {})
     (tmp_path / "config.json").write_text(json.dumps(keys))
     ours = spec_from_config(tmp_path)
@@ -143,7 +145,9 @@ def test_a_config_of_the_sizes_alone_counts_as_transformers_model_on_the_meta_de
     theirs = transformers.AutoConfig.for_model(**keys)
     with torch.device("meta"):
         model = getattr(transformers, RECORDS[model_type].hf_class)(theirs)
-    assert count_params(ours).total == sum(p.numel() for p in model.parameters())
+    from helpers_hf_transformers import parameters
+
+    assert count_params(ours).total == parameters(model)
     if ours.E:
         scale = getattr(theirs, "routed_scaling_factor", getattr(theirs, "router_scaling_factor", 1.0))  # (HY-V3's)
         assert ours.router_scale == scale

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers_hf_transformers import IDS, TOL, build, relative, theirs, unpadded
+from helpers_hf_transformers import IDS, TOL, build, parameters, relative, theirs, unpadded
 from helpers_transformers import _randomised
 from hf_exact import exact
 from hf_models import MODELS
@@ -33,7 +33,7 @@ def test_a_folder_counts_and_runs_as_transformers_does(tmp_path, name):
     model = build(name)
     model.save_pretrained(tmp_path)
     spec = spec_from_config(tmp_path)
-    assert count_params(spec).total == sum(p.numel() for p in model.parameters())
+    assert count_params(spec).total == parameters(model)
     ids = unpadded(spec)
     ours = Transformer(spec, load_weights(tmp_path, spec))(ids)
     assert relative(ours, theirs(exact(model), ids)) < TOL

@@ -50,6 +50,7 @@ MODULES = (
     "laguna",
     "llama",
     "llama4",
+    "longcat_flash",
     "m2m_100",
     "marian",
     "mimo_v2_flash",

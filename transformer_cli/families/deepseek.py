@@ -78,7 +78,7 @@ def latent_model(
         "V": c.count("vocab_size"),
         "tie_embeddings": c.flag("tie_word_embeddings", False),
         **rotary,
-        "scale": _score_scale(c, m),
+        "scale": latent_score_scale(c, m),
         "norm_type": "rmsnorm",
         "norm_eps": c.number("rms_norm_eps", 1e-6),
         "feedforward": "gated",
@@ -99,7 +99,7 @@ def latent_model(
     return spec | routed_experts(c, N, E, shared, size, dense, listed=listed)
 
 
-def _score_scale(c: Keys, m: int) -> str | float:
+def latent_score_scale(c: Keys, m: int) -> str | float:
     """m^-1/2, times mscale^2 where a scaled rope has mscale_all_dim (yarn_apply_mscale): 0.1 k ln(factor) + 1."""
     p = c.nested("rope_scaling") or c.nested("rope_parameters")
     if (
