@@ -188,3 +188,23 @@ def test_a_feedforward_pattern_shorter_than_the_blocks_is_written_back_for_every
     written = {"model_type": model_type} | RECORDS[model_type].config(spec)
     assert written["mlp_layer_types"] == ["sparse", "dense", "sparse"]
     assert spec_of_config(written, "written").model_keys() == spec.model_keys()
+
+
+@pytest.mark.parametrize("model_type", ["deepseek_v2", "deepseek_v3"])
+def test_a_latent_model_of_dense_layers_only_is_read_as_transformers_builds_it(model_type):
+    """Three layers and the default first_k_dense_replace (V3's 3; V2's 0, here 3): every layer dense, no router. V3
+    was refused ("no router_score without experts"), found by the sweep once its latent models kept a key per head."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    from transformer_cli.hf.config import spec_of_config
+
+    keys = SMALL | {"num_hidden_layers": 3, "num_key_value_heads": 4, "q_lora_rank": 8, "kv_lora_rank": 10}
+    keys |= {"qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 6}
+    keys |= {"first_k_dense_replace": 3} if model_type == "deepseek_v2" else {}
+    spec = spec_of_config({"model_type": model_type} | keys, "config.json")
+    assert spec.E is None and spec.router_score == "softmax"
+    with torch.device("meta"):
+        model = getattr(transformers, RECORDS[model_type].hf_class)(
+            transformers.AutoConfig.for_model(model_type, **keys)
+        )
+    assert count_params(spec).total == sum(p.numel() for p in model.parameters())

@@ -45,6 +45,8 @@ def deepseek_v3(c: Keys) -> dict[str, Any]:
         max_positions=4096,
         interleaved=c.flag("rope_interleave", True),
     )
+    if "E" not in spec:  # (every layer dense, first_k_dense_replace >= N: no router)
+        return spec
     router = {"router_score": "sigmoid", "router_bias": True, "router_renorm": c.flag("norm_topk_prob", True)}
     return spec | router | router_groups(c, spec, 8, 4, "top2") | router_scale(c, 2.5)
 
