@@ -5,8 +5,9 @@ A type is *text* when transformers maps it to a causal LM, a masked LM or a seq2
 defaults with small sizes put over them (the keys a config class does not have are left out), the model built by
 transformers, every parameter drawn at random (seeded; norms' gains about 1), saved, and then:
 
-- refused: tfm refuses the folder in one line (its message kept), or transformers itself cannot build the model
-  (counted apart, as `not built`);
+- refused: tfm refuses the folder in one line (its message kept), or transformers itself cannot build or run the
+  model, with the sweep's sizes, with a key and value per head (and the class's head size), nor with its class's
+  own head size, key/value heads and window (counted apart, as `not built`);
 - exact: tfm's parameter count equals transformers' and its output (logits, or an encoder's last hidden state) is
   within 1e-9 of transformers' in float64: the model as transformers runs it, or, where that is further, with its
   float32 internals recomputed in float64 as the tests do (tests/formats/hf_exact.py);
@@ -118,12 +119,16 @@ def read_alone(model_type: str, folder: Path) -> dict:
     return {"result": "wrong", "why": "read as a text model without a check against transformers"}
 
 
-def tiny_config(model_type: str, looser: bool = False):
+def tiny_config(model_type: str, attempt: int = 0):
+    """The type's config with the sweep's sizes (attempt 0), then a key and value per head and the class's head size
+    (1: latent attention's), then with LOOSER left to the class (2)."""
     import transformers
 
     cls = transformers.AutoConfig.for_model(model_type).__class__
     defaults = cls()
-    keys = {k: v for k, v in SIZES.items() if hasattr(defaults, k) and not (looser and k in LOOSER)}
+    sizes = SIZES | ({"num_key_value_heads": SIZES["num_attention_heads"]} if attempt == 1 else {})
+    left = {1: ("head_dim",), 2: LOOSER}.get(attempt, ())
+    keys = {k: v for k, v in sizes.items() if hasattr(defaults, k) and k not in left}
     pad = getattr(defaults, "pad_token_id", None)
     if isinstance(pad, int) and pad < SIZES["vocab_size"]:  # (RoBERTa's positions start after it: kept)
         keys["pad_token_id"] = pad
@@ -141,37 +146,45 @@ def one(model_type: str, kind: str, folder: Path) -> dict:
     auto class `kind`."""
     import torch
     import transformers
+    from helpers_hf_transformers import parameters
     from hf_exact import exact
 
     import transformer_cli as tfm
     from transformer_cli.errors import TfmError
     from transformer_cli.families import RECORDS
 
-    try:
-        config = tiny_config(model_type)
-        torch.manual_seed(0)
-        record = RECORDS.get(model_type)
-        build = (
-            getattr(transformers, record.hf_class) if record is not None else getattr(transformers, kind).from_config
-        )
-        with torch.device("meta"):  # (its size first: a config whose sizes go by other names stays large)
-            size = sum(p.numel() for p in build(config).parameters())
-        if size > MAX_PARAMETERS:
-            return {"result": "not built", "why": f"{size:,} parameters with this sweep's sizes (its keys differ)"}
-        model = build(config).double().eval()
-        with torch.no_grad():  # every parameter drawn (an initialiser's zeros, as AFMoE's router, tie the routing)
-            for name, p in model.named_parameters():
-                if "embed_positions" not in name:  # (Marian's and Pegasus' sinusoids, kept as built)
-                    p.copy_(torch.randn_like(p) * 0.3 + (1.0 if "norm" in name and name.endswith("weight") else 0.0))
-        model.save_pretrained(folder)
-    except Exception as error:  # noqa: BLE001 - transformers could not build or save it: not tfm's to judge
-        return {"result": "not built", "why": f"{type(error).__name__}: {str(error)[:200]}"}
+    record = RECORDS.get(model_type)
+    build = getattr(transformers, record.hf_class) if record is not None else getattr(transformers, kind).from_config
+    failed = None
+    for attempt in range(3):  # the sweep's sizes, then as tiny_config retries them where transformers fails
+        try:
+            config = tiny_config(model_type, attempt)
+            torch.manual_seed(0)
+            with torch.device("meta"):  # (its size first: a config whose sizes go by other names stays large)
+                size = sum(p.numel() for p in build(config).parameters())
+            if size > MAX_PARAMETERS:
+                return {"result": "not built", "why": f"{size:,} parameters with this sweep's sizes (its keys differ)"}
+            model = build(config).double().eval()
+            with torch.no_grad():  # every parameter drawn (an initialiser's zeros, as AFMoE's router, tie the routing)
+                for name, p in model.named_parameters():
+                    if "embed_positions" not in name:  # (Marian's and Pegasus' sinusoids, kept as built)
+                        gain = 1.0 if "norm" in name and name.endswith("weight") else 0.0
+                        p.copy_(torch.randn_like(p) * 0.3 + gain)
+            ids = np.random.default_rng(0).integers(3, min(getattr(config, "vocab_size", None) or 97, 97), size=(1, 9))
+            _output(model, ids, bool(getattr(config, "is_encoder_decoder", False)))  # transformers runs it
+            model.save_pretrained(folder)
+            failed = None
+            break
+        except Exception as error:  # noqa: BLE001 - transformers could not build, run or save it: not tfm's to judge
+            failed = {"result": "not built", "why": f"{type(error).__name__}: {str(error)[:200]}"}
+    if failed is not None:
+        return failed
     try:
         ours = tfm.load(folder)
         total = ours.count().total
     except TfmError as error:
         return {"result": "refused", "why": str(error).split(": ", 1)[-1][:300]}
-    theirs_total = sum(p.numel() for p in model.parameters())
+    theirs_total = parameters(model)  # (less LongCat-Flash's zero experts' projections, never read)
     if total != theirs_total:
         return {"result": "wrong", "why": f"count {total} != transformers' {theirs_total}"}
     V = ours.spec.V or 97
@@ -181,23 +194,26 @@ def one(model_type: str, kind: str, folder: Path) -> dict:
         got = ours.run(ids, target=ids if seq2seq else None, dtype="float64").output
     except TfmError as error:
         return {"result": "refused", "why": f"run: {str(error)[:300]}"}
-
-    def output(reference) -> np.ndarray:
-        with torch.no_grad():
-            if seq2seq:
-                out = reference(input_ids=torch.from_numpy(ids), decoder_input_ids=torch.from_numpy(ids))
-            else:
-                out = reference(torch.from_numpy(ids))
-        return (out.logits if hasattr(out, "logits") else out.last_hidden_state).double().numpy().transpose(0, 2, 1)
-
-    theirs = output(model)  # transformers in float64 as it is; then with its float32 steps recomputed in float64
+    theirs = _output(model, ids, seq2seq)  # in float64 as it is; then with its float32 steps recomputed in float64
     if got.shape != theirs.shape:
         return {"result": "wrong", "why": f"output {got.shape} != transformers' {theirs.shape}"}
     error = float(np.max(np.abs(got - theirs)) / max(np.max(np.abs(theirs)), 1e-300))
     if error >= TOL:
-        theirs = output(exact(model))
+        theirs = _output(exact(model), ids, seq2seq)
         error = min(error, float(np.max(np.abs(got - theirs)) / max(np.max(np.abs(theirs)), 1e-300)))
     return {"result": "exact" if error < TOL else "wrong", "relative_error": error}
+
+
+def _output(reference, ids: np.ndarray, seq2seq: bool) -> np.ndarray:
+    """transformers' logits (or an encoder's last hidden state) on `ids`, in tfm's layout (b, V, n)."""
+    import torch
+
+    with torch.no_grad():
+        if seq2seq:
+            out = reference(input_ids=torch.from_numpy(ids), decoder_input_ids=torch.from_numpy(ids), use_cache=False)
+        else:  # (no cache: a hybrid of two layers, none of them attention, fails to make one)
+            out = reference(torch.from_numpy(ids), use_cache=False)
+    return (out.logits if hasattr(out, "logits") else out.last_hidden_state).double().numpy().transpose(0, 2, 1)
 
 
 def main() -> None:
