@@ -179,13 +179,17 @@ def rotate_(X: Array, cos: Array, sin: Array, pairing: str) -> Array:
 
     Each pair (x, y) of X's first rot rows turns to (x cos - y sin, y cos + x sin); the rows past rot stay.
     half: row j pairs with j + rot/2 (LLaMA, GPT-NeoX: rotate_half); interleaved: 2j with 2j + 1 (GPT-J);
-    half_reversed: half's pairs turned the other way, by -angle (NanoChat's rotate_half, cat(x2, -x1)).
+    half_reversed: half's pairs turned the other way, by -angle (NanoChat's rotate_half, cat(x2, -x1));
+    proportional: row j < rot/2 with j + m/2, the rest stay (Gemma 4's rotate_half over the whole head).
     """
     half = cos.shape[0]
     if pairing == "half_reversed":
         sin, pairing = -sin, "half"
     if pairing == "half":
         x, y = X[..., :half, :], X[..., half : 2 * half, :]
+    elif pairing == "proportional":
+        m2 = X.shape[-2] // 2
+        x, y = X[..., :half, :], X[..., m2 : m2 + half, :]
     else:
         x, y = X[..., 0 : 2 * half : 2, :], X[..., 1 : 2 * half : 2, :]
     x_sin = x * sin  # x before it is overwritten: y's update needs it

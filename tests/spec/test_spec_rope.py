@@ -51,7 +51,7 @@ def test_rope_keys_are_read_with_their_defaults(tmp_path):
         (ROPE + "rope_theta: 0\n", "key 'rope_theta': got 0, expected a positive number"),
         (
             ROPE + "rope_pairing: gptj\n",
-            "key 'rope_pairing': got 'gptj', expected one of half, interleaved, half_reversed",
+            "key 'rope_pairing': got 'gptj', expected one of half, interleaved, half_reversed, proportional",
         ),
         (
             BASE + "rope_theta: 500000\n",

@@ -20,7 +20,7 @@ from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from .base import Component, Pairs, Tensor, Term, stacked
 from .kv_cache import KVCache
-from .norm import LayerNormWithoutBias, norm_kind
+from .norm import RMS_PER_ENTRY, LayerNormWithoutBias, norm_kind
 
 SOFTMAX_PER_SCORE = 5  # max, subtract, exp, sum, divide
 SIGMOID_GATE_PER_ENTRY = 4  # neg, exp, +1, divide (attn_gate)
@@ -196,6 +196,8 @@ class MultiHeadAttention(Component):
         V = projected[(H + G) * m :].reshape(G, v, b, n).transpose(2, 0, 1, 3)  # (b, G, v, n)
         if self.spec.value_scale != 1.0:
             V *= V.dtype.type(self.spec.value_scale)
+        if self.spec.v_norm:  # (Gemma 4's: each value head over its entries, no gain)
+            V[...] = kernels.rms_norm(V.transpose(2, 0, 1, 3), 1.0, self.spec.norm_eps).transpose(1, 2, 0, 3)
         if w.qk_norm is not None:  # each query and key head normalised over its m entries (or all heads'), in place
             kind, whole = self.qk, self.spec.qk_norm_over == "all"
             for part, params in ((QKV[:, :H], w.qk_norm[0]), (QKV[:, H : H + G], w.qk_norm[1])):
@@ -271,6 +273,7 @@ class MultiHeadAttention(Component):
             * ((2 * d + SIGMOID_GATE_PER_ENTRY) * self.gate_rows + H * m * self.spec.attn_gate_per_head)
             * tokens,
             "query/key norms": N * self.qk.per_entry * (H + G) * m * tokens if self.spec.qk_norm else 0,
+            "value norms": N * (RMS_PER_ENTRY - 1) * G * v * tokens if self.spec.v_norm else 0,
         } | capped
 
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:

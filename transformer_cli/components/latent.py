@@ -58,9 +58,11 @@ class LatentAttention(MultiHeadAttention):
         if spec.positional != "rope":
             expected = "rope with attention: latent (its keys' shared part turns)"
             raise bad_key(source, "positional", spec.positional, expected)
-        for key in ("G", "rope_fraction", "qk_norm", "N_enc", "window", "qkv_clip", "attn_gate"):
+        for key in ("G", "rope_fraction", "qk_norm", "N_enc", "window", "qkv_clip", "attn_gate", "v_norm", "full_m"):
             if key in data and data[key] not in (None, False) and not (key == "G" and data[key] == spec.H):
                 raise bad_key(source, key, data[key], f"no {key} with attention: latent")
+        if spec.rope_pairing == "proportional":
+            raise bad_key(source, "rope_pairing", "proportional", "half or interleaved with attention: latent")
         if spec.latent_scale and spec.q_rank is None:
             raise bad_key(source, "latent_scale", True, "q_rank with latent_scale (it scales the bottleneck's queries)")
         if spec.rope_m is not None and (spec.rope_m >= spec.m or spec.rope_m % 2):

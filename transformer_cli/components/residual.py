@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..spec.choices import NORMS
-from .base import Component, Pairs
+from .base import Component, Pairs, Tensor
 
 Array = np.ndarray
 Sublayer = Callable[[Array], Array]
@@ -135,9 +135,14 @@ class Residuals(Component):
         stream's between the sublayers (middle) and the feedforward's output's (fed)."""
         return self.layout.norm_inputs(grad, attended, middle, fed, bool(self.spec.shared_norm))
 
+    def tensors(self, prefix: str) -> list[Tensor]:
+        """Gemma 4's layer scale: the block's number, a buffer (not a parameter) in its files."""
+        return [Tensor(prefix + "scale", (1,), "layer scale", buffer=True)] if self.spec.layer_scale else []
+
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         scaled = {"residual scaling": self.spec.N * 2 * self.spec.d * b * n} if self.spec.residual_scale != 1 else {}
-        return {"residuals": self.spec.N * 2 * self.spec.d * b * n} | scaled
+        layer = {"layer scaling": self.spec.N * self.spec.d * b * n} if self.spec.layer_scale else {}
+        return {"residuals": self.spec.N * 2 * self.spec.d * b * n} | scaled | layer
 
 
 def _scaled(sublayer: Sublayer, s: float) -> Sublayer:

@@ -88,6 +88,8 @@ class Transformer:
             (attention_component(layer), block_feedforward(layer)) for layer in layers
         ]
         self.rotations = [self._positions(layer, i, get) for i, layer in enumerate(layers)]  # block i's positions
+        # Gemma 4's layer scales: each block's output times its number (read at once: N numbers)
+        self.layer_scales = [float(get(f"blocks.{i}.scale")[0]) for i in range(spec.N)] if spec.layer_scale else None
         stored = self.layers[: spec.stored_blocks]  # the blocks whose weights the model holds (ALBERT's: a few)
         self.block_norms = [block_norm(layer) for layer in layers[: spec.stored_blocks]]  # (ModernBERT's block 0's)
         self.weights: JustInTime = (
@@ -129,8 +131,8 @@ class Transformer:
         """Block i's positions: the model's, or its own where its rotary base differs (Gemma 3's local) or it has
         none (a NoPE layer)."""
         own, model = (
-            (layer.positional, layer.rope_theta, layer.rope_scaling),
-            (self.spec.positional, self.spec.rope_theta, self.spec.rope_scaling),
+            (layer.positional, layer.rope_theta, layer.rope_scaling, layer.m, layer.rotated_dims),
+            (self.spec.positional, self.spec.rope_theta, self.spec.rope_scaling, self.spec.m, self.spec.rotated_dims),
         )
         if own == model and not layer.rel_per_block:
             return self.positional
@@ -241,7 +243,10 @@ class Transformer:
         ff = partial(feedforward.apply, feedforward_w)
         if later is not None:
             ff = partial(shortcut, feedforward, feedforward_w, later)
-        return self.residuals.apply(Z, mixer, ff, self._normed, norms, cross, tap)
+        out = self.residuals.apply(Z, mixer, ff, self._normed, norms, cross, tap)
+        if self.layer_scales is not None:
+            out *= out.dtype.type(self.layer_scales[i])
+        return out
 
     def run(
         self,

@@ -116,6 +116,16 @@ ATTENTION_FIELDS: dict[str, Any] = {
         default=None,
         metadata=_key("posint", "the sliding blocks' key/value heads (MiMo-V2-Flash's: 2 G); with attention_layers"),
     ),
+    "full_m": field(
+        default=None,
+        metadata=_key(
+            "posint", "the full blocks' head size (Gemma 4's global_head_dim) [default: m]; with attention_layers"
+        ),
+    ),
+    "v_norm": field(
+        default=False,
+        metadata=_key("bool", "each value head normalised over its entries (an RMS norm, no gain: Gemma 4's v_norm)"),
+    ),
     "local_sinks": field(
         default=False,
         metadata=_key("bool", "a sink per head on the sliding blocks only (MiMo-V2-Flash); with attention_layers"),

@@ -15,7 +15,7 @@ from .rope_scaling import ROPE_SCALINGS as SCALING_TYPES
 
 SCALES = ("none", "sqrt")
 MASKS = ("none", "causal")
-ROPE_PAIRINGS = ("half", "interleaved", "half_reversed")
+ROPE_PAIRINGS = ("half", "interleaved", "half_reversed", "proportional")
 ROPE_SCALINGS = tuple(SCALING_TYPES)  # each with its frequency function
 ACTIVATIONS = tuple(kernels.ACTIVATIONS)  # each with its kernel
 ATTENTION_KINDS = SLIDING, FULL = ("sliding", "full")  # a block of a stack with a window: through it, or not

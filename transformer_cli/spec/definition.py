@@ -132,6 +132,7 @@ class Spec:
     embed_scale: str | float = SCALE_FIELDS["embed_scale"]
     logit_scale: float = SCALE_FIELDS["logit_scale"]
     residual_scale: float = SCALE_FIELDS["residual_scale"]
+    layer_scale: bool = SCALE_FIELDS["layer_scale"]
     parallel: bool = field(
         default=False,
         metadata=_key("bool", "parallel blocks: X + Attn(N1(X)) + FF(N2(X)) (GPT-NeoX, Falcon, Phi-2); pre-norm"),
@@ -201,6 +202,8 @@ class Spec:
     value_scale: float = ATTENTION_FIELDS["value_scale"]
     local_G: int | None = ATTENTION_FIELDS["local_G"]
     local_sinks: bool = ATTENTION_FIELDS["local_sinks"]
+    full_m: int | None = ATTENTION_FIELDS["full_m"]
+    v_norm: bool = ATTENTION_FIELDS["v_norm"]
     attn_experts: int | None = ATTENTION_FIELDS["attn_experts"]
     attn_k: int | None = ATTENTION_FIELDS["attn_k"]
     attn_gate_fn: str = ATTENTION_FIELDS["attn_gate_fn"]

@@ -20,7 +20,8 @@ ROPE_FIELDS: dict[str, Any] = {
         metadata=_key(
             "choice",
             "half: dim j with j + rot/2 (LLaMA, NeoX); interleaved: 2j with 2j+1 (GPT-J); half_reversed: half's "
-            "pairs turned by -angle (NanoChat)",
+            "pairs turned by -angle (NanoChat); proportional: dim j < rot/2 with j + m/2, f_j = theta^(-2j/m) "
+            "(Gemma 4's full layers)",
             ROPE_PAIRINGS,
         ),
     ),

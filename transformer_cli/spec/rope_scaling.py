@@ -22,9 +22,10 @@ Array = np.ndarray
 # the frequency functions, in float64
 
 
-def rope_frequencies(rot: int, theta: float) -> Array:
-    """Rotary frequencies theta^(-2j/rot) of the rot/2 pairs j, in float64: (rot/2,)."""
-    return np.power(float(theta), -2.0 * np.arange(rot // 2) / rot)
+def rope_frequencies(rot: int, theta: float, over: int | None = None) -> Array:
+    """Rotary frequencies theta^(-2j/rot) of the rot/2 pairs j, in float64: (rot/2,); theta^(-2j/over) with `over`
+    (Gemma 4's proportional rope: the exponent over the whole head)."""
+    return np.power(float(theta), -2.0 * np.arange(rot // 2) / (over or rot))
 
 
 def llama3_frequencies(freq: Array, factor: float, low: float, high: float, original: int) -> Array:
@@ -102,6 +103,12 @@ class RopeKeys(Protocol):
     def rotated_dims(self) -> int: ...
 
     @property
+    def m(self) -> int: ...
+
+    @property
+    def rope_pairing(self) -> str: ...
+
+    @property
     def rope_theta(self) -> float: ...
 
     @property
@@ -142,8 +149,8 @@ class RopeKeys(Protocol):
 
 
 def unscaled(s: RopeKeys, length: int) -> np.ndarray:
-    """f_j = theta^(-2j/rot)."""
-    return rope_frequencies(s.rotated_dims, s.rope_theta)
+    """f_j = theta^(-2j/rot) (proportional pairs: theta^(-2j/m))."""
+    return rope_frequencies(s.rotated_dims, s.rope_theta, s.m if s.rope_pairing == "proportional" else None)
 
 
 def llama3(s: RopeKeys, length: int) -> np.ndarray:

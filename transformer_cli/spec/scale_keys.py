@@ -82,6 +82,14 @@ SCALE_FIELDS: dict[str, Any] = {
             "(Granite's residual_multiplier; before the sublayer's own output norm if it has one)",
         ),
     ),
+    "layer_scale": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "each block's output (the stream, its input included) times the block's own number, blocks.i.scale (1,), "
+            "a buffer (Gemma 4's layer_scalar)",
+        ),
+    ),
 }
 
 __all__ = ["SCALE_FIELDS"]

@@ -101,6 +101,7 @@ class Stack:
         changes: dict = dict.fromkeys(LAYER_KEYS) | {"N": N, "rope_local_theta": None, "rope_local_fraction": None}
         if FULL in kinds:
             changes["window"] = None
+            changes |= {"m": self.spec.full_m} if self.spec.full_m else {}  # (Gemma 4's heads of global_head_dim)
         elif SLIDING in kinds and self.spec.rope_local_theta is not None:  # Gemma 3's local layers
             changes |= {"rope_theta": self.spec.rope_local_theta, "rope_scaling": "none"}
         if SLIDING in kinds and self.spec.rope_local_fraction is not None:  # (Laguna's turn all of each head)
@@ -110,7 +111,7 @@ class Stack:
                 "G": self.spec.local_G or self.spec.G,
                 "attn_sinks": self.spec.attn_sinks or self.spec.local_sinks,
             }
-        changes |= {"local_G": None, "local_sinks": False}
+        changes |= {"local_G": None, "local_sinks": False, "full_m": None}
         if NOPE in kinds:  # no rotary: no positions at all in its attention, no chunks (Llama 4)
             changes |= {"positional": "none", "rope_scaling": "none", "chunk": None}
             if not self.spec.qk_norm_nope:

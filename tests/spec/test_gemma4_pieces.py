@@ -1,0 +1,104 @@
+"""Gemma 4's pieces: heads of their own size on the full blocks (full_m), values normalised per head (v_norm), each
+block's output times its own number (layer_scale) and the proportional rope (rope_pairing: proportional). Against
+transformers: hf_models_dense's gemma4_text variants; here each against a model it must equal (single blocks
+composed, permuted heads under another base), and the keys' checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import random_weights
+
+from transformer_cli import SpecError, count_params, spec_from_mapping
+from transformer_cli.components.attention import MultiHeadAttention
+from transformer_cli.model.transformer import Transformer
+
+# no vocabulary and no norms: a model of columns to columns, so that blocks compose
+BASE = dict(N=2, H=2, G=1, m=4, d=8, r=12, mask="causal", positional="rope", rope_theta=10.0, norm="none")
+X = np.random.default_rng(5).standard_normal((2, 8, 9))
+
+
+def _block(w: dict, i: int) -> dict:
+    """Block i's tensors as block 0's of a model of one block."""
+    return {name.replace(f"blocks.{i}.", "blocks.0.", 1): a for name, a in w.items() if name.startswith(f"blocks.{i}.")}
+
+
+def test_the_full_blocks_heads_are_of_full_m():
+    """A sliding block of heads of 4 then a full one of heads of 8: the two single-block models composed."""
+    keys = {"window": 3, "attention_layers": ["sliding", "full"], "full_m": 8}
+    spec = spec_from_mapping(BASE | keys, "s")
+    w = random_weights(spec, 1)
+    assert w["blocks.0.attention.W_Q"].shape == (2, 4, 8) and w["blocks.1.attention.W_Q"].shape == (2, 8, 8)
+    sliding = Transformer(spec_from_mapping(BASE | {"N": 1, "window": 3}, "s"), _block(w, 0))
+    full = Transformer(spec_from_mapping(BASE | {"N": 1, "m": 8}, "s"), _block(w, 1))
+    ours = Transformer(spec, w).forward(X)
+    assert np.allclose(ours, full.forward(sliding.forward(X)), rtol=0, atol=1e-12)
+    plain = count_params(spec_from_mapping(BASE | keys | {"full_m": 4}, "s")).total
+    assert count_params(spec).total - plain == (2 * 2 + 2 * 1) * 4 * 8  # the full block's W_Q, W_O (H), W_K, W_V (G)
+    cache = MultiHeadAttention(spec_from_mapping(BASE | {"N": 1, "m": 8}, "s")).cache_per_token(8, 0)
+    assert cache == 2 * 1 * 8 * 8  # (the full block's: G keys and values of 8)
+
+
+def test_each_blocks_output_is_times_its_layer_scale():
+    spec = spec_from_mapping(BASE | {"layer_scale": True}, "s")
+    w = random_weights(spec, 2)
+    scales = [float(w[f"blocks.{i}.scale"][0]) for i in range(2)]
+    assert all(abs(s - 1) > 1e-3 for s in scales)
+    one = spec_from_mapping(BASE | {"N": 1}, "s")
+    first, second = Transformer(one, _block(w, 0)), Transformer(one, _block(w, 1))
+    expected = scales[1] * second.forward(scales[0] * first.forward(X))
+    assert np.allclose(Transformer(spec, w).forward(X), expected, rtol=0, atol=1e-12)
+    assert count_params(spec).total == count_params(spec_from_mapping(BASE, "s")).total  # (buffers, not parameters)
+
+
+def test_values_are_normalised_per_head_without_a_gain():
+    spec = spec_from_mapping(BASE | {"v_norm": True}, "s")
+    w = random_weights(spec, 3)
+    plain = spec_from_mapping(BASE, "s")
+    attention, reference = MultiHeadAttention(spec), MultiHeadAttention(plain)
+    get = lambda name: w[f"blocks.0.{name}"]  # noqa: E731
+    columns = X.transpose(1, 0, 2)  # (d, b, n)
+    V = attention.qkv(attention.prepare(get), columns)[2]
+    raw = reference.qkv(reference.prepare(get), columns)[2]
+    expected = raw / np.sqrt((raw**2).mean(axis=2, keepdims=True) + spec.norm_eps)
+    assert np.allclose(V, expected, rtol=0, atol=1e-12)
+    assert not np.allclose(Transformer(spec, w).forward(X), Transformer(plain, w).forward(X), atol=1e-3)
+
+
+def test_proportional_pairs_are_half_pairs_of_permuted_heads_under_another_base():
+    """rot = 4 of m = 8: pairs (0, 4), (1, 5) at theta^(-2j/8) are half's pairs (0, 2), (1, 3) at
+    (theta^(4/8))^(-2j/4) once each query and key head's rows are put in the order 0, 1, 4, 5, 2, 3, 6, 7."""
+    keys = dict(m=8, rope_fraction=0.5, rope_theta=100.0)
+    spec = spec_from_mapping(BASE | keys | {"rope_pairing": "proportional"}, "s")
+    half = spec_from_mapping(BASE | keys | {"rope_theta": 10.0}, "s")  # 100^(4/8)
+    w = random_weights(spec, 4)
+    order = [0, 1, 4, 5, 2, 3, 6, 7]
+    permuted = dict(w)
+    for i in range(2):
+        for name in ("W_Q", "W_K"):
+            permuted[f"blocks.{i}.attention.{name}"] = w[f"blocks.{i}.attention.{name}"][:, order]
+        if f"blocks.{i}.attention.b_Q" in w:
+            for name in ("b_Q", "b_K"):
+                permuted[f"blocks.{i}.attention.{name}"] = w[f"blocks.{i}.attention.{name}"][:, order]
+    ours = Transformer(spec, w).forward(X)
+    assert np.allclose(ours, Transformer(half, permuted).forward(X), rtol=0, atol=1e-12)
+    assert not np.allclose(ours, Transformer(half, w).forward(X), atol=1e-3)  # (control: pairs of their own)
+
+
+@pytest.mark.parametrize(
+    ("keys", "named", "expected"),
+    [
+        ({"full_m": 8}, "full_m", "no full_m without attention_layers"),
+        ({"attention": "latent", "kv_rank": 4, "rope_m": 2, "v_norm": True, "G": None}, "v_norm", "latent"),
+        (
+            {"attention": "latent", "kv_rank": 4, "rope_m": 2, "G": None, "rope_pairing": "proportional"},
+            "rope_pairing",
+            "latent",
+        ),
+    ],
+)
+def test_the_keys_are_refused_where_they_do_not_fit(keys, named, expected):
+    data = {k: v for k, v in (BASE | keys).items() if v is not None}
+    with pytest.raises(SpecError) as info:
+        spec_from_mapping(data, "s.yaml")
+    assert f"'{named}'" in str(info.value) and expected in str(info.value) and "\n" not in str(info.value)
