@@ -59,6 +59,7 @@ FAMILIES = [
     "nemotron",
     "gpt_bigcode",
     "vaultgemma",
+    "gemma4_text",
     "olmo",
     "jais2",
     "persimmon",

@@ -29,6 +29,8 @@ def build(name: str):
     for name_, buffer in model.named_buffers():  # DeepSeek-V3's correction bias is a buffer, zero as built
         if name_.endswith("e_score_correction_bias"):
             buffer.copy_(torch.linspace(-spread, spread, buffer.numel()).flip(0))
+        if name_.endswith("layer_scalar"):  # (Gemma 4's: 1 as built)
+            buffer.copy_(torch.rand_like(buffer) + 0.5)
     return model.double().eval()
 
 

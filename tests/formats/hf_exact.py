@@ -12,8 +12,10 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
 
 from helpers_transformers import _float64_gemma_rms_norm, _float64_rms_norm, _float64_router  # noqa: E402
+from hf_exact_gemma4 import GEMMA4  # noqa: E402
 from hf_exact_laguna import LAGUNA  # noqa: E402
 from hf_exact_llama4 import LLAMA4  # noqa: E402
+from hf_exact_rope import _inv_freq  # noqa: E402
 from hf_exact_routers import (  # noqa: E402
     _float64_afmoe_router,
     _float64_cohere_router,
@@ -23,47 +25,6 @@ from hf_exact_routers import (  # noqa: E402
     _float64_longcat_router,
     _float64_minimax_router,
 )
-
-
-def _inv_freq(cfg, rotated: int, seq_len: int, params: dict) -> torch.Tensor:
-    """The rotary inverse frequencies in float64 of a pass of seq_len positions, by transformers' formulas (default,
-    llama3, linear, dynamic, yarn, longrope; only dynamic and longrope depend on seq_len), for the rope `params`
-    (the model's, or one layer type's)."""
-    base = params["rope_theta"]
-    if params.get("rope_type") == "dynamic":  # _compute_dynamic_ntk_parameters, in float64
-        factor, longest = params["factor"], cfg.max_position_embeddings
-        length = max(seq_len, longest)
-        base = base * ((factor * length / longest) - (factor - 1)) ** (rotated / (rotated - 2))
-    freq = 1.0 / base ** (torch.arange(0, rotated, 2, dtype=torch.float64) / rotated)
-    if params.get("rope_type") == "linear":
-        return freq / params["factor"]
-    if params.get("rope_type") == "longrope":  # _compute_longrope_parameters, in float64
-        long = seq_len > params["original_max_position_embeddings"]
-        return freq / torch.tensor(params["long_factor" if long else "short_factor"], dtype=torch.float64)
-    if params.get("rope_type") == "yarn":  # _compute_yarn_parameters, in float64
-        base, factor, original = params["rope_theta"], params["factor"], params["original_max_position_embeddings"]
-
-        def pair(rotations):
-            return rotated * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
-
-        low, high = pair(params.get("beta_fast") or 32), pair(params.get("beta_slow") or 1)
-        if params.get("truncate", True):
-            low, high = math.floor(low), math.ceil(high)
-        low, high = max(low, 0), min(high, rotated - 1)
-        high += 0.001 if low == high else 0.0  # (as transformers' linear_ramp_factor)
-        ramp = ((torch.arange(rotated // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
-        return freq / factor * ramp + freq * (1 - ramp)
-    if params.get("rope_type", "default") == "llama3":  # _compute_llama3_parameters, in float64
-        factor, low, high = params["factor"], params["low_freq_factor"], params["high_freq_factor"]
-        original = params["original_max_position_embeddings"]
-        wavelength = 2 * math.pi / freq
-        scaled = torch.where(wavelength > original / low, freq / factor, freq)
-        smooth = (original / wavelength - low) / (high - low)
-        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
-        medium = ~(wavelength < original / high) * ~(wavelength > original / low)
-        freq = torch.where(medium, smoothed, scaled)
-    return freq
-
 
 DEEPSEEK_ROUTERS = (
     "DeepseekV2TopkRouter",
@@ -86,6 +47,8 @@ def exact(model):
         kind = type(module).__name__
         if kind.startswith("Llama4") and kind in LLAMA4:  # its rotary, norms, router and temperature in float32
             LLAMA4[kind](model, module)
+        elif kind in GEMMA4:  # its norms (x w, some without a gain) in float32
+            module.forward = GEMMA4[kind].__get__(module)
         elif kind in ("GPTJRotaryEmbedding", "CodeGenRotaryEmbedding"):  # its sin/cos table made in float32
             module.forward = _float64_gptj_rotary.__get__(module)
             sys.modules[type(module).__module__].eager_attention_forward = _float64_gptj_attention

@@ -144,4 +144,19 @@ DENSE = {  # name: (config class, model class, config)
     "deberta-v2-absolute": ("DebertaV2Config", "DebertaV2Model", dict(  # no relative attention: BERT's positions
         vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
         max_position_embeddings=64, attn_implementation="eager")),
+    "gemma4_text": ("Gemma4TextConfig", "Gemma4ForCausalLM", SMALL | dict(  # full heads of 16, proportional rope
+        num_hidden_layers=4, num_key_value_heads=2, head_dim=8, global_head_dim=16, sliding_window=4,
+        rms_norm_eps=1e-6, hidden_size_per_layer_input=0, final_logit_softcapping=30.0,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"])),
+    "gemma4_text-default-kinds": ("Gemma4TextConfig", "Gemma4ForCausalLM", SMALL | dict(  # 5:1, the last forced full
+        num_hidden_layers=7, num_key_value_heads=1, head_dim=8, global_head_dim=12, sliding_window=3,
+        hidden_size_per_layer_input=0, attention_bias=True, tie_word_embeddings=False,
+        rope_parameters={"full_attention": {"rope_type": "proportional", "rope_theta": 100.0,
+        "partial_rotary_factor": 0.5, "factor": 2.0}, "sliding_attention": {"rope_type": "default",
+        "rope_theta": 50.0}})),
+    "gemma4_text-whole-heads": ("Gemma4TextConfig", "Gemma4ForCausalLM", SMALL | dict(  # one head size, default rope
+        num_hidden_layers=3, num_key_value_heads=4, head_dim=8, global_head_dim=8, sliding_window=5,
+        hidden_size_per_layer_input=0, layer_types=["sliding_attention", "sliding_attention", "sliding_attention"],
+        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000.0},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}})),
 }  # fmt: skip

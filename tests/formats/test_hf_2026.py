@@ -132,6 +132,7 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
         "opt-350m-projected",
         "opt-projected-pre-untied",
         "longcat_flash",
+        "gemma4_text",
     ],
 )
 def test_verify_attention_and_plan_take_the_new_families_folders(tmp_path, name, runner):
@@ -257,6 +258,11 @@ CONTROLS = [
     ("longcat_flash", {"zero_experts": None, "k": 3}),
     ("longcat_flash", {"latent_scale": False}),
     ("longcat_flash-yarn-no-zero", {"router_bias": False}),
+    ("gemma4_text", {"v_norm": False}),
+    ("gemma4_text", {"layer_scale": False}),
+    ("gemma4_text", {"rope_pairing": "half"}),
+    ("gemma4_text-default-kinds", {"rope_scaling": "none"}),
+    ("gemma4_text-default-kinds", {"rope_local_theta": None}),
 ]
 
 

@@ -12,6 +12,7 @@ from transformer_cli.families import RECORDS
 from transformer_cli.hf.config import spec_from_config
 
 SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=4, num_attention_heads=4)
+GEMMA4 = {"model_type": "gemma4_text", "hidden_size_per_layer_input": 0}
 
 
 @pytest.mark.parametrize(
@@ -37,6 +38,16 @@ SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_lay
         ({"model_type": "hy_v3", "mlp_bias": True, "num_key_value_heads": 2}, "HY-V3's routed experts have no"),
         ({"model_type": "youtu", "num_key_value_heads": 4, "head_dim": 8}, "Youtu turns qk_rope_head_dim = 64"),
         ({"model_type": "dots1", "n_routed_experts": 4, "num_experts_per_tok": 2}, "'n_shared_experts': missing"),
+        ({"model_type": "gemma4_text"}, "'hidden_size_per_layer_input': 256 is not supported: per-layer inputs"),
+        ({"model_type": "gemma4_text", "hidden_size_per_layer_input": 0, "num_kv_shared_layers": 2}, "shared across"),
+        ({"model_type": "gemma4_text", "hidden_size_per_layer_input": 0, "enable_moe_block": True}, "experts beside"),
+        ({"model_type": "gemma4_text", "hidden_size_per_layer_input": 0, "attention_k_eq_v": True}, "are the full"),
+        (GEMMA4 | {"use_bidirectional_attention": "all"}, "causal language model only"),
+        (GEMMA4 | {"per_layer_config": {"1": {"num_key_value_heads": 1}}}, "a head_dim per layer only"),
+        (
+            GEMMA4 | {"rope_parameters": {"full_attention": {"rope_type": "yarn", "factor": 2.0}}},
+            "default or proportional",
+        ),
     ],
 )
 def test_a_config_transformers_or_tfm_cannot_build_is_one_line_naming_the_key(tmp_path, keys, words):
@@ -89,6 +100,7 @@ NEW += [
     "jetmoe",
     "mimo_v2_flash",
     "longcat_flash",
+    "gemma4_text",
 ]  # (DBRX's config class cannot build a model without attn_config's clip_qkv and rope_theta: refused below)
 
 
@@ -103,6 +115,7 @@ _NO_DEFAULT = {  # the keys a type's config class has no usable default for (the
     "ministral": {"head_dim": 8},
     "codegen": {"rotary_dim": 4},  # (its 64 is past these heads of 8: transformers' forward fails)
     "dots1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1},
+    "gemma4_text": {"hidden_size_per_layer_input": 0, "global_head_dim": 8},  # (tfm refuses the per-layer inputs)
 }
 
 

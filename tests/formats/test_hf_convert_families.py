@@ -68,6 +68,8 @@ FAMILIES = [
     "mimo_v2_flash-groups-biased",
     "longcat_flash",
     "longcat_flash-yarn-no-zero",
+    "gemma4_text",
+    "gemma4_text-default-kinds",
 ]
 
 

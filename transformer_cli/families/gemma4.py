@@ -1,0 +1,180 @@
+"""Gemma 4 (text: Gemma4ForCausalLM): Gemma 3's sandwich of norms, query/key norms and sqrt(d) embedding, with
+plain RMSNorm gains (x w, not Gemma 1-3's x (1 + w)), scores unscaled, each value head normalised without a gain
+(v_norm), each block's output times its layer_scalar (layer_scale); five sliding layers to one full and the last
+always full, the full layers' heads of global_head_dim (full_m), turned by the proportional rope (pairs j and
+j + m/2 for j below partial_rotary_factor m / 2, at theta^(-2j/m)), the sliding layers' by the default rope over
+the whole head.
+
+Not yet in tfm, refused in one line: the per-layer inputs (hidden_size_per_layer_input, Gemma 4's small models),
+keys and values shared across layers (num_kv_shared_layers), the experts beside the MLP (enable_moe_block), values
+that are the keys (attention_k_eq_v) and bidirectional attention ("all")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec.definition import Spec
+from .checkpoints import GEMMA2
+from .config_keys import layer_types
+from .keys import Keys
+from .layout import Family
+from .parts import CAUSAL_PRE, activation, kv_heads, window_key
+from .record import Record
+
+REFUSED = (  # (key, what turns it off, why)
+    ("hidden_size_per_layer_input", 0, "per-layer inputs are not in tfm yet; 0 turns them off"),
+    ("num_kv_shared_layers", 0, "keys and values shared across layers are not in tfm yet"),
+    ("enable_moe_block", False, "Gemma 4's experts beside the MLP are not in tfm yet"),
+    ("attention_k_eq_v", False, "values that are the full layers' keys are not in tfm yet"),
+)
+
+
+def gemma4_text(c: Keys) -> dict[str, Any]:
+    """Gemma4TextConfig -> spec (its defaults: heads of 256 sliding and 512 full, window 512, bases 1e4 and 1e6)."""
+    for key, off, why in REFUSED:
+        value = c.data.get(key, 256 if key == "hidden_size_per_layer_input" else off)
+        if value not in (off, None) or (key == "hidden_size_per_layer_input" and value is None):
+            raise c.refuse(key, value, why)
+    if c.data.get("use_bidirectional_attention") == "all":
+        raise c.refuse("use_bidirectional_attention", "all", "tfm maps Gemma 4's causal language model only")
+    c.ignored("use_bidirectional_attention", "'s text model reads it for images only", None)
+    N, H, d = c.count("num_hidden_layers", 30), c.count("num_attention_heads", 8), c.count("hidden_size", 2304)
+    m, full_m = c.count("head_dim", 256), _full_head_dim(c, N)
+    kinds = _kinds(c, N)
+    window = c.count("sliding_window", 512)
+    spec = CAUSAL_PRE | {
+        "N": N,
+        "H": H,
+        "m": m,
+        "d": d,
+        "r": c.count("intermediate_size", 9216),
+        "V": c.count("vocab_size", 262144),
+        **kv_heads(c, "num_key_value_heads", c.count("num_key_value_heads", 4), H),
+        "tie_embeddings": c.flag("tie_word_embeddings", True),
+        "scale": "none",
+        "norm": "sandwich",
+        "norm_type": "rmsnorm",
+        "norm_eps": c.number("rms_norm_eps", 1e-6),
+        "embed_scale": "sqrt",
+        "feedforward": "gated",
+        "activation": activation(c, "hidden_activation", "gelu_pytorch_tanh"),
+        "ff_bias": False,
+        "attention_bias": c.flag("attention_bias", False),
+        "qk_norm": True,
+        "v_norm": True,
+        "layer_scale": True,
+        "context": c.count("max_position_embeddings", 131072),
+    }
+    cap = c.nullable_number("final_logit_softcapping", None)
+    spec |= {"logit_softcap": cap} if cap is not None else {}
+    if "sliding_attention" in kinds:
+        spec |= window_key(window) | {
+            "attention_layers": ["sliding" if k == "sliding_attention" else "full" for k in kinds]
+        }
+        spec |= {"full_m": full_m} if full_m != m else {}
+    else:
+        spec["m"] = full_m
+    return spec | _ropes(c, full_m, "sliding_attention" in kinds)
+
+
+def _kinds(c: Keys, N: int) -> list[str]:
+    """layer_types (else five sliding to one full), the last layer full whatever the list says (as transformers
+    makes it, with a warning: said on stderr)."""
+    kinds = c.data.get("layer_types") or ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(N)]
+    if not isinstance(kinds, list) or len(kinds) != N or not set(kinds) <= {"full_attention", "sliding_attention"}:
+        raise c.fail("layer_types", kinds, f"a list of {N} 'full_attention' or 'sliding_attention'")
+    if kinds[-1] != "full_attention":
+        c.ignored("layer_types", "makes its last layer full_attention whatever the list says", None)
+    return [*kinds[:-1], "full_attention"]
+
+
+def _full_head_dim(c: Keys, N: int) -> int:
+    """The full layers' head size: per_layer_config's (as transformers 5.24 saves it), else global_head_dim (the
+    hub's form, 512 by default). Only head_dim may differ per layer (num_key_value_heads does with k_eq_v only)."""
+    per_layer = c.data.get("per_layer_config")
+    if per_layer is None:
+        return c.count("global_head_dim", 512)
+    if not isinstance(per_layer, dict):
+        raise c.fail("per_layer_config", per_layer, "an object of layer indices and their own head_dim")
+    sizes = set()
+    for layer, keys in per_layer.items():
+        if not isinstance(keys, dict) or set(keys) - {"head_dim"}:
+            raise c.refuse(f"per_layer_config.{layer}", keys, "tfm reads a head_dim per layer only")
+        sizes.add(keys.get("head_dim"))
+    if len(sizes) > 1:
+        raise c.refuse("per_layer_config", per_layer, "full layers of one head size")
+    return int(sizes.pop()) if sizes else c.count("head_dim", 256)
+
+
+def _ropes(c: Keys, full_m: int, sliding: bool) -> dict[str, Any]:
+    """The full layers' rotary (proportional: pairs j, j + m/2 for j < a = int(p m // 2), or default: the whole
+    head) and the sliding layers' (default: the whole head, its partial_rotary_factor ignored, as transformers)."""
+    p = c.nested("rope_parameters")
+    full = p.nested("full_attention") if p is not None else None
+    local = p.nested("sliding_attention") if p is not None else None
+    out: dict[str, Any] = {"positional": "rope", "rope_theta": 1e6, "rope_pairing": "proportional"}
+    share, factor = 0.25, 1.0
+    if full is not None:
+        kind = full.text("rope_type", "default")
+        if kind not in ("default", "proportional"):
+            raise full.refuse("rope_type", kind, "tfm turns Gemma 4's full layers by the default or proportional rope")
+        out["rope_theta"] = full.number("rope_theta", 1e6)
+        share = full.fraction("partial_rotary_factor", 1.0) or 1.0 if kind == "proportional" else 1.0
+        factor = full.number("factor", 1.0) if kind == "proportional" else 1.0
+    rotated = 2 * int(share * full_m // 2)
+    if rotated != full_m:
+        out["rope_fraction"] = rotated / full_m
+    else:
+        out["rope_pairing"] = "half"
+    if factor != 1.0:
+        out |= {"rope_scaling": "linear", "rope_factor": factor}
+    if local is not None and local.text("rope_type", "default") != "default":
+        raise local.refuse(
+            "rope_type", local.text("rope_type"), "tfm turns Gemma 4's sliding layers by the default rope"
+        )
+    if sliding:
+        out["rope_local_theta"] = local.number("rope_theta", 10000.0) if local is not None else 10000.0
+        out |= {"rope_local_fraction": 1.0} if "rope_fraction" in out else {}
+    return out
+
+
+def config(spec: Spec) -> dict[str, Any]:
+    """spec -> Gemma4TextConfig's config.json (every key: the hub's global_head_dim for the full layers' heads)."""
+    full = spec.full_m or spec.m
+    sliding = spec.attention_layers is not None
+    rope_full: dict[str, Any] = {"rope_type": "proportional", "rope_theta": spec.rope_theta}
+    rope_full |= {"partial_rotary_factor": spec.rope_fraction}
+    if spec.rope_scaling == "linear":
+        rope_full["factor"] = spec.rope_factor
+    ropes = {"full_attention": rope_full}
+    if sliding:
+        ropes["sliding_attention"] = {"rope_type": "default", "rope_theta": spec.rope_local_theta or spec.rope_theta}
+    return {
+        "vocab_size": spec.V,
+        "hidden_size": spec.d,
+        "intermediate_size": spec.r,
+        "num_hidden_layers": spec.N,
+        "num_attention_heads": spec.H,
+        "num_key_value_heads": spec.kv_heads,
+        "head_dim": spec.m if sliding else full,
+        "global_head_dim": full,
+        "max_position_embeddings": spec.context or 131072,
+        "rms_norm_eps": spec.norm_eps,
+        "tie_word_embeddings": spec.tie_embeddings,
+        "hidden_activation": "gelu_pytorch_tanh",
+        "attention_bias": spec.attention_bias,
+        "sliding_window": spec.window or 512,
+        "layer_types": layer_types(spec),
+        "rope_parameters": ropes,
+        "final_logit_softcapping": spec.logit_softcap,
+        "hidden_size_per_layer_input": 0,
+        "num_kv_shared_layers": 0,
+        "enable_moe_block": False,
+        "attention_k_eq_v": False,
+    }
+
+
+GEMMA4 = Family(GEMMA2.block, GEMMA2.names | {"scale": "layer_scalar"}, GEMMA2.globals_)
+RECORD = Record("gemma4_text", "Gemma4ForCausalLM", gemma4_text, GEMMA4, config, config_alone=True)
+
+__all__ = ["RECORD"]
