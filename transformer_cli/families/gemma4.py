@@ -96,14 +96,17 @@ def _full_head_dim(c: Keys, N: int) -> int:
         return c.count("global_head_dim", 512)
     if not isinstance(per_layer, dict):
         raise c.fail("per_layer_config", per_layer, "an object of layer indices and their own head_dim")
-    sizes = set()
+    sizes: set[int] = set()
     for layer, keys in per_layer.items():
         if not isinstance(keys, dict) or set(keys) - {"head_dim"}:
             raise c.refuse(f"per_layer_config.{layer}", keys, "tfm reads a head_dim per layer only")
-        sizes.add(keys.get("head_dim"))
+        size = keys.get("head_dim")
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+            raise c.fail(f"per_layer_config.{layer}.head_dim", size, "a positive integer")
+        sizes.add(size)
     if len(sizes) > 1:
         raise c.refuse("per_layer_config", per_layer, "full layers of one head size")
-    return int(sizes.pop()) if sizes else c.count("head_dim", 256)
+    return sizes.pop() if sizes else c.count("head_dim", 256)
 
 
 def _ropes(c: Keys, full_m: int, sliding: bool) -> dict[str, Any]:
