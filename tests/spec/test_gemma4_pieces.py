@@ -85,10 +85,33 @@ def test_proportional_pairs_are_half_pairs_of_permuted_heads_under_another_base(
     assert not np.allclose(ours, Transformer(half, w).forward(X), atol=1e-3)  # (control: pairs of their own)
 
 
+def test_values_from_the_keys_are_a_w_v_equal_to_w_k_on_the_full_blocks():
+    """v_from_k: no W_V, the values the keys' projection before its norm and rotation; the same as W_V = W_K
+    without it (the keys' norm and rotation left out of the values), on the full blocks only."""
+    keys = {
+        "window": 3,
+        "attention_layers": ["sliding", "full"],
+        "qk_norm": True,
+        "norm": "pre",
+        "norm_type": "rmsnorm",
+    }
+    spec = spec_from_mapping(BASE | keys | {"v_from_k": True}, "s")
+    w = random_weights(spec, 6)
+    assert "blocks.1.attention.W_V" not in w and "blocks.0.attention.W_V" in w
+    copied = w | {"blocks.1.attention.W_V": w["blocks.1.attention.W_K"]}
+    ours = Transformer(spec, w).forward(X)
+    assert np.allclose(ours, Transformer(spec_from_mapping(BASE | keys, "s"), copied).forward(X), rtol=0, atol=1e-12)
+    other = copied | {"blocks.1.attention.W_V": w["blocks.0.attention.W_V"]}
+    assert not np.allclose(ours, Transformer(spec_from_mapping(BASE | keys, "s"), other).forward(X), atol=1e-3)
+    plain = count_params(spec_from_mapping(BASE | keys, "s")).total
+    assert plain - count_params(spec).total == 1 * 4 * 8  # the full block's W_V (G m d)
+
+
 @pytest.mark.parametrize(
     ("keys", "named", "expected"),
     [
         ({"full_m": 8}, "full_m", "no full_m without attention_layers"),
+        ({"v_from_k": True, "v_m": 2}, "v_from_k", "values of the keys' size m = 4"),
         ({"attention": "latent", "kv_rank": 4, "rope_m": 2, "v_norm": True, "G": None}, "v_norm", "latent"),
         (
             {"attention": "latent", "kv_rank": 4, "rope_m": 2, "G": None, "rope_pairing": "proportional"},

@@ -49,7 +49,12 @@ class MultiHeadAttention(Component):
     @staticmethod
     def check_keys(spec: Spec, data: dict[str, Any], source: str) -> None:
         """What the kind needs of the spec's other keys beyond their own checks (spec/validate.py asks the kind the
-        spec names; `data` the keys as written, `source` the file): nothing for standard attention."""
+        spec names; `data` the keys as written, `source` the file): for standard attention, values made of the keys
+        are of their size."""
+        if spec.v_from_k and spec.value_size != spec.m:
+            from ..spec.validate import bad_key
+
+            raise bad_key(source, "v_from_k", True, f"values of the keys' size m = {spec.m} (no v_m)")
 
     def normalised(self) -> str | None:
         """Why the scores are not those of W_Q x and W_K y as the projections make them (a norm between), or None:
@@ -63,7 +68,7 @@ class MultiHeadAttention(Component):
     def tensors(self, prefix: str) -> list[Tensor]:
         H, G, m, d, v = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d, self.spec.value_size
         p = prefix + "attention."
-        sizes = (("Q", H, m), ("K", G, m), ("V", G, v))  # (value heads of v_m: MiMo-V2-Flash's)
+        sizes = (("Q", H, m), ("K", G, m), ("V", G, v))[: 2 if self.spec.v_from_k else 3]  # (v_m: MiMo-V2-Flash's)
         out = [Tensor(p + f"W_{x}", (heads, size, d), "attention") for x, heads, size in sizes]
         out.append(Tensor(p + "W_O", (H, d, v), "attention"))
         if self.spec.attention_bias:
@@ -83,6 +88,11 @@ class MultiHeadAttention(Component):
         if self.spec.rel_per_block and self.spec.positional == "relative":  # (UMT5: each block's own table)
             out.append(Tensor(prefix + "positional.rel_bias", (self.spec.rel_buckets, H), "positional"))
         return out
+
+    @property
+    def value_rows(self) -> int:
+        """W_V's rows: G v_m, none where the values are the keys' projection (v_from_k)."""
+        return 0 if self.spec.v_from_k else self.spec.kv_heads * self.spec.value_size
 
     @property
     def qk_shapes(self) -> tuple[tuple[str, tuple[int, ...]], tuple[str, tuple[int, ...]]]:
@@ -120,11 +130,12 @@ class MultiHeadAttention(Component):
         (m, 1, 1, 1)."""
         H, m, d, v = self.spec.H, self.spec.m, self.spec.d, self.spec.value_size
         G = self.spec.kv_heads
-        W_qkv = stacked(get, [f"attention.{x}" for x in ("W_Q", "W_K", "W_V")], [H * m, G * m, G * v], d)
+        parts = ("Q", "K") if self.spec.v_from_k else ("Q", "K", "V")
+        W_qkv = stacked(get, [f"attention.W_{x}" for x in parts], [H * m, G * m, G * v][: len(parts)], d)
         W_O = np.ascontiguousarray(get("attention.W_O").transpose(1, 0, 2).reshape(d, H * v))  # (H, d, v) -> (d, Hv)
         b_qkv = b_O = qk = None
         if self.spec.attention_bias:
-            b_qkv = np.concatenate([get(f"attention.{x}").reshape(-1) for x in ("b_Q", "b_K", "b_V")]).reshape(-1, 1, 1)
+            b_qkv = np.concatenate([get(f"attention.b_{x}").reshape(-1) for x in parts]).reshape(-1, 1, 1)
         if self.spec.has_out_bias:
             b_O = get("attention.b_O").reshape(-1, 1, 1)
         if self.spec.qk_norm:  # the query norm's parameters, the key norm's, shaped as qk_gains says
@@ -193,7 +204,10 @@ class MultiHeadAttention(Component):
         if w.b_qkv is not None:
             projected += w.b_qkv
         QKV = projected[: (H + G) * m].reshape(H + G, m, b, n).transpose(2, 0, 1, 3)  # (b, H + G, m, n)
-        V = projected[(H + G) * m :].reshape(G, v, b, n).transpose(2, 0, 1, 3)  # (b, G, v, n)
+        if self.spec.v_from_k:  # the keys' projection before their norm and rotation (Gemma 4's attention_k_eq_v)
+            V = projected[H * m : (H + G) * m].reshape(G, m, b, n).transpose(2, 0, 1, 3).copy()
+        else:
+            V = projected[(H + G) * m :].reshape(G, v, b, n).transpose(2, 0, 1, 3)  # (b, G, v, n)
         if self.spec.value_scale != 1.0:
             V *= V.dtype.type(self.spec.value_scale)
         if self.spec.v_norm:  # (Gemma 4's: each value head over its entries, no gain)
@@ -230,7 +244,9 @@ class MultiHeadAttention(Component):
 
     def terms(self) -> list[Term]:
         H, G, m, d, v = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d, self.spec.value_size
-        if v != m:  # values of their own size (MiMo-V2-Flash): W_Q, W_K of m, W_V, W_O of v_m
+        if self.spec.v_from_k:  # no W_V: the values are the keys' projection (Gemma 4's full layers)
+            out = [Term("2Hmd + Gmd", (2 * H + G) * m * d, "block", seed=True)]
+        elif v != m:  # values of their own size (MiMo-V2-Flash): W_Q, W_K of m, W_V, W_O of v_m
             out = [Term("(H + G)md + (G + H) v_m d", (H + G) * (m + v) * d, "block", seed=True)]
         elif G == H:
             out = [Term("4Hmd", 4 * H * m * d, "block", seed=True)]
@@ -238,8 +254,9 @@ class MultiHeadAttention(Component):
             out = [Term("2Hmd + 2Gmd", 2 * H * m * d + 2 * G * m * d, "block", seed=True)]
         if self.spec.attention_bias:
             qkv = "3Hm" if G == H and v == m else "Hm + 2Gm" if v == m else "(H + G)m + G v_m"
+            qkv = "Hm + Gm" if self.spec.v_from_k else qkv
             out_bias = self.spec.has_out_bias
-            out.append(Term(qkv + (" + d" if out_bias else ""), (H + G) * m + G * v + d * out_bias, "block"))
+            out.append(Term(qkv + (" + d" if out_bias else ""), (H + G) * m + self.value_rows + d * out_bias, "block"))
         elif self.spec.has_out_bias:  # b_O alone (GPT-Neo)
             out.append(Term("d", d, "block"))
         if self.spec.attn_sinks:
@@ -261,7 +278,7 @@ class MultiHeadAttention(Component):
         tokens, bias, per_head = b * n, int(self.spec.attention_bias), N * H * pairs.count
         out_bias, v = int(self.spec.has_out_bias), self.spec.value_size
         capped = {"score soft-capping": per_head * SOFT_CAP_PER_ENTRY} if self.spec.attn_softcap else {}
-        rows = (H + G) * m + G * v  # (every query and key entry, every value entry)
+        rows = (H + G) * m + self.value_rows  # (every query and key entry, every value entry W_V makes)
         return {
             "Q/K/V projections": N * (2 * rows * d + bias * rows) * tokens,
             "scores K^T Q": per_head * 2 * m,
@@ -280,7 +297,7 @@ class MultiHeadAttention(Component):
         H, G, m, d, N = self.spec.H, self.spec.kv_heads, self.spec.m, self.spec.d, self.spec.N
         v = self.spec.value_size
         return {
-            "linear layers": N * (((H + G) * m + G * v) * d + self.gate_rows * d + d * H * v) * b * n,
+            "linear layers": N * (((H + G) * m + self.value_rows) * d + self.gate_rows * d + d * H * v) * b * n,
             "scores K^T Q": N * H * pairs.count * m,
             "weights x V": N * H * pairs.count * v,
         }

@@ -58,7 +58,18 @@ class LatentAttention(MultiHeadAttention):
         if spec.positional != "rope":
             expected = "rope with attention: latent (its keys' shared part turns)"
             raise bad_key(source, "positional", spec.positional, expected)
-        for key in ("G", "rope_fraction", "qk_norm", "N_enc", "window", "qkv_clip", "attn_gate", "v_norm", "full_m"):
+        for key in (
+            "G",
+            "rope_fraction",
+            "qk_norm",
+            "N_enc",
+            "window",
+            "qkv_clip",
+            "attn_gate",
+            "v_norm",
+            "full_m",
+            "v_from_k",
+        ):
             if key in data and data[key] not in (None, False) and not (key == "G" and data[key] == spec.H):
                 raise bad_key(source, key, data[key], f"no {key} with attention: latent")
         if spec.rope_pairing == "proportional":

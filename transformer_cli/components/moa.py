@@ -50,7 +50,7 @@ class MixtureOfHeads(MultiHeadAttention):
             raise bad_key(source, "attn_k", k, f"at most attn_experts = {E}")
         if spec.H != k * spec.kv_heads:
             raise bad_key(source, "H", spec.H, f"attn_k G = {k * spec.kv_heads} (each slot's G query heads)")
-        for key in ("attention_bias", "qk_norm", "attn_gate", "attn_sinks", "N_enc", "qkv_clip"):
+        for key in ("attention_bias", "qk_norm", "attn_gate", "attn_sinks", "N_enc", "qkv_clip", "v_from_k", "v_norm"):
             if data.get(key) not in (None, False):
                 raise bad_key(source, key, data[key], f"no {key} with attention: mixture")
 

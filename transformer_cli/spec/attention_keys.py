@@ -122,6 +122,14 @@ ATTENTION_FIELDS: dict[str, Any] = {
             "posint", "the full blocks' head size (Gemma 4's global_head_dim) [default: m]; with attention_layers"
         ),
     ),
+    "v_from_k": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "no W_V: the values are the keys' projection before their norm and rotation (Gemma 4's "
+            "attention_k_eq_v); with attention_layers, on the full blocks only",
+        ),
+    ),
     "v_norm": field(
         default=False,
         metadata=_key("bool", "each value head normalised over its entries (an RMS norm, no gain: Gemma 4's v_norm)"),

@@ -204,6 +204,7 @@ class Spec:
     local_sinks: bool = ATTENTION_FIELDS["local_sinks"]
     full_m: int | None = ATTENTION_FIELDS["full_m"]
     v_norm: bool = ATTENTION_FIELDS["v_norm"]
+    v_from_k: bool = ATTENTION_FIELDS["v_from_k"]
     attn_experts: int | None = ATTENTION_FIELDS["attn_experts"]
     attn_k: int | None = ATTENTION_FIELDS["attn_k"]
     attn_gate_fn: str = ATTENTION_FIELDS["attn_gate_fn"]

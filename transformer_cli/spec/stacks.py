@@ -106,8 +106,9 @@ class Stack:
             changes |= {"rope_theta": self.spec.rope_local_theta, "rope_scaling": "none"}
         if SLIDING in kinds and self.spec.rope_local_fraction is not None:  # (Laguna's turn all of each head)
             changes["rope_fraction"] = self.spec.rope_local_fraction
-        if SLIDING in kinds:  # (MiMo-V2-Flash's: twice the key/value heads, and sinks)
+        if SLIDING in kinds:  # (MiMo-V2-Flash's: twice the key/value heads, and sinks; Gemma 4's own W_V)
             changes |= {
+                "v_from_k": False,
                 "G": self.spec.local_G or self.spec.G,
                 "attn_sinks": self.spec.attn_sinks or self.spec.local_sinks,
             }
