@@ -154,6 +154,10 @@ DENSE = {  # name: (config class, model class, config)
         rope_parameters={"full_attention": {"rope_type": "proportional", "rope_theta": 100.0,
         "partial_rotary_factor": 0.5, "factor": 2.0}, "sliding_attention": {"rope_type": "default",
         "rope_theta": 50.0}})),
+    "gemma4_text-k-eq-v": ("Gemma4TextConfig", "Gemma4ForCausalLM", SMALL | dict(  # full values = keys, G of 1
+        num_hidden_layers=3, num_key_value_heads=2, head_dim=8, global_head_dim=16, sliding_window=4,
+        hidden_size_per_layer_input=0, attention_k_eq_v=True, num_global_key_value_heads=1, attention_bias=True,
+        layer_types=["sliding_attention", "full_attention", "full_attention"])),
     "gemma4_text-whole-heads": ("Gemma4TextConfig", "Gemma4ForCausalLM", SMALL | dict(  # one head size, default rope
         num_hidden_layers=3, num_key_value_heads=4, head_dim=8, global_head_dim=8, sliding_window=5,
         hidden_size_per_layer_input=0, layer_types=["sliding_attention", "sliding_attention", "sliding_attention"],

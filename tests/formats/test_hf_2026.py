@@ -263,6 +263,7 @@ CONTROLS = [
     ("gemma4_text", {"rope_pairing": "half"}),
     ("gemma4_text-default-kinds", {"rope_scaling": "none"}),
     ("gemma4_text-default-kinds", {"rope_local_theta": None}),
+    ("gemma4_text-k-eq-v", {"v_norm": False}),
 ]
 
 

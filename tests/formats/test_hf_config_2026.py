@@ -41,9 +41,17 @@ GEMMA4 = {"model_type": "gemma4_text", "hidden_size_per_layer_input": 0}
         ({"model_type": "gemma4_text"}, "'hidden_size_per_layer_input': 256 is not supported: per-layer inputs"),
         ({"model_type": "gemma4_text", "hidden_size_per_layer_input": 0, "num_kv_shared_layers": 2}, "shared across"),
         ({"model_type": "gemma4_text", "hidden_size_per_layer_input": 0, "enable_moe_block": True}, "experts beside"),
-        ({"model_type": "gemma4_text", "hidden_size_per_layer_input": 0, "attention_k_eq_v": True}, "are the full"),
+        (
+            GEMMA4
+            | {
+                "layer_types": ["sliding_attention", "full_attention"] * 2,
+                "per_layer_config": {"1": {"head_dim": 8}, "3": {"head_dim": 16}},
+            },
+            "one head size",
+        ),
         (GEMMA4 | {"use_bidirectional_attention": "all"}, "causal language model only"),
-        (GEMMA4 | {"per_layer_config": {"1": {"num_key_value_heads": 1}}}, "a head_dim per layer only"),
+        (GEMMA4 | {"per_layer_config": {"1": {"num_key_value_heads": 1}}}, "on the full layers only"),
+        (GEMMA4 | {"per_layer_config": {"3": {"head_dim": 16, "sliding_window": 2}}}, "a head_dim and key/value"),
         (
             GEMMA4 | {"rope_parameters": {"full_attention": {"rope_type": "yarn", "factor": 2.0}}},
             "default or proportional",

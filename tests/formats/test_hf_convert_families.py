@@ -70,6 +70,7 @@ FAMILIES = [
     "longcat_flash-yarn-no-zero",
     "gemma4_text",
     "gemma4_text-default-kinds",
+    "gemma4_text-k-eq-v",
 ]
 
 

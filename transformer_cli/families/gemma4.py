@@ -3,11 +3,12 @@ plain RMSNorm gains (x w, not Gemma 1-3's x (1 + w)), scores unscaled, each valu
 (v_norm), each block's output times its layer_scalar (layer_scale); five sliding layers to one full and the last
 always full, the full layers' heads of global_head_dim (full_m), turned by the proportional rope (pairs j and
 j + m/2 for j below partial_rotary_factor m / 2, at theta^(-2j/m)), the sliding layers' by the default rope over
-the whole head.
+the whole head; with attention_k_eq_v the full layers' values are their keys' projection (v_from_k) and their
+key/value heads num_global_key_value_heads.
 
 Not yet in tfm, refused in one line: the per-layer inputs (hidden_size_per_layer_input, Gemma 4's small models),
-keys and values shared across layers (num_kv_shared_layers), the experts beside the MLP (enable_moe_block), values
-that are the keys (attention_k_eq_v) and bidirectional attention ("all")."""
+keys and values shared across layers (num_kv_shared_layers), the experts beside the MLP (enable_moe_block) and
+bidirectional attention ("all")."""
 
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ REFUSED = (  # (key, what turns it off, why)
     ("hidden_size_per_layer_input", 0, "per-layer inputs are not in tfm yet; 0 turns them off"),
     ("num_kv_shared_layers", 0, "keys and values shared across layers are not in tfm yet"),
     ("enable_moe_block", False, "Gemma 4's experts beside the MLP are not in tfm yet"),
-    ("attention_k_eq_v", False, "values that are the full layers' keys are not in tfm yet"),
 )
 
 
@@ -39,8 +39,9 @@ def gemma4_text(c: Keys) -> dict[str, Any]:
         raise c.refuse("use_bidirectional_attention", "all", "tfm maps Gemma 4's causal language model only")
     c.ignored("use_bidirectional_attention", "'s text model reads it for images only", None)
     N, H, d = c.count("num_hidden_layers", 30), c.count("num_attention_heads", 8), c.count("hidden_size", 2304)
-    m, full_m = c.count("head_dim", 256), _full_head_dim(c, N)
+    G, k_eq_v = c.count("num_key_value_heads", 4), c.flag("attention_k_eq_v", False)
     kinds = _kinds(c, N)
+    m, (full_m, full_G) = c.count("head_dim", 256), _full_heads(c, G, k_eq_v, kinds)
     window = c.count("sliding_window", 512)
     spec = CAUSAL_PRE | {
         "N": N,
@@ -49,7 +50,7 @@ def gemma4_text(c: Keys) -> dict[str, Any]:
         "d": d,
         "r": c.count("intermediate_size", 9216),
         "V": c.count("vocab_size", 262144),
-        **kv_heads(c, "num_key_value_heads", c.count("num_key_value_heads", 4), H),
+        **kv_heads(c, "num_key_value_heads", G, H),
         "tie_embeddings": c.flag("tie_word_embeddings", True),
         "scale": "none",
         "norm": "sandwich",
@@ -72,8 +73,10 @@ def gemma4_text(c: Keys) -> dict[str, Any]:
             "attention_layers": ["sliding" if k == "sliding_attention" else "full" for k in kinds]
         }
         spec |= {"full_m": full_m} if full_m != m else {}
+        spec |= {"G": full_G, "local_G": G} if full_G != G else {}
     else:
-        spec["m"] = full_m
+        spec |= {"m": full_m, "G": full_G}
+    spec |= {"v_from_k": True} if k_eq_v else {}
     return spec | _ropes(c, full_m, "sliding_attention" in kinds)
 
 
@@ -88,25 +91,40 @@ def _kinds(c: Keys, N: int) -> list[str]:
     return [*kinds[:-1], "full_attention"]
 
 
-def _full_head_dim(c: Keys, N: int) -> int:
-    """The full layers' head size: per_layer_config's (as transformers 5.24 saves it), else global_head_dim (the
-    hub's form, 512 by default). Only head_dim may differ per layer (num_key_value_heads does with k_eq_v only)."""
+def _full_heads(c: Keys, G: int, k_eq_v: bool, kinds: list[str]) -> tuple[int, int]:
+    """The full layers' head size and key/value heads: per_layer_config's (as transformers 5.24 saves it, by layer
+    index), else global_head_dim (the hub's form, 512 by default) and num_global_key_value_heads, which transformers
+    reads with attention_k_eq_v only (else num_key_value_heads)."""
     per_layer = c.data.get("per_layer_config")
+    m = c.count("head_dim", 256)
     if per_layer is None:
-        return c.count("global_head_dim", 512)
-    if not isinstance(per_layer, dict):
+        if not k_eq_v:
+            c.ignored("num_global_key_value_heads", "reads it with attention_k_eq_v only", None)
+        wide = c.nullable_count("num_global_key_value_heads", None) if k_eq_v else None
+        return c.count("global_head_dim", 512), wide or G
+    if not isinstance(per_layer, dict) or not all(str(key).isdigit() for key in per_layer):
         raise c.fail("per_layer_config", per_layer, "an object of layer indices and their own head_dim")
-    sizes: set[int] = set()
-    for layer, keys in per_layer.items():
-        if not isinstance(keys, dict) or set(keys) - {"head_dim"}:
-            raise c.refuse(f"per_layer_config.{layer}", keys, "tfm reads a head_dim per layer only")
-        size = keys.get("head_dim")
-        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-            raise c.fail(f"per_layer_config.{layer}.head_dim", size, "a positive integer")
-        sizes.add(size)
+    by_layer = {int(key): keys for key, keys in per_layer.items()}
+    sizes: set[tuple[int, int]] = set()
+    for i, kind in enumerate(kinds):
+        keys = by_layer.pop(i, {})
+        if kind == "sliding_attention" and keys:
+            raise c.refuse(f"per_layer_config.{i}", keys, "tfm reads heads of their own on the full layers only")
+        if not isinstance(keys, dict) or set(keys) - {"head_dim", "num_key_value_heads"}:
+            raise c.refuse(f"per_layer_config.{i}", keys, "tfm reads a head_dim and key/value heads per layer")
+        found = []
+        for key, default in (("head_dim", m), ("num_key_value_heads", G)):
+            value = keys.get(key, default)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise c.fail(f"per_layer_config.{i}.{key}", value, "a positive integer")
+            found.append(value)
+        if kind == "full_attention":
+            sizes.add((found[0], found[1]))
+    if by_layer:
+        raise c.fail("per_layer_config", per_layer, f"layer indices below num_hidden_layers = {len(kinds)}")
     if len(sizes) > 1:
-        raise c.refuse("per_layer_config", per_layer, "full layers of one head size")
-    return sizes.pop() if sizes else c.count("head_dim", 256)
+        raise c.refuse("per_layer_config", per_layer, "full layers of one head size and key/value heads")
+    return sizes.pop()
 
 
 def _ropes(c: Keys, full_m: int, sliding: bool) -> dict[str, Any]:
@@ -158,7 +176,8 @@ def config(spec: Spec) -> dict[str, Any]:
         "intermediate_size": spec.r,
         "num_hidden_layers": spec.N,
         "num_attention_heads": spec.H,
-        "num_key_value_heads": spec.kv_heads,
+        "num_key_value_heads": spec.local_G or spec.kv_heads,
+        "num_global_key_value_heads": spec.kv_heads,
         "head_dim": spec.m if sliding else full,
         "global_head_dim": full,
         "max_position_embeddings": spec.context or 131072,
@@ -173,7 +192,7 @@ def config(spec: Spec) -> dict[str, Any]:
         "hidden_size_per_layer_input": 0,
         "num_kv_shared_layers": 0,
         "enable_moe_block": False,
-        "attention_k_eq_v": False,
+        "attention_k_eq_v": spec.v_from_k,
     }
 
 
