@@ -107,11 +107,54 @@ def test_values_from_the_keys_are_a_w_v_equal_to_w_k_on_the_full_blocks():
     assert plain - count_params(spec).total == 1 * 4 * 8  # the full block's W_V (G m d)
 
 
+def test_gemma4s_mixture_is_its_mlp_and_experts_each_through_its_norms():
+    """expert_norms, column by column: post1(mlp(pre(x))) + post2(sum_k w_k s_e expert_e(pre2(x))), the weights the
+    softmax over the top k of W_r (RMS(x) s_r / sqrt(d)), renormalised; the block itself without a norm2."""
+    keys = dict(N=1, norm="sandwich", norm_type="rmsnorm", E=3, k=2, expert_r=5, shared_r=12, feedforward="gated")
+    spec = spec_from_mapping(BASE | keys | {"activation": "silu", "ff_bias": False, "expert_norms": True}, "s")
+    w = random_weights(spec, 7)
+    assert "blocks.0.norm2.gamma" not in w and "blocks.0.ff.shared_norm.gamma" in w
+    from transformer_cli.components.experts import block_feedforward
+
+    ff = block_feedforward(spec)
+    get = lambda name: w[f"blocks.0.{name}"]  # noqa: E731
+    cols = np.random.default_rng(1).standard_normal((8, 1, 30))
+    ours = ff.apply(ff.prepare(get), cols)[:, 0]
+
+    def rms(x, g=1.0):
+        return x / np.sqrt((x**2).mean() + spec.norm_eps) * g
+
+    def mlp(W1, W3, W2, x):
+        a = W1 @ x
+        return W2 @ (a / (1 + np.exp(-a)) * (W3 @ x))
+
+    expected = np.empty_like(ours)
+    for t in range(cols.shape[-1]):
+        x = cols[:, 0, t]
+        dense = rms(
+            mlp(get("ff.shared.W1"), get("ff.shared.W3"), get("ff.shared.W2"), rms(x, get("ff.shared_norm.gamma"))),
+            get("ff.shared_norm_out.gamma"),
+        )
+        logits = get("ff.router") @ (rms(x) * get("ff.router_scale") / np.sqrt(8))
+        p = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+        top = np.argsort(-p)[:2]
+        u = rms(x, get("ff.routed_norm.gamma"))
+        mixed = sum(
+            p[e] / p[top].sum() * get("ff.expert_scale")[e] * mlp(get("ff.W1")[e], get("ff.W3")[e], get("ff.W2")[e], u)
+            for e in top
+        )
+        expected[:, t] = dense + rms(mixed, get("ff.routed_norm_out.gamma"))
+    assert np.allclose(ours, expected, rtol=0, atol=1e-12)
+    plain = count_params(spec_from_mapping(BASE | keys | {"activation": "silu", "ff_bias": False}, "s")).total
+    assert count_params(spec).total - plain == 3 * 8 + 8 + 3  # 4 norms for the block's norm2, the router's scales
+
+
 @pytest.mark.parametrize(
     ("keys", "named", "expected"),
     [
         ({"full_m": 8}, "full_m", "no full_m without attention_layers"),
         ({"v_from_k": True, "v_m": 2}, "v_from_k", "values of the keys' size m = 4"),
+        ({"E": 2, "k": 1, "expert_norms": True, "norm": "pre"}, "expert_norms", "shared_r"),
         ({"attention": "latent", "kv_rank": 4, "rope_m": 2, "v_norm": True, "G": None}, "v_norm", "latent"),
         (
             {"attention": "latent", "kv_rank": 4, "rope_m": 2, "G": None, "rope_pairing": "proportional"},

@@ -133,7 +133,14 @@ class Experts(Component):
         return ExpertsWeights(W1, b1, W2, b2, router=router, shared=shared, shared_gate=gate, out_bias=out_bias)
 
     def route(self, router, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The chosen experts (k, T) of each of the T columns of X (d, T), and their weights (k, T)."""
+        """The chosen experts (k, T) of each of the T columns of X (d, T), and their weights (k, T), each times its
+        expert's scale where the router has them (Gemma 4's)."""
+        chosen, weights = self._route(router, X)
+        if router.expert_scale is not None:
+            weights = weights * router.expert_scale[chosen, 0]
+        return chosen, weights
+
+    def _route(self, router, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         s = self.spec
         if s.router_score == "sparsemixer":
             return sparsemixer(router.logits(X), s.router_jitter)
@@ -192,11 +199,12 @@ class Experts(Component):
             out += w.out_bias[:, :, None]
         return out
 
-    def routed(self, w: ExpertsWeights, X: np.ndarray) -> np.ndarray:
-        """The routed experts' part alone: (d, b, n) -> (d, b, n). A zero expert (e >= E) gives its column back."""
+    def routed(self, w: ExpertsWeights, X: np.ndarray, stream: np.ndarray | None = None) -> np.ndarray:
+        """The routed experts' part alone: (d, b, n) -> (d, b, n), the router reading X or `stream` (Gemma 4's). A
+        zero expert (e >= E) gives its column back."""
         d, b, n = X.shape
         flat = X.reshape(d, b * n)
-        chosen, weights = self.route(w.router, flat)
+        chosen, weights = self.route(w.router, flat if stream is None else stream.reshape(d, b * n))
         out = np.zeros_like(flat)
         for e in range(self.E):
             hit = chosen == e  # (k, T): where expert e is among a column's chosen
@@ -268,9 +276,14 @@ class Router:
     W: np.ndarray
     b: np.ndarray | None = None
     correction: np.ndarray | None = None
+    input_scale: np.ndarray | None = None  # (d, 1): Gemma 4's, on the columns' RMS norm (eps), times d^-1/2
+    expert_scale: np.ndarray | None = None  # (E, 1): Gemma 4's, on each chosen expert's weight
+    eps: float = 0.0
 
     def logits(self, X: np.ndarray) -> np.ndarray:
-        """W_r X (+ b_r): (E, T)."""
+        """W_r X (+ b_r), or W_r (RMS(X) s d^-1/2) with an input scale s (Gemma 4's): (E, T)."""
+        if self.input_scale is not None:
+            X = kernels.rms_norm(X, self.input_scale * X.shape[0] ** -0.5, self.eps)
         out = np.matmul(self.W, X)
         if self.b is not None:
             out += self.b
@@ -306,10 +319,16 @@ def shortcut(feedforward: FeedForward | Experts, w: FeedForwardWeights, later: l
 
 
 def block_feedforward(spec) -> FeedForward | Experts:
-    """The block's feedforward: the spec's kind (plain or gated), or E experts of that kind with a router."""
+    """The block's feedforward: the spec's kind (plain or gated), or E experts of that kind with a router (Gemma 4's
+    reading the stream through norms of their own: stream_experts.py)."""
     if not spec.E:
         return FEEDFORWARDS[spec.feedforward](spec)
-    return Experts(spec, FEEDFORWARDS[spec.feedforward](replace(spec, r=spec.expert_r or spec.r)))
+    expert = FEEDFORWARDS[spec.feedforward](replace(spec, r=spec.expert_r or spec.r))
+    if spec.expert_norms:
+        from .stream_experts import StreamExperts
+
+        return StreamExperts(spec, expert)
+    return Experts(spec, expert)
 
 
 __all__ = ["Experts", "block_feedforward", "shortcut"]

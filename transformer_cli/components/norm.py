@@ -51,6 +51,8 @@ class LayerNorm(Component):
     def norms(self) -> tuple[str, ...]:
         """The block's norms: norm1 and norm2, or norm1 alone when parallel blocks share it; the sandwich layout's
         norms of the sublayers' outputs too."""
+        if self.spec.norm == "sandwich" and self.spec.E and self.spec.expert_norms:  # (Gemma 4's: norm2 the mixture's)
+            return ("norm1", "norm1_out", "norm2_out")
         if self.spec.norm == "sandwich":
             return ("norm1", "norm2", "norm1_out", "norm2_out")
         if self.spec.norm == "output":  # OLMo 2: the sublayers' outputs only

@@ -185,6 +185,7 @@ class Spec:
     router_bias: bool = EXPERT_FIELDS["router_bias"]
     router_bias_param: bool = EXPERT_FIELDS["router_bias_param"]
     zero_experts: int | None = EXPERT_FIELDS["zero_experts"]
+    expert_norms: bool = EXPERT_FIELDS["expert_norms"]
     routed_later: bool = EXPERT_FIELDS["routed_later"]
     feedforward_layers: tuple[str, ...] | None = field(
         default=None,

@@ -111,6 +111,15 @@ EXPERT_FIELDS: dict[str, Any] = {
             "moe_statics) rather than a buffer; with router_bias",
         ),
     ),
+    "expert_norms": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "Gemma 4's mixture: the dense MLP (shared_r) and the experts read the block's stream through norms of "
+            "their own, each output normed before their sum; the router reads the stream's RMS times "
+            "ff.router_scale d^-1/2, each chosen weight times ff.expert_scale; with E, shared_r and norm: sandwich",
+        ),
+    ),
     "zero_experts": field(
         default=None,
         metadata=_key(

@@ -33,6 +33,8 @@ def check_experts(spec: Spec, data: dict[str, Any], source: str, fail: Fail) -> 
         raise fail(source, "shared_gate", True, "no shared_gate without a shared expert (shared_r)")
     if spec.E is None or spec.k is None:
         return
+    if spec.expert_norms and (spec.shared_r is None or spec.norm != "sandwich"):
+        raise fail(source, "expert_norms", True, "a shared expert (shared_r) and norm: sandwich (Gemma 4's layout)")
     zero = spec.zero_experts or 0
     if spec.k > spec.E + zero:
         within = f"E = {spec.E}" if not zero else f"E + zero_experts = {spec.E + zero}"

@@ -1,7 +1,7 @@
 """Mixtures of experts: the routed pass (each column through its k chosen experts only) equals the dense sum over
-all E experts with the weights zero off the top k (plus the shared expert's output and the output's bias, where
-there are; a router that weights the experts' input, Llama 4's, weights it there; a zero expert's output is its
-input), and each column has exactly k distinct experts.
+all E experts with the weights zero off the top k (a router that weights the experts' input, Llama 4's, weights it
+there; a zero expert's output is its input), and each column has exactly k distinct experts. A shared expert and
+an output bias are added alike to both, so the check leaves them out.
 
 The control is a mixture that keeps every expert's softmax weight (no top k): it must differ from the routed
 pass by 1000 x tol, or the check cannot tell (the experts compute alike).
@@ -41,18 +41,15 @@ def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
         if not isinstance(ff, Experts):  # a dense block beside routed ones
             continue
         w = model.weights.block(i)[1]
-        routed = ff.apply(w, U).reshape(spec.d, -1)
+        routed = ff.routed(w, U).reshape(spec.d, -1)  # (the shared expert and output bias: added alike to both)
         chosen, weights = ff.route(w.router, flat)
         distinct = {len(set(column)) for column in chosen.T}
         scores = w.router.logits(flat).astype(np.float64)
         gates = np.zeros_like(scores)  # (E, T): the softmax over the top k, zero elsewhere
         np.put_along_axis(gates, chosen, weights, axis=0)
         full = np.exp(scores - scores.max(axis=0)) / np.exp(scores - scores.max(axis=0)).sum(axis=0)
-        shared = 0.0 if w.shared is None else ff.shared_output(w, U).reshape(spec.d, -1)
-        if w.out_bias is not None:  # (JetMoE's bias on the mixed output: added once, as the routed pass adds it)
-            shared = shared + w.out_bias
-        dense = reduce(operator.add, _weighted(ff, w, U, gates, spec.router_on_input)) + shared  # (in order)
-        kept = reduce(operator.add, _weighted(ff, w, U, full, spec.router_on_input)) + shared
+        dense = reduce(operator.add, _weighted(ff, w, U, gates, spec.router_on_input))  # (in order)
+        kept = reduce(operator.add, _weighted(ff, w, U, full, spec.router_on_input))
         control = rel_err(kept, routed, routed)
         err = rel_err(routed, dense, dense)
         ok = within(err, tol) and distinct == {k}
