@@ -208,6 +208,7 @@ MIXTURES = [
     "jetmoe",
     "mimo_v2_flash",
     "longcat_flash",
+    "gemma4_text-moe",
 ]
 # a list of names of each family: attention and the experts by their checkpoint's names (peft maps them)
 LISTS = {
@@ -239,6 +240,7 @@ LISTS = {
     "jetmoe": "kv_proj,layer",
     "mimo_v2_flash": "v_proj,o_proj,down_proj",
     "longcat_flash": "kv_b_proj,gate_proj,up_proj",
+    "gemma4_text": "q_proj,o_proj,down_proj",
 }
 
 

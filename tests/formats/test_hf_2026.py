@@ -133,6 +133,7 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
         "opt-projected-pre-untied",
         "longcat_flash",
         "gemma4_text",
+        "gemma4_text-moe",
     ],
 )
 def test_verify_attention_and_plan_take_the_new_families_folders(tmp_path, name, runner):

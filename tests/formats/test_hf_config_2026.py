@@ -40,7 +40,7 @@ GEMMA4 = {"model_type": "gemma4_text", "hidden_size_per_layer_input": 0}
         ({"model_type": "dots1", "n_routed_experts": 4, "num_experts_per_tok": 2}, "'n_shared_experts': missing"),
         ({"model_type": "gemma4_text"}, "'hidden_size_per_layer_input': 256 is not supported: per-layer inputs"),
         ({"model_type": "gemma4_text", "hidden_size_per_layer_input": 0, "num_kv_shared_layers": 2}, "shared across"),
-        ({"model_type": "gemma4_text", "hidden_size_per_layer_input": 0, "enable_moe_block": True}, "experts beside"),
+        (GEMMA4 | {"enable_moe_block": True, "num_experts": 2, "top_k_experts": 3}, "at most num_experts = 2"),
         (
             GEMMA4
             | {

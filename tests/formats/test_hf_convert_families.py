@@ -71,6 +71,7 @@ FAMILIES = [
     "gemma4_text",
     "gemma4_text-default-kinds",
     "gemma4_text-k-eq-v",
+    "gemma4_text-moe",
 ]
 
 

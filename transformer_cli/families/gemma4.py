@@ -6,26 +6,27 @@ j + m/2 for j below partial_rotary_factor m / 2, at theta^(-2j/m)), the sliding 
 the whole head; with attention_k_eq_v the full layers' values are their keys' projection (v_from_k) and their
 key/value heads num_global_key_value_heads.
 
+With enable_moe_block every layer's MLP has E experts beside it (expert_norms: components/stream_experts.py).
+
 Not yet in tfm, refused in one line: the per-layer inputs (hidden_size_per_layer_input, Gemma 4's small models),
-keys and values shared across layers (num_kv_shared_layers), the experts beside the MLP (enable_moe_block) and
-bidirectional attention ("all")."""
+keys and values shared across layers (num_kv_shared_layers) and bidirectional attention ("all")."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..spec.definition import Spec
-from .checkpoints import GEMMA2
+from .checkpoints import GEMMA2, _one
 from .config_keys import layer_types
 from .keys import Keys
 from .layout import Family
+from .layout import norm_names as _norm
 from .parts import CAUSAL_PRE, activation, kv_heads, window_key
 from .record import Record
 
 REFUSED = (  # (key, what turns it off, why)
     ("hidden_size_per_layer_input", 0, "per-layer inputs are not in tfm yet; 0 turns them off"),
     ("num_kv_shared_layers", 0, "keys and values shared across layers are not in tfm yet"),
-    ("enable_moe_block", False, "Gemma 4's experts beside the MLP are not in tfm yet"),
 )
 
 
@@ -77,6 +78,12 @@ def gemma4_text(c: Keys) -> dict[str, Any]:
     else:
         spec |= {"m": full_m, "G": full_G}
     spec |= {"v_from_k": True} if k_eq_v else {}
+    if c.flag("enable_moe_block", False):  # (every layer: the MLP and the experts side by side)
+        E, k = c.count("num_experts"), c.count("top_k_experts")
+        if k > E:
+            raise c.fail("top_k_experts", k, f"at most num_experts = {E}")
+        spec |= {"E": E, "k": k, "expert_r": c.count("moe_intermediate_size"), "shared_r": spec["r"]}
+        spec |= {"expert_norms": True}
     return spec | _ropes(c, full_m, "sliding_attention" in kinds)
 
 
@@ -191,12 +198,39 @@ def config(spec: Spec) -> dict[str, Any]:
         "final_logit_softcapping": spec.logit_softcap,
         "hidden_size_per_layer_input": 0,
         "num_kv_shared_layers": 0,
-        "enable_moe_block": False,
+        "enable_moe_block": bool(spec.E),
+        "num_experts": spec.E,
+        "top_k_experts": spec.k,
+        "moe_intermediate_size": spec.expert_r,
         "attention_k_eq_v": spec.v_from_k,
     }
 
 
-GEMMA4 = Family(GEMMA2.block, GEMMA2.names | {"scale": "layer_scalar"}, GEMMA2.globals_)
-RECORD = Record("gemma4_text", "Gemma4ForCausalLM", gemma4_text, GEMMA4, config, config_alone=True)
+_EXPERTS = ("experts.gate_up_proj", "experts.down_proj")  # (E, 2 r_e, d): each expert's gate rows, then its up rows
+
+
+def _per_expert(spec: Spec) -> int:
+    return spec.E or 0
+
+
+GEMMA4 = Family(
+    GEMMA2.block,
+    GEMMA2.names
+    | {"scale": "layer_scalar", "ff.router": "router.proj.weight", "ff.router_scale": "router.scale"}
+    | {"ff.expert_scale": "router.per_expert_scale"}
+    | {
+        f"ff.shared.W{n}": f"mlp.{proj}.weight"
+        for n, proj in (("1", "gate_proj"), ("3", "up_proj"), ("2", "down_proj"))
+    }
+    | _norm("ff.shared_norm", "pre_feedforward_layernorm")
+    | _norm("ff.shared_norm_out", "post_feedforward_layernorm_1")
+    | _norm("ff.routed_norm", "pre_feedforward_layernorm_2")
+    | _norm("ff.routed_norm_out", "post_feedforward_layernorm_2"),
+    GEMMA2.globals_,
+    fused=((_EXPERTS[0], ("ff.W1", "ff.W3"), _per_expert), (_EXPERTS[1], ("ff.W2",), _one)),
+    stacked=frozenset(_EXPERTS),
+)
+# peft targets its linear modules (the router's proj among them), not its stacked experts
+RECORD = Record("gemma4_text", "Gemma4ForCausalLM", gemma4_text, GEMMA4, config, config_alone=True, lora_router="*")
 
 __all__ = ["RECORD"]
