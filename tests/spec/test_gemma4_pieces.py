@@ -149,6 +149,37 @@ def test_gemma4s_mixture_is_its_mlp_and_experts_each_through_its_norms():
     assert count_params(spec).total - plain == 3 * 8 + 8 + 3  # 4 norms for the block's norm2, the router's scales
 
 
+def test_per_layer_inputs_are_recomputed_token_by_token():
+    """ple_dim: each token's N vectors of P from its id's column of per_layer.E and the scaled embedding's
+    projection, block i adding norm(W_proj (act(W_gate x) * ple_i)) after its feedforward; a model of one block
+    with V, so the composition is checked on the block's output (the final norm and head left to the model)."""
+    keys = dict(N=2, V=11, norm="pre", norm_type="rmsnorm", embed_scale="sqrt", activation="silu", ple_dim=3)
+    spec = spec_from_mapping(BASE | keys | {"ple_vocab": 13}, "s")
+    w = random_weights(spec, 8)
+    assert w["per_layer.E"].shape == (2 * 3, 13) and spec.input_width == 8 + 2 * 3
+    model = Transformer(spec, w)
+    ids = np.array([[3, 10, 7, 0, 5]])
+    Z, _ = model.columns(ids)
+    _, ple = model.per_layer.split(Z)
+
+    def rms(x, g=1.0):
+        return x / np.sqrt((x**2).mean(axis=0, keepdims=True) + spec.norm_eps) * g
+
+    x0 = w["embedding.E"][:, ids[0]] * np.sqrt(8)  # (d, n)
+    proj = (w["per_layer.W"] @ x0 / np.sqrt(8)).reshape(2, 3, -1)
+    tokens = w["per_layer.E"][:, ids[0]].reshape(2, 3, -1) * np.sqrt(3)
+    expected = (np.stack([rms(p, w["per_layer.norm.gamma"][:, None]) for p in proj]) + tokens) / np.sqrt(2)
+    assert np.allclose(ple[:, :, 0], expected, rtol=0, atol=1e-12)
+    x = np.random.default_rng(2).standard_normal((8, 1, 5))
+    before = x.copy()
+    model.per_layer.add(1, x, ple[1])
+    gate = w["blocks.1.per_layer.W_gate"] @ before[:, 0]
+    added = w["blocks.1.per_layer.W_proj"] @ (gate / (1 + np.exp(-gate)) * ple[1][:, 0])
+    assert np.allclose(x[:, 0], before[:, 0] + rms(added, w["blocks.1.per_layer.norm.gamma"][:, None]), atol=1e-12)
+    plain = spec_from_mapping({k: v for k, v in (BASE | keys).items() if k != "ple_dim"}, "s")
+    assert count_params(spec).total - count_params(plain).total == (13 * 6 + 6 * 8 + 3 + 2 * (2 * 8 * 3 + 8))
+
+
 @pytest.mark.parametrize(
     ("keys", "named", "expected"),
     [

@@ -19,8 +19,10 @@ from .experts import block_feedforward
 from .latent import LatentAttention  # noqa: F401 (registers the spec's `attention: latent`)
 from .moa import MixtureOfHeads  # noqa: F401 (registers the spec's `attention: mixture`)
 from .norm import block_norm, final_norm
+from .per_layer import per_layer_input, per_layer_inputs
 from .positional import POSITIONALS
 from .residual import Residuals
+from .stream_experts import StreamExperts  # noqa: F401 (registers the spec's `expert_norms`)
 
 
 def attention_component(spec: Spec) -> MultiHeadAttention:
@@ -34,6 +36,7 @@ def block_components(spec: Spec) -> list[Component]:
         attention_component(spec),
         *decoder_extras(spec),
         block_feedforward(spec),
+        *per_layer_input(spec),
         Residuals(spec),
         block_norm(spec),
     ]
@@ -41,7 +44,14 @@ def block_components(spec: Spec) -> list[Component]:
 
 def outside_components(spec: Spec) -> list[Component]:
     """The components outside the blocks, in the order of the registry (the rows of the costs)."""
-    return [embedding(spec), POSITIONALS[spec.positional](spec), final_norm(spec), head(spec), pooler(spec)]
+    return [
+        embedding(spec),
+        per_layer_inputs(spec),
+        POSITIONALS[spec.positional](spec),
+        final_norm(spec),
+        head(spec),
+        pooler(spec),
+    ]
 
 
 def components(spec: Spec) -> list[Component]:

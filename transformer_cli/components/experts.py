@@ -306,6 +306,10 @@ def _expert(get: Get, e: int) -> Get:
     return lambda name: get(name)[e]
 
 
+# the mixtures other than Experts, by the spec key that asks for one: each registers itself (stream_experts.py)
+MIXTURES: dict[str, type[Experts]] = {}
+
+
 def shortcut(feedforward: FeedForward | Experts, w: FeedForwardWeights, later: list, X: np.ndarray) -> np.ndarray:
     """A block's feedforward under routed_later (LongCat-Flash's shortcut): a routed block's output is its shared
     expert's, its routed experts' kept in `later` for the next block, a dense one, whose output adds it."""
@@ -324,11 +328,7 @@ def block_feedforward(spec) -> FeedForward | Experts:
     if not spec.E:
         return FEEDFORWARDS[spec.feedforward](spec)
     expert = FEEDFORWARDS[spec.feedforward](replace(spec, r=spec.expert_r or spec.r))
-    if spec.expert_norms:
-        from .stream_experts import StreamExperts
-
-        return StreamExperts(spec, expert)
-    return Experts(spec, expert)
+    return (MIXTURES["expert_norms"] if spec.expert_norms else Experts)(spec, expert)
 
 
 __all__ = ["Experts", "block_feedforward", "shortcut"]

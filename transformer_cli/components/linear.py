@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-_LOOKUPS = ("embedding.E", "embedding.T", "head.W")  # tables looked up, and the output head all-linear leaves out
+_LOOKUPS = ("embedding.E", "embedding.T", "per_layer.E", "head.W")  # tables looked up, the output head: not linear
 _POSITIONS = ("positional.", "encoder_positional.")  # learned positions and relative-position biases: lookups
 
 

@@ -336,3 +336,18 @@ class ALiBi(Positions):
 def _lags(first_query: int, queries: int, first_key: int, keys: int) -> np.ndarray:
     """s - t for the queries t = first_query.. and the keys s = first_key..: (queries, keys)."""
     return np.arange(first_key, first_key + keys)[None, :] - np.arange(first_query, first_query + queries)[:, None]
+
+
+def block_positions(model: Positions, layer, i: int, get: Callable[[str], np.ndarray], dtype: np.dtype) -> Positions:
+    """Block i's positions: the model's `model`, or its own where its rotary base, head size or rotated part differs
+    (Gemma 3's local, Gemma 4's full layers) or it has none (a NoPE layer), its tables its own (UMT5's)."""
+    spec = model.spec
+    own = (layer.positional, layer.rope_theta, layer.rope_scaling, layer.m, layer.rotated_dims)
+    if (
+        own == (spec.positional, spec.rope_theta, spec.rope_scaling, spec.m, spec.rotated_dims)
+        and not layer.rel_per_block
+    ):
+        return model
+    positions = POSITIONALS[layer.positional](layer)
+    positions.load(lambda name: get(f"blocks.{i}.{name}"), dtype)
+    return positions

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .base import Pairs, Tensor, Term
-from .experts import Experts, ExpertsWeights, Get, Router
+from .experts import MIXTURES, Experts, ExpertsWeights, Get, Router
 from .norm import norm_kind
 
 NORMS = ("shared_norm", "shared_norm_out", "routed_norm", "routed_norm_out")  # pre, post1, pre2, post2
@@ -73,5 +73,7 @@ class StreamExperts(Experts):
 class StreamWeights(ExpertsWeights):
     norms: tuple = ()  # the four norms' parameters (NORMS' order)
 
+
+MIXTURES["expert_norms"] = StreamExperts
 
 __all__ = ["StreamExperts"]

@@ -28,7 +28,8 @@ from ..components.embedding import TokenEmbedding
 from ..components.experts import Experts, shortcut
 from ..components.feedforward import FeedForward
 from ..components.norm import block_norm, norm_kind
-from ..components.positional import POSITIONALS, Positions
+from ..components.per_layer import PerLayerState
+from ..components.positional import POSITIONALS, block_positions
 from ..components.residual import Residuals
 from ..errors import SpecError
 from ..kernels import CHUNK_BYTES, Array, check_stop, linear
@@ -87,9 +88,11 @@ class Transformer:
         self.layers: list[tuple[MultiHeadAttention, FeedForward | Experts]] = [
             (attention_component(layer), block_feedforward(layer)) for layer in layers
         ]
-        self.rotations = [self._positions(layer, i, get) for i, layer in enumerate(layers)]  # block i's positions
-        # Gemma 4's layer scales: each block's output times its number (read at once: N numbers)
+        # block i's positions: the model's, or its own (another base, head size or none: block_positions)
+        self.rotations = [block_positions(self.positional, layer, i, get, self.dtype) for i, layer in enumerate(layers)]
+        # Gemma 4's layer scales: each block's output times its number (read at once: N numbers); its per-layer inputs
         self.layer_scales = [float(get(f"blocks.{i}.scale")[0]) for i in range(spec.N)] if spec.layer_scale else None
+        self.per_layer = PerLayerState(spec, layers, get, narrow.held(weights, "per_layer.E")) if spec.ple_dim else None
         stored = self.layers[: spec.stored_blocks]  # the blocks whose weights the model holds (ALBERT's: a few)
         self.block_norms = [block_norm(layer) for layer in layers[: spec.stored_blocks]]  # (ModernBERT's block 0's)
         self.weights: JustInTime = (
@@ -126,19 +129,6 @@ class Transformer:
         self.final_norm = None
         if spec.final_norm:
             self.final_norm = norm_kind(spec).stacked(lambda g: get(f"final_norm.{g}"))
-
-    def _positions(self, layer: Spec, i: int, get: Callable[[str], Array]) -> Positions:
-        """Block i's positions: the model's, or its own where its rotary base differs (Gemma 3's local) or it has
-        none (a NoPE layer)."""
-        own, model = (
-            (layer.positional, layer.rope_theta, layer.rope_scaling, layer.m, layer.rotated_dims),
-            (self.spec.positional, self.spec.rope_theta, self.spec.rope_scaling, self.spec.m, self.spec.rotated_dims),
-        )
-        if own == model and not layer.rel_per_block:
-            return self.positional
-        positions = POSITIONALS[layer.positional](layer)
-        positions.load(lambda name: get(f"blocks.{i}.{name}"), self.dtype)
-        return positions
 
     @property
     def P(self) -> Array | None:
@@ -213,10 +203,12 @@ class Transformer:
         stop: threading.Event | None = None,
         offset: int = 0,
         later: list | None = None,
+        ple: Array | None = None,
     ) -> Array:
         """Block i on the columns Z (d, b, n) in the spec's residual layout, its weights asked of the provider; an
         encoder-decoder's decoder block reads the `memory` with its cross-attention, between its attention and its
-        feedforward. `later` holds a routed block's experts' output for the next block (routed_later)."""
+        feedforward. `later` holds a routed block's experts' output for the next block (routed_later); `ple` every
+        block's per-layer input (N, P, b, n)."""
         attention_w, feedforward_w, norms, cross_w = self.weights.block(i)
         attention, feedforward = self.layers[i]
         asked = (lambda kind: None) if weights is None else partial(weights, i)
@@ -244,6 +236,8 @@ class Transformer:
         if later is not None:
             ff = partial(shortcut, feedforward, feedforward_w, later)
         out = self.residuals.apply(Z, mixer, ff, self._normed, norms, cross, tap)
+        if ple is not None:  # (Gemma 4's per-layer inputs, after the feedforward)
+            self.per_layer.add(i, out, ple[i])  # type: ignore[union-attr]
         if self.layer_scales is not None:
             out *= out.dtype.type(self.layer_scales[i])
         return out
@@ -269,13 +263,16 @@ class Transformer:
         next block or attention chunk raises Stopped.
         """
         pe = self.positions(start + offset, Z.shape[-1])  # (held for the pass, as analysis/memory.py counts it)
+        ple = None
+        if self.per_layer is not None:  # (Gemma 4's: the token part below the embedding's d rows)
+            Z, ple = self.per_layer.split(Z)
         Z = self.prologue(Z, pe)
         if taps is not None:
             taps(-1, "input", Z)
         later: list | None = [] if self.spec.routed_later else None  # (a routed block's output for the next)
         for i in range(self.spec.N if last is None else last + 1):
             check_stop(stop)
-            Z = self.block(i, Z, start, cache, taps, memory, weights, stop, offset, later)
+            Z = self.block(i, Z, start, cache, taps, memory, weights, stop, offset, later, ple)
             if taps is not None:
                 taps(i, "block", Z)
         return self.finish(Z) if last is None else Z
@@ -326,7 +323,10 @@ class Transformer:
             if self.W_E is None:
                 raise SpecError(f"{self.spec.label}: token ids need a vocabulary (V); give real columns (d, n)")
             ids = X[None] if X.ndim == 1 else X  # (b, n)
-            return self.embedding.embed(self.W_E, ids, self.dtype, self.W_in), X.ndim + 1
+            Z = self.embedding.embed(self.W_E, ids, self.dtype, self.W_in)
+            if self.per_layer is not None:  # (Gemma 4's per-layer inputs: their token part below the d rows)
+                Z = np.concatenate([Z, self.per_layer.tokens(ids, self.dtype)])
+            return Z, X.ndim + 1
         return to_columns(X, self.dtype), X.ndim
 
     # -- the whole pass ------------------------------------------------------------------------------

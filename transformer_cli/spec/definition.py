@@ -133,6 +133,8 @@ class Spec:
     logit_scale: float = SCALE_FIELDS["logit_scale"]
     residual_scale: float = SCALE_FIELDS["residual_scale"]
     layer_scale: bool = SCALE_FIELDS["layer_scale"]
+    ple_dim: int | None = SCALE_FIELDS["ple_dim"]
+    ple_vocab: int | None = SCALE_FIELDS["ple_vocab"]
     parallel: bool = field(
         default=False,
         metadata=_key("bool", "parallel blocks: X + Attn(N1(X)) + FF(N2(X)) (GPT-NeoX, Falcon, Phi-2); pre-norm"),
@@ -281,17 +283,9 @@ class Spec:
         """b_O: out_bias if the spec sets it, else attention_bias."""
         return self.attention_bias if self.out_bias is None else self.out_bias
 
-    @property
-    def cross_heads(self) -> int:
-        return self.cross_H or self.H
-
-    @property
-    def cross_size(self) -> int:
-        return self.cross_m or self.m
-
-    @property
-    def has_cross_bias(self) -> bool:
-        return self.attention_bias if self.cross_bias is None else self.cross_bias
+    cross_heads = property(lambda self: self.cross_H or self.H)
+    cross_size = property(lambda self: self.cross_m or self.m)
+    has_cross_bias = property(lambda self: self.attention_bias if self.cross_bias is None else self.cross_bias)
 
     @property
     def embed_width(self) -> int:
@@ -300,8 +294,9 @@ class Spec:
 
     @property
     def input_width(self) -> int:
-        """The rows of the columns the pass takes: embed_dim under embed_project (ELECTRA's), else d."""
-        return self.embed_dim if self.embed_project and self.embed_dim else self.d
+        """The rows of the columns the pass takes: embed_dim under embed_project (ELECTRA's), else d; and the N P
+        rows of the per-layer inputs' token part below them (Gemma 4's)."""
+        return (self.embed_dim if self.embed_project and self.embed_dim else self.d) + self.N * (self.ple_dim or 0)
 
     @property
     def stored_blocks(self) -> int:

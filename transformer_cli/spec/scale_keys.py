@@ -82,6 +82,18 @@ SCALE_FIELDS: dict[str, Any] = {
             "(Granite's residual_multiplier; before the sublayer's own output norm if it has one)",
         ),
     ),
+    "ple_dim": field(
+        default=None,
+        metadata=_key(
+            "posint",
+            "per-layer inputs of P a block (Gemma 4's hidden_size_per_layer_input): a second table per_layer.E "
+            "(V_ple, N P) and a projection of the embedding make each token's N vectors, block i adding "
+            "norm(W_proj (act(W_gate x) * ple_i)) after its feedforward; the pass's input is then d + N P rows; with V",
+        ),
+    ),
+    "ple_vocab": field(
+        default=None, metadata=_key("posint", "the per-layer inputs' table's rows [default: V]; with ple_dim")
+    ),
     "layer_scale": field(
         default=False,
         metadata=_key(

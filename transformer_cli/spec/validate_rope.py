@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import SpecError
 from .definition import Spec
+from .stacks import decoder
 
 Fail = Callable[[str, str, Any, str], SpecError]
 Expected = Callable[[str], str]
@@ -35,12 +36,14 @@ def check_llama4(spec: Spec, data: dict[str, Any], source: str, fail: Fail, expe
 def check_rope(spec: Spec, source: str, expected: Expected) -> None:
     """What the rope keys' types cannot say: whole pairs of rotated dims, and llama3's two bands in order."""
     _expected = expected
+    for group in decoder(spec).groups():  # (each kind of block's own head size and part turned: Gemma 4's)
+        layer, rot = group.spec, group.spec.rotated_dims
+        if layer.positional == "rope" and (rot < 2 or rot % 2):
+            raise SpecError(
+                f"{source}: keys 'm', 'rope_fraction': int(m * rope_fraction) = int({layer.m} * "
+                f"{layer.rope_fraction!r}) = {rot} rotated dims per head, expected an even number of at least 2"
+            )
     rot = spec.rotated_dims
-    if rot < 2 or rot % 2:
-        raise SpecError(
-            f"{source}: keys 'm', 'rope_fraction': int(m * rope_fraction) = int({spec.m} * {spec.rope_fraction!r})"
-            f" = {rot} rotated dims per head, expected an even number of at least 2"
-        )
     if spec.rope_scaling == "dynamic" and rot == 2:
         raise SpecError(
             f"{source}: key 'rope_scaling': 'dynamic' needs more than 2 rotated dims per head (its base's "
