@@ -60,6 +60,7 @@ FAMILIES = [
     "gpt_bigcode",
     "vaultgemma",
     "gemma4_text",
+    "gemma4_text-ple",
     "olmo",
     "jais2",
     "persimmon",

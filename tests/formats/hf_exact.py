@@ -47,8 +47,8 @@ def exact(model):
         kind = type(module).__name__
         if kind.startswith("Llama4") and kind in LLAMA4:  # its rotary, norms, router and temperature in float32
             LLAMA4[kind](model, module)
-        elif kind in GEMMA4:  # its norms (x w, some without a gain) in float32
-            module.forward = GEMMA4[kind].__get__(module)
+        elif kind in GEMMA4:  # its norms (x w, some without a gain), router and embeddings' scales in float32
+            GEMMA4[kind](model, module)
         elif kind in ("GPTJRotaryEmbedding", "CodeGenRotaryEmbedding"):  # its sin/cos table made in float32
             module.forward = _float64_gptj_rotary.__get__(module)
             sys.modules[type(module).__module__].eager_attention_forward = _float64_gptj_attention

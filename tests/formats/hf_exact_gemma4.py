@@ -23,4 +23,22 @@ def _float64_gemma4_router(self, hidden):
     return probabilities, weights * self.per_expert_scale[index], index
 
 
-GEMMA4 = {"Gemma4RMSNorm": _float64_gemma4_rms_norm, "Gemma4TextRouter": _float64_gemma4_router}
+def _exact_scale(model, module):
+    """Gemma4TextScaledWordEmbedding's scale, a float32 tensor: sqrt(d), or sqrt(P) for the per-layer inputs' table."""
+    config, per_layer = model.config, getattr(model.model, "embed_tokens_per_layer", None)
+    width = config.hidden_size_per_layer_input if module is per_layer else config.hidden_size
+    module.embed_scale = torch.tensor(width**0.5, dtype=torch.float64)
+
+
+def _bound(forward):
+    def patch(model, module):
+        module.forward = forward.__get__(module)
+
+    return patch
+
+
+GEMMA4 = {
+    "Gemma4RMSNorm": _bound(_float64_gemma4_rms_norm),
+    "Gemma4TextRouter": _bound(_float64_gemma4_router),
+    "Gemma4TextScaledWordEmbedding": _exact_scale,
+}

@@ -162,6 +162,15 @@ DENSE = {  # name: (config class, model class, config)
         num_hidden_layers=3, num_key_value_heads=2, head_dim=8, global_head_dim=16, sliding_window=4,
         hidden_size_per_layer_input=0, enable_moe_block=True, num_experts=4, top_k_experts=2,
         moe_intermediate_size=12, final_logit_softcapping=30.0, experts_implementation="eager")),
+    "gemma4_text-ple": ("Gemma4TextConfig", "Gemma4ForCausalLM", SMALL | dict(  # per-layer inputs of 8
+        num_hidden_layers=4, num_key_value_heads=2, head_dim=8, global_head_dim=16, sliding_window=4,
+        hidden_size_per_layer_input=8, vocab_size_per_layer_input=97)),
+    "gemma4_text-ple-moe-k-eq-v": ("Gemma4TextConfig", "Gemma4ForCausalLM", SMALL | dict(  # every piece but sharing
+        num_hidden_layers=3, num_key_value_heads=2, head_dim=8, global_head_dim=12, sliding_window=3,
+        hidden_size_per_layer_input=6, vocab_size_per_layer_input=120, enable_moe_block=True, num_experts=3,
+        top_k_experts=2, moe_intermediate_size=10, attention_k_eq_v=True, num_global_key_value_heads=1,
+        attention_bias=True, final_logit_softcapping=20.0, layer_types=["sliding_attention", "full_attention",
+        "full_attention"], experts_implementation="eager")),
     "gemma4_text-whole-heads": ("Gemma4TextConfig", "Gemma4ForCausalLM", SMALL | dict(  # one head size, default rope
         num_hidden_layers=3, num_key_value_heads=4, head_dim=8, global_head_dim=8, sliding_window=5,
         hidden_size_per_layer_input=0, layer_types=["sliding_attention", "sliding_attention", "sliding_attention"],

@@ -134,6 +134,7 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
         "longcat_flash",
         "gemma4_text",
         "gemma4_text-moe",
+        "gemma4_text-ple",
     ],
 )
 def test_verify_attention_and_plan_take_the_new_families_folders(tmp_path, name, runner):
@@ -265,6 +266,7 @@ CONTROLS = [
     ("gemma4_text-default-kinds", {"rope_scaling": "none"}),
     ("gemma4_text-default-kinds", {"rope_local_theta": None}),
     ("gemma4_text-k-eq-v", {"v_norm": False}),
+    ("gemma4_text-ple", {"ple_dim": None}),
 ]
 
 

@@ -72,6 +72,8 @@ FAMILIES = [
     "gemma4_text-default-kinds",
     "gemma4_text-k-eq-v",
     "gemma4_text-moe",
+    "gemma4_text-ple",
+    "gemma4_text-ple-moe-k-eq-v",
 ]
 
 

@@ -6,10 +6,11 @@ j + m/2 for j below partial_rotary_factor m / 2, at theta^(-2j/m)), the sliding 
 the whole head; with attention_k_eq_v the full layers' values are their keys' projection (v_from_k) and their
 key/value heads num_global_key_value_heads.
 
-With enable_moe_block every layer's MLP has E experts beside it (expert_norms: components/stream_experts.py).
+With enable_moe_block every layer's MLP has E experts beside it (expert_norms: components/stream_experts.py); with
+hidden_size_per_layer_input (256 by default) each block reads its per-layer input (ple_dim: components/per_layer.py).
 
-Not yet in tfm, refused in one line: the per-layer inputs (hidden_size_per_layer_input, Gemma 4's small models),
-keys and values shared across layers (num_kv_shared_layers) and bidirectional attention ("all")."""
+Not yet in tfm, refused in one line: keys and values shared across layers (num_kv_shared_layers, which Gemma 4's
+small models use) and bidirectional attention ("all")."""
 
 from __future__ import annotations
 
@@ -24,18 +25,14 @@ from .layout import norm_names as _norm
 from .parts import CAUSAL_PRE, activation, kv_heads, window_key
 from .record import Record
 
-REFUSED = (  # (key, what turns it off, why)
-    ("hidden_size_per_layer_input", 0, "per-layer inputs are not in tfm yet; 0 turns them off"),
-    ("num_kv_shared_layers", 0, "keys and values shared across layers are not in tfm yet"),
-)
+REFUSED = (("num_kv_shared_layers", 0, "keys and values shared across layers are not in tfm yet"),)
 
 
 def gemma4_text(c: Keys) -> dict[str, Any]:
     """Gemma4TextConfig -> spec (its defaults: heads of 256 sliding and 512 full, window 512, bases 1e4 and 1e6)."""
     for key, off, why in REFUSED:
-        value = c.data.get(key, 256 if key == "hidden_size_per_layer_input" else off)
-        if value not in (off, None) or (key == "hidden_size_per_layer_input" and value is None):
-            raise c.refuse(key, value, why)
+        if c.data.get(key) not in (off, None):
+            raise c.refuse(key, c.data[key], why)
     if c.data.get("use_bidirectional_attention") == "all":
         raise c.refuse("use_bidirectional_attention", "all", "tfm maps Gemma 4's causal language model only")
     c.ignored("use_bidirectional_attention", "'s text model reads it for images only", None)
@@ -78,6 +75,10 @@ def gemma4_text(c: Keys) -> dict[str, Any]:
     else:
         spec |= {"m": full_m, "G": full_G}
     spec |= {"v_from_k": True} if k_eq_v else {}
+    P = c.index("hidden_size_per_layer_input", 256)  # (0 turns them off)
+    if P:
+        V_ple = c.count("vocab_size_per_layer_input", 262144)
+        spec |= {"ple_dim": P} | ({"ple_vocab": V_ple} if V_ple != spec["V"] else {})
     if c.flag("enable_moe_block", False):  # (every layer: the MLP and the experts side by side)
         E, k = c.count("num_experts"), c.count("top_k_experts")
         if k > E:
@@ -149,9 +150,9 @@ def _ropes(c: Keys, full_m: int, sliding: bool) -> dict[str, Any]:
         out["rope_theta"] = full.number("rope_theta", 1e6)
         share = full.fraction("partial_rotary_factor", 1.0) or 1.0 if kind == "proportional" else 1.0
         factor = full.number("factor", 1.0) if kind == "proportional" else 1.0
-    rotated = 2 * int(share * full_m // 2)
-    if rotated != full_m:
-        out["rope_fraction"] = rotated / full_m
+    rotated = 2 * int(share * full_m // 2)  # (transformers turns a = int(p m // 2) pairs)
+    if rotated != full_m:  # tfm turns int(m rope_fraction) dims: p where that is 2a, else a fraction that makes it
+        out["rope_fraction"] = share if int(full_m * share) == rotated else (rotated + 0.5) / full_m
     else:
         out["rope_pairing"] = "half"
     if factor != 1.0:
@@ -196,7 +197,8 @@ def config(spec: Spec) -> dict[str, Any]:
         "layer_types": layer_types(spec),
         "rope_parameters": ropes,
         "final_logit_softcapping": spec.logit_softcap,
-        "hidden_size_per_layer_input": 0,
+        "hidden_size_per_layer_input": spec.ple_dim or 0,
+        "vocab_size_per_layer_input": spec.ple_vocab or spec.V,
         "num_kv_shared_layers": 0,
         "enable_moe_block": bool(spec.E),
         "num_experts": spec.E,
@@ -225,8 +227,12 @@ GEMMA4 = Family(
     | _norm("ff.shared_norm", "pre_feedforward_layernorm")
     | _norm("ff.shared_norm_out", "post_feedforward_layernorm_1")
     | _norm("ff.routed_norm", "pre_feedforward_layernorm_2")
-    | _norm("ff.routed_norm_out", "post_feedforward_layernorm_2"),
-    GEMMA2.globals_,
+    | _norm("ff.routed_norm_out", "post_feedforward_layernorm_2")
+    | {"per_layer.W_gate": "per_layer_input_gate.weight", "per_layer.W_proj": "per_layer_projection.weight"}
+    | _norm("per_layer.norm", "post_per_layer_input_norm"),
+    GEMMA2.globals_
+    | {"per_layer.E": "model.embed_tokens_per_layer.weight", "per_layer.W": "model.per_layer_model_projection.weight"}
+    | _norm("per_layer.norm", "model.per_layer_projection_norm"),
     fused=((_EXPERTS[0], ("ff.W1", "ff.W3"), _per_expert), (_EXPERTS[1], ("ff.W2",), _one)),
     stacked=frozenset(_EXPERTS),
 )
