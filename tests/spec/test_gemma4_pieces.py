@@ -180,12 +180,45 @@ def test_per_layer_inputs_are_recomputed_token_by_token():
     assert count_params(spec).total - count_params(plain).total == (13 * 6 + 6 * 8 + 3 + 2 * (2 * 8 * 3 + 8))
 
 
+def test_a_block_of_kv_shared_attends_to_the_earlier_blocks_keys_and_values():
+    """kv_shared: 1 of 2 blocks: block 1's queries (its own W_Q of its own input) attend causally to block 0's keys
+    and values (block 0's W_K, W_V of block 0's input); it has no W_K, W_V or cache, and its feedforward is 2r."""
+    from transformer_cli.components.attention import MultiHeadAttention
+
+    base = {k: v for k, v in BASE.items() if k != "rope_theta"} | dict(positional="none", scale="sqrt")
+    spec = spec_from_mapping(base | dict(kv_shared=1, kv_shared_r=24, attention_bias=False), "s")
+    w = random_weights(spec, 9)
+    assert "blocks.1.attention.W_K" not in w and w["blocks.1.ff.W1"].shape == (24, 8)
+    model = Transformer(spec, w)
+    x = X[:1].transpose(1, 0, 2)  # (d, 1, n)
+    taps: dict = {}
+    model.run(x.copy(), taps=lambda i, kind, Z: taps.setdefault((i, kind), Z.copy()))
+    Q0, K0, V0 = model.qkv(0, x)  # block 0's input is the model's (no norms)
+    X1 = taps[(0, "block")]
+    Q1 = np.einsum("hmd,dbn->bhmn", w["blocks.1.attention.W_Q"], X1)
+    K, V = np.repeat(K0, 2, axis=1), np.repeat(V0, 2, axis=1)  # (G = 1 for H = 2)
+    S = np.einsum("bhms,bhmt->bhst", K, Q1) / 2.0
+    S = np.where(np.arange(9)[:, None] > np.arange(9)[None, :], -np.inf, S)
+    A = np.exp(S - S.max(axis=2, keepdims=True))
+    A /= A.sum(axis=2, keepdims=True)
+    heads = np.einsum("bhms,bhst->bhmt", V, A)
+    expected = np.einsum("hdm,bhmt->dbt", w["blocks.1.attention.W_O"], heads)
+    assert np.allclose(taps[(1, "attention")], expected, rtol=0, atol=1e-12)
+    assert MultiHeadAttention(spec).cache_per_token(8, 0) > 0 and model.layers[1][0].cache(1, 9, np.float64) is None
+    plain = count_params(spec_from_mapping(base | {"attention_bias": False}, "s"))
+    assert count_params(spec).total - plain.total == 2 * 12 * 8 + 12 - 2 * 1 * 4 * 8  # a feedforward of 2r; no W_K, W_V
+
+
 @pytest.mark.parametrize(
     ("keys", "named", "expected"),
     [
         ({"full_m": 8}, "full_m", "no full_m without attention_layers"),
         ({"v_from_k": True, "v_m": 2}, "v_from_k", "values of the keys' size m = 4"),
         ({"E": 2, "k": 1, "expert_norms": True, "norm": "pre"}, "expert_norms", "shared_r"),
+        ({"kv_shared": 2}, "kv_shared", "below N = 2"),
+        ({"kv_reused": True}, "kv_reused", "no kv_reused by hand"),
+        ({"kv_shared_r": 4}, "kv_shared_r", "without kv_shared"),
+        ({"window": 3, "attention_layers": ["full", "sliding"], "kv_shared": 1}, "kv_shared", "of each sharing"),
         ({"attention": "latent", "kv_rank": 4, "rope_m": 2, "v_norm": True, "G": None}, "v_norm", "latent"),
         (
             {"attention": "latent", "kv_rank": 4, "rope_m": 2, "G": None, "rope_pairing": "proportional"},

@@ -22,12 +22,14 @@ from .norm import block_norm, final_norm
 from .per_layer import per_layer_input, per_layer_inputs
 from .positional import POSITIONALS
 from .residual import Residuals
+from .reused import ReusedAttention
 from .stream_experts import StreamExperts  # noqa: F401 (registers the spec's `expert_norms`)
 
 
 def attention_component(spec: Spec) -> MultiHeadAttention:
-    """The block's attention: heads of W_Q, W_K, W_V (standard), or keys and values from a latent (latent)."""
-    return ATTENTIONS[spec.attention](spec)
+    """The block's attention: heads of W_Q, W_K, W_V (standard), or keys and values from a latent (latent); a block
+    of kv_shared's (Gemma 4's) its queries alone, the keys and values an earlier block's (reused.py)."""
+    return ReusedAttention(spec) if spec.kv_reused else ATTENTIONS[spec.attention](spec)
 
 
 def block_components(spec: Spec) -> list[Component]:

@@ -155,6 +155,7 @@ class MultiHeadAttention(Component):
         weights_out: list | None = None,
         stop: threading.Event | None = None,
         offset: int = 0,
+        shared: dict | None = None,
     ) -> np.ndarray:
         """Block i's attention sublayer, without its residual: (d, b, n) -> (d, b, n), the columns at positions
         start.. (their queries at start + offset: a fault the decoding check makes). `model` turns the queries and
@@ -173,12 +174,16 @@ class MultiHeadAttention(Component):
             first_key = start + 1 - K_all.shape[-1]  # (a window keeps the latest keys only)
             step = replace(how, causal=False, window=None, chunk=None)  # it sees every key the cache holds
             heads = model.attend(Q, K_all, V_all, step, positions=(start + offset, first_key), block=i)
+            if shared is not None:  # (for the blocks after it that share its keys and values: reused.py)
+                shared[self.spec.window is not None] = (K_all, V_all, first_key, True)
             return self.project(w, heads, X)
         if cache is not None:  # what a decoder's cache keeps (latent attention: its latents and rotary keys)
             cache.fill(*self.cache_entries(w, X, K, V))
         content = model.rotations[i].content_bias(self, w, Q, K, start + offset, start)  # (DeBERTa's)
         how = how if content is None else replace(how, content=content)
         heads = model.attend(Q, K, V, how, positions=(start + offset, start), block=i)
+        if shared is not None:
+            shared[self.spec.window is not None] = (K, V, start, False)
         return self.project(w, heads, X)
 
     @property

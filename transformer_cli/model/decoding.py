@@ -41,7 +41,8 @@ class Decoder:
         """The next column (d, b, 1) through every block, reading and extending the caches: -> ((d or V), b, 1).
         keep=False: its keys and values are used but not stored (the stale-cache fault)."""
         for cache in self.caches:
-            cache.keep = keep
+            if cache is not None:  # (a block of kv_shared's keeps none: it reads an earlier block's)
+                cache.keep = keep
         z = z.copy(order="K")  # (in the layout given: a norm's sums are added in the order of the memory)
         out = self.model.run(z, self.t, self.caches, memory=self.memory, offset=self.offset)
         self.t += 1

@@ -146,8 +146,7 @@ class Transformer:
         return self.layers[i][0].qkv(self.weights.block(i)[0], X)
 
     def rotate(self, Q: Array, K: Array, start: int, key_start: int | None = None, block: int = 0) -> None:
-        """Block `block`'s rotary positions, in place: Q's columns at positions start.., K's at key_start..
-        (default: start)."""
+        """Block `block`'s rotary positions, in place: Q's columns at start.., K's at key_start.. (or start)."""
         self.rotations[block].rotate(Q, K, start, start if key_start is None else key_start)
 
     def attend(
@@ -204,11 +203,12 @@ class Transformer:
         offset: int = 0,
         later: list | None = None,
         ple: Array | None = None,
+        shared: dict | None = None,
     ) -> Array:
         """Block i on the columns Z (d, b, n) in the spec's residual layout, its weights asked of the provider; an
         encoder-decoder's decoder block reads the `memory` with its cross-attention, between its attention and its
-        feedforward. `later` holds a routed block's experts' output for the next block (routed_later); `ple` every
-        block's per-layer input (N, P, b, n)."""
+        feedforward. `later` holds a routed block's experts' output for the next (routed_later), `ple` every block's
+        per-layer input (N, P, b, n), `shared` the keys and values for the blocks that reuse them (kv_shared)."""
         attention_w, feedforward_w, norms, cross_w = self.weights.block(i)
         attention, feedforward = self.layers[i]
         asked = (lambda kind: None) if weights is None else partial(weights, i)
@@ -223,6 +223,7 @@ class Transformer:
             weights_out=asked("self"),
             stop=stop,
             offset=offset,
+            shared=shared,
         )
         cross = None
         if cross_w is not None and memory is not None:  # the memory's keys, values; the sublayer reading them
@@ -270,9 +271,10 @@ class Transformer:
         if taps is not None:
             taps(-1, "input", Z)
         later: list | None = [] if self.spec.routed_later else None  # (a routed block's output for the next)
+        shared: dict | None = {} if self.spec.kv_shared else None  # (keys and values for the blocks sharing them)
         for i in range(self.spec.N if last is None else last + 1):
             check_stop(stop)
-            Z = self.block(i, Z, start, cache, taps, memory, weights, stop, offset, later, ple)
+            Z = self.block(i, Z, start, cache, taps, memory, weights, stop, offset, later, ple, shared)
             if taps is not None:
                 taps(i, "block", Z)
         return self.finish(Z) if last is None else Z

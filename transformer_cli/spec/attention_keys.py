@@ -122,6 +122,25 @@ ATTENTION_FIELDS: dict[str, Any] = {
             "posint", "the full blocks' head size (Gemma 4's global_head_dim) [default: m]; with attention_layers"
         ),
     ),
+    "kv_shared": field(
+        default=None,
+        metadata=_key(
+            "posint",
+            "the last S blocks attend with their own queries to the keys and values of the last earlier block of "
+            "their kind (full or sliding): no W_K, W_V or key norm, no cache of their own (Gemma 4's "
+            "num_kv_shared_layers); below N",
+        ),
+    ),
+    "kv_shared_r": field(
+        default=None,
+        metadata=_key(
+            "posint", "those blocks' feedforward size (Gemma 4's double-wide MLP: 2r) [default: r]; with kv_shared"
+        ),
+    ),
+    "kv_reused": field(
+        default=False,
+        metadata=_key("bool", "a block of kv_shared's (each block's own kind: set by kv_shared, not by hand)"),
+    ),
     "v_from_k": field(
         default=False,
         metadata=_key(

@@ -20,6 +20,7 @@ ROPE_SCALINGS = tuple(SCALING_TYPES)  # each with its frequency function
 ACTIVATIONS = tuple(kernels.ACTIVATIONS)  # each with its kernel
 ATTENTION_KINDS = SLIDING, FULL = ("sliding", "full")  # a block of a stack with a window: through it, or not
 FEEDFORWARD_KINDS = ROUTED, DENSE = ("routed", "dense")  # a block of a stack with experts: routed, or one dense
+KV_SOURCES = OWN_KV, REUSED_KV = ("own", "reused")  # a block's keys and values: its own, or an earlier block's
 PLACES = FIRST, LATER = ("first", "later")  # block 0 and the rest, where block 0 lacks a norm (first_attn_norm)
 POSITION_KINDS = ROTARY, NOPE = ("rope", "nope")  # a block of a rotary stack: turns its queries and keys, or not
 LEARNED = ("learned", "learned_relative")  # the positionals with a learned table P (max_len of them)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .choices import DENSE, FIRST, FULL, LATER, NOPE, ROTARY, ROUTED, SLIDING
+from .choices import DENSE, FIRST, FULL, LATER, NOPE, OWN_KV, REUSED_KV, ROTARY, ROUTED, SLIDING
 from .definition import Spec
 from .expert_keys import EXPERT_FIELDS
 
@@ -90,11 +90,14 @@ class Stack:
             out.append(kind_of(spec.positional_layers, i, ROTARY))
         if not spec.first_attn_norm:  # (block 0 without a norm before its attention: ModernBERT's)
             out.append(FIRST if i == 0 else LATER)
+        if spec.kv_shared:  # (Gemma 4's last blocks: an earlier block's keys and values)
+            out.append(REUSED_KV if i >= spec.N - spec.kv_shared else OWN_KV)
         return tuple(out)
 
     @property
     def uniform(self) -> bool:
-        return all(getattr(self.spec, key) is None for key in LAYER_KEYS) and self.spec.first_attn_norm
+        keys = all(getattr(self.spec, key) is None for key in LAYER_KEYS)
+        return keys and self.spec.first_attn_norm and not self.spec.kv_shared
 
     def _spec_of(self, kinds: tuple[str, ...], N: int) -> Spec:
         """The spec of `N` blocks of these kinds: the stack's, with the window or the experts where they have them."""
@@ -121,6 +124,11 @@ class Stack:
             changes |= {"nope_query_beta": None, "nope_query_len": None}
         if LATER in kinds:
             changes["first_attn_norm"] = True
+        changes |= {"kv_shared": None, "kv_shared_r": None}
+        if REUSED_KV in kinds:  # (no keys or values of its own; Gemma 4's double-wide MLP)
+            wide = self.spec.kv_shared_r or self.spec.r
+            changes |= {"kv_reused": True, "r": wide}
+            changes |= {"shared_r": wide} if self.spec.expert_norms else {}  # (Gemma 4's MLP beside its experts)
         if DENSE in kinds:  # one feedforward of size r: no router, no routed or shared experts
             changes |= {"E": None, "k": None} | {key: f.default for key, f in EXPERT_FIELDS.items()}
         return replace(self.spec, **changes)

@@ -13,9 +13,10 @@ from typing import Any
 
 from ..errors import SpecError
 from ..text import lookalike_hint, shown
-from .choices import ATTENTIONS, DENSE, FULL, RELATIVE
+from .choices import ATTENTIONS, DENSE, FULL, RELATIVE, SLIDING
 from .definition import FIELDS, REQUIRED, Spec
 from .dependent import DEPENDENT
+from .stacks import kind_of
 from .validate_experts import check_experts
 from .validate_rope import check_llama4, check_rope
 from .yaml12 import MAX_DIGITS, TooLong
@@ -262,6 +263,23 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         )
 
 
+def _check_shared(spec: Spec, data: dict[str, Any], source: str) -> None:
+    """kv_shared: fewer than N blocks, standard attention, each sharing block's kind (full or sliding) with a block of
+    its own keys and values before them; kv_reused is each block's, not a key to set."""
+    if data.get("kv_reused"):
+        raise _fail(source, "kv_reused", True, "no kv_reused by hand (kv_shared sets it on the blocks that share)")
+    if "kv_shared_r" in data and spec.kv_shared is None:
+        raise _fail(source, "kv_shared_r", data["kv_shared_r"], "no kv_shared_r without kv_shared")
+    S = spec.kv_shared
+    if S is None:
+        return
+    if S >= spec.N or spec.attention != "standard" or spec.N_enc is not None:
+        raise _fail(source, "kv_shared", S, f"below N = {spec.N}, with standard attention in one stack")
+    kinds = [spec.window is not None and kind_of(spec.attention_layers, i, SLIDING) == SLIDING for i in range(spec.N)]
+    if not set(kinds[spec.N - S :]) <= set(kinds[: spec.N - S]):
+        raise _fail(source, "kv_shared", S, "a block of each sharing block's kind (full, sliding) before them")
+
+
 def _check_layers(spec: Spec, data: dict[str, Any], source: str) -> None:
     """Per-layer kinds: at most one per block, with what they choose between, and not all of the other kind."""
     for key, needs, other in (("attention_layers", "window", FULL), ("feedforward_layers", "E", DENSE)):
@@ -282,6 +300,7 @@ def _check_layers(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(
             source, "positional_layers", data["positional_layers"], f"at most N = {spec.N} kinds (one per block)"
         )
+    _check_shared(spec, data, source)
     if spec.local_G is not None and spec.H % spec.local_G:
         raise _fail(source, "local_G", spec.local_G, f"a divisor of H = {spec.H}")
     for key in ("rope_local_theta", "rope_local_fraction", "local_G", "local_sinks", "full_m"):
