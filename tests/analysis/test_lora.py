@@ -61,6 +61,7 @@ FAMILIES = [
     "vaultgemma",
     "gemma4_text",
     "gemma4_text-ple",
+    "gemma4_text-kv-shared",
     "olmo",
     "jais2",
     "persimmon",

@@ -171,6 +171,17 @@ DENSE = {  # name: (config class, model class, config)
         top_k_experts=2, moe_intermediate_size=10, attention_k_eq_v=True, num_global_key_value_heads=1,
         attention_bias=True, final_logit_softcapping=20.0, layer_types=["sliding_attention", "full_attention",
         "full_attention"], experts_implementation="eager")),
+    "gemma4_text-kv-shared": ("Gemma4TextConfig", "Gemma4ForCausalLM", SMALL | dict(  # the last two reuse 2 and 3
+        num_hidden_layers=6, num_key_value_heads=2, head_dim=8, global_head_dim=16, sliding_window=4,
+        hidden_size_per_layer_input=8, vocab_size_per_layer_input=97, num_kv_shared_layers=2,
+        use_double_wide_mlp=True, layer_types=["sliding_attention", "full_attention"] * 3)),
+    "gemma4_text-kv-shared-moe": ("Gemma4TextConfig", "Gemma4ForCausalLM", SMALL | dict(  # three sharing 2 and 3
+        layer_types=["sliding_attention", "full_attention"] * 3 + ["full_attention"], num_hidden_layers=7,
+        num_key_value_heads=2, head_dim=8, global_head_dim=12, sliding_window=3, hidden_size_per_layer_input=6,
+        vocab_size_per_layer_input=97, num_kv_shared_layers=3, use_double_wide_mlp=True, enable_moe_block=True,
+        num_experts=3, top_k_experts=2, moe_intermediate_size=10, attention_k_eq_v=True,
+        num_global_key_value_heads=1, experts_implementation="eager")),  # (with per-layer inputs: transformers runs
+        # shared layers without them into its logits_to_keep slicing their None)
     "gemma4_text-whole-heads": ("Gemma4TextConfig", "Gemma4ForCausalLM", SMALL | dict(  # one head size, default rope
         num_hidden_layers=3, num_key_value_heads=4, head_dim=8, global_head_dim=8, sliding_window=5,
         hidden_size_per_layer_input=0, layer_types=["sliding_attention", "sliding_attention", "sliding_attention"],

@@ -135,6 +135,7 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
         "gemma4_text",
         "gemma4_text-moe",
         "gemma4_text-ple",
+        "gemma4_text-kv-shared",
     ],
 )
 def test_verify_attention_and_plan_take_the_new_families_folders(tmp_path, name, runner):
@@ -267,6 +268,7 @@ CONTROLS = [
     ("gemma4_text-default-kinds", {"rope_local_theta": None}),
     ("gemma4_text-k-eq-v", {"v_norm": False}),
     ("gemma4_text-ple", {"ple_dim": None}),
+    ("gemma4_text-kv-shared", {"layer_scale": False}),
 ]
 
 

@@ -74,6 +74,8 @@ FAMILIES = [
     "gemma4_text-moe",
     "gemma4_text-ple",
     "gemma4_text-ple-moe-k-eq-v",
+    "gemma4_text-kv-shared",
+    "gemma4_text-kv-shared-moe",
 ]
 
 

@@ -7,10 +7,9 @@ the whole head; with attention_k_eq_v the full layers' values are their keys' pr
 key/value heads num_global_key_value_heads.
 
 With enable_moe_block every layer's MLP has E experts beside it (expert_norms: components/stream_experts.py); with
-hidden_size_per_layer_input (256 by default) each block reads its per-layer input (ple_dim: components/per_layer.py).
-
-Not yet in tfm, refused in one line: keys and values shared across layers (num_kv_shared_layers, which Gemma 4's
-small models use) and bidirectional attention ("all")."""
+hidden_size_per_layer_input (256 by default) each block reads its per-layer input (ple_dim: components/per_layer.py);
+the last num_kv_shared_layers attend to an earlier layer's keys and values (kv_shared: components/reused.py), their
+MLPs twice as wide with use_double_wide_mlp. Bidirectional attention ("all") is refused in one line (as Gemma 1-3)."""
 
 from __future__ import annotations
 
@@ -25,14 +24,9 @@ from .layout import norm_names as _norm
 from .parts import CAUSAL_PRE, activation, kv_heads, window_key
 from .record import Record
 
-REFUSED = (("num_kv_shared_layers", 0, "keys and values shared across layers are not in tfm yet"),)
-
 
 def gemma4_text(c: Keys) -> dict[str, Any]:
     """Gemma4TextConfig -> spec (its defaults: heads of 256 sliding and 512 full, window 512, bases 1e4 and 1e6)."""
-    for key, off, why in REFUSED:
-        if c.data.get(key) not in (off, None):
-            raise c.refuse(key, c.data[key], why)
     if c.data.get("use_bidirectional_attention") == "all":
         raise c.refuse("use_bidirectional_attention", "all", "tfm maps Gemma 4's causal language model only")
     c.ignored("use_bidirectional_attention", "'s text model reads it for images only", None)
@@ -75,6 +69,13 @@ def gemma4_text(c: Keys) -> dict[str, Any]:
     else:
         spec |= {"m": full_m, "G": full_G}
     spec |= {"v_from_k": True} if k_eq_v else {}
+    S = c.index("num_kv_shared_layers", 0)
+    if S:  # (the last S layers: an earlier layer's keys and values; with use_double_wide_mlp, MLPs of 2r)
+        if S >= N:
+            raise c.fail("num_kv_shared_layers", S, f"below num_hidden_layers = {N} (transformers fails on as many)")
+        spec |= {"kv_shared": S} | ({"kv_shared_r": 2 * spec["r"]} if c.flag("use_double_wide_mlp", False) else {})
+    else:
+        c.ignored("use_double_wide_mlp", "widens the MLPs of layers that share keys and values only", False)
     P = c.index("hidden_size_per_layer_input", 256)  # (0 turns them off)
     if P:
         V_ple = c.count("vocab_size_per_layer_input", 262144)
@@ -199,7 +200,8 @@ def config(spec: Spec) -> dict[str, Any]:
         "final_logit_softcapping": spec.logit_softcap,
         "hidden_size_per_layer_input": spec.ple_dim or 0,
         "vocab_size_per_layer_input": spec.ple_vocab or spec.V,
-        "num_kv_shared_layers": 0,
+        "num_kv_shared_layers": spec.kv_shared or 0,
+        "use_double_wide_mlp": spec.kv_shared_r is not None,
         "enable_moe_block": bool(spec.E),
         "num_experts": spec.E,
         "top_k_experts": spec.k,
