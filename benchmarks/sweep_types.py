@@ -66,6 +66,7 @@ SIZES = dict(
     num_experts_per_tok=2,
     sliding_window=5,
     rotary_dim=4,
+    vocab_size_per_layer_input=97,  # (Gemma 3n's and 4's per-layer inputs' own table)
     pad_token_id=None,
 )
 LOOSER = ("num_key_value_heads", "head_dim", "sliding_window")  # left to the class when the first try fails
@@ -128,7 +129,7 @@ def tiny_config(model_type: str, attempt: int = 0):
     defaults = cls()
     sizes = SIZES | ({"num_key_value_heads": SIZES["num_attention_heads"]} if attempt == 1 else {})
     left = {1: ("head_dim",), 2: LOOSER}.get(attempt, ())
-    keys = {k: v for k, v in sizes.items() if hasattr(defaults, k) and k not in left}
+    keys = {k: v for k, v in sizes.items() if _has(defaults, k) and k not in left}
     pad = getattr(defaults, "pad_token_id", None)
     if isinstance(pad, int) and pad < SIZES["vocab_size"]:  # (RoBERTa's positions start after it: kept)
         keys["pad_token_id"] = pad
@@ -139,6 +140,14 @@ def tiny_config(model_type: str, attempt: int = 0):
         if "pad_token_id" not in str(error):
             raise
         return cls(**keys | {"pad_token_id": 0})
+
+
+def _has(config, key: str) -> bool:
+    """Whether the config class has the key (one that varies per layer, Gemma 4's head_dim, raises on a read)."""
+    try:
+        return hasattr(config, key)
+    except Exception:  # noqa: BLE001 - transformers' AmbiguousGlobalPerLayerAttributeError: a key it has
+        return True
 
 
 def one(model_type: str, kind: str, folder: Path) -> dict:

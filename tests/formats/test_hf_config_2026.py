@@ -38,7 +38,8 @@ GEMMA4 = {"model_type": "gemma4_text", "hidden_size_per_layer_input": 0}
         ({"model_type": "hy_v3", "mlp_bias": True, "num_key_value_heads": 2}, "HY-V3's routed experts have no"),
         ({"model_type": "youtu", "num_key_value_heads": 4, "head_dim": 8}, "Youtu turns qk_rope_head_dim = 64"),
         ({"model_type": "dots1", "n_routed_experts": 4, "num_experts_per_tok": 2}, "'n_shared_experts': missing"),
-        ({"model_type": "gemma4_text", "hidden_size_per_layer_input": 0, "num_kv_shared_layers": 2}, "shared across"),
+        (GEMMA4 | {"num_kv_shared_layers": 2}, "'num_kv_shared_layers': got 2, expected a layer of each sharing"),
+        (GEMMA4 | {"num_kv_shared_layers": 4}, "below num_hidden_layers = 4"),
         (GEMMA4 | {"enable_moe_block": True, "num_experts": 2, "top_k_experts": 3}, "at most num_experts = 2"),
         (
             GEMMA4

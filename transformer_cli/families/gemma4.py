@@ -17,7 +17,7 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .checkpoints import GEMMA2, _one
-from .config_keys import layer_types
+from .config_keys import layer_types, size_keys
 from .keys import Keys
 from .layout import Family
 from .layout import norm_names as _norm
@@ -73,6 +73,8 @@ def gemma4_text(c: Keys) -> dict[str, Any]:
     if S:  # (the last S layers: an earlier layer's keys and values; with use_double_wide_mlp, MLPs of 2r)
         if S >= N:
             raise c.fail("num_kv_shared_layers", S, f"below num_hidden_layers = {N} (transformers fails on as many)")
+        if not set(kinds[N - S :]) <= set(kinds[: N - S]):  # (transformers refuses it too)
+            raise c.fail("num_kv_shared_layers", S, "a layer of each sharing layer's type before them")
         spec |= {"kv_shared": S} | ({"kv_shared_r": 2 * spec["r"]} if c.flag("use_double_wide_mlp", False) else {})
     else:
         c.ignored("use_double_wide_mlp", "widens the MLPs of layers that share keys and values only", False)
@@ -179,19 +181,12 @@ def config(spec: Spec) -> dict[str, Any]:
     ropes = {"full_attention": rope_full}
     if sliding:
         ropes["sliding_attention"] = {"rope_type": "default", "rope_theta": spec.rope_local_theta or spec.rope_theta}
-    return {
-        "vocab_size": spec.V,
-        "hidden_size": spec.d,
-        "intermediate_size": spec.r,
-        "num_hidden_layers": spec.N,
-        "num_attention_heads": spec.H,
+    return size_keys(spec) | {
         "num_key_value_heads": spec.local_G or spec.kv_heads,
         "num_global_key_value_heads": spec.kv_heads,
         "head_dim": spec.m if sliding else full,
         "global_head_dim": full,
-        "max_position_embeddings": spec.context or 131072,
         "rms_norm_eps": spec.norm_eps,
-        "tie_word_embeddings": spec.tie_embeddings,
         "hidden_activation": "gelu_pytorch_tanh",
         "attention_bias": spec.attention_bias,
         "sliding_window": spec.window or 512,

@@ -19,6 +19,7 @@ from ..spec.definition import Spec
 from .checkpoints import _LLAMA_GLOBALS
 from .config_keys import rope_keys
 from .deepseek import latent_score_scale
+from .expert_checkpoints import _deepseek_names
 from .keys import Keys
 from .layout import Family
 from .layout import norm_names as _norm
@@ -120,21 +121,10 @@ def config(spec: Spec) -> dict[str, Any]:
 def _names() -> dict[str, str]:
     """Block i's names in layer i // 2, its sublayers' numbered {side}: its attention, norms and MLP (a routed
     block's shared expert, a dense block's feedforward); the router on the layer's MoE."""
-    attention = {
-        "W_QA": "q_a_proj",
-        "W_QB": "q_b_proj",
-        "W_KVA": "kv_a_proj_with_mqa",
-        "W_KVB": "kv_b_proj",
-        "W_O": "o_proj",
-    }
-    names = {f"attention.{ours}": f"self_attn.{{side}}.{theirs}.weight" for ours, theirs in attention.items()}
+    deepseek = _deepseek_names()  # (its latent attention's names, each layer's two numbered by {side})
+    names = {ours: theirs.replace("self_attn.", "self_attn.{side}.") for ours, theirs in deepseek.items()}
+    names = {ours: theirs for ours, theirs in names.items() if ours.startswith("attention.")}
     names |= {
-        f"attention.b_{x}": f"self_attn.{{side}}.{theirs}.bias"
-        for x, theirs in (("QA", "q_a_proj"), ("KVA", "kv_a_proj_with_mqa"), ("O", "o_proj"))
-    }
-    names |= {
-        "attention.q_a_norm.gamma": "self_attn.{side}.q_a_layernorm.weight",
-        "attention.kv_a_norm.gamma": "self_attn.{side}.kv_a_layernorm.weight",
         "ff.router": "mlp.router.classifier.weight",
         "ff.router_bias": "mlp.router.e_score_correction_bias",
     }
