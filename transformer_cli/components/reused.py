@@ -17,8 +17,6 @@ from .attention import AttentionWeights, MultiHeadAttention, _norm_part
 from .base import Pairs, Tensor, Term
 from .kv_cache import KVCache
 
-Shared = dict[bool, tuple[np.ndarray, np.ndarray, int, bool]]  # window or not -> K, V, first key, a step's
-
 
 class ReusedAttention(MultiHeadAttention):
     def tensors(self, prefix: str) -> list[Tensor]:
@@ -87,7 +85,8 @@ class ReusedAttention(MultiHeadAttention):
         offset: int = 0,
         shared: dict | None = None,
     ) -> np.ndarray:
-        """Block i's queries (normed, turned) attend to the keys and values `shared` holds for its kind."""
+        """Block i's queries (normed, turned) attend to the keys and values `shared` holds for its kind: by whether
+        the block has a window, (K, V, the first key's position, whether they are a decoding step's whole cache)."""
         from .. import kernels
 
         assert shared is not None, "a block of kv_shared's runs in a pass that shares keys and values"
@@ -108,4 +107,4 @@ class ReusedAttention(MultiHeadAttention):
         return self.project(w, heads, X)
 
 
-__all__ = ["ReusedAttention", "Shared"]
+__all__ = ["ReusedAttention"]
