@@ -234,6 +234,17 @@ GEMMA4 = Family(
     stacked=frozenset(_EXPERTS),
 )
 # peft targets its linear modules (the router's proj among them), not its stacked experts
-RECORD = Record("gemma4_text", "Gemma4ForCausalLM", gemma4_text, GEMMA4, config, config_alone=True, lora_router="*")
+RECORD = Record(
+    "gemma4_text",
+    "Gemma4ForCausalLM",
+    gemma4_text,
+    GEMMA4,
+    config,
+    config_alone=True,
+    lora_router="*",
+    # the keys and values a file may hold for the layers that share an earlier one's: not read, as transformers
+    # (its _keys_to_ignore_on_load_unexpected); a layer's own are expected first, so these skip the others only
+    skipped=(r"\.self_attn\.(k_proj|v_proj|k_norm|v_norm)\.",),
+)
 
 __all__ = ["RECORD"]
