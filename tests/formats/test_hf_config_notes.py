@@ -141,3 +141,26 @@ def test_mpts_keys_transformers_builds_past_are_said_where_they_differ(tmp_path)
         "'attn_config.alibi_bias_max'",
     ]
     assert model.spec.r == 4 * 32 and not model.spec.qk_norm
+
+
+def test_two_notes_are_two_lines_on_stderr(tmp_path):
+    """Gemma 4's: its layer_types' last entry read as full, and the images' bidirectional attention its text model
+    ignores: each note a line of its own (they were printed as one line, joined by an escaped newline)."""
+    from typer.testing import CliRunner
+
+    from transformer_cli.cli import app
+
+    keys = dict(model_type="gemma4_text", vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2)
+    keys |= dict(num_attention_heads=4, num_key_value_heads=2, head_dim=8, global_head_dim=16)
+    keys |= dict(
+        hidden_size_per_layer_input=0, layer_types=["sliding_attention"] * 2, use_bidirectional_attention="vision"
+    )
+    (tmp_path / "config.json").write_text(json.dumps(keys))
+    done = CliRunner().invoke(app, ["count", str(tmp_path)])
+    assert done.exit_code == 0, done.output
+    lines = done.stderr.splitlines()
+    where = f"{tmp_path / 'config.json'}: key"
+    assert f"{where} 'layer_types': its last entry, 'sliding_attention', is read as 'full_attention', as " in lines[1]
+    assert (
+        lines[0].startswith(f"{where} 'use_bidirectional_attention': \"vision\" is ignored") and "\\n" not in lines[0]
+    )

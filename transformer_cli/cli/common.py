@@ -253,8 +253,8 @@ def load(path: Path | None, weights: Path | None = None) -> tuple[Spec, str]:
     from ..text import escaped as shown
 
     spec, source, note = spec_at(path, weights)
-    if note is not None:
-        err.print(shown(note), soft_wrap=True)
+    for line in [] if note is None else note.split("\n"):  # (one line each: a config.json's notes are several)
+        err.print(shown(line), soft_wrap=True)
     return spec, source
 
 

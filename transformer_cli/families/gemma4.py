@@ -29,7 +29,7 @@ def gemma4_text(c: Keys) -> dict[str, Any]:
     """Gemma4TextConfig -> spec (its defaults: heads of 256 sliding and 512 full, window 512, bases 1e4 and 1e6)."""
     if c.data.get("use_bidirectional_attention") == "all":
         raise c.refuse("use_bidirectional_attention", "all", "tfm maps Gemma 4's causal language model only")
-    c.ignored("use_bidirectional_attention", "'s text model reads it for images only", None)
+    c.ignored("use_bidirectional_attention", "reads it for Gemma 4's images only, not in its text model", None)
     N, H, d = c.count("num_hidden_layers", 30), c.count("num_attention_heads", 8), c.count("hidden_size", 2304)
     G, k_eq_v = c.count("num_key_value_heads", 4), c.flag("attention_k_eq_v", False)
     kinds = _kinds(c, N)
@@ -97,8 +97,9 @@ def _kinds(c: Keys, N: int) -> list[str]:
     kinds = c.data.get("layer_types") or ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(N)]
     if not isinstance(kinds, list) or len(kinds) != N or not set(kinds) <= {"full_attention", "sliding_attention"}:
         raise c.fail("layer_types", kinds, f"a list of {N} 'full_attention' or 'sliding_attention'")
-    if kinds[-1] != "full_attention":
-        c.ignored("layer_types", "makes its last layer full_attention whatever the list says", None)
+    if kinds[-1] != "full_attention":  # (a note of its own: the list is followed but for its last entry)
+        last = f"{c.source}: key 'layer_types': its last entry, {kinds[-1]!r}, is read as 'full_attention'"
+        c.notes.append(f"{last}, as transformers makes the last layer full whatever the list says")
     return [*kinds[:-1], "full_attention"]
 
 
