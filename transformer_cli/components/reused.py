@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import kernels
 from .attention import AttentionWeights, MultiHeadAttention, _norm_part
 from .base import Pairs, Tensor, Term
 from .kv_cache import KVCache
@@ -87,8 +88,6 @@ class ReusedAttention(MultiHeadAttention):
     ) -> np.ndarray:
         """Block i's queries (normed, turned) attend to the keys and values `shared` holds for its kind: by whether
         the block has a window, (K, V, the first key's position, whether they are a decoding step's whole cache)."""
-        from .. import kernels
-
         assert shared is not None, "a block of kv_shared's runs in a pass that shares keys and values"
         _, b, n = X.shape
         H, m = self.spec.H, self.spec.m

@@ -11,6 +11,7 @@ MLP's input norm is ff.shared_norm here)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -22,15 +23,15 @@ NORMS = ("shared_norm", "shared_norm_out", "routed_norm", "routed_norm_out")  # 
 
 
 class StreamExperts(Experts):
+    def __init__(self, spec, expert) -> None:
+        super().__init__(spec, expert)
+        self.norm = norm_kind(spec)  # (the four norms' kind, and the router's without its gain)
+
     def tensors(self, prefix: str) -> list[Tensor]:
         d, p = self.spec.d, prefix + "ff."
         out = super().tensors(prefix)
         out += [Tensor(p + f"{name}.{g}", (d,), "expert norms") for name in NORMS for g in self.norm.params]
         return out + [Tensor(p + "router_scale", (d,), "router"), Tensor(p + "expert_scale", (self.E,), "router")]
-
-    @property
-    def norm(self):
-        return norm_kind(self.spec)
 
     def terms(self) -> list[Term]:
         k = len(NORMS) * len(self.norm.params)
@@ -53,7 +54,7 @@ class StreamExperts(Experts):
             expert_scale=get("ff.expert_scale").reshape(-1, 1),
             eps=self.spec.norm_eps,
         )
-        norms = tuple(self.norm.stacked(lambda g, name=name: get(f"ff.{name}.{g}")) for name in NORMS)
+        norms = tuple(self.norm.stacked(partial(_norm_param, get, name)) for name in NORMS)
         fields = {key: getattr(base, key) for key in base.__dataclass_fields__} | {"router": scaled}
         return StreamWeights(**fields, norms=norms)
 
@@ -67,6 +68,10 @@ class StreamExperts(Experts):
         experts = self.routed(w, norm(X, pre2), X)
         out += norm(experts, post2)
         return out
+
+
+def _norm_param(get: Get, name: str, param: str) -> np.ndarray:
+    return get(f"ff.{name}.{param}")
 
 
 @dataclass

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
+from .checkpoints import _one
 from .config_keys import layer_types
 from .gguf_keys import sliding_kinds, windowed
 from .keys import Keys
@@ -121,7 +122,6 @@ def _head_keys(spec: Spec) -> dict[str, Any]:
     return classifier | {"decoder_bias": spec.head_bias, "tie_word_embeddings": spec.tie_embeddings}
 
 
-_one = lambda spec: 1  # noqa: E731
 MODERNBERT = Family(
     "layers.{i}.",
     linear_names("attention.{}_O", "attn.Wo")
