@@ -178,10 +178,6 @@ def test_parallel_blocks_need_pre_norm_and_shared_norm_needs_parallel(tmp_path, 
     assert words in error_of(tmp_path, BASE + extra)
 
 
-def test_a_window_has_no_place_in_an_encoder_decoder(tmp_path):  # (unmasked, a band: ModernBERT's, test_bands)
-    assert "no window in an encoder-decoder" in error_of(tmp_path, BASE + "window: 4\nN_enc: 2\nmask: causal\n")
-
-
 def test_dropping_an_output_bias_needs_the_attention_biases(tmp_path):
     assert "no out_bias: false unless attention_bias is true" in error_of(tmp_path, BASE + "out_bias: false\n")
 
@@ -250,10 +246,6 @@ def test_the_padding_token_is_a_token_of_the_vocabulary(tmp_path, extra, message
             "key 'head': got false, expected a head for tie_embeddings, head_bias, logit_scale or logit_softcap",
         ),
         ("attn_softcap: 0\n", "key 'attn_softcap': got 0, expected a positive number"),
-        (
-            "N_enc: 2\nmask: causal\nattn_softcap: 50\n",
-            "key 'attn_softcap': got 50, expected no attn_softcap in an encoder-decoder (N_enc)",
-        ),
         (
             "positional: rope\nrope_local_theta: 10000\n",
             "key 'rope_local_theta': got 10000, expected no rope_local_theta without attention_layers (sliding blocks "

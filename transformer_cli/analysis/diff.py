@@ -15,7 +15,7 @@ from .params import count_params
 from .serving import serving_memory
 from .training import training_memory
 
-CROSS = ("cross_H", "cross_m", "cross_bias", "V_src")  # an encoder-decoder's
+CROSS = ("cross_H", "cross_m", "cross_G", "cross_bias", "V_src", "encoder")  # an encoder-decoder's
 ONLY_WITH = {key: "E" for key in EXPERT_FIELDS} | {"qk_norm_over": "qk_norm", "router_group_score": "router_groups"}
 
 
@@ -47,6 +47,7 @@ EFFECTS = {  # what a key's value does, where values that read differently do th
     "cross_bias": lambda s: s.has_cross_bias,
     "cross_H": lambda s: s.cross_heads,
     "cross_m": lambda s: s.cross_size,
+    "cross_G": lambda s: s.cross_kv_heads,
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..components import Pairs, block_components, encoder_block_components, encoder_model_components, outside_components
+from ..components import Pairs, block_components, encoder_model_components, outside_components
 from ..components.embedding import embedding
 from ..components.encoder import cross_flops, cross_multiply_adds, encoder_run_spec
 from ..spec.definition import Spec
@@ -19,8 +19,8 @@ def _summed(parts: list[dict[str, int]]) -> dict[str, int]:
 
 
 def _encoder(spec: Spec) -> list:
-    """An encoder-decoder's encoder components: its blocks', and its inputs' (its own embedding lookup too)."""
-    return encoder_block_components(spec) + encoder_model_components(spec) + [embedding(encoder_run_spec(spec))]
+    """An encoder-decoder's encoder components outside its blocks: its inputs' (its own embedding lookup too)."""
+    return encoder_model_components(spec) + [embedding(encoder_run_spec(spec))]
 
 
 def multiply_adds(spec: Spec, b: int, n: int, causal_pairs: bool = False, n_src: int | None = None) -> dict[str, int]:
@@ -44,8 +44,12 @@ def _rows(spec: Spec, b: int, n: int, causal_pairs: bool, n_src: int | None, kin
         parts += [getattr(c, kind)(b, n, pairs) for c in block_components(group.spec)]
     pairs = Pairs(b, n, causal_pairs, spec.window, spec.chunk)
     parts += [getattr(c, kind)(b, n, pairs) for c in outside_components(spec)]
-    if encoder(spec) is not None:
+    source = encoder(spec)
+    if source is not None:
         n_src = n_src or n
+        for group in source.groups():  # (T5Gemma's: sliding and full blocks)
+            pairs = Pairs(b, n_src, False, group.spec.window)
+            parts += [getattr(c, kind)(b, n_src, pairs) for c in block_components(group.spec)]
         parts += [getattr(c, kind)(b, n_src, Pairs(b, n_src)) for c in _encoder(spec)]
         parts.append((cross_flops if kind == "flops" else cross_multiply_adds)(spec, b, n, n_src))
     return _summed(parts)

@@ -55,7 +55,7 @@ def kv_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: in
         for g in decoder(spec).groups()
     )
     if decoder(spec).reads_memory:
-        cross = spec.N * spec.cross_heads * (n_src or n)
+        cross = spec.N * spec.cross_kv_heads * (n_src or n)
         total += 2 * b * cross * (spec.cross_size * size + scale)
     return total
 

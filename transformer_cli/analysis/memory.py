@@ -134,8 +134,9 @@ def estimate_encoder_decoder(
     s = np.dtype(dtype).itemsize
     encoder = estimate_forward(encoder_spec(spec), b, n_src, dtype)  # no vocabulary: E and logits are the decoder's
     decoder = estimate_forward(without_encoder(spec), b, n_tgt, dtype)
-    cross = spec.N * spec.cross_heads * spec.cross_size * 4 * spec.d  # W_Q, W_K, W_V, W_O of every block
-    keys = spec.N * spec.cross_heads * spec.cross_size * 2 * b * n_src  # the memory's K and V in every block
+    H, G, m = spec.cross_heads, spec.cross_kv_heads, spec.cross_size
+    cross = spec.N * m * (2 * H * spec.d + 2 * G * spec.source_d)  # W_Q, W_O; W_K, W_V (of d_enc) of every block
+    keys = spec.N * G * m * 2 * b * n_src  # the memory's K and V in every block
     return MemoryEstimate(
         weights=encoder.weights + decoder.weights + s * cross,
         activations=encoder.activations + decoder.activations + s * keys,

@@ -78,6 +78,7 @@ def check_split(spec: Spec, split: Split) -> None:
         raise SpecError(f"{ep} {X}: {spec.label} has no experts (no E)")
     if decoder(spec).reads_memory:
         needs.append(("cross_heads (cross-attention heads)", spec.cross_heads, T, tp))
+        needs.append(("cross_G (cross-attention key/value heads)", spec.cross_kv_heads, T, tp))
         if P > 1:
             raise SpecError(f"{pp} {P}: an encoder-decoder's stages are not split here")
     needs.append(("N (blocks)", spec.N, P, pp))
@@ -174,7 +175,9 @@ def stage_cache(spec: Spec, split: Split, b: int, n: int, kv: str = "bfloat16", 
         for stage, count in enumerate(_per_stage(group.layers, spec.N, split.pipeline)):
             out[stage] += count * b * cached_tokens(group.spec, n) * local
     if stack.reads_memory:
-        out[0] += 2 * b * spec.N * (spec.cross_heads // split.tensor) * (n_src or n) * (spec.cross_size * size + scale)
+        out[0] += (
+            2 * b * spec.N * (spec.cross_kv_heads // split.tensor) * (n_src or n) * (spec.cross_size * size + scale)
+        )
     return out
 
 

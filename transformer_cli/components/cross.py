@@ -24,23 +24,24 @@ class Cross:
 
     W_q: Array  # (H_c m_c, d)
     b_q: Array | None
-    W_kv: Array  # (2 H_c m_c, d): W_K over W_V
+    W_kv: Array  # (2 G_c m_c, d_enc): W_K over W_V
     b_kv: Array | None
     W_O: Array  # (d, H_c m_c)
     b_O: Array | None
     norm: tuple[Array, ...] | None  # the cross norm's parameters as (d, 1, 1) columns
+    norm_out: tuple[Array, ...] | None = None  # the sandwich's norm of its output (cross_norm_out)
 
 
 def stack_cross(spec: Spec, w, i: int, dtype: np.dtype, norm) -> Cross:
     """Gather block i's cross-attention weights (blocks.{i}.cross.*, blocks.{i}.cross_norm.*)."""
     p, d = f"blocks.{i}.", spec.d
-    H, m = spec.cross_heads, spec.cross_size
+    H, G, m = spec.cross_heads, spec.cross_kv_heads, spec.cross_size
 
     def get(name: str) -> Array:
         return np.asarray(w[p + name], dtype=dtype)
 
     W_q = np.ascontiguousarray(get("cross.W_Q").reshape(H * m, d))
-    W_kv = np.concatenate([get(f"cross.{x}").reshape(H * m, d) for x in ("W_K", "W_V")])
+    W_kv = np.concatenate([get(f"cross.{x}").reshape(G * m, spec.source_d) for x in ("W_K", "W_V")])
     W_O = np.ascontiguousarray(get("cross.W_O").transpose(1, 0, 2).reshape(d, H * m))  # (H, d, m) -> (d, Hm)
     b_q = b_kv = b_O = None
     if spec.has_cross_bias:
@@ -48,7 +49,8 @@ def stack_cross(spec: Spec, w, i: int, dtype: np.dtype, norm) -> Cross:
         b_kv = np.concatenate([get(f"cross.{x}").reshape(-1) for x in ("b_K", "b_V")]).reshape(-1, 1, 1)
         b_O = get("cross.b_O").reshape(-1, 1, 1)
     params = None if spec.norm == "none" else norm.stacked(lambda g: get(f"cross_norm.{g}"))
-    return Cross(W_q, b_q, W_kv, b_kv, W_O, b_O, params)
+    out = norm.stacked(lambda g: get(f"cross_norm_out.{g}")) if spec.norm == "sandwich" else None
+    return Cross(W_q, b_q, W_kv, b_kv, W_O, b_O, params, out)
 
 
 def cross_scale(spec: Spec) -> float:
@@ -57,7 +59,7 @@ def cross_scale(spec: Spec) -> float:
 
 
 def memory_keys(cross: Cross, M: Array, H: int) -> tuple[Array, Array]:
-    """K and V of the memory M (d, b, n_src): each (b, H_c, m_c, n_src), views of one product."""
+    """K and V of the memory M (d_enc, b, n_src): each (b, G_c, m_c, n_src) for H = G_c, views of one product."""
     _, b, n = M.shape
     KV = linear(cross.W_kv, M)
     if cross.b_kv is not None:
@@ -85,16 +87,17 @@ def project(cross: Cross, heads: Array) -> Array:
 
 
 class Memory:
-    """The encoder's output M (d, b, n_src) a decoder's cross-attention reads, and each block's keys and values of
-    it (memory_keys), made when the block first asks: kept with `keep` (a decoder's steps read them again, the
-    cross-attention's cache), else made by each pass and dropped after its block."""
+    """The encoder's output M (d_enc, b, n_src) a decoder's cross-attention reads, and each block's keys and values
+    of it (memory_keys: `heads` the key/value heads G_c), made when the block first asks: kept with `keep` (a
+    decoder's steps read them again, the cross-attention's cache), else made by each pass and dropped after its
+    block."""
 
     def __init__(self, M: Array, heads: int, keep: bool = False):
         self.M, self.heads, self.keep = M, heads, keep
         self.found: dict[int, tuple[Array, Array]] = {}
 
     def keys(self, i: int, cross: Cross) -> tuple[Array, Array]:
-        """Block i's keys and values of the memory, each (b, H_c, m_c, n_src)."""
+        """Block i's keys and values of the memory, each (b, G_c, m_c, n_src)."""
         if i in self.found:
             return self.found[i]
         keys = memory_keys(cross, self.M, self.heads)

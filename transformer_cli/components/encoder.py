@@ -24,25 +24,39 @@ from .residual import Residuals
 
 
 class CrossAttention(Component):
-    """Queries from the decoder's columns, keys and values from the encoder's output: W_Q, W_K, W_V
-    (cross_H, cross_m, d), W_O (cross_H, d, cross_m), and biases with cross_bias. No positions, no mask."""
+    """Queries from the decoder's columns, keys and values from the encoder's output: W_Q (cross_H, cross_m, d),
+    W_K, W_V (cross_G, cross_m, d_enc: the encoder's width), W_O (cross_H, d, cross_m), and biases with cross_bias.
+    No positions, no mask."""
 
     def tensors(self, prefix: str) -> list[Tensor]:
-        H, m, d = self.spec.cross_heads, self.spec.cross_size, self.spec.d
+        H, G, m, d = self.spec.cross_heads, self.spec.cross_kv_heads, self.spec.cross_size, self.spec.d
         p = prefix + "cross."
-        out = [Tensor(p + w, (H, m, d), "cross-attention") for w in ("W_Q", "W_K", "W_V")]
+        out = [Tensor(p + "W_Q", (H, m, d), "cross-attention")]
+        out += [Tensor(p + w, (G, m, self.spec.source_d), "cross-attention") for w in ("W_K", "W_V")]
         out.append(Tensor(p + "W_O", (H, d, m), "cross-attention"))
         if self.spec.has_cross_bias:
-            out += [Tensor(p + b, (H, m), "cross-attention bias") for b in ("b_Q", "b_K", "b_V")]
+            out += [Tensor(p + b, (H if b == "b_Q" else G, m), "cross-attention bias") for b in ("b_Q", "b_K", "b_V")]
             out.append(Tensor(p + "b_O", (d,), "cross-attention bias"))
         return out
 
     def terms(self) -> list[Term]:
-        H, m, d = self.spec.cross_heads, self.spec.cross_size, self.spec.d
-        symbols = "4Hmd" if (H, m) == (self.spec.H, self.spec.m) else "4 H_c m_c d"
-        out = [Term(symbols + " (cross)", 4 * H * m * d, "block")]
+        H, G, m, d, d_enc = (
+            self.spec.cross_heads,
+            self.spec.cross_kv_heads,
+            self.spec.cross_size,
+            self.spec.d,
+            self.spec.source_d,
+        )
+        if (H, m, G, d_enc) == (self.spec.H, self.spec.m, self.spec.H, d):
+            symbols = "4Hmd"
+        elif (G, d_enc) == (H, d):
+            symbols = "4 H_c m_c d"
+        else:  # (T5Gemma's: grouped keys and values of an encoder of its own width)
+            symbols = "2 H_c m_c d + 2 G_c m_c d_enc"
+        out = [Term(symbols + " (cross)", 2 * H * m * d + 2 * G * m * d_enc, "block")]
         if self.spec.has_cross_bias:
-            out.append(Term("3 H_c m_c + d (cross)", 3 * H * m + d, "block"))
+            bias = "3 H_c m_c + d" if G == H else "H_c m_c + 2 G_c m_c + d"
+            out.append(Term(bias + " (cross)", (H + 2 * G) * m + d, "block"))
         return out
 
     def transient_bytes(self, b: int, n: int, sources: int, s: int, fused: bool) -> int:
@@ -66,7 +80,7 @@ class CrossAttention(Component):
             per_target += H * m * s + H * max(s, 4)
         else:
             per_target += (H * m + H * sources) * s
-        return per_target, 2 * H * m * s
+        return per_target, 2 * self.spec.cross_kv_heads * m * s
 
 
 def encoder_run_spec(spec: Spec) -> Spec:
@@ -77,12 +91,14 @@ def encoder_run_spec(spec: Spec) -> Spec:
 def cross_flops(spec: Spec, b: int, n: int, n_src: int) -> dict[str, int]:
     """The cross-attention's FLOPs over b targets of n columns reading sources of n_src: Q from each target column,
     K and V from each memory column, n x n_src scores per head, in each of the N decoder blocks."""
-    H, m, d, N = spec.cross_heads, spec.cross_size, spec.d, spec.N
+    H, G, m, d, N = spec.cross_heads, spec.cross_kv_heads, spec.cross_size, spec.d, spec.N
     bias = int(spec.has_cross_bias)
     per_head = N * H * b * n * n_src
-    norm = 0 if spec.norm == "none" else norm_kind(spec).per_entry * N * d * b * n
+    norms = 2 if spec.norm == "sandwich" else 1
+    norm = 0 if spec.norm == "none" else norms * norm_kind(spec).per_entry * N * d * b * n
+    keys = 2 * (2 * spec.source_d + bias) * G * m * b * n_src
     return {
-        "cross-attention projections": N * ((2 * d + bias) * H * m * b * n + 2 * (2 * d + bias) * H * m * b * n_src),
+        "cross-attention projections": N * ((2 * d + bias) * H * m * b * n + keys),
         "cross scores K^T Q": per_head * 2 * m,
         "cross score scaling": N * H * m * b * n if spec.scale != "none" else 0,
         "cross softmax": per_head * SOFTMAX_PER_SCORE,
@@ -94,27 +110,29 @@ def cross_flops(spec: Spec, b: int, n: int, n_src: int) -> dict[str, int]:
 
 
 def cross_multiply_adds(spec: Spec, b: int, n: int, n_src: int) -> dict[str, int]:
-    H, m, d, N = spec.cross_heads, spec.cross_size, spec.d, spec.N
+    H, G, m, d, N = spec.cross_heads, spec.cross_kv_heads, spec.cross_size, spec.d, spec.N
     return {
-        "linear layers": N * (2 * H * m * d * b * n + 2 * H * m * d * b * n_src),
+        "linear layers": N * (2 * H * m * d * b * n + 2 * G * m * spec.source_d * b * n_src),
         "scores K^T Q": N * H * b * n * n_src * m,
         "weights x V": N * H * b * n * n_src * m,
     }
 
 
 class CrossNorm(Component):
-    """The norm of the cross-attention sublayer (before it with pre-norm, after its residual with post-norm)."""
+    """The norm of the cross-attention sublayer (before it with pre-norm, after its residual with post-norm), and
+    the sandwich layout's second, of its output (cross_norm_out: T5Gemma's post_cross_attn_layernorm)."""
+
+    def names(self) -> tuple[str, ...]:
+        return {"none": (), "sandwich": ("cross_norm", "cross_norm_out")}.get(self.spec.norm, ("cross_norm",))
 
     def tensors(self, prefix: str) -> list[Tensor]:
-        if self.spec.norm == "none":
-            return []
         kind = norm_kind(self.spec)
-        return [Tensor(prefix + f"cross_norm.{g}", (self.spec.d,), kind.label) for g in kind.params]
+        return [Tensor(prefix + f"{n}.{g}", (self.spec.d,), kind.label) for n in self.names() for g in kind.params]
 
     def terms(self) -> list[Term]:
-        if self.spec.norm == "none":
+        if not self.names():
             return []
-        k = len(norm_kind(self.spec).params)
+        k = len(norm_kind(self.spec).params) * len(self.names())
         return [Term(f"{k}d (cross norm)" if k > 1 else "d (cross norm)", k * self.spec.d, "block")]
 
 
@@ -149,10 +167,11 @@ class SourceEmbedding(Component):
     where = "input"
 
     def tensors(self, prefix: str) -> list[Tensor]:
-        return [Tensor(prefix + "embedding.E", (self.spec.d, self.spec.V_src or 0), "embedding")]
+        return [Tensor(prefix + "embedding.E", (self.spec.source_d, self.spec.V_src or 0), "embedding")]
 
     def terms(self) -> list[Term]:
-        return [Term("V_src d", (self.spec.V_src or 0) * self.spec.d, "model")]
+        d = "d" if self.spec.source_d == self.spec.d else "d_enc"
+        return [Term(f"V_src {d}", (self.spec.V_src or 0) * self.spec.source_d, "model")]
 
 
 def encoder_model_components(spec: Spec) -> list[Component]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-_LOOKUPS = ("embedding.E", "embedding.T", "per_layer.E", "head.W")  # tables looked up, the output head: not linear
+_LOOKUPS = ("embedding.E", "encoder_embedding.E", "embedding.T", "per_layer.E", "head.W")  # lookups, the head
 _POSITIONS = ("positional.", "encoder_positional.")  # learned positions and relative-position biases: lookups
 
 

@@ -4,7 +4,7 @@ pre:      X + Attn(N1(X)), then + FF(N2(.))                      (GPT-2, LLaMA: 
 post:     N1(X + Attn(X)), then N2(. + FF(.))                    (the original transformer, BERT)
 parallel: X + Attn(N1(X)) + FF(N2(X)), both reading the input   (GPT-J, GPT-NeoX, Phi, Falcon; N2 may be N1)
 none:     X + Attn(X), then + FF(.)                              (the seed)
-sandwich: X + N1o(Attn(N1(X))), then + N2o(FF(N2(.)))           (Gemma 2, 3: a final norm too)
+sandwich: X + N1o(Attn(N1(X))), then + N2o(FF(N2(.)))           (Gemma 2, 3: a final norm too; T5Gemma)
 output:   X + N1o(Attn(X)), then + N2o(FF(.))                    (OLMo 2: a final norm too)
 An encoder-decoder's decoder block has a cross-attention sublayer between the two, joined the same way.
 """
@@ -59,6 +59,8 @@ def no_norm(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, no
 
 def sandwich(X: Array, attention: Sublayer, feedforward: Sublayer, norm: Norm, norms: tuple, cross=None) -> Array:
     X = _residual(X, norm(attention(norm(X, norms[0])), norms[2]))
+    if cross is not None:  # (sublayer, its norm, its output's norm)
+        X = _residual(X, norm(cross[0](norm(X, cross[1])), cross[2]))
     return _residual(X, norm(feedforward(norm(X, norms[1])), norms[3]))
 
 
@@ -109,10 +111,10 @@ class Residuals(Component):
         s = self.spec.residual_scale
         if s != 1.0:
             attention, feedforward = _scaled(attention, s), _scaled(feedforward, s)
-            cross = None if cross is None else (_scaled(cross[0], s), cross[1])
+            cross = None if cross is None else (_scaled(cross[0], s), *cross[1:])
         if tap is not None:
             attention, feedforward = _tapped(attention, tap, "attention"), _tapped(feedforward, tap, "feedforward")
-            cross = None if cross is None else (_tapped(cross[0], tap, "cross"), cross[1])
+            cross = None if cross is None else (_tapped(cross[0], tap, "cross"), *cross[1:])
         return self.join(X, attention, feedforward, norm, norms, cross)
 
     @property

@@ -34,7 +34,7 @@ def rows_form(name: str, array: Array, spec: Spec) -> Array:
     if leaf == "rel_bias":  # (buckets, H), T5's nn.Embedding table as it is
         return array
     if leaf == "W_O":  # (H, d, m) -> (d, Hm)
-        return array.transpose(1, 0, 2).reshape(spec.d, -1)
+        return array.transpose(1, 0, 2).reshape(array.shape[1], -1)  # (d: an encoder's own, T5Gemma's)
     if leaf.startswith("W") or leaf == "router":
         return array.reshape(-1, array.shape[-1])
     if leaf == "gamma" and array.ndim == 2:  # a norm per head, (heads, m): Cohere's q_norm as it is

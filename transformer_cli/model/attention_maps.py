@@ -25,7 +25,7 @@ def decoder_block_weights(model, source: np.ndarray, target: np.ndarray, block: 
     if kind == "encoder":
         return block_weights(model.encoder, source, block)
     decoder = model.decoder
-    memory = Memory(to_columns(model.encode(source), decoder.dtype), decoder.spec.cross_heads)  # (d, 1, n_src)
+    memory = Memory(to_columns(model.encode(source), decoder.dtype), decoder.spec.cross_kv_heads)  # (d_enc, 1, n_src)
     Z, _ = decoder.columns(target)
     found: list[np.ndarray] = []  # the block shown gives its weights of that kind; the blocks after it never run
     decoder.run(Z, last=block, memory=memory, weights=lambda i, asked: found if (i, asked) == (block, kind) else None)

@@ -27,7 +27,7 @@ class Decoder:
         self.caches = [attention.cache(b, n, model.dtype) for attention, _ in model.layers]
         self.memory = None  # the encoder's output (d, b, n_src) and each block's keys and values of it
         if memory is not None:
-            self.memory = Memory(to_columns(np.asarray(memory), model.dtype), model.spec.cross_heads, keep=True)
+            self.memory = Memory(to_columns(np.asarray(memory), model.dtype), model.spec.cross_kv_heads, keep=True)
         self.t = 0  # the next column's position
 
     def prefill(self, Z: Array) -> Array:

@@ -227,11 +227,8 @@ class Transformer:
         )
         cross = None
         if cross_w is not None and memory is not None:  # the memory's keys, values; the sublayer reading them
-            keys = memory.keys(i, cross_w)
-            cross = (
-                partial(self.cross_attention, cross_w, memory=keys, stop=stop, weights_out=asked("cross")),
-                cross_w.norm,
-            )
+            reads = partial(self.cross_attention, cross_w, memory=memory.keys(i, cross_w), stop=stop)
+            cross = (partial(reads, weights_out=asked("cross")), cross_w.norm, cross_w.norm_out)
         tap = None if taps is None else partial(taps, i)
         ff = partial(feedforward.apply, feedforward_w)
         if later is not None:
@@ -376,7 +373,7 @@ class Transformer:
         def run(i: int, stop: threading.Event | None = None) -> Array:
             heard = pass_taps(squares[i], on_block, step, taps)
             M_i = memories[i]
-            keys = None if M_i is None else Memory(M_i, self.spec.cross_heads)
+            keys = None if M_i is None else Memory(M_i, self.spec.cross_kv_heads)
             return self.run(parts[i], start, taps=heard, last=last, memory=keys, weights=asked, stop=stop)
 
         if len(parts) == 1:

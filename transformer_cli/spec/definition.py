@@ -239,6 +239,8 @@ class Spec:
     V_src: int | None = ENCODER_DECODER_FIELDS["V_src"]
     cross_H: int | None = ENCODER_DECODER_FIELDS["cross_H"]
     cross_m: int | None = ENCODER_DECODER_FIELDS["cross_m"]
+    cross_G: int | None = ENCODER_DECODER_FIELDS["cross_G"]
+    encoder: tuple[tuple[str, Any], ...] | None = ENCODER_DECODER_FIELDS["encoder"]  # (key, value) pairs
     cross_bias: bool | None = ENCODER_DECODER_FIELDS["cross_bias"]
     rel_buckets: int = ENCODER_DECODER_FIELDS["rel_buckets"]
     rel_max_distance: int = ENCODER_DECODER_FIELDS["rel_max_distance"]
@@ -246,10 +248,7 @@ class Spec:
     pad_id: int | None = ENCODER_DECODER_FIELDS["pad_id"]
     rel_per_block: bool = ENCODER_DECODER_FIELDS["rel_per_block"]
     rel_terms: str = ENCODER_DECODER_FIELDS["rel_terms"]
-    head_scale: str = field(
-        default="none",
-        metadata=_key("choice", "the final columns times d^-1/2 before the head (T5, tied); with V", ("none", "sqrt")),
-    )
+    head_scale: str = SCALE_FIELDS["head_scale"]
 
     def __post_init__(self) -> None:
         """Per-layer kinds in their canonical form: the shortest pattern that repeats to them, None if all default."""
@@ -288,6 +287,8 @@ class Spec:
 
     cross_heads = property(lambda self: self.cross_H or self.H)
     cross_size = property(lambda self: self.cross_m or self.m)
+    cross_kv_heads = property(lambda self: self.cross_G or self.cross_heads)
+    source_d = property(lambda self: dict(self.encoder or ()).get("d", self.d))  # the encoder's width
     has_cross_bias = property(lambda self: self.attention_bias if self.cross_bias is None else self.cross_bias)
 
     @property
@@ -382,6 +383,8 @@ class Spec:
         for key in LIST_KEYS:
             if key in out:
                 out[key] = list(out[key])
+        if self.encoder:
+            out["encoder"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.encoder}
         return out
 
 

@@ -8,6 +8,23 @@ from typing import Any
 
 from .choices import key as _key
 
+# what an encoder may set apart from its decoder (`encoder`): its sizes, window, scale, soft-cap, norms' eps, rope base
+ENCODER_KEYS = (
+    "d",
+    "H",
+    "G",
+    "m",
+    "r",
+    "scale",
+    "window",
+    "attention_layers",
+    "attn_softcap",
+    "norm_eps",
+    "activation",
+    "attention_bias",
+    "rope_theta",
+)
+
 ENCODER_DECODER_FIELDS: dict[str, Any] = {
     "N_enc": field(
         default=None,
@@ -25,6 +42,20 @@ ENCODER_DECODER_FIELDS: dict[str, Any] = {
     ),
     "cross_H": field(default=None, metadata=_key("posint", "cross-attention heads [default: H]; with N_enc")),
     "cross_m": field(default=None, metadata=_key("posint", "cross-attention head size [default: m]")),
+    "cross_G": field(
+        default=None,
+        metadata=_key(
+            "posint", "cross-attention key/value heads, each serving cross_H/cross_G heads [default: cross_H]"
+        ),
+    ),
+    "encoder": field(
+        default=None,
+        metadata=_key(
+            "stack",
+            "the encoder's own keys where they differ from the decoder's (T5Gemma's stacks): a mapping of these keys",
+            ENCODER_KEYS,
+        ),
+    ),
     "cross_bias": field(
         default=None, metadata=_key("bool", "cross-attention biases [default: attention_bias]; with N_enc")
     ),
@@ -64,4 +95,4 @@ ENCODER_DECODER_FIELDS: dict[str, Any] = {
     ),
 }
 
-__all__ = ["ENCODER_DECODER_FIELDS"]
+__all__ = ["ENCODER_DECODER_FIELDS", "ENCODER_KEYS"]

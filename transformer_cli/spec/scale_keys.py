@@ -102,6 +102,10 @@ SCALE_FIELDS: dict[str, Any] = {
             "a buffer (Gemma 4's layer_scalar)",
         ),
     ),
+    "head_scale": field(
+        default="none",
+        metadata=_key("choice", "the final columns times d^-1/2 before the head (T5, tied); with V", ("none", "sqrt")),
+    ),
 }
 
 __all__ = ["SCALE_FIELDS"]

@@ -32,6 +32,9 @@ def _property(name: str) -> dict[str, Any]:
         "layers": {"type": "array", "items": {"enum": choices}, "minItems": 1},
         "scale": {"anyOf": [{"enum": choices}, {"type": "number", "exclusiveMinimum": 0, "maximum": FLOAT_MAX}]},
     }
+    if kind == "stack":  # (the encoder's own keys: a mapping of some of the spec's, each as the spec declares it)
+        own = {key: {k: v for k, v in _property(key).items() if k != "default"} for key in choices}
+        kinds[kind] = {"type": "object", "properties": own, "additionalProperties": False, "minProperties": 1}
     prop = dict(kinds[kind])
     prop["description"] = meta["doc"]
     if field.default is not MISSING and field.default is not None and field.default != "":

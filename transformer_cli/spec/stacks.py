@@ -26,10 +26,14 @@ LAYER_KEYS = ("attention_layers", "feedforward_layers", "positional_layers")  # 
 
 
 def encoder_spec(spec: Spec) -> Spec:
-    """The encoder stack as a spec of its own: N_enc blocks of unmasked self-attention, no vocabulary or head."""
+    """The encoder stack as a spec of its own: N_enc blocks of unmasked self-attention, no vocabulary or head, the
+    decoder's keys but where the spec's `encoder` sets its own (T5Gemma's stacks of their own sizes)."""
     assert spec.N_enc is not None, "only an encoder-decoder has an encoder"
     return replace(
         spec,
+        **dict(spec.encoder or ()),
+        encoder=None,
+        cross_G=None,
         N=spec.N_enc,
         mask="none",
         N_enc=None,
@@ -164,7 +168,7 @@ def source_len(spec: Spec, n: int, n_src: int | None = None) -> int | None:
 
 def without_encoder(spec: Spec) -> Spec:
     """An encoder-decoder's decoder as a one-stack spec: its blocks without the cross-attention."""
-    return replace(spec, N_enc=None, cross_H=None, cross_m=None, cross_bias=None)
+    return replace(spec, N_enc=None, cross_H=None, cross_m=None, cross_G=None, cross_bias=None, encoder=None)
 
 
 def decoder(spec: Spec) -> Stack:

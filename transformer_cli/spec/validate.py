@@ -16,7 +16,7 @@ from ..text import lookalike_hint, shown
 from .choices import ATTENTIONS, DENSE, FULL, RELATIVE, SLIDING
 from .definition import FIELDS, REQUIRED, Spec
 from .dependent import DEPENDENT
-from .stacks import kind_of
+from .stacks import encoder_spec, kind_of
 from .validate_experts import check_experts
 from .validate_rope import check_llama4, check_rope
 from .yaml12 import MAX_DIGITS, TooLong
@@ -36,6 +36,7 @@ def _expected(name: str) -> str:
         "scale": "none, sqrt or a positive number",
         "floats": "a list of positive numbers",
         "layers": f"a list of {' or '.join(choices)}, one per block, or a shorter pattern repeated over the blocks",
+        "stack": f"a mapping of some of {', '.join(choices)}",
     }[kind]
 
 
@@ -85,6 +86,8 @@ def _valid(name: str, value: Any) -> bool:
         return isinstance(value, str) and value in meta["choices"]
     if kind == "floats":
         return isinstance(value, (list, tuple)) and len(value) > 0 and all(_is_number(v) and v > 0 for v in value)
+    if kind == "stack":
+        return isinstance(value, tuple) and len(value) > 0 and all(_valid(k, v) for k, v in value)
     if kind == "layers":
         return (
             isinstance(value, (list, tuple))
@@ -104,6 +107,9 @@ def _declared(name: str, value: Any) -> Any:
         return float(value)
     if kind == "layers" and isinstance(value, list):
         return tuple(value)
+    if kind == "stack" and isinstance(value, dict):  # (key, value) pairs in the order the keys are declared
+        keys = FIELDS[name].metadata["choices"]
+        return tuple((k, _declared(k, value[k])) for k in keys if k in value) if set(value) <= set(keys) else value
     if kind == "floats" and isinstance(value, (list, tuple)):
         return tuple(float(v) for v in value)
     return value
@@ -165,6 +171,10 @@ def spec_from_mapping(data: Any, source: str = "spec") -> Spec:
         raise SpecError(f"{source}: missing required key{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
     values = {key: _declared(key, value) for key, value in data.items()}
     for key, value in values.items():
+        if FIELDS[key].metadata["kind"] == "stack" and isinstance(value, tuple):  # its own keys named in errors
+            for sub, given in value:
+                if not _valid(sub, given):
+                    raise _fail(source, f"{key}.{sub}", data[key][sub], _expectation(sub, data[key][sub]))
         if not _valid(key, value):
             raise _fail(source, key, data[key], _expectation(key, data[key]))
     if "name" not in values and source.endswith((".yaml", ".yml", ".json")):
@@ -217,7 +227,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(
             source, "V_src", data["V_src"], "no V_src unless the spec has an encoder (N_enc) and a vocabulary V"
         )
-    for key in ("cross_H", "cross_m", "cross_bias"):
+    for key in ("cross_H", "cross_m", "cross_G", "cross_bias", "encoder"):
         if key in data and spec.N_enc is None:
             raise _fail(source, key, data[key], f"no {key} unless the spec has an encoder (N_enc)")
     if spec.N_enc is not None:
@@ -337,20 +347,31 @@ def _check_relative(spec: Spec, source: str) -> None:
 
 
 def _check_encoder_decoder(spec: Spec, data: dict[str, Any], source: str) -> None:
-    """An encoder-decoder's decoder masks its self-attention; the features tfm has for one stack only are refused."""
+    """An encoder-decoder's decoder masks its self-attention; the features tfm has for one stack only are refused;
+    the encoder's own keys make a stack of their own (its heads grouped, its kinds with a window)."""
     if spec.mask != "causal":
         raise _fail(source, "N_enc", spec.N_enc, "mask: causal with an encoder (the decoder's self-attention)")
-    if spec.norm in ("sandwich", "output"):
-        raise _fail(source, "norm", spec.norm, "pre, post or none in an encoder-decoder (N_enc)")
+    if spec.norm == "output":
+        raise _fail(source, "norm", spec.norm, "pre, post, sandwich or none in an encoder-decoder (N_enc)")
+    if spec.cross_heads % spec.cross_kv_heads:
+        raise _fail(source, "cross_G", spec.cross_G, f"a divisor of the {spec.cross_heads} cross-attention heads")
+    enc, own = encoder_spec(spec), dict(spec.encoder or ())
+    if enc.H % enc.kv_heads:
+        raise _fail(source, "encoder.G", enc.kv_heads, f"a divisor of the encoder's H = {enc.H}")
+    if enc.d != spec.d and not spec.V_src and spec.V:
+        raise _fail(source, "encoder.d", enc.d, f"d = {spec.d} unless the source has its own embedding (V_src)")
+    kinds = own.get("attention_layers")
+    sliding = set(kinds or ()) != {FULL}  # (all full: the encoder without the decoder's window)
+    if kinds is not None and ((enc.window is None and sliding) or len(kinds) > enc.N):
+        why = f"at most N_enc = {enc.N} kinds, a window for the sliding ones (the encoder's or the decoder's)"
+        raise _fail(source, "encoder.attention_layers", list(kinds), why)
     if spec.positional == "alibi":
         raise _fail(source, "positional", "alibi", "none, sinusoidal, learned, rope or relative in an encoder-decoder")
     for key in (
         "parallel",
         "E",
-        "window",
         "type_vocab",
         "pooler",
-        "attn_softcap",
         "embed_dim",
         "embed_project",
         "block_groups",

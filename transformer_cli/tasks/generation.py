@@ -78,13 +78,14 @@ def generate_from(
     if not hasattr(net, "encode"):
         result = generate(net, ids, max_new_tokens, stops, pad, sampling, on_token)
     else:
-        start = config.get("decoder_start_token_id")
-        if not isinstance(start, int):
+        key = "decoder_start_token_id"  # else bos_token_id, as transformers' generate falls back (T5Gemma's)
+        key = key if isinstance(config.get(key), int) else "bos_token_id"
+        if not isinstance(config.get(key), int):
             raise SpecError(
-                f"{model.spec.label}: an encoder-decoder generates from decoder_start_token_id, which its "
-                "config does not give"
+                f"{model.spec.label}: an encoder-decoder generates from decoder_start_token_id (else "
+                "bos_token_id), which its config does not give"
             )
-        start = token_id(start, vocabulary, f"{files}: decoder_start_token_id")
+        start = token_id(config[key], vocabulary, f"{files}: {key}")
         memory = net.encode(ids)
         begin = np.full((ids.shape[0], 1), start, dtype=np.int64)
         result = generate(net.decoder, begin, max_new_tokens, stops, pad, sampling, on_token, memory)
@@ -125,6 +126,13 @@ def check_prompts(ids: np.ndarray, spec: Spec, where: str) -> np.ndarray:
     if ids.min() < 0 or ids.max() >= vocabulary:
         raise SpecError(
             f"{where}: token ids must be in 0 .. {vocabulary - 1}, got {int(ids.min())} .. {int(ids.max())}"
+        )
+    padded = np.argwhere(ids == spec.pad_id) if spec.pad_id is not None else np.empty((0, 2), dtype=np.int64)
+    if len(padded):  # (positions that skip it, an encoder that masks it: tfm runs unpadded prompts)
+        at = tuple(int(i) for i in padded[0])
+        raise SpecError(
+            f"{where}: token id {spec.pad_id} at index {at} is the padding token (pad_id): give each "
+            "prompt without its padding"
         )
     return ids
 

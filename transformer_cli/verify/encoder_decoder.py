@@ -86,7 +86,7 @@ def make_encoder_decoder_setup(
     weights = weights if weights is not None else init_weights(spec, seed)
     pair = EncoderDecoder(spec, weights, np.dtype(dtype))
     rng = np.random.default_rng([seed, 1])
-    source = rng.standard_normal((spec.d, n))
+    source = rng.standard_normal((spec.source_d, n))  # (the encoder's width)
     reference = None
     if np.dtype(dtype) != np.float64 and tol is None:  # the float64 twin that measures float32's rounding
         reference = Decoder(EncoderDecoder(spec, weights, np.float64), source)
@@ -126,7 +126,7 @@ def _order_check(
     positions added to the inputs, which must break it by 1000 x tol."""
     n = inputs.shape[-1]
     perms = permutations(setup.rng, n, TRIALS)
-    E = sinusoidal_positions(setup.spec.d, n)
+    E = sinusoidal_positions(inputs.shape[0], n)  # (the memory, the source: the encoder's width)
     Y0, Yc0 = run(inputs), run(inputs + E)
     tol = _tolerance(setup, run, inputs, Y0)
     rows: list[list[Any]] = []
@@ -206,7 +206,7 @@ def check_source_reach(setup: EncoderDecoderSetup) -> CheckResult:
     rows: list[list[Any]] = []
     for j in range(n):
         changed = S.copy()
-        changed[:, j] = setup.gaussian(spec.d)
+        changed[:, j] = setup.gaussian(spec.source_d)
         moved = np.max(np.abs(setup.pair.forward(changed, T) - Y), axis=0) / np.max(np.abs(Y))  # per target column
         rows.append([j, float(moved.min()), tol, "reaches" if moved.min() > tol else "misses"])
     holds = all(row[-1] == "reaches" for row in rows)
