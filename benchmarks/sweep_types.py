@@ -133,6 +133,9 @@ def tiny_config(model_type: str, attempt: int = 0):
     pad = getattr(defaults, "pad_token_id", None)
     if isinstance(pad, int) and pad < SIZES["vocab_size"]:  # (RoBERTa's positions start after it: kept)
         keys["pad_token_id"] = pad
+    for name, sub in (getattr(cls, "sub_configs", None) or {}).items():  # (T5Gemma's stacks: each its own config)
+        if name in ("encoder", "decoder") and sub is not transformers.AutoConfig:
+            keys[name] = {k: v for k, v in sizes.items() if _has(sub(), k) and k not in left and v is not None}
     keys["experts_implementation"] = "eager"  # (transformers' grouped experts do not run in float64)
     try:
         return cls(**keys)

@@ -44,6 +44,8 @@ FAMILIES = [
     "bert",
     "t5",
     "bart",
+    "t5gemma",
+    "t5gemma-wide-encoder",
     # issue 44's
     "arcee",
     "olmo3",
@@ -94,6 +96,8 @@ def _peft_count(model, targets, rank: int) -> int:
     return wrapped.get_nb_trainable_parameters()[0]
 
 
+T5GEMMA = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4)
+T5GEMMA |= dict(num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8, sliding_window=4)
 ENCODER_DECODERS = {
     "t5": (
         "T5Config",
@@ -114,6 +118,12 @@ ENCODER_DECODERS = {
             decoder_ffn_dim=40,
             max_position_embeddings=64,
         ),
+    ),
+    "t5gemma": ("T5GemmaConfig", "T5GemmaForConditionalGeneration", dict(encoder=T5GEMMA, decoder=T5GEMMA)),
+    "t5gemma-wide-encoder": (  # (cross-attention's keys and values of the encoder's width, grouped)
+        "T5GemmaConfig",
+        "T5GemmaForConditionalGeneration",
+        dict(encoder=T5GEMMA | dict(hidden_size=48, num_attention_heads=6, num_key_value_heads=3), decoder=T5GEMMA),
     ),
 }
 

@@ -90,7 +90,7 @@ def exact(model):
         elif kind == "NanoChatRMSNorm":  # no gain, in float32
             module.forward = _float64_plain_rms_norm.__get__(module)
         elif kind.endswith("RMSNorm") or kind in ("T5LayerNorm", "MT5LayerNorm", "UMT5LayerNorm"):  # (T5's: RMS)
-            norm = _float64_gemma_rms_norm if kind.startswith(("Gemma", "VaultGemma")) else _float64_rms_norm
+            norm = _float64_gemma_rms_norm if kind.startswith(("Gemma", "VaultGemma", "T5Gemma")) else _float64_rms_norm
             module.forward = norm.__get__(module)
         elif kind in ("GraniteMoeTopKRouter", "GraniteMoeSharedTopKRouter"):  # the top k logits softmaxed in float32
             module.forward = _float64_granite_router.__get__(module)
@@ -125,7 +125,7 @@ def exact(model):
             bloom = sys.modules[type(module).__module__]
             bloom._get_alibi_slopes = _float64_alibi_slopes
             bloom.F = _Float64Functional()
-        elif kind in ("Gemma2Attention", "Gemma3Attention", "VaultGemmaAttention"):  # eager softmax in float32
+        elif kind in ("Gemma2Attention", "Gemma3Attention", "VaultGemmaAttention", *T5GEMMA):  # softmax in float32
             sys.modules[type(module).__module__].eager_attention_forward = _float64_eager  # (float32: the same)
         elif kind in ("ModernBertAttention", "ModernBertDecoderAttention"):  # rotation, eager softmax in float32
             modern = sys.modules[type(module).__module__]
@@ -137,6 +137,9 @@ def exact(model):
         elif isinstance(getattr(module, "embed_scale", None), torch.Tensor):  # Gemma's sqrt(d), a float32 tensor
             module.embed_scale = torch.tensor(cfg.hidden_size**0.5, dtype=torch.float64)
     return model
+
+
+T5GEMMA = ("T5GemmaSelfAttention", "T5GemmaCrossAttention")
 
 
 def _float64_cohere_layer_norm(self, x):

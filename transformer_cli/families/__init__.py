@@ -80,6 +80,7 @@ MODULES = (
     "stablelm",
     "starcoder2",
     "t5",
+    "t5gemma",
     "youtu",
 )
 
