@@ -26,6 +26,15 @@ def escaped(text: object) -> str:
     return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def value_text(value: object) -> str:
+    """A spec key's value in a summary line: true and false as YAML spells them, a list in brackets, numbers %g."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return "[" + ", ".join(f"{x:g}" if isinstance(x, float) else str(x) for x in value) + "]"
+    return str(value)
+
+
 def shown(text: str, limit: int = LIMIT) -> str:
     """`text` escaped and cut to `limit` characters, for a message."""
     text = escaped(text)

@@ -138,8 +138,9 @@ def transient(
         memory = b * n_src * d * s  # the encoder's output, held while the decoder runs
         encoder = b * n_src * d * s + _stack_peak(source.spec, b, n_src, n_src, s, fused)
         blocks = max(blocks, CrossAttention(spec).transient_bytes(b, n, n_src, s, fused))
-    decoder = memory + T * d * s + max(blocks, head)  # the residual stream and the largest phase
-    return Transient(T * d * s, blocks, head, encoder, max(decoder, encoder))
+    stream = T * spec.stream_rows * s  # the residual stream (Gemma 3n's: its K streams)
+    decoder = memory + stream + max(blocks, head)  # the residual stream and the largest phase
+    return Transient(stream, blocks, head, encoder, max(decoder, encoder))
 
 
 def _device(

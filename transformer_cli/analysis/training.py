@@ -200,7 +200,7 @@ def activation_bytes(
     merged = [elements * s for elements in lora.merged] if lora is not None else []  # peft's wrapped experts
     if recompute:  # each block's input; one block's tensors while it is recomputed, the position tables with it
         out["recomputed"] = max(x for *_, x in stacks) + max(merged, default=0) + positions
-        out["blocks"] = sum(count * tokens * spec.d * s for count, tokens, _ in stacks) + out["recomputed"]
+        out["blocks"] = sum(count * tokens * spec.stream_rows * s for count, tokens, _ in stacks) + out["recomputed"]
     else:
         out["blocks"] = sum(count * size for count, _, size in stacks) + first + sum(merged)
         model += positions

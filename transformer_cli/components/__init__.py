@@ -10,6 +10,7 @@ from ..errors import SpecError
 from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from ..spec.stacks import decoder, stacks
+from .altup import AltUpStreams, altup_parts
 from .attention import MultiHeadAttention
 from .base import Component, Pairs, Tensor, Term
 from .disentangled import Disentangled  # noqa: F401 (registers the spec's `positional: disentangled`)
@@ -39,6 +40,7 @@ def block_components(spec: Spec) -> list[Component]:
         *decoder_extras(spec),
         block_feedforward(spec),
         *per_layer_input(spec),
+        *altup_parts(spec),
         Residuals(spec),
         block_norm(spec),
     ]
@@ -49,6 +51,7 @@ def outside_components(spec: Spec) -> list[Component]:
     return [
         embedding(spec),
         per_layer_inputs(spec),
+        AltUpStreams(spec) if spec.altup else Component(spec),
         POSITIONALS[spec.positional](spec),
         final_norm(spec),
         head(spec),

@@ -2,13 +2,16 @@
 
 plain (the seed's): W2 act(W1 X + b1 1^T) + b2 1^T, W1 (r, d), W2 (d, r).
 gated (SwiGLU with silu, GeGLU with gelu): W2 (act(W1 X + b1) * (W3 X + b3)) + b2, W1 and W3 (r, d); the model
-stacks W1 over W3 so both come from one (2r, d) product.
+stacks W1 over W3 so both come from one (2r, d) product. With a sparsity s (Gemma 3n's sparsity_layers), the gate's
+pre-activation g of each column becomes max(g - mean(g) - std(g) Phi^-1(s), 0) over its r entries before act: a
+shift and a clip, keeping about the top 1 - s of a Gaussian's entries.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import cast
 
 import numpy as np
@@ -19,6 +22,7 @@ from .base import Component, Pairs, Tensor, Term, stacked
 
 # gelu (and BLOOM's): the tanh form, tanh as 1; gelu_exact: scale, erf (as 1), +1, x, 0.5; silu: neg, exp, +1, /
 ACTIVATION_PER_ENTRY = {"relu": 1, "gelu": 9, "gelu_exact": 5, "silu": 4, "gelu_bloom": 9, "relu2": 2}
+SPARSITY_PER_ENTRY = 7  # the mean's and the variance's sums, the square, the shift's subtraction, the clip
 XIELU_PER_ENTRY = 10  # x^2 a_p + x/2; expm1, min, - x, * a_n, + x/2; the comparison and the choice
 
 Get = Callable[[str], "kernels.Array"]
@@ -63,6 +67,7 @@ class FeedForward(Component):
         biases = ((k - 1) * r + d) if self.spec.ff_bias else 0
         gating = r if k == 3 else 0  # act(W1 X) * (W3 X)
         per_token = 2 * k * r * d + biases + ACTIVATION_PER_ENTRY[self.spec.activation] * r + gating
+        per_token += SPARSITY_PER_ENTRY * r if self.spec.sparsity_layers else 0
         return {"feedforward": self.spec.N * per_token * b * n}
 
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
@@ -135,9 +140,19 @@ class GatedFeedForward(FeedForward):
         if w.b1 is not None:
             both += w.b1
         r = self.spec.r
-        gate = kernels.ACTIVATIONS[self.spec.activation](both[:r])
+        gate = kernels.ACTIVATIONS[self.spec.activation](sparse(both[:r], self.spec.sparsity_layers))
         gate *= both[r:]
         return self._down(w, gate)
+
+
+def sparse(gate: np.ndarray, sparsity: tuple[float, ...] | None) -> np.ndarray:
+    """The gate's pre-activation (r, b, n) kept where it passes its column's mean + std Phi^-1(s), shifted down by
+    that cutoff (Gemma 3n's _gaussian_topk; the std over the r entries, not unbiased); as it is without a sparsity."""
+    if not sparsity:
+        return gate
+    z = NormalDist().inv_cdf(sparsity[0])
+    cutoff = gate.mean(axis=0) + gate.std(axis=0) * gate.dtype.type(z)
+    return np.maximum(gate - cutoff, 0, out=gate)
 
 
 @FEEDFORWARDS.register("clamped")

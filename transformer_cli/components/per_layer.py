@@ -46,8 +46,9 @@ class PerLayerInputs(Component):
         return get("per_layer.W"), get("per_layer.norm.gamma").reshape(-1, 1, 1, 1)
 
     def tokens(self, E, ids: np.ndarray, dtype: np.dtype) -> np.ndarray:
-        """The token part of ids (b, n): (N P, b, n), times sqrt(P) rounded to the dtype (as the embedding's)."""
-        out = np.asarray(E[:, ids], dtype=dtype)
+        """The token part of ids (b, n): (N P, b, n), times sqrt(P) rounded to the dtype (as the embedding's); an id
+        past the table's rows reads row 0 (Gemma 3n's; Gemma 4's transformers fails on one)."""
+        out = np.asarray(E[:, np.where(ids < E.shape[1], ids, 0)], dtype=dtype)
         return out * np.asarray((self.spec.ple_dim or 0) ** 0.5, dtype=dtype)
 
     def inputs(self, prepared: tuple, Z: np.ndarray, tokens: np.ndarray) -> np.ndarray:
@@ -85,12 +86,13 @@ class PerLayerInput(Component):
             norm_kind(self.spec).stacked(lambda g: get(f"per_layer.norm.{g}")),
         )
 
-    def add(self, prepared: tuple, Z: np.ndarray, ple: np.ndarray) -> None:
-        """Z += norm(W_proj (act(W_gate Z) * ple)), in place: (d, b, n), ple (P, b, n) the block's own."""
+    def add(self, prepared: tuple, Z: np.ndarray, ple: np.ndarray, into: np.ndarray | None = None) -> None:
+        """Z += norm(W_proj (act(W_gate Z) * ple)), in place: (d, b, n), ple (P, b, n) the block's own; or added
+        to `into` instead (Gemma 3n's: AltUp's streams 1 .. K - 1, (K - 1, d, b, n))."""
         W_gate, W_proj, norm = prepared
         hidden = kernels.ACTIVATIONS[self.spec.activation](kernels.linear(W_gate, Z))
         hidden *= ple
-        Z += norm_kind(self.spec).apply(kernels.linear(W_proj, hidden), norm)
+        (Z if into is None else into)[...] += norm_kind(self.spec).apply(kernels.linear(W_proj, hidden), norm)
 
 
 class PerLayerState:
@@ -113,8 +115,8 @@ class PerLayerState:
         d = self.spec.d
         return Z[:d], self.model.inputs(self.prepared, Z[:d], Z[d:])
 
-    def add(self, i: int, Z: np.ndarray, ple: np.ndarray) -> None:
-        self.blocks[i].add(self.blocks_prepared[i], Z, ple)
+    def add(self, i: int, Z: np.ndarray, ple: np.ndarray, into: np.ndarray | None = None) -> None:
+        self.blocks[i].add(self.blocks_prepared[i], Z, ple, into)
 
 
 def per_layer_inputs(spec) -> Component:

@@ -156,7 +156,19 @@ def rules(family: Family, spec: Spec, first: bool = False) -> list[Rule]:
             out += _block_rules(
                 family, *_named(family, block, names, i), f"{stack.prefix}{i}.", present, stack.layer(i)
             )
-    out += [Rule(theirs, (ours,)) for ours, theirs in family.globals_.items() if ours in present]
+    return out + _global_rules(family, present)
+
+
+def _global_rules(family: Family, present: dict[str, tuple[int, ...]]) -> list[Rule]:
+    """The tensors outside the blocks; a stacked one held slice by slice where its name has "{e}" (Gemma 3n's
+    altup.W_in[{e}]: model.altup_projections.{e})."""
+    out = []
+    for ours, theirs in family.globals_.items():
+        whole = ours.split("[")[0]
+        if "{e}" in ours and whole in present:
+            out += [Rule(theirs.format(e=e), (ours.format(e=e),)) for e in range(present[whole][0])]
+        elif ours in present:
+            out.append(Rule(theirs, (ours,)))
     return out
 
 
@@ -174,7 +186,7 @@ def rule_count(family: Family, spec: Spec) -> tuple[int, int]:
             )
             stored = min(len(group.layers), stack.spec.stored_blocks)  # (ALBERT's blocks share a few's weights)
             per_group.append((stored, len(rules_of)))
-    outside = [ours for ours in family.globals_ if ours in present]
+    outside = _global_rules(family, present)
     return sum(count * size for count, size in per_group) + len(outside), max(size for _, size in per_group)
 
 

@@ -22,6 +22,7 @@ from threadpoolctl import ThreadpoolController
 
 from .. import kernels
 from ..components import attention_component, block_feedforward
+from ..components.altup import AltUpState
 from ..components.attention import KVCache, MultiHeadAttention
 from ..components.cross import Cross, Memory, cross_scale, project, queries
 from ..components.embedding import TokenEmbedding
@@ -82,9 +83,8 @@ class Transformer:
         self.positional = POSITIONALS[spec.positional](spec)
         if not spec.rel_per_block:  # (UMT5's tables are its blocks': _positions)
             self.positional.load(get, self.dtype)
-        stack = decoder(spec)  # its blocks may differ per layer: each has its own window and feedforward
+        stack = decoder(spec)  # its blocks may differ per layer: block i's attention has its window, its feedforward
         layers = [stack.layer(i) for i in range(spec.N)]
-        # block i's components: its attention (whose spec has the block's window) and its feedforward
         self.layers: list[tuple[MultiHeadAttention, FeedForward | Experts]] = [
             (attention_component(layer), block_feedforward(layer)) for layer in layers
         ]
@@ -93,6 +93,7 @@ class Transformer:
         # Gemma 4's layer scales: each block's output times its number (read at once: N numbers); its per-layer inputs
         self.layer_scales = [float(get(f"blocks.{i}.scale")[0]) for i in range(spec.N)] if spec.layer_scale else None
         self.per_layer = PerLayerState(spec, layers, get, narrow.held(weights, "per_layer.E")) if spec.ple_dim else None
+        self.altup = AltUpState(spec, get) if spec.altup else None  # (Gemma 3n's streams: components/altup.py)
         stored = self.layers[: spec.stored_blocks]  # the blocks whose weights the model holds (ALBERT's: a few)
         self.block_norms = [block_norm(layer) for layer in layers[: spec.stored_blocks]]  # (ModernBERT's block 0's)
         self.weights: JustInTime = (
@@ -126,9 +127,7 @@ class Transformer:
         if spec.head_transform != "none":
             b_t = get("head.b_t").reshape(-1, 1, 1) if spec.head_transform == "affine" else None
             self.transform = (get("head.W_t"), b_t, norm_kind(spec).stacked(lambda g: get(f"head.norm.{g}")))
-        self.final_norm = None
-        if spec.final_norm:
-            self.final_norm = norm_kind(spec).stacked(lambda g: get(f"final_norm.{g}"))
+        self.final_norm = norm_kind(spec).stacked(lambda g: get(f"final_norm.{g}")) if spec.final_norm else None
 
     @property
     def P(self) -> Array | None:
@@ -233,6 +232,9 @@ class Transformer:
         ff = partial(feedforward.apply, feedforward_w)
         if later is not None:
             ff = partial(shortcut, feedforward, feedforward_w, later)
+        if self.altup is not None:  # (Gemma 3n's: its streams around the block, its per-layer input to them)
+            given = None if ple is None else (self.per_layer, ple[i])
+            return self.altup.block(i, Z, mixer, ff, self._normed, norms, given)
         out = self.residuals.apply(Z, mixer, ff, self._normed, norms, cross, tap)
         if ple is not None:  # (Gemma 4's per-layer inputs, after the feedforward)
             self.per_layer.add(i, out, ple[i])  # type: ignore[union-attr]
@@ -265,6 +267,7 @@ class Transformer:
         if self.per_layer is not None:  # (Gemma 4's: the token part below the embedding's d rows)
             Z, ple = self.per_layer.split(Z)
         Z = self.prologue(Z, pe)
+        Z = Z if self.altup is None else self.altup.stack(Z)  # (Gemma 3n's: the K streams, K d rows)
         if taps is not None:
             taps(-1, "input", Z)
         later: list | None = [] if self.spec.routed_later else None  # (a routed block's output for the next)
@@ -289,6 +292,7 @@ class Transformer:
 
     def finish(self, X: Array) -> Array:
         """The final norm of pre-norm models, then the head's logits (V, b, n) if the spec has a vocabulary."""
+        X = X if self.altup is None else self.altup.unstack(X)  # (Gemma 3n's streams: their mean first)
         if self.final_norm is not None:
             X = self.norm.apply(X, self.final_norm)
         if self.W_head is None:
@@ -342,10 +346,8 @@ class Transformer:
         last: int | None = None,
     ) -> Array:
         """Transformer(X) for X of shape (d, n) or (b, d, n); same shape out (logits (V, n) or (b, V, n) with a head).
-
-        The columns sit at positions start .. start + n - 1 (0 unless a check shifts them).
-
-        With a vocabulary, X may also be token ids (n,) or (b, n).
+        The columns sit at positions start .. start + n - 1 (0 unless a check shifts them). With a vocabulary, X may
+        also be token ids (n,) or (b, n).
 
         `trace` receives the RMS of the activations after the positions and after each block;
         `weights_out` receives each block's attention weights (b, H, n_k, n_q); `on_block` hears the
@@ -387,7 +389,7 @@ class Transformer:
             trace.extend(float(np.sqrt(np.average(ms, weights=sizes))) for ms in zip(*squares, strict=True))
         return from_columns(Z, ndim)
 
-    def __call__(self, X: Array) -> Array:
+    def __call__(self, X: Array) -> Array:  # (a subclass's own forward: verify's test models)
         return self.forward(X)
 
     def attention_weights(self, X: Array) -> list[Array]:

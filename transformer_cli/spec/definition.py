@@ -10,7 +10,8 @@ import math
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-from ..text import escaped
+from ..text import escaped, value_text
+from .altup_keys import ALTUP_FIELDS
 from .attention_keys import ATTENTION_FIELDS
 from .choices import (
     ACTIVATIONS,
@@ -231,6 +232,12 @@ class Spec:
     rope_m: int | None = LATENT_FIELDS["rope_m"]
     v_m: int | None = LATENT_FIELDS["v_m"]
     latent_scale: bool = LATENT_FIELDS["latent_scale"]
+    altup: int | None = ALTUP_FIELDS["altup"]
+    altup_active: int = ALTUP_FIELDS["altup_active"]
+    altup_correct_scale: bool = ALTUP_FIELDS["altup_correct_scale"]
+    laurel_rank: int | None = ALTUP_FIELDS["laurel_rank"]
+    r_layers: tuple[int, ...] | None = ALTUP_FIELDS["r_layers"]
+    sparsity_layers: tuple[float, ...] | None = ALTUP_FIELDS["sparsity_layers"]
     G: int | None = field(
         default=None,
         metadata=_key("posint", "key/value heads, each shared by H/G query heads (grouped-query; 1: multi-query)"),
@@ -252,11 +259,8 @@ class Spec:
 
     def __post_init__(self) -> None:
         """Per-layer kinds in their canonical form: the shortest pattern that repeats to them, None if all default."""
-        for key, default in (
-            ("attention_layers", SLIDING),
-            ("feedforward_layers", ROUTED),
-            ("positional_layers", ROTARY),
-        ):
+        defaults = {"attention_layers": SLIDING, "feedforward_layers": ROUTED, "positional_layers": ROTARY}
+        for key, default in (defaults | {"r_layers": self.r, "sparsity_layers": 0.0}).items():
             kinds = getattr(self, key)
             if kinds is not None:
                 pattern = shortest_pattern(kinds, self.N) if self.N > 0 and len(kinds) else tuple(kinds)
@@ -303,6 +307,11 @@ class Spec:
         return (self.embed_dim if self.embed_project and self.embed_dim else self.d) + self.N * (self.ple_dim or 0)
 
     @property
+    def stream_rows(self) -> int:
+        """The rows a column carries between blocks: d, or AltUp's K streams of d (Gemma 3n's)."""
+        return (self.altup or 1) * self.d
+
+    @property
     def stored_blocks(self) -> int:
         """The blocks whose weights the model holds: block_groups (ALBERT's shared layers), else N."""
         return self.block_groups or self.N
@@ -341,15 +350,7 @@ class Spec:
     def summary(self) -> str:
         """One line for titles: 'gpt2-small: N=12, H=12, ..., norm=pre'."""
         keys = {k: v for k, v in self.to_dict().items() if k not in LABELS}
-        shown = {
-            k: str(v).lower()
-            if isinstance(v, bool)
-            else "[" + ", ".join(f"{x:g}" if isinstance(x, float) else str(x) for x in v) + "]"
-            if isinstance(v, list)
-            else v
-            for k, v in keys.items()
-        }
-        return f"{escaped(self.label)}: " + ", ".join(f"{k}={v}" for k, v in shown.items())
+        return f"{escaped(self.label)}: " + ", ".join(f"{k}={value_text(v)}" for k, v in keys.items())
 
     def variant_keys(self) -> dict[str, Any]:
         """The optional model keys that differ from the seed's plain definition."""
@@ -389,7 +390,8 @@ class Spec:
 
 
 FIELDS = {f.name: f for f in fields(Spec)}
-LIST_KEYS = ("attention_layers", "feedforward_layers", "positional_layers", "rope_short_factor", "rope_long_factor")
+LIST_KEYS: tuple[str, ...] = ("attention_layers", "feedforward_layers", "positional_layers", "rope_short_factor")
+LIST_KEYS += ("rope_long_factor", "r_layers", "sparsity_layers")
 REQUIRED = tuple(name for name, f in FIELDS.items() if f.default is MISSING)
 
 DEFAULT_SPEC = Spec(N=2, H=4, m=8, d=32, r=64, name="default", description="built-in default spec")

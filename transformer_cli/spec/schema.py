@@ -30,6 +30,8 @@ def _property(name: str) -> dict[str, Any]:
             "minItems": 1,
         },
         "layers": {"type": "array", "items": {"enum": choices}, "minItems": 1},
+        "sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1},
+        "levels": {"type": "array", "items": {"type": "number", "minimum": 0, "exclusiveMaximum": 1}, "minItems": 1},
         "scale": {"anyOf": [{"enum": choices}, {"type": "number", "exclusiveMinimum": 0, "maximum": FLOAT_MAX}]},
     }
     if kind == "stack":  # (the encoder's own keys: a mapping of some of the spec's, each as the spec declares it)

@@ -22,7 +22,9 @@ from .choices import DENSE, FIRST, FULL, LATER, NOPE, OWN_KV, REUSED_KV, ROTARY,
 from .definition import Spec
 from .expert_keys import EXPERT_FIELDS
 
-LAYER_KEYS = ("attention_layers", "feedforward_layers", "positional_layers")  # what may differ between blocks
+# what may differ between blocks: their kinds, their feedforwards' sizes and sparsity (Gemma 3n's: "r=64", "sparse=0.9")
+LAYER_KEYS = ("attention_layers", "feedforward_layers", "positional_layers", "r_layers", "sparsity_layers")
+SIZE, SPARSE = "r=", "sparse="
 
 
 def encoder_spec(spec: Spec) -> Spec:
@@ -92,6 +94,10 @@ class Stack:
             out.append(kind_of(spec.feedforward_layers, i, ROUTED))
         if spec.positional_layers is not None:
             out.append(kind_of(spec.positional_layers, i, ROTARY))
+        if spec.r_layers is not None:
+            out.append(f"{SIZE}{spec.r_layers[i % len(spec.r_layers)]}")
+        if spec.sparsity_layers is not None:
+            out.append(f"{SPARSE}{spec.sparsity_layers[i % len(spec.sparsity_layers)]!r}")
         if not spec.first_attn_norm:  # (block 0 without a norm before its attention: ModernBERT's)
             out.append(FIRST if i == 0 else LATER)
         if spec.kv_shared:  # (Gemma 4's last blocks: an earlier block's keys and values)
@@ -133,6 +139,11 @@ class Stack:
             wide = self.spec.kv_shared_r or self.spec.r
             changes |= {"kv_reused": True, "r": wide}
             changes |= {"shared_r": wide} if self.spec.expert_norms else {}  # (Gemma 4's MLP beside its experts)
+        for kind in kinds:  # (Gemma 3n's feedforwards, each of its own size and sparsity)
+            if kind.startswith(SIZE):
+                changes["r"] = int(kind.removeprefix(SIZE))
+            elif kind.startswith(SPARSE):
+                changes["sparsity_layers"] = (float(kind.removeprefix(SPARSE)),)
         if DENSE in kinds:  # one feedforward of size r: no router, no routed or shared experts
             changes |= {"E": None, "k": None} | {key: f.default for key, f in EXPERT_FIELDS.items()}
         return replace(self.spec, **changes)

@@ -17,6 +17,7 @@ from .choices import ATTENTIONS, DENSE, FULL, RELATIVE, SLIDING
 from .definition import FIELDS, REQUIRED, Spec
 from .dependent import DEPENDENT
 from .stacks import encoder_spec, kind_of
+from .validate_altup import check_altup
 from .validate_experts import check_experts
 from .validate_rope import check_llama4, check_rope
 from .yaml12 import MAX_DIGITS, TooLong
@@ -37,6 +38,8 @@ def _expected(name: str) -> str:
         "floats": "a list of positive numbers",
         "layers": f"a list of {' or '.join(choices)}, one per block, or a shorter pattern repeated over the blocks",
         "stack": f"a mapping of some of {', '.join(choices)}",
+        "sizes": "a list of positive integers, one per block, or a shorter pattern repeated over the blocks",
+        "levels": "a list of numbers in [0, 1), one per block, or a shorter pattern repeated over the blocks",
     }[kind]
 
 
@@ -86,6 +89,9 @@ def _valid(name: str, value: Any) -> bool:
         return isinstance(value, str) and value in meta["choices"]
     if kind == "floats":
         return isinstance(value, (list, tuple)) and len(value) > 0 and all(_is_number(v) and v > 0 for v in value)
+    if kind in ("sizes", "levels"):
+        fits = (lambda v: _is_int(v) and v > 0) if kind == "sizes" else (lambda v: _is_number(v) and 0 <= v < 1)
+        return isinstance(value, (list, tuple)) and len(value) > 0 and all(fits(v) for v in value)
     if kind == "stack":
         return isinstance(value, tuple) and len(value) > 0 and all(_valid(k, v) for k, v in value)
     if kind == "layers":
@@ -110,8 +116,10 @@ def _declared(name: str, value: Any) -> Any:
     if kind == "stack" and isinstance(value, dict):  # (key, value) pairs in the order the keys are declared
         keys = FIELDS[name].metadata["choices"]
         return tuple((k, _declared(k, value[k])) for k in keys if k in value) if set(value) <= set(keys) else value
-    if kind == "floats" and isinstance(value, (list, tuple)):
+    if kind in ("floats", "levels") and isinstance(value, (list, tuple)) and all(map(_is_number, value)):
         return tuple(float(v) for v in value)
+    if kind == "sizes" and isinstance(value, list):
+        return tuple(int(v) if isinstance(v, float) and v.is_integer() else v for v in value)
     return value
 
 
@@ -194,6 +202,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
     if spec.norm_plus_one and spec.norm == "none" and not spec.final_norm:
         raise _fail(source, "norm_plus_one", True, "a norm to scale by 1 + gamma (norm is none)")
     check_experts(spec, data, source, _fail)
+    check_altup(spec, data, source, _fail)
     if "qk_norm_over" in data and not spec.qk_norm:
         raise _fail(source, "qk_norm_over", data["qk_norm_over"], "no qk_norm_over without qk_norm")
     check_llama4(spec, data, source, _fail, _expected)

@@ -24,7 +24,8 @@ def breaking_features(spec: Spec) -> list[str]:
     Each component says what in it tells positions apart; positions come first (they act on the input).
     """
     parts = sorted(components(spec), key=lambda c: c.where != "input")
-    return [reason for c in parts if (reason := c.breaks_equivariance()) is not None]
+    found = [reason for c in parts if (reason := c.breaks_equivariance()) is not None]
+    return list(dict.fromkeys(found))  # (each once: groups of blocks alike say the same)
 
 
 def position_breakers(spec: Spec) -> list[str]:

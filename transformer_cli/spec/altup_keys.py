@@ -1,0 +1,60 @@
+"""The keys of Gemma 3n's block (AltUp's streams, Laurel's low-rank residual) and of blocks whose feedforwards
+differ in size or sparsity (Gemma 3n's intermediate_size and activation_sparsity_pattern per layer). The Spec's
+class body takes each field from here; components/altup.py implements them."""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Any
+
+from .choices import key as _key
+
+ALTUP_FIELDS: dict[str, Any] = {
+    "altup": field(
+        default=None,
+        metadata=_key(
+            "posint",
+            "AltUp's K streams of d rows (Gemma 3n's altup_num_inputs): the embedding's column and K - 1 projections "
+            "of it (altup.W_in, magnitudes matched); each block predicts every stream from all (a K x K mix per token, "
+            "its coefficients routed from the active one), runs its sublayers on the active stream and corrects every "
+            "stream by the innovation; the head reads the streams projected back (altup.W_out) and averaged; needs "
+            "norm: sandwich",
+        ),
+    ),
+    "altup_active": field(
+        default=0, metadata=_key("index", "the stream a block's sublayers read (altup_active_idx); with altup")
+    ),
+    "altup_correct_scale": field(
+        default=True,
+        metadata=_key(
+            "bool", "the active stream times the block's altup.scale (d,) before its per-layer input; with altup"
+        ),
+    ),
+    "laurel_rank": field(
+        default=None,
+        metadata=_key(
+            "posint",
+            "Laurel's rank R: the normed active stream x also goes through norm(W_right W_left x) (R x d, d x R) and "
+            "joins the attention's output: (X + x + norm(W_right W_left x) + attention) / sqrt(2); with altup",
+        ),
+    ),
+    "r_layers": field(
+        default=None,
+        metadata=_key(
+            "sizes",
+            "each block's feedforward size (a list of N, or a pattern repeated over the blocks): Gemma 3n's "
+            "intermediate_size per layer [default: r everywhere]",
+        ),
+    ),
+    "sparsity_layers": field(
+        default=None,
+        metadata=_key(
+            "levels",
+            "each block's activation sparsity s (a list of N, or a pattern): the gate's pre-activation g becomes "
+            "max(g - mean(g) - std(g) Phi^-1(s), 0) over its r entries, per token, where s > 0 (Gemma 3n's "
+            "activation_sparsity_pattern); gated feedforwards [default: 0 everywhere]",
+        ),
+    ),
+}
+
+__all__ = ["ALTUP_FIELDS"]
