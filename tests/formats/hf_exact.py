@@ -12,6 +12,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
 
 from helpers_transformers import _float64_gemma_rms_norm, _float64_rms_norm, _float64_router  # noqa: E402
+from hf_exact_gemma3n import GEMMA3N  # noqa: E402
 from hf_exact_gemma4 import GEMMA4  # noqa: E402
 from hf_exact_laguna import LAGUNA  # noqa: E402
 from hf_exact_llama4 import LLAMA4  # noqa: E402
@@ -49,6 +50,8 @@ def exact(model):
             LLAMA4[kind](model, module)
         elif kind in GEMMA4:  # its norms (x w, some without a gain), router and embeddings' scales in float32
             GEMMA4[kind](model, module)
+        elif kind in GEMMA3N:  # its norms, embeddings' scales, AltUp's router, sparsity and per-layer scales
+            GEMMA3N[kind](model, module)
         elif kind in ("GPTJRotaryEmbedding", "CodeGenRotaryEmbedding"):  # its sin/cos table made in float32
             module.forward = _float64_gptj_rotary.__get__(module)
             sys.modules[type(module).__module__].eager_attention_forward = _float64_gptj_attention

@@ -187,4 +187,19 @@ DENSE = {  # name: (config class, model class, config)
         hidden_size_per_layer_input=0, layer_types=["sliding_attention", "sliding_attention", "sliding_attention"],
         rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000.0},
         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}})),
+    "gemma3n_text": ("Gemma3nTextConfig", "Gemma3nForCausalLM", SMALL | dict(  # AltUp's 4 streams, Laurel, MLPs of
+        num_hidden_layers=4, num_key_value_heads=2, head_dim=8, intermediate_size=[40, 24, 40, 56],  # their own
+        hidden_size_per_layer_input=6, vocab_size_per_layer_input=80, laurel_rank=5, sliding_window=4,  # widths
+        num_kv_shared_layers=0, activation_sparsity_pattern=[0.95, 0.6, 0.0, 0.0], rms_norm_eps=1e-6,  # (ids past
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"])),  # 80: row 0)
+    "gemma3n_text-kv-shared": ("Gemma3nTextConfig", "Gemma3nForCausalLM", SMALL | dict(  # the last 3 reuse 1 and 2
+        num_hidden_layers=6, num_key_value_heads=2, head_dim=8, hidden_size_per_layer_input=6,
+        vocab_size_per_layer_input=97, laurel_rank=4, sliding_window=3, num_kv_shared_layers=3,
+        activation_sparsity_pattern=[0.95, 0.95, 0.8, 0.0, 0.0, 0.0], attention_bias=True,
+        layer_types=["sliding_attention", "sliding_attention", "full_attention"] * 2)),
+    "gemma3n_text-active-1-untied": ("Gemma3nTextConfig", "Gemma3nForCausalLM", SMALL | dict(  # stream 1 of 3
+        num_hidden_layers=3, num_key_value_heads=1, head_dim=8, hidden_size_per_layer_input=4,  # active, all sliding
+        vocab_size_per_layer_input=97, laurel_rank=3, altup_num_inputs=3, altup_active_idx=1, sliding_window=4,
+        altup_correct_scale=False, num_kv_shared_layers=0, tie_word_embeddings=False, final_logit_softcapping=5.0,
+        rope_theta=500.0, rope_local_base_freq=50.0)),
 }  # fmt: skip

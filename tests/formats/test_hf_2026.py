@@ -136,6 +136,8 @@ def test_the_kind_of_each_layer_matters(tmp_path, name):
         "gemma4_text-moe",
         "gemma4_text-ple",
         "gemma4_text-kv-shared",
+        "gemma3n_text",
+        "gemma3n_text-kv-shared",
     ],
 )
 def test_verify_attention_and_plan_take_the_new_families_folders(tmp_path, name, runner):
@@ -269,6 +271,15 @@ CONTROLS = [
     ("gemma4_text-k-eq-v", {"v_norm": False}),
     ("gemma4_text-ple", {"ple_dim": None}),
     ("gemma4_text-kv-shared", {"layer_scale": False}),
+    ("gemma3n_text", {"sparsity_layers": None}),
+    ("gemma3n_text", {"laurel_rank": None}),
+    ("gemma3n_text", {"altup_active": 1}),
+    ("gemma3n_text", {"altup_correct_scale": False}),
+    ("gemma3n_text", {"ple_dim": None}),
+    ("gemma3n_text", {"v_norm": False}),
+    ("gemma3n_text-active-1-untied", {"altup_active": 0}),
+    ("gemma3n_text-active-1-untied", {"rope_theta": 500.0}),  # (every layer slides: the sliding base, 50)
+    ("gemma3n_text-kv-shared", {"sparsity_layers": (0.9,)}),
 ]
 
 

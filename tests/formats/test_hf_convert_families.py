@@ -76,6 +76,9 @@ FAMILIES = [
     "gemma4_text-ple-moe-k-eq-v",
     "gemma4_text-kv-shared",
     "gemma4_text-kv-shared-moe",
+    "gemma3n_text",
+    "gemma3n_text-kv-shared",
+    "gemma3n_text-active-1-untied",
 ]
 
 

@@ -35,6 +35,7 @@ MODULES = (
     "exaone_moe",
     "falcon",
     "gemma",
+    "gemma3n",
     "gemma4",
     "glm4",
     "glm4_moe",
