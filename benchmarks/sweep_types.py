@@ -67,6 +67,7 @@ SIZES = dict(
     sliding_window=5,
     rotary_dim=4,
     vocab_size_per_layer_input=97,  # (Gemma 3n's and 4's per-layer inputs' own table)
+    num_kv_shared_layers=0,  # (Gemma 3n's default, 15, needs more than 15 layers)
     pad_token_id=None,
 )
 LOOSER = ("num_key_value_heads", "head_dim", "sliding_window")  # left to the class when the first try fails
