@@ -184,8 +184,17 @@ def test_a_source_holding_the_padding_token_is_refused(tmp_path, runner):
     assert "Traceback" not in result.output
 
 
-def test_verify_passes_on_an_encoder_of_its_own_width(tmp_path, runner):
-    _model("wide-encoder", tmp_path / "hf")
+def test_verify_plan_and_attention_take_an_encoder_of_its_own_width(tmp_path, runner):
+    model = _model("wide-encoder", tmp_path / "hf")
+    planned = runner.invoke(app, ["plan", str(tmp_path / "hf"), "-n", "16", "--source-len", "12", "--json"])
+    assert planned.exit_code == 0, planned.output
+    assert json.loads(planned.stdout)["params"] == sum(p.numel() for p in model.parameters())
+    np.save(tmp_path / "src.npy", np.arange(3, 9))
+    np.save(tmp_path / "tgt.npy", np.arange(3, 7))
+    for kind in ("encoder", "self", "cross"):  # (the cross maps: 4 targets of 6 sources, keys of 48 rows)
+        args = ["attention", str(tmp_path / "hf"), "-i", str(tmp_path / "src.npy"), "-t", str(tmp_path / "tgt.npy")]
+        maps = runner.invoke(app, [*args, "--kind", kind])
+        assert maps.exit_code == 0, maps.output
     result = runner.invoke(app, ["verify", str(tmp_path / "hf"), "--json"])
     assert result.exit_code == 0, result.output
     checks = {c["check"]: c["observed"] for c in json.loads(result.stdout)["checks"]}

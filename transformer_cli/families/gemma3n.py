@@ -14,11 +14,11 @@ from typing import Any
 
 from .checkpoints import GEMMA2
 from .gemma import _gemma3_ropes
-from .gemma4 import GEMMA4
+from .gemma4 import GEMMA4, plain_gemma_block
 from .keys import Keys
 from .layout import Family
 from .layout import norm_names as _norm
-from .parts import CAUSAL_PRE, activation, kv_heads, sliding_rope, typed_layers
+from .parts import CAUSAL_PRE, kv_heads, sliding_rope, typed_layers
 from .record import Record
 
 
@@ -44,18 +44,7 @@ def gemma3n_text(c: Keys) -> dict[str, Any]:
         "r_layers": widths,
         "V": c.count("vocab_size", 262400),
         **kv_heads(c, "num_key_value_heads", G, H),
-        "tie_embeddings": c.flag("tie_word_embeddings", True),
-        "scale": "none",
-        "norm": "sandwich",
-        "norm_type": "rmsnorm",
-        "norm_eps": c.number("rms_norm_eps", 1e-6),
-        "embed_scale": "sqrt",
-        "feedforward": "gated",
-        "activation": activation(c, "hidden_activation", "gelu_pytorch_tanh"),
-        "ff_bias": False,
-        "attention_bias": c.flag("attention_bias", False),
-        "qk_norm": True,
-        "v_norm": True,
+        **plain_gemma_block(c),
         "logit_softcap": c.number("final_logit_softcapping", 30.0),
         **full,
         **typed_layers(c, N, c.count("sliding_window", 512), kinds),

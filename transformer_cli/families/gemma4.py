@@ -43,18 +43,7 @@ def gemma4_text(c: Keys) -> dict[str, Any]:
         "r": c.count("intermediate_size", 9216),
         "V": c.count("vocab_size", 262144),
         **kv_heads(c, "num_key_value_heads", G, H),
-        "tie_embeddings": c.flag("tie_word_embeddings", True),
-        "scale": "none",
-        "norm": "sandwich",
-        "norm_type": "rmsnorm",
-        "norm_eps": c.number("rms_norm_eps", 1e-6),
-        "embed_scale": "sqrt",
-        "feedforward": "gated",
-        "activation": activation(c, "hidden_activation", "gelu_pytorch_tanh"),
-        "ff_bias": False,
-        "attention_bias": c.flag("attention_bias", False),
-        "qk_norm": True,
-        "v_norm": True,
+        **plain_gemma_block(c),
         "layer_scale": True,
         "context": c.count("max_position_embeddings", 131072),
     }
@@ -89,6 +78,25 @@ def gemma4_text(c: Keys) -> dict[str, Any]:
         spec |= {"E": E, "k": k, "expert_r": c.count("moe_intermediate_size"), "shared_r": spec["r"]}
         spec |= {"expert_norms": True}
     return spec | _ropes(c, full_m, "sliding_attention" in kinds)
+
+
+def plain_gemma_block(c: Keys) -> dict[str, Any]:
+    """What Gemma 3n's and Gemma 4's blocks share: Gemma 3's sandwich, GeGLU, sqrt(d) embedding and query/key norms
+    with plain gains (x w), unscaled scores, each value head normalised, the head tied by default."""
+    return {
+        "tie_embeddings": c.flag("tie_word_embeddings", True),
+        "scale": "none",
+        "norm": "sandwich",
+        "norm_type": "rmsnorm",
+        "norm_eps": c.number("rms_norm_eps", 1e-6),
+        "embed_scale": "sqrt",
+        "feedforward": "gated",
+        "activation": activation(c, "hidden_activation", "gelu_pytorch_tanh"),
+        "ff_bias": False,
+        "attention_bias": c.flag("attention_bias", False),
+        "qk_norm": True,
+        "v_norm": True,
+    }
 
 
 def _kinds(c: Keys, N: int) -> list[str]:
