@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from gguf_metadata import ARCHS, PERMUTED, _kv_heads, _metadata
-from gguf_metadata_2026 import PLUS_ONE, ROUTED, ROUTER_TYPED, converted
+from gguf_metadata_2026 import PLUS_ONE, ROUTED, ROUTER_TYPED, converted, gemma4_rope_freqs
 
 REORDERED = ("bloom", "gpt_neox")  # BloomModel, GPTNeoXModel: per-head [q; k; v] -> [Q; K; V]
 KEPT_F32 = (
@@ -24,6 +24,7 @@ KEPT_F32 = (
     "wpe.weight",
     "norm.weight",
     "router.weight",
+    "router.proj.weight",  # (Gemma 4's: ffn_gate_inp)
     "sinks",
     "position_embeddings.weight",
     "token_type_embeddings.weight",
@@ -162,7 +163,7 @@ def _converted(model) -> dict[str, np.ndarray]:
     and Gemma 2's lm_head dropped; HF names (the stacked ones as the converter names them)."""
     cfg, kind = model.config, model.config.model_type
     tensors = _saved_tensors(model)
-    H, G = cfg.num_attention_heads, _kv_heads(cfg)
+    H, G = cfg.num_attention_heads, cfg.to_dict()["num_key_value_heads"] if kind == "gemma4_text" else _kv_heads(cfg)
     out = {}
     for name, data in tensors.items():
         if kind == "gpt2" and name.endswith(CONV1D):
@@ -245,9 +246,11 @@ def write_gguf(
         }
     if (getattr(cfg, "rope_parameters", None) or {}).get("rope_type") == "llama3" and arch in ("LLAMA", "LLAMA4"):
         writer.add_tensor("rope_freqs.weight", llama3_rope_freqs(cfg))
+    if arch == "GEMMA4":
+        writer.add_tensor("rope_freqs.weight", gemma4_rope_freqs(cfg))
     for hf_name, data in tensors.items():
         mapped = hf_name.replace("transformer.", "") if cfg.model_type == "bloom" else hf_name  # (BloomModel)
-        name = names.get_name(mapped, try_suffixes=(".weight", ".bias"))
+        name = mapped if mapped.startswith("blk.") else names.get_name(mapped, try_suffixes=(".weight", ".bias"))
         assert name is not None, hf_name
         if raw is not None and hf_name in raw:
             writer.add_tensor(name, raw[hf_name], raw_dtype=raw_type)

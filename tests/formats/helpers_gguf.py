@@ -78,4 +78,11 @@ FAMILIES = [
     "ernie4_5_moe",
     "dbrx",
     "afmoe-gguf",
+    "gemma4_text",
+    "gemma4_text-whole-heads",
+    "gemma4_text-k-eq-v-gguf",
+    "gemma4_text-moe",
+    "gemma4_text-ple",
+    "gemma4_text-kv-shared",
+    "gemma4_text-kv-shared-moe",
 ]

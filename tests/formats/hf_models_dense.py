@@ -158,6 +158,10 @@ DENSE = {  # name: (config class, model class, config)
         num_hidden_layers=3, num_key_value_heads=2, head_dim=8, global_head_dim=16, sliding_window=4,
         hidden_size_per_layer_input=0, attention_k_eq_v=True, num_global_key_value_heads=1, attention_bias=True,
         layer_types=["sliding_attention", "full_attention", "full_attention"])),
+    "gemma4_text-k-eq-v-gguf": ("Gemma4TextConfig", "Gemma4ForCausalLM", SMALL | dict(  # full values = keys, no
+        num_hidden_layers=3, num_key_value_heads=2, head_dim=8, global_head_dim=16, sliding_window=4,  # biases (a
+        hidden_size_per_layer_input=0, attention_k_eq_v=True, num_global_key_value_heads=1,  # GGUF file has none)
+        layer_types=["sliding_attention", "full_attention", "full_attention"])),
     "gemma4_text-moe": ("Gemma4TextConfig", "Gemma4ForCausalLM", SMALL | dict(  # an MLP and 4 experts every layer
         num_hidden_layers=3, num_key_value_heads=2, head_dim=8, global_head_dim=16, sliding_window=4,
         hidden_size_per_layer_input=0, enable_moe_block=True, num_experts=4, top_k_experts=2,

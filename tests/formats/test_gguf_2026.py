@@ -30,6 +30,7 @@ pytest.importorskip("gguf", reason="the gguf package reads and writes the files 
         ("dbrx-unnormalised-mha", "router_renorm"),  # llama.cpp's dbrx renormalises (p = 1) always
         ("glm4_moe_lite", "feedforward_layers"),  # deepseek2: leading dense layers only
         ("afmoe", "embed_scale"),  # llama.cpp's afmoe scales the embedding by sqrt(d) (MuP) always
+        ("gemma4_text-k-eq-v", "attention_bias"),  # llama.cpp's gemma4 reads no attention biases
     ],
 )
 def test_what_the_architecture_cannot_hold_is_refused(tmp_path, runner, name, lost):

@@ -16,13 +16,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
+from . import gemma4_gguf as gguf
 from .checkpoints import GEMMA2, _one
 from .config_keys import layer_types, size_keys
+from .gguf_keys import rotated_share
 from .keys import Keys
 from .layout import Family
 from .layout import norm_names as _norm
 from .parts import CAUSAL_PRE, activation, kv_heads, window_key
-from .record import Record
+from .record import Gguf, Record
 
 
 def gemma4_text(c: Keys) -> dict[str, Any]:
@@ -164,7 +166,7 @@ def _ropes(c: Keys, full_m: int, sliding: bool) -> dict[str, Any]:
         factor = full.number("factor", 1.0) if kind == "proportional" else 1.0
     rotated = 2 * int(share * full_m // 2)  # (transformers turns a = int(p m // 2) pairs)
     if rotated != full_m:  # tfm turns int(m rope_fraction) dims: p where that is 2a, else a fraction that makes it
-        out["rope_fraction"] = share if int(full_m * share) == rotated else (rotated + 0.5) / full_m
+        out["rope_fraction"] = rotated_share(rotated, full_m)  # (the same value its GGUF file reads back as)
     else:
         out["rope_pairing"] = "half"
     if factor != 1.0:
@@ -243,12 +245,21 @@ GEMMA4 = Family(
     stacked=frozenset(_EXPERTS),
 )
 # peft targets its linear modules (the router's proj among them), not its stacked experts
+GGUF = Gguf(
+    "gemma4",
+    gguf.LAYOUT,
+    gguf.gguf_spec,
+    gguf.gguf_metadata,
+    base="proportional",
+    extra=gguf.rope_freqs,
+)
 RECORD = Record(
     "gemma4_text",
     "Gemma4ForCausalLM",
     gemma4_text,
     GEMMA4,
     config,
+    GGUF,
     config_alone=True,
     lora_router="*",
     # the keys and values a file may hold for the layers that share an earlier one's: not read, as transformers

@@ -15,6 +15,13 @@ def partial_rotary(c: Keys, m: int) -> dict[str, Any]:
     return {} if rotated == m else {"rope_fraction": rotated / m}
 
 
+def rotated_share(rotated: int, m: int) -> float:
+    """The rope_fraction that turns `rotated` of a head's m dims (tfm turns int(m rope_fraction)), one value for
+    one model whichever file it is read from: rotated / m, or a hair above where the float falls short."""
+    share = rotated / m
+    return share if int(m * share) == rotated else (rotated + 0.5) / m
+
+
 def rows(header: Any, name: str, what: str, *elsewhere: str) -> int:
     """The rows of tensor `name`, the last place the file says `what` (after the keys `elsewhere`): a SpecError
     naming them all if it is not there."""

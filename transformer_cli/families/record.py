@@ -49,6 +49,7 @@ class Gguf:
     joined: Mapping[str, Joined] = field(default_factory=dict)  # tensors newer converters write in pieces
     rms_epsilon: bool = False  # the norms' eps written as layer_norm_rms_epsilon whatever their type (PhiMoE)
     router_typed: bool = False  # the router stored in the weights' type, not F32 (DBRX's tensor_force_quant)
+    extra: Callable[[Spec], dict[str, Any]] | None = None  # tensors the converter makes (Gemma 4's rope_freqs)
 
 
 @dataclass(frozen=True)

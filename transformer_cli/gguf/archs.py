@@ -12,7 +12,7 @@ from typing import Any
 from ..families import GGUF_ARCHS, RECORDS
 from ..families.keys import Keys
 from ..families.record import Gguf
-from .base import Arch, latent, llama, sizes
+from .base import Arch, latent, llama, proportional, sizes
 from .header import Header
 from .others import phi3
 
@@ -24,6 +24,7 @@ BASES: dict[str, Callable[[Keys, Header], dict[str, Any]]] = {
     "phi3_like": phi3,
     "sizes": sizes,
     "latent": latent,
+    "proportional": proportional,
     "none": lambda c, header: {},
 }
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
-from ..families.gguf_keys import partial_rotary, rows, vocabulary
+from ..families.gguf_keys import partial_rotary, rotated_share, rows, vocabulary
 from ..families.gguf_layout import LLAMA_LAYOUT, Joined, Transform, permute, stacked_experts, unpermute
 from ..families.keys import Keys
 from ..families.layout import Family
@@ -157,6 +157,21 @@ def rope_scaling(c: Keys, header: Header, m: int) -> dict[str, Any]:
     )
 
 
+def proportional(c: Keys, header: Header) -> dict[str, Any]:
+    """Gemma 4's full layers' rotary as its converter stores it: rope_freqs.weight, a factor per pair of the head
+    (key_length / 2), 1 for the pairs that turn and 1e30 (no angle) for the rest: the share of the head that turns
+    (rope_fraction), its pairs j and j + m/2 (llama.cpp's neox rotation over the whole head)."""
+    m = c.count("attention.key_length")
+    if "rope_freqs.weight" not in header.tensors:
+        raise SpecError(f"{header.path}: tensor rope_freqs.weight: missing, expected the full layers' pair factors")
+    factors = read_tensor(header, "rope_freqs.weight").astype(np.float64)
+    turned = int(np.sum(factors == 1.0))
+    if factors.shape != (m // 2,) or not np.all(factors[:turned] == 1.0) or not np.all(factors[turned:] >= 1e29):
+        why = f"{m // 2} factors of 1 (pairs that turn) then 1e30 (pairs that do not)"
+        raise SpecError(f"{header.path}: tensor rope_freqs.weight: expected {why}")
+    return {} if turned == m // 2 else {"rope_fraction": rotated_share(2 * turned, m)}
+
+
 def _llama3_factors(base: float, m: int, factor: float, low: float = 1.0, high: float = 4.0) -> np.ndarray:
     """convert_hf_to_gguf.py's rope_freqs for Llama 3 (LlamaModel.generate_extra_tensors), with the bands `low` and
     `high` (equal bands: no pair between them) and Meta's original context."""
@@ -177,6 +192,7 @@ __all__ = [
     "latent",
     "llama",
     "permute",
+    "proportional",
     "rows",
     "sizes",
     "stacked_experts",

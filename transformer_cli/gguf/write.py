@@ -160,6 +160,8 @@ def write_gguf(
     asked = None if mix else gguf.GGMLQuantizationType[type_name.upper()]
     arch = ARCHITECTURES[arch_name]
     extra = _extra_tensors(spec)
+    made = GGUF_ARCHS[arch_name].gguf
+    extra |= made.extra(spec) if made is not None and made.extra is not None else {}
     meta = _metadata(spec, arch_name)
     shapes = tensor_shapes(spec)
     pieces = pieces_of(arch, None, spec)  # (written as the newer converters split them)
