@@ -56,6 +56,8 @@ GGUF_NAMES = {
     "gemma": "Gemma 1/2/3",
     "gemma2": "Gemma 1/2/3",
     "gemma3": "Gemma 1/2/3",
+    "gemma3n": "Gemma 1/2/3/3n/4",
+    "gemma4": "Gemma 1/2/3/3n/4",
     "phi3": "Phi-2/3",
     "phi2": "Phi-2/3",
     "phimoe": "Phi-3.5-MoE",

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 from gguf_metadata import ARCHS, PERMUTED, _kv_heads, _metadata
-from gguf_metadata_2026 import PLUS_ONE, ROUTED, ROUTER_TYPED, converted, gemma4_rope_freqs
+from gguf_metadata_2026 import PLUS_ONE, ROUTED, ROUTER_TYPED, converted
+from gguf_metadata_gemma import gemma4_rope_freqs
 
 REORDERED = ("bloom", "gpt_neox")  # BloomModel, GPTNeoXModel: per-head [q; k; v] -> [Q; K; V]
 KEPT_F32 = (
@@ -25,6 +26,8 @@ KEPT_F32 = (
     "norm.weight",
     "router.weight",
     "router.proj.weight",  # (Gemma 4's: ffn_gate_inp)
+    "correction_coefs.weight",  # (Gemma 3n's AltUp coefficients: F32 in the converter's files)
+    "prediction_coefs.weight",
     "sinks",
     "position_embeddings.weight",
     "token_type_embeddings.weight",
@@ -262,6 +265,8 @@ def write_gguf(
                     "position_embd.weight",
                     "_norm.weight",
                     "token_types.weight",
+                    "altup_correct_coef.weight",
+                    "altup_predict_coef.weight",
                 )
             )
             or data.ndim == 1
@@ -297,7 +302,13 @@ def dequantised_model(model, qtype_name: str):
             w = p.detach().numpy()
             if w.ndim == 1 and gemma and name.endswith("norm.weight"):
                 kept = (w + 1).astype(np.float32).astype(np.float64) - 1
-            elif w.ndim == 1 or name.endswith(KEPT_F32) or name.endswith("_bias"):  # (gpt-oss's experts' biases)
+            elif (
+                w.ndim == 1
+                or name.endswith("_bias")
+                or (  # (gpt-oss's experts' biases)
+                    name.endswith(KEPT_F32) and not name.endswith("modality_router.weight")  # (Gemma 3n's: quantised)
+                )
+            ):
                 kept = w.astype(np.float32).astype(np.float64)  # (the routers, GPT-2's positions: F32)
             elif (kind, name.endswith(CONV1D)) == ("gpt2", True) or (
                 kind in ("gpt_oss", "llama4_text") and name.endswith(OSS_IN_OUT)

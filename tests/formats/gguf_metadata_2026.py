@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gguf
 import numpy as np
+from gguf_metadata_gemma import _gemma4, gemma3n, gemma3n_tensors, gemma4
 
 ARCHS = {
     "olmo": "OLMO",
@@ -32,6 +33,7 @@ ARCHS = {
     "eurobert": "EUROBERT",
     "modernbert": "MODERN_BERT",
     "gemma4_text": "GEMMA4",
+    "gemma3n_text": "GEMMA3N",
 }
 ROUTER_TYPED = ("dbrx",)  # DbrxModel.tensor_force_quant: every 2-D tensor in the asked type, its router too
 # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
@@ -43,13 +45,8 @@ LLAMA_MODELS = ("MISTRAL3", "LLAMA4", "GRANITE_MOE", "AFMOE")
 UNPERMUTED = ("LLAMA4", "AFMOE")  # LlamaModel's subclasses with undo_permute False: Q and K as stored
 
 
-OWN_LISTS = (
-    "gpt_bigcode",
-    "mpt",
-    "dbrx",
-    "modernbert",
-    "gemma4_text",
-)  # classes that write their own list, not TextModel's
+# classes that write their own list, not TextModel's
+OWN_LISTS = ("gpt_bigcode", "mpt", "dbrx", "modernbert", "gemma4_text", "gemma3n_text")
 
 
 def own_list(writer, cfg) -> None:
@@ -57,6 +54,9 @@ def own_list(writer, cfg) -> None:
     the model's; MPTModel: 4 d, eps 1e-5, no general.file_type)."""
     if cfg.model_type == "gemma4_text":  # (its config.json's values: transformers 5.24 holds them per layer)
         gemma4(writer, cfg.to_dict())
+        return
+    if cfg.model_type == "gemma3n_text":
+        gemma3n(writer, cfg.to_dict())
         return
     if cfg.model_type == "modernbert":  # TextModel's keys as its config holds them, then ModernBertModel's
         rope = cfg.rope_parameters
@@ -122,77 +122,6 @@ def own_list(writer, cfg) -> None:
         (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
     ):
         add(value)
-
-
-def _full(hp: dict, key: str, global_key: str):
-    """The full layers' own value of `key`: the hub's global_... key, else per_layer_config's (transformers 5.24's
-    save), as Gemma4Model.set_gguf_parameters finds it; None if neither says."""
-    if hp.get(global_key) is not None:
-        return hp[global_key]
-    if key == "head_dim" and not hp.get("per_layer_config"):  # (one head size: the converter asserts one found;
-        return hp["head_dim"]  # its file would say the same)
-    kinds = hp.get("layer_types", [])
-    for index, keys in (hp.get("per_layer_config") or {}).items():
-        if int(index) < len(kinds) and kinds[int(index)] == "full_attention" and key in keys:
-            return keys[key]
-    return None
-
-
-def gemma4(writer, hp: dict) -> None:
-    """TextModel.set_gguf_parameters, Gemma3Model's, then Gemma4Model's (convert_hf_to_gguf.py), from config.json's
-    values: the full layers' head size as key_length, the sliding layers' as key_length_swa, each layer's kind,
-    key/value heads and width (double-wide MLPs) where they differ, the sharing layers, the per-layer inputs'
-    width. Keys written twice keep the last value (the package's writer overwrites)."""
-    ropes = hp["rope_parameters"]
-    for add, value in (
-        (writer.add_block_count, hp["num_hidden_layers"]),
-        (writer.add_context_length, hp["max_position_embeddings"]),
-        (writer.add_embedding_length, hp["hidden_size"]),
-        (writer.add_feed_forward_length, hp["intermediate_size"]),
-        (writer.add_head_count, hp["num_attention_heads"]),
-        (writer.add_head_count_kv, hp["num_key_value_heads"]),
-        (writer.add_rope_freq_base, ropes["full_attention"]["rope_theta"]),
-        (writer.add_rope_freq_base_swa, ropes["sliding_attention"]["rope_theta"]),
-        (writer.add_layer_norm_rms_eps, hp["rms_norm_eps"]),
-    ):
-        add(value)
-    if hp.get("num_experts") is not None:
-        writer.add_expert_count(hp["num_experts"])
-    if hp.get("top_k_experts") is not None:
-        writer.add_expert_used_count(hp["top_k_experts"])
-    writer.add_key_length(hp["head_dim"])
-    writer.add_value_length(hp["head_dim"])
-    if hp.get("final_logit_softcapping"):
-        writer.add_final_logit_softcapping(hp["final_logit_softcapping"])
-    writer.add_sliding_window(hp["sliding_window"])
-    shared, swa = hp["num_kv_shared_layers"], [t == "sliding_attention" for t in hp["layer_types"]]
-    writer.add_shared_kv_layers(shared)
-    writer.add_embedding_length_per_layer_input(hp.get("hidden_size_per_layer_input") or 0)
-    writer.add_sliding_window_pattern(swa)
-    full = _full(hp, "head_dim", "global_head_dim")
-    writer.add_key_length(full)
-    writer.add_value_length(full)
-    writer.add_key_length_swa(hp["head_dim"])
-    writer.add_value_length_swa(hp["head_dim"])
-    if hp.get("moe_intermediate_size") is not None:
-        writer.add_expert_feed_forward_length(hp["moe_intermediate_size"])
-    if hp.get("use_double_wide_mlp"):
-        first = hp["num_hidden_layers"] - shared
-        writer.add_feed_forward_length([hp["intermediate_size"] * (1 if i < first else 2) for i in range(len(swa))])
-    heads = _full(hp, "num_key_value_heads", "num_global_key_value_heads")
-    if heads is not None:
-        writer.add_head_count_kv([hp["num_key_value_heads"] if s else heads for s in swa])
-    writer.add_rope_dimension_count(full)
-    writer.add_rope_dimension_count_swa(hp["head_dim"])  # (the converter's rope_parameters' top level: a share of 1)
-
-
-def gemma4_rope_freqs(cfg) -> np.ndarray:
-    """Gemma4Model.generate_extra_tensors: 1 for each of the full layers' pairs that turn, 1e30 for the others."""
-    hp = cfg.to_dict()
-    full, m = hp["rope_parameters"]["full_attention"], _full(hp, "head_dim", "global_head_dim")
-    share = full.get("partial_rotary_factor", 1.0)  # (the converter asserts a proportional rope; a default one, of
-    turned = int(m * share / 2)  # the whole head, is the same model with every factor 1)
-    return np.array([1.0] * turned + [1e30] * (m // 2 - turned), dtype=np.float32)
 
 
 def own_keys(writer, cfg) -> None:
@@ -319,6 +248,8 @@ def converted(tensors: dict, cfg) -> dict:
         tensors = {n.replace("e_score_correction_bias", "e_score_correction.bias"): t for n, t in tensors.items()}
     if cfg.model_type == "gemma4_text":
         return dict(_gemma4(tensors))
+    if cfg.model_type == "gemma3n_text":
+        return dict(gemma3n_tensors(tensors, cfg.to_dict()))
     if cfg.model_type.startswith("granitemoe"):
         return dict(_granite_moe(tensors, cfg))
     if cfg.model_type == "dbrx":
@@ -336,21 +267,6 @@ def converted(tensors: dict, cfg) -> dict:
         else:
             out[name] = data
     return out
-
-
-def _gemma4(tensors: dict):
-    """Gemma4Model.filter_tensors and modify_tensors: layer_scalar and the experts' stacks named as weights, the
-    router's scale and the experts' scales given their GGUF names at once (`blk.` names pass as they are)."""
-    for name, data in tensors.items():
-        layer = name.split(".")[2] if name.startswith("model.layers.") else None
-        if name.endswith(("layer_scalar", "experts.gate_up_proj", "experts.down_proj")):
-            yield name + ".weight", data
-        elif name.endswith("router.scale"):
-            yield f"blk.{layer}.ffn_gate_inp.scale", data
-        elif name.endswith("router.per_expert_scale"):
-            yield f"blk.{layer}.ffn_down_exps.scale", data
-        else:
-            yield name, data
 
 
 def _granite_moe(tensors: dict, cfg):

@@ -85,4 +85,6 @@ FAMILIES = [
     "gemma4_text-ple",
     "gemma4_text-kv-shared",
     "gemma4_text-kv-shared-moe",
+    "gemma3n_text-gguf",
+    "gemma3n_text-kv-shared-gguf",
 ]

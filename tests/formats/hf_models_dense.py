@@ -196,6 +196,15 @@ DENSE = {  # name: (config class, model class, config)
         hidden_size_per_layer_input=6, vocab_size_per_layer_input=80, laurel_rank=5, sliding_window=4,  # widths
         num_kv_shared_layers=0, activation_sparsity_pattern=[0.95, 0.6, 0.0, 0.0], rms_norm_eps=1e-6,  # (ids past
         layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"])),  # 80: row 0)
+    "gemma3n_text-gguf": ("Gemma3nTextConfig", "Gemma3nForCausalLM", SMALL | dict(  # a GGUF file's: no biases,
+        num_hidden_layers=4, num_key_value_heads=2, head_dim=8, intermediate_size=[40, 24, 40, 56],  # the table
+        hidden_size_per_layer_input=6, vocab_size_per_layer_input=97, laurel_rank=5, sliding_window=4,  # of V rows
+        num_kv_shared_layers=0, activation_sparsity_pattern=[0.95, 0.6, 0.0, 0.0], rms_norm_eps=1e-6,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"])),
+    "gemma3n_text-kv-shared-gguf": ("Gemma3nTextConfig", "Gemma3nForCausalLM", SMALL | dict(  # all sliding, the
+        num_hidden_layers=4, num_key_value_heads=1, head_dim=8, hidden_size_per_layer_input=4,  # last 2 sharing
+        vocab_size_per_layer_input=97, laurel_rank=3, sliding_window=3, num_kv_shared_layers=2,
+        activation_sparsity_pattern=[0.9, 0.0, 0.0, 0.0], rope_local_base_freq=50.0)),
     "gemma3n_text-kv-shared": ("Gemma3nTextConfig", "Gemma3nForCausalLM", SMALL | dict(  # the last 3 reuse 1 and 2
         num_hidden_layers=6, num_key_value_heads=2, head_dim=8, hidden_size_per_layer_input=6,
         vocab_size_per_layer_input=97, laurel_rank=4, sliding_window=3, num_kv_shared_layers=3,

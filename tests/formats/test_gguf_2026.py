@@ -31,6 +31,8 @@ pytest.importorskip("gguf", reason="the gguf package reads and writes the files 
         ("glm4_moe_lite", "feedforward_layers"),  # deepseek2: leading dense layers only
         ("afmoe", "embed_scale"),  # llama.cpp's afmoe scales the embedding by sqrt(d) (MuP) always
         ("gemma4_text-k-eq-v", "attention_bias"),  # llama.cpp's gemma4 reads no attention biases
+        ("gemma3n_text", "ple_vocab"),  # Gemma3NModel pads the per-layer table with zero rows, not row 0's
+        ("gemma3n_text-active-1-untied", "altup_correct_scale"),  # llama.cpp's gemma3n scales the stream always
     ],
 )
 def test_what_the_architecture_cannot_hold_is_refused(tmp_path, runner, name, lost):
@@ -119,3 +121,21 @@ def test_encoders_are_written_as_their_converters_write_them(tmp_path, runner, n
     ours, theirs = _tensors(tmp_path / "tfm.gguf"), _tensors(write_gguf(model, tmp_path / "ref.gguf", "Q8_0"))
     assert ours == theirs
     assert spec_from_gguf(tmp_path / "tfm.gguf").model_keys() == spec_from_config(tmp_path / "hf").model_keys()
+
+
+def test_gemma3n_sparsity_levels_come_back_from_their_float32_quantiles():
+    """Gemma3NModel stores each level's normal quantile in float32 (torch's icdf): read back as the level of fewest
+    decimals whose quantile it is, 0 for -inf; a quantile of no short level reads back as its exact level."""
+    import math
+
+    import torch
+
+    from transformer_cli.families.gemma3n_gguf import level, quantile
+
+    normal = torch.distributions.normal.Normal(0, 1)
+    for s in (0.95, 0.6, 0.9, 0.5, 0.123, 0.999):
+        z = normal.icdf(torch.tensor(s, dtype=torch.float32)).item()
+        assert level(z) == s and abs(quantile(s) - z) <= 1e-5 * abs(z)
+    assert level(-math.inf) == 0.0 and quantile(0.0) == -math.inf
+    assert level(float(np.float32(1.6448536))) == 0.95  # (icdf(0.95) = 1.6448536269...)
+    assert level(1.64) != 0.95 and abs(quantile(level(1.64)) - 1.64) <= 1e-5 * 1.64  # (another level: 0.9495)

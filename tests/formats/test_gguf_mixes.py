@@ -172,3 +172,22 @@ def test_plan_prices_a_mix_and_refuses_what_it_cannot(tmp_path, runner):
     )
     refused = runner.invoke(app, ["plan", str(gpt), "--weights", "q4_k_m"])
     assert refused.exit_code == 2 and "not a GGUF llama model" in " ".join(refused.output.split())
+
+
+def test_gemma3ns_small_tensors_are_kept_and_its_per_layer_table_is_an_embedding():
+    """llama-quant.cpp: nothing named altup or laurel, nor per_layer_model_proj, is quantised (kept as the source
+    has them: F32 here); per_layer_token_embd is of token_embd's category, so in a tied model it takes the output's
+    Q6_K, as token_embd does. Control: a block's attention and feedforward are mixed as ever."""
+    keys = dict(N=2, H=2, m=128, d=256, r=512, V=512, norm="sandwich", norm_type="rmsnorm", feedforward="gated")
+    keys |= dict(activation="gelu", ff_bias=False, tie_embeddings=True, mask="causal", positional="rope")
+    keys |= dict(altup=4, laurel_rank=64, ple_dim=256, qk_norm=True, v_norm=True, scale="none", embed_scale="sqrt")
+    types = mix_types(spec_from_mapping(keys, "gemma3n"), "gemma3n", "q4_k_m")
+    for name in (
+        "altup_proj.weight",
+        "blk.0.altup_router.weight",
+        "blk.1.laurel_l.weight",
+        "per_layer_model_proj.weight",
+    ):
+        assert types[name] == "F32", name
+    assert types["per_layer_token_embd.weight"] == types["token_embd.weight"] == "Q6_K"
+    assert types["blk.0.attn_q.weight"] == "Q4_K" and types["blk.1.ffn_down.weight"] == "Q6_K"  # (its last eighth)

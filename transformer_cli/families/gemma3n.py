@@ -6,20 +6,23 @@ each layer's MLP of its own width (intermediate_size as a list: r_layers) and ac
 (activation_sparsity_pattern: sparsity_layers), per-layer inputs of hidden_size_per_layer_input (ple_dim: added to
 AltUp's streams 1 .. K - 1), and the last num_kv_shared_layers attending to an earlier layer's keys and values
 (kv_shared). transformers stores query_pre_attn_scalar and attn_logit_softcapping and never uses them: said on
-stderr. No GGUF yet (llama.cpp's gemma3n architecture)."""
+stderr. Its GGUF files (gemma3n): gemma3n_gguf.py."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..spec.definition import Spec
+from . import gemma3n_gguf as gguf
 from .checkpoints import GEMMA2
+from .config_keys import layer_types, size_keys
 from .gemma import _gemma3_ropes
 from .gemma4 import GEMMA4, plain_gemma_block
 from .keys import Keys
 from .layout import Family
 from .layout import norm_names as _norm
 from .parts import CAUSAL_PRE, kv_heads, sliding_rope, typed_layers
-from .record import Record
+from .record import Gguf, Record
 
 
 def gemma3n_text(c: Keys) -> dict[str, Any]:
@@ -86,6 +89,35 @@ def _per_layer(c: Keys, key: str, N: int, default, kind, per_layer_only: bool = 
     return [kind(v) for v in value]
 
 
+def config(spec: Spec) -> dict[str, Any]:
+    """spec -> Gemma3nTextConfig's config.json (every key: a GGUF file's model as a folder)."""
+    full: dict[str, Any] = {"rope_type": "default", "rope_theta": spec.rope_theta}
+    if spec.rope_scaling == "linear":
+        full = {"rope_type": "linear", "rope_theta": spec.rope_theta, "factor": spec.rope_factor}
+    local = {"rope_type": "default", "rope_theta": spec.rope_local_theta or spec.rope_theta}
+    levels = spec.sparsity_layers or (0.0,)
+    return size_keys(spec) | {
+        "intermediate_size": [
+            spec.r if spec.r_layers is None else spec.r_layers[i % len(spec.r_layers)] for i in range(spec.N)
+        ],
+        "rms_norm_eps": spec.norm_eps,
+        "hidden_activation": "gelu_pytorch_tanh",
+        "attention_bias": spec.attention_bias,
+        "sliding_window": spec.window or 512,
+        "layer_types": layer_types(spec),
+        "rope_parameters": {"full_attention": full, "sliding_attention": local},
+        "final_logit_softcapping": spec.logit_softcap,
+        "hidden_size_per_layer_input": spec.ple_dim,
+        "vocab_size_per_layer_input": spec.ple_vocab or spec.V,
+        "num_kv_shared_layers": spec.kv_shared or 0,
+        "altup_num_inputs": spec.altup,
+        "altup_active_idx": spec.altup_active,
+        "altup_correct_scale": spec.altup_correct_scale,
+        "laurel_rank": spec.laurel_rank,
+        "activation_sparsity_pattern": [float(levels[i % len(levels)]) for i in range(spec.N)],
+    }
+
+
 _ALTUP = {
     "altup.scale": "altup.correct_output_scale",
     "altup.W_correct": "altup.correction_coefs.weight",
@@ -110,6 +142,9 @@ RECORD = Record(
     "Gemma3nForCausalLM",
     gemma3n_text,
     GEMMA3N,
+    config,
+    Gguf("gemma3n", gguf.LAYOUT, gguf.gguf_spec, gguf.gguf_metadata, base="none"),
+    config_alone=True,
     # the keys and values a file may hold for the layers that share an earlier one's: not read, as transformers
     skipped=(r"\.self_attn\.(k_proj|v_proj|k_norm|v_norm)\.",),
 )

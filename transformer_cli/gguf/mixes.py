@@ -44,6 +44,7 @@ KEPT = (
     "position_embd.weight",
     "token_types.weight",
 )
+UNQUANTISED = ("altup", "laurel", "per_layer_model_proj")  # kept as they are (llama-quant.cpp: small, or not big)
 
 
 def use_more_bits(i: int, n: int) -> bool:
@@ -94,11 +95,12 @@ def tensor_type(
     `mix` (`tied`: the file has no output.weight); None for a tensor it keeps in the source's type."""
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
-    if len(shape) < 2 or not name.endswith("weight") or name.endswith(KEPT):
+    if len(shape) < 2 or not name.endswith("weight") or name.endswith(KEPT) or any(k in name for k in UNQUANTISED):
         return None
-    if name == "output.weight" or (name == "token_embd.weight" and tied):
+    embedding = name in ("token_embd.weight", "per_layer_token_embd.weight")  # (llama-quant.cpp: one category)
+    if name == "output.weight" or (embedding and tied):
         kind = "Q8_0" if falcon or shape[-1] % 256 else "Q6_K"
-    elif name == "token_embd.weight":
+    elif embedding:
         kind = MIXES[mix]
     else:
         block, short = name.split(".", 2)[1:]

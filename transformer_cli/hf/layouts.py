@@ -167,8 +167,8 @@ def _global_rules(family: Family, present: dict[str, tuple[int, ...]]) -> list[R
         whole = ours.split("[")[0]
         if "{e}" in ours and whole in present:
             out += [Rule(theirs.format(e=e), (ours.format(e=e),)) for e in range(present[whole][0])]
-        elif ours in present:
-            out.append(Rule(theirs, (ours,)))
+        elif ours in present:  # (held as it is; a stacked one on its leading axis: Gemma 3n's altup_proj in GGUF)
+            out.append(Rule(theirs, (ours,), experts=present[ours][0] if theirs in family.stacked else 0))
     return out
 
 
