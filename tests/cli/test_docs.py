@@ -96,6 +96,7 @@ GGUF_NAMES = {
     "arcee": "Arcee",
     "seed_oss": "Seed-OSS",
     "smollm3": "SmolLM3",
+    "apertus": "Apertus",
     "ernie4_5": "ERNIE 4.5 and its MoE",
     "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }

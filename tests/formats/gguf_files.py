@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from gguf_metadata import ARCHS, PERMUTED, _kv_heads, _metadata
-from gguf_metadata_2026 import PLUS_ONE, ROUTED, ROUTER_TYPED, converted
+from gguf_metadata_2026 import PLUS_ONE, ROUTED, ROUTER_TYPED, apertus_xielu, converted
 from gguf_metadata_gemma import gemma4_rope_freqs
 
 REORDERED = ("bloom", "gpt_neox")  # BloomModel, GPTNeoXModel: per-head [q; k; v] -> [Q; K; V]
@@ -239,6 +239,8 @@ def write_gguf(
     writer = gguf.GGUFWriter(str(path), gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH[arch]])
     _metadata(writer, cfg)
     tensors = _converted(model)
+    if arch == "APERTUS":
+        tensors = apertus_xielu(writer, tensors)
     if raw is not None:  # bytes in the model's row order, permuted as the converter permutes the weights
         H, G = cfg.num_attention_heads, cfg.num_key_value_heads
         raw = {
@@ -247,7 +249,11 @@ def write_gguf(
             else b
             for n, b in raw.items()
         }
-    if (getattr(cfg, "rope_parameters", None) or {}).get("rope_type") == "llama3" and arch in ("LLAMA", "LLAMA4"):
+    if (getattr(cfg, "rope_parameters", None) or {}).get("rope_type") == "llama3" and arch in (
+        "LLAMA",
+        "LLAMA4",
+        "APERTUS",
+    ):
         writer.add_tensor("rope_freqs.weight", llama3_rope_freqs(cfg))
     if arch == "GEMMA4":
         writer.add_tensor("rope_freqs.weight", gemma4_rope_freqs(cfg))

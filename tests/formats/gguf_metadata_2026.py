@@ -34,6 +34,7 @@ ARCHS = {
     "modernbert": "MODERN_BERT",
     "gemma4_text": "GEMMA4",
     "gemma3n_text": "GEMMA3N",
+    "apertus": "APERTUS",
 }
 ROUTER_TYPED = ("dbrx",)  # DbrxModel.tensor_force_quant: every 2-D tensor in the asked type, its router too
 # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
@@ -41,8 +42,8 @@ ROUTED = ("dots1", "glm4_moe", "solar_open", "exaone_moe", "minimax_m2", "ernie4
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 # LlamaModel's subclasses: its vocab_size and rope.dimension_count
-LLAMA_MODELS = ("MISTRAL3", "LLAMA4", "GRANITE_MOE", "AFMOE")
-UNPERMUTED = ("LLAMA4", "AFMOE")  # LlamaModel's subclasses with undo_permute False: Q and K as stored
+LLAMA_MODELS = ("MISTRAL3", "LLAMA4", "GRANITE_MOE", "AFMOE", "APERTUS")
+UNPERMUTED = ("LLAMA4", "AFMOE", "APERTUS")  # LlamaModel's subclasses with undo_permute False: Q and K as stored
 
 
 # classes that write their own list, not TextModel's
@@ -232,6 +233,20 @@ def own_keys(writer, cfg) -> None:
         writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)
+
+
+def apertus_xielu(writer, tensors: dict) -> dict:
+    """ApertusModel.modify_tensors (convert_hf_to_gguf.py, llama.cpp, MIT): each block's four xIELU numbers, as
+    stored (float32), written as four metadata lists of one per block, not tensors."""
+    for part, add in (
+        ("alpha_n", writer.add_xielu_alpha_n),
+        ("alpha_p", writer.add_xielu_alpha_p),
+        ("beta", writer.add_xielu_beta),
+        ("eps", writer.add_xielu_eps),
+    ):
+        names = sorted((n for n in tensors if n.endswith(f".act_fn.{part}")), key=lambda n: int(n.split(".")[2]))
+        add([float(tensors.pop(n).astype(np.float32).item()) for n in names])
+    return tensors
 
 
 def converted(tensors: dict, cfg) -> dict:

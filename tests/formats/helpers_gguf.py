@@ -87,4 +87,6 @@ FAMILIES = [
     "gemma4_text-kv-shared-moe",
     "gemma3n_text-gguf",
     "gemma3n_text-kv-shared-gguf",
+    "apertus",
+    "apertus-biases-xielu",
 ]

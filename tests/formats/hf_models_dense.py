@@ -58,6 +58,8 @@ DENSE = {  # name: (config class, model class, config)
     "apertus-biases-silu": ("ApertusConfig", "ApertusForCausalLM", SMALL | dict(  # another activation, plain
         hidden_act="silu", attention_bias=True, tie_word_embeddings=True, pad_token_id=None, bos_token_id=None,
         eos_token_id=None, rope_parameters={"rope_type": "default", "rope_theta": 100.0})),
+    "apertus-biases-xielu": ("ApertusConfig", "ApertusForCausalLM", SMALL | dict(  # (GGUF: llama.cpp's biases)
+        attention_bias=True, pad_token_id=None, bos_token_id=None, eos_token_id=None)),
     "llama4_text": ("Llama4TextConfig", "Llama4ForCausalLM", SMALL | dict(  # chunks, NoPE, experts on the input
         intermediate_size=16, intermediate_size_mlp=40, num_hidden_layers=4, num_key_value_heads=2, head_dim=8,
         num_local_experts=4, num_experts_per_tok=2, interleave_moe_layer_step=2, attention_chunk_size=4,

@@ -33,6 +33,7 @@ pytest.importorskip("gguf", reason="the gguf package reads and writes the files 
         ("gemma4_text-k-eq-v", "attention_bias"),  # llama.cpp's gemma4 reads no attention biases
         ("gemma3n_text", "ple_vocab"),  # Gemma3NModel pads the per-layer table with zero rows, not row 0's
         ("gemma3n_text-active-1-untied", "altup_correct_scale"),  # llama.cpp's gemma3n scales the stream always
+        ("apertus-biases-silu", "ff.alpha_p"),  # llama.cpp's apertus runs xIELU whatever the activation
     ],
 )
 def test_what_the_architecture_cannot_hold_is_refused(tmp_path, runner, name, lost):
@@ -139,3 +140,27 @@ def test_gemma3n_sparsity_levels_come_back_from_their_float32_quantiles():
     assert level(-math.inf) == 0.0 and quantile(0.0) == -math.inf
     assert level(float(np.float32(1.6448536))) == 0.95  # (icdf(0.95) = 1.6448536269...)
     assert level(1.64) != 0.95 and abs(quantile(level(1.64)) - 1.64) <= 1e-5 * 1.64  # (another level: 0.9495)
+
+
+def test_apertus_xielu_numbers_are_metadata_lists_as_the_converter_writes_them(tmp_path, runner):
+    """ApertusModel's converter writes each block's xIELU parameters (as stored: llama.cpp applies the softplus)
+    and its fixed beta and eps as four metadata lists of float32, no tensors: tfm writes the same lists and reads
+    them back per block. Control: a file whose eps is not transformers' fixed one is refused naming the key."""
+    from gguf import GGUFReader
+
+    model = build("apertus")
+    model.save_pretrained(tmp_path / "hf")
+    result = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "tfm.gguf")])
+    assert result.exit_code == 0, result.output
+    lists = []
+    for path in (tmp_path / "tfm.gguf", write_gguf(model, tmp_path / "ref.gguf")):
+        fields = GGUFReader(path).fields
+        lists.append({k: (fields[k].types, fields[k].contents()) for k in fields if k.startswith("xielu.")})
+    assert lists[0] == lists[1] and sorted(lists[0]) == ["xielu.alpha_n", "xielu.alpha_p", "xielu.beta", "xielu.eps"]
+    weights = GGUFWeights(tmp_path / "tfm.gguf", spec_from_gguf(tmp_path / "tfm.gguf"))
+    alphas = [model.model.layers[i].mlp.act_fn.alpha_p.item() for i in range(2)]
+    assert alphas[0] != alphas[1]
+    assert [weights[f"blocks.{i}.ff.alpha_p"][0] for i in range(2)] == [np.float32(a) for a in alphas]
+    model.model.layers[1].mlp.act_fn.eps.fill_(-0.5)
+    with pytest.raises(SpecError, match=r"key 'xielu\.eps'.*is not supported"):
+        spec_from_gguf(write_gguf(model, tmp_path / "other.gguf"))

@@ -79,6 +79,8 @@ FAMILIES = [
     "gemma3n_text",
     "gemma3n_text-kv-shared",
     "gemma3n_text-active-1-untied",
+    "apertus",  # (xIELU's fixed beta and eps buffers written back: transformers reads them from the file)
+    "apertus-biases-silu",
 ]
 
 

@@ -51,7 +51,8 @@ class Family:
     encoder_names: dict[str, str] = field(default_factory=dict)
     copies: dict[str, str] = field(default_factory=dict)  # checkpoint name -> the tfm tensor it is a copy of
     zero_buffers: tuple[str, ...] = ()
-    fixed_buffers: tuple[tuple[str, float], ...] = ()  # (pattern, value): buffers tfm holds as constants (checked)
+    # (name within a block, value): a module's buffers tfm holds as constants (checked; written beside its tensors)
+    fixed_buffers: tuple[tuple[str, float], ...] = ()
     computed: dict[str, Callable[[Spec], Any]] = field(default_factory=dict)  # name -> its table where a file lacks it
     stacked: frozenset[str] = frozenset()  # checkpoint names holding every expert on a leading axis (gpt-oss)
     leading_one: frozenset[str] = frozenset()  # fused names held with a leading axis of one (ERNIE's (1, E) bias)

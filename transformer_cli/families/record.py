@@ -50,6 +50,9 @@ class Gguf:
     rms_epsilon: bool = False  # the norms' eps written as layer_norm_rms_epsilon whatever their type (PhiMoE)
     router_typed: bool = False  # the router stored in the weights' type, not F32 (DBRX's tensor_force_quant)
     extra: Callable[[Spec], dict[str, Any]] | None = None  # tensors the converter makes (Gemma 4's rope_freqs)
+    # block tensors of one number the file holds as a metadata key of one per block (Apertus's xIELU parameters),
+    # by key; a number: a key of that value in every block that tfm fixes (the layout names no tensor for it)
+    in_metadata: Mapping[str, float | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ def _arch(gguf: Gguf) -> Arch:
         alternatives=gguf.alternatives,
         redo=dict(gguf.redo),
         joined=dict(gguf.joined),
+        in_metadata=dict(gguf.in_metadata),
     )
 
 

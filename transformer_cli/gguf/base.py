@@ -31,6 +31,13 @@ class Arch:
     alternatives: tuple[tuple[Callable[[Any], bool], Family], ...] = ()  # other layouts, each for the specs it is for
     redo: dict[str, Transform] = field(default_factory=dict)  # the converter's changes, to write a file
     joined: dict[str, Joined] = field(default_factory=dict)  # tensors newer converters split in pieces
+    in_metadata: dict[str, float | None] = field(default_factory=dict)  # block tensors held as metadata keys
+
+    def from_metadata(self, hf_name: str) -> str | None:
+        """The metadata key holding the file's block tensor `hf_name` ('blk.3.xielu.alpha_p'), if one does."""
+        short = hf_name.split(".", 2)[-1]
+        held = hf_name.startswith("blk.") and short in self.in_metadata and self.in_metadata[short] is None
+        return short if held else None
 
     def layout_of(self, spec) -> Family:
         for test, layout in self.alternatives:

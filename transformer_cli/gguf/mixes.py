@@ -139,7 +139,8 @@ def _file_tensors(spec: Spec, arch_name: str) -> tuple[list[Rule], dict[str, dic
     pieces = pieces_of(ARCHITECTURES[arch_name], None, spec)
     tensors: dict[str, Shape] = {}
     for rule in layout:
-        tensors |= pieces.get(rule.hf) or {rule.hf: hf_shape(rule, shapes)}
+        if ARCHITECTURES[arch_name].from_metadata(rule.hf) is None:  # (else a number in the metadata)
+            tensors |= pieces.get(rule.hf) or {rule.hf: hf_shape(rule, shapes)}
     return layout, pieces, tensors
 
 
@@ -170,7 +171,9 @@ def mix_held(spec: Spec, arch_name: str, mix: str) -> Held:
         block, size = GGML_QUANT_SIZES[GGMLQuantizationType[types[name]]]
         sizes[name] = math.prod(shape) // block * size
     rule_of = {name: rule for rule in layout for name in rule.tfm}
-    held = bytes_by_tensor(rule_of, tensor_shapes(spec), lambda hf: sum(sizes[n] for n in pieces.get(hf) or [hf]))
+    held = bytes_by_tensor(
+        rule_of, tensor_shapes(spec), lambda hf: sum(sizes.get(n, 4) for n in pieces.get(hf) or [hf])
+    )
     return Held(f"{mix}: {_named(types.values())}", held, mix)
 
 

@@ -64,6 +64,7 @@ def spec_from_gguf(path: str | Path) -> Spec:
 def _check_count(header: Header, arch: Arch, spec: Spec) -> None:
     """Whole blocks missing, told from the counts before listing a model of any size (as a folder's, hf/weights)."""
     needed, per_block = rule_count(arch.layout_of(spec), spec)
+    needed -= spec.N * sum(value is None for value in arch.in_metadata.values())  # (held as metadata keys)
     if needed - len(header.tensors) >= max(per_block, 1):
         blocks = " and ".join(
             f"{s.spec.N:,} {'encoder ' if s.name == 'encoder' else ''}blocks" for s in stacks(spec)[::-1]
@@ -125,7 +126,11 @@ class GGUFWeights(Mapping[str, np.ndarray]):
         return bool(after) and block.isdigit() and self.spec.N <= int(block) < self.spec.N + after
 
     def _check_fit(self) -> None:
-        expected = {rule.hf: hf_shape(rule, self.shapes) for rule in self.rule_of.values()}
+        expected = {
+            rule.hf: hf_shape(rule, self.shapes)
+            for rule in self.rule_of.values()
+            if self.arch.from_metadata(rule.hf) is None
+        }
         for name, pieces in self.pieces.items():  # held in pieces: those are expected instead
             del expected[name]
             expected |= pieces
@@ -153,6 +158,9 @@ class GGUFWeights(Mapping[str, np.ndarray]):
         (where it holds several of tfm's tensors, asked one after the other)."""
         if self._last is not None and self._last[0] == name:
             return self._last[1]
+        key = self.arch.from_metadata(name)
+        if key is not None:  # (one number of the block's, checked by the family's reader)
+            return np.asarray([self.header.metadata[key][int(name.split(".")[1])]], np.float32)
         if name in self.pieces:
             joined = self.arch.joined[_short(name)]
             pieces = self.pieces[name]
@@ -207,7 +215,11 @@ class GGUFWeights(Mapping[str, np.ndarray]):
 
     def read_ahead(self, prefix: str) -> None:
         """Start reading the bytes of tfm's tensors under `prefix` ('blocks.3.') into the page cache."""
-        hf = dict.fromkeys(rule.hf for name, rule in self.rule_of.items() if name.startswith(prefix))
+        hf = dict.fromkeys(
+            rule.hf
+            for name, rule in self.rule_of.items()
+            if name.startswith(prefix) and self.arch.from_metadata(rule.hf) is None
+        )
         tensors, start = self.header.tensors, self.header.data_offset
         ranges = [(start + tensors[p].offset, tensors[p].nbytes) for n in hf for p in self.pieces.get(n, {n: ()})]
         read_ahead(self.header.path, ranges)
@@ -218,6 +230,8 @@ class GGUFWeights(Mapping[str, np.ndarray]):
         types = sorted({type_name(t.type) for t in tensors.values()})
 
         def stored(name: str) -> int:
+            if self.arch.from_metadata(name) is not None:
+                return 4  # (a float32 in the metadata)
             return sum(tensors[piece].nbytes for piece in self.pieces.get(name, {name: ()}))
 
         rows = frozenset(name for name in ("embedding.E", "head.W") if self._rows_of(name) is not None)

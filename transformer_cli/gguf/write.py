@@ -166,7 +166,9 @@ def write_gguf(
     meta = _metadata(spec, arch_name)
     shapes = tensor_shapes(spec)
     pieces = pieces_of(arch, None, spec)  # (written as the newer converters split them)
-    planned = [(rule, hf_shape(rule, shapes)) for rule in rules(arch.layout_of(spec), spec)]
+    layout = rules(arch.layout_of(spec), spec)
+    in_metadata = {rule.hf: rule.tfm[0] for rule in layout if arch.from_metadata(rule.hf) is not None}
+    planned = [(rule, hf_shape(rule, shapes)) for rule in layout if rule.hf not in in_metadata]
     tensors = [
         (name, shape) for rule, whole in planned for name, shape in (pieces.get(rule.hf) or {rule.hf: whole}).items()
     ]
@@ -189,6 +191,15 @@ def write_gguf(
                 else writer.add_uint32
             )
             add(f"{arch_name}.{key}", value)
+        for key, fixed in arch.in_metadata.items():  # (one number per block, its tensor's or the fixed value)
+            names = [tfm for hf, tfm in in_metadata.items() if hf.split(".", 2)[-1] == key]
+            if fixed is None and len(names) != spec.N:
+                ours = next(tfm for tfm, hf in arch.layout.names.items() if hf == key)
+                raise SpecError(
+                    f"{out}: the GGUF {arch_name} architecture cannot hold this model (it holds each block's "
+                    f"{ours} as {key}; this model has none): not written"
+                )
+            writer.add_array(key, [float(weights[n][0]) for n in names] if fixed is None else [fixed] * spec.N)
         said = add_vocabulary(writer, tokenizer, int(spec.V or 0))
         if mix is not None:  # (each tensor as llama-quantize types it; F32 where it keeps the source's)
             types = {name: gguf.GGMLQuantizationType[t] for name, t in mix_types(spec, arch_name, mix).items()}

@@ -258,6 +258,18 @@ def piece(weights, name: str) -> Array:
     return np.asarray(weights[name])
 
 
+def fixed_buffers(family: Family, layout: list[Rule]) -> dict[str, float]:
+    """The buffers a checkpoint of `layout` holds beside a module's parameters that tfm holds as constants (Apertus's
+    xIELU beta and eps, family.fixed_buffers), by checkpoint name: one per module the layout writes tensors of."""
+    out = {}
+    for buffer, value in family.fixed_buffers:
+        module = "." + buffer.rsplit(".", 1)[0] + "."
+        for rule in layout:
+            if module in rule.hf:
+                out[rule.hf[: rule.hf.index(module) + 1] + buffer] = value
+    return out
+
+
 def bytes_by_tensor(rule_of: dict[str, Rule], shapes: Shapes, stored: Callable[[str], int]) -> dict[str, int]:
     """Each tfm tensor's bytes in a file: the bytes `stored(name)` of the file tensor holding it, a fused or stacked
     tensor's shared by element count (exact in total; each share rounded down, the last takes the rest)."""

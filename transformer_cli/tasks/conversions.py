@@ -25,7 +25,7 @@ from ..files import open_regular, read_bounded
 from ..gguf.model import GGUFWeights, spec_from_gguf
 from ..hf.checkpoint import INDEX, SINGLE
 from ..hf.config import MAX_CONFIG_BYTES, load_config, spec_of_config, stored_config
-from ..hf.layouts import Rule, hf_shape, join, piece, rules, tensor_shapes
+from ..hf.layouts import Rule, fixed_buffers, hf_shape, join, piece, rules, tensor_shapes
 from ..hf.quant import dequantised
 from ..hf.weights import OPTIONAL, checkpoint_weights, family_for
 from ..io import outputs, safetensors_io
@@ -83,20 +83,23 @@ def write_folder(
     `extra` file is written only where it has none of that name."""
     folder, dtype = Path(folder), np.dtype(dtype)
     shapes = tensor_shapes(spec)
-    layout = rules(family_for(config), spec)
+    family = family_for(config)
+    layout = rules(family, spec)
     sized = [(rule, math.prod(hf_shape(rule, shapes)) * dtype.itemsize) for rule in layout]
     shards = _shards(sized, shard_bytes)
+    buffers = fixed_buffers(family, layout)  # (in the last shard)
     names = (
         [SINGLE]
         if len(shards) == 1
         else [f"model-{i:05d}-of-{len(shards):05d}.safetensors" for i in range(1, len(shards) + 1)]
     )
     files = [
-        (name, _shard_writer(folder / name, shard, spec, shapes, weights, dtype))
+        (name, _shard_writer(folder / name, shard, spec, shapes, weights, dtype, buffers if name == names[-1] else {}))
         for name, shard in zip(names, shards, strict=True)
     ]
     if len(shards) > 1:
         weight_map = {rule.hf: name for name, shard in zip(names, shards, strict=True) for rule in shard}
+        weight_map |= dict.fromkeys(buffers, names[-1])
         index = {"metadata": {"total_size": sum(size for _, size in sized)}, "weight_map": weight_map}
         files.append((INDEX, _text(json.dumps(index, indent=2) + "\n")))
     written = dequantised(config) | {"dtype": TORCH_NAMES.get(dtype, str(dtype)), "torch_dtype": TORCH_NAMES.get(dtype)}
@@ -114,15 +117,24 @@ def _text(text: str) -> outputs.Writer:
 
 
 def _shard_writer(
-    path: Path, shard: list[Rule], spec: Spec, shapes: dict, weights: Mapping, dtype: np.dtype
+    path: Path,
+    shard: list[Rule],
+    spec: Spec,
+    shapes: dict,
+    weights: Mapping,
+    dtype: np.dtype,
+    buffers: Mapping[str, float],
 ) -> outputs.Writer:
     def layout() -> Iterator[tuple[str, Header]]:
-        return ((rule.hf, Header(hf_shape(rule, shapes), dtype)) for rule in shard)
+        yield from ((rule.hf, Header(hf_shape(rule, shapes), dtype)) for rule in shard)
+        yield from ((name, Header((), dtype)) for name in buffers)
 
     def arrays() -> Iterator[tuple[str, np.ndarray]]:
         for rule in shard:
             joined = join(rule, {name: piece(weights, name) for name in rule.tfm}, spec)
             yield rule.hf, cast_finite(joined, dtype, f"{path.parent}: tensor {rule.hf}")
+        for name, value in buffers.items():  # (transformers reads them from the file; it makes them in float32)
+            yield name, cast_finite(np.asarray(value, np.float32), dtype, f"{path.parent}: tensor {name}")
 
     return safetensors_io.writer(layout, arrays(), {"format": "pt"}, path)
 
