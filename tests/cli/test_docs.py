@@ -97,6 +97,7 @@ GGUF_NAMES = {
     "seed_oss": "Seed-OSS",
     "smollm3": "SmolLM3",
     "apertus": "Apertus",
+    "mimo2": "MiMo-V2-Flash",
     "ernie4_5": "ERNIE 4.5 and its MoE",
     "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }

@@ -35,10 +35,11 @@ ARCHS = {
     "gemma4_text": "GEMMA4",
     "gemma3n_text": "GEMMA3N",
     "apertus": "APERTUS",
+    "mimo_v2_flash": "MIMO2",
 }
 ROUTER_TYPED = ("dbrx",)  # DbrxModel.tensor_force_quant: every 2-D tensor in the asked type, its router too
 # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
-ROUTED = ("dots1", "glm4_moe", "solar_open", "exaone_moe", "minimax_m2", "ernie4_5_moe", "afmoe")
+ROUTED = ("dots1", "glm4_moe", "solar_open", "exaone_moe", "minimax_m2", "ernie4_5_moe", "afmoe", "mimo_v2_flash")
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 # LlamaModel's subclasses: its vocab_size and rope.dimension_count
@@ -231,8 +232,32 @@ def own_keys(writer, cfg) -> None:
     if kind == "eurobert":  # EuroBertModel (its classifier_pooling "late", which the converter refuses, left out)
         writer.add_causal_attention(False)
         writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
+    if kind == "mimo_v2_flash":  # MimoV2Model, from the published config.json's keys (hybrid_layer_pattern,
+        mimo2(writer, cfg)  # swa_num_key_value_heads, ...), which transformers 5.24 holds as layer_types and 2 G
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)
+
+
+def mimo2(writer, cfg, nextn: int = 3) -> None:
+    """MimoV2Model.set_gguf_parameters (convert_hf_to_gguf.py, llama.cpp, MIT) after TextModel's: its `_n_nextn`
+    prediction layers counted in block_count and the lists (sliding), though a checkpoint transformers saves holds
+    none of their tensors (llama.cpp then loads the trunk alone)."""
+    hybrid = [int(t == "sliding_attention") for t in cfg.layer_types] + [1] * nextn
+    G = cfg.num_key_value_heads  # (the full layers'; the sliding ones' twice as many, MiMo's swa_num_key_value_heads)
+    writer.add_block_count(cfg.num_hidden_layers + nextn)
+    writer.add_head_count_kv([2 * G if flag else G for flag in hybrid])
+    writer.add_sliding_window(cfg.sliding_window)
+    writer.add_sliding_window_pattern([bool(flag) for flag in hybrid])
+    writer.add_value_length(cfg.v_head_dim)
+    writer.add_expert_count(cfg.n_routed_experts)
+    writer.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+    share = cfg.rope_parameters["full_attention"]["partial_rotary_factor"]
+    writer.add_rope_dimension_count(int(cfg.head_dim * share))
+    writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    if cfg.attention_value_scale is not None:
+        writer.add_float32("mimo2.attention.value_scale", float(cfg.attention_value_scale))  # (add_attn_value_scale)
+    if nextn:
+        writer.add_nextn_predict_layers(nextn)
 
 
 def apertus_xielu(writer, tensors: dict) -> dict:
@@ -261,6 +286,8 @@ def converted(tensors: dict, cfg) -> dict:
         tensors = {n.replace("mlp.expert_bias", "mlp.expert_bias.bias"): t for n, t in tensors.items()}
     if cfg.model_type in ROUTED:  # (ModelBase.filter_tensors)
         tensors = {n.replace("e_score_correction_bias", "e_score_correction.bias"): t for n, t in tensors.items()}
+    if cfg.model_type == "mimo_v2_flash":  # MimoV2Model.filter_tensors: the sinks (attention_sink_bias) as .weight
+        tensors = {n + ".weight" if n.endswith("attention_sink_bias") else n: t for n, t in tensors.items()}
     if cfg.model_type == "gemma4_text":
         return dict(_gemma4(tensors))
     if cfg.model_type == "gemma3n_text":

@@ -89,4 +89,6 @@ FAMILIES = [
     "gemma3n_text-kv-shared-gguf",
     "apertus",
     "apertus-biases-xielu",
+    "mimo_v2_flash",
+    "mimo_v2_flash-gguf",
 ]

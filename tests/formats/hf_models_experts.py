@@ -168,6 +168,14 @@ EXPERTS = {  # name: (config class, model class, config)
         num_hidden_layers=4, num_key_value_heads=1, head_dim=12, v_head_dim=8, sliding_window=4,
         moe_intermediate_size=6, n_routed_experts=4, num_experts_per_tok=2, experts_implementation="eager",
         attn_implementation="eager")),
+    "mimo_v2_flash-gguf": ("MiMoV2FlashConfig", "MiMoV2FlashForCausalLM", SMALL | dict(  # what llama.cpp's mimo2 holds
+        num_hidden_layers=3, num_key_value_heads=2, head_dim=8, v_head_dim=12, sliding_window=3,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"], mlp_layer_types=["sparse",
+        "dense", "sparse"], moe_intermediate_size=6, n_routed_experts=8, num_experts_per_tok=2, n_group=4,
+        topk_group=2, attention_value_scale=0.5, rope_parameters={"full_attention": {"rope_type": "default",
+        "rope_theta": 1000.0, "partial_rotary_factor": 0.5}, "sliding_attention": {"rope_type": "default",
+        "rope_theta": 50.0, "partial_rotary_factor": 0.5}}, experts_implementation="eager",
+        attn_implementation="eager")),
     "mimo_v2_flash-groups-biased": ("MiMoV2FlashConfig", "MiMoV2FlashForCausalLM", SMALL | dict(  # 2 of 4 groups
         num_hidden_layers=3, num_key_value_heads=2, head_dim=8, v_head_dim=12, sliding_window=3,
         layer_types=["sliding_attention", "full_attention", "sliding_attention"], attention_bias=True,

@@ -33,7 +33,13 @@ pytest.importorskip("gguf", reason="the gguf package reads and writes the files 
         ("gemma4_text-k-eq-v", "attention_bias"),  # llama.cpp's gemma4 reads no attention biases
         ("gemma3n_text", "ple_vocab"),  # Gemma3NModel pads the per-layer table with zero rows, not row 0's
         ("gemma3n_text-active-1-untied", "altup_correct_scale"),  # llama.cpp's gemma3n scales the stream always
-        ("apertus-biases-silu", "ff.alpha_p"),  # llama.cpp's apertus runs xIELU whatever the activation
+        ("apertus-biases-silu", "ff.alpha_p"),
+        ("mimo_v2_flash-groups-biased", "router_scale"),  # llama.cpp's mimo2 reads no scale, no q/k/v biases,
+        ("mimo_v2_flash-groups-biased", "attention_bias"),  # one rotated count for both kinds
+        (
+            "mimo_v2_flash-groups-biased",
+            "rope_local_fraction",
+        ),  # llama.cpp's apertus runs xIELU whatever the activation
     ],
 )
 def test_what_the_architecture_cannot_hold_is_refused(tmp_path, runner, name, lost):
