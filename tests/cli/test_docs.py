@@ -74,8 +74,8 @@ GGUF_NAMES = {
     "exaone-moe": "EXAONE 4 and its MoE",
     "nemotron": "Nemotron",
     "jais2": "JAIS 2",
-    "granite": "Granite and GraniteMoE",
-    "granitemoe": "Granite and GraniteMoE",
+    "granite": "Granite, Granite SWA and GraniteMoE",
+    "granitemoe": "Granite, Granite SWA and GraniteMoE",
     "command-r": "Command-R",
     "cohere2": "Command-R and R7B",
     "stablelm": "StableLM",
@@ -98,6 +98,7 @@ GGUF_NAMES = {
     "smollm3": "SmolLM3",
     "apertus": "Apertus",
     "mimo2": "MiMo-V2-Flash",
+    "granite_swa": "Granite SWA",
     "ernie4_5": "ERNIE 4.5 and its MoE",
     "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }

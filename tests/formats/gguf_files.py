@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from gguf_metadata import ARCHS, PERMUTED, _kv_heads, _metadata
-from gguf_metadata_2026 import PLUS_ONE, ROUTED, ROUTER_TYPED, apertus_xielu, converted
+from gguf_metadata_2026 import NEWER, PLUS_ONE, ROUTED, ROUTER_TYPED, apertus_xielu, converted
 from gguf_metadata_gemma import gemma4_rope_freqs
 
 REORDERED = ("bloom", "gpt_neox")  # BloomModel, GPTNeoXModel: per-head [q; k; v] -> [Q; K; V]
@@ -235,8 +235,10 @@ def write_gguf(
     cfg = model.config
     arch = ARCHS[cfg.model_type]
     qtype = gguf.GGMLQuantizationType[qtype_name]
-    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[arch], cfg.num_hidden_layers)
-    writer = gguf.GGUFWriter(str(path), gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH[arch]])
+    arch_name, named_as = NEWER.get(arch) or (gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH[arch]], arch)
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[named_as], cfg.num_hidden_layers)
+    sinks = gguf.get_tensor_name_map(gguf.MODEL_ARCH.GPT_OSS, cfg.num_hidden_layers)
+    writer = gguf.GGUFWriter(str(path), arch_name)
     _metadata(writer, cfg)
     tensors = _converted(model)
     if arch == "APERTUS":
@@ -260,6 +262,8 @@ def write_gguf(
     for hf_name, data in tensors.items():
         mapped = hf_name.replace("transformer.", "") if cfg.model_type == "bloom" else hf_name  # (BloomModel)
         name = mapped if mapped.startswith("blk.") else names.get_name(mapped, try_suffixes=(".weight", ".bias"))
+        if name is None and arch in NEWER and ".sinks" in mapped:
+            name = sinks.get_name(mapped, try_suffixes=(".weight",))
         assert name is not None, hf_name
         if raw is not None and hf_name in raw:
             writer.add_tensor(name, raw[hf_name], raw_dtype=raw_type)

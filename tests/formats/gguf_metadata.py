@@ -53,6 +53,9 @@ PERMUTED = (  # those that permute Q and K as LlamaModel does
 )
 
 
+GRANITES = ("granite", "granite_swa")  # GraniteModel and its subclass
+
+
 def _kv_heads(cfg) -> int:
     """Key/value heads as the converter reads them from config.json (Falcon: num_kv_heads with the new
     architecture, else 1 for multi-query; GPT-2: the query heads)."""
@@ -235,7 +238,7 @@ def _metadata(writer, cfg) -> None:
                 add(rope[key])
     if "sliding_attention" in cfg.rope_parameters:
         writer.add_rope_freq_base_swa(cfg.rope_parameters["sliding_attention"]["rope_theta"])
-    if kind == "granite":  # GraniteModel: the multipliers (head_dim popped)
+    if kind in GRANITES:  # GraniteModel: the multipliers (head_dim popped)
         writer.add_attention_scale(cfg.attention_multiplier)
         writer.add_embedding_scale(cfg.embedding_multiplier)
         writer.add_residual_scale(cfg.residual_multiplier)
@@ -246,13 +249,13 @@ def _metadata(writer, cfg) -> None:
     if kind == "cohere":  # CommandR2Model
         writer.add_logit_scale(cfg.logit_scale)
         writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
-    if getattr(cfg, "head_dim", None) is not None and kind != "granite":  # TextModel: head_dim, if the config has it
+    if getattr(cfg, "head_dim", None) is not None and kind not in GRANITES:  # TextModel: head_dim, if the config has it
         writer.add_key_length(cfg.head_dim)
         writer.add_value_length(cfg.head_dim)
     writer.add_token_list([f"<t{i}>" for i in range(cfg.vocab_size)])  # (set_vocab: the vocabulary's tokens)
     if ARCHS[kind] in LLAMA_MODELS:  # LlamaModel adds these
         writer.add_vocab_size(cfg.vocab_size)
-        head = cfg.hidden_size // H if kind == "granite" else getattr(cfg, "head_dim", None) or cfg.hidden_size // H
+        head = cfg.hidden_size // H if kind in GRANITES else getattr(cfg, "head_dim", None) or cfg.hidden_size // H
         writer.add_rope_dimension_count(head)
     E = getattr(cfg, "num_local_experts", None) or getattr(cfg, "num_experts", None)
     if E:

@@ -36,14 +36,18 @@ ARCHS = {
     "gemma3n_text": "GEMMA3N",
     "apertus": "APERTUS",
     "mimo_v2_flash": "MIMO2",
+    "granite_swa": "GRANITE_SWA",
 }
+# llama.cpp's architectures newer than the gguf package (its source built here, llama-cpp-python 0.3.36): the name,
+# and the package's architecture whose tensor names theirs are, with gpt-oss's for the sinks
+NEWER = {"GRANITE_SWA": ("granite_swa", "GRANITE")}
 ROUTER_TYPED = ("dbrx",)  # DbrxModel.tensor_force_quant: every 2-D tensor in the asked type, its router too
 # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
 ROUTED = ("dots1", "glm4_moe", "solar_open", "exaone_moe", "minimax_m2", "ernie4_5_moe", "afmoe", "mimo_v2_flash")
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 # LlamaModel's subclasses: its vocab_size and rope.dimension_count
-LLAMA_MODELS = ("MISTRAL3", "LLAMA4", "GRANITE_MOE", "AFMOE", "APERTUS")
+LLAMA_MODELS = ("MISTRAL3", "LLAMA4", "GRANITE_MOE", "AFMOE", "APERTUS", "GRANITE_SWA")
 UNPERMUTED = ("LLAMA4", "AFMOE", "APERTUS")  # LlamaModel's subclasses with undo_permute False: Q and K as stored
 
 
@@ -232,6 +236,11 @@ def own_keys(writer, cfg) -> None:
     if kind == "eurobert":  # EuroBertModel (its classifier_pooling "late", which the converter refuses, left out)
         writer.add_causal_attention(False)
         writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
+    if kind == "granite_swa":  # GraniteSWAModel: the window, each layer's kind, the rope flags of no_rope_layers
+        writer.add_sliding_window(cfg.sliding_window)
+        writer.add_sliding_window_pattern([t == "sliding_attention" for t in cfg.layer_types])
+        if getattr(cfg, "no_rope_layers", None):  # (5.24's config holds layer_rope_theta instead: none written)
+            writer.add_array("granite_swa.attention.rope_pattern", [bool(x) for x in cfg.no_rope_layers])
     if kind == "mimo_v2_flash":  # MimoV2Model, from the published config.json's keys (hybrid_layer_pattern,
         mimo2(writer, cfg)  # swa_num_key_value_heads, ...), which transformers 5.24 holds as layer_types and 2 G
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
@@ -286,6 +295,8 @@ def converted(tensors: dict, cfg) -> dict:
         tensors = {n.replace("mlp.expert_bias", "mlp.expert_bias.bias"): t for n, t in tensors.items()}
     if cfg.model_type in ROUTED:  # (ModelBase.filter_tensors)
         tensors = {n.replace("e_score_correction_bias", "e_score_correction.bias"): t for n, t in tensors.items()}
+    if cfg.model_type == "granite_swa":  # GraniteSWAModel.filter_tensors: the sinks as .weight
+        tensors = {n + ".weight" if n.endswith("sinks") else n: t for n, t in tensors.items()}
     if cfg.model_type == "mimo_v2_flash":  # MimoV2Model.filter_tensors: the sinks (attention_sink_bias) as .weight
         tensors = {n + ".weight" if n.endswith("attention_sink_bias") else n: t for n, t in tensors.items()}
     if cfg.model_type == "gemma4_text":

@@ -91,4 +91,5 @@ FAMILIES = [
     "apertus-biases-xielu",
     "mimo_v2_flash",
     "mimo_v2_flash-gguf",
+    "granite_swa",
 ]

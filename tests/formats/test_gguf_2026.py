@@ -170,3 +170,30 @@ def test_apertus_xielu_numbers_are_metadata_lists_as_the_converter_writes_them(t
     model.model.layers[1].mlp.act_fn.eps.fill_(-0.5)
     with pytest.raises(SpecError, match=r"key 'xielu\.eps'.*is not supported"):
         spec_from_gguf(write_gguf(model, tmp_path / "other.gguf"))
+
+
+def test_granite_swa_layers_without_positions_are_written_as_llama_cpps_rope_pattern(tmp_path, runner):
+    """llama.cpp's granite_swa turns a layer unless attention.rope_pattern says not; its converter writes that list
+    only from a config's no_rope_layers, and transformers 5.24's config says it in layer_rope_theta (0: none). tfm
+    writes the list, and its file runs as transformers does on the dequantised weights. Control: the converter's
+    file of the same folder (no list) turns every layer, another model."""
+    import copy
+
+    from gguf_files import dequantised_model
+    from helpers_hf_transformers import TOL, relative, theirs
+    from hf_exact import exact
+
+    from transformer_cli.hf.config import spec_from_config
+    from transformer_cli.spec.stacks import kind_of
+
+    model = build("granite_swa-layer-thetas")
+    model.save_pretrained(tmp_path / "hf")
+    result = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "tfm.gguf"), "--type", "q8_0"])
+    assert result.exit_code == 0, result.output
+    spec = spec_from_gguf(tmp_path / "tfm.gguf")
+    assert spec.model_keys() == spec_from_config(tmp_path / "hf").model_keys()
+    assert [kind_of(spec.positional_layers, i, "rope") for i in range(4)] == ["nope", "rope", "rope", "nope"]
+    reference = theirs(exact(dequantised_model(copy.deepcopy(model), "Q8_0")), IDS)
+    assert relative(Transformer(spec, GGUFWeights(tmp_path / "tfm.gguf", spec))(IDS), reference) < TOL
+    converters = spec_from_gguf(write_gguf(model, tmp_path / "converter.gguf", "Q8_0"))
+    assert all(kind_of(converters.positional_layers, i, "rope") == "rope" for i in range(4))
