@@ -77,7 +77,7 @@ GGUF_NAMES = {
     "granite": "Granite, Granite SWA and GraniteMoE",
     "granitemoe": "Granite, Granite SWA and GraniteMoE",
     "command-r": "Command-R",
-    "cohere2": "Command-R and R7B",
+    "cohere2": "Command-R, R7B and Cohere2-MoE",
     "stablelm": "StableLM",
     "bloom": "BLOOM",
     "mpt": "MPT",
@@ -99,6 +99,7 @@ GGUF_NAMES = {
     "apertus": "Apertus",
     "mimo2": "MiMo-V2-Flash",
     "granite_swa": "Granite SWA",
+    "cohere2moe": "Cohere2-MoE",
     "ernie4_5": "ERNIE 4.5 and its MoE",
     "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }

@@ -37,10 +37,11 @@ ARCHS = {
     "apertus": "APERTUS",
     "mimo_v2_flash": "MIMO2",
     "granite_swa": "GRANITE_SWA",
+    "cohere2_moe": "COHERE2MOE",
 }
 # llama.cpp's architectures newer than the gguf package (its source built here, llama-cpp-python 0.3.36): the name,
 # and the package's architecture whose tensor names theirs are, with gpt-oss's for the sinks
-NEWER = {"GRANITE_SWA": ("granite_swa", "GRANITE")}
+NEWER = {"GRANITE_SWA": ("granite_swa", "GRANITE"), "COHERE2MOE": ("cohere2moe", "GLM4_MOE")}
 ROUTER_TYPED = ("dbrx",)  # DbrxModel.tensor_force_quant: every 2-D tensor in the asked type, its router too
 # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
 ROUTED = ("dots1", "glm4_moe", "solar_open", "exaone_moe", "minimax_m2", "ernie4_5_moe", "afmoe", "mimo_v2_flash")
@@ -241,10 +242,31 @@ def own_keys(writer, cfg) -> None:
         writer.add_sliding_window_pattern([t == "sliding_attention" for t in cfg.layer_types])
         if getattr(cfg, "no_rope_layers", None):  # (5.24's config holds layer_rope_theta instead: none written)
             writer.add_array("granite_swa.attention.rope_pattern", [bool(x) for x in cfg.no_rope_layers])
+    if kind == "cohere2_moe":  # Cohere2MoeModel (and TextModel's scoring from expert_selection_fn)
+        cohere2moe(writer, cfg)
     if kind == "mimo_v2_flash":  # MimoV2Model, from the published config.json's keys (hybrid_layer_pattern,
         mimo2(writer, cfg)  # swa_num_key_value_heads, ...), which transformers 5.24 holds as layer_types and 2 G
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)
+
+
+def cohere2moe(writer, cfg) -> None:
+    """Cohere2MoeModel.set_gguf_parameters (convert_hf_to_gguf.py, llama.cpp, MIT) after TextModel's."""
+    gating = {"softmax": gguf.ExpertGatingFuncType.SOFTMAX, "sigmoid": gguf.ExpertGatingFuncType.SIGMOID}
+    writer.add_expert_gating_func(gating[cfg.expert_selection_fn])
+    writer.add_logit_scale(cfg.logit_scale)
+    writer.add_sliding_window(cfg.sliding_window)
+    writer.add_sliding_window_pattern([t == "sliding_attention" for t in cfg.layer_types])
+    writer.add_vocab_size(cfg.vocab_size)
+    writer.add_expert_feed_forward_length(cfg.intermediate_size)
+    dense = next((i for i, t in enumerate(cfg.mlp_layer_types) if t != "dense"), len(cfg.mlp_layer_types))
+    writer.add_leading_dense_block_count(dense)
+    writer.add_expert_weights_norm(cfg.norm_topk_prob)
+    if cfg.num_shared_experts > 0:
+        writer.add_expert_shared_count(cfg.num_shared_experts)
+        writer.add_expert_shared_feed_forward_length(cfg.intermediate_size * cfg.num_shared_experts)
+    writer.add_rope_dimension_count(cfg.head_dim)
+    writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
 
 
 def mimo2(writer, cfg, nextn: int = 3) -> None:

@@ -92,4 +92,6 @@ FAMILIES = [
     "mimo_v2_flash",
     "mimo_v2_flash-gguf",
     "granite_swa",
+    "cohere2_moe-gguf",
+    "cohere2_moe-sigmoid-rms-gguf",
 ]

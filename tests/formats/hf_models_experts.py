@@ -97,6 +97,16 @@ EXPERTS = {  # name: (config class, model class, config)
         layer_types=["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
         mlp_layer_types=["dense", "sparse", "sparse", "sparse"], prefix_dense_intermediate_size=24,
         experts_implementation="eager", rms_norm_eps=None)),
+    "cohere2_moe-gguf": ("Cohere2MoeConfig", "Cohere2MoeForCausalLM", SMALL | dict(  # (llama.cpp's: one width)
+        num_hidden_layers=4, num_key_value_heads=2, head_dim=8, sliding_window=5, num_experts=4, num_experts_per_tok=2,
+        num_shared_experts=1, logit_scale=0.5, pad_token_id=None, bos_token_id=None, eos_token_id=None,
+        layer_types=["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+        mlp_layer_types=["dense", "sparse", "sparse", "sparse"], experts_implementation="eager", rms_norm_eps=None)),
+    "cohere2_moe-sigmoid-rms-gguf": ("Cohere2MoeConfig", "Cohere2MoeForCausalLM", SMALL | dict(
+        num_hidden_layers=3, num_key_value_heads=4, head_dim=8, sliding_window=4, num_experts=3, num_experts_per_tok=2,
+        expert_selection_fn="sigmoid", rms_norm_eps=1e-5, layer_types=["sliding_attention", "full_attention",
+        "sliding_attention"], mlp_layer_types=["sparse", "sparse", "sparse"], pad_token_id=None, bos_token_id=None,
+        eos_token_id=None, experts_implementation="eager")),
     "cohere2_moe-sigmoid-rms-sum": ("Cohere2MoeConfig", "Cohere2MoeForCausalLM", SMALL | dict(
         num_hidden_layers=3, num_key_value_heads=4, head_dim=8, sliding_window=4, num_experts=3, num_experts_per_tok=2,
         num_shared_experts=2, shared_expert_combination_strategy="sum", expert_selection_fn="sigmoid",

@@ -197,3 +197,27 @@ def test_granite_swa_layers_without_positions_are_written_as_llama_cpps_rope_pat
     assert relative(Transformer(spec, GGUFWeights(tmp_path / "tfm.gguf", spec))(IDS), reference) < TOL
     converters = spec_from_gguf(write_gguf(model, tmp_path / "converter.gguf", "Q8_0"))
     assert all(kind_of(converters.positional_layers, i, "rope") == "rope" for i in range(4))
+
+
+def test_a_cohere2_moe_with_narrower_dense_layers_is_written_with_their_width(tmp_path, runner):
+    """llama.cpp's cohere2moe sizes its leading dense layers by feed_forward_length and the experts by
+    expert_feed_forward_length; Cohere2MoeModel writes intermediate_size (the experts') for both, so its file of
+    a model whose prefix_dense_intermediate_size differs does not fit (llama.cpp would refuse it too). tfm writes
+    the dense layers' width: its file runs as transformers does on the dequantised weights."""
+    import copy
+
+    from gguf_files import dequantised_model
+    from helpers_hf_transformers import TOL, relative, theirs
+    from hf_exact import exact
+
+    model = build("cohere2_moe")  # (dense layers of 24, experts of 40)
+    model.save_pretrained(tmp_path / "hf")
+    result = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "tfm.gguf"), "--type", "q8_0"])
+    assert result.exit_code == 0, result.output
+    spec = spec_from_gguf(tmp_path / "tfm.gguf")
+    assert (spec.r, spec.expert_r) == (24, 40)
+    reference = theirs(exact(dequantised_model(copy.deepcopy(model), "Q8_0")), IDS)
+    assert relative(Transformer(spec, GGUFWeights(tmp_path / "tfm.gguf", spec))(IDS), reference) < TOL
+    converters = write_gguf(model, tmp_path / "converter.gguf", "Q8_0")
+    with pytest.raises(ArrayError, match=r"wrong shape blk\.0\.ffn_"):
+        GGUFWeights(converters, spec_from_gguf(converters))

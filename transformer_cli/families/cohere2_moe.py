@@ -6,7 +6,10 @@ renormalised with norm_topk_prob), a shared expert of num_shared_experts x inter
 outputs averaged (shared_expert_combination_strategy; or summed). Sliding and full layers as layer_types says (the
 MoE layers' pattern counted from the first of them); a layer turns when it slides, or when it is a dense prefix
 layer and prefix_dense_sliding_window_pattern is 1. transformers 5.24 never moves rope_scaling into its rotary, nor
-reads partial_rotary_factor there: tfm follows it and says so. A null window fails its forward: refused."""
+reads partial_rotary_factor there: tfm follows it and says so. A null window fails its forward: refused.
+Its GGUF files (cohere2moe, Cohere2MoeModel's): Command R7B's with each layer's kind, the leading dense layers
+(which llama.cpp always turns) of feed_forward_length, the experts of expert_feed_forward_length stacked, the
+scoring (expert_gating_func: absent, sigmoid), expert_weights_norm, and a shared expert always averaged."""
 
 from __future__ import annotations
 
@@ -14,10 +17,13 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .config_keys import feedforward_kinds, layer_types, positional_kinds
+from .deepseek_gguf import SIGMOID, routed_layout, routed_metadata
 from .expert_checkpoints import DEEPSEEK_MOE_GQA
+from .gguf_keys import sliding_kinds, sliding_pattern, windowed
+from .gguf_layout import LLAMA_LAYOUT
 from .keys import Keys
 from .parts import llama_like, typed_layers
-from .record import Record
+from .record import Gguf, Record
 
 
 def spec(c: Keys) -> dict[str, Any]:
@@ -127,9 +133,63 @@ def config(spec: Spec) -> dict[str, Any]:
     return out
 
 
+def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """cohere2moe.* -> spec as llama.cpp's cohere2moe runs it: the blocks before the prediction layers, an RMS norm
+    where the file gives its eps (else a LayerNorm), the layers sliding as the pattern says (else three in four
+    after a full one), turning where they slide or are leading dense layers, the mixture of softmax or sigmoid
+    scores (sigmoid where the file names none), a shared expert averaged with the routed ones."""
+    N = spec["N"] - c.index("nextn_predict_layers", 0)
+    rms = c.has("attention.layer_norm_rms_epsilon")
+    out = spec | {
+        "N": N,
+        "positional": "rope",
+        "rope_theta": c.number("rope.freq_base", 10000.0),
+        "rope_pairing": "interleaved",
+        "norm_type": "rmsnorm" if rms else "layernorm",
+        "norm_eps": c.number("attention.layer_norm_rms_epsilon" if rms else "attention.layer_norm_epsilon", 1e-5),
+        "parallel": True,
+        "shared_norm": True,
+        "feedforward": "gated",
+        "activation": "silu",
+        "ff_bias": False,
+        "logit_scale": c.number("logit_scale", 0.0625),
+    }
+    out |= {} if rms else {"norm_bias": False}
+    window, kinds = sliding_kinds(c, N, 4, full_first=True) or (0, ["full"] * N)
+    first = c.index("leading_dense_block_count", 0)
+    turning = ["rope" if kind == "sliding" or i < first else "nope" for i, kind in enumerate(kinds)]
+    out |= windowed(window, kinds) | ({"positional_layers": turning} if "nope" in turning else {})
+    if not c.has("expert_count"):
+        return out
+    E, r_e = c.count("expert_count"), c.count("expert_feed_forward_length")
+    out |= {"E": E, "k": c.count("expert_used_count"), "expert_r": r_e}
+    out |= {"router_renorm": c.flag("expert_weights_norm", False)}
+    out |= {"feedforward_layers": ["dense" if i < first else "routed" for i in range(N)]} if first else {}
+    out |= {"router_score": "sigmoid"} if c.index("expert_gating_func", SIGMOID) == SIGMOID else {}
+    scale = c.number("expert_weights_scale", 1.0)
+    shared = c.index("expert_shared_count", 0)
+    if shared:  # (its output and the routed experts' averaged)
+        width = c.count("expert_shared_feed_forward_length", shared * r_e)
+        return out | {"shared_r": width, "shared_scale": 0.5, "router_scale": 0.5 * (scale or 1.0)}
+    return out | ({"router_scale": scale} if scale not in (0.0, 1.0) else {})
+
+
+def gguf_metadata(spec: Spec) -> dict[str, Any]:
+    """spec -> Cohere2MoeModel's cohere2moe.* keys beyond the shared ones."""
+    out: dict[str, Any] = {"logit_scale": float(spec.logit_scale), "rope.scaling.type": "none"} | sliding_pattern(spec)
+    if not spec.E:
+        return out
+    out |= routed_metadata(spec) | {"expert_weights_norm": bool(spec.router_renorm)}
+    if spec.shared_r:  # (averaged by llama.cpp itself: the scale it reads is the routed experts' alone)
+        out["expert_weights_scale"] = float(spec.router_scale) / 0.5
+    return out
+
+
+_GGUF_NAMES = {k: v for k, v in LLAMA_LAYOUT.names.items() if not k.startswith("norm2")}
+GGUF = Gguf("cohere2moe", routed_layout(_GGUF_NAMES, LLAMA_LAYOUT.globals_), gguf_spec, gguf_metadata, base="sizes")
 _LORA = ("gate_proj", "up_proj", "down_proj", "gate")
 RECORD = Record(
-    "cohere2_moe", "Cohere2MoeForCausalLM", spec, DEEPSEEK_MOE_GQA, config, lora_stacked=_LORA, config_alone=True
+    "cohere2_moe", "Cohere2MoeForCausalLM", spec, DEEPSEEK_MOE_GQA, config, GGUF, lora_stacked=_LORA, config_alone=True
 )
 
 __all__ = ["RECORD"]
