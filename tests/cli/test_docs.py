@@ -100,6 +100,7 @@ GGUF_NAMES = {
     "mimo2": "MiMo-V2-Flash",
     "granite_swa": "Granite SWA",
     "cohere2moe": "Cohere2-MoE",
+    "laguna": "Laguna",
     "ernie4_5": "ERNIE 4.5 and its MoE",
     "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 from gguf_metadata import ARCHS, PERMUTED, _kv_heads, _metadata
-from gguf_metadata_2026 import NEWER, PLUS_ONE, ROUTED, ROUTER_TYPED, apertus_xielu, converted
+from gguf_metadata_2026 import NEWER, PLUS_ONE, ROUTED, ROUTER_TYPED, converted
 from gguf_metadata_gemma import gemma4_rope_freqs
+from gguf_metadata_later import apertus_xielu
 
 REORDERED = ("bloom", "gpt_neox")  # BloomModel, GPTNeoXModel: per-head [q; k; v] -> [Q; K; V]
 KEPT_F32 = (

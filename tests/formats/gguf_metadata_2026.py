@@ -6,6 +6,7 @@ from __future__ import annotations
 import gguf
 import numpy as np
 from gguf_metadata_gemma import _gemma4, gemma3n, gemma3n_tensors, gemma4
+from gguf_metadata_later import cohere2moe, laguna, mimo2
 
 ARCHS = {
     "olmo": "OLMO",
@@ -38,13 +39,28 @@ ARCHS = {
     "mimo_v2_flash": "MIMO2",
     "granite_swa": "GRANITE_SWA",
     "cohere2_moe": "COHERE2MOE",
+    "laguna": "LAGUNA",
 }
 # llama.cpp's architectures newer than the gguf package (its source built here, llama-cpp-python 0.3.36): the name,
 # and the package's architecture whose tensor names theirs are, with gpt-oss's for the sinks
-NEWER = {"GRANITE_SWA": ("granite_swa", "GRANITE"), "COHERE2MOE": ("cohere2moe", "GLM4_MOE")}
+NEWER = {
+    "GRANITE_SWA": ("granite_swa", "GRANITE"),
+    "COHERE2MOE": ("cohere2moe", "GLM4_MOE"),
+    "LAGUNA": ("laguna", "STEP35"),
+}
 ROUTER_TYPED = ("dbrx",)  # DbrxModel.tensor_force_quant: every 2-D tensor in the asked type, its router too
 # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
-ROUTED = ("dots1", "glm4_moe", "solar_open", "exaone_moe", "minimax_m2", "ernie4_5_moe", "afmoe", "mimo_v2_flash")
+ROUTED = (
+    "dots1",
+    "glm4_moe",
+    "solar_open",
+    "exaone_moe",
+    "minimax_m2",
+    "ernie4_5_moe",
+    "afmoe",
+    "mimo_v2_flash",
+    "laguna",
+)
 PLUS_ONE = ("nemotron",)  # NemotronModel.modify_tensors: the norms' gains stored as 1 + w
 PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 # LlamaModel's subclasses: its vocab_size and rope.dimension_count
@@ -242,67 +258,14 @@ def own_keys(writer, cfg) -> None:
         writer.add_sliding_window_pattern([t == "sliding_attention" for t in cfg.layer_types])
         if getattr(cfg, "no_rope_layers", None):  # (5.24's config holds layer_rope_theta instead: none written)
             writer.add_array("granite_swa.attention.rope_pattern", [bool(x) for x in cfg.no_rope_layers])
+    if kind == "laguna":  # LagunaModel
+        laguna(writer, cfg)
     if kind == "cohere2_moe":  # Cohere2MoeModel (and TextModel's scoring from expert_selection_fn)
         cohere2moe(writer, cfg)
     if kind == "mimo_v2_flash":  # MimoV2Model, from the published config.json's keys (hybrid_layer_pattern,
         mimo2(writer, cfg)  # swa_num_key_value_heads, ...), which transformers 5.24 holds as layer_types and 2 G
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)
-
-
-def cohere2moe(writer, cfg) -> None:
-    """Cohere2MoeModel.set_gguf_parameters (convert_hf_to_gguf.py, llama.cpp, MIT) after TextModel's."""
-    gating = {"softmax": gguf.ExpertGatingFuncType.SOFTMAX, "sigmoid": gguf.ExpertGatingFuncType.SIGMOID}
-    writer.add_expert_gating_func(gating[cfg.expert_selection_fn])
-    writer.add_logit_scale(cfg.logit_scale)
-    writer.add_sliding_window(cfg.sliding_window)
-    writer.add_sliding_window_pattern([t == "sliding_attention" for t in cfg.layer_types])
-    writer.add_vocab_size(cfg.vocab_size)
-    writer.add_expert_feed_forward_length(cfg.intermediate_size)
-    dense = next((i for i, t in enumerate(cfg.mlp_layer_types) if t != "dense"), len(cfg.mlp_layer_types))
-    writer.add_leading_dense_block_count(dense)
-    writer.add_expert_weights_norm(cfg.norm_topk_prob)
-    if cfg.num_shared_experts > 0:
-        writer.add_expert_shared_count(cfg.num_shared_experts)
-        writer.add_expert_shared_feed_forward_length(cfg.intermediate_size * cfg.num_shared_experts)
-    writer.add_rope_dimension_count(cfg.head_dim)
-    writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
-
-
-def mimo2(writer, cfg, nextn: int = 3) -> None:
-    """MimoV2Model.set_gguf_parameters (convert_hf_to_gguf.py, llama.cpp, MIT) after TextModel's: its `_n_nextn`
-    prediction layers counted in block_count and the lists (sliding), though a checkpoint transformers saves holds
-    none of their tensors (llama.cpp then loads the trunk alone)."""
-    hybrid = [int(t == "sliding_attention") for t in cfg.layer_types] + [1] * nextn
-    G = cfg.num_key_value_heads  # (the full layers'; the sliding ones' twice as many, MiMo's swa_num_key_value_heads)
-    writer.add_block_count(cfg.num_hidden_layers + nextn)
-    writer.add_head_count_kv([2 * G if flag else G for flag in hybrid])
-    writer.add_sliding_window(cfg.sliding_window)
-    writer.add_sliding_window_pattern([bool(flag) for flag in hybrid])
-    writer.add_value_length(cfg.v_head_dim)
-    writer.add_expert_count(cfg.n_routed_experts)
-    writer.add_expert_feed_forward_length(cfg.moe_intermediate_size)
-    share = cfg.rope_parameters["full_attention"]["partial_rotary_factor"]
-    writer.add_rope_dimension_count(int(cfg.head_dim * share))
-    writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    if cfg.attention_value_scale is not None:
-        writer.add_float32("mimo2.attention.value_scale", float(cfg.attention_value_scale))  # (add_attn_value_scale)
-    if nextn:
-        writer.add_nextn_predict_layers(nextn)
-
-
-def apertus_xielu(writer, tensors: dict) -> dict:
-    """ApertusModel.modify_tensors (convert_hf_to_gguf.py, llama.cpp, MIT): each block's four xIELU numbers, as
-    stored (float32), written as four metadata lists of one per block, not tensors."""
-    for part, add in (
-        ("alpha_n", writer.add_xielu_alpha_n),
-        ("alpha_p", writer.add_xielu_alpha_p),
-        ("beta", writer.add_xielu_beta),
-        ("eps", writer.add_xielu_eps),
-    ):
-        names = sorted((n for n in tensors if n.endswith(f".act_fn.{part}")), key=lambda n: int(n.split(".")[2]))
-        add([float(tensors.pop(n).astype(np.float32).item()) for n in names])
-    return tensors
 
 
 def converted(tensors: dict, cfg) -> dict:
@@ -317,6 +280,10 @@ def converted(tensors: dict, cfg) -> dict:
         tensors = {n.replace("mlp.expert_bias", "mlp.expert_bias.bias"): t for n, t in tensors.items()}
     if cfg.model_type in ROUTED:  # (ModelBase.filter_tensors)
         tensors = {n.replace("e_score_correction_bias", "e_score_correction.bias"): t for n, t in tensors.items()}
+    if cfg.model_type == "laguna":  # (the newer package maps the experts' correction bias where DeepSeek's is)
+        tensors = {
+            n.replace("mlp.experts.e_score_correction", "mlp.gate.e_score_correction"): t for n, t in tensors.items()
+        }
     if cfg.model_type == "granite_swa":  # GraniteSWAModel.filter_tensors: the sinks as .weight
         tensors = {n + ".weight" if n.endswith("sinks") else n: t for n, t in tensors.items()}
     if cfg.model_type == "mimo_v2_flash":  # MimoV2Model.filter_tensors: the sinks (attention_sink_bias) as .weight

@@ -94,4 +94,6 @@ FAMILIES = [
     "granite_swa",
     "cohere2_moe-gguf",
     "cohere2_moe-sigmoid-rms-gguf",
+    "laguna-gguf",
+    "laguna-per-entry-gguf",
 ]

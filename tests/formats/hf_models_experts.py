@@ -160,6 +160,18 @@ EXPERTS = {  # name: (config class, model class, config)
         num_hidden_layers=3, num_key_value_heads=2, head_dim=8, layer_types=["full_attention", "sliding_attention",
         "full_attention"], sliding_window=4, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=6,
         shared_expert_intermediate_size=10, moe_routed_scaling_factor=2.0, experts_implementation="eager")),
+    "laguna-gguf": ("LagunaConfig", "LagunaForCausalLM", SMALL | dict(  # llama.cpp's default kinds
+        num_hidden_layers=4, num_key_value_heads=2, head_dim=8, layer_types=["full_attention", "sliding_attention",
+        "sliding_attention", "sliding_attention"], sliding_window=4, num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=6, shared_expert_intermediate_size=10, moe_routed_scaling_factor=2.0,
+        experts_implementation="eager")),
+    "laguna-per-entry-gguf": ("LagunaConfig", "LagunaForCausalLM", SMALL | dict(  # a gate an entry, tied
+        num_hidden_layers=3, num_key_value_heads=4, head_dim=8, gating="per-element", num_experts=3,
+        num_experts_per_tok=2, moe_intermediate_size=6, shared_expert_intermediate_size=8, sliding_window=3,
+        layer_types=["full_attention", "sliding_attention", "sliding_attention"], mlp_layer_types=["dense", "sparse",
+        "sparse"], tie_word_embeddings=True, rope_parameters={"full_attention": {"rope_type": "default", "rope_theta":
+        100.0, "partial_rotary_factor": 0.25}, "sliding_attention": {"rope_type": "default", "rope_theta": 30.0}},
+        experts_implementation="eager")),
     "laguna-per-entry-capped": ("LagunaConfig", "LagunaForCausalLM", SMALL | dict(  # a gate an entry, capped logits
         num_hidden_layers=3, num_key_value_heads=4, head_dim=8, gating="per-element", num_experts=3,
         num_experts_per_tok=2, moe_intermediate_size=6, shared_expert_intermediate_size=8,

@@ -221,3 +221,27 @@ def test_a_cohere2_moe_with_narrower_dense_layers_is_written_with_their_width(tm
     converters = write_gguf(model, tmp_path / "converter.gguf", "Q8_0")
     with pytest.raises(ArrayError, match=r"wrong shape blk\.0\.ffn_"):
         GGUFWeights(converters, spec_from_gguf(converters))
+
+
+def test_laguna_layer_kinds_are_written_as_a_list_llama_cpp_reads(tmp_path, runner):
+    """LagunaModel writes no list of the layers' kinds, so llama.cpp takes its default (a full layer, then three
+    sliding); tfm writes the list (llama.cpp reads attention.sliding_window_pattern), so its file of a model of
+    other kinds runs as transformers does. Control: the converter's file of the same folder slides other layers."""
+    import copy
+
+    from gguf_files import dequantised_model
+    from helpers_hf_transformers import TOL, relative, theirs
+    from hf_exact import exact
+
+    from transformer_cli.spec.stacks import kind_of
+
+    model = build("laguna")  # (full, sliding, full)
+    model.save_pretrained(tmp_path / "hf")
+    result = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "tfm.gguf"), "--type", "q8_0"])
+    assert result.exit_code == 0, result.output
+    spec = spec_from_gguf(tmp_path / "tfm.gguf")
+    assert [kind_of(spec.attention_layers, i, "full") for i in range(3)] == ["full", "sliding", "full"]
+    reference = theirs(exact(dequantised_model(copy.deepcopy(model), "Q8_0")), IDS)
+    assert relative(Transformer(spec, GGUFWeights(tmp_path / "tfm.gguf", spec))(IDS), reference) < TOL
+    converters = spec_from_gguf(write_gguf(model, tmp_path / "converter.gguf", "Q8_0"))
+    assert [kind_of(converters.attention_layers, i, "full") for i in range(3)] == ["full", "sliding", "sliding"]
