@@ -101,6 +101,7 @@ GGUF_NAMES = {
     "granite_swa": "Granite SWA",
     "cohere2moe": "Cohere2-MoE",
     "laguna": "Laguna",
+    "hy_v3": "HY-V3",
     "ernie4_5": "ERNIE 4.5 and its MoE",
     "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }

@@ -51,7 +51,7 @@ EXPERTS = {
 EXPERTS["qwen3_moe"] = EXPERTS["olmoe"] = EXPERTS["qwen2_moe"]
 EXPERTS |= dict.fromkeys(ROUTED, EXPERTS["qwen2_moe"]) | {"minimax_m2": EXPERTS["mixtral"]}
 EXPERTS["phimoe"] = EXPERTS["mixtral"]
-EXPERTS["deepseek_v2"] = EXPERTS["deepseek_v3"] = EXPERTS["cohere2_moe"] = EXPERTS["qwen2_moe"]
+EXPERTS["deepseek_v2"] = EXPERTS["deepseek_v3"] = EXPERTS["cohere2_moe"] = EXPERTS["hy_v3"] = EXPERTS["qwen2_moe"]
 
 
 def permute(weights: np.ndarray, n_head: int, n_head_kv: int | None) -> np.ndarray:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gguf
 import numpy as np
 from gguf_metadata_gemma import _gemma4, gemma3n, gemma3n_tensors, gemma4
-from gguf_metadata_later import cohere2moe, laguna, mimo2
+from gguf_metadata_later import cohere2moe, hy_v3, laguna, mimo2
 
 ARCHS = {
     "olmo": "OLMO",
@@ -40,6 +40,7 @@ ARCHS = {
     "granite_swa": "GRANITE_SWA",
     "cohere2_moe": "COHERE2MOE",
     "laguna": "LAGUNA",
+    "hy_v3": "HY_V3",
 }
 # llama.cpp's architectures newer than the gguf package (its source built here, llama-cpp-python 0.3.36): the name,
 # and the package's architecture whose tensor names theirs are, with gpt-oss's for the sinks
@@ -47,6 +48,7 @@ NEWER = {
     "GRANITE_SWA": ("granite_swa", "GRANITE"),
     "COHERE2MOE": ("cohere2moe", "GLM4_MOE"),
     "LAGUNA": ("laguna", "STEP35"),
+    "HY_V3": ("hy_v3", "DOTS1"),
 }
 ROUTER_TYPED = ("dbrx",)  # DbrxModel.tensor_force_quant: every 2-D tensor in the asked type, its router too
 # converters that stack Qwen-MoE's per-expert tensors and rename DeepSeek's correction bias
@@ -258,6 +260,8 @@ def own_keys(writer, cfg) -> None:
         writer.add_sliding_window_pattern([t == "sliding_attention" for t in cfg.layer_types])
         if getattr(cfg, "no_rope_layers", None):  # (5.24's config holds layer_rope_theta instead: none written)
             writer.add_array("granite_swa.attention.rope_pattern", [bool(x) for x in cfg.no_rope_layers])
+    if kind == "hy_v3":  # HYV3Model
+        hy_v3(writer, cfg)
     if kind == "laguna":  # LagunaModel
         laguna(writer, cfg)
     if kind == "cohere2_moe":  # Cohere2MoeModel (and TextModel's scoring from expert_selection_fn)

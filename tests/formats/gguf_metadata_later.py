@@ -8,6 +8,21 @@ import gguf
 import numpy as np
 
 
+def hy_v3(writer, cfg) -> None:
+    """HYV3Model.set_gguf_parameters (convert_hf_to_gguf.py, llama.cpp, MIT) after TextModel's: its prediction
+    layers counted in block_count, though a checkpoint transformers saves holds none of their tensors."""
+    config = cfg.to_dict()
+    writer.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+    writer.add_expert_shared_feed_forward_length(cfg.moe_intermediate_size * config.get("num_shared_experts", 1))
+    writer.add_expert_weights_norm(config.get("route_norm", True))
+    writer.add_expert_weights_scale(float(config.get("router_scaling_factor", 1.0)))
+    writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    nextn = int(config.get("num_nextn_predict_layers") or 0)
+    if nextn:
+        writer.add_block_count(cfg.num_hidden_layers + nextn)
+        writer.add_nextn_predict_layers(nextn)
+
+
 def laguna(writer, cfg) -> None:
     """LagunaModel.set_gguf_parameters (convert_hf_to_gguf.py, llama.cpp, MIT) after TextModel's: no list of the
     layers' kinds (llama.cpp's default: a full layer, then three sliding)."""
@@ -83,4 +98,4 @@ def apertus_xielu(writer, tensors: dict) -> dict:
     return tensors
 
 
-__all__ = ["apertus_xielu", "cohere2moe", "laguna", "mimo2"]
+__all__ = ["apertus_xielu", "cohere2moe", "hy_v3", "laguna", "mimo2"]

@@ -96,4 +96,5 @@ FAMILIES = [
     "cohere2_moe-sigmoid-rms-gguf",
     "laguna-gguf",
     "laguna-per-entry-gguf",
+    "hy_v3-gguf",
 ]

@@ -86,6 +86,9 @@ EXPERTS = {  # name: (config class, model class, config)
         num_hidden_layers=3, num_key_value_heads=2, head_dim=8, num_experts=8, num_experts_per_tok=2,
         moe_intermediate_size=6, num_shared_experts=2, attention_bias=True, pad_token_id=None,
         experts_implementation="eager")),
+    "hy_v3-gguf": ("HYV3Config", "HYV3ForCausalLM", SMALL | dict(  # (llama.cpp's hy_v3 applies no output bias)
+        num_hidden_layers=3, num_key_value_heads=2, head_dim=8, num_experts=8, num_experts_per_tok=2,
+        moe_intermediate_size=6, num_shared_experts=2, pad_token_id=None, experts_implementation="eager")),
     "hy_v3-listed-no-shared": ("HYV3Config", "HYV3ForCausalLM", SMALL | dict(  # 0 shared: one of intermediate_size
         num_hidden_layers=3, num_key_value_heads=4, head_dim=12, num_experts=4, num_experts_per_tok=3,
         moe_intermediate_size=6, num_shared_experts=0, router_scaling_factor=1.0,

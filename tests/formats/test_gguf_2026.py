@@ -245,3 +245,26 @@ def test_laguna_layer_kinds_are_written_as_a_list_llama_cpp_reads(tmp_path, runn
     assert relative(Transformer(spec, GGUFWeights(tmp_path / "tfm.gguf", spec))(IDS), reference) < TOL
     converters = spec_from_gguf(write_gguf(model, tmp_path / "converter.gguf", "Q8_0"))
     assert [kind_of(converters.attention_layers, i, "full") for i in range(3)] == ["full", "sliding", "sliding"]
+
+
+def test_hy_v3_with_no_shared_experts_is_written_with_transformers_shared_mlp(tmp_path, runner):
+    """transformers 5.24 reads num_shared_experts 0 as unset: one shared MLP of intermediate_size. HYV3Model writes
+    expert_shared_feed_forward_length = moe_intermediate_size x 0 (llama.cpp then sizes it as one expert, which the
+    tensors are not): tfm refuses that file in one line and writes the MLP's width, its file running as
+    transformers does on the dequantised weights."""
+    import copy
+
+    from gguf_files import dequantised_model
+    from helpers_hf_transformers import TOL, relative, theirs
+    from hf_exact import exact
+
+    model = build("hy_v3-listed-no-shared")
+    model.save_pretrained(tmp_path / "hf")
+    result = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "tfm.gguf"), "--type", "q8_0"])
+    assert result.exit_code == 0, result.output
+    spec = spec_from_gguf(tmp_path / "tfm.gguf")
+    assert spec.shared_r == model.config.intermediate_size
+    reference = theirs(exact(dequantised_model(copy.deepcopy(model), "Q8_0")), IDS)
+    assert relative(Transformer(spec, GGUFWeights(tmp_path / "tfm.gguf", spec))(IDS), reference) < TOL
+    with pytest.raises(SpecError, match=r"expert_shared_feed_forward_length': got 0"):
+        spec_from_gguf(write_gguf(model, tmp_path / "converter.gguf", "Q8_0"))
