@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.definition import Spec
+from .cohere import gguf_spec as command_r
 from .config_keys import feedforward_kinds, layer_types, positional_kinds
 from .deepseek_gguf import SIGMOID, routed_layout, routed_metadata
 from .expert_checkpoints import DEEPSEEK_MOE_GQA
@@ -139,22 +140,10 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     after a full one), turning where they slide or are leading dense layers, the mixture of softmax or sigmoid
     scores (sigmoid where the file names none), a shared expert averaged with the routed ones."""
     N = spec["N"] - c.index("nextn_predict_layers", 0)
-    rms = c.has("attention.layer_norm_rms_epsilon")
-    out = spec | {
-        "N": N,
-        "positional": "rope",
-        "rope_theta": c.number("rope.freq_base", 10000.0),
-        "rope_pairing": "interleaved",
-        "norm_type": "rmsnorm" if rms else "layernorm",
-        "norm_eps": c.number("attention.layer_norm_rms_epsilon" if rms else "attention.layer_norm_epsilon", 1e-5),
-        "parallel": True,
-        "shared_norm": True,
-        "feedforward": "gated",
-        "activation": "silu",
-        "ff_bias": False,
-        "logit_scale": c.number("logit_scale", 0.0625),
-    }
-    out |= {} if rms else {"norm_bias": False}
+    out = command_r(c, header, spec) | {"N": N, "tie_embeddings": spec["tie_embeddings"]}
+    if c.has("attention.layer_norm_rms_epsilon"):
+        out = {k: v for k, v in out.items() if k != "norm_bias"}
+        out |= {"norm_type": "rmsnorm", "norm_eps": c.number("attention.layer_norm_rms_epsilon")}
     window, kinds = sliding_kinds(c, N, 4, full_first=True) or (0, ["full"] * N)
     first = c.index("leading_dense_block_count", 0)
     turning = ["rope" if kind == "sliding" or i < first else "nope" for i, kind in enumerate(kinds)]

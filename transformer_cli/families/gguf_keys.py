@@ -86,6 +86,30 @@ def sliding_pattern(spec: Any) -> dict[str, Any]:
     return {"attention.sliding_window_pattern": flags}
 
 
+def llama_stack(c: Keys, header: Any, N: int, H: int, m: int, eps: float) -> dict[str, Any]:
+    """The keys of a causal LLaMA-like stack (pre-norm RMSNorm of `eps` by default, a SwiGLU MLP without biases,
+    rotary, scores scaled by 1/sqrt(m), a head unless the file has no output.weight) of N blocks of H heads of m,
+    for the readers whose head counts the shared readers cannot read (lists)."""
+    return {
+        "N": N,
+        "H": H,
+        "m": m,
+        "d": c.count("embedding_length"),
+        "r": c.count("feed_forward_length"),
+        "V": vocabulary(c, header),
+        "scale": "sqrt",
+        "mask": "causal",
+        "norm": "pre",
+        "norm_type": "rmsnorm",
+        "norm_eps": c.number("attention.layer_norm_rms_epsilon", eps),
+        "feedforward": "gated",
+        "activation": "silu",
+        "ff_bias": False,
+        "positional": "rope",
+        "tie_embeddings": "output.weight" not in header.tensors,
+    } | ({"context": c.count("context_length")} if c.has("context_length") else {})
+
+
 def vocabulary(c: Keys, header: Any) -> int:
     """V: {arch}.vocab_size, else the tokenizer's token list (a long one kept as its length: gguf/header.py's
     ArrayCount), else the embedding's rows."""
@@ -101,6 +125,7 @@ def vocabulary(c: Keys, header: Any) -> int:
 
 __all__ = [
     "base_only",
+    "llama_stack",
     "partial_rotary",
     "rows",
     "sliding_kinds",

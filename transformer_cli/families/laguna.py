@@ -19,7 +19,7 @@ from .config_keys import feedforward_kinds, kind_rope_parameters, layer_types, s
 from .deepseek import routed_experts
 from .deepseek_gguf import SIGMOID, routed_layout, routed_metadata
 from .expert_checkpoints import DEEPSEEK_MOE_GQA
-from .gguf_keys import rotated_share, sliding_kinds, sliding_pattern, vocabulary, windowed
+from .gguf_keys import llama_stack, rotated_share, sliding_kinds, sliding_pattern, windowed
 from .gguf_layout import LLAMA_LAYOUT
 from .keys import Keys
 from .layout import Family
@@ -94,36 +94,15 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     them), the output gate a head or an entry as its tensor's rows say, each kind's base and rotated count, the
     layers sliding as the pattern says (else a full one then three sliding), the sigmoid mixture with its correction
     bias (a parameter, as Laguna's), expert_weights_norm and _scale, one shared expert of its own width."""
-    N, d, m = c.count("block_count"), c.count("embedding_length"), c.count("attention.key_length")
+    N, m = c.count("block_count"), c.count("attention.key_length")
     heads = c.data.get("attention.head_count")
     H = heads[0] if isinstance(heads, list) and heads else c.count("attention.head_count")
     if isinstance(heads, list) and heads != [H] * N:
         raise c.refuse("attention.head_count", heads, f"{H} in every layer (tfm's blocks share H)")
-    out: dict[str, Any] = {
-        "N": N,
-        "H": H,
-        "m": m,
-        "d": d,
-        "r": c.count("feed_forward_length"),
-        "V": vocabulary(c, header),
-        "scale": "sqrt",
-        "mask": "causal",
-        "norm": "pre",
-        "norm_type": "rmsnorm",
-        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-6),
-        "feedforward": "gated",
-        "activation": "silu",
-        "ff_bias": False,
-        "positional": "rope",
-        "tie_embeddings": "output.weight" not in header.tensors,
-        "qk_norm": True,
-        "attn_gate": True,
-        "attn_gate_fn": "softplus",
-        "attn_gate_per_head": header.tensors["blk.0.attn_gate.weight"].shape[0] == H,
-    }
+    out = llama_stack(c, header, N, H, m, 1e-6) | {"qk_norm": True, "attn_gate": True, "attn_gate_fn": "softplus"}
+    out["attn_gate_per_head"] = header.tensors["blk.0.attn_gate.weight"].shape[0] == H
     G = c.count("attention.head_count_kv", H)
     out |= {"G": G} if G != H else {}
-    out |= {"context": c.count("context_length")} if c.has("context_length") else {}
     window = c.count("attention.sliding_window", None) if c.has("attention.sliding_window") else None
     window, kinds = (window and sliding_kinds(c, N, 4, full_first=True)) or (0, ["full"] * N)
     out |= windowed(window, kinds)

@@ -17,7 +17,7 @@ from .config_keys import feedforward_kinds, kind_rope_parameters, layer_types, s
 from .deepseek import routed_experts, router_groups
 from .deepseek_gguf import routed_layout
 from .expert_checkpoints import DEEPSEEK_MOE_GQA
-from .gguf_keys import rotated_share, sliding_kinds, sliding_pattern, vocabulary, windowed
+from .gguf_keys import llama_stack, rotated_share, sliding_kinds, sliding_pattern, windowed
 from .keys import Keys
 from .layout import Family
 from .parts import kind_rope, kind_rope_keys, kv_heads, llama_block, typed_layers
@@ -98,7 +98,7 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     values' size and scale, the attention's sinks where a block has them (the sliding ones'), the MLP where a block
     has no router, the mixture sigmoid-scored with the correction bias and always renormalised, never scaled."""
     N = c.count("block_count") - c.index("nextn_predict_layers", 0)
-    d, H, m = c.count("embedding_length"), c.count("attention.head_count"), c.count("attention.key_length")
+    H, m = c.count("attention.head_count"), c.count("attention.key_length")
     lists = Keys({k: v[:N] if isinstance(v, list) else v for k, v in c.data.items()}, c.source, c.prefix)
     heads = lists.data.get("attention.head_count_kv")
     if not isinstance(heads, list) or len(heads) != N or not all(isinstance(h, int) and h > 0 for h in heads):
@@ -106,27 +106,7 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     window, kinds = sliding_kinds(lists, N, 6) or (0, ["full"] * N)
     full, sliding = (heads[kinds.index(kind)] if kind in kinds else None for kind in ("full", "sliding"))
     theta, rotated = c.number("rope.freq_base", BASES["full_attention"]), c.count("rope.dimension_count", m)
-    out: dict[str, Any] = {
-        "N": N,
-        "H": H,
-        "m": m,
-        "d": d,
-        "r": c.count("feed_forward_length"),
-        "V": vocabulary(c, header),
-        "G": full or sliding,
-        "scale": "sqrt",
-        "mask": "causal",
-        "norm": "pre",
-        "norm_type": "rmsnorm",
-        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-5),
-        "feedforward": "gated",
-        "activation": "silu",
-        "ff_bias": False,
-        "positional": "rope",
-        "rope_theta": theta,
-        "tie_embeddings": "output.weight" not in header.tensors,
-    }
-    out |= {"context": c.count("context_length")} if c.has("context_length") else {}
+    out = llama_stack(c, header, N, H, m, 1e-5) | {"G": full or sliding, "rope_theta": theta}
     out |= {"rope_fraction": rotated_share(rotated, m)} if rotated != m else {}
     out |= {"v_m": c.count("attention.value_length")} if c.count("attention.value_length", m) != m else {}
     out |= {"value_scale": c.number("attention.value_scale")} if c.number("attention.value_scale", 1.0) != 1 else {}
