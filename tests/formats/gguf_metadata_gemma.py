@@ -21,11 +21,8 @@ def _full(hp: dict, key: str, global_key: str):
     return None
 
 
-def gemma4(writer, hp: dict) -> None:
-    """TextModel.set_gguf_parameters, Gemma3Model's, then Gemma4Model's (convert_hf_to_gguf.py), from config.json's
-    values: the full layers' head size as key_length, the sliding layers' as key_length_swa, each layer's kind,
-    key/value heads and width (double-wide MLPs) where they differ, the sharing layers, the per-layer inputs'
-    width. Keys written twice keep the last value (the package's writer overwrites)."""
+def _text_model(writer, hp: dict) -> None:
+    """TextModel.set_gguf_parameters' sizes, both kinds' bases and the eps, from a Gemma config.json's values."""
     ropes = hp["rope_parameters"]
     for add, value in (
         (writer.add_block_count, hp["num_hidden_layers"]),
@@ -39,6 +36,14 @@ def gemma4(writer, hp: dict) -> None:
         (writer.add_layer_norm_rms_eps, hp["rms_norm_eps"]),
     ):
         add(value)
+
+
+def gemma4(writer, hp: dict) -> None:
+    """TextModel.set_gguf_parameters, Gemma3Model's, then Gemma4Model's (convert_hf_to_gguf.py), from config.json's
+    values: the full layers' head size as key_length, the sliding layers' as key_length_swa, each layer's kind,
+    key/value heads and width (double-wide MLPs) where they differ, the sharing layers, the per-layer inputs'
+    width. Keys written twice keep the last value (the package's writer overwrites)."""
+    _text_model(writer, hp)
     if hp.get("num_experts") is not None:
         writer.add_expert_count(hp["num_experts"])
     if hp.get("top_k_experts") is not None:
@@ -75,17 +80,8 @@ def gemma3n(writer, hp: dict) -> None:
     in float32 (torch.distributions.Normal(0, 1).icdf), each layer's kind."""
     import torch
 
-    ropes = hp["rope_parameters"]
+    _text_model(writer, hp)
     for add, value in (
-        (writer.add_block_count, hp["num_hidden_layers"]),
-        (writer.add_context_length, hp["max_position_embeddings"]),
-        (writer.add_embedding_length, hp["hidden_size"]),
-        (writer.add_feed_forward_length, hp["intermediate_size"]),
-        (writer.add_head_count, hp["num_attention_heads"]),
-        (writer.add_head_count_kv, hp["num_key_value_heads"]),
-        (writer.add_rope_freq_base, ropes["full_attention"]["rope_theta"]),
-        (writer.add_rope_freq_base_swa, ropes["sliding_attention"]["rope_theta"]),
-        (writer.add_layer_norm_rms_eps, hp["rms_norm_eps"]),
         (writer.add_key_length, hp["head_dim"]),
         (writer.add_value_length, hp["head_dim"]),
         (writer.add_final_logit_softcapping, hp["final_logit_softcapping"]),

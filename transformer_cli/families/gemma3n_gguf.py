@@ -20,29 +20,15 @@ from typing import Any
 from ..errors import SpecError
 from ..spec.definition import Spec
 from .config_keys import layer_types
-from .gguf_keys import rows, sliding_kinds, vocabulary, windowed
+from .gemma4_gguf import SANDWICH_BLOCK, sandwich_keys
+from .gguf_keys import rows, sliding_kinds, windowed
 from .keys import Keys
 from .layout import Family
 
 LAYOUT = Family(
     "blk.{i}.",
-    {
-        "attention.W_Q": "attn_q.weight",
-        "attention.W_K": "attn_k.weight",
-        "attention.W_V": "attn_v.weight",
-        "attention.W_O": "attn_output.weight",
-        "attention.q_norm.gamma": "attn_q_norm.weight",
-        "attention.k_norm.gamma": "attn_k_norm.weight",
-        "norm1.gamma": "attn_norm.weight",
-        "norm1_out.gamma": "post_attention_norm.weight",
-        "norm2.gamma": "ffn_norm.weight",
-        "norm2_out.gamma": "post_ffw_norm.weight",
-        "ff.W1": "ffn_gate.weight",
-        "ff.W3": "ffn_up.weight",
-        "ff.W2": "ffn_down.weight",
-        "per_layer.W_gate": "inp_gate.weight",
-        "per_layer.W_proj": "proj.weight",
-        "per_layer.norm.gamma": "post_norm.weight",
+    SANDWICH_BLOCK
+    | {
         "altup.scale": "altup_correct_scale.weight",
         "altup.W_correct": "altup_correct_coef.weight",
         "altup.W_predict": "altup_predict_coef.weight",
@@ -106,21 +92,7 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
         "r": widths[0],
         "r_layers": widths,
         "sparsity_layers": [level(float(z)) for z in scales],
-        "V": vocabulary(c, header),
-        "tie_embeddings": "output.weight" not in header.tensors,
-        "scale": "none",
-        "mask": "causal",
-        "norm": "sandwich",
-        "norm_type": "rmsnorm",
-        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-6),
-        "embed_scale": "sqrt",
-        "feedforward": "gated",
-        "activation": "gelu",
-        "ff_bias": False,
-        "qk_norm": True,
-        "v_norm": True,
-        "positional": "rope",
-        "rope_theta": c.number("rope.freq_base", 1e6),
+        **sandwich_keys(c, header),
         "altup": c.count("altup.num_inputs"),
         "altup_active": c.index("altup.active_idx", 0),
         "laurel_rank": rows(header, "blk.0.laurel_l.weight", "Laurel's rank"),

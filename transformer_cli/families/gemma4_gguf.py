@@ -21,7 +21,7 @@ from .gguf_keys import sliding_kinds, vocabulary, windowed
 from .keys import Keys
 from .layout import Family
 
-_BLOCK = {
+SANDWICH_BLOCK = {  # Gemma 3n's and 4's: the attention, the four norms, the MLP and the per-layer inputs
     "attention.W_Q": "attn_q.weight",
     "attention.W_K": "attn_k.weight",
     "attention.W_V": "attn_v.weight",
@@ -35,10 +35,12 @@ _BLOCK = {
     "ff.W1": "ffn_gate.weight",
     "ff.W3": "ffn_up.weight",
     "ff.W2": "ffn_down.weight",
-    "scale": "layer_output_scale.weight",
     "per_layer.W_gate": "inp_gate.weight",
     "per_layer.W_proj": "proj.weight",
     "per_layer.norm.gamma": "post_norm.weight",
+}
+_BLOCK = SANDWICH_BLOCK | {
+    "scale": "layer_output_scale.weight",
     # the mixture beside the MLP (expert_norms: components/stream_experts.py)
     "ff.shared.W1": "ffn_gate.weight",
     "ff.shared.W3": "ffn_up.weight",
@@ -68,6 +70,28 @@ LAYOUT = Family(
 )
 
 
+def sandwich_keys(c: Keys, header: Any) -> dict[str, Any]:
+    """What Gemma 3n's and 4's files share: Gemma's causal sandwich blocks of GELU MLPs, unscaled scores over
+    normed queries, keys and values, the embedding times sqrt(d), rotary of rope.freq_base."""
+    return {
+        "V": vocabulary(c, header),
+        "tie_embeddings": "output.weight" not in header.tensors,
+        "scale": "none",
+        "mask": "causal",
+        "norm": "sandwich",
+        "norm_type": "rmsnorm",
+        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-6),
+        "embed_scale": "sqrt",
+        "feedforward": "gated",
+        "activation": "gelu",
+        "ff_bias": False,
+        "qk_norm": True,
+        "v_norm": True,
+        "positional": "rope",
+        "rope_theta": c.number("rope.freq_base", 1e6),
+    }
+
+
 def _per_layer(c: Keys, key: str, N: int) -> list[int]:
     """A count the file gives once or per layer (a list of N)."""
     value = c.data.get(key)
@@ -91,22 +115,8 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
         "H": H,
         "d": d,
         "r": widths[0],
-        "V": vocabulary(c, header),
-        "tie_embeddings": "output.weight" not in header.tensors,
-        "scale": "none",
-        "mask": "causal",
-        "norm": "sandwich",
-        "norm_type": "rmsnorm",
-        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-6),
-        "embed_scale": "sqrt",
-        "feedforward": "gated",
-        "activation": "gelu",
-        "ff_bias": False,
-        "qk_norm": True,
-        "v_norm": True,
+        **sandwich_keys(c, header),
         "layer_scale": "blk.0.layer_output_scale.weight" in header.tensors,
-        "positional": "rope",
-        "rope_theta": c.number("rope.freq_base", 1e6),
         "rope_pairing": "proportional" if spec else "half",
         **spec,
     }
