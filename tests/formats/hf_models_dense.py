@@ -207,6 +207,10 @@ DENSE = {  # name: (config class, model class, config)
         num_hidden_layers=4, num_key_value_heads=1, head_dim=8, hidden_size_per_layer_input=4,  # last 2 sharing
         vocab_size_per_layer_input=97, laurel_rank=3, sliding_window=3, num_kv_shared_layers=2,
         activation_sparsity_pattern=[0.9, 0.0, 0.0, 0.0], rope_local_base_freq=50.0)),
+    "gemma3n_text-llama-cpp": ("Gemma3nTextConfig", "Gemma3nForCausalLM", SMALL | dict(  # the sizes llama.cpp's
+        num_hidden_layers=4, num_key_value_heads=2, head_dim=8, hidden_size_per_layer_input=256,  # gemma3n fixes:
+        vocab_size_per_layer_input=97, laurel_rank=64, altup_num_inputs=4, altup_active_idx=0, sliding_window=4,
+        num_kv_shared_layers=0, activation_sparsity_pattern=[0.95] * 4, rms_norm_eps=1e-6)),  # 4 streams, rank 64
     "gemma3n_text-kv-shared": ("Gemma3nTextConfig", "Gemma3nForCausalLM", SMALL | dict(  # the last 3 reuse 1 and 2
         num_hidden_layers=6, num_key_value_heads=2, head_dim=8, hidden_size_per_layer_input=6,
         vocab_size_per_layer_input=97, laurel_rank=4, sliding_window=3, num_kv_shared_layers=3,
