@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import SpecError
 from ..spec.definition import Spec
 from .config_keys import layer_types
-from .gemma4_gguf import SANDWICH_BLOCK, sandwich_keys
+from .gemma4_gguf import SANDWICH_BLOCK, SANDWICH_GLOBALS, per_layer, sandwich_keys
 from .gguf_keys import rows, sliding_kinds, windowed
 from .keys import Keys
 from .layout import Family
@@ -38,16 +38,7 @@ LAYOUT = Family(
         "laurel.W_right": "laurel_r.weight",
         "laurel.norm.gamma": "laurel_post_norm.weight",
     },
-    {
-        "embedding.E": "token_embd.weight",
-        "head.W": "output.weight",
-        "final_norm.gamma": "output_norm.weight",
-        "per_layer.E": "per_layer_token_embd.weight",
-        "per_layer.W": "per_layer_model_proj.weight",
-        "per_layer.norm.gamma": "per_layer_proj_norm.weight",
-        "altup.W_in": "altup_proj.weight",
-        "altup.W_out": "altup_unembd_proj.weight",
-    },
+    SANDWICH_GLOBALS | {"altup.W_in": "altup_proj.weight", "altup.W_out": "altup_unembd_proj.weight"},
     stacked=frozenset(("altup_proj.weight", "altup_unembd_proj.weight")),  # (K - 1, d, d) on a leading axis
 )
 
@@ -75,11 +66,7 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """gemma3n.* -> spec."""
     N, d, H = c.count("block_count"), c.count("embedding_length"), c.count("attention.head_count")
     m, G = c.count("attention.key_length"), c.count("attention.head_count_kv", H)
-    widths = c.data.get("feed_forward_length")
-    if not isinstance(widths, list):
-        widths = [c.count("feed_forward_length")] * N
-    if len(widths) != N or not all(isinstance(w, int) and w > 0 for w in widths):
-        raise c.fail("feed_forward_length", widths, f"a positive integer or a list of {N}, one per layer")
+    widths = per_layer(c, "feed_forward_length", N)
     scales = c.data.get("activation_sparsity_scale", [-math.inf] * N)
     if not isinstance(scales, list) or len(scales) != N or not all(isinstance(z, (int, float)) for z in scales):
         raise c.fail("activation_sparsity_scale", scales, f"a list of {N} numbers, one per layer")

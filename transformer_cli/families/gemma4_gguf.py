@@ -39,6 +39,14 @@ SANDWICH_BLOCK = {  # Gemma 3n's and 4's: the attention, the four norms, the MLP
     "per_layer.W_proj": "proj.weight",
     "per_layer.norm.gamma": "post_norm.weight",
 }
+SANDWICH_GLOBALS = {  # (Gemma 3n's and 4's: with the per-layer inputs' table, projection and norm)
+    "embedding.E": "token_embd.weight",
+    "head.W": "output.weight",
+    "final_norm.gamma": "output_norm.weight",
+    "per_layer.E": "per_layer_token_embd.weight",
+    "per_layer.W": "per_layer_model_proj.weight",
+    "per_layer.norm.gamma": "per_layer_proj_norm.weight",
+}
 _BLOCK = SANDWICH_BLOCK | {
     "scale": "layer_output_scale.weight",
     # the mixture beside the MLP (expert_norms: components/stream_experts.py)
@@ -57,14 +65,7 @@ GATE_UP, DOWN = "ffn_gate_up_exps.weight", "ffn_down_exps.weight"  # (E, 2 r_e, 
 LAYOUT = Family(
     "blk.{i}.",
     _BLOCK,
-    {
-        "embedding.E": "token_embd.weight",
-        "head.W": "output.weight",
-        "final_norm.gamma": "output_norm.weight",
-        "per_layer.E": "per_layer_token_embd.weight",
-        "per_layer.W": "per_layer_model_proj.weight",
-        "per_layer.norm.gamma": "per_layer_proj_norm.weight",
-    },
+    SANDWICH_GLOBALS,
     fused=((GATE_UP, ("ff.W1", "ff.W3"), lambda spec: spec.E or 0), (DOWN, ("ff.W2",), lambda spec: 1)),
     stacked=frozenset((GATE_UP, DOWN)),
 )
@@ -92,7 +93,7 @@ def sandwich_keys(c: Keys, header: Any) -> dict[str, Any]:
     }
 
 
-def _per_layer(c: Keys, key: str, N: int) -> list[int]:
+def per_layer(c: Keys, key: str, N: int) -> list[int]:
     """A count the file gives once or per layer (a list of N)."""
     value = c.data.get(key)
     if isinstance(value, list):
@@ -106,7 +107,7 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """gemma4.* -> spec (`spec`: the full layers' rope share, gguf/base.proportional)."""
     N, d, H = c.count("block_count"), c.count("embedding_length"), c.count("attention.head_count")
     full_m, m = c.count("attention.key_length"), c.count("attention.key_length_swa")
-    heads, widths = _per_layer(c, "attention.head_count_kv", N), _per_layer(c, "feed_forward_length", N)
+    heads, widths = per_layer(c, "attention.head_count_kv", N), per_layer(c, "feed_forward_length", N)
     found = sliding_kinds(c, N, 6)
     kinds = found[1] if found else ["full"] * N
     S = c.index("attention.shared_kv_layers", 0)
