@@ -102,6 +102,8 @@ GGUF_NAMES = {
     "cohere2moe": "Cohere2-MoE",
     "laguna": "Laguna",
     "hy_v3": "HY-V3",
+    "lfm2": "LFM2",
+    "lfm2moe": "LFM2 and its MoE",
     "ernie4_5": "ERNIE 4.5 and its MoE",
     "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }

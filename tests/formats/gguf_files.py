@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import gguf_metadata_mixers as mixers
 import numpy as np
 from gguf_metadata import ARCHS, PERMUTED, _kv_heads, _metadata
 from gguf_metadata_2026 import NEWER, PLUS_ONE, ROUTED, ROUTER_TYPED, converted
@@ -51,6 +52,7 @@ EXPERTS = {
 EXPERTS["qwen3_moe"] = EXPERTS["olmoe"] = EXPERTS["qwen2_moe"]
 EXPERTS |= dict.fromkeys(ROUTED, EXPERTS["qwen2_moe"]) | {"minimax_m2": EXPERTS["mixtral"]}
 EXPERTS["phimoe"] = EXPERTS["mixtral"]
+EXPERTS |= mixers.EXPERTS
 EXPERTS["deepseek_v2"] = EXPERTS["deepseek_v3"] = EXPERTS["cohere2_moe"] = EXPERTS["hy_v3"] = EXPERTS["qwen2_moe"]
 
 

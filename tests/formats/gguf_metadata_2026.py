@@ -4,6 +4,7 @@ gguf_metadata.py's: the architecture of each model_type, and each converter clas
 from __future__ import annotations
 
 import gguf
+import gguf_metadata_mixers as mixers
 import numpy as np
 from gguf_metadata_gemma import _gemma4, gemma3n, gemma3n_tensors, gemma4
 from gguf_metadata_later import cohere2moe, hy_v3, laguna, mimo2
@@ -41,7 +42,7 @@ ARCHS = {
     "cohere2_moe": "COHERE2MOE",
     "laguna": "LAGUNA",
     "hy_v3": "HY_V3",
-}
+} | mixers.ARCHS
 # llama.cpp's architectures newer than the gguf package (its source built here, llama-cpp-python 0.3.36): the name,
 # and the package's architecture whose tensor names theirs are, with gpt-oss's for the sinks
 NEWER = {
@@ -268,6 +269,8 @@ def own_keys(writer, cfg) -> None:
         cohere2moe(writer, cfg)
     if kind == "mimo_v2_flash":  # MimoV2Model, from the published config.json's keys (hybrid_layer_pattern,
         mimo2(writer, cfg)  # swa_num_key_value_heads, ...), which transformers 5.24 holds as layer_types and 2 G
+    if kind in mixers.ARCHS:  # LFM2Model, LFM2MoeModel
+        mixers.own_keys(writer, cfg)
     if kind == "olmoe":  # OlmoeModel.set_gguf_parameters (the writer keeps the last value of a key)
         writer.add_layer_norm_rms_eps(1e-5)
 
@@ -276,6 +279,8 @@ def converted(tensors: dict, cfg) -> dict:
     """The tensor changes of these converters (before the package's names): Llama4Model.modify_tensors splits the
     experts' (E, d, 2r) gate_up_proj into gate and up, each transposed to (E, r, d), and transposes down_proj."""
     tensors = {n: t for n, t in tensors.items() if t.size}  # (GLM-4.5's shared MLP of 0 experts: none in a file)
+    if cfg.model_type in mixers.ARCHS:
+        return mixers.converted(tensors, cfg)
     if cfg.model_type == "ernie4_5_moe":  # (its correction bias (1, E), kept 2-D)
         tensors = {
             n.replace("moe_statics.e_score_correction_bias", "e_score_correction_bias"): t for n, t in tensors.items()

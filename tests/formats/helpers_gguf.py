@@ -97,4 +97,7 @@ FAMILIES = [
     "laguna-gguf",
     "laguna-per-entry-gguf",
     "hy_v3-gguf",
+    "lfm2",
+    "lfm2-multiplier",
+    "lfm2_moe-gguf",
 ]

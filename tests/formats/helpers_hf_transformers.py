@@ -27,7 +27,7 @@ def build(name: str):
     _randomised(model)
     spread = SPREAD.get(model_class, 0.5)
     for name_, buffer in model.named_buffers():  # DeepSeek-V3's correction bias is a buffer, zero as built
-        if name_.endswith("e_score_correction_bias"):
+        if name_.endswith(("e_score_correction_bias", "expert_bias")):  # (LFM2-MoE's expert_bias)
             buffer.copy_(torch.linspace(-spread, spread, buffer.numel()).flip(0))
         if name_.endswith("layer_scalar"):  # (Gemma 4's: 1 as built)
             buffer.copy_(torch.rand_like(buffer) + 0.5)

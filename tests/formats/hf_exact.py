@@ -105,7 +105,8 @@ def exact(model):
             module.forward = _float64_afmoe_router.__get__(module)
         elif kind in ("MiniMaxM2TopKRouter", "HYV3TopKRouter"):  # its sigmoid in float32 even in float64
             module.forward = _float64_minimax_router.__get__(module)
-        elif kind.endswith("TopKRouter") and kind != "PhimoeTopKRouter":  # (PhiMoE's routes in the model's dtype)
+        elif kind.endswith("TopKRouter") and kind not in ("PhimoeTopKRouter", "Lfm2MoeTopKRouter"):  # (theirs route
+            # in the model's dtype)
             module.forward = _float64_router.__get__(module)
         elif kind == "LongcatFlashTopkRouter":  # routed in float32 even in float64
             module.forward = _float64_longcat_router.__get__(module)

@@ -21,7 +21,8 @@ SCALE_BYTES = {"int8": 2}  # a float16 scale per head and token, for K and for V
 KV_NOTE = (
     "2 (K and V) x batch x bytes x sum over blocks of (G x m x cached tokens), cached tokens = min(n, window); "
     "encoder-decoders add 2 x batch x bytes x N x H_c x m_c x n_src for the cross-attention; int8 adds a float16 "
-    "scale per head and token"
+    "scale per head and token; a block of another mixer (LFM2's short convolutions) keeps a fixed state per sequence "
+    "instead (its last L columns of d)"
 )
 
 
@@ -49,15 +50,32 @@ def kv_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: in
 
     size, scale = KV_BYTES[dtype], SCALE_BYTES.get(dtype, 0)
     # each group of blocks alike keeps its own window's tokens, each token what its attention caches (G keys and
-    # values of m, or latent attention's latent and rotary key)
-    total = sum(
-        b * g.spec.N * cached_tokens(g.spec, n) * attention_component(g.spec).cache_per_token(size, scale)
-        for g in decoder(spec).groups()
-    )
+    # values of m, or latent attention's latent and rotary key); a recurrent mixer's blocks (LFM2's convolutions)
+    # a fixed state per sequence instead
+    total = 0
+    for g in decoder(spec).groups():
+        mixer = attention_component(g.spec)
+        total += (
+            b * g.spec.N * (cached_tokens(g.spec, n) * mixer.cache_per_token(size, scale) + mixer.state_bytes(size))
+        )
     if decoder(spec).reads_memory:
         cross = spec.N * spec.cross_kv_heads * (n_src or n)
         total += 2 * b * cross * (spec.cross_size * size + scale)
     return total
+
+
+def state_bytes(spec: Spec, b: int, dtype: str = "float32") -> int:
+    """The part of the cache that does not grow with the context: b sequences' recurrent states (LFM2's last L
+    columns per convolution block), 0 for a model that attends in every block."""
+    from ..components import attention_component
+
+    size = KV_BYTES[dtype]
+    return sum(b * g.spec.N * attention_component(g.spec).state_bytes(size) for g in decoder(spec).groups())
+
+
+def served_state_bytes(spec: Spec, b: int, dtype: str = "float32") -> int:
+    """state_bytes for a model that decodes, 0 for an encoder."""
+    return state_bytes(spec, b, dtype) if decodes(spec) else 0
 
 
 def served_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: int | None = None) -> int:

@@ -171,9 +171,11 @@ def stage_cache(spec: Spec, split: Split, b: int, n: int, kv: str = "bfloat16", 
     size, scale = KV_BYTES[kv], SCALE_BYTES.get(kv, 0)
     stack = decoder(spec)
     for group in stack.groups():
-        local = attention_component(group.spec).device_cache_per_token(size, scale, split.tensor)
+        mixer = attention_component(group.spec)
+        local = mixer.device_cache_per_token(size, scale, split.tensor)
+        state = -(-mixer.state_bytes(size) // split.tensor)  # (a recurrent state's rows split over the devices)
         for stage, count in enumerate(_per_stage(group.layers, spec.N, split.pipeline)):
-            out[stage] += count * b * cached_tokens(group.spec, n) * local
+            out[stage] += count * b * (cached_tokens(group.spec, n) * local + state)
     if stack.reads_memory:
         out[0] += (
             2 * b * spec.N * (spec.cross_kv_heads // split.tensor) * (n_src or n) * (spec.cross_size * size + scale)

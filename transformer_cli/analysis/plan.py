@@ -16,7 +16,7 @@ from ..spec.stacks import source_len
 from .decode import training_flops_per_token
 from .flops import forward_flops
 from .hardware import PRESETS, Timing, probe, timing
-from .kv_cache import KV_NOTE, NO_DECODING, decodes, served_cache_bytes
+from .kv_cache import KV_NOTE, NO_DECODING, decodes, served_cache_bytes, served_state_bytes
 from .lora import Adapters
 from .optimizers import OPTIMIZERS
 from .parallel import Devices, Split, local_spec, stage_weights
@@ -44,6 +44,7 @@ class Plan:
     decodes: bool
     kv_cache_bytes: int
     kv_cache_bytes_per_token: int
+    kv_cache_state_bytes: int  # of the batch, whatever the context: recurrent mixers' states (0: attention alone)
     kv_cache_note: str
     weights_bytes: dict[str, int]
     weights_note: str
@@ -169,7 +170,9 @@ def _plan(asked: Asked) -> Plan:
         kv_dtype=kv,
         decodes=decodes(spec),
         kv_cache_bytes=served_cache_bytes(spec, b, n, kv, n_src),
-        kv_cache_bytes_per_token=served_cache_bytes(spec, 1, 1, kv, source_len(spec, 1)),
+        kv_cache_bytes_per_token=served_cache_bytes(spec, 1, 1, kv, source_len(spec, 1))
+        - served_state_bytes(spec, 1, kv),
+        kv_cache_state_bytes=served_state_bytes(spec, b, kv),
         kv_cache_note=KV_NOTE if decodes(spec) else NO_DECODING,
         weights_bytes=weight_bytes(spec)
         | ({weights.dtype: weights.total()} if isinstance(weights, Held) and weights.dtype else {}),

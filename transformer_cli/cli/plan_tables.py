@@ -81,6 +81,8 @@ def serving_table(p: Plan) -> Table:
     held = f"as stored: {p.weights_stored['as']}" if p.weights_stored else p.weights_dtype
     table.add_row(f"weights ({shown(held)})", *(human(serving[w].weights) for w in WAYS))
     per_token = "this device's share" if p.split else f"{human(p.kv_cache_bytes_per_token)} a token"
+    if p.kv_cache_state_bytes and not p.split:  # (recurrent mixers: a fixed state per sequence beside the tokens)
+        per_token += f" + {human(p.kv_cache_state_bytes)} of states"
     cache = f"{p.kv_dtype}, {per_token}" if p.decodes else "none: no decoding"
     table.add_row(f"KV cache ({cache})", *(human(serving[w].kv_cache) for w in WAYS))
     if not p.decodes:

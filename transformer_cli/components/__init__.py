@@ -24,6 +24,7 @@ from .per_layer import per_layer_input, per_layer_inputs
 from .positional import POSITIONALS
 from .residual import Residuals
 from .reused import ReusedAttention
+from .short_conv import ShortConv  # noqa: F401 (registers the spec's `attention: short_conv`)
 from .stream_experts import StreamExperts  # noqa: F401 (registers the spec's `expert_norms`)
 
 
@@ -31,6 +32,11 @@ def attention_component(spec: Spec) -> MultiHeadAttention:
     """The block's attention: heads of W_Q, W_K, W_V (standard), or keys and values from a latent (latent); a block
     of kv_shared's (Gemma 4's) its queries alone, the keys and values an earlier block's (reused.py)."""
     return ReusedAttention(spec) if spec.kv_reused else ATTENTIONS[spec.attention](spec)
+
+
+def attends(spec: Spec, i: int) -> bool:
+    """Whether block i's mixer is attention (weights to show), not another mixer (LFM2's convolutions)."""
+    return isinstance(attention_component(decoder(spec).layer(i)), MultiHeadAttention)
 
 
 def block_components(spec: Spec) -> list[Component]:
@@ -100,6 +106,7 @@ def reach(spec: Spec) -> int | None:
 
 __all__ = [
     "Component",
+    "attends",
     "attention_component",
     "block_feedforward",
     "Pairs",

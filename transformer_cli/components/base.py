@@ -151,6 +151,11 @@ class Component:
         weights frozen (LoRA) or not (analysis/training.py): none for most."""
         return 0
 
+    def state_bytes(self, size: int) -> int:
+        """Bytes a decoder keeps per sequence and block whatever the context, in `size`-byte elements (a recurrent
+        mixer's state, components/short_conv.py): none for most."""
+        return 0
+
     def reach(self) -> int | None:
         """How many columns back one pass can see through this component (a sliding window's), or None: all."""
         return None

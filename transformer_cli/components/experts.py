@@ -180,7 +180,8 @@ class Experts(Component):
         chosen = np.argsort(-choice, axis=0, kind="stable")[:k]
         weights = np.take_along_axis(scores, chosen, axis=0)
         if s.router_renorm:
-            weights /= weights.sum(axis=0, keepdims=True) + (1e-20 if s.router_score == "sigmoid" else 0.0)
+            eps = s.router_renorm_eps or (1e-20 if s.router_score == "sigmoid" else 0.0)
+            weights /= weights.sum(axis=0, keepdims=True) + eps
         if s.router_scale != 1.0:
             weights *= s.router_scale
         return chosen, weights

@@ -50,6 +50,7 @@ MODULES = (
     "hy_v3",
     "jetmoe",
     "laguna",
+    "lfm2",
     "llama",
     "llama4",
     "longcat_flash",

@@ -60,6 +60,8 @@ class Family:
     hints: dict[str, str] = field(default_factory=dict)  # checkpoint name -> why it may be missing
     # two blocks a checkpoint layer (LongCat-Flash's): block i is layer i // 2, its sublayers' names with {side} i % 2
     pairs: bool = False
+    # checkpoint names held without the tfm tensor's axis 1, of one (a Conv1d's (d, 1, L) kernel as GGUF's (d, L))
+    squeezed: frozenset[str] = frozenset()
     # per-expert names ("{e}") a file holds for the zero experts too, E <= e < E + Z, never read, written as zeros
     # (LongCat-Flash's gate and up projections, which transformers allocates for them)
     zero_experts: tuple[str, ...] = ()

@@ -85,6 +85,10 @@ ATTENTION_FIELDS: dict[str, Any] = {
             "(ModernBERT)",
         ),
     ),
+    "G": field(
+        default=None,
+        metadata=_key("posint", "key/value heads, each shared by H/G query heads (grouped-query; 1: multi-query)"),
+    ),
     "attention_layers": field(
         default=None,
         metadata=_key(

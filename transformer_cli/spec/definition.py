@@ -15,7 +15,6 @@ from .altup_keys import ALTUP_FIELDS
 from .attention_keys import ATTENTION_FIELDS
 from .choices import (
     ACTIVATIONS,
-    FEEDFORWARD_KINDS,
     LABELS,
     MASKS,
     NORM_TYPES,
@@ -32,6 +31,7 @@ from .encoder_decoder_keys import ENCODER_DECODER_FIELDS
 from .expert_keys import EXPERT_FIELDS
 from .feedforward_keys import FEEDFORWARD_FIELDS
 from .latent_keys import LATENT_FIELDS
+from .mixer_keys import MIXER_FIELDS
 from .norm_keys import NORM_FIELDS
 from .rope_keys import ROPE_FIELDS
 from .scale_keys import SCALE_FIELDS
@@ -182,6 +182,7 @@ class Spec:
     router_topk_groups: int | None = EXPERT_FIELDS["router_topk_groups"]
     router_group_score: str = EXPERT_FIELDS["router_group_score"]
     router_scale: float = EXPERT_FIELDS["router_scale"]
+    router_renorm_eps: float | None = EXPERT_FIELDS["router_renorm_eps"]
     router_softcap: float | None = EXPERT_FIELDS["router_softcap"]
     expert_out_bias: bool = EXPERT_FIELDS["expert_out_bias"]
     router_logit_bias: bool = EXPERT_FIELDS["router_logit_bias"]
@@ -190,15 +191,7 @@ class Spec:
     zero_experts: int | None = EXPERT_FIELDS["zero_experts"]
     expert_norms: bool = EXPERT_FIELDS["expert_norms"]
     routed_later: bool = EXPERT_FIELDS["routed_later"]
-    feedforward_layers: tuple[str, ...] | None = field(
-        default=None,
-        metadata=_key(
-            "layers",
-            "which blocks route to the E experts and which have one dense feedforward of size r (DeepSeek's first "
-            "layers): a list of N kinds or a shorter pattern repeated over the blocks [default: all routed]; with E",
-            FEEDFORWARD_KINDS,
-        ),
-    )
+    feedforward_layers: tuple[str, ...] | None = FEEDFORWARD_FIELDS["feedforward_layers"]
     attn_softcap: float | None = ATTENTION_FIELDS["attn_softcap"]
     attn_sinks: bool = ATTENTION_FIELDS["attn_sinks"]
     qkv_clip: float | None = ATTENTION_FIELDS["qkv_clip"]
@@ -232,16 +225,16 @@ class Spec:
     rope_m: int | None = LATENT_FIELDS["rope_m"]
     v_m: int | None = LATENT_FIELDS["v_m"]
     latent_scale: bool = LATENT_FIELDS["latent_scale"]
+    mixer_layers: tuple[str, ...] | None = MIXER_FIELDS["mixer_layers"]
+    conv_kernel: int = MIXER_FIELDS["conv_kernel"]
+    conv_bias: bool = MIXER_FIELDS["conv_bias"]
     altup: int | None = ALTUP_FIELDS["altup"]
     altup_active: int = ALTUP_FIELDS["altup_active"]
     altup_correct_scale: bool = ALTUP_FIELDS["altup_correct_scale"]
     laurel_rank: int | None = ALTUP_FIELDS["laurel_rank"]
     r_layers: tuple[int, ...] | None = ALTUP_FIELDS["r_layers"]
     sparsity_layers: tuple[float, ...] | None = ALTUP_FIELDS["sparsity_layers"]
-    G: int | None = field(
-        default=None,
-        metadata=_key("posint", "key/value heads, each shared by H/G query heads (grouped-query; 1: multi-query)"),
-    )
+    G: int | None = ATTENTION_FIELDS["G"]
     N_enc: int | None = ENCODER_DECODER_FIELDS["N_enc"]
     V_src: int | None = ENCODER_DECODER_FIELDS["V_src"]
     cross_H: int | None = ENCODER_DECODER_FIELDS["cross_H"]
@@ -259,8 +252,10 @@ class Spec:
 
     def __post_init__(self) -> None:
         """Per-layer kinds in their canonical form: the shortest pattern that repeats to them, None if all default."""
-        defaults = {"attention_layers": SLIDING, "feedforward_layers": ROUTED, "positional_layers": ROTARY}
-        for key, default in (defaults | {"r_layers": self.r, "sparsity_layers": 0.0}).items():
+        defaults: dict[str, Any] = {"attention_layers": SLIDING, "feedforward_layers": ROUTED}
+        defaults |= {"positional_layers": ROTARY, "r_layers": self.r, "sparsity_layers": 0.0}
+        defaults["mixer_layers"] = self.attention
+        for key, default in defaults.items():
             kinds = getattr(self, key)
             if kinds is not None:
                 pattern = shortest_pattern(kinds, self.N) if self.N > 0 and len(kinds) else tuple(kinds)
@@ -391,7 +386,7 @@ class Spec:
 
 FIELDS = {f.name: f for f in fields(Spec)}
 LIST_KEYS: tuple[str, ...] = ("attention_layers", "feedforward_layers", "positional_layers", "rope_short_factor")
-LIST_KEYS += ("rope_long_factor", "r_layers", "sparsity_layers")
+LIST_KEYS += ("rope_long_factor", "r_layers", "sparsity_layers", "mixer_layers")
 REQUIRED = tuple(name for name, f in FIELDS.items() if f.default is MISSING)
 
 DEFAULT_SPEC = Spec(N=2, H=4, m=8, d=32, r=64, name="default", description="built-in default spec")

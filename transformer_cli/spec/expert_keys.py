@@ -91,6 +91,14 @@ EXPERT_FIELDS: dict[str, Any] = {
     "router_scale": field(
         default=1.0, metadata=_key("posfloat", "the chosen experts' weights times this (routed_scaling_factor); with E")
     ),
+    "router_renorm_eps": field(
+        default=None,
+        metadata=_key(
+            "posfloat",
+            "added to the chosen weights' sum before renormalising [default: 1e-20 with sigmoid scores "
+            "(DeepSeek-V3), 0 with softmax] (LFM2-MoE: 1e-6); with router_renorm",
+        ),
+    ),
     "router_logit_bias": field(
         default=False,
         metadata=_key("bool", "the router's scores W_r x + b_r, ff.router_b (E,) a parameter (gpt-oss); with E"),

@@ -1,12 +1,12 @@
-"""The feedforward's kind and gpt-oss's clamped SwiGLU's two numbers. The Spec's class body takes each field from
-here."""
+"""The feedforward's kind, gpt-oss's clamped SwiGLU's two numbers, and which blocks route to experts. The Spec's
+class body takes each field from here."""
 
 from __future__ import annotations
 
 from dataclasses import field
 from typing import Any
 
-from .choices import FEEDFORWARDS
+from .choices import FEEDFORWARD_KINDS, FEEDFORWARDS
 from .choices import key as _key
 
 FEEDFORWARD_FIELDS: dict[str, Any] = {
@@ -22,6 +22,15 @@ FEEDFORWARD_FIELDS: dict[str, Any] = {
     ),
     "swiglu_alpha": field(default=1.702, metadata=_key("posfloat", "clamped: the sigmoid's slope alpha")),
     "swiglu_limit": field(default=7.0, metadata=_key("posfloat", "clamped: the clamp's limit")),
+    "feedforward_layers": field(
+        default=None,
+        metadata=_key(
+            "layers",
+            "which blocks route to the E experts and which have one dense feedforward of size r (DeepSeek's first "
+            "layers): a list of N kinds or a shorter pattern repeated over the blocks [default: all routed]; with E",
+            FEEDFORWARD_KINDS,
+        ),
+    ),
 }
 
 __all__ = ["FEEDFORWARD_FIELDS"]

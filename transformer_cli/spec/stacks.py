@@ -6,7 +6,8 @@ encoder's output). The blocks of a stack may differ per layer: `attention_layers
 through the sliding window and which see every earlier key (Gemma 2/3, gpt-oss, Qwen's layer_types),
 `feedforward_layers` which blocks route to experts and which are dense (DeepSeek's first layers, Qwen-MoE's
 mlp_only_layers), `positional_layers` which blocks turn by the rotary positions and which attend without positions
-(SmolLM3's and Llama 4's NoPE layers). Each is a list of N kinds, or a shorter pattern repeated over the blocks.
+(SmolLM3's and Llama 4's NoPE layers), `mixer_layers` which blocks mix their columns with attention and which with
+another mixer (LFM2's short convolutions). Each is a list of N kinds, or a shorter pattern repeated over the blocks.
 
 Everything that counts, costs or runs a stack walks its `groups()`: the layers alike, each group a spec of its
 own whose N is its number of blocks, so a component's figures over a group are its figures for that spec.
@@ -18,12 +19,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .choices import DENSE, FIRST, FULL, LATER, NOPE, OWN_KV, REUSED_KV, ROTARY, ROUTED, SLIDING
+from .choices import ATTENTIONS, DENSE, FIRST, FULL, LATER, NOPE, OWN_KV, REUSED_KV, ROTARY, ROUTED, SLIDING
 from .definition import Spec
 from .expert_keys import EXPERT_FIELDS
 
 # what may differ between blocks: their kinds, their feedforwards' sizes and sparsity (Gemma 3n's: "r=64", "sparse=0.9")
-LAYER_KEYS = ("attention_layers", "feedforward_layers", "positional_layers", "r_layers", "sparsity_layers")
+LAYER_KEYS: tuple[str, ...] = ("attention_layers", "feedforward_layers", "positional_layers", "r_layers")
+LAYER_KEYS += ("sparsity_layers", "mixer_layers")
 SIZE, SPARSE = "r=", "sparse="
 
 
@@ -98,6 +100,8 @@ class Stack:
             out.append(f"{SIZE}{spec.r_layers[i % len(spec.r_layers)]}")
         if spec.sparsity_layers is not None:
             out.append(f"{SPARSE}{spec.sparsity_layers[i % len(spec.sparsity_layers)]!r}")
+        if spec.mixer_layers is not None:
+            out.append(kind_of(spec.mixer_layers, i, spec.attention))
         if not spec.first_attn_norm:  # (block 0 without a norm before its attention: ModernBERT's)
             out.append(FIRST if i == 0 else LATER)
         if spec.kv_shared:  # (Gemma 4's last blocks: an earlier block's keys and values)
@@ -144,6 +148,9 @@ class Stack:
                 changes["r"] = int(kind.removeprefix(SIZE))
             elif kind.startswith(SPARSE):
                 changes["sparsity_layers"] = (float(kind.removeprefix(SPARSE)),)
+        mixer = next((kind for kind in kinds if kind in ATTENTIONS), None)
+        if mixer is not None:  # (LFM2's short convolutions beside its attention blocks)
+            changes["attention"] = mixer
         if DENSE in kinds:  # one feedforward of size r: no router, no routed or shared experts
             changes |= {"E": None, "k": None} | {key: f.default for key, f in EXPERT_FIELDS.items()}
         return replace(self.spec, **changes)

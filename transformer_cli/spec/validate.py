@@ -19,6 +19,7 @@ from .dependent import DEPENDENT
 from .stacks import encoder_spec, kind_of
 from .validate_altup import check_altup
 from .validate_experts import check_experts
+from .validate_mixers import check_mixers
 from .validate_rope import check_llama4, check_rope
 from .yaml12 import MAX_DIGITS, TooLong
 
@@ -203,6 +204,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "norm_plus_one", True, "a norm to scale by 1 + gamma (norm is none)")
     check_experts(spec, data, source, _fail)
     check_altup(spec, data, source, _fail)
+    check_mixers(spec, data, source, _fail)
     if "qk_norm_over" in data and not spec.qk_norm:
         raise _fail(source, "qk_norm_over", data["qk_norm_over"], "no qk_norm_over without qk_norm")
     check_llama4(spec, data, source, _fail, _expected)

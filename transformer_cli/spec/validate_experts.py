@@ -27,6 +27,9 @@ def check_experts(spec: Spec, data: dict[str, Any], source: str, fail: Fail) -> 
     _check_groups(spec, data, source, fail)
     if spec.router_bias_param and not spec.router_bias:
         raise fail(source, "router_bias_param", True, "no router_bias_param without router_bias")
+    if "router_renorm_eps" in data and (not spec.router_renorm or spec.router_score != "sigmoid"):
+        why = "router_renorm and router_score: sigmoid (the renormalised sigmoid weights it is added to)"
+        raise fail(source, "router_renorm_eps", data["router_renorm_eps"], why)
     if "shared_scale" in data and spec.shared_r is None:
         raise fail(source, "shared_scale", data["shared_scale"], "no shared_scale without a shared expert (shared_r)")
     if spec.shared_gate and spec.shared_r is None:

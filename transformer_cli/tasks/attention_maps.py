@@ -21,6 +21,7 @@ from ..analysis.memory import (
     estimate_forward,
 )
 from ..analysis.modes import Mode, build, choose_mode, mode_estimates, stored_form
+from ..components import attends
 from ..errors import TfmError
 from ..io.arrays import open_npy, peek_npy
 from ..model.attention_maps import block_weights, decoder_block_weights
@@ -64,6 +65,10 @@ def attention_maps(
         raise TfmError(f"--target and --kind {kind}: {spec.label} has no encoder (N_enc); its attention is self")
     if block >= spec.N:
         raise TfmError(f"--block: got {block}, expected 0 .. {spec.N - 1} (the spec has N = {spec.N})")
+    if not attends(spec, block):
+        kinds = f"mixer_layers: {list(spec.mixer_layers or ())}"
+        mixer = decoder(spec).layer(block).attention
+        raise TfmError(f"--block: block {block} mixes its columns by {mixer}, not attention ({kinds})")
     if head is not None and head >= spec.H:
         raise TfmError(f"--head: got {head}, expected 0 .. {spec.H - 1} (the spec has H = {spec.H})")
     header = peek_npy(input_path)

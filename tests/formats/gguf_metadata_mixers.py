@@ -1,0 +1,61 @@
+"""The metadata and tensor changes of llama.cpp's convert_hf_to_gguf.py for the architectures whose blocks mix by
+more than attention (issue 45): LFM2Model and LFM2MoeModel (conversion/lfm2.py of the llama-cpp-python 0.3.36
+sdist, llama.cpp, MIT), for tests/formats/gguf_files.py's converter-like files."""
+
+from __future__ import annotations
+
+import gguf
+import numpy as np
+
+ARCHS = {"lfm2": "LFM2", "lfm2_moe": "LFM2MOE"}
+# the per-expert tensors and their stacked name (the mixtral mapping the converter's name hits)
+EXPERTS = {
+    "lfm2_moe": (
+        "feed_forward.experts.{e}.{w}.weight",
+        ("w1", "w2", "w3"),
+        "layers.{i}.feed_forward.experts.{w}.weight",
+    )
+}
+
+
+def _feed_forward_length(config: dict) -> int:
+    """LFM2Model._add_feed_forward_length: the MLP's width adjusted, rounded whatever the multiplier."""
+    width = config.get("block_ff_dim") or config["intermediate_size"]
+    if config["block_auto_adjust_ff_dim"]:
+        width = int(2 * width / 3)
+        if config["block_ffn_dim_multiplier"] is not None:
+            width = int(config["block_ffn_dim_multiplier"] * width)
+        multiple = config["block_multiple_of"]
+        width = multiple * ((width + multiple - 1) // multiple)
+    return width
+
+
+def own_keys(writer, cfg) -> None:
+    """LFM2Model's and LFM2MoeModel's set_gguf_parameters beyond TextModel's: each layer's key/value heads (0 for
+    a convolution's layer), the kernel, the vocabulary's size; LFM2's adjusted width and norm_eps; LFM2-MoE's
+    mixture (no scale, no renormalisation flag)."""
+    config = cfg.to_dict()
+    kinds = config["layer_types"]
+    writer.add_head_count_kv([cfg.num_key_value_heads if kind == "full_attention" else 0 for kind in kinds])
+    writer.add_vocab_size(cfg.vocab_size)
+    writer.add_shortconv_l_cache(cfg.conv_L_cache)
+    writer.add_layer_norm_rms_eps(cfg.norm_eps)
+    if cfg.model_type == "lfm2":
+        writer.add_feed_forward_length(_feed_forward_length(config))
+    else:
+        writer.add_leading_dense_block_count(cfg.num_dense_layers)
+        writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+
+
+def converted(tensors: dict, cfg) -> dict:
+    """modify_tensors: the convolution's (d, 1, L) weight as (d, L); filter_tensors: LFM2-MoE's expert_bias as a
+    bias."""
+    out = {}
+    for name, data in tensors.items():
+        if "conv.conv" in name:
+            data = np.squeeze(data, 1)
+        out[name.replace(".expert_bias", ".expert_bias.bias")] = data
+    return out
+
+
+__all__ = ["ARCHS", "EXPERTS", "converted", "own_keys"]

@@ -1,0 +1,122 @@
+"""Models whose blocks mix their columns by more than attention (issue 45), against transformers' own: the cache a
+decoder keeps (transformers' cache objects after a prefill, at two lengths, so that both the per-token and the fixed
+part are pinned), verify-decoding on the folder with its controls, the plan's figures, and config.json's keys.
+Their logits, bfloat16 runs and greedy tokens are in the tests over every model (test_hf_transformers.py,
+test_generate.py)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from helpers_hf_transformers import IDS, TOL, build, relative, theirs
+from hf_exact import exact
+from hf_models_mixers import MIXERS
+
+from transformer_cli import Transformer
+from transformer_cli.analysis.kv_cache import kv_cache_bytes, state_bytes
+from transformer_cli.cli import app
+from transformer_cli.hf.config import spec_from_config
+from transformer_cli.tasks.sources import load_weights
+
+torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
+transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
+
+
+CONTROLS = [  # (model, spec keys changed, the relative error they must at least make)
+    ("lfm2", {"qk_norm": False}, 1e-3),
+    ("lfm2-bias-long-kernel-untied", {"rope_theta": 1e6}, 1e-3),
+    ("lfm2_moe", {"router_bias": False}, 1e-3),
+    ("lfm2_moe", {"router_scale": 1.0}, 1e-3),
+    ("lfm2_moe", {"router_renorm_eps": None}, 100 * TOL),  # (1e-6 against the weights' sum: small, but seen)
+    ("lfm2_moe-unbiased-unnormalised", {"router_renorm": True}, 1e-3),
+]
+
+
+def cache_bytes(cache) -> int:
+    """Every tensor a transformers cache holds: keys and values per attention layer, the convolutions' and the
+    recurrences' states per mixer layer (dicts of layer index -> tensor)."""
+    held = 0
+    for layer in cache.layers:
+        for value in vars(layer).values():
+            tensors = value.values() if isinstance(value, dict) else [value]
+            held += sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+    return held
+
+
+@pytest.mark.parametrize("name", MIXERS)
+def test_the_cache_is_the_bytes_transformers_caches_hold(tmp_path, name):
+    model = build(name)
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    for n in (5, 9):
+        ids = torch.arange(2 * n).reshape(2, n) % spec.V
+        with torch.no_grad():
+            held = cache_bytes(model(ids, use_cache=True).past_key_values)
+        assert kv_cache_bytes(spec, 2, n, "float64") == held
+    assert state_bytes(spec, 2, "float64") > 0  # the fixed part: a plan of attention alone would miss it
+    assert kv_cache_bytes(replace(spec, mixer_layers=None), 2, 9, "float64") != held
+
+
+@pytest.mark.parametrize(("name", "off", "least"), CONTROLS, ids=lambda x: x if isinstance(x, str) else "")
+def test_each_familys_own_steps_matter(tmp_path, name, off, least):
+    model = build(name)
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    weights = load_weights(tmp_path, spec)
+    reference = theirs(exact(model), IDS)
+    assert relative(Transformer(spec, weights)(IDS), reference) < TOL
+    assert relative(Transformer(replace(spec, **off), weights)(IDS), reference) > least
+
+
+@pytest.mark.parametrize("name", MIXERS)
+def test_verify_decoding_holds_on_the_folder_and_its_controls_are_caught(tmp_path, name, runner):
+    build(name).save_pretrained(tmp_path)
+    result = runner.invoke(app, ["verify-decoding", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.stdout)
+    summary = found["results"][0]["summary"] if "results" in found else found["summary"]
+    assert summary["controls"] and all(err > 1000 * summary["tolerance"] for err in summary["controls"].values())
+
+
+def test_plan_says_the_fixed_state_beside_the_tokens(tmp_path, runner):
+    build("lfm2").save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    result = runner.invoke(app, ["plan", str(tmp_path), "-n", "100", "-b", "3", "--kv-dtype", "float16", "--json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    conv_blocks, attention_blocks = 3, 1
+    assert plan["kv_cache_state_bytes"] == 3 * conv_blocks * spec.d * spec.conv_kernel * 2
+    assert plan["kv_cache_bytes_per_token"] == attention_blocks * 2 * spec.kv_heads * spec.m * 2
+    assert plan["kv_cache_bytes"] == 3 * 100 * plan["kv_cache_bytes_per_token"] + plan["kv_cache_state_bytes"]
+
+
+def test_lfm2s_keys_are_read_as_its_config_class_reads_them(tmp_path, runner):
+    base = dict(MIXERS["lfm2"][2]) | {"model_type": "lfm2"}
+    for changed, key, value in (
+        ({"block_ff_dim": 90}, "r", 64),  # (block_ff_dim wins over intermediate_size: int(2 x 90 / 3) -> 64)
+        ({"block_ffn_dim_multiplier": None}, "r", 40),  # (no multiplier: int(2 x 60 / 3), not rounded)
+        ({"tie_embedding": False}, "tie_embeddings", False),
+    ):
+        (tmp_path / "config.json").write_text(json.dumps(base | changed))
+        assert getattr(spec_from_config(tmp_path), key) == value
+    for bad, said in (
+        ({"layer_types": ["conv", "mamba", "conv", "conv"]}, 'key \'layer_types\': got ["conv", "mamba"'),
+        ({"layer_types": ["conv"]}, "expected a list of 4 'conv' or 'full_attention'"),
+    ):
+        (tmp_path / "config.json").write_text(json.dumps(base | bad))
+        result = runner.invoke(app, ["count", str(tmp_path)])
+        assert result.exit_code == 2 and said in result.output and "Traceback" not in result.output, result.output
+
+
+def test_a_folder_written_back_is_the_model_transformers_loads(tmp_path, runner):
+    build("lfm2-bias-long-kernel-untied").save_pretrained(tmp_path / "hf")
+    result = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "back")])
+    assert result.exit_code == 0, result.output
+    reference = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "hf", dtype=torch.float64)
+    again = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "back", dtype=torch.float64)
+    ids = torch.arange(12)[None] % 97
+    with torch.no_grad():
+        np.testing.assert_allclose(again(ids).logits.numpy(), reference(ids).logits.numpy(), rtol=0, atol=1e-6)
