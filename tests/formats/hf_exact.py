@@ -16,6 +16,7 @@ from hf_exact_gemma3n import GEMMA3N  # noqa: E402
 from hf_exact_gemma4 import GEMMA4  # noqa: E402
 from hf_exact_laguna import LAGUNA  # noqa: E402
 from hf_exact_llama4 import LLAMA4  # noqa: E402
+from hf_exact_mamba import MAMBA  # noqa: E402
 from hf_exact_rope import _inv_freq  # noqa: E402
 from hf_exact_routers import (  # noqa: E402
     _float64_afmoe_router,
@@ -50,6 +51,8 @@ def exact(model):
             LLAMA4[kind](model, module)
         elif kind in GEMMA4:  # its norms (x w, some without a gain), router and embeddings' scales in float32
             GEMMA4[kind](model, module)
+        elif kind in MAMBA:  # its scan, state update, A and gated norm in float32
+            MAMBA[kind](model, module)
         elif kind in GEMMA3N:  # its norms, embeddings' scales, AltUp's router, sparsity and per-layer scales
             GEMMA3N[kind](model, module)
         elif kind in ("GPTJRotaryEmbedding", "CodeGenRotaryEmbedding"):  # its sin/cos table made in float32

@@ -57,7 +57,8 @@ def test_the_cache_is_the_bytes_transformers_caches_hold(tmp_path, name):
             held = cache_bytes(model(ids, use_cache=True).past_key_values)
         assert kv_cache_bytes(spec, 2, n, "float64") == held
     assert state_bytes(spec, 2, "float64") > 0  # the fixed part: a plan of attention alone would miss it
-    assert kv_cache_bytes(replace(spec, mixer_layers=None), 2, 9, "float64") != held
+    attending = replace(spec, attention="standard", mixer_layers=None, feedforward="gated")  # (every block)
+    assert kv_cache_bytes(attending, 2, 9, "float64") != held
 
 
 @pytest.mark.parametrize(("name", "off", "least"), CONTROLS, ids=lambda x: x if isinstance(x, str) else "")

@@ -224,3 +224,31 @@ class XieluFeedForward(FeedForward):
             hidden += w.b1
         a_p, a_n = np.logaddexp(0.0, alphas.alpha_p), 0.5 + np.logaddexp(0.0, alphas.alpha_n)  # (softplus)
         return self._down(w, kernels.xielu(hidden, a_p, a_n))
+
+
+@FEEDFORWARDS.register("none")
+class NoFeedForward(FeedForward):
+    """No feedforward: the block is its mixer alone (Mamba-2's), without the second norm (norm.py)."""
+
+    projections: tuple[str, ...] = ()
+
+    def terms(self) -> list[Term]:
+        return []
+
+    def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        return {}
+
+    def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        return {}
+
+    def saved_bytes(self, s: int, down: bool = True, gate: bool = True, up: bool = True) -> int:
+        return 0
+
+    def held_per_token(self) -> int:
+        return 0
+
+    def prepare(self, get: Get) -> FeedForwardWeights:
+        return FeedForwardWeights(np.zeros((0, 0)), None, np.zeros((0, 0)), None)
+
+    def apply(self, w: FeedForwardWeights, X: kernels.Array) -> kernels.Array:
+        return np.zeros_like(X)

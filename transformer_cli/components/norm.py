@@ -59,6 +59,8 @@ class LayerNorm(Component):
             return ("norm1_out", "norm2_out")
         if not self.spec.first_attn_norm:  # (a group of block 0 alone: ModernBERT's has none before attention)
             return ("norm2",)
+        if self.spec.feedforward == "none":  # (a block of its mixer alone: Mamba-2's)
+            return ("norm1",)
         return ("norm1",) if self.spec.parallel and self.spec.shared_norm else ("norm1", "norm2")
 
     def tensors(self, prefix: str) -> list[Tensor]:

@@ -20,7 +20,8 @@ import numpy as np
 
 from .. import kernels
 from ..spec.choices import ATTENTIONS
-from .base import Component, Pairs, Tensor, Term
+from .base import Pairs, Tensor, Term
+from .mixer import RecurrentMixer
 
 GATES_PER_ENTRY = 2  # B * u and C * conv: one multiply each
 
@@ -64,7 +65,7 @@ class ConvState:
 
 
 @ATTENTIONS.register("short_conv")
-class ShortConv(Component):
+class ShortConv(RecurrentMixer):
     """LFM2's short convolution: W_in (3d, d), a kernel of L taps per row, W_out (d, d); biases with conv_bias."""
 
     def tensors(self, prefix: str) -> list[Tensor]:
@@ -160,18 +161,10 @@ class ShortConv(Component):
     def cache(self, b: int, n: int, dtype: np.dtype) -> ConvState:
         return ConvState(np.zeros((b, self.spec.d, self.spec.conv_kernel), dtype))
 
-    def cache_per_token(self, size: int, scale: int) -> int:
-        return 0
-
-    def device_cache_per_token(self, size: int, scale: int, tensor: int) -> int:
-        return 0
-
     def state_bytes(self, size: int) -> int:
         """Bytes a decoder keeps per sequence and block whatever the context, in `size`-byte elements: L columns
         of d."""
         return self.spec.d * self.spec.conv_kernel * size
-
-    tensor_split_refusal: str | None = None  # (its rows split over devices like a feedforward's)
 
     # -- memory of a pass --------------------------------------------------------------------------------------
 
@@ -191,13 +184,7 @@ class ShortConv(Component):
         convolution's output."""
         return b * n * 5 * self.spec.d * s
 
-    def normalised(self) -> str | None:
-        return "a short convolution, no queries or keys"
-
     # -- theory ------------------------------------------------------------------------------------------------
-
-    def causal(self) -> bool:
-        return True
 
     def breaks_equivariance(self) -> str | None:
         return "causal convolution" if self.spec.conv_kernel > 1 else None

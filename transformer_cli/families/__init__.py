@@ -56,6 +56,7 @@ MODULES = (
     "longcat_flash",
     "m2m_100",
     "marian",
+    "mamba2",
     "mimo_v2_flash",
     "minimax_m2",
     "ministral3",

@@ -16,7 +16,8 @@ FEEDFORWARD_FIELDS: dict[str, Any] = {
             "choice",
             "plain: W2 act(W1 X + b1) + b2; gated: W2 (act(W1 X) * (W3 X)); clamped: gpt-oss's "
             "SwiGLU, W2 ((clamp(W3 X, +-limit) + 1) * g sigmoid(alpha g)), g = min(W1 X, limit); xielu: plain "
-            "with Apertus's xIELU, its two parameters ff.alpha_p, ff.alpha_n per block (activation unused)",
+            "with Apertus's xIELU, its two parameters ff.alpha_p, ff.alpha_n per block (activation unused); none: "
+            "no feedforward, the block its mixer alone (Mamba-2)",
             FEEDFORWARDS,
         ),
     ),

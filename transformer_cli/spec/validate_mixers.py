@@ -10,8 +10,10 @@ from ..errors import SpecError
 from .definition import Spec
 
 Fail = Callable[[str, str, Any, str], SpecError]
-OWN_KEYS = {"conv_kernel": "short_conv", "conv_bias": "short_conv"}  # a key -> the mixer that reads it
-RECURRENT = frozenset(OWN_KEYS.values())  # the mixers that are not attention
+SSM_KEYS = ("ssm_heads", "ssm_head_dim", "ssm_state", "ssm_groups", "ssm_bias")
+OWN_KEYS: dict[str, tuple[str, ...]] = {"conv_kernel": ("short_conv", "mamba2"), "conv_bias": ("short_conv", "mamba2")}
+OWN_KEYS |= dict.fromkeys(SSM_KEYS, ("mamba2",))
+RECURRENT = frozenset(m for readers in OWN_KEYS.values() for m in readers)  # the mixers that are not attention
 
 
 def mixers(spec: Spec) -> set[str]:
@@ -33,9 +35,16 @@ def check_mixers(spec: Spec, data: dict[str, Any], source: str, fail: Fail) -> N
             data.get(key),
             "one stack of blocks of their own with a recurrent mixer (no N_enc, block_groups)",
         )
-    for key, mixer in OWN_KEYS.items():
-        if key in data and mixer not in used:
-            raise fail(source, key, data[key], f"no {key} without a {mixer} block (attention or mixer_layers)")
+    for key, readers in OWN_KEYS.items():
+        if key in data and not used & set(readers):
+            kinds = " or ".join(readers)
+            raise fail(source, key, data[key], f"no {key} without a {kinds} block (attention or mixer_layers)")
+    if "mamba2" in used:
+        for key in SSM_KEYS[:3]:
+            if getattr(spec, key) is None:
+                raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with a mamba2 block")
+        if spec.ssm_heads % spec.ssm_groups:  # type: ignore[operator]
+            raise fail(source, "ssm_groups", spec.ssm_groups, f"a divisor of ssm_heads = {spec.ssm_heads}")
 
 
 __all__ = ["check_mixers", "mixers"]

@@ -1,0 +1,48 @@
+"""transformers' Mamba-2 mixers in float64 throughout: their scan, state update, A = -exp(A_log) and gated norm
+cast to float32 even in a float64 model. Each function is transformers' own source with its float32 casts made
+float64 (`.float()` -> `.double()`, torch.float32 -> torch.float64), run in its module's namespace, so the
+arithmetic is transformers' and only the type differs."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import textwrap
+
+
+def float64_source(function, namespace: dict):
+    """`function` recompiled from its source with its float32 casts made float64 (decorators left out)."""
+    source = textwrap.dedent(inspect.getsource(function))
+    lines = source.splitlines()
+    while lines[0].startswith("@"):  # (a decorator; a multi-line one's lines start with @ or close it)
+        lines.pop(0)
+    source = "\n".join(lines).replace(".float()", ".double()").replace("torch.float32", "torch.float64")
+    scope: dict = {}
+    exec(compile(source, inspect.getsourcefile(function) or "<transformers>", "exec"), namespace, scope)
+    return scope[function.__name__]
+
+
+def _mixer(model, module) -> None:
+    """The mixer's forward, and its module's scan and state update, in float64: compiled in a copy of the module's
+    namespace, so that only this model's mixers change (another model of the module keeps transformers' own)."""
+    namespace = dict(vars(sys.modules[type(module).__module__]))
+    for name in ("mamba2_chunk_scan", "mamba2_selective_state_update"):
+        if name in namespace:
+            namespace[name] = float64_source(namespace[name], namespace)
+    module.forward = float64_source(type(module).forward, namespace).__get__(module)
+
+
+def _forward(model, module) -> None:
+    """A module whose forward casts to float32 (Mamba2ForCausalLM's logits), that forward in float64."""
+    namespace = vars(sys.modules[type(module).__module__])
+    module.forward = float64_source(type(module).forward, namespace).__get__(module)
+
+
+def _gated_norm(model, module) -> None:
+    namespace = vars(sys.modules[type(module).__module__])
+    module.forward = float64_source(type(module).forward, namespace).__get__(module)
+
+
+MAMBA = {"Mamba2Mixer": _mixer, "MambaRMSNormGated": _gated_norm, "Mamba2ForCausalLM": _forward}
+
+__all__ = ["MAMBA", "float64_source"]
