@@ -39,6 +39,7 @@ DEEPSEEK_ROUTERS = (
 )
 
 
+GRANITE_ROUTERS = ("GraniteMoeTopKRouter", "GraniteMoeSharedTopKRouter", "GraniteMoeHybridTopKRouter")
 COHERE_ROTARIES = ("CohereRotaryEmbedding", "Cohere2RotaryEmbedding", "Cohere2MoeRotaryEmbedding")
 
 
@@ -98,7 +99,7 @@ def exact(model):
         elif kind.endswith("RMSNorm") or kind in ("T5LayerNorm", "MT5LayerNorm", "UMT5LayerNorm"):  # (T5's: RMS)
             norm = _float64_gemma_rms_norm if kind.startswith(("Gemma", "VaultGemma", "T5Gemma")) else _float64_rms_norm
             module.forward = norm.__get__(module)
-        elif kind in ("GraniteMoeTopKRouter", "GraniteMoeSharedTopKRouter"):  # the top k logits softmaxed in float32
+        elif kind in GRANITE_ROUTERS:  # the top k logits softmaxed in float32
             module.forward = _float64_granite_router.__get__(module)
         elif kind == "HYV3MoE":  # its routed and shared outputs added in float32: here in the model's dtype
             module.enable_moe_fp32_combine = False

@@ -43,6 +43,8 @@ def _gated_norm(model, module) -> None:
     module.forward = float64_source(type(module).forward, namespace).__get__(module)
 
 
-MAMBA = {"Mamba2Mixer": _mixer, "MambaRMSNormGated": _gated_norm, "Mamba2ForCausalLM": _forward}
+MIXERS = ("Mamba2Mixer", "BambaMixer", "GraniteMoeHybridMambaLayer")
+GATED_NORMS = ("MambaRMSNormGated", "BambaRMSNormGated", "GraniteMoeHybridRMSNormGated")
+MAMBA = dict.fromkeys(MIXERS, _mixer) | dict.fromkeys(GATED_NORMS, _gated_norm) | {"Mamba2ForCausalLM": _forward}
 
 __all__ = ["MAMBA", "float64_source"]

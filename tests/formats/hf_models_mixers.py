@@ -10,6 +10,15 @@ _MAMBA2 = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_heads=4, 
                state_size=8, n_groups=2, conv_kernel=4, chunk_size=4, residual_in_fp32=False,
                attn_implementation="eager")  # fmt: skip
 
+_BAMBA = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=3, num_attention_heads=4,
+              num_key_value_heads=2, max_position_embeddings=64, attn_layer_indices=[1], mamba_n_heads=4,
+              mamba_d_state=8, mamba_n_groups=2, mamba_chunk_size=4, rms_norm_eps=1e-5)  # fmt: skip
+
+_GRANITE_HYBRID = _BAMBA | dict(layer_types=["linear_attention", "full_attention", "linear_attention"],
+                                num_local_experts=4, num_experts_per_tok=2, shared_intermediate_size=24,
+                                embedding_multiplier=1.5, residual_multiplier=0.7, attention_multiplier=0.3,
+                                logits_scaling=2.0, experts_implementation="eager", rms_norm_eps=1e-6)  # fmt: skip
+
 MIXERS = {  # name: (config class, model class, config)
     "lfm2": ("Lfm2Config", "Lfm2ForCausalLM", _LFM2 | dict(  # conv, conv, attention, conv; width int(40) -> 40
         layer_types=["conv", "conv", "full_attention", "conv"])),
@@ -32,4 +41,12 @@ MIXERS = {  # name: (config class, model class, config)
     "mamba2": ("Mamba2Config", "Mamba2ForCausalLM", _MAMBA2),  # 13 tokens: 4 chunks of 4, the last of 1
     "mamba2-biases-one-group-tied": ("Mamba2Config", "Mamba2ForCausalLM", _MAMBA2 | dict(  # the projections'
         n_groups=1, use_bias=True, use_conv_bias=False, tie_word_embeddings=True, conv_kernel=2, chunk_size=5)),
+    "bamba": ("BambaConfig", "BambaForCausalLM", _BAMBA),  # mamba, attention, mamba
+    "bamba-biases-tied": ("BambaConfig", "BambaForCausalLM", _BAMBA | dict(  # attention first and last, biases
+        attn_layer_indices=[0, 2], mamba_proj_bias=True, mamba_conv_bias=False, mamba_d_conv=2, attention_bias=True,
+        tie_word_embeddings=True, mamba_n_groups=1, mamba_expand=1, mlp_bias=True)),
+    "granitemoehybrid": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", _GRANITE_HYBRID),  # no rotary
+    "granitemoehybrid-dense-rope": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", _GRANITE_HYBRID | dict(
+        num_local_experts=0, position_embedding_type="rope", mamba_proj_bias=True,  # the shared MLP alone
+        layer_types=["full_attention", "linear_attention", "linear_attention"])),
 }  # fmt: skip

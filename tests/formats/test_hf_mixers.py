@@ -32,6 +32,12 @@ CONTROLS = [  # (model, spec keys changed, the relative error they must at least
     ("lfm2_moe", {"router_scale": 1.0}, 1e-3),
     ("lfm2_moe", {"router_renorm_eps": None}, 100 * TOL),  # (1e-6 against the weights' sum: small, but seen)
     ("lfm2_moe-unbiased-unnormalised", {"router_renorm": True}, 1e-3),
+    ("mamba2", {"conv_bias": False}, 1e-3),
+    ("mamba2", {"norm_eps": 1e-2}, 1e-3),  # (the gated norm's eps is the blocks')
+    ("bamba", {"rope_fraction": 1.0}, 1e-3),  # (BambaConfig's half, fixed)
+    ("granitemoehybrid", {"positional": "rope"}, 1e-3),  # (no rotary without position_embedding_type rope)
+    ("granitemoehybrid", {"residual_scale": 1.0}, 1e-3),
+    ("granitemoehybrid-dense-rope", {"positional": "none"}, 1e-3),
 ]
 
 

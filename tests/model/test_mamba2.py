@@ -108,3 +108,19 @@ def test_the_state_spaces_keys_are_checked_in_one_line(changed, said):
     keys = {k: v for k, v in (MAMBA.to_dict() | changed).items() if v is not None}
     with pytest.raises(SpecError, match=re.escape(said)):
         spec_from_mapping(keys, "x.yaml")
+
+
+def test_what_fits_a_budget_grows_with_the_state_spaces_in_place_of_attention():
+    """Three of four blocks keep a fixed state instead of keys and values: at the same budget the hybrid serves a
+    longer context and more sequences than the same stack attending in every block (the prefill's transient peak,
+    one block's at a time, is the mixer's wider projections either way)."""
+    from transformer_cli.analysis.serving import fits
+
+    kinds = ("mamba2", "mamba2", "mamba2", "standard")
+    big = replace(HYBRID, N=12, d=1024, H=16, m=64, r=2816, ssm_heads=16, ssm_head_dim=64, ssm_state=64, V=32000)
+    big = replace(big, mixer_layers=kinds)
+    attending = replace(big, mixer_layers=None, attention="standard")
+    budget = 2 * 1024**3
+    ours, theirs = fits(big, budget, 4, 4096), fits(attending, budget, 4, 4096)
+    assert ours.max_context_at_batch > 1.5 * theirs.max_context_at_batch
+    assert ours.max_batch_at_context > theirs.max_batch_at_context

@@ -243,13 +243,14 @@ class Mamba2(RecurrentMixer):
             gap = cum[..., :, None] - cum[..., None, :]  # (b, H, l, s): the decay from s to l
             Q = gap.shape[-1]
             L = np.exp(np.where(np.tril(np.ones((Q, Q), dtype=bool)), gap, -np.inf))
-            scores = np.einsum("bhln,bhsn->bhls", Cs, Bs) * L
-            inside = np.einsum("bhls,bhsp->bhlp", scores, xs)
-            before = np.einsum("bhln,bhpn->bhlp", Cs, S) * np.exp(cum)[..., None]
-            y[..., cols] = (inside + before).transpose(1, 3, 0, 2)
+            scores = np.matmul(Cs, Bs.swapaxes(-1, -2))  # (b, H, l, s): C_l . B_s
+            scores *= L
+            inside = np.matmul(scores, xs)  # (b, H, Q, P)
+            inside += np.matmul(Cs, S.swapaxes(-1, -2)) * np.exp(cum)[..., None]  # what the earlier chunks left
+            y[..., cols] = inside.transpose(1, 3, 0, 2)
             last = cum[..., -1:]
             weights = np.exp(last - cum)[..., None] * xs  # (b, H, Q, P)
-            S = S * np.exp(last)[..., None] + np.einsum("bhqp,bhqn->bhpn", weights, Bs)
+            S = S * np.exp(last)[..., None] + np.matmul(weights.swapaxes(-1, -2), Bs)
         return y, S
 
     # -- decoding: a fixed state per sequence ---------------------------------------------------------------

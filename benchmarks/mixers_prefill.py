@@ -1,0 +1,157 @@
+"""A prefill of 2,048 tokens through the mixers that are not attention (issue 45), tfm beside transformers' own
+implementation on the CPU (its PyTorch fallback: no mamba_ssm or causal_conv1d kernels installed), same weights.
+
+    python benchmarks/mixers_prefill.py [--quick] [--json benchmarks/mixers_prefill.json]
+
+Models (float32, batch 1, random weights saved by transformers and read by tfm from the folder):
+- Mamba-2: 2 blocks of d 768, 24 heads of 64 (I = 1,536), state 128, one group, kernel 4, chunk 256;
+- LFM2: 4 blocks of d 1,024 (three short convolutions of kernel 3, one attention block of 16 heads), r 2,816.
+
+Rounds are interleaved (tfm, transformers, tfm, ...); the ratio is taken per round (tfm's time over transformers')
+and reported as its median with the lowest and highest. Both run on 2 threads. The logits agree to 1e-4 relative.
+
+The profile shows where tfm's Mamba-2 prefill goes: the state space scan (chunked: a few products per chunk of 64
+columns) beside the same scan done column by column (what a decoder does, 2,048 steps), so that the chunked form's
+gain is seen; and the projections (matrix products, BLAS) beside the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT)]
+
+from transformer_cli import Transformer  # noqa: E402
+from transformer_cli.components.mamba2 import Mamba2  # noqa: E402
+from transformer_cli.hf.config import spec_from_config  # noqa: E402
+from transformer_cli.tasks.sources import load_weights  # noqa: E402
+
+N_TOKENS = 2048
+MODELS = {
+    "mamba2": (
+        "Mamba2Config",
+        "Mamba2ForCausalLM",
+        dict(
+            vocab_size=1000, hidden_size=768, num_hidden_layers=2, num_heads=24, head_dim=64, expand=2,
+            state_size=128, n_groups=1, conv_kernel=4, chunk_size=256, residual_in_fp32=False,
+        ),
+    ),
+    "lfm2": (
+        "Lfm2Config",
+        "Lfm2ForCausalLM",
+        dict(
+            vocab_size=1000, hidden_size=1024, num_hidden_layers=4, num_attention_heads=16, num_key_value_heads=8,
+            intermediate_size=4224, layer_types=["conv", "conv", "full_attention", "conv"],
+        ),
+    ),
+}  # fmt: skip
+
+
+def timed(run) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def compare(name: str, rounds: int) -> dict:
+    import torch
+    import transformers
+
+    config_class, model_class, keys = MODELS[name]
+    torch.manual_seed(0)
+    model = getattr(transformers, model_class)(getattr(transformers, config_class)(**keys)).eval()
+    with tempfile.TemporaryDirectory() as folder:
+        model.save_pretrained(folder)
+        spec = spec_from_config(folder)
+        ours = Transformer(spec, load_weights(folder, spec), np.float32)
+    ids = np.random.default_rng(0).integers(0, keys["vocab_size"], size=(1, N_TOKENS))
+    tokens = torch.from_numpy(ids)
+
+    def theirs():
+        with torch.no_grad():
+            return model(tokens, use_cache=False).logits.numpy().transpose(0, 2, 1)  # (tfm's (b, V, n))
+
+    agreement = float(np.abs(ours(ids) - theirs()).max() / np.abs(theirs()).max())
+    ratios, tfm_times, peer_times = [], [], []
+    for _ in range(rounds):
+        a = timed(lambda: ours(ids))
+        time.sleep(0.2)
+        b = timed(theirs)
+        time.sleep(0.2)
+        tfm_times.append(a)
+        peer_times.append(b)
+        ratios.append(a / b)
+    return {
+        "model": name,
+        "tokens": N_TOKENS,
+        "tfm_s": statistics.median(tfm_times),
+        "transformers_s": statistics.median(peer_times),
+        "ratio_median": statistics.median(ratios),
+        "ratio_low": min(ratios),
+        "ratio_high": max(ratios),
+        "max_relative_difference": agreement,
+    }
+
+
+def profile() -> dict:
+    """Mamba-2's scan alone at 2,048 columns, chunked and column by column (float32, the benchmark's sizes)."""
+    import transformer_cli.spec.validate  # noqa: F401 (the registries)
+    from transformer_cli import Spec
+
+    spec = Spec(
+        N=1, H=24, m=64, d=768, r=1536, attention="mamba2", feedforward="none", ssm_heads=24, ssm_head_dim=64,
+        ssm_state=128, ssm_groups=1, conv_kernel=4, mask="causal", norm="pre", norm_type="rmsnorm",
+    )  # fmt: skip
+    mixer = Mamba2(spec)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(24, 64, 1, N_TOKENS)).astype(np.float32)
+    B, C = (rng.normal(size=(1, 128, 1, N_TOKENS)).astype(np.float32) for _ in range(2))
+    dt = rng.uniform(0.001, 0.1, size=(24, 1, N_TOKENS)).astype(np.float32)
+    A = -np.exp(rng.normal(size=24)).astype(np.float32)
+    chunked = timed(lambda: mixer.scan(x, B, C, dt, A))
+    S = np.zeros((1, 24, 64, 128), np.float32)
+    stepped = timed(
+        lambda: [mixer._step(S, x[..., t], B[..., t], C[..., t], dt[..., t], A, True) for t in range(N_TOKENS)]
+    )
+    W = rng.normal(size=(2 * 1536 + 2 * 128 + 24, 768)).astype(np.float32)
+    X = rng.normal(size=(768, N_TOKENS)).astype(np.float32)
+    projection = timed(lambda: W @ X)
+    return {"scan_chunked_s": chunked, "scan_column_by_column_s": stepped, "in_projection_s": projection}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one round each")
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(2)
+    rounds = 1 if args.quick else 5
+    found = {"rows": [compare(name, rounds) for name in MODELS], "profile": profile()}
+    for row in found["rows"]:
+        print(
+            f"{row['model']:8} {row['tokens']} tokens: tfm {row['tfm_s']:.3f} s, transformers "
+            f"{row['transformers_s']:.3f} s, ratio {row['ratio_median']:.2f} ({row['ratio_low']:.2f}-"
+            f"{row['ratio_high']:.2f}); logits within {row['max_relative_difference']:.1e}"
+        )
+    p = found["profile"]
+    print(
+        f"mamba2 scan at {N_TOKENS} columns: chunked {p['scan_chunked_s']:.3f} s, column by column "
+        f"{p['scan_column_by_column_s']:.3f} s; one in-projection {p['in_projection_s']:.3f} s"
+    )
+    if args.json:
+        args.json.write_text(json.dumps(found, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
