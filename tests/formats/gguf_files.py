@@ -23,6 +23,8 @@ from gguf_metadata_later import apertus_xielu
 REORDERED = ("bloom", "gpt_neox")  # BloomModel, GPTNeoXModel: per-head [q; k; v] -> [Q; K; V]
 KEPT_F32 = (
     ".gate.weight",
+    "conv.conv.weight",  # (the convolutions' kernels, F32 in the converter's files: LFM2's, the state spaces')
+    "conv1d.weight",
     "shared_expert_gate.weight",
     "wpe.weight",
     "norm.weight",
@@ -169,7 +171,12 @@ def _converted(model) -> dict[str, np.ndarray]:
     and Gemma 2's lm_head dropped; HF names (the stacked ones as the converter names them)."""
     cfg, kind = model.config, model.config.model_type
     tensors = _saved_tensors(model)
-    H, G = cfg.num_attention_heads, cfg.to_dict()["num_key_value_heads"] if kind == "gemma4_text" else _kv_heads(cfg)
+    H, G = 0, 0  # (a model without attention: Mamba's)
+    if hasattr(cfg, "num_attention_heads"):
+        H, G = (
+            cfg.num_attention_heads,
+            cfg.to_dict()["num_key_value_heads"] if kind == "gemma4_text" else _kv_heads(cfg),
+        )
     out = {}
     for name, data in tensors.items():
         if kind == "gpt2" and name.endswith(CONV1D):
@@ -280,6 +287,8 @@ def write_gguf(
                     "token_types.weight",
                     "altup_correct_coef.weight",
                     "altup_predict_coef.weight",
+                    "shortconv.conv.weight",  # (the converter's: the kernels in F32)
+                    "ssm_conv1d.weight",
                 )
             )
             or data.ndim == 1
@@ -315,6 +324,8 @@ def dequantised_model(model, qtype_name: str):
             w = p.detach().numpy()
             if w.ndim == 1 and gemma and name.endswith("norm.weight"):
                 kept = (w + 1).astype(np.float32).astype(np.float64) - 1
+            elif name.endswith("A_log"):  # (the file holds A = -exp(A_log) in float32)
+                kept = np.log(np.exp(w).astype(np.float32).astype(np.float64))
             elif (
                 w.ndim == 1
                 or name.endswith("_bias")

@@ -72,12 +72,15 @@ UNPERMUTED = ("LLAMA4", "AFMOE", "APERTUS")  # LlamaModel's subclasses with undo
 
 
 # classes that write their own list, not TextModel's
-OWN_LISTS = ("gpt_bigcode", "mpt", "dbrx", "modernbert", "gemma4_text", "gemma3n_text")
+OWN_LISTS = ("gpt_bigcode", "mpt", "dbrx", "modernbert", "gemma4_text", "gemma3n_text", *mixers.OWN_LISTS)
 
 
 def own_list(writer, cfg) -> None:
     """The classes that write their own list (StarCoderModel: one key/value head, a feedforward of 4 d, whatever
     the model's; MPTModel: 4 d, eps 1e-5, no general.file_type)."""
+    if cfg.model_type in mixers.OWN_LISTS:
+        mixers.own_list(writer, cfg)
+        return
     if cfg.model_type == "gemma4_text":  # (its config.json's values: transformers 5.24 holds them per layer)
         gemma4(writer, cfg.to_dict())
         return

@@ -7,7 +7,8 @@ from __future__ import annotations
 import gguf
 import numpy as np
 
-ARCHS = {"lfm2": "LFM2", "lfm2_moe": "LFM2MOE"}
+ARCHS = {"lfm2": "LFM2", "lfm2_moe": "LFM2MOE", "mamba2": "MAMBA2"}
+OWN_LISTS = ("mamba2",)  # classes that write their own list, not TextModel's
 # the per-expert tensors and their stacked name (the mixtral mapping the converter's name hits)
 EXPERTS = {
     "lfm2_moe": (
@@ -47,15 +48,38 @@ def own_keys(writer, cfg) -> None:
         writer.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
 
 
+def own_list(writer, cfg) -> None:
+    """Mamba2Model.set_gguf_parameters: the mixer's ssm.* keys, no feedforward or heads, an arbitrary context."""
+    writer.add_context_length(2**20)
+    writer.add_embedding_length(cfg.hidden_size)
+    writer.add_feed_forward_length(0)
+    writer.add_head_count(0)
+    writer.add_block_count(cfg.num_hidden_layers)
+    writer.add_ssm_conv_kernel(cfg.conv_kernel)
+    inner = cfg.expand * cfg.hidden_size
+    writer.add_ssm_inner_size(inner)
+    writer.add_ssm_state_size(cfg.state_size)
+    writer.add_ssm_time_step_rank(inner // cfg.head_dim)
+    writer.add_ssm_group_count(cfg.n_groups)
+    writer.add_layer_norm_rms_eps(cfg.layer_norm_epsilon)
+
+
 def converted(tensors: dict, cfg) -> dict:
     """modify_tensors: the convolution's (d, 1, L) weight as (d, L); filter_tensors: LFM2-MoE's expert_bias as a
-    bias."""
+    bias. Mamba2Model: dt_bias as dt_proj.bias, A = -exp(A_log) and D as (H, 1), the gated norm's gain as
+    (n_groups, I / n_groups)."""
     out = {}
     for name, data in tensors.items():
-        if "conv.conv" in name:
+        if "conv.conv" in name or "conv1d.weight" in name:
             data = np.squeeze(data, 1)
-        out[name.replace(".expert_bias", ".expert_bias.bias")] = data
+        if name.endswith((".A_log", ".D")):
+            data = data.reshape(*data.shape, 1)
+        if name.endswith(".A_log"):
+            data = -np.exp(data)
+        if cfg.model_type == "mamba2" and name.endswith("mixer.norm.weight"):
+            data = data.reshape(cfg.n_groups, -1)
+        out[name.replace(".expert_bias", ".expert_bias.bias").replace(".dt_bias", ".dt_proj.bias")] = data
     return out
 
 
-__all__ = ["ARCHS", "EXPERTS", "converted", "own_keys"]
+__all__ = ["ARCHS", "EXPERTS", "OWN_LISTS", "converted", "own_keys", "own_list"]

@@ -100,4 +100,6 @@ FAMILIES = [
     "lfm2",
     "lfm2-multiplier",
     "lfm2_moe-gguf",
+    "mamba2",
+    "mamba2-biases-one-group-tied-gguf",
 ]

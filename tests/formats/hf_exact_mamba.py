@@ -17,6 +17,7 @@ def float64_source(function, namespace: dict):
     while lines[0].startswith("@"):  # (a decorator; a multi-line one's lines start with @ or close it)
         lines.pop(0)
     source = "\n".join(lines).replace(".float()", ".double()").replace("torch.float32", "torch.float64")
+    source = source.replace("dtype=torch.float)", "dtype=torch.float64)")
     scope: dict = {}
     exec(compile(source, inspect.getsourcefile(function) or "<transformers>", "exec"), namespace, scope)
     return scope[function.__name__]
@@ -26,10 +27,13 @@ def _mixer(model, module) -> None:
     """The mixer's forward, and its module's scan and state update, in float64: compiled in a copy of the module's
     namespace, so that only this model's mixers change (another model of the module keeps transformers' own)."""
     namespace = dict(vars(sys.modules[type(module).__module__]))
-    for name in ("mamba2_chunk_scan", "mamba2_selective_state_update"):
+    for name in SCANS:
         if name in namespace:
             namespace[name] = float64_source(namespace[name], namespace)
     module.forward = float64_source(type(module).forward, namespace).__get__(module)
+
+
+SCANS = ("mamba2_chunk_scan", "mamba2_selective_state_update", "mamba_selective_scan", "mamba_selective_state_update")
 
 
 def _forward(model, module) -> None:
@@ -43,8 +47,19 @@ def _gated_norm(model, module) -> None:
     module.forward = float64_source(type(module).forward, namespace).__get__(module)
 
 
-MIXERS = ("Mamba2Mixer", "BambaMixer", "GraniteMoeHybridMambaLayer")
-GATED_NORMS = ("MambaRMSNormGated", "BambaRMSNormGated", "GraniteMoeHybridRMSNormGated")
-MAMBA = dict.fromkeys(MIXERS, _mixer) | dict.fromkeys(GATED_NORMS, _gated_norm) | {"Mamba2ForCausalLM": _forward}
+MIXERS = (
+    "Mamba2Mixer",
+    "BambaMixer",
+    "GraniteMoeHybridMambaLayer",
+    "MambaMixer",
+    "FalconMambaMixer",
+    "JambaMambaMixer",
+)
+GATED_NORMS = ("MambaRMSNormGated", "BambaRMSNormGated", "GraniteMoeHybridRMSNormGated", "FalconMambaWeightlessRMSNorm")
+FLOAT_LOGITS = ("Mamba2ForCausalLM", "MambaForCausalLM", "FalconMambaForCausalLM")  # (their logits cast to float32)
+FLOAT_FORWARDS = (*FLOAT_LOGITS, "JambaTopKRouter")  # (Jamba's router: its softmax in float32)
+MAMBA = (
+    dict.fromkeys(MIXERS, _mixer) | dict.fromkeys(GATED_NORMS, _gated_norm) | dict.fromkeys(FLOAT_FORWARDS, _forward)
+)
 
 __all__ = ["MAMBA", "float64_source"]

@@ -19,6 +19,14 @@ _GRANITE_HYBRID = _BAMBA | dict(layer_types=["linear_attention", "full_attention
                                 embedding_multiplier=1.5, residual_multiplier=0.7, attention_multiplier=0.3,
                                 logits_scaling=2.0, experts_implementation="eager", rms_norm_eps=1e-6)  # fmt: skip
 
+_MAMBA = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, state_size=6, expand=2, conv_kernel=4,
+              time_step_rank=3, residual_in_fp32=False, attn_implementation="eager")  # fmt: skip
+
+_JAMBA = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=4, num_attention_heads=4,
+              num_key_value_heads=2, mamba_d_state=6, mamba_dt_rank=3, attn_layer_period=2, attn_layer_offset=1,
+              expert_layer_period=2, expert_layer_offset=0, num_experts=4, num_experts_per_tok=2,
+              experts_implementation="eager", use_mamba_kernels=False)  # fmt: skip
+
 MIXERS = {  # name: (config class, model class, config)
     "lfm2": ("Lfm2Config", "Lfm2ForCausalLM", _LFM2 | dict(  # conv, conv, attention, conv; width int(40) -> 40
         layer_types=["conv", "conv", "full_attention", "conv"])),
@@ -49,4 +57,14 @@ MIXERS = {  # name: (config class, model class, config)
     "granitemoehybrid-dense-rope": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", _GRANITE_HYBRID | dict(
         num_local_experts=0, position_embedding_type="rope", mamba_proj_bias=True,  # the shared MLP alone
         layer_types=["full_attention", "linear_attention", "linear_attention"])),
+    "mamba2-biases-one-group-tied-gguf": ("Mamba2Config", "Mamba2ForCausalLM", _MAMBA2 | dict(  # what llama.cpp's
+        n_groups=1, use_conv_bias=False, tie_word_embeddings=True, conv_kernel=2, chunk_size=5)),  # file holds
+    "mamba": ("MambaConfig", "MambaForCausalLM", _MAMBA),
+    "mamba-biases-untied-auto-rank": ("MambaConfig", "MambaForCausalLM", _MAMBA | dict(  # rank ceil(32 / 16)
+        use_bias=True, use_conv_bias=False, tie_word_embeddings=False, time_step_rank="auto", conv_kernel=2)),
+    "falcon_mamba": ("FalconMambaConfig", "FalconMambaForCausalLM", _MAMBA | dict(mixer_rms_eps=1e-3)),
+    "jamba": ("JambaConfig", "JambaForCausalLM", _JAMBA),  # mamba+experts, attention+MLP, mamba+experts, ...
+    "jamba-dense-biases": ("JambaConfig", "JambaForCausalLM", _JAMBA | dict(  # attention at 2 of 4, no experts
+        attn_layer_period=4, attn_layer_offset=2, num_experts=1, mamba_proj_bias=True, mamba_conv_bias=False,
+        mamba_dt_rank="auto", tie_word_embeddings=True)),
 }  # fmt: skip

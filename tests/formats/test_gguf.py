@@ -212,7 +212,10 @@ def test_a_gguf_file_converts_to_a_folder_transformers_loads(tmp_path, runner, n
     reference = dequantised_model(copy.deepcopy(model), "Q8_0")
     assert relative(theirs(exact(loaded), IDS), theirs(exact(reference), IDS)) < 1e-6  # (float32 weights)
     ours = Transformer(spec_from_gguf(path), GGUFWeights(path, spec_from_gguf(path)))(IDS)
-    assert relative(theirs(exact(loaded), IDS), ours) < TOL  # every dequantised value is a float32
+    # every dequantised value is a float32, but the state spaces' A_log = log(-A) of the file's float32 A, which the
+    # float32 folder rounds (measured: 3e-8)
+    logs = any(name.endswith("A_log") for name, _ in model.named_parameters())
+    assert relative(theirs(exact(loaded), IDS), ours) < (1e-7 if logs else TOL)
 
 
 def test_ggmls_block_sizes_are_the_packages():

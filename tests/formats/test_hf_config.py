@@ -272,7 +272,7 @@ BAD = {
     "not-json": ('{"model_type": ', "not JSON"),
     "not-an-object": ("[1, 2]", "expected a JSON object of config keys, got a JSON array"),
     "no-model_type": ({"hidden_size": 32}, "key 'model_type': missing, expected one of "),
-    "unsupported-model_type": ({"model_type": "mamba"}, "key 'model_type': \"mamba\" is not supported: supported"),
+    "unsupported-model_type": ({"model_type": "rwkv"}, "key 'model_type': \"rwkv\" is not supported: supported"),
     "missing-size": ({k: v for k, v in LLAMA.items() if k != "hidden_size"}, "key 'hidden_size': missing, expected a"),
     "size-a-string": (LLAMA | {"hidden_size": "big"}, "key 'hidden_size': got \"big\", expected a positive integer"),
     "negative-count": (LLAMA | {"num_hidden_layers": -2}, "key 'num_hidden_layers': got -2, expected a positive"),

@@ -47,8 +47,8 @@ CASES = {
     "config a list": (False, lambda f: (f / "config.json").write_text("[1]"), "expected a JSON object"),
     "model_type unsupported": (
         False,
-        lambda f: _config(f, lambda c: c | {"model_type": "mamba"}),
-        "key 'model_type': \"mamba\" is not supported",
+        lambda f: _config(f, lambda c: c | {"model_type": "rwkv"}),
+        "key 'model_type': \"rwkv\" is not supported",
     ),
     "a needed key missing": (
         False,

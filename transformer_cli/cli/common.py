@@ -86,7 +86,8 @@ PLAIN = bool(os.environ.get("NO_COLOR"))
 out = Console(highlight=False, emoji=False, markup=False, color_system=None if PLAIN else "auto")  # data, as is
 # messages carry user text: never markup
 err = Console(stderr=True, highlight=False, emoji=False, markup=False, color_system=None if PLAIN else "auto")
-MAX_MESSAGE = 1000  # characters of an error line; the core cuts long values, this catches whatever it missed
+MAX_MESSAGE = 2000  # characters of an error line (the supported model types fit); the core cuts long values, this
+# catches whatever it missed
 
 
 class DType(str, Enum):

@@ -3,7 +3,7 @@ GGUF's). hf/layouts.py reads and writes a checkpoint by one."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,8 +60,9 @@ class Family:
     hints: dict[str, str] = field(default_factory=dict)  # checkpoint name -> why it may be missing
     # two blocks a checkpoint layer (LongCat-Flash's): block i is layer i // 2, its sublayers' names with {side} i % 2
     pairs: bool = False
-    # checkpoint names held without the tfm tensor's axis 1, of one (a Conv1d's (d, 1, L) kernel as GGUF's (d, L))
-    squeezed: frozenset[str] = frozenset()
+    # checkpoint name -> the shape its tensor is held in, from the block's spec and tfm's shape (a Conv1d's (d, 1, L)
+    # kernel as GGUF's (d, L); Mamba-2's (H,) A as (H, 1), its norm's (I,) gain as (G, I / G))
+    held_as: Mapping[str, Callable[[Spec, tuple[int, ...]], tuple[int, ...]]] = field(default_factory=dict)
     # per-expert names ("{e}") a file holds for the zero experts too, E <= e < E + Z, never read, written as zeros
     # (LongCat-Flash's gate and up projections, which transformers allocates for them)
     zero_experts: tuple[str, ...] = ()

@@ -86,15 +86,15 @@ _NAMES = LLAMA_LAYOUT.names | {
     "conv.W_out": "shortconv.out_proj.weight",
 }
 _GLOBALS = {"embedding.E": "token_embd.weight", "head.W": "output.weight", "final_norm.gamma": "token_embd_norm.weight"}
-_SQUEEZED = frozenset({"shortconv.conv.weight"})
-LAYOUT = Family("blk.{i}.", _NAMES, _GLOBALS, squeezed=_SQUEEZED)
+_HELD = {"shortconv.conv.weight": lambda spec, shape: (shape[0], shape[2])}  # (d, 1, L) as (d, L)
+LAYOUT = Family("blk.{i}.", _NAMES, _GLOBALS, held_as=_HELD)
 MOE_LAYOUT = Family(
     "blk.{i}.",
     _NAMES | ROUTED_NAMES,
     _GLOBALS,
     fused=EXPERTS,
     stacked=frozenset(t for t, _, _ in EXPERTS),
-    squeezed=_SQUEEZED,
+    held_as=_HELD,
 )
 
 __all__ = ["LAYOUT", "MOE_LAYOUT", "gguf_metadata", "gguf_moe_metadata", "gguf_moe_spec", "gguf_spec"]

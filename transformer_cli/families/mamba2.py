@@ -18,9 +18,10 @@ import math
 from typing import Any
 
 from ..spec.definition import Spec
+from . import mamba_gguf as gguf
 from .keys import Keys
 from .layout import Family
-from .record import Record
+from .record import Gguf, Record
 
 
 def mixer_keys(c: Keys, d: int, names: dict[str, str], defaults: dict[str, Any]) -> dict[str, Any]:
@@ -140,6 +141,15 @@ MAMBA2 = Family(
     | {"final_norm.gamma": "backbone.norm_f.weight"},
 )
 
-RECORD = Record("mamba2", "Mamba2ForCausalLM", spec, MAMBA2, config, config_alone=True)
+GGUF = Gguf(
+    "mamba2",
+    gguf.MAMBA2_LAYOUT,
+    gguf.gguf_spec,
+    gguf.gguf_metadata,
+    base="none",
+    transforms=gguf.A_UNDONE,
+    redo=gguf.A_MADE,
+)
+RECORD = Record("mamba2", "Mamba2ForCausalLM", spec, MAMBA2, config, GGUF, config_alone=True)
 
 __all__ = ["MAMBA2", "RECORD", "mixer_config", "mixer_keys", "mixer_names"]

@@ -44,7 +44,12 @@ KEPT = (
     "position_embd.weight",
     "token_types.weight",
 )
-UNQUANTISED = ("altup", "laurel", "per_layer_model_proj")  # kept as they are (llama-quant.cpp: small, or not big)
+UNQUANTISED: tuple[str, ...] = (
+    "altup",
+    "laurel",
+    "per_layer_model_proj",
+)  # kept as they are (llama-quant.cpp: small, or not big)
+UNQUANTISED += ("ssm_conv1d", "shortconv.conv.weight")  # (its "Mamba/Kimi's small conv1d weights", LFM2's)
 
 
 def use_more_bits(i: int, n: int) -> bool:

@@ -24,6 +24,7 @@ from ..spec.stacks import Stack, stacks
 
 Array = np.ndarray
 COLUMNS = ("E", "T", "P", "R")  # tables of columns, (d, rows): a checkpoint's nn.Embedding holds their rows
+AS_STORED = ("rel_bias", "kernel", "A_log")  # tensors a checkpoint holds in tfm's own shape
 
 
 def rows_form(name: str, array: Array, spec: Spec) -> Array:
@@ -31,7 +32,7 @@ def rows_form(name: str, array: Array, spec: Spec) -> Array:
     leaf = name.rsplit(".", 1)[-1].split("[")[0]
     if leaf in COLUMNS:  # (d, V) columns -> (V, d) rows
         return array.T
-    if leaf in ("rel_bias", "kernel"):  # (buckets, H), T5's nn.Embedding table; (d, 1, L) a Conv1d's, as they are
+    if leaf in AS_STORED:  # (buckets, H), T5's nn.Embedding table; (d, 1, L) a Conv1d's; Mamba's (I, N) A_log
         return array
     if leaf == "W_O":  # (H, d, m) -> (d, Hm)
         return array.transpose(1, 0, 2).reshape(array.shape[1], -1)  # (d: an encoder's own, T5Gemma's)
@@ -67,7 +68,7 @@ class Rule:
     experts: int = 0
     flat: bool = False  # the experts' blocks one after the other on the rows, (E rows, ...) (DBRX's w2)
     zeros: tuple[int, ...] = ()  # no tfm tensor: zeros of this shape, never read (Family.zero_experts)
-    squeezed: bool = False  # held without the tensor's axis 1, of one (Family.squeezed)
+    held: tuple[int, ...] = ()  # the shape the checkpoint holds its one tfm tensor in, where not tfm's (Family.held_as)
 
 
 def rows_of(shape: tuple[int, ...], name: str) -> tuple[int, tuple[int, ...]]:
@@ -75,7 +76,7 @@ def rows_of(shape: tuple[int, ...], name: str) -> tuple[int, tuple[int, ...]]:
     leaf = name.rsplit(".", 1)[-1].split("[")[0]
     if leaf in COLUMNS:
         return shape[1], (shape[0],)
-    if leaf in ("rel_bias", "kernel"):
+    if leaf in AS_STORED:
         return shape[0], shape[1:]
     if leaf == "W_O":
         return shape[1], (shape[0] * shape[2],)
@@ -90,9 +91,8 @@ def hf_shape(rule: Rule, shapes: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
     """The checkpoint tensor's shape, from the tfm tensors' shapes."""
     if rule.zeros:
         return rule.zeros
-    if rule.squeezed:
-        shape = shapes[rule.tfm[0]]
-        return shape[:1] + shape[2:]
+    if rule.held:
+        return rule.held
     parts = [rows_of(shapes[name], name) for name in rule.tfm]
     shape = (sum(rows for rows, _ in parts), *parts[0][1])
     if rule.experts:  # (E, rows per expert, ...), each expert's block transposed where it is
@@ -126,8 +126,8 @@ def join(rule: Rule, arrays: dict[str, Array], spec: Spec) -> Array:
     """The checkpoint tensor from its tfm tensors (the inverse of split)."""
     if rule.zeros:
         return np.zeros(rule.zeros)
-    if rule.squeezed:
-        return np.ascontiguousarray(np.asarray(arrays[rule.tfm[0]])[:, 0])
+    if rule.held:
+        return np.ascontiguousarray(np.asarray(arrays[rule.tfm[0]]).reshape(rule.held))
     pieces = [rows_form(name, arrays[name], spec) for name in rule.tfm]
     grouped = [p.reshape(rule.groups, -1, *p.shape[1:]) for p in pieces]
     rows = np.concatenate(grouped, axis=1).reshape(-1, *pieces[0].shape[1:])
@@ -242,8 +242,8 @@ def _block_rules(
         elif spec.E and ours.startswith(("ff.W", "ff.b")) and f"{ours}[{{e}}]" in names:
             continue  # the experts' stacked tensor, held expert by expert
         elif prefix + ours in present and prefix + ours not in used:
-            squeezed = theirs in family.squeezed
-            out.append(Rule(block + theirs, (prefix + ours,), 1, theirs in family.transposed, squeezed=squeezed))
+            held = family.held_as[theirs](spec, present[prefix + ours]) if theirs in family.held_as else ()
+            out.append(Rule(block + theirs, (prefix + ours,), 1, theirs in family.transposed, held=held))
     return out
 
 

@@ -24,24 +24,42 @@ MIXER_FIELDS: dict[str, Any] = {
         default=3,
         metadata=_key(
             "posint",
-            "short_conv, mamba2: the causal depthwise convolution's kernel L, each column mixed with the L - 1 "
+            "short_conv, mamba2, mamba: the causal depthwise convolution's kernel L, each column mixed with the L - 1 "
             "before it (LFM2's conv_L_cache, Mamba-2's conv_kernel)",
         ),
     ),
     "conv_bias": field(
         default=False,
-        metadata=_key("bool", "short_conv: biases on its projections and its kernel; mamba2: on its kernel"),
+        metadata=_key("bool", "short_conv: biases on its projections and its kernel; mamba2, mamba: on its kernel"),
     ),
     "ssm_heads": field(default=None, metadata=_key("posint", "mamba2: the state space's heads H_s (num_heads)")),
     "ssm_head_dim": field(
         default=None, metadata=_key("posint", "mamba2: each head's size P (head_dim); the inner size I = H_s P")
     ),
-    "ssm_state": field(default=None, metadata=_key("posint", "mamba2: each head's state size N_s (state_size)")),
+    "ssm_state": field(
+        default=None, metadata=_key("posint", "mamba2: each head's state size N_s; mamba: each channel's (state_size)")
+    ),
     "ssm_groups": field(
         default=1,
         metadata=_key("posint", "mamba2: the groups G_s of B and C (n_groups), each shared by H_s / G_s heads"),
     ),
-    "ssm_bias": field(default=False, metadata=_key("bool", "mamba2: biases on its input and output projections")),
+    "ssm_bias": field(
+        default=False, metadata=_key("bool", "mamba2, mamba: biases on its input and output projections")
+    ),
+    "ssm_inner": field(default=None, metadata=_key("posint", "mamba: its channels I (expand x d), each a state")),
+    "ssm_dt_rank": field(default=None, metadata=_key("posint", "mamba: the steps' low rank R (time_step_rank)")),
+    "ssm_bcdt_norm": field(
+        default="none",
+        metadata=_key(
+            "choice",
+            "mamba: RMS norms of the steps' low-rank part, B and C: none, plain (no gains: Falcon Mamba) or affine "
+            "(gains: Jamba)",
+            ("none", "plain", "affine"),
+        ),
+    ),
+    "ssm_bcdt_eps": field(
+        default=None, metadata=_key("posfloat", "mamba: those norms' eps [default: norm_eps] (Falcon Mamba's 1e-6)")
+    ),
 }
 
 __all__ = ["MIXER_FIELDS"]

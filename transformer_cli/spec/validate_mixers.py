@@ -10,9 +10,11 @@ from ..errors import SpecError
 from .definition import Spec
 
 Fail = Callable[[str, str, Any, str], SpecError]
-SSM_KEYS = ("ssm_heads", "ssm_head_dim", "ssm_state", "ssm_groups", "ssm_bias")
-OWN_KEYS: dict[str, tuple[str, ...]] = {"conv_kernel": ("short_conv", "mamba2"), "conv_bias": ("short_conv", "mamba2")}
-OWN_KEYS |= dict.fromkeys(SSM_KEYS, ("mamba2",))
+SSM_KEYS = ("ssm_heads", "ssm_head_dim", "ssm_state", "ssm_groups")
+SELECTIVE_KEYS = ("ssm_inner", "ssm_dt_rank", "ssm_bcdt_norm", "ssm_bcdt_eps")
+OWN_KEYS: dict[str, tuple[str, ...]] = dict.fromkeys(("conv_kernel", "conv_bias"), ("short_conv", "mamba2", "mamba"))
+OWN_KEYS |= dict.fromkeys(SSM_KEYS, ("mamba2",)) | dict.fromkeys(SELECTIVE_KEYS, ("mamba",))
+OWN_KEYS |= {"ssm_state": ("mamba2", "mamba"), "ssm_bias": ("mamba2", "mamba")}
 RECURRENT = frozenset(m for readers in OWN_KEYS.values() for m in readers)  # the mixers that are not attention
 
 
@@ -45,6 +47,10 @@ def check_mixers(spec: Spec, data: dict[str, Any], source: str, fail: Fail) -> N
                 raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with a mamba2 block")
         if spec.ssm_heads % spec.ssm_groups:  # type: ignore[operator]
             raise fail(source, "ssm_groups", spec.ssm_groups, f"a divisor of ssm_heads = {spec.ssm_heads}")
+    if "mamba" in used:
+        for key in ("ssm_inner", "ssm_state", "ssm_dt_rank"):
+            if getattr(spec, key) is None:
+                raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with a mamba block")
 
 
 __all__ = ["check_mixers", "mixers"]
