@@ -104,7 +104,7 @@ GGUF_NAMES = {
     "hy_v3": "HY-V3",
     "lfm2": "LFM2",
     "lfm2moe": "LFM2 and its MoE",
-    "mamba2": "Mamba-2)",
+    "mamba2": "Mamba-2",
     "ernie4_5": "ERNIE 4.5 and its MoE",
     "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }
