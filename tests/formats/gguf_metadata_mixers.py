@@ -7,8 +7,9 @@ from __future__ import annotations
 import gguf
 import numpy as np
 
-ARCHS = {"lfm2": "LFM2", "lfm2_moe": "LFM2MOE", "mamba2": "MAMBA2"}
-OWN_LISTS = ("mamba2",)  # classes that write their own list, not TextModel's
+ARCHS = {"lfm2": "LFM2", "lfm2_moe": "LFM2MOE", "mamba2": "MAMBA2", "mamba": "MAMBA", "falcon_mamba": "MAMBA"}
+OWN_LISTS = ("mamba2", "mamba", "falcon_mamba")  # classes that write their own list, not TextModel's
+PADDED = {"mamba2": 16, "mamba": 8, "falcon_mamba": 8}  # set_vocab: the vocabulary rounded up to a multiple of
 # the per-expert tensors and their stacked name (the mixtral mapping the converter's name hits)
 EXPERTS = {
     "lfm2_moe": (
@@ -49,7 +50,12 @@ def own_keys(writer, cfg) -> None:
 
 
 def own_list(writer, cfg) -> None:
-    """Mamba2Model.set_gguf_parameters: the mixer's ssm.* keys, no feedforward or heads, an arbitrary context."""
+    """Mamba2Model's and MambaModel's set_gguf_parameters: the mixer's ssm.* keys, no feedforward or heads, an
+    arbitrary context. (Their set_vocab rounds the vocabulary up: the tests' models have a multiple of it.)"""
+    assert cfg.vocab_size % PADDED[cfg.model_type] == 0, "the converter would pad the vocabulary"
+    if cfg.model_type != "mamba2":
+        _mamba(writer, cfg)
+        return
     writer.add_context_length(2**20)
     writer.add_embedding_length(cfg.hidden_size)
     writer.add_feed_forward_length(0)
@@ -64,6 +70,21 @@ def own_list(writer, cfg) -> None:
     writer.add_layer_norm_rms_eps(cfg.layer_norm_epsilon)
 
 
+def _mamba(writer, cfg) -> None:
+    """MambaModel.set_gguf_parameters (Falcon Mamba's dt_b_c_rms true)."""
+    writer.add_context_length(2**20)
+    writer.add_embedding_length(cfg.hidden_size)
+    writer.add_feed_forward_length(0)
+    writer.add_head_count(0)
+    writer.add_block_count(cfg.num_hidden_layers)
+    writer.add_ssm_conv_kernel(cfg.conv_kernel)
+    writer.add_ssm_inner_size(cfg.intermediate_size)
+    writer.add_ssm_state_size(cfg.state_size)
+    writer.add_ssm_time_step_rank(cfg.time_step_rank)
+    writer.add_layer_norm_rms_eps(cfg.layer_norm_epsilon)
+    writer.add_ssm_dt_b_c_rms(cfg.model_type == "falcon_mamba")
+
+
 def converted(tensors: dict, cfg) -> dict:
     """modify_tensors: the convolution's (d, 1, L) weight as (d, L); filter_tensors: LFM2-MoE's expert_bias as a
     bias. Mamba2Model: dt_bias as dt_proj.bias, A = -exp(A_log) and D as (H, 1), the gated norm's gain as
@@ -72,7 +93,7 @@ def converted(tensors: dict, cfg) -> dict:
     for name, data in tensors.items():
         if "conv.conv" in name or "conv1d.weight" in name:
             data = np.squeeze(data, 1)
-        if name.endswith((".A_log", ".D")):
+        if cfg.model_type == "mamba2" and name.endswith((".A_log", ".D")):
             data = data.reshape(*data.shape, 1)
         if name.endswith(".A_log"):
             data = -np.exp(data)

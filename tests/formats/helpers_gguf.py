@@ -100,6 +100,8 @@ FAMILIES = [
     "lfm2",
     "lfm2-multiplier",
     "lfm2_moe-gguf",
-    "mamba2",
-    "mamba2-biases-one-group-tied-gguf",
+    "mamba2-gguf",
+    "mamba2-one-group-tied-gguf",
+    "mamba-gguf",
+    "falcon_mamba-gguf",
 ]

@@ -57,12 +57,16 @@ MIXERS = {  # name: (config class, model class, config)
     "granitemoehybrid-dense-rope": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", _GRANITE_HYBRID | dict(
         num_local_experts=0, position_embedding_type="rope", mamba_proj_bias=True,  # the shared MLP alone
         layer_types=["full_attention", "linear_attention", "linear_attention"])),
-    "mamba2-biases-one-group-tied-gguf": ("Mamba2Config", "Mamba2ForCausalLM", _MAMBA2 | dict(  # what llama.cpp's
-        n_groups=1, use_conv_bias=False, tie_word_embeddings=True, conv_kernel=2, chunk_size=5)),  # file holds
+    "mamba2-gguf": ("Mamba2Config", "Mamba2ForCausalLM", _MAMBA2 | dict(vocab_size=96)),
+    "mamba2-one-group-tied-gguf": ("Mamba2Config", "Mamba2ForCausalLM", _MAMBA2 | dict(  # what llama.cpp's
+        n_groups=1, tie_word_embeddings=True, conv_kernel=2, chunk_size=5, vocab_size=96)),
     "mamba": ("MambaConfig", "MambaForCausalLM", _MAMBA),
     "mamba-biases-untied-auto-rank": ("MambaConfig", "MambaForCausalLM", _MAMBA | dict(  # rank ceil(32 / 16)
         use_bias=True, use_conv_bias=False, tie_word_embeddings=False, time_step_rank="auto", conv_kernel=2)),
     "falcon_mamba": ("FalconMambaConfig", "FalconMambaForCausalLM", _MAMBA | dict(mixer_rms_eps=1e-3)),
+    "mamba-gguf": ("MambaConfig", "MambaForCausalLM", _MAMBA | dict(vocab_size=96, time_step_rank="auto")),
+    "falcon_mamba-gguf": ("FalconMambaConfig", "FalconMambaForCausalLM", _MAMBA | dict(  # one eps, as llama.cpp's
+        vocab_size=96, mixer_rms_eps=1e-5, layer_norm_epsilon=1e-5, tie_word_embeddings=False)),
     "jamba": ("JambaConfig", "JambaForCausalLM", _JAMBA),  # mamba+experts, attention+MLP, mamba+experts, ...
     "jamba-dense-biases": ("JambaConfig", "JambaForCausalLM", _JAMBA | dict(  # attention at 2 of 4, no experts
         attn_layer_period=4, attn_layer_offset=2, num_experts=1, mamba_proj_bias=True, mamba_conv_bias=False,

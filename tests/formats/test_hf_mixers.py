@@ -127,3 +127,23 @@ def test_a_folder_written_back_is_the_model_transformers_loads(tmp_path, runner)
     ids = torch.arange(12)[None] % 97
     with torch.no_grad():
         np.testing.assert_allclose(again(ids).logits.numpy(), reference(ids).logits.numpy(), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("mamba2-biases-one-group-tied", "conv_bias false: llama.cpp loads no file without ssm_conv1d.bias"),
+        ("mamba-biases-untied-auto-rank", "conv_bias false: llama.cpp loads no file without ssm_conv1d.bias"),
+        ("mamba2-gguf", None),
+        ("lfm2-bias-long-kernel-untied", "conv_bias would differ when read back"),
+        ("falcon_mamba", "ssm_bcdt_eps would differ when read back"),  # (llama.cpp: the blocks' eps)
+    ],
+)
+def test_what_llama_cpp_cannot_run_is_not_written_as_gguf(tmp_path, runner, name, said):
+    build(name).save_pretrained(tmp_path / "hf")
+    result = runner.invoke(app, ["convert", str(tmp_path / "hf"), "-o", str(tmp_path / "m.gguf")])
+    if said is None:
+        assert result.exit_code == 0, result.output
+        return
+    assert result.exit_code == 2 and said in result.output and "Traceback" not in result.output, result.output
+    assert not (tmp_path / "m.gguf").exists()

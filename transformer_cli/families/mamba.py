@@ -15,9 +15,10 @@ import math
 from typing import Any
 
 from ..spec.definition import Spec
+from . import mamba_gguf as gguf
 from .keys import Keys
 from .layout import Family
-from .record import Record
+from .record import Gguf, Record
 
 
 def selective(c: Keys, d: int, names: dict[str, str], defaults: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +71,9 @@ def spec(c: Keys) -> dict[str, Any]:
 
 def falcon_spec(c: Keys) -> dict[str, Any]:
     """Falcon Mamba: Mamba's, with the plain norms of the steps, B and C (mixer_rms_eps, 1e-6 by default)."""
-    return spec(c) | {"ssm_bcdt_norm": "plain", "ssm_bcdt_eps": c.number("mixer_rms_eps", 1e-6)}
+    out = spec(c) | {"ssm_bcdt_norm": "plain"}
+    eps = c.number("mixer_rms_eps", 1e-6)
+    return out | ({"ssm_bcdt_eps": eps} if eps != out["norm_eps"] else {})
 
 
 def selective_config(spec: Spec, names: dict[str, str]) -> dict[str, Any]:
@@ -111,9 +114,19 @@ MAMBA = Family(
     | {"final_norm.gamma": "backbone.norm_f.weight"},
 )
 
+GGUF = Gguf(
+    "mamba",
+    gguf.MAMBA_LAYOUT,
+    gguf.gguf_mamba_spec,
+    gguf.gguf_mamba_metadata,
+    base="none",
+    transforms=gguf.A_UNDONE,
+    redo=gguf.A_MADE,
+    model_type=lambda spec: "falcon_mamba" if spec.ssm_bcdt_norm == "plain" else "mamba",
+)
 RECORDS = (
-    Record("mamba", "MambaForCausalLM", spec, MAMBA, config, config_alone=True),
-    Record("falcon_mamba", "FalconMambaForCausalLM", falcon_spec, MAMBA, config, config_alone=True),
+    Record("mamba", "MambaForCausalLM", spec, MAMBA, config, GGUF, config_alone=True),
+    Record("falcon_mamba", "FalconMambaForCausalLM", falcon_spec, MAMBA, config, GGUF, config_alone=True),
 )
 
 __all__ = ["MAMBA", "RECORDS", "selective", "selective_config", "selective_names"]

@@ -1,11 +1,17 @@
 """The state space families' GGUF files as llama.cpp's converter writes them (conversion/mamba.py: Mamba2Model, arch
-mamba2) and llama.cpp reads them (src/models/mamba.cpp, graph-context-mamba).
+mamba2; MambaModel, arch mamba) and llama.cpp reads them (src/models/mamba.cpp, graph-context-mamba).
+
+A Mamba (or Falcon Mamba) file: ssm.conv_kernel, inner_size (2 d: the converter takes no other expansion),
+state_size, time_step_rank (R), dt_b_c_rms (Falcon Mamba's plain norms of the steps, B and C: llama.cpp runs them
+with the blocks' eps, where transformers reads mixer_rms_eps; a file is read as llama.cpp runs it, and a model whose
+two eps differ is refused when written); its tensors the checkpoint's renamed, A = -exp(A_log) as ssm_a.
 
 A Mamba-2 file says its mixer in ssm.* keys: conv_kernel, inner_size (I), state_size, time_step_rank (the heads:
 I / head_dim) and group_count; feed_forward_length and head_count are 0 (no feedforward, no attention). Its tensors
 are the checkpoint's renamed, A = -exp(A_log) written as ssm_a (tfm holds A_log: the converter's change undone),
 A and D as (H, 1), the kernel (C, 1, K) as (C, K), the gated norm's gain as (G, I / G) and dt_bias as ssm_dt.bias.
-llama.cpp loads no bias of the projections and clamps no step: a model with ssm_bias is refused when written
+llama.cpp loads no bias of the projections, needs one on the convolution and clamps no step: a model with ssm_bias
+or without conv_bias is refused when written
 (transformers' time_step_limit other than (0, inf) is refused when read, families/mamba2.py).
 """
 
@@ -16,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import SpecError
 from ..spec.definition import Spec
 from .gguf_keys import vocabulary
 from .keys import Keys
@@ -50,8 +57,60 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def gguf_mamba_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """mamba.* -> spec."""
+    d, inner = c.count("embedding_length"), c.count("ssm.inner_size")
+    out = {
+        "N": c.count("block_count"),
+        "H": 1,
+        "m": 1,
+        "d": d,
+        "r": inner,
+        "V": vocabulary(c, header),
+        "mask": "causal",
+        "norm": "pre",
+        "norm_type": "rmsnorm",
+        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-5),
+        "attention": "mamba",
+        "feedforward": "none",
+        "tie_embeddings": "output.weight" not in header.tensors,
+        "ssm_inner": inner,
+        "ssm_state": c.count("ssm.state_size"),
+        "ssm_dt_rank": c.count("ssm.time_step_rank"),
+        "conv_kernel": c.count("ssm.conv_kernel"),
+        "conv_bias": "blk.0.ssm_conv1d.bias" in header.tensors,
+    }
+    return out | ({"ssm_bcdt_norm": "plain"} if c.flag("ssm.dt_b_c_rms", False) else {})
+
+
+def _biased(spec: Spec, arch: str) -> None:
+    """llama.cpp loads no file whose convolution has no bias (ssm_conv1d.bias is required): refused in one line."""
+    if not spec.conv_bias:
+        raise SpecError(
+            f"{spec.label}: the GGUF {arch} architecture cannot hold this model (conv_bias false: llama.cpp loads no "
+            "file without ssm_conv1d.bias): not written"
+        )
+
+
+def gguf_mamba_metadata(spec: Spec) -> dict[str, Any]:
+    """spec -> mamba.* keys."""
+    _biased(spec, "mamba")
+    return {
+        "context_length": 2**20,
+        "feed_forward_length": 0,
+        "attention.head_count": 0,
+        "attention.head_count_kv": 0,
+        "ssm.conv_kernel": spec.conv_kernel,
+        "ssm.inner_size": spec.ssm_inner,
+        "ssm.state_size": spec.ssm_state,
+        "ssm.time_step_rank": spec.ssm_dt_rank,
+        "ssm.dt_b_c_rms": spec.ssm_bcdt_norm == "plain",
+    }
+
+
 def gguf_metadata(spec: Spec) -> dict[str, Any]:
     """spec -> mamba2.* keys: the mixer's, and no feedforward or attention (the converter's zeros)."""
+    _biased(spec, "mamba2")
     heads, head_dim = spec.ssm_heads or 0, spec.ssm_head_dim or 0
     return {
         "context_length": 2**20,  # (the converter's: "arbitrary value")
@@ -95,6 +154,10 @@ MAMBA2_HELD = {
 }
 GLOBALS = {"embedding.E": "token_embd.weight", "head.W": "output.weight", "final_norm.gamma": "output_norm.weight"}
 MAMBA2_LAYOUT = Family("blk.{i}.", MAMBA2_NAMES, GLOBALS, held_as=MAMBA2_HELD)
+MAMBA_NAMES = {key: value for key, value in MAMBA2_NAMES.items() if "norm.gamma" not in key or key == "norm1.gamma"}
+MAMBA_NAMES |= {"mamba.W_x": "ssm_x.weight", "mamba.W_dt": "ssm_dt.weight", "mamba.b_dt": "ssm_dt.bias"}
+del MAMBA_NAMES["mamba.dt_bias"]
+MAMBA_LAYOUT = Family("blk.{i}.", MAMBA_NAMES, GLOBALS, held_as={"ssm_conv1d.weight": MAMBA2_HELD["ssm_conv1d.weight"]})
 A_UNDONE, A_MADE = {"ssm_a": _a}, {"ssm_a": _a_log}
 
 __all__ = [
