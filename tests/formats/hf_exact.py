@@ -97,7 +97,8 @@ def exact(model):
         elif kind == "NanoChatRMSNorm":  # no gain, in float32
             module.forward = _float64_plain_rms_norm.__get__(module)
         elif kind.endswith("RMSNorm") or kind in ("T5LayerNorm", "MT5LayerNorm", "UMT5LayerNorm"):  # (T5's: RMS)
-            norm = _float64_gemma_rms_norm if kind.startswith(("Gemma", "VaultGemma", "T5Gemma")) else _float64_rms_norm
+            plus_one = ("Gemma", "VaultGemma", "T5Gemma", "Qwen3Next", "Qwen3_5")  # (their gains: 1 + w)
+            norm = _float64_gemma_rms_norm if kind.startswith(plus_one) else _float64_rms_norm
             module.forward = norm.__get__(module)
         elif kind in GRANITE_ROUTERS:  # the top k logits softmaxed in float32
             module.forward = _float64_granite_router.__get__(module)

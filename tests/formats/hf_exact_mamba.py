@@ -34,12 +34,26 @@ def _mixer(model, module) -> None:
 
 
 SCANS = ("mamba2_chunk_scan", "mamba2_selective_state_update", "mamba_selective_scan", "mamba_selective_state_update")
+SCANS += ("torch_chunk_gated_delta_rule", "torch_recurrent_gated_delta_rule")  # (Gated DeltaNet's rules)
 
 
 def _forward(model, module) -> None:
     """A module whose forward casts to float32 (Mamba2ForCausalLM's logits), that forward in float64."""
     namespace = vars(sys.modules[type(module).__module__])
     module.forward = float64_source(type(module).forward, namespace).__get__(module)
+
+
+def _mrope(model, module) -> None:
+    """Qwen3.5's text rotary (MRoPE, its three axes the same position for text): its frequencies made anew in
+    float64 (transformers makes them in float32), its forward in float64."""
+    import torch
+
+    cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    params = cfg.rope_parameters
+    rotated = int(cfg.head_dim * params.get("partial_rotary_factor", 1.0))
+    base = params["rope_theta"]
+    module.inv_freq = 1.0 / (base ** (torch.arange(0, rotated, 2, dtype=torch.float64) / rotated))
+    _forward(model, module)
 
 
 def _gated_norm(model, module) -> None:
@@ -55,11 +69,17 @@ MIXERS = (
     "FalconMambaMixer",
     "JambaMambaMixer",
 )
+MIXERS += ("Qwen3NextGatedDeltaNet", "Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet")
 GATED_NORMS = ("MambaRMSNormGated", "BambaRMSNormGated", "GraniteMoeHybridRMSNormGated", "FalconMambaWeightlessRMSNorm")
+GATED_NORMS += ("Qwen3NextRMSNormGated", "Qwen3_5RMSNormGated", "Qwen3_5MoeRMSNormGated")
 FLOAT_LOGITS = ("Mamba2ForCausalLM", "MambaForCausalLM", "FalconMambaForCausalLM")  # (their logits cast to float32)
 FLOAT_FORWARDS = (*FLOAT_LOGITS, "JambaTopKRouter")  # (Jamba's router: its softmax in float32)
+MROPES = ("Qwen3_5TextRotaryEmbedding", "Qwen3_5MoeTextRotaryEmbedding")
 MAMBA = (
-    dict.fromkeys(MIXERS, _mixer) | dict.fromkeys(GATED_NORMS, _gated_norm) | dict.fromkeys(FLOAT_FORWARDS, _forward)
+    dict.fromkeys(MIXERS, _mixer)
+    | dict.fromkeys(GATED_NORMS, _gated_norm)
+    | dict.fromkeys(FLOAT_FORWARDS, _forward)
+    | dict.fromkeys(MROPES, _mrope)
 )
 
 __all__ = ["MAMBA", "float64_source"]

@@ -27,6 +27,11 @@ _JAMBA = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_la
               expert_layer_period=2, expert_layer_offset=0, num_experts=4, num_experts_per_tok=2,
               experts_implementation="eager", use_mamba_kernels=False)  # fmt: skip
 
+_QWEN_LINEAR = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=4, num_attention_heads=4,
+                   num_key_value_heads=2, head_dim=8, max_position_embeddings=64, linear_num_key_heads=2,
+                   linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=6, linear_conv_kernel_dim=4,
+                   rms_norm_eps=1e-6, layer_types=["linear_attention", "full_attention"] * 2)  # fmt: skip
+
 MIXERS = {  # name: (config class, model class, config)
     "lfm2": ("Lfm2Config", "Lfm2ForCausalLM", _LFM2 | dict(  # conv, conv, attention, conv; width int(40) -> 40
         layer_types=["conv", "conv", "full_attention", "conv"])),
@@ -71,4 +76,12 @@ MIXERS = {  # name: (config class, model class, config)
     "jamba-dense-biases": ("JambaConfig", "JambaForCausalLM", _JAMBA | dict(  # attention at 2 of 4, no experts
         attn_layer_period=4, attn_layer_offset=2, num_experts=1, mamba_proj_bias=True, mamba_conv_bias=False,
         mamba_dt_rank="auto", tie_word_embeddings=True)),
+    "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM", _QWEN_LINEAR | dict(  # routed, a gated shared expert
+        num_experts=4, num_experts_per_tok=2, moe_intermediate_size=12, shared_expert_intermediate_size=16,
+        norm_topk_prob=True, experts_implementation="eager", mlp_only_layers=[1])),
+    "qwen3_5_text": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", _QWEN_LINEAR | dict(  # the default kinds
+        layer_types=None, partial_rotary_factor=0.5)),
+    "qwen3_5_moe_text": ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM", _QWEN_LINEAR | dict(
+        num_experts=4, num_experts_per_tok=2, moe_intermediate_size=12, shared_expert_intermediate_size=16,
+        experts_implementation="eager", linear_num_key_heads=1, linear_conv_kernel_dim=3)),
 }  # fmt: skip

@@ -13,6 +13,7 @@ from ..spec.stacks import decoder, stacks
 from .altup import AltUpStreams, altup_parts
 from .attention import MultiHeadAttention
 from .base import Component, Pairs, Tensor, Term
+from .deltanet import GatedDeltaNet  # noqa: F401 (registers the spec's `attention: deltanet`)
 from .disentangled import Disentangled  # noqa: F401 (registers the spec's `positional: disentangled`)
 from .embedding import embedding, head, pooler
 from .encoder import decoder_extras, encoder_block_components, encoder_model_components

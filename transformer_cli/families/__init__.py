@@ -79,6 +79,7 @@ MODULES = (
     "phi3",
     "phimoe",
     "qwen",
+    "qwen3_next",
     "qwen_moe",
     "seed_oss",
     "sliding_llamas",

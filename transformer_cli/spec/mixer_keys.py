@@ -24,8 +24,8 @@ MIXER_FIELDS: dict[str, Any] = {
         default=3,
         metadata=_key(
             "posint",
-            "short_conv, mamba2, mamba: the causal depthwise convolution's kernel L, each column mixed with the L - 1 "
-            "before it (LFM2's conv_L_cache, Mamba-2's conv_kernel)",
+            "short_conv, mamba2, mamba, deltanet: the causal depthwise convolution's kernel L, each column mixed "
+            "with the L - 1 before it (LFM2's conv_L_cache, Mamba-2's conv_kernel)",
         ),
     ),
     "conv_bias": field(
@@ -46,6 +46,12 @@ MIXER_FIELDS: dict[str, Any] = {
     "ssm_bias": field(
         default=False, metadata=_key("bool", "mamba2, mamba: biases on its input and output projections")
     ),
+    "linear_k_heads": field(default=None, metadata=_key("posint", "deltanet: the query and key heads nk")),
+    "linear_k_dim": field(default=None, metadata=_key("posint", "deltanet: each query and key head's size dk")),
+    "linear_v_heads": field(
+        default=None, metadata=_key("posint", "deltanet: the value heads nv, each with its state (a multiple of nk)")
+    ),
+    "linear_v_dim": field(default=None, metadata=_key("posint", "deltanet: each value head's size dv")),
     "ssm_inner": field(default=None, metadata=_key("posint", "mamba: its channels I (expand x d), each a state")),
     "ssm_dt_rank": field(default=None, metadata=_key("posint", "mamba: the steps' low rank R (time_step_rank)")),
     "ssm_bcdt_norm": field(

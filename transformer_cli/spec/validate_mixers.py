@@ -12,7 +12,9 @@ from .definition import Spec
 Fail = Callable[[str, str, Any, str], SpecError]
 SSM_KEYS = ("ssm_heads", "ssm_head_dim", "ssm_state", "ssm_groups")
 SELECTIVE_KEYS = ("ssm_inner", "ssm_dt_rank", "ssm_bcdt_norm", "ssm_bcdt_eps")
-OWN_KEYS: dict[str, tuple[str, ...]] = dict.fromkeys(("conv_kernel", "conv_bias"), ("short_conv", "mamba2", "mamba"))
+LINEAR_KEYS = ("linear_k_heads", "linear_k_dim", "linear_v_heads", "linear_v_dim")
+OWN_KEYS: dict[str, tuple[str, ...]] = dict.fromkeys(("conv_bias",), ("short_conv", "mamba2", "mamba"))
+OWN_KEYS |= {"conv_kernel": ("short_conv", "mamba2", "mamba", "deltanet")} | dict.fromkeys(LINEAR_KEYS, ("deltanet",))
 OWN_KEYS |= dict.fromkeys(SSM_KEYS, ("mamba2",)) | dict.fromkeys(SELECTIVE_KEYS, ("mamba",))
 OWN_KEYS |= {"ssm_state": ("mamba2", "mamba"), "ssm_bias": ("mamba2", "mamba")}
 RECURRENT = frozenset(m for readers in OWN_KEYS.values() for m in readers)  # the mixers that are not attention
@@ -47,6 +49,14 @@ def check_mixers(spec: Spec, data: dict[str, Any], source: str, fail: Fail) -> N
                 raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with a mamba2 block")
         if spec.ssm_heads % spec.ssm_groups:  # type: ignore[operator]
             raise fail(source, "ssm_groups", spec.ssm_groups, f"a divisor of ssm_heads = {spec.ssm_heads}")
+    if "deltanet" in used:
+        for key in LINEAR_KEYS:
+            if getattr(spec, key) is None:
+                raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with a deltanet block")
+        if spec.linear_v_heads % spec.linear_k_heads:  # type: ignore[operator]
+            raise fail(
+                source, "linear_v_heads", spec.linear_v_heads, f"a multiple of linear_k_heads = {spec.linear_k_heads}"
+            )
     if "mamba" in used:
         for key in ("ssm_inner", "ssm_state", "ssm_dt_rank"):
             if getattr(spec, key) is None:
