@@ -32,6 +32,14 @@ _QWEN_LINEAR = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hid
                    linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=6, linear_conv_kernel_dim=4,
                    rms_norm_eps=1e-6, layer_types=["linear_attention", "full_attention"] * 2)  # fmt: skip
 
+_LFM3 = dict(vocab_size=97, pad_token_id=0, bos_token_id=1, eos_token_id=2, hidden_size=32, intermediate_size=40,
+             num_hidden_layers=6, num_attention_heads=4,
+             num_key_value_heads=2, head_dim=8, max_position_embeddings=64, sliding_window=3, conv_L_cache=4,
+             layer_types=["conv", "sliding_attention", "full_attention", "conv", "sliding_attention", "conv"],
+             rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 500.0},
+                              "full_attention": {"rope_type": "proportional", "rope_theta": 10000.0,
+                                                 "partial_rotary_factor": 0.5}})  # fmt: skip
+
 MIXERS = {  # name: (config class, model class, config)
     "lfm2": ("Lfm2Config", "Lfm2ForCausalLM", _LFM2 | dict(  # conv, conv, attention, conv; width int(40) -> 40
         layer_types=["conv", "conv", "full_attention", "conv"])),
@@ -84,4 +92,8 @@ MIXERS = {  # name: (config class, model class, config)
     "qwen3_5_moe_text": ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM", _QWEN_LINEAR | dict(
         num_experts=4, num_experts_per_tok=2, moe_intermediate_size=12, shared_expert_intermediate_size=16,
         experts_implementation="eager", linear_num_key_heads=1, linear_conv_kernel_dim=3)),
+    "lfm3": ("Lfm3Config", "Lfm3ForCausalLM", _LFM3),  # a window of 3, its full layer's half turned
+    "lfm3-pre-ungated-biases": ("Lfm3Config", "Lfm3ForCausalLM", _LFM3 | dict(  # the defaults' kinds, pre-norm
+        layer_types=None, use_sandwich_norm=False, use_attention_gate=False, attention_bias=True, conv_bias=True,
+        tie_word_embeddings=False)),
 }  # fmt: skip

@@ -54,6 +54,7 @@ MODULES = (
     "jetmoe",
     "laguna",
     "lfm2",
+    "lfm3",
     "llama",
     "llama4",
     "longcat_flash",
