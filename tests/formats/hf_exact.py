@@ -36,6 +36,7 @@ DEEPSEEK_ROUTERS = (
     "Dots1TopkRouter",
     "SolarOpenTopkRouter",
     "ExaoneMoeTopkRouter",
+    "NemotronHTopkRouter",
 )
 
 

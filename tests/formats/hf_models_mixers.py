@@ -40,6 +40,13 @@ _LFM3 = dict(vocab_size=97, pad_token_id=0, bos_token_id=1, eos_token_id=2, hidd
                               "full_attention": {"rope_type": "proportional", "rope_theta": 10000.0,
                                                  "partial_rotary_factor": 0.5}})  # fmt: skip
 
+_NEMOTRON_H = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_attention_heads=4, num_key_value_heads=2,
+                   head_dim=8, max_position_embeddings=64, mamba_num_heads=4, mamba_head_dim=8, ssm_state_size=6,
+                   n_groups=2, chunk_size=4, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=12,
+                   moe_shared_expert_intermediate_size=16, routed_scaling_factor=1.5, experts_implementation="eager",
+                   layers_block_type=["linear_attention", "moe", "full_attention", "mlp",
+                                      "linear_attention"])  # fmt: skip
+
 MIXERS = {  # name: (config class, model class, config)
     "lfm2": ("Lfm2Config", "Lfm2ForCausalLM", _LFM2 | dict(  # conv, conv, attention, conv; width int(40) -> 40
         layer_types=["conv", "conv", "full_attention", "conv"])),
@@ -96,4 +103,8 @@ MIXERS = {  # name: (config class, model class, config)
     "lfm3-pre-ungated-biases": ("Lfm3Config", "Lfm3ForCausalLM", _LFM3 | dict(  # the defaults' kinds, pre-norm
         layer_types=None, use_sandwich_norm=False, use_attention_gate=False, attention_bias=True, conv_bias=True,
         tie_word_embeddings=False)),
+    "nemotron_h": ("NemotronHConfig", "NemotronHForCausalLM", _NEMOTRON_H),  # each kind of block
+    "nemotron_h-groups-dense": ("NemotronHConfig", "NemotronHForCausalLM", _NEMOTRON_H | dict(  # 2 groups of 2,
+        n_routed_experts=4, n_group=2, topk_group=1, use_bias=True, tie_word_embeddings=True,  # (never tied)
+        layers_block_type=["full_attention", "moe", "linear_attention", "mlp"])),
 }  # fmt: skip

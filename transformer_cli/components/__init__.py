@@ -21,6 +21,7 @@ from .experts import block_feedforward
 from .latent import LatentAttention  # noqa: F401 (registers the spec's `attention: latent`)
 from .mamba import Mamba  # noqa: F401 (registers the spec's `attention: mamba`)
 from .mamba2 import Mamba2  # noqa: F401 (registers the spec's `attention: mamba2`)
+from .mixer import NoMixer  # noqa: F401 (registers the spec's `attention: none`)
 from .moa import MixtureOfHeads  # noqa: F401 (registers the spec's `attention: mixture`)
 from .norm import block_norm, final_norm
 from .per_layer import per_layer_input, per_layer_inputs

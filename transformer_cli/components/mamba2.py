@@ -190,6 +190,8 @@ class Mamba2(RecurrentMixer):
         B = mixed[inner : inner + G * N].reshape(G, N, b, n)
         C = mixed[inner + G * N :].reshape(G, N, b, n)
         dt = softplus(dt + w.dt_bias[:, None, None])  # (H_s, b, n)
+        if self.spec.ssm_dt_min is not None:  # (Nemotron-H's)
+            dt = np.maximum(dt, self.spec.ssm_dt_min)
         if step:
             y = self._step(cache.S, x[..., 0], B[..., 0], C[..., 0], dt[..., 0], w.A, cache.keep)  # type: ignore[union-attr]
             y = y[..., None]

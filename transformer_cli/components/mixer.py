@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from .base import Component
 
@@ -31,4 +34,34 @@ class RecurrentMixer(Component):
         return True
 
 
-__all__ = ["RecurrentMixer"]
+@ATTENTIONS.register("none")
+class NoMixer(RecurrentMixer):
+    """No mixer: the block is its feedforward alone (Nemotron-H's MLP and MoE blocks), without the first norm
+    (norm.py); each column alone, nothing kept for decoding."""
+
+    def prepare(self, get: Any) -> None:
+        return None
+
+    def mix(self, model: Any, i: int, w: Any, X: np.ndarray, *args: Any, **kwargs: Any) -> np.ndarray:
+        return np.zeros_like(X)
+
+    def cache(self, b: int, n: int, dtype: np.dtype) -> None:
+        return None
+
+    def causal(self) -> bool:
+        return False
+
+    def reach(self) -> int | None:
+        return 0
+
+    def held_per_token(self) -> int:
+        return 0
+
+    def saved_bytes(self, keys: int, s: int, fused: bool, needed: Any = (True,) * 3, frozen: bool = False) -> int:
+        return 0
+
+    def transient_bytes(self, b: int, n: int, keys: int, s: int, fused: bool) -> int:
+        return 0
+
+
+__all__ = ["NoMixer", "RecurrentMixer"]

@@ -61,6 +61,8 @@ class LayerNorm(Component):
             return ("norm2",)
         if self.spec.feedforward == "none":  # (a block of its mixer alone: Mamba-2's)
             return ("norm1",)
+        if self.spec.attention == "none":  # (a block of its feedforward alone: Nemotron-H's MLP and MoE blocks)
+            return ("norm2",)
         return ("norm1",) if self.spec.parallel and self.spec.shared_norm else ("norm1", "norm2")
 
     def tensors(self, prefix: str) -> list[Tensor]:

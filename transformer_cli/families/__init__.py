@@ -71,6 +71,7 @@ MODULES = (
     "mpt",
     "nanochat",
     "nemotron",
+    "nemotron_h",
     "olmo2",
     "olmoe",
     "opt",

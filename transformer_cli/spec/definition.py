@@ -232,6 +232,7 @@ class Spec(Derived):
     ssm_head_dim: int | None = MIXER_FIELDS["ssm_head_dim"]
     ssm_state: int | None = MIXER_FIELDS["ssm_state"]
     ssm_groups: int = MIXER_FIELDS["ssm_groups"]
+    ssm_dt_min: float | None = MIXER_FIELDS["ssm_dt_min"]
     ssm_bias: bool = MIXER_FIELDS["ssm_bias"]
     linear_k_heads: int | None = MIXER_FIELDS["linear_k_heads"]
     linear_k_dim: int | None = MIXER_FIELDS["linear_k_dim"]

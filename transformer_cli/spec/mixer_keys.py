@@ -43,6 +43,10 @@ MIXER_FIELDS: dict[str, Any] = {
         default=1,
         metadata=_key("posint", "mamba2: the groups G_s of B and C (n_groups), each shared by H_s / G_s heads"),
     ),
+    "ssm_dt_min": field(
+        default=None,
+        metadata=_key("posfloat", "mamba2: each step at least this (Nemotron-H's time_step_min) [default: none]"),
+    ),
     "ssm_bias": field(
         default=False, metadata=_key("bool", "mamba2, mamba: biases on its input and output projections")
     ),

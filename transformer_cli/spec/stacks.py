@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .choices import ATTENTIONS, DENSE, FIRST, FULL, LATER, NOPE, OWN_KV, REUSED_KV, ROTARY, ROUTED, SLIDING
+from .choices import DENSE, FIRST, FULL, LATER, NO_FEEDFORWARD, NOPE, OWN_KV, REUSED_KV, ROTARY, ROUTED, SLIDING
 from .definition import Spec
 from .expert_keys import EXPERT_FIELDS
 
@@ -115,6 +115,8 @@ class Stack:
 
     def _spec_of(self, kinds: tuple[str, ...], N: int) -> Spec:
         """The spec of `N` blocks of these kinds: the stack's, with the window or the experts where they have them."""
+        mixer = kinds[-1] if self.spec.mixer_layers is not None else None  # (kinds() puts the mixer's last)
+        kinds = kinds[:-1] if mixer is not None else kinds  # (the others: a mixer's name may be a kind of theirs)
         changes: dict = dict.fromkeys(LAYER_KEYS) | {"N": N, "rope_local_theta": None, "rope_local_fraction": None}
         if FULL in kinds:
             changes["window"] = None
@@ -148,11 +150,12 @@ class Stack:
                 changes["r"] = int(kind.removeprefix(SIZE))
             elif kind.startswith(SPARSE):
                 changes["sparsity_layers"] = (float(kind.removeprefix(SPARSE)),)
-        mixer = next((kind for kind in kinds if kind in ATTENTIONS), None)
         if mixer is not None:  # (LFM2's short convolutions beside its attention blocks)
             changes["attention"] = mixer
-        if DENSE in kinds:  # one feedforward of size r: no router, no routed or shared experts
+        if DENSE in kinds or NO_FEEDFORWARD in kinds:  # one feedforward of size r (or none): no experts
             changes |= {"E": None, "k": None} | {key: f.default for key, f in EXPERT_FIELDS.items()}
+        if NO_FEEDFORWARD in kinds:  # (Nemotron-H's blocks of a mixer alone)
+            changes["feedforward"] = "none"
         return replace(self.spec, **changes)
 
     def groups(self) -> list[Group]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..text import lookalike_hint, shown
-from .choices import ATTENTIONS, DENSE, FULL, RELATIVE, SLIDING
+from .choices import ATTENTIONS, DENSE, FULL, NO_FEEDFORWARD, RELATIVE, ROUTED, SLIDING
 from .definition import FIELDS, REQUIRED, Spec
 from .dependent import DEPENDENT
 from .stacks import encoder_spec, kind_of
@@ -307,8 +307,12 @@ def _check_layers(spec: Spec, data: dict[str, Any], source: str) -> None:
         if key not in data:
             continue
         kinds = data[key]
-        if getattr(spec, needs) is None:
+        # (blocks without a feedforward beside dense ones, none routed: Nemotron-H's without experts)
+        unrouted = key == "feedforward_layers" and NO_FEEDFORWARD in kinds and ROUTED not in kinds
+        if getattr(spec, needs) is None and not unrouted:
             raise _fail(source, key, kinds, f"no {key} without {needs} (what its kinds choose between)")
+        if unrouted and spec.E is not None:
+            raise _fail(source, key, kinds, "some routed block (with no block routed, drop E and k)")
         if len(kinds) > spec.N:
             raise _fail(source, key, kinds, f"at most N = {spec.N} kinds (one per block)")
         if set(kinds) == {other}:

@@ -10,7 +10,7 @@ from ..errors import SpecError
 from .definition import Spec
 
 Fail = Callable[[str, str, Any, str], SpecError]
-SSM_KEYS = ("ssm_heads", "ssm_head_dim", "ssm_state", "ssm_groups")
+SSM_KEYS = ("ssm_heads", "ssm_head_dim", "ssm_state", "ssm_groups", "ssm_dt_min")
 SELECTIVE_KEYS = ("ssm_inner", "ssm_dt_rank", "ssm_bcdt_norm", "ssm_bcdt_eps")
 LINEAR_KEYS = ("linear_k_heads", "linear_k_dim", "linear_v_heads", "linear_v_dim")
 OWN_KEYS: dict[str, tuple[str, ...]] = dict.fromkeys(("conv_bias",), ("short_conv", "mamba2", "mamba"))
