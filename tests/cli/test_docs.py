@@ -106,6 +106,7 @@ GGUF_NAMES = {
     "lfm2moe": "LFM2 and its MoE",
     "mamba2": "Mamba-2",
     "mamba": "Mamba, Falcon Mamba",
+    "jamba": "Mamba-2 and Jamba",
     "ernie4_5": "ERNIE 4.5 and its MoE",
     "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }

@@ -8,8 +8,9 @@ import gguf
 import numpy as np
 
 ARCHS = {"lfm2": "LFM2", "lfm2_moe": "LFM2MOE", "mamba2": "MAMBA2", "mamba": "MAMBA", "falcon_mamba": "MAMBA"}
-OWN_LISTS = ("mamba2", "mamba", "falcon_mamba")  # classes that write their own list, not TextModel's
-PADDED = {"mamba2": 16, "mamba": 8, "falcon_mamba": 8}  # set_vocab: the vocabulary rounded up to a multiple of
+ARCHS |= {"jamba": "JAMBA"}
+OWN_LISTS = ("mamba2", "mamba", "falcon_mamba", "jamba")  # classes that write their own list, not TextModel's
+PADDED = {"mamba2": 16, "mamba": 8, "falcon_mamba": 8, "jamba": 1}  # set_vocab: the vocabulary rounded up to
 # the per-expert tensors and their stacked name (the mixtral mapping the converter's name hits)
 EXPERTS = {
     "lfm2_moe": (
@@ -18,6 +19,11 @@ EXPERTS = {
         "layers.{i}.feed_forward.experts.{w}.weight",
     )
 }
+EXPERTS["jamba"] = (
+    "feed_forward.experts.{e}.{w}.weight",
+    ("gate_proj", "up_proj", "down_proj"),
+    "model.layers.{i}.mlp.experts.{w}.weight",
+)
 
 
 def _feed_forward_length(config: dict) -> int:
@@ -53,6 +59,9 @@ def own_list(writer, cfg) -> None:
     """Mamba2Model's and MambaModel's set_gguf_parameters: the mixer's ssm.* keys, no feedforward or heads, an
     arbitrary context. (Their set_vocab rounds the vocabulary up: the tests' models have a multiple of it.)"""
     assert cfg.vocab_size % PADDED[cfg.model_type] == 0, "the converter would pad the vocabulary"
+    if cfg.model_type == "jamba":
+        _jamba(writer, cfg)
+        return
     if cfg.model_type != "mamba2":
         _mamba(writer, cfg)
         return
@@ -83,6 +92,25 @@ def _mamba(writer, cfg) -> None:
     writer.add_ssm_time_step_rank(cfg.time_step_rank)
     writer.add_layer_norm_rms_eps(cfg.layer_norm_epsilon)
     writer.add_ssm_dt_b_c_rms(cfg.model_type == "falcon_mamba")
+
+
+def _jamba(writer, cfg) -> None:
+    """JambaModel.set_gguf_parameters: the attention layers' key/value heads by the period and offset."""
+    N, offset, period = cfg.num_hidden_layers, cfg.attn_layer_offset, cfg.attn_layer_period
+    kv = [0] * offset + [cfg.num_key_value_heads if (i - offset) % period == 0 else 0 for i in range(offset, N)]
+    writer.add_block_count(N)
+    writer.add_context_length(cfg.max_position_embeddings)
+    writer.add_embedding_length(cfg.hidden_size)
+    writer.add_feed_forward_length(cfg.intermediate_size)
+    writer.add_head_count(cfg.num_attention_heads)
+    writer.add_head_count_kv(kv)
+    writer.add_ssm_conv_kernel(cfg.mamba_d_conv)
+    writer.add_ssm_inner_size(cfg.mamba_expand * cfg.hidden_size)
+    writer.add_ssm_state_size(cfg.mamba_d_state)
+    writer.add_ssm_time_step_rank(cfg.mamba_dt_rank)
+    writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    writer.add_expert_count(cfg.num_experts)
+    writer.add_expert_used_count(cfg.num_experts_per_tok)
 
 
 def converted(tensors: dict, cfg) -> dict:

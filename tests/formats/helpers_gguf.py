@@ -104,4 +104,5 @@ FAMILIES = [
     "mamba2-one-group-tied-gguf",
     "mamba-gguf",
     "falcon_mamba-gguf",
+    "jamba-gguf",
 ]

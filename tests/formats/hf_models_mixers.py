@@ -88,6 +88,7 @@ MIXERS = {  # name: (config class, model class, config)
     "falcon_mamba-gguf": ("FalconMambaConfig", "FalconMambaForCausalLM", _MAMBA | dict(  # one eps, as llama.cpp's
         vocab_size=96, mixer_rms_eps=1e-5, layer_norm_epsilon=1e-5, tie_word_embeddings=False)),
     "jamba": ("JambaConfig", "JambaForCausalLM", _JAMBA),  # mamba+experts, attention+MLP, mamba+experts, ...
+    "jamba-gguf": ("JambaConfig", "JambaForCausalLM", _JAMBA | dict(attn_layer_offset=0, expert_layer_offset=1)),
     "jamba-dense-biases": ("JambaConfig", "JambaForCausalLM", _JAMBA | dict(  # attention at 2 of 4, no experts
         attn_layer_period=4, attn_layer_offset=2, num_experts=1, mamba_proj_bias=True, mamba_conv_bias=False,
         mamba_dt_rank="auto", tie_word_embeddings=True)),

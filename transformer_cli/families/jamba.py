@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import SpecError
 from ..spec.definition import Spec
 from ..spec.stacks import kind_of
+from . import mamba_gguf as gguf
 from .checkpoints import _LLAMA_GLOBALS, _llama_names
 from .config_keys import size_keys
 from .keys import Keys
@@ -23,7 +24,7 @@ from .layout import Family
 from .layout import norm_names as _norm
 from .mamba import selective, selective_config, selective_names
 from .parts import kv_heads, whole_heads
-from .record import Record
+from .record import Gguf, Record
 
 NAMES = {
     "state": "mamba_d_state",
@@ -130,6 +131,15 @@ JAMBA = Family(
     {k: v for k, v in _LLAMA_GLOBALS.items() if "final_norm" not in k} | _norm("final_norm", "model.final_layernorm"),
 )
 
-RECORD = Record("jamba", "JambaForCausalLM", spec, JAMBA, config, config_alone=True)
+GGUF = Gguf(
+    "jamba",
+    gguf.JAMBA_LAYOUT,
+    gguf.gguf_jamba_spec,
+    gguf.gguf_jamba_metadata,
+    base="none",
+    transforms=gguf.A_UNDONE,
+    redo=gguf.A_MADE,
+)
+RECORD = Record("jamba", "JambaForCausalLM", spec, JAMBA, config, GGUF, config_alone=True)
 
 __all__ = ["JAMBA", "RECORD"]

@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import SpecError
 from ..spec.definition import Spec
 from .gguf_keys import vocabulary
+from .gguf_layout import EXPERTS, LLAMA_LAYOUT
 from .keys import Keys
 from .layout import Family
 
@@ -53,7 +54,7 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
         "ssm_state": c.count("ssm.state_size"),
         "ssm_groups": c.count("ssm.group_count", 1),
         "conv_kernel": c.count("ssm.conv_kernel"),
-        "conv_bias": "blk.0.ssm_conv1d.bias" in header.tensors,
+        "conv_bias": any(name.endswith("ssm_conv1d.bias") for name in header.tensors),
     }
 
 
@@ -78,7 +79,7 @@ def gguf_mamba_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any
         "ssm_state": c.count("ssm.state_size"),
         "ssm_dt_rank": c.count("ssm.time_step_rank"),
         "conv_kernel": c.count("ssm.conv_kernel"),
-        "conv_bias": "blk.0.ssm_conv1d.bias" in header.tensors,
+        "conv_bias": any(name.endswith("ssm_conv1d.bias") for name in header.tensors),
     }
     return out | ({"ssm_bcdt_norm": "plain"} if c.flag("ssm.dt_b_c_rms", False) else {})
 
@@ -106,6 +107,39 @@ def gguf_mamba_metadata(spec: Spec) -> dict[str, Any]:
         "ssm.time_step_rank": spec.ssm_dt_rank,
         "ssm.dt_b_c_rms": spec.ssm_bcdt_norm == "plain",
     }
+
+
+def gguf_jamba_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """jamba.* -> spec: Mamba's mixer (its norms of the steps, B and C with gains) and attention where a layer has
+    key/value heads (head_count_kv's list), experts where a layer has a router (ffn_gate_inp), no positions."""
+    out = gguf_mamba_spec(c, header, spec) | {"ssm_bcdt_norm": "affine", "feedforward": "gated", "activation": "silu"}
+    N, H, d = out["N"], c.count("attention.head_count"), out["d"]
+    listed = c.data.get("attention.head_count_kv")
+    kv = listed if isinstance(listed, list) else [c.count("attention.head_count_kv", H)] * N
+    if len(kv) != N or len({g for g in kv if g}) > 1:
+        raise c.fail("attention.head_count_kv", listed, f"a list of {N} counts, one count where a layer attends")
+    G = next((g for g in kv if g), H)
+    out |= {"H": H, "m": d // H, "r": c.count("feed_forward_length"), "scale": "sqrt", "ff_bias": False}
+    out |= {"G": G} if G != H else {}
+    out["attention"] = "standard"  # (the stack's; the state space's blocks by mixer_layers, as from config.json)
+    if 0 in kv:
+        out["mixer_layers"] = ["mamba" if g == 0 else "standard" for g in kv]
+    routed = [f"blk.{i}.ffn_gate_inp.weight" in header.tensors for i in range(N)]
+    if any(routed):
+        out |= {"E": c.count("expert_count"), "k": c.count("expert_used_count"), "router_renorm": False}
+        out |= {"feedforward_layers": ["routed" if r else "dense" for r in routed]} if not all(routed) else {}
+    return out
+
+
+def gguf_jamba_metadata(spec: Spec) -> dict[str, Any]:
+    """spec -> jamba.* keys: Mamba's, each layer's key/value heads (0 where it mixes by the state space), the MLP's
+    width."""
+    from ..spec.stacks import kind_of
+
+    attends = [kind_of(spec.mixer_layers, i, spec.attention) == "standard" for i in range(spec.N)]
+    out = gguf_mamba_metadata(spec) | {"feed_forward_length": spec.r, "attention.head_count": spec.H}
+    del out["ssm.dt_b_c_rms"], out["context_length"]
+    return out | {"attention.head_count_kv": [spec.kv_heads if a else 0 for a in attends]}
 
 
 def gguf_metadata(spec: Spec) -> dict[str, Any]:
@@ -158,6 +192,15 @@ MAMBA_NAMES = {key: value for key, value in MAMBA2_NAMES.items() if "norm.gamma"
 MAMBA_NAMES |= {"mamba.W_x": "ssm_x.weight", "mamba.W_dt": "ssm_dt.weight", "mamba.b_dt": "ssm_dt.bias"}
 del MAMBA_NAMES["mamba.dt_bias"]
 MAMBA_LAYOUT = Family("blk.{i}.", MAMBA_NAMES, GLOBALS, held_as={"ssm_conv1d.weight": MAMBA2_HELD["ssm_conv1d.weight"]})
+_NORMS = {f"mamba.{x}_norm.gamma": f"ssm_{y}_norm.weight" for x, y in (("dt", "dt"), ("B", "b"), ("C", "c"))}
+JAMBA_LAYOUT = Family(
+    "blk.{i}.",
+    LLAMA_LAYOUT.names | MAMBA_NAMES | _NORMS | {"ff.router": "ffn_gate_inp.weight", "norm2.gamma": "ffn_norm.weight"},
+    GLOBALS,
+    fused=EXPERTS,
+    stacked=frozenset(t for t, _, _ in EXPERTS),
+    held_as=MAMBA_LAYOUT.held_as,
+)
 A_UNDONE, A_MADE = {"ssm_a": _a}, {"ssm_a": _a_log}
 
 __all__ = [
