@@ -5,6 +5,9 @@ implementation on the CPU (its PyTorch fallback: no mamba_ssm or causal_conv1d k
 
 Models (float32, batch 1, random weights saved by transformers and read by tfm from the folder):
 - Mamba-2: 2 blocks of d 768, 24 heads of 64 (I = 1,536), state 128, one group, kernel 4, chunk 256;
+- Mamba (Mamba-1): 2 blocks of d 768, 1,536 channels, state 16;
+- Qwen3.5 (Gated DeltaNet): 4 blocks of d 1,024 (three linear attention blocks of 8 key heads and 16 value heads
+  of 128, one gated attention block of 8 heads), r 2,816;
 - LFM2: 4 blocks of d 1,024 (three short convolutions of kernel 3, one attention block of 16 heads), r 2,816.
 
 Rounds are interleaved (tfm, transformers, tfm, ...); the ratio is taken per round (tfm's time over transformers')
@@ -43,6 +46,20 @@ MODELS = {
         dict(
             vocab_size=1000, hidden_size=768, num_hidden_layers=2, num_heads=24, head_dim=64, expand=2,
             state_size=128, n_groups=1, conv_kernel=4, chunk_size=256, residual_in_fp32=False,
+        ),
+    ),
+    "mamba": (
+        "MambaConfig",
+        "MambaForCausalLM",
+        dict(vocab_size=1000, hidden_size=768, num_hidden_layers=2, state_size=16, expand=2, residual_in_fp32=False),
+    ),
+    "qwen3_5_text": (
+        "Qwen3_5TextConfig",
+        "Qwen3_5ForCausalLM",
+        dict(
+            vocab_size=1000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=4, num_attention_heads=8,
+            num_key_value_heads=2, head_dim=128, linear_num_key_heads=8, linear_num_value_heads=16,
+            linear_key_head_dim=128, linear_value_head_dim=128,
         ),
     ),
     "lfm2": (

@@ -131,12 +131,7 @@ class GatedDeltaNet(RecurrentMixer):
         beta = 1.0 / (1.0 + np.exp(-projected[c + nv * dv : c + nv * dv + nv]))  # (nv, b, n)
         g = w.A[:, None, None] * softplus(projected[c + nv * dv + nv :] + w.dt_bias[:, None, None])
         step = cache is not None and n == 1
-        if step:
-            mixed = np.einsum("bcl,cl->cb", cache.conv.step(qkv), w.kernel)[..., None]  # type: ignore[union-attr]
-        else:
-            if cache is not None:
-                cache.conv.fill(qkv)
-            mixed = ShortConv.convolve(w.kernel, qkv)
+        mixed = ShortConv.through(w.kernel, qkv, None if cache is None else cache.conv)
         mixed = kernels.ACTIVATIONS["silu"](mixed)
         q = self._heads(mixed[: nk * dk], nk, dk, nv)  # (b, nv, n, dk)
         k = self._heads(mixed[nk * dk : 2 * nk * dk], nk, dk, nv)

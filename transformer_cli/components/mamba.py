@@ -164,12 +164,7 @@ class Mamba(RecurrentMixer):
             projected += w.b_in
         x, z = projected[:inner], projected[inner:]
         step = cache is not None and X.shape[-1] == 1
-        if step:
-            x = np.einsum("bcl,cl->cb", cache.conv.step(x), w.kernel)[..., None]  # type: ignore[union-attr]
-        else:
-            if cache is not None:
-                cache.conv.fill(x)
-            x = ShortConv.convolve(w.kernel, x)
+        x = ShortConv.through(w.kernel, x, None if cache is None else cache.conv)
         if w.b_kernel is not None:
             x += w.b_kernel
         x = kernels.ACTIVATIONS["silu"](x)

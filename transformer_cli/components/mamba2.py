@@ -177,12 +177,7 @@ class Mamba2(RecurrentMixer):
             projected += w.b_in
         z, xBC, dt = projected[:inner], projected[inner : inner + self.conv_dim], projected[inner + self.conv_dim :]
         step = cache is not None and n == 1
-        if step:
-            mixed = np.einsum("bcl,cl->cb", cache.conv.step(xBC), w.kernel)[..., None]  # type: ignore[union-attr]
-        else:
-            if cache is not None:
-                cache.conv.fill(xBC)
-            mixed = ShortConv.convolve(w.kernel, xBC)
+        mixed = ShortConv.through(w.kernel, xBC, None if cache is None else cache.conv)
         if w.b_kernel is not None:
             mixed += w.b_kernel
         mixed = kernels.ACTIVATIONS["silu"](mixed)

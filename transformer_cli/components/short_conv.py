@@ -133,19 +133,23 @@ class ShortConv(RecurrentMixer):
             projected += w.b_in
         B, C, u = projected[:d], projected[d : 2 * d], projected[2 * d :]
         u = B * u
-        if cache is not None and X.shape[-1] == 1:
-            window = cache.step(u)  # (b, d, L)
-            mixed = np.einsum("bdl,dl->db", window, w.kernel)[..., None]
-        else:
-            if cache is not None:
-                cache.fill(u)
-            mixed = self.convolve(w.kernel, u)
+        mixed = self.through(w.kernel, u, cache)
         if w.b_kernel is not None:
             mixed += w.b_kernel
         out = kernels.linear(w.W_out, C * mixed)
         if w.b_out is not None:
             out += w.b_out
         return out
+
+    @staticmethod
+    def through(kernel: np.ndarray, u: np.ndarray, state: ConvState | None) -> np.ndarray:
+        """The columns u (c, b, n) convolved causally (the mixers' shared step): one column with a decoder's state
+        reads the state's window; a prefill's columns each other, the state then holding the latest of them."""
+        if state is not None and u.shape[-1] == 1:
+            return np.einsum("bcl,cl->cb", state.step(u), kernel)[..., None]
+        if state is not None:
+            state.fill(u)
+        return ShortConv.convolve(kernel, u)
 
     @staticmethod
     def convolve(kernel: np.ndarray, u: np.ndarray) -> np.ndarray:

@@ -23,8 +23,9 @@ from .keys import Keys
 from .layout import Family
 from .layout import norm_names as _norm
 from .mamba import selective, selective_config, selective_names
+from .mamba2 import state_space_gguf
 from .parts import kv_heads, whole_heads
-from .record import Gguf, Record
+from .record import Record
 
 NAMES = {
     "state": "mamba_d_state",
@@ -131,15 +132,7 @@ JAMBA = Family(
     {k: v for k, v in _LLAMA_GLOBALS.items() if "final_norm" not in k} | _norm("final_norm", "model.final_layernorm"),
 )
 
-GGUF = Gguf(
-    "jamba",
-    gguf.JAMBA_LAYOUT,
-    gguf.gguf_jamba_spec,
-    gguf.gguf_jamba_metadata,
-    base="none",
-    transforms=gguf.A_UNDONE,
-    redo=gguf.A_MADE,
-)
+GGUF = state_space_gguf("jamba", gguf.JAMBA_LAYOUT, gguf.gguf_jamba_spec, gguf.gguf_jamba_metadata)
 RECORD = Record("jamba", "JambaForCausalLM", spec, JAMBA, config, GGUF, config_alone=True)
 
 __all__ = ["JAMBA", "RECORD"]

@@ -17,8 +17,8 @@ from typing import Any
 from ..spec.definition import Spec
 from . import mamba_gguf as gguf
 from .keys import Keys
-from .layout import Family
-from .record import Gguf, Record
+from .mamba2 import backbone, state_space_gguf
+from .record import Record
 
 
 def selective(c: Keys, d: int, names: dict[str, str], defaults: dict[str, Any]) -> dict[str, Any]:
@@ -107,21 +107,12 @@ def selective_names(ours: str, theirs: str) -> dict[str, str]:
     return {ours + key: theirs + value for key, value in names.items()}
 
 
-MAMBA = Family(
-    "backbone.layers.{i}.",
-    selective_names("mamba.", "mixer.") | {"norm1.gamma": "norm.weight"},
-    {"embedding.E": "backbone.embeddings.weight", "head.W": "lm_head.weight"}
-    | {"final_norm.gamma": "backbone.norm_f.weight"},
-)
-
-GGUF = Gguf(
+MAMBA = backbone(selective_names("mamba.", "mixer.") | {"norm1.gamma": "norm.weight"})
+GGUF = state_space_gguf(
     "mamba",
     gguf.MAMBA_LAYOUT,
     gguf.gguf_mamba_spec,
     gguf.gguf_mamba_metadata,
-    base="none",
-    transforms=gguf.A_UNDONE,
-    redo=gguf.A_MADE,
     model_type=lambda spec: "falcon_mamba" if spec.ssm_bcdt_norm == "plain" else "mamba",
 )
 RECORDS = (

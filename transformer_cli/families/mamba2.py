@@ -134,22 +134,20 @@ def mixer_names(ours: str, theirs: str) -> dict[str, str]:
     return {key: theirs + value for key, value in names.items()}
 
 
-MAMBA2 = Family(
-    "backbone.layers.{i}.",
-    mixer_names("mamba.", "mixer.") | {"norm1.gamma": "norm.weight"},
-    {"embedding.E": "backbone.embeddings.weight", "head.W": "lm_head.weight"}
-    | {"final_norm.gamma": "backbone.norm_f.weight"},
-)
+def backbone(names: dict[str, str]) -> Family:
+    """The state space models' checkpoint: blocks of a norm and a mixer under backbone.layers (Mamba's, Mamba-2's,
+    Nemotron-H's), the embeddings, norm_f and the head."""
+    globals_ = {"embedding.E": "backbone.embeddings.weight", "head.W": "lm_head.weight"}
+    return Family("backbone.layers.{i}.", names, globals_ | {"final_norm.gamma": "backbone.norm_f.weight"})
 
-GGUF = Gguf(
-    "mamba2",
-    gguf.MAMBA2_LAYOUT,
-    gguf.gguf_spec,
-    gguf.gguf_metadata,
-    base="none",
-    transforms=gguf.A_UNDONE,
-    redo=gguf.A_MADE,
-)
+
+def state_space_gguf(arch: str, layout: Family, read: Any, write: Any, **more: Any) -> Gguf:
+    """A state space architecture's GGUF files: its own reader and keys, A = -exp(A_log) undone and made."""
+    return Gguf(arch, layout, read, write, base="none", transforms=gguf.A_UNDONE, redo=gguf.A_MADE, **more)
+
+
+MAMBA2 = backbone(mixer_names("mamba.", "mixer.") | {"norm1.gamma": "norm.weight"})
+GGUF = state_space_gguf("mamba2", gguf.MAMBA2_LAYOUT, gguf.gguf_spec, gguf.gguf_metadata)
 RECORD = Record("mamba2", "Mamba2ForCausalLM", spec, MAMBA2, config, GGUF, config_alone=True)
 
-__all__ = ["MAMBA2", "RECORD", "mixer_config", "mixer_keys", "mixer_names"]
+__all__ = ["MAMBA2", "RECORD", "backbone", "mixer_config", "mixer_keys", "mixer_names", "state_space_gguf"]

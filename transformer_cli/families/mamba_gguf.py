@@ -30,57 +30,41 @@ from .keys import Keys
 from .layout import Family
 
 
-def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
-    """mamba2.* -> spec."""
-    d, inner, heads = c.count("embedding_length"), c.count("ssm.inner_size"), c.count("ssm.time_step_rank")
-    if inner % heads:
-        raise c.fail("ssm.time_step_rank", heads, f"a divisor of ssm.inner_size = {inner} (the heads of its mixer)")
+def _stack(c: Keys, header: Any, mixer: str, H: int, m: int, inner: int) -> dict[str, Any]:
+    """What a state space file's stack says alike: blocks of a norm and the mixer, no feedforward."""
     return {
         "N": c.count("block_count"),
-        "H": heads,
-        "m": inner // heads,
-        "d": d,
+        "H": H,
+        "m": m,
+        "d": c.count("embedding_length"),
         "r": inner,
         "V": vocabulary(c, header),
         "mask": "causal",
         "norm": "pre",
         "norm_type": "rmsnorm",
         "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-5),
-        "attention": "mamba2",
+        "attention": mixer,
         "feedforward": "none",
         "tie_embeddings": "output.weight" not in header.tensors,
-        "ssm_heads": heads,
-        "ssm_head_dim": inner // heads,
         "ssm_state": c.count("ssm.state_size"),
-        "ssm_groups": c.count("ssm.group_count", 1),
         "conv_kernel": c.count("ssm.conv_kernel"),
         "conv_bias": any(name.endswith("ssm_conv1d.bias") for name in header.tensors),
     }
+
+
+def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """mamba2.* -> spec."""
+    inner, heads = c.count("ssm.inner_size"), c.count("ssm.time_step_rank")
+    if inner % heads:
+        raise c.fail("ssm.time_step_rank", heads, f"a divisor of ssm.inner_size = {inner} (the heads of its mixer)")
+    out = _stack(c, header, "mamba2", heads, inner // heads, inner)
+    return out | {"ssm_heads": heads, "ssm_head_dim": inner // heads, "ssm_groups": c.count("ssm.group_count", 1)}
 
 
 def gguf_mamba_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """mamba.* -> spec."""
-    d, inner = c.count("embedding_length"), c.count("ssm.inner_size")
-    out = {
-        "N": c.count("block_count"),
-        "H": 1,
-        "m": 1,
-        "d": d,
-        "r": inner,
-        "V": vocabulary(c, header),
-        "mask": "causal",
-        "norm": "pre",
-        "norm_type": "rmsnorm",
-        "norm_eps": c.number("attention.layer_norm_rms_epsilon", 1e-5),
-        "attention": "mamba",
-        "feedforward": "none",
-        "tie_embeddings": "output.weight" not in header.tensors,
-        "ssm_inner": inner,
-        "ssm_state": c.count("ssm.state_size"),
-        "ssm_dt_rank": c.count("ssm.time_step_rank"),
-        "conv_kernel": c.count("ssm.conv_kernel"),
-        "conv_bias": any(name.endswith("ssm_conv1d.bias") for name in header.tensors),
-    }
+    inner = c.count("ssm.inner_size")
+    out = _stack(c, header, "mamba", 1, 1, inner) | {"ssm_inner": inner, "ssm_dt_rank": c.count("ssm.time_step_rank")}
     return out | ({"ssm_bcdt_norm": "plain"} if c.flag("ssm.dt_b_c_rms", False) else {})
 
 

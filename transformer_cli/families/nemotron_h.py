@@ -21,8 +21,7 @@ from typing import Any
 from ..spec.definition import Spec
 from .config_keys import size_keys
 from .keys import Keys
-from .layout import Family
-from .mamba2 import mixer_names
+from .mamba2 import backbone, mixer_names
 from .parts import kv_heads
 from .record import Record
 
@@ -147,12 +146,7 @@ def _names() -> dict[str, str]:
     }
 
 
-NEMOTRON_H = Family(
-    "backbone.layers.{i}.",
-    _names(),
-    {"embedding.E": "backbone.embeddings.weight", "head.W": "lm_head.weight"}
-    | {"final_norm.gamma": "backbone.norm_f.weight"},
-)
+NEMOTRON_H = backbone(_names())
 RECORD = Record("nemotron_h", "NemotronHForCausalLM", spec, NEMOTRON_H, config, config_alone=True)
 
 __all__ = ["NEMOTRON_H", "RECORD"]
