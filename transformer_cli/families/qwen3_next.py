@@ -79,8 +79,10 @@ def qwen3_5(c: Keys) -> dict[str, Any]:
 
 
 def qwen3_5_moe(c: Keys) -> dict[str, Any]:
-    """Qwen3_5MoeForCausalLM's text model: experts in every block, renormalised, and the gated shared expert."""
-    out = _base(c, 2, 256)
+    """Qwen3_5MoeForCausalLM's text model: experts in every block, renormalised, and the gated shared expert (its
+    config has no intermediate_size: r is the experts' width, no dense MLP reading it)."""
+    width = {"intermediate_size": c.data.get("moe_intermediate_size", 512)}
+    out = _base(Keys(width | c.data, c.source, notes=c.notes), 2, 256)
     E, k = c.count("num_experts", 256), c.count("num_experts_per_tok", 8)
     if k > E:
         raise c.fail("num_experts_per_tok", k, f"at most num_experts = {E}")

@@ -1,0 +1,42 @@
+"""Each new type's config class defaults (transformers sets them to its flagship's sizes: Qwen3-Next-80B-A3B's,
+Jamba's 52B, Granite 4's, ...) counted by tfm from the config.json they make, equal to transformers' model of that
+config built on the meta device (no memory): the counts at full scale, beside the tiny models' exact runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from transformer_cli import count_params
+from transformer_cli.hf.config import spec_from_config
+
+torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
+transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
+
+DEFAULTS = [  # (config class, model class, the keys its defaults leave unset)
+    ("Lfm2Config", "Lfm2ForCausalLM", {}),
+    ("Lfm2MoeConfig", "Lfm2MoeForCausalLM", {"layer_types": ["conv", "conv", "full_attention", "conv"] * 8}),
+    ("Lfm3Config", "Lfm3ForCausalLM", {}),
+    ("Mamba2Config", "Mamba2ForCausalLM", {}),
+    ("MambaConfig", "MambaForCausalLM", {}),
+    ("FalconMambaConfig", "FalconMambaForCausalLM", {}),
+    ("BambaConfig", "BambaForCausalLM", {}),
+    ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", {}),
+    ("NemotronHConfig", "NemotronHForCausalLM", {}),
+    ("JambaConfig", "JambaForCausalLM", {}),
+    ("Qwen3NextConfig", "Qwen3NextForCausalLM", {}),
+    ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", {}),
+    ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM", {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("config_class", "model_class", "unset"), DEFAULTS, ids=lambda x: x if isinstance(x, str) else ""
+)
+def test_the_default_configs_count_as_transformers_models_of_them(tmp_path, config_class, model_class, unset):
+    from helpers_hf_transformers import parameters
+
+    config = getattr(transformers, config_class)(**unset)
+    with torch.device("meta"):
+        model = getattr(transformers, model_class)(config)
+    (tmp_path / "config.json").write_text(config.to_json_string())
+    assert count_params(spec_from_config(tmp_path)).total == parameters(model)
