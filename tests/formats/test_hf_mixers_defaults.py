@@ -40,3 +40,20 @@ def test_the_default_configs_count_as_transformers_models_of_them(tmp_path, conf
         model = getattr(transformers, model_class)(config)
     (tmp_path / "config.json").write_text(config.to_json_string())
     assert count_params(spec_from_config(tmp_path)).total == parameters(model)
+
+
+def test_qwen3_nexts_cache_is_its_attention_layers_tokens_and_its_linear_layers_states(tmp_path):
+    """The docs' figure (docs/plan.md): Qwen3-Next-80B-A3B at 32,768 tokens in bfloat16, its 12 attention layers'
+    keys and values beside its 36 linear layers' convolution windows (bfloat16) and states (float32)."""
+    from dataclasses import replace
+
+    from transformer_cli.analysis.kv_cache import kv_cache_bytes, state_bytes
+
+    (tmp_path / "config.json").write_text(transformers.Qwen3NextConfig().to_json_string())
+    spec = spec_from_config(tmp_path)
+    attention = 12 * 2 * 2 * 256 * 32768 * 2  # layers x (K, V) x G x head_dim x tokens x bytes
+    states = 36 * ((2 * 16 * 128 + 32 * 128) * 4 * 2 + 32 * 128 * 128 * 4)  # the convolution's 4 columns, S
+    assert state_bytes(spec, 1, "bfloat16") == states == 77_856_768
+    assert kv_cache_bytes(spec, 1, 32768, "bfloat16") == attention + states == 883_163_136
+    every = replace(spec, mixer_layers=None, attention="standard")  # (the figure of a stack attending throughout)
+    assert kv_cache_bytes(every, 1, 32768, "bfloat16") == 48 * 2 * 2 * 256 * 32768 * 2
