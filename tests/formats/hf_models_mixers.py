@@ -83,6 +83,8 @@ MIXERS = {  # name: (config class, model class, config)
     "mamba": ("MambaConfig", "MambaForCausalLM", _MAMBA),
     "mamba-biases-untied-auto-rank": ("MambaConfig", "MambaForCausalLM", _MAMBA | dict(  # rank ceil(32 / 16)
         use_bias=True, use_conv_bias=False, tie_word_embeddings=False, time_step_rank="auto", conv_kernel=2)),
+    "mamba-saved-width": ("MambaConfig", "MambaForCausalLM", _MAMBA | dict(  # intermediate_size kept over expand's
+        intermediate_size=40)),
     "falcon_mamba": ("FalconMambaConfig", "FalconMambaForCausalLM", _MAMBA | dict(mixer_rms_eps=1e-3)),
     "mamba-gguf": ("MambaConfig", "MambaForCausalLM", _MAMBA | dict(vocab_size=96, time_step_rank="auto")),
     "falcon_mamba-gguf": ("FalconMambaConfig", "FalconMambaForCausalLM", _MAMBA | dict(  # one eps, as llama.cpp's

@@ -22,12 +22,16 @@ from .record import Record
 
 
 def selective(c: Keys, d: int, names: dict[str, str], defaults: dict[str, Any]) -> dict[str, Any]:
-    """Mamba-1's spec keys under the family's `names` for state, kernel, expand, rank, bias, conv_bias, act."""
+    """Mamba-1's spec keys under the family's `names` for state, kernel, expand, rank, bias, conv_bias, act (and
+    the channels themselves, `inner`, where the family reads them)."""
     if c.text(names["act"], "silu") != "silu":
         raise c.refuse(names["act"], c.data[names["act"]], "silu, the convolution's and the gate's activation")
     rank = c.data.get(names["rank"], "auto")
+    inner = int(c.number(names["expand"], defaults["expand"]) * d)
+    if "inner" in names and c.has(names["inner"]):  # (MambaConfig keeps a saved intermediate_size over expand's)
+        inner = c.count(names["inner"])
     return {
-        "ssm_inner": int(c.number(names["expand"], defaults["expand"]) * d),
+        "ssm_inner": inner,
         "ssm_state": c.count(names["state"], defaults["state"]),
         "ssm_dt_rank": math.ceil(d / 16) if rank == "auto" else c.count(names["rank"]),
         "conv_kernel": c.count(names["kernel"], 4),
@@ -40,6 +44,7 @@ NAMES = {
     "state": "state_size",
     "kernel": "conv_kernel",
     "expand": "expand",
+    "inner": "intermediate_size",
     "rank": "time_step_rank",
     "bias": "use_bias",
     "conv_bias": "use_conv_bias",
@@ -86,7 +91,7 @@ def selective_config(spec: Spec, names: dict[str, str]) -> dict[str, Any]:
         names["rank"]: spec.ssm_dt_rank,
         names["bias"]: spec.ssm_bias,
         names["conv_bias"]: spec.conv_bias,
-    }
+    } | ({names["inner"]: spec.ssm_inner} if "inner" in names else {})
 
 
 def config(spec: Spec) -> dict[str, Any]:
