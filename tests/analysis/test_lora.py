@@ -224,6 +224,9 @@ MIXTURES = [
     "mimo_v2_flash",
     "longcat_flash",
     "gemma4_text-moe",
+    # issue 45's
+    "deepseek_v32",
+    "glm_moe_dsa-shared",
 ]
 # a list of names of each family: attention and the experts by their checkpoint's names (peft maps them)
 LISTS = {
@@ -256,6 +259,8 @@ LISTS = {
     "mimo_v2_flash": "v_proj,o_proj,down_proj",
     "longcat_flash": "kv_b_proj,gate_proj,up_proj",
     "gemma4_text": "q_proj,o_proj,down_proj",
+    "deepseek_v32": "wq_b,weights_proj,q_b_proj,down_proj",  # (the indexer's projections too)
+    "glm_moe_dsa": "wk,kv_b_proj,gate_proj,up_proj",
 }
 
 

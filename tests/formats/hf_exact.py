@@ -37,6 +37,8 @@ DEEPSEEK_ROUTERS = (
     "SolarOpenTopkRouter",
     "ExaoneMoeTopkRouter",
     "NemotronHTopkRouter",
+    "DeepseekV32TopkRouter",
+    "GlmMoeDsaTopkRouter",
 )
 
 

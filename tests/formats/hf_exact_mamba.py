@@ -75,6 +75,7 @@ GATED_NORMS += ("Qwen3NextRMSNormGated", "Qwen3_5RMSNormGated", "Qwen3_5MoeRMSNo
 FLOAT_LOGITS = ("Mamba2ForCausalLM", "MambaForCausalLM", "FalconMambaForCausalLM")  # (their logits cast to float32)
 FLOAT_FORWARDS = (*FLOAT_LOGITS, "JambaTopKRouter")  # (Jamba's router: its softmax in float32)
 FLOAT_FORWARDS += ("NemotronHForCausalLM", "NemotronHExperts")  # (its logits; its experts' sums in float32)
+FLOAT_FORWARDS += ("DeepseekV32Indexer", "GlmMoeDsaIndexer")  # (their index scores: which keys are chosen)
 FLOAT_FORWARDS += ("MambaBlock", "FalconMambaBlock")  # (residual_in_fp32, their configs' default: the residual)
 MROPES = ("Qwen3_5TextRotaryEmbedding", "Qwen3_5MoeTextRotaryEmbedding")
 MAMBA = (

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hf_models_dense import DENSE
 from hf_models_experts import EXPERTS
-from hf_models_mixers import MIXERS
+from hf_models_mixers import INDEXED, MIXERS
 from hf_small import SMALL
 
 MODELS = {  # name: (config class, model class, config) — every model_type and its layout variants
@@ -364,4 +364,4 @@ MODELS = {  # name: (config class, model class, config) — every model_type and
                               dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                    multi_query=False, parallel_attn=False, bias=True, max_position_embeddings=64)),
 }  # fmt: skip
-MODELS |= DENSE | EXPERTS | MIXERS
+MODELS |= DENSE | EXPERTS | MIXERS | INDEXED

@@ -111,3 +111,20 @@ MIXERS = {  # name: (config class, model class, config)
         n_routed_experts=4, n_group=2, topk_group=1, use_bias=True, tie_word_embeddings=True,  # (never tied)
         layers_block_type=["full_attention", "moe", "linear_attention", "mlp"])),
 }  # fmt: skip
+
+_DSA = dict(vocab_size=97, hidden_size=32, intermediate_size=40, moe_intermediate_size=12, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, n_group=2,
+            topk_group=1, kv_lora_rank=8, q_lora_rank=12, qk_rope_head_dim=4, qk_nope_head_dim=8, v_head_dim=6,
+            index_n_heads=8, index_head_dim=8, index_topk=3, first_k_dense_replace=1, max_position_embeddings=64,
+            experts_implementation="eager")  # fmt: skip
+
+INDEXED = {  # DeepSeek Sparse Attention: a top-k below the prompt's length, so that the selection matters
+    "deepseek_v32": ("DeepseekV32Config", "DeepseekV32ForCausalLM", _DSA),
+    "deepseek_v32-yarn-wide-index-listed": ("DeepseekV32Config", "DeepseekV32ForCausalLM", _DSA | dict(
+        index_head_dim=12, index_topk=5, attention_bias=True, mlp_layer_types=["sparse", "dense", "sparse"],
+        rope_parameters=dict(rope_type="yarn", rope_theta=5000.0, factor=4.0, original_max_position_embeddings=16,
+                             mscale_all_dim=1.0, mscale=1.0))),
+    "glm_moe_dsa": ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", _DSA | dict(n_group=1, topk_group=1, index_topk=4)),
+    "glm_moe_dsa-shared": ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", _DSA | dict(  # layers 1, 2 reuse layer 0's
+        num_hidden_layers=4, index_topk_pattern="FSSF", n_group=1, topk_group=1)),
+}  # fmt: skip

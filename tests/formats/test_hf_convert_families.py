@@ -81,6 +81,8 @@ FAMILIES = [
     "gemma3n_text-active-1-untied",
     "apertus",  # (xIELU's fixed beta and eps buffers written back: transformers reads them from the file)
     "apertus-biases-silu",
+    "deepseek_v32-yarn-wide-index-listed",  # (the indexers' tensors and kinds written back: issue 45's)
+    "glm_moe_dsa-shared",
 ]
 
 

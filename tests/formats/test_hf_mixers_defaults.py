@@ -1,6 +1,7 @@
 """Each new type's config class defaults (transformers sets them to its flagship's sizes: Qwen3-Next-80B-A3B's,
 Jamba's 52B, Granite 4's, ...) counted by tfm from the config.json they make, equal to transformers' model of that
-config built on the meta device (no memory): the counts at full scale, beside the tiny models' exact runs."""
+config built on the meta device (no memory): the counts at full scale, beside the tiny models' exact runs. The
+sparse attention's cache at full scale: DeepSeek-V3.2's latents, rotary keys and indexer keys a token."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ DEFAULTS = [  # (config class, model class, the keys its defaults leave unset)
     ("Qwen3NextConfig", "Qwen3NextForCausalLM", {}),
     ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", {}),
     ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM", {}),
+    ("DeepseekV32Config", "DeepseekV32ForCausalLM", {}),
+    ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", {}),
+    ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", {"index_topk_freq": 4}),  # (a full indexer every 4 layers)
 ]
 
 
@@ -57,3 +61,18 @@ def test_qwen3_nexts_cache_is_its_attention_layers_tokens_and_its_linear_layers_
     assert kv_cache_bytes(spec, 1, 32768, "bfloat16") == attention + states == 883_163_136
     every = replace(spec, mixer_layers=None, attention="standard")  # (the figure of a stack attending throughout)
     assert kv_cache_bytes(every, 1, 32768, "bfloat16") == 48 * 2 * 2 * 256 * 32768 * 2
+
+
+def test_deepseek_v32s_cache_is_its_latents_rotary_keys_and_indexer_keys(tmp_path):
+    """The docs' figure (docs/plan.md): DeepSeek-V3.2 at 131,072 tokens in bfloat16, each of its 61 layers caching a
+    latent of 512, a rotary key part of 64 and an indexer key of 128 a token, where the stack attending to every key
+    would cache the same less the indexer's keys."""
+    from dataclasses import replace
+
+    from transformer_cli.analysis.kv_cache import kv_cache_bytes
+
+    (tmp_path / "config.json").write_text(transformers.DeepseekV32Config().to_json_string())
+    spec = spec_from_config(tmp_path)
+    assert kv_cache_bytes(spec, 1, 131072, "bfloat16") == 61 * (512 + 64 + 128) * 131072 * 2 == 11_257_511_936
+    latent = replace(spec, attention="latent")
+    assert kv_cache_bytes(latent, 1, 131072, "bfloat16") == 61 * (512 + 64) * 131072 * 2

@@ -148,7 +148,7 @@ class MultiHeadAttention(Component):
         self,
         model: Any,
         i: int,
-        w: AttentionWeights,
+        w: Any,
         X: np.ndarray,
         start: int = 0,
         cache: KVCache | None = None,
@@ -156,18 +156,20 @@ class MultiHeadAttention(Component):
         stop: threading.Event | None = None,
         offset: int = 0,
         shared: dict | None = None,
+        *,
+        qkv: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+        content: Callable | None = None,
     ) -> np.ndarray:
         """Block i's attention sublayer, without its residual: (d, b, n) -> (d, b, n), the columns at positions
         start.. (their queries at start + offset: a fault the decoding check makes). `model` turns the queries and
         keys by the block's positions (`rotate`) and attends with the spec's scale, position bias and threads
-        (`attend`, model/transformer.py).
+        (`attend`, model/transformer.py); `qkv`: the projections, if made; `content`: kernels.Attend's (indexed.py).
 
-        Without a cache the columns attend to each other. With one, several columns (a prefill) attend to each other
-        and are stored in the empty cache; one column (a decoding step) is stored, then attends to every column the
-        cache holds."""
-        Q, K, V = self.qkv(w, X)
+        Without a cache the columns attend to each other. With one, a prefill's columns attend to each other and are
+        stored in the empty cache; a decoding step's one column is stored, then attends to every column cached."""
+        Q, K, V = self.qkv(w, X) if qkv is None else qkv
         model.rotate(Q, K, start + offset, start, block=i)  # (a step's key is cached already turned)
-        how = replace(self.attends, sinks=w.sinks, stop=stop, weights_out=weights_out, first=start)
+        how = replace(self.attends, sinks=w.sinks, stop=stop, weights_out=weights_out, first=start, content=content)
         if cache is not None and X.shape[-1] == 1:
             stored = cache.store(*self.cache_entries(w, X, K, V))  # start + 1 columns, or w with a window
             K_all, V_all = self.keys_values(w, *stored)  # (b, G, m, start + 1): latents expanded
@@ -179,8 +181,8 @@ class MultiHeadAttention(Component):
             return self.project(w, heads, X)
         if cache is not None:  # what a decoder's cache keeps (latent attention: its latents and rotary keys)
             cache.fill(*self.cache_entries(w, X, K, V))
-        content = model.rotations[i].content_bias(self, w, Q, K, start + offset, start)  # (DeBERTa's)
-        how = how if content is None else replace(how, content=content)
+        bias = model.rotations[i].content_bias(self, w, Q, K, start + offset, start)  # (DeBERTa's)
+        how = how if bias is None else replace(how, content=bias)
         heads = model.attend(Q, K, V, how, positions=(start + offset, start), block=i)
         if shared is not None:
             shared[self.spec.window is not None] = (K, V, start, False)
@@ -340,8 +342,7 @@ class MultiHeadAttention(Component):
 
     def cache(self, b: int, n: int, dtype: np.dtype) -> KVCache:
         """An empty cache for b sequences of at most n columns: n slots, or the window's w when w < n."""
-        window = self.spec.window
-        span = window or self.spec.chunk  # (a chunk's keys: slots t % C, the chunk's first at slot 0)
+        span = self.spec.window or self.spec.chunk  # (a chunk's keys: slots t % C, the chunk's first at slot 0)
         keys, values = self.cache_shapes(b, min(n, span) if span else n)
         return KVCache(np.empty(keys, dtype), np.empty(values, dtype), chunked=self.spec.chunk is not None)
 

@@ -152,17 +152,24 @@ class LatentAttention(MultiHeadAttention):
         b_O = get("attention.b_O").reshape(-1, 1, 1) if self.spec.has_out_bias else None
         return LatentWeights(W_Q, W_QA, b_QA, q_gain, W_QB, W_KVA, b_KVA, kv_gain, W_KVB, W_O, b_O)
 
-    def compress(self, a: LatentWeights, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def bottleneck(self, a: LatentWeights, X: np.ndarray) -> np.ndarray:
+        """The queries' normalised low-rank part RMSNorm(W_QA x + b_QA): (d, b, n) -> (q, b, n)."""
+        assert a.W_QA is not None and a.q_gain is not None
+        low = kernels.linear(a.W_QA, X)
+        if a.b_QA is not None:
+            low += a.b_QA
+        return kernels.rms_norm(low, a.q_gain, LATENT_EPS)
+
+    def compress(
+        self, a: LatentWeights, X: np.ndarray, low: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(d, b, n) -> Q (b, H, m, n) in the order [rotary | rest], the normalised latent (b, 1, c, n) and the
-        shared rotary key part (b, 1, r, n), not yet rotated."""
+        shared rotary key part (b, 1, r, n), not yet rotated; `low`: the bottleneck's, when already made."""
         H, m, d, c, r, v, q = self.sizes
         _, b, n = X.shape
         if a.W_Q is None:  # the bottleneck: W_QB RMSNorm(W_QA x + b_QA)
-            assert a.W_QA is not None and a.W_QB is not None and a.q_gain is not None
-            low = kernels.linear(a.W_QA, X)
-            if a.b_QA is not None:
-                low += a.b_QA
-            Q = kernels.linear(a.W_QB, kernels.rms_norm(low, a.q_gain, LATENT_EPS))
+            assert a.W_QB is not None
+            Q = kernels.linear(a.W_QB, self.bottleneck(a, X) if low is None else low)
         else:
             Q = kernels.linear(a.W_Q, X)
         both = kernels.linear(a.W_KVA, X)  # (c + r, b, n): the latent, then the shared rotary key part

@@ -222,6 +222,11 @@ class Rotary(Positions):
         if self.spec.rope_query_beta is not None:
             Q *= self.query_scales(start, Q.shape[-1]).astype(Q.dtype)
 
+    def turn(self, X: np.ndarray, start: int, length: int, pairing: str) -> None:
+        """X's columns turned in place as positions start.. of a pass `length` long, paired as `pairing` says (a
+        lightning indexer's own queries and keys: components/indexed.py)."""
+        kernels.rotate_(X, *self._rotary_tables(start, X.shape[-1], length), pairing)
+
     def query_scales(self, start: int, n: int) -> np.ndarray:
         """Llama 4's attention scaling of the queries at positions start..start+n-1: 1 + beta ln(1 + floor(t / L))."""
         t = np.arange(start, start + n)

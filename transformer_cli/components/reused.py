@@ -85,6 +85,7 @@ class ReusedAttention(MultiHeadAttention):
         stop: threading.Event | None = None,
         offset: int = 0,
         shared: dict | None = None,
+        **_: Any,
     ) -> np.ndarray:
         """Block i's queries (normed, turned) attend to the keys and values `shared` holds for its kind: by whether
         the block has a window, (K, V, the first key's position, whether they are a decoding step's whole cache)."""

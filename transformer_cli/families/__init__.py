@@ -27,6 +27,7 @@ MODULES = (
     "dbrx",
     "deberta_v2",
     "deepseek",
+    "deepseek_v32",
     "dots1",
     "electra",
     "ernie4_5",

@@ -271,7 +271,8 @@ class Transformer:
         if taps is not None:
             taps(-1, "input", Z)
         later: list | None = [] if self.spec.routed_later else None  # (a routed block's output for the next)
-        shared: dict | None = {} if self.spec.kv_shared else None  # (keys and values for the blocks sharing them)
+        # (keys and values for the blocks sharing them; an indexer's selection for those reusing it)
+        shared: dict | None = {} if self.spec.kv_shared or self.spec.mixer_layers else None
         for i in range(self.spec.N if last is None else last + 1):
             check_stop(stop)
             Z = self.block(i, Z, start, cache, taps, memory, weights, stop, offset, later, ple, shared)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from .choices import LEARNED, RELATIVE
 
+LATENT = ("latent", "indexed", "indexed_shared")  # (latent attention with a lightning indexer, or another's)
+INDEX_KEYS = ("index_heads", "index_m", "index_topk")
 ROPE_KEYS = ("rope_theta", "rope_fraction", "rope_pairing", "rope_scaling")
 LLAMA3_KEYS = ("rope_low_freq_factor", "rope_high_freq_factor")
 YARN_KEYS = (
@@ -32,13 +34,15 @@ DEPENDENT = {
     "rope_local_fraction": ("positional", ("rope",), False),
     "rope_query_beta": ("positional", ("rope",), False),
     "rope_query_len": ("positional", ("rope",), False),
-    "kv_rank": ("attention", ("latent",), True),
+    "kv_rank": ("attention", LATENT, True),
     "attn_experts": ("attention", ("mixture",), True),
     "attn_k": ("attention", ("mixture",), True),
-    "rope_m": ("attention", ("latent",), True),
-    "q_rank": ("attention", ("latent",), False),
+    "rope_m": ("attention", LATENT, True),
+    "q_rank": ("attention", LATENT, False),
     "latent_scale": ("attention", ("latent",), False),
-    "v_m": ("attention", ("latent", "standard"), False),
+    "v_m": ("attention", (*LATENT, "standard"), False),
+    **{key: ("attention", ("indexed",), True) for key in INDEX_KEYS},
+    "index_pairing": ("attention", ("indexed",), False),
     "swiglu_alpha": ("feedforward", ("clamped",), False),
     "swiglu_limit": ("feedforward", ("clamped",), False),
     "rel_buckets": ("positional", (*RELATIVE, "disentangled"), False),

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .dependent import LATENT
+
 
 class Derived:
     """The properties of a Spec computed from its keys (the annotations name the keys they read)."""
@@ -105,7 +107,7 @@ class Derived:
     def rotated_dims(self) -> int:
         """Rotary positions turn the first int(m * rope_fraction) dims of each query and key head (latent attention:
         its rope_m)."""
-        if self.attention == "latent":
+        if self.attention in LATENT:
             return self.rope_m or 0
         return int(self.m * self.rope_fraction)
 

@@ -16,7 +16,8 @@ LATENT_FIELDS: dict[str, Any] = {
         metadata=_key(
             "choice",
             "standard: W_Q, W_K, W_V per head; latent: multi-head latent attention (DeepSeek): "
-            "keys and values from a compressed latent of kv_rank per token",
+            "keys and values from a compressed latent of kv_rank per token; indexed: latent attention whose "
+            "queries each attend to the index_topk keys a lightning indexer scores highest (DeepSeek-V3.2)",
             ATTENTIONS,
         ),
     ),
@@ -46,6 +47,25 @@ LATENT_FIELDS: dict[str, Any] = {
             "bool",
             "latent: the queries times (d / q_rank)^1/2 and the normalised latent times (d / kv_rank)^1/2 "
             "(LongCat-Flash's mla_scale); with q_rank",
+        ),
+    ),
+    "index_heads": field(
+        default=None, metadata=_key("posint", "indexed: the lightning indexer's query heads (index_n_heads)")
+    ),
+    "index_m": field(
+        default=None,
+        metadata=_key("posint", "indexed: the indexer's head size (index_head_dim), its first rope_m entries turned"),
+    ),
+    "index_topk": field(
+        default=None, metadata=_key("posint", "indexed: the keys each query attends to, those scored highest")
+    ),
+    "index_pairing": field(
+        default="half",
+        metadata=_key(
+            "choice",
+            "indexed: how the indexer's rotary part pairs its entries (half: DeepSeek-V3.2, whatever rope_pairing "
+            "the attention's; interleaved: GLM-5)",
+            ("half", "interleaved"),
         ),
     ),
 }
