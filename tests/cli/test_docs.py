@@ -107,6 +107,7 @@ GGUF_NAMES = {
     "mamba2": "Mamba-2",
     "mamba": "Mamba, Falcon Mamba",
     "jamba": "Mamba-2 and Jamba",
+    "glm-dsa": "GLM-5 (its sparse attention)",
     "ernie4_5": "ERNIE 4.5 and its MoE",
     "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }

@@ -35,6 +35,7 @@ KEPT_F32 = (
     "sinks",
     "position_embeddings.weight",
     "token_type_embeddings.weight",
+    "indexer.weights_proj.weight",  # (a lightning indexer's heads' weights: F32 in the converter's files)
 )
 OSS_IN_OUT = ("experts.gate_up_proj", "experts.down_proj")  # gpt-oss's and Llama 4's experts (in, out): transposed
 CONV1D = (".c_attn.weight", ".c_proj.weight", ".c_fc.weight")  # GPT2Model.modify_tensors transposes these
@@ -56,6 +57,7 @@ EXPERTS |= dict.fromkeys(ROUTED, EXPERTS["qwen2_moe"]) | {"minimax_m2": EXPERTS[
 EXPERTS["phimoe"] = EXPERTS["mixtral"]
 EXPERTS |= mixers.EXPERTS
 EXPERTS["deepseek_v2"] = EXPERTS["deepseek_v3"] = EXPERTS["cohere2_moe"] = EXPERTS["hy_v3"] = EXPERTS["qwen2_moe"]
+EXPERTS["glm_moe_dsa"] = EXPERTS["deepseek_v3"]
 
 
 def permute(weights: np.ndarray, n_head: int, n_head_kv: int | None) -> np.ndarray:
@@ -211,7 +213,8 @@ def _converted(model) -> dict[str, np.ndarray]:
         if kind in ("roberta", "xlm-roberta"):
             name = "embeddings.position_embeddings.weight"
             out[name] = out[name][cfg.pad_token_id + 1 :]
-    if kind.startswith("deepseek"):  # DeepseekV2Model.modify_tensors: kv_b split, the correction bias renamed
+    if kind.startswith("deepseek") or kind == "glm_moe_dsa":  # DeepseekV2Model.modify_tensors: kv_b split, the
+        # correction bias renamed
         out = dict(_deepseek(out, cfg))
     if kind == "gpt_oss":  # GptOssModel.modify_tensors, for a checkpoint not in MXFP4
         out = dict(_gpt_oss(out))
@@ -289,6 +292,7 @@ def write_gguf(
                     "altup_predict_coef.weight",
                     "shortconv.conv.weight",  # (the converter's: the kernels in F32)
                     "ssm_conv1d.weight",
+                    "indexer.proj.weight",  # (a lightning indexer's heads' weights: INDEXER_PROJ)
                 )
             )
             or data.ndim == 1

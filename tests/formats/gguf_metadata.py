@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import gguf_metadata_2026
+import gguf_metadata_mixers as mixers
 import numpy as np
 
 ARCHS = {
@@ -91,7 +92,7 @@ def _own_metadata(writer, cfg) -> bool:
             (writer.add_layer_norm_eps, cfg.layer_norm_epsilon),
         ):
             add(value)
-    elif kind.startswith("deepseek"):
+    elif kind.startswith("deepseek") or kind == "glm_moe_dsa":
         _deepseek(writer, cfg)
     elif ARCHS.get(kind) == "BERT":
         _bert(writer, cfg)
@@ -304,10 +305,13 @@ def _deepseek(writer, cfg) -> None:
         (writer.add_rope_dimension_count, cfg.qk_rope_head_dim),
     ):
         add(value)
-    scoring = getattr(cfg, "scoring_func", "softmax")
-    writer.add_expert_gating_func(
-        gguf.ExpertGatingFuncType.SIGMOID if scoring == "sigmoid" else gguf.ExpertGatingFuncType.SOFTMAX
-    )
+    if cfg.model_type == "glm_moe_dsa":  # (its converter writes no gating: llama.cpp's glm-dsa takes sigmoid)
+        mixers.dsa_keys(writer, cfg)
+    else:
+        scoring = getattr(cfg, "scoring_func", "softmax")
+        writer.add_expert_gating_func(
+            gguf.ExpertGatingFuncType.SIGMOID if scoring == "sigmoid" else gguf.ExpertGatingFuncType.SOFTMAX
+        )
     if cfg.q_lora_rank is not None:
         writer.add_q_lora_rank(cfg.q_lora_rank)
     if getattr(cfg, "norm_topk_prob", False):

@@ -8,7 +8,7 @@ import gguf
 import numpy as np
 
 ARCHS = {"lfm2": "LFM2", "lfm2_moe": "LFM2MOE", "mamba2": "MAMBA2", "mamba": "MAMBA", "falcon_mamba": "MAMBA"}
-ARCHS |= {"jamba": "JAMBA"}
+ARCHS |= {"jamba": "JAMBA", "glm_moe_dsa": "GLM_DSA"}
 OWN_LISTS = ("mamba2", "mamba", "falcon_mamba", "jamba")  # classes that write their own list, not TextModel's
 PADDED = {"mamba2": 16, "mamba": 8, "falcon_mamba": 8, "jamba": 1}  # set_vocab: the vocabulary rounded up to
 # the per-expert tensors and their stacked name (the mixtral mapping the converter's name hits)
@@ -113,6 +113,16 @@ def _jamba(writer, cfg) -> None:
     writer.add_expert_used_count(cfg.num_experts_per_tok)
 
 
+def dsa_keys(writer, cfg) -> None:
+    """GlmMoeDsaModel.set_gguf_parameters beyond DeepseekV2Model's (conversion/glm.py): the rotated part's size, the
+    indexer's sizes, each layer's kind (add_indexer_types, newer than the pinned gguf package: its key by name)."""
+    writer.add_rope_dimension_count(cfg.qk_rope_head_dim)
+    writer.add_indexer_head_count(cfg.index_n_heads)
+    writer.add_indexer_key_length(cfg.index_head_dim)
+    writer.add_indexer_top_k(cfg.index_topk)
+    writer.add_array(f"{writer.arch}.attention.indexer.types", [kind == "full" for kind in cfg.indexer_types])
+
+
 def converted(tensors: dict, cfg) -> dict:
     """modify_tensors: the convolution's (d, 1, L) weight as (d, L); filter_tensors: LFM2-MoE's expert_bias as a
     bias. Mamba2Model: dt_bias as dt_proj.bias, A = -exp(A_log) and D as (H, 1), the gated norm's gain as
@@ -131,4 +141,4 @@ def converted(tensors: dict, cfg) -> dict:
     return out
 
 
-__all__ = ["ARCHS", "EXPERTS", "OWN_LISTS", "converted", "own_keys", "own_list"]
+__all__ = ["ARCHS", "EXPERTS", "OWN_LISTS", "converted", "dsa_keys", "own_keys", "own_list"]

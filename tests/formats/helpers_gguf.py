@@ -105,4 +105,6 @@ FAMILIES = [
     "mamba-gguf",
     "falcon_mamba-gguf",
     "jamba-gguf",
+    "glm_moe_dsa-gguf",
+    "glm_moe_dsa-shared-gguf",
 ]

@@ -125,6 +125,11 @@ INDEXED = {  # DeepSeek Sparse Attention: a top-k below the prompt's length, so 
         rope_parameters=dict(rope_type="yarn", rope_theta=5000.0, factor=4.0, original_max_position_embeddings=16,
                              mscale_all_dim=1.0, mscale=1.0))),
     "glm_moe_dsa": ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", _DSA | dict(n_group=1, topk_group=1, index_topk=4)),
+    "glm_moe_dsa-gguf": ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", _DSA | dict(  # llama.cpp's indexer heads: a
+        n_group=1, topk_group=1, index_head_dim=64, index_topk=4, rms_norm_eps=1e-6)),  # multiple of 64 (its
+    # Hadamard rotation), and the latents' norms' eps (llama.cpp's: rms_norm_eps, transformers': 1e-6)
+    "glm_moe_dsa-shared-gguf": ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", _DSA | dict(  # as llama.cpp loads
+        num_hidden_layers=4, index_topk_pattern="FSSF", n_group=1, topk_group=1, index_head_dim=64, rms_norm_eps=1e-6)),
     "glm_moe_dsa-shared": ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", _DSA | dict(  # layers 1, 2 reuse layer 0's
         num_hidden_layers=4, index_topk_pattern="FSSF", n_group=1, topk_group=1)),
 }  # fmt: skip

@@ -4,7 +4,11 @@ layers' feedforwards are as mlp_layer_types lists them (default: the first first
 DeepSeek-V3 routes (sigmoid scores, a correction bias to choose, groups, renormalised, scaled). The main attention
 always turns its rotary part interleaved; the indexer its own half-split (DeepSeek-V3.2) or interleaved (GLM-5).
 GLM-5's "shared" layers (indexer_types) have no indexer and reuse the selection of the last layer with one
-(mixer_layers: indexed_shared). GLM-5's GGUF architecture (glm-dsa) is not read yet."""
+(mixer_layers: indexed_shared). GLM-5's GGUF file (glm-dsa) is DeepSeek's (deepseek2, deepseek_gguf.py) with the
+indexer's tensors, its three sizes and each layer's kind (attention.indexer.types, true for a layer of its own);
+a file without that list is read as llama.cpp reads it: every layer its own indexer, or, at a trained context of
+2^20 and more, GLM-5.2's pattern (the first two, then one in four). DeepSeek-V3.2's architecture (deepseek32) is
+not in the pinned gguf package: its folders are not written as GGUF."""
 
 from __future__ import annotations
 
@@ -14,10 +18,11 @@ from ..spec.definition import Spec
 from .config_keys import feedforward_kinds
 from .deepseek import config as deepseek_config
 from .deepseek import latent_model, router_groups, router_scale
+from .deepseek_gguf import JOINED, LAYOUT, SIGMOID, gguf_metadata, gguf_spec, routed_spec
 from .expert_checkpoints import DEEPSEEK
 from .keys import Keys
 from .layout import Family
-from .record import Record
+from .record import Gguf, Record
 
 INDEXER = {
     "attention.index.W_Q": "self_attn.indexer.wq_b.weight",
@@ -110,6 +115,51 @@ def glm_config(spec: Spec) -> dict[str, Any]:
     return config(spec) | {"indexer_types": ["shared" if x else "full" for x in shared]}
 
 
+def gguf_dsa_spec(c: Keys, header: Any, rope: dict[str, Any]) -> dict[str, Any]:
+    """glm-dsa: deepseek2's spec (the router sigmoid where the file names none, as llama.cpp reads it), the
+    indexer's sizes, its queries turned interleaved, each layer's kind."""
+    spec = gguf_spec(c, header, rope)
+    spec |= routed_spec(c, header, spec["N"], SIGMOID)  # (without expert_gating_func: llama.cpp's glm-dsa's)
+    spec |= {
+        "attention": "indexed",
+        "index_heads": c.count("attention.indexer.head_count"),
+        "index_m": c.count("attention.indexer.key_length"),
+        "index_topk": c.count("attention.indexer.top_k"),
+        "index_pairing": "interleaved",
+    }
+    N, full = spec["N"], c.data.get("attention.indexer.types")
+    if full is None:  # (llama.cpp's defaults: GLM-5 and 5.1 whole, GLM-5.2 from its context)
+        long = c.index("context_length", 0) >= 2**20
+        full = [not long or i < 2 or (i - 2) % 4 == 0 for i in range(N)]
+    if not isinstance(full, list) or len(full) < N or not full[0]:
+        raise c.fail("attention.indexer.types", full, f"{N} layers' kinds, the first with its own indexer")
+    if not all(full[:N]):
+        spec["mixer_layers"] = ["indexed" if own else "indexed_shared" for own in full[:N]]
+    return spec
+
+
+def gguf_dsa_metadata(spec: Spec) -> dict[str, Any]:
+    """GlmMoeDsaModel's keys: deepseek2's, the indexer's sizes, each layer's kind."""
+    kinds = spec.mixer_layers or (spec.attention,)
+    return gguf_metadata(spec) | {
+        "attention.indexer.head_count": spec.index_heads,
+        "attention.indexer.key_length": spec.index_m,
+        "attention.indexer.top_k": spec.index_topk,
+        "attention.indexer.types": [kinds[i % len(kinds)] == "indexed" for i in range(spec.N)],
+    }
+
+
+GGUF_INDEXER = {
+    "attention.index.W_Q": "indexer.attn_q_b.weight",
+    "attention.index.W_K": "indexer.attn_k.weight",
+    "attention.index.k_norm.gamma": "indexer.k_norm.weight",
+    "attention.index.k_norm.beta": "indexer.k_norm.bias",
+    "attention.index.W_W": "indexer.proj.weight",
+}
+GGUF_LAYOUT = Family(
+    LAYOUT.block, LAYOUT.names | GGUF_INDEXER, LAYOUT.globals_, fused=LAYOUT.fused, stacked=LAYOUT.stacked
+)
+GGUF = Gguf("glm-dsa", GGUF_LAYOUT, gguf_dsa_spec, gguf_dsa_metadata, base="latent", joined=JOINED)
 _LORA = ("gate_proj", "up_proj", "down_proj", "gate")
 _MTP = (r"^model\.layers\.61\.",)  # DeepSeek-V3.2's multi-token prediction layer, skipped as transformers skips it
 RECORDS = (
@@ -129,6 +179,7 @@ RECORDS = (
         glm_moe_dsa,
         CHECKPOINT,
         glm_config,
+        GGUF,
         lora_stacked=_LORA,
         config_alone=True,
         skipped=(r"^model\.layers\.78\.",),  # (GLM-5's)

@@ -35,6 +35,7 @@ FILE_TYPES = {"F32": 0, "F16": 1, "BF16": 32, "Q8_0": 7, "Q4_0": 2, "Q4_K_M": 15
 KEPT_F32: tuple[str, ...] = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight")
 KEPT_F32 += ("altup_correct_coef.weight", "altup_predict_coef.weight")  # (the converter's: Gemma 3n's AltUp)
 KEPT_F32 += ("shortconv.conv.weight", "ssm_conv1d.weight")  # (the converter's: LFM2's and the state spaces' kernels)
+KEPT_F32 += ("indexer.proj.weight",)  # (the converter's: a lightning indexer's heads' weights)
 
 
 def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
