@@ -108,6 +108,7 @@ GGUF_NAMES = {
     "mamba": "Mamba, Falcon Mamba",
     "jamba": "Mamba-2 and Jamba",
     "glm-dsa": "GLM-5 (its sparse attention)",
+    "qwen3next": "Qwen3-Next (its Gated DeltaNet)",
     "ernie4_5": "ERNIE 4.5 and its MoE",
     "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }

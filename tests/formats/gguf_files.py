@@ -16,7 +16,7 @@ from pathlib import Path
 import gguf_metadata_mixers as mixers
 import numpy as np
 from gguf_metadata import ARCHS, PERMUTED, _kv_heads, _metadata
-from gguf_metadata_2026 import NEWER, PLUS_ONE, ROUTED, ROUTER_TYPED, converted
+from gguf_metadata_2026 import NEWER, PLUS_ONE, ROUTED, ROUTER_TYPED, ZERO_CENTRED_BUT, converted
 from gguf_metadata_gemma import gemma4_rope_freqs
 from gguf_metadata_later import apertus_xielu
 
@@ -58,6 +58,7 @@ EXPERTS["phimoe"] = EXPERTS["mixtral"]
 EXPERTS |= mixers.EXPERTS
 EXPERTS["deepseek_v2"] = EXPERTS["deepseek_v3"] = EXPERTS["cohere2_moe"] = EXPERTS["hy_v3"] = EXPERTS["qwen2_moe"]
 EXPERTS["glm_moe_dsa"] = EXPERTS["deepseek_v3"]
+EXPERTS["qwen3_next"] = EXPERTS["qwen2_moe"]
 
 
 def permute(weights: np.ndarray, n_head: int, n_head_kv: int | None) -> np.ndarray:
@@ -201,7 +202,7 @@ def _converted(model) -> dict[str, np.ndarray]:
             data = permute(data, H, H)
         elif ARCHS[kind] in PERMUTED and ".k_proj." in name:
             data = permute(data, H, G)
-        if kind in GEMMAS and name.endswith("norm.weight"):
+        if kind in GEMMAS and name.endswith("norm.weight") and not name.endswith(ZERO_CENTRED_BUT):
             data = data + 1
         if kind in ("gemma", "gemma2") and name == "lm_head.weight":
             continue
@@ -326,7 +327,7 @@ def dequantised_model(model, qtype_name: str):
     with torch.no_grad():
         for name, p in model.named_parameters():
             w = p.detach().numpy()
-            if w.ndim == 1 and gemma and name.endswith("norm.weight"):
+            if w.ndim == 1 and gemma and name.endswith("norm.weight") and not name.endswith(ZERO_CENTRED_BUT):
                 kept = (w + 1).astype(np.float32).astype(np.float64) - 1
             elif name.endswith("A_log"):  # (the file holds A = -exp(A_log) in float32)
                 kept = np.log(np.exp(w).astype(np.float32).astype(np.float64))

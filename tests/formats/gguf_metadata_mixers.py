@@ -8,7 +8,7 @@ import gguf
 import numpy as np
 
 ARCHS = {"lfm2": "LFM2", "lfm2_moe": "LFM2MOE", "mamba2": "MAMBA2", "mamba": "MAMBA", "falcon_mamba": "MAMBA"}
-ARCHS |= {"jamba": "JAMBA", "glm_moe_dsa": "GLM_DSA"}
+ARCHS |= {"jamba": "JAMBA", "glm_moe_dsa": "GLM_DSA", "qwen3_next": "QWEN3NEXT"}
 OWN_LISTS = ("mamba2", "mamba", "falcon_mamba", "jamba")  # classes that write their own list, not TextModel's
 PADDED = {"mamba2": 16, "mamba": 8, "falcon_mamba": 8, "jamba": 1}  # set_vocab: the vocabulary rounded up to
 # the per-expert tensors and their stacked name (the mixtral mapping the converter's name hits)
@@ -42,6 +42,9 @@ def own_keys(writer, cfg) -> None:
     """LFM2Model's and LFM2MoeModel's set_gguf_parameters beyond TextModel's: each layer's key/value heads (0 for
     a convolution's layer), the kernel, the vocabulary's size; LFM2's adjusted width and norm_eps; LFM2-MoE's
     mixture (no scale, no renormalisation flag)."""
+    if cfg.model_type == "qwen3_next":
+        _qwen3_next(writer, cfg)
+        return
     config = cfg.to_dict()
     kinds = config["layer_types"]
     writer.add_head_count_kv([cfg.num_key_value_heads if kind == "full_attention" else 0 for kind in kinds])
@@ -113,6 +116,31 @@ def _jamba(writer, cfg) -> None:
     writer.add_expert_used_count(cfg.num_experts_per_tok)
 
 
+def _qwen3_next(writer, cfg) -> None:
+    """Qwen3NextModel.set_gguf_parameters beyond Qwen2MoeModel's (conversion/qwen.py): the linear attention's sizes
+    in ssm.* keys, each layer's kind (add_recurrent_layers, newer than the pinned gguf package: by name), the
+    rotated share of each head."""
+    writer.add_ssm_conv_kernel(cfg.linear_conv_kernel_dim)
+    writer.add_ssm_state_size(cfg.linear_key_head_dim)
+    writer.add_ssm_group_count(cfg.linear_num_key_heads)
+    writer.add_ssm_time_step_rank(cfg.linear_num_value_heads)
+    writer.add_ssm_inner_size(cfg.linear_value_head_dim * cfg.linear_num_value_heads)
+    writer.add_array(f"{writer.arch}.attention.recurrent_layers", [t == "linear_attention" for t in cfg.layer_types])
+    writer.add_full_attention_interval(getattr(cfg, "full_attention_interval", 4))
+    writer.add_rope_dimension_count(int(cfg.head_dim * cfg.rope_parameters.get("partial_rotary_factor", 0.25)))
+
+
+def _qkvz(data: np.ndarray, cfg) -> tuple[np.ndarray, np.ndarray]:
+    """Qwen3NextModel.modify_tensors: in_proj_qkvz, each key head's [q; k; v; z] rows, as [q; k; v] of all heads
+    (attn_qkv) and z (attn_gate)."""
+    dk, dv = cfg.linear_key_head_dim, cfg.linear_value_head_dim
+    nk, r = cfg.linear_num_key_heads, cfg.linear_num_value_heads // cfg.linear_num_key_heads
+    heads = data.T.reshape(-1, nk, 2 * dk + 2 * r * dv)
+    q, k, v, z = np.split(heads, np.cumsum([dk, dk, r * dv])[:3], axis=-1)
+    flat = [x.reshape(data.shape[1], -1) for x in (q, k, v, z)]
+    return np.ascontiguousarray(np.concatenate(flat[:3], axis=-1).T), np.ascontiguousarray(flat[3].T)
+
+
 def dsa_keys(writer, cfg) -> None:
     """GlmMoeDsaModel.set_gguf_parameters beyond DeepseekV2Model's (conversion/glm.py): the rotated part's size, the
     indexer's sizes, each layer's kind (add_indexer_types, newer than the pinned gguf package: its key by name)."""
@@ -125,10 +153,13 @@ def dsa_keys(writer, cfg) -> None:
 
 def converted(tensors: dict, cfg) -> dict:
     """modify_tensors: the convolution's (d, 1, L) weight as (d, L); filter_tensors: LFM2-MoE's expert_bias as a
-    bias. Mamba2Model: dt_bias as dt_proj.bias, A = -exp(A_log) and D as (H, 1), the gated norm's gain as
-    (n_groups, I / n_groups)."""
+    bias. Qwen3NextModel: in_proj_qkvz as attn_qkv and attn_gate. Mamba2Model: dt_bias as dt_proj.bias,
+    A = -exp(A_log) and D as (H, 1), the gated norm's gain as (n_groups, I / n_groups)."""
     out = {}
     for name, data in tensors.items():
+        if name.endswith("in_proj_qkvz.weight"):
+            out[name.replace("qkvz", "qkv")], out[name.replace("qkvz", "z")] = _qkvz(data, cfg)
+            continue
         if "conv.conv" in name or "conv1d.weight" in name:
             data = np.squeeze(data, 1)
         if cfg.model_type == "mamba2" and name.endswith((".A_log", ".D")):

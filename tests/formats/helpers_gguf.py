@@ -105,6 +105,7 @@ FAMILIES = [
     "mamba-gguf",
     "falcon_mamba-gguf",
     "jamba-gguf",
+    "qwen3_next-gguf",
     "glm_moe_dsa-gguf",
     "glm_moe_dsa-shared-gguf",
 ]

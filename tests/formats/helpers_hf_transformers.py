@@ -64,3 +64,16 @@ IDS = np.random.default_rng(0).integers(0, 97, size=(2, 13))
 def unpadded(spec) -> np.ndarray:
     """IDS without the padding token (RoBERTa's positions skip it; tfm refuses it in its inputs)."""
     return IDS if spec.pad_id is None else np.where(IDS == spec.pad_id, spec.pad_id + 1, IDS)
+
+
+def cache_bytes(cache) -> int:
+    """Every tensor a transformers cache holds: keys and values per attention layer (and a sparse layer's indexer
+    keys), the convolutions' and the recurrences' states per mixer layer (dicts of layer index -> tensor)."""
+    held = 0
+    for layer in cache.layers:
+        for value in vars(layer).values():
+            tensors = value.values() if isinstance(value, dict) else [value]
+            held += sum(  # (not a sliding layer's window, an int64 scalar of bookkeeping)
+                t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor) and t.is_floating_point()
+            )
+    return held

@@ -97,6 +97,10 @@ MIXERS = {  # name: (config class, model class, config)
     "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM", _QWEN_LINEAR | dict(  # routed, a gated shared expert
         num_experts=4, num_experts_per_tok=2, moe_intermediate_size=12, shared_expert_intermediate_size=16,
         norm_topk_prob=True, experts_implementation="eager", mlp_only_layers=[1])),
+    "qwen3_next-gguf": ("Qwen3NextConfig", "Qwen3NextForCausalLM", _QWEN_LINEAR | dict(  # what llama.cpp's
+        num_experts=4, num_experts_per_tok=2, moe_intermediate_size=12, shared_expert_intermediate_size=16,
+        norm_topk_prob=True, experts_implementation="eager", linear_value_head_dim=8)),  # qwen3next holds: experts
+    # in every layer, value heads as wide as the key heads
     "qwen3_5_text": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", _QWEN_LINEAR | dict(  # the default kinds
         layer_types=None, partial_rotary_factor=0.5)),
     "qwen3_5_moe_text": ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM", _QWEN_LINEAR | dict(

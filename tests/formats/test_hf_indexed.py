@@ -9,10 +9,9 @@ import json
 from dataclasses import replace
 
 import pytest
-from helpers_hf_transformers import IDS, TOL, build, relative, theirs
+from helpers_hf_transformers import IDS, TOL, build, cache_bytes, relative, theirs
 from hf_exact import exact
 from hf_models_mixers import INDEXED
-from test_hf_mixers import cache_bytes
 
 from transformer_cli import Transformer
 from transformer_cli.analysis.kv_cache import kv_cache_bytes

@@ -25,6 +25,7 @@ from .expert_checkpoints import _qwen_moe_names
 from .keys import Keys
 from .layout import Family
 from .parts import llama_like
+from .qwen3_next_gguf import GGUF
 from .qwen_moe import _experts
 from .record import Record
 
@@ -128,7 +129,7 @@ def _family(next_: bool) -> Family:
 
 NEXT, QWEN3_5 = _family(True), _family(False)
 RECORDS = (
-    Record("qwen3_next", "Qwen3NextForCausalLM", qwen3_next, NEXT, config),
+    Record("qwen3_next", "Qwen3NextForCausalLM", qwen3_next, NEXT, config, GGUF),
     Record("qwen3_5_text", "Qwen3_5ForCausalLM", qwen3_5, QWEN3_5, config),
     Record("qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", qwen3_5_moe, QWEN3_5, config),
 )
