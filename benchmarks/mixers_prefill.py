@@ -8,7 +8,9 @@ Models (float32, batch 1, random weights saved by transformers and read by tfm f
 - Mamba (Mamba-1): 2 blocks of d 768, 1,536 channels, state 16;
 - Qwen3.5 (Gated DeltaNet): 4 blocks of d 1,024 (three linear attention blocks of 8 key heads and 16 value heads
   of 128, one gated attention block of 8 heads), r 2,816;
-- LFM2: 4 blocks of d 1,024 (three short convolutions of kernel 3, one attention block of 16 heads), r 2,816.
+- LFM2: 4 blocks of d 1,024 (three short convolutions of kernel 3, one attention block of 16 heads), r 2,816;
+- DeepSeek-V3.2 (sparse attention): 2 dense blocks of d 1,024, 16 latent heads (kv_rank 256, q_rank 384), an indexer
+  of 16 heads of 64 choosing 512 keys a query, r 2,816.
 
 Rounds are interleaved (tfm, transformers, tfm, ...); the ratio is taken per round (tfm's time over transformers')
 and reported as its median with the lowest and highest. Both run on 2 threads. The logits agree to 1e-4 relative.
@@ -68,6 +70,16 @@ MODELS = {
         dict(
             vocab_size=1000, hidden_size=1024, num_hidden_layers=4, num_attention_heads=16, num_key_value_heads=8,
             intermediate_size=4224, layer_types=["conv", "conv", "full_attention", "conv"],
+        ),
+    ),
+    "deepseek_v32": (
+        "DeepseekV32Config",
+        "DeepseekV32ForCausalLM",
+        dict(
+            vocab_size=1000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=2, num_attention_heads=16,
+            num_key_value_heads=16, q_lora_rank=384, kv_lora_rank=256, qk_nope_head_dim=64, qk_rope_head_dim=32,
+            v_head_dim=64, index_n_heads=16, index_head_dim=64, index_topk=512, first_k_dense_replace=2,
+            n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=256, n_group=1, topk_group=1,
         ),
     ),
 }  # fmt: skip
@@ -148,24 +160,32 @@ def profile() -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one round each")
-    parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--json", type=Path, help="write the figures here (rows of the models not run kept)")
+    parser.add_argument("--only", nargs="*", default=None, help="these models alone, no profile")
     args = parser.parse_args()
     import torch
 
     torch.set_num_threads(2)
     rounds = 1 if args.quick else 5
-    found = {"rows": [compare(name, rounds) for name in MODELS], "profile": profile()}
-    for row in found["rows"]:
+    found: dict = {"rows": [compare(name, rounds) for name in args.only or MODELS]}
+    if args.only is None:
+        found["profile"] = profile()
+    elif args.json and args.json.exists():  # (the other models' rows and the profile as recorded)
+        kept = json.loads(args.json.read_text())
+        found["rows"] = [r for r in kept["rows"] if r["model"] not in args.only] + found["rows"]
+        found["profile"] = kept["profile"]
+    for row in found["rows"][-len(args.only or MODELS) :]:
         print(
             f"{row['model']:8} {row['tokens']} tokens: tfm {row['tfm_s']:.3f} s, transformers "
             f"{row['transformers_s']:.3f} s, ratio {row['ratio_median']:.2f} ({row['ratio_low']:.2f}-"
             f"{row['ratio_high']:.2f}); logits within {row['max_relative_difference']:.1e}"
         )
-    p = found["profile"]
-    print(
-        f"mamba2 scan at {N_TOKENS} columns: chunked {p['scan_chunked_s']:.3f} s, column by column "
-        f"{p['scan_column_by_column_s']:.3f} s; one in-projection {p['in_projection_s']:.3f} s"
-    )
+    p = found.get("profile") or {}
+    if p and args.only is None:
+        print(
+            f"mamba2 scan at {N_TOKENS} columns: chunked {p['scan_chunked_s']:.3f} s, column by column "
+            f"{p['scan_column_by_column_s']:.3f} s; one in-projection {p['in_projection_s']:.3f} s"
+        )
     if args.json:
         args.json.write_text(json.dumps(found, indent=2) + "\n")
 

@@ -37,6 +37,21 @@ SCANS = ("mamba2_chunk_scan", "mamba2_selective_state_update", "mamba_selective_
 SCANS += ("torch_chunk_gated_delta_rule", "torch_recurrent_gated_delta_rule")  # (Gated DeltaNet's rules)
 
 
+def _falcon_h1_mixer(model, module) -> None:
+    """Falcon-H1's mixer in float64 (as _mixer), its muP vector made again in float64 (transformers makes it in the
+    default type, float32, so a float64 model holds its multipliers rounded)."""
+    import torch
+
+    _mixer(model, module)
+    namespace = vars(sys.modules[type(module).__module__])
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        module.mup_vector = namespace["compute_mup_vector"](model.config)
+    finally:
+        torch.set_default_dtype(default)
+
+
 def _forward(model, module) -> None:
     """A module whose forward casts to float32 (Mamba2ForCausalLM's logits), that forward in float64."""
     namespace = vars(sys.modules[type(module).__module__])
@@ -71,6 +86,7 @@ MIXERS = (
 )
 MIXERS += ("Qwen3NextGatedDeltaNet", "Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet", "NemotronHMamba2Mixer")
 GATED_NORMS = ("MambaRMSNormGated", "BambaRMSNormGated", "GraniteMoeHybridRMSNormGated", "FalconMambaWeightlessRMSNorm")
+GATED_NORMS += ("FalconH1RMSNormGated",)
 GATED_NORMS += ("Qwen3NextRMSNormGated", "Qwen3_5RMSNormGated", "Qwen3_5MoeRMSNormGated", "NemotronHRMSNormGated")
 FLOAT_LOGITS = ("Mamba2ForCausalLM", "MambaForCausalLM", "FalconMambaForCausalLM")  # (their logits cast to float32)
 FLOAT_FORWARDS = (*FLOAT_LOGITS, "JambaTopKRouter")  # (Jamba's router: its softmax in float32)
@@ -83,6 +99,7 @@ MAMBA = (
     | dict.fromkeys(GATED_NORMS, _gated_norm)
     | dict.fromkeys(FLOAT_FORWARDS, _forward)
     | dict.fromkeys(MROPES, _mrope)
+    | {"FalconH1Mixer": _falcon_h1_mixer}
 )
 
 __all__ = ["MAMBA", "float64_source"]

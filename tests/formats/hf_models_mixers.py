@@ -116,11 +116,28 @@ MIXERS = {  # name: (config class, model class, config)
         layers_block_type=["full_attention", "moe", "linear_attention", "mlp"])),
 }  # fmt: skip
 
+_FALCON_H1 = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=3, num_attention_heads=4,
+                  num_key_value_heads=2, head_dim=8, max_position_embeddings=64, mamba_d_ssm=32, mamba_n_heads=4,
+                  mamba_d_state=6, mamba_n_groups=2, mamba_chunk_size=4, attention_in_multiplier=1.3,
+                  key_multiplier=0.6, attention_out_multiplier=0.8, ssm_in_multiplier=1.25, ssm_out_multiplier=0.7,
+                  ssm_multipliers=[0.35, 0.25, 0.7, 0.5, 1.4], mlp_multipliers=[0.88, 0.59],
+                  embedding_multiplier=2.5, lm_head_multiplier=0.4, rms_norm_eps=1e-5)  # fmt: skip
+
 _DSA = dict(vocab_size=97, hidden_size=32, intermediate_size=40, moe_intermediate_size=12, num_hidden_layers=3,
             num_attention_heads=4, num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, n_group=2,
             topk_group=1, kv_lora_rank=8, q_lora_rank=12, qk_rope_head_dim=4, qk_nope_head_dim=8, v_head_dim=6,
             index_n_heads=8, index_head_dim=8, index_topk=3, first_k_dense_replace=1, max_position_embeddings=64,
             experts_implementation="eager")  # fmt: skip
+
+MIXERS |= {  # Falcon-H1: attention and Mamba-2 side by side, every multiplier other than 1
+    "falcon_h1": ("FalconH1Config", "FalconH1ForCausalLM", _FALCON_H1),  # (no norm in the state space)
+    "falcon_h1-norm-before-gate-biases-tied": ("FalconH1Config", "FalconH1ForCausalLM", _FALCON_H1 | dict(
+        mamba_rms_norm=True, mamba_proj_bias=True, projectors_bias=True, attention_bias=True, mlp_bias=True,
+        tie_word_embeddings=True, mamba_conv_bias=False, mamba_d_conv=2, mamba_n_groups=1)),
+    "falcon_h1-norm-after-gate": ("FalconH1Config", "FalconH1ForCausalLM", _FALCON_H1 | dict(
+        mamba_rms_norm=True, mamba_norm_before_gate=False, num_key_value_heads=4, head_dim=16,
+        rope_parameters=dict(rope_type="default", rope_theta=5000.0))),
+}  # fmt: skip
 
 INDEXED = {  # DeepSeek Sparse Attention: a top-k below the prompt's length, so that the selection matters
     "deepseek_v32": ("DeepseekV32Config", "DeepseekV32ForCausalLM", _DSA),

@@ -39,6 +39,12 @@ CONTROLS = [  # (model, spec keys changed, the relative error they must at least
     ("granitemoehybrid", {"positional": "rope"}, 1e-3),  # (no rotary without position_embedding_type rope)
     ("granitemoehybrid", {"residual_scale": 1.0}, 1e-3),
     ("granitemoehybrid-dense-rope", {"positional": "none"}, 1e-3),
+    ("falcon_h1", {"parallel_scales": None}, 1e-3),  # (each of Falcon-H1's multipliers read)
+    ("falcon_h1", {"ssm_scales": None}, 1e-3),
+    ("falcon_h1", {"ff_scales": None}, 1e-3),
+    ("falcon_h1", {"logit_scale": 1.0}, 1e-3),
+    ("falcon_h1-norm-before-gate-biases-tied", {"ssm_norm": "gated"}, 1e-3),
+    ("falcon_h1-norm-after-gate", {"ssm_norm": "before_gate"}, 1e-3),
 ]
 
 

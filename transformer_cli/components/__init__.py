@@ -25,6 +25,7 @@ from .mamba2 import Mamba2  # noqa: F401 (registers the spec's `attention: mamba
 from .mixer import NoMixer  # noqa: F401 (registers the spec's `attention: none`)
 from .moa import MixtureOfHeads  # noqa: F401 (registers the spec's `attention: mixture`)
 from .norm import block_norm, final_norm
+from .parallel_mixer import AttentionMamba2  # noqa: F401 (registers the spec's `attention: attention_mamba2`)
 from .per_layer import per_layer_input, per_layer_inputs
 from .positional import POSITIONALS
 from .residual import Residuals

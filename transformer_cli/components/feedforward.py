@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from statistics import NormalDist
 from typing import cast
 
@@ -37,6 +38,11 @@ class FeedForwardWeights:
     b1: np.ndarray | None
     W2: np.ndarray
     b2: np.ndarray | None
+
+
+def _ff_scaled(get: Get, factors: dict[str, float], name: str) -> np.ndarray:
+    array = get(name)
+    return array * array.dtype.type(factors[name]) if name in factors else array
 
 
 @FEEDFORWARDS.register("plain")
@@ -101,6 +107,9 @@ class FeedForward(Component):
         """W1 (with W3 stacked under it when gated), W2 and their biases as (k, 1, 1) columns, for the pass."""
         ins = [k for k in self.projections if k != "2"]
         bias = self.spec.ff_bias
+        if self.spec.ff_scales is not None:  # (Falcon-H1's: the gate's rows and the output, scaled)
+            gate, down = self.spec.ff_scales
+            get = partial(_ff_scaled, get, {"ff.W1": gate, "ff.b1": gate, "ff.W2": down, "ff.b2": down})
         return FeedForwardWeights(
             W1=stacked(get, [f"ff.W{k}" for k in ins], [self.spec.r] * len(ins), self.spec.d)
             if len(ins) > 1

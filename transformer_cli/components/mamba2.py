@@ -8,7 +8,8 @@ state S (P x N_s):
 
     S_t = exp(dt_t A_h) S_{t-1} + dt_t x_t B_t^T,      y_t = S_t C_t + D_h x_t
 
-then y times silu(z) goes through an RMSNorm per group of I / G_s rows and W_out. The pass computes it the chunked
+then y times silu(z) goes through an RMSNorm per group of I / G_s rows (ssm_norm: or y before the gate, or no
+norm) and W_out. The pass computes it the chunked
 way (Mamba-2's SSD): within a chunk of Q columns as a masked (Q, Q) product per head, between chunks through the
 state, so a prefill is a few matrix products per chunk, never a loop over the columns; a decoding step applies the
 recurrence once. The mixer is causal, tells positions apart (its decay and convolution), and a decoder keeps a fixed
@@ -47,7 +48,7 @@ class SsmWeights:
     dt_bias: np.ndarray  # (H_s,)
     A: np.ndarray  # (H_s,): -exp(A_log)
     D: np.ndarray  # (H_s,)
-    gamma: np.ndarray  # (I, 1, 1): the gated norm's gain
+    gamma: np.ndarray | None  # (I, 1, 1): the gated norm's gain (ssm_norm: none, no norm)
     W_out: np.ndarray  # (d, I)
     b_out: np.ndarray | None
 
@@ -103,7 +104,7 @@ class Mamba2(RecurrentMixer):
         out.append(Tensor(p + "kernel", (self.conv_dim, 1, K), "state space"))
         out += [Tensor(p + "b_kernel", (self.conv_dim,), "state space")] if self.spec.conv_bias else []
         out += [Tensor(p + name, (H,), "state space") for name in ("dt_bias", "A_log", "D")]
-        out.append(Tensor(p + "norm.gamma", (inner,), "state space"))
+        out += [Tensor(p + "norm.gamma", (inner,), "state space")] if self.spec.ssm_norm != "none" else []
         out.append(Tensor(p + "W_out", (d, inner), "state space"))
         out += [Tensor(p + "b_out", (d,), "state space")] if self.spec.ssm_bias else []
         return out
@@ -111,8 +112,9 @@ class Mamba2(RecurrentMixer):
     def terms(self) -> list[Term]:
         H, _, _, _, inner = self.sizes
         d, K = self.spec.d, self.spec.conv_kernel
-        value = (self.in_rows + inner) * d + K * self.conv_dim + 3 * H + inner
-        out = [Term("(2I + c + H_s) d + K c + 3H_s + I", value, "block")]
+        gain = inner if self.spec.ssm_norm != "none" else 0
+        value = (self.in_rows + inner) * d + K * self.conv_dim + 3 * H + gain
+        out = [Term("(2I + c + H_s) d + K c + 3H_s" + (" + I" if gain else ""), value, "block")]
         if self.spec.conv_bias:
             out.append(Term("c", self.conv_dim, "block"))
         if self.spec.ssm_bias:
@@ -140,17 +142,25 @@ class Mamba2(RecurrentMixer):
         }
 
     def prepare(self, get: Callable[[str], np.ndarray]) -> SsmWeights:
+        """The pass's weights; with ssm_scales, W_in's and b_in's rows of z, x, B, C and dt times theirs."""
         bias = self.spec.ssm_bias
         column = lambda name: get(name).reshape(-1, 1, 1)  # noqa: E731
+        W_in, b_in = get("mamba.W_in"), column("mamba.b_in") if bias else None
+        if self.spec.ssm_scales is not None:
+            _, _, N, G, inner = self.sizes
+            counts = (inner, inner, G * N, G * N, self.sizes[0])
+            rows = np.repeat(np.asarray(self.spec.ssm_scales, dtype=np.float64), counts).astype(W_in.dtype)
+            W_in = W_in * rows[:, None]
+            b_in = None if b_in is None else b_in * rows[:, None, None]
         return SsmWeights(
-            W_in=get("mamba.W_in"),
-            b_in=column("mamba.b_in") if bias else None,
+            W_in=W_in,
+            b_in=b_in,
             kernel=np.ascontiguousarray(get("mamba.kernel").reshape(self.conv_dim, -1)),
             b_kernel=column("mamba.b_kernel") if self.spec.conv_bias else None,
             dt_bias=get("mamba.dt_bias"),
             A=-np.exp(get("mamba.A_log")),
             D=get("mamba.D"),
-            gamma=column("mamba.norm.gamma"),
+            gamma=column("mamba.norm.gamma") if self.spec.ssm_norm != "none" else None,
             W_out=get("mamba.W_out"),
             b_out=column("mamba.b_out") if bias else None,
         )
@@ -195,18 +205,24 @@ class Mamba2(RecurrentMixer):
             if cache is not None:
                 cache.S[...] = final if cache.keep else 0.0
         y += w.D[:, None, None, None] * x
-        gated = y.reshape(inner, b, n) * kernels.ACTIVATIONS["silu"](z)
-        normed = self.gated_norm(gated, w.gamma)
-        out = kernels.linear(w.W_out, normed)
+        gate, y = kernels.ACTIVATIONS["silu"](z), y.reshape(inner, b, n)
+        if self.spec.ssm_norm == "gated":
+            y = self.gated_norm(y * gate, w.gamma)
+        elif self.spec.ssm_norm == "before_gate":  # (Falcon-H1's norm_before_gate)
+            y = self.gated_norm(y, w.gamma) * gate
+        else:
+            y = y * gate
+        out = kernels.linear(w.W_out, y)
         if w.b_out is not None:
             out += w.b_out
         return out
 
-    def gated_norm(self, Y: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+    def gated_norm(self, Y: np.ndarray, gamma: np.ndarray | None) -> np.ndarray:
         """RMSNorm of each group of I / G_s rows of Y (I, b, n), times the gain."""
         G = self.spec.ssm_groups
         grouped = Y.reshape(G, -1, *Y.shape[1:])
         scale = 1.0 / np.sqrt(np.mean(grouped * grouped, axis=1, keepdims=True) + self.spec.norm_eps)
+        assert gamma is not None
         return (grouped * scale).reshape(Y.shape) * gamma
 
     def _heads(self, M: np.ndarray) -> np.ndarray:

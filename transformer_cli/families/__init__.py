@@ -36,6 +36,7 @@ MODULES = (
     "exaone4",
     "exaone_moe",
     "falcon",
+    "falcon_h1",
     "gemma",
     "gemma3n",
     "gemma4",

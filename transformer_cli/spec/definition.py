@@ -192,6 +192,7 @@ class Spec(Derived):
     expert_norms: bool = EXPERT_FIELDS["expert_norms"]
     routed_later: bool = EXPERT_FIELDS["routed_later"]
     feedforward_layers: tuple[str, ...] | None = FEEDFORWARD_FIELDS["feedforward_layers"]
+    ff_scales: tuple[float, ...] | None = FEEDFORWARD_FIELDS["ff_scales"]
     attn_softcap: float | None = ATTENTION_FIELDS["attn_softcap"]
     attn_sinks: bool = ATTENTION_FIELDS["attn_sinks"]
     qkv_clip: float | None = ATTENTION_FIELDS["qkv_clip"]
@@ -246,6 +247,9 @@ class Spec(Derived):
     ssm_dt_rank: int | None = MIXER_FIELDS["ssm_dt_rank"]
     ssm_bcdt_norm: str = MIXER_FIELDS["ssm_bcdt_norm"]
     ssm_bcdt_eps: float | None = MIXER_FIELDS["ssm_bcdt_eps"]
+    ssm_norm: str = MIXER_FIELDS["ssm_norm"]
+    ssm_scales: tuple[float, ...] | None = MIXER_FIELDS["ssm_scales"]
+    parallel_scales: tuple[float, ...] | None = MIXER_FIELDS["parallel_scales"]
     altup: int | None = ALTUP_FIELDS["altup"]
     altup_active: int = ALTUP_FIELDS["altup_active"]
     altup_correct_scale: bool = ALTUP_FIELDS["altup_correct_scale"]
@@ -323,7 +327,8 @@ class Spec(Derived):
 
 FIELDS = {f.name: f for f in fields(Spec)}
 LIST_KEYS: tuple[str, ...] = ("attention_layers", "feedforward_layers", "positional_layers", "rope_short_factor")
-LIST_KEYS += ("rope_long_factor", "r_layers", "sparsity_layers", "mixer_layers")
+LIST_KEYS += ("rope_long_factor", "r_layers", "sparsity_layers", "mixer_layers", "ssm_scales", "parallel_scales")
+LIST_KEYS += ("ff_scales",)
 REQUIRED = tuple(name for name, f in FIELDS.items() if f.default is MISSING)
 
 DEFAULT_SPEC = Spec(N=2, H=4, m=8, d=32, r=64, name="default", description="built-in default spec")

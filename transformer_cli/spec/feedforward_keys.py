@@ -32,6 +32,14 @@ FEEDFORWARD_FIELDS: dict[str, Any] = {
             FEEDFORWARD_KINDS,
         ),
     ),
+    "ff_scales": field(
+        default=None,
+        metadata=_key(
+            "floats",
+            "gated: two numbers, the gate's rows W1 X times the first before the activation, the output times the "
+            "second (Falcon-H1's mlp_multipliers) [default: none]",
+        ),
+    ),
 }
 
 __all__ = ["FEEDFORWARD_FIELDS"]

@@ -70,6 +70,33 @@ MIXER_FIELDS: dict[str, Any] = {
     "ssm_bcdt_eps": field(
         default=None, metadata=_key("posfloat", "mamba: those norms' eps [default: norm_eps] (Falcon Mamba's 1e-6)")
     ),
+    "ssm_norm": field(
+        default="gated",
+        metadata=_key(
+            "choice",
+            "mamba2: its norm of y, per group of I / G_s rows: of y silu(z) (gated: Mamba-2's), of y before the "
+            "gate silu(z) (before_gate: Falcon-H1's mamba_norm_before_gate), or none (y silu(z), no gain)",
+            ("gated", "before_gate", "none"),
+        ),
+    ),
+    "ssm_scales": field(
+        default=None,
+        metadata=_key(
+            "floats",
+            "mamba2: five numbers multiplying the rows of W_in x + b_in: z, x, B, C and dt (Falcon-H1's "
+            "ssm_multipliers) [default: none]",
+        ),
+    ),
+    "parallel_scales": field(
+        default=None,
+        metadata=_key(
+            "floats",
+            "attention_mamba2: five numbers, what the attention reads times the first (Falcon-H1's "
+            "attention_in_multiplier), its keys times the second (key_multiplier), its output times the third, "
+            "what the state space reads times the fourth (ssm_in_multiplier), its output times the fifth "
+            "[default: all 1]",
+        ),
+    ),
 }
 
 __all__ = ["MIXER_FIELDS"]

@@ -13,10 +13,12 @@ Fail = Callable[[str, str, Any, str], SpecError]
 SSM_KEYS = ("ssm_heads", "ssm_head_dim", "ssm_state", "ssm_groups", "ssm_dt_min")
 SELECTIVE_KEYS = ("ssm_inner", "ssm_dt_rank", "ssm_bcdt_norm", "ssm_bcdt_eps")
 LINEAR_KEYS = ("linear_k_heads", "linear_k_dim", "linear_v_heads", "linear_v_dim")
-OWN_KEYS: dict[str, tuple[str, ...]] = dict.fromkeys(("conv_bias",), ("short_conv", "mamba2", "mamba"))
-OWN_KEYS |= {"conv_kernel": ("short_conv", "mamba2", "mamba", "deltanet")} | dict.fromkeys(LINEAR_KEYS, ("deltanet",))
-OWN_KEYS |= dict.fromkeys(SSM_KEYS, ("mamba2",)) | dict.fromkeys(SELECTIVE_KEYS, ("mamba",))
-OWN_KEYS |= {"ssm_state": ("mamba2", "mamba"), "ssm_bias": ("mamba2", "mamba")}
+MAMBA2 = ("mamba2", "attention_mamba2")  # (Falcon-H1's blocks: attention and Mamba-2 side by side)
+OWN_KEYS: dict[str, tuple[str, ...]] = dict.fromkeys(("conv_bias",), ("short_conv", *MAMBA2, "mamba"))
+OWN_KEYS |= {"conv_kernel": ("short_conv", *MAMBA2, "mamba", "deltanet")} | dict.fromkeys(LINEAR_KEYS, ("deltanet",))
+OWN_KEYS |= dict.fromkeys((*SSM_KEYS, "ssm_norm", "ssm_scales"), MAMBA2) | dict.fromkeys(SELECTIVE_KEYS, ("mamba",))
+OWN_KEYS |= {"ssm_state": (*MAMBA2, "mamba"), "ssm_bias": (*MAMBA2, "mamba"), "parallel_scales": MAMBA2[1:]}
+COUNTS = {"ssm_scales": 5, "parallel_scales": 5, "ff_scales": 2}  # (the lists' lengths)
 RECURRENT = frozenset(m for readers in OWN_KEYS.values() for m in readers)  # the mixers that are not attention
 
 
@@ -43,7 +45,12 @@ def check_mixers(spec: Spec, data: dict[str, Any], source: str, fail: Fail) -> N
         if key in data and not used & set(readers):
             kinds = " or ".join(readers)
             raise fail(source, key, data[key], f"no {key} without a {kinds} block (attention or mixer_layers)")
-    if "mamba2" in used:
+    for key, count in COUNTS.items():
+        if key in data and len(data[key]) != count:
+            raise fail(source, key, data[key], f"a list of {count} numbers")
+    if "ff_scales" in data and spec.feedforward != "gated":
+        raise fail(source, "ff_scales", data["ff_scales"], "no ff_scales without feedforward: gated")
+    if used & set(MAMBA2):
         for key in SSM_KEYS[:3]:
             if getattr(spec, key) is None:
                 raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with a mamba2 block")
