@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from helpers_hf_transformers import IDS, TOL, build, cache_bytes, relative, theirs
 from hf_exact import exact
@@ -108,3 +109,24 @@ def test_what_tfm_cannot_hold_is_refused_in_one_line(tmp_path, runner, changes, 
     result = runner.invoke(app, ["count", str(_config(tmp_path, **changes))])
     assert result.exit_code != 0
     assert said in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.slow
+def test_at_600_tokens_each_query_keeps_the_keys_transformers_keeps(tmp_path):
+    """A longer prompt, 128 of up to 600 keys selected per query in two blocks: equal to transformers in float64
+    (in float32 both round the index scores, and which of two near-equal keys wins the cut differs between them:
+    benchmarks/mixers_prefill.py)."""
+    config = dict(INDEXED["deepseek_v32"][2]) | dict(
+        vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=8,
+        num_key_value_heads=8, q_lora_rank=96, kv_lora_rank=64, qk_nope_head_dim=32, qk_rope_head_dim=16,
+        v_head_dim=32, index_n_heads=16, index_head_dim=64, index_topk=128, first_k_dense_replace=2,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.DeepseekV32ForCausalLM(transformers.DeepseekV32Config(**config)).double().eval()
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    ids = np.random.default_rng(0).integers(0, 1000, size=(1, 600))
+    weights = load_weights(tmp_path, spec)
+    ours = Transformer(spec, weights)(ids)
+    assert relative(ours, theirs(exact(model), ids)) < TOL
+    assert relative(Transformer(replace(spec, index_topk=600), weights)(ids), ours) > 1e-3  # (the selection matters)
