@@ -1,7 +1,6 @@
-"""DeepSeek Sparse Attention's models (DeepSeek-V3.2, GLM-5) against transformers' own: the cache a decoder keeps
-(the latents, rotary keys and the indexer's keys, at two lengths), verify-decoding on the folder with its controls,
-each family's own steps, and config.json's keys. Their logits, bfloat16 runs and greedy tokens are in the tests over
-every model (test_hf_transformers.py, test_generate.py)."""
+"""DeepSeek Sparse Attention's models (DeepSeek-V3.2, GLM-5) against transformers' own: config.json's keys, what
+tfm refuses, a longer prompt. Their cache bytes, verify-decoding and own steps are test_hf_mixers.py's; their logits,
+bfloat16 runs and greedy tokens the tests' over every model (test_hf_transformers.py, test_generate.py)."""
 
 from __future__ import annotations
 
@@ -10,66 +9,17 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from helpers_hf_transformers import IDS, TOL, build, cache_bytes, relative, theirs
+from helpers_hf_transformers import TOL, relative, theirs
 from hf_exact import exact
 from hf_models_mixers import INDEXED
 
 from transformer_cli import Transformer
-from transformer_cli.analysis.kv_cache import kv_cache_bytes
 from transformer_cli.cli import app
 from transformer_cli.hf.config import spec_from_config
 from transformer_cli.tasks.sources import load_weights
 
 torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
 transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
-
-CONTROLS = [  # (model, spec keys changed, the relative error they must at least make)
-    ("deepseek_v32", {"index_topk": 13}, 1e-2),  # (every key: the selection matters)
-    ("deepseek_v32", {"index_pairing": "interleaved"}, 1e-3),  # (its indexer turns half-split)
-    ("deepseek_v32-yarn-wide-index-listed", {"index_topk": 13}, 1e-2),
-    ("glm_moe_dsa", {"index_pairing": "half"}, 1e-3),  # (GLM-5's turns interleaved)
-    ("glm_moe_dsa-shared", {"mixer_layers": None}, None),  # (layers 1 and 2 would need their own indexers)
-    ("glm_moe_dsa-shared", {"mixer_layers": ("indexed", "latent", "latent", "indexed")}, 1e-2),
-]
-
-
-@pytest.mark.parametrize("name", INDEXED)
-def test_the_cache_is_the_bytes_transformers_caches_hold(tmp_path, name):
-    model = build(name)
-    model.save_pretrained(tmp_path)
-    spec = spec_from_config(tmp_path)
-    for n in (5, 9):
-        ids = torch.arange(2 * n).reshape(2, n) % spec.V
-        with torch.no_grad():
-            held = cache_bytes(model(ids, use_cache=True).past_key_values)
-        assert kv_cache_bytes(spec, 2, n, "float64") == held
-    latent = replace(spec, attention="latent", mixer_layers=None)  # (no indexer keys: a plan would miss them)
-    assert kv_cache_bytes(latent, 2, 9, "float64") < held
-
-
-@pytest.mark.parametrize(("name", "off", "least"), CONTROLS, ids=lambda x: x if isinstance(x, str) else "")
-def test_each_familys_own_steps_matter(tmp_path, name, off, least):
-    model = build(name)
-    model.save_pretrained(tmp_path)
-    spec = spec_from_config(tmp_path)
-    weights = load_weights(tmp_path, spec)
-    reference = theirs(exact(model), IDS)
-    assert relative(Transformer(spec, weights)(IDS), reference) < TOL
-    if least is None:  # (the weights lack what the changed spec reads)
-        with pytest.raises(KeyError):
-            Transformer(replace(spec, **off), weights)(IDS)
-    else:
-        assert relative(Transformer(replace(spec, **off), weights)(IDS), reference) > least
-
-
-@pytest.mark.parametrize("name", INDEXED)
-def test_verify_decoding_holds_on_the_folder_and_its_controls_are_caught(tmp_path, name, runner):
-    build(name).save_pretrained(tmp_path)
-    result = runner.invoke(app, ["verify-decoding", str(tmp_path), "--json"])
-    assert result.exit_code == 0, result.output
-    found = json.loads(result.stdout)
-    summary = found["results"][0]["summary"] if "results" in found else found["summary"]
-    assert summary["controls"] and all(err > 1000 * summary["tolerance"] for err in summary["controls"].values())
 
 
 def _config(tmp_path, **changes):

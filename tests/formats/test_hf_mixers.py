@@ -1,8 +1,8 @@
-"""Models whose blocks mix their columns by more than attention (issue 45), against transformers' own: the cache a
-decoder keeps (transformers' cache objects after a prefill, at two lengths, so that both the per-token and the fixed
-part are pinned), verify-decoding on the folder with its controls, the plan's figures, and config.json's keys.
-Their logits, bfloat16 runs and greedy tokens are in the tests over every model (test_hf_transformers.py,
-test_generate.py)."""
+"""Models whose blocks mix their columns by more than attention (issue 45; DeepSeek's sparse attention too), against
+transformers' own: the cache a decoder keeps (transformers' cache objects after a prefill, at two lengths, so that
+both the per-token and the fixed part are pinned), verify-decoding on the folder with its controls, the plan's
+figures, and config.json's keys. Their logits, bfloat16 runs and greedy tokens are in the tests over every model
+(test_hf_transformers.py, test_generate.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from helpers_hf_transformers import IDS, TOL, build, cache_bytes, relative, theirs
 from hf_exact import exact
-from hf_models_mixers import MIXERS
+from hf_models_mixers import INDEXED, MIXERS
 
 from transformer_cli import Transformer
 from transformer_cli.analysis.kv_cache import kv_cache_bytes, state_bytes
@@ -45,6 +45,12 @@ CONTROLS = [  # (model, spec keys changed, the relative error they must at least
     ("falcon_h1", {"logit_scale": 1.0}, 1e-3),
     ("falcon_h1-norm-before-gate-biases-tied", {"ssm_norm": "gated"}, 1e-3),
     ("falcon_h1-norm-after-gate", {"ssm_norm": "before_gate"}, 1e-3),
+    ("deepseek_v32", {"index_topk": 13}, 1e-2),  # (every key: the selection matters)
+    ("deepseek_v32", {"index_pairing": "interleaved"}, 1e-3),  # (its indexer turns half-split)
+    ("deepseek_v32-yarn-wide-index-listed", {"index_topk": 13}, 1e-2),
+    ("glm_moe_dsa", {"index_pairing": "half"}, 1e-3),  # (GLM-5's turns interleaved)
+    ("glm_moe_dsa-shared", {"mixer_layers": None}, None),  # (layers 1 and 2 would need their own indexers)
+    ("glm_moe_dsa-shared", {"mixer_layers": ("indexed", "latent", "latent", "indexed")}, 1e-2),
 ]
 
 
@@ -60,7 +66,7 @@ def sliding_extra(spec, b: int, n: int) -> int:
     return sliding * 2 * b * spec.kv_heads * spec.m * 8
 
 
-@pytest.mark.parametrize("name", MIXERS)
+@pytest.mark.parametrize("name", MIXERS | INDEXED)
 def test_the_cache_is_the_bytes_transformers_caches_hold(tmp_path, name):
     model = build(name)
     model.save_pretrained(tmp_path)
@@ -70,9 +76,10 @@ def test_the_cache_is_the_bytes_transformers_caches_hold(tmp_path, name):
         with torch.no_grad():
             held = cache_bytes(model(ids, use_cache=True).past_key_values)
         assert kv_cache_bytes(spec, 2, n, "float64") == held + sliding_extra(spec, 2, n)
-    assert state_bytes(spec, 2, "float64") > 0  # the fixed part: a plan of attention alone would miss it
-    attending = replace(spec, attention="standard", mixer_layers=None, feedforward="gated")  # (every block)
-    assert kv_cache_bytes(attending, 2, 9, "float64") != held
+    # what a plan that knows attention alone would say: the fixed states missed, or the indexer's keys
+    assert (state_bytes(spec, 2, "float64") > 0) == (name in MIXERS)
+    plain = dict(attention="standard", feedforward="gated") if name in MIXERS else dict(attention="latent")
+    assert kv_cache_bytes(replace(spec, mixer_layers=None, **plain), 2, 9, "float64") != held
 
 
 @pytest.mark.parametrize(("name", "off", "least"), CONTROLS, ids=lambda x: x if isinstance(x, str) else "")
@@ -83,10 +90,14 @@ def test_each_familys_own_steps_matter(tmp_path, name, off, least):
     weights = load_weights(tmp_path, spec)
     reference = theirs(exact(model), IDS)
     assert relative(Transformer(spec, weights)(IDS), reference) < TOL
-    assert relative(Transformer(replace(spec, **off), weights)(IDS), reference) > least
+    if least is None:  # (the weights lack what the changed spec reads)
+        with pytest.raises(KeyError):
+            Transformer(replace(spec, **off), weights)(IDS)
+    else:
+        assert relative(Transformer(replace(spec, **off), weights)(IDS), reference) > least
 
 
-@pytest.mark.parametrize("name", MIXERS)
+@pytest.mark.parametrize("name", MIXERS | INDEXED)
 def test_verify_decoding_holds_on_the_folder_and_its_controls_are_caught(tmp_path, name, runner):
     build(name).save_pretrained(tmp_path)
     result = runner.invoke(app, ["verify-decoding", str(tmp_path), "--json"])
