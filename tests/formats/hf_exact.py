@@ -39,6 +39,7 @@ DEEPSEEK_ROUTERS = (
     "NemotronHTopkRouter",
     "DeepseekV32TopkRouter",
     "GlmMoeDsaTopkRouter",
+    "KimiLinearTopkRouter",
 )
 
 

@@ -35,6 +35,7 @@ def _mixer(model, module) -> None:
 
 SCANS = ("mamba2_chunk_scan", "mamba2_selective_state_update", "mamba_selective_scan", "mamba_selective_state_update")
 SCANS += ("torch_chunk_gated_delta_rule", "torch_recurrent_gated_delta_rule")  # (Gated DeltaNet's rules)
+SCANS += ("chunk_kimi_delta_attention", "recurrent_kimi_delta_attention")  # (Kimi Delta Attention's)
 
 
 def _falcon_h1_mixer(model, module) -> None:
@@ -84,14 +85,16 @@ MIXERS = (
     "FalconMambaMixer",
     "JambaMambaMixer",
 )
+MIXERS += ("KimiLinearDeltaAttention",)
 MIXERS += ("Qwen3NextGatedDeltaNet", "Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet", "NemotronHMamba2Mixer")
 GATED_NORMS = ("MambaRMSNormGated", "BambaRMSNormGated", "GraniteMoeHybridRMSNormGated", "FalconMambaWeightlessRMSNorm")
-GATED_NORMS += ("FalconH1RMSNormGated",)
+GATED_NORMS += ("FalconH1RMSNormGated", "KimiLinearRMSNormGated")
 GATED_NORMS += ("Qwen3NextRMSNormGated", "Qwen3_5RMSNormGated", "Qwen3_5MoeRMSNormGated", "NemotronHRMSNormGated")
 FLOAT_LOGITS = ("Mamba2ForCausalLM", "MambaForCausalLM", "FalconMambaForCausalLM")  # (their logits cast to float32)
 FLOAT_FORWARDS = (*FLOAT_LOGITS, "JambaTopKRouter")  # (Jamba's router: its softmax in float32)
 FLOAT_FORWARDS += ("NemotronHForCausalLM", "NemotronHExperts")  # (its logits; its experts' sums in float32)
 FLOAT_FORWARDS += ("DeepseekV32Indexer", "GlmMoeDsaIndexer")  # (their index scores: which keys are chosen)
+FLOAT_FORWARDS += ("KimiLinearForgetGate",)  # (its decays)
 FLOAT_FORWARDS += ("MambaBlock", "FalconMambaBlock")  # (residual_in_fp32, their configs' default: the residual)
 MROPES = ("Qwen3_5TextRotaryEmbedding", "Qwen3_5MoeTextRotaryEmbedding")
 MAMBA = (

@@ -139,6 +139,21 @@ MIXERS |= {  # Falcon-H1: attention and Mamba-2 side by side, every multiplier o
         rope_parameters=dict(rope_type="default", rope_theta=5000.0))),
 }  # fmt: skip
 
+_KIMI = dict(vocab_size=97, hidden_size=32, intermediate_size=48, moe_intermediate_size=16, num_hidden_layers=4,
+             num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=8, q_lora_rank=None, qk_rope_head_dim=4,
+             v_head_dim=8, qk_nope_head_dim=8, n_group=2, topk_group=1, num_experts_per_tok=2, num_local_experts=8,
+             pad_token_id=0, bos_token_id=1, eos_token_id=2, first_k_dense_replace=1, experts_implementation="eager",
+             linear_attn_config={"head_dim": 8, "num_heads": 4, "short_conv_kernel_size": 4, "kda_layers": [1, 3, 4],
+                                 "full_attn_layers": [2]})  # fmt: skip
+
+MIXERS |= {  # Kimi-Linear: Kimi Delta Attention and latent attention without positions
+    "kimi_linear": ("KimiLinearConfig", "KimiLinearForCausalLM", _KIMI),
+    "kimi_linear-q-lora-default-kinds": ("KimiLinearConfig", "KimiLinearForCausalLM", _KIMI | dict(  # layer 4
+        num_hidden_layers=5, q_lora_rank=16, n_group=1, norm_topk_prob=False, routed_scaling_factor=1.5,  # attends
+        mlp_layer_types=["dense", "sparse", "dense", "sparse", "sparse"], linear_conv_kernel_dim=3,
+        linear_attn_config={"head_dim": 8, "num_heads": 2, "short_conv_kernel_size": 3})),
+}  # fmt: skip
+
 INDEXED = {  # DeepSeek Sparse Attention: a top-k below the prompt's length, so that the selection matters
     "deepseek_v32": ("DeepseekV32Config", "DeepseekV32ForCausalLM", _DSA),
     "deepseek_v32-yarn-wide-index-listed": ("DeepseekV32Config", "DeepseekV32ForCausalLM", _DSA | dict(

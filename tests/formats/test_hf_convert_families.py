@@ -83,6 +83,8 @@ FAMILIES = [
     "apertus-biases-silu",
     "deepseek_v32-yarn-wide-index-listed",  # (the indexers' tensors and kinds written back: issue 45's)
     "glm_moe_dsa-shared",
+    "kimi_linear",  # (Moonshot's names, its per-head A_log as (1, 1, H, 1))
+    "falcon_h1-norm-before-gate-biases-tied",
 ]
 
 

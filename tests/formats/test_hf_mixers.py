@@ -45,6 +45,9 @@ CONTROLS = [  # (model, spec keys changed, the relative error they must at least
     ("falcon_h1", {"logit_scale": 1.0}, 1e-3),
     ("falcon_h1-norm-before-gate-biases-tied", {"ssm_norm": "gated"}, 1e-3),
     ("falcon_h1-norm-after-gate", {"ssm_norm": "before_gate"}, 1e-3),
+    ("kimi_linear", {"positional": "rope"}, 1e-3),  # (its latent layers turn nothing)
+    ("kimi_linear", {"router_scale": 1.0}, 1e-3),
+    ("kimi_linear-q-lora-default-kinds", {"router_renorm": True}, 1e-3),
     ("deepseek_v32", {"index_topk": 13}, 1e-2),  # (every key: the selection matters)
     ("deepseek_v32", {"index_pairing": "interleaved"}, 1e-3),  # (its indexer turns half-split)
     ("deepseek_v32-yarn-wide-index-listed", {"index_topk": 13}, 1e-2),

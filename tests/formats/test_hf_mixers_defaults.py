@@ -28,6 +28,7 @@ DEFAULTS = [  # (config class, model class, the keys its defaults leave unset)
     ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", {}),
     ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM", {}),
     ("FalconH1Config", "FalconH1ForCausalLM", {}),
+    ("KimiLinearConfig", "KimiLinearForCausalLM", {}),
     ("DeepseekV32Config", "DeepseekV32ForCausalLM", {}),
     ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", {}),
     ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", {"index_topk_freq": 4}),  # (a full indexer every 4 layers)

@@ -19,6 +19,7 @@ from .embedding import embedding, head, pooler
 from .encoder import decoder_extras, encoder_block_components, encoder_model_components
 from .experts import block_feedforward
 from .indexed import IndexedAttention  # noqa: F401 (registers the spec's `attention: indexed`)
+from .kda import KimiDeltaAttention  # noqa: F401 (registers the spec's `attention: kda`)
 from .latent import LatentAttention  # noqa: F401 (registers the spec's `attention: latent`)
 from .mamba import Mamba  # noqa: F401 (registers the spec's `attention: mamba`)
 from .mamba2 import Mamba2  # noqa: F401 (registers the spec's `attention: mamba2`)

@@ -55,8 +55,8 @@ class LatentAttention(MultiHeadAttention):
     def check_keys(spec: Spec, data: dict[str, Any], source: str) -> None:
         """Every query head has its own key and value (no G), rotary positions on the last rope_m entries of each
         head (fewer than m: the rest are the heads' own), one stack."""
-        if spec.positional != "rope":
-            expected = "rope with attention: latent (its keys' shared part turns)"
+        if spec.positional not in ("rope", "none"):
+            expected = "rope or none with attention: latent (its keys' shared part turns, or is not turned)"
             raise bad_key(source, "positional", spec.positional, expected)
         for key in (
             "G",

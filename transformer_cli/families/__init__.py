@@ -54,6 +54,7 @@ MODULES = (
     "hy_v3",
     "jamba",
     "jetmoe",
+    "kimi_linear",
     "laguna",
     "lfm2",
     "lfm3",

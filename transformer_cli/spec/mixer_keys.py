@@ -53,9 +53,12 @@ MIXER_FIELDS: dict[str, Any] = {
     "linear_k_heads": field(default=None, metadata=_key("posint", "deltanet: the query and key heads nk")),
     "linear_k_dim": field(default=None, metadata=_key("posint", "deltanet: each query and key head's size dk")),
     "linear_v_heads": field(
-        default=None, metadata=_key("posint", "deltanet: the value heads nv, each with its state (a multiple of nk)")
+        default=None,
+        metadata=_key("posint", "deltanet: the value heads nv, each with its state (a multiple of nk); kda: its heads"),
     ),
-    "linear_v_dim": field(default=None, metadata=_key("posint", "deltanet: each value head's size dv")),
+    "linear_v_dim": field(
+        default=None, metadata=_key("posint", "deltanet: each value head's size dv; kda: each head's size")
+    ),
     "ssm_inner": field(default=None, metadata=_key("posint", "mamba: its channels I (expand x d), each a state")),
     "ssm_dt_rank": field(default=None, metadata=_key("posint", "mamba: the steps' low rank R (time_step_rank)")),
     "ssm_bcdt_norm": field(

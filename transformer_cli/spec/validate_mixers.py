@@ -15,7 +15,8 @@ SELECTIVE_KEYS = ("ssm_inner", "ssm_dt_rank", "ssm_bcdt_norm", "ssm_bcdt_eps")
 LINEAR_KEYS = ("linear_k_heads", "linear_k_dim", "linear_v_heads", "linear_v_dim")
 MAMBA2 = ("mamba2", "attention_mamba2")  # (Falcon-H1's blocks: attention and Mamba-2 side by side)
 OWN_KEYS: dict[str, tuple[str, ...]] = dict.fromkeys(("conv_bias",), ("short_conv", *MAMBA2, "mamba"))
-OWN_KEYS |= {"conv_kernel": ("short_conv", *MAMBA2, "mamba", "deltanet")} | dict.fromkeys(LINEAR_KEYS, ("deltanet",))
+OWN_KEYS |= {"conv_kernel": ("short_conv", *MAMBA2, "mamba", "deltanet", "kda")}
+OWN_KEYS |= dict.fromkeys(LINEAR_KEYS[:2], ("deltanet",)) | dict.fromkeys(LINEAR_KEYS[2:], ("deltanet", "kda"))
 OWN_KEYS |= dict.fromkeys((*SSM_KEYS, "ssm_norm", "ssm_scales"), MAMBA2) | dict.fromkeys(SELECTIVE_KEYS, ("mamba",))
 OWN_KEYS |= {"ssm_state": (*MAMBA2, "mamba"), "ssm_bias": (*MAMBA2, "mamba"), "parallel_scales": MAMBA2[1:]}
 COUNTS = {"ssm_scales": 5, "parallel_scales": 5, "ff_scales": 2}  # (the lists' lengths)
@@ -64,6 +65,10 @@ def check_mixers(spec: Spec, data: dict[str, Any], source: str, fail: Fail) -> N
             raise fail(
                 source, "linear_v_heads", spec.linear_v_heads, f"a multiple of linear_k_heads = {spec.linear_k_heads}"
             )
+    if "kda" in used:
+        for key in LINEAR_KEYS[2:]:
+            if getattr(spec, key) is None:
+                raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with a kda block")
     if "mamba" in used:
         for key in ("ssm_inner", "ssm_state", "ssm_dt_rank"):
             if getattr(spec, key) is None:
