@@ -117,3 +117,15 @@ def test_its_keys_are_checked_in_one_line(changed, said):
     keys = {k: v for k, v in (SCALED.to_dict() | changed).items() if v is not None}
     with pytest.raises(SpecError, match=re.escape(said)):
         spec_from_mapping(keys, "x.yaml")
+
+
+def test_the_attention_maps_are_its_attentions_weights():
+    """The block's attention beside its state space: its weights shown, each query's a causal distribution; a block
+    of the state space alone has none to show."""
+    from transformer_cli.components import attends
+
+    weights = Transformer(SCALED, random_weights(SCALED, seed=6)).attention_weights(IDS)
+    A = weights[0]  # (b, H, n_k, n_q)
+    assert attends(SCALED, 0) and not attends(replace(SCALED, attention="mamba2"), 0)
+    assert np.allclose(A.sum(axis=2), 1.0) and np.all(np.tril(A[0, 0], k=-1) == 0)  # (key k > query q: 0)
+    assert np.tril(A[0, 0]).min() < 1.0 and np.triu(A[0, 0]).max() > 0.0  # (weights, not a mask)

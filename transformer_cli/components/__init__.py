@@ -42,8 +42,10 @@ def attention_component(spec: Spec) -> MultiHeadAttention:
 
 
 def attends(spec: Spec, i: int) -> bool:
-    """Whether block i's mixer is attention (weights to show), not another mixer (LFM2's convolutions)."""
-    return isinstance(attention_component(decoder(spec).layer(i)), MultiHeadAttention)
+    """Whether block i's mixer is attention (weights to show), or holds one beside another mixer (Falcon-H1's),
+    not another mixer alone (LFM2's convolutions)."""
+    mixer = attention_component(decoder(spec).layer(i))
+    return isinstance(mixer, MultiHeadAttention) or isinstance(getattr(mixer, "attention", None), MultiHeadAttention)
 
 
 def block_components(spec: Spec) -> list[Component]:

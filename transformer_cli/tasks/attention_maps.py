@@ -66,9 +66,9 @@ def attention_maps(
     if block >= spec.N:
         raise TfmError(f"--block: got {block}, expected 0 .. {spec.N - 1} (the spec has N = {spec.N})")
     if not attends(spec, block):
-        kinds = f"mixer_layers: {list(spec.mixer_layers or ())}"
         mixer = decoder(spec).layer(block).attention
-        raise TfmError(f"--block: block {block} mixes its columns by {mixer}, not attention ({kinds})")
+        kinds = f" (mixer_layers: {list(spec.mixer_layers)})" if spec.mixer_layers else ""
+        raise TfmError(f"--block: block {block} mixes its columns by {mixer}, not attention{kinds}")
     if head is not None and head >= spec.H:
         raise TfmError(f"--head: got {head}, expected 0 .. {spec.H - 1} (the spec has H = {spec.H})")
     header = peek_npy(input_path)
