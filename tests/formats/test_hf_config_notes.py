@@ -164,3 +164,43 @@ def test_two_notes_are_two_lines_on_stderr(tmp_path):
     assert (
         lines[0].startswith(f"{where} 'use_bidirectional_attention': \"vision\" is ignored") and "\\n" not in lines[0]
     )
+
+
+def test_kimi_linears_keys_transformers_never_reads_are_ignored_and_tfm_says_so(tmp_path):
+    """Kimi-Linear's published config.json keeps mla_use_nope, rope_theta, moe_layer_freq and the like, none read by
+    transformers 5.24 (its latent layers turn nothing): the same model either way, each key said."""
+    import transformer_cli as tfm
+
+    keys = dict(model_type="kimi_linear", vocab_size=97, hidden_size=32, intermediate_size=48, num_hidden_layers=2)
+    keys |= dict(num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=8, qk_rope_head_dim=4, v_head_dim=8)
+    keys |= dict(qk_nope_head_dim=8, num_experts=4, num_experts_per_token=2, moe_intermediate_size=16)
+    keys |= dict(linear_attn_config={"head_dim": 8, "num_heads": 4, "short_conv_kernel_size": 4})
+    published = dict(mla_use_nope=True, rope_theta=50000.0, moe_layer_freq=1, use_grouped_topk=True)
+    for name, extra in (("published", published), ("plain", {})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(keys | extra))
+    model, plain = tfm.load(tmp_path / "published"), tfm.load(tmp_path / "plain")
+    assert model.spec.model_keys() == plain.spec.model_keys() and model.spec.positional == "none"
+    said = [line for note in model.notes for line in note.splitlines() if "is ignored, as transformers" in line]
+    assert [line.split("key ")[1].split(":")[0] for line in said] == [
+        "'mla_use_nope'",
+        "'rope_theta'",
+        "'moe_layer_freq'",
+        "'use_grouped_topk'",
+    ]
+    assert not any("is ignored" in note for note in plain.notes)
+
+
+def test_falcon_h1s_expand_is_ignored_beside_its_channels_and_tfm_says_so(tmp_path):
+    """FalconH1Config reads mamba_expand only without mamba_d_ssm: beside it another expand is said, the same not."""
+    import transformer_cli as tfm
+
+    keys = dict(model_type="falcon_h1", vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=2)
+    keys |= dict(num_attention_heads=4, num_key_value_heads=2, mamba_d_ssm=32, mamba_n_heads=4, mamba_d_state=6)
+    for name, expand in (("other", 3), ("same", 1)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(keys | {"mamba_expand": expand}))
+    other = tfm.load(tmp_path / "other")
+    assert other.spec.ssm_heads * other.spec.ssm_head_dim == 32
+    assert any("key 'mamba_expand': 3 is ignored, as transformers" in note for note in other.notes)
+    assert not any("is ignored" in note for note in tfm.load(tmp_path / "same").notes)

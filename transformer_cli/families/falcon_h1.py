@@ -56,6 +56,8 @@ def spec(c: Keys) -> dict[str, Any]:
     out |= {"attention_bias": c.flag("attention_bias", False), "ff_bias": c.flag("mlp_bias", False)}
     d = out["d"]
     inner = c.nullable_count("mamba_d_ssm", 1024) or int(c.number("mamba_expand", 2) * d)
+    if c.nullable_count("mamba_d_ssm", 1024) is not None and c.has("mamba_expand"):
+        c.ignored("mamba_expand", "5.24's Falcon-H1 takes mamba_d_ssm's channels", unless=inner / d)
     heads = c.count("mamba_n_heads", 128)
     head = c.data.get("mamba_d_head", "auto")
     head = inner // heads if head == "auto" else c.count("mamba_d_head")

@@ -8,7 +8,8 @@ groups scored by their best two, the chosen weights renormalised (moe_renormaliz
 Which layers are which: layer_types, else linear_attn_config's kda_layers and full_attn_layers (counted from 1), else
 every fourth from layer 4 (counted from 0: i > 0 and i % 4 == 0) attending. The config's own names for the mixture
 (num_experts, num_experts_per_token, num_shared_experts, moe_renormalize, num_expert_group) and transformers'
-(num_local_experts, num_experts_per_tok, n_shared_experts, norm_topk_prob, n_group) are both read.
+(num_local_experts, num_experts_per_tok, n_shared_experts, norm_topk_prob, n_group) are both read. Keys of published
+configs that transformers never reads (mla_use_nope, rope_theta, moe_layer_freq, ...) are ignored, and said so.
 """
 
 from __future__ import annotations
@@ -33,6 +34,16 @@ ALIASES = {  # transformers' name: the config.json's (KimiLinearConfig's attribu
 }
 
 
+IGNORED = {  # keys of published Kimi-Linear configs that transformers 5.24 never reads
+    "mla_use_nope": "5.24's Kimi-Linear turns no position in any layer",
+    "rope_theta": "5.24's Kimi-Linear turns no position in any layer",
+    "rope_scaling": "5.24's Kimi-Linear turns no position in any layer",
+    "moe_layer_freq": "5.24's Kimi-Linear routes the layers mlp_layer_types (or first_k_dense_replace) says",
+    "use_grouped_topk": "5.24's Kimi-Linear always routes by groups",
+    "moe_router_activation_func": "5.24's Kimi-Linear always scores by sigmoid",
+}
+
+
 def _kinds(c: Keys, N: int) -> list[str]:
     """Each layer's mixer: kda or latent."""
     linear = c.nested("linear_attn_config")
@@ -49,6 +60,8 @@ def _kinds(c: Keys, N: int) -> list[str]:
 
 def spec(c: Keys) -> dict[str, Any]:
     """config.json -> spec (KimiLinearConfig's defaults: 27 layers of 2,304, 32 heads, 256 experts of 1,024)."""
+    for key, why in IGNORED.items():
+        c.ignored(key, why)
     data = {ours: c.data[theirs] for ours, theirs in ALIASES.items() if theirs in c.data and ours not in c.data}
     if "num_local_experts" in c.data:
         data["n_routed_experts"] = c.data["num_local_experts"]
