@@ -25,8 +25,8 @@ from .. import kernels
 from ..spec.choices import ATTENTIONS
 from .base import Pairs, Tensor, Term
 from .deltanet import CHUNK, L2_EPS, GatedDeltaNet
-from .mamba2 import SILU_PER_ENTRY, STATE_BYTES, SsmState, softplus
-from .short_conv import ConvState, ShortConv
+from .mamba2 import SILU_PER_ENTRY, SsmState, softplus
+from .short_conv import ShortConv
 
 
 @dataclass
@@ -56,9 +56,11 @@ class KimiDeltaAttention(GatedDeltaNet):
         return out + [Tensor(p + "W_out", (d, H * D), kind)]
 
     @property
-    def conv_dim(self) -> int:
-        _, _, H, D = self.sizes
-        return 3 * H * D
+    def sizes(self) -> tuple[int, int, int, int]:
+        """Gated DeltaNet's (nk, dk, nv, dv): H heads of D for queries and keys as for values (its cache, its
+        state's bytes and its convolution's width are then Gated DeltaNet's)."""
+        H, D = self.spec.linear_v_heads or 1, self.spec.linear_v_dim or 1
+        return H, D, H, D
 
     def terms(self) -> list[Term]:
         _, _, H, D = self.sizes
@@ -168,17 +170,6 @@ class KimiDeltaAttention(GatedDeltaNet):
             last = cum[:, :, -1:]  # (b, h, 1, D)
             S = S * np.exp(last).swapaxes(-1, -2) + np.matmul((kc * np.exp(last - cum)).swapaxes(-1, -2), fresh)
         return o, S
-
-    def cache(self, b: int, n: int, dtype: np.dtype) -> SsmState:
-        _, _, H, D = self.sizes
-        conv = ConvState(np.zeros((b, self.conv_dim, self.spec.conv_kernel), dtype))
-        return SsmState(conv, np.zeros((b, H, D, D), dtype))
-
-    def state_bytes(self, size: int) -> int:
-        """K columns of [q; k; v] in `size`-byte elements and each head's state (D x D) in float32 (transformers'
-        cache keeps it so)."""
-        _, _, H, D = self.sizes
-        return self.conv_dim * self.spec.conv_kernel * size + H * D * D * STATE_BYTES
 
     def held_per_token(self) -> int:
         _, _, H, D = self.sizes
