@@ -171,21 +171,11 @@ class KimiDeltaAttention(GatedDeltaNet):
             S = S * np.exp(last).swapaxes(-1, -2) + np.matmul((kc * np.exp(last - cum)).swapaxes(-1, -2), fresh)
         return o, S
 
-    def held_per_token(self) -> int:
-        _, _, H, D = self.sizes
-        return 2 * 3 * H * D + 4 * H * D
-
-    def saved_bytes(
-        self, keys: int, s: int, fused: bool, needed: tuple[bool, bool, bool] = (True,) * 3, frozen: bool = False
-    ) -> int:
-        _, _, H, D = self.sizes
-        return (2 * self.conv_dim + 3 * H * D + 2 * H) * s
-
     def transient_bytes(self, b: int, n: int, keys: int, s: int, fused: bool) -> int:
-        """The projections and gates beside the stream, a chunk's (Q, Q, D) decays per head."""
+        """Gated DeltaNet's, and a chunk's decays per channel (Q, Q, D) a head (its decays' and scores' arrays)."""
         _, _, H, D = self.sizes
         chunk = min(n, CHUNK)
-        return b * n * (self.spec.d + 2 * self.conv_dim + 4 * H * D) * s + 2 * b * H * chunk * chunk * D * s
+        return super().transient_bytes(b, n, keys, s, fused) + 2 * b * H * chunk * chunk * D * s
 
 
 __all__ = ["KimiDeltaAttention"]
