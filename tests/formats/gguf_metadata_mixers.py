@@ -68,12 +68,7 @@ def own_list(writer, cfg) -> None:
     if cfg.model_type != "mamba2":
         _mamba(writer, cfg)
         return
-    writer.add_context_length(2**20)
-    writer.add_embedding_length(cfg.hidden_size)
-    writer.add_feed_forward_length(0)
-    writer.add_head_count(0)
-    writer.add_block_count(cfg.num_hidden_layers)
-    writer.add_ssm_conv_kernel(cfg.conv_kernel)
+    _state_space_stack(writer, cfg)
     inner = cfg.expand * cfg.hidden_size
     writer.add_ssm_inner_size(inner)
     writer.add_ssm_state_size(cfg.state_size)
@@ -82,14 +77,19 @@ def own_list(writer, cfg) -> None:
     writer.add_layer_norm_rms_eps(cfg.layer_norm_epsilon)
 
 
-def _mamba(writer, cfg) -> None:
-    """MambaModel.set_gguf_parameters (Falcon Mamba's dt_b_c_rms true)."""
+def _state_space_stack(writer, cfg) -> None:
+    """What Mamba2Model and MambaModel both write: an arbitrary context, no feedforward or heads, the kernel."""
     writer.add_context_length(2**20)
     writer.add_embedding_length(cfg.hidden_size)
     writer.add_feed_forward_length(0)
     writer.add_head_count(0)
     writer.add_block_count(cfg.num_hidden_layers)
     writer.add_ssm_conv_kernel(cfg.conv_kernel)
+
+
+def _mamba(writer, cfg) -> None:
+    """MambaModel.set_gguf_parameters (Falcon Mamba's dt_b_c_rms true)."""
+    _state_space_stack(writer, cfg)
     writer.add_ssm_inner_size(cfg.intermediate_size)
     writer.add_ssm_state_size(cfg.state_size)
     writer.add_ssm_time_step_rank(cfg.time_step_rank)
