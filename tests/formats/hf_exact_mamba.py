@@ -85,10 +85,10 @@ MIXERS = (
     "FalconMambaMixer",
     "JambaMambaMixer",
 )
-MIXERS += ("KimiLinearDeltaAttention",)
+MIXERS += ("KimiLinearDeltaAttention", "OlmoHybridGatedDeltaNet")
 MIXERS += ("Qwen3NextGatedDeltaNet", "Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet", "NemotronHMamba2Mixer")
 GATED_NORMS = ("MambaRMSNormGated", "BambaRMSNormGated", "GraniteMoeHybridRMSNormGated", "FalconMambaWeightlessRMSNorm")
-GATED_NORMS += ("FalconH1RMSNormGated", "KimiLinearRMSNormGated")
+GATED_NORMS += ("FalconH1RMSNormGated", "KimiLinearRMSNormGated", "OlmoHybridRMSNormGated")
 GATED_NORMS += ("Qwen3NextRMSNormGated", "Qwen3_5RMSNormGated", "Qwen3_5MoeRMSNormGated", "NemotronHRMSNormGated")
 FLOAT_LOGITS = ("Mamba2ForCausalLM", "MambaForCausalLM", "FalconMambaForCausalLM")  # (their logits cast to float32)
 FLOAT_FORWARDS = (*FLOAT_LOGITS, "JambaTopKRouter")  # (Jamba's router: its softmax in float32)

@@ -154,6 +154,19 @@ MIXERS |= {  # Kimi-Linear: Kimi Delta Attention and latent attention without po
         linear_attn_config={"head_dim": 8, "num_heads": 2, "short_conv_kernel_size": 3})),
 }  # fmt: skip
 
+_OLMO_HYBRID = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=4, num_attention_heads=4,
+                    max_position_embeddings=64, linear_num_key_heads=2, linear_num_value_heads=4,
+                    linear_key_head_dim=8, linear_value_head_dim=6, linear_conv_kernel_dim=3, pad_token_id=0,
+                    eos_token_id=2, bos_token_id=1)  # fmt: skip
+
+MIXERS |= {  # OLMo-Hybrid: Gated DeltaNet blocks normalised before each sublayer, attention blocks after
+    "olmo_hybrid": ("OlmoHybridConfig", "OlmoHybridForCausalLM", _OLMO_HYBRID),  # (the default kinds)
+    "olmo_hybrid-nope-gqa-positive-beta": ("OlmoHybridConfig", "OlmoHybridForCausalLM", _OLMO_HYBRID | dict(
+        rope_parameters={"rope_type": "default", "rope_theta": None}, num_key_value_heads=2,
+        linear_allow_neg_eigval=False, rms_norm_eps=1e-5,
+        layer_types=["full_attention", "linear_attention", "linear_attention", "full_attention"])),
+}  # fmt: skip
+
 INDEXED = {  # DeepSeek Sparse Attention: a top-k below the prompt's length, so that the selection matters
     "deepseek_v32": ("DeepseekV32Config", "DeepseekV32ForCausalLM", _DSA),
     "deepseek_v32-yarn-wide-index-listed": ("DeepseekV32Config", "DeepseekV32ForCausalLM", _DSA | dict(

@@ -48,6 +48,9 @@ CONTROLS = [  # (model, spec keys changed, the relative error they must at least
     ("kimi_linear", {"positional": "rope"}, 1e-3),  # (its latent layers turn nothing)
     ("kimi_linear", {"router_scale": 1.0}, 1e-3),
     ("kimi_linear-q-lora-default-kinds", {"router_renorm": True}, 1e-3),
+    ("olmo_hybrid", {"linear_beta_scale": 1.0}, 1e-3),  # (linear_allow_neg_eigval: beta doubled)
+    ("olmo_hybrid", {"linear_norm_eps": None}, 100 * TOL),  # (the output norm's 1e-5, not rms_norm_eps's 1e-6)
+    ("olmo_hybrid", {"positional": "none"}, 1e-3),
     ("deepseek_v32", {"index_topk": 13}, 1e-2),  # (every key: the selection matters)
     ("deepseek_v32", {"index_pairing": "interleaved"}, 1e-3),  # (its indexer turns half-split)
     ("deepseek_v32-yarn-wide-index-listed", {"index_topk": 13}, 1e-2),

@@ -129,6 +129,8 @@ class GatedDeltaNet(RecurrentMixer):
         c = self.conv_dim
         qkv, z = projected[:c], projected[c : c + nv * dv]
         beta = 1.0 / (1.0 + np.exp(-projected[c + nv * dv : c + nv * dv + nv]))  # (nv, b, n)
+        if self.spec.linear_beta_scale != 1.0:  # (OLMo-Hybrid's allow_neg_eigval: beta up to 2)
+            beta *= self.spec.linear_beta_scale
         g = w.A[:, None, None] * softplus(projected[c + nv * dv + nv :] + w.dt_bias[:, None, None])
         step = cache is not None and n == 1
         mixed = ShortConv.through(w.kernel, qkv, None if cache is None else cache.conv)
@@ -147,7 +149,8 @@ class GatedDeltaNet(RecurrentMixer):
             if cache is not None:
                 cache.S[...] = final
         o = o.transpose(1, 3, 0, 2)  # (nv, dv, b, n)
-        normed = o / np.sqrt(np.mean(o * o, axis=1, keepdims=True) + self.spec.norm_eps) * w.gamma
+        eps = self.spec.linear_norm_eps or self.spec.norm_eps
+        normed = o / np.sqrt(np.mean(o * o, axis=1, keepdims=True) + eps) * w.gamma
         gated = normed * kernels.ACTIVATIONS["silu"](z.reshape(nv, dv, b, n))
         return kernels.linear(w.W_out, gated.reshape(nv * dv, b, n))
 

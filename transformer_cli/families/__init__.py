@@ -76,6 +76,7 @@ MODULES = (
     "nemotron",
     "nemotron_h",
     "olmo2",
+    "olmo_hybrid",
     "olmoe",
     "opt",
     "pegasus",

@@ -66,6 +66,9 @@ class Family:
     # per-expert names ("{e}") a file holds for the zero experts too, E <= e < E + Z, never read, written as zeros
     # (LongCat-Flash's gate and up projections, which transformers allocates for them)
     zero_experts: tuple[str, ...] = ()
+    # tfm name within a block -> the checkpoint tensors holding its rows, one after the other, each with its number of
+    # rows from the block's spec (OLMo-Hybrid's convolution over [q; k; v], held as q_conv1d, k_conv1d, v_conv1d)
+    row_parts: Mapping[str, tuple[tuple[str, Callable[[Spec], int]], ...]] = field(default_factory=dict)
 
 
 __all__ = ["LINEAR", "Family", "attention_names", "linear_names", "norm_names"]

@@ -178,6 +178,11 @@ def _global_rules(family: Family, present: dict[str, tuple[int, ...]]) -> list[R
     return out
 
 
+def row_parts(layout: list[Rule]) -> dict[str, str]:
+    """The checkpoint tensors holding a range of a tfm tensor's rows (Family.row_parts), with that tensor's name."""
+    return {rule.hf: rule.tfm[0].split("[")[0] for rule in layout if rule.tfm and ":" in rule.tfm[0]}
+
+
 def rule_count(family: Family, spec: Spec) -> tuple[int, int]:
     """How many checkpoint tensors the spec's model holds, and how many its largest kind of block: from each kind
     of block's first, at once, for any number of blocks."""
@@ -216,8 +221,9 @@ def _block_rules(
     family: Family, block: str, names: dict[str, str], prefix: str, present: dict[str, tuple[int, ...]], spec: Spec
 ) -> list[Rule]:
     """One block's rules (tfm's names from `prefix`, the checkpoint's from `block`; `spec` the block's own; the
-    model's tensors and shapes `present`): fused tensors, then the rest. A routed block's ff.W1 .. are its
-    experts' (names with "{e}"), a dense block's its one feedforward's; a norm per head is read head by head."""
+    model's tensors and shapes `present`): fused tensors, then the rest, then those held in parts (Family.row_parts).
+    A routed block's ff.W1 .. are its experts' (names with "{e}"), a dense block's its one feedforward's; a norm per
+    head is read head by head."""
     out: list[Rule] = []
     used: set[str] = set()
     for theirs, pieces, groups in family.fused:
@@ -244,24 +250,37 @@ def _block_rules(
         elif prefix + ours in present and prefix + ours not in used:
             held = family.held_as[theirs](spec, present[prefix + ours]) if theirs in family.held_as else ()
             out.append(Rule(block + theirs, (prefix + ours,), 1, theirs in family.transposed, held=held))
+    for ours, parts in family.row_parts.items():  # a tensor whose rows a..b are in each of several
+        start = 0
+        for theirs, rows in parts if prefix + ours in present else ():
+            out.append(Rule(block + theirs, (f"{prefix}{ours}[{start}:{start + rows(spec)}]",)))
+            start += rows(spec)
     return out
 
 
 class Shapes(dict):
     """tfm's tensor shapes by name; a name with an index, one expert or one head ('blocks.0.ff.W1[3]'), has the
-    shape of its tensor without the leading axis."""
+    shape of its tensor without the leading axis; one with a range of rows ('blocks.0.delta.kernel[0:16]'), that
+    many rows."""
 
     def __missing__(self, name: str) -> tuple[int, ...]:
         if name.endswith("]"):
-            return self[name.split("[")[0]][1:]
+            base, index = name[:-1].split("[")
+            if ":" in index:
+                start, stop = map(int, index.split(":"))
+                return (stop - start, *self[base][1:])
+            return self[base][1:]
         raise KeyError(name)
 
 
 def piece(weights, name: str) -> Array:
-    """tfm's tensor `name` from `weights`, or one expert (or head) of it: 'blocks.0.ff.W1[3]'."""
+    """tfm's tensor `name` from `weights`, or one expert (or head) of it, 'blocks.0.ff.W1[3]', or a range of its rows,
+    'blocks.0.delta.kernel[0:16]'."""
     if "[" in name:
         base, index = name[:-1].split("[")
-        return np.asarray(weights[base])[int(index)]
+        start, _, stop = index.partition(":")
+        whole = np.asarray(weights[base])
+        return whole[int(start) : int(stop)] if stop else whole[int(start)]
     return np.asarray(weights[name])
 
 

@@ -26,7 +26,7 @@ from ..spec.definition import Spec
 from ..spec.stacks import stacks
 from ..text import shown
 from .checkpoint import Checkpoint, has_checkpoint
-from .layouts import Rule, bytes_by_tensor, hf_shape, rule_count, rules, split, tensor_shapes
+from .layouts import Rule, Shapes, bytes_by_tensor, hf_shape, row_parts, rule_count, rules, split, tensor_shapes
 from .quant import Scheme, scheme_of
 from .quant.base import Stored
 
@@ -136,7 +136,8 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
             f"tensors, the config's model ({blocks}) has {needed:,}"
         )
     shapes = tensor_shapes(spec)
-    expected = {rule.hf: hf_shape(rule, shapes) for rule in rules(family, spec)}
+    layout = rules(family, spec)
+    expected = {rule.hf: hf_shape(rule, shapes) for rule in layout}
     scheme = scheme_of(config, str(checkpoint.folder / "config.json"))
     packs = _packed(checkpoint, expected, scheme)
     stored = {n: t for name in packs for n, t in packs[name].items()}
@@ -170,12 +171,15 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
         problems.append(" ".join([f"missing {_listed(missing)}", *hints]))
     if unexpected:
         problems.append(f"unexpected {_listed(unexpected)}")
-    held = [(n, file, expected[n]) for n, file in found.items()] + [(n, f, copies[n]) for n, f in copied.items()]
+    parted = row_parts(layout)
+    held = [(n, file, expected[n]) for n, file in found.items() if n not in parted]
+    held += [(n, f, copies[n]) for n, f in copied.items()]
     wrong = [
         f"{file} {checkpoint.shape(file)} in {checkpoint.where(file)} (expected {shape})"
         for _, file, shape in held
         if checkpoint.shape(file) != shape
     ]
+    wrong += _wrong_parts(checkpoint, parted, found, shapes)
     present = [n for n in stored if n in checkpoint.tensors]
     wrong += [
         f"{n} {checkpoint.shape(n)} in {checkpoint.where(n)} (expected {stored[n].shape})"
@@ -199,6 +203,19 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
     if problems:
         raise ArrayError(f"{checkpoint.folder}: checkpoint does not fit its config.json: " + "; ".join(problems))
     return Fitted(found, packs, scheme, (*skipped, *copied.values()))
+
+
+def _wrong_parts(checkpoint: Checkpoint, parted: dict[str, str], found: dict[str, str], shapes: Shapes) -> list[str]:
+    """The tensors held in parts whose parts do not make them up: any split of the rows is their concatenation
+    (transformers saves OLMo-Hybrid's convolution in equal chunks, the published files by q's, k's, v's rows)."""
+    wrong = []
+    for name in dict.fromkeys(parted.values()):
+        files = [found[hf] for hf, whole in parted.items() if whole == name and hf in found]
+        held = [checkpoint.shape(file) for file in files]
+        if sum(shape[0] for shape in held) != shapes[name][0] or any(s[1:] != shapes[name][1:] for s in held):
+            listed = " + ".join(f"{file} {shape}" for file, shape in zip(files, held, strict=True))
+            wrong.append(f"{listed} in {checkpoint.where(files[0])} (expected {shapes[name]} in all)")
+    return wrong
 
 
 def _copies(family: Family, spec: Spec) -> dict[str, str]:
@@ -250,10 +267,14 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
         _check_fixed_buffers(checkpoint, family_for(config))
         self.shapes = tensor_shapes(spec)
         self.rule_of: dict[str, Rule] = {}
-        for rule in rules(family_for(config), spec):
+        layout = rules(family_for(config), spec)
+        for rule in layout:
             for name in rule.tfm:
                 self.rule_of[name] = rule
         self.names = [t for t in dict.fromkeys(n.split("[")[0] for n in self.rule_of)]
+        self.row_parts = {
+            name: [p for p in self.rule_of if p.startswith(f"{name}[")] for name in row_parts(layout).values()
+        }
         self._last: tuple[str, np.ndarray] | None = None
         self._finite: set[str] = set()  # the checkpoint tensors found finite so far
 
@@ -363,6 +384,8 @@ class CheckpointWeights(Mapping[str, np.ndarray]):
             return self._piece(name)
         if f"{name}[0]" in self.rule_of:  # an expert tensor (E, ...) or a norm per head, stacked from its pieces
             return np.stack([self._piece(f"{name}[{e}]") for e in range(self.shapes[name][0])])
+        if name in self.row_parts:  # rows held in several checkpoint tensors (Family.row_parts), however split
+            return np.concatenate([self._stored(self.rule_of[part]) for part in self.row_parts[name]])
         raise KeyError(name)
 
     def __iter__(self) -> Iterator[str]:

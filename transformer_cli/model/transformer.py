@@ -71,15 +71,14 @@ class Transformer:
         workers: int | None = None,
         keep_blocks: int | None = None,
     ):
-        self.spec = spec
-        self.dtype = np.dtype(dtype)
+        self.spec, self.dtype = spec, np.dtype(dtype)
         self.chunk_bytes = chunk_bytes
         self.workers = kernels.cores() if workers is None else workers
 
         def get(name: str) -> Array:
             return np.asarray(weights[name], dtype=self.dtype)
 
-        self.norm, self.residuals = block_norm(spec), Residuals(spec)  # the residual layout: pre, post, parallel ...
+        self.norm = block_norm(spec)
         self.positional = POSITIONALS[spec.positional](spec)
         if not spec.rel_per_block:  # (UMT5's tables are its blocks': _positions)
             self.positional.load(get, self.dtype)
@@ -96,6 +95,7 @@ class Transformer:
         self.altup = AltUpState(spec, get) if spec.altup else None  # (Gemma 3n's streams: components/altup.py)
         stored = self.layers[: spec.stored_blocks]  # the blocks whose weights the model holds (ALBERT's: a few)
         self.block_norms = [block_norm(layer) for layer in layers[: spec.stored_blocks]]  # (ModernBERT's block 0's)
+        self.residuals = [Residuals(layer) for layer in layers]  # each block's layout: pre, post, parallel ...
         self.weights: JustInTime = (
             Prepared(spec, weights, self.dtype, stored, self.block_norms, stack.reads_memory)
             if keep_blocks is None
@@ -235,7 +235,7 @@ class Transformer:
         if self.altup is not None:  # (Gemma 3n's: its streams around the block, its per-layer input to them)
             given = None if ple is None else (self.per_layer, ple[i])
             return self.altup.block(i, Z, mixer, ff, self._normed, norms, given)
-        out = self.residuals.apply(Z, mixer, ff, self._normed, norms, cross, tap)
+        out = self.residuals[i].apply(Z, mixer, ff, self._normed, norms, cross, tap)
         if ple is not None:  # (Gemma 4's per-layer inputs, after the feedforward)
             self.per_layer.add(i, out, ple[i])  # type: ignore[union-attr]
         if self.layer_scales is not None:

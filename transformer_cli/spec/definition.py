@@ -164,6 +164,7 @@ class Spec(Derived):
     norm_bias: bool = field(default=True, metadata=_key("bool", "layernorm's beta; false: gamma only (OLMo-style)"))
     norm_affine: bool = NORM_FIELDS["norm_affine"]
     first_attn_norm: bool = NORM_FIELDS["first_attn_norm"]
+    norm_layers: tuple[str, ...] | None = NORM_FIELDS["norm_layers"]
     qk_norm: bool = ATTENTION_FIELDS["qk_norm"]
     norm_plus_one: bool = NORM_FIELDS["norm_plus_one"]
     E: int | None = field(
@@ -243,6 +244,8 @@ class Spec(Derived):
     linear_k_dim: int | None = MIXER_FIELDS["linear_k_dim"]
     linear_v_heads: int | None = MIXER_FIELDS["linear_v_heads"]
     linear_v_dim: int | None = MIXER_FIELDS["linear_v_dim"]
+    linear_beta_scale: float = MIXER_FIELDS["linear_beta_scale"]
+    linear_norm_eps: float | None = MIXER_FIELDS["linear_norm_eps"]
     ssm_inner: int | None = MIXER_FIELDS["ssm_inner"]
     ssm_dt_rank: int | None = MIXER_FIELDS["ssm_dt_rank"]
     ssm_bcdt_norm: str = MIXER_FIELDS["ssm_bcdt_norm"]
@@ -328,7 +331,7 @@ class Spec(Derived):
 FIELDS = {f.name: f for f in fields(Spec)}
 LIST_KEYS: tuple[str, ...] = ("attention_layers", "feedforward_layers", "positional_layers", "rope_short_factor")
 LIST_KEYS += ("rope_long_factor", "r_layers", "sparsity_layers", "mixer_layers", "ssm_scales", "parallel_scales")
-LIST_KEYS += ("ff_scales",)
+LIST_KEYS += ("ff_scales", "norm_layers")
 REQUIRED = tuple(name for name, f in FIELDS.items() if f.default is MISSING)
 
 DEFAULT_SPEC = Spec(N=2, H=4, m=8, d=32, r=64, name="default", description="built-in default spec")

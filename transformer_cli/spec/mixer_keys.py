@@ -59,6 +59,17 @@ MIXER_FIELDS: dict[str, Any] = {
     "linear_v_dim": field(
         default=None, metadata=_key("posint", "deltanet: each value head's size dv; kda: each head's size")
     ),
+    "linear_beta_scale": field(
+        default=1.0,
+        metadata=_key(
+            "posfloat",
+            "deltanet: the write strength beta = this times sigmoid(b) (OLMo-Hybrid's allow_neg_eigval: 2)",
+        ),
+    ),
+    "linear_norm_eps": field(
+        default=None,
+        metadata=_key("posfloat", "deltanet: its output norm's eps [default: norm_eps] (OLMo-Hybrid's 1e-5)"),
+    ),
     "ssm_inner": field(default=None, metadata=_key("posint", "mamba: its channels I (expand x d), each a state")),
     "ssm_dt_rank": field(default=None, metadata=_key("posint", "mamba: the steps' low rank R (time_step_rank)")),
     "ssm_bcdt_norm": field(

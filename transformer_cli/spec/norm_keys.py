@@ -26,6 +26,16 @@ NORM_FIELDS: dict[str, Any] = {
             "bool", "the norms scale by (1 + gamma), gamma starting at 0 (Gemma's RMSNorm, Nemotron's LayerNorm)"
         ),
     ),
+    "norm_layers": field(
+        default=None,
+        metadata=_key(
+            "layers",
+            "where each block's norms sit, pre (before each sublayer) or output (after it: OLMo 2's), when the blocks "
+            "differ (OLMo-Hybrid: its attention blocks output, its linear attention blocks pre): a list of N kinds or "
+            "a shorter pattern [default: every block as `norm`]",
+            ("pre", "output"),
+        ),
+    ),
 }
 
 __all__ = ["NORM_FIELDS"]

@@ -7,7 +7,8 @@ through the sliding window and which see every earlier key (Gemma 2/3, gpt-oss, 
 `feedforward_layers` which blocks route to experts and which are dense (DeepSeek's first layers, Qwen-MoE's
 mlp_only_layers), `positional_layers` which blocks turn by the rotary positions and which attend without positions
 (SmolLM3's and Llama 4's NoPE layers), `mixer_layers` which blocks mix their columns with attention and which with
-another mixer (LFM2's short convolutions). Each is a list of N kinds, or a shorter pattern repeated over the blocks.
+another mixer (LFM2's short convolutions), `norm_layers` which normalise before each sublayer and which after it
+(OLMo-Hybrid's). Each is a list of N kinds, or a shorter pattern repeated over the blocks.
 
 Everything that counts, costs or runs a stack walks its `groups()`: the layers alike, each group a spec of its
 own whose N is its number of blocks, so a component's figures over a group are its figures for that spec.
@@ -25,8 +26,8 @@ from .expert_keys import EXPERT_FIELDS
 
 # what may differ between blocks: their kinds, their feedforwards' sizes and sparsity (Gemma 3n's: "r=64", "sparse=0.9")
 LAYER_KEYS: tuple[str, ...] = ("attention_layers", "feedforward_layers", "positional_layers", "r_layers")
-LAYER_KEYS += ("sparsity_layers", "mixer_layers")
-SIZE, SPARSE = "r=", "sparse="
+LAYER_KEYS += ("sparsity_layers", "mixer_layers", "norm_layers")
+SIZE, SPARSE, NORM = "r=", "sparse=", "norm="
 
 
 def encoder_spec(spec: Spec) -> Spec:
@@ -100,6 +101,8 @@ class Stack:
             out.append(f"{SIZE}{spec.r_layers[i % len(spec.r_layers)]}")
         if spec.sparsity_layers is not None:
             out.append(f"{SPARSE}{spec.sparsity_layers[i % len(spec.sparsity_layers)]!r}")
+        if spec.norm_layers is not None:  # (OLMo-Hybrid's: its norms before or after each sublayer, by block)
+            out.append(f"{NORM}{kind_of(spec.norm_layers, i, spec.norm)}")
         if spec.mixer_layers is not None:
             out.append(kind_of(spec.mixer_layers, i, spec.attention))
         if not spec.first_attn_norm:  # (block 0 without a norm before its attention: ModernBERT's)
@@ -150,6 +153,8 @@ class Stack:
                 changes["r"] = int(kind.removeprefix(SIZE))
             elif kind.startswith(SPARSE):
                 changes["sparsity_layers"] = (float(kind.removeprefix(SPARSE)),)
+            elif kind.startswith(NORM):
+                changes["norm"] = kind.removeprefix(NORM)
         if mixer is not None:  # (LFM2's short convolutions beside its attention blocks)
             changes["attention"] = mixer
         if DENSE in kinds or NO_FEEDFORWARD in kinds:  # one feedforward of size r (or none): no experts

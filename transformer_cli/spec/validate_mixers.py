@@ -17,6 +17,7 @@ MAMBA2 = ("mamba2", "attention_mamba2")  # (Falcon-H1's blocks: attention and Ma
 OWN_KEYS: dict[str, tuple[str, ...]] = dict.fromkeys(("conv_bias",), ("short_conv", *MAMBA2, "mamba"))
 OWN_KEYS |= {"conv_kernel": ("short_conv", *MAMBA2, "mamba", "deltanet", "kda")}
 OWN_KEYS |= dict.fromkeys(LINEAR_KEYS[:2], ("deltanet",)) | dict.fromkeys(LINEAR_KEYS[2:], ("deltanet", "kda"))
+OWN_KEYS |= dict.fromkeys(("linear_beta_scale", "linear_norm_eps"), ("deltanet",))
 OWN_KEYS |= dict.fromkeys((*SSM_KEYS, "ssm_norm", "ssm_scales"), MAMBA2) | dict.fromkeys(SELECTIVE_KEYS, ("mamba",))
 OWN_KEYS |= {"ssm_state": (*MAMBA2, "mamba"), "ssm_bias": (*MAMBA2, "mamba"), "parallel_scales": MAMBA2[1:]}
 COUNTS = {"ssm_scales": 5, "parallel_scales": 5, "ff_scales": 2}  # (the lists' lengths)
