@@ -31,6 +31,7 @@ DEFAULTS = [  # (config class, model class, the keys its defaults leave unset)
     ("KimiLinearConfig", "KimiLinearForCausalLM", {}),
     ("DeepseekV32Config", "DeepseekV32ForCausalLM", {}),
     ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", {}),
+    ("OlmoHybridConfig", "OlmoHybridForCausalLM", {}),
     ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", {"index_topk_freq": 4}),  # (a full indexer every 4 layers)
 ]
 
