@@ -109,6 +109,7 @@ GGUF_NAMES = {
     "jamba": "Mamba-2 and Jamba",
     "glm-dsa": "GLM-5 (its sparse attention)",
     "qwen3next": "Qwen3-Next (its Gated DeltaNet)",
+    "granitehybrid": "Granite 4 (granitehybrid)",
     "ernie4_5": "ERNIE 4.5 and its MoE",
     "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }

@@ -67,7 +67,7 @@ ROUTED = (
 PLUS_ONE = ("nemotron", "qwen3_next")  # NemotronModel's, Qwen3NextModel's modify_tensors: the norms' gains stored as
 # 1 + w (Qwen3-Next's but its linear attention's gated norm: ZERO_CENTRED_BUT)
 ZERO_CENTRED_BUT = "linear_attn.norm.weight"
-PERMUTED = ("OLMO",)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
+PERMUTED = ("OLMO", "GRANITE_HYBRID")  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 # LlamaModel's subclasses: its vocab_size and rope.dimension_count
 LLAMA_MODELS = ("MISTRAL3", "LLAMA4", "GRANITE_MOE", "AFMOE", "APERTUS", "GRANITE_SWA")
 UNPERMUTED = ("LLAMA4", "AFMOE", "APERTUS")  # LlamaModel's subclasses with undo_permute False: Q and K as stored
@@ -285,7 +285,9 @@ def converted(tensors: dict, cfg) -> dict:
     experts' (E, d, 2r) gate_up_proj into gate and up, each transposed to (E, r, d), and transposes down_proj."""
     tensors = {n: t for n, t in tensors.items() if t.size}  # (GLM-4.5's shared MLP of 0 experts: none in a file)
     if cfg.model_type in mixers.ARCHS:
-        return mixers.converted(tensors, cfg)
+        tensors = mixers.converted(tensors, cfg)
+        if cfg.model_type != "granitemoehybrid":  # (GraniteHybridModel: GraniteMoeModel's split too)
+            return tensors
     if cfg.model_type == "ernie4_5_moe":  # (its correction bias (1, E), kept 2-D)
         tensors = {
             n.replace("moe_statics.e_score_correction_bias", "e_score_correction_bias"): t for n, t in tensors.items()
@@ -335,8 +337,9 @@ def _granite_moe(tensors: dict, cfg):
             yield name.replace("block_sparse_moe.input_linear", "mlp.experts.up_proj"), up
         elif name.endswith("shared_mlp.input_linear.weight"):
             gate, up = np.split(data, 2, axis=-2)
-            yield name.replace("shared_mlp.input_linear", "mlp.shared_expert.gate_proj"), gate
-            yield name.replace("shared_mlp.input_linear", "mlp.shared_expert.up_proj"), up
+            shared = "mlp.shared_expert" if getattr(cfg, "num_local_experts", 1) else "mlp"  # (a dense one's: the MLP)
+            yield name.replace("shared_mlp.input_linear", f"{shared}.gate_proj"), gate
+            yield name.replace("shared_mlp.input_linear", f"{shared}.up_proj"), up
         else:
             yield name, data
 

@@ -8,9 +8,10 @@ import gguf
 import numpy as np
 
 ARCHS = {"lfm2": "LFM2", "lfm2_moe": "LFM2MOE", "mamba2": "MAMBA2", "mamba": "MAMBA", "falcon_mamba": "MAMBA"}
-ARCHS |= {"jamba": "JAMBA", "glm_moe_dsa": "GLM_DSA", "qwen3_next": "QWEN3NEXT"}
-OWN_LISTS = ("mamba2", "mamba", "falcon_mamba", "jamba")  # classes that write their own list, not TextModel's
-PADDED = {"mamba2": 16, "mamba": 8, "falcon_mamba": 8, "jamba": 1}  # set_vocab: the vocabulary rounded up to
+ARCHS |= {"jamba": "JAMBA", "glm_moe_dsa": "GLM_DSA", "qwen3_next": "QWEN3NEXT", "granitemoehybrid": "GRANITE_HYBRID"}
+OWN_LISTS = ("mamba2", "mamba", "falcon_mamba", "jamba", "granitemoehybrid")  # classes that write their own list
+PADDED = {"mamba2": 16, "mamba": 8, "falcon_mamba": 8, "jamba": 1, "granitemoehybrid": 8}  # set_vocab: the vocabulary
+# rounded up to
 # the per-expert tensors and their stacked name (the mixtral mapping the converter's name hits)
 EXPERTS = {
     "lfm2_moe": (
@@ -65,6 +66,9 @@ def own_list(writer, cfg) -> None:
     if cfg.model_type == "jamba":
         _jamba(writer, cfg)
         return
+    if cfg.model_type == "granitemoehybrid":
+        _granite_hybrid(writer, cfg)
+        return
     if cfg.model_type != "mamba2":
         _mamba(writer, cfg)
         return
@@ -116,6 +120,40 @@ def _jamba(writer, cfg) -> None:
     writer.add_expert_used_count(cfg.num_experts_per_tok)
 
 
+def _granite_hybrid(writer, cfg) -> None:
+    """GraniteHybridModel.set_gguf_parameters (conversion/granite.py) as it would write a folder transformers 5.24
+    saved, with its three mistakes mended (llama.cpp cannot load or mis-runs what it writes): the attention layers
+    are those layer_types names full_attention (it looks for "attention"), rope.scaling.finetuned says whether
+    position_embedding_type is rope (it writes false), and a dense model's width is the shared MLP's, with no
+    expert counts (it writes intermediate_size and num_experts_per_tok)."""
+    N, E = cfg.num_hidden_layers, cfg.num_local_experts
+    rotary = cfg.position_embedding_type == "rope"
+    writer.add_block_count(N)
+    writer.add_context_length(cfg.max_position_embeddings if rotary else 2**20)
+    writer.add_embedding_length(cfg.hidden_size)
+    writer.add_feed_forward_length(cfg.intermediate_size if E else cfg.shared_intermediate_size)
+    writer.add_head_count(cfg.num_attention_heads)
+    writer.add_head_count_kv([cfg.num_key_value_heads if t == "full_attention" else 0 for t in cfg.layer_types])
+    writer.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+    writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    if E:
+        writer.add_expert_count(E)
+        writer.add_expert_used_count(cfg.num_experts_per_tok)
+        writer.add_expert_shared_feed_forward_length(cfg.shared_intermediate_size)
+    writer.add_vocab_size(cfg.vocab_size)
+    writer.add_rope_dimension_count(cfg.hidden_size // cfg.num_attention_heads)
+    writer.add_attention_scale(cfg.attention_multiplier)
+    writer.add_embedding_scale(cfg.embedding_multiplier)
+    writer.add_residual_scale(cfg.residual_multiplier)
+    writer.add_logit_scale(cfg.logits_scaling)
+    writer.add_ssm_conv_kernel(cfg.mamba_d_conv)
+    writer.add_ssm_state_size(cfg.mamba_d_state)
+    writer.add_ssm_group_count(cfg.mamba_n_groups)
+    writer.add_ssm_inner_size(cfg.mamba_expand * cfg.hidden_size)
+    writer.add_ssm_time_step_rank(cfg.mamba_n_heads)
+    writer.add_rope_scaling_finetuned(rotary)
+
+
 def _qwen3_next(writer, cfg) -> None:
     """Qwen3NextModel.set_gguf_parameters beyond Qwen2MoeModel's (conversion/qwen.py): the linear attention's sizes
     in ssm.* keys, each layer's kind (add_recurrent_layers, newer than the pinned gguf package: by name), the
@@ -151,6 +189,9 @@ def dsa_keys(writer, cfg) -> None:
     writer.add_array(f"{writer.arch}.attention.indexer.types", [kind == "full" for kind in cfg.indexer_types])
 
 
+MAMBA2 = ("mamba2", "granitemoehybrid")  # (Mamba2Model.modify_tensors: A and D as (H, 1), the norm by groups)
+
+
 def converted(tensors: dict, cfg) -> dict:
     """modify_tensors: the convolution's (d, 1, L) weight as (d, L); filter_tensors: LFM2-MoE's expert_bias as a
     bias. Qwen3NextModel: in_proj_qkvz as attn_qkv and attn_gate. Mamba2Model: dt_bias as dt_proj.bias,
@@ -162,12 +203,14 @@ def converted(tensors: dict, cfg) -> dict:
             continue
         if "conv.conv" in name or "conv1d.weight" in name:
             data = np.squeeze(data, 1)
-        if cfg.model_type == "mamba2" and name.endswith((".A_log", ".D")):
+        if cfg.model_type in MAMBA2 and name.endswith((".A_log", ".D")):
             data = data.reshape(*data.shape, 1)
         if name.endswith(".A_log"):
             data = -np.exp(data)
-        if cfg.model_type == "mamba2" and name.endswith("mixer.norm.weight"):
-            data = data.reshape(cfg.n_groups, -1)
+        if cfg.model_type in MAMBA2 and name.endswith(("mixer.norm.weight", "mamba.norm.weight")):
+            data = data.reshape(getattr(cfg, "n_groups", None) or cfg.mamba_n_groups, -1)
+        if cfg.model_type == "granitemoehybrid" and not cfg.num_local_experts and "shared_mlp." in name:
+            name = name.replace("shared_mlp.output_linear", "mlp.down_proj")  # (GraniteMoeModel: the dense MLP)
         out[name.replace(".expert_bias", ".expert_bias.bias").replace(".dt_bias", ".dt_proj.bias")] = data
     return out
 

@@ -105,6 +105,8 @@ FAMILIES = [
     "mamba-gguf",
     "falcon_mamba-gguf",
     "jamba-gguf",
+    "granitemoehybrid-gguf",
+    "granitemoehybrid-dense-rope-gguf",
     "qwen3_next-gguf",
     "glm_moe_dsa-gguf",
     "glm_moe_dsa-shared-gguf",

@@ -19,6 +19,13 @@ _GRANITE_HYBRID = _BAMBA | dict(layer_types=["linear_attention", "full_attention
                                 embedding_multiplier=1.5, residual_multiplier=0.7, attention_multiplier=0.3,
                                 logits_scaling=2.0, experts_implementation="eager", rms_norm_eps=1e-6)  # fmt: skip
 
+_GRANITE_DENSE = _GRANITE_HYBRID | dict(
+    num_local_experts=0,
+    position_embedding_type="rope",  # the shared MLP alone
+    layer_types=["full_attention", "linear_attention", "linear_attention"],
+)
+# fmt: skip
+
 _MAMBA = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, state_size=6, expand=2, conv_kernel=4,
               time_step_rank=3, residual_in_fp32=False, attn_implementation="eager")  # fmt: skip
 
@@ -74,9 +81,14 @@ MIXERS = {  # name: (config class, model class, config)
         attn_layer_indices=[0, 2], mamba_proj_bias=True, mamba_conv_bias=False, mamba_d_conv=2, attention_bias=True,
         tie_word_embeddings=True, mamba_n_groups=1, mamba_expand=1, mlp_bias=True)),
     "granitemoehybrid": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", _GRANITE_HYBRID),  # no rotary
-    "granitemoehybrid-dense-rope": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", _GRANITE_HYBRID | dict(
-        num_local_experts=0, position_embedding_type="rope", mamba_proj_bias=True,  # the shared MLP alone
-        layer_types=["full_attention", "linear_attention", "linear_attention"])),
+    "granitemoehybrid-dense-rope": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", _GRANITE_DENSE | dict(
+        mamba_proj_bias=True)),  # the shared MLP alone
+    "granitemoehybrid-narrow": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", _GRANITE_HYBRID | dict(
+        mamba_expand=1)),  # (a state space of d: not llama.cpp's)
+    "granitemoehybrid-gguf": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", _GRANITE_HYBRID | dict(
+        vocab_size=96)),  # (the converter's vocabulary: a multiple of 8)
+    "granitemoehybrid-dense-rope-gguf": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", _GRANITE_DENSE | dict(
+        attention_bias=True, vocab_size=96)),  # (no biases of the projections: llama.cpp's)
     "mamba2-gguf": ("Mamba2Config", "Mamba2ForCausalLM", _MAMBA2 | dict(vocab_size=96)),
     "mamba2-one-group-tied-gguf": ("Mamba2Config", "Mamba2ForCausalLM", _MAMBA2 | dict(  # what llama.cpp's
         n_groups=1, tie_word_embeddings=True, conv_kernel=2, chunk_size=5, vocab_size=96)),

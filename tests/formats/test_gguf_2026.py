@@ -34,6 +34,8 @@ pytest.importorskip("gguf", reason="the gguf package reads and writes the files 
         ("gemma3n_text", "ple_vocab"),  # Gemma3NModel pads the per-layer table with zero rows, not row 0's
         ("gemma3n_text-active-1-untied", "altup_correct_scale"),  # llama.cpp's gemma3n scales the stream always
         ("apertus-biases-silu", "ff.alpha_p"),
+        ("granitemoehybrid-dense-rope", "ssm_bias"),  # llama.cpp's Mamba-2 loads no bias of its projections
+        ("granitemoehybrid-narrow", "ssm_head_dim"),  # llama.cpp's granitehybrid: mamba_expand 2 only
         ("mimo_v2_flash-groups-biased", "router_scale"),  # llama.cpp's mimo2 reads no scale, no q/k/v biases,
         ("mimo_v2_flash-groups-biased", "attention_bias"),  # one rotated count for both kinds
         (

@@ -39,13 +39,20 @@ LLAMA_LAYOUT = Family(
 )
 
 
+def _heads(meta: dict[str, Any], key: str) -> int:
+    """The head count under `key` (else head_count); a list per layer (granitehybrid's: 0 where a layer has no
+    attention) gives the attention layers' one count."""
+    heads = meta.get(key) or meta["attention.head_count"]
+    return max(heads) if isinstance(heads, list) else heads
+
+
 def unpermute(heads_key: str) -> Transform:
     """The inverse of convert_hf_to_gguf.py's LlamaModel.permute: llama.cpp's rotary turns adjacent pairs, so the
     converter reorders each head's rows from the halves (j, j + m/2) to pairs (2j, 2j + 1); this puts them back.
     `heads_key`: the metadata key with the head count it used (head_count for Q, head_count_kv for K)."""
 
     def undo(rows: np.ndarray, meta: dict[str, Any]) -> np.ndarray:
-        heads = meta.get(heads_key) or meta["attention.head_count"]
+        heads = _heads(meta, heads_key)
         return rows.reshape(heads, rows.shape[0] // heads // 2, 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
 
     return undo
@@ -56,7 +63,7 @@ def permute(heads_key: str) -> Transform:
     (2j, 2j + 1), for llama.cpp's rotary; the inverse of `unpermute`."""
 
     def do(rows: np.ndarray, meta: dict[str, Any]) -> np.ndarray:
-        heads = meta.get(heads_key) or meta["attention.head_count"]
+        heads = _heads(meta, heads_key)
         return rows.reshape(heads, 2, rows.shape[0] // heads // 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
 
     return do

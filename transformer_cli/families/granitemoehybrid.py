@@ -4,7 +4,8 @@ shared_intermediate_size beside them) whose mixer is Mamba-2's state space (comp
 its keys Bamba's mamba_*) in the linear_attention layers of layer_types and attention in the full_attention ones.
 Its attention turns by rotary positions only where position_embedding_type is "rope" (else it has none, as
 Granite 4's published configs). With num_local_experts 0 the block's feedforward is the shared MLP alone, its gate
-and up projections in one input_linear. rms_norm_eps is every norm's, the mixer's gated one's too."""
+and up projections in one input_linear. rms_norm_eps is every norm's, the mixer's gated one's too. Its GGUF files
+(granitehybrid) are families/hybrid_gguf.py's."""
 
 from __future__ import annotations
 
@@ -17,12 +18,15 @@ from .bamba import DEFAULTS, NAMES, state_space
 from .checkpoints import _LLAMA_GLOBALS
 from .config_keys import shared_keys
 from .expert_checkpoints import GRANITE_MOE_SHARED
+from .gguf_layout import LLAMA_PERMUTED, LLAMA_REDO
 from .granite import moe_shared, moe_shared_config
 from .granite import spec as granite_spec
+from .hybrid_gguf import GRANITE_HYBRID, GRANITE_HYBRID_EXPERTS, granite_hybrid_metadata, granite_hybrid_spec
 from .keys import Keys
 from .layout import Family
 from .mamba2 import mixer_config, mixer_names
-from .record import Record
+from .mamba_gguf import A_MADE, A_UNDONE
+from .record import Gguf, Record
 
 KINDS = {"linear_attention": "mamba2", "mamba": "mamba2", "full_attention": "standard", "attention": "standard"}
 
@@ -55,7 +59,8 @@ def config(spec: Spec) -> dict[str, Any]:
     out["position_embedding_type"] = "rope" if spec.positional == "rope" else None
     if spec.E:
         return out | moe_shared_config(spec) | {"shared_intermediate_size": spec.shared_r or 0}
-    return out | moe_shared_config(spec) | {"num_local_experts": 0, "shared_intermediate_size": spec.r}
+    dense = {"num_local_experts": 0, "shared_intermediate_size": spec.r, "intermediate_size": spec.r}  # (unread)
+    return out | moe_shared_config(spec) | dense
 
 
 _MAMBA = mixer_names("mamba.", "mamba.")
@@ -81,12 +86,23 @@ def _layout(config: Mapping[str, Any]) -> Family:
     return HYBRID if config.get("num_local_experts", 8) else DENSE
 
 
+GGUF = Gguf(
+    "granitehybrid",
+    GRANITE_HYBRID,
+    granite_hybrid_spec,
+    granite_hybrid_metadata,
+    base="none",
+    transforms=LLAMA_PERMUTED | A_UNDONE,
+    redo=LLAMA_REDO | A_MADE,
+    experts=GRANITE_HYBRID_EXPERTS,
+)
 RECORD = Record(
     "granitemoehybrid",
     "GraniteMoeHybridForCausalLM",
     spec,
     HYBRID,
     config,
+    GGUF,
     checkpoint_for=_layout,
 )
 
