@@ -24,7 +24,6 @@ _GRANITE_DENSE = _GRANITE_HYBRID | dict(
     position_embedding_type="rope",  # the shared MLP alone
     layer_types=["full_attention", "linear_attention", "linear_attention"],
 )
-# fmt: skip
 
 _MAMBA = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, state_size=6, expand=2, conv_kernel=4,
               time_step_rank=3, residual_in_fp32=False, attn_implementation="eager")  # fmt: skip
