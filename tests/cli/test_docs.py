@@ -110,6 +110,7 @@ GGUF_NAMES = {
     "glm-dsa": "GLM-5 (its sparse attention)",
     "qwen3next": "Qwen3-Next (its Gated DeltaNet)",
     "granitehybrid": "Granite 4 (granitehybrid)",
+    "falcon-h1": "Falcon-H1 (its multipliers folded)",
     "ernie4_5": "ERNIE 4.5 and its MoE",
     "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }

@@ -9,8 +9,10 @@ import numpy as np
 
 ARCHS = {"lfm2": "LFM2", "lfm2_moe": "LFM2MOE", "mamba2": "MAMBA2", "mamba": "MAMBA", "falcon_mamba": "MAMBA"}
 ARCHS |= {"jamba": "JAMBA", "glm_moe_dsa": "GLM_DSA", "qwen3_next": "QWEN3NEXT", "granitemoehybrid": "GRANITE_HYBRID"}
-OWN_LISTS = ("mamba2", "mamba", "falcon_mamba", "jamba", "granitemoehybrid")  # classes that write their own list
-PADDED = {"mamba2": 16, "mamba": 8, "falcon_mamba": 8, "jamba": 1, "granitemoehybrid": 8}  # set_vocab: the vocabulary
+ARCHS |= {"falcon_h1": "FALCON_H1"}
+OWN_LISTS = ("mamba2", "mamba", "falcon_mamba", "jamba", "granitemoehybrid", "falcon_h1")  # their own lists
+PADDED = {"mamba2": 16, "mamba": 8, "falcon_mamba": 8, "jamba": 1, "granitemoehybrid": 8, "falcon_h1": 1}  # set_vocab:
+# the vocabulary
 # rounded up to
 # the per-expert tensors and their stacked name (the mixtral mapping the converter's name hits)
 EXPERTS = {
@@ -68,6 +70,9 @@ def own_list(writer, cfg) -> None:
         return
     if cfg.model_type == "granitemoehybrid":
         _granite_hybrid(writer, cfg)
+        return
+    if cfg.model_type == "falcon_h1":
+        _falcon_h1(writer, cfg)
         return
     if cfg.model_type != "mamba2":
         _mamba(writer, cfg)
@@ -154,6 +159,64 @@ def _granite_hybrid(writer, cfg) -> None:
     writer.add_rope_scaling_finetuned(rotary)
 
 
+def _falcon_h1(writer, cfg) -> None:
+    """FalconH1Model.set_gguf_parameters (conversion/falcon_h1.py): Mamba2Model's keys, then LLaMA's sizes over
+    them; no multiplier (folded into the weights: _falcon_h1_folded)."""
+    writer.add_context_length(cfg.max_position_embeddings)
+    writer.add_embedding_length(cfg.hidden_size)
+    writer.add_feed_forward_length(cfg.intermediate_size)
+    writer.add_head_count(cfg.num_attention_heads)
+    writer.add_block_count(cfg.num_hidden_layers)
+    writer.add_ssm_conv_kernel(cfg.mamba_d_conv)
+    writer.add_ssm_inner_size(cfg.mamba_d_ssm)
+    writer.add_ssm_state_size(cfg.mamba_d_state)
+    writer.add_ssm_time_step_rank(cfg.mamba_n_heads)
+    writer.add_ssm_group_count(cfg.mamba_n_groups)
+    writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    writer.add_vocab_size(cfg.vocab_size)
+    writer.add_head_count_kv(cfg.num_key_value_heads)
+    writer.add_key_length(cfg.head_dim)
+    writer.add_value_length(cfg.head_dim)
+    writer.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+
+
+def _falcon_h1_folded(tensors: dict, cfg) -> dict:
+    """FalconH1Model.modify_tensors: each multiplier times the weight it multiplies, in its order (k: the key's
+    multiplier, then attention_in's; in_proj: ssm_in's, then each of z, x, B, C, dt's rows). The head of a tied model
+    held apart (what llama.cpp needs: the converter writes none, and llama.cpp would use the scaled embedding), each
+    scaled from the embedding as stored."""
+    if "lm_head.weight" not in tensors:
+        tensors = tensors | {"lm_head.weight": tensors["model.embed_tokens.weight"]}
+    inner, states = cfg.mamba_d_ssm, cfg.mamba_n_groups * cfg.mamba_d_state
+    starts = np.cumsum([0, inner, inner, states, states])
+    out = {}
+    for name, data in tensors.items():
+        times = lambda x, s: x * x.dtype.type(s)  # noqa: E731
+        if "down_proj" in name:
+            data = times(data, cfg.mlp_multipliers[1])
+        elif "gate_proj" in name:
+            data = times(data, cfg.mlp_multipliers[0])
+        elif "k_proj" in name:
+            data = times(times(data, cfg.key_multiplier), cfg.attention_in_multiplier)
+        elif "q_proj" in name or "v_proj" in name:
+            data = times(data, cfg.attention_in_multiplier)
+        elif "o_proj" in name:
+            data = times(data, cfg.attention_out_multiplier)
+        elif "out_proj" in name:
+            data = times(data, cfg.ssm_out_multiplier)
+        elif "in_proj" in name:
+            data = times(data, cfg.ssm_in_multiplier)
+            for j, start in enumerate(starts):
+                stop = starts[j + 1] if j + 1 < len(starts) else len(data)
+                data[start:stop] = times(data[start:stop], cfg.ssm_multipliers[j])
+        elif "lm_head" in name:
+            data = times(data, cfg.lm_head_multiplier)
+        elif "embed_tokens" in name:
+            data = times(data, cfg.embedding_multiplier)
+        out[name] = data
+    return out
+
+
 def _qwen3_next(writer, cfg) -> None:
     """Qwen3NextModel.set_gguf_parameters beyond Qwen2MoeModel's (conversion/qwen.py): the linear attention's sizes
     in ssm.* keys, each layer's kind (add_recurrent_layers, newer than the pinned gguf package: by name), the
@@ -189,7 +252,11 @@ def dsa_keys(writer, cfg) -> None:
     writer.add_array(f"{writer.arch}.attention.indexer.types", [kind == "full" for kind in cfg.indexer_types])
 
 
-MAMBA2 = ("mamba2", "granitemoehybrid")  # (Mamba2Model.modify_tensors: A and D as (H, 1), the norm by groups)
+MAMBA2 = (
+    "mamba2",
+    "granitemoehybrid",
+    "falcon_h1",
+)  # (Mamba2Model.modify_tensors: A and D as (H, 1), the norm by groups)
 
 
 def converted(tensors: dict, cfg) -> dict:
@@ -197,6 +264,8 @@ def converted(tensors: dict, cfg) -> dict:
     bias. Qwen3NextModel: in_proj_qkvz as attn_qkv and attn_gate. Mamba2Model: dt_bias as dt_proj.bias,
     A = -exp(A_log) and D as (H, 1), the gated norm's gain as (n_groups, I / n_groups)."""
     out = {}
+    if cfg.model_type == "falcon_h1":
+        tensors = _falcon_h1_folded(tensors, cfg)
     for name, data in tensors.items():
         if name.endswith("in_proj_qkvz.weight"):
             out[name.replace("qkvz", "qkv")], out[name.replace("qkvz", "z")] = _qkvz(data, cfg)

@@ -145,6 +145,8 @@ MIXERS |= {  # Falcon-H1: attention and Mamba-2 side by side, every multiplier o
     "falcon_h1-norm-before-gate-biases-tied": ("FalconH1Config", "FalconH1ForCausalLM", _FALCON_H1 | dict(
         mamba_rms_norm=True, mamba_proj_bias=True, projectors_bias=True, attention_bias=True, mlp_bias=True,
         tie_word_embeddings=True, mamba_conv_bias=False, mamba_d_conv=2, mamba_n_groups=1)),
+    "falcon_h1-norm-after-gate-tied-gguf": ("FalconH1Config", "FalconH1ForCausalLM", _FALCON_H1 | dict(  # (the
+        mamba_rms_norm=True, mamba_norm_before_gate=False, tie_word_embeddings=True)),  # head held apart)
     "falcon_h1-norm-after-gate": ("FalconH1Config", "FalconH1ForCausalLM", _FALCON_H1 | dict(
         mamba_rms_norm=True, mamba_norm_before_gate=False, num_key_value_heads=4, head_dim=16,
         rope_parameters=dict(rope_type="default", rope_theta=5000.0))),

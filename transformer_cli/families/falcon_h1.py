@@ -12,7 +12,8 @@ x hidden_size), mamba_n_groups of mamba_d_state, a kernel of mamba_d_conv (mamba
 (the default) gates y by silu(z) with no norm, true normalises per group, before the gate with
 mamba_norm_before_gate (the default) or after it. mamba_proj_bias (the input projection's) and projectors_bias (the
 output projection's, despite its name) are one key here (ssm_bias): a model with one of them alone is refused.
-Attention: grouped-query heads of head_dim (else hidden_size / heads), rotary over whole heads.
+Attention: grouped-query heads of head_dim (else hidden_size / heads), rotary over whole heads. Its GGUF files
+(falcon-h1, the multipliers folded into the weights) are falcon_h1_gguf.py's.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from ..spec.definition import Spec
 from .bamba import BAMBA
 from .bamba import NAMES as BAMBA_NAMES
 from .config_keys import shared_keys
+from .falcon_h1_gguf import LAYOUT, folded, gguf_metadata, gguf_spec
 from .keys import Keys
-from .mamba2 import mixer_config, mixer_keys
+from .mamba2 import mixer_config, mixer_keys, state_space_gguf
 from .parts import llama_like
 from .record import Record
 
@@ -91,11 +93,13 @@ def config(spec: Spec) -> dict[str, Any]:
     out |= {"attention_bias": spec.attention_bias, "mlp_bias": spec.ff_bias, "hidden_act": "silu"}
     out |= {"mamba_rms_norm": spec.ssm_norm != "none", "mamba_norm_before_gate": spec.ssm_norm != "gated"}
     out |= dict(zip(PARALLEL, spec.parallel_scales or (1.0,) * 5, strict=True))
-    out |= {"ssm_multipliers": list(spec.ssm_scales or (1.0,) * 5), "mlp_multipliers": list(spec.ff_scales or (1, 1))}
+    out |= {"ssm_multipliers": list(spec.ssm_scales or (1.0,) * 5)}
+    out |= {"mlp_multipliers": list(spec.ff_scales or (1.0, 1.0))}  # (floats: FalconH1Config takes no int)
     embed = spec.embed_scale if isinstance(spec.embed_scale, float) else 1.0
     return out | {"embedding_multiplier": embed, "lm_head_multiplier": spec.logit_scale}
 
 
-RECORD = Record("falcon_h1", "FalconH1ForCausalLM", spec, BAMBA, config)
+GGUF = state_space_gguf("falcon-h1", LAYOUT, gguf_spec, gguf_metadata, held_model=folded)
+RECORD = Record("falcon_h1", "FalconH1ForCausalLM", spec, BAMBA, config, GGUF)
 
 __all__ = ["RECORD"]

@@ -53,6 +53,9 @@ class Gguf:
     # block tensors of one number the file holds as a metadata key of one per block (Apertus's xIELU parameters),
     # by key; a number: a key of that value in every block that tfm fixes (the layout names no tensor for it)
     in_metadata: Mapping[str, float | None] = field(default_factory=dict)
+    # the model as a file holds it, where the converter folds into the weights what no key holds (Falcon-H1's
+    # multipliers): (spec, weights) -> (the file's spec, its weights)
+    held_model: Callable[[Spec, Mapping[str, Any]], tuple[Spec, Mapping[str, Any]]] | None = None
 
 
 @dataclass(frozen=True)

@@ -162,8 +162,10 @@ def write_gguf(
     arch_name, mix = ARCH_OF[model_type], type_name.lower() if type_name.lower() in MIXES else None
     asked = None if mix else gguf.GGMLQuantizationType[type_name.upper()]
     arch = ARCHITECTURES[arch_name]
-    extra = _extra_tensors(spec)
     made = GGUF_ARCHS[arch_name].gguf
+    if made is not None and made.held_model is not None:  # (what the converter folds into the weights)
+        spec, weights = made.held_model(spec, weights)
+    extra = _extra_tensors(spec)
     extra |= made.extra(spec) if made is not None and made.extra is not None else {}
     meta = _metadata(spec, arch_name)
     shapes = tensor_shapes(spec)
