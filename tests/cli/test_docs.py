@@ -111,6 +111,8 @@ GGUF_NAMES = {
     "qwen3next": "Qwen3-Next (its Gated DeltaNet)",
     "granitehybrid": "Granite 4 (granitehybrid)",
     "falcon-h1": "Falcon-H1 (its multipliers folded)",
+    "nemotron_h": "Nemotron-H and its MoE",
+    "nemotron_h_moe": "Nemotron-H and its MoE",
     "ernie4_5": "ERNIE 4.5 and its MoE",
     "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }

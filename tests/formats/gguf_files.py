@@ -247,7 +247,7 @@ def write_gguf(
     from gguf.quants import quantize
 
     cfg = model.config
-    arch = ARCHS[cfg.model_type]
+    arch = mixers.arch_of(cfg, ARCHS[cfg.model_type])
     qtype = gguf.GGMLQuantizationType[qtype_name]
     arch_name, named_as = NEWER.get(arch) or (gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH[arch]], arch)
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[named_as], cfg.num_hidden_layers)

@@ -67,7 +67,12 @@ ROUTED = (
 PLUS_ONE = ("nemotron", "qwen3_next")  # NemotronModel's, Qwen3NextModel's modify_tensors: the norms' gains stored as
 # 1 + w (Qwen3-Next's but its linear attention's gated norm: ZERO_CENTRED_BUT)
 ZERO_CENTRED_BUT = "linear_attn.norm.weight"
-PERMUTED = ("OLMO", "GRANITE_HYBRID")  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
+PERMUTED = (
+    "OLMO",
+    "GRANITE_HYBRID",
+    "NEMOTRON_H",
+    "NEMOTRON_H_MOE",
+)  # classes that permute Q and K as LlamaModel does, without LlamaModel's own keys
 # LlamaModel's subclasses: its vocab_size and rope.dimension_count
 LLAMA_MODELS = ("MISTRAL3", "LLAMA4", "GRANITE_MOE", "AFMOE", "APERTUS", "GRANITE_SWA")
 UNPERMUTED = ("LLAMA4", "AFMOE", "APERTUS")  # LlamaModel's subclasses with undo_permute False: Q and K as stored

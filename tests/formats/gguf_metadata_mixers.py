@@ -9,8 +9,8 @@ import numpy as np
 
 ARCHS = {"lfm2": "LFM2", "lfm2_moe": "LFM2MOE", "mamba2": "MAMBA2", "mamba": "MAMBA", "falcon_mamba": "MAMBA"}
 ARCHS |= {"jamba": "JAMBA", "glm_moe_dsa": "GLM_DSA", "qwen3_next": "QWEN3NEXT", "granitemoehybrid": "GRANITE_HYBRID"}
-ARCHS |= {"falcon_h1": "FALCON_H1"}
-OWN_LISTS = ("mamba2", "mamba", "falcon_mamba", "jamba", "granitemoehybrid", "falcon_h1")  # their own lists
+ARCHS |= {"falcon_h1": "FALCON_H1", "nemotron_h": "NEMOTRON_H"}
+OWN_LISTS = ("mamba2", "mamba", "falcon_mamba", "jamba", "granitemoehybrid", "falcon_h1", "nemotron_h")  # own lists
 PADDED = {"mamba2": 16, "mamba": 8, "falcon_mamba": 8, "jamba": 1, "granitemoehybrid": 8, "falcon_h1": 1}  # set_vocab:
 # the vocabulary
 # rounded up to
@@ -64,18 +64,9 @@ def own_keys(writer, cfg) -> None:
 def own_list(writer, cfg) -> None:
     """Mamba2Model's and MambaModel's set_gguf_parameters: the mixer's ssm.* keys, no feedforward or heads, an
     arbitrary context. (Their set_vocab rounds the vocabulary up: the tests' models have a multiple of it.)"""
-    assert cfg.vocab_size % PADDED[cfg.model_type] == 0, "the converter would pad the vocabulary"
-    if cfg.model_type == "jamba":
-        _jamba(writer, cfg)
-        return
-    if cfg.model_type == "granitemoehybrid":
-        _granite_hybrid(writer, cfg)
-        return
-    if cfg.model_type == "falcon_h1":
-        _falcon_h1(writer, cfg)
-        return
+    assert cfg.vocab_size % PADDED.get(cfg.model_type, 1) == 0, "the converter would pad the vocabulary"
     if cfg.model_type != "mamba2":
-        _mamba(writer, cfg)
+        OWN[cfg.model_type](writer, cfg)
         return
     _state_space_stack(writer, cfg)
     inner = cfg.expand * cfg.hidden_size
@@ -217,6 +208,60 @@ def _falcon_h1_folded(tensors: dict, cfg) -> dict:
     return out
 
 
+def arch_of(cfg, arch: str) -> str:
+    """NemotronHModel's architecture: nemotron_h_moe where a block routes (the converter as vendored chooses it
+    whenever the config has num_experts_per_tok, which transformers 5.24's always has: a dense model's file it makes
+    llama.cpp cannot load)."""
+    return "NEMOTRON_H_MOE" if cfg.model_type == "nemotron_h" and "moe" in cfg.layers_block_type else arch
+
+
+def _nemotron_h(writer, cfg) -> None:
+    """NemotronHModel.set_gguf_parameters over GraniteHybridModel's (conversion/nemotron.py), each block's width by
+    its kind (the converter as vendored leaves a dense model's MLP blocks at 0)."""
+    kinds, moe = cfg.layers_block_type, "moe" in cfg.layers_block_type
+    width = {"mlp": cfg.intermediate_size, "moe": cfg.moe_intermediate_size}
+    writer.add_block_count(len(kinds))
+    writer.add_context_length(2**20)  # (no positions: GraniteHybridModel's)
+    writer.add_embedding_length(cfg.hidden_size)
+    writer.add_feed_forward_length([width.get(kind, 0) for kind in kinds])
+    writer.add_head_count(cfg.num_attention_heads)
+    writer.add_head_count_kv([cfg.num_key_value_heads if kind == "full_attention" else 0 for kind in kinds])
+    writer.add_layer_norm_eps(cfg.layer_norm_epsilon)
+    writer.add_vocab_size(cfg.vocab_size)
+    writer.add_rope_dimension_count(cfg.hidden_size // cfg.num_attention_heads)
+    writer.add_ssm_conv_kernel(cfg.conv_kernel)
+    writer.add_ssm_state_size(cfg.ssm_state_size)
+    writer.add_ssm_group_count(cfg.n_groups)
+    writer.add_ssm_inner_size(cfg.mamba_num_heads * cfg.mamba_head_dim)
+    writer.add_ssm_time_step_rank(cfg.mamba_num_heads)
+    writer.add_rope_scaling_finetuned(False)
+    writer.add_key_length(cfg.head_dim)
+    writer.add_value_length(cfg.head_dim)
+    if moe:
+        writer.add_expert_count(cfg.n_routed_experts)
+        writer.add_expert_used_count(cfg.num_experts_per_tok)
+        writer.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+        writer.add_expert_shared_feed_forward_length(cfg.moe_shared_expert_intermediate_size)
+        writer.add_expert_shared_count(cfg.n_shared_experts)
+        writer.add_expert_weights_norm(cfg.norm_topk_prob)
+        writer.add_expert_weights_scale(cfg.routed_scaling_factor)
+        grouped = cfg.n_group > 1 and cfg.topk_group < cfg.n_group  # (all groups chosen: llama.cpp aborts, one group
+        writer.add_expert_group_count(cfg.n_group if grouped else 1)  # routes alike)
+        writer.add_expert_group_used_count(cfg.topk_group if grouped else 1)
+
+
+def _nemotron_h_experts(tensors: dict, cfg) -> dict:
+    """NemotronHModel.modify_tensors: each routed block's experts stacked (named as its mapping names them), the
+    correction bias as a bias."""
+    out = {n.replace("e_score_correction_bias", "e_score_correction.bias"): t for n, t in tensors.items()}
+    for i, kind in enumerate(cfg.layers_block_type):
+        if kind == "moe":
+            for w in ("up_proj", "down_proj"):
+                names = [f"backbone.layers.{i}.mixer.experts.{e}.{w}.weight" for e in range(cfg.n_routed_experts)]
+                out[f"model.layers.{i}.mlp.experts.{w}.weight"] = np.stack([out.pop(n) for n in names])
+    return out
+
+
 def _qwen3_next(writer, cfg) -> None:
     """Qwen3NextModel.set_gguf_parameters beyond Qwen2MoeModel's (conversion/qwen.py): the linear attention's sizes
     in ssm.* keys, each layer's kind (add_recurrent_layers, newer than the pinned gguf package: by name), the
@@ -252,11 +297,12 @@ def dsa_keys(writer, cfg) -> None:
     writer.add_array(f"{writer.arch}.attention.indexer.types", [kind == "full" for kind in cfg.indexer_types])
 
 
-MAMBA2 = (
-    "mamba2",
-    "granitemoehybrid",
-    "falcon_h1",
-)  # (Mamba2Model.modify_tensors: A and D as (H, 1), the norm by groups)
+MAMBA2 = ("mamba2", "granitemoehybrid", "falcon_h1", "nemotron_h")  # (Mamba2Model.modify_tensors: A, D as (H, 1),
+# the norm by groups)
+
+
+OWN = {"mamba": _mamba, "falcon_mamba": _mamba, "jamba": _jamba, "granitemoehybrid": _granite_hybrid}  # (the
+OWN |= {"falcon_h1": _falcon_h1, "nemotron_h": _nemotron_h}  # classes that write their own list; Mamba2Model's above)
 
 
 def converted(tensors: dict, cfg) -> dict:
@@ -266,6 +312,8 @@ def converted(tensors: dict, cfg) -> dict:
     out = {}
     if cfg.model_type == "falcon_h1":
         tensors = _falcon_h1_folded(tensors, cfg)
+    if cfg.model_type == "nemotron_h":
+        tensors = _nemotron_h_experts(tensors, cfg)
     for name, data in tensors.items():
         if name.endswith("in_proj_qkvz.weight"):
             out[name.replace("qkvz", "qkv")], out[name.replace("qkvz", "z")] = _qkvz(data, cfg)
@@ -276,7 +324,7 @@ def converted(tensors: dict, cfg) -> dict:
             data = data.reshape(*data.shape, 1)
         if name.endswith(".A_log"):
             data = -np.exp(data)
-        if cfg.model_type in MAMBA2 and name.endswith(("mixer.norm.weight", "mamba.norm.weight")):
+        if cfg.model_type in MAMBA2 and name.endswith(("mixer.norm.weight", "mamba.norm.weight")) and data.ndim == 1:
             data = data.reshape(getattr(cfg, "n_groups", None) or cfg.mamba_n_groups, -1)
         if cfg.model_type == "granitemoehybrid" and not cfg.num_local_experts and "shared_mlp." in name:
             name = name.replace("shared_mlp.output_linear", "mlp.down_proj")  # (GraniteMoeModel: the dense MLP)
@@ -284,4 +332,4 @@ def converted(tensors: dict, cfg) -> dict:
     return out
 
 
-__all__ = ["ARCHS", "EXPERTS", "OWN_LISTS", "converted", "dsa_keys", "own_keys", "own_list"]
+__all__ = ["arch_of", "ARCHS", "EXPERTS", "OWN_LISTS", "converted", "dsa_keys", "own_keys", "own_list"]

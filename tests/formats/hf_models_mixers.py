@@ -125,6 +125,11 @@ MIXERS = {  # name: (config class, model class, config)
     "nemotron_h-groups-dense": ("NemotronHConfig", "NemotronHForCausalLM", _NEMOTRON_H | dict(  # 2 groups of 2,
         n_routed_experts=4, n_group=2, topk_group=1, use_bias=True, tie_word_embeddings=True,  # (never tied)
         layers_block_type=["full_attention", "moe", "linear_attention", "mlp"])),
+    "nemotron_h-dense-gguf": ("NemotronHConfig", "NemotronHForCausalLM", _NEMOTRON_H | dict(  # what llama.cpp's
+        layers_block_type=["linear_attention", "full_attention", "mlp", "linear_attention", "mlp"])),  # files hold
+    "nemotron_h-moe-groups-gguf": ("NemotronHConfig", "NemotronHForCausalLM", _NEMOTRON_H | dict(
+        n_routed_experts=8, num_experts_per_tok=3, n_group=2, topk_group=1, norm_topk_prob=False,
+        layers_block_type=["linear_attention", "moe", "full_attention", "linear_attention", "moe"])),
 }  # fmt: skip
 
 _FALCON_H1 = dict(vocab_size=97, hidden_size=32, intermediate_size=40, num_hidden_layers=3, num_attention_heads=4,

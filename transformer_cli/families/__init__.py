@@ -107,8 +107,10 @@ RECORDS: dict[str, Record] = {
     record.model_type: record for name in MODULES for record in _records(import_module(f".{name}", __name__))
 }
 GGUF_ARCHS: dict[str, Record] = {}  # a GGUF architecture's family: the first record written to it
+GGUF_OF: dict[str, Gguf] = {}  # each architecture's reader and writer: that record's gguf, or one of its gguf_also
 for _record in RECORDS.values():
-    if _record.gguf is not None:
-        GGUF_ARCHS.setdefault(_record.gguf.arch, _record)
+    for _gguf in (_record.gguf, *_record.gguf_also) if _record.gguf is not None else ():
+        GGUF_ARCHS.setdefault(_gguf.arch, _record)
+        GGUF_OF.setdefault(_gguf.arch, _gguf)
 
-__all__ = ["GGUF_ARCHS", "RECORDS", "Gguf", "Record"]
+__all__ = ["GGUF_ARCHS", "GGUF_OF", "RECORDS", "Gguf", "Record"]

@@ -68,7 +68,7 @@ def _rows(spec: Spec) -> np.ndarray:
     return np.repeat(np.asarray(spec.ssm_scales or (1.0,) * 5), counts)
 
 
-def folded(spec: Spec, weights: Mapping[str, np.ndarray]) -> tuple[Spec, Mapping[str, np.ndarray]]:
+def folded(spec: Spec, weights: Mapping[str, np.ndarray]) -> tuple[Spec, Mapping[str, np.ndarray], str]:
     """The model as the file holds it: every multiplier folded into its weights as the converter folds them (each
     product in the weight's own type, in the converter's order), the spec without them."""
     s_a, s_k, s_o, s_m, s_y = spec.parallel_scales or (1.0,) * 5
@@ -97,7 +97,8 @@ def folded(spec: Spec, weights: Mapping[str, np.ndarray]) -> tuple[Spec, Mapping
             return array
 
     held = replace(spec, parallel_scales=None, ssm_scales=None, ff_scales=None, embed_scale="none")
-    return replace(held, logit_scale=1.0, tie_embeddings=spec.tie_embeddings and not untied), Folded()
+    told = "Falcon-H1's multipliers folded into the weights, as llama.cpp's converter folds them (the file has no key)"
+    return replace(held, logit_scale=1.0, tie_embeddings=spec.tie_embeddings and not untied), Folded(), told
 
 
 _NAMES = {k: v for k, v in LLAMA_LAYOUT.names.items() if k != "norm2.gamma"} | {"norm2.gamma": "ffn_norm"}

@@ -11,7 +11,8 @@ time_step_min (not a decoding step's), which tfm does in both (ssm_dt_min; with 
 near it). layer_norm_epsilon is every norm's, the gated one's too. The head is never tied: transformers ignores
 tie_word_embeddings here (its _tied_weights_keys is empty), and so does tfm, saying so. Refused in one line:
 moe_latent_size (projections around the experts), and mlp_bias with moe blocks (their shared expert's biases, none
-on the routed ones, which tfm's experts cannot hold apart).
+on the routed ones, which tfm's experts cannot hold apart). Its GGUF files (nemotron_h, nemotron_h_moe) are
+nemotron_h_gguf.py's.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from typing import Any
 
 from ..spec.definition import Spec
 from .config_keys import size_keys
+from .gguf_layout import LLAMA_PERMUTED, LLAMA_REDO
 from .keys import Keys
 from .mamba2 import backbone, mixer_names
+from .mamba_gguf import A_MADE, A_UNDONE
+from .nemotron_h_gguf import EXPERTS_LAYOUT, LAYOUT, as_run, gguf_metadata, gguf_spec
 from .parts import kv_heads
-from .record import Record
+from .record import Gguf, Record
 
 KINDS = {"linear_attention": "mamba", "mamba": "mamba", "full_attention": "attention", "attention": "attention"}
 KINDS |= {"mlp": "mlp", "moe": "moe"}
@@ -147,6 +151,19 @@ def _names() -> dict[str, str]:
 
 
 NEMOTRON_H = backbone(_names())
-RECORD = Record("nemotron_h", "NemotronHForCausalLM", spec, NEMOTRON_H, config, config_alone=True)
+_CHANGES = {"base": "none", "transforms": LLAMA_PERMUTED | A_UNDONE, "redo": LLAMA_REDO | A_MADE}
+GGUF = Gguf("nemotron_h", LAYOUT, gguf_spec, gguf_metadata, held_model=as_run, **_CHANGES)  # type: ignore[arg-type]
+MOE_GGUF = Gguf(  # (a model with experts: nemotron_h_moe)
+    "nemotron_h_moe",
+    EXPERTS_LAYOUT,
+    gguf_spec,
+    gguf_metadata,
+    held_model=as_run,
+    writes=lambda spec: bool(spec.E),
+    **_CHANGES,  # type: ignore[arg-type]
+)
+RECORD = Record(
+    "nemotron_h", "NemotronHForCausalLM", spec, NEMOTRON_H, config, GGUF, config_alone=True, gguf_also=(MOE_GGUF,)
+)
 
 __all__ = ["NEMOTRON_H", "RECORD"]

@@ -55,7 +55,9 @@ class Gguf:
     in_metadata: Mapping[str, float | None] = field(default_factory=dict)
     # the model as a file holds it, where the converter folds into the weights what no key holds (Falcon-H1's
     # multipliers): (spec, weights) -> (the file's spec, its weights)
-    held_model: Callable[[Spec, Mapping[str, Any]], tuple[Spec, Mapping[str, Any]]] | None = None
+    held_model: Callable[[Spec, Mapping[str, Any]], tuple[Spec, Mapping[str, Any], str]] | None = None
+    # (and what the user is told of it: "" for nothing)
+    writes: Callable[[Spec], bool] | None = None  # for a Record's gguf_also: the specs written as this architecture
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class Record:
     checkpoint: Family
     config: Callable[[Spec], dict[str, Any]] = _none
     gguf: Gguf | None = None
+    gguf_also: tuple[Gguf, ...] = ()  # other architectures of its files, each written where its `writes` says
     aliases: tuple[tuple[str, str], ...] = ()
     lora_stacked: tuple[str, str, str, str] | None = None  # gate, up, down experts and router, as peft names them
     lora_router: str | None = None  # the router's name where it is a linear module of its own ("*": as stored)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..families import GGUF_ARCHS, RECORDS
+from ..families import GGUF_OF, RECORDS
 from ..families.keys import Keys
 from ..families.record import Gguf
 from .base import Arch, latent, llama, proportional, sizes
@@ -45,7 +45,7 @@ def _arch(gguf: Gguf) -> Arch:
     )
 
 
-ARCHITECTURES: dict[str, Arch] = {arch: _arch(record.gguf) for arch, record in GGUF_ARCHS.items() if record.gguf}
+ARCHITECTURES: dict[str, Arch] = {arch: _arch(gguf) for arch, gguf in GGUF_OF.items()}
 
 # a Hugging Face model_type's architecture, and the inverse: the model_type each architecture's files come from (the
 # first of those written to it: llama's files are llama's, also Mistral's and Mixtral's; a record's Gguf.model_type
@@ -54,5 +54,7 @@ ARCH_OF = {kind: record.gguf.arch for kind, record in RECORDS.items() if record.
 MODEL_TYPE: dict[str, str] = {}
 for _kind, _arch_name in ARCH_OF.items():
     MODEL_TYPE.setdefault(_arch_name, _kind)
+    for _also in RECORDS[_kind].gguf_also:  # (Nemotron-H's files with experts: nemotron_h_moe)
+        MODEL_TYPE.setdefault(_also.arch, _kind)
 
 __all__ = ["ARCHITECTURES", "ARCH_OF", "MODEL_TYPE", "Arch"]

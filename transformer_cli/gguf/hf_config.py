@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..families import GGUF_ARCHS, RECORDS
+from ..families import GGUF_OF, RECORDS
 from ..families.config_keys import rope_keys, size_keys
 from ..hf.families import FAMILIES
 from ..spec.definition import Spec
@@ -29,9 +29,9 @@ def hf_config(spec: Spec, arch: str, metadata: dict[str, Any] | None = None) -> 
 def hf_model_config(spec: Spec, arch: str) -> dict[str, Any]:
     """The keys that make the model: the shared sizes and rotary keys and the family's own (its record's `config`),
     or the family's alone (`config_alone`: it names its sizes its own way)."""
-    kind, first = MODEL_TYPE[arch], GGUF_ARCHS.get(arch)
-    if first is not None and first.gguf is not None and first.gguf.model_type is not None:
-        kind = first.gguf.model_type(spec)  # (the family's way: llama with experts is mixtral, a tied T5 head mT5)
+    kind, first = MODEL_TYPE[arch], GGUF_OF.get(arch)
+    if first is not None and first.model_type is not None:
+        kind = first.model_type(spec)  # (the family's way: llama with experts is mixtral, a tied T5 head mT5)
     record = RECORDS[kind]
     out: dict[str, Any] = {"architectures": [CLASSES[kind]], "model_type": kind}
     if record.config_alone:

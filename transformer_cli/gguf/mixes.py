@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from ..components.held import Held
 from ..components.tensors import iter_tensors
 from ..errors import SpecError
-from ..families import GGUF_ARCHS
+from ..families import GGUF_OF
 from ..hf.layouts import Rule, bytes_by_tensor, hf_shape, rules, tensor_shapes
 from ..spec.definition import Spec
 from ..spec.stacks import encoder
@@ -150,8 +150,8 @@ def _file_tensors(spec: Spec, arch_name: str) -> tuple[list[Rule], dict[str, dic
 
 
 def _types(tensors: dict[str, Shape], spec: Spec, arch_name: str, mix: str) -> dict[str, str]:
-    tied, record = "output.weight" not in tensors, GGUF_ARCHS.get(arch_name)
-    falcon = record is not None and record.gguf is not None and record.gguf.quantize_as_falcon
+    tied, record = "output.weight" not in tensors, GGUF_OF.get(arch_name)
+    falcon = record is not None and record.quantize_as_falcon
     return {name: tensor_type(mix, name, shape, spec, tied, falcon) or "F32" for name, shape in tensors.items()}
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
-from ..families import GGUF_ARCHS
+from ..families import GGUF_OF, RECORDS
 from ..hf.layouts import hf_shape, join, piece, rules, tensor_shapes
 from ..io.outputs import publish, temp_name
 from ..spec.definition import Spec
@@ -52,8 +52,7 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
     }
     if spec.context or spec.max_len:
         out["context_length"] = spec.context or spec.max_len
-    record = GGUF_ARCHS.get(arch)
-    family = record.gguf if record is not None else None
+    family = GGUF_OF.get(arch)
     rms = spec.norm_type == "rmsnorm" or (family is not None and family.rms_epsilon)  # (PhiMoE's LayerNorms)
     eps = "attention.layer_norm_rms_epsilon" if rms else "attention.layer_norm_epsilon"
     out[eps] = float(spec.norm_eps)
@@ -159,12 +158,13 @@ def write_gguf(
         )
     if type_name.upper() not in TYPES:
         raise SpecError(f"--type {type_name}: tfm writes GGUF files of {', '.join(t.lower() for t in TYPES)}")
-    arch_name, mix = ARCH_OF[model_type], type_name.lower() if type_name.lower() in MIXES else None
+    also = [g.arch for g in RECORDS[model_type].gguf_also if g.writes is not None and g.writes(spec)]
+    arch_name, mix = (also or [ARCH_OF[model_type]])[0], type_name.lower() if type_name.lower() in MIXES else None
     asked = None if mix else gguf.GGMLQuantizationType[type_name.upper()]
     arch = ARCHITECTURES[arch_name]
-    made = GGUF_ARCHS[arch_name].gguf
-    if made is not None and made.held_model is not None:  # (what the converter folds into the weights)
-        spec, weights = made.held_model(spec, weights)
+    made, told = GGUF_OF[arch_name], ""
+    if made.held_model is not None:  # (what the converter folds into the weights, or llama.cpp runs otherwise)
+        spec, weights, told = made.held_model(spec, weights)
     extra = _extra_tensors(spec)
     extra |= made.extra(spec) if made is not None and made.extra is not None else {}
     meta = _metadata(spec, arch_name)
@@ -208,8 +208,7 @@ def write_gguf(
         if mix is not None:  # (each tensor as llama-quantize types it; F32 where it keeps the source's)
             types = {name: gguf.GGMLQuantizationType[t] for name, t in mix_types(spec, arch_name, mix).items()}
         else:
-            record = GGUF_ARCHS[arch_name].gguf
-            kept = tuple(k for k in KEPT_F32 if not (record and record.router_typed and k == "ffn_gate_inp.weight"))
+            kept = tuple(k for k in KEPT_F32 if not (made.router_typed and k == "ffn_gate_inp.weight"))
             types = {name: _qtype(name, shape, asked, kept) for name, shape in tensors}
         for name, data in extra.items():
             writer.add_tensor_info(name, data.shape, np.dtype(np.float32), data.nbytes)
@@ -244,7 +243,7 @@ def write_gguf(
     finally:
         if os.path.lexists(tmp):
             os.unlink(tmp)
-    return len(planned) + len(extra), said
+    return len(planned) + len(extra), "; ".join(line for line in (told, said) if line)
 
 
 __all__ = ["ARCH_OF", "TYPES", "write_gguf"]
