@@ -113,6 +113,8 @@ GGUF_NAMES = {
     "falcon-h1": "Falcon-H1 (its multipliers folded)",
     "nemotron_h": "Nemotron-H and its MoE",
     "nemotron_h_moe": "Nemotron-H and its MoE",
+    "qwen35": "Qwen3.5 and its MoE",
+    "qwen35moe": "Qwen3.5 and its MoE",
     "ernie4_5": "ERNIE 4.5 and its MoE",
     "ernie4_5-moe": "ERNIE 4.5 and its MoE",
 }

@@ -58,7 +58,7 @@ EXPERTS["phimoe"] = EXPERTS["mixtral"]
 EXPERTS |= mixers.EXPERTS
 EXPERTS["deepseek_v2"] = EXPERTS["deepseek_v3"] = EXPERTS["cohere2_moe"] = EXPERTS["hy_v3"] = EXPERTS["qwen2_moe"]
 EXPERTS["glm_moe_dsa"] = EXPERTS["deepseek_v3"]
-EXPERTS["qwen3_next"] = EXPERTS["qwen2_moe"]
+EXPERTS["qwen3_next"] = EXPERTS["qwen3_5_moe_text"] = EXPERTS["qwen2_moe"]
 
 
 def permute(weights: np.ndarray, n_head: int, n_head_kv: int | None) -> np.ndarray:

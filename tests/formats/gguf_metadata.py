@@ -211,7 +211,8 @@ def _metadata(writer, cfg) -> None:
     writer.add_block_count(cfg.num_hidden_layers)
     writer.add_context_length(cfg.max_position_embeddings)
     writer.add_embedding_length(cfg.hidden_size)
-    writer.add_feed_forward_length(cfg.intermediate_size)
+    if getattr(cfg, "intermediate_size", None) is not None:  # (TextModel: where the config has it; Qwen3.5-MoE's none)
+        writer.add_feed_forward_length(cfg.intermediate_size)
     writer.add_head_count(H)
     writer.add_head_count_kv(cfg.num_key_value_heads)
     if getattr(cfg, "rms_norm_eps", None) is not None:

@@ -64,7 +64,12 @@ ROUTED = (
     "mimo_v2_flash",
     "laguna",
 )
-PLUS_ONE = ("nemotron", "qwen3_next")  # NemotronModel's, Qwen3NextModel's modify_tensors: the norms' gains stored as
+PLUS_ONE = (
+    "nemotron",
+    "qwen3_next",
+    "qwen3_5_text",
+    "qwen3_5_moe_text",
+)  # NemotronModel's, Qwen3NextModel's modify_tensors: the norms' gains stored as
 # 1 + w (Qwen3-Next's but its linear attention's gated norm: ZERO_CENTRED_BUT)
 ZERO_CENTRED_BUT = "linear_attn.norm.weight"
 PERMUTED = (

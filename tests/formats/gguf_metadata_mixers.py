@@ -9,7 +9,12 @@ import numpy as np
 
 ARCHS = {"lfm2": "LFM2", "lfm2_moe": "LFM2MOE", "mamba2": "MAMBA2", "mamba": "MAMBA", "falcon_mamba": "MAMBA"}
 ARCHS |= {"jamba": "JAMBA", "glm_moe_dsa": "GLM_DSA", "qwen3_next": "QWEN3NEXT", "granitemoehybrid": "GRANITE_HYBRID"}
-ARCHS |= {"falcon_h1": "FALCON_H1", "nemotron_h": "NEMOTRON_H"}
+ARCHS |= {
+    "falcon_h1": "FALCON_H1",
+    "nemotron_h": "NEMOTRON_H",
+    "qwen3_5_text": "QWEN35",
+    "qwen3_5_moe_text": "QWEN35MOE",
+}
 OWN_LISTS = ("mamba2", "mamba", "falcon_mamba", "jamba", "granitemoehybrid", "falcon_h1", "nemotron_h")  # own lists
 PADDED = {"mamba2": 16, "mamba": 8, "falcon_mamba": 8, "jamba": 1, "granitemoehybrid": 8, "falcon_h1": 1}  # set_vocab:
 # the vocabulary
@@ -45,8 +50,12 @@ def own_keys(writer, cfg) -> None:
     """LFM2Model's and LFM2MoeModel's set_gguf_parameters beyond TextModel's: each layer's key/value heads (0 for
     a convolution's layer), the kernel, the vocabulary's size; LFM2's adjusted width and norm_eps; LFM2-MoE's
     mixture (no scale, no renormalisation flag)."""
-    if cfg.model_type == "qwen3_next":
+    if cfg.model_type in ("qwen3_next", *QWEN3_5):
         _qwen3_next(writer, cfg)
+        if cfg.model_type in QWEN3_5:  # (_Qwen35MRopeMixin: the sections; 11, 11, 10 of Qwen3.5's 32 pairs, dealt
+            pairs = int(cfg.head_dim * cfg.rope_parameters["partial_rotary_factor"]) // 2  # alike for fewer: the
+            writer.add_rope_dimension_sections([-(-pairs // 3), (pairs + 1) // 3, pairs // 3, 0])  # converter's
+            # 11, 11, 10 always, which llama.cpp refuses below 32 rotated dims)
         return
     config = cfg.to_dict()
     kinds = config["layer_types"]
@@ -208,6 +217,36 @@ def _falcon_h1_folded(tensors: dict, cfg) -> dict:
     return out
 
 
+QWEN3_5 = ("qwen3_5_text", "qwen3_5_moe_text")
+
+
+def _tiled(tensors: dict, cfg) -> dict:
+    """_LinearAttentionVReorderBase.modify_tensors (conversion/qwen.py): the value heads from grouped by key head to
+    tiled, in every tensor of theirs (the v rows of in_proj_qkv and of the convolution, in_proj_z, in_proj_a,
+    in_proj_b, A_log, dt_bias, and out_proj's columns)."""
+    nk, nv, dk, dv = (cfg.linear_num_key_heads, cfg.linear_num_value_heads, cfg.linear_key_head_dim,
+                      cfg.linear_value_head_dim)  # fmt: skip
+
+    def tiled(x, width, axis=0):
+        x = np.moveaxis(x, axis, 0)
+        moved = x.reshape(nk, nv // nk, width, *x.shape[1:]).swapaxes(0, 1).reshape(x.shape)
+        return np.moveaxis(moved, 0, axis)
+
+    out = {}
+    for name, data in tensors.items():
+        if "linear_attn." in name and nk != nv:
+            if name.endswith(("in_proj_qkv.weight", "conv1d.weight")):
+                data = np.concatenate([data[: 2 * nk * dk], tiled(data[2 * nk * dk :], dv)])
+            elif name.endswith("in_proj_z.weight"):
+                data = tiled(data, dv)
+            elif name.endswith(("in_proj_a.weight", "in_proj_b.weight", "A_log", "dt_bias")):
+                data = tiled(data, 1)
+            elif name.endswith("out_proj.weight"):
+                data = tiled(data, dv, axis=1)
+        out[name] = data
+    return out
+
+
 def arch_of(cfg, arch: str) -> str:
     """NemotronHModel's architecture: nemotron_h_moe where a block routes (the converter as vendored chooses it
     whenever the config has num_experts_per_tok, which transformers 5.24's always has: a dense model's file it makes
@@ -314,6 +353,8 @@ def converted(tensors: dict, cfg) -> dict:
         tensors = _falcon_h1_folded(tensors, cfg)
     if cfg.model_type == "nemotron_h":
         tensors = _nemotron_h_experts(tensors, cfg)
+    if cfg.model_type in QWEN3_5:
+        tensors = _tiled(tensors, cfg)
     for name, data in tensors.items():
         if name.endswith("in_proj_qkvz.weight"):
             out[name.replace("qkvz", "qkv")], out[name.replace("qkvz", "z")] = _qkvz(data, cfg)

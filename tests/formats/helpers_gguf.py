@@ -108,6 +108,8 @@ FAMILIES = [
     "granitemoehybrid-gguf",
     "granitemoehybrid-dense-rope-gguf",
     "qwen3_next-gguf",
+    "qwen3_5_text-gguf",
+    "qwen3_5_moe_text-gguf",
     "glm_moe_dsa-gguf",
     "glm_moe_dsa-shared-gguf",
 ]

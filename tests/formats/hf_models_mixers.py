@@ -117,6 +117,11 @@ MIXERS = {  # name: (config class, model class, config)
     "qwen3_5_moe_text": ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM", _QWEN_LINEAR | dict(
         num_experts=4, num_experts_per_tok=2, moe_intermediate_size=12, shared_expert_intermediate_size=16,
         experts_implementation="eager", linear_num_key_heads=1, linear_conv_kernel_dim=3)),
+    "qwen3_5_text-gguf": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", _QWEN_LINEAR | dict(  # what llama.cpp's
+        layer_types=None, partial_rotary_factor=0.5, linear_value_head_dim=8)),  # qwen35 holds: dk = dv
+    "qwen3_5_moe_text-gguf": ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM", _QWEN_LINEAR | dict(
+        num_experts=4, num_experts_per_tok=2, moe_intermediate_size=12, shared_expert_intermediate_size=16,
+        experts_implementation="eager", linear_value_head_dim=8)),
     "lfm3": ("Lfm3Config", "Lfm3ForCausalLM", _LFM3),  # a window of 3, its full layer's half turned
     "lfm3-pre-ungated-biases": ("Lfm3Config", "Lfm3ForCausalLM", _LFM3 | dict(  # the defaults' kinds, pre-norm
         layer_types=None, use_sandwich_norm=False, use_attention_gate=False, attention_bias=True, conv_bias=True,

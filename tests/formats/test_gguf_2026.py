@@ -270,3 +270,30 @@ def test_hy_v3_with_no_shared_experts_is_written_with_transformers_shared_mlp(tm
     assert relative(Transformer(spec, GGUFWeights(tmp_path / "tfm.gguf", spec))(IDS), reference) < TOL
     with pytest.raises(SpecError, match=r"expert_shared_feed_forward_length': got 0"):
         spec_from_gguf(write_gguf(model, tmp_path / "converter.gguf", "Q8_0"))
+
+
+@pytest.mark.parametrize("name", ["qwen3_5_text-gguf", "qwen3_5_moe_text-gguf"])
+def test_qwen3_5s_value_heads_are_put_back_in_transformers_order(tmp_path, monkeypatch, name):
+    """The converter deals Qwen3.5's value heads tiled over the key heads (ggml's broadcast) where transformers
+    groups them by key head: undone on reading (the FAMILIES tests hold the logits); the control, read as stored,
+    computes another model."""
+    import copy
+    from dataclasses import replace
+
+    from gguf_files import dequantised_model
+    from helpers_hf_transformers import TOL, relative, theirs
+    from hf_exact import exact
+
+    from transformer_cli.families.mamba_gguf import A_UNDONE
+    from transformer_cli.gguf import archs
+
+    model = build(name)
+    path = write_gguf(model, tmp_path / "m.gguf")
+    spec = spec_from_gguf(path)
+    reference = theirs(exact(dequantised_model(copy.deepcopy(model), "F32")), IDS)
+    assert relative(Transformer(spec, GGUFWeights(path, spec))(IDS), reference) < TOL
+    arch = "qwen35moe" if spec.E else "qwen35"
+    kept = archs.ARCHITECTURES[arch]
+    as_stored = {k: v for k, v in kept.transforms.items() if not k.startswith(("ssm_", "attn_qkv", "attn_gate"))}
+    monkeypatch.setitem(archs.ARCHITECTURES, arch, replace(kept, transforms=as_stored | A_UNDONE))
+    assert relative(Transformer(spec, GGUFWeights(path, spec))(IDS), reference) > 1e-3

@@ -11,7 +11,8 @@ Qwen3-Next's feedforward is Qwen2-MoE's (experts of moe_intermediate_size where 
 mlp_only_layers say, softmax scores renormalised with norm_topk_prob, a shared expert gated by sigmoid(w . x)),
 Qwen3.5's text models' a SwiGLU of intermediate_size, Qwen3.5-MoE's the experts in every layer, always renormalised.
 The linear attention's projections are Qwen3-Next's in_proj_qkvz and in_proj_ba, each key head's rows together
-([q; k; v; z] and [b; a] of its value heads), Qwen3.5's in_proj_qkv, in_proj_z, in_proj_b and in_proj_a.
+([q; k; v; z] and [b; a] of its value heads), Qwen3.5's in_proj_qkv, in_proj_z, in_proj_b and in_proj_a. Their
+GGUF files: qwen3_next_gguf.py (qwen3next), qwen3_5_gguf.py (qwen35, qwen35moe).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from .expert_checkpoints import _qwen_moe_names
 from .keys import Keys
 from .layout import Family
 from .parts import llama_like
+from .qwen3_5_gguf import GGUF as QWEN3_5_GGUF
+from .qwen3_5_gguf import MOE_GGUF as QWEN3_5_MOE_GGUF
 from .qwen3_next_gguf import GGUF
 from .qwen_moe import _experts
 from .record import Record
@@ -130,8 +133,8 @@ def _family(next_: bool) -> Family:
 NEXT, QWEN3_5 = _family(True), _family(False)
 RECORDS = (
     Record("qwen3_next", "Qwen3NextForCausalLM", qwen3_next, NEXT, config, GGUF),
-    Record("qwen3_5_text", "Qwen3_5ForCausalLM", qwen3_5, QWEN3_5, config),
-    Record("qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", qwen3_5_moe, QWEN3_5, config),
+    Record("qwen3_5_text", "Qwen3_5ForCausalLM", qwen3_5, QWEN3_5, config, QWEN3_5_GGUF),
+    Record("qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", qwen3_5_moe, QWEN3_5, config, QWEN3_5_MOE_GGUF),
 )
 
 __all__ = ["RECORDS"]

@@ -61,16 +61,21 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def gguf_metadata(spec: Spec) -> dict[str, Any]:
-    """spec -> qwen3next.* keys beyond the shared ones (the linear layers' sizes, each layer's kind); what llama.cpp
-    cannot run is refused."""
+    """spec -> qwen3next.* keys beyond the shared ones; what llama.cpp cannot run is refused."""
     if spec.feedforward_layers or not spec.E or not spec.router_renorm or not (spec.shared_r and spec.shared_gate):
         raise SpecError(
             f"{spec.label}: llama.cpp's qwen3next routes every layer to renormalised experts beside a gated shared "
             "expert; this model does not (dense layers, norm_topk_prob false or no shared expert)"
         )
+    return linear_metadata(spec, "qwen3next")
+
+
+def linear_metadata(spec: Spec, arch: str) -> dict[str, Any]:
+    """The linear layers' sizes and each layer's kind (Qwen3-Next's and Qwen3.5's files); value heads of another
+    size than the key heads' refused (llama.cpp takes ssm.state_size for both)."""
     if spec.linear_v_dim != spec.linear_k_dim:
         raise SpecError(
-            f"{spec.label}: llama.cpp's qwen3next takes the value heads' size for the key heads' (ssm.state_size); "
+            f"{spec.label}: llama.cpp's {arch} takes the value heads' size for the key heads' (ssm.state_size); "
             f"this model's are {spec.linear_v_dim} and {spec.linear_k_dim}"
         )
     kinds = [kind_of(spec.mixer_layers, i, spec.attention) for i in range(spec.N)]
@@ -93,9 +98,9 @@ _LINEAR = {
     "delta.norm.gamma": "ssm_norm.weight",
     "delta.W_out": "ssm_out.weight",
 }
-_NAMES = {k: v for k, v in LLAMA_LAYOUT.names.items() if k not in ("attention.W_Q", "norm2.gamma")}
-_NAMES |= {"norm2.gamma": "post_attention_norm.weight"} | _LINEAR
-_ROUTED = stacked_experts(_NAMES, LLAMA_LAYOUT.globals_, shared=True)
+NAMES = {k: v for k, v in LLAMA_LAYOUT.names.items() if k not in ("attention.W_Q", "norm2.gamma")}
+NAMES |= {"norm2.gamma": "post_attention_norm.weight"} | _LINEAR
+_ROUTED = stacked_experts(NAMES, LLAMA_LAYOUT.globals_, shared=True)
 _FUSED = (
     ("attn_q.weight", ("attention.W_Q", "attention.W_G"), lambda spec: spec.H),
     ("attn_qkv.weight", ("delta.W_q", "delta.W_k", "delta.W_v"), lambda spec: 1),
@@ -111,4 +116,4 @@ LAYOUT = Family(
 )
 GGUF = Gguf("qwen3next", LAYOUT, gguf_spec, gguf_metadata, transforms=LESS_ONE | A_UNDONE, redo=PLUS_ONE | A_MADE)
 
-__all__ = ["GGUF"]
+__all__ = ["GGUF", "LAYOUT", "NAMES", "linear_metadata"]

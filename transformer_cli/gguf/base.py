@@ -53,12 +53,14 @@ def llama(c: Keys, header: Header) -> dict[str, Any]:
     d, H = c.count("embedding_length"), c.count("attention.head_count")
     G = c.count("attention.head_count_kv", H)
     m = c.count("attention.key_length", None) or d // H
+    # (a file of experts alone may hold no dense width: Qwen3.5-MoE's, whose config has no intermediate_size)
+    width = "feed_forward_length" if c.has("feed_forward_length") or not c.has("expert_count") else None
     spec: dict[str, Any] = {
         "N": c.count("block_count"),
         "H": H,
         "m": m,
         "d": d,
-        "r": c.count("feed_forward_length"),
+        "r": c.count(width or "expert_feed_forward_length"),
         "V": vocabulary(c, header),
         "scale": "sqrt",
         "mask": "causal",
