@@ -125,6 +125,15 @@ def _jamba(writer, cfg) -> None:
     writer.add_expert_used_count(cfg.num_experts_per_tok)
 
 
+def _ssm(writer, kernel: int, state: int, groups: int, inner: int, heads: int) -> None:
+    """The ssm.* keys of a Mamba-2 mixer (or of a linear attention, in the same keys: Qwen3-Next's)."""
+    writer.add_ssm_conv_kernel(kernel)
+    writer.add_ssm_state_size(state)
+    writer.add_ssm_group_count(groups)
+    writer.add_ssm_inner_size(inner)
+    writer.add_ssm_time_step_rank(heads)
+
+
 def _granite_hybrid(writer, cfg) -> None:
     """GraniteHybridModel.set_gguf_parameters (conversion/granite.py) as it would write a folder transformers 5.24
     saved, with its three mistakes mended (llama.cpp cannot load or mis-runs what it writes): the attention layers
@@ -151,11 +160,8 @@ def _granite_hybrid(writer, cfg) -> None:
     writer.add_embedding_scale(cfg.embedding_multiplier)
     writer.add_residual_scale(cfg.residual_multiplier)
     writer.add_logit_scale(cfg.logits_scaling)
-    writer.add_ssm_conv_kernel(cfg.mamba_d_conv)
-    writer.add_ssm_state_size(cfg.mamba_d_state)
-    writer.add_ssm_group_count(cfg.mamba_n_groups)
-    writer.add_ssm_inner_size(cfg.mamba_expand * cfg.hidden_size)
-    writer.add_ssm_time_step_rank(cfg.mamba_n_heads)
+    _ssm(writer, cfg.mamba_d_conv, cfg.mamba_d_state, cfg.mamba_n_groups, cfg.mamba_expand * cfg.hidden_size,
+         cfg.mamba_n_heads)  # fmt: skip
     writer.add_rope_scaling_finetuned(rotary)
 
 
@@ -167,11 +173,7 @@ def _falcon_h1(writer, cfg) -> None:
     writer.add_feed_forward_length(cfg.intermediate_size)
     writer.add_head_count(cfg.num_attention_heads)
     writer.add_block_count(cfg.num_hidden_layers)
-    writer.add_ssm_conv_kernel(cfg.mamba_d_conv)
-    writer.add_ssm_inner_size(cfg.mamba_d_ssm)
-    writer.add_ssm_state_size(cfg.mamba_d_state)
-    writer.add_ssm_time_step_rank(cfg.mamba_n_heads)
-    writer.add_ssm_group_count(cfg.mamba_n_groups)
+    _ssm(writer, cfg.mamba_d_conv, cfg.mamba_d_state, cfg.mamba_n_groups, cfg.mamba_d_ssm, cfg.mamba_n_heads)
     writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     writer.add_vocab_size(cfg.vocab_size)
     writer.add_head_count_kv(cfg.num_key_value_heads)
@@ -268,11 +270,8 @@ def _nemotron_h(writer, cfg) -> None:
     writer.add_layer_norm_eps(cfg.layer_norm_epsilon)
     writer.add_vocab_size(cfg.vocab_size)
     writer.add_rope_dimension_count(cfg.hidden_size // cfg.num_attention_heads)
-    writer.add_ssm_conv_kernel(cfg.conv_kernel)
-    writer.add_ssm_state_size(cfg.ssm_state_size)
-    writer.add_ssm_group_count(cfg.n_groups)
-    writer.add_ssm_inner_size(cfg.mamba_num_heads * cfg.mamba_head_dim)
-    writer.add_ssm_time_step_rank(cfg.mamba_num_heads)
+    _ssm(writer, cfg.conv_kernel, cfg.ssm_state_size, cfg.n_groups, cfg.mamba_num_heads * cfg.mamba_head_dim,
+         cfg.mamba_num_heads)  # fmt: skip
     writer.add_rope_scaling_finetuned(False)
     writer.add_key_length(cfg.head_dim)
     writer.add_value_length(cfg.head_dim)
@@ -305,11 +304,8 @@ def _qwen3_next(writer, cfg) -> None:
     """Qwen3NextModel.set_gguf_parameters beyond Qwen2MoeModel's (conversion/qwen.py): the linear attention's sizes
     in ssm.* keys, each layer's kind (add_recurrent_layers, newer than the pinned gguf package: by name), the
     rotated share of each head."""
-    writer.add_ssm_conv_kernel(cfg.linear_conv_kernel_dim)
-    writer.add_ssm_state_size(cfg.linear_key_head_dim)
-    writer.add_ssm_group_count(cfg.linear_num_key_heads)
-    writer.add_ssm_time_step_rank(cfg.linear_num_value_heads)
-    writer.add_ssm_inner_size(cfg.linear_value_head_dim * cfg.linear_num_value_heads)
+    _ssm(writer, cfg.linear_conv_kernel_dim, cfg.linear_key_head_dim, cfg.linear_num_key_heads,
+         cfg.linear_value_head_dim * cfg.linear_num_value_heads, cfg.linear_num_value_heads)  # fmt: skip
     writer.add_array(f"{writer.arch}.attention.recurrent_layers", [t == "linear_attention" for t in cfg.layer_types])
     writer.add_full_attention_interval(getattr(cfg, "full_attention_interval", 4))
     writer.add_rope_dimension_count(int(cfg.head_dim * cfg.rope_parameters.get("partial_rotary_factor", 0.25)))
