@@ -6,11 +6,14 @@ feedforward, residuals, norms), then the input's (embedding, positions) and the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ..errors import SpecError
 from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from ..spec.stacks import decoder, stacks
-from .altup import AltUpStreams, altup_parts
+from .altup import AltUpState, AltUpStreams, altup_parts
 from .attention import MultiHeadAttention
 from .base import Component, Pairs, Tensor, Term
 from .deltanet import GatedDeltaNet  # noqa: F401 (registers the spec's `attention: deltanet`)
@@ -18,6 +21,7 @@ from .disentangled import Disentangled  # noqa: F401 (registers the spec's `posi
 from .embedding import embedding, head, pooler
 from .encoder import decoder_extras, encoder_block_components, encoder_model_components
 from .experts import block_feedforward
+from .hyper import HyperHead, HyperState, hyper_parts
 from .indexed import IndexedAttention  # noqa: F401 (registers the spec's `attention: indexed`)
 from .kda import KimiDeltaAttention  # noqa: F401 (registers the spec's `attention: kda`)
 from .latent import LatentAttention  # noqa: F401 (registers the spec's `attention: latent`)
@@ -56,9 +60,15 @@ def block_components(spec: Spec) -> list[Component]:
         block_feedforward(spec),
         *per_layer_input(spec),
         *altup_parts(spec),
+        *hyper_parts(spec),
         Residuals(spec),
         block_norm(spec),
     ]
+
+
+def stream_state(spec: Spec, get: Callable[[str], Any]) -> AltUpState | HyperState | None:
+    """The model's residual streams ready for the pass, where it carries several (AltUp's, hyper-connections')."""
+    return AltUpState(spec, get) if spec.altup else HyperState(spec, get) if spec.hc_streams else None
 
 
 def outside_components(spec: Spec) -> list[Component]:
@@ -68,6 +78,7 @@ def outside_components(spec: Spec) -> list[Component]:
         per_layer_inputs(spec),
         AltUpStreams(spec) if spec.altup else Component(spec),
         POSITIONALS[spec.positional](spec),
+        HyperHead(spec) if spec.hc_streams else Component(spec),
         final_norm(spec),
         head(spec),
         pooler(spec),

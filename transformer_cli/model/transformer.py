@@ -21,8 +21,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from .. import kernels
-from ..components import attention_component, block_feedforward
-from ..components.altup import AltUpState
+from ..components import attention_component, block_feedforward, stream_state
 from ..components.attention import KVCache, MultiHeadAttention
 from ..components.cross import Cross, Memory, cross_scale, project, queries
 from ..components.embedding import TokenEmbedding
@@ -92,7 +91,7 @@ class Transformer:
         # Gemma 4's layer scales: each block's output times its number (read at once: N numbers); its per-layer inputs
         self.layer_scales = [float(get(f"blocks.{i}.scale")[0]) for i in range(spec.N)] if spec.layer_scale else None
         self.per_layer = PerLayerState(spec, layers, get, narrow.held(weights, "per_layer.E")) if spec.ple_dim else None
-        self.altup = AltUpState(spec, get) if spec.altup else None  # (Gemma 3n's streams: components/altup.py)
+        self.altup = stream_state(spec, get)  # (the residual as streams: Gemma 3n's AltUp, DeepSeek-V4's mHC)
         stored = self.layers[: spec.stored_blocks]  # the blocks whose weights the model holds (ALBERT's: a few)
         self.block_norms = [block_norm(layer) for layer in layers[: spec.stored_blocks]]  # (ModernBERT's block 0's)
         self.residuals = [Residuals(layer) for layer in layers]  # each block's layout: pre, post, parallel ...
@@ -232,7 +231,7 @@ class Transformer:
         ff = partial(feedforward.apply, feedforward_w)
         if later is not None:
             ff = partial(shortcut, feedforward, feedforward_w, later)
-        if self.altup is not None:  # (Gemma 3n's: its streams around the block, its per-layer input to them)
+        if self.altup is not None:  # (streams around the block: Gemma 3n's with its per-layer input, or mHC's)
             given = None if ple is None else (self.per_layer, ple[i])
             return self.altup.block(i, Z, mixer, ff, self._normed, norms, given)
         out = self.residuals[i].apply(Z, mixer, ff, self._normed, norms, cross, tap)
@@ -267,7 +266,7 @@ class Transformer:
         if self.per_layer is not None:  # (Gemma 4's: the token part below the embedding's d rows)
             Z, ple = self.per_layer.split(Z)
         Z = self.prologue(Z, pe)
-        Z = Z if self.altup is None else self.altup.stack(Z)  # (Gemma 3n's: the K streams, K d rows)
+        Z = Z if self.altup is None else self.altup.stack(Z)  # (the streams: K d rows, Gemma 3n's; n d, mHC's)
         if taps is not None:
             taps(-1, "input", Z)
         later: list | None = [] if self.spec.routed_later else None  # (a routed block's output for the next)
@@ -293,7 +292,7 @@ class Transformer:
 
     def finish(self, X: Array) -> Array:
         """The final norm of pre-norm models, then the head's logits (V, b, n) if the spec has a vocabulary."""
-        X = X if self.altup is None else self.altup.unstack(X)  # (Gemma 3n's streams: their mean first)
+        X = X if self.altup is None else self.altup.unstack(X)  # (the streams as one column first)
         if self.final_norm is not None:
             X = self.norm.apply(X, self.final_norm)
         if self.W_head is None:

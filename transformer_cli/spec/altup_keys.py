@@ -1,4 +1,5 @@
-"""The keys of Gemma 3n's block (AltUp's streams, Laurel's low-rank residual) and of blocks whose feedforwards
+"""The keys of Gemma 3n's block (AltUp's streams, Laurel's low-rank residual), of hyper-connections' streams
+(DeepSeek-V4's) and of blocks whose feedforwards
 differ in size or sparsity (Gemma 3n's intermediate_size and activation_sparsity_pattern per layer). The Spec's
 class body takes each field from here; components/altup.py implements them."""
 
@@ -29,6 +30,24 @@ ALTUP_FIELDS: dict[str, Any] = {
         metadata=_key(
             "bool", "the active stream times the block's altup.scale (d,) before its per-layer input; with altup"
         ),
+    ),
+    "hc_streams": field(
+        default=None,
+        metadata=_key(
+            "posint",
+            "hyper-connections (DeepSeek-V4's mHC, hc_mult): the residual as n streams of d rows, the embedded column "
+            "copied into each; before each sublayer the streams are collapsed into its input by weights made from "
+            "them, its output expanded back by others, and the streams mixed by a doubly stochastic n x n matrix "
+            "(Sinkhorn); the head reads their weighted sum (hc_head); at least 2",
+        ),
+    ),
+    "hc_sinkhorn": field(
+        default=20,
+        metadata=_key("posint", "hyper-connections: Sinkhorn's iterations (hc_sinkhorn_iters); with hc_streams"),
+    ),
+    "hc_eps": field(
+        default=1e-6,
+        metadata=_key("posfloat", "hyper-connections: added to the weights and the sums they are divided by (hc_eps)"),
     ),
     "laurel_rank": field(
         default=None,

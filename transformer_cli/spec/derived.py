@@ -32,6 +32,7 @@ class Derived:
     embed_project: bool
     ple_dim: int | None
     altup: int | None
+    hc_streams: int | None
     block_groups: int | None
     G: int | None
     attention: str
@@ -81,8 +82,9 @@ class Derived:
 
     @property
     def stream_rows(self) -> int:
-        """The rows a column carries between blocks: d, or AltUp's K streams of d (Gemma 3n's)."""
-        return (self.altup or 1) * self.d
+        """The rows a column carries between blocks: d, or AltUp's K streams of d (Gemma 3n's), or hyper-connections'
+        n (DeepSeek-V4's)."""
+        return (self.altup or self.hc_streams or 1) * self.d
 
     @property
     def stored_blocks(self) -> int:

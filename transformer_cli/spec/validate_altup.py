@@ -7,7 +7,8 @@ from typing import Any
 
 
 def check_altup(spec: Any, data: dict[str, Any], source: str, fail) -> None:
-    """Raise `fail(source, key, value, expected)` where a Gemma 3n key does not fit the rest of the spec."""
+    """Raise `fail(source, key, value, expected)` where a Gemma 3n key or a hyper-connections' one does not fit the rest
+    of the spec."""
     if spec.altup is None:
         for key in ("altup_active", "altup_correct_scale", "laurel_rank"):
             if key in data:
@@ -17,6 +18,14 @@ def check_altup(spec: Any, data: dict[str, Any], source: str, fail) -> None:
             raise fail(source, "altup_active", spec.altup_active, f"a stream below altup = {spec.altup}")
         if spec.norm != "sandwich" or spec.parallel or spec.N_enc is not None or spec.block_groups is not None:
             raise fail(source, "altup", spec.altup, "norm: sandwich in one stack of blocks of their own (Gemma 3n's)")
+    if spec.hc_streams is None:
+        for key in ("hc_sinkhorn", "hc_eps"):
+            if key in data:
+                raise fail(source, key, data[key], f"no {key} without hc_streams (its streams)")
+    elif spec.hc_streams < 2 or spec.altup or spec.norm != "pre" or spec.parallel or spec.N_enc is not None:
+        raise fail(
+            source, "hc_streams", spec.hc_streams, "at least 2 streams, in one stack of pre-norm blocks, no altup"
+        )
     for key in ("r_layers", "sparsity_layers"):
         if key in data and len(data[key]) > spec.N:
             raise fail(source, key, data[key], f"at most N = {spec.N} entries (one per block)")

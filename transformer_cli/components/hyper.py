@@ -1,0 +1,142 @@
+"""Hyper-connections (manifold-constrained, DeepSeek-V4's mHC; spec key hc_streams): the residual as n streams
+S_0 .. S_{n-1} of d rows (n d rows a column), each the embedded column at first. Around each sublayer f (attention,
+then the feedforward), from the streams' unweighted RMS-normed concatenation s (n d rows):
+
+    pre  = sigmoid(a_0 (W s)_pre + b_pre) + eps                      (n,) per token
+    post = 2 sigmoid(a_1 (W s)_post + b_post)                         (n,)
+    C    = softmax over k of (a_2 (W s)_C + b_C) + eps, (n, n); its columns then rows made to sum to 1 by Sinkhorn
+    y    = f(N(sum_j pre_j S_j))                                      (the sublayer on the collapsed streams)
+    S_k  = post_k y + sum_j C_jk S_j
+
+with W ((2 + n) n, n d), b ((2 + n) n) and a (3) each sublayer's own (hc_attn., hc_ff.). After the last block the
+head reads sum_j pre_j S_j with pre made as above from the model's hc_head (W (n, n d), b (n), a (1)). Everything is
+per token: causality, equivariance and decoding are the sublayers'.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import kernels
+from .base import Component, Pairs, Tensor, Term
+from .norm import RMS_PER_ENTRY
+
+KIND = "hyper"
+SIGMOID_PER_ENTRY = 4  # (exp, add, divide, and the scale)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+class HyperConnections(Component):
+    """A block's part: each sublayer's projection W ((2 + n) n, n d), its biases ((2 + n) n) and its 3 scales."""
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        n, d = self.spec.hc_streams or 0, self.spec.d
+        return [
+            Tensor(f"{prefix}hc_{part}.{name}", shape, KIND)
+            for part in ("attn", "ff")
+            for name, shape in (("W", ((2 + n) * n, n * d)), ("b", ((2 + n) * n,)), ("scale", (3,)))
+        ]
+
+    def terms(self) -> list[Term]:
+        n, d = self.spec.hc_streams or 0, self.spec.d
+        return [Term("2 ((2 + n) n (n d + 1) + 3) (hyper)", 2 * ((2 + n) * n * (n * d + 1) + 3), "block")]
+
+    def flops(self, b: int, n_tokens: int, pairs: Pairs) -> dict[str, int]:
+        """Per sublayer and token: the norm and projection of n d rows, the weights (sigmoids, softmax, Sinkhorn's
+        sums and divisions), the collapse (n d) and the expansion and mix (n d (n + 1))."""
+        n, d = self.spec.hc_streams or 0, self.spec.d
+        rows = (2 + n) * n
+        weights = 2 * rows + SIGMOID_PER_ENTRY * 2 * n + 3 * n * n + 4 * n * n * self.spec.hc_sinkhorn
+        per = RMS_PER_ENTRY * n * d + 2 * rows * n * d + weights + 2 * n * d + 2 * n * d * (n + 1)
+        return {"hyper": self.spec.N * 2 * per * b * n_tokens}
+
+
+class HyperHead(Component):
+    """The model's part before the final norm: the head's weights of the streams, W (n, n d), b (n), a (1)."""
+
+    where = "output"
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        n, d = self.spec.hc_streams or 0, self.spec.d
+        return [
+            Tensor("hc_head.W", (n, n * d), KIND),
+            Tensor("hc_head.b", (n,), KIND),
+            Tensor("hc_head.scale", (1,), KIND),
+        ]
+
+    def terms(self) -> list[Term]:
+        n, d = self.spec.hc_streams or 0, self.spec.d
+        return [Term("n (n d + 1) + 1 (hyper head)", n * (n * d + 1) + 1, "model")]
+
+    def flops(self, b: int, n_tokens: int, pairs: Pairs) -> dict[str, int]:
+        n, d = self.spec.hc_streams or 0, self.spec.d
+        return {"hyper": (RMS_PER_ENTRY * n * d + 2 * n * n * d + SIGMOID_PER_ENTRY * n + 2 * n * d) * b * n_tokens}
+
+
+def hyper_parts(spec) -> list[Component]:
+    """A block's hyper-connections (none without hc_streams)."""
+    return [HyperConnections(spec)] if spec.hc_streams else []
+
+
+class HyperState:
+    """A model's hyper-connections ready for the pass: each block's two sublayers' weights and the head's."""
+
+    def __init__(self, spec, get) -> None:
+        self.spec, self.n = spec, spec.hc_streams
+
+        def part(i: int, name: str) -> tuple:
+            return tuple(get(f"blocks.{i}.hc_{name}.{x}") for x in ("W", "b", "scale"))
+
+        self.blocks = [(part(i, "attn"), part(i, "ff")) for i in range(spec.N)]
+        self.head = tuple(get(f"hc_head.{x}") for x in ("W", "b", "scale"))
+
+    def _mixes(self, W: np.ndarray, Z: np.ndarray) -> np.ndarray:
+        """W times the streams' unweighted RMS-normed concatenation: (rows, b, n)."""
+        square = np.einsum("i...,i...->...", Z, Z) * (1.0 / Z.shape[0])
+        return kernels.linear(W, Z / np.sqrt(square + self.spec.norm_eps))
+
+    def _collapsed(self, pre: np.ndarray, S: np.ndarray) -> np.ndarray:
+        return np.einsum("jbt,jdbt->dbt", pre, S)
+
+    def _weights(self, w: tuple, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(pre (n, b, t), post (n, b, t), C (n, n, b, t)) of a sublayer from the streams Z (n d, b, t)."""
+        W, bias, scale = w
+        n, eps = self.n, self.spec.hc_eps
+        mixes = self._mixes(W, Z)
+        bias = bias.reshape(-1, 1, 1)
+        pre = _sigmoid(mixes[:n] * scale[0] + bias[:n]) + eps
+        post = 2.0 * _sigmoid(mixes[n : 2 * n] * scale[1] + bias[n : 2 * n])
+        logits = (mixes[2 * n :] * scale[2] + bias[2 * n :]).reshape(n, n, *Z.shape[1:])
+        C = np.exp(logits - logits.max(axis=1, keepdims=True))
+        C = C / C.sum(axis=1, keepdims=True) + eps
+        C /= C.sum(axis=0, keepdims=True) + eps
+        for _ in range(self.spec.hc_sinkhorn - 1):
+            C /= C.sum(axis=1, keepdims=True) + eps
+            C /= C.sum(axis=0, keepdims=True) + eps
+        return pre, post, C
+
+    def stack(self, X: np.ndarray) -> np.ndarray:
+        """The embedded columns X (d, b, t) as the n streams, (n d, b, t): a copy in each."""
+        return np.ascontiguousarray(np.broadcast_to(X, (self.n, *X.shape))).reshape(-1, *X.shape[1:])
+
+    def unstack(self, Z: np.ndarray) -> np.ndarray:
+        """The streams (n d, b, t) as the column the final norm reads: their sum weighted by the head's pre."""
+        W, bias, scale = self.head
+        pre = _sigmoid(self._mixes(W, Z) * scale[0] + bias.reshape(-1, 1, 1)) + self.spec.hc_eps
+        return self._collapsed(pre, Z.reshape(self.n, -1, *Z.shape[1:]))
+
+    def block(self, i: int, Z: np.ndarray, attention, feedforward, normed, norms: tuple, per_layer) -> np.ndarray:
+        """Block i on the streams Z (n d, b, t): each sublayer on the collapsed streams, its output expanded back
+        into the streams mixed by C."""
+        S = Z.reshape(self.n, -1, *Z.shape[1:])
+        for w, sublayer, norm in zip(self.blocks[i], (attention, feedforward), norms[:2], strict=True):
+            pre, post, C = self._weights(w, S.reshape(Z.shape))
+            y = sublayer(normed(self._collapsed(pre, S), norm))
+            S = np.einsum("kbt,dbt->kdbt", post, y) + np.einsum("jkbt,jdbt->kdbt", C, S)
+        return S.reshape(Z.shape)
+
+
+__all__ = ["HyperConnections", "HyperHead", "HyperState", "hyper_parts"]
