@@ -163,7 +163,9 @@ def test_a_folder_written_back_is_the_model_transformers_loads(tmp_path, runner)
         ("lfm2-bias-long-kernel-untied", "conv_bias would differ when read back"),
         ("falcon_mamba", "ssm_bcdt_eps would differ when read back"),  # (llama.cpp: the blocks' eps)
         ("qwen3_next", "llama.cpp's qwen3next routes every layer"),  # (its layer 1 a dense MLP)
-        ("qwen3_5_moe_text", "has no GGUF architecture tfm writes"),  # (qwen35moe: not written yet)
+        ("qwen3_5_moe_text", "llama.cpp's qwen35moe takes the value heads' size for the key heads'"),  # (6 of 8)
+        ("qwen3_5_text", "llama.cpp's qwen35 takes the value heads' size for the key heads'"),
+        ("qwen3_5_text-gguf", None),
         ("qwen3_next-gguf", None),
     ],
 )
