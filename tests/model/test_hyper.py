@@ -134,9 +134,54 @@ def test_a_model_of_streams_counts_its_closed_form_and_decodes_as_its_parallel_p
         ({"hc_streams": 1}, "at least 2 streams"),
         ({"hc_sinkhorn": 4}, "no hc_sinkhorn without hc_streams"),
         ({"hc_streams": 2, "norm": "post"}, "pre-norm blocks"),
+        ({"hc_streams": 2, "norm": "pre", "hc_form": "independent", "hc_sinkhorn": 3}, "no hc_sinkhorn with hc_form"),
+        ({"hc_head": "mean"}, "no hc_head without hc_streams"),
     ],
 )
 def test_hyper_connections_keys_that_do_not_fit_are_refused_in_one_line(keys, says):
     base = {"N": 2, "H": 2, "m": 8, "d": 16, "r": 24, "V": 50, "mask": "causal"}
     with pytest.raises(SpecError, match=says):
         spec_from_mapping(base | keys, "s.yaml")
+
+
+def test_hy_v4s_independent_streams_and_glm_5_nexts_mean_head_are_transformers():
+    """HY-V4's HYV4HyperConnection (no mix: each stream keeps its own, post = magnitude sigmoid + eps) and
+    HYV4HyperHead; GLM-5-Next's Glm5NextTextHyperHead (the streams' mean)."""
+    from transformers.models.glm5_next import modeling_glm5_next as glm
+    from transformers.models.hy_v4 import modeling_hy_v4 as hy
+
+    cfg = transformers.HYV4Config(hidden_size=D, hc_mult=N_STREAMS, hc_magnitude=1.5, hc_eps=EPS, rms_norm_eps=1e-5)
+    torch.manual_seed(1)
+    hc, head = hy.HYV4HyperConnection(cfg).double(), hy.HYV4HyperHead(cfg).double()
+    for module in (hc, head):
+        for p in module.parameters():
+            torch.nn.init.normal_(p, std=0.5)
+    for module in (*hc.modules(), *head.modules()):
+        module.forward = float64_source(type(module).forward, vars(hy)).__get__(module)
+    spec = replace(SPEC, N=1, hc_form="independent", hc_post_scale=1.5)
+    weights = {"hc_head.W": head.hc_fn, "hc_head.b": head.hc_base, "hc_head.scale": head.hc_scale}
+    for part in ("attn", "ff"):
+        weights |= {
+            f"blocks.0.hc_{part}.{x}": p for x, p in zip(("W", "b", "scale"), (hc.fn, hc.base, hc.scale), strict=True)
+        }
+    arrays = {k: v.detach().numpy() for k, v in weights.items()}
+    state = HyperState(spec, arrays.__getitem__)
+    X, Z = _streams(np.random.default_rng(4))
+    hidden = torch.from_numpy(X)
+    with torch.no_grad():
+        for f in (torch.tanh, torch.square):  # (HYV4DecoderLayer: post times the sublayer's output plus the streams)
+            post, collapsed = hc(hidden)
+            hidden = post.unsqueeze(-1) * f(collapsed).unsqueeze(-2) + hidden
+        final = head(hidden).numpy().transpose(2, 0, 1)
+        mean = glm.Glm5NextTextHyperHead()(hidden).numpy().transpose(2, 0, 1)
+    ours = state.block(0, Z, np.tanh, np.square, lambda x, norm: x, (None, None), None)
+    theirs = np.ascontiguousarray(hidden.numpy().transpose(2, 3, 0, 1)).reshape(ours.shape)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(state.unstack(ours), final, rtol=1e-12, atol=1e-13)
+    meaned = HyperState(replace(spec, hc_head="mean"), arrays.__getitem__)
+    np.testing.assert_allclose(meaned.unstack(ours), mean, rtol=1e-13)
+    as_deepseek = HyperState(replace(spec, hc_post_scale=2.0), arrays.__getitem__)  # the control: DeepSeek's post
+    assert not np.allclose(as_deepseek.block(0, Z, np.tanh, np.square, lambda x, norm: x, (None, None), None), ours)
+    counted = count_params(replace(SPEC, hc_form="independent", hc_head="mean"))
+    plain = count_params(replace(SPEC, hc_streams=None)).total
+    assert counted.total == counted.closed_total == plain + SPEC.N * 2 * (2 * N_STREAMS * (N_STREAMS * D + 1) + 2)

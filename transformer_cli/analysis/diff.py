@@ -17,12 +17,8 @@ from .training import training_memory
 
 CROSS = ("cross_H", "cross_m", "cross_G", "cross_bias", "V_src", "encoder")  # an encoder-decoder's
 ONLY_WITH = {key: "E" for key in EXPERT_FIELDS} | {"qk_norm_over": "qk_norm", "router_group_score": "router_groups"}
-ONLY_WITH |= {
-    "altup_active": "altup",
-    "altup_correct_scale": "altup",
-    "hc_sinkhorn": "hc_streams",
-    "hc_eps": "hc_streams",
-}
+ONLY_WITH |= {"altup_active": "altup", "altup_correct_scale": "altup"}
+ONLY_WITH |= dict.fromkeys(("hc_form", "hc_post_scale", "hc_head", "hc_sinkhorn", "hc_eps"), "hc_streams")
 
 
 def _applies(key: str, spec: Spec) -> bool:

@@ -11,6 +11,9 @@ then the feedforward), from the streams' unweighted RMS-normed concatenation s (
 with W ((2 + n) n, n d), b ((2 + n) n) and a (3) each sublayer's own (hc_attn., hc_ff.). After the last block the
 head reads sum_j pre_j S_j with pre made as above from the model's hc_head (W (n, n d), b (n), a (1)). Everything is
 per token: causality, equivariance and decoding are the sublayers'.
+
+hc_form independent (HY-V4's) has no mix: W (2n, n d), b (2n), a (2), post = s sigmoid(...) + eps with s
+hc_post_scale, and S_k = post_k y + S_k. hc_head mean (GLM-5-Next's) reads the streams' plain mean.
 """
 
 from __future__ import annotations
@@ -32,25 +35,35 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 class HyperConnections(Component):
     """A block's part: each sublayer's projection W ((2 + n) n, n d), its biases ((2 + n) n) and its 3 scales."""
 
+    def _rows(self) -> tuple[int, int]:
+        """(the projection's rows, the scales): (2 + n) n and 3 mixed, 2n and 2 independent."""
+        n = self.spec.hc_streams or 0
+        return ((2 + n) * n, 3) if self.spec.hc_form == "mixed" else (2 * n, 2)
+
     def tensors(self, prefix: str) -> list[Tensor]:
         n, d = self.spec.hc_streams or 0, self.spec.d
+        rows, scales = self._rows()
         return [
             Tensor(f"{prefix}hc_{part}.{name}", shape, KIND)
             for part in ("attn", "ff")
-            for name, shape in (("W", ((2 + n) * n, n * d)), ("b", ((2 + n) * n,)), ("scale", (3,)))
+            for name, shape in (("W", (rows, n * d)), ("b", (rows,)), ("scale", (scales,)))
         ]
 
     def terms(self) -> list[Term]:
         n, d = self.spec.hc_streams or 0, self.spec.d
-        return [Term("2 ((2 + n) n (n d + 1) + 3) (hyper)", 2 * ((2 + n) * n * (n * d + 1) + 3), "block")]
+        rows, scales = self._rows()
+        name = "2 ((2 + n) n (n d + 1) + 3)" if self.spec.hc_form == "mixed" else "2 (2n (n d + 1) + 2)"
+        return [Term(f"{name} (hyper)", 2 * (rows * (n * d + 1) + scales), "block")]
 
     def flops(self, b: int, n_tokens: int, pairs: Pairs) -> dict[str, int]:
-        """Per sublayer and token: the norm and projection of n d rows, the weights (sigmoids, softmax, Sinkhorn's
-        sums and divisions), the collapse (n d) and the expansion and mix (n d (n + 1))."""
+        """Per sublayer and token: the norm and projection of n d rows, the weights (sigmoids; mixed: the softmax,
+        Sinkhorn's sums and divisions), the collapse (n d) and the expansion (mixed: and the mix, n d (n + 1))."""
         n, d = self.spec.hc_streams or 0, self.spec.d
-        rows = (2 + n) * n
-        weights = 2 * rows + SIGMOID_PER_ENTRY * 2 * n + 3 * n * n + 4 * n * n * self.spec.hc_sinkhorn
-        per = RMS_PER_ENTRY * n * d + 2 * rows * n * d + weights + 2 * n * d + 2 * n * d * (n + 1)
+        rows, _ = self._rows()
+        mixed = self.spec.hc_form == "mixed"
+        sinkhorn = 3 * n * n + 4 * n * n * self.spec.hc_sinkhorn if mixed else 0
+        weights = 2 * rows + SIGMOID_PER_ENTRY * 2 * n + sinkhorn
+        per = RMS_PER_ENTRY * n * d + 2 * rows * n * d + weights + 2 * n * d + 2 * n * d * (n + 1 if mixed else 1)
         return {"hyper": self.spec.N * 2 * per * b * n_tokens}
 
 
@@ -61,6 +74,8 @@ class HyperHead(Component):
 
     def tensors(self, prefix: str) -> list[Tensor]:
         n, d = self.spec.hc_streams or 0, self.spec.d
+        if self.spec.hc_head == "mean":
+            return []
         return [
             Tensor("hc_head.W", (n, n * d), KIND),
             Tensor("hc_head.b", (n,), KIND),
@@ -69,11 +84,14 @@ class HyperHead(Component):
 
     def terms(self) -> list[Term]:
         n, d = self.spec.hc_streams or 0, self.spec.d
+        if self.spec.hc_head == "mean":
+            return []
         return [Term("n (n d + 1) + 1 (hyper head)", n * (n * d + 1) + 1, "model")]
 
     def flops(self, b: int, n_tokens: int, pairs: Pairs) -> dict[str, int]:
         n, d = self.spec.hc_streams or 0, self.spec.d
-        return {"hyper": (RMS_PER_ENTRY * n * d + 2 * n * n * d + SIGMOID_PER_ENTRY * n + 2 * n * d) * b * n_tokens}
+        weights = 0 if self.spec.hc_head == "mean" else RMS_PER_ENTRY * n * d + 2 * n * n * d + SIGMOID_PER_ENTRY * n
+        return {"hyper": (weights + 2 * n * d) * b * n_tokens}
 
 
 def hyper_parts(spec) -> list[Component]:
@@ -91,7 +109,7 @@ class HyperState:
             return tuple(get(f"blocks.{i}.hc_{name}.{x}") for x in ("W", "b", "scale"))
 
         self.blocks = [(part(i, "attn"), part(i, "ff")) for i in range(spec.N)]
-        self.head = tuple(get(f"hc_head.{x}") for x in ("W", "b", "scale"))
+        self.head = tuple(get(f"hc_head.{x}") for x in ("W", "b", "scale")) if spec.hc_head == "weighted" else ()
 
     def _mixes(self, W: np.ndarray, Z: np.ndarray) -> np.ndarray:
         """W times the streams' unweighted RMS-normed concatenation: (rows, b, n)."""
@@ -101,14 +119,17 @@ class HyperState:
     def _collapsed(self, pre: np.ndarray, S: np.ndarray) -> np.ndarray:
         return np.einsum("jbt,jdbt->dbt", pre, S)
 
-    def _weights(self, w: tuple, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(pre (n, b, t), post (n, b, t), C (n, n, b, t)) of a sublayer from the streams Z (n d, b, t)."""
+    def _weights(self, w: tuple, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(pre (n, b, t), post (n, b, t), C (n, n, b, t), or None independent) of a sublayer from the streams Z
+        (n d, b, t)."""
         W, bias, scale = w
         n, eps = self.n, self.spec.hc_eps
         mixes = self._mixes(W, Z)
         bias = bias.reshape(-1, 1, 1)
         pre = _sigmoid(mixes[:n] * scale[0] + bias[:n]) + eps
-        post = 2.0 * _sigmoid(mixes[n : 2 * n] * scale[1] + bias[n : 2 * n])
+        post = self.spec.hc_post_scale * _sigmoid(mixes[n : 2 * n] * scale[1] + bias[n : 2 * n])
+        if self.spec.hc_form == "independent":  # (HY-V4's: no mix, post's eps too)
+            return pre, post + eps, None
         logits = (mixes[2 * n :] * scale[2] + bias[2 * n :]).reshape(n, n, *Z.shape[1:])
         C = np.exp(logits - logits.max(axis=1, keepdims=True))
         C = C / C.sum(axis=1, keepdims=True) + eps
@@ -124,9 +145,12 @@ class HyperState:
 
     def unstack(self, Z: np.ndarray) -> np.ndarray:
         """The streams (n d, b, t) as the column the final norm reads: their sum weighted by the head's pre."""
+        S = Z.reshape(self.n, -1, *Z.shape[1:])
+        if not self.head:  # (GLM-5-Next's: their mean)
+            return S.mean(axis=0)
         W, bias, scale = self.head
         pre = _sigmoid(self._mixes(W, Z) * scale[0] + bias.reshape(-1, 1, 1)) + self.spec.hc_eps
-        return self._collapsed(pre, Z.reshape(self.n, -1, *Z.shape[1:]))
+        return self._collapsed(pre, S)
 
     def block(self, i: int, Z: np.ndarray, attention, feedforward, normed, norms: tuple, per_layer) -> np.ndarray:
         """Block i on the streams Z (n d, b, t): each sublayer on the collapsed streams, its output expanded back
@@ -135,7 +159,8 @@ class HyperState:
         for w, sublayer, norm in zip(self.blocks[i], (attention, feedforward), norms[:2], strict=True):
             pre, post, C = self._weights(w, S.reshape(Z.shape))
             y = sublayer(normed(self._collapsed(pre, S), norm))
-            S = np.einsum("kbt,dbt->kdbt", post, y) + np.einsum("jkbt,jdbt->kdbt", C, S)
+            kept = S if C is None else np.einsum("jkbt,jdbt->kdbt", C, S)  # (independent: each stream its own)
+            S = np.einsum("kbt,dbt->kdbt", post, y) + kept
         return S.reshape(Z.shape)
 
 

@@ -41,6 +41,30 @@ ALTUP_FIELDS: dict[str, Any] = {
             "(Sinkhorn); the head reads their weighted sum (hc_head); at least 2",
         ),
     ),
+    "hc_form": field(
+        default="mixed",
+        metadata=_key(
+            "choice",
+            "hyper-connections' form: mixed (DeepSeek-V4's: the streams mixed by the Sinkhorn-balanced matrix) or "
+            "independent (HY-V4's: each stream keeps its own, no mix; post gets hc_eps too); with hc_streams",
+            ("mixed", "independent"),
+        ),
+    ),
+    "hc_post_scale": field(
+        default=2.0,
+        metadata=_key(
+            "posfloat", "hyper-connections: post = this x sigmoid(...) (HY-V4's hc_magnitude); with hc_streams"
+        ),
+    ),
+    "hc_head": field(
+        default="weighted",
+        metadata=_key(
+            "choice",
+            "what the head reads of the streams: weighted (their sum by weights made from them, hc_head.*) or mean "
+            "(GLM-5-Next's, no parameters); with hc_streams",
+            ("weighted", "mean"),
+        ),
+    ),
     "hc_sinkhorn": field(
         default=20,
         metadata=_key("posint", "hyper-connections: Sinkhorn's iterations (hc_sinkhorn_iters); with hc_streams"),
