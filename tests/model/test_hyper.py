@@ -133,7 +133,9 @@ def test_a_model_of_streams_counts_its_closed_form_and_decodes_as_its_parallel_p
     [
         ({"hc_streams": 1}, "at least 2 streams"),
         ({"hc_sinkhorn": 4}, "no hc_sinkhorn without hc_streams"),
-        ({"hc_streams": 2, "norm": "post"}, "pre-norm blocks"),
+        ({"hc_streams": 2, "norm": "post"}, "post., expected pre"),
+        ({"hc_streams": 2, "hc_form": "gated", "hc_rank": 4, "norm": "pre"}, "none with hc_form gated"),
+        ({"hc_streams": 2, "hc_form": "gated"}, "a rank with hc_form gated"),
         ({"hc_streams": 2, "norm": "pre", "hc_form": "independent", "hc_sinkhorn": 3}, "no hc_sinkhorn with hc_form"),
         ({"hc_head": "mean"}, "no hc_head without hc_streams"),
     ],
@@ -185,3 +187,61 @@ def test_hy_v4s_independent_streams_and_glm_5_nexts_mean_head_are_transformers()
     counted = count_params(replace(SPEC, hc_form="independent", hc_head="mean"))
     plain = count_params(replace(SPEC, hc_streams=None)).total
     assert counted.total == counted.closed_total == plain + SPEC.N * 2 * (2 * N_STREAMS * (N_STREAMS * D + 1) + 2)
+
+
+def test_qwen4s_gated_residual_is_transformers():
+    """Qwen4's Qwen4ExpTextGatedResidual around each sublayer (the gated mean of the per-stream-normed streams in,
+    2 sigmoid(W_inject N / n) times the output added to every stream) and its mixer as the head."""
+    from transformers.models.qwen4_exp import modeling_qwen4_exp as q4
+
+    rank = 5
+    cfg = transformers.Qwen4ExpTextConfig(hidden_size=D, hc_count=N_STREAMS, hc_lowrank=rank, rms_norm_eps=1e-5)
+    torch.manual_seed(2)
+    hc, head = q4.Qwen4ExpTextGatedResidual(cfg).double(), q4.Qwen4ExpTextGatedResidual(cfg, use_combine=False).double()
+    for module in (hc, head):
+        for p in module.parameters():
+            torch.nn.init.normal_(p, std=0.3)
+    for module in (*hc.modules(), *head.modules()):
+        module.forward = float64_source(type(module).forward, vars(q4)).__get__(module)
+    spec = spec_from_mapping(
+        dict(N=1, H=2, m=8, d=D, r=24, V=50, mask="causal", norm="none", norm_plus_one=True, hc_streams=N_STREAMS,
+             hc_form="gated", hc_rank=rank, hc_eps=1e-5),
+        "gated.yaml",
+    )  # fmt: skip
+    torch_weights = {"norm.gamma": hc.hc_norm.weight, "W_down": hc.input_mix_weight_down.weight}
+    torch_weights |= {"W_up": hc.input_mix_weight_up.weight, "W_inject": hc.block_inject_weight.weight}
+    arrays = {
+        f"blocks.0.hc_{part}.{x}": w.detach().numpy() for part in ("attn", "ff") for x, w in torch_weights.items()
+    }
+    arrays |= {"hc_head.norm.gamma": head.hc_norm.weight.detach().numpy()}
+    arrays |= {"hc_head.W_down": head.input_mix_weight_down.weight.detach().numpy()}
+    arrays |= {"hc_head.W_up": head.input_mix_weight_up.weight.detach().numpy()}
+    from transformer_cli.components.hyper import GatedState
+
+    state = GatedState(spec, arrays.__getitem__)
+    X, Z = _streams(np.random.default_rng(5))
+    hidden = torch.from_numpy(X).flatten(-2)  # (b, t, n d): Qwen4 keeps the streams side by side
+    with torch.no_grad():
+        for f in (torch.tanh, torch.square):  # (Qwen4ExpTextDecoderLayer's combination)
+            mixed, hyper_input, injection = hc(hidden)
+            hidden = hyper_input + (f(mixed).unsqueeze(-2) * injection.unsqueeze(-1)).flatten(-2)
+        final = head(hidden).numpy().transpose(2, 0, 1)
+    ours = state.block(0, Z, np.tanh, np.square, lambda x, norm: x, (None, None), None)
+    theirs = np.ascontiguousarray(hidden.numpy().transpose(2, 0, 1))
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(state.unstack(ours), final, rtol=1e-12, atol=1e-13)
+    plain = GatedState(replace(spec, norm_plus_one=False), arrays.__getitem__)  # the control: gains w, not 1 + w
+    assert not np.allclose(plain.block(0, Z, np.tanh, np.square, lambda x, norm: x, (None, None), None), ours)
+    n, d = N_STREAMS, D
+    counted = count_params(replace(spec, N=2))
+    plain_count = count_params(replace(spec, N=2, hc_streams=None, hc_form="mixed", hc_rank=None)).total
+    assert (
+        counted.total
+        == counted.closed_total
+        == plain_count + 2 * 2 * n * d * (2 * rank + n + 1) + n * d * (2 * rank + 1)
+    )
+    model_spec = replace(spec, N=2)
+    model = Transformer(model_spec, random_weights(model_spec, 5))
+    ids = np.random.default_rng(6).integers(0, spec.V, size=(2, 9))
+    full = model(ids)
+    assert np.abs(decode(model, ids, prompt=4) - full).max() < 1e-11 * np.abs(full).max()  # (per token)

@@ -21,7 +21,7 @@ from .disentangled import Disentangled  # noqa: F401 (registers the spec's `posi
 from .embedding import embedding, head, pooler
 from .encoder import decoder_extras, encoder_block_components, encoder_model_components
 from .experts import block_feedforward
-from .hyper import HyperHead, HyperState, hyper_parts
+from .hyper import GatedState, HyperHead, HyperState, hyper_parts
 from .indexed import IndexedAttention  # noqa: F401 (registers the spec's `attention: indexed`)
 from .kda import KimiDeltaAttention  # noqa: F401 (registers the spec's `attention: kda`)
 from .latent import LatentAttention  # noqa: F401 (registers the spec's `attention: latent`)
@@ -66,9 +66,11 @@ def block_components(spec: Spec) -> list[Component]:
     ]
 
 
-def stream_state(spec: Spec, get: Callable[[str], Any]) -> AltUpState | HyperState | None:
+def stream_state(spec: Spec, get: Callable[[str], Any]) -> AltUpState | HyperState | GatedState | None:
     """The model's residual streams ready for the pass, where it carries several (AltUp's, hyper-connections')."""
-    return AltUpState(spec, get) if spec.altup else HyperState(spec, get) if spec.hc_streams else None
+    if not spec.hc_streams:
+        return AltUpState(spec, get) if spec.altup else None
+    return GatedState(spec, get) if spec.hc_form == "gated" else HyperState(spec, get)
 
 
 def outside_components(spec: Spec) -> list[Component]:

@@ -14,6 +14,15 @@ per token: causality, equivariance and decoding are the sublayers'.
 
 hc_form independent (HY-V4's) has no mix: W (2n, n d), b (2n), a (2), post = s sigmoid(...) + eps with s
 hc_post_scale, and S_k = post_k y + S_k. hc_head mean (GLM-5-Next's) reads the streams' plain mean.
+
+hc_form gated (Qwen4's gated residual) norms each stream (an RMSNorm of d per stream of eps hc_eps, gain g (n d),
+1 + g with norm_plus_one) into N, then
+
+    m    = sigmoid(W_up silu(W_down N / n))                          (n d) per token, W_down (r, n d), W_up (n d, r)
+    y    = f(mean_k m_k N_k)                                          (no other norm before the sublayer)
+    S_k  = S_k + 2 sigmoid((W_inject N)_k / n) y                      W_inject (n, n d)
+
+and the head reads mean_k m_k N_k of its own norm, W_down and W_up (hc_head.*): norm none, no final norm.
 """
 
 from __future__ import annotations
@@ -32,6 +41,14 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def gated_tensors(spec, prefix: str, inject: bool = True) -> list[Tensor]:
+    """The gated form's tensors of a sublayer (with its injection) or of the head: the streams' norm, the gate."""
+    n, d, r = spec.hc_streams or 0, spec.d, spec.hc_rank or 0
+    shapes = {"norm.gamma": (n * d,), "W_down": (r, n * d), "W_up": (n * d, r)}
+    shapes |= {"W_inject": (n, n * d)} if inject else {}
+    return [Tensor(prefix + name, shape, KIND) for name, shape in shapes.items()]
+
+
 class HyperConnections(Component):
     """A block's part: each sublayer's projection W ((2 + n) n, n d), its biases ((2 + n) n) and its 3 scales."""
 
@@ -42,6 +59,8 @@ class HyperConnections(Component):
 
     def tensors(self, prefix: str) -> list[Tensor]:
         n, d = self.spec.hc_streams or 0, self.spec.d
+        if self.spec.hc_form == "gated":
+            return [t for part in ("attn", "ff") for t in gated_tensors(self.spec, f"{prefix}hc_{part}.")]
         rows, scales = self._rows()
         return [
             Tensor(f"{prefix}hc_{part}.{name}", shape, KIND)
@@ -51,6 +70,9 @@ class HyperConnections(Component):
 
     def terms(self) -> list[Term]:
         n, d = self.spec.hc_streams or 0, self.spec.d
+        if self.spec.hc_form == "gated":
+            r = self.spec.hc_rank or 0
+            return [Term("2 (n d (2r + n + 1)) (hyper)", 2 * n * d * (2 * r + n + 1), "block")]
         rows, scales = self._rows()
         name = "2 ((2 + n) n (n d + 1) + 3)" if self.spec.hc_form == "mixed" else "2 (2n (n d + 1) + 2)"
         return [Term(f"{name} (hyper)", 2 * (rows * (n * d + 1) + scales), "block")]
@@ -59,6 +81,10 @@ class HyperConnections(Component):
         """Per sublayer and token: the norm and projection of n d rows, the weights (sigmoids; mixed: the softmax,
         Sinkhorn's sums and divisions), the collapse (n d) and the expansion (mixed: and the mix, n d (n + 1))."""
         n, d = self.spec.hc_streams or 0, self.spec.d
+        if self.spec.hc_form == "gated":  # (the norm, the gate's two products and sigmoid, the mean, the injection)
+            r = self.spec.hc_rank or 0
+            per = RMS_PER_ENTRY * n * d + 4 * r * n * d + SIGMOID_PER_ENTRY * n * d + 2 * n * d + 2 * n * n * d
+            return {"hyper": self.spec.N * 2 * (per + 2 * n * d) * b * n_tokens}
         rows, _ = self._rows()
         mixed = self.spec.hc_form == "mixed"
         sinkhorn = 3 * n * n + 4 * n * n * self.spec.hc_sinkhorn if mixed else 0
@@ -74,6 +100,8 @@ class HyperHead(Component):
 
     def tensors(self, prefix: str) -> list[Tensor]:
         n, d = self.spec.hc_streams or 0, self.spec.d
+        if self.spec.hc_form == "gated":
+            return gated_tensors(self.spec, "hc_head.", inject=False)
         if self.spec.hc_head == "mean":
             return []
         return [
@@ -84,6 +112,8 @@ class HyperHead(Component):
 
     def terms(self) -> list[Term]:
         n, d = self.spec.hc_streams or 0, self.spec.d
+        if self.spec.hc_form == "gated":
+            return [Term("n d (2r + 1) (hyper head)", n * d * (2 * (self.spec.hc_rank or 0) + 1), "model")]
         if self.spec.hc_head == "mean":
             return []
         return [Term("n (n d + 1) + 1 (hyper head)", n * (n * d + 1) + 1, "model")]
@@ -164,4 +194,45 @@ class HyperState:
         return S.reshape(Z.shape)
 
 
-__all__ = ["HyperConnections", "HyperHead", "HyperState", "hyper_parts"]
+class GatedState:
+    """A model's gated residual streams (Qwen4's) ready for the pass: each sublayer's norm, gate and injection, the
+    head's norm and gate (hc_form gated)."""
+
+    def __init__(self, spec, get) -> None:
+        self.spec, self.n = spec, spec.hc_streams
+        names = ("norm.gamma", "W_down", "W_up")
+        self.blocks = [
+            tuple(tuple(get(f"blocks.{i}.hc_{part}.{x}") for x in (*names, "W_inject")) for part in ("attn", "ff"))
+            for i in range(spec.N)
+        ]
+        self.head = tuple(get(f"hc_head.{x}") for x in names)
+        self.plus_one = spec.norm_plus_one  # (Qwen4's: gains of 1 + w)
+
+    def _mixed(self, w: tuple, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the sublayer's input mean_k m_k N_k (d, b, t), the normed streams N (n d, b, t))."""
+        gamma, W_down, W_up = w[:3]
+        S = Z.reshape(self.n, -1, *Z.shape[1:])
+        square = np.einsum("kd...,kd...->k...", S, S) * (1.0 / S.shape[1])
+        N = S / np.sqrt(square[:, None] + self.spec.hc_eps)  # (the gated form's eps: its norms')
+        N = N.reshape(Z.shape) * ((1.0 + gamma) if self.plus_one else gamma).reshape(-1, 1, 1)
+        hidden = kernels.linear(W_down, N) * (1.0 / self.n)
+        m = _sigmoid(kernels.linear(W_up, hidden * _sigmoid(hidden)))
+        return (m * N).reshape(self.n, -1, *Z.shape[1:]).mean(axis=0), N
+
+    def stack(self, X: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.broadcast_to(X, (self.n, *X.shape))).reshape(-1, *X.shape[1:])
+
+    def unstack(self, Z: np.ndarray) -> np.ndarray:
+        return self._mixed(self.head, Z)[0]
+
+    def block(self, i: int, Z: np.ndarray, attention, feedforward, normed, norms: tuple, per_layer) -> np.ndarray:
+        """Block i on the streams Z (n d, b, t): each sublayer on its gated mean, injected into every stream."""
+        S = Z.reshape(self.n, -1, *Z.shape[1:])
+        for w, sublayer in zip(self.blocks[i], (attention, feedforward), strict=True):
+            x, N = self._mixed(w, S.reshape(Z.shape))
+            injection = 2.0 * _sigmoid(kernels.linear(w[3], N) * (1.0 / self.n))  # (n, b, t)
+            S = S + np.einsum("kbt,dbt->kdbt", injection, sublayer(x))
+        return S.reshape(Z.shape)
+
+
+__all__ = ["GatedState", "HyperConnections", "HyperHead", "HyperState", "hyper_parts"]

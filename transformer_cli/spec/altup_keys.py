@@ -45,9 +45,11 @@ ALTUP_FIELDS: dict[str, Any] = {
         default="mixed",
         metadata=_key(
             "choice",
-            "hyper-connections' form: mixed (DeepSeek-V4's: the streams mixed by the Sinkhorn-balanced matrix) or "
-            "independent (HY-V4's: each stream keeps its own, no mix; post gets hc_eps too); with hc_streams",
-            ("mixed", "independent"),
+            "hyper-connections' form: mixed (DeepSeek-V4's: the streams mixed by the Sinkhorn-balanced matrix), "
+            "independent (HY-V4's: each stream keeps its own, no mix; post gets hc_eps too) or gated (Qwen4's gated "
+            "residual: the sublayer reads a low-rank-gated mean of the normed streams, and norm: none); with "
+            "hc_streams",
+            ("mixed", "independent", "gated"),
         ),
     ),
     "hc_post_scale": field(
@@ -65,13 +67,21 @@ ALTUP_FIELDS: dict[str, Any] = {
             ("weighted", "mean"),
         ),
     ),
+    "hc_rank": field(
+        default=None,
+        metadata=_key("posint", "hyper-connections' gated form: its gate's low rank (Qwen4's hc_lowrank)"),
+    ),
     "hc_sinkhorn": field(
         default=20,
         metadata=_key("posint", "hyper-connections: Sinkhorn's iterations (hc_sinkhorn_iters); with hc_streams"),
     ),
     "hc_eps": field(
         default=1e-6,
-        metadata=_key("posfloat", "hyper-connections: added to the weights and the sums they are divided by (hc_eps)"),
+        metadata=_key(
+            "posfloat",
+            "hyper-connections: added to the weights and the sums they are divided by (hc_eps); gated: the streams' "
+            "norms' eps (Qwen4's rms_norm_eps)",
+        ),
     ),
     "laurel_rank": field(
         default=None,

@@ -260,6 +260,7 @@ class Spec(Derived):
     hc_form: str = ALTUP_FIELDS["hc_form"]
     hc_post_scale: float = ALTUP_FIELDS["hc_post_scale"]
     hc_head: str = ALTUP_FIELDS["hc_head"]
+    hc_rank: int | None = ALTUP_FIELDS["hc_rank"]
     hc_sinkhorn: int = ALTUP_FIELDS["hc_sinkhorn"]
     hc_eps: float = ALTUP_FIELDS["hc_eps"]
     laurel_rank: int | None = ALTUP_FIELDS["laurel_rank"]

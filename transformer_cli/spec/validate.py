@@ -200,7 +200,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
         raise _fail(source, "norm_bias", data["norm_bias"], "no norm_bias unless norm_type is layernorm")
     if spec.norm_plus_one and not spec.norm_affine:
         raise _fail(source, "norm_plus_one", True, "the norms' gains to scale by 1 + gamma (norm_affine is false)")
-    if spec.norm_plus_one and spec.norm == "none" and not spec.final_norm:
+    if spec.norm_plus_one and spec.norm == "none" and not spec.final_norm and spec.hc_form != "gated":  # (its own)
         raise _fail(source, "norm_plus_one", True, "a norm to scale by 1 + gamma (norm is none)")
     check_experts(spec, data, source, _fail)
     check_altup(spec, data, source, _fail)
