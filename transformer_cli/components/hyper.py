@@ -124,6 +124,11 @@ class HyperHead(Component):
         return {"hyper": (weights + 2 * n * d) * b * n_tokens}
 
 
+def copied(X: np.ndarray, n: int) -> np.ndarray:
+    """The embedded columns X (d, b, t) as n streams, (n d, b, t): a copy in each (every form's start)."""
+    return np.ascontiguousarray(np.broadcast_to(X, (n, *X.shape))).reshape(-1, *X.shape[1:])
+
+
 def hyper_parts(spec) -> list[Component]:
     """A block's hyper-connections (none without hc_streams)."""
     return [HyperConnections(spec)] if spec.hc_streams else []
@@ -170,8 +175,7 @@ class HyperState:
         return pre, post, C
 
     def stack(self, X: np.ndarray) -> np.ndarray:
-        """The embedded columns X (d, b, t) as the n streams, (n d, b, t): a copy in each."""
-        return np.ascontiguousarray(np.broadcast_to(X, (self.n, *X.shape))).reshape(-1, *X.shape[1:])
+        return copied(X, self.n)
 
     def unstack(self, Z: np.ndarray) -> np.ndarray:
         """The streams (n d, b, t) as the column the final norm reads: their sum weighted by the head's pre."""
@@ -220,7 +224,7 @@ class GatedState:
         return (m * N).reshape(self.n, -1, *Z.shape[1:]).mean(axis=0), N
 
     def stack(self, X: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(np.broadcast_to(X, (self.n, *X.shape))).reshape(-1, *X.shape[1:])
+        return copied(X, self.n)
 
     def unstack(self, Z: np.ndarray) -> np.ndarray:
         return self._mixed(self.head, Z)[0]

@@ -25,7 +25,7 @@ from .gguf_layout import LLAMA_PERMUTED, LLAMA_REDO
 from .keys import Keys
 from .mamba2 import backbone, mixer_names
 from .mamba_gguf import A_MADE, A_UNDONE
-from .nemotron_h_gguf import EXPERTS_LAYOUT, LAYOUT, as_run, gguf_metadata, gguf_spec
+from .nemotron_h_gguf import EXPERTS_LAYOUT, LAYOUT, as_run, block_kinds, gguf_metadata, gguf_spec
 from .parts import kv_heads
 from .record import Gguf, Record
 
@@ -117,13 +117,7 @@ def config(spec: Spec) -> dict[str, Any]:
     """spec -> Nemotron-H's config.json."""
     blocks = {value: key for key, value in BLOCKS.items()}
     names = {"mamba": "linear_attention", "attention": "full_attention", "mlp": "mlp", "moe": "moe"}
-    from ..spec.stacks import kind_of
-
-    pairs = [
-        (kind_of(spec.mixer_layers, i, spec.attention), kind_of(spec.feedforward_layers, i, "routed"))
-        for i in range(spec.N)
-    ]
-    out = size_keys(spec) | {"layers_block_type": [names[blocks[pair]] for pair in pairs]}
+    out = size_keys(spec) | {"layers_block_type": [names[blocks[pair]] for pair in block_kinds(spec)]}
     out |= {"mamba_num_heads": spec.ssm_heads, "mamba_head_dim": spec.ssm_head_dim, "ssm_state_size": spec.ssm_state}
     out |= {"n_groups": spec.ssm_groups, "conv_kernel": spec.conv_kernel, "use_conv_bias": spec.conv_bias}
     out |= {"use_bias": spec.ssm_bias, "time_step_min": spec.ssm_dt_min, "layer_norm_epsilon": spec.norm_eps}

@@ -72,7 +72,8 @@ def gguf_spec(c: Keys, header: Any, spec: dict[str, Any]) -> dict[str, Any]:
     return out | ({"shared_r": shared} if shared else {})
 
 
-def _kinds(spec: Spec) -> list[tuple[str, str]]:
+def block_kinds(spec: Spec) -> list[tuple[str, str]]:
+    """Each block's (mixer, feedforward) kinds."""
     return [
         (kind_of(spec.mixer_layers, i, spec.attention), kind_of(spec.feedforward_layers, i, "routed"))
         for i in range(spec.N)
@@ -81,7 +82,7 @@ def _kinds(spec: Spec) -> list[tuple[str, str]]:
 
 def gguf_metadata(spec: Spec) -> dict[str, Any]:
     """spec -> the architecture's keys beyond the shared ones; what llama.cpp cannot run refused."""
-    kinds = _kinds(spec)
+    kinds = block_kinds(spec)
     lost = (
         "feedforward_layers: llama.cpp routes every feedforward block of a file with experts"
         if spec.E and any(ff == "dense" for _, ff in kinds)
@@ -110,7 +111,7 @@ def as_run(spec: Spec, weights: Mapping[str, Any]) -> tuple[Spec, Mapping[str, A
     """The model as llama.cpp runs the file: no clamp of the steps; a mixture's width that of its experts (no
     block of an MLP reads the other); every group chosen written as one group."""
     held = replace(spec, ssm_dt_min=None)
-    if not any(ff == "dense" for _, ff in _kinds(spec)):  # (the width no block reads: the file's)
+    if not any(ff == "dense" for _, ff in block_kinds(spec)):  # (the width no block reads: the file's)
         held = replace(held, r=spec.expert_r or spec.d if spec.E else spec.d)
     if spec.E and spec.router_groups and spec.router_topk_groups == spec.router_groups:
         held = replace(held, router_groups=None, router_topk_groups=None, router_group_score=UNGROUPED)
@@ -141,4 +142,4 @@ EXPERTS_LAYOUT = Family(
     held_as=MAMBA2_HELD,
 )
 
-__all__ = ["EXPERTS_LAYOUT", "LAYOUT", "as_run", "gguf_metadata", "gguf_spec"]
+__all__ = ["EXPERTS_LAYOUT", "LAYOUT", "as_run", "block_kinds", "gguf_metadata", "gguf_spec"]
