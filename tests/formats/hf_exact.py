@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is the transformers library
 from helpers_transformers import _float64_gemma_rms_norm, _float64_rms_norm, _float64_router  # noqa: E402
 from hf_exact_gemma3n import GEMMA3N  # noqa: E402
 from hf_exact_gemma4 import GEMMA4  # noqa: E402
+from hf_exact_hyper import HYPER  # noqa: E402
 from hf_exact_laguna import LAGUNA  # noqa: E402
 from hf_exact_llama4 import LLAMA4  # noqa: E402
 from hf_exact_mamba import MAMBA  # noqa: E402
@@ -58,6 +59,8 @@ def exact(model):
             GEMMA4[kind](model, module)
         elif kind in MAMBA:  # its scan, state update, A and gated norm in float32
             MAMBA[kind](model, module)
+        elif kind in HYPER:  # hyper-connections' streams (and the residual between them) in float32
+            HYPER[kind](model, module)
         elif kind in GEMMA3N:  # its norms, embeddings' scales, AltUp's router, sparsity and per-layer scales
             GEMMA3N[kind](model, module)
         elif kind in ("GPTJRotaryEmbedding", "CodeGenRotaryEmbedding"):  # its sin/cos table made in float32

@@ -205,3 +205,22 @@ INDEXED = {  # DeepSeek Sparse Attention: a top-k below the prompt's length, so 
     "glm_moe_dsa-shared": ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", _DSA | dict(  # layers 1, 2 reuse layer 0's
         num_hidden_layers=4, index_topk_pattern="FSSF", n_group=1, topk_group=1)),
 }  # fmt: skip
+
+_HY_V4 = dict(vocab_size=97, hidden_size=32, intermediate_size=40, moe_intermediate_size=12, num_hidden_layers=6,
+              num_attention_heads=4, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, n_group=2,
+              topk_group=1, routed_scaling_factor=2.827, q_lora_rank=12, kv_lora_rank=8, qk_nope_head_dim=8,
+              qk_rope_head_dim=4, v_head_dim=6, index_n_heads=8, index_head_dim=8, index_topk=5,
+              mlp_layer_types=["dense", "dense", "sparse", "sparse", "sparse", "sparse"],
+              indexer_types=["full", "full", "shared", "shared", "full", "shared"], hc_mult=3, hc_magnitude=2.0,
+              swiglu_limit=0.2, rms_norm_eps=1e-5, max_position_embeddings=64, pad_token_id=0, bos_token_id=1,
+              eos_token_id=2, attn_implementation="eager",
+              experts_implementation="eager")  # fmt: skip
+
+INDEXED |= {  # HY-V4: DSA with sinks, gates, half-split rotary, hyper-connections' streams, clamped experts
+    "hy_v4": ("HYV4Config", "HYV4ForCausalLM", _HY_V4 | dict(  # (the clamp cuts about half the experts' entries)
+        rope_parameters=dict(rope_type="yarn", rope_theta=5000.0, factor=4.0, original_max_position_embeddings=16,
+                             mscale_all_dim=1.0, mscale=1.0))),
+    "hy_v4-defaults-kinds": ("HYV4Config", "HYV4ForCausalLM", _HY_V4 | dict(  # HYV4Config's layer kinds: layers 0,
+        mlp_layer_types=None, indexer_types=None, hc_mult=2, hc_magnitude=1.5, swiglu_limit=3.0,  # 1 and 5 their
+        n_group=1, topk_group=1, tie_word_embeddings=True, num_key_value_heads=2)),  # own indexers; a tied head
+}  # fmt: skip

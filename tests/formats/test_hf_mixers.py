@@ -57,6 +57,15 @@ CONTROLS = [  # (model, spec keys changed, the relative error they must at least
     ("glm_moe_dsa", {"index_pairing": "half"}, 1e-3),  # (GLM-5's turns interleaved)
     ("glm_moe_dsa-shared", {"mixer_layers": None}, None),  # (layers 1 and 2 would need their own indexers)
     ("glm_moe_dsa-shared", {"mixer_layers": ("indexed", "latent", "latent", "indexed")}, 1e-2),
+    ("hy_v4", {"index_topk": 13}, 1e-2),
+    ("hy_v4", {"index_rope": "first"}, 1e-3),  # (its indexer turns the last entries of each head)
+    ("hy_v4", {"rope_pairing": "interleaved"}, 1e-3),  # (DeepSeek-V3.2's main attention turns interleaved)
+    ("hy_v4", {"attn_sinks": False}, 1e-3),
+    ("hy_v4", {"attn_gate": False}, 1e-3),
+    ("hy_v4", {"expert_clamp": None}, 1e-3),  # (the routed experts clamped at 0.2)
+    ("hy_v4", {"expert_clamp": 0.2, "feedforward": "clamped", "swiglu_limit": 0.2}, 1e-3),  # (not gpt-oss's)
+    ("hy_v4-defaults-kinds", {"hc_post_scale": 2.0}, 1e-3),  # (its hc_magnitude 1.5)
+    ("hy_v4-defaults-kinds", {"mixer_layers": None}, None),  # (layers 2 to 4 would need their own indexers)
 ]
 
 

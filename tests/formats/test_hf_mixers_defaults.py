@@ -33,6 +33,7 @@ DEFAULTS = [  # (config class, model class, the keys its defaults leave unset)
     ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", {}),
     ("OlmoHybridConfig", "OlmoHybridForCausalLM", {}),
     ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", {"index_topk_freq": 4}),  # (a full indexer every 4 layers)
+    ("HYV4Config", "HYV4ForCausalLM", {}),
 ]
 
 

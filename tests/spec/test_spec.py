@@ -271,6 +271,12 @@ def test_gemmas_keys_are_one_line_errors(tmp_path, extra, message):
             "E: 4\nk: 2\nshared_gate: true\n",
             "key 'shared_gate': got true, expected no shared_gate without a shared expert (shared_r)",
         ),
+        ("expert_clamp: 7\n", "key 'expert_clamp': got 7, expected no expert_clamp without experts (E)"),
+        (
+            "E: 4\nk: 2\nexpert_clamp: 7\n",
+            "key 'expert_clamp': got 7, expected feedforward gated (it clamps the gate and the up rows)",
+        ),
+        ("index_rope: last\n", "key 'index_rope': got 'last', expected no index_rope unless attention is indexed"),
     ],
 )
 def test_the_experts_keys_are_one_line_errors(tmp_path, extra, message):

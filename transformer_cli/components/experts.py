@@ -18,7 +18,7 @@ import numpy as np
 from .. import kernels
 from .attention import SOFTMAX_PER_SCORE
 from .base import Component, Pairs, Tensor, Term
-from .feedforward import FEEDFORWARDS, FeedForward, FeedForwardWeights
+from .feedforward import FEEDFORWARDS, ExpertClampedFeedForward, FeedForward, FeedForwardWeights
 
 Get = Callable[[str], np.ndarray]
 SIGMOID_PER_ENTRY = 4  # neg, exp, +1, / (as silu's)
@@ -33,7 +33,8 @@ class Experts(Component):
         self.expert = expert
         self.E: int = spec.E
         self.k: int = spec.k
-        self.shared = None if spec.shared_r is None else type(expert)(replace(spec, r=spec.shared_r, E=None, k=None))
+        own = FEEDFORWARDS[spec.feedforward]  # (the shared expert is never clamped: expert_clamp is the routed ones')
+        self.shared = None if spec.shared_r is None else own(replace(spec, r=spec.shared_r, E=None, k=None))
         self.routes = spec.E + (spec.zero_experts or 0)  # the router's choices: E experts and Z zero experts
 
     def tensors(self, prefix: str) -> list[Tensor]:
@@ -328,7 +329,8 @@ def block_feedforward(spec) -> FeedForward | Experts:
     reading the stream through norms of their own: stream_experts.py)."""
     if not spec.E:
         return FEEDFORWARDS[spec.feedforward](spec)
-    expert = FEEDFORWARDS[spec.feedforward](replace(spec, r=spec.expert_r or spec.r))
+    kind = ExpertClampedFeedForward if spec.expert_clamp is not None else FEEDFORWARDS[spec.feedforward]
+    expert = kind(replace(spec, r=spec.expert_r or spec.r))
     return (MIXTURES["expert_norms"] if spec.expert_norms else Experts)(spec, expert)
 
 

@@ -187,6 +187,24 @@ class ClampedFeedForward(GatedFeedForward):
         return self._down(w, glu)
 
 
+class ExpertClampedFeedForward(GatedFeedForward):
+    """HY-V4's routed experts (expert_clamp L): W2 (act(min(W1 x, L)) * clamp(W3 x, -L, L)), no + 1."""
+
+    def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
+        """The gated count, plus the two clamps: 2 more per hidden entry."""
+        gated = super().flops(b, n, pairs)["feedforward"]
+        return {"feedforward": gated + self.spec.N * 2 * self.spec.r * b * n}
+
+    def apply(self, w: FeedForwardWeights, X: kernels.Array) -> kernels.Array:
+        both = kernels.linear(w.W1, X)  # (2r, b, n): the gate's rows, then the up projection's
+        if w.b1 is not None:
+            both += w.b1
+        r, limit = self.spec.r, self.spec.expert_clamp or 0.0
+        gate = kernels.ACTIVATIONS[self.spec.activation](np.minimum(both[:r], limit))
+        gate *= np.clip(both[r:], -limit, limit)
+        return self._down(w, gate)
+
+
 @dataclass
 class XieluWeights(FeedForwardWeights):
     """A plain feedforward's weights and its activation's two parameters (alpha_p, alpha_n), as stored."""

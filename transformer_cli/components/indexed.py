@@ -3,8 +3,9 @@ the index_topk keys a lightning indexer scores highest.
 
 The indexer has H_I = index_heads query heads of D_I = index_m entries and one key a token, made from the queries'
 bottleneck l = RMSNorm(W_QA x) and the block's input x:
-  queries  q_h = W_IQ^h l,  key k = LayerNorm(W_IK x) (gains and biases), the first rope_m entries of each turned
-           by the block's rotary tables (index_pairing: half-split for DeepSeek-V3.2, interleaved for GLM-5)
+  queries  q_h = W_IQ^h l,  key k = LayerNorm(W_IK x) (gains and biases; eps index_eps, DeepSeek's 1e-6), the
+           first rope_m entries of each turned by the block's rotary tables (index_pairing: half-split for
+           DeepSeek-V3.2, interleaved for GLM-5), or its last (index_rope: HY-V4's)
   weights  w_h = (W_IW x)_h / sqrt(H_I)
   score    I(s, t) = sum_h w_h(s) relu(q_h(s) . k(t) / sqrt(D_I)), over the keys t <= s
 Query s attends to the index_topk keys of highest I(s, .), or to every key it sees when it sees no more: the
@@ -31,8 +32,6 @@ from .base import Pairs, Tensor, Term
 from .kv_cache import KVCache
 from .latent import LatentAttention, LatentWeights
 from .norm import NORM_PER_ENTRY
-
-INDEX_EPS = 1e-6  # the indexer's key norm, as DeepSeek's code builds it (nn.LayerNorm(index_head_dim, eps=1e-6))
 
 
 @dataclass
@@ -148,10 +147,12 @@ class IndexedAttention(LatentAttention):
         ix, (_, b, n) = w.indexer, X.shape
         assert ix is not None
         queries = kernels.linear(ix.W_Q, low).reshape(H_I, D_I, b, n).transpose(2, 0, 1, 3)
-        keys = kernels.layer_norm(kernels.linear(ix.W_K, X), ix.k_gain, ix.k_bias, INDEX_EPS).transpose(1, 0, 2)
-        length = start + max(offset, 0) + n
-        rotary.turn(queries, start + offset, length, self.spec.index_pairing)
-        rotary.turn(keys, start, length, self.spec.index_pairing)
+        keys = kernels.layer_norm(kernels.linear(ix.W_K, X), ix.k_gain, ix.k_bias, self.spec.index_eps)
+        keys = keys.transpose(1, 0, 2)
+        length, r = start + max(offset, 0) + n, self.spec.rotated_dims
+        turned = slice(D_I - r, D_I) if self.spec.index_rope == "last" else slice(0, r)  # (views: turned in place)
+        rotary.turn(queries[:, :, turned], start + offset, length, self.spec.index_pairing)
+        rotary.turn(keys[:, turned], start, length, self.spec.index_pairing)
         weights = kernels.linear(ix.W_W, X).transpose(1, 0, 2) * (H_I * D_I) ** -0.5
         return queries, keys, weights
 

@@ -23,7 +23,7 @@ from .. import kernels
 from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from ..spec.validate import bad_key
-from .attention import SOFTMAX_PER_SCORE, MultiHeadAttention
+from .attention import SIGMOID_GATE_PER_ENTRY, SOFTMAX_PER_SCORE, MultiHeadAttention
 from .base import Pairs, Tensor, Term
 from .norm import RMS_PER_ENTRY
 
@@ -46,7 +46,8 @@ class LatentWeights:
     W_KVB: np.ndarray  # (H (m - r + v), c)
     W_O: np.ndarray  # (d, H v)
     b_O: np.ndarray | None
-    sinks: None = None  # (no attention sinks)
+    sinks: np.ndarray | None = None  # (H,): each head's sink logit (attn_sinks: HY-V4)
+    W_G: np.ndarray | None = None  # (H v, d): the output gate's projection (attn_gate: HY-V4)
 
 
 @ATTENTIONS.register("latent")
@@ -65,7 +66,6 @@ class LatentAttention(MultiHeadAttention):
             "N_enc",
             "window",
             "qkv_clip",
-            "attn_gate",
             "v_norm",
             "full_m",
             "v_from_k",
@@ -104,7 +104,16 @@ class LatentAttention(MultiHeadAttention):
         out += [Tensor(p + "kv_a_norm.gamma", (c,), kind), Tensor(p + "W_KVB", (H, m - r + v, c), kind)]
         out.append(Tensor(p + "W_O", (H, d, v), kind))
         out += [Tensor(p + "b_O", (d,), kind)] if self.spec.has_out_bias else []
+        out += [Tensor(p + "sinks", (H,), "attention sinks")] if self.spec.attn_sinks else []
+        if self.spec.attn_gate:
+            out.append(Tensor(p + "W_G", (H, d) if self.spec.attn_gate_per_head else (H, v, d), "attention gate"))
         return out
+
+    @property
+    def gate_rows(self) -> int:
+        """The output gate's rows: H v_m (each value entry's), H with one a head, 0 without a gate."""
+        s = self.spec
+        return (s.H if s.attn_gate_per_head else s.H * s.value_size) * s.attn_gate
 
     def _parts(self) -> tuple[int, int, int]:
         """Weights of the queries, of the latent and its keys and values, and of the output projection."""
@@ -124,6 +133,10 @@ class LatentAttention(MultiHeadAttention):
             out.append(Term("q_rank + kv_rank + rope_m" if q else "kv_rank + rope_m", q + c + r, "block"))
         if self.spec.has_out_bias:
             out.append(Term("d", d, "block"))
+        if self.spec.attn_sinks:
+            out.append(Term("H", H, "block"))
+        if self.spec.attn_gate:
+            out.append(Term("Hd" if self.spec.attn_gate_per_head else "H v_m d", self.gate_rows * d, "block"))
         return out
 
     def prepare(self, get: Callable[[str], np.ndarray]) -> LatentWeights:  # type: ignore[override]
@@ -150,7 +163,9 @@ class LatentAttention(MultiHeadAttention):
         W_KVB = get("attention.W_KVB").reshape(H * (m - r + v), c)
         W_O = np.ascontiguousarray(get("attention.W_O").transpose(1, 0, 2).reshape(d, H * v))
         b_O = get("attention.b_O").reshape(-1, 1, 1) if self.spec.has_out_bias else None
-        return LatentWeights(W_Q, W_QA, b_QA, q_gain, W_QB, W_KVA, b_KVA, kv_gain, W_KVB, W_O, b_O)
+        sinks = get("attention.sinks") if self.spec.attn_sinks else None
+        W_G = get("attention.W_G").reshape(-1, d) if self.spec.attn_gate else None
+        return LatentWeights(W_Q, W_QA, b_QA, q_gain, W_QB, W_KVA, b_KVA, kv_gain, W_KVB, W_O, b_O, sinks, W_G)
 
     def bottleneck(self, a: LatentWeights, X: np.ndarray) -> np.ndarray:
         """The queries' normalised low-rank part RMSNorm(W_QA x + b_QA): (d, b, n) -> (q, b, n)."""
@@ -225,6 +240,9 @@ class LatentAttention(MultiHeadAttention):
             "softmax": per_head * SOFTMAX_PER_SCORE,
             "weights x V": per_head * 2 * v,
             "output projection": N * (2 * output + self.spec.has_out_bias * d) * tokens,
+            "output gate": N
+            * ((2 * d + SIGMOID_GATE_PER_ENTRY) * self.gate_rows + H * v * self.spec.attn_gate_per_head)
+            * tokens,
         }
 
     def multiply_adds(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
@@ -232,15 +250,15 @@ class LatentAttention(MultiHeadAttention):
         queries, latent, output = self._parts()
         N = self.spec.N
         return {
-            "linear layers": N * (queries - q + latent - c + output) * b * n,
+            "linear layers": N * (queries - q + latent - c + output + self.gate_rows * d) * b * n,
             "scores K^T Q": N * H * pairs.count * m,
             "weights x V": N * H * pairs.count * v,
         }
 
     def held_per_token(self) -> int:
-        """Q and K (H m each), V and the heads' outputs (H v each), the latent and the bottleneck."""
+        """Q and K (H m each), V and the heads' outputs (H v each), the latent and the bottleneck, the gate's."""
         H, m, d, c, r, v, q = self.sizes
-        return 2 * H * m + 2 * H * v + c + r + q
+        return 2 * H * m + 2 * H * v + c + r + q + self.gate_rows
 
     def cache_per_token(self, size: int, scale: int) -> int:
         """Bytes a decoder keeps per token and block: the latent and the rotary key part (a scale each)."""

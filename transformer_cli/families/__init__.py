@@ -52,6 +52,7 @@ MODULES = (
     "granitemoehybrid",
     "helium",
     "hy_v3",
+    "hy_v4",
     "jamba",
     "jetmoe",
     "kimi_linear",

@@ -34,15 +34,26 @@ INDEXER = {
 CHECKPOINT = Family(DEEPSEEK.block, DEEPSEEK.names | INDEXER, DEEPSEEK.globals_)
 
 
-def sparse_model(c: Keys, defaults: dict[str, Any], groups: int, pairing: str) -> dict[str, Any]:
+def sparse_model(
+    c: Keys, defaults: dict[str, Any], groups: int, pairing: str, interleaved: bool = True
+) -> dict[str, Any]:
     """config.json -> spec: DeepSeek-V3's latent attention and router (`groups`: n_group's default, and
-    topk_group's half of it), the indexer's keys; `defaults`: the config class's where they are not V3's."""
+    topk_group's half of it), the indexer's keys; `defaults`: the config class's where they are not V3's;
+    `interleaved`: the main attention's rotary pairs (HY-V4's are half-split)."""
     keys = Keys(defaults | c.data, c.source, notes=c.notes)
     if keys.nullable_count("q_lora_rank", 1536) is None:
         raise c.refuse("q_lora_rank", None, "the lightning indexer reads the queries' low-rank part")
     c.ignored("mlp_bias", "5.24's DeepSeek-V3.2 and GLM-5 MLPs have no biases", unless=False)
     spec = latent_model(
-        keys, q_rank=1536, E=256, shared=1, size=2048, dense=3, max_positions=163840, interleaved=True, listed=True
+        keys,
+        q_rank=1536,
+        E=256,
+        shared=1,
+        size=2048,
+        dense=3,
+        max_positions=163840,
+        interleaved=interleaved,
+        listed=True,
     )
     spec |= {
         "attention": "indexed",

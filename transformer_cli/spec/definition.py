@@ -172,6 +172,7 @@ class Spec(Derived):
     )
     k: int | None = field(default=None, metadata=_key("posint", "experts per token, the top k of the router; with E"))
     expert_r: int | None = EXPERT_FIELDS["expert_r"]
+    expert_clamp: float | None = EXPERT_FIELDS["expert_clamp"]
     router_renorm: bool = EXPERT_FIELDS["router_renorm"]
     shared_r: int | None = EXPERT_FIELDS["shared_r"]
     shared_gate: bool = EXPERT_FIELDS["shared_gate"]
@@ -231,6 +232,8 @@ class Spec(Derived):
     index_m: int | None = LATENT_FIELDS["index_m"]
     index_topk: int | None = LATENT_FIELDS["index_topk"]
     index_pairing: str = LATENT_FIELDS["index_pairing"]
+    index_rope: str = LATENT_FIELDS["index_rope"]
+    index_eps: float = LATENT_FIELDS["index_eps"]
     mixer_layers: tuple[str, ...] | None = MIXER_FIELDS["mixer_layers"]
     conv_kernel: int = MIXER_FIELDS["conv_kernel"]
     conv_bias: bool = MIXER_FIELDS["conv_bias"]

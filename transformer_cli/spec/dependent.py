@@ -43,6 +43,8 @@ DEPENDENT = {
     "v_m": ("attention", (*LATENT, "standard"), False),
     **{key: ("attention", ("indexed",), True) for key in INDEX_KEYS},
     "index_pairing": ("attention", ("indexed",), False),
+    "index_rope": ("attention", ("indexed",), False),
+    "index_eps": ("attention", ("indexed",), False),
     "swiglu_alpha": ("feedforward", ("clamped",), False),
     "swiglu_limit": ("feedforward", ("clamped",), False),
     "rel_buckets": ("positional", (*RELATIVE, "disentangled"), False),

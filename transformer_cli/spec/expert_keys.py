@@ -13,6 +13,14 @@ EXPERT_FIELDS: dict[str, Any] = {
     "expert_r": field(
         default=None, metadata=_key("posint", "each routed expert's feedforward size [default: r]; with E")
     ),
+    "expert_clamp": field(
+        default=None,
+        metadata=_key(
+            "posfloat",
+            "the routed experts' gated feedforward clamped (HY-V4's swiglu_limit L): act(min(W1 x, L)) * "
+            "clamp(W3 x, -L, L); the shared expert and the dense blocks unclamped; with E and feedforward gated",
+        ),
+    ),
     "router_renorm": field(
         default=True,
         metadata=_key(

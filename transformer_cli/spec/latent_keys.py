@@ -68,6 +68,18 @@ LATENT_FIELDS: dict[str, Any] = {
             ("half", "interleaved"),
         ),
     ),
+    "index_rope": field(
+        default="first",
+        metadata=_key(
+            "choice",
+            "indexed: which of the indexer's entries turn, its first rope_m (DeepSeek-V3.2, GLM-5) or its last (HY-V4)",
+            ("first", "last"),
+        ),
+    ),
+    "index_eps": field(
+        default=1e-6,
+        metadata=_key("posfloat", "indexed: the eps of the indexer's key norm (HY-V4's: rms_norm_eps)"),
+    ),
 }
 
 __all__ = ["LATENT_FIELDS"]

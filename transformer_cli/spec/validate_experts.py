@@ -25,6 +25,8 @@ def check_experts(spec: Spec, data: dict[str, Any], source: str, fail: Fail) -> 
         if key in data and spec.E is None:
             raise fail(source, key, data[key], f"no {key} without experts (E)")
     _check_groups(spec, data, source, fail)
+    if spec.expert_clamp is not None and spec.feedforward != "gated":
+        raise fail(source, "expert_clamp", spec.expert_clamp, "feedforward gated (it clamps the gate and the up rows)")
     if spec.router_bias_param and not spec.router_bias:
         raise fail(source, "router_bias_param", True, "no router_bias_param without router_bias")
     if "router_renorm_eps" in data and (not spec.router_renorm or spec.router_score != "sigmoid"):
