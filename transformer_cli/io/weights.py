@@ -53,6 +53,13 @@ def _init_std(spec: Spec, tensor: Tensor) -> float:
         "W_in": (spec.embed_dim or 1) ** -0.5,  # a narrower embedding (d_e) projected up to d: columns of unit variance
         "W_out": spec.d**-0.5,  # and the last columns down to d_e for the head
         "W_t": spec.d**-0.5,  # the head's transform (ModernBERT-decoder's), a norm after it
+        # the recurrent mixers' own: a convolution that mixes (zero, a mixer's output is zero whatever it reads),
+        # decays and steps of order one, D x and the shared blocks' adapters' down projections (the ups zero, LoRA's)
+        "kernel": spec.conv_kernel**-0.5,
+        "A_log": 0.5,
+        "dt_bias": 0.5,
+        "D": 1.0,
+        "W_down": spec.d**-0.5,
     }
     if tensor.name == "head.W":
         return spec.d**-0.5  # logits of order one
