@@ -224,3 +224,16 @@ INDEXED |= {  # HY-V4: DSA with sinks, gates, half-split rotary, hyper-connectio
         mlp_layer_types=None, indexer_types=None, hc_mult=2, hc_magnitude=1.5, swiglu_limit=3.0,  # 1 and 5 their
         n_group=1, topk_group=1, tie_word_embeddings=True, num_key_value_heads=2)),  # own indexers; a tied head
 }  # fmt: skip
+
+_ZAMBA2 = dict(vocab_size=97, hidden_size=16, num_hidden_layers=7, num_attention_heads=4, intermediate_size=24,
+               mamba_d_state=6, mamba_d_conv=3, mamba_expand=2, mamba_ngroups=2, n_mamba_heads=4, chunk_size=5,
+               layers_block_type=["mamba", "hybrid", "mamba", "hybrid", "hybrid", "mamba", "hybrid"],
+               num_mem_blocks=2, adapter_rank=3, max_position_embeddings=64, pad_token_id=0)  # fmt: skip
+
+MIXERS |= {  # Zamba2: Mamba-2 layers, its hybrid ones after a shared transformer block on [h; embeddings]
+    "zamba2": ("Zamba2Config", "Zamba2ForCausalLM", _ZAMBA2 | dict(  # 4 uses of 2 blocks, every adapter, rotary
+        use_shared_attention_adapter=True, use_mem_rope=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
+    "zamba2-one-block-gqa-nope-biases": ("Zamba2Config", "Zamba2ForCausalLM", _ZAMBA2 | dict(  # (no positions)
+        num_mem_blocks=1, num_key_value_heads=2, add_bias_linear=True, hidden_act="silu")),
+}  # fmt: skip

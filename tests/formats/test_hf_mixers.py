@@ -57,6 +57,11 @@ CONTROLS = [  # (model, spec keys changed, the relative error they must at least
     ("glm_moe_dsa", {"index_pairing": "half"}, 1e-3),  # (GLM-5's turns interleaved)
     ("glm_moe_dsa-shared", {"mixer_layers": None}, None),  # (layers 1 and 2 would need their own indexers)
     ("glm_moe_dsa-shared", {"mixer_layers": ("indexed", "latent", "latent", "indexed")}, 1e-2),
+    ("zamba2", {"mem_qkv_adapters": False}, 1e-3),  # (use_shared_attention_adapter: q, k and v adapted)
+    ("zamba2", {"mem_blocks": 1}, 1e-3),  # (uses 1 and 3 run the second block)
+    ("zamba2", {"positional": "none"}, 1e-3),  # (use_mem_rope)
+    ("zamba2", {"scale": 0.5**0.5 / 2}, 1e-3),  # ((m / 2)^-1/2 = 1/2, not m^-1/2)
+    ("zamba2-one-block-gqa-nope-biases", {"ff_bias": False}, 1e-3),  # (its MLP's biases: add_bias_linear)
     ("hy_v4", {"index_topk": 13}, 1e-2),
     ("hy_v4", {"index_rope": "first"}, 1e-3),  # (its indexer turns the last entries of each head)
     ("hy_v4", {"rope_pairing": "interleaved"}, 1e-3),  # (DeepSeek-V3.2's main attention turns interleaved)

@@ -100,7 +100,7 @@ def test_the_mixer_is_causal_and_tells_positions_apart(spec):
         ({"ssm_groups": 3}, "key 'ssm_groups': got 3, expected a divisor of ssm_heads = 4"),
         (
             {"attention": "standard", "feedforward": "gated"},
-            "expected no conv_bias without a short_conv or mamba2 or attention_mamba2 or mamba block",
+            "expected no conv_bias without a short_conv or mamba2 or attention_mamba2 or mamba2_memory or mamba block",
         ),
     ],
 )

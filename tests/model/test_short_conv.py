@@ -122,7 +122,7 @@ def test_a_mixer_that_is_not_registered_is_refused_in_one_line():
         (
             {"conv_kernel": 4},
             "key 'conv_kernel': got 4, expected no conv_kernel without a short_conv or mamba2 or attention_mamba2 or "
-            "mamba or deltanet or kda block",
+            "mamba2_memory or mamba or deltanet or kda block",
         ),
         ({"mixer_layers": ["short_conv"] * 3}, "expected at most N = 2 kinds (one per block)"),
         ({"attention": "short_conv", "N_enc": 2}, "expected one stack of blocks of their own with a recurrent mixer"),

@@ -27,6 +27,7 @@ from .kda import KimiDeltaAttention  # noqa: F401 (registers the spec's `attenti
 from .latent import LatentAttention  # noqa: F401 (registers the spec's `attention: latent`)
 from .mamba import Mamba  # noqa: F401 (registers the spec's `attention: mamba`)
 from .mamba2 import Mamba2  # noqa: F401 (registers the spec's `attention: mamba2`)
+from .memory import MemoryState, memory_parts  # (registers the spec's `attention: mamba2_memory`)
 from .mixer import NoMixer  # noqa: F401 (registers the spec's `attention: none`)
 from .moa import MixtureOfHeads  # noqa: F401 (registers the spec's `attention: mixture`)
 from .norm import block_norm, final_norm
@@ -66,8 +67,11 @@ def block_components(spec: Spec) -> list[Component]:
     ]
 
 
-def stream_state(spec: Spec, get: Callable[[str], Any]) -> AltUpState | HyperState | GatedState | None:
-    """The model's residual streams ready for the pass, where it carries several (AltUp's, hyper-connections')."""
+def stream_state(spec: Spec, get: Callable[[str], Any]) -> AltUpState | HyperState | GatedState | MemoryState | None:
+    """The model's residual streams ready for the pass, where it carries several (AltUp's, hyper-connections', the
+    embedded columns beside the stream for Zamba2's shared blocks)."""
+    if spec.mem_blocks:
+        return MemoryState(spec, get)
     if not spec.hc_streams:
         return AltUpState(spec, get) if spec.altup else None
     return GatedState(spec, get) if spec.hc_form == "gated" else HyperState(spec, get)
@@ -81,6 +85,7 @@ def outside_components(spec: Spec) -> list[Component]:
         AltUpStreams(spec) if spec.altup else Component(spec),
         POSITIONALS[spec.positional](spec),
         HyperHead(spec) if spec.hc_streams else Component(spec),
+        *memory_parts(spec),
         final_norm(spec),
         head(spec),
         pooler(spec),

@@ -59,6 +59,8 @@ class LayerNorm(Component):
             return ("norm1_out", "norm2_out")
         if not self.spec.first_attn_norm:  # (a group of block 0 alone: ModernBERT's has none before attention)
             return ("norm2",)
+        if self.spec.attention == "mamba2_memory":  # (Zamba2's: its mixer normalises its own input, memory.py)
+            return ()
         if self.spec.feedforward == "none":  # (a block of its mixer alone: Mamba-2's)
             return ("norm1",)
         if self.spec.attention == "none":  # (a block of its feedforward alone: Nemotron-H's MLP and MoE blocks)

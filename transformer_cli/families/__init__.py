@@ -97,6 +97,7 @@ MODULES = (
     "t5",
     "t5gemma",
     "youtu",
+    "zamba2",
 )
 
 

@@ -33,6 +33,7 @@ class Derived:
     ple_dim: int | None
     altup: int | None
     hc_streams: int | None
+    mem_blocks: int | None
     block_groups: int | None
     G: int | None
     attention: str
@@ -83,8 +84,8 @@ class Derived:
     @property
     def stream_rows(self) -> int:
         """The rows a column carries between blocks: d, or AltUp's K streams of d (Gemma 3n's), or hyper-connections'
-        n (DeepSeek-V4's)."""
-        return (self.altup or self.hc_streams or 1) * self.d
+        n (DeepSeek-V4's), or the embedded columns beside the stream (Zamba2's shared blocks read them)."""
+        return (self.altup or self.hc_streams or (2 if self.mem_blocks else 1)) * self.d
 
     @property
     def stored_blocks(self) -> int:

@@ -111,6 +111,29 @@ MIXER_FIELDS: dict[str, Any] = {
             "[default: all 1]",
         ),
     ),
+    "mem_blocks": field(
+        default=None,
+        metadata=_key(
+            "posint",
+            "mamba2_memory (Zamba2's hybrid blocks): how many shared transformer blocks there are (num_mem_blocks); "
+            "the k-th mamba2_memory block runs block k mod mem_blocks on [its input; the embedded columns] before "
+            "its Mamba-2 mixer",
+        ),
+    ),
+    "mem_rank": field(
+        default=None,
+        metadata=_key(
+            "posint", "mamba2_memory: the rank of each use's LoRA adapters of the shared block (adapter_rank)"
+        ),
+    ),
+    "mem_qkv_adapters": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "mamba2_memory: adapters on the shared attention's queries, keys and values too, not only on its MLP's "
+            "gate and up rows (use_shared_attention_adapter)",
+        ),
+    ),
 }
 
 __all__ = ["MIXER_FIELDS"]

@@ -13,13 +13,15 @@ Fail = Callable[[str, str, Any, str], SpecError]
 SSM_KEYS = ("ssm_heads", "ssm_head_dim", "ssm_state", "ssm_groups", "ssm_dt_min")
 SELECTIVE_KEYS = ("ssm_inner", "ssm_dt_rank", "ssm_bcdt_norm", "ssm_bcdt_eps")
 LINEAR_KEYS = ("linear_k_heads", "linear_k_dim", "linear_v_heads", "linear_v_dim")
-MAMBA2 = ("mamba2", "attention_mamba2")  # (Falcon-H1's blocks: attention and Mamba-2 side by side)
+MAMBA2 = ("mamba2", "attention_mamba2", "mamba2_memory")  # (Falcon-H1's side by side; Zamba2's after a shared block)
+MEMORY_KEYS = ("mem_blocks", "mem_rank", "mem_qkv_adapters")
 OWN_KEYS: dict[str, tuple[str, ...]] = dict.fromkeys(("conv_bias",), ("short_conv", *MAMBA2, "mamba"))
 OWN_KEYS |= {"conv_kernel": ("short_conv", *MAMBA2, "mamba", "deltanet", "kda")}
 OWN_KEYS |= dict.fromkeys(LINEAR_KEYS[:2], ("deltanet",)) | dict.fromkeys(LINEAR_KEYS[2:], ("deltanet", "kda"))
 OWN_KEYS |= dict.fromkeys(("linear_beta_scale", "linear_norm_eps"), ("deltanet",))
 OWN_KEYS |= dict.fromkeys((*SSM_KEYS, "ssm_norm", "ssm_scales"), MAMBA2) | dict.fromkeys(SELECTIVE_KEYS, ("mamba",))
-OWN_KEYS |= {"ssm_state": (*MAMBA2, "mamba"), "ssm_bias": (*MAMBA2, "mamba"), "parallel_scales": MAMBA2[1:]}
+OWN_KEYS |= {"ssm_state": (*MAMBA2, "mamba"), "ssm_bias": (*MAMBA2, "mamba"), "parallel_scales": MAMBA2[1:2]}
+OWN_KEYS |= dict.fromkeys(MEMORY_KEYS, ("mamba2_memory",))
 COUNTS = {"ssm_scales": 5, "parallel_scales": 5, "ff_scales": 2}  # (the lists' lengths)
 RECURRENT = frozenset(m for readers in OWN_KEYS.values() for m in readers)  # the mixers that are not attention
 
@@ -58,6 +60,8 @@ def check_mixers(spec: Spec, data: dict[str, Any], source: str, fail: Fail) -> N
                 raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with a mamba2 block")
         if spec.ssm_heads % spec.ssm_groups:  # type: ignore[operator]
             raise fail(source, "ssm_groups", spec.ssm_groups, f"a divisor of ssm_heads = {spec.ssm_heads}")
+    if "mamba2_memory" in used:
+        _check_memory(spec, source, fail)
     if "deltanet" in used:
         for key in LINEAR_KEYS:
             if getattr(spec, key) is None:
@@ -74,6 +78,20 @@ def check_mixers(spec: Spec, data: dict[str, Any], source: str, fail: Fail) -> N
         for key in ("ssm_inner", "ssm_state", "ssm_dt_rank"):
             if getattr(spec, key) is None:
                 raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with a mamba block")
+
+
+def _check_memory(spec: Spec, source: str, fail: Fail) -> None:
+    """Zamba2's shared blocks: their number and the adapters' rank, blocks of their mixer alone, keys and values of
+    every head where the queries' adapter's width is theirs too."""
+    for key in MEMORY_KEYS[:2]:
+        if getattr(spec, key) is None:
+            raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with a mamba2_memory block")
+    if spec.feedforward != "none" or spec.norm != "pre":
+        key, value = ("feedforward", spec.feedforward) if spec.feedforward != "none" else ("norm", spec.norm)
+        raise fail(source, key, value, "feedforward none and norm pre with mamba2_memory blocks (Zamba2's)")
+    if spec.mem_qkv_adapters and spec.kv_heads != spec.H:
+        why = f"{spec.H} (every head's: the keys' and values' adapters are 2d wide, as the queries')"
+        raise fail(source, "G", spec.kv_heads, why)
 
 
 __all__ = ["check_mixers", "mixers"]
