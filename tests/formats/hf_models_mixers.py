@@ -235,5 +235,5 @@ MIXERS |= {  # Zamba2: Mamba-2 layers, its hybrid ones after a shared transforme
         use_shared_attention_adapter=True, use_mem_rope=True,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
     "zamba2-one-block-gqa-nope-biases": ("Zamba2Config", "Zamba2ForCausalLM", _ZAMBA2 | dict(  # (no positions)
-        num_mem_blocks=1, num_key_value_heads=2, add_bias_linear=True, hidden_act="silu")),
+        num_mem_blocks=1, num_key_value_heads=2, add_bias_linear=True, hidden_act="silu", rms_norm_eps=1e-2)),
 }  # fmt: skip

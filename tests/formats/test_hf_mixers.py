@@ -62,6 +62,7 @@ CONTROLS = [  # (model, spec keys changed, the relative error they must at least
     ("zamba2", {"positional": "none"}, 1e-3),  # (use_mem_rope)
     ("zamba2", {"scale": 0.5**0.5 / 2}, 1e-3),  # ((m / 2)^-1/2 = 1/2, not m^-1/2)
     ("zamba2-one-block-gqa-nope-biases", {"ff_bias": False}, 1e-3),  # (its MLP's biases: add_bias_linear)
+    ("zamba2-one-block-gqa-nope-biases", {"linear_norm_eps": None}, 1e-3),  # (the gated norm's 1e-5, not 1e-2)
     ("hy_v4", {"index_topk": 13}, 1e-2),
     ("hy_v4", {"index_rope": "first"}, 1e-3),  # (its indexer turns the last entries of each head)
     ("hy_v4", {"rope_pairing": "interleaved"}, 1e-3),  # (DeepSeek-V3.2's main attention turns interleaved)

@@ -221,7 +221,8 @@ class Mamba2(RecurrentMixer):
         """RMSNorm of each group of I / G_s rows of Y (I, b, n), times the gain."""
         G = self.spec.ssm_groups
         grouped = Y.reshape(G, -1, *Y.shape[1:])
-        scale = 1.0 / np.sqrt(np.mean(grouped * grouped, axis=1, keepdims=True) + self.spec.norm_eps)
+        eps = self.spec.linear_norm_eps or self.spec.norm_eps  # (Zamba2's: 1e-5, whatever its blocks' norms)
+        scale = 1.0 / np.sqrt(np.mean(grouped * grouped, axis=1, keepdims=True) + eps)
         assert gamma is not None
         return (grouped * scale).reshape(Y.shape) * gamma
 

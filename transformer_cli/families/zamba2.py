@@ -11,8 +11,8 @@ activations are silu (hidden_act is the shared MLP's), a prefill's steps are cla
 a decoding step's too: ssm_dt_min), and the use k >= num_mem_blocks shares block k mod num_mem_blocks' weights only
 where the embeddings are tied; its files hold each shared block once, at its first use's layer, with every use's
 adapters. Refused in one line: untied embeddings (every hybrid layer then has a block of its own, whose weights a
-saved folder does not hold), keys and values of fewer heads with the attention's adapters (transformers' adapters
-are 2d wide: it fails), and an rms_norm_eps other than the mixer's gated norm's fixed 1e-5."""
+saved folder does not hold), and keys and values of fewer heads with the attention's adapters (transformers'
+adapters are 2d wide: it fails). The mixer's gated norm's eps is 1e-5 whatever rms_norm_eps (linear_norm_eps)."""
 
 from __future__ import annotations
 
@@ -56,8 +56,7 @@ def spec(c: Keys) -> dict[str, Any]:
         raise c.fail("layers_block_type", c.data.get("layers_block_type"), f"{N} layers' kinds")
     if not c.flag("tie_word_embeddings", True):
         raise c.refuse("tie_word_embeddings", False, "transformers then gives each hybrid layer a block of its own")
-    if c.number("rms_norm_eps", 1e-5) != 1e-5:
-        raise c.refuse("rms_norm_eps", c.data["rms_norm_eps"], "1e-5, the mixer's gated norm's (fixed)")
+    eps = c.number("rms_norm_eps", 1e-5)
     c.ignored("use_conv_bias", "gives the mixer's convolution a bias whatever it says", unless=True)
     defaults = DEFAULTS | {"head_dim": int(c.number("mamba_expand", 2) * d) // c.count("n_mamba_heads", 8)}
     keys = Keys({k: v for k, v in c.data.items() if k != "use_conv_bias"}, c.source, notes=c.notes)
@@ -81,7 +80,8 @@ def spec(c: Keys) -> dict[str, Any]:
         "scale": (m / 2) ** -0.5,
         "norm": "pre",
         "norm_type": "rmsnorm",
-        "norm_eps": 1e-5,
+        "norm_eps": eps,
+        **({"linear_norm_eps": 1e-5} if eps != 1e-5 else {}),  # (the mixer's gated norm's, fixed)
         "attention": "mamba2",
         "mixer_layers": ["mamba2_memory" if kind == "hybrid" else "mamba2" for kind in layers],
         "feedforward": "none",

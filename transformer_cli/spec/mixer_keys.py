@@ -68,7 +68,10 @@ MIXER_FIELDS: dict[str, Any] = {
     ),
     "linear_norm_eps": field(
         default=None,
-        metadata=_key("posfloat", "deltanet: its output norm's eps [default: norm_eps] (OLMo-Hybrid's 1e-5)"),
+        metadata=_key(
+            "posfloat",
+            "deltanet, mamba2: its output norm's eps [default: norm_eps] (OLMo-Hybrid's 1e-5; Zamba2's gated norm's)",
+        ),
     ),
     "ssm_inner": field(default=None, metadata=_key("posint", "mamba: its channels I (expand x d), each a state")),
     "ssm_dt_rank": field(default=None, metadata=_key("posint", "mamba: the steps' low rank R (time_step_rank)")),
