@@ -58,7 +58,7 @@ def test_a_name_not_registered_is_refused_in_one_line_listing_the_registry(shift
 def test_a_kind_taken_out_of_its_registry_is_no_longer_a_spec_value(monkeypatch):
     spec_from_mapping(BASE | {"feedforward": "clamped"}, "s.yaml")  # the control: registered, accepted
     monkeypatch.delitem(FEEDFORWARDS, "clamped")
-    with pytest.raises(SpecError, match="got 'clamped', expected one of plain, gated, xielu, none$"):
+    with pytest.raises(SpecError, match="got 'clamped', expected one of plain, gated, limited, xielu, none$"):
         spec_from_mapping(BASE | {"feedforward": "clamped"}, "s.yaml")
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from .. import kernels
 from .attention import SOFTMAX_PER_SCORE
 from .base import Component, Pairs, Tensor, Term
-from .feedforward import FEEDFORWARDS, ExpertClampedFeedForward, FeedForward, FeedForwardWeights
+from .feedforward import FEEDFORWARDS, FeedForward, FeedForwardWeights
 
 Get = Callable[[str], np.ndarray]
 SIGMOID_PER_ENTRY = 4  # neg, exp, +1, / (as silu's)
@@ -329,8 +329,10 @@ def block_feedforward(spec) -> FeedForward | Experts:
     reading the stream through norms of their own: stream_experts.py)."""
     if not spec.E:
         return FEEDFORWARDS[spec.feedforward](spec)
-    kind = ExpertClampedFeedForward if spec.expert_clamp is not None else FEEDFORWARDS[spec.feedforward]
-    expert = kind(replace(spec, r=spec.expert_r or spec.r))
+    own = replace(spec, r=spec.expert_r or spec.r)
+    if spec.expert_clamp is not None:  # (HY-V4's: its routed experts alone limited)
+        own = replace(own, feedforward="limited", swiglu_limit=spec.expert_clamp)
+    expert = FEEDFORWARDS[own.feedforward](own)
     return (MIXTURES["expert_norms"] if spec.expert_norms else Experts)(spec, expert)
 
 

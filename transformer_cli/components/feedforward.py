@@ -187,8 +187,10 @@ class ClampedFeedForward(GatedFeedForward):
         return self._down(w, glu)
 
 
-class ExpertClampedFeedForward(GatedFeedForward):
-    """HY-V4's routed experts (expert_clamp L): W2 (act(min(W1 x, L)) * clamp(W3 x, -L, L)), no + 1."""
+@FEEDFORWARDS.register("limited")
+class LimitedFeedForward(GatedFeedForward):
+    """The gated feedforward with its rows clamped at L = swiglu_limit: W2 (act(min(W1 x, L)) * clamp(W3 x, -L, L)),
+    no + 1 and no slope (GLM-5-Next's, DeepSeek-V4's; HY-V4's routed experts alone, expert_clamp)."""
 
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         """The gated count, plus the two clamps: 2 more per hidden entry."""
@@ -199,7 +201,7 @@ class ExpertClampedFeedForward(GatedFeedForward):
         both = kernels.linear(w.W1, X)  # (2r, b, n): the gate's rows, then the up projection's
         if w.b1 is not None:
             both += w.b1
-        r, limit = self.spec.r, self.spec.expert_clamp or 0.0
+        r, limit = self.spec.r, self.spec.swiglu_limit
         gate = kernels.ACTIVATIONS[self.spec.activation](np.minimum(both[:r], limit))
         gate *= np.clip(both[r:], -limit, limit)
         return self._down(w, gate)

@@ -4,6 +4,7 @@ own, not a head's.
 Of each column x the block makes q, k, v of H = linear_v_heads heads of D = linear_v_dim (= the key heads'), each
 through its own depthwise causal convolution of K taps and silu; q and k made unit length (q times D^-1/2); per
 head a write strength beta = sigmoid(W_b x); per channel a decay g = -exp(A_log_h) softplus(W_fb W_fa x + dt_bias)
+(or, with linear_decay_bound B, GLM-5-Next's g = -B sigmoid(exp(A_log_h) (W_fb W_fa x + dt_bias)))
 (a low-rank projection of rank D); and a gate W_gb W_ga x. Each head keeps a state S (D x D):
 
     S <- Diag(exp(g_t)) S;   S <- S + k_t (beta_t (v_t - S^T k_t))^T;   o_t = S^T q_t
@@ -117,7 +118,11 @@ class KimiDeltaAttention(GatedDeltaNet):
         c = self.conv_dim
         qkv, low, rest = projected[:c], projected[c : c + D], projected[c + D :]
         beta = 1.0 / (1.0 + np.exp(-rest[:H]))  # (H, b, n)
-        g = softplus(kernels.linear(w.W_fb, low) + w.dt_bias).reshape(H, D, b, n) * w.A[:, None, None, None]
+        f = (kernels.linear(w.W_fb, low) + w.dt_bias).reshape(H, D, b, n)
+        if self.spec.linear_decay_bound is None:
+            g = softplus(f) * w.A[:, None, None, None]
+        else:  # (GLM-5-Next's: -B sigmoid(exp(A_log) f), so that no decay passes e^-B)
+            g = -self.spec.linear_decay_bound / (1.0 + np.exp(w.A[:, None, None, None] * f))
         gate = kernels.linear(w.W_gb, rest[H:]).reshape(H, D, b, n)
         mixed = kernels.ACTIVATIONS["silu"](ShortConv.through(w.kernel, qkv, None if cache is None else cache.conv))
         q, k, v = (mixed[j * H * D : (j + 1) * H * D].reshape(H, D, b, n).transpose(2, 0, 3, 1) for j in range(3))

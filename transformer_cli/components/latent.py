@@ -27,8 +27,6 @@ from .attention import SIGMOID_GATE_PER_ENTRY, SOFTMAX_PER_SCORE, MultiHeadAtten
 from .base import Pairs, Tensor, Term
 from .norm import RMS_PER_ENTRY
 
-LATENT_EPS = 1e-6  # the latents' RMSNorms, as DeepSeek's code builds them (its default eps, not rms_norm_eps)
-
 
 @dataclass
 class LatentWeights:
@@ -173,7 +171,7 @@ class LatentAttention(MultiHeadAttention):
         low = kernels.linear(a.W_QA, X)
         if a.b_QA is not None:
             low += a.b_QA
-        return kernels.rms_norm(low, a.q_gain, LATENT_EPS)
+        return kernels.rms_norm(low, a.q_gain, self.spec.latent_eps)
 
     def compress(
         self, a: LatentWeights, X: np.ndarray, low: np.ndarray | None = None
@@ -190,7 +188,7 @@ class LatentAttention(MultiHeadAttention):
         both = kernels.linear(a.W_KVA, X)  # (c + r, b, n): the latent, then the shared rotary key part
         if a.b_KVA is not None:
             both += a.b_KVA
-        latent = kernels.rms_norm(both[:c], a.kv_gain, LATENT_EPS)
+        latent = kernels.rms_norm(both[:c], a.kv_gain, self.spec.latent_eps)
         return (
             Q.reshape(H, m, b, n).transpose(2, 0, 1, 3),
             latent.transpose(1, 0, 2)[:, None],

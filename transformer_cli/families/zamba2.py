@@ -98,7 +98,7 @@ def spec(c: Keys) -> dict[str, Any]:
 def config(spec: Spec) -> dict[str, Any]:
     """spec -> Zamba2's config.json."""
     layers = spec.mixer_layers or (spec.attention,)
-    out = {
+    out: dict[str, Any] = {
         "hidden_size": spec.d,
         "num_hidden_layers": spec.N,
         "vocab_size": spec.V,

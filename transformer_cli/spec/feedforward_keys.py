@@ -15,14 +15,15 @@ FEEDFORWARD_FIELDS: dict[str, Any] = {
         metadata=_key(
             "choice",
             "plain: W2 act(W1 X + b1) + b2; gated: W2 (act(W1 X) * (W3 X)); clamped: gpt-oss's "
-            "SwiGLU, W2 ((clamp(W3 X, +-limit) + 1) * g sigmoid(alpha g)), g = min(W1 X, limit); xielu: plain "
+            "SwiGLU, W2 ((clamp(W3 X, +-limit) + 1) * g sigmoid(alpha g)), g = min(W1 X, limit); limited: gated "
+            "with act(min(W1 X, limit)) * clamp(W3 X, +-limit) (GLM-5-Next's, DeepSeek-V4's); xielu: plain "
             "with Apertus's xIELU, its two parameters ff.alpha_p, ff.alpha_n per block (activation unused); none: "
             "no feedforward, the block its mixer alone (Mamba-2)",
             FEEDFORWARDS,
         ),
     ),
     "swiglu_alpha": field(default=1.702, metadata=_key("posfloat", "clamped: the sigmoid's slope alpha")),
-    "swiglu_limit": field(default=7.0, metadata=_key("posfloat", "clamped: the clamp's limit")),
+    "swiglu_limit": field(default=7.0, metadata=_key("posfloat", "clamped, limited: the clamp's limit")),
     "feedforward_layers": field(
         default=None,
         metadata=_key(

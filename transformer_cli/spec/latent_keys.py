@@ -49,6 +49,14 @@ LATENT_FIELDS: dict[str, Any] = {
             "(LongCat-Flash's mla_scale); with q_rank",
         ),
     ),
+    "latent_eps": field(
+        default=1e-6,
+        metadata=_key(
+            "posfloat",
+            "latent: the eps of the bottleneck's and the latent's RMSNorms (DeepSeek's code's 1e-6; GLM-5-Next's "
+            "rms_norm_eps)",
+        ),
+    ),
     "index_heads": field(
         default=None, metadata=_key("posint", "indexed: the lightning indexer's query heads (index_n_heads)")
     ),

@@ -73,6 +73,14 @@ MIXER_FIELDS: dict[str, Any] = {
             "deltanet, mamba2: its output norm's eps [default: norm_eps] (OLMo-Hybrid's 1e-5; Zamba2's gated norm's)",
         ),
     ),
+    "linear_decay_bound": field(
+        default=None,
+        metadata=_key(
+            "posfloat",
+            "kda: its decay bounded, g = -B sigmoid(exp(A_log) f) where Kimi's is -exp(A_log) softplus(f) "
+            "(GLM-5-Next's linear_lower_bound, -B) [default: none]",
+        ),
+    ),
     "ssm_inner": field(default=None, metadata=_key("posint", "mamba: its channels I (expand x d), each a state")),
     "ssm_dt_rank": field(default=None, metadata=_key("posint", "mamba: the steps' low rank R (time_step_rank)")),
     "ssm_bcdt_norm": field(

@@ -21,7 +21,7 @@ OWN_KEYS |= dict.fromkeys(LINEAR_KEYS[:2], ("deltanet",)) | dict.fromkeys(LINEAR
 OWN_KEYS |= {"linear_beta_scale": ("deltanet",), "linear_norm_eps": ("deltanet", *MAMBA2)}
 OWN_KEYS |= dict.fromkeys((*SSM_KEYS, "ssm_norm", "ssm_scales"), MAMBA2) | dict.fromkeys(SELECTIVE_KEYS, ("mamba",))
 OWN_KEYS |= {"ssm_state": (*MAMBA2, "mamba"), "ssm_bias": (*MAMBA2, "mamba"), "parallel_scales": MAMBA2[1:2]}
-OWN_KEYS |= dict.fromkeys(MEMORY_KEYS, ("mamba2_memory",))
+OWN_KEYS |= dict.fromkeys(MEMORY_KEYS, ("mamba2_memory",)) | {"linear_decay_bound": ("kda",)}
 COUNTS = {"ssm_scales": 5, "parallel_scales": 5, "ff_scales": 2}  # (the lists' lengths)
 RECURRENT = frozenset(m for readers in OWN_KEYS.values() for m in readers)  # the mixers that are not attention
 
