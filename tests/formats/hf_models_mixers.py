@@ -237,3 +237,21 @@ MIXERS |= {  # Zamba2: Mamba-2 layers, its hybrid ones after a shared transforme
     "zamba2-one-block-gqa-nope-biases": ("Zamba2Config", "Zamba2ForCausalLM", _ZAMBA2 | dict(  # (no positions)
         num_mem_blocks=1, num_key_value_heads=2, add_bias_linear=True, hidden_act="silu", rms_norm_eps=1e-2)),
 }  # fmt: skip
+
+_GLM5_NEXT = dict(vocab_size=97, hidden_size=32, intermediate_size=48, moe_intermediate_size=16, num_hidden_layers=5,
+                  num_attention_heads=2, num_key_value_heads=2, n_routed_experts=4, num_experts_per_tok=2, n_group=2,
+                  topk_group=1,
+                  routed_scaling_factor=2.5, q_lora_rank=16, kv_lora_rank=8, qk_rope_head_dim=0, qk_nope_head_dim=8,
+                  v_head_dim=8, index_n_heads=16, index_head_dim=8, index_topk=6, index_kpool=3, linear_num_heads=2,
+                  linear_head_dim=8, linear_conv_kernel_dim=4, hc_mult=3, swiglu_limit=0.5, rms_norm_eps=1e-5,
+                  pad_token_id=0, experts_implementation="eager")  # fmt: skip
+
+INDEXED |= {  # GLM-5-Next: KDA between latent attention over pools of keys, hyper-connections, every SwiGLU clamped
+    "glm5_next_text": ("Glm5NextTextConfig", "Glm5NextTextModel", _GLM5_NEXT | dict(  # layer 2 reuses layer 1's
+        layer_types=["linear_attention", "indexed_attention", "indexed_attention", "linear_attention",
+                     "indexed_attention"], indexer_types=["full", "full", "shared", "full", "full"],
+        mlp_layer_types=["dense", "sparse", "sparse", "dense", "sparse"])),
+    "glm5_next_text-kimi-decay-biases-default-kinds": ("Glm5NextTextConfig", "Glm5NextTextModel", _GLM5_NEXT | dict(
+        num_hidden_layers=4, linear_lower_bound=None, attention_bias=True, v_head_dim=6, hc_mult=2,
+        norm_topk_prob=False)),  # (linear, linear, linear, indexed; three dense layers, one routed)
+}  # fmt: skip

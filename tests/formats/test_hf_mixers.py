@@ -20,6 +20,7 @@ from transformer_cli.analysis.kv_cache import kv_cache_bytes, state_bytes
 from transformer_cli.cli import app
 from transformer_cli.hf.config import spec_from_config
 from transformer_cli.spec.stacks import decoder
+from transformer_cli.spec.validate_mixers import RECURRENT
 from transformer_cli.tasks.sources import load_weights
 
 torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
@@ -63,6 +64,12 @@ CONTROLS = [  # (model, spec keys changed, the relative error they must at least
     ("zamba2", {"scale": 0.5**0.5 / 2}, 1e-3),  # ((m / 2)^-1/2 = 1/2, not m^-1/2)
     ("zamba2-one-block-gqa-nope-biases", {"ff_bias": False}, 1e-3),  # (its MLP's biases: add_bias_linear)
     ("zamba2-one-block-gqa-nope-biases", {"linear_norm_eps": None}, 1e-3),  # (the gated norm's 1e-5, not 1e-2)
+    ("glm5_next_text", {"index_topk": 15}, 1e-2),  # (every pool: the selection matters)
+    ("glm5_next_text", {"linear_decay_bound": None}, 1e-3),  # (its decay bounded at -5, not Kimi's)
+    ("glm5_next_text", {"latent_eps": 1e-6}, 100 * TOL),  # (its latents' norms' eps: rms_norm_eps, 1e-5)
+    ("glm5_next_text", {"feedforward": "gated"}, 1e-3),  # (every SwiGLU clamped at 0.5)
+    ("glm5_next_text", {"hc_head": "weighted"}, None),  # (its head reads the streams' mean: no weights)
+    ("glm5_next_text", {"mixer_layers": ("kda", "indexed_pool")}, None),  # (layer 2 has no indexer)
     ("hy_v4", {"index_topk": 13}, 1e-2),
     ("hy_v4", {"index_rope": "first"}, 1e-3),  # (its indexer turns the last entries of each head)
     ("hy_v4", {"rope_pairing": "interleaved"}, 1e-3),  # (DeepSeek-V3.2's main attention turns interleaved)
@@ -98,7 +105,8 @@ def test_the_cache_is_the_bytes_transformers_caches_hold(tmp_path, name):
             held = cache_bytes(model(ids, use_cache=True).past_key_values)
         assert kv_cache_bytes(spec, 2, n, "float64") == held + sliding_extra(spec, 2, n)
     # what a plan that knows attention alone would say: the fixed states missed, or the indexer's keys
-    assert (state_bytes(spec, 2, "float64") > 0) == (name in MIXERS)
+    recurrent = bool(RECURRENT & {spec.attention, *(spec.mixer_layers or ())})
+    assert (state_bytes(spec, 2, "float64") > 0) == recurrent
     plain = dict(attention="standard", feedforward="gated") if name in MIXERS else dict(attention="latent")
     assert kv_cache_bytes(replace(spec, mixer_layers=None, **plain), 2, 9, "float64") != held
 

@@ -35,6 +35,7 @@ DEFAULTS = [  # (config class, model class, the keys its defaults leave unset)
     ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", {"index_topk_freq": 4}),  # (a full indexer every 4 layers)
     ("HYV4Config", "HYV4ForCausalLM", {}),
     ("Zamba2Config", "Zamba2ForCausalLM", {}),
+    ("Glm5NextTextConfig", "Glm5NextTextModel", {}),
     ("Zamba2Config", "Zamba2ForCausalLM", {"num_mem_blocks": 2, "use_shared_attention_adapter": True}),
 ]
 

@@ -33,6 +33,7 @@ from .moa import MixtureOfHeads  # noqa: F401 (registers the spec's `attention: 
 from .norm import block_norm, final_norm
 from .parallel_mixer import AttentionMamba2  # noqa: F401 (registers the spec's `attention: attention_mamba2`)
 from .per_layer import per_layer_input, per_layer_inputs
+from .pooled import PooledIndexAttention  # noqa: F401 (registers the spec's `attention: indexed_pool`)
 from .positional import POSITIONALS
 from .residual import Residuals
 from .reused import ReusedAttention

@@ -133,10 +133,16 @@ class IndexedAttention(LatentAttention):
         if cache is not None:
             keys = cache.index_keys(keys)
         causal = cache is None or X.shape[-1] > 1  # (a step's one query sees every key cached)
+        select = self.select(w, queries, keys, weights, causal)
         if options.get("shared") is not None:  # (for the blocks after it that reuse its selection)
-            options["shared"]["index"] = (queries, keys, weights, causal)
-        select = selection(queries, keys, weights, causal, self.spec.index_topk or 0)
+            options["shared"]["index"] = select
         return super().mix(model, i, w, X, start, cache, qkv=(Q, K, V), content=select, **options)
+
+    def select(
+        self, w: IndexedWeights, queries: np.ndarray, keys: np.ndarray, weights: np.ndarray, causal: bool
+    ) -> Callable[[int, int, int, int, int], np.ndarray]:
+        """kernels.Attend's `content`: each query's index_topk keys scored highest (`selection`)."""
+        return selection(queries, keys, weights, causal, self.spec.index_topk or 0)
 
     def index(
         self, rotary: Any, w: IndexedWeights, X: np.ndarray, low: np.ndarray, start: int, offset: int
@@ -212,17 +218,15 @@ def selection(
 @ATTENTIONS.register("indexed_shared")
 class SharedIndexAttention(LatentAttention):
     """GLM-5's "shared" layers: latent attention without an indexer of its own, each query attending to the keys
-    the indexer of the last block before it with one selects (made again from that indexer's queries, keys and
-    weights, which that block keeps for the blocks after it)."""
+    the indexer of the last block before it with one selects (that block's selection, which it keeps for the blocks
+    after it)."""
 
     check_keys = IndexedAttention.check_keys
 
     def mix(  # type: ignore[override]
         self, model: Any, i: int, w: LatentWeights, X: np.ndarray, start: int = 0, cache: Any = None, **options: Any
     ) -> np.ndarray:
-        queries, keys, weights, causal = options["shared"]["index"]
-        select = selection(queries, keys, weights, causal, self.spec.index_topk or 0)
-        return super().mix(model, i, w, X, start, cache, content=select, **options)
+        return super().mix(model, i, w, X, start, cache, content=options["shared"]["index"], **options)
 
 
 __all__ = ["IndexedAttention", "SharedIndexAttention"]

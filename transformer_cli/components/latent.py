@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import kernels
+from ..errors import SpecError
 from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from ..spec.validate import bad_key
@@ -74,6 +75,8 @@ class LatentAttention(MultiHeadAttention):
             raise bad_key(source, "rope_pairing", "proportional", "half or interleaved with attention: latent")
         if spec.latent_scale and spec.q_rank is None:
             raise bad_key(source, "latent_scale", True, "q_rank with latent_scale (it scales the bottleneck's queries)")
+        if spec.rope_m is None and spec.positional == "rope":
+            raise SpecError(f"{source}: key 'rope_m': missing, expected a positive integer with positional: rope")
         if spec.rope_m is not None and (spec.rope_m >= spec.m or spec.rope_m % 2):
             expected = f"an even number below m = {spec.m} (the rest of each head is its own)"
             raise bad_key(source, "rope_m", spec.rope_m, expected)

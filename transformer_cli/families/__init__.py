@@ -42,6 +42,7 @@ MODULES = (
     "gemma4",
     "glm4",
     "glm4_moe",
+    "glm5_next",
     "gpt2",
     "gpt_neo",
     "gpt_neox",

@@ -234,6 +234,7 @@ class Spec(Derived):
     index_topk: int | None = LATENT_FIELDS["index_topk"]
     index_pairing: str = LATENT_FIELDS["index_pairing"]
     index_rope: str = LATENT_FIELDS["index_rope"]
+    index_pool: int | None = LATENT_FIELDS["index_pool"]
     index_eps: float = LATENT_FIELDS["index_eps"]
     mixer_layers: tuple[str, ...] | None = MIXER_FIELDS["mixer_layers"]
     conv_kernel: int = MIXER_FIELDS["conv_kernel"]

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from .choices import LEARNED, RELATIVE
 
-LATENT = ("latent", "indexed", "indexed_shared")  # (latent attention with a lightning indexer, or another's)
+LATENT = (
+    "latent",
+    "indexed",
+    "indexed_shared",
+    "indexed_pool",
+)  # (latent attention with a lightning indexer, or another's)
 INDEX_KEYS = ("index_heads", "index_m", "index_topk")
+INDEXED = ("indexed", "indexed_pool")  # (a lightning indexer of its own: its keys, or its pools')
 ROPE_KEYS = ("rope_theta", "rope_fraction", "rope_pairing", "rope_scaling")
 LLAMA3_KEYS = ("rope_low_freq_factor", "rope_high_freq_factor")
 YARN_KEYS = (
@@ -37,15 +43,16 @@ DEPENDENT = {
     "kv_rank": ("attention", LATENT, True),
     "attn_experts": ("attention", ("mixture",), True),
     "attn_k": ("attention", ("mixture",), True),
-    "rope_m": ("attention", LATENT, True),
+    "rope_m": ("attention", LATENT, False),  # (required with positions: latent.py)
     "q_rank": ("attention", LATENT, False),
     "latent_scale": ("attention", ("latent",), False),
     "latent_eps": ("attention", LATENT, False),
     "v_m": ("attention", (*LATENT, "standard"), False),
-    **{key: ("attention", ("indexed",), True) for key in INDEX_KEYS},
+    **{key: ("attention", INDEXED, True) for key in INDEX_KEYS},
     "index_pairing": ("attention", ("indexed",), False),
     "index_rope": ("attention", ("indexed",), False),
     "index_eps": ("attention", ("indexed",), False),
+    "index_pool": ("attention", ("indexed_pool",), True),
     "swiglu_alpha": ("feedforward", ("clamped",), False),
     "swiglu_limit": ("feedforward", ("clamped", "limited"), False),
     "rel_buckets": ("positional", (*RELATIVE, "disentangled"), False),

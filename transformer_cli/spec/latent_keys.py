@@ -84,6 +84,14 @@ LATENT_FIELDS: dict[str, Any] = {
             ("first", "last"),
         ),
     ),
+    "index_pool": field(
+        default=None,
+        metadata=_key(
+            "posint",
+            "indexed_pool: the indexer scores pools of this many keys (GLM-5-Next's index_kpool); a divisor of "
+            "index_topk",
+        ),
+    ),
     "index_eps": field(
         default=1e-6,
         metadata=_key("posfloat", "indexed: the eps of the indexer's key norm (HY-V4's: rms_norm_eps)"),
