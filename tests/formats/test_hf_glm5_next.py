@@ -1,6 +1,7 @@
 """GLM-5-Next's text model (issue 45) against transformers' own, beyond the tests over every model (hidden states,
 bfloat16, the cache, verify-decoding, its own steps, the folder there and back): its config.json read as
-Glm5NextTextConfig reads it, what tfm refuses where transformers cannot run it, and a prompt past its chunks."""
+Glm5NextTextConfig reads it, what tfm refuses where transformers cannot run it, a prompt past its chunks, and the
+multimodal class its files are saved by (model_type glm5_next: the text model and a head, the image model not read)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import json
 
 import numpy as np
 import pytest
-from helpers_hf_transformers import TOL, build, relative, theirs
+from helpers_hf_transformers import IDS, TOL, build, relative, theirs
 from hf_exact import exact
 from hf_models_mixers import INDEXED
 
-from transformer_cli import Transformer
+from transformer_cli import Transformer, count_params
 from transformer_cli.errors import SpecError
 from transformer_cli.hf.config import spec_from_config
 from transformer_cli.tasks.sources import load_weights
@@ -83,3 +84,47 @@ def test_a_prompt_past_its_linear_attentions_chunk_is_transformers(tmp_path):
     ids = np.random.default_rng(7).integers(0, 97, size=(1, 70))
     ours = Transformer(spec, load_weights(tmp_path, spec))(ids)
     assert relative(ours, theirs(exact(model), ids)) < TOL
+
+
+VISION = dict(depth=1, hidden_size=16, num_heads=2, intermediate_size=16, out_hidden_size=32,
+              projection_intermediate_size=16, patch_size=2, image_size=8, spatial_merge_size=1,
+              temporal_patch_size=1)  # fmt: skip
+
+
+def _multimodal(**changes):
+    """Glm5NextForConditionalGeneration (the class of GLM-5-Next's files) of the text model's tiny config, random."""
+    from helpers_hf_transformers import _randomised
+
+    text = {k: v for k, v in INDEXED["glm5_next_text"][2].items() if k != "experts_implementation"}
+    config = transformers.Glm5NextConfig(
+        text_config=text, vision_config=VISION, attn_implementation="sdpa", experts_implementation="eager", **changes
+    )
+    model = transformers.Glm5NextForConditionalGeneration(config)
+    _randomised(model)
+    for name, buffer in model.named_buffers():
+        if name.endswith("e_score_correction_bias"):
+            buffer.copy_(torch.linspace(-0.5, 0.5, buffer.numel()).flip(0))
+    return model.double().eval()
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_the_multimodal_folder_is_its_text_model_and_head(tmp_path, runner, tied):
+    """A Glm5NextForConditionalGeneration folder (model_type glm5_next): its text model's parameters and its head
+    counted (not its image model's), its logits transformers', to 1e-10; tfm's folder of it loads in transformers
+    (its image model then made afresh) to the same logits."""
+    from transformer_cli.cli import app
+
+    model = _multimodal(tie_word_embeddings=tied)
+    model.save_pretrained(tmp_path / "hf")
+    spec = spec_from_config(tmp_path / "hf")
+    text = sum(p.numel() for name, p in model.named_parameters() if not name.startswith("model.visual."))
+    assert spec.tie_embeddings == tied and count_params(spec).total == text
+    reference = theirs(exact(model), IDS)
+    assert relative(Transformer(spec, load_weights(tmp_path / "hf", spec))(IDS), reference) < TOL
+    for args in (["hf", "-o", "w.safetensors"], ["w.safetensors", "-o", "again"]):
+        done = runner.invoke(app, ["convert", *[str(tmp_path / a) if a != "-o" else a for a in args]])
+        assert done.exit_code == 0, done.output
+    again = transformers.Glm5NextForConditionalGeneration.from_pretrained(
+        tmp_path / "again", experts_implementation="eager", attn_implementation="sdpa"
+    ).double()
+    assert relative(theirs(exact(again.eval()), IDS), reference) < TOL

@@ -187,11 +187,49 @@ def _names() -> dict[str, str]:
     return names
 
 
-TEXT = Family("layers.{i}.", _names(), {"embedding.E": "embed_tokens.weight", "final_norm.gamma": "norm.weight"})
+def multimodal(c: Keys) -> dict[str, Any]:
+    """Glm5NextForConditionalGeneration's config.json: the text model's (text_config, or the top level where a
+    text-only file keeps its keys there), with the head, tied by the top-level key alone (the text config's is not
+    read, as transformers reads it)."""
+    tied = c.flag("tie_word_embeddings", False)
+    text = c.nested("text_config") or c
+    if text is not c:
+        text.ignored("tie_word_embeddings", "ties the head by the top-level key alone", unless=tied)
+    return spec(text) | {"head": True, "tie_embeddings": tied}
+
+
+def multimodal_config(spec: Spec) -> dict[str, Any]:
+    """spec -> Glm5NextConfig's config.json: the text model's keys under text_config (its vision tower's are
+    Glm5NextConfig's defaults: tfm holds no image model)."""
+    return {"text_config": config(spec) | {"model_type": "glm5_next_text"}, "tie_word_embeddings": spec.tie_embeddings}
+
+
+_TEXT_GLOBALS = {"embedding.E": "embed_tokens.weight", "final_norm.gamma": "norm.weight"}
+TEXT = Family("layers.{i}.", _names(), _TEXT_GLOBALS)
+MULTIMODAL = Family(
+    "model.language_model.layers.{i}.",
+    _names(),
+    {ours: f"model.language_model.{theirs}" for ours, theirs in _TEXT_GLOBALS.items()} | {"head.W": "lm_head.weight"},
+)
 ALIASES = (  # transformers' names in memory -> its files'
     (r"\.(attn|ffn)_hc\.(fn|base|scale)$", r".hc_\1_\2"),
     (r"\.self_attn\.forget_gate\.", ".self_attn."),
 )
-RECORD = Record("glm5_next_text", "Glm5NextTextModel", spec, TEXT, config, aliases=ALIASES, config_alone=True)
+SKIPPED = (r"layers\.45\.", r"\.shared_head\.")  # (its multi-token prediction layer, which transformers skips)
+RECORDS = (
+    Record(
+        "glm5_next_text", "Glm5NextTextModel", spec, TEXT, config, aliases=ALIASES, config_alone=True, skipped=SKIPPED
+    ),
+    Record(
+        "glm5_next",
+        "Glm5NextForConditionalGeneration",
+        multimodal,
+        MULTIMODAL,
+        multimodal_config,
+        aliases=ALIASES,
+        config_alone=True,
+        skipped=(*SKIPPED, r"^model\.visual\."),  # (the image model: not tfm's)
+    ),
+)
 
-__all__ = ["RECORD"]
+__all__ = ["RECORDS"]
