@@ -1,5 +1,5 @@
-"""The float32 steps of models whose residual is hyper-connections' streams (HY-V4's, GLM-5-Next's), recomputed in
-float64: their
+"""The float32 steps of 2026's sparse-attention models (HY-V4's and GLM-5-Next's hyper-connections' streams, Mistral
+Large 4's learned rotary and temperatures), recomputed in float64: their
 forwards recompiled from transformers' source with the float32 casts made float64 (hf_exact_mamba.float64_source).
 HY-V4 rounds the whole residual to float32 after every sublayer (HYV4DecoderLayer), even in a float64 model; its
 streams' weights, head, unweighted norm, router and indexer scores are float32 too."""
@@ -40,4 +40,27 @@ def _float64_indexer(model, module) -> None:
         setattr(module, name, float64_source(getattr(type(module), name), namespace).__get__(module))
 
 
-HYPER = dict.fromkeys(HY_V4 + GLM5_NEXT, _float64_forward) | {"Glm5NextTextIndexer": _float64_indexer}
+MISTRAL_LARGE4 = ("MistralLarge4TextSoftmaxScaling", "MistralLarge4TextTopkRouter", "MistralLarge4TextIndexer")
+
+
+def _float64_lerope(model, module) -> None:
+    """Mistral Large 4's rotary: its YaRN frequencies (made in float32) made again in float64, times exp(alpha)."""
+    import torch
+    from hf_exact_rope import _inv_freq
+
+    cfg = module.config
+    rotated = 2 * module.inv_freq.shape[0]
+
+    def forward(x, position_ids):
+        inv_freq = _inv_freq(cfg, rotated, int(position_ids.max()) + 1, cfg.rope_parameters)
+        freqs = position_ids[..., None].double() * (inv_freq * module.alpha.double().exp())
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return (emb.cos() * module.attention_scaling).to(x.dtype), (emb.sin() * module.attention_scaling).to(x.dtype)
+
+    module.forward = forward
+
+
+HYPER = dict.fromkeys(HY_V4 + GLM5_NEXT + MISTRAL_LARGE4, _float64_forward) | {
+    "Glm5NextTextIndexer": _float64_indexer,
+    "MistralLarge4TextRotaryEmbedding": _float64_lerope,
+}

@@ -255,3 +255,18 @@ INDEXED |= {  # GLM-5-Next: KDA between latent attention over pools of keys, hyp
         num_hidden_layers=4, linear_lower_bound=None, attention_bias=True, v_head_dim=6, hc_mult=2,
         norm_topk_prob=False)),  # (linear, linear, linear, indexed; three dense layers, one routed)
 }  # fmt: skip
+
+_ML4 = dict(vocab_size=97, hidden_size=32, intermediate_size=40, moe_intermediate_size=12, num_hidden_layers=8,
+            num_attention_heads=4, num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, n_group=2,
+            topk_group=1, n_shared_experts=1, routed_scaling_factor=1.5, kv_lora_rank=8, qk_rope_head_dim=4,
+            qk_nope_head_dim=8, v_head_dim=6, index_n_heads=8, index_head_dim=8, index_topk=5, rms_norm_eps=1e-5,
+            max_position_embeddings=64, mlp_layer_types=["dense", "dense"] + ["sparse"] * 6,
+            no_rope_layers=[1, 1, 0, 0, 1, 1, 0, 1],
+            indexer_types=["full", "shared", "full", "full", "full", "shared", "shared", "full"],
+            rope_parameters=dict(rope_type="yarn", rope_theta=5000.0, factor=4.0, original_max_position_embeddings=16,
+                                 beta_fast=32.0, beta_slow=1.0, attention_factor=1.0),
+            experts_implementation="eager")  # fmt: skip
+
+INDEXED |= {  # Mistral Large 4's text model: GLM-5's DSA without the bottleneck, NoPE layers, learned temperatures
+    "mistral_large4_text": ("MistralLarge4TextConfig", "MistralLarge4TextModel", _ML4),
+}  # fmt: skip

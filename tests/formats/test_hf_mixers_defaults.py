@@ -36,6 +36,7 @@ DEFAULTS = [  # (config class, model class, the keys its defaults leave unset)
     ("HYV4Config", "HYV4ForCausalLM", {}),
     ("Zamba2Config", "Zamba2ForCausalLM", {}),
     ("Glm5NextTextConfig", "Glm5NextTextModel", {}),
+    ("MistralLarge4TextConfig", "MistralLarge4TextModel", {}),
     ("Zamba2Config", "Zamba2ForCausalLM", {"num_mem_blocks": 2, "use_shared_attention_adapter": True}),
 ]
 

@@ -30,8 +30,10 @@ from ..spec.definition import Spec
 from ..spec.validate import bad_key
 from .base import Pairs, Tensor, Term
 from .kv_cache import KVCache
-from .latent import LatentAttention, LatentWeights
+from .latent import LatentAttention, LatentWeights, temperature_of, warm
 from .norm import NORM_PER_ENTRY
+
+INPUT_EPS = 1e-6  # the LayerNorm of the block's input an indexer's queries read (index_query input: nn.LayerNorm's)
 
 
 @dataclass
@@ -43,6 +45,8 @@ class Indexer:
     k_gain: np.ndarray
     k_bias: np.ndarray
     W_W: np.ndarray  # (H_I, d): each head's weight
+    q_norm: tuple[np.ndarray, np.ndarray] | None = None  # index_query input: the LayerNorm of x its queries read
+    temperature: tuple[np.ndarray, np.ndarray] | None = None  # (s, b) (H_I,) each: query_temperature's
 
 
 @dataclass
@@ -71,7 +75,7 @@ class IndexedAttention(LatentAttention):
         """Latent attention's keys, with the bottleneck (the indexer's queries come from it), a causal mask, and
         an indexer head wider than its rotary part."""
         LatentAttention.check_keys(spec, data, source)
-        if spec.q_rank is None:
+        if spec.q_rank is None and spec.index_query == "bottleneck":
             raise bad_key(source, "attention", "indexed", "q_rank with attention: indexed (its indexer reads it)")
         if spec.mask != "causal":
             raise bad_key(source, "mask", spec.mask, "causal with attention: indexed (it selects earlier keys)")
@@ -90,17 +94,33 @@ class IndexedAttention(LatentAttention):
 
     def tensors(self, prefix: str) -> list[Tensor]:
         H_I, D_I, _ = self.index_sizes
-        p, kind, q, d = prefix + "attention.index.", "lightning indexer", self.spec.q_rank or 0, self.spec.d
-        own = [Tensor(p + "W_Q", (H_I, D_I, q), kind), Tensor(p + "W_K", (D_I, d), kind)]
+        p, kind, d = prefix + "attention.index.", "lightning indexer", self.spec.d
+        own = [Tensor(p + "W_Q", (H_I, D_I, self.query_width), kind), Tensor(p + "W_K", (D_I, d), kind)]
         own += [Tensor(p + "k_norm.gamma", (D_I,), kind), Tensor(p + "k_norm.beta", (D_I,), kind)]
-        return super().tensors(prefix) + own + [Tensor(p + "W_W", (H_I, d), kind)]
+        own += [Tensor(p + "W_W", (H_I, d), kind)]
+        if self.spec.index_query == "input":
+            own += [Tensor(p + "q_norm.gamma", (d,), kind), Tensor(p + "q_norm.beta", (d,), kind)]
+        if self.spec.query_temperature:
+            own += [Tensor(p + f"temp.{x}", (H_I,), "query temperature") for x in ("scale", "bias")]
+        return super().tensors(prefix) + own
+
+    @property
+    def query_width(self) -> int:
+        """What the indexer's queries read: the bottleneck's q_rank rows, or d (index_query input)."""
+        return self.spec.d if self.spec.index_query == "input" else self.spec.q_rank or 0
 
     def _indexer_weights(self) -> int:
         H_I, D_I, _ = self.index_sizes
-        return H_I * D_I * (self.spec.q_rank or 0) + D_I * (self.spec.d + 2) + H_I * self.spec.d
+        own = 2 * self.spec.d * (self.spec.index_query == "input") + 2 * H_I * self.spec.query_temperature
+        return H_I * D_I * self.query_width + D_I * (self.spec.d + 2) + H_I * self.spec.d + own
 
     def terms(self) -> list[Term]:
-        own = Term("index_heads index_m q_rank + index_m(d + 2) + index_heads d", self._indexer_weights(), "block")
+        width = "d" if self.spec.index_query == "input" else "q_rank"
+        extra = (" + 2d" if self.spec.index_query == "input" else "") + (
+            " + 2 index_heads" if self.spec.query_temperature else ""
+        )
+        formula = f"index_heads index_m {width} + index_m(d + 2) + index_heads d{extra}"
+        own = Term(formula, self._indexer_weights(), "block")
         return super().terms() + [own]
 
     def prepare(self, get: Callable[[str], np.ndarray]) -> IndexedWeights:  # type: ignore[override]
@@ -112,6 +132,13 @@ class IndexedAttention(LatentAttention):
             get("attention.index.k_norm.beta").reshape(-1, 1, 1),
             get("attention.index.W_W"),
         )
+        if self.spec.index_query == "input":
+            own.q_norm = (
+                get("attention.index.q_norm.gamma").reshape(-1, 1, 1),
+                get("attention.index.q_norm.beta").reshape(-1, 1, 1),
+            )
+        if self.spec.query_temperature:
+            own.temperature = temperature_of(get, "attention.index.temp.")
         return IndexedWeights(**vars(super().prepare(get)), indexer=own)
 
     def mix(  # type: ignore[override]
@@ -126,8 +153,9 @@ class IndexedAttention(LatentAttention):
     ) -> np.ndarray:
         """Latent attention's sublayer (attention.py's mix), each query's scores but the selected keys' -inf."""
         offset = options.get("offset", 0)
-        low = self.bottleneck(w, X)
+        low = self.bottleneck(w, X) if self.spec.q_rank else None
         Q, latent, rotary = self.compress(w, X, low)
+        Q = warm(Q, w.temperature, start + offset)
         K, V = self.keys_values(w, rotary, latent)
         queries, keys, weights = self.index(model.rotations[i], w, X, low, start, offset)
         if cache is not None:
@@ -145,20 +173,24 @@ class IndexedAttention(LatentAttention):
         return selection(queries, keys, weights, causal, self.spec.index_topk or 0)
 
     def index(
-        self, rotary: Any, w: IndexedWeights, X: np.ndarray, low: np.ndarray, start: int, offset: int
+        self, rotary: Any, w: IndexedWeights, X: np.ndarray, low: np.ndarray | None, start: int, offset: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The indexer's queries (b, H_I, D_I, n) and keys (b, D_I, n), turned at positions start + offset.. and
         start.., and its heads' weights (b, H_I, n), 1 / sqrt(H_I D_I) folded in (relu(a s) = s relu(a), s > 0)."""
         H_I, D_I, _ = self.index_sizes
         ix, (_, b, n) = w.indexer, X.shape
         assert ix is not None
-        queries = kernels.linear(ix.W_Q, low).reshape(H_I, D_I, b, n).transpose(2, 0, 1, 3)
+        read = kernels.layer_norm(X, *ix.q_norm, INPUT_EPS) if ix.q_norm is not None else low
+        assert read is not None
+        queries = kernels.linear(ix.W_Q, read).reshape(H_I, D_I, b, n).transpose(2, 0, 1, 3)
+        queries = warm(queries, ix.temperature, start + offset)
         keys = kernels.layer_norm(kernels.linear(ix.W_K, X), ix.k_gain, ix.k_bias, self.spec.index_eps)
         keys = keys.transpose(1, 0, 2)
         length, r = start + max(offset, 0) + n, self.spec.rotated_dims
         turned = slice(D_I - r, D_I) if self.spec.index_rope == "last" else slice(0, r)  # (views: turned in place)
-        rotary.turn(queries[:, :, turned], start + offset, length, self.spec.index_pairing)
-        rotary.turn(keys[:, turned], start, length, self.spec.index_pairing)
+        if r:  # (a block without positions turns nothing: Mistral Large 4's NoPE layers)
+            rotary.turn(queries[:, :, turned], start + offset, length, self.spec.index_pairing)
+            rotary.turn(keys[:, turned], start, length, self.spec.index_pairing)
         weights = kernels.linear(ix.W_W, X).transpose(1, 0, 2) * (H_I * D_I) ** -0.5
         return queries, keys, weights
 

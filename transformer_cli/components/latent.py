@@ -47,6 +47,7 @@ class LatentWeights:
     b_O: np.ndarray | None
     sinks: np.ndarray | None = None  # (H,): each head's sink logit (attn_sinks: HY-V4)
     W_G: np.ndarray | None = None  # (H v, d): the output gate's projection (attn_gate: HY-V4)
+    temperature: tuple[np.ndarray, np.ndarray] | None = None  # (s, b) (H,) each: query_temperature's
 
 
 @ATTENTIONS.register("latent")
@@ -106,6 +107,8 @@ class LatentAttention(MultiHeadAttention):
         out.append(Tensor(p + "W_O", (H, d, v), kind))
         out += [Tensor(p + "b_O", (d,), kind)] if self.spec.has_out_bias else []
         out += [Tensor(p + "sinks", (H,), "attention sinks")] if self.spec.attn_sinks else []
+        if self.spec.query_temperature:
+            out += [Tensor(p + f"temp.{x}", (H,), "query temperature") for x in ("scale", "bias")]
         if self.spec.attn_gate:
             out.append(Tensor(p + "W_G", (H, d) if self.spec.attn_gate_per_head else (H, v, d), "attention gate"))
         return out
@@ -138,6 +141,8 @@ class LatentAttention(MultiHeadAttention):
             out.append(Term("H", H, "block"))
         if self.spec.attn_gate:
             out.append(Term("Hd" if self.spec.attn_gate_per_head else "H v_m d", self.gate_rows * d, "block"))
+        if self.spec.query_temperature:
+            out.append(Term("2H", 2 * H, "block"))
         return out
 
     def prepare(self, get: Callable[[str], np.ndarray]) -> LatentWeights:  # type: ignore[override]
@@ -166,7 +171,17 @@ class LatentAttention(MultiHeadAttention):
         b_O = get("attention.b_O").reshape(-1, 1, 1) if self.spec.has_out_bias else None
         sinks = get("attention.sinks") if self.spec.attn_sinks else None
         W_G = get("attention.W_G").reshape(-1, d) if self.spec.attn_gate else None
-        return LatentWeights(W_Q, W_QA, b_QA, q_gain, W_QB, W_KVA, b_KVA, kv_gain, W_KVB, W_O, b_O, sinks, W_G)
+        temperature = temperature_of(get, "attention.temp.") if self.spec.query_temperature else None
+        return LatentWeights(
+            W_Q, W_QA, b_QA, q_gain, W_QB, W_KVA, b_KVA, kv_gain, W_KVB, W_O, b_O, sinks, W_G, temperature
+        )
+
+    def qkv(self, w: LatentWeights, X: np.ndarray, start: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # type: ignore[override]
+        """(d, b, n) -> Q, K (b, H, m, n) in the order [rotary | rest], V (b, H, v, n); Q of query_temperature
+        times its heads' temperatures at positions start.."""
+        Q, latent, rotary = self.compress(w, X)
+        K, V = self.keys_values(w, rotary, latent)
+        return warm(Q, w.temperature, start), K, V
 
     def bottleneck(self, a: LatentWeights, X: np.ndarray) -> np.ndarray:
         """The queries' normalised low-rank part RMSNorm(W_QA x + b_QA): (d, b, n) -> (q, b, n)."""
@@ -208,12 +223,6 @@ class LatentAttention(MultiHeadAttention):
         K[:, :, :r] = rotary  # every head's rotary part: the shared one
         K[:, :, r:] = KV[:, : m - r].transpose(2, 0, 1, 3)
         return K, KV[:, m - r :].transpose(2, 0, 1, 3)
-
-    def qkv(self, w: LatentWeights, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # type: ignore[override]
-        """(d, b, n) -> Q, K (b, H, m, n) in the order [rotary | rest], V (b, H, v, n)."""
-        Q, latent, rotary = self.compress(w, X)
-        K, V = self.keys_values(w, rotary, latent)
-        return Q, K, V
 
     def cache_shapes(self, b: int, slots: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """The shared rotary key parts (b, 1, r, slots) and the latents (b, 1, c, slots): c + r per token."""
@@ -266,8 +275,29 @@ class LatentAttention(MultiHeadAttention):
         H, m, d, c, r, v, q = self.sizes
         return (c + r) * size + 2 * scale
 
+    def mix(self, model: Any, i: int, w: Any, X: np.ndarray, start: int = 0, cache: Any = None, **options: Any):  # type: ignore[override]
+        """attention.py's sublayer, the queries made here where their temperatures need their positions."""
+        if w.temperature is not None and options.get("qkv") is None:
+            options["qkv"] = self.qkv(w, X, start + options.get("offset", 0))
+        return super().mix(model, i, w, X, start, cache, **options)
+
     tensor_split_refusal = "latent attention is not split here yet"
 
     def device_cache_per_token(self, size: int, scale: int, tensor: int) -> int:
         """The latent and the rotary key part serve every head: each device holds them whole."""
         return self.cache_per_token(size, scale)
+
+
+def temperature_of(get: Callable[[str], np.ndarray], prefix: str) -> tuple[np.ndarray, np.ndarray]:
+    return get(prefix + "scale"), get(prefix + "bias")
+
+
+def warm(Q: np.ndarray, temperature: tuple[np.ndarray, np.ndarray] | None, start: int) -> np.ndarray:
+    """Queries (b, heads, m, n) at positions start.. times their heads' s_h ln(t + 1) + b_h (query_temperature)."""
+    if temperature is None:
+        return Q
+    scale, bias = temperature
+    logs = np.log(np.arange(start + 1, start + Q.shape[-1] + 1, dtype=np.float64))
+    factors = scale[:, None] * logs + bias[:, None]  # (heads, n)
+    Q *= factors[:, None, :].astype(Q.dtype)
+    return Q

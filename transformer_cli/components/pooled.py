@@ -65,13 +65,13 @@ class PooledIndexAttention(IndexedAttention):
         return PooledWeights(**vars(made), ape=get("attention.index.ape"), W_gate=get("attention.index.W_gate"))
 
     def index(
-        self, rotary: Any, w: IndexedWeights, X: np.ndarray, low: np.ndarray, start: int, offset: int
+        self, rotary: Any, w: IndexedWeights, X: np.ndarray, low: np.ndarray | None, start: int, offset: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The indexer's queries (b, H_I, D_I, n), its keys and gate scores [k; s] (b, 2 D_I, n), its heads'
         weights (b, H_I, n), 1 / sqrt(H_I D_I) folded in."""
         H_I, D_I, _ = self.index_sizes
         ix, (_, b, n) = w.indexer, X.shape
-        assert ix is not None and isinstance(w, PooledWeights) and w.W_gate is not None
+        assert ix is not None and isinstance(w, PooledWeights) and w.W_gate is not None and low is not None
         queries = kernels.linear(ix.W_Q, low).reshape(H_I, D_I, b, n).transpose(2, 0, 1, 3)
         keys = kernels.layer_norm(kernels.linear(ix.W_K, X), ix.k_gain, ix.k_bias, INDEX_EPS)
         packed = np.concatenate([keys, kernels.linear(w.W_gate, X)]).transpose(1, 0, 2)

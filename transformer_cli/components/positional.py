@@ -174,10 +174,22 @@ class Rotary(Positions):
         """The spec's rope scaling type (spec/rope_scaling.py)."""
         return ROPE_SCALINGS[self.spec.rope_scaling]
 
+    alpha: np.ndarray | None = None  # (rot/2,): rope_learned's exponents, in float64
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        if not self.spec.rope_learned:
+            return []
+        return [Tensor(prefix + "positional.alpha", (self.spec.rotated_dims // 2,), "positional")]
+
+    def terms(self) -> list[Term]:
+        return [Term("rot/2", self.spec.rotated_dims // 2, "model")] if self.spec.rope_learned else []
+
     def frequencies(self, length: int = 0) -> np.ndarray:
         """The rot/2 frequencies f_j of a pass whose last position is length - 1, in float64 (only dynamic and
-        longrope depend on the length, and only past their original context)."""
-        return self.scaling.frequencies(self.spec, length)
+        longrope depend on the length, and only past their original context); with rope_learned, times
+        exp(alpha_j)."""
+        freq = self.scaling.frequencies(self.spec, length)
+        return freq if self.alpha is None else freq * np.exp(self.alpha)
 
     def length_dependent(self, first: int, second: int) -> str | None:
         """Why passes of lengths `first` and `second` turn the same position by different angles, or None."""
@@ -212,6 +224,8 @@ class Rotary(Positions):
     def load(self, get: Callable[[str], np.ndarray], dtype: np.dtype) -> None:
         super().load(get, dtype)
         self._tables: tuple = (None, None, None)  # (start, n, length), cos, sin: the last tables made
+        if self.spec.rope_learned:
+            self.alpha = np.asarray(get("positional.alpha"), dtype=np.float64)
 
     def rotate(self, Q: np.ndarray, K: np.ndarray, start: int, key_start: int) -> None:
         """The pass is as long as its last query or key (dynamic and longrope choose their frequencies by it).

@@ -69,6 +69,7 @@ MODULES = (
     "mamba2",
     "mimo_v2_flash",
     "minimax_m2",
+    "mistral_large4",
     "ministral3",
     "mistral4",
     "modernbert",

@@ -89,6 +89,7 @@ class Spec(Derived):
     rope_mscale_all_dim: float | None = ROPE_FIELDS["rope_mscale_all_dim"]
     rope_truncate: bool = ROPE_FIELDS["rope_truncate"]
     rope_query_beta: float | None = ROPE_FIELDS["rope_query_beta"]
+    rope_learned: bool = ROPE_FIELDS["rope_learned"]
     rope_query_len: int | None = ROPE_FIELDS["rope_query_len"]
     norm: str = field(
         default="none",
@@ -229,6 +230,8 @@ class Spec(Derived):
     v_m: int | None = LATENT_FIELDS["v_m"]
     latent_scale: bool = LATENT_FIELDS["latent_scale"]
     latent_eps: float = LATENT_FIELDS["latent_eps"]
+    query_temperature: bool = LATENT_FIELDS["query_temperature"]
+    index_query: str = LATENT_FIELDS["index_query"]
     index_heads: int | None = LATENT_FIELDS["index_heads"]
     index_m: int | None = LATENT_FIELDS["index_m"]
     index_topk: int | None = LATENT_FIELDS["index_topk"]

@@ -57,6 +57,23 @@ LATENT_FIELDS: dict[str, Any] = {
             "rms_norm_eps)",
         ),
     ),
+    "query_temperature": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "latent: each query head at position t times s_h ln(t + 1) + b_h, learned attention.temp.scale and "
+            ".bias (H), and an indexer's queries by their own (attention.index.temp.*) (Mistral Large 4's)",
+        ),
+    ),
+    "index_query": field(
+        default="bottleneck",
+        metadata=_key(
+            "choice",
+            "indexed: what the indexer's queries read, the queries' bottleneck (DeepSeek-V3.2) or LayerNorm(x) of the "
+            "block's input (Mistral Large 4's, its gain and bias attention.index.q_norm.*, eps 1e-6)",
+            ("bottleneck", "input"),
+        ),
+    ),
     "index_heads": field(
         default=None, metadata=_key("posint", "indexed: the lightning indexer's query heads (index_n_heads)")
     ),

@@ -84,6 +84,14 @@ ROPE_FIELDS: dict[str, Any] = {
             "rope_query_len)), after its rotation (Ministral 3, Mistral 4's llama_4_scaling_beta)",
         ),
     ),
+    "rope_learned": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "each rotary frequency times exp(alpha_j), alpha a learned tensor positional.alpha (rot/2) (Mistral Large "
+            "4's LeRoPE)",
+        ),
+    ),
     "rope_query_len": field(
         default=None, metadata=_key("posint", "the positions per step of that scaling; with rope_query_beta")
     ),

@@ -137,6 +137,7 @@ class Stack:
         changes |= {"local_G": None, "local_sinks": False, "full_m": None}
         if NOPE in kinds:  # no rotary: no positions at all in its attention, no chunks (Llama 4)
             changes |= {"positional": "none", "rope_scaling": "none", "chunk": None}
+            changes |= {"rope_m": None, "rope_learned": False}  # (latent attention: its heads all their own)
             if not self.spec.qk_norm_nope:
                 changes["qk_norm"] = False
         elif ROTARY in kinds:  # (Llama 4's temperature is its NoPE blocks' alone)
