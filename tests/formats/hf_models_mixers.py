@@ -270,3 +270,8 @@ _ML4 = dict(vocab_size=97, hidden_size=32, intermediate_size=40, moe_intermediat
 INDEXED |= {  # Mistral Large 4's text model: GLM-5's DSA without the bottleneck, NoPE layers, learned temperatures
     "mistral_large4_text": ("MistralLarge4TextConfig", "MistralLarge4TextModel", _ML4),
 }  # fmt: skip
+
+INDEXED |= {  # (layers reusing latents: layer 1 layer 0's, 3 (its own indexer) 2's NoPE ones, 5 4's; 6, 7 their own)
+    "mistral_large4_text-reuse": ("MistralLarge4TextConfig", "MistralLarge4TextModel", _ML4 | dict(
+        kv_source_layers=[0, 0, 2, 2, 4, 4, 6, 7])),
+}  # fmt: skip

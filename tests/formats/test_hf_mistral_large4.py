@@ -46,7 +46,12 @@ def test_its_config_is_read_as_mistrallarge4textconfig_reads_it(tmp_path):
 @pytest.mark.parametrize(
     ("changes", "said"),
     [
-        ({"kv_source_layers": [0, 0, 2, 2, 4, 4, 6, 7]}, "key 'kv_source_layers': .* is not supported: each layer"),
+        ({"kv_source_layers": [0, 0, 2, 1, 4, 4, 6, 7]}, "key 'kv_source_layers': got .*, expected 8 layers' sources"),
+        ({"kv_source_layers": [0, 1, 1, 2, 4, 4, 6, 7]}, "key 'kv_source_layers': got .*, expected 8 layers' sources"),
+        (
+            {"kv_source_layers": [0, 0, 0, 3, 4, 4, 6, 7]},
+            "key 'latent_layers': got .*, expected a store block of block 2",
+        ),
         (
             {"num_key_value_heads": 2},
             "key 'num_key_value_heads': 2 is not supported: latent attention gives every one of the 4 heads",
@@ -97,3 +102,28 @@ def test_the_multimodal_folder_is_its_text_model_its_head_and_its_cap(tmp_path, 
         tmp_path / "again", experts_implementation="eager", attn_implementation="sdpa"
     ).double()
     assert relative(theirs(exact(again.eval()), IDS), reference) < TOL
+
+
+def test_a_layer_reusing_latents_reads_the_last_store_of_its_kind_whichever_it_names(tmp_path):
+    """Layer 5 names layer 0 as its source but reads layer 4's latents (layer 7 names 4, so 4 stores; both turn), as
+    transformers' kv_sharing_modes has it; tfm gives transformers' logits, and reading layer 0's would not."""
+    from dataclasses import replace
+
+    from helpers_hf_transformers import _randomised
+
+    config = transformers.MistralLarge4TextConfig(
+        **TEXT | {"kv_source_layers": [0, 0, 2, 2, 4, 0, 6, 4]},
+        attn_implementation="sdpa",
+        experts_implementation="eager",
+    )
+    model = transformers.MistralLarge4TextModel(config)
+    _randomised(model)
+    model = model.double().eval()
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config(tmp_path)
+    assert spec.latent_layers[:8] == ("store", "reuse", "store", "reuse", "store", "reuse", "own", "reuse")
+    weights = load_weights(tmp_path, spec)
+    reference = theirs(exact(model), IDS)
+    assert relative(Transformer(spec, weights)(IDS), reference) < TOL
+    as_named = replace(spec, latent_layers=("store", "reuse", "store", "reuse", "own", "reuse", "own", "reuse"))
+    assert relative(Transformer(as_named, weights)(IDS), reference) > 1e-3

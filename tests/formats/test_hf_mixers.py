@@ -71,6 +71,7 @@ CONTROLS = [  # (model, spec keys changed, the relative error they must at least
     ("glm5_next_text", {"hc_head": "weighted"}, None),  # (its head reads the streams' mean: no weights)
     ("glm5_next_text", {"mixer_layers": ("kda", "indexed_pool")}, None),  # (layer 2 has no indexer)
     ("mistral_large4_text", {"index_topk": 13}, 1e-2),
+    ("mistral_large4_text-reuse", {"latent_layers": None}, None),  # (layers 1, 3, 5 make no latents of their own)
     ("mistral_large4_text", {"query_temperature": False}, 1e-3),  # (its learned temperatures, random here)
     ("mistral_large4_text", {"rope_learned": False}, 1e-3),  # (its frequencies times exp(alpha))
     ("mistral_large4_text", {"latent_eps": 1e-6}, 100 * TOL),  # (its latents' norms' eps: rms_norm_eps, 1e-5)

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import SpecError
 from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
+from ..spec.dependent import LATENT
 from ..spec.stacks import decoder, stacks
 from .altup import AltUpState, AltUpStreams, altup_parts
 from .attention import MultiHeadAttention
@@ -44,7 +45,9 @@ from .stream_experts import StreamExperts  # noqa: F401 (registers the spec's `e
 def attention_component(spec: Spec) -> MultiHeadAttention:
     """The block's attention: heads of W_Q, W_K, W_V (standard), or keys and values from a latent (latent); a block
     of kv_shared's (Gemma 4's) its queries alone, the keys and values an earlier block's (reused.py)."""
-    return ReusedAttention(spec) if spec.kv_reused else ATTENTIONS[spec.attention](spec)
+    if spec.kv_reused and spec.attention not in LATENT:  # (a latent block reusing latents is its kind's own)
+        return ReusedAttention(spec)
+    return ATTENTIONS[spec.attention](spec)
 
 
 def attends(spec: Spec, i: int) -> bool:

@@ -154,6 +154,15 @@ class IndexedAttention(LatentAttention):
         """Latent attention's sublayer (attention.py's mix), each query's scores but the selected keys' -inf."""
         offset = options.get("offset", 0)
         low = self.bottleneck(w, X) if self.spec.q_rank else None
+        if self.spec.kv_reused:  # (its own indexer, an earlier block's latents: Mistral Large 4's)
+            queries, keys, weights = self.index(model.rotations[i], w, X, low, start, offset)
+            if cache is not None:  # (the indexer's keys alone: the cache holds no latents)
+                keys = cache.index_keys(keys)
+                cache.filled += X.shape[-1] if cache.keep else 0
+            select = self.select(w, queries, keys, weights, cache is None or X.shape[-1] > 1)
+            if options.get("shared") is not None:
+                options["shared"]["index"] = select
+            return self.reused(model, i, w, X, start, cache, content=select, **options)
         Q, latent, rotary = self.compress(w, X, low)
         Q = warm(Q, w.temperature, start + offset)
         K, V = self.keys_values(w, rotary, latent)

@@ -14,7 +14,7 @@ r entries as they do for every other attention; the checkpoint's order ([rest | 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ from .. import kernels
 from ..errors import SpecError
 from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
+from ..spec.stacks import kind_of
 from ..spec.validate import bad_key
 from .attention import SIGMOID_GATE_PER_ENTRY, SOFTMAX_PER_SCORE, MultiHeadAttention
 from .base import Pairs, Tensor, Term
@@ -39,9 +40,9 @@ class LatentWeights:
     b_QA: np.ndarray | None
     q_gain: np.ndarray | None  # (q, 1, 1)
     W_QB: np.ndarray | None  # (H m, q)
-    W_KVA: np.ndarray  # (c + r, d)
+    W_KVA: np.ndarray | None  # (c + r, d); None where the block reuses an earlier block's latents
     b_KVA: np.ndarray | None
-    kv_gain: np.ndarray  # (c, 1, 1)
+    kv_gain: np.ndarray | None  # (c, 1, 1)
     W_KVB: np.ndarray  # (H (m - r + v), c)
     W_O: np.ndarray  # (d, H v)
     b_O: np.ndarray | None
@@ -76,6 +77,7 @@ class LatentAttention(MultiHeadAttention):
             raise bad_key(source, "rope_pairing", "proportional", "half or interleaved with attention: latent")
         if spec.latent_scale and spec.q_rank is None:
             raise bad_key(source, "latent_scale", True, "q_rank with latent_scale (it scales the bottleneck's queries)")
+        _check_reuse(spec, source)
         if spec.rope_m is None and spec.positional == "rope":
             raise SpecError(f"{source}: key 'rope_m': missing, expected a positive integer with positional: rope")
         if spec.rope_m is not None and (spec.rope_m >= spec.m or spec.rope_m % 2):
@@ -101,9 +103,11 @@ class LatentAttention(MultiHeadAttention):
             out += [Tensor(p + "q_a_norm.gamma", (q,), kind), Tensor(p + "W_QB", (H, m, q), kind)]
         else:
             out.append(Tensor(p + "W_Q", (H, m, d), kind))
-        out.append(Tensor(p + "W_KVA", (c + r, d), kind))
-        out += [Tensor(p + "b_KVA", (c + r,), kind)] if bias else []
-        out += [Tensor(p + "kv_a_norm.gamma", (c,), kind), Tensor(p + "W_KVB", (H, m - r + v, c), kind)]
+        if not self.spec.kv_reused:  # (a block reusing latents makes none)
+            out.append(Tensor(p + "W_KVA", (c + r, d), kind))
+            out += [Tensor(p + "b_KVA", (c + r,), kind)] if bias else []
+            out.append(Tensor(p + "kv_a_norm.gamma", (c,), kind))
+        out.append(Tensor(p + "W_KVB", (H, m - r + v, c), kind))
         out.append(Tensor(p + "W_O", (H, d, v), kind))
         out += [Tensor(p + "b_O", (d,), kind)] if self.spec.has_out_bias else []
         out += [Tensor(p + "sinks", (H,), "attention sinks")] if self.spec.attn_sinks else []
@@ -123,18 +127,25 @@ class LatentAttention(MultiHeadAttention):
         """Weights of the queries, of the latent and its keys and values, and of the output projection."""
         H, m, d, c, r, v, q = self.sizes
         queries = q * (d + 1 + H * m) if q else H * m * d  # (the bottleneck's norm gain: q)
-        return queries, (c + r) * d + c + H * (m - r + v) * c, H * v * d
+        own = 0 if self.spec.kv_reused else (c + r) * d + c  # (a block reusing latents: W_KVB alone)
+        return queries, own + H * (m - r + v) * c, H * v * d
 
     def terms(self) -> list[Term]:
         H, m, d, c, r, v, q = self.sizes
         queries, latent, output = self._parts()
         out = [
             Term("q_rank(d + 1 + Hm)" if q else "Hmd", queries, "block"),
-            Term("(kv_rank + rope_m)d + kv_rank + H(m - rope_m + v_m)kv_rank", latent, "block"),
+            Term(
+                ("" if self.spec.kv_reused else "(kv_rank + rope_m)d + kv_rank + ") + "H(m - rope_m + v_m)kv_rank",
+                latent,
+                "block",
+            ),
             Term("H v_m d", output, "block"),
         ]
-        if self.spec.attention_bias:
+        if self.spec.attention_bias and not self.spec.kv_reused:
             out.append(Term("q_rank + kv_rank + rope_m" if q else "kv_rank + rope_m", q + c + r, "block"))
+        elif self.spec.attention_bias and q:
+            out.append(Term("q_rank", q, "block"))
         if self.spec.has_out_bias:
             out.append(Term("d", d, "block"))
         if self.spec.attn_sinks:
@@ -164,8 +175,10 @@ class LatentAttention(MultiHeadAttention):
             b_QA = get("attention.b_QA").reshape(-1, 1, 1) if bias else None
         else:
             W_Q = heads_first(get("attention.W_Q"))
-        W_KVA, kv_gain = get("attention.W_KVA"), get("attention.kv_a_norm.gamma").reshape(-1, 1, 1) * kv_scale
-        b_KVA = get("attention.b_KVA").reshape(-1, 1, 1) if bias else None
+        W_KVA = kv_gain = b_KVA = None
+        if not self.spec.kv_reused:
+            W_KVA, kv_gain = get("attention.W_KVA"), get("attention.kv_a_norm.gamma").reshape(-1, 1, 1) * kv_scale
+            b_KVA = get("attention.b_KVA").reshape(-1, 1, 1) if bias else None
         W_KVB = get("attention.W_KVB").reshape(H * (m - r + v), c)
         W_O = np.ascontiguousarray(get("attention.W_O").transpose(1, 0, 2).reshape(d, H * v))
         b_O = get("attention.b_O").reshape(-1, 1, 1) if self.spec.has_out_bias else None
@@ -203,6 +216,7 @@ class LatentAttention(MultiHeadAttention):
             Q = kernels.linear(a.W_QB, self.bottleneck(a, X) if low is None else low)
         else:
             Q = kernels.linear(a.W_Q, X)
+        assert a.W_KVA is not None and a.kv_gain is not None  # (a block reusing latents makes none: `reused`)
         both = kernels.linear(a.W_KVA, X)  # (c + r, b, n): the latent, then the shared rotary key part
         if a.b_KVA is not None:
             both += a.b_KVA
@@ -225,9 +239,11 @@ class LatentAttention(MultiHeadAttention):
         return K, KV[:, m - r :].transpose(2, 0, 1, 3)
 
     def cache_shapes(self, b: int, slots: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """The shared rotary key parts (b, 1, r, slots) and the latents (b, 1, c, slots): c + r per token."""
+        """The shared rotary key parts (b, 1, r, slots) and the latents (b, 1, c, slots): c + r per token; none
+        where the block reuses an earlier block's."""
         H, m, d, c, r, v, q = self.sizes
-        return (b, 1, r, slots), (b, 1, c, slots)
+        own = not self.spec.kv_reused
+        return (b, 1, r * own, slots), (b, 1, c * own, slots)
 
     def cache_entries(  # type: ignore[override]
         self, w: LatentWeights, X: np.ndarray, K: np.ndarray, V: np.ndarray
@@ -271,21 +287,78 @@ class LatentAttention(MultiHeadAttention):
         return 2 * H * m + 2 * H * v + c + r + q + self.gate_rows
 
     def cache_per_token(self, size: int, scale: int) -> int:
-        """Bytes a decoder keeps per token and block: the latent and the rotary key part (a scale each)."""
+        """Bytes a decoder keeps per token and block: the latent and the rotary key part (a scale each); nothing
+        where the block reuses an earlier block's."""
         H, m, d, c, r, v, q = self.sizes
-        return (c + r) * size + 2 * scale
+        return 0 if self.spec.kv_reused else (c + r) * size + 2 * scale
+
+    @property
+    def latents(self) -> str:
+        """The block's latents: "own", "store" (its own, which later blocks reuse) or "reuse" (latent_layers)."""
+        return (self.spec.latent_layers or ("own",))[0]
 
     def mix(self, model: Any, i: int, w: Any, X: np.ndarray, start: int = 0, cache: Any = None, **options: Any):  # type: ignore[override]
-        """attention.py's sublayer, the queries made here where their temperatures need their positions."""
-        if w.temperature is not None and options.get("qkv") is None:
+        """attention.py's sublayer, the queries made here where their temperatures need their positions; a block
+        that stores its latents leaves them, every column's so far, for the blocks that reuse them."""
+        if self.spec.kv_reused:
+            return self.reused(model, i, w, X, start, cache, **options)
+        if options.get("qkv") is None and (w.temperature is not None or self.latents == "store"):
             options["qkv"] = self.qkv(w, X, start + options.get("offset", 0))
-        return super().mix(model, i, w, X, start, cache, **options)
+        out = super().mix(model, i, w, X, start, cache, **options)
+        if self.latents == "store":  # (the rotary key parts as turned, whatever the block reads them as)
+            if cache is not None and X.shape[-1] == 1:  # (a step: every column the cache holds, this one's too)
+                used = cache.filled + (not cache.keep)
+                stored = (cache.K[..., :used], cache.V[..., :used])
+            else:
+                stored = (options["qkv"][1][:, :1, : self.spec.rotated_dims], self.compress(w, X)[1])
+            options["shared"][("latents", self.spec.rotated_dims > 0)] = stored
+        return out
+
+    def reused(
+        self, model: Any, i: int, w: Any, X: np.ndarray, start: int = 0, cache: Any = None, **options: Any
+    ) -> np.ndarray:
+        """The sublayer of a block reusing latents: its own queries attend to the keys and values its W_KVB makes of
+        the latents and rotary key parts (already turned) the last block of its kind stored."""
+        H, m, d, c, r, v, q = self.sizes
+        _, b, n = X.shape
+        offset = options.get("offset", 0)
+        if w.W_Q is not None:
+            Q = kernels.linear(w.W_Q, X)
+        else:
+            Q = kernels.linear(w.W_QB, self.bottleneck(w, X))
+        Q = warm(Q.reshape(H, m, b, n).transpose(2, 0, 1, 3), w.temperature, start + offset)
+        rotary, latent = options["shared"][("latents", r > 0)]
+        K, V = self.keys_values(w, rotary, latent)
+        if r:  # (the queries alone: the keys were turned by the block that made them)
+            length = max(start + offset + n, latent.shape[-1])
+            model.rotations[i].turn(Q[:, :, :r], start + offset, length, self.spec.rope_pairing)
+        how = replace(self.attends, sinks=w.sinks, stop=options.get("stop"), content=options.get("content"))
+        how = replace(how, weights_out=options.get("weights_out"))
+        if cache is not None and n == 1:  # (a step sees every key stored)
+            how = replace(how, causal=False, window=None, chunk=None)
+        heads = model.attend(Q, K, V, how, positions=(start + offset, 0), block=i)
+        return self.project(w, heads, X)
 
     tensor_split_refusal = "latent attention is not split here yet"
 
     def device_cache_per_token(self, size: int, scale: int, tensor: int) -> int:
         """The latent and the rotary key part serve every head: each device holds them whole."""
         return self.cache_per_token(size, scale)
+
+
+def _check_reuse(spec: Spec, source: str) -> None:
+    """Each block that reuses latents finds a block of its kind (rotary or not) storing them before it."""
+    kinds = spec.latent_layers
+    if not kinds:
+        return
+    stored = set()
+    for i in range(spec.N):
+        kind, turns = kinds[i % len(kinds)], kind_of(spec.positional_layers, i, "rope") == "rope"
+        if kind == "store":
+            stored.add(turns)
+        elif kind == "reuse" and turns not in stored:
+            what = f"a store block of block {i}'s kind ({'rotary' if turns else 'nope'}) before each reuse block"
+            raise bad_key(source, "latent_layers", list(kinds), what)
 
 
 def temperature_of(get: Callable[[str], np.ndarray], prefix: str) -> tuple[np.ndarray, np.ndarray]:

@@ -12,8 +12,9 @@ two, the chosen always renormalised, scaled).
 
 As MistralLarge4TextConfig reads it: num_key_value_heads must be the heads' (transformers fails otherwise), a
 q_lora_rank, norm_topk_prob or rope_interleave in a file is not read, mlp_layer_types by default the first
-first_k_dense_replace dense, indexer_types as GLM-5's. Layers that reuse an earlier layer's latents
-(kv_source_layers other than each layer its own) are refused in one line: not yet read here.
+first_k_dense_replace dense, indexer_types as GLM-5's, kv_source_layers as its kv_sharing_modes (latent_layers: a
+layer reusing another's latents reads those of the last layer named as a source of its rope kind, whichever layer it
+names itself, as transformers does).
 
 Its files name the tensors as Mistral's do, in two dialects, as transformers' save_pretrained writes them: the
 multimodal class's all Mistral's (wq, wo, feed_forward.w1, tok_embeddings, lerope.alpha, output), the text model's
@@ -77,9 +78,7 @@ def text(c: Keys) -> dict[str, Any]:
     ):
         c.ignored(key, why)
     N = Keys(DEFAULTS | c.data, c.source).count("num_hidden_layers")
-    sources = c.data.get("kv_source_layers")
-    if sources is not None and list(sources) != list(range(N)):
-        raise c.refuse("kv_source_layers", sources, "each layer its own latents (reuse is not read here yet)")
+    latents = _latent_layers(c, N)
     data = {k: v for k, v in c.data.items() if k not in ("q_lora_rank", "rope_interleave")}
     keys = default_rope(Keys(DEFAULTS | data, c.source, notes=c.notes), YARN, "sets its YaRN then")
     spec = latent_model(
@@ -104,12 +103,27 @@ def text(c: Keys) -> dict[str, Any]:
     }
     if 0 in turns:
         spec["positional_layers"] = ["rope" if turn else "nope" for turn in turns]
+    if set(latents) != {"own"}:
+        spec["latent_layers"] = latents
     kinds = _indexer_types(keys, N)
     if "shared" in kinds:
         spec["mixer_layers"] = ["indexed" if kind == "full" else "indexed_shared" for kind in kinds]
     if "E" not in spec:
         return spec
     return spec | {"router_renorm": True} | router_groups(keys, spec, 1, 1, "top2") | router_scale(keys, 1.0)
+
+
+def _latent_layers(c: Keys, N: int) -> list[str]:
+    """Each layer's latents from kv_source_layers, as MistralLarge4TextConfig's kv_sharing_modes reads them: its own,
+    its own that later layers name (store), or another's (reuse: the last store layer of its kind, whichever it
+    names)."""
+    sources = c.data.get("kv_source_layers") or list(range(N))
+    valid = isinstance(sources, list) and len(sources) == N and all(isinstance(s, int) for s in sources)
+    if not valid or any(not 0 <= s <= i or sources[s] != s for i, s in enumerate(sources)):
+        expected = f"{N} layers' sources, each at or before its layer and its own source"
+        raise c.fail("kv_source_layers", c.data.get("kv_source_layers"), expected)
+    stores = {s for i, s in enumerate(sources) if s != i}
+    return ["reuse" if s != i else "store" if i in stores else "own" for i, s in enumerate(sources)]
 
 
 def multimodal(c: Keys) -> dict[str, Any]:
@@ -132,6 +146,12 @@ def text_config(spec: Spec) -> dict[str, Any]:
     rotary |= {"rope_theta": out.pop("rope_theta")}
     out |= {"rope_parameters": rotary, "num_key_value_heads": spec.H}
     out["no_rope_layers"] = [int(kind_of(spec.positional_layers, i, "rope") == "rope") for i in range(spec.N)]
+    latents = [kind_of(spec.latent_layers, i, "own") for i in range(spec.N)]
+    turns, sources = out["no_rope_layers"], list(range(spec.N))
+    for i, kind in enumerate(latents):  # (a reusing layer's source: the last store layer of its kind)
+        if kind == "reuse":
+            sources[i] = max(j for j in range(i) if latents[j] == "store" and turns[j] == turns[i])
+    out["kv_source_layers"] = sources
     kinds = spec.mixer_layers or (spec.attention,)
     out["indexer_types"] = ["shared" if kinds[i % len(kinds)] == "indexed_shared" else "full" for i in range(spec.N)]
     return out | {"n_group": spec.router_groups or 1, "topk_group": spec.router_topk_groups or 1}

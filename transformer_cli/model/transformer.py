@@ -271,7 +271,7 @@ class Transformer:
             taps(-1, "input", Z)
         later: list | None = [] if self.spec.routed_later else None  # (a routed block's output for the next)
         # (keys and values for the blocks sharing them; an indexer's selection for those reusing it)
-        shared: dict | None = {} if self.spec.kv_shared or self.spec.mixer_layers else None
+        shared: dict | None = {} if self.spec.kv_shared or self.spec.mixer_layers or self.spec.latent_layers else None
         for i in range(self.spec.N if last is None else last + 1):
             check_stop(stop)
             Z = self.block(i, Z, start, cache, taps, memory, weights, stop, offset, later, ple, shared)

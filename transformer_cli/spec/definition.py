@@ -231,6 +231,7 @@ class Spec(Derived):
     latent_scale: bool = LATENT_FIELDS["latent_scale"]
     latent_eps: float = LATENT_FIELDS["latent_eps"]
     query_temperature: bool = LATENT_FIELDS["query_temperature"]
+    latent_layers: tuple[str, ...] | None = LATENT_FIELDS["latent_layers"]
     index_query: str = LATENT_FIELDS["index_query"]
     index_heads: int | None = LATENT_FIELDS["index_heads"]
     index_m: int | None = LATENT_FIELDS["index_m"]

@@ -48,6 +48,7 @@ DEPENDENT = {
     "latent_scale": ("attention", ("latent",), False),
     "latent_eps": ("attention", LATENT, False),
     "query_temperature": ("attention", LATENT, False),
+    "latent_layers": ("attention", LATENT, False),
     "index_query": ("attention", ("indexed",), False),
     "rope_learned": ("positional", ("rope",), False),
     "v_m": ("attention", (*LATENT, "standard"), False),

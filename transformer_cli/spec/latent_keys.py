@@ -57,6 +57,16 @@ LATENT_FIELDS: dict[str, Any] = {
             "rms_norm_eps)",
         ),
     ),
+    "latent_layers": field(
+        default=None,
+        metadata=_key(
+            "layers",
+            "latent: each block's latents: its own, its own that later blocks reuse (store), or reused (reuse: no "
+            "W_KVA, the latents and rotary key parts of the last store block of its kind, rotary or not, with its own "
+            "W_KVB and queries) (Mistral Large 4's kv_source_layers) [default: all own]",
+            ("own", "store", "reuse"),
+        ),
+    ),
     "query_temperature": field(
         default=False,
         metadata=_key(

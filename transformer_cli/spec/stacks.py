@@ -26,8 +26,8 @@ from .expert_keys import EXPERT_FIELDS
 
 # what may differ between blocks: their kinds, their feedforwards' sizes and sparsity (Gemma 3n's: "r=64", "sparse=0.9")
 LAYER_KEYS: tuple[str, ...] = ("attention_layers", "feedforward_layers", "positional_layers", "r_layers")
-LAYER_KEYS += ("sparsity_layers", "mixer_layers", "norm_layers")
-SIZE, SPARSE, NORM = "r=", "sparse=", "norm="
+LAYER_KEYS += ("sparsity_layers", "mixer_layers", "norm_layers", "latent_layers")
+SIZE, SPARSE, NORM, LATENTS = "r=", "sparse=", "norm=", "latents="
 
 
 def encoder_spec(spec: Spec) -> Spec:
@@ -103,6 +103,8 @@ class Stack:
             out.append(f"{SPARSE}{spec.sparsity_layers[i % len(spec.sparsity_layers)]!r}")
         if spec.norm_layers is not None:  # (OLMo-Hybrid's: its norms before or after each sublayer, by block)
             out.append(f"{NORM}{kind_of(spec.norm_layers, i, spec.norm)}")
+        if spec.latent_layers is not None:  # (Mistral Large 4's: its latents its own, or an earlier block's)
+            out.append(f"{LATENTS}{kind_of(spec.latent_layers, i, 'own')}")
         if spec.mixer_layers is not None:
             out.append(kind_of(spec.mixer_layers, i, spec.attention))
         if not spec.first_attn_norm:  # (block 0 without a norm before its attention: ModernBERT's)
@@ -156,6 +158,9 @@ class Stack:
                 changes["sparsity_layers"] = (float(kind.removeprefix(SPARSE)),)
             elif kind.startswith(NORM):
                 changes["norm"] = kind.removeprefix(NORM)
+            elif kind.startswith(LATENTS):  # (the block's own kind, as a pattern of one; reuse: no latents of its own)
+                own = kind.removeprefix(LATENTS)
+                changes |= {"latent_layers": (own,), "kv_reused": own == "reuse"}
         if mixer is not None:  # (LFM2's short convolutions beside its attention blocks)
             changes["attention"] = mixer
         if DENSE in kinds or NO_FEEDFORWARD in kinds:  # one feedforward of size r (or none): no experts
