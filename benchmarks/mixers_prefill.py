@@ -10,13 +10,27 @@ Models (float32, batch 1, random weights saved by transformers and read by tfm f
   of 128, one gated attention block of 8 heads), r 2,816;
 - LFM2: 4 blocks of d 1,024 (three short convolutions of kernel 3, one attention block of 16 heads), r 2,816;
 - DeepSeek-V3.2 (sparse attention): 2 dense blocks of d 1,024, 16 latent heads (kv_rank 256, q_rank 384), an indexer
-  of 16 heads of 64 choosing 512 keys a query, r 2,816.
+  of 16 heads of 64 choosing 512 keys a query, r 2,816;
+- Zamba2: 4 Mamba-2 blocks of d 768 (24 heads of 64, state 64), two of them after the shared transformer block (16
+  heads of 96 over 1,536 rows, rotary, r 2,048, adapters of rank 64);
+- GLM-5-Next's text model: 4 dense blocks of d 1,024, 4 streams, two KDA blocks of 8 heads of 128, two latent attention
+  blocks as DeepSeek-V3.2's without positions whose indexer keeps 32 pools of 16 keys (512 keys) a query;
+- HY-V4: DeepSeek-V3.2's sizes with 4 streams, sinks and gates, half-split rotary; its eager attention (the only one
+  transformers runs for it).
 
 Rounds are interleaved (tfm, transformers, tfm, ...); the ratio is taken per round (tfm's time over transformers')
 and reported as its median with the lowest and highest. Both run on 2 threads. The logits agree to 1e-4 relative,
 but DeepSeek-V3.2's: in float32 both round its index scores, and where two keys score within that rounding at the
 cut of 512 the two implementations keep different ones (3.3e-2 here; in float64 they agree to 1e-15,
 tests/formats/test_hf_indexed.py).
+
+Zamba2's, GLM-5-Next's and HY-V4's rows were measured later (--only), on a machine running a test suite beside
+them: their ratios' spread is wide. HY-V4's outputs differ where DeepSeek-V3.2's do, and more (1.3e-1): transformers
+rounds its residual to float32 after every sublayer and its index scores in float32, so keys within that rounding
+at the cut differ. Where tfm's GLM-5-Next goes (cProfile, 2,048 tokens): its two KDA blocks' chunked form 8.4 s of
+13.4 (their per-channel decays in einsum products a chunk), the two sparse attention blocks 1.6 s, their indexer's
+choice among them 0.4 s; HY-V4's: the attention kernel 2.9 s of 4.7 (every score made, then masked by the
+selection: a fused sparse kernel is what NumPy cannot do), the indexer's choice 0.7 s, the streams 0.3 s.
 
 The profile shows where tfm's Mamba-2 prefill goes: the state space scan (chunked: a few products per chunk of 64
 columns) beside the same scan done column by column (what a decoder does, 2,048 steps), so that the chunked form's
@@ -85,6 +99,37 @@ MODELS = {
             n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=256, n_group=1, topk_group=1,
         ),
     ),
+    "zamba2": (
+        "Zamba2Config",
+        "Zamba2ForCausalLM",
+        dict(
+            vocab_size=1000, hidden_size=768, num_hidden_layers=4, num_attention_heads=16, intermediate_size=2048,
+            n_mamba_heads=24, mamba_d_state=64, layers_block_type=["mamba", "hybrid", "mamba", "hybrid"],
+            num_mem_blocks=1, adapter_rank=64, use_mem_rope=True,
+        ),
+    ),
+    "glm5_next_text": (
+        "Glm5NextTextConfig",
+        "Glm5NextTextModel",
+        dict(
+            vocab_size=1000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=4, num_attention_heads=16,
+            num_key_value_heads=16, q_lora_rank=384, kv_lora_rank=256, qk_nope_head_dim=64, v_head_dim=64,
+            index_n_heads=16, index_head_dim=64, index_topk=512, index_kpool=16, linear_num_heads=8,
+            linear_head_dim=128, hc_mult=4, mlp_layer_types=["dense"] * 4, pad_token_id=0,
+            layer_types=["linear_attention", "indexed_attention", "linear_attention", "indexed_attention"],
+        ),
+    ),
+    "hy_v4": (
+        "HYV4Config",
+        "HYV4ForCausalLM",
+        dict(
+            vocab_size=1000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=2, num_attention_heads=16,
+            q_lora_rank=384, kv_lora_rank=256, qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64,
+            index_n_heads=16, index_head_dim=64, index_topk=512, hc_mult=4, mlp_layer_types=["dense"] * 2,
+            indexer_types=["full", "full"], pad_token_id=0, bos_token_id=1, eos_token_id=2,
+            attn_implementation="eager",
+        ),
+    ),
 }  # fmt: skip
 
 
@@ -110,7 +155,8 @@ def compare(name: str, rounds: int) -> dict:
 
     def theirs():
         with torch.no_grad():
-            return model(tokens, use_cache=False).logits.numpy().transpose(0, 2, 1)  # (tfm's (b, V, n))
+            out = model(tokens, use_cache=False)  # (GLM-5-Next's text model: its hidden states)
+        return (out.logits if hasattr(out, "logits") else out.last_hidden_state).numpy().transpose(0, 2, 1)
 
     agreement = float(np.abs(ours(ids) - theirs()).max() / np.abs(theirs()).max())
     ratios, tfm_times, peer_times = [], [], []

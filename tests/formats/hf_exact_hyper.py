@@ -41,6 +41,7 @@ def _float64_indexer(model, module) -> None:
 
 
 MISTRAL_LARGE4 = ("MistralLarge4TextSoftmaxScaling", "MistralLarge4TextTopkRouter", "MistralLarge4TextIndexer")
+QWEN4 = ("Qwen4ExpTextRMSNorm", "Qwen4ExpTextQSAIndexer")  # (its grouped norms, 1 + w; its block scores)
 
 
 def _float64_lerope(model, module) -> None:
@@ -60,7 +61,7 @@ def _float64_lerope(model, module) -> None:
     module.forward = forward
 
 
-HYPER = dict.fromkeys(HY_V4 + GLM5_NEXT + MISTRAL_LARGE4, _float64_forward) | {
+HYPER = dict.fromkeys(HY_V4 + GLM5_NEXT + MISTRAL_LARGE4 + QWEN4, _float64_forward) | {
     "Glm5NextTextIndexer": _float64_indexer,
     "MistralLarge4TextRotaryEmbedding": _float64_lerope,
 }

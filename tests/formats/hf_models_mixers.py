@@ -275,3 +275,19 @@ INDEXED |= {  # (layers reusing latents: layer 1 layer 0's, 3 (its own indexer) 
     "mistral_large4_text-reuse": ("MistralLarge4TextConfig", "MistralLarge4TextModel", _ML4 | dict(
         kv_source_layers=[0, 0, 2, 2, 4, 4, 6, 7])),
 }  # fmt: skip
+
+_QWEN4 = dict(vocab_size=97, hidden_size=32, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+              head_dim=8, rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.5),
+              layer_types=["linear_attention", "indexed_attention", "linear_attention", "indexed_attention"],
+              linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=6,
+              linear_conv_kernel_dim=4, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=12,
+              shared_expert_intermediate_size=16, hc_count=3, hc_lowrank=8, indexer_n_heads=8, indexer_kv_heads=1,
+              indexer_head_dim=8, indexer_budget=4, indexer_compress_ratio=2, eos_token_id=2, pad_token_id=0,
+              bos_token_id=1, rms_norm_eps=1e-6, experts_implementation="eager")  # fmt: skip
+
+MIXERS |= {  # Qwen4-Exp's text model: Qwen3.5-MoE with gated hyper-connections and a block indexer (no n-grams)
+    "qwen4_exp_text": ("Qwen4ExpTextConfig", "Qwen4ExpForCausalLM", _QWEN4),  # (2 blocks of 2 kept, and a tail)
+    "qwen4_exp_text-sigmoid-unnormalised-whole-rotary": ("Qwen4ExpTextConfig", "Qwen4ExpForCausalLM", _QWEN4 | dict(
+        output_gate_type="sigmoid", norm_topk_prob=False, rope_parameters=None, indexer_budget=6,
+        indexer_compress_ratio=3, tie_word_embeddings=True)),
+}  # fmt: skip

@@ -85,6 +85,7 @@ FAMILIES = [
     "glm_moe_dsa-shared",
     "kimi_linear",  # (Moonshot's names, its per-head A_log as (1, 1, H, 1))
     "falcon_h1-norm-before-gate-biases-tied",
+    "qwen4_exp_text",  # (its gated streams' weights, the indexer's [q; k] in one)
     "mistral_large4_text",  # (Mistral's names, its NoPE layers' latents without a rotary part)
     "glm5_next_text",  # (its streams' weights, indexer pools and KDA under GLM's names)
     "zamba2",  # (each shared block once, at its first use's layer, every use's adapters under it)

@@ -70,6 +70,11 @@ CONTROLS = [  # (model, spec keys changed, the relative error they must at least
     ("glm5_next_text", {"feedforward": "gated"}, 1e-3),  # (every SwiGLU clamped at 0.5)
     ("glm5_next_text", {"hc_head": "weighted"}, None),  # (its head reads the streams' mean: no weights)
     ("glm5_next_text", {"mixer_layers": ("kda", "indexed_pool")}, None),  # (layer 2 has no indexer)
+    ("qwen4_exp_text", {"index_topk": 14}, 1e-2),  # (every block: the selection matters)
+    ("qwen4_exp_text", {"hc_eps": 1e-5}, 100 * TOL),  # (its streams' norms' eps: rms_norm_eps)
+    ("qwen4_exp_text-sigmoid-unnormalised-whole-rotary", {"linear_gate_fn": "silu"}, 1e-3),
+    ("qwen4_exp_text-sigmoid-unnormalised-whole-rotary", {"router_renorm": True}, 1e-3),
+    ("qwen4_exp_text-sigmoid-unnormalised-whole-rotary", {"rope_fraction": 0.25}, 1e-3),  # (not Qwen3.5's 0.25)
     ("mistral_large4_text", {"index_topk": 13}, 1e-2),
     ("mistral_large4_text-reuse", {"latent_layers": None}, None),  # (layers 1, 3, 5 make no latents of their own)
     ("mistral_large4_text", {"query_temperature": False}, 1e-3),  # (its learned temperatures, random here)

@@ -37,6 +37,13 @@ DEFAULTS = [  # (config class, model class, the keys its defaults leave unset)
     ("Zamba2Config", "Zamba2ForCausalLM", {}),
     ("Glm5NextTextConfig", "Glm5NextTextModel", {}),
     ("MistralLarge4TextConfig", "MistralLarge4TextModel", {}),
+    (
+        "Qwen4ExpTextConfig",
+        "Qwen4ExpForCausalLM",
+        dict(  # (its indexer's five keys: none by default)
+            indexer_n_heads=16, indexer_kv_heads=1, indexer_head_dim=256, indexer_budget=2048, indexer_compress_ratio=16
+        ),
+    ),
     ("Zamba2Config", "Zamba2ForCausalLM", {"num_mem_blocks": 2, "use_shared_attention_adapter": True}),
 ]
 

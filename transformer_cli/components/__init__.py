@@ -36,6 +36,7 @@ from .parallel_mixer import AttentionMamba2  # noqa: F401 (registers the spec's 
 from .per_layer import per_layer_input, per_layer_inputs
 from .pooled import PooledIndexAttention  # noqa: F401 (registers the spec's `attention: indexed_pool`)
 from .positional import POSITIONALS
+from .qsa import BlockIndexAttention  # noqa: F401 (registers the spec's `attention: qsa`)
 from .residual import Residuals
 from .reused import ReusedAttention
 from .short_conv import ShortConv  # noqa: F401 (registers the spec's `attention: short_conv`)

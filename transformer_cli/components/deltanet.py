@@ -151,7 +151,10 @@ class GatedDeltaNet(RecurrentMixer):
         o = o.transpose(1, 3, 0, 2)  # (nv, dv, b, n)
         eps = self.spec.linear_norm_eps or self.spec.norm_eps
         normed = o / np.sqrt(np.mean(o * o, axis=1, keepdims=True) + eps) * w.gamma
-        gated = normed * kernels.ACTIVATIONS["silu"](z.reshape(nv, dv, b, n))
+        z = z.reshape(nv, dv, b, n)
+        gated = normed * (
+            kernels.ACTIVATIONS["silu"](z) if self.spec.linear_gate_fn == "silu" else 1.0 / (1.0 + np.exp(-z))
+        )
         return kernels.linear(w.W_out, gated.reshape(nv * dv, b, n))
 
     @staticmethod

@@ -89,6 +89,7 @@ MODULES = (
     "phimoe",
     "qwen",
     "qwen3_next",
+    "qwen4_exp",
     "qwen_moe",
     "seed_oss",
     "sliding_llamas",

@@ -256,6 +256,7 @@ class Spec(Derived):
     linear_beta_scale: float = MIXER_FIELDS["linear_beta_scale"]
     linear_norm_eps: float | None = MIXER_FIELDS["linear_norm_eps"]
     linear_decay_bound: float | None = MIXER_FIELDS["linear_decay_bound"]
+    linear_gate_fn: str = MIXER_FIELDS["linear_gate_fn"]
     ssm_inner: int | None = MIXER_FIELDS["ssm_inner"]
     ssm_dt_rank: int | None = MIXER_FIELDS["ssm_dt_rank"]
     ssm_bcdt_norm: str = MIXER_FIELDS["ssm_bcdt_norm"]

@@ -12,7 +12,7 @@ LATENT = (
     "indexed_pool",
 )  # (latent attention with a lightning indexer, or another's)
 INDEX_KEYS = ("index_heads", "index_m", "index_topk")
-INDEXED = ("indexed", "indexed_pool")  # (a lightning indexer of its own: its keys, or its pools')
+INDEXED = ("indexed", "indexed_pool", "qsa")  # (a lightning indexer of its own: its keys, or its pools')
 ROPE_KEYS = ("rope_theta", "rope_fraction", "rope_pairing", "rope_scaling")
 LLAMA3_KEYS = ("rope_low_freq_factor", "rope_high_freq_factor")
 YARN_KEYS = (
@@ -56,7 +56,7 @@ DEPENDENT = {
     "index_pairing": ("attention", ("indexed",), False),
     "index_rope": ("attention", ("indexed",), False),
     "index_eps": ("attention", ("indexed",), False),
-    "index_pool": ("attention", ("indexed_pool",), True),
+    "index_pool": ("attention", ("indexed_pool", "qsa"), True),
     "swiglu_alpha": ("feedforward", ("clamped",), False),
     "swiglu_limit": ("feedforward", ("clamped", "limited"), False),
     "rel_buckets": ("positional", (*RELATIVE, "disentangled"), False),
@@ -69,4 +69,10 @@ DEPENDENT = {
 }
 
 
-__all__ = ["DEPENDENT"]
+def read_elsewhere(spec, key: str) -> bool:
+    """Whether a key its table ties to another's value is read all the same: the norms' type and eps by the query
+    and key norms and by gated hyper-connections' streams where the blocks have no norm of their own (Qwen4's)."""
+    return key in ("norm_type", "norm_eps") and spec.norm == "none" and spec.qk_norm and spec.hc_form == "gated"
+
+
+__all__ = ["DEPENDENT", "read_elsewhere"]

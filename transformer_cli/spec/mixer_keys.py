@@ -73,6 +73,14 @@ MIXER_FIELDS: dict[str, Any] = {
             "deltanet, mamba2: its output norm's eps [default: norm_eps] (OLMo-Hybrid's 1e-5; Zamba2's gated norm's)",
         ),
     ),
+    "linear_gate_fn": field(
+        default="silu",
+        metadata=_key(
+            "choice",
+            "deltanet: its output gate's function, silu(z) or sigmoid(z) (Qwen4's output_gate_type)",
+            ("silu", "sigmoid"),
+        ),
+    ),
     "linear_decay_bound": field(
         default=None,
         metadata=_key(

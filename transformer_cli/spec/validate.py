@@ -15,7 +15,7 @@ from ..errors import SpecError
 from ..text import lookalike_hint, shown
 from .choices import ATTENTIONS, DENSE, FULL, NO_FEEDFORWARD, RELATIVE, ROUTED, SLIDING
 from .definition import FIELDS, REQUIRED, Spec
-from .dependent import DEPENDENT
+from .dependent import DEPENDENT, read_elsewhere
 from .stacks import encoder_spec, kind_of
 from .validate_altup import check_altup
 from .validate_experts import check_experts
@@ -263,7 +263,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
     if spec.H % spec.kv_heads:
         raise _fail(source, "G", data["G"], f"a divisor of H = {spec.H} (each key/value head serves H/G query heads)")
     for key, (other, values, required) in DEPENDENT.items():
-        allowed = getattr(spec, other) in values
+        allowed = getattr(spec, other) in values or read_elsewhere(spec, key)
         if allowed and required and key not in data:
             raise SpecError(f"{source}: key '{key}': missing, expected {_expected(key)} when {other} is {values[0]}")
         if not allowed and key in data:

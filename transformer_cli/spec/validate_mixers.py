@@ -18,7 +18,11 @@ MEMORY_KEYS = ("mem_blocks", "mem_rank", "mem_qkv_adapters")
 OWN_KEYS: dict[str, tuple[str, ...]] = dict.fromkeys(("conv_bias",), ("short_conv", *MAMBA2, "mamba"))
 OWN_KEYS |= {"conv_kernel": ("short_conv", *MAMBA2, "mamba", "deltanet", "kda")}
 OWN_KEYS |= dict.fromkeys(LINEAR_KEYS[:2], ("deltanet",)) | dict.fromkeys(LINEAR_KEYS[2:], ("deltanet", "kda"))
-OWN_KEYS |= {"linear_beta_scale": ("deltanet",), "linear_norm_eps": ("deltanet", *MAMBA2)}
+OWN_KEYS |= {
+    "linear_beta_scale": ("deltanet",),
+    "linear_gate_fn": ("deltanet",),
+    "linear_norm_eps": ("deltanet", *MAMBA2),
+}
 OWN_KEYS |= dict.fromkeys((*SSM_KEYS, "ssm_norm", "ssm_scales"), MAMBA2) | dict.fromkeys(SELECTIVE_KEYS, ("mamba",))
 OWN_KEYS |= {"ssm_state": (*MAMBA2, "mamba"), "ssm_bias": (*MAMBA2, "mamba"), "parallel_scales": MAMBA2[1:2]}
 OWN_KEYS |= dict.fromkeys(MEMORY_KEYS, ("mamba2_memory",)) | {"linear_decay_bound": ("kda",)}
