@@ -77,3 +77,29 @@ def cache_bytes(cache) -> int:
                 t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor) and t.is_floating_point()
             )
     return held
+
+
+def multimodal_checked(model, folder, runner, skipped: tuple[str, ...]):
+    """A multimodal class's folder (GLM-5-Next's, Mistral Large 4's): its text model's parameters and its head
+    counted (not those of the names `skipped` begins), its logits transformers' to TOL; tfm's folder of it, converted
+    there and back, loads in transformers (its image model made afresh) to the same logits."""
+    from hf_exact import exact
+
+    from transformer_cli import Transformer, count_params
+    from transformer_cli.cli import app
+    from transformer_cli.hf.config import spec_from_config
+    from transformer_cli.tasks.sources import load_weights
+
+    model.save_pretrained(folder / "hf")
+    spec = spec_from_config(folder / "hf")
+    text = sum(p.numel() for name, p in model.named_parameters() if not name.startswith(skipped))
+    assert count_params(spec).total == text
+    reference = theirs(exact(model), IDS)
+    assert relative(Transformer(spec, load_weights(folder / "hf", spec))(IDS), reference) < TOL
+    for source, target in (("hf", "w.safetensors"), ("w.safetensors", "again")):
+        done = runner.invoke(app, ["convert", str(folder / source), "-o", str(folder / target)])
+        assert done.exit_code == 0, done.output
+    options = dict(experts_implementation="eager", attn_implementation="sdpa")
+    again = type(model).from_pretrained(folder / "again", **options).double().eval()
+    assert relative(theirs(exact(again), IDS), reference) < TOL
+    return spec

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from hf_exact_mamba import float64_source
+from hf_exact_mamba import _forward, float64_source
 
 HY_V4 = (
     "HYV4DecoderLayer",
@@ -18,11 +18,6 @@ HY_V4 = (
     "HYV4TopkRouter",
     "HYV4Indexer",
 )
-
-
-def _float64_forward(model, module) -> None:
-    namespace = dict(vars(sys.modules[type(module).__module__]))
-    module.forward = float64_source(type(module).forward, namespace).__get__(module)
 
 
 GLM5_NEXT = (
@@ -61,7 +56,7 @@ def _float64_lerope(model, module) -> None:
     module.forward = forward
 
 
-HYPER = dict.fromkeys(HY_V4 + GLM5_NEXT + MISTRAL_LARGE4 + QWEN4, _float64_forward) | {
+HYPER = dict.fromkeys(HY_V4 + GLM5_NEXT + MISTRAL_LARGE4 + QWEN4, _forward) | {
     "Glm5NextTextIndexer": _float64_indexer,
     "MistralLarge4TextRotaryEmbedding": _float64_lerope,
 }

@@ -8,14 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers_hf_transformers import IDS, TOL, relative, theirs
-from hf_exact import exact
+from helpers_hf_transformers import multimodal_checked
 from hf_models_mixers import INDEXED
 
-from transformer_cli import Transformer, count_params
 from transformer_cli.errors import SpecError
 from transformer_cli.hf.config import spec_from_config
-from transformer_cli.tasks.sources import load_weights
 
 torch = pytest.importorskip("torch", reason="PyTorch is the transformers library's backend")
 transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
@@ -76,8 +73,6 @@ def test_the_multimodal_folder_is_its_text_model_its_head_and_its_cap(tmp_path, 
     image model then made afresh) to the same logits."""
     from helpers_hf_transformers import _randomised
 
-    from transformer_cli.cli import app
-
     config = transformers.MistralLarge4Config(
         text_config=TEXT | {"final_logit_softcapping": 1.0}, vision_config=VISION, tie_word_embeddings=tied,
         attn_implementation="sdpa", experts_implementation="eager",
@@ -85,45 +80,6 @@ def test_the_multimodal_folder_is_its_text_model_its_head_and_its_cap(tmp_path, 
     model = transformers.MistralLarge4ForConditionalGeneration(config)
     _randomised(model)
     model = model.double().eval()
-    model.save_pretrained(tmp_path / "hf")
-    spec = spec_from_config(tmp_path / "hf")
-    text = sum(
-        p.numel()
-        for name, p in model.named_parameters()
-        if not name.startswith(("model.vision_tower.", "model.multi_modal_projector."))
-    )
-    assert spec.tie_embeddings == tied and spec.logit_softcap == 1.0 and count_params(spec).total == text
-    reference = theirs(exact(model), IDS)
-    assert relative(Transformer(spec, load_weights(tmp_path / "hf", spec))(IDS), reference) < TOL
-    for args in (["hf", "-o", "w.safetensors"], ["w.safetensors", "-o", "again"]):
-        done = runner.invoke(app, ["convert", *[str(tmp_path / a) if a != "-o" else a for a in args]])
-        assert done.exit_code == 0, done.output
-    again = transformers.MistralLarge4ForConditionalGeneration.from_pretrained(
-        tmp_path / "again", experts_implementation="eager", attn_implementation="sdpa"
-    ).double()
-    assert relative(theirs(exact(again.eval()), IDS), reference) < TOL
-
-
-def test_a_layer_reusing_latents_reads_the_last_store_of_its_kind_whichever_it_names(tmp_path):
-    """Layer 5 names layer 0 as its source but reads layer 4's latents (layer 7 names 4, so 4 stores; both turn), as
-    transformers' kv_sharing_modes has it; tfm gives transformers' logits, and reading layer 0's would not."""
-    from dataclasses import replace
-
-    from helpers_hf_transformers import _randomised
-
-    config = transformers.MistralLarge4TextConfig(
-        **TEXT | {"kv_source_layers": [0, 0, 2, 2, 4, 0, 6, 4]},
-        attn_implementation="sdpa",
-        experts_implementation="eager",
-    )
-    model = transformers.MistralLarge4TextModel(config)
-    _randomised(model)
-    model = model.double().eval()
-    model.save_pretrained(tmp_path)
-    spec = spec_from_config(tmp_path)
-    assert spec.latent_layers[:8] == ("store", "reuse", "store", "reuse", "store", "reuse", "own", "reuse")
-    weights = load_weights(tmp_path, spec)
-    reference = theirs(exact(model), IDS)
-    assert relative(Transformer(spec, weights)(IDS), reference) < TOL
-    as_named = replace(spec, latent_layers=("store", "reuse", "store", "reuse", "own", "reuse", "own", "reuse"))
-    assert relative(Transformer(as_named, weights)(IDS), reference) > 1e-3
+    skipped = ("model.vision_tower.", "model.multi_modal_projector.")
+    spec = multimodal_checked(model, tmp_path, runner, skipped)
+    assert spec.tie_embeddings == tied and spec.logit_softcap == 1.0

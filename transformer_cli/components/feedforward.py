@@ -143,11 +143,17 @@ class GatedFeedForward(FeedForward):
         kept = (gate or up) + gate + down if self.spec.activation == "relu" else gate + up + gate + down
         return kept * self.spec.r * s
 
-    def apply(self, w: FeedForwardWeights, X: kernels.Array) -> kernels.Array:
-        """W2 (act(W1 X + b1) * (W3 X + b3)) + b2 without the residual: (d, b, n) -> (d, b, n)."""
-        both = kernels.linear(w.W1, X)  # (2r, b, n): the gate's rows, then the up projection's
+    @staticmethod
+    def _gate_up(w: FeedForwardWeights, X: kernels.Array) -> kernels.Array:
+        """W1 X + b1 over W3 X + b3: (2r, b, n), the gate's rows, then the up projection's."""
+        both = kernels.linear(w.W1, X)
         if w.b1 is not None:
             both += w.b1
+        return both
+
+    def apply(self, w: FeedForwardWeights, X: kernels.Array) -> kernels.Array:
+        """W2 (act(W1 X + b1) * (W3 X + b3)) + b2 without the residual: (d, b, n) -> (d, b, n)."""
+        both = self._gate_up(w, X)
         r = self.spec.r
         gate = kernels.ACTIVATIONS[self.spec.activation](sparse(both[:r], self.spec.sparsity_layers))
         gate *= both[r:]
@@ -175,9 +181,7 @@ class ClampedFeedForward(GatedFeedForward):
         return {"feedforward": gated + self.spec.N * 4 * self.spec.r * b * n}
 
     def apply(self, w: FeedForwardWeights, X: kernels.Array) -> kernels.Array:
-        both = kernels.linear(w.W1, X)  # (2r, b, n): the gate's rows, then the up projection's
-        if w.b1 is not None:
-            both += w.b1
+        both = self._gate_up(w, X)
         r, limit, alpha = self.spec.r, self.spec.swiglu_limit, self.spec.swiglu_alpha
         gate = np.minimum(both[:r], limit)
         up = np.clip(both[r:], -limit, limit)
@@ -198,9 +202,7 @@ class LimitedFeedForward(GatedFeedForward):
         return {"feedforward": gated + self.spec.N * 2 * self.spec.r * b * n}
 
     def apply(self, w: FeedForwardWeights, X: kernels.Array) -> kernels.Array:
-        both = kernels.linear(w.W1, X)  # (2r, b, n): the gate's rows, then the up projection's
-        if w.b1 is not None:
-            both += w.b1
+        both = self._gate_up(w, X)
         r, limit = self.spec.r, self.spec.swiglu_limit
         gate = kernels.ACTIVATIONS[self.spec.activation](np.minimum(both[:r], limit))
         gate *= np.clip(both[r:], -limit, limit)

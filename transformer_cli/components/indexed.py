@@ -60,6 +60,13 @@ class IndexedCache(KVCache):
 
     index: np.ndarray | None = None
 
+    @classmethod
+    def made(cls, shapes: tuple[tuple[int, ...], tuple[int, ...]], rows: int, dtype: np.dtype) -> IndexedCache:
+        """An empty cache of the attention's two arrays' `shapes` (b, .., slots) and `rows` of indexer keys a slot."""
+        (b, *_, slots), values = shapes
+        index = np.empty((b, rows, slots), dtype)
+        return cls(np.empty(shapes[0], dtype), np.empty(values, dtype), index=index)
+
     def index_keys(self, keys: np.ndarray) -> np.ndarray:
         """Store the columns' indexer keys (b, D_I, p) after those filled; return every one stored (a view)."""
         assert self.index is not None
@@ -204,9 +211,7 @@ class IndexedAttention(LatentAttention):
         return queries, keys, weights
 
     def cache(self, b: int, n: int, dtype: np.dtype) -> IndexedCache:
-        keys, values = self.cache_shapes(b, n)
-        index = np.empty((b, self.index_sizes[1], n), dtype)
-        return IndexedCache(np.empty(keys, dtype), np.empty(values, dtype), index=index)
+        return IndexedCache.made(self.cache_shapes(b, n), self.index_sizes[1], dtype)
 
     def cache_per_token(self, size: int, scale: int) -> int:
         """Latent attention's, and the indexer's key (with a scale)."""

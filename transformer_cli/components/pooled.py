@@ -85,9 +85,7 @@ class PooledIndexAttention(IndexedAttention):
         return pooled_selection(queries, keys, weights, causal, self.spec.index_topk or 0, w.ape)
 
     def cache(self, b: int, n: int, dtype: np.dtype) -> IndexedCache:
-        keys, values = self.cache_shapes(b, n)
-        index = np.empty((b, 2 * self.index_sizes[1], n), dtype)
-        return IndexedCache(np.empty(keys, dtype), np.empty(values, dtype), index=index)
+        return IndexedCache.made(self.cache_shapes(b, n), 2 * self.index_sizes[1], dtype)  # (keys, gate scores)
 
     def cache_per_token(self, size: int, scale: int) -> int:
         """The latent's and its key part's, the indexer's key and gate scores, and a flag a token that

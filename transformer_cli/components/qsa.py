@@ -91,9 +91,7 @@ class BlockIndexAttention(MultiHeadAttention):
         return super().mix(model, i, w, X, start, cache, content=content, **options)
 
     def cache(self, b: int, n: int, dtype: np.dtype) -> IndexedCache:
-        keys, values = self.cache_shapes(b, n)
-        index = np.empty((b, self.index_sizes[1], n), dtype)
-        return IndexedCache(np.empty(keys, dtype), np.empty(values, dtype), index=index)
+        return IndexedCache.made(self.cache_shapes(b, n), self.index_sizes[1], dtype)
 
     def cache_per_token(self, size: int, scale: int) -> int:
         """The keys and values, and the indexer's raw key (with a scale)."""
