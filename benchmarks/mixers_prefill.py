@@ -27,9 +27,10 @@ tests/formats/test_hf_indexed.py).
 Zamba2's, GLM-5-Next's and HY-V4's rows were measured later (--only), on a machine running a test suite beside
 them: their ratios' spread is wide. HY-V4's outputs differ where DeepSeek-V3.2's do, and more (1.3e-1): transformers
 rounds its residual to float32 after every sublayer and its index scores in float32, so keys within that rounding
-at the cut differ. Where tfm's GLM-5-Next goes (cProfile, 2,048 tokens): its two KDA blocks' chunked form 8.4 s of
-13.4 (their per-channel decays in einsum products a chunk), the two sparse attention blocks 1.6 s, their indexer's
-choice among them 0.4 s; HY-V4's: the attention kernel 2.9 s of 4.7 (every score made, then masked by the
+at the cut differ. GLM-5-Next's row is from after KDA's decays were made a block of 16 columns at a time (products of
+matrices between blocks, `components/kda.py: decayed`), on a quiet machine: before, on the loaded one, its ratio was
+1.74 and its two KDA blocks' chunked form 8.4 s of tfm's 13.4 (a chunk's (64, 64, D) decays whole); now 1.1 s of
+3.2 (cProfile). HY-V4's: the attention kernel 2.9 s of 4.7 (every score made, then masked by the
 selection: a fused sparse kernel is what NumPy cannot do), the indexer's choice 0.7 s, the streams 0.3 s.
 
 The profile shows where tfm's Mamba-2 prefill goes: the state space scan (chunked: a few products per chunk of 64

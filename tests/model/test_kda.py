@@ -105,3 +105,22 @@ def test_the_latent_layers_see_no_positions_unless_turned():
     ids = np.random.default_rng(2).integers(0, KIMI.V, size=(1, 12))
     turned = replace(KIMI, positional="rope")
     assert np.abs(Transformer(KIMI, weights)(ids) - Transformer(turned, weights)(ids)).max() > 1e-3
+
+
+@pytest.mark.parametrize("Q", [64, 37, 16, 5])
+def test_the_decays_made_a_block_at_a_time_are_the_decays_made_whole(Q):
+    """`decayed` (sub-blocks of 16 columns, products of matrices between them) equals the (Q, Q, D) decays made whole,
+    with decays of up to e^-30 a step in float32, where decaying from the chunk's start (exp(cum_t) exp(-cum_j))
+    overflows: the control."""
+    from transformer_cli.components.kda import decayed
+
+    rng = np.random.default_rng(Q)
+    X, K = (rng.normal(size=(2, 3, Q, 8)).astype(np.float32) for _ in range(2))
+    cum = np.cumsum(-rng.uniform(0, 30, size=(2, 3, Q, 8)), axis=2).astype(np.float32)
+    lower = np.tril(np.ones((Q, Q), dtype=bool))[..., None]
+    gaps = cum[:, :, :, None, :].astype(np.float64) - cum[:, :, None, :, :]
+    whole = np.einsum("bhtjd,bhtd,bhjd->bhtj", np.exp(np.where(lower, gaps, -np.inf)), X, K)
+    np.testing.assert_allclose(decayed(X, K, cum), whole, rtol=1e-4, atol=1e-6 * np.abs(whole).max())
+    with np.errstate(over="ignore", invalid="ignore"):
+        from_start = np.matmul(X * np.exp(cum), (K * np.exp(-cum)).swapaxes(-1, -2))
+    assert Q <= 5 or not np.isfinite(from_start).all()

@@ -29,6 +29,8 @@ from .deltanet import CHUNK, L2_EPS, GatedDeltaNet
 from .mamba2 import SILU_PER_ENTRY, SsmState, softplus
 from .short_conv import ShortConv
 
+DECAY_BLOCK = 16  # the columns of a chunk whose decays per channel `decayed` makes at once
+
 
 @dataclass
 class KdaWeights:
@@ -163,24 +165,46 @@ class KimiDeltaAttention(GatedDeltaNet):
             qc, kc, vc, bc, gc = q[:, :, cols], k[:, :, cols], v[:, :, cols], beta[:, :, cols], g[:, :, cols]
             Q = kc.shape[2]
             cum = np.cumsum(gc, axis=2)  # (b, h, Q, D)
-            lower = np.tril(np.ones((Q, Q), dtype=bool))[..., None]
-            gaps = cum[:, :, :, None, :] - cum[:, :, None, :, :]  # (b, h, t, j, D): the decay from j to t
-            decay = np.exp(np.where(lower, gaps, -np.inf))
             kb, vb = kc * bc[..., None], vc * bc[..., None]
-            A = np.einsum("bhtjd,bhtd,bhjd->bhtj", decay, kb, kc, optimize=True) * np.tri(Q, k=-1)
+            A = decayed(kb, kc, cum) * np.tri(Q, k=-1)
             T = np.linalg.solve(np.eye(Q) + A, np.broadcast_to(np.eye(Q), A.shape))
             fresh = np.matmul(T, vb) - np.matmul(np.matmul(T, kb * np.exp(cum)), S)
-            scores = np.einsum("bhtjd,bhtd,bhjd->bhtj", decay, qc, kc, optimize=True)  # (the diagonal's decay: 1)
+            scores = decayed(qc, kc, cum)  # (the diagonal's decay: 1)
             o[:, :, cols] = np.matmul(qc * np.exp(cum), S) + np.matmul(scores, fresh)
             last = cum[:, :, -1:]  # (b, h, 1, D)
             S = S * np.exp(last).swapaxes(-1, -2) + np.matmul((kc * np.exp(last - cum)).swapaxes(-1, -2), fresh)
         return o, S
 
     def transient_bytes(self, b: int, n: int, keys: int, s: int, fused: bool) -> int:
-        """Gated DeltaNet's, and a chunk's decays per channel (Q, Q, D) a head (its decays' and scores' arrays)."""
+        """Gated DeltaNet's, and a block's decays per channel (16, 16, D) a head beside a chunk's two (Q, Q)
+        matrices (`decayed`)."""
         _, _, H, D = self.sizes
-        chunk = min(n, CHUNK)
-        return super().transient_bytes(b, n, keys, s, fused) + 2 * b * H * chunk * chunk * D * s
+        chunk, block = min(n, CHUNK), min(n, DECAY_BLOCK)
+        return super().transient_bytes(b, n, keys, s, fused) + b * H * (block * block * D + 2 * chunk * chunk) * s
+
+
+def decayed(X: np.ndarray, K: np.ndarray, cum: np.ndarray, block: int = DECAY_BLOCK) -> np.ndarray:
+    """M[t, j] = sum_d exp(cum[t, d] - cum[j, d]) X[t, d] K[j, d] for j <= t (0 above), of (b, h, Q, D) arrays:
+    the decay from each column j to each later t, per channel. Blocks of `block` columns: between two blocks a
+    product of matrices, each side decayed to the end of the earlier block (both factors at most 1: no overflow);
+    within a block the (block, block, D) decays themselves."""
+    b, h, Q, D = X.shape
+    M = np.zeros((b, h, Q, Q), dtype=X.dtype)
+    lower = np.tril(np.ones((block, block), dtype=bool))[..., None]
+    for i0 in range(0, Q, block):
+        rows = slice(i0, min(i0 + block, Q))
+        c_i = cum[:, :, rows]
+        n_i = c_i.shape[2]
+        gaps = c_i[:, :, :, None, :] - c_i[:, :, None, :, :]  # (b, h, t, j, D) within the block
+        decay = np.exp(np.where(lower[:n_i, :n_i], gaps, -np.inf))
+        M[:, :, rows, rows] = np.einsum("bhtjd,bhtd,bhjd->bhtj", decay, X[:, :, rows], K[:, :, rows], optimize=True)
+        for j0 in range(0, i0, block):
+            cols = slice(j0, j0 + block)
+            end = cum[:, :, j0 + block - 1 : j0 + block]  # (b, h, 1, D): the earlier block's last column
+            left = X[:, :, rows] * np.exp(c_i - end)
+            right = K[:, :, cols] * np.exp(end - cum[:, :, cols])
+            M[:, :, rows, cols] = np.matmul(left, right.swapaxes(-1, -2))
+    return M
 
 
 __all__ = ["KimiDeltaAttention"]
