@@ -42,9 +42,7 @@ class PooledIndexAttention(IndexedAttention):
         IndexedAttention.check_keys(spec, data, source)
         if spec.positional != "none":
             raise bad_key(source, "positional", spec.positional, "none with attention: indexed_pool")
-        pool = spec.index_pool
-        if pool is None or (spec.index_topk or 0) % pool:
-            raise bad_key(source, "index_pool", pool, f"a divisor of index_topk = {spec.index_topk}")
+        check_groups(spec, source)
 
     def tensors(self, prefix: str) -> list[Tensor]:
         _, D_I, _ = self.index_sizes
@@ -124,30 +122,49 @@ def pooled_selection(
 
     def content(i: int, q0: int, c: int, k0: int, k: int) -> np.ndarray:
         t = np.arange(q0, q0 + c) if causal else np.full(c, T - 1)  # (each query's position)
-        bias = np.full((1, c, k), -np.inf, dtype=packed.dtype)
-        tail = t + 1 - (t + 1) % P  # (each query's first token past its complete pools)
-        positions = np.arange(k0, k0 + k)
-        bias[0][(positions >= tail[:, None]) & (positions <= t[:, None])] = 0.0
+        index = None
         if pools:
             scores = np.matmul(queries[i, :, :, q0 : q0 + c].transpose(0, 2, 1), pool_keys(i))
             kernels.relu_(scores)  # (H_I, c, pools)
             index = np.matmul(weights[i, :, q0 : q0 + c].T[:, None, :], scores.transpose(1, 0, 2))[:, 0]
-            candidate = (np.arange(pools) + 1) * P - 1 <= t[:, None]  # (the pool ends at or before the query)
-            index[~candidate] = -np.inf
-            keep = min(topk // P, pools)
-            chosen = np.argpartition(-index, keep - 1, axis=-1)[:, :keep] if keep < pools else None
-            picked = candidate.copy() if chosen is None else np.zeros_like(candidate)
-            if chosen is not None:
-                np.put_along_axis(picked, chosen, True, axis=-1)
-                picked &= candidate
-            pool_of = positions // P
-            inside = pool_of < pools
-            allowed = np.zeros((c, k), dtype=bool)
-            allowed[:, inside] = np.take_along_axis(picked, np.broadcast_to(pool_of[inside], (c, inside.sum())), 1)
-            bias[0][allowed] = 0.0
-        return bias
+        return group_bias(index, t, np.arange(k0, k0 + k), P, topk, packed.dtype)
 
     return content
+
+
+def group_bias(
+    index: np.ndarray | None, t: np.ndarray, positions: np.ndarray, size: int, budget: int, dtype: np.dtype
+) -> np.ndarray:
+    """kernels.Attend's `content` (1, c, k) for queries at positions t (c) and keys at `positions` (k): 0 at the keys
+    of the budget / size best groups of `size` keys each query may choose (those ending at or before it, scored by
+    `index` (c, groups); none without complete groups) and of its incomplete group, -inf elsewhere (GLM-5-Next's
+    pools, Qwen4's blocks)."""
+    bias = np.full((1, len(t), len(positions)), -np.inf, dtype=dtype)
+    tail = t + 1 - (t + 1) % size  # (each query's first key past its complete groups)
+    bias[0][(positions >= tail[:, None]) & (positions <= t[:, None])] = 0.0
+    if index is None or not index.shape[1]:
+        return bias
+    groups = index.shape[1]
+    candidate = (np.arange(groups) + 1) * size - 1 <= t[:, None]  # (the group ends at or before the query)
+    index = np.where(candidate, index, -np.inf)
+    keep = min(budget // size, groups)
+    picked = candidate.copy()
+    if keep < groups:
+        chosen = np.argpartition(-index, keep - 1, axis=-1)[:, :keep]
+        picked = np.zeros_like(candidate)
+        np.put_along_axis(picked, chosen, True, axis=-1)
+        picked &= candidate
+    inside = positions // size < groups
+    allowed = np.zeros(bias.shape[1:], dtype=bool)
+    allowed[:, inside] = picked[:, positions[inside] // size]
+    bias[0][allowed] = 0.0
+    return bias
+
+
+def check_groups(spec: Spec, source: str) -> None:
+    """A group size (index_pool) dividing the indexer's budget (index_topk)."""
+    if spec.index_pool is None or (spec.index_topk or 0) % spec.index_pool:
+        raise bad_key(source, "index_pool", spec.index_pool, f"a divisor of index_topk = {spec.index_topk}")
 
 
 __all__ = ["PooledIndexAttention"]

@@ -22,6 +22,7 @@ from .attention import AttentionWeights, MultiHeadAttention
 from .base import Tensor, Term
 from .indexed import IndexedCache
 from .norm import norm_kind
+from .pooled import check_groups, group_bias
 
 
 @dataclass
@@ -38,8 +39,7 @@ class BlockIndexAttention(MultiHeadAttention):
             raise bad_key(source, "mask", spec.mask, "causal with attention: qsa (it selects earlier keys)")
         if (spec.index_m or 0) < spec.rotated_dims:
             raise bad_key(source, "index_m", spec.index_m, f"at least the rotated part, {spec.rotated_dims}")
-        if spec.index_pool is None or (spec.index_topk or 0) % spec.index_pool:
-            raise bad_key(source, "index_pool", spec.index_pool, f"a divisor of index_topk = {spec.index_topk}")
+        check_groups(spec, source)
 
     @property
     def index_sizes(self) -> tuple[int, int, int, int]:
@@ -132,28 +132,12 @@ def block_selection(
 
     def content(i: int, q0: int, c: int, k0: int, k: int) -> np.ndarray:
         t = first + np.arange(q0, q0 + c) if causal else np.full(c, T - 1)
-        bias = np.full((1, c, k), -np.inf, dtype=queries.dtype)
-        positions = np.arange(k0, k0 + k)
-        tail = t + 1 - (t + 1) % R
-        bias[0][(positions >= tail[:, None]) & (positions <= t[:, None])] = 0.0
+        index = None
         if blocks:
             scores = np.matmul(queries[i, :, :, q0 : q0 + c].transpose(0, 2, 1), block_keys(i))
             kernels.relu_(scores)
             index = scores.sum(axis=0)  # (c, blocks): the heads' sum (its 1 / sqrt(index_m) changes no choice)
-            candidate = (np.arange(blocks) + 1) * R - 1 <= t[:, None]
-            index[~candidate] = -np.inf
-            keep = min((spec.index_topk or 0) // R, blocks)
-            picked = candidate.copy()
-            if keep < blocks:
-                chosen = np.argpartition(-index, keep - 1, axis=-1)[:, :keep]
-                picked = np.zeros_like(candidate)
-                np.put_along_axis(picked, chosen, True, axis=-1)
-                picked &= candidate
-            inside = positions // R < blocks
-            allowed = np.zeros((c, k), dtype=bool)
-            allowed[:, inside] = picked[:, positions[inside] // R]
-            bias[0][allowed] = 0.0
-        return bias
+        return group_bias(index, t, np.arange(k0, k0 + k), R, spec.index_topk or 0, queries.dtype)
 
     return content
 
