@@ -31,6 +31,11 @@ def build(name: str):
             buffer.copy_(torch.linspace(-spread, spread, buffer.numel()).flip(0))
         if name_.endswith("layer_scalar"):  # (Gemma 4's: 1 as built)
             buffer.copy_(torch.rand_like(buffer) + 0.5)
+        if name_.endswith("tid2eid"):  # (DeepSeek-V4's experts of each token id: all expert 0 as built)
+            gen = torch.Generator().manual_seed(buffer.shape[0])
+            buffer.copy_(
+                torch.stack([torch.randperm(cfg.n_routed_experts, generator=gen) for _ in buffer])[:, : buffer.shape[1]]
+            )
     return model.double().eval()
 
 
@@ -68,15 +73,16 @@ def unpadded(spec) -> np.ndarray:
 
 def cache_bytes(cache) -> int:
     """Every tensor a transformers cache holds: keys and values per attention layer (and a sparse layer's indexer
-    keys), the convolutions' and the recurrences' states per mixer layer (dicts of layer index -> tensor)."""
-    held = 0
+    keys), the convolutions' and the recurrences' states per mixer layer (dicts of layer index -> tensor); a tensor
+    held twice (DeepSeek-V4's keys that are its values) once."""
+    held: dict = {}
     for layer in cache.layers:
         for value in vars(layer).values():
             tensors = value.values() if isinstance(value, dict) else [value]
-            held += sum(  # (not a sliding layer's window, an int64 scalar of bookkeeping)
-                t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor) and t.is_floating_point()
-            )
-    return held
+            for t in tensors:  # (not a sliding layer's window, an int64 scalar of bookkeeping)
+                if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel():
+                    held[t.data_ptr(), t.numel()] = t.numel() * t.element_size()
+    return sum(held.values())
 
 
 def multimodal_checked(model, folder, runner, skipped: tuple[str, ...]):

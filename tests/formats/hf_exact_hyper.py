@@ -56,7 +56,45 @@ def _float64_lerope(model, module) -> None:
     module.forward = forward
 
 
-HYPER = dict.fromkeys(HY_V4 + GLM5_NEXT + MISTRAL_LARGE4 + QWEN4, _forward) | {
+DEEPSEEK_V4 = (  # (its norms, streams, head, pools, indexer scores and the rotations they call: float32)
+    "DeepseekV4RMSNorm",
+    "DeepseekV4UnweightedRMSNorm",
+    "DeepseekV4HyperConnection",
+    "DeepseekV4HyperHead",
+    "DeepseekV4HCACompressor",
+    "DeepseekV4CSACompressor",
+    "DeepseekV4Indexer",
+    "DeepseekV4IndexerScorer",
+    "DeepseekV4Attention",
+)
+
+
+def _float64_v4(model, module) -> None:
+    """A DeepSeek-V4 module's forward in float64, compiled where apply_rotary_pos_emb is float64 too."""
+    namespace = dict(vars(sys.modules[type(module).__module__]))
+    namespace["apply_rotary_pos_emb"] = float64_source(namespace["apply_rotary_pos_emb"], namespace)
+    module.forward = float64_source(type(module).forward, namespace).__get__(module)
+
+
+def _float64_v4_rotary(model, module) -> None:
+    """DeepSeek-V4's two rotary tables (main, compress): their frequencies made again in float64 (transformers makes
+    them in float32, YaRN's too), its forward in float64."""
+    from hf_exact_rope import _inv_freq
+
+    cfg = module.config
+    for kind in module.layer_types:
+        params = cfg.rope_parameters[kind]
+        rotated = int(cfg.head_dim * params.get("partial_rotary_factor", 1.0))
+        setattr(module, f"{kind}_inv_freq", _inv_freq(cfg, rotated, 1, params))
+    namespace = dict(vars(sys.modules[type(module).__module__]))
+    forward = float64_source(type(module).forward.__wrapped__, namespace)  # (without dynamic_rope_update)
+    module.forward = forward.__get__(module)
+
+
+HYPER = dict.fromkeys(HY_V4 + GLM5_NEXT + MISTRAL_LARGE4 + QWEN4, _forward) | dict.fromkeys(DEEPSEEK_V4, _float64_v4)
+HYPER |= {"DeepseekV4RotaryEmbedding": _float64_v4_rotary, "DeepseekV4TopKRouter": lambda model, module: None}  # (it
+# routes in the model's dtype: its own forward, not the other TopKRouters' patch)
+HYPER |= {
     "Glm5NextTextIndexer": _float64_indexer,
     "MistralLarge4TextRotaryEmbedding": _float64_lerope,
 }

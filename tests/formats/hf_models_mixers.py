@@ -291,3 +291,22 @@ MIXERS |= {  # Qwen4-Exp's text model: Qwen3.5-MoE with gated hyper-connections 
         output_gate_type="sigmoid", norm_topk_prob=False, rope_parameters=None, indexer_budget=6,
         indexer_compress_ratio=3, tie_word_embeddings=True)),
 }  # fmt: skip
+
+_DSV4 = dict(vocab_size=97, hidden_size=32, moe_intermediate_size=16, num_hidden_layers=4, num_attention_heads=4,
+             head_dim=16, q_lora_rank=12, partial_rotary_factor=0.5, num_experts_per_tok=2, n_routed_experts=4,
+             routed_scaling_factor=1.5, rope_theta=10000.0, compress_rope_theta=160000.0, hc_mult=3,
+             hc_sinkhorn_iters=4, swiglu_limit=0.5, sliding_window=4, o_groups=2, o_lora_rank=6, index_n_heads=8,
+             index_head_dim=12, index_topk=2, rms_norm_eps=1e-6, max_position_embeddings=64,
+             attn_implementation="eager", experts_implementation="eager")  # fmt: skip
+
+INDEXED |= {  # DeepSeek-V4: one key = value head, a window, pooled entries (all, or an indexer's), hashed experts
+    "deepseek_v4": ("DeepseekV4Config", "DeepseekV4ForCausalLM", _DSV4 | dict(  # (CSA: 6 entries, 2 chosen)
+        layer_types=["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention",
+                     "compressed_sparse_attention"], mlp_layer_types=["hash_moe", "moe", "moe", "moe"],
+        compress_rates={"compressed_sparse_attention": 2, "heavily_compressed_attention": 4},
+        rope_parameters={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8})),
+    "deepseek_v4-defaults-kinds-sigmoid-tied": ("DeepseekV4Config", "DeepseekV4ForCausalLM", _DSV4 | dict(
+        num_hidden_layers=5, scoring_func="sigmoid", tie_word_embeddings=True, o_groups=1, sliding_window=5,
+        compress_rates={"compressed_sparse_attention": 3, "heavily_compressed_attention": 5})),  # (HCA, HCA,
+    # CSA, HCA, CSA; three hashed layers)
+}  # fmt: skip

@@ -90,6 +90,7 @@ FAMILIES = [
     "glm5_next_text",  # (its streams' weights, indexer pools and KDA under GLM's names)
     "zamba2",  # (each shared block once, at its first use's layer, every use's adapters under it)
     "hy_v4",  # (its streams' weights, sinks and gates under their checkpoints' names, hc_pre. and linear_gate)
+    "deepseek_v4",  # (its checkpoints' names, the pools' and the indexer's, its table of experts by id as int64)
 ]
 
 
@@ -113,6 +114,7 @@ def test_a_folder_converts_to_tfm_and_back_to_the_same_tensors(tmp_path, name, r
     for key, array in before.items():
         array = np.zeros_like(array) if key in unread else array
         assert after[key].shape == array.shape and np.array_equal(after[key].astype(np.float64), array), key
+        assert after[key].dtype == array.dtype or array.dtype.kind == "f", key  # (DeepSeek-V4's ids: int64)
 
 
 def _zero_experts(tensors: dict, name: str) -> set[str]:

@@ -18,7 +18,9 @@ from hf_models_mixers import INDEXED, MIXERS
 from transformer_cli import Transformer
 from transformer_cli.analysis.kv_cache import kv_cache_bytes, state_bytes
 from transformer_cli.cli import app
+from transformer_cli.components import attention_component
 from transformer_cli.hf.config import spec_from_config
+from transformer_cli.spec.dependent import SHARED_KV
 from transformer_cli.spec.stacks import decoder
 from transformer_cli.spec.validate_mixers import RECURRENT
 from transformer_cli.tasks.sources import load_weights
@@ -89,19 +91,29 @@ CONTROLS = [  # (model, spec keys changed, the relative error they must at least
     ("hy_v4", {"expert_clamp": 0.2, "feedforward": "clamped", "swiglu_limit": 0.2}, 1e-3),  # (not gpt-oss's)
     ("hy_v4-defaults-kinds", {"hc_post_scale": 2.0}, 1e-3),  # (its hc_magnitude 1.5)
     ("hy_v4-defaults-kinds", {"mixer_layers": None}, None),  # (layers 2 to 4 would need their own indexers)
+    ("deepseek_v4", {"index_topk": 13}, 1e-2),  # (every entry: the indexer's choice matters)
+    ("deepseek_v4", {"router_score": "sigmoid"}, 1e-3),
+    ("deepseek_v4", {"attn_sinks": False}, 1e-3),
+    ("deepseek_v4", {"rope_local_theta": None}, 1e-3),  # (its sliding layer turns by the main base, unscaled)
+    ("deepseek_v4", {"rope_attention_factor": None}, 1e-3),  # (its YaRN's cos and sin unscaled)
+    ("deepseek_v4", {"feedforward": "gated"}, 1e-3),  # (every SwiGLU clamped at 0.5)
+    ("deepseek_v4", {"mixer_layers": ("shared_kv",)}, 1e-3),  # (the entries read)
+    ("deepseek_v4", {"feedforward_layers": None}, None),  # (layer 0 chooses by id: it has no correction bias)
+    ("deepseek_v4-defaults-kinds-sigmoid-tied", {"router_score": "sqrtsoftplus"}, 1e-3),
+    ("deepseek_v4-defaults-kinds-sigmoid-tied", {"hc_sinkhorn": 20}, 1e-4),  # (its 4 Sinkhorn steps)
 ]
 
 
 def sliding_extra(spec, b: int, n: int) -> int:
     """Past its window, a sliding layer's step attends over w keys, the new one included, which tfm's cache counts,
-    where transformers keeps w - 1 between steps: one token's keys and values (float64) a sliding layer."""
-    if spec.window is None or n <= spec.window:
+    where transformers keeps w - 1 between steps: one token's keys and values (float64) a sliding layer (DeepSeek-V4's
+    one key that is its value: twice in a sliding layer, as transformers keeps it, once in a compressed one)."""
+    if spec.window is None or n < spec.window:  # (from n = w on: w - 1 kept)
         return 0
-    stack = decoder(spec)
-    sliding = sum(
-        1 for i in range(spec.N) if stack.layer(i).window is not None and stack.layer(i).attention == "standard"
-    )
-    return sliding * 2 * b * spec.kv_heads * spec.m * 8
+    layers = [decoder(spec).layer(i) for i in range(spec.N)]
+    windowed = [attention_component(layer) for layer in layers if layer.window is not None]
+    keyed = ("standard", *SHARED_KV)
+    return sum(b * mixer.cache_per_token(8, 0) for mixer in windowed if mixer.spec.attention in keyed)
 
 
 @pytest.mark.parametrize("name", MIXERS | INDEXED)

@@ -45,6 +45,7 @@ DEFAULTS = [  # (config class, model class, the keys its defaults leave unset)
         ),
     ),
     ("Zamba2Config", "Zamba2ForCausalLM", {"num_mem_blocks": 2, "use_shared_attention_adapter": True}),
+    ("DeepseekV4Config", "DeepseekV4ForCausalLM", {}),
 ]
 
 

@@ -44,6 +44,15 @@ def cached_tokens(spec: Spec, n: int) -> int:
     return min(n, span) if span else n
 
 
+def block_bytes(mixer, n: int, size: int, scale: int, tensor: int = 1) -> int:
+    """One block's cache for one sequence at context n, on one of `tensor` devices: its window's (or all) tokens'
+    keys and values and its fixed state, or what the mixer says it holds at n (DeepSeek-V4's entries: bytes_at)."""
+    if hasattr(mixer, "bytes_at"):
+        return mixer.bytes_at(n, size, scale)
+    per_token = mixer.cache_per_token(size, scale) if tensor == 1 else mixer.device_cache_per_token(size, scale, tensor)
+    return cached_tokens(mixer.spec, n) * per_token + -(-mixer.state_bytes(size) // tensor)
+
+
 def kv_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: int | None = None) -> int:
     """The cache's bytes for b sequences at context n (an encoder-decoder: sources of n_src, default n)."""
     from ..components import attention_component  # (here: `tfm --help` imports this module for KV_BYTES)
@@ -52,12 +61,7 @@ def kv_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: in
     # each group of blocks alike keeps its own window's tokens, each token what its attention caches (G keys and
     # values of m, or latent attention's latent and rotary key); a recurrent mixer's blocks (LFM2's convolutions)
     # a fixed state per sequence instead
-    total = 0
-    for g in decoder(spec).groups():
-        mixer = attention_component(g.spec)
-        total += (
-            b * g.spec.N * (cached_tokens(g.spec, n) * mixer.cache_per_token(size, scale) + mixer.state_bytes(size))
-        )
+    total = sum(b * g.spec.N * block_bytes(attention_component(g.spec), n, size, scale) for g in decoder(spec).groups())
     if decoder(spec).reads_memory:
         cross = spec.N * spec.cross_kv_heads * (n_src or n)
         total += 2 * b * cross * (spec.cross_size * size + scale)

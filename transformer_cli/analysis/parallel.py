@@ -34,7 +34,7 @@ from ..components.residual import Residuals
 from ..errors import SpecError
 from ..spec.definition import Spec
 from ..spec.stacks import decoder, stacks
-from .kv_cache import KV_BYTES, SCALE_BYTES, cached_tokens, decodes
+from .kv_cache import KV_BYTES, SCALE_BYTES, block_bytes, decodes
 
 if TYPE_CHECKING:
     from ..components.held import Held
@@ -171,11 +171,9 @@ def stage_cache(spec: Spec, split: Split, b: int, n: int, kv: str = "bfloat16", 
     size, scale = KV_BYTES[kv], SCALE_BYTES.get(kv, 0)
     stack = decoder(spec)
     for group in stack.groups():
-        mixer = attention_component(group.spec)
-        local = mixer.device_cache_per_token(size, scale, split.tensor)
-        state = -(-mixer.state_bytes(size) // split.tensor)  # (a recurrent state's rows split over the devices)
+        held = block_bytes(attention_component(group.spec), n, size, scale, split.tensor)  # (a state's rows split)
         for stage, count in enumerate(_per_stage(group.layers, spec.N, split.pipeline)):
-            out[stage] += count * b * (cached_tokens(group.spec, n) * local + state)
+            out[stage] += count * b * held
     if stack.reads_memory:
         out[0] += (
             2 * b * spec.N * (spec.cross_kv_heads // split.tensor) * (n_src or n) * (spec.cross_size * size + scale)

@@ -17,6 +17,7 @@ from ..spec.stacks import decoder, stacks
 from .altup import AltUpState, AltUpStreams, altup_parts
 from .attention import MultiHeadAttention
 from .base import Component, Pairs, Tensor, Term
+from .compressed import SharedKVAttention  # noqa: F401 (registers `attention: shared_kv, compressed, ..._sparse`)
 from .deltanet import GatedDeltaNet  # noqa: F401 (registers the spec's `attention: deltanet`)
 from .disentangled import Disentangled  # noqa: F401 (registers the spec's `positional: disentangled`)
 from .embedding import embedding, head, pooler

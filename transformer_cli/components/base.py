@@ -26,6 +26,9 @@ def stacked(get: Callable[[str], np.ndarray], names: Sequence[str], rows: Sequen
     return np.concatenate([get(name).reshape(-1, width) for name in names])
 
 
+INTEGER = ("router_hash",)  # the tensors of ids (DeepSeek-V4's experts by token id): a file may hold them as integers
+
+
 @dataclass(frozen=True)
 class Tensor:
     """One array of the weights file: its name, its shape, and the component it belongs to. A buffer (DeepSeek-V3's

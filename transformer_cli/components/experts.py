@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import kernels
+from ..errors import SpecError
 from .attention import SOFTMAX_PER_SCORE
 from .base import Component, Pairs, Tensor, Term
 from .feedforward import FEEDFORWARDS, FeedForward, FeedForwardWeights
@@ -42,9 +43,11 @@ class Experts(Component):
         router = [Tensor(prefix + "ff.router", (routes, self.spec.d), "router")]
         if self.spec.router_logit_bias:  # gpt-oss's: W_r x + b_r
             router.append(Tensor(prefix + "ff.router_b", (routes,), "router"))
-        if self.spec.router_bias:  # DeepSeek-V3's correction bias: stored with the router, not a parameter
+        if self.spec.router_bias and not self.spec.router_hash:  # DeepSeek-V3's correction bias: not a parameter
             buffer = not self.spec.router_bias_param  # (ERNIE 4.5 holds it as a frozen parameter)
             router.append(Tensor(prefix + "ff.router_bias", (routes,), "router", buffer=buffer))
+        if self.spec.router_hash:  # (DeepSeek-V4's: each id's k experts, a table stored as a buffer)
+            router.append(Tensor(prefix + "ff.router_hash", (self.spec.V or 0, self.k), "router", buffer=True))
         out = router + [Tensor(t.name, (self.E, *t.shape), self.label) for t in self.expert.tensors(prefix)]
         if self.shared is not None:  # its tensors under ff.shared.: ff.shared.W1, ...
             out += [Tensor(_shared(t.name), t.shape, "shared expert") for t in self.shared.tensors(prefix)]
@@ -85,7 +88,7 @@ class Experts(Component):
         combine = 2 * self.k * self.spec.d  # weight and add each chosen expert's output
         E = self.routes
         softmax = SOFTMAX_PER_SCORE * (self.k if self.spec.router_renorm else E)  # over the chosen k, or all E
-        if self.spec.router_score == "sigmoid":  # each of the E scores, and the chosen renormalised
+        if self.spec.router_score in ("sigmoid", "sqrtsoftplus"):  # each of the E scores, the chosen renormalised
             softmax = SIGMOID_PER_ENTRY * E + 2 * self.k * self.spec.router_renorm
         elif self.spec.router_score == "sparsemixer":  # per chosen expert: the threshold test of E, a softmax of E
             softmax = self.k * (SPARSEMIXER_PER_SCORE + SOFTMAX_PER_SCORE) * self.E
@@ -128,10 +131,13 @@ class Experts(Component):
         router = Router(
             get("ff.router"),
             get("ff.router_b").reshape(-1, 1) if self.spec.router_logit_bias else None,
-            get("ff.router_bias").reshape(-1, 1) if self.spec.router_bias else None,
+            get("ff.router_bias").reshape(-1, 1) if self.spec.router_bias and not self.spec.router_hash else None,
+            table=get("ff.router_hash").astype(np.int64) if self.spec.router_hash else None,
         )
         out_bias = get("ff.b_out").reshape(-1, 1) if self.spec.expert_out_bias else None
         return ExpertsWeights(W1, b1, W2, b2, router=router, shared=shared, shared_gate=gate, out_bias=out_bias)
+
+    reads_tokens = property(lambda self: self.spec.router_hash)  # (the pass hands `apply` the columns' token ids)
 
     def route(self, router, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The chosen experts (k, T) of each of the T columns of X (d, T), and their weights (k, T), each times its
@@ -145,7 +151,13 @@ class Experts(Component):
         s = self.spec
         if s.router_score == "sparsemixer":
             return sparsemixer(router.logits(X), s.router_jitter)
-        if s.router_score == "sigmoid" or s.router_groups or s.router_bias or s.router_scale != 1.0 or s.router_softcap:
+        if (
+            s.router_score in ("sigmoid", "sqrtsoftplus")
+            or s.router_groups
+            or s.router_bias
+            or s.router_scale != 1.0
+            or s.router_softcap
+        ):
             return self._route_scored(router, X)
         scores = router.logits(X)  # (E, T)
         chosen = np.argsort(-scores, axis=0, kind="stable")[: self.k]  # highest first; ties to the lower index
@@ -157,20 +169,25 @@ class Experts(Component):
             weights /= np.exp(scores - top[:1]).sum(axis=0, keepdims=True)
         return chosen, weights
 
-    def _route_scored(self, router, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """DeepSeek's routing: softmax or sigmoid scores, a correction bias added to choose (not to weight), the
-        choice limited to the best router_topk_groups groups, the chosen weights renormalised and scaled."""
+    def _route_scored(self, router, X: np.ndarray, chosen: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """DeepSeek's routing: softmax, sigmoid or sqrt(softplus) scores, a correction bias added to choose (not to
+        weight), the choice limited to the best router_topk_groups groups (or `chosen` (k, T) already: a hash
+        table's), the chosen weights renormalised and scaled."""
         s, E, k = self.spec, self.E, self.k
         logits, bias = router.logits(X), router.correction  # (E, T), (E, 1)
         if s.router_softcap is not None:  # (Laguna's)
             logits = s.router_softcap * np.tanh(logits / s.router_softcap)
         if s.router_score == "sigmoid":
             scores = 1.0 / (1.0 + np.exp(-logits))
+        elif s.router_score == "sqrtsoftplus":  # (torch's softplus: x itself past 20)
+            scores = np.sqrt(np.where(logits > 20, logits, np.log1p(np.exp(np.minimum(logits, 20)))))
         else:
             scores = np.exp(logits - logits.max(axis=0, keepdims=True))
             scores /= scores.sum(axis=0, keepdims=True)
         choice = scores if bias is None else scores + bias
-        if s.router_groups:  # each group scored by its best expert (or best two), the others ruled out
+        if (
+            chosen is None and s.router_groups
+        ):  # each group scored by its best expert (or best two), the others ruled out
             groups = choice.reshape(s.router_groups, E // s.router_groups, -1)
             best = -np.sort(-groups, axis=1)
             score = best[:, 0] if s.router_group_score == "max" else best[:, :2].sum(axis=1)  # (groups, T)
@@ -178,19 +195,20 @@ class Experts(Component):
             allowed = np.zeros_like(score, dtype=bool)
             np.put_along_axis(allowed, kept, True, axis=0)
             choice = np.where(allowed[:, None, :], groups, -np.inf).reshape(E, -1)
-        chosen = np.argsort(-choice, axis=0, kind="stable")[:k]
+        if chosen is None:
+            chosen = np.argsort(-choice, axis=0, kind="stable")[:k]
         weights = np.take_along_axis(scores, chosen, axis=0)
         if s.router_renorm:
-            eps = s.router_renorm_eps or (1e-20 if s.router_score == "sigmoid" else 0.0)
+            eps = s.router_renorm_eps or (0.0 if s.router_score == "softmax" else 1e-20)
             weights /= weights.sum(axis=0, keepdims=True) + eps
         if s.router_scale != 1.0:
             weights *= s.router_scale
         return chosen, weights
 
-    def apply(self, w: ExpertsWeights, X: np.ndarray) -> np.ndarray:
+    def apply(self, w: ExpertsWeights, X: np.ndarray, tokens: np.ndarray | None = None) -> np.ndarray:
         """sum over the k chosen experts of weight * expert(x), column by column, plus the shared expert's output:
-        (d, b, n) -> (d, b, n)."""
-        out = self.routed(w, X)
+        (d, b, n) -> (d, b, n); `tokens` (b, n): the columns' ids, for a hash table."""
+        out = self.routed(w, X, tokens=tokens)
         out += self.at_once(w, X)
         return out
 
@@ -201,12 +219,20 @@ class Experts(Component):
             out += w.out_bias[:, :, None]
         return out
 
-    def routed(self, w: ExpertsWeights, X: np.ndarray, stream: np.ndarray | None = None) -> np.ndarray:
+    def routed(
+        self, w: ExpertsWeights, X: np.ndarray, stream: np.ndarray | None = None, tokens: np.ndarray | None = None
+    ) -> np.ndarray:
         """The routed experts' part alone: (d, b, n) -> (d, b, n), the router reading X or `stream` (Gemma 4's). A
         zero expert (e >= E) gives its column back."""
         d, b, n = X.shape
         flat = X.reshape(d, b * n)
-        chosen, weights = self.route(w.router, flat if stream is None else stream.reshape(d, b * n))
+        assert w.router is not None
+        if w.router.table is not None:  # (the experts of each column's token id: a hash table's)
+            if tokens is None:
+                raise SpecError(f"{self.spec.label}: its hashed blocks choose experts by token id; give token ids")
+            chosen, weights = self._route_scored(w.router, flat, w.router.table[tokens.reshape(-1)].T)
+        else:
+            chosen, weights = self.route(w.router, flat if stream is None else stream.reshape(d, b * n))
         out = np.zeros_like(flat)
         for e in range(self.E):
             hit = chosen == e  # (k, T): where expert e is among a column's chosen
@@ -281,6 +307,7 @@ class Router:
     input_scale: np.ndarray | None = None  # (d, 1): Gemma 4's, on the columns' RMS norm (eps), times d^-1/2
     expert_scale: np.ndarray | None = None  # (E, 1): Gemma 4's, on each chosen expert's weight
     eps: float = 0.0
+    table: np.ndarray | None = None  # (V, k): each token id's experts (router_hash: DeepSeek-V4's)
 
     def logits(self, X: np.ndarray) -> np.ndarray:
         """W_r X (+ b_r), or W_r (RMS(X) s d^-1/2) with an input scale s (Gemma 4's): (E, T)."""

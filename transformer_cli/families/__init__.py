@@ -28,6 +28,7 @@ MODULES = (
     "deberta_v2",
     "deepseek",
     "deepseek_v32",
+    "deepseek_v4",
     "dots1",
     "electra",
     "ernie4_5",

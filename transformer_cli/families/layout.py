@@ -69,6 +69,7 @@ class Family:
     # tfm name within a block -> the checkpoint tensors holding its rows, one after the other, each with its number of
     # rows from the block's spec (OLMo-Hybrid's convolution over [q; k; v], held as q_conv1d, k_conv1d, v_conv1d)
     row_parts: Mapping[str, tuple[tuple[str, Callable[[Spec], int]], ...]] = field(default_factory=dict)
+    integers: tuple[str, ...] = ()  # names within a block a file holds as integers (DeepSeek-V4's tables of ids)
 
 
 __all__ = ["LINEAR", "Family", "attention_names", "linear_names", "norm_names"]

@@ -24,7 +24,7 @@ from ..spec.stacks import Stack, stacks
 
 Array = np.ndarray
 COLUMNS = ("E", "T", "P", "R")  # tables of columns, (d, rows): a checkpoint's nn.Embedding holds their rows
-AS_STORED = ("rel_bias", "kernel", "A_log", "ape")  # tensors a checkpoint holds in tfm's own shape
+AS_STORED = ("rel_bias", "kernel", "A_log", "ape", "router_hash")  # tensors a checkpoint holds in tfm's own shape
 
 
 def rows_form(name: str, array: Array, spec: Spec) -> Array:

@@ -191,7 +191,7 @@ def check_fit(checkpoint: Checkpoint, spec: Spec, config: Mapping[str, Any]) -> 
     codes = [
         f"{found[n]} {checkpoint.tensors[found[n]].entry.code}"
         for n in found
-        if checkpoint.tensors[found[n]].entry.code not in FLOATING
+        if checkpoint.tensors[found[n]].entry.code not in FLOATING and not n.endswith(family.integers)
     ]
     codes += [
         f"{n} {checkpoint.tensors[n].entry.code} (expected {' or '.join(stored[n].codes)})"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..components.base import Tensor
+from ..components.base import INTEGER, Tensor
 from ..components.tensors import all_tensors, iter_tensors
 from ..errors import ArrayError, SpecError
 from ..spec.definition import Spec
@@ -60,6 +60,11 @@ def _init_std(spec: Spec, tensor: Tensor) -> float:
         "dt_bias": 0.5,
         "D": 1.0,
         "W_down": spec.d**-0.5,
+        # DeepSeek-V4's attention: its one key head, its grouped output, and an indexer's heads' weights
+        "W_KV": spec.d**-0.5,
+        "W_OA": (spec.H * spec.m // (spec.o_groups or 1)) ** -0.5,
+        "W_OB": ((spec.o_groups or 1) * (spec.o_rank or 1) * depth) ** -0.5,
+        "W_W": spec.d**-0.5,
     }
     if tensor.name == "head.W":
         return spec.d**-0.5  # logits of order one
@@ -71,7 +76,9 @@ def iter_init(spec: Spec, seed: int = 0) -> Iterator[tuple[str, np.ndarray]]:
     rng = np.random.default_rng(seed)
     for tensor in iter_tensors(spec):
         std = _init_std(spec, tensor)
-        if std > 0:
+        if tensor.name.endswith(INTEGER):  # (each token id's experts, at random)
+            yield tensor.name, rng.integers(0, spec.E or 1, size=tensor.shape).astype(np.float64)
+        elif std > 0:
             yield tensor.name, rng.normal(0.0, std, size=tensor.shape)
         elif tensor.name.endswith("gamma") and not spec.norm_plus_one:  # (1 + gamma) starts at gamma = 0
             yield tensor.name, np.ones(tensor.shape)
@@ -109,7 +116,11 @@ def check_layout(layout: dict[str, Header], spec: Spec, source: str) -> None:
     shapes = [f"{n} {layout[n].shape} (expected {expected[n]})" for n in present if layout[n].shape != expected[n]]
     if shapes:
         problems.append(f"wrong shape {_listed(shapes, 3)}")
-    dtypes = [f"{n} {layout[n].dtype}" for n in present if not np.issubdtype(layout[n].dtype, np.floating)]
+    dtypes = [
+        f"{n} {layout[n].dtype}"
+        for n in present
+        if not np.issubdtype(layout[n].dtype, np.floating) and not n.endswith(INTEGER)
+    ]
     if dtypes:
         problems.append(f"not floating point {_listed(dtypes)}")
     if problems:

@@ -91,6 +91,7 @@ class Transformer:
         # Gemma 4's layer scales: each block's output times its number (read at once: N numbers); its per-layer inputs
         self.layer_scales = [float(get(f"blocks.{i}.scale")[0]) for i in range(spec.N)] if spec.layer_scale else None
         self.per_layer = PerLayerState(spec, layers, get, narrow.held(weights, "per_layer.E")) if spec.ple_dim else None
+        self.reads_tokens = any(getattr(ff, "reads_tokens", False) for _, ff in self.layers)  # (ids: a last row)
         self.altup = stream_state(spec, get)  # (the residual as streams: Gemma 3n's AltUp, DeepSeek-V4's mHC)
         stored = self.layers[: spec.stored_blocks]  # the blocks whose weights the model holds (ALBERT's: a few)
         self.block_norms = [block_norm(layer) for layer in layers[: spec.stored_blocks]]  # (ModernBERT's block 0's)
@@ -134,10 +135,6 @@ class Transformer:
         return getattr(self.positional, "P", None)
 
     # -- the pieces ----------------------------------------------------------------------------------
-
-    def positions(self, start: int, n: int) -> Array | None:
-        """Positional encoding of positions start .. start+n-1: (d, n), or None without added positions."""
-        return self.positional.encodings(start, n)
 
     def qkv(self, i: int, X: Array) -> tuple[Array, Array, Array]:
         """Block i's projections of all heads at once: (d, b, n) -> Q (b, H, m, n), K and V (b, G, m, n), views."""
@@ -202,6 +199,7 @@ class Transformer:
         later: list | None = None,
         ple: Array | None = None,
         shared: dict | None = None,
+        tokens: Array | None = None,
     ) -> Array:
         """Block i on the columns Z (d, b, n) in the spec's residual layout, its weights asked of the provider; an
         encoder-decoder's decoder block reads the `memory` with its cross-attention, between its attention and its
@@ -211,24 +209,16 @@ class Transformer:
         attention, feedforward = self.layers[i]
         asked = (lambda kind: None) if weights is None else partial(weights, i)
         kv = None if cache is None else cache[i]
-        mixer = partial(
-            attention.mix,
-            self,
-            i,
-            attention_w,
-            start=start,
-            cache=kv,
-            weights_out=asked("self"),
-            stop=stop,
-            offset=offset,
-            shared=shared,
-        )
+        options: dict = dict(start=start, cache=kv, weights_out=asked("self"), stop=stop, offset=offset, shared=shared)
+        mixer = partial(attention.mix, self, i, attention_w, **options)
         cross = None
         if cross_w is not None and memory is not None:  # the memory's keys, values; the sublayer reading them
             reads = partial(self.cross_attention, cross_w, memory=memory.keys(i, cross_w), stop=stop)
             cross = (partial(reads, weights_out=asked("cross")), cross_w.norm, cross_w.norm_out)
         tap = None if taps is None else partial(taps, i)
         ff = partial(feedforward.apply, feedforward_w)
+        if getattr(feedforward, "reads_tokens", False):
+            ff = partial(ff, tokens=tokens)
         if later is not None:
             ff = partial(shortcut, feedforward, feedforward_w, later)
         if self.altup is not None:  # (streams around the block: Gemma 3n's with its per-layer input, or mHC's)
@@ -261,8 +251,10 @@ class Transformer:
         encoder-decoder's encoder output; `offset` shifts the queries' positions (a fault). Once `stop` is set, the
         next block or attention chunk raises Stopped.
         """
-        pe = self.positions(start + offset, Z.shape[-1])  # (held for the pass, as analysis/memory.py counts it)
-        ple = None
+        pe = self.positional.encodings(start + offset, Z.shape[-1])  # (d, n), held as analysis/memory.py counts
+        ple = tokens = None
+        if self.reads_tokens:  # (DeepSeek-V4's hashed blocks choose by the token ids below the columns: columns())
+            Z, tokens = Z[:-1], Z[-1].astype(np.int64)
         if self.per_layer is not None:  # (Gemma 4's: the token part below the embedding's d rows)
             Z, ple = self.per_layer.split(Z)
         Z = self.prologue(Z, pe)
@@ -274,14 +266,14 @@ class Transformer:
         shared: dict | None = {} if self.spec.kv_shared or self.spec.mixer_layers or self.spec.latent_layers else None
         for i in range(self.spec.N if last is None else last + 1):
             check_stop(stop)
-            Z = self.block(i, Z, start, cache, taps, memory, weights, stop, offset, later, ple, shared)
+            Z = self.block(i, Z, start, cache, taps, memory, weights, stop, offset, later, ple, shared, tokens)
             if taps is not None:
                 taps(i, "block", Z)
         return self.finish(Z) if last is None else Z
 
     def prologue(self, Z: Array, pe: Array | None) -> Array:
-        """The columns Z (d, b, n) made ready for block 0, in place: their positions' encodings pe (d, n) added
-        (self.positions), then token type 0 and the embedding norm where the spec has them."""
+        """The columns Z (d, b, n) made ready for block 0, in place: their positions' encodings pe (d, n) added,
+        then token type 0 and the embedding norm where the spec has them."""
         if pe is not None:
             Z += pe[:, None, :]
         return self.embedding.finish(Z, self.embedded) if self.embedded else Z
@@ -329,7 +321,11 @@ class Transformer:
             Z = self.embedding.embed(self.W_E, ids, self.dtype, self.W_in)
             if self.per_layer is not None:  # (Gemma 4's per-layer inputs: their token part below the d rows)
                 Z = np.concatenate([Z, self.per_layer.tokens(ids, self.dtype)])
+            if self.reads_tokens:
+                Z = np.concatenate([Z, ids[None].astype(self.dtype)])
             return Z, X.ndim + 1
+        if self.reads_tokens:
+            raise SpecError(f"{self.spec.label}: its hashed blocks choose experts by token id; give token ids")
         return to_columns(X, self.dtype), X.ndim
 
     # -- the whole pass ------------------------------------------------------------------------------

@@ -19,8 +19,9 @@ ROPE_PAIRINGS = ("half", "interleaved", "half_reversed", "proportional")
 ROPE_SCALINGS = tuple(SCALING_TYPES)  # each with its frequency function
 ACTIVATIONS = tuple(kernels.ACTIVATIONS)  # each with its kernel
 ATTENTION_KINDS = SLIDING, FULL = ("sliding", "full")  # a block of a stack with a window: through it, or not
-# a block's feedforward: routed to experts, one dense, or none (Nemotron-H's blocks of a mixer alone)
-FEEDFORWARD_KINDS = ROUTED, DENSE, NO_FEEDFORWARD = ("routed", "dense", "none")
+# a block's feedforward: routed to experts, one dense, none (Nemotron-H's blocks of a mixer alone), or routed by the
+# token's id (DeepSeek-V4's first blocks: router_hash)
+FEEDFORWARD_KINDS = ROUTED, DENSE, NO_FEEDFORWARD, HASHED = ("routed", "dense", "none", "hashed")
 KV_SOURCES = OWN_KV, REUSED_KV = ("own", "reused")  # a block's keys and values: its own, or an earlier block's
 PLACES = FIRST, LATER = ("first", "later")  # block 0 and the rest, where block 0 lacks a norm (first_attn_norm)
 POSITION_KINDS = ROTARY, NOPE = ("rope", "nope")  # a block of a rotary stack: turns its queries and keys, or not

@@ -11,8 +11,9 @@ LATENT = (
     "indexed_shared",
     "indexed_pool",
 )  # (latent attention with a lightning indexer, or another's)
+SHARED_KV = ("shared_kv", "compressed", "compressed_sparse")  # (DeepSeek-V4's: one key = value head, its last rope_m)
 INDEX_KEYS = ("index_heads", "index_m", "index_topk")
-INDEXED = ("indexed", "indexed_pool", "qsa")  # (a lightning indexer of its own: its keys, or its pools')
+INDEXED = ("indexed", "indexed_pool", "qsa", "compressed_sparse")  # (a lightning indexer of its own)
 ROPE_KEYS = ("rope_theta", "rope_fraction", "rope_pairing", "rope_scaling")
 LLAMA3_KEYS = ("rope_low_freq_factor", "rope_high_freq_factor")
 YARN_KEYS = (
@@ -43,8 +44,8 @@ DEPENDENT = {
     "kv_rank": ("attention", LATENT, True),
     "attn_experts": ("attention", ("mixture",), True),
     "attn_k": ("attention", ("mixture",), True),
-    "rope_m": ("attention", LATENT, False),  # (required with positions: latent.py)
-    "q_rank": ("attention", LATENT, False),
+    "rope_m": ("attention", (*LATENT, *SHARED_KV), False),  # (required with positions: latent.py, compressed.py)
+    "q_rank": ("attention", (*LATENT, *SHARED_KV), False),
     "latent_scale": ("attention", ("latent",), False),
     "latent_eps": ("attention", LATENT, False),
     "query_temperature": ("attention", LATENT, False),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .dependent import LATENT
+from .dependent import LATENT, SHARED_KV
 
 
 class Derived:
@@ -110,7 +110,7 @@ class Derived:
     def rotated_dims(self) -> int:
         """Rotary positions turn the first int(m * rope_fraction) dims of each query and key head (latent attention:
         its rope_m)."""
-        if self.attention in LATENT:
+        if self.attention in LATENT or self.attention in SHARED_KV:
             return self.rope_m or 0
         return int(self.m * self.rope_fraction)
 

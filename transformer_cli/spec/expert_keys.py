@@ -56,9 +56,18 @@ EXPERT_FIELDS: dict[str, Any] = {
         metadata=_key(
             "choice",
             "how the router turns its scores into weights: softmax (Mixtral, Qwen, DeepSeek-V2), "
-            "sigmoid of each (DeepSeek-V3), or sparsemixer (PhiMoE, k = 2): the best expert, then the best "
-            "of the others, each weighted by a softmax over the experts within router_jitter of it; with E",
-            ("softmax", "sigmoid", "sparsemixer"),
+            "sigmoid of each (DeepSeek-V3), sqrtsoftplus, sqrt(softplus) of each (DeepSeek-V4), or sparsemixer "
+            "(PhiMoE, k = 2): the best expert, then the best of the others, each weighted by a softmax over the "
+            "experts within router_jitter of it; with E",
+            ("softmax", "sigmoid", "sqrtsoftplus", "sparsemixer"),
+        ),
+    ),
+    "router_hash": field(
+        default=False,
+        metadata=_key(
+            "bool",
+            "each token's k experts read from a table by its id (ff.router_hash (V, k), a buffer), weighted by the "
+            "router's scores there (DeepSeek-V4's hash_moe blocks: feedforward_layers' hashed); with E and V",
         ),
     ),
     "router_jitter": field(

@@ -29,7 +29,8 @@ FEEDFORWARD_FIELDS: dict[str, Any] = {
         metadata=_key(
             "layers",
             "which blocks route to the E experts and which have one dense feedforward of size r (DeepSeek's first "
-            "layers): a list of N kinds or a shorter pattern repeated over the blocks [default: all routed]; with E",
+            "layers; hashed: routed by the token's id, router_hash's): a list of N kinds or a shorter pattern repeated "
+            "over the blocks [default: all routed]; with E",
             FEEDFORWARD_KINDS,
         ),
     ),

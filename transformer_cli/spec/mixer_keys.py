@@ -153,6 +153,29 @@ MIXER_FIELDS: dict[str, Any] = {
             "gate and up rows (use_shared_attention_adapter)",
         ),
     ),
+    "o_groups": field(
+        default=None,
+        metadata=_key(
+            "posint",
+            "shared_kv, compressed, compressed_sparse (DeepSeek-V4's attention): the heads' outputs in this many "
+            "groups of H/o_groups heads, each through its own W_OA of o_rank rows, then W_OB (d, o_groups o_rank)",
+        ),
+    ),
+    "o_rank": field(default=None, metadata=_key("posint", "shared_kv, compressed, compressed_sparse: W_OA's rows")),
+    "compress_rate": field(
+        default=None,
+        metadata=_key(
+            "posint",
+            "compressed_sparse (DeepSeek-V4's CSA): an entry every this many tokens, pooled from 2 compress_rate "
+            "tokens (its window and the one before), each query attending to the index_topk its indexer chooses",
+        ),
+    ),
+    "compress_heavy_rate": field(
+        default=None,
+        metadata=_key(
+            "posint", "compressed (DeepSeek-V4's HCA): an entry pooled from every this many tokens, all attended"
+        ),
+    ),
 }
 
 __all__ = ["MIXER_FIELDS"]

@@ -20,7 +20,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .choices import DENSE, FIRST, FULL, LATER, NO_FEEDFORWARD, NOPE, OWN_KV, REUSED_KV, ROTARY, ROUTED, SLIDING
+from .choices import (
+    ATTENTIONS,
+    DENSE,
+    FIRST,
+    FULL,
+    HASHED,
+    LATER,
+    NO_FEEDFORWARD,
+    NOPE,
+    OWN_KV,
+    REUSED_KV,
+    ROTARY,
+    ROUTED,
+    SLIDING,
+)
 from .definition import Spec
 from .expert_keys import EXPERT_FIELDS
 
@@ -161,8 +175,11 @@ class Stack:
             elif kind.startswith(LATENTS):  # (the block's own kind, as a pattern of one; reuse: no latents of its own)
                 own = kind.removeprefix(LATENTS)
                 changes |= {"latent_layers": (own,), "kv_reused": own == "reuse"}
-        if mixer is not None:  # (LFM2's short convolutions beside its attention blocks)
+        if mixer is not None:  # (LFM2's short convolutions beside its attention blocks; the kind's own changes)
             changes["attention"] = mixer
+            changes |= getattr(ATTENTIONS[mixer], "layer_changes", lambda spec: {})(self.spec)
+        if HASHED in kinds:  # (DeepSeek-V4's first blocks: their experts chosen by the token's id)
+            changes["router_hash"] = True
         if DENSE in kinds or NO_FEEDFORWARD in kinds:  # one feedforward of size r (or none): no experts
             changes |= {"E": None, "k": None} | {key: f.default for key, f in EXPERT_FIELDS.items()}
         if NO_FEEDFORWARD in kinds:  # (Nemotron-H's blocks of a mixer alone)

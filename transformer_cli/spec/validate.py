@@ -328,8 +328,9 @@ def _check_layers(spec: Spec, data: dict[str, Any], source: str) -> None:
     _check_shared(spec, data, source)
     if spec.local_G is not None and spec.H % spec.local_G:
         raise _fail(source, "local_G", spec.local_G, f"a divisor of H = {spec.H}")
+    used = {spec.attention, *(spec.mixer_layers or ())}  # (DeepSeek-V4's sliding blocks: their own base too)
     for key in ("rope_local_theta", "rope_local_fraction", "local_G", "local_sinks", "full_m"):
-        if key in data and spec.attention_layers is None:
+        if key in data and spec.attention_layers is None and not (key == "rope_local_theta" and "shared_kv" in used):
             raise _fail(source, key, data[key], f"no {key} without attention_layers (sliding blocks beside full ones)")
     if "attention_layers" in data and spec.positional in RELATIVE:
         raise _fail(

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import SpecError
-from .choices import DENSE, ROUTED
+from .choices import DENSE, HASHED, ROUTED
 from .definition import Spec
 from .expert_keys import EXPERT_FIELDS
 from .stacks import kind_of
@@ -44,6 +44,11 @@ def check_experts(spec: Spec, data: dict[str, Any], source: str, fail: Fail) -> 
     if spec.k > spec.E + zero:
         within = f"E = {spec.E}" if not zero else f"E + zero_experts = {spec.E + zero}"
         raise fail(source, "k", spec.k, f"at most {within} (the experts each token can choose from)")
+    hashed = spec.router_hash or HASHED in (spec.feedforward_layers or ())
+    if hashed and (spec.V is None or zero or spec.router_groups):
+        key = "router_hash" if spec.router_hash else "feedforward_layers"
+        why = "a vocabulary (V) and no zero_experts or router_groups with hashed blocks (a table of k experts an id)"
+        raise fail(source, key, data.get(key), why)
     if zero and spec.router_score != "softmax":
         raise fail(source, "zero_experts", zero, "router_score: softmax with zero_experts (LongCat-Flash's)")
     if spec.routed_later:

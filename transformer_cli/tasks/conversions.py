@@ -19,6 +19,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from ..components.base import INTEGER
 from ..components.tensors import iter_tensors
 from ..errors import SpecError
 from ..files import open_regular, read_bounded
@@ -125,14 +126,17 @@ def _shard_writer(
     dtype: np.dtype,
     buffers: Mapping[str, float],
 ) -> outputs.Writer:
+    def typed(rule: Rule) -> np.dtype:  # (a table of ids as transformers holds it: int64)
+        return np.dtype(np.int64) if rule.tfm and rule.tfm[0].endswith(INTEGER) else dtype
+
     def layout() -> Iterator[tuple[str, Header]]:
-        yield from ((rule.hf, Header(hf_shape(rule, shapes), dtype)) for rule in shard)
+        yield from ((rule.hf, Header(hf_shape(rule, shapes), typed(rule))) for rule in shard)
         yield from ((name, Header((), dtype)) for name in buffers)
 
     def arrays() -> Iterator[tuple[str, np.ndarray]]:
         for rule in shard:
             joined = join(rule, {name: piece(weights, name) for name in rule.tfm}, spec)
-            yield rule.hf, cast_finite(joined, dtype, f"{path.parent}: tensor {rule.hf}")
+            yield rule.hf, cast_finite(joined, typed(rule), f"{path.parent}: tensor {rule.hf}")
         for name, value in buffers.items():  # (transformers reads them from the file; it makes them in float32)
             yield name, cast_finite(np.asarray(value, np.float32), dtype, f"{path.parent}: tensor {name}")
 
