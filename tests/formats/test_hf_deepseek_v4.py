@@ -91,19 +91,23 @@ def test_what_tfm_cannot_hold_is_refused_in_one_line(tmp_path, changes, said):
     assert "\n" not in str(raised.value)
 
 
-def test_its_hashed_layers_need_token_ids_and_say_so(tmp_path, runner):
-    """A pass over real columns has no ids to choose the hashed layers' experts by: refused in one line (exit 2),
-    where verify-decoding draws token ids; the table is read (another table, other logits)."""
+def test_its_hashed_layers_read_the_ids_below_real_columns(tmp_path, runner):
+    """Real columns carry the ids the hashed layers choose by in a last row (floor(x) mod V): token ids and their
+    embedded columns with the ids below run alike, `tfm run` takes such columns, and the table is read (another
+    table, other logits)."""
     model = build("deepseek_v4")
     model.save_pretrained(tmp_path / "hf")
     spec = spec_from_config(tmp_path / "hf")
     ours = Transformer(spec, load_weights(tmp_path / "hf", spec))
-    with pytest.raises(SpecError, match="choose experts by token id; give token ids"):
-        ours(np.zeros((spec.d, 3)))
-    np.save(tmp_path / "x.npy", np.zeros((spec.d, 3)))
+    ids = np.arange(26).reshape(2, 13) * 7 % 97
+    columns = ours.W_E[:, ids].transpose(1, 0, 2)  # (b, d, n): the embedding's output
+    below = np.concatenate([columns, ids[:, None, :] + 0.5], axis=1)  # (the ids' row: floor(x) mod V)
+    assert spec.input_width == spec.d + 1
+    np.testing.assert_allclose(ours(below), ours(ids), rtol=1e-13, atol=1e-13)
+    assert relative(ours(np.concatenate([columns, below[:, -1:] + 1], axis=1)), ours(ids)) > 1e-3
+    np.save(tmp_path / "x.npy", below[0])
     done = runner.invoke(app, ["run", str(tmp_path / "hf"), "--input", str(tmp_path / "x.npy")])
-    assert done.exit_code == 2 and "give token ids" in done.output
-    ids = np.arange(26).reshape(2, 13)
+    assert done.exit_code == 0, done.output
     with torch.no_grad():
         table = model.model.layers[0].mlp.gate.tid2eid
         table.copy_(table.roll(1, dims=0))

@@ -116,3 +116,14 @@ def test_a_yaml_spec_counts_to_its_closed_form_and_decodes_as_it_runs():
     for prompt in (1, 6):
         assert np.max(np.abs(decode(model, ids, prompt=prompt) - full)) < 1e-12 * np.max(np.abs(full))
     assert np.max(np.abs(decode(model, ids, prompt=6, stale_at=9) - full)) > 1e-4 * np.max(np.abs(full))
+
+
+def test_the_verify_suite_finds_what_its_theory_predicts():
+    """Every check on the spec, its hashed blocks reading the ids below the drawn columns: causal, so not
+    equivariant; relative (entries turned at their windows' first positions); experts routed by the table."""
+    from transformer_cli.verify import verify_all
+
+    results = {r.name: r for r in verify_all(spec_from_mapping(SPEC))}
+    assert all(r.observed == r.expected for r in results.values()), {n: r.observation for n, r in results.items()}
+    assert results["equivariance"].expected is False and results["relative"].expected is True
+    assert "experts" in results and "decoding" in results

@@ -188,7 +188,8 @@ class SharedKVAttention(MultiHeadAttention):
             series.read(rotary, getattr(w, name), X, start, states[k], keep)
             for k, (name, *_) in enumerate(self.series())
         ]
-        how = kernels.Attend(self.spec.m**-0.5, sinks=w.sinks, stop=stop, weights_out=weights_out)
+        caught: list | None = None if weights_out is None else []  # (the weights of the tokens' keys: below)
+        how = kernels.Attend(self.spec.m**-0.5, sinks=w.sinks, stop=stop, weights_out=caught)
         step = cache is not None and n == 1  # (it reads the window's keys held and every entry complete by now)
         count = pools[0].shape[-1] if pools else 0
         select = None
@@ -210,6 +211,8 @@ class SharedKVAttention(MultiHeadAttention):
         if pools:
             keys = np.concatenate([keys, pools[0].transpose(1, 0, 2)[:, None]], axis=-1)
         heads = model.attend(Q, keys, keys, how)  # (H, m, b, n)
+        if weights_out is not None and caught:  # (b, H, keys, n): the entries' weights left out, as a sink's are
+            weights_out.append(caught[0][:, :, : keys.shape[-1] - (pools[0].shape[-1] if pools else 0)])
         turn(rotary, heads.transpose(2, 0, 1, 3)[:, :, m - r :], np.arange(n) + start + offset, sign=-1.0)
         return self.project(w, heads)
 

@@ -139,6 +139,14 @@ class Experts(Component):
 
     reads_tokens = property(lambda self: self.spec.router_hash)  # (the pass hands `apply` the columns' token ids)
 
+    def choose(self, router, X: np.ndarray, tokens: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """`route`, or with a hash table (router_hash) the experts of each column's token id (`tokens`, T)."""
+        if router.table is None:
+            return self.route(router, X)
+        if tokens is None:
+            raise SpecError(f"{self.spec.label}: its hashed blocks choose experts by token id, and none was given")
+        return self._route_scored(router, X, router.table[tokens].T)
+
     def route(self, router, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The chosen experts (k, T) of each of the T columns of X (d, T), and their weights (k, T), each times its
         expert's scale where the router has them (Gemma 4's)."""
@@ -226,13 +234,8 @@ class Experts(Component):
         zero expert (e >= E) gives its column back."""
         d, b, n = X.shape
         flat = X.reshape(d, b * n)
-        assert w.router is not None
-        if w.router.table is not None:  # (the experts of each column's token id: a hash table's)
-            if tokens is None:
-                raise SpecError(f"{self.spec.label}: its hashed blocks choose experts by token id; give token ids")
-            chosen, weights = self._route_scored(w.router, flat, w.router.table[tokens.reshape(-1)].T)
-        else:
-            chosen, weights = self.route(w.router, flat if stream is None else stream.reshape(d, b * n))
+        ids = None if tokens is None else tokens.reshape(-1)
+        chosen, weights = self.choose(w.router, flat if stream is None else stream.reshape(d, b * n), ids)
         out = np.zeros_like(flat)
         for e in range(self.E):
             hit = chosen == e  # (k, T): where expert e is among a column's chosen

@@ -76,8 +76,9 @@ def iter_init(spec: Spec, seed: int = 0) -> Iterator[tuple[str, np.ndarray]]:
     rng = np.random.default_rng(seed)
     for tensor in iter_tensors(spec):
         std = _init_std(spec, tensor)
-        if tensor.name.endswith(INTEGER):  # (each token id's experts, at random)
-            yield tensor.name, rng.integers(0, spec.E or 1, size=tensor.shape).astype(np.float64)
+        if tensor.name.endswith(INTEGER):  # (each token id's k distinct experts, at random)
+            order = np.argsort(rng.random((tensor.shape[0], spec.E or 1)), axis=1)
+            yield tensor.name, order[:, : tensor.shape[1]].astype(np.float64)
         elif std > 0:
             yield tensor.name, rng.normal(0.0, std, size=tensor.shape)
         elif tensor.name.endswith("gamma") and not spec.norm_plus_one:  # (1 + gamma) starts at gamma = 0

@@ -91,7 +91,7 @@ class Transformer:
         # Gemma 4's layer scales: each block's output times its number (read at once: N numbers); its per-layer inputs
         self.layer_scales = [float(get(f"blocks.{i}.scale")[0]) for i in range(spec.N)] if spec.layer_scale else None
         self.per_layer = PerLayerState(spec, layers, get, narrow.held(weights, "per_layer.E")) if spec.ple_dim else None
-        self.reads_tokens = any(getattr(ff, "reads_tokens", False) for _, ff in self.layers)  # (ids: a last row)
+        self.reads_tokens = spec.reads_ids  # (DeepSeek-V4's hashed blocks: the ids a last row of the columns)
         self.altup = stream_state(spec, get)  # (the residual as streams: Gemma 3n's AltUp, DeepSeek-V4's mHC)
         stored = self.layers[: spec.stored_blocks]  # the blocks whose weights the model holds (ALBERT's: a few)
         self.block_norms = [block_norm(layer) for layer in layers[: spec.stored_blocks]]  # (ModernBERT's block 0's)
@@ -253,8 +253,8 @@ class Transformer:
         """
         pe = self.positional.encodings(start + offset, Z.shape[-1])  # (d, n), held as analysis/memory.py counts
         ple = tokens = None
-        if self.reads_tokens:  # (DeepSeek-V4's hashed blocks choose by the token ids below the columns: columns())
-            Z, tokens = Z[:-1], Z[-1].astype(np.int64)
+        if self.reads_tokens:  # (DeepSeek-V4's hashed blocks choose by the ids below the columns: floor(x) mod V)
+            Z, tokens = Z[:-1], np.floor(Z[-1]).astype(np.int64) % (self.spec.V or 1)
         if self.per_layer is not None:  # (Gemma 4's: the token part below the embedding's d rows)
             Z, ple = self.per_layer.split(Z)
         Z = self.prologue(Z, pe)
@@ -324,8 +324,6 @@ class Transformer:
             if self.reads_tokens:
                 Z = np.concatenate([Z, ids[None].astype(self.dtype)])
             return Z, X.ndim + 1
-        if self.reads_tokens:
-            raise SpecError(f"{self.spec.label}: its hashed blocks choose experts by token id; give token ids")
         return to_columns(X, self.dtype), X.ndim
 
     # -- the whole pass ------------------------------------------------------------------------------

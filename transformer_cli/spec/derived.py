@@ -78,8 +78,15 @@ class Derived:
     @property
     def input_width(self) -> int:
         """The rows of the columns the pass takes: embed_dim under embed_project (ELECTRA's), else d; and the N P
-        rows of the per-layer inputs' token part below them (Gemma 4's)."""
-        return (self.embed_dim if self.embed_project and self.embed_dim else self.d) + self.N * (self.ple_dim or 0)
+        rows of the per-layer inputs' token part below them (Gemma 4's), or a row of the tokens' ids where blocks
+        choose their experts by them (DeepSeek-V4's hashed blocks: floor(x) mod V of a real row)."""
+        own = self.embed_dim if self.embed_project and self.embed_dim else self.d
+        return own + self.N * (self.ple_dim or 0) + self.reads_ids
+
+    @property
+    def reads_ids(self) -> bool:
+        """Whether some block chooses its experts by the token's id (router_hash, feedforward_layers' hashed)."""
+        return bool(self.E) and (self.router_hash or "hashed" in (self.feedforward_layers or ()))
 
     @property
     def stream_rows(self) -> int:

@@ -49,6 +49,11 @@ def check_experts(spec: Spec, data: dict[str, Any], source: str, fail: Fail) -> 
         key = "router_hash" if spec.router_hash else "feedforward_layers"
         why = "a vocabulary (V) and no zero_experts or router_groups with hashed blocks (a table of k experts an id)"
         raise fail(source, key, data.get(key), why)
+    added = spec.positional not in ("rope", "none", "alibi", "relative")
+    if hashed and (added or spec.embed_dim or spec.ple_dim or spec.type_vocab or spec.embed_norm):
+        key = "router_hash" if spec.router_hash else "feedforward_layers"
+        why = "rotary positions or none, and no embed_dim, ple_dim, type_vocab or embed_norm with hashed blocks"
+        raise fail(source, key, data.get(key), why)
     if zero and spec.router_score != "softmax":
         raise fail(source, "zero_experts", zero, "router_score: softmax with zero_experts (LongCat-Flash's)")
     if spec.routed_later:

@@ -202,8 +202,6 @@ class Setup:
         """The tolerance for comparing the passes Y = model(X) of a check's inputs X, and how it was set."""
         if self.tol is not None:
             return self.tol, {"tolerance_rule": "--tol"}
-        if np.issubdtype(X.dtype, np.integer) and self.reference is None:  # (token ids: none to nudge)
-            return self.base_tol, {"tolerance_rule": TOL_RULE.split(",")[0].removeprefix("max(") + " (token ids)"}
         noise = self.rounding_noise(X, Y)
         tol = max(self.base_tol, FLOOR_FACTOR * noise) if math.isfinite(noise) else self.base_tol
         return tol, {"tolerance_rule": TOL_RULE, "rounding_noise": noise}
@@ -259,13 +257,6 @@ class Setup:
     def gaussian(self, *shape: int) -> np.ndarray:
         """Standard normal inputs in float64 (the model casts them to its dtype)."""
         return self.rng.standard_normal(shape)
-
-    def sequences(self, b: int, n: int) -> np.ndarray:
-        """b sequences of n: random token ids (b, n) where the blocks read them (DeepSeek-V4's hashed experts), else
-        standard normal columns (b, input width, n)."""
-        if getattr(self.model, "reads_tokens", False):
-            return self.rng.integers(0, self.spec.V or 1, size=(b, n))
-        return self.gaussian(b, self.spec.input_width, n)
 
 
 @dataclass(frozen=True)

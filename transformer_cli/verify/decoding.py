@@ -62,7 +62,7 @@ def check_decoding(setup: Setup, expect: str = "holds") -> CheckResult:
     lengths = [why for c in components(spec) if (why := c.length_dependent(1, n))]
     predicted = is_causal(spec) and not lengths
     setup.afford("decoding", decoding_need(setup))
-    X = setup.sequences(2, n)  # a batch of two sequences
+    X = setup.gaussian(2, spec.input_width, n)  # a batch of two sequences
     parallel = setup.model(X)
     tol, how = setup.tolerance(X, parallel)
     sequential = _decode(setup.model, X)

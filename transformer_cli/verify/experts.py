@@ -41,8 +41,10 @@ def check_experts(setup: Setup, expect: str = "holds") -> CheckResult:
         if not isinstance(ff, Experts):  # a dense block beside routed ones
             continue
         w = model.weights.block(i)[1]
-        routed = ff.routed(w, U).reshape(spec.d, -1)  # (the shared expert and output bias: added alike to both)
-        chosen, weights = ff.route(w.router, flat)
+        ids = setup.rng.integers(0, spec.V or 1, size=U.shape[1:]) if ff.reads_tokens else None  # (hashed blocks')
+        hashed = {} if ids is None else {"tokens": ids}
+        routed = ff.routed(w, U, **hashed).reshape(spec.d, -1)  # (the shared expert, output bias: alike in both)
+        chosen, weights = ff.choose(w.router, flat, None if ids is None else ids.reshape(-1))
         distinct = {len(set(column)) for column in chosen.T}
         scores = w.router.logits(flat).astype(np.float64)
         gates = np.zeros_like(scores)  # (E, T): the softmax over the top k, zero elsewhere
