@@ -40,6 +40,9 @@ class Derived:
     rope_m: int | None
     rope_fraction: float
     v_m: int | None
+    E: int | None
+    router_hash: bool
+    feedforward_layers: tuple[str, ...] | None
 
     @property
     def embed_factor(self) -> float:
