@@ -17,6 +17,9 @@ Models (float32, batch 1, random weights saved by transformers and read by tfm f
   blocks as DeepSeek-V3.2's without positions whose indexer keeps 32 pools of 16 keys (512 keys) a query;
 - HY-V4: DeepSeek-V3.2's sizes with 4 streams, sinks and gates, half-split rotary; its eager attention (the only one
   transformers runs for it).
+- DeepSeek-V4: 4 blocks of d 1,024 and 4 streams, 16 heads of 128 over one key head (a window of 128; a sliding,
+  a CSA (an entry every 4 tokens, its indexer of 16 heads of 64 keeping 512), an HCA (every 128 tokens), a CSA
+  block), 4 experts of 704 (2 a token, the first block's by id) and the shared one; its eager attention.
 
 Rounds are interleaved (tfm, transformers, tfm, ...); the ratio is taken per round (tfm's time over transformers')
 and reported as its median with the lowest and highest. Both run on 2 threads. The logits agree to 1e-4 relative,
@@ -32,6 +35,11 @@ matrices between blocks, `components/kda.py: decayed`), on a quiet machine: befo
 1.74 and its two KDA blocks' chunked form 8.4 s of tfm's 13.4 (a chunk's (64, 64, D) decays whole); now 1.1 s of
 3.2 (cProfile). HY-V4's: the attention kernel 2.9 s of 4.7 (every score made, then masked by the
 selection: a fused sparse kernel is what NumPy cannot do), the indexer's choice 0.7 s, the streams 0.3 s.
+
+DeepSeek-V4's row (--only, a quiet machine): its compressed blocks' queries each read their window's band of keys
+and then the entries (kernels.attend's `tail`); with every key scored and masked, its ratio was 0.98 and attention
+2.2 s of tfm's 4.1 (cProfile), now 0.5 s of 2.3; the experts' loop takes 1.0 s. Its logits differ by 1.6e-5
+(float32 beside transformers' own float32; in float64 they agree to 6e-16, tests/formats/test_hf_deepseek_v4.py).
 
 The profile shows where tfm's Mamba-2 prefill goes: the state space scan (chunked: a few products per chunk of 64
 columns) beside the same scan done column by column (what a decoder does, 2,048 steps), so that the chunked form's
@@ -129,6 +137,18 @@ MODELS = {
             index_n_heads=16, index_head_dim=64, index_topk=512, hc_mult=4, mlp_layer_types=["dense"] * 2,
             indexer_types=["full", "full"], pad_token_id=0, bos_token_id=1, eos_token_id=2,
             attn_implementation="eager",
+        ),
+    ),
+    "deepseek_v4": (
+        "DeepseekV4Config",
+        "DeepseekV4ForCausalLM",
+        dict(
+            vocab_size=1000, hidden_size=1024, moe_intermediate_size=704, num_hidden_layers=4, num_attention_heads=16,
+            head_dim=128, q_lora_rank=384, partial_rotary_factor=0.25, o_groups=4, o_lora_rank=256,
+            n_routed_experts=4, num_experts_per_tok=2, index_n_heads=16, index_head_dim=64, index_topk=512,
+            hc_mult=4, layer_types=["sliding_attention", "compressed_sparse_attention",
+                                    "heavily_compressed_attention", "compressed_sparse_attention"],
+            mlp_layer_types=["hash_moe", "moe", "moe", "moe"], attn_implementation="eager",
         ),
     ),
 }  # fmt: skip

@@ -284,7 +284,8 @@ class Attend:
     (H,), head h's softmax has one more logit, sinks[h], beside the keys' scores, whose weight is dropped: a query's
     weights then sum to less than 1 (gpt-oss). `chunk_bytes` bounds the scores held at once. Once `stop` is set,
     the next chunk raises Stopped. `weights_out` receives the weights (b, H, n_k, n_q); `scores_out` the scaled
-    scores before any mask, (b, H, n_q, n_k) (the scaling check reads them).
+    scores before any mask, (b, H, n_q, n_k) (the scaling check reads them). The last `tail` keys are not positions:
+    every chunk reads them after its band of the others, `content` masking them (DeepSeek-V4's pooled entries).
     """
 
     scale: float = 1.0
@@ -300,6 +301,7 @@ class Attend:
     stop: threading.Event | None = None
     weights_out: list | None = None
     scores_out: list | None = None
+    tail: int = 0
 
 
 def attend(
@@ -317,6 +319,7 @@ def attend(
     stop, weights_out, scores_out = how.stop, how.weights_out, how.scores_out
     b, H, m, n_q = Q.shape
     G, n_k, m_v = K.shape[1], K.shape[-1], V.shape[2]
+    tail = slice(n_k - how.tail, n_k)  # (keys every chunk reads after its band: empty but with a tail)
     dtype = Q.dtype
     group = (G, H // G)  # query heads as (key/value head, query head within its group)
     heads = np.empty((H, m_v, b, n_q), dtype=dtype) if out is None else out
@@ -332,7 +335,7 @@ def attend(
     own = causal_mask(0, step, step).astype(dtype) if causal and not window and not chunk else None
     for q0 in range(part[0] * step, n_q, part[1] * step):
         q1 = min(q0 + step, n_q)
-        k1 = q1 if causal else n_k  # keys after the chunk's last query are all masked
+        k1 = q1 if causal else n_k - how.tail  # keys after the chunk's last query are all masked
         k0 = max(0, q0 - window + 1) if window else 0  # and those before its first window
         if window and not causal:  # and, unmasked, those after its last query's window
             k1 = min(n_k, q1 + window - 1)
@@ -347,15 +350,18 @@ def attend(
         if extra is not None:
             mask = extra if mask is None else extra + mask
         c, k = q1 - q0, k1 - k0
+        if mask is not None and how.tail:  # (the tail's: content's)
+            mask = np.pad(mask, [(0, 0)] * (mask.ndim - 1) + [(0, how.tail)])
         for i in range(b):  # one sequence at a time: its scores stay in cache, and memory stays O(n)
             check_stop(stop)
             # each key/value head's query heads as one block of rows ((H/G) c, m), so a group's scores are one
             # product with its keys and its outputs one product with its values, never a product per head
             # (with groups this copies the chunk's queries; with G = H it is a view)
             rows = Q[i, ..., q0:q1].reshape(*group, m, c).swapaxes(-1, -2).reshape(G, -1, m)
-            P = np.matmul(rows, K[i, ..., k0:k1]).reshape(H, c, k)  # (H, c, k) scores, queries as rows
+            keys = K[i, ..., k0:k1] if not how.tail else np.concatenate([K[i, ..., k0:k1], K[i, ..., tail]], -1)
+            P = np.matmul(rows, keys).reshape(H, c, k + how.tail)  # (H, c, k) scores, queries as rows
             if S is not None:
-                S[i, :, q0:q1, k0:k1] = P
+                S[i, :, q0:q1, k0:k1], S[i, :, q0:q1, tail] = P[..., :k], P[..., k:]
             if softcap is not None:
                 soft_cap_(P, softcap)
             if how.content is not None:  # a bias of this sequence's own queries and keys (DeBERTa's), scaled
@@ -371,7 +377,14 @@ def attend(
                 P -= top
                 np.exp(P, out=P)
                 sums = P.sum(axis=-1, keepdims=True) + np.exp(sink - top)
-            outputs = np.matmul(V[i, ..., k0:k1], P.reshape(G, -1, k).swapaxes(-1, -2))  # (G, m, (H/G) c)
+            values = (
+                V[i, ..., k0:k1]
+                if not how.tail
+                else keys
+                if V is K
+                else np.concatenate([V[i, ..., k0:k1], V[i, ..., tail]], -1)
+            )
+            outputs = np.matmul(values, P.reshape(G, -1, k + how.tail).swapaxes(-1, -2))  # (G, m, (H/G) c)
             # divided by the sums on the way into the heads: the (m, c) outputs, not the (c, k) weights
             np.divide(
                 outputs.reshape(G, m_v, group[1], c).swapaxes(1, 2),
@@ -379,7 +392,7 @@ def attend(
                 out=into[i, ..., q0:q1].reshape(*group, m_v, c),
             )
             if A is not None:  # the weights themselves, when asked for (the outputs are the same either way)
-                np.divide(P, sums, out=A[i, :, q0:q1, k0:k1])
+                A[i, :, q0:q1, k0:k1], A[i, :, q0:q1, tail] = P[..., :k] / sums, P[..., k:] / sums
     if weights_out is not None and A is not None:
         weights_out.append(A.swapaxes(-1, -2))
     if scores_out is not None:

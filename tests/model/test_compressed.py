@@ -127,3 +127,39 @@ def test_the_verify_suite_finds_what_its_theory_predicts():
     assert all(r.observed == r.expected for r in results.values()), {n: r.observation for n, r in results.items()}
     assert results["equivariance"].expected is False and results["relative"].expected is True
     assert "experts" in results and "decoding" in results
+
+
+def test_the_kernels_tail_is_a_softmax_over_the_band_and_the_entries_written_out():
+    """kernels.attend with a tail (a band of the tokens' keys a chunk, then every entry, masked by `content`) against
+    one softmax over all keys written out (the window's mask, the entries' mask, a sink a head), weights too; small
+    chunks so that many bands are cut. Control: the entries left unread."""
+    from dataclasses import replace
+
+    from transformer_cli import kernels
+
+    rng = np.random.default_rng(3)
+    b, H, m, n, T, w = 2, 4, 8, 23, 5, 4
+    Q, K = rng.standard_normal((b, H, m, n)), rng.standard_normal((b, 1, m, n + T))
+    sinks = rng.standard_normal(H)
+    seen = rng.random((b, n, T)) < 0.6  # (each query's entries)
+    mask = np.where(seen, 0.0, -np.inf)
+
+    def content(i, q0, c, k0, k):
+        return np.concatenate([np.zeros((c, k)), mask[i, q0 : q0 + c]], axis=-1)[None]
+
+    how = kernels.Attend(m**-0.5, causal=True, window=w, sinks=sinks, tail=T, content=content, chunk_bytes=H * 40 * 8)
+    found: list = []
+    ours = kernels.attend(Q, K, K, replace(how, weights_out=found))  # (H, m, b, n)
+    t, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    band = np.where((j <= t) & (j > t - w), 0.0, -np.inf)
+    scores = (
+        np.einsum("bhmq,bmk->bhqk", Q, K[:, 0]) * m**-0.5 + np.concatenate([band[None].repeat(b, 0), mask], -1)[:, None]
+    )
+    top = np.maximum(scores.max(-1, keepdims=True), sinks[None, :, None, None])
+    e = np.exp(scores - top)
+    weights = e / (e.sum(-1, keepdims=True) + np.exp(sinks[None, :, None, None] - top))
+    expected = np.einsum("bhqk,bmk->hmbq", weights, K[:, 0])
+    np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(found[0], weights.swapaxes(-1, -2), rtol=1e-12, atol=1e-14)
+    unread = kernels.attend(Q, K[..., :n], K[..., :n], replace(how, tail=0, content=None))
+    assert np.max(np.abs(unread - expected)) > 1e-3

@@ -203,11 +203,10 @@ class SharedKVAttention(MultiHeadAttention):
         else:
             if cache is not None:
                 cache.fill(K, K)
-            keys = K
+            keys = K  # (each query its window's band, and the entries after the tokens' keys: the tail)
+            how = replace(how, causal=True, window=self.spec.window, tail=count)
             if pools:
-                how = replace(how, content=self.visible(n, count, select))
-            else:  # (a sliding block: the window's band alone)
-                how = replace(how, causal=True, window=self.spec.window)
+                how = replace(how, content=self.visible(count, select))
         if pools:
             keys = np.concatenate([keys, pools[0].transpose(1, 0, 2)[:, None]], axis=-1)
         heads = model.attend(Q, keys, keys, how)  # (H, m, b, n)
@@ -216,22 +215,18 @@ class SharedKVAttention(MultiHeadAttention):
         turn(rotary, heads.transpose(2, 0, 1, 3)[:, :, m - r :], np.arange(n) + start + offset, sign=-1.0)
         return self.project(w, heads)
 
-    def visible(self, n: int, count: int, select: Any) -> Callable[[int, int, int, int, int], np.ndarray]:
-        """kernels.Attend's `content` for a pass of n queries over its n tokens' keys and `count` entries: 0 at the
-        keys of each query's window and at the entries complete by then (those the indexer chose, `select`)."""
-        window, rate = self.spec.window or n, self.rate or 1
+    def visible(self, count: int, select: Any) -> Callable[[int, int, int, int, int], np.ndarray]:
+        """kernels.Attend's `content` for a pass's queries q0.. (c) over the band of its tokens' keys k0.. (k) and
+        `count` entries after them: 0 at the tokens (their window kernels.attend's) and at the entries complete by
+        each query's position (those the indexer chose, `select`), -inf at the others, (1, c, k + count)."""
+        rate = self.rate or 1
 
         def content(i: int, q0: int, c: int, k0: int, k: int) -> np.ndarray:
-            t = np.arange(q0, q0 + c)[:, None]
-            j = np.arange(n)[None, :]
-            bias = np.where((j <= t) & (j > t - window), 0.0, -np.inf)
-            if count:
-                seen = np.arange(count)[None, :] < (t + 1) // rate
-                entries = np.where(seen, 0.0, -np.inf)
-                if select is not None:
-                    entries = entries + select(i, q0, c)
-                bias = np.concatenate([bias, entries], axis=-1)
-            return bias[None]
+            seen = np.arange(count)[None, :] < (np.arange(q0, q0 + c)[:, None] + 1) // rate
+            entries = np.where(seen, 0.0, -np.inf)
+            if select is not None:
+                entries = entries + select(i, q0, c)
+            return np.concatenate([np.zeros((c, k)), entries], axis=-1)[None]
 
         return content
 
