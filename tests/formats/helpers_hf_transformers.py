@@ -73,14 +73,15 @@ def unpadded(spec) -> np.ndarray:
 
 def cache_bytes(cache) -> int:
     """Every tensor a transformers cache holds: keys and values per attention layer (and a sparse layer's indexer
-    keys), the convolutions' and the recurrences' states per mixer layer (dicts of layer index -> tensor); a tensor
-    held twice (DeepSeek-V4's keys that are its values) once."""
+    keys), the convolutions' and the recurrences' states per mixer layer (dicts of layer index -> tensor), Qwen4's
+    n-grams' last ids among them (int64); a tensor held twice (DeepSeek-V4's keys that are its values) once."""
     held: dict = {}
     for layer in cache.layers:
-        for value in vars(layer).values():
+        for key, value in vars(layer).items():
             tensors = value.values() if isinstance(value, dict) else [value]
             for t in tensors:  # (not a sliding layer's window, an int64 scalar of bookkeeping)
-                if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel():
+                kept = isinstance(t, torch.Tensor) and (t.is_floating_point() or key == "conv_states")
+                if kept and t.numel():
                     held[t.data_ptr(), t.numel()] = t.numel() * t.element_size()
     return sum(held.values())
 

@@ -287,6 +287,9 @@ _QWEN4 = dict(vocab_size=97, hidden_size=32, num_hidden_layers=4, num_attention_
 
 MIXERS |= {  # Qwen4-Exp's text model: Qwen3.5-MoE with gated hyper-connections and a block indexer (no n-grams)
     "qwen4_exp_text": ("Qwen4ExpTextConfig", "Qwen4ExpForCausalLM", _QWEN4),  # (2 blocks of 2 kept, and a tail)
+    "qwen4_exp_text-ngrams": ("Qwen4ExpTextConfig", "Qwen4ExpForCausalLM", _QWEN4 | dict(  # (layers 1 and 3: tables
+        ple_layer_ids=[1, 3], ple_embed_dim=16, ple_conv_kernel_size=3, ngram_size=3, heads_per_ngram=2,  # of 2 and
+        ngram_vocab_size_base=50, make_ngram_vocab_size_divisible_by=8, seed=1234)),  # 2 heads, their own primes)
     "qwen4_exp_text-sigmoid-unnormalised-whole-rotary": ("Qwen4ExpTextConfig", "Qwen4ExpForCausalLM", _QWEN4 | dict(
         output_gate_type="sigmoid", norm_topk_prob=False, rope_parameters=None, indexer_budget=6,
         indexer_compress_ratio=3, tie_word_embeddings=True)),

@@ -91,6 +91,7 @@ FAMILIES = [
     "zamba2",  # (each shared block once, at its first use's layer, every use's adapters under it)
     "hy_v4",  # (its streams' weights, sinks and gates under their checkpoints' names, hc_pre. and linear_gate)
     "deepseek_v4",  # (its checkpoints' names, the pools' and the indexer's, its table of experts by id as int64)
+    "qwen4_exp_text-ngrams",  # (its n-gram tables in shards, their numbers as int64)
 ]
 
 

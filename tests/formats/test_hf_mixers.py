@@ -91,6 +91,8 @@ CONTROLS = [  # (model, spec keys changed, the relative error they must at least
     ("hy_v4", {"expert_clamp": 0.2, "feedforward": "clamped", "swiglu_limit": 0.2}, 1e-3),  # (not gpt-oss's)
     ("hy_v4-defaults-kinds", {"hc_post_scale": 2.0}, 1e-3),  # (its hc_magnitude 1.5)
     ("hy_v4-defaults-kinds", {"mixer_layers": None}, None),  # (layers 2 to 4 would need their own indexers)
+    ("qwen4_exp_text-ngrams", {"ngram_blocks": None}, 1e-3),  # (its two blocks' n-gram inputs)
+    ("qwen4_exp_text-ngrams", {"ngram_eos": 0}, 1e-3),  # (its eos is 2: a 0 of IDS made one cuts the contexts)
     ("deepseek_v4", {"index_topk": 13}, 1e-2),  # (every entry: the indexer's choice matters)
     ("deepseek_v4", {"router_score": "sigmoid"}, 1e-3),
     ("deepseek_v4", {"attn_sinks": False}, 1e-3),

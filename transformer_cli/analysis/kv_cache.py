@@ -47,10 +47,13 @@ def cached_tokens(spec: Spec, n: int) -> int:
 def block_bytes(mixer, n: int, size: int, scale: int, tensor: int = 1) -> int:
     """One block's cache for one sequence at context n, on one of `tensor` devices: its window's (or all) tokens'
     keys and values and its fixed state, or what the mixer says it holds at n (DeepSeek-V4's entries: bytes_at)."""
+    from ..components import ngram_parts
+
+    others = sum(part.state_bytes(size) for part in ngram_parts(mixer.spec))  # (Qwen4's n-gram inputs' state)
     if hasattr(mixer, "bytes_at"):
-        return mixer.bytes_at(n, size, scale)
+        return mixer.bytes_at(n, size, scale) + others
     per_token = mixer.cache_per_token(size, scale) if tensor == 1 else mixer.device_cache_per_token(size, scale, tensor)
-    return cached_tokens(mixer.spec, n) * per_token + -(-mixer.state_bytes(size) // tensor)
+    return cached_tokens(mixer.spec, n) * per_token + -(-mixer.state_bytes(size) // tensor) + others
 
 
 def kv_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: int | None = None) -> int:
@@ -71,10 +74,14 @@ def kv_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: in
 def state_bytes(spec: Spec, b: int, dtype: str = "float32") -> int:
     """The part of the cache that does not grow with the context: b sequences' recurrent states (LFM2's last L
     columns per convolution block), 0 for a model that attends in every block."""
-    from ..components import attention_component
+    from ..components import attention_component, ngram_parts
 
     size = KV_BYTES[dtype]
-    return sum(b * g.spec.N * attention_component(g.spec).state_bytes(size) for g in decoder(spec).groups())
+    parts = [[attention_component(g.spec), *ngram_parts(g.spec)] for g in decoder(spec).groups()]
+    return sum(
+        b * g.spec.N * sum(p.state_bytes(size) for p in own)
+        for g, own in zip(decoder(spec).groups(), parts, strict=True)
+    )
 
 
 def served_state_bytes(spec: Spec, b: int, dtype: str = "float32") -> int:

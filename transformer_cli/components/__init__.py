@@ -32,6 +32,7 @@ from .mamba2 import Mamba2  # noqa: F401 (registers the spec's `attention: mamba
 from .memory import MemoryState, memory_parts  # (registers the spec's `attention: mamba2_memory`)
 from .mixer import NoMixer  # noqa: F401 (registers the spec's `attention: none`)
 from .moa import MixtureOfHeads  # noqa: F401 (registers the spec's `attention: mixture`)
+from .ngram import ngram_parts
 from .norm import block_norm, final_norm
 from .parallel_mixer import AttentionMamba2  # noqa: F401 (registers the spec's `attention: attention_mamba2`)
 from .per_layer import per_layer_input, per_layer_inputs
@@ -68,6 +69,7 @@ def block_components(spec: Spec) -> list[Component]:
         *per_layer_input(spec),
         *altup_parts(spec),
         *hyper_parts(spec),
+        *ngram_parts(spec),
         Residuals(spec),
         block_norm(spec),
     ]
@@ -152,6 +154,7 @@ __all__ = [
     "encoder_model_components",
     "is_causal",
     "model_components",
+    "ngram_parts",
     "outside_components",
     "reach",
 ]

@@ -26,7 +26,8 @@ def stacked(get: Callable[[str], np.ndarray], names: Sequence[str], rows: Sequen
     return np.concatenate([get(name).reshape(-1, width) for name in names])
 
 
-INTEGER = ("router_hash",)  # the tensors of ids (DeepSeek-V4's experts by token id): a file may hold them as integers
+# the tensors of integers (DeepSeek-V4's experts by token id, Qwen4's n-gram hashes' numbers): a file may hold them so
+INTEGER = ("router_hash", "ngram.multipliers", "ngram.sizes", "ngram.offsets")
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,10 @@ class SharedKVAttention(MultiHeadAttention):
             raise bad_key(source, "rope_m", spec.rope_m, f"an even number up to m = {spec.m}, with positional rope")
         if spec.mask != "causal":
             raise bad_key(source, "mask", spec.mask, f"causal with attention: {spec.attention}")
+        if "compressed_sparse" in {spec.attention, *(spec.mixer_layers or ())} and (spec.index_m or 0) < (
+            spec.rope_m or 0
+        ):
+            raise bad_key(source, "index_m", spec.index_m, f"at least rope_m = {spec.rope_m} (its last entries turn)")
 
     @staticmethod
     def layer_changes(spec: Spec) -> dict[str, Any]:

@@ -34,6 +34,9 @@ def attention_names(ours: str, theirs: str, projections: tuple[str, str, str, st
     return names
 
 
+Parts = tuple[tuple[str, Callable[[Spec], int]], ...]  # (checkpoint name, its rows from the block's spec), in order
+
+
 @dataclass(frozen=True)
 class Family:
     """One model_type's checkpoint names. `fused` lists checkpoint tensors that hold several tfm tensors, with
@@ -68,7 +71,7 @@ class Family:
     zero_experts: tuple[str, ...] = ()
     # tfm name within a block -> the checkpoint tensors holding its rows, one after the other, each with its number of
     # rows from the block's spec (OLMo-Hybrid's convolution over [q; k; v], held as q_conv1d, k_conv1d, v_conv1d)
-    row_parts: Mapping[str, tuple[tuple[str, Callable[[Spec], int]], ...]] = field(default_factory=dict)
+    row_parts: Mapping[str, Parts | Callable[[Spec], Parts]] = field(default_factory=dict)  # (or the block's own)
     integers: tuple[str, ...] = ()  # names within a block a file holds as integers (DeepSeek-V4's tables of ids)
 
 

@@ -24,7 +24,14 @@ from ..spec.stacks import Stack, stacks
 
 Array = np.ndarray
 COLUMNS = ("E", "T", "P", "R")  # tables of columns, (d, rows): a checkpoint's nn.Embedding holds their rows
-AS_STORED = ("rel_bias", "kernel", "A_log", "ape", "router_hash")  # tensors a checkpoint holds in tfm's own shape
+AS_STORED = (
+    "rel_bias",
+    "kernel",
+    "A_log",
+    "ape",
+    "router_hash",
+    "table",
+)  # tensors a checkpoint holds in tfm's own shape
 
 
 def rows_form(name: str, array: Array, spec: Spec) -> Array:
@@ -252,7 +259,8 @@ def _block_rules(
             out.append(Rule(block + theirs, (prefix + ours,), 1, theirs in family.transposed, held=held))
     for ours, parts in family.row_parts.items():  # a tensor whose rows a..b are in each of several
         start = 0
-        for theirs, rows in parts if prefix + ours in present else ():
+        listed = parts(spec) if callable(parts) else parts  # (as many as the block's spec says: Qwen4's shards)
+        for theirs, rows in listed if prefix + ours in present else ():
             out.append(Rule(block + theirs, (f"{prefix}{ours}[{start}:{start + rows(spec)}]",)))
             start += rows(spec)
     return out

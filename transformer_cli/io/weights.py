@@ -14,9 +14,11 @@ from pathlib import Path
 import numpy as np
 
 from ..components.base import INTEGER, Tensor
+from ..components.ngram import buffer_values
 from ..components.tensors import all_tensors, iter_tensors
 from ..errors import ArrayError, SpecError
 from ..spec.definition import Spec
+from ..spec.stacks import decoder
 from ..spec.validate import spec_from_mapping
 from ..text import shown
 from . import safetensors_io
@@ -76,9 +78,12 @@ def iter_init(spec: Spec, seed: int = 0) -> Iterator[tuple[str, np.ndarray]]:
     rng = np.random.default_rng(seed)
     for tensor in iter_tensors(spec):
         std = _init_std(spec, tensor)
-        if tensor.name.endswith(INTEGER):  # (each token id's k distinct experts, at random)
+        if tensor.name.endswith("router_hash"):  # (each token id's k distinct experts, at random)
             order = np.argsort(rng.random((tensor.shape[0], spec.E or 1)), axis=1)
-            yield tensor.name, order[:, : tensor.shape[1]].astype(np.float64)
+            yield tensor.name, order[:, : tensor.shape[1]]
+        elif tensor.name.endswith(INTEGER):  # (an n-gram table's numbers, as its spec makes them)
+            block = decoder(spec).layer(int(tensor.name.split(".")[1]))
+            yield tensor.name, buffer_values(spec, block, tensor.name).astype(np.int64)
         elif std > 0:
             yield tensor.name, rng.normal(0.0, std, size=tensor.shape)
         elif tensor.name.endswith("gamma") and not spec.norm_plus_one:  # (1 + gamma) starts at gamma = 0

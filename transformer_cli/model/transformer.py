@@ -27,6 +27,7 @@ from ..components.cross import Cross, Memory, cross_scale, project, queries
 from ..components.embedding import TokenEmbedding
 from ..components.experts import Experts, shortcut
 from ..components.feedforward import FeedForward
+from ..components.ngram import NGramState
 from ..components.norm import block_norm, norm_kind
 from ..components.per_layer import PerLayerState
 from ..components.positional import POSITIONALS, block_positions
@@ -91,7 +92,8 @@ class Transformer:
         # Gemma 4's layer scales: each block's output times its number (read at once: N numbers); its per-layer inputs
         self.layer_scales = [float(get(f"blocks.{i}.scale")[0]) for i in range(spec.N)] if spec.layer_scale else None
         self.per_layer = PerLayerState(spec, layers, get, narrow.held(weights, "per_layer.E")) if spec.ple_dim else None
-        self.reads_tokens = spec.reads_ids  # (DeepSeek-V4's hashed blocks: the ids a last row of the columns)
+        self.reads_tokens = spec.reads_ids  # (DeepSeek-V4's hashed blocks, Qwen4's n-grams: ids a last row)
+        self.ngrams = NGramState(spec, layers, get, weights) if spec.ngram_blocks else None  # (Qwen4's n-grams)
         self.altup = stream_state(spec, get)  # (the residual as streams: Gemma 3n's AltUp, DeepSeek-V4's mHC)
         stored = self.layers[: spec.stored_blocks]  # the blocks whose weights the model holds (ALBERT's: a few)
         self.block_norms = [block_norm(layer) for layer in layers[: spec.stored_blocks]]  # (ModernBERT's block 0's)
@@ -221,6 +223,8 @@ class Transformer:
             ff = partial(ff, tokens=tokens)
         if later is not None:
             ff = partial(shortcut, feedforward, feedforward_w, later)
+        if self.ngrams is not None:  # (before anything else: Qwen4's n-gram inputs, its decoding state beside kv)
+            Z = self.ngrams.add(i, Z, tokens, kv)  # type: ignore[arg-type]
         if self.altup is not None:  # (streams around the block: Gemma 3n's with its per-layer input, or mHC's)
             given = None if ple is None else (self.per_layer, ple[i])
             return self.altup.block(i, Z, mixer, ff, self._normed, norms, given)

@@ -32,6 +32,7 @@ from .expert_keys import EXPERT_FIELDS
 from .feedforward_keys import FEEDFORWARD_FIELDS
 from .latent_keys import LATENT_FIELDS
 from .mixer_keys import MIXER_FIELDS
+from .ngram_keys import NGRAM_FIELDS
 from .norm_keys import NORM_FIELDS
 from .rope_keys import ROPE_FIELDS
 from .scale_keys import SCALE_FIELDS
@@ -268,6 +269,16 @@ class Spec(Derived):
     mem_blocks: int | None = MIXER_FIELDS["mem_blocks"]
     mem_rank: int | None = MIXER_FIELDS["mem_rank"]
     mem_qkv_adapters: bool = MIXER_FIELDS["mem_qkv_adapters"]
+    ngram_blocks: tuple[int, ...] | None = NGRAM_FIELDS["ngram_blocks"]
+    ngram_dim: int | None = NGRAM_FIELDS["ngram_dim"]
+    ngram_size: int = NGRAM_FIELDS["ngram_size"]
+    ngram_heads: int = NGRAM_FIELDS["ngram_heads"]
+    ngram_vocab: int = NGRAM_FIELDS["ngram_vocab"]
+    ngram_vocab_multiple: int = NGRAM_FIELDS["ngram_vocab_multiple"]
+    ngram_seed: int = NGRAM_FIELDS["ngram_seed"]
+    ngram_kernel: int = NGRAM_FIELDS["ngram_kernel"]
+    ngram_eos: int | None = NGRAM_FIELDS["ngram_eos"]
+    ngram_table: int | None = NGRAM_FIELDS["ngram_table"]
     o_groups: int | None = MIXER_FIELDS["o_groups"]
     o_rank: int | None = MIXER_FIELDS["o_rank"]
     compress_rate: int | None = MIXER_FIELDS["compress_rate"]
@@ -357,7 +368,7 @@ class Spec(Derived):
 FIELDS = {f.name: f for f in fields(Spec)}
 LIST_KEYS: tuple[str, ...] = ("attention_layers", "feedforward_layers", "positional_layers", "rope_short_factor")
 LIST_KEYS += ("rope_long_factor", "r_layers", "sparsity_layers", "mixer_layers", "ssm_scales", "parallel_scales")
-LIST_KEYS += ("ff_scales", "norm_layers")
+LIST_KEYS += ("ff_scales", "norm_layers", "ngram_blocks")
 REQUIRED = tuple(name for name, f in FIELDS.items() if f.default is MISSING)
 
 DEFAULT_SPEC = Spec(N=2, H=4, m=8, d=32, r=64, name="default", description="built-in default spec")

@@ -43,6 +43,7 @@ class Derived:
     E: int | None
     router_hash: bool
     feedforward_layers: tuple[str, ...] | None
+    ngram_blocks: tuple[int, ...] | None
 
     @property
     def embed_factor(self) -> float:
@@ -88,8 +89,10 @@ class Derived:
 
     @property
     def reads_ids(self) -> bool:
-        """Whether some block chooses its experts by the token's id (router_hash, feedforward_layers' hashed)."""
-        return bool(self.E) and (self.router_hash or "hashed" in (self.feedforward_layers or ()))
+        """Whether some block reads the tokens' ids: its experts chosen by them (router_hash, feedforward_layers'
+        hashed), or n-gram inputs (ngram_blocks)."""
+        hashed = bool(self.E) and (self.router_hash or "hashed" in (self.feedforward_layers or ()))
+        return hashed or bool(self.ngram_blocks)  # (and Qwen4's n-gram inputs)
 
     @property
     def stream_rows(self) -> int:

@@ -31,6 +31,7 @@ def _property(name: str) -> dict[str, Any]:
         },
         "layers": {"type": "array", "items": {"enum": choices}, "minItems": 1},
         "sizes": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1},
+        "blocks": {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True},
         "levels": {"type": "array", "items": {"type": "number", "minimum": 0, "exclusiveMaximum": 1}, "minItems": 1},
         "scale": {"anyOf": [{"enum": choices}, {"type": "number", "exclusiveMinimum": 0, "maximum": FLOAT_MAX}]},
     }

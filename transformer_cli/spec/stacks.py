@@ -41,7 +41,7 @@ from .expert_keys import EXPERT_FIELDS
 # what may differ between blocks: their kinds, their feedforwards' sizes and sparsity (Gemma 3n's: "r=64", "sparse=0.9")
 LAYER_KEYS: tuple[str, ...] = ("attention_layers", "feedforward_layers", "positional_layers", "r_layers")
 LAYER_KEYS += ("sparsity_layers", "mixer_layers", "norm_layers", "latent_layers")
-SIZE, SPARSE, NORM, LATENTS = "r=", "sparse=", "norm=", "latents="
+SIZE, SPARSE, NORM, LATENTS, NGRAM = "r=", "sparse=", "norm=", "latents=", "ngram="
 
 
 def encoder_spec(spec: Spec) -> Spec:
@@ -119,6 +119,8 @@ class Stack:
             out.append(f"{NORM}{kind_of(spec.norm_layers, i, spec.norm)}")
         if spec.latent_layers is not None:  # (Mistral Large 4's: its latents its own, or an earlier block's)
             out.append(f"{LATENTS}{kind_of(spec.latent_layers, i, 'own')}")
+        if spec.ngram_blocks is not None:  # (Qwen4's n-gram inputs: each block its own table, or none)
+            out.append(f"{NGRAM}{spec.ngram_blocks.index(i) if i in spec.ngram_blocks else None}")
         if spec.mixer_layers is not None:
             out.append(kind_of(spec.mixer_layers, i, spec.attention))
         if not spec.first_attn_norm:  # (block 0 without a norm before its attention: ModernBERT's)
@@ -129,7 +131,7 @@ class Stack:
 
     @property
     def uniform(self) -> bool:
-        keys = all(getattr(self.spec, key) is None for key in LAYER_KEYS)
+        keys = all(getattr(self.spec, key) is None for key in LAYER_KEYS) and self.spec.ngram_blocks is None
         return keys and self.spec.first_attn_norm and not self.spec.kv_shared
 
     def _spec_of(self, kinds: tuple[str, ...], N: int) -> Spec:
@@ -172,6 +174,8 @@ class Stack:
                 changes["sparsity_layers"] = (float(kind.removeprefix(SPARSE)),)
             elif kind.startswith(NORM):
                 changes["norm"] = kind.removeprefix(NORM)
+            elif kind.startswith(NGRAM):
+                changes["ngram_table"] = None if kind == f"{NGRAM}None" else int(kind.removeprefix(NGRAM))
             elif kind.startswith(LATENTS):  # (the block's own kind, as a pattern of one; reuse: no latents of its own)
                 own = kind.removeprefix(LATENTS)
                 changes |= {"latent_layers": (own,), "kv_reused": own == "reuse"}

@@ -19,8 +19,8 @@ from .dependent import DEPENDENT, read_elsewhere
 from .stacks import encoder_spec, kind_of
 from .validate_altup import check_altup
 from .validate_experts import check_experts
-from .validate_mixers import check_mixers
-from .validate_rope import check_llama4, check_rope
+from .validate_mixers import check_mixers, mixers
+from .validate_rope import check_llama4, check_relative, check_rope
 from .yaml12 import MAX_DIGITS, TooLong
 
 
@@ -41,6 +41,7 @@ def _expected(name: str) -> str:
         "stack": f"a mapping of some of {', '.join(choices)}",
         "sizes": "a list of positive integers, one per block, or a shorter pattern repeated over the blocks",
         "levels": "a list of numbers in [0, 1), one per block, or a shorter pattern repeated over the blocks",
+        "blocks": "a list of distinct block indices (0, 1, ...)",
     }[kind]
 
 
@@ -93,6 +94,9 @@ def _valid(name: str, value: Any) -> bool:
     if kind in ("sizes", "levels"):
         fits = (lambda v: _is_int(v) and v > 0) if kind == "sizes" else (lambda v: _is_number(v) and 0 <= v < 1)
         return isinstance(value, (list, tuple)) and len(value) > 0 and all(fits(v) for v in value)
+    if kind == "blocks":  # (distinct block indices)
+        ints = isinstance(value, (list, tuple)) and all(_is_int(v) and v >= 0 for v in value)
+        return ints and len(set(value)) == len(value)
     if kind == "stack":
         return isinstance(value, tuple) and len(value) > 0 and all(_valid(k, v) for k, v in value)
     if kind == "layers":
@@ -112,7 +116,7 @@ def _declared(name: str, value: Any) -> Any:
         return int(value)
     if kind == "scale" and _is_number(value):
         return float(value)
-    if kind == "layers" and isinstance(value, list):
+    if kind in ("layers", "blocks") and isinstance(value, list):
         return tuple(value)
     if kind == "stack" and isinstance(value, dict):  # (key, value) pairs in the order the keys are declared
         keys = FIELDS[name].metadata["choices"]
@@ -275,7 +279,7 @@ def _check_combinations(spec: Spec, data: dict[str, Any], source: str) -> None:
     if spec.positional == "rope":
         check_rope(spec, source, _expected)
     if spec.positional in RELATIVE:
-        _check_relative(spec, source)
+        check_relative(spec, source, _fail)
     if spec.positional == "disentangled" and (spec.kv_heads != spec.H or spec.N_enc or spec.mask == "causal"):
         raise _fail(source, "positional", "disentangled", "G = H, one stack, unmasked (DeBERTa's encoder)")
     if spec.positional == "disentangled" and not 2 <= spec.rel_buckets // 2 + 1 < spec.rel_max_distance:
@@ -328,9 +332,9 @@ def _check_layers(spec: Spec, data: dict[str, Any], source: str) -> None:
     _check_shared(spec, data, source)
     if spec.local_G is not None and spec.H % spec.local_G:
         raise _fail(source, "local_G", spec.local_G, f"a divisor of H = {spec.H}")
-    used = {spec.attention, *(spec.mixer_layers or ())}  # (DeepSeek-V4's sliding blocks: their own base too)
+    own = ("rope_local_theta",) if "shared_kv" in mixers(spec) else ()  # (DeepSeek-V4's sliding blocks' base too)
     for key in ("rope_local_theta", "rope_local_fraction", "local_G", "local_sinks", "full_m"):
-        if key in data and spec.attention_layers is None and not (key == "rope_local_theta" and "shared_kv" in used):
+        if key in data and spec.attention_layers is None and key not in own:
             raise _fail(source, key, data[key], f"no {key} without attention_layers (sliding blocks beside full ones)")
     if "attention_layers" in data and spec.positional in RELATIVE:
         raise _fail(
@@ -339,27 +343,6 @@ def _check_layers(spec: Spec, data: dict[str, Any], source: str) -> None:
             data["attention_layers"],
             "no attention_layers with relative positions (their bias is counted over one window)",
         )
-
-
-def _check_relative(spec: Spec, source: str) -> None:
-    """T5's buckets: each direction a stack looks in needs an exact bucket and a logarithmic one (fewer divide by
-    zero, in transformers as here), and the farthest distance must lie past the exact ones."""
-    unmasked = bool(spec.N_enc) or spec.mask != "causal"
-    least = 4 if unmasked else 2
-    if spec.rel_buckets < least:
-        why = (
-            "an unmasked stack splits them between keys before and after the query, each half"
-            if unmasked
-            else "a causal stack"
-        )
-        raise _fail(
-            source,
-            "rel_buckets",
-            spec.rel_buckets,
-            f"at least {least} ({why} needing an exact bucket and a logarithmic one)",
-        )
-    if spec.rel_max_distance <= spec.rel_buckets // 2:
-        raise _fail(source, "rel_max_distance", spec.rel_max_distance, "more than rel_buckets / 2 (the exact buckets)")
 
 
 def _check_encoder_decoder(spec: Spec, data: dict[str, Any], source: str) -> None:

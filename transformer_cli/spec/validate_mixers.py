@@ -78,10 +78,32 @@ def check_mixers(spec: Spec, data: dict[str, Any], source: str, fail: Fail) -> N
         for key in LINEAR_KEYS[2:]:
             if getattr(spec, key) is None:
                 raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with a kda block")
+    if spec.ngram_blocks is not None:
+        _check_ngrams(spec, data, source, fail)
     if "mamba" in used:
         for key in ("ssm_inner", "ssm_state", "ssm_dt_rank"):
             if getattr(spec, key) is None:
                 raise SpecError(f"{source}: key '{key}': missing, expected a positive integer with a mamba block")
+
+
+def _check_ngrams(spec: Spec, data: dict[str, Any], source: str, fail: Fail) -> None:
+    """Qwen4's n-gram inputs: blocks that exist, a vocabulary and an end-of-sequence id, a vector the heads divide,
+    rotary positions or none (the columns' last row is the ids), a convolution of two taps or more."""
+    if any(i >= spec.N for i in spec.ngram_blocks or ()):
+        raise fail(source, "ngram_blocks", list(spec.ngram_blocks or ()), f"block indices below N = {spec.N}")
+    if spec.V is None or spec.ngram_eos is None:
+        key, why = ("V", "a vocabulary") if spec.V is None else ("ngram_eos", "the end-of-sequence id")
+        raise SpecError(f"{source}: key '{key}': missing, expected {why} with ngram_blocks")
+    heads = (spec.ngram_size - 1) * spec.ngram_heads
+    if spec.ngram_size < 2 or (spec.ngram_dim or spec.d) % heads:
+        expected = f"a multiple of (ngram_size - 1) ngram_heads = {heads}, ngram_size 2 or more"
+        raise fail(source, "ngram_dim", spec.ngram_dim or spec.d, expected)
+    if spec.positional not in ("rope", "none", "alibi", "relative") or spec.embed_dim or spec.ple_dim:
+        raise fail(source, "ngram_blocks", list(spec.ngram_blocks or ()), "rotary positions or none, no embed_dim")
+    if spec.ngram_kernel < 2:
+        raise fail(source, "ngram_kernel", spec.ngram_kernel, "2 or more taps")
+    if "ngram_table" in data:
+        raise fail(source, "ngram_table", data["ngram_table"], "no ngram_table by hand (ngram_blocks sets it)")
 
 
 def _check_memory(spec: Spec, source: str, fail: Fail) -> None:

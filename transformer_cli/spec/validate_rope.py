@@ -1,4 +1,5 @@
-"""What the rope keys and Llama 4's keys need of each other beyond their types (validate.py's checks)."""
+"""What the rope keys, Llama 4's and T5's relative positions' keys need of each other beyond their types
+(validate.py's checks)."""
 
 from __future__ import annotations
 
@@ -69,4 +70,25 @@ def check_rope(spec: Spec, source: str, expected: Expected) -> None:
         )
 
 
-__all__ = ["check_llama4", "check_rope"]
+def check_relative(spec: Spec, source: str, fail: Fail) -> None:
+    """T5's buckets: each direction a stack looks in needs an exact bucket and a logarithmic one (fewer divide by
+    zero, in transformers as here), and the farthest distance must lie past the exact ones."""
+    unmasked = bool(spec.N_enc) or spec.mask != "causal"
+    least = 4 if unmasked else 2
+    if spec.rel_buckets < least:
+        why = (
+            "an unmasked stack splits them between keys before and after the query, each half"
+            if unmasked
+            else "a causal stack"
+        )
+        raise fail(
+            source,
+            "rel_buckets",
+            spec.rel_buckets,
+            f"at least {least} ({why} needing an exact bucket and a logarithmic one)",
+        )
+    if spec.rel_max_distance <= spec.rel_buckets // 2:
+        raise fail(source, "rel_max_distance", spec.rel_max_distance, "more than rel_buckets / 2 (the exact buckets)")
+
+
+__all__ = ["check_llama4", "check_relative", "check_rope"]

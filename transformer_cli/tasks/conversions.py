@@ -165,8 +165,10 @@ def to_tfm(folder: Path, out: Path, dtype: Any = None, overwrite: bool = False) 
         dtype = np.float64 if codes == {"F64"} else np.float32
     dtype = np.dtype(dtype)
     tensors = list(iter_tensors(spec))
-    layout = lambda: ((t.name, Header(t.shape, dtype)) for t in tensors)  # noqa: E731
-    arrays = ((t.name, cast_finite(weights[t.name], dtype, f"{folder}: tfm's tensor {t.name}")) for t in tensors)
+    typed = {t.name: np.dtype(np.int64) if t.name.endswith(INTEGER) else dtype for t in tensors}  # (ids: int64)
+    layout = lambda: ((t.name, Header(t.shape, typed[t.name])) for t in tensors)  # noqa: E731
+    where = f"{folder}: tfm's tensor"
+    arrays = ((t.name, cast_finite(weights[t.name], typed[t.name], f"{where} {t.name}")) for t in tensors)
     metadata = {"hf_config": json.dumps(dequantised(config))} | _generation(folder)
     write_weights(out, layout, arrays, spec, overwrite, metadata)
     return spec, len(tensors)
