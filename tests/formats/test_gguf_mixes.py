@@ -14,7 +14,8 @@ from transformer_cli.cli import app
 from transformer_cli.spec.validate import spec_from_mapping
 
 gguf = pytest.importorskip("gguf", reason="the gguf package reads and writes the files (a dependency of tfm)")
-from transformer_cli.gguf.mixes import mix_held, mix_types, use_more_bits  # noqa: E402
+from transformer_cli.gguf.mixes import mix_held, mix_types  # noqa: E402
+from transformer_cli.gguf.quant_rules import use_more_bits  # noqa: E402
 
 LLAMA = {
     "N": 8,
@@ -191,3 +192,51 @@ def test_gemma3ns_small_tensors_are_kept_and_its_per_layer_table_is_an_embedding
         assert types[name] == "F32", name
     assert types["per_layer_token_embd.weight"] == types["token_embd.weight"] == "Q6_K"
     assert types["blk.0.attn_q.weight"] == "Q4_K" and types["blk.1.ffn_down.weight"] == "Q6_K"  # (its last eighth)
+
+
+RECORDED = json.loads((Path(__file__).parent.parent / "data" / "llama_quantize_types_2.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in RECORDED["cases"] if "types" in c], ids=lambda c: f"{c['model']}-{c['ftype']}"
+)
+def test_every_file_type_types_each_tensor_as_llama_quantize_did(case):
+    """Every file type llama-quantize made here without an importance matrix (tests/data/llama_quantize_types_2.json,
+    scripts/record_quant_types.py): 8 and 16 blocks, 4 query heads a key head and a tied head, rows of 96 (every
+    fallback), 8 experts; each tensor's type as it wrote it."""
+    spec = spec_from_mapping(RECORDED["models"][case["model"]], case["model"])
+    ours = mix_types(spec, "llama", case["ftype"].lower(), imatrix=False)
+    assert ours == case["types"]
+
+
+def test_the_file_types_llama_quantize_refuses_without_an_importance_matrix_are_priced_with_one():
+    """Q2_K_S and the i-quants of 3 bits and fewer: llama-quantize refused them here without an importance matrix
+    (the recorded cases); the plan prices them as made with one, and tells the rules apart (IQ3_XXS's attn_v and
+    ffn_down take other types without one)."""
+    from transformer_cli.gguf.quant_rules import NEEDS_IMATRIX
+
+    refused = {c["ftype"].lower() for c in RECORDED["cases"] if c["model"] == "llama8" and "refused" in c}
+    assert refused == set(NEEDS_IMATRIX)
+    types, without = mix_types(spec(), "llama", "iq3_xxs"), mix_types(spec(), "llama", "iq3_xxs", imatrix=False)
+    assert types["blk.0.attn_v.weight"] == "IQ3_XXS" and without["blk.0.attn_v.weight"] == "IQ3_S"
+    assert types["blk.4.ffn_down.weight"] == "IQ3_XXS" and without["blk.4.ffn_down.weight"] == "Q3_K"
+
+
+@pytest.mark.parametrize("ftype", ["IQ3_M", "IQ3_S", "Q3_K_L", "TQ2_0", "MXFP4_MOE"])
+def test_plan_prices_the_other_file_types_at_the_bytes_of_llama_quantizes_types(runner, tmp_path, ftype):
+    """`tfm plan --weights` of a file type beyond the K mixes: the weights' bytes are those of the types llama-quantize
+    gave each tensor (the recorded run), block by block as the gguf package sizes them."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    from transformer_cli.gguf.mixes import file_tensors
+
+    case = next(c for c in RECORDED["cases"] if c["model"] == "mixtral4-8experts" and c["ftype"] == ftype)
+    s = spec_from_mapping(RECORDED["models"][case["model"]], case["model"])
+    shapes = file_tensors(s, "llama")[2]  # (each GGUF tensor's numpy shape, as the quantiser sees it)
+    sizes = {n: GGML_QUANT_SIZES[GGMLQuantizationType[t]] for n, t in case["types"].items()}
+    expected = sum(math.prod(shapes[n]) // sizes[n][0] * sizes[n][1] for n in case["types"])
+    path = tmp_path / "spec.yaml"
+    path.write_text(json.dumps(RECORDED["models"][case["model"]]))
+    done = runner.invoke(app, ["plan", str(path), "--weights", ftype.lower(), "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["weights_bytes"][ftype.lower()] == expected

@@ -53,7 +53,33 @@ WEIGHT_DTYPES = (
     "iq4_nl",
     "iq4_xs",
 )  # (quantized.py's GGML types last)
-GGUF_MIXES = ("q3_k_m", "q4_k_s", "q4_k_m", "q5_k_s", "q5_k_m")  # llama.cpp's file types mixing types (gguf/mixes.py)
+# llama.cpp's file types mixing types, as llama-quantize types each tensor (gguf/quant_rules.py); those named as a
+# GGML type above (q4_0, q6_k, iq4_xs, ...) still price every tensor in that type
+GGUF_MIXES: tuple[str, ...] = (
+    "q2_k_s",
+    "q3_k_s",
+    "q3_k_m",
+    "q3_k_l",
+    "q4_k_s",
+    "q4_k_m",
+    "q5_k_s",
+    "q5_k_m",
+    "iq1_s",
+    "iq1_m",
+)
+GGUF_MIXES += (
+    "iq2_xxs",
+    "iq2_xs",
+    "iq2_s",
+    "iq2_m",
+    "iq3_xxs",
+    "iq3_xs",
+    "iq3_s",
+    "iq3_m",
+    "tq1_0",
+    "tq2_0",
+    "mxfp4_moe",
+)
 KERNELS = {"fused_attention": True, "unfused_attention": False}  # the two ways attention is computed
 
 
