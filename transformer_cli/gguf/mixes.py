@@ -26,9 +26,9 @@ def quantise_model(spec: Spec, arch_name: str) -> Model:
     """What llama-quantize reads of the model (quant_rules.Model): Falcon's rules where the record says, llama.cpp's
     70B type for 80 blocks of grouped keys."""
     record = GGUF_OF.get(arch_name)
-    arch = "falcon" if record is not None and record.quantize_as_falcon else arch_name
+    falcon = record is not None and record.quantize_as_falcon
     grouped = spec.G not in (None, spec.H)
-    return Model(arch, spec.N, spec.H // spec.kv_heads, spec.E or 0, is_70b=spec.N == 80 and grouped)
+    return Model(falcon, spec.N, spec.H // spec.kv_heads, spec.E or 0, is_70b=spec.N == 80 and grouped)
 
 
 def _layout(spec: Spec, arch_name: str) -> list[Rule]:

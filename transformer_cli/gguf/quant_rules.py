@@ -39,16 +39,21 @@ KEPT: tuple[str, ...] = (
     "laurel",
     "per_layer_model_proj",
 )
-KEPT += ("ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight", "indexer.q_proj.weight")
+KEPT += ("ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight", "indexer.q_proj.weight", "attn_rel_b.weight")
+KEPT += tuple(
+    f"time_mix_{x}.weight" for x in ("first", "w0", "w1", "w2", "v0", "v1", "v2", "a0", "a1", "a2", "g1", "g2")
+)
+KEPT += ("time_mix_decay_w1.weight", "time_mix_decay_w2.weight", "time_mix_lerp_fused.weight")  # (RWKV's)
 KEPT_NAMES = ("position_embd.weight", "token_types.weight")
 
 
 @dataclass(frozen=True)
 class Model:
-    """What llama-quantize reads of the model: its architecture, blocks, query heads per key head, experts, and
-    whether it is llama.cpp's 70B type (80 blocks of grouped keys)."""
+    """What llama-quantize reads of the model: whether its architecture takes Falcon's rules, its blocks, query heads
+    per key head, experts, and whether it is llama.cpp's 70B type (80 blocks of grouped keys). (GLM-5-Next's own
+    rule, its query projections kept at Q8_0 at least, is not here: tfm writes no file of its architecture.)"""
 
-    arch: str
+    falcon: bool
     n_layer: int
     n_gqa: int
     n_expert: int = 0
@@ -146,11 +151,9 @@ class _Rules:
         return i, self.model.n_layer
 
     def type_of(self, cat: str, new: str) -> str:  # noqa: C901 (llama.cpp's one function, branch by branch)
-        f, m, n = self.ftype, self.model, self.name
-        if m.arch == "glm5_next" and ("attn_q_a" in n or "attn_q_b" in n or "nextn.eh_proj" in n):
-            return "Q8_0"
+        f, m = self.ftype, self.model
         if cat == "output" or (self.tied and cat == "token_embd"):
-            if f == "mxfp4_moe" or m.arch == "falcon" or self.shape[-1] % _block(new):
+            if f == "mxfp4_moe" or m.falcon or self.shape[-1] % _block(new):
                 return "Q8_0"
             if f in ("iq2_xxs", "iq2_xs", "iq3_xxs", "iq1_s", "iq2_s", "iq2_m", "iq1_m"):
                 return "Q5_K"
@@ -232,7 +235,7 @@ class _Rules:
     def _ffn_down(self, new: str) -> str:
         f, m = self.ftype, self.model
         i, n = self.layer("ffn_down")
-        falcon, more = m.arch == "falcon", use_more_bits(i, n)
+        falcon, more = m.falcon, use_more_bits(i, n)
         if f == "q2_k":
             return "Q3_K"
         if f == "q2_k_s":
@@ -261,7 +264,7 @@ class _Rules:
 
     def _attn_output(self, new: str) -> str:
         f, m = self.ftype, self.model
-        if m.arch == "falcon":
+        if m.falcon:
             return "Q4_K" if f == "q3_k_l" else new
         if m.n_expert == 8:
             lifted = ("q2_k", "iq3_xs", "iq3_xxs", "q3_k_s", "q3_k_m", "iq4_nl", "q4_k_s", "q4_k_m", "iq3_s", "iq3_m")
