@@ -228,13 +228,17 @@ def test_ggmls_block_sizes_are_the_packages():
 
 @pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q6_K", "IQ4_XS"])
 def test_plans_ggml_weights_are_the_bytes_a_gguf_file_of_that_type_stores(tmp_path, runner, qtype):
-    """tfm plan --weights q8_0 (...) counts a model's weights as a GGUF file of that type holds them (the converter's
-    F32 norms, F16 fallback, quantised embedding and head): exactly the tensor bytes of such a file."""
+    """A GGUF file of one type (the converter's F32 norms, F16 fallback, quantised embedding and head) is planned at
+    its own tensor bytes; tfm plan --weights of that type's name gives those bytes where llama-quantize has no file
+    type of it (Q4_K) or its file type is the one type throughout (Q8_0; Q6_K on this model), and llama-quantize's
+    mix where it is one (Q4_0: its head Q6_K, or Q8_0 where its rows are no whole blocks of 256)."""
     import json
 
     from gguf_files import write_random_quantised
 
     from transformer_cli.cli import app
+    from transformer_cli.gguf.header import read_header
+    from transformer_cli.gguf.mixes import mix_held
 
     if qtype.endswith(("_K", "XS")):  # no quantiser in the package: random blocks, rows of 256
         import torch
@@ -255,7 +259,12 @@ def test_plans_ggml_weights_are_the_bytes_a_gguf_file_of_that_type_stores(tmp_pa
         path = write_gguf(build("qwen2"), tmp_path / "m.gguf", qtype)
     planned = runner.invoke(app, ["plan", str(path), "-n", "16", "--weights", qtype.lower(), "--json"])
     assert planned.exit_code == 0, planned.output
-    stored = gguf_summary(path, spec_from_gguf(path))["tensor_bytes"]
-    assert json.loads(planned.stdout)["weights_bytes"][qtype.lower()] == stored
+    spec = spec_from_gguf(path)
+    stored = gguf_summary(path, spec)["tensor_bytes"]
+    arch = str(read_header(path).metadata["general.architecture"])
+    mixed = qtype not in ("Q8_0", "Q4_K")
+    expected = mix_held(spec, arch, qtype.lower()).total() if mixed else stored
+    assert json.loads(planned.stdout)["weights_bytes"][qtype.lower()] == expected
+    assert (expected != stored) == (qtype not in ("Q8_0", "Q4_K", "Q6_K"))  # (Q6_K's mix: Q6_K throughout here)
     own = runner.invoke(app, ["plan", str(path), "-n", "16", "--json"])  # by default: the file's own type
     assert json.loads(own.stdout)["weights_dtype"] == qtype.lower() and "note:" not in own.stderr

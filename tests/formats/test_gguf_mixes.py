@@ -240,3 +240,26 @@ def test_plan_prices_the_other_file_types_at_the_bytes_of_llama_quantizes_types(
     done = runner.invoke(app, ["plan", str(path), "--weights", ftype.lower(), "--json"])
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["weights_bytes"][ftype.lower()] == expected
+
+
+PUBLISHED = {  # llama.cpp's tools/quantize/README.md (llama-cpp-python 0.3.36's copy): Llama-3.1-8B's files, GiB
+    "iq1_s": 1.87, "iq1_m": 2.01, "iq2_xxs": 2.23, "iq2_xs": 2.42, "iq2_s": 2.56, "iq2_m": 2.74, "iq3_xxs": 3.04,
+    "iq3_xs": 3.27, "iq3_s": 3.42, "iq3_m": 3.52, "iq4_xs": 4.17, "iq4_nl": 4.38, "q2_k_s": 2.78, "q2_k": 2.95,
+    "q3_k_s": 3.41, "q3_k_m": 3.74, "q3_k_l": 4.02, "q4_k_s": 4.36, "q4_k_m": 4.58, "q5_k_s": 5.21, "q5_k_m": 5.33,
+    "q6_k": 6.14, "q8_0": 7.95,
+}  # fmt: skip
+
+
+def test_every_file_type_of_llama3_8b_is_the_size_llama_cpp_publishes():
+    """Meta-Llama-3-8B's config (Llama-3.1-8B's shapes): each file type's tensor bytes, in GiB to the table's two
+    decimals, are llama.cpp's published sizes; Q4_0's 4.33 GiB is its mix (the head Q6_K), where every tensor in Q4_0
+    would be 4.21."""
+    from transformer_cli.analysis.quantized import weight_bytes
+    from transformer_cli.gguf.mixes import mix_held
+    from transformer_cli.hf.config import spec_from_config
+
+    llama3 = spec_from_config(Path(__file__).parents[2] / "examples" / "hf" / "Meta-Llama-3-8B")
+    sizes = {name: mix_held(llama3, "llama", name).total() / 2**30 for name in PUBLISHED}
+    assert {name: round(size, 2) for name, size in sizes.items()} == PUBLISHED
+    assert round(mix_held(llama3, "llama", "q4_0").total() / 2**30, 3) == 4.334
+    assert round(weight_bytes(llama3)["q4_0"] / 2**30, 2) == 4.21  # (the control: every tensor in Q4_0)

@@ -54,7 +54,8 @@ WEIGHT_DTYPES = (
     "iq4_xs",
 )  # (quantized.py's GGML types last)
 # llama.cpp's file types mixing types, as llama-quantize types each tensor (gguf/quant_rules.py); those named as a
-# GGML type above (q4_0, q6_k, iq4_xs, ...) still price every tensor in that type
+# GGML type above (q4_0, q6_k, iq4_xs, ...) are that file type where llama.cpp has the model (its head Q6_K, ...)
+FILE_TYPES_AS_GGML = ("q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q6_k", "iq4_nl", "iq4_xs")
 GGUF_MIXES: tuple[str, ...] = (
     "q2_k_s",
     "q3_k_s",

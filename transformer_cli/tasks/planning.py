@@ -17,7 +17,7 @@ from ..analysis.lora import adapters
 from ..analysis.parallel import Split
 from ..analysis.plan import HARDWARE, Asked, plan_asked
 from ..analysis.quantized import weight_bytes
-from ..analysis.serving import GGUF_MIXES, LOGITS, WEIGHT_DTYPES, context_cap
+from ..analysis.serving import FILE_TYPES_AS_GGML, GGUF_MIXES, LOGITS, WEIGHT_DTYPES, context_cap
 from ..analysis.training import OPTIMIZERS
 from ..analysis.units import human, size
 from ..errors import OptionError, TfmError
@@ -148,6 +148,8 @@ def asked(
     kind: str | Held = weights if weights is not None else stored_type(path, spec, say) or "bfloat16"
     if kind in GGUF_MIXES:
         kind = mix(path, spec, str(kind))
+    elif kind in FILE_TYPES_AS_GGML:  # (llama-quantize's file type where llama.cpp has the model, else the type)
+        kind = file_type(path, spec, str(kind), say)
     if lora_targets and lora_rank is None:
         raise TfmError(f"--lora-targets {lora_targets}: needs --lora-rank R (the adapters' rank)")
     lora = adapters_of(path, spec, lora_rank, lora_targets or "all-linear") if lora_rank is not None else None
@@ -176,6 +178,8 @@ def weights_types(path: Path | None, spec: Spec, kind: str | Held, also: str | N
     for name in [w.strip() for w in (also or "").split(",") if w.strip()]:
         if name in GGUF_MIXES:
             found.append(mix(path, spec, name))
+        elif name in FILE_TYPES_AS_GGML:
+            found.append(file_type(path, spec, name, lambda note: None))
         elif name in WEIGHT_DTYPES:
             found.append(name)
         else:
@@ -184,6 +188,16 @@ def weights_types(path: Path | None, spec: Spec, kind: str | Held, also: str | N
                 f"or a mix: {', '.join(GGUF_MIXES)})"
             )
     return found
+
+
+def file_type(path: Path | None, spec: Spec, name: str, say: Callable[[str], None]) -> str | Held:
+    """A GGML type's name that is also a file type of llama-quantize (q4_0: Q4_0 but the head Q6_K): that file
+    type where the model has a GGUF architecture (mix), else every tensor in that type (said)."""
+    try:
+        return mix(path, spec, name)
+    except TfmError as e:  # (no GGUF architecture for the model, or the model not one of it)
+        say(f"note: --weights {name}: every tensor of two or more axes in {name}, not llama-quantize's mix ({e})")
+        return name
 
 
 def mix(path: Path | None, spec: Spec, name: str) -> Held:
