@@ -1,5 +1,5 @@
 """Record the GGML type llama-quantize gives each tensor, for every file type it offers, on small models
-(tests/data/llama_quantize_types_2.json, read by tests/formats/test_gguf_mixes.py).
+(tests/data/llama_quantize_types_2.json.gz, read by tests/formats/test_gguf_mixes.py).
 
 Each model is built small and random by transformers, written as an F32 GGUF file by `tfm convert` (its vocabulary
 replaced by no_vocab, as llama.cpp then loads any), and quantised by llama.cpp's own `llama_model_quantize` (the
@@ -8,18 +8,23 @@ tfm), without an importance matrix; each tensor's type is read back with gguf's 
 refuses without an importance matrix is recorded as refused.
 
     python -m venv /tmp/lcpp && /tmp/lcpp/bin/pip install llama-cpp-python==0.3.36 numpy
-    PYTHONPATH=. python scripts/record_quant_types.py /tmp/lcpp/bin/python
+    PYTHONPATH=. python scripts/record_quant_types.py /tmp/lcpp/bin/python [LLAMA_QUANTIZE]
+
+With the path of the llama-quantize tool built from the same source (the sdist's vendor/llama.cpp: cmake -B build
+-DLLAMA_BUILD_TOOLS=ON; cmake --build build --target llama-quantize), every file type is also made with an importance
+matrix (one of ones for every tensor, in its legacy format), as the file types of 3 bits and fewer need one.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-OUT = Path(__file__).parents[1] / "tests" / "data" / "llama_quantize_types_2.json"
+OUT = Path(__file__).parents[1] / "tests" / "data" / "llama_quantize_types_2.json.gz"
 VERSION = "llama-cpp-python 0.3.36 (its vendored llama.cpp, src/llama-quant.cpp)"
 FTYPES = (
     "Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q2_K_S Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ1_S IQ1_M IQ2_XXS "
@@ -56,7 +61,28 @@ copy_with_new_metadata(reader, writer, {gguf.Keys.Tokenizer.MODEL: no_vocab}, []
 """
 
 
-def main(llama_python: str) -> None:
+def imatrix(path: Path, gguf_file: Path) -> None:
+    """An importance matrix of ones for every tensor of two or more axes (its rows' length, times its experts), in
+    llama.cpp's legacy format: the entries, each its name, one call and its values; then the chunks (1)."""
+    import struct
+
+    import gguf
+
+    entries = []
+    for t in gguf.GGUFReader(gguf_file).tensors:
+        shape = [int(x) for x in t.shape]  # (GGML's order: the row's length first)
+        if len(shape) >= 2 and t.name.endswith("weight"):
+            entries.append((t.name, shape[0] * (shape[2] if len(shape) > 2 else 1)))
+    out = struct.pack("<i", len(entries))
+    for name, count in entries:
+        raw = name.encode()
+        out += (
+            struct.pack("<i", len(raw)) + raw + struct.pack("<ii", 1, count) + struct.pack(f"<{count}f", *[1.0] * count)
+        )
+    path.write_bytes(out + struct.pack("<i", 1))
+
+
+def main(llama_python: str, llama_quantize: str | None = None) -> None:
     import gguf
     import torch
     import transformers
@@ -87,11 +113,26 @@ def main(llama_python: str) -> None:
                 cases.append(case | {"types": {t.name: t.tensor_type.name for t in reader.tensors}})
                 out.unlink()
                 print(name, ftype, "ok", flush=True)
+            if llama_quantize is None:
+                continue
+            imatrix(folder / f"{name}.imatrix", source)
+            for ftype in FTYPES:
+                out = folder / f"{name}-{ftype}-imatrix.gguf"
+                made = [llama_quantize, "--imatrix", str(folder / f"{name}.imatrix"), str(source), str(out), ftype]
+                done = subprocess.run(made, capture_output=True)
+                case = {"model": name, "ftype": ftype, "imatrix": True}
+                if done.returncode != 0:
+                    said = done.stderr.decode(errors="replace").strip().splitlines()
+                    cases.append(case | {"refused": said[-1] if said else f"exit {done.returncode}"})
+                    continue
+                cases.append(case | {"types": {t.name: t.tensor_type.name for t in gguf.GGUFReader(out).tensors}})
+                out.unlink()
+                print(name, ftype, "with an importance matrix ok", flush=True)
     source = f"{VERSION}; no importance matrix; each tensor's type read back with gguf's GGUFReader"
     found = {"source": source, "models": models, "cases": cases}
-    OUT.write_text(json.dumps(found, separators=(",", ":")) + "\n")
+    OUT.write_bytes(gzip.compress(json.dumps(found, separators=(",", ":")).encode(), mtime=0))
     print(f"wrote {OUT}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])

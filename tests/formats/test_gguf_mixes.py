@@ -4,6 +4,7 @@ itself wrote when run here), and `tfm plan --weights q4_k_m` priced at those ten
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -194,18 +195,23 @@ def test_gemma3ns_small_tensors_are_kept_and_its_per_layer_table_is_an_embedding
     assert types["blk.0.attn_q.weight"] == "Q4_K" and types["blk.1.ffn_down.weight"] == "Q6_K"  # (its last eighth)
 
 
-RECORDED = json.loads((Path(__file__).parent.parent / "data" / "llama_quantize_types_2.json").read_text())
+RECORDED = json.loads(
+    gzip.decompress((Path(__file__).parent.parent / "data" / "llama_quantize_types_2.json.gz").read_bytes())
+)
 
 
 @pytest.mark.parametrize(
-    "case", [c for c in RECORDED["cases"] if "types" in c], ids=lambda c: f"{c['model']}-{c['ftype']}"
+    "case",
+    [c for c in RECORDED["cases"] if "types" in c],
+    ids=lambda c: f"{c['model']}-{c['ftype']}" + ("-imatrix" if c.get("imatrix") else ""),
 )
 def test_every_file_type_types_each_tensor_as_llama_quantize_did(case):
-    """Every file type llama-quantize made here without an importance matrix (tests/data/llama_quantize_types_2.json,
-    scripts/record_quant_types.py): 8 and 16 blocks, 4 query heads a key head and a tied head, rows of 96 (every
-    fallback), 8 experts; each tensor's type as it wrote it."""
+    """Every file type llama-quantize made here, without an importance matrix (llama_model_quantize) and with one
+    (the llama-quantize tool; tests/data/llama_quantize_types_2.json.gz, scripts/record_quant_types.py): 8 and 16
+    blocks, 4 query heads a key head and a tied head, rows of 96 (every fallback), 8 experts; each tensor's type as
+    it wrote it."""
     spec = spec_from_mapping(RECORDED["models"][case["model"]], case["model"])
-    ours = mix_types(spec, "llama", case["ftype"].lower(), imatrix=False)
+    ours = mix_types(spec, "llama", case["ftype"].lower(), imatrix=bool(case.get("imatrix")))
     assert ours == case["types"]
 
 
@@ -215,8 +221,8 @@ def test_the_file_types_llama_quantize_refuses_without_an_importance_matrix_are_
     ffn_down take other types without one)."""
     from transformer_cli.gguf.quant_rules import NEEDS_IMATRIX
 
-    refused = {c["ftype"].lower() for c in RECORDED["cases"] if c["model"] == "llama8" and "refused" in c}
-    assert refused == set(NEEDS_IMATRIX)
+    cases = [c for c in RECORDED["cases"] if c["model"] == "llama8"]
+    assert {c["ftype"].lower() for c in cases if "refused" in c and not c.get("imatrix")} == set(NEEDS_IMATRIX)
     types, without = mix_types(spec(), "llama", "iq3_xxs"), mix_types(spec(), "llama", "iq3_xxs", imatrix=False)
     assert types["blk.0.attn_v.weight"] == "IQ3_XXS" and without["blk.0.attn_v.weight"] == "IQ3_S"
     assert types["blk.4.ffn_down.weight"] == "IQ3_XXS" and without["blk.4.ffn_down.weight"] == "Q3_K"
