@@ -1,11 +1,11 @@
 """Record the GGML type llama-quantize gives each tensor, for every file type it offers, on small models
 (tests/data/llama_quantize_types_2.json.gz, read by tests/formats/test_gguf_mixes.py).
 
-Each model is built small and random by transformers, written as an F32 GGUF file by `tfm convert` (its vocabulary
-replaced by no_vocab, as llama.cpp then loads any), and quantised by llama.cpp's own `llama_model_quantize` (the
-function behind `llama-quantize`, through llama-cpp-python: a reference for the test data, never a dependency of
-tfm), without an importance matrix; each tensor's type is read back with gguf's GGUFReader. A file type llama.cpp
-refuses without an importance matrix is recorded as refused.
+Each model is built small and random by transformers, written as an F32 GGUF file by `tfm convert` (no tokenizer in
+the folder: tfm marks the file no_vocab, which llama.cpp loads), and quantised by llama.cpp's own
+`llama_model_quantize` (the function behind `llama-quantize`, through llama-cpp-python: a reference for the test
+data, never a dependency of tfm), without an importance matrix; each tensor's type is read back with gguf's
+GGUFReader. A file type llama.cpp refuses without an importance matrix is recorded as refused.
 
     python -m venv /tmp/lcpp && /tmp/lcpp/bin/pip install llama-cpp-python==0.3.36 numpy
     PYTHONPATH=. python scripts/record_quant_types.py /tmp/lcpp/bin/python [LLAMA_QUANTIZE]
@@ -50,15 +50,6 @@ params.ftype = getattr(llama_cpp, "LLAMA_FTYPE_MOSTLY_" + sys.argv[3])
 params.nthread = 2
 sys.exit(0 if llama_cpp.llama_model_quantize(sys.argv[1].encode(), sys.argv[2].encode(), params) == 0 else 3)
 """
-NO_VOCAB = """
-import sys, gguf
-from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
-reader = gguf.GGUFReader(sys.argv[1])
-arch = reader.get_field(gguf.Keys.General.ARCHITECTURE).contents()
-writer = gguf.GGUFWriter(sys.argv[2], arch=arch, endianess=reader.endianess)
-no_vocab = MetadataDetails(gguf.GGUFValueType.STRING, "no_vocab")
-copy_with_new_metadata(reader, writer, {gguf.Keys.Tokenizer.MODEL: no_vocab}, [])
-"""
 
 
 def imatrix(path: Path, gguf_file: Path) -> None:
@@ -99,8 +90,7 @@ def main(llama_python: str, llama_quantize: str | None = None) -> None:
             models[name] = spec_from_config(folder / name).to_dict()
             tfm = [sys.executable, "-m", "transformer_cli", "convert", str(folder / name)]
             subprocess.run([*tfm, "-o", str(folder / f"{name}.gguf"), "--type", "f32"], check=True)
-            source = folder / f"{name}-novocab.gguf"
-            subprocess.run([sys.executable, "-c", NO_VOCAB, str(folder / f"{name}.gguf"), str(source)], check=True)
+            source = folder / f"{name}.gguf"  # (marked no_vocab by tfm: the folder has no tokenizer)
             for ftype in FTYPES:
                 out = folder / f"{name}-{ftype}.gguf"
                 done = subprocess.run([llama_python, "-c", QUANTIZE, str(source), str(out), ftype], capture_output=True)

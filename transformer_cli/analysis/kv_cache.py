@@ -77,11 +77,8 @@ def state_bytes(spec: Spec, b: int, dtype: str = "float32") -> int:
     from ..components import attention_component, ngram_parts
 
     size = KV_BYTES[dtype]
-    parts = [[attention_component(g.spec), *ngram_parts(g.spec)] for g in decoder(spec).groups()]
-    return sum(
-        b * g.spec.N * sum(p.state_bytes(size) for p in own)
-        for g, own in zip(decoder(spec).groups(), parts, strict=True)
-    )
+    parts = ((g.spec.N, (attention_component(g.spec), *ngram_parts(g.spec))) for g in decoder(spec).groups())
+    return sum(b * N * sum(part.state_bytes(size) for part in own) for N, own in parts)
 
 
 def served_state_bytes(spec: Spec, b: int, dtype: str = "float32") -> int:

@@ -215,7 +215,7 @@ class SharedKVAttention(MultiHeadAttention):
             keys = np.concatenate([keys, pools[0].transpose(1, 0, 2)[:, None]], axis=-1)
         heads = model.attend(Q, keys, keys, how)  # (H, m, b, n)
         if weights_out is not None and caught:  # (b, H, keys, n): the entries' weights left out, as a sink's are
-            weights_out.append(caught[0][:, :, : keys.shape[-1] - (pools[0].shape[-1] if pools else 0)])
+            weights_out.append(caught[0][:, :, : keys.shape[-1] - count])
         turn(rotary, heads.transpose(2, 0, 1, 3)[:, :, m - r :], np.arange(n) + start + offset, sign=-1.0)
         return self.project(w, heads)
 
