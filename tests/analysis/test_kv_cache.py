@@ -90,7 +90,11 @@ def test_the_json_gives_the_total_under_kv_cache_bytes_and_mistral_at_32k_is_hal
     mistral = load_spec(Path(__file__).parents[2] / "examples" / "models" / "Mistral-7B-v0.1.yaml")
     assert costs(mistral, 1, 32768, "float32").to_dict()["memory"]["kv_cache"]["bfloat16"] == 2**29
     assert costs(mistral, 1, 32768, "float32").to_dict()["kv_cache_bytes"] == 2**30  # float32, the command's dtype
-    assert set(KV_BYTES) == {"float64", "float32", "float16", "bfloat16", "float8", "int8"}
+    assert set(KV_BYTES) == {"float64", "float32", "float16", "bfloat16", "float8", "int8"} | {
+        "f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"  # (GGML's, as llama.cpp's -ctk)
+    }  # fmt: skip
+    q8_0 = kv_cache_bytes(mistral, 1, 32768, "q8_0")
+    assert q8_0 == 2 * 32 * 8 * 4096 * (128 // 32) * 34  # blocks of 32 entries in 34 bytes, K and V
     int8 = kv_cache_bytes(mistral, 1, 32768, "int8")
     assert int8 == 2**28 + 2 * 32 * 8 * 4096 * 2  # one byte an element and a float16 scale per head and token
 

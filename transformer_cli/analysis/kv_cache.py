@@ -8,15 +8,26 @@ encoder-decoder's decoder also keeps the cross-attention's keys and values of th
 encoder's output: H_c heads of size m_c per source token, in each block. The encoder keeps nothing.
 
 Element types: float64 (tfm's own decoder's default), float32, float16, bfloat16, float8 (one byte, no scales
-modelled) and int8 with a float16 scale per head and token for K and for V (per-token quantisation).
+modelled) and int8 with a float16 scale per head and token for K and for V (per-token quantisation); and GGML's,
+as llama.cpp names them (-ctk: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl), at the bytes per entry their
+blocks hold (Q8_0: 34 bytes per 32 entries); the plan's llama.cpp part holds them row by row as llama.cpp does, K
+and V apart (analysis/llama_cpp.py).
 """
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+from typing import Any
+
 from ..spec.definition import Spec
 from ..spec.stacks import decoder
 
-KV_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8": 1, "int8": 1}
+GGML_KV: dict[str, Any] = {"f32": 4, "f16": 2, "bf16": 2}  # (bytes an entry: int or Fraction)
+GGML_KV |= {k: Fraction(size, 32) for k, size in (("q8_0", 34), ("q4_0", 18), ("q4_1", 20), ("q5_0", 22))}
+GGML_KV |= {k: Fraction(size, 32) for k, size in (("q5_1", 24), ("iq4_nl", 18))}
+TENSOR_KV: dict[str, Any] = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8": 1, "int8": 1}
+KV_BYTES = TENSOR_KV | GGML_KV
 SCALE_BYTES = {"int8": 2}  # a float16 scale per head and token, for K and for V
 KV_NOTE = (
     "2 (K and V) x batch x bytes x sum over blocks of (G x m x cached tokens), cached tokens = min(n, window); "
@@ -44,7 +55,7 @@ def cached_tokens(spec: Spec, n: int) -> int:
     return min(n, span) if span else n
 
 
-def block_bytes(mixer, n: int, size: int, scale: int, tensor: int = 1) -> int:
+def block_bytes(mixer, n: int, size: Any, scale: int, tensor: int = 1) -> Any:
     """One block's cache for one sequence at context n, on one of `tensor` devices: its window's (or all) tokens'
     keys and values and its fixed state, or what the mixer says it holds at n (DeepSeek-V4's entries: bytes_at)."""
     from ..components import ngram_parts
@@ -57,7 +68,8 @@ def block_bytes(mixer, n: int, size: int, scale: int, tensor: int = 1) -> int:
 
 
 def kv_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: int | None = None) -> int:
-    """The cache's bytes for b sequences at context n (an encoder-decoder: sources of n_src, default n)."""
+    """The cache's bytes for b sequences at context n (an encoder-decoder: sources of n_src, default n; a GGML
+    type's blocks whole)."""
     from ..components import attention_component  # (here: `tfm --help` imports this module for KV_BYTES)
 
     size, scale = KV_BYTES[dtype], SCALE_BYTES.get(dtype, 0)
@@ -68,7 +80,7 @@ def kv_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src: in
     if decoder(spec).reads_memory:
         cross = spec.N * spec.cross_kv_heads * (n_src or n)
         total += 2 * b * cross * (spec.cross_size * size + scale)
-    return total
+    return math.ceil(total)
 
 
 def state_bytes(spec: Spec, b: int, dtype: str = "float32") -> int:
@@ -78,7 +90,7 @@ def state_bytes(spec: Spec, b: int, dtype: str = "float32") -> int:
 
     size = KV_BYTES[dtype]
     parts = ((g.spec.N, (attention_component(g.spec), *ngram_parts(g.spec))) for g in decoder(spec).groups())
-    return sum(b * N * sum(part.state_bytes(size) for part in own) for N, own in parts)
+    return math.ceil(sum(b * N * sum(part.state_bytes(size) for part in own) for N, own in parts))
 
 
 def served_state_bytes(spec: Spec, b: int, dtype: str = "float32") -> int:
@@ -92,5 +104,5 @@ def served_cache_bytes(spec: Spec, b: int, n: int, dtype: str = "float32", n_src
 
 
 def kv_cache(spec: Spec, b: int, n: int, n_src: int | None = None) -> dict[str, int]:
-    """The cache in every element type."""
-    return {dtype: kv_cache_bytes(spec, b, n, dtype, n_src) for dtype in KV_BYTES}
+    """The cache in every element type of the frameworks' tensors (GGML's: `tfm plan --kv-dtype`)."""
+    return {dtype: kv_cache_bytes(spec, b, n, dtype, n_src) for dtype in TENSOR_KV}

@@ -165,7 +165,7 @@ def kv_heads_per_device(spec: Spec, split: Split) -> int:
 
 def stage_cache(spec: Spec, split: Split, b: int, n: int, kv: str = "bfloat16", n_src: int | None = None) -> list[int]:
     """Bytes of KV cache each stage's devices hold for b sequences at context n."""
-    out = [0] * split.pipeline
+    out: list[Any] = [0] * split.pipeline  # (a GGML type's bytes an entry: a Fraction until the sum)
     if not decodes(spec):
         return out
     size, scale = KV_BYTES[kv], SCALE_BYTES.get(kv, 0)
@@ -178,7 +178,7 @@ def stage_cache(spec: Spec, split: Split, b: int, n: int, kv: str = "bfloat16", 
         out[0] += (
             2 * b * spec.N * (spec.cross_kv_heads // split.tensor) * (n_src or n) * (spec.cross_size * size + scale)
         )
-    return out
+    return [math.ceil(bytes_) for bytes_ in out]
 
 
 def local_spec(spec: Spec, split: Split) -> Spec:

@@ -17,6 +17,7 @@ from .decode import training_flops_per_token
 from .flops import forward_flops
 from .hardware import PRESETS, Timing, probe, timing
 from .kv_cache import KV_NOTE, NO_DECODING, decodes, served_cache_bytes, served_state_bytes
+from .llama_cpp_plan import LlamaCppPlan
 from .lora import Adapters
 from .optimizers import OPTIMIZERS
 from .parallel import Devices, Split, local_spec, stage_weights
@@ -59,6 +60,7 @@ class Plan:
     split: Devices | None = None  # over several devices: serving, fits and training are one device's
     logits: str = "last"  # the prefill's logits: each prompt's last position's, or every position's
     runs_here: dict[str, Any] | None = None  # a checkpoint's mode on this machine (tasks/planning.runs_here)
+    llama_cpp: LlamaCppPlan | None = None  # as llama.cpp runs its GGUF file (tasks/llama_cpp.py)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -79,6 +81,11 @@ class Plan:
             del ordered["split"]
         if self.runs_here is None:
             del ordered["runs_here"]
+        del ordered["llama_cpp"]
+        if self.llama_cpp is not None:  # (its placement at the top: "offload")
+            part = self.llama_cpp.to_dict()
+            ordered["offload"] = part.pop("offload")
+            ordered["llama_cpp"] = part
         return ordered
 
 

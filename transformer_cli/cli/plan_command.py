@@ -9,18 +9,28 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from ..analysis.hardware import PRESETS
-from ..analysis.kv_cache import KV_BYTES
+from ..analysis.kv_cache import GGML_KV, KV_BYTES
 from ..analysis.serving import GGUF_MIXES, LOGITS, WEIGHT_DTYPES
 from ..analysis.training import OPTIMIZERS
 from ..text import escaped as shown
 from .common import EXIT_CODES, ForceOpt, JsonOpt, SpecArg, app, err, handled, load, out, print_json, spec_json
-from .plan_tables import WAYS, devices_table, fits_table, runs_here_line, serving_table, time_table, training_table
+from .plan_tables import (
+    WAYS,
+    devices_table,
+    fits_table,
+    llama_cpp_table,
+    runs_here_line,
+    serving_table,
+    time_table,
+    training_table,
+)
 
 if TYPE_CHECKING:  # only for annotations: `tfm --help` does not import the plan
     from ..analysis.plan import Asked, Plan
 
 WeightDType = Enum("WeightDType", {k: k for k in (*WEIGHT_DTYPES, *GGUF_MIXES)}, type=str)  # type: ignore[misc]
 KVDType = Enum("KVDType", {k: k for k in KV_BYTES}, type=str)  # type: ignore[misc]
+VDType = Enum("VDType", {k: k for k in GGML_KV}, type=str)  # type: ignore[misc]
 OptimizerName = Enum("OptimizerName", {k: k for k in OPTIMIZERS}, type=str)  # type: ignore[misc]
 LogitsOf = Enum("LogitsOf", {k: k for k in LOGITS}, type=str)  # type: ignore[misc]
 HardwareName = Enum("HardwareName", {k: k for k in (*PRESETS, "this")}, type=str)  # type: ignore[misc]
@@ -40,11 +50,15 @@ def plan(
         Optional[WeightDType],
         typer.Option("--weights", help="Weights' type [default: bfloat16; a GGUF file's own type]."),
     ] = None,
-    kv_dtype: Annotated[KVDType, typer.Option("--kv-dtype", help="KV cache's type.")] = "bfloat16",  # type: ignore[assignment]
+    kv_dtype: Annotated[
+        KVDType, typer.Option("--kv-dtype", help="KV cache's type (GGML's f16, q8_0, ...: llama.cpp's -ctk).")
+    ] = "bfloat16",  # type: ignore[assignment]
     memory: Annotated[
         Optional[str],
         typer.Option(
-            "--memory", help="Also find the largest batch and context fitting this size, with its unit (80G)."
+            "--memory",
+            help="Also find the largest batch and context fitting this size, with its unit (80G); with --fit, "
+            "each device's (24G,24G).",
         ),
     ] = None,
     optimizer: Annotated[OptimizerName, typer.Option("--optimizer", help="Training's optimizer.")] = "adam-mixed",  # type: ignore[assignment]
@@ -92,6 +106,36 @@ def plan(
         Optional[bool],
         typer.Option("--chart/--no-chart", help="Serving memory against the context as bars [default: on a terminal]."),
     ] = None,
+    v_dtype: Annotated[
+        Optional[VDType], typer.Option("--v-dtype", help="llama.cpp: V's type (-ctv) [default: --kv-dtype's].")
+    ] = None,
+    ubatch: Annotated[int, typer.Option("--ubatch", help="llama.cpp: tokens a pass takes (-ub).")] = 512,
+    parallel: Annotated[int, typer.Option("--parallel", help="llama.cpp: sequences sharing the context (-np).")] = 1,
+    kv_unified: Annotated[
+        bool, typer.Option("--kv-unified", help="llama.cpp: one cache the sequences share (-kvu).")
+    ] = False,
+    flash_attn: Annotated[
+        bool, typer.Option("--flash-attn/--no-flash-attn", help="llama.cpp: flash attention (-fa).")
+    ] = True,
+    swa_full: Annotated[
+        bool, typer.Option("--swa-full", help="llama.cpp: sliding-window blocks cache the whole context.")
+    ] = False,
+    gpu_layers: Annotated[
+        Optional[int], typer.Option("--gpu-layers", help="llama.cpp: layers on the devices (-ngl; -1: all).")
+    ] = None,
+    tensor_split: Annotated[
+        Optional[str], typer.Option("--tensor-split", help="llama.cpp: each device's share of the layers (8,10).")
+    ] = None,
+    override_tensor: Annotated[
+        Optional[list[str]],
+        typer.Option("--override-tensor", help="llama.cpp: PATTERN=DEVICE (exps=CPU: experts on the host; -ot)."),
+    ] = None,
+    no_kv_offload: Annotated[
+        bool, typer.Option("--no-kv-offload", help="llama.cpp: the KV cache on the host (-nkvo).")
+    ] = False,
+    fit: Annotated[
+        bool, typer.Option("--fit", help="llama.cpp: the largest context, then the most layers, within --memory.")
+    ] = False,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -105,6 +149,10 @@ def plan(
     in --weights (nf4: QLoRA). --tensor-parallel, --pipeline-parallel and --expert-parallel split the model
     over devices: serving, what fits and training are then one device's (its largest stage's).
 
+    As llama.cpp runs it (a GGUF file, a llama.cpp file type such as --weights q4_k_m, a GGML cache type, or any
+    of its flags): its KV cache (K and V apart), states, compute and output buffers, on the host and each device
+    (--gpu-layers, --tensor-split, --override-tensor, --no-kv-offload); --fit finds the context and layers.
+
     Time: a roofline on the vendors' peak dense FLOP/s and bandwidth, lower bounds; "this" measures this machine
     (NumPy GEMM and copy).
 
@@ -113,10 +161,12 @@ def plan(
       tfm plan examples/hf/Meta-Llama-3-8B -n 8192 --memory 80G
       tfm plan examples/hf/Meta-Llama-3-8B --weights nf4 --lora-rank 16
       tfm plan examples/hf/Meta-Llama-3-8B --memory 24G --plot plan.svg --plot-weights int4
+      tfm plan examples/hf/Meta-Llama-3-8B --weights q4_k_m -n 8192 --gpu-layers 20 --kv-dtype q8_0
     """
     from ..analysis.plan import HARDWARE, plan_asked
     from ..api.models import Model
-    from ..tasks.planning import asked, with_runs_here
+    from ..tasks.llama_cpp import LlamaCppAsked
+    from ..tasks.planning import asked, with_llama_cpp, with_runs_here
 
     def say(note: str) -> None:
         err.print(shown(note), soft_wrap=True, highlight=False)
@@ -151,6 +201,21 @@ def plan(
             say,
         )
         result = with_runs_here(spec_path, options, plan_asked(options))
+        llama = LlamaCppAsked(
+            v_dtype.value if v_dtype is not None else None,
+            ubatch,
+            parallel,
+            kv_unified,
+            flash_attn,
+            swa_full,
+            gpu_layers,
+            tensor_split,
+            tuple(override_tensor or ()),
+            no_kv_offload,
+            fit,
+        )
+        given = weights.value if weights is not None else None
+        result = with_llama_cpp(spec_path, options, result, given, kv_dtype.value, seq_len, memory, llama, say)
     with handled(json_out):
         if plot is not None or chart or (chart is None and not json_out and out.is_terminal):
             curve = _curve(spec_path, spec, result, options, plot_weights)
@@ -163,6 +228,7 @@ def plan(
     tables = (
         devices_table(result),
         serving_table(result),
+        llama_cpp_table(result),
         fits_table(result),
         training_table(result),
         time_table(result),

@@ -96,6 +96,60 @@ def serving_table(p: Plan) -> Table:
     return table
 
 
+def llama_cpp_table(p: Plan) -> Table | None:
+    """As llama.cpp runs the model: weights, KV cache, compute and output buffers on the host and each device."""
+    from ..analysis.units import human
+
+    lp = p.llama_cpp
+    if lp is None:
+        return None
+    rt, where = lp.runtime, {"host": lp.offload["host"]} | lp.offload["devices"]
+    streams = f"{lp.streams} streams of {lp.n_ctx_seq:,} cells" if lp.streams > 1 else f"{lp.n_ctx:,} cells"
+    attention = "flash attention" if rt["flash_attn"] else "no flash attention"
+    title = (
+        f"As llama.cpp runs {shown(p.name)}: -c {rt['n_ctx']:,} ({streams}), -ub {rt['ubatch']}, {attention}, "
+        f"K {rt['type_k']}, V {rt['type_v']}"
+    )
+    kinds = []
+    for cache in lp.caches:
+        if cache["kind"] == "states":
+            kinds.append(
+                f"states of {cache['blocks']} blocks: R {human(cache['r_bytes'])}, S {human(cache['s_bytes'])}"
+            )
+        else:
+            k, v = human(cache["k_bytes"]), human(cache["v_bytes"])
+            kinds.append(f"{cache['kind']}: {cache['blocks']} blocks x {cache['cells']:,} cells, K {k}, V {v}")
+    caption = (
+        f"KV cache: {'; '.join(kinds) or 'none'}. Compute buffer: an {lp.compute_note}. Output buffer: a token's "
+        "logits per sequence, float32. Blocks: each one's layers (+1: the output layer)."
+    )
+    if lp.fit is not None:
+        flags = [f"-c {lp.fit['n_ctx']:,}", f"-ngl {lp.fit['gpu_layers']}"]
+        flags += (
+            [f"--tensor-split {','.join(f'{x:g}' for x in lp.fit['tensor_split'])}"] if "tensor_split" in lp.fit else []
+        )
+        flags += [f"-ot {o}" for o in lp.fit.get("override_tensor", [])[:2]]
+        more = len(lp.fit.get("override_tensor", [])) - 2
+        flags += [f"(and {more} more -ot)"] if more > 0 else []
+        caption += f" --fit: {lp.fit['said']}: {' '.join(flags)}."
+    table = _table(title, [*where, "total"] if len(where) > 1 else ["host"], caption)
+    rows = (
+        ("weights", "weights"),
+        ("KV cache", "kv_cache"),
+        ("compute buffer", "compute"),
+        ("output buffer", "output"),
+    )
+    for label, key in rows:
+        values = [m.get(key, 0) for m in where.values()]
+        table.add_row(label, *(human(x) for x in values), *([human(sum(values))] if len(where) > 1 else []))
+    table.add_section()
+    totals = [m["total"] for m in where.values()]
+    table.add_row("total", *(human(x) for x in totals), *([human(sum(totals))] if len(where) > 1 else []), style="bold")
+    if len(where) > 1:
+        table.add_row("blocks", *(m["blocks"] for m in where.values()), "")
+    return table
+
+
 def fits_table(p: Plan) -> Table | None:
     from ..analysis.units import human
 

@@ -19,7 +19,7 @@ from .. import kernels
 from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from .base import Component, Pairs, Tensor, Term, stacked
-from .kv_cache import KVCache
+from .kv_cache import CachedKeysValues, KVCache
 from .norm import RMS_PER_ENTRY, LayerNormWithoutBias, norm_kind
 
 SOFTMAX_PER_SCORE = 5  # max, subtract, exp, sum, divide
@@ -45,7 +45,7 @@ def _norm_part(get: Callable[[str], np.ndarray], prefix: str, name: str) -> np.n
 
 
 @ATTENTIONS.register("standard")
-class MultiHeadAttention(Component):
+class MultiHeadAttention(CachedKeysValues, Component):
     @staticmethod
     def check_keys(spec: Spec, data: dict[str, Any], source: str) -> None:
         """What the kind needs of the spec's other keys beyond their own checks (spec/validate.py asks the kind the
@@ -337,34 +337,6 @@ class MultiHeadAttention(Component):
     def held_per_token(self) -> int:
         """Entries the pass holds per token for attention besides the scores: Q and the heads' outputs (H), K, V (G)."""
         return (2 * self.spec.H + 2 * self.spec.kv_heads) * self.spec.m
-
-    # -- decoding: what a decoder caches per token, and the keys and values it reads back ----------------------
-
-    def cache(self, b: int, n: int, dtype: np.dtype) -> KVCache:
-        """An empty cache for b sequences of at most n columns: n slots, or the window's w when w < n."""
-        span = self.spec.window or self.spec.chunk  # (a chunk's keys: slots t % C, the chunk's first at slot 0)
-        keys, values = self.cache_shapes(b, min(n, span) if span else n)
-        return KVCache(np.empty(keys, dtype), np.empty(values, dtype), chunked=self.spec.chunk is not None)
-
-    def cache_shapes(self, b: int, slots: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """The two arrays a decoder's cache holds for b sequences of `slots` tokens: keys (b, G, m, slots) and
-        values (b, G, m_v, slots)."""
-        return (b, self.spec.kv_heads, self.spec.m, slots), (b, self.spec.kv_heads, self.spec.value_size, slots)
-
-    def cache_entries(
-        self, w: AttentionWeights, X: np.ndarray, K: np.ndarray, V: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """What the cache keeps of the columns X (d, b, n), whose rotated keys and values are K, V: K and V."""
-        return K, V
-
-    def keys_values(self, w: AttentionWeights, first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The keys and values a step attends to, from the cache's two arrays: they are the keys and values."""
-        return first, second
-
-    def cache_per_token(self, size: int, scale: int) -> int:
-        """Bytes a decoder keeps per token and block in `size`-byte elements (with a `scale`-byte scale per head and
-        token for K and for V): G keys of m and G values of v_m."""
-        return self.spec.kv_heads * ((self.spec.m + self.spec.value_size) * size + 2 * scale)
 
     # -- split over T tensor-parallel devices (analysis/parallel.py) -------------------------------------------
 

@@ -88,6 +88,21 @@ class Pairs:
         return self.b * (w * (w + 1) // 2 + (n - w) * w)
 
 
+@dataclass(frozen=True)
+class GgmlCache:
+    """What llama.cpp's memory keeps for one block (analysis/llama_cpp.py): K and V elements per token (V none for
+    latent attention, whose K serves as both), the key and value heads' sizes (a quantised cache type's blocks must
+    divide them), an indexer's keys per token, and a recurrent state's R and S elements per sequence (float32)."""
+
+    k: int = 0
+    v: int = 0
+    head_k: int = 0
+    head_v: int = 0
+    index_k: int = 0
+    r: int = 0
+    s: int = 0
+
+
 class Component:
     """One architectural part. Every method has a neutral default, so a component declares only what it has.
 
@@ -159,6 +174,11 @@ class Component:
         """Bytes a decoder keeps per sequence and block whatever the context, in `size`-byte elements (a recurrent
         mixer's state, components/short_conv.py): none for most."""
         return 0
+
+    def ggml_cache(self) -> GgmlCache | None:
+        """What llama.cpp's memory keeps for this block's mixer (src/llama-kv-cache.cpp, llama-memory-recurrent.cpp),
+        or None: not modelled for this kind."""
+        return None
 
     def reach(self) -> int | None:
         """How many columns back one pass can see through this component (a sliding window's), or None: all."""

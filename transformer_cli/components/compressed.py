@@ -33,7 +33,7 @@ from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from ..spec.validate import bad_key
 from .attention import SOFTMAX_PER_SCORE, MultiHeadAttention
-from .base import Pairs, Tensor, Term
+from .base import GgmlCache, Pairs, Tensor, Term
 from .entries import Pooler, PoolState, Series, turn
 from .kv_cache import KVCache
 from .norm import RMS_PER_ENTRY
@@ -64,6 +64,9 @@ class SharedKVCache(KVCache):
 
 @ATTENTIONS.register("shared_kv")
 class SharedKVAttention(MultiHeadAttention):
+    def ggml_cache(self) -> GgmlCache | None:
+        return None  # (llama.cpp's memory of this kind is not modelled)
+
     rate: int = 0  # tokens an entry pools (0: none)
     overlap = False  # (CSA: an entry pools its window and the one before)
     indexed = False
@@ -71,6 +74,7 @@ class SharedKVAttention(MultiHeadAttention):
     @staticmethod
     def check_keys(spec: Spec, data: dict[str, Any], source: str) -> None:
         """The bottleneck, the output's groups, rotary positions on an even part, a causal window."""
+
         for key in ("q_rank", "o_groups", "o_rank", "window"):
             if getattr(spec, key) is None:
                 raise bad_key(source, key, None, f"a positive integer with attention: {spec.attention}")

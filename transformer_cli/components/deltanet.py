@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import kernels
 from ..spec.choices import ATTENTIONS
-from .base import Pairs, Tensor, Term
+from .base import GgmlCache, Pairs, Tensor, Term
 from .mamba2 import SILU_PER_ENTRY, STATE_BYTES, SsmState, softplus
 from .mixer import RecurrentMixer
 from .short_conv import ConvState, ShortConv
@@ -211,6 +211,11 @@ class GatedDeltaNet(RecurrentMixer):
         value heads' states (nv dk dv) in float32 (transformers' cache keeps them so)."""
         nk, dk, nv, dv = self.sizes
         return self.conv_dim * self.spec.conv_kernel * size + nv * dk * dv * STATE_BYTES
+
+    def ggml_cache(self) -> GgmlCache | None:
+        """llama.cpp's (float32): K - 1 columns of [q; k; v] (R), the value heads' states (S)."""
+        nk, dk, nv, dv = self.sizes
+        return GgmlCache(r=(self.spec.conv_kernel - 1) * self.conv_dim, s=nv * dk * dv)
 
     def held_per_token(self) -> int:
         nk, dk, nv, dv = self.sizes

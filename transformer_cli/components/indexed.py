@@ -19,7 +19,7 @@ cut, np.argpartition keeps some; torch's topk may keep others.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ from .. import kernels
 from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from ..spec.validate import bad_key
-from .base import Pairs, Tensor, Term
+from .base import GgmlCache, Pairs, Tensor, Term
 from .kv_cache import KVCache
 from .latent import LatentAttention, LatentWeights, temperature_of, warm
 from .norm import NORM_PER_ENTRY
@@ -217,6 +217,11 @@ class IndexedAttention(LatentAttention):
         """Latent attention's, and the indexer's key (with a scale)."""
         return super().cache_per_token(size, scale) + self.index_sizes[1] * size + scale
 
+    def ggml_cache(self) -> GgmlCache | None:
+        """llama.cpp's (src/llama-kv-cache-dsa.cpp): latent attention's, and the indexer's key in K's type."""
+        own = super().ggml_cache()
+        return None if own is None else replace(own, index_k=self.index_sizes[1])
+
     def flops(self, b: int, n: int, pairs: Pairs) -> dict[str, int]:
         H_I, D_I, topk = self.index_sizes
         N, tokens = self.spec.N, b * n
@@ -266,6 +271,9 @@ class SharedIndexAttention(LatentAttention):
     """GLM-5's "shared" layers: latent attention without an indexer of its own, each query attending to the keys
     the indexer of the last block before it with one selects (that block's selection, which it keeps for the blocks
     after it)."""
+
+    def ggml_cache(self) -> GgmlCache | None:
+        return None  # (llama.cpp's memory of this kind is not modelled)
 
     check_keys = IndexedAttention.check_keys
 

@@ -26,7 +26,7 @@ from ..spec.definition import Spec
 from ..spec.stacks import kind_of
 from ..spec.validate import bad_key
 from .attention import SIGMOID_GATE_PER_ENTRY, SOFTMAX_PER_SCORE, MultiHeadAttention
-from .base import Pairs, Tensor, Term
+from .base import GgmlCache, Pairs, Tensor, Term
 from .norm import RMS_PER_ENTRY
 
 
@@ -227,7 +227,7 @@ class LatentAttention(MultiHeadAttention):
             both[c:].transpose(1, 0, 2)[:, None],
         )
 
-    def keys_values(self, w: LatentWeights, rotary: np.ndarray, latent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[override]
+    def keys_values(self, w: LatentWeights, rotary: np.ndarray, latent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every head's keys (b, H, m, t) [rotary | rest] and values (b, H, v, t) from the latents (b, 1, c, t) and
         the shared rotary key parts (b, 1, r, t): W_KVB expands each latent into the heads' own parts."""
         H, m, d, c, r, v, q = self.sizes
@@ -245,7 +245,7 @@ class LatentAttention(MultiHeadAttention):
         own = not self.spec.kv_reused
         return (b, 1, r * own, slots), (b, 1, c * own, slots)
 
-    def cache_entries(  # type: ignore[override]
+    def cache_entries(
         self, w: LatentWeights, X: np.ndarray, K: np.ndarray, V: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """The rotated shared key part (any head's: they are one) and the latent of the columns X (made again from
@@ -291,6 +291,11 @@ class LatentAttention(MultiHeadAttention):
         where the block reuses an earlier block's."""
         H, m, d, c, r, v, q = self.sizes
         return 0 if self.spec.kv_reused else (c + r) * size + 2 * scale
+
+    def ggml_cache(self) -> GgmlCache | None:
+        """llama.cpp's: the latent and the rotary key part as K, no V (its graph reads V from K); none reused."""
+        H, m, d, c, r, v, q = self.sizes
+        return GgmlCache() if self.spec.kv_reused else GgmlCache(c + r, 0, c + r, 0)
 
     @property
     def latents(self) -> str:

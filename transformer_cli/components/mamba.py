@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import kernels
 from ..spec.choices import ATTENTIONS
-from .base import Pairs, Tensor, Term
+from .base import GgmlCache, Pairs, Tensor, Term
 from .mamba2 import SILU_PER_ENTRY, SsmState, softplus
 from .mixer import RecurrentMixer
 from .short_conv import ConvState, ShortConv
@@ -224,6 +224,11 @@ class Mamba(RecurrentMixer):
         """Bytes a decoder keeps per sequence and block: K columns of x and the channels' states (I x N)."""
         inner, N, _ = self.sizes
         return inner * (self.spec.conv_kernel + N) * size
+
+    def ggml_cache(self) -> GgmlCache | None:
+        """llama.cpp's (float32): K - 1 columns of x (R), the channels' states (S)."""
+        inner, N, _ = self.sizes
+        return GgmlCache(r=(self.spec.conv_kernel - 1) * inner, s=N * inner)
 
     def held_per_token(self) -> int:
         inner, N, R = self.sizes

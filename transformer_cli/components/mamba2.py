@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import kernels
 from ..spec.choices import ATTENTIONS
-from .base import Pairs, Tensor, Term
+from .base import GgmlCache, Pairs, Tensor, Term
 from .mixer import RecurrentMixer
 from .short_conv import ConvState, ShortConv
 
@@ -279,6 +279,11 @@ class Mamba2(RecurrentMixer):
         states (H_s P N_s) in float32 (transformers' cache keeps them so whatever the model's type)."""
         H, P, N, _, _ = self.sizes
         return self.conv_dim * self.spec.conv_kernel * size + H * P * N * STATE_BYTES
+
+    def ggml_cache(self) -> GgmlCache | None:
+        """llama.cpp's (float32): K - 1 columns of xBC (R), the heads' states (S)."""
+        H, P, N, _, _ = self.sizes
+        return GgmlCache(r=(self.spec.conv_kernel - 1) * self.conv_dim, s=H * P * N)
 
     # -- memory of a pass ------------------------------------------------------------------------------------
 

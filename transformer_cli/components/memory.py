@@ -27,7 +27,7 @@ from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from ..spec.stacks import decoder
 from .attention import AttentionWeights
-from .base import Component, Pairs, Tensor, Term
+from .base import Component, GgmlCache, Pairs, Tensor, Term
 from .feedforward import ACTIVATION_PER_ENTRY
 from .norm import RMS_PER_ENTRY
 from .parallel_mixer import AttentionMamba2, ParallelState
@@ -88,6 +88,9 @@ class MemoryMamba2(AttentionMamba2):
     """A block of Zamba2's: a shared block on [h; e], its output through W_out into the Mamba-2 mixer's norm."""
 
     tensor_split_refusal = "shared transformer blocks are not split here yet"
+
+    def ggml_cache(self) -> GgmlCache | None:
+        return None  # (llama.cpp's memory of this kind is not modelled)
 
     def tensors(self, prefix: str) -> list[Tensor]:
         d, p = self.spec.d, prefix + "memory."

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
-from .base import Component
+from .base import Component, GgmlCache
 
 
 class RecurrentMixer(Component):
@@ -47,6 +47,9 @@ class NoMixer(RecurrentMixer):
 
     def cache(self, b: int, n: int, dtype: np.dtype) -> None:
         return None
+
+    def ggml_cache(self) -> GgmlCache | None:
+        return GgmlCache()
 
     def causal(self) -> bool:
         return False

@@ -23,7 +23,7 @@ from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from ..spec.validate import bad_key
 from .attention import MultiHeadAttention
-from .base import Pairs, Tensor, Term
+from .base import GgmlCache, Pairs, Tensor, Term
 
 
 @dataclass
@@ -41,10 +41,14 @@ class MixtureWeights:
 
 @ATTENTIONS.register("mixture")
 class MixtureOfHeads(MultiHeadAttention):
+    def ggml_cache(self) -> GgmlCache | None:
+        return None  # (llama.cpp's memory of this kind is not modelled)
+
     @staticmethod
     def check_keys(spec: Spec, data: dict[str, Any], source: str) -> None:
         """H is the heads a token attends with, attn_k per key/value head; no per-head norms, gates or biases on
         the projections (JetMoE's have none)."""
+
         E, k = spec.attn_experts or 0, spec.attn_k or 0
         if k > E:
             raise bad_key(source, "attn_k", k, f"at most attn_experts = {E}")

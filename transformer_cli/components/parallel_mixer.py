@@ -12,7 +12,7 @@ state space's fixed state.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -21,7 +21,7 @@ import numpy as np
 from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from .attention import MultiHeadAttention
-from .base import Component, Pairs, Tensor, Term
+from .base import Component, GgmlCache, Pairs, Tensor, Term
 from .kv_cache import KVCache
 from .mamba2 import Mamba2, SsmState
 
@@ -119,6 +119,11 @@ class AttentionMamba2(Component):
 
     def state_bytes(self, size: int) -> int:
         return self.ssm.state_bytes(size)
+
+    def ggml_cache(self) -> GgmlCache | None:
+        """llama.cpp's (Falcon-H1: both memories on every block): the attention's K and V, the state's R and S."""
+        attention, ssm = self.attention.ggml_cache(), self.ssm.ggml_cache()
+        return None if attention is None or ssm is None else replace(attention, r=ssm.r, s=ssm.s)
 
     def held_per_token(self) -> int:
         return self.attention.held_per_token() + self.ssm.held_per_token()

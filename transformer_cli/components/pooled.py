@@ -22,7 +22,7 @@ from .. import kernels
 from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from ..spec.validate import bad_key
-from .base import Pairs, Tensor, Term
+from .base import GgmlCache, Pairs, Tensor, Term
 from .indexed import IndexedAttention, IndexedCache, IndexedWeights
 
 INDEX_EPS = 1e-6  # the indexer's key norm, nn.LayerNorm(index_head_dim, eps=1e-6)
@@ -36,9 +36,13 @@ class PooledWeights(IndexedWeights):
 
 @ATTENTIONS.register("indexed_pool")
 class PooledIndexAttention(IndexedAttention):
+    def ggml_cache(self) -> GgmlCache | None:
+        return None  # (llama.cpp's memory of this kind is not modelled)
+
     @staticmethod
     def check_keys(spec: Spec, data: dict[str, Any], source: str) -> None:
         """The indexer's keys, no positions (GLM-5-Next's turns nothing), a pool size dividing index_topk."""
+
         IndexedAttention.check_keys(spec, data, source)
         if spec.positional != "none":
             raise bad_key(source, "positional", spec.positional, "none with attention: indexed_pool")

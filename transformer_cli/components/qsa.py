@@ -19,7 +19,7 @@ from ..spec.choices import ATTENTIONS
 from ..spec.definition import Spec
 from ..spec.validate import bad_key
 from .attention import AttentionWeights, MultiHeadAttention
-from .base import Tensor, Term
+from .base import GgmlCache, Tensor, Term
 from .indexed import IndexedCache
 from .norm import norm_kind
 from .pooled import check_groups, group_bias
@@ -32,6 +32,9 @@ class QsaWeights(AttentionWeights):
 
 @ATTENTIONS.register("qsa")
 class BlockIndexAttention(MultiHeadAttention):
+    def ggml_cache(self) -> GgmlCache | None:
+        return None  # (llama.cpp's memory of this kind is not modelled)
+
     @staticmethod
     def check_keys(spec: Spec, data: dict[str, Any], source: str) -> None:
         MultiHeadAttention.check_keys(spec, data, source)
@@ -44,6 +47,7 @@ class BlockIndexAttention(MultiHeadAttention):
     @property
     def index_sizes(self) -> tuple[int, int, int, int]:
         """H_I, D_I, index_topk and the block size."""
+
         s = self.spec
         return s.index_heads or 0, s.index_m or 0, s.index_topk or 0, s.index_pool or 1
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import kernels
 from .attention import AttentionWeights, MultiHeadAttention, _norm_part
-from .base import Pairs, Tensor, Term
+from .base import GgmlCache, Pairs, Tensor, Term
 from .kv_cache import KVCache
 
 
@@ -65,6 +65,9 @@ class ReusedAttention(MultiHeadAttention):
 
     def cache_per_token(self, size: int, scale: int) -> int:
         return 0
+
+    def ggml_cache(self) -> GgmlCache | None:
+        return GgmlCache()  # (llama.cpp: no cache of its own either, has_kv)
 
     def device_cache_per_token(self, size: int, scale: int, tensor: int) -> int:
         return 0

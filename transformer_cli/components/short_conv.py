@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import kernels
 from ..spec.choices import ATTENTIONS
-from .base import Pairs, Tensor, Term
+from .base import GgmlCache, Pairs, Tensor, Term
 from .mixer import RecurrentMixer
 
 GATES_PER_ENTRY = 2  # B * u and C * conv: one multiply each
@@ -169,6 +169,10 @@ class ShortConv(RecurrentMixer):
         """Bytes a decoder keeps per sequence and block whatever the context, in `size`-byte elements: L columns
         of d."""
         return self.spec.d * self.spec.conv_kernel * size
+
+    def ggml_cache(self) -> GgmlCache | None:
+        """llama.cpp's (float32): L - 1 columns of d (R)."""
+        return GgmlCache(r=(self.spec.conv_kernel - 1) * self.spec.d)
 
     # -- memory of a pass --------------------------------------------------------------------------------------
 

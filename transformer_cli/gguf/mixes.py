@@ -18,6 +18,10 @@ from .archs import ARCHITECTURES
 from .model import pieces_of
 from .quant_rules import Model, file_types
 
+KEPT_F32: tuple[str, ...] = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight")
+KEPT_F32 += ("altup_correct_coef.weight", "altup_predict_coef.weight")  # (the converter's: Gemma 3n's AltUp)
+KEPT_F32 += ("shortconv.conv.weight", "ssm_conv1d.weight")  # (the converter's: LFM2's and the state spaces' kernels)
+KEPT_F32 += ("indexer.proj.weight",)  # (the converter's: a lightning indexer's heads' weights)
 MIXES = {"q3_k_m": "Q3_K", "q4_k_s": "Q4_K", "q4_k_m": "Q4_K", "q5_k_s": "Q5_K", "q5_k_m": "Q5_K"}
 Shape = tuple[int, ...]
 
@@ -73,6 +77,36 @@ def mix_types(spec: Spec, arch_name: str, mix: str, imatrix: bool | None = None)
     """Each GGUF tensor's type in a file of `mix` (the kept ones F32, as the converter writes them); `imatrix`:
     made with an importance matrix or not (None: where the file type needs one)."""
     return _types(file_tensors(spec, arch_name)[2], spec, arch_name, mix, imatrix)
+
+
+def converter_type(name: str, shape: tuple[int, ...], asked, kept: tuple[str, ...] = KEPT_F32):
+    """The tensor's GGML type: F32 for 1-D tensors, every tensor not named .weight (gpt-oss's experts' biases),
+    and those ending as `kept` (norms, routers, positions); else `asked`, F16 where its rows are no whole blocks of
+    it (the converter's fallback)."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    if len(shape) <= 1 or not name.endswith(".weight") or name.endswith(kept) or asked.name == "F32":
+        return GGMLQuantizationType.F32
+    block = GGML_QUANT_SIZES[asked][0]
+    return asked if shape[-1] % block == 0 else GGMLQuantizationType.F16
+
+
+def file_bytes(spec: Spec, arch_name: str, kind: str) -> dict[str, int]:
+    """Each GGUF tensor's bytes in a file of `kind`: a llama-quantize file type (q4_k_m, q8_0, ...), or f32, f16
+    or bf16 as the converter writes them (norms, routers and positions F32, rows of no whole block F16)."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    _, _, tensors = file_tensors(spec, arch_name)
+    if kind in ("f32", "f16", "bf16"):
+        asked = GGMLQuantizationType[kind.upper()]
+        types = {name: converter_type(name, shape, asked, KEPT_F32).name for name, shape in tensors.items()}
+    else:
+        types = _types(tensors, spec, arch_name, kind)
+    out = {}
+    for name, shape in tensors.items():
+        block, size = GGML_QUANT_SIZES[GGMLQuantizationType[types[name]]]
+        out[name] = math.prod(shape) // block * size
+    return out
 
 
 def mix_held(spec: Spec, arch_name: str, mix: str) -> Held:

@@ -26,16 +26,12 @@ from ..spec.rope_scaling import longrope_attention_factor
 from . import kquants
 from .archs import ARCH_OF, ARCHITECTURES
 from .base import BANDS, LLAMA3, _llama3_factors
-from .mixes import MIXES, mix_types
+from .mixes import KEPT_F32, MIXES, converter_type, mix_types
 from .model import pieces_of, spec_from_gguf
 from .vocab import add_vocabulary
 
 TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K_M")
 FILE_TYPES = {"F32": 0, "F16": 1, "BF16": 32, "Q8_0": 7, "Q4_0": 2, "Q4_K_M": 15}  # gguf.LlamaFileType's
-KEPT_F32: tuple[str, ...] = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", "position_embd.weight")
-KEPT_F32 += ("altup_correct_coef.weight", "altup_predict_coef.weight")  # (the converter's: Gemma 3n's AltUp)
-KEPT_F32 += ("shortconv.conv.weight", "ssm_conv1d.weight")  # (the converter's: LFM2's and the state spaces' kernels)
-KEPT_F32 += ("indexer.proj.weight",)  # (the converter's: a lightning indexer's heads' weights)
 
 
 def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
@@ -110,18 +106,6 @@ def _extra_tensors(spec: Spec) -> dict[str, np.ndarray]:
             "rope_factors_long.weight": np.asarray(spec.rope_long_factor, dtype=np.float32),
         }
     return {}
-
-
-def _qtype(name: str, shape: tuple[int, ...], asked, kept: tuple[str, ...] = KEPT_F32):
-    """The tensor's GGML type: F32 for 1-D tensors, every tensor not named .weight (gpt-oss's experts' biases),
-    and those ending as `kept` (norms, routers, positions); else `asked`, F16 where its rows are no whole blocks of
-    it (the converter's fallback)."""
-    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
-
-    if len(shape) <= 1 or not name.endswith(".weight") or name.endswith(kept) or asked.name == "F32":
-        return GGMLQuantizationType.F32
-    block = GGML_QUANT_SIZES[asked][0]
-    return asked if shape[-1] % block == 0 else GGMLQuantizationType.F16
 
 
 def _stored(data: np.ndarray, qtype) -> np.ndarray:
@@ -209,7 +193,7 @@ def write_gguf(
             types = {name: gguf.GGMLQuantizationType[t] for name, t in mix_types(spec, arch_name, mix).items()}
         else:
             kept = tuple(k for k in KEPT_F32 if not (made.router_typed and k == "ffn_gate_inp.weight"))
-            types = {name: _qtype(name, shape, asked, kept) for name, shape in tensors}
+            types = {name: converter_type(name, shape, asked, kept) for name, shape in tensors}
         for name, data in extra.items():
             writer.add_tensor_info(name, data.shape, np.dtype(np.float32), data.nbytes)
         for name, shape in tensors:

@@ -39,11 +39,59 @@ if TYPE_CHECKING:
     from ..components.held import Held
 
 
-def plan_model(model: Any, *args: Any, **options: Any) -> Plan:
-    """The plan `tfm plan MODEL` makes with these options (asked()'s), with how its checkpoint runs here."""
+def plan_model(model: Any, *args: Any, llama_cpp: Any = None, **options: Any) -> Plan:
+    """The plan `tfm plan MODEL` makes with these options (asked()'s), with how its checkpoint runs here, and as
+    llama.cpp runs it (`llama_cpp`: a tasks.llama_cpp.LlamaCppAsked of its flags)."""
 
     options_asked = asked(model, *args, **options)
-    return with_runs_here(model.path or model.weights_path, options_asked, plan_asked(options_asked))
+    path = model.path or model.weights_path
+    found = with_runs_here(path, options_asked, plan_asked(options_asked))
+    weights, kv, seq_len, memory = (options.get(k) for k in ("weights", "kv_dtype", "seq_len", "memory"))
+    return with_llama_cpp(path, options_asked, found, weights, kv, seq_len, memory, llama_cpp)
+
+
+def with_llama_cpp(
+    path: Path | None,
+    options: Asked,
+    plan: Plan,
+    weights: str | None,
+    kv_dtype: str | None,
+    seq_len: int | None,
+    memory: Any,
+    llama: Any,  # tasks.llama_cpp.LlamaCppAsked, or None
+    say: Callable[[str], None] | None = None,
+) -> Plan:
+    """The plan with its llama.cpp part where asked: a flag of llama.cpp's, a GGML cache type (--kv-dtype f16,
+    q8_0, ...), llama.cpp's file type (--weights q4_k_m), or a GGUF file; without a flag, a model llama.cpp's
+    part cannot hold (its mixer not modelled, no GGUF architecture) is said, not refused."""
+    from ..analysis.kv_cache import GGML_KV
+    from .llama_cpp import LlamaCppAsked, llama_cpp_part
+
+    llama = llama or LlamaCppAsked()
+    gguf = path is not None and path.suffix.lower() == ".gguf"
+    mixed = weights in (*GGUF_MIXES, *FILE_TYPES_AS_GGML)
+    if not (llama.given or kv_dtype in GGML_KV or mixed or gguf):
+        return plan
+    sizes = str(memory) if isinstance(memory, str) and "," in memory else memory
+    try:
+        found = llama_cpp_part(
+            path,
+            options.spec,
+            options.weights,
+            weights is not None,
+            options.kv,
+            options.n,
+            seq_len is not None,
+            sizes if isinstance(sizes, str) else None if sizes is None else f"{sizes}B",
+            llama,
+            say or (lambda note: None),
+        )
+    except TfmError as e:
+        if llama.given or kv_dtype in GGML_KV:
+            raise
+        (say or (lambda note: None))(f"note: llama.cpp's part not planned ({e})")
+        return plan
+    return replace(plan, llama_cpp=found)
 
 
 def with_runs_here(path: Path | None, options: Asked, plan: Plan) -> Plan:
@@ -144,6 +192,8 @@ def asked(
         )
     if devices > 1 and zero == 0:
         raise TfmError(f"--devices {devices}: needs --zero 1, 2 or 3 (without ZeRO each device holds it all)")
+    if isinstance(memory, str) and "," in memory:  # (a size per device, for llama.cpp's --fit: the first here)
+        memory = memory.split(",")[0].strip()
     budget = None if memory is None else size(memory, "--memory")
     kind: str | Held = weights if weights is not None else stored_type(path, spec, say) or "bfloat16"
     if kind in GGUF_MIXES:

@@ -1,0 +1,177 @@
+"""Where llama.cpp puts a model (analysis/offload.py) and --fit (analysis/llama_cpp_plan.py): llama.cpp's layer
+assignment as its source states it (src/llama-model.cpp load_tensors), gguf-parser's published split of
+Llama-3.1-70B, --override-tensor, --no-kv-offload, and --fit's order (context first, then layers, a mixture's
+experts on the host first)."""
+
+import json
+from pathlib import Path
+
+import pytest
+from test_llama_cpp_plan import DATA, spec_of
+
+from transformer_cli.analysis.llama_cpp import Runtime, layer_memory
+from transformer_cli.analysis.llama_cpp_plan import MARGIN, fit, fits, plan_llama_cpp
+from transformer_cli.analysis.offload import HOST, Offload, layer_devices, parse_overrides, place
+from transformer_cli.errors import SpecError
+from transformer_cli.gguf.mixes import file_bytes
+from transformer_cli.gguf.write import ARCH_OF
+
+GiB, MiB = 2**30, 2**20
+
+
+def tensors_of(name):
+    model = DATA["models"][name]
+    return file_bytes(spec_of(name), ARCH_OF[model["config"]["model_type"]], model["type"])
+
+
+def test_gguf_parsers_published_split_of_llama_3_1_70b_is_llama_cpps():
+    """gguf-parser's README: Llama-3.1-70B-Instruct Q4_K_M, --ctx-size 1024, --tensor-split 8,10: 36 layers on the
+    first device, 44 and the output layer on the second; its first device's 144 MiB (UMA: the KV cache alone) is
+    36 blocks' F16 K and V at 1,024 cells."""
+    spec = spec_of("Llama-3.1-70B")
+    p = plan_llama_cpp(spec, tensors_of("Llama-3.1-70B"), Runtime(1024), Offload(-1, (8, 10)))
+    devices = p.offload["devices"]
+    assert (devices["GPU0"]["blocks"], devices["GPU1"]["blocks"], p.offload["host"]["blocks"]) == ("36", "44+1", "0")
+    assert devices["GPU0"]["kv_cache"] == 144 * MiB
+    assert p.offload["host"]["weights"] == tensors_of("Llama-3.1-70B")["token_embd.weight"]  # (the input layer)
+    assert p.offload["device"]["total"] == devices["GPU0"]["total"] + devices["GPU1"]["total"]
+
+
+def test_gpu_layers_offload_the_output_layer_first_then_the_last_blocks():
+    """-ngl L puts the last L of the N + 1 layers (block 0..N-1, then the output layer) on the device: 1 is the
+    output layer alone, N leaves block 0 on the host, N + 1 (or -1) is all; 0 none."""
+    N = 32
+    assert layer_devices(N, Offload(1)) == [HOST] * N + ["GPU0"]
+    assert layer_devices(N, Offload(N)) == [HOST] + ["GPU0"] * N
+    assert layer_devices(N, Offload(N + 1)) == layer_devices(N, Offload(-1)) == ["GPU0"] * (N + 1)
+    assert layer_devices(N, Offload(0)) == [HOST] * (N + 1)
+    assert layer_devices(N, Offload(None)) == [HOST] * (N + 1)
+
+
+def test_the_tensor_split_is_llama_cpps_float32_cut_and_ties_go_to_the_next_device():
+    """llama.cpp's upper_bound: block i goes to the first device whose cumulative share exceeds i / L; a block
+    landing on a share exactly goes to the next device (Llama-3.1-70B's block 36 of 81 at 8/18)."""
+    placed = layer_devices(80, Offload(81, (8, 10)))
+    assert placed.index("GPU1") == 36 and 36 / 81 == pytest.approx(8 / 18)
+    three = layer_devices(9, Offload(10, (1, 1, 1)))
+    assert [three.count(f"GPU{i}") for i in range(3)] == [4, 3, 3]  # (3.33: blocks 0-3, 4-6, 7-9)
+
+
+def test_a_tied_head_gets_its_own_copy_on_the_device_and_the_input_stays_on_the_host():
+    """Gemma 3's head is its token embeddings: with the output layer on a device llama.cpp loads them there a second
+    time; on the host the one copy serves both."""
+    name = "gemma-3-1b-pt"
+    tensors = tensors_of(name)
+    assert "output.weight" not in tensors
+    spec = spec_of(name)
+    memory, _ = place(tensors, [0] * spec.N, spec.N, Offload(-1))
+    embeddings = tensors["token_embd.weight"]
+    assert memory[HOST].weights == embeddings
+    assert memory["GPU0"].weights == sum(tensors.values()) - embeddings + embeddings  # (all but the input, + a copy)
+    first = sum(size for t, size in tensors.items() if t.startswith("blk.0."))
+    on_host, _ = place(tensors, [0] * spec.N, spec.N, Offload(spec.N))  # (block 0 on the host, the head's copy not)
+    assert on_host["GPU0"].weights == memory["GPU0"].weights - first
+    none, _ = place(tensors, [0] * spec.N, spec.N, Offload(0))
+    assert none[HOST].weights == sum(tensors.values())  # (one copy)
+
+
+def test_experts_on_the_host_and_the_cache_on_the_host():
+    """-ot exps=CPU: every tensor named with exps on the host, the rest where -ngl says; --no-kv-offload: every
+    block's cache on the host, the weights unmoved."""
+    name = "Qwen3-30B-A3B"
+    spec, tensors = spec_of(name), tensors_of(name)
+    experts = sum(size for t, size in tensors.items() if "exps" in t)
+    rt = Runtime(8192)
+    both = plan_llama_cpp(spec, tensors, rt, Offload(-1, overrides=parse_overrides(["exps=CPU"])))
+    assert both.offload["host"]["weights"] == experts + tensors["token_embd.weight"]
+    assert both.offload["device"]["weights"] == sum(tensors.values()) - both.offload["host"]["weights"]
+    kept = plan_llama_cpp(spec, tensors, rt, Offload(-1, no_kv_offload=True))
+    assert kept.offload["device"]["kv_cache"] == 0
+    assert kept.offload["host"]["kv_cache"] == sum(m.total for m in layer_memory(spec, rt)) == kept.kv_cache_bytes
+    assert kept.offload["device"]["weights"] == sum(tensors.values()) - tensors["token_embd.weight"]
+
+
+def test_overrides_are_checked_and_the_first_match_wins():
+    assert parse_overrides([r"blk\.1\.=CUDA1,exps=CPU"]) == ((r"blk\.1\.", "GPU1"), ("exps", "CPU"))
+    for bad in ("exps", "exps=", "(=CPU", "=CPU"):
+        with pytest.raises(SpecError, match="--override-tensor"):
+            parse_overrides([bad])
+    spec, tensors = spec_of("Qwen3-30B-A3B"), tensors_of("Qwen3-30B-A3B")
+    with pytest.raises(SpecError, match="no such device"):
+        place(tensors, [0] * spec.N, spec.N, Offload(-1, overrides=(("exps", "GPU3"),)))
+
+
+def test_fit_cuts_the_context_first_to_the_largest_that_fits():
+    """Llama-3.1-70B in Q4_K_M over two 24 GiB devices, the context not given: its own 131,072 does not fit, the
+    largest that does (in steps of 256) is kept with every layer on the devices; one step more does not fit."""
+    name = "Llama-3.1-70B"
+    spec, tensors = spec_of(name), tensors_of(name)
+    budgets = [24 * GiB, 24 * GiB]
+    rt, offload, said = fit(spec, tensors, Runtime(131072), Offload(-1, (1, 1)), budgets, False, False)
+    assert said.startswith("context cut") and offload.gpu_layers == -1
+    assert 4096 < rt.n_ctx < 131072 and rt.n_ctx % 256 == 0
+    assert fits(plan_llama_cpp(spec, tensors, rt, offload), budgets)
+    more = Runtime(rt.n_ctx + 256)
+    assert not fits(plan_llama_cpp(spec, tensors, more, offload), budgets)
+
+
+def test_fit_then_puts_the_most_layers_on_the_device_and_keeps_what_the_user_set():
+    """One 24 GiB device: even 4,096 tokens of context leave no room for all of Llama-3.1-70B, so the context stays
+    4,096 and the most layers that fit go on the device; one more does not fit. A context or -ngl the user set is
+    kept (llama.cpp's --fit keeps them)."""
+    name = "Llama-3.1-70B"
+    spec, tensors = spec_of(name), tensors_of(name)
+    rt, offload, said = fit(spec, tensors, Runtime(131072), Offload(-1), [24 * GiB], False, False)
+    assert rt.n_ctx == 4096 and 0 < offload.gpu_layers < spec.N + 1
+    assert fits(plan_llama_cpp(spec, tensors, rt, offload), [24 * GiB])
+    one_more = Offload(offload.gpu_layers + 1)
+    assert not fits(plan_llama_cpp(spec, tensors, rt, one_more), [24 * GiB])
+    assert said == f"{offload.gpu_layers} of {spec.N + 1} layers on the devices ({offload.gpu_layers})"
+    kept, placed, told = fit(spec, tensors, Runtime(8192), Offload(-1), [24 * GiB], True, False)
+    assert kept.n_ctx == 8192 and placed.gpu_layers > 0
+    kept, placed, told = fit(spec, tensors, Runtime(8192), Offload(70), [24 * GiB], True, True)
+    assert placed.gpu_layers == 70 and "kept" in told
+
+
+def test_fit_keeps_a_mixtures_experts_on_the_host_first():
+    """Mixtral-8x7B in Q4_K_M (26.5 GiB) on one 16 GiB device: every block's attention goes on the device with the
+    experts on the host, then as many blocks as fit get their experts back; the rest stay on the host."""
+    name = "Mixtral-8x7B-v0.1"
+    spec, tensors = spec_of(name), tensors_of(name)
+    rt, offload, said = fit(spec, tensors, Runtime(4096), Offload(-1), [16 * GiB], True, False)
+    assert offload.gpu_layers == spec.N + 1 and "experts of" in said
+    kept = len(offload.overrides)
+    assert 0 < kept < spec.N
+    p = plan_llama_cpp(spec, tensors, rt, offload)
+    assert p.offload["device"]["total"] <= 16 * GiB - MARGIN
+    whole = Offload(offload.gpu_layers, offload.split, overrides=offload.overrides[1:])  # (one block more whole)
+    assert not fits(plan_llama_cpp(spec, tensors, rt, whole), [16 * GiB])
+
+
+def test_fit_needs_a_size_per_device():
+    spec, tensors = spec_of("Meta-Llama-3-8B"), tensors_of("Meta-Llama-3-8B")
+    with pytest.raises(SpecError, match="2 devices"):
+        fit(spec, tensors, Runtime(8192), Offload(-1, (1, 1)), [8 * GiB], False, False)
+    with pytest.raises(SpecError, match="does not fit the host"):
+        fit(spec, tensors, Runtime(8192), Offload(None), [2 * GiB], False, False)
+
+
+def test_the_plans_memory_at_the_json(tmp_path):
+    """`tfm plan --json` of a folder in q4_k_m with -ngl: offload's device, devices and host, each with weights,
+    kv_cache, compute and total bytes; the llama.cpp part's caches and buffers beside it."""
+    from typer.testing import CliRunner
+
+    from transformer_cli.cli import app
+
+    folder = Path(__file__).parents[2] / "examples" / "hf" / "Meta-Llama-3-8B"
+    args = ["plan", str(folder), "--weights", "q4_k_m", "-n", "8192", "--gpu-layers", "20", "--kv-dtype", "q8_0"]
+    done = CliRunner().invoke(app, [*args, "--json", "--hardware", "h100-sxm"])
+    assert done.exit_code == 0, done.output
+    found = json.loads(done.stdout)
+    offload = found["offload"]
+    for part in (offload["device"], offload["host"], *offload["devices"].values()):
+        assert {"weights", "kv_cache", "compute", "total"} <= set(part)
+    assert offload["devices"]["GPU0"]["blocks"] == "19+1" and offload["host"]["blocks"] == "13"
+    part = found["llama_cpp"]
+    assert part["caches"] == [{"kind": "full", "cells": 8192, "blocks": 32, "k_bytes": 272 * MiB, "v_bytes": 272 * MiB}]
+    assert found["kv_cache_bytes"] == 544 * MiB  # (the plan's own cache in q8_0's bytes, as llama.cpp's here)

@@ -1,0 +1,150 @@
+"""`tfm plan`'s llama.cpp part on a model's files: its GGUF tensors' bytes (a GGUF file's own, or the file
+llama-quantize or the converter would make of a folder), llama.cpp's flags checked, --fit applied; the figures are
+analysis/llama_cpp_plan.py's."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..analysis.llama_cpp import CACHE_TYPES, Runtime
+from ..analysis.llama_cpp_plan import LlamaCppPlan, fit, plan_llama_cpp
+from ..analysis.offload import Offload, parse_overrides
+from ..analysis.serving import context_cap
+from ..analysis.units import size
+from ..errors import OptionError, TfmError
+from ..options import count
+from ..spec.definition import Spec
+
+NAMES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}  # (tfm's names of GGML's float types)
+
+
+@dataclass(frozen=True)
+class LlamaCppAsked:
+    """llama.cpp's flags as `tfm plan` takes them (None: llama.cpp's default)."""
+
+    v_dtype: str | None = None  # -ctv [default: -ctk's]
+    ubatch: int = 512  # -ub
+    parallel: int = 1  # -np
+    unified: bool = False  # -kvu
+    flash_attn: bool = True  # -fa
+    swa_full: bool = False  # --swa-full
+    gpu_layers: int | None = None  # -ngl (-1: all)
+    tensor_split: str | None = None  # --tensor-split 8,10
+    override_tensor: Sequence[str] = ()  # -ot exps=CPU
+    no_kv_offload: bool = False  # -nkvo
+    fit: bool = False  # --fit on
+
+    @property
+    def given(self) -> bool:
+        """Whether any flag asks for llama.cpp's part."""
+        return self != LlamaCppAsked()
+
+
+def llama_cpp_part(
+    path: Path | None,
+    spec: Spec,
+    weights: Any,  # the plan's weights: a type's name or a Held (a llama.cpp mix, a file's own)
+    weights_asked: bool,  # --weights given (else a GGUF file's own tensors)
+    kv_dtype: str,
+    n: int,
+    context_given: bool,
+    memory: str | None,
+    asked: LlamaCppAsked,
+    say: Callable[[str], None],
+) -> LlamaCppPlan:
+    """llama.cpp's memory for the model at `path` (its spec `spec`) with the flags asked: a context of n (the
+    plan's; --fit without -n starts from the model's own, as llama.cpp's), K in --kv-dtype, V in --v-dtype;
+    --memory: each device's size, for --fit."""
+    type_k = NAMES.get(kv_dtype, kv_dtype)
+    type_v = NAMES.get(asked.v_dtype or "", asked.v_dtype or type_k)
+    for kind, option in ((type_k, "kv-dtype"), (type_v, "v-dtype")):
+        if kind not in CACHE_TYPES:
+            raise OptionError(f"--{option} {kind}: llama.cpp's caches take {', '.join(CACHE_TYPES)}")
+    count(asked.ubatch, "ubatch")
+    count(asked.parallel, "parallel")
+    n_ctx = n if context_given or not asked.fit else context_cap(spec) or n
+    rt = Runtime(
+        n_ctx, asked.ubatch, 2048, asked.parallel, asked.unified, type_k, type_v, asked.flash_attn, asked.swa_full
+    )
+    budgets = [size(part.strip(), "--memory") for part in memory.split(",")] if memory else []
+    offload = _offload(asked, budgets)
+    tensors = gguf_tensor_bytes(path, spec, None if not weights_asked else weights)
+    if asked.fit:
+        if not budgets:
+            raise OptionError("--fit: needs --memory, each device's size (12G, or 24G,24G for two)")
+        rt, offload, said = fit(spec, tensors, rt, offload, budgets, context_given, _placed(asked))
+        found = plan_llama_cpp(spec, tensors, rt, offload)
+        flags: dict[str, Any] = {"n_ctx": rt.n_ctx, "gpu_layers": offload.gpu_layers, "said": said}
+        flags |= {"tensor_split": list(offload.split)} if len(offload.split) > 1 else {}
+        flags |= {"override_tensor": [f"{p}={d}" for p, d in offload.overrides]} if offload.overrides else {}
+        say(f"--fit: {said}")
+        return LlamaCppPlan(**{**found.__dict__, "fit": flags})
+    return plan_llama_cpp(spec, tensors, rt, offload)
+
+
+def _placed(asked: LlamaCppAsked) -> bool:
+    """Whether the user placed the blocks (-ngl, --tensor-split, -ot): llama.cpp's --fit then keeps them."""
+    return asked.gpu_layers not in (None, -1) or asked.tensor_split is not None or bool(asked.override_tensor)
+
+
+def _offload(asked: LlamaCppAsked, budgets: list[int]) -> Offload:
+    """The placement flags: devices from --tensor-split, else from --memory's sizes (llama.cpp splits by free
+    memory), else one; -ngl (with --fit and devices: all, llama.cpp's auto)."""
+    split: tuple[float, ...] = (1.0,)
+    if asked.tensor_split is not None:
+        try:
+            split = tuple(float(x) for x in asked.tensor_split.split(","))
+        except ValueError:
+            raise OptionError(f"--tensor-split {asked.tensor_split}: expected shares by commas (8,10)") from None
+        if any(x < 0 for x in split) or not sum(split):
+            raise OptionError(f"--tensor-split {asked.tensor_split}: expected shares of zero or more, not all zero")
+    elif len(budgets) > 1:
+        split = tuple(float(b) for b in budgets)
+    gpu_layers = asked.gpu_layers
+    if gpu_layers is None and (asked.tensor_split is not None or len(budgets) > 1 or asked.fit and budgets):
+        gpu_layers = -1  # (devices named: all blocks on them, as llama.cpp's default -ngl)
+    if gpu_layers is not None and gpu_layers < -1:
+        raise OptionError(f"--gpu-layers {gpu_layers}: expected a count, or -1 for all")
+    return Offload(gpu_layers, split, asked.no_kv_offload, parse_overrides(asked.override_tensor))
+
+
+def gguf_tensor_bytes(path: Path | None, spec: Spec, weights: Any) -> dict[str, int]:
+    """Each GGUF tensor's bytes: a GGUF file's own (weights None), else the file of the asked type llama-quantize
+    makes (a mix, q8_0, ...) or the converter writes (float32, float16, bfloat16; None: bfloat16), for the model's
+    architecture."""
+    from ..components.held import Held
+    from ..gguf.header import read_header
+    from ..gguf.mixes import file_bytes
+    from ..gguf.write import ARCH_OF
+    from ..hf.config import read_config
+    from ..io.safetensors_io import peek
+
+    gguf = path if path is not None and path.suffix.lower() == ".gguf" else None
+    if gguf is not None and weights is None:  # (the file's own)
+        return {name: t.nbytes for name, t in read_header(gguf).tensors.items()}
+    kind = weights.dtype if isinstance(weights, Held) else NAMES.get(weights or "bfloat16")
+    if kind is None:
+        raise TfmError(
+            f"--weights {weights}: llama.cpp runs GGUF files; plan it in one it holds (float32, float16, bfloat16, "
+            "or a llama.cpp file type such as q4_k_m)"
+        )
+    arch, model_type = "llama", None
+    if gguf is not None:
+        arch = str(read_header(gguf).metadata.get("general.architecture"))
+    elif path is not None and path.is_dir():
+        model_type = read_config(path).get("model_type")
+    elif path is not None and path.suffix.lower() == ".safetensors":
+        kept = peek(path)[1].get("hf_config")
+        model_type = json.loads(kept).get("model_type") if kept else None
+    if model_type is not None:
+        if model_type not in ARCH_OF:
+            raise TfmError(f"{spec.label}: model_type '{model_type}' has no GGUF architecture, so llama.cpp runs none")
+        arch = ARCH_OF[str(model_type)]
+    return file_bytes(spec, arch, str(kind))
+
+
+__all__ = ["LlamaCppAsked", "gguf_tensor_bytes", "llama_cpp_part"]
