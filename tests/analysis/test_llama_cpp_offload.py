@@ -175,3 +175,62 @@ def test_the_plans_memory_at_the_json(tmp_path):
     part = found["llama_cpp"]
     assert part["caches"] == [{"kind": "full", "cells": 8192, "blocks": 32, "k_bytes": 272 * MiB, "v_bytes": 272 * MiB}]
     assert found["kv_cache_bytes"] == 544 * MiB  # (the plan's own cache in q8_0's bytes, as llama.cpp's here)
+
+
+def test_several_devices_holding_every_layer_keep_four_copies_of_their_inputs():
+    """llama.cpp turns on pipeline parallelism for several devices holding every layer (no -ot, no -nkvo): each
+    device's compute buffer keeps GGML_SCHED_MAX_COPIES = 4 copies of its inputs (the stream and the masks); one
+    device, the output layer on the host, or an override: one copy."""
+    from transformer_cli.analysis.llama_cpp import compute_bytes, input_bytes
+
+    spec, tensors = spec_of("Llama-3.1-70B"), tensors_of("Llama-3.1-70B")
+    rt = Runtime(1024, flash_attn=False)
+    p = plan_llama_cpp(spec, tensors, rt, Offload(-1, (8, 10)))
+    copies = 3 * input_bytes(spec, rt)
+    assert p.offload["devices"]["GPU0"]["compute"] == compute_bytes(spec, rt, head=False) + copies
+    assert p.offload["devices"]["GPU1"]["compute"] == compute_bytes(spec, rt) + copies
+    assert input_bytes(spec, rt) == 4 * 512 * spec.d + 4 * 512 * 1024  # (the stream, a float32 mask)
+    for offload in (Offload(80, (8, 10)), Offload(-1, (8, 10), overrides=(("exps", "CPU"),)), Offload(-1)):
+        single = plan_llama_cpp(spec, tensors, rt, offload)
+        device = next(iter(single.offload["devices"].values()))
+        assert device["compute"] in (compute_bytes(spec, rt), compute_bytes(spec, rt, head=False))
+
+
+def test_the_command_refuses_bad_flags_in_one_line_with_exit_2(runner):
+    """llama.cpp's flags checked: a share that is no number, an override without its device or to a device that
+    is not there, a quantised V without flash attention, --fit without sizes (docs/bad-input.md's rows)."""
+    from transformer_cli.cli import app
+
+    folder = str(Path(__file__).parents[2] / "examples" / "hf" / "Meta-Llama-3-8B")
+    for flags, said in (
+        (["--tensor-split", "8,x"], "--tensor-split 8,x: expected shares by commas (8,10)"),
+        (["--override-tensor", "exps"], "--override-tensor exps: expected PATTERN=DEVICE"),
+        (["--override-tensor", "exps=GPU2", "--gpu-layers", "5"], "no such device (the devices: GPU0)"),
+        (["--v-dtype", "q8_0", "--no-flash-attn"], "a quantised V cache needs flash attention"),
+        (["--fit"], "--fit: needs --memory"),
+        (["--gpu-layers", "-3"], "--gpu-layers -3: expected a count, or -1 for all"),
+    ):
+        done = runner.invoke(app, ["plan", folder, "--weights", "q4_k_m", *flags])
+        assert done.exit_code == 2, (flags, done.output)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and said in lines[0], (flags, done.stderr)
+
+
+def test_a_gguf_file_is_planned_as_llama_cpp_runs_it_with_its_own_tensors(tmp_path, runner):
+    """`tfm plan model.gguf`: the llama.cpp part comes with every plan of a GGUF file, its weights the file's own
+    tensors (its model buffer as llama.cpp maps it); llama.cpp's default cache type f16 where none is asked."""
+    import numpy as np
+
+    from transformer_cli.cli import app
+    from transformer_cli.gguf.header import read_header
+
+    tiny = str(Path(__file__).parents[2] / "examples" / "hf" / "tiny-llama")
+    made = runner.invoke(app, ["init", tiny, "-o", str(tmp_path / "m"), "--seed", "3"])
+    assert made.exit_code == 0, made.output
+    assert runner.invoke(app, ["convert", str(tmp_path / "m"), "-o", str(tmp_path / "m.gguf")]).exit_code == 0
+    done = runner.invoke(app, ["plan", str(tmp_path / "m.gguf"), "--json", "--hardware", "l4", "-n", "512"])
+    assert done.exit_code == 0, done.output
+    found = json.loads(done.stdout)
+    own = sum(t.nbytes for t in read_header(tmp_path / "m.gguf").tensors.values())
+    assert found["offload"]["host"]["weights"] == own and found["llama_cpp"]["runtime"]["type_k"] == "f16"
+    assert found["llama_cpp"]["n_ctx"] == 512 and not np.isnan(found["offload"]["host"]["total"])

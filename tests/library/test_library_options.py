@@ -122,7 +122,7 @@ def test_a_size_of_zero_is_refused_from_either_door(runner, folder, tmp_path):
         (
             lambda m: m.plan(memroy="80G"),
             "Model.plan: unknown option 'memroy' (did you mean 'memory'?); it takes "
-            "seq_len, batch, source_len, weights, kv_dtype, memory, optimizer,",
+            "seq_len, batch, source_len, weights, kv_dtype, memory, optimizer,",  # (llama.cpp's flags after)
         ),
         (
             lambda m: m.costs(seq=8),

@@ -193,10 +193,9 @@ def compute_bytes(spec: Spec, rt: Runtime, head: bool = True) -> int:
     holding blocks but not the output layer), the blocks' alone."""
     c = cells(rt)
     T, d, V = c.ubatch, spec.d, spec.V or 0
-    rows = -(-T // c.streams) * c.streams  # (each stream's queries against its own cells)
     memory = layer_memory(spec, rt)
-    mask = (2 if rt.flash_attn else 4) * rows
-    masks = sum(mask * size for size in {m.cells for m in memory if m.k})  # (alive until the last block attends)
+    masks = masks_bytes(spec, rt)  # (alive until the last block attends)
+    rows = -(-T // c.streams) * c.streams  # (each stream's queries against its own cells)
     moments = [4 * T * (V + 2 * d) if head else 0]  # the head's logits beside the last stream
     for group in decoder(spec).groups():
         cache = attention_component(group.spec).ggml_cache()
@@ -211,4 +210,29 @@ def compute_bytes(spec: Spec, rt: Runtime, head: bool = True) -> int:
     return max(moments)
 
 
-__all__ = ["CACHE_TYPES", "GGML_BLOCKS", "Runtime", "cells", "compute_bytes", "layer_memory", "output_bytes"]
+def masks_bytes(spec: Spec, rt: Runtime) -> int:
+    """The attention masks a pass reads (llama-graph.cpp: one per cache size, cells x ubatch, float16 with flash
+    attention, else float32)."""
+    c = cells(rt)
+    rows = -(-c.ubatch // c.streams) * c.streams
+    sizes = {m.cells for m in layer_memory(spec, rt) if m.k}
+    return sum((2 if rt.flash_attn else 4) * rows * size for size in sizes)
+
+
+def input_bytes(spec: Spec, rt: Runtime) -> int:
+    """What a device's part of the graph reads from another backend: the stream of the ubatch's tokens and the
+    masks (llama.cpp's pipeline parallelism keeps 4 copies of these: ggml-backend's GGML_SCHED_MAX_COPIES)."""
+    return 4 * cells(rt).ubatch * spec.d + masks_bytes(spec, rt)
+
+
+__all__ = [
+    "CACHE_TYPES",
+    "GGML_BLOCKS",
+    "Runtime",
+    "cells",
+    "compute_bytes",
+    "input_bytes",
+    "layer_memory",
+    "masks_bytes",
+    "output_bytes",
+]

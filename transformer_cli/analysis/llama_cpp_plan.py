@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..spec.definition import Spec
-from .llama_cpp import COMPUTE_NOTE, PAD, Runtime, cells, compute_bytes, layer_memory, output_bytes
+from .llama_cpp import COMPUTE_NOTE, PAD, Runtime, cells, compute_bytes, input_bytes, layer_memory, output_bytes
 from .offload import HOST, Memory, Offload, place
 
 MARGIN = 1024 * 2**20  # --fit's free memory kept on each device (-fitt), as llama.cpp's default
@@ -48,7 +48,7 @@ def plan_llama_cpp(spec: Spec, tensors: Mapping[str, int], rt: Runtime, offload:
     c = cells(rt)
     memory = layer_memory(spec, rt)
     where, placed = place(tensors, [m.total for m in memory], spec.N, offload)
-    _add_buffers(spec, rt, where, placed)
+    _add_buffers(spec, rt, offload, where, placed)
     caches = []
     for kind, chosen in (
         ("full", [m for m in memory if m.k and not m.window]),
@@ -90,10 +90,13 @@ def _blocks(m: Memory, N: int) -> str:
     return f"{blocks}+1" if N in m.layers else str(blocks)
 
 
-def _add_buffers(spec: Spec, rt: Runtime, where: dict[str, Memory], placed: list[str]) -> None:
+def _add_buffers(spec: Spec, rt: Runtime, offload: Offload, where: dict[str, Memory], placed: list[str]) -> None:
     """Each backend's compute buffer (the output layer's the whole estimate, another with blocks the blocks'
-    moments, the host with none the input's embeddings) and the output buffer on the host."""
+    moments, the host with none the input's embeddings; with pipeline parallelism, as llama.cpp turns it on for
+    several devices holding every layer, three more copies of each device's inputs) and the output buffer."""
     head = placed[-1]
+    devices = [name for name in where if name != HOST]
+    pipeline = len(devices) > 1 and HOST not in placed and not offload.no_kv_offload and not offload.overrides
     for name, m in where.items():
         if name == head:
             m.compute = compute_bytes(spec, rt)
@@ -101,14 +104,16 @@ def _add_buffers(spec: Spec, rt: Runtime, where: dict[str, Memory], placed: list
             m.compute = compute_bytes(spec, rt, head=False)
         elif name == HOST:
             m.compute = 4 * cells(rt).ubatch * spec.d  # (the input's embeddings, read on the host)
+        if pipeline and name != HOST:
+            m.compute += 3 * input_bytes(spec, rt)
     where[HOST].output = output_bytes(spec, rt)
 
 
 def fits(p: LlamaCppPlan, budgets: list[int], margin: int = MARGIN) -> bool:
     """Whether each device's total leaves `margin` of its budget free (the host's budget: the only one with none)."""
     devices = p.offload["devices"]
-    if not devices:
-        return p.offload["host"]["total"] <= budgets[0] - margin
+    if not devices:  # (the output buffer aside, as llama.cpp's --fit measures: model, context, compute)
+        return p.offload["host"]["total"] - p.output_bytes <= budgets[0] - margin
     return all(devices[f"GPU{i}"]["total"] <= budget - margin for i, budget in enumerate(budgets))
 
 

@@ -116,9 +116,10 @@ def place(
     """Each device's and the host's weights and caches (compute and output added by the caller), and each
     block's device (the output layer's last)."""
     placed = layer_devices(n_layer, offload)
-    for _, device in offload.overrides:
+    for pattern, device in offload.overrides:
         if device != "CPU" and device not in offload.devices:
-            raise SpecError(f"--override-tensor ...={device}: no such device (the devices: {offload.devices})")
+            have = ", ".join(offload.devices) or "none: no --gpu-layers"
+            raise SpecError(f"--override-tensor {pattern}={device}: no such device (the devices: {have})")
     memory = {HOST: Memory()} | {device: Memory() for device in offload.devices}
     for name, size in tensors.items():
         memory[tensor_device(name, placed, offload.overrides)].weights += size

@@ -193,10 +193,17 @@ class Model:
 
     def plan(self, **options: Any) -> Plan:
         """`tfm plan`: serving and training memory, what fits, time on hardware (a Plan); the options are the
-        command's, by their long names (seq_len, batch, weights, memory="80G", lora_rank, tensor_parallel...)."""
+        command's, by their long names (seq_len, batch, weights, memory="80G", lora_rank, tensor_parallel...;
+        llama.cpp's: gpu_layers, tensor_split="8,10", override_tensor=["exps=CPU"], v_dtype, ubatch, fit...)."""
+        from dataclasses import fields
+
+        from ..tasks.llama_cpp import LlamaCppAsked
         from ..tasks.planning import asked, plan_model
 
-        return plan_model(self, **keywords(options, parameters(asked, skip=1), "Model.plan"))
+        llama = [f.name for f in fields(LlamaCppAsked)]
+        found = keywords(options, [*parameters(asked, skip=1), *llama], "Model.plan")
+        flags = LlamaCppAsked(**{k: found.pop(k) for k in llama if k in found})
+        return plan_model(self, **found, llama_cpp=flags)
 
     @named(renamed={"n": "seq_len"})
     def verify(

@@ -51,8 +51,12 @@ def plan(
         typer.Option("--weights", help="Weights' type [default: bfloat16; a GGUF file's own type]."),
     ] = None,
     kv_dtype: Annotated[
-        KVDType, typer.Option("--kv-dtype", help="KV cache's type (GGML's f16, q8_0, ...: llama.cpp's -ctk).")
-    ] = "bfloat16",  # type: ignore[assignment]
+        Optional[KVDType],
+        typer.Option(
+            "--kv-dtype",
+            help="KV cache's type (GGML's f16, q8_0, ...: llama.cpp's -ctk) [default: bfloat16; llama.cpp's f16].",
+        ),
+    ] = None,
     memory: Annotated[
         Optional[str],
         typer.Option(
@@ -186,7 +190,7 @@ def plan(
             batch,
             source_len,
             weights.value if weights is not None else None,
-            kv_dtype.value,
+            kv_dtype.value if kv_dtype is not None else "bfloat16",
             memory,
             optimizer.value,
             zero,
@@ -215,7 +219,8 @@ def plan(
             fit,
         )
         given = weights.value if weights is not None else None
-        result = with_llama_cpp(spec_path, options, result, given, kv_dtype.value, seq_len, memory, llama, say)
+        kv = kv_dtype.value if kv_dtype is not None else None
+        result = with_llama_cpp(spec_path, options, result, given, kv, seq_len, memory, llama, say)
     with handled(json_out):
         if plot is not None or chart or (chart is None and not json_out and out.is_terminal):
             curve = _curve(spec_path, spec, result, options, plot_weights)

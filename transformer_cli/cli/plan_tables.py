@@ -104,11 +104,11 @@ def llama_cpp_table(p: Plan) -> Table | None:
     if lp is None:
         return None
     rt, where = lp.runtime, {"host": lp.offload["host"]} | lp.offload["devices"]
-    streams = f"{lp.streams} streams of {lp.n_ctx_seq:,} cells" if lp.streams > 1 else f"{lp.n_ctx:,} cells"
-    attention = "flash attention" if rt["flash_attn"] else "no flash attention"
+    streams = f", {lp.streams} streams of {lp.n_ctx_seq:,} cells" if lp.streams > 1 else ""
+    attention = "-fa on" if rt["flash_attn"] else "-fa off"
     title = (
-        f"As llama.cpp runs {shown(p.name)}: -c {rt['n_ctx']:,} ({streams}), -ub {rt['ubatch']}, {attention}, "
-        f"K {rt['type_k']}, V {rt['type_v']}"
+        f"As llama.cpp runs {shown(p.name)}: -c {lp.n_ctx:,}{streams}, -ub {rt['ubatch']}, {attention}, "
+        f"-ctk {rt['type_k']}, -ctv {rt['type_v']}"
     )
     kinds = []
     for cache in lp.caches:
@@ -120,8 +120,8 @@ def llama_cpp_table(p: Plan) -> Table | None:
             k, v = human(cache["k_bytes"]), human(cache["v_bytes"])
             kinds.append(f"{cache['kind']}: {cache['blocks']} blocks x {cache['cells']:,} cells, K {k}, V {v}")
     caption = (
-        f"KV cache: {'; '.join(kinds) or 'none'}. Compute buffer: an {lp.compute_note}. Output buffer: a token's "
-        "logits per sequence, float32. Blocks: each one's layers (+1: the output layer)."
+        f"KV cache: {'; '.join(kinds) or 'none'}. Compute buffer: an estimate (docs/plan.md, As llama.cpp runs "
+        "it). Output buffer: a token's logits per sequence. Blocks: each device's (+1: the output layer)."
     )
     if lp.fit is not None:
         flags = [f"-c {lp.fit['n_ctx']:,}", f"-ngl {lp.fit['gpu_layers']}"]

@@ -29,7 +29,7 @@ class LlamaCppAsked:
     v_dtype: str | None = None  # -ctv [default: -ctk's]
     ubatch: int = 512  # -ub
     parallel: int = 1  # -np
-    unified: bool = False  # -kvu
+    kv_unified: bool = False  # -kvu
     flash_attn: bool = True  # -fa
     swa_full: bool = False  # --swa-full
     gpu_layers: int | None = None  # -ngl (-1: all)
@@ -68,7 +68,7 @@ def llama_cpp_part(
     count(asked.parallel, "parallel")
     n_ctx = n if context_given or not asked.fit else context_cap(spec) or n
     rt = Runtime(
-        n_ctx, asked.ubatch, 2048, asked.parallel, asked.unified, type_k, type_v, asked.flash_attn, asked.swa_full
+        n_ctx, asked.ubatch, 2048, asked.parallel, asked.kv_unified, type_k, type_v, asked.flash_attn, asked.swa_full
     )
     budgets = [size(part.strip(), "--memory") for part in memory.split(",")] if memory else []
     offload = _offload(asked, budgets)
@@ -78,10 +78,10 @@ def llama_cpp_part(
             raise OptionError("--fit: needs --memory, each device's size (12G, or 24G,24G for two)")
         rt, offload, said = fit(spec, tensors, rt, offload, budgets, context_given, _placed(asked))
         found = plan_llama_cpp(spec, tensors, rt, offload)
-        flags: dict[str, Any] = {"n_ctx": rt.n_ctx, "gpu_layers": offload.gpu_layers, "said": said}
+        layers = spec.N + 1 if offload.gpu_layers == -1 else offload.gpu_layers
+        flags: dict[str, Any] = {"n_ctx": rt.n_ctx, "gpu_layers": layers, "said": said}
         flags |= {"tensor_split": list(offload.split)} if len(offload.split) > 1 else {}
         flags |= {"override_tensor": [f"{p}={d}" for p, d in offload.overrides]} if offload.overrides else {}
-        say(f"--fit: {said}")
         return LlamaCppPlan(**{**found.__dict__, "fit": flags})
     return plan_llama_cpp(spec, tensors, rt, offload)
 

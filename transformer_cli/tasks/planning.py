@@ -5,6 +5,7 @@ on the modules as the model's own names give them. The figures themselves are an
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -46,7 +47,8 @@ def plan_model(model: Any, *args: Any, llama_cpp: Any = None, **options: Any) ->
     options_asked = asked(model, *args, **options)
     path = model.path or model.weights_path
     found = with_runs_here(path, options_asked, plan_asked(options_asked))
-    weights, kv, seq_len, memory = (options.get(k) for k in ("weights", "kv_dtype", "seq_len", "memory"))
+    given = inspect.signature(asked).bind(model, *args, **options).arguments  # (by name, as they were given)
+    weights, kv, seq_len, memory = (given.get(k) for k in ("weights", "kv_dtype", "seq_len", "memory"))
     return with_llama_cpp(path, options_asked, found, weights, kv, seq_len, memory, llama_cpp)
 
 
@@ -79,7 +81,7 @@ def with_llama_cpp(
             options.spec,
             options.weights,
             weights is not None,
-            options.kv,
+            kv_dtype or "f16",  # (llama.cpp's default, where none was asked)
             options.n,
             seq_len is not None,
             sizes if isinstance(sizes, str) else None if sizes is None else f"{sizes}B",
