@@ -234,3 +234,22 @@ def test_a_gguf_file_is_planned_as_llama_cpp_runs_it_with_its_own_tensors(tmp_pa
     own = sum(t.nbytes for t in read_header(tmp_path / "m.gguf").tensors.values())
     assert found["offload"]["host"]["weights"] == own and found["llama_cpp"]["runtime"]["type_k"] == "f16"
     assert found["llama_cpp"]["n_ctx"] == 512 and not np.isnan(found["offload"]["host"]["total"])
+
+
+@pytest.mark.parametrize(
+    ("folder", "slides"), [("Mistral-7B-v0.1", False), ("Phi-3-mini-4k-instruct", False), ("gemma-7b", None)]
+)
+def test_windows_are_cached_as_llama_cpp_runs_them(folder, slides):
+    """Mistral-7B's window has no key in the llama architecture its GGUF file is, and llama.cpp disables Phi-3's:
+    llama.cpp caches every token of them, as tfm's plan does (transformers' cache, the plan's own, keeps the
+    window). Control: Gemma 2's window (recorded above) is kept."""
+    import transformer_cli as tfm
+
+    model = tfm.load(Path(__file__).parents[2] / "examples" / "hf" / folder)
+    p = model.plan(seq_len=16384, weights="q8_0", hardware="l4")
+    cache = p.llama_cpp.caches
+    assert [c["kind"] for c in cache] == ["full"] and cache[0]["cells"] == 16384
+    if slides is False:
+        assert model.spec.window is not None and p.kv_cache_bytes < cache[0]["k_bytes"] + cache[0]["v_bytes"]
+    gemma = spec_of("gemma-2-9b")
+    assert {m.window for m in layer_memory(gemma, Runtime(16384))} == {True, False}

@@ -50,7 +50,15 @@ RECORD = Record(
     spec,
     PHI3,
     config,
-    Gguf("phi3", GGUF_LAYOUT, base_only, base="phi3_like", skipped=GGUF_SKIPPED, window_always=True),
+    Gguf(
+        "phi3",
+        GGUF_LAYOUT,
+        base_only,
+        base="phi3_like",
+        skipped=GGUF_SKIPPED,
+        window_always=True,
+        llama_cpp_slides=False,
+    ),
     config_alone=True,
 )
 

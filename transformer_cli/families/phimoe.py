@@ -121,6 +121,7 @@ RECORD = Record(
         base="phi3_like",
         skipped=("rope_factors_short.weight", "rope_factors_long.weight"),
         window_always=True,
+        llama_cpp_slides=False,
         rms_epsilon=True,
     ),
     lora_router="router",

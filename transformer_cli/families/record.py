@@ -44,6 +44,7 @@ class Gguf:
     # other layouts, each for the specs its test is true of (the first true), else `layout`
     alternatives: tuple[tuple[Callable[[Any], bool], Family], ...] = ()
     window_always: bool = False  # attention.sliding_window written (0: none) with or without a window (Phi-3)
+    llama_cpp_slides: bool = True  # llama.cpp's cache slides with the file's window (Phi-3's: it disables it)
     quantize_as_falcon: bool = False  # llama-quantize's exceptions for LLM_ARCH_FALCON in its mixes (gguf/mixes.py)
     read_only: bool = False  # files read, none written, no config.json made of one (BERT's: no pooler in the file)
     joined: Mapping[str, Joined] = field(default_factory=dict)  # tensors newer converters write in pieces

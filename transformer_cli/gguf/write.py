@@ -87,6 +87,29 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
     return out
 
 
+def as_written(spec: Spec, arch_name: str) -> Spec | None:
+    """The model as llama.cpp reads the GGUF file tfm would write of `spec` in `arch_name` (its header alone: a
+    window the architecture has no key for, Mistral's in llama's, is gone), or None where the header needs the
+    weights to be made (a family that folds them, a block's number held as a key)."""
+    from ..spec.load import spec_from_mapping
+    from .header import Header, TensorInfo
+    from .mixes import file_tensors
+    from .model import spec_mapping
+
+    made, arch = GGUF_OF.get(arch_name), ARCHITECTURES[arch_name]
+    if made is None or made.held_model is not None or any(v is None for v in arch.in_metadata.values()):
+        return None
+    metadata: dict[str, Any] = {"general.architecture": arch_name, "general.name": spec.label}
+    metadata |= {f"{arch_name}.{key}": value for key, value in _metadata(spec, arch_name).items()}
+    metadata |= {key: [fixed] * spec.N for key, fixed in arch.in_metadata.items()}
+    infos = {name: TensorInfo(name, shape[::-1], 0, 0, 0) for name, shape in file_tensors(spec, arch_name)[2].items()}
+    header = Header(Path(f"{spec.label}.gguf"), 3, metadata, infos, 0, 0)
+    try:
+        return spec_from_mapping(spec_mapping(header), str(header.path))
+    except SpecError:
+        return None
+
+
 def _extra_tensors(spec: Spec) -> dict[str, np.ndarray]:
     """Tensors the converter generates: Llama 3's rope_freqs, Phi-3's LongRoPE factors (F32)."""
     if spec.rope_scaling == "llama3":
@@ -230,4 +253,4 @@ def write_gguf(
     return len(planned) + len(extra), "; ".join(line for line in (told, said) if line)
 
 
-__all__ = ["ARCH_OF", "TYPES", "write_gguf"]
+__all__ = ["ARCH_OF", "TYPES", "as_written", "write_gguf"]

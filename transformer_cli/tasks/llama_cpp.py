@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,9 @@ def llama_cpp_part(
     )
     budgets = [size(part.strip(), "--memory") for part in memory.split(",")] if memory else []
     offload = _offload(asked, budgets)
-    tensors = gguf_tensor_bytes(path, spec, None if not weights_asked else weights)
+    arch = gguf_arch(path, spec)
+    tensors = gguf_tensor_bytes(path, spec, arch, None if not weights_asked else weights)
+    spec = as_llama_cpp_reads(spec, arch, path)
     if asked.fit:
         if not budgets:
             raise OptionError("--fit: needs --memory, each device's size (12G, or 24G,24G for two)")
@@ -112,39 +114,62 @@ def _offload(asked: LlamaCppAsked, budgets: list[int]) -> Offload:
     return Offload(gpu_layers, split, asked.no_kv_offload, parse_overrides(asked.override_tensor))
 
 
-def gguf_tensor_bytes(path: Path | None, spec: Spec, weights: Any) -> dict[str, int]:
-    """Each GGUF tensor's bytes: a GGUF file's own (weights None), else the file of the asked type llama-quantize
-    makes (a mix, q8_0, ...) or the converter writes (float32, float16, bfloat16; None: bfloat16), for the model's
-    architecture."""
-    from ..components.held import Held
+def gguf_arch(path: Path | None, spec: Spec) -> str:
+    """The GGUF architecture llama.cpp runs the model as: a GGUF file's own, a folder's model_type's (that of the
+    config tfm's weights file keeps), else llama's."""
     from ..gguf.header import read_header
-    from ..gguf.mixes import file_bytes
     from ..gguf.write import ARCH_OF
     from ..hf.config import read_config
     from ..io.safetensors_io import peek
 
-    gguf = path if path is not None and path.suffix.lower() == ".gguf" else None
-    if gguf is not None and weights is None:  # (the file's own)
-        return {name: t.nbytes for name, t in read_header(gguf).tensors.items()}
+    model_type = None
+    if path is not None and path.suffix.lower() == ".gguf":
+        return str(read_header(path).metadata.get("general.architecture"))
+    if path is not None and path.is_dir():
+        model_type = read_config(path).get("model_type")
+    elif path is not None and path.suffix.lower() == ".safetensors":
+        kept = peek(path)[1].get("hf_config")
+        model_type = json.loads(kept).get("model_type") if kept else None
+    if model_type is None:
+        return "llama"
+    if model_type not in ARCH_OF:
+        raise TfmError(f"{spec.label}: model_type '{model_type}' has no GGUF architecture, so llama.cpp runs none")
+    return ARCH_OF[str(model_type)]
+
+
+def as_llama_cpp_reads(spec: Spec, arch: str, path: Path | None) -> Spec:
+    """The model's windows as llama.cpp runs them: those the GGUF file tfm would write holds (a folder's; Mistral's
+    window has no key in llama's, so llama.cpp caches every token), none where llama.cpp disables them (Phi-3)."""
+    from ..families import GGUF_OF
+    from ..gguf.write import as_written
+
+    record = GGUF_OF.get(arch)
+    if record is not None and not record.llama_cpp_slides:
+        return replace(spec, window=None, attention_layers=None)
+    if path is not None and path.suffix.lower() == ".gguf":
+        return spec  # (read from the file, as llama.cpp reads it)
+    written = as_written(spec, arch)
+    if written is None or (written.window, written.attention_layers) == (spec.window, spec.attention_layers):
+        return spec
+    return replace(spec, window=written.window, attention_layers=written.attention_layers)
+
+
+def gguf_tensor_bytes(path: Path | None, spec: Spec, arch: str, weights: Any) -> dict[str, int]:
+    """Each GGUF tensor's bytes: a GGUF file's own (weights None), else the file of the asked type llama-quantize
+    makes (a mix, q8_0, ...) or the converter writes (float32, float16, bfloat16; None: bfloat16) in `arch`."""
+    from ..components.held import Held
+    from ..gguf.header import read_header
+    from ..gguf.mixes import file_bytes
+
+    if path is not None and path.suffix.lower() == ".gguf" and weights is None:  # (the file's own)
+        return {name: t.nbytes for name, t in read_header(path).tensors.items()}
     kind = weights.dtype if isinstance(weights, Held) else NAMES.get(weights or "bfloat16")
     if kind is None:
         raise TfmError(
             f"--weights {weights}: llama.cpp runs GGUF files; plan it in one it holds (float32, float16, bfloat16, "
             "or a llama.cpp file type such as q4_k_m)"
         )
-    arch, model_type = "llama", None
-    if gguf is not None:
-        arch = str(read_header(gguf).metadata.get("general.architecture"))
-    elif path is not None and path.is_dir():
-        model_type = read_config(path).get("model_type")
-    elif path is not None and path.suffix.lower() == ".safetensors":
-        kept = peek(path)[1].get("hf_config")
-        model_type = json.loads(kept).get("model_type") if kept else None
-    if model_type is not None:
-        if model_type not in ARCH_OF:
-            raise TfmError(f"{spec.label}: model_type '{model_type}' has no GGUF architecture, so llama.cpp runs none")
-        arch = ARCH_OF[str(model_type)]
     return file_bytes(spec, arch, str(kind))
 
 
-__all__ = ["LlamaCppAsked", "gguf_tensor_bytes", "llama_cpp_part"]
+__all__ = ["LlamaCppAsked", "as_llama_cpp_reads", "gguf_arch", "gguf_tensor_bytes", "llama_cpp_part"]
