@@ -1,4 +1,4 @@
-"""Record llama.cpp's own Q4_K and Q6_K bytes for tests/formats/test_kquants.py (tests/data/kquants.npz).
+"""Record llama.cpp's own Q4_K, Q5_K and Q6_K bytes for tests/formats/test_kquants.py (tests/data/kquants.npz).
 
 The rows (seeded, with the cases a quantiser gets wrong: zeros, a constant, one outlier, all negative, values near
 float32's smallest, a spread of scales within a super-block) go through ggml_quantize_chunk, the function
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 OUT = Path(__file__).parents[1] / "tests" / "data" / "kquants.npz"
-TYPES = {"Q4_K": (12, 144), "Q6_K": (14, 210)}  # ggml_type and bytes per 256 values
+TYPES = {"Q4_K": (12, 144), "Q5_K": (13, 176), "Q6_K": (14, 210)}  # ggml_type and bytes per 256 values
 VERSION = "llama-cpp-python 0.3.36 (llama.cpp's ggml 0.25.3)"
 
 

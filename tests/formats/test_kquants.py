@@ -19,7 +19,7 @@ from transformer_cli.spec import spec_from_mapping
 
 gguf = pytest.importorskip("gguf")
 DATA = Path(__file__).parents[1] / "data"
-SIZES = {"Q4_K": 144, "Q6_K": 210}
+SIZES = {"Q4_K": 144, "Q5_K": 176, "Q6_K": 210}
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def recorded():
     return np.load(DATA / "kquants.npz")
 
 
-@pytest.mark.parametrize("kind", ["Q4_K", "Q6_K"])
+@pytest.mark.parametrize("kind", ["Q4_K", "Q5_K", "Q6_K"])
 def test_each_super_block_is_llama_cpps_own_bytes(recorded, kind):
     got = kquants.quantize(recorded["rows"], kind)
     assert got.shape == recorded[kind].shape and got.dtype == np.uint8
@@ -36,14 +36,14 @@ def test_each_super_block_is_llama_cpps_own_bytes(recorded, kind):
     assert differ.size == 0, f"super-blocks {differ.tolist()} differ from llama.cpp's"
 
 
-@pytest.mark.parametrize("kind", ["Q4_K", "Q6_K"])
+@pytest.mark.parametrize("kind", ["Q4_K", "Q5_K", "Q6_K"])
 def test_numpys_pairwise_sum_in_place_of_cs_order_gives_other_bytes(recorded, kind, monkeypatch):
     """The control: the bytes are exact only with llama.cpp's order of additions."""
     monkeypatch.setattr(kquants, "_sum", lambda values: values.sum(axis=-1, dtype=np.float32))
     assert not np.array_equal(kquants.quantize(recorded["rows"], kind), recorded[kind])
 
 
-@pytest.mark.parametrize("kind, worst", [("Q4_K", 0.13), ("Q6_K", 0.035)])
+@pytest.mark.parametrize("kind, worst", [("Q4_K", 0.13), ("Q5_K", 0.07), ("Q6_K", 0.035)])
 def test_the_gguf_packages_dequantiser_reads_the_values_back_within_the_types_step(recorded, kind, worst):
     rows = recorded["rows"][12:24]  # (0.02 x normal: a trained model's weights)
     back = gguf.quants.dequantize(kquants.quantize(rows, kind), gguf.GGMLQuantizationType[kind])
@@ -93,3 +93,39 @@ def test_a_folder_written_as_q4_k_m_holds_each_tensor_as_llama_quantize_types_it
             assert np.array_equal(np.asarray(tensor.data).reshape(expected.shape), expected), tensor.name
     same = tfm.compare(folder, tmp_path / "m.gguf", np.arange(32) % case["spec"]["V"], dtype="float32")
     assert 0 < same.figures["kld"]["mean"] < 0.05 and same.first_divergent_block == 0
+
+
+def test_a_mixture_of_8_written_as_q4_k_m_has_llama_quantizes_q5_k_attention_outputs(tmp_path):
+    """llama-quantize gives a mixture of 8 experts' attention outputs Q5_K in Q4_K_M: tfm's file holds every
+    tensor in llama-quantize's type (recorded by llama.cpp: tests/data/llama_quantize_types_2.json.gz), Q5_K's
+    bytes tfm's quantiser's (held above to llama.cpp's own)."""
+    import gzip
+
+    recorded = json.loads(gzip.decompress((DATA / "llama_quantize_types_2.json.gz").read_bytes()))
+    case = next(
+        c
+        for c in recorded["cases"]
+        if c["model"] == "mixtral4-8experts" and c["ftype"] == "Q4_K_M" and not c.get("imatrix")
+    )
+    spec = spec_from_mapping(recorded["models"]["mixtral4-8experts"], "mixtral4")
+    config = {
+        "model_type": "mixtral",
+        "num_hidden_layers": spec.N,
+        "num_attention_heads": spec.H,
+        "num_key_value_heads": spec.kv_heads,
+        "head_dim": spec.m,
+        "hidden_size": spec.d,
+        "intermediate_size": spec.expert_r or spec.r,
+        "num_local_experts": spec.E,
+        "num_experts_per_tok": spec.k,
+        "vocab_size": spec.V,
+        "rms_norm_eps": spec.norm_eps,
+        "max_position_embeddings": 64,
+        "tie_word_embeddings": False,
+    }
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    tfm.init(tmp_path / "config.json", tmp_path / "folder", seed=5)
+    tfm.convert(tmp_path / "folder", tmp_path / "m.gguf", gguf_type="q4_k_m")
+    reader = gguf.GGUFReader(tmp_path / "m.gguf")
+    assert {t.name: t.tensor_type.name for t in reader.tensors} == case["types"]
+    assert "Q5_K" in case["types"].values()

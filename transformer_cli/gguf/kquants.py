@@ -1,12 +1,13 @@
-"""llama.cpp's Q4_K and Q6_K quantisers in NumPy: the bytes `llama-quantize` writes for a tensor without an
-importance matrix (ggml-quants.c's quantize_row_q4_K_ref and quantize_row_q6_K_ref), for `tfm convert --type
-q4_k_m`. The gguf package dequantises these types but does not quantise them.
+"""llama.cpp's Q4_K, Q5_K and Q6_K quantisers in NumPy: the bytes `llama-quantize` writes for a tensor without an
+importance matrix (ggml-quants.c's quantize_row_q4_K_ref, _q5_K_ref and _q6_K_ref), for `tfm convert --type
+q4_k_m` (its mix gives some tensors Q5_K: a mixture of 8 experts' keys). The gguf package dequantises these types
+but does not quantise them.
 
 Each step is llama.cpp's float32 arithmetic in its order: sums accumulate element by element (np.add.accumulate,
 not NumPy's pairwise sum), products group left to right as C's `w*l*x`, and nearest_int rounds half to even (np.rint),
 so the bytes are llama-quantize's own (tests/formats/test_kquants.py holds them to a file llama-quantize wrote). The
 blocks are worked on all at once: a row of 256 values is one super-block, of 8 sub-blocks of 32 (Q4_K: a 6-bit
-scale and min each, 4-bit values) or 16 of 16 (Q6_K: an 8-bit scale each, 6-bit values).
+scale and min each, 4-bit values; Q5_K: 5-bit) or 16 of 16 (Q6_K: an 8-bit scale each, 6-bit values).
 """
 
 from __future__ import annotations
@@ -65,13 +66,14 @@ def _qkx2(x: np.ndarray, weights: np.ndarray, nmax: int, rmin: float, rdelta: fl
     return L.astype(np.uint8), scale.astype(np.float32), (-low).astype(np.float32)
 
 
-def _q4_k(x: np.ndarray) -> np.ndarray:
-    """Super-blocks x (b, 256) as Q4_K blocks (b, 144): d, dmin (float16), 12 bytes of 6-bit scales and mins,
-    128 bytes of 4-bit values."""
+def _scaled(x: np.ndarray, nmax: int, rmin: float, nstep: int) -> tuple[np.ndarray, np.ndarray]:
+    """Q4_K's and Q5_K's common part over super-blocks x (b, 256): each sub-block of 32's levels (0 .. nmax) from
+    make_qkx2_quants, its 6-bit scale and min packed in 12 bytes, and d, dmin (float16): (levels (b, 8, 32), the
+    block's first 16 bytes: d, dmin, scales)."""
     b = x.shape[0]
     sub = x.reshape(b * 8, 32)
     av_x = np.sqrt(_sum(sub * sub) / f32(32))
-    L, scales, mins = _qkx2(sub, av_x[:, None] + np.abs(sub), 15, -1.0, 0.1, 20)
+    L, scales, mins = _qkx2(sub, av_x[:, None] + np.abs(sub), nmax, rmin, 0.1, nstep)
     L, scales, mins = L.reshape(b, 8, 32), scales.reshape(b, 8), mins.reshape(b, 8)
     max_scale = np.maximum(scales.max(axis=1), f32(0))
     max_min = np.maximum(mins.max(axis=1), f32(0))
@@ -91,12 +93,34 @@ def _q4_k(x: np.ndarray) -> np.ndarray:
     sub_d = d[:, None] * ls.astype(np.float32)
     sub_m = dmin[:, None] * lm.astype(np.float32)
     with np.errstate(divide="ignore", invalid="ignore"):
-        again = np.clip(np.rint((x.reshape(b, 8, 32) + sub_m[..., None]) / sub_d[..., None]), 0, 15)
+        again = np.clip(np.rint((x.reshape(b, 8, 32) + sub_m[..., None]) / sub_d[..., None]), 0, nmax)
     L = np.where(sub_d[..., None] != 0, again, L).astype(np.uint8)
-    values = L.reshape(b, 4, 2, 32)  # qs: byte l of each 64 holds value l (low nibble) and value l + 32 (high)
-    qs = (values[:, :, 0] | (values[:, :, 1] << 4)).reshape(b, 128)
     halves = np.stack([d, dmin], axis=1).astype(np.float16).view(np.uint8)
-    return np.concatenate([halves, packed, qs], axis=1)
+    return L, np.concatenate([halves, packed], axis=1)
+
+
+def _q4_k(x: np.ndarray) -> np.ndarray:
+    """Super-blocks x (b, 256) as Q4_K blocks (b, 144): d, dmin (float16), 12 bytes of 6-bit scales and mins,
+    128 bytes of 4-bit values."""
+    L, head = _scaled(x, 15, -1.0, 20)
+    values = L.reshape(x.shape[0], 4, 2, 32)  # qs: byte l of each 64 holds value l (low nibble), l + 32 (high)
+    qs = (values[:, :, 0] | (values[:, :, 1] << 4)).reshape(x.shape[0], 128)
+    return np.concatenate([head, qs], axis=1)
+
+
+def _q5_k(x: np.ndarray) -> np.ndarray:
+    """Super-blocks x (b, 256) as Q5_K blocks (b, 176): Q4_K's head, then 32 bytes of high bits (value l and l +
+    32 of the g-th 64 in bits 2g and 2g + 1 of byte l), then 128 bytes of the low 4 bits as Q4_K packs them."""
+    b = x.shape[0]
+    L, head = _scaled(x, 31, -0.5, 15)
+    values = L.reshape(b, 4, 2, 32)
+    high = (values >> 4).astype(np.uint8)  # (b, 4, 2, 32): bit 4 of each value
+    qh = np.zeros((b, 32), dtype=np.uint8)
+    for g in range(4):
+        qh |= (high[:, g, 0] << (2 * g)) | (high[:, g, 1] << (2 * g + 1))
+    low = values & 0xF
+    qs = (low[:, :, 0] | (low[:, :, 1] << 4)).reshape(b, 128)
+    return np.concatenate([head, qh, qs], axis=1)
 
 
 def _qx(x: np.ndarray, nmax: int) -> tuple[np.ndarray, np.ndarray]:
@@ -151,11 +175,11 @@ def _q6_k(x: np.ndarray) -> np.ndarray:
     return np.concatenate([ql.reshape(b, 128), qh.reshape(b, 64), scales_bytes, d_bytes], axis=1)
 
 
-QUANTISERS = {"Q4_K": (_q4_k, 144), "Q6_K": (_q6_k, 210)}
+QUANTISERS = {"Q4_K": (_q4_k, 144), "Q5_K": (_q5_k, 176), "Q6_K": (_q6_k, 210)}
 
 
 def quantize(data: np.ndarray, kind: str) -> np.ndarray:
-    """`data` (..., k), k a multiple of 256, as GGML type `kind` (Q4_K or Q6_K): uint8 (..., k // 256 * size), the
+    """`data` (..., k), k a multiple of 256, as GGML type `kind` (Q4_K, Q5_K or Q6_K): uint8 (..., k // 256 * size), the
     bytes llama-quantize writes (the gguf package's quantize's shape convention)."""
     quantise, size = QUANTISERS[kind]
     rows = np.ascontiguousarray(data, dtype=np.float32)

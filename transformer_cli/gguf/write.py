@@ -141,7 +141,10 @@ def _stored(data: np.ndarray, qtype) -> np.ndarray:
         return data.astype(np.float16)
     if qtype.name in kquants.QUANTISERS:
         return kquants.quantize(data, qtype.name)
-    return quantize(data, qtype)
+    try:
+        return quantize(data, qtype)
+    except NotImplementedError:  # (a type of the mix no quantiser here writes)
+        raise SpecError(f"a tensor in {qtype.name}: tfm has no quantiser of that type to write it") from None
 
 
 def write_gguf(
