@@ -7,21 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
-from test_llama_cpp_plan import DATA, spec_of
+from llama_cpp_records import spec_of, tensors_of
 
 from transformer_cli.analysis.llama_cpp import Runtime, layer_memory
 from transformer_cli.analysis.llama_cpp_plan import MARGIN, fit, fits, plan_llama_cpp
 from transformer_cli.analysis.offload import HOST, Offload, layer_devices, parse_overrides, place
 from transformer_cli.errors import SpecError
-from transformer_cli.gguf.mixes import file_bytes
-from transformer_cli.gguf.write import ARCH_OF
 
 GiB, MiB = 2**30, 2**20
-
-
-def tensors_of(name):
-    model = DATA["models"][name]
-    return file_bytes(spec_of(name), ARCH_OF[model["config"]["model_type"]], model["type"])
 
 
 def test_gguf_parsers_published_split_of_llama_3_1_70b_is_llama_cpps():

@@ -5,31 +5,16 @@ attention, Mamba-2) and seven full-size ones from published configs (their GGUF 
 two contexts and two ubatch sizes, with and without flash attention, K and V in each GGML type, several sequences.
 The log prints MiB to two decimals: tfm's figures are compared at that precision."""
 
-import json
-from functools import cache
-from pathlib import Path
-
 import pytest
+from llama_cpp_records import DATA, spec_of, tensors_of
 
 from transformer_cli.analysis import llama_cpp
 from transformer_cli.analysis.llama_cpp import Runtime, compute_bytes, layer_memory, output_bytes
 from transformer_cli.errors import SpecError
 
-DATA = json.loads((Path(__file__).parents[1] / "data" / "llama_cpp_buffers.json").read_text())
 MiB = 2**20
-CASES = [c for c in DATA["cases"]]
+CASES = DATA["cases"]
 LATENT = ("deepseek3-mla", "DeepSeek-V2-Lite")
-
-
-@cache
-def spec_of(name):
-    import tempfile
-
-    from transformer_cli.hf.config import spec_from_config
-
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "config.json").write_text(json.dumps(DATA["models"][name]["config"]))
-        return spec_from_config(Path(tmp))
 
 
 def runtime(p):
@@ -142,10 +127,5 @@ def test_the_compute_estimate_can_fail_without_the_scores_or_the_masks():
 @pytest.mark.parametrize("name", sorted(DATA["models"]))
 def test_the_weights_are_the_bytes_llama_cpp_maps(name):
     """The GGUF file's tensors (as tfm writes, or llama-quantize types, them) are llama.cpp's model buffer."""
-    from transformer_cli.gguf.mixes import file_bytes
-    from transformer_cli.gguf.write import ARCH_OF
-
-    model = DATA["models"][name]
-    arch = ARCH_OF[model["config"]["model_type"]]
     logged_mib = next(c["model_buffer"]["CPU_Mapped"] for c in CASES if c["model"] == name and "model_buffer" in c)
-    assert round(sum(file_bytes(spec_of(name), arch, model["type"]).values()) / MiB, 2) == logged_mib
+    assert round(sum(tensors_of(name).values()) / MiB, 2) == logged_mib

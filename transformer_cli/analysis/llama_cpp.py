@@ -28,7 +28,7 @@ from ..components import attention_component
 from ..components.base import GgmlCache
 from ..errors import SpecError
 from ..spec.definition import Spec
-from ..spec.stacks import decoder
+from ..spec.stacks import decoder, encoder
 
 # GGML's types a cache may take (ggml.c's type_traits): elements per block, bytes per block
 GGML_BLOCKS = {
@@ -116,6 +116,8 @@ def cells(rt: Runtime) -> Cells:
 
 def block_caches(spec: Spec) -> list[tuple[GgmlCache, int | None]]:
     """Each block's GgmlCache and sliding window (None: it sees every cell), in order."""
+    if encoder(spec) is not None or spec.mask != "causal":
+        raise SpecError(f"{spec.label}: llama.cpp's memory is modelled for decoders alone, not an encoder's")
     stack = decoder(spec)
     if spec.N > 100_000:
         raise SpecError(f"{spec.label}: N = {spec.N} blocks; llama.cpp's plan takes up to 100,000")
