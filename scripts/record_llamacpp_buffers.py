@@ -49,6 +49,10 @@ MODELS = {  # name: (model class, config class, config, tfm convert's type)
         vocab_size=32000, hidden_size=256, num_hidden_layers=3, state_size=128, expand=2, head_dim=32, num_heads=16,
         n_groups=2, conv_kernel=4, tie_word_embeddings=False), "f16"),
 }  # fmt: skip
+# the tests' small mixers, as llama.cpp loads them (tests/formats/hf_models_mixers.py): a Gated DeltaNet hybrid, a
+# lightning indexer's keys beside latent attention, attention beside a state space in every block, Mamba-1; their
+# states are small, so many sequences (up to llama.cpp's 256) make them show in the log's two decimals of MiB
+MIXERS = ("qwen3_next-gguf", "glm_moe_dsa-gguf", "falcon_h1-norm-after-gate-tied-gguf", "mamba")
 REFERENCE = Path(__file__).parents[2] / "shared" / "reference"
 FULL = {  # name: (published config's name, changes, file type)
     "Meta-Llama-3-8B": ("Meta-Llama-3-8B", {}, "q4_k_m"),
@@ -67,7 +71,12 @@ _SHARED = [{"n_seq_max": 3}, {"n_seq_max": 2, "kv_unified": True}]
 
 def cases(name: str, contexts: tuple[int, int] = (1000, 4096)) -> list[dict]:
     """Two contexts, two ubatch sizes, with and without flash attention (F16 caches); then K and V in other types,
-    several sequences, and (sliding windows) the full-size window cache."""
+    several sequences, and (sliding windows) the full-size window cache. A small mixer: its states at 1, 64 and 256
+    sequences."""
+    if name in MIXERS:
+        base = {"n_batch": 2048, "n_ctx": 16384, "n_ubatch": 512, "flash_attn": True, "swa_full": False}
+        shared = [{"n_seq_max": 64}, {"n_seq_max": 256}, {"n_seq_max": 256, "kv_unified": True}]
+        return [base, *(base | extra for extra in shared)]
     out = [
         {"n_ctx": n_ctx, "n_ubatch": ubatch, "flash_attn": fa, "swa_full": False}
         for n_ctx in contexts
@@ -203,6 +212,19 @@ def main(llama_python: str) -> None:
             tfm = [sys.executable, "-m", "transformer_cli", "convert", str(folder / name)]
             subprocess.run([*tfm, "-o", str(folder / f"{name}.gguf"), "--type", qtype], check=True)
             records += record(llama_python, name, folder / f"{name}.gguf", (1000, 4096))
+        sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "formats"))
+        from hf_models_mixers import INDEXED
+        from hf_models_mixers import MIXERS as SMALL
+
+        for name in MIXERS:
+            config_class, model_class, keys = (SMALL | INDEXED)[name]
+            torch.manual_seed(0)
+            model = getattr(transformers, model_class)(getattr(transformers, config_class)(**keys))
+            model.save_pretrained(folder / name)
+            models[name] = {"config": json.loads((folder / name / "config.json").read_text()), "type": "f16"}
+            tfm = [sys.executable, "-m", "transformer_cli", "convert", str(folder / name)]
+            subprocess.run([*tfm, "-o", str(folder / f"{name}.gguf"), "--type", "f16"], check=True)
+            records += record(llama_python, name, folder / f"{name}.gguf", (16384, 16384))
         for name, (published, changes, qtype) in FULL.items():
             found = [m for f in ("real-models.json", "real-models-2.json")
                      for m in json.loads((REFERENCE / f).read_text()) if m["name"] == published]  # fmt: skip

@@ -21,8 +21,16 @@ def spec_of(name):
 
 def tensors_of(name):
     """Each GGUF tensor's bytes in the file type the record ran (tfm's writer, llama-quantize's types)."""
-    from transformer_cli.gguf.mixes import file_bytes
     from transformer_cli.gguf.write import ARCH_OF
+    from transformer_cli.tasks.llama_cpp import gguf_tensor_bytes
 
     model = DATA["models"][name]
-    return file_bytes(spec_of(name), ARCH_OF[model["config"]["model_type"]], model["type"])
+    kinds = {"f16": "float16", "f32": "float32"}
+    weights = kinds.get(model["type"]) or _mix(name, model["type"])
+    return gguf_tensor_bytes(None, spec_of(name), ARCH_OF[model["config"]["model_type"]], weights)
+
+
+def _mix(name, kind):
+    from transformer_cli.components.held import Held
+
+    return Held(kind, {}, kind)  # (a llama.cpp file type: only its name is read)

@@ -40,6 +40,9 @@ def caches(spec, rt):
         if group:
             k, v = (round(sum(getattr(m, x) for m in group) / MiB, 2) for x in "kv")
             out.append((group[0].cells, len(group), k, v))
+    indexed = [m for m in memory if m.index]  # (llama.cpp's indexer cache: its own log line, after the main one)
+    if indexed:
+        out.append((indexed[0].cells, len(indexed), round(sum(m.index for m in indexed) / MiB, 2), 0.0))
     states = [(round(sum(m.r for m in memory) / MiB, 2), round(sum(m.s for m in memory) / MiB, 2))]
     return out, states if any(m.r or m.s for m in memory) else [], round(output_bytes(spec, rt) / MiB, 2)
 

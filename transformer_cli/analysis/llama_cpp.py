@@ -47,8 +47,8 @@ PAD = 256  # GGML_PAD(n_ctx, 256): llama-context.cpp
 STATE_TYPE = "f32"  # a recurrent state's R and S (llama-model.cpp create_memory)
 COMPUTE_NOTE = (
     "estimate of ggml-alloc's peak: the largest of the head's logits (ubatch x V floats), attention's scores "
-    "(without flash attention cells x ubatch x H floats and a float32 mask; with it a float16 mask) and a "
-    "mixture's routed tokens, each beside the block's activations"
+    "(without flash attention cells x ubatch x H floats and a float32 mask; with it a float16 mask; an indexer's "
+    "scores and the mask of the keys it keeps) and a mixture's routed tokens, each beside the block's activations"
 )
 
 
@@ -79,7 +79,7 @@ class Cells:
 
 @dataclass(frozen=True)
 class LayerMemory:
-    """One block's memory in llama.cpp: K, V (and an indexer's keys, in K) over its cells, R and S of its state."""
+    """One block's memory in llama.cpp: K, V and an indexer's keys over its cells, R and S of its state."""
 
     cells: int  # per stream (a sliding window's fewer)
     k: int
@@ -87,10 +87,11 @@ class LayerMemory:
     r: int
     s: int
     window: bool
+    index: int = 0  # (llama-kv-cache-dsa.cpp: a cache of its own, in K's type)
 
     @property
     def total(self) -> int:
-        return self.k + self.v + self.r + self.s
+        return self.k + self.v + self.r + self.s + self.index
 
 
 def row_bytes(kind: str, n: int, what: str = "a row") -> int:
@@ -177,10 +178,11 @@ def layer_memory(spec: Spec, rt: Runtime) -> list[LayerMemory]:
             span = window * (rt.parallel if rt.unified else 1) + c.ubatch
             size = -(-min(c.per_stream, span) // PAD) * PAD
         v = cache.v if rt.flash_attn or not cache.v else widest_v  # (transposed V: the widest, llama.cpp pads)
-        keys = row_bytes(rt.type_k, cache.k, "a cache's K") + row_bytes(rt.type_k, cache.index_k, "an index key")
+        keys, index = row_bytes(rt.type_k, cache.k, "a K"), row_bytes(rt.type_k, cache.index_k, "an index key")
         values = row_bytes(rt.type_v, v, "a cache's V")
         r, s = (4 * x * sequences for x in (cache.r, cache.s))
-        out.append(LayerMemory(size, keys * size * c.streams, values * size * c.streams, r, s, bool(window)))
+        cells_held = size * c.streams
+        out.append(LayerMemory(size, keys * cells_held, values * cells_held, r, s, bool(window), index * cells_held))
     return out
 
 
@@ -205,6 +207,8 @@ def compute_bytes(spec: Spec, rt: Runtime, head: bool = True) -> int:
         if cache.k:
             H, keys = group.spec.H, memory[group.layers[0]].cells
             scores = 0 if rt.flash_attn else 4 * rows * keys * H
+            if cache.index_k:  # (an indexer's scores, float32, and the mask of the keys it keeps)
+                scores += (4 + (2 if rt.flash_attn else 4)) * rows * keys
             moments.append(masks + scores + 4 * T * (3 * d + 2 * H * group.spec.m + 2 * cache.k))
         if group.spec.E:
             routed = group.spec.expert_r or group.spec.r

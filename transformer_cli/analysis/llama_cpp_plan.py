@@ -57,6 +57,16 @@ def plan_llama_cpp(spec: Spec, tensors: Mapping[str, int], rt: Runtime, offload:
         if chosen:
             k, v = sum(m.k for m in chosen), sum(m.v for m in chosen)
             caches.append({"kind": kind, "cells": chosen[0].cells, "blocks": len(chosen), "k_bytes": k, "v_bytes": v})
+    indexed = [m for m in memory if m.index]
+    if indexed:
+        caches.append(
+            {
+                "kind": "index",
+                "cells": indexed[0].cells,
+                "blocks": len(indexed),
+                "k_bytes": sum(m.index for m in indexed),
+            }
+        )
     states = [m for m in memory if m.r or m.s]
     if states:
         r, s = sum(m.r for m in states), sum(m.s for m in states)

@@ -117,8 +117,8 @@ def llama_cpp_table(p: Plan) -> Table | None:
                 f"states of {cache['blocks']} blocks: R {human(cache['r_bytes'])}, S {human(cache['s_bytes'])}"
             )
         else:
-            k, v = human(cache["k_bytes"]), human(cache["v_bytes"])
-            kinds.append(f"{cache['kind']}: {cache['blocks']} blocks x {cache['cells']:,} cells, K {k}, V {v}")
+            held = f"K {human(cache['k_bytes'])}" + (f", V {human(cache['v_bytes'])}" if "v_bytes" in cache else "")
+            kinds.append(f"{cache['kind']}: {cache['blocks']} blocks x {cache['cells']:,} cells, {held}")
     caption = (
         f"KV cache: {'; '.join(kinds) or 'none'}. Compute buffer: an estimate (docs/plan.md, As llama.cpp runs "
         "it). Output buffer: a token's logits per sequence. Blocks: each device's (+1: the output layer)."

@@ -87,17 +87,24 @@ def _metadata(spec: Spec, arch: str) -> dict[str, Any]:
     return out
 
 
+def file_model(spec: Spec, arch_name: str) -> Spec:
+    """The model as the file holds it, where the family changes it (Falcon-H1's multipliers folded, its head then
+    apart): its held_model's spec, which reads no weight."""
+    made = GGUF_OF.get(arch_name)
+    return spec if made is None or made.held_model is None else made.held_model(spec, {})[0]
+
+
 def as_written(spec: Spec, arch_name: str) -> Spec | None:
     """The model as llama.cpp reads the GGUF file tfm would write of `spec` in `arch_name` (its header alone: a
     window the architecture has no key for, Mistral's in llama's, is gone), or None where the header needs the
-    weights to be made (a family that folds them, a block's number held as a key)."""
+    weights to be made (a block's number held as a key)."""
     from ..spec.load import spec_from_mapping
     from .header import Header, TensorInfo
     from .mixes import file_tensors
     from .model import spec_mapping
 
-    made, arch = GGUF_OF.get(arch_name), ARCHITECTURES[arch_name]
-    if made is None or made.held_model is not None or any(v is None for v in arch.in_metadata.values()):
+    made, arch, spec = GGUF_OF.get(arch_name), ARCHITECTURES[arch_name], file_model(spec, arch_name)
+    if made is None or any(v is None for v in arch.in_metadata.values()):
         return None
     metadata: dict[str, Any] = {"general.architecture": arch_name, "general.name": spec.label}
     metadata |= {f"{arch_name}.{key}": value for key, value in _metadata(spec, arch_name).items()}
@@ -108,6 +115,13 @@ def as_written(spec: Spec, arch_name: str) -> Spec | None:
         return spec_from_mapping(spec_mapping(header), str(header.path))
     except SpecError:
         return None
+
+
+def extra_tensors(spec: Spec, arch_name: str) -> dict[str, np.ndarray]:
+    """The tensors the converter adds (F32): rope_freqs, LongRoPE's factors, and the family's own (Falcon-H1's
+    head, written though tied)."""
+    made = GGUF_OF.get(arch_name)
+    return _extra_tensors(spec) | (made.extra(spec) if made is not None and made.extra is not None else {})
 
 
 def _extra_tensors(spec: Spec) -> dict[str, np.ndarray]:
@@ -175,8 +189,7 @@ def write_gguf(
     made, told = GGUF_OF[arch_name], ""
     if made.held_model is not None:  # (what the converter folds into the weights, or llama.cpp runs otherwise)
         spec, weights, told = made.held_model(spec, weights)
-    extra = _extra_tensors(spec)
-    extra |= made.extra(spec) if made is not None and made.extra is not None else {}
+    extra = extra_tensors(spec, arch_name)
     meta = _metadata(spec, arch_name)
     shapes = tensor_shapes(spec)
     pieces = pieces_of(arch, None, spec)  # (written as the newer converters split them)
@@ -256,4 +269,4 @@ def write_gguf(
     return len(planned) + len(extra), "; ".join(line for line in (told, said) if line)
 
 
-__all__ = ["ARCH_OF", "TYPES", "as_written", "write_gguf"]
+__all__ = ["ARCH_OF", "TYPES", "as_written", "extra_tensors", "file_model", "write_gguf"]

@@ -169,7 +169,11 @@ def gguf_tensor_bytes(path: Path | None, spec: Spec, arch: str, weights: Any) ->
             f"--weights {weights}: llama.cpp runs GGUF files; plan it in one it holds (float32, float16, bfloat16, "
             "or a llama.cpp file type such as q4_k_m)"
         )
-    return file_bytes(spec, arch, str(kind))
+    from ..gguf.write import extra_tensors, file_model
+
+    held = file_model(spec, arch)  # (Falcon-H1's head apart, as the converter writes it)
+    added = {name: data.nbytes for name, data in extra_tensors(held, arch).items()}
+    return file_bytes(held, arch, str(kind)) | added
 
 
 __all__ = ["LlamaCppAsked", "as_llama_cpp_reads", "gguf_arch", "gguf_tensor_bytes", "llama_cpp_part"]
