@@ -246,3 +246,23 @@ def test_windows_are_cached_as_llama_cpp_runs_them(folder, slides):
         assert model.spec.window is not None and p.kv_cache_bytes < cache[0]["k_bytes"] + cache[0]["v_bytes"]
     gemma = spec_of("gemma-2-9b")
     assert {m.window for m in layer_memory(gemma, Runtime(16384))} == {True, False}
+
+
+def test_fit_on_the_host_alone_cuts_the_context_to_the_hosts_memory(runner):
+    """`--fit --gpu-layers 0 --memory 16G`: no device, the host's memory bounds model, caches and compute (not the
+    output buffer, as llama.cpp's --fit leaves it out); too little memory even at 4,096 tokens is refused."""
+    from transformer_cli.cli import app
+
+    folder = str(Path(__file__).parents[2] / "examples" / "hf" / "Llama-3.1-8B")
+    args = ["plan", folder, "--weights", "q4_k_m", "--fit", "--gpu-layers", "0", "--hardware", "l4"]
+    done = runner.invoke(app, [*args, "--memory", "16G", "--json"])
+    assert done.exit_code == 0, done.output
+    found = json.loads(done.stdout)
+    n_ctx, host = found["llama_cpp"]["fit"]["n_ctx"], found["offload"]["host"]
+    assert found["offload"]["devices"] == {} and 4096 < n_ctx < 131072 and found["llama_cpp"]["fit"]["gpu_layers"] == 0
+    assert host["total"] - host["output"] <= 16 * GiB - MARGIN
+    spec, tensors = spec_of("Meta-Llama-3-8B"), tensors_of("Meta-Llama-3-8B")  # (the same blocks, its own context)
+    more = plan_llama_cpp(spec, tensors, Runtime(n_ctx + 256), Offload(None))
+    assert not fits(more, [16 * GiB])
+    refused = runner.invoke(app, [*args, "--memory", "4G"])
+    assert refused.exit_code == 2 and "does not fit the host's --memory even at a context of 4,096" in refused.stderr

@@ -80,7 +80,7 @@ def llama_cpp_part(
             raise OptionError("--fit: needs --memory, each device's size (12G, or 24G,24G for two)")
         rt, offload, said = fit(spec, tensors, rt, offload, budgets, context_given, _placed(asked))
         found = plan_llama_cpp(spec, tensors, rt, offload)
-        layers = spec.N + 1 if offload.gpu_layers == -1 else offload.gpu_layers
+        layers = spec.N + 1 if offload.gpu_layers == -1 else offload.gpu_layers or 0
         flags: dict[str, Any] = {"n_ctx": rt.n_ctx, "gpu_layers": layers, "said": said}
         flags |= {"tensor_split": list(offload.split)} if len(offload.split) > 1 else {}
         flags |= {"override_tensor": [f"{p}={d}" for p, d in offload.overrides]} if offload.overrides else {}
@@ -95,7 +95,7 @@ def _placed(asked: LlamaCppAsked) -> bool:
 
 def _offload(asked: LlamaCppAsked, budgets: list[int]) -> Offload:
     """The placement flags: devices from --tensor-split, else from --memory's sizes (llama.cpp splits by free
-    memory), else one; -ngl (with --fit and devices: all, llama.cpp's auto)."""
+    memory), else one; -ngl (with --fit and devices: all, llama.cpp's auto; with --fit, 0 runs on the host alone)."""
     split: tuple[float, ...] = (1.0,)
     if asked.tensor_split is not None:
         try:
@@ -109,6 +109,8 @@ def _offload(asked: LlamaCppAsked, budgets: list[int]) -> Offload:
     gpu_layers = asked.gpu_layers
     if gpu_layers is None and (asked.tensor_split is not None or len(budgets) > 1 or asked.fit and budgets):
         gpu_layers = -1  # (devices named: all blocks on them, as llama.cpp's default -ngl)
+    if gpu_layers == 0 and asked.fit:  # (--fit on the host alone: its --memory is the host's)
+        gpu_layers = None
     if gpu_layers is not None and gpu_layers < -1:
         raise OptionError(f"--gpu-layers {gpu_layers}: expected a count, or -1 for all")
     return Offload(gpu_layers, split, asked.no_kv_offload, parse_overrides(asked.override_tensor))
