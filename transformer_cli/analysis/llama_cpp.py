@@ -29,22 +29,13 @@ from ..components.base import GgmlCache
 from ..errors import SpecError
 from ..spec.definition import Spec
 from ..spec.stacks import decoder, encoder
+from .quantized import GGML
 
-# GGML's types a cache may take (ggml.c's type_traits): elements per block, bytes per block
-GGML_BLOCKS = {
-    "f32": (1, 4),
-    "f16": (1, 2),
-    "bf16": (1, 2),
-    "q8_0": (32, 34),
-    "q4_0": (32, 18),
-    "q4_1": (32, 20),
-    "q5_0": (32, 22),
-    "q5_1": (32, 24),
-    "iq4_nl": (32, 18),
-}
+# GGML's types a cache may take (-ctk, -ctv): elements per block, bytes per block (quantized.GGML's, gguf's own)
+GGML_BLOCKS = {"f32": (1, 4), "f16": (1, 2), "bf16": (1, 2)}
+GGML_BLOCKS |= {kind: GGML[kind] for kind in ("q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")}
 CACHE_TYPES = tuple(GGML_BLOCKS)
 PAD = 256  # GGML_PAD(n_ctx, 256): llama-context.cpp
-STATE_TYPE = "f32"  # a recurrent state's R and S (llama-model.cpp create_memory)
 COMPUTE_NOTE = (
     "estimate of ggml-alloc's peak: the largest of the head's logits (ubatch x V floats), attention's scores "
     "(without flash attention cells x ubatch x H floats and a float32 mask; with it a float16 mask; an indexer's "
