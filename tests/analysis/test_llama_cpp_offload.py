@@ -266,3 +266,18 @@ def test_fit_on_the_host_alone_cuts_the_context_to_the_hosts_memory(runner):
     assert not fits(more, [16 * GiB])
     refused = runner.invoke(app, [*args, "--memory", "4G"])
     assert refused.exit_code == 2 and "does not fit the host's --memory even at a context of 4,096" in refused.stderr
+
+
+def test_a_ggml_cache_type_alone_plans_a_spec_llama_cpp_cannot_run_with_a_note(runner):
+    """--kv-dtype q8_0 of a YAML spec no GGUF architecture holds: the plan's own cache in q8_0's bytes, llama.cpp's
+    part left out and said; one of llama.cpp's flags with it is refused instead."""
+    from transformer_cli.cli import app
+
+    spec = str(Path(__file__).parents[2] / "examples" / "configs" / "tiny-causal.yaml")
+    done = runner.invoke(app, ["plan", spec, "--kv-dtype", "q8_0", "--json", "--hardware", "l4"])
+    assert done.exit_code == 0, done.output
+    found = json.loads(done.stdout)
+    assert "llama_cpp" not in found and "note: llama.cpp's part not planned" in done.stderr
+    assert found["kv_cache_bytes_per_token"] % 34 == 0  # (blocks of 32 entries in 34 bytes)
+    refused = runner.invoke(app, ["plan", spec, "--kv-dtype", "q8_0", "--gpu-layers", "2"])
+    assert refused.exit_code == 2 and "not a GGUF llama model" in refused.stderr

@@ -64,8 +64,8 @@ def with_llama_cpp(
     say: Callable[[str], None] | None = None,
 ) -> Plan:
     """The plan with its llama.cpp part where asked: a flag of llama.cpp's, a GGML cache type (--kv-dtype f16,
-    q8_0, ...), llama.cpp's file type (--weights q4_k_m), or a GGUF file; without a flag, a model llama.cpp's
-    part cannot hold (its mixer not modelled, no GGUF architecture) is said, not refused."""
+    q8_0, ...), llama.cpp's file type (--weights q4_k_m), or a GGUF file; without one of llama.cpp's flags, a model
+    its part cannot hold (its mixer not modelled, no GGUF architecture) is said, not refused."""
     from ..analysis.kv_cache import GGML_KV
     from .llama_cpp import LlamaCppAsked, llama_cpp_part
 
@@ -89,7 +89,7 @@ def with_llama_cpp(
             say or (lambda note: None),
         )
     except TfmError as e:
-        if llama.given or kv_dtype in GGML_KV:
+        if llama.given:
             raise
         (say or (lambda note: None))(f"note: llama.cpp's part not planned ({e})")
         return plan
