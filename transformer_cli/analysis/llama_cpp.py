@@ -189,7 +189,7 @@ def compute_bytes(spec: Spec, rt: Runtime, head: bool = True) -> int:
     c = cells(rt)
     T, d, V = c.ubatch, spec.d, spec.V or 0
     memory = layer_memory(spec, rt)
-    masks = masks_bytes(spec, rt)  # (alive until the last block attends)
+    masks = _masks(memory, rt)  # (alive until the last block attends)
     rows = -(-T // c.streams) * c.streams  # (each stream's queries against its own cells)
     moments = [4 * T * (V + 2 * d) if head else 0]  # the head's logits beside the last stream
     for group in decoder(spec).groups():
@@ -210,10 +210,13 @@ def compute_bytes(spec: Spec, rt: Runtime, head: bool = True) -> int:
 def masks_bytes(spec: Spec, rt: Runtime) -> int:
     """The attention masks a pass reads (llama-graph.cpp: one per cache size, cells x ubatch, float16 with flash
     attention, else float32)."""
+    return _masks(layer_memory(spec, rt), rt)
+
+
+def _masks(memory: list[LayerMemory], rt: Runtime) -> int:
     c = cells(rt)
     rows = -(-c.ubatch // c.streams) * c.streams
-    sizes = {m.cells for m in layer_memory(spec, rt) if m.k}
-    return sum((2 if rt.flash_attn else 4) * rows * size for size in sizes)
+    return sum((2 if rt.flash_attn else 4) * rows * size for size in {m.cells for m in memory if m.k})
 
 
 def input_bytes(spec: Spec, rt: Runtime) -> int:

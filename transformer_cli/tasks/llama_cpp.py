@@ -4,7 +4,6 @@ analysis/llama_cpp_plan.py's."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -119,21 +118,12 @@ def _offload(asked: LlamaCppAsked, budgets: list[int]) -> Offload:
 def gguf_arch(path: Path | None, spec: Spec) -> str:
     """The GGUF architecture llama.cpp runs the model as: a GGUF file's own, a folder's model_type's (that of the
     config tfm's weights file keeps), else llama's."""
-    from ..gguf.header import read_header
     from ..gguf.write import ARCH_OF
-    from ..hf.config import read_config
-    from ..io.safetensors_io import peek
+    from .sources import model_kind
 
-    model_type = None
-    if path is not None and path.suffix.lower() == ".gguf":
-        return str(read_header(path).metadata.get("general.architecture"))
-    if path is not None and path.is_dir():
-        model_type = read_config(path).get("model_type")
-    elif path is not None and path.suffix.lower() == ".safetensors":
-        kept = peek(path)[1].get("hf_config")
-        model_type = json.loads(kept).get("model_type") if kept else None
+    model_type, file_arch = model_kind(path)
     if model_type is None:
-        return "llama"
+        return file_arch or "llama"
     if model_type not in ARCH_OF:
         raise TfmError(f"{spec.label}: model_type '{model_type}' has no GGUF architecture, so llama.cpp runs none")
     return ARCH_OF[str(model_type)]

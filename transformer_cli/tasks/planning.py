@@ -6,7 +6,6 @@ on the modules as the model's own names give them. The figures themselves are an
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -22,18 +21,16 @@ from ..analysis.serving import FILE_TYPES_AS_GGML, GGUF_MIXES, LOGITS, WEIGHT_DT
 from ..analysis.training import OPTIMIZERS
 from ..analysis.units import human, size
 from ..errors import OptionError, TfmError
-from ..gguf.header import read_header
 from ..gguf.model import GGUFWeights, gguf_summary
 from ..hf.checkpoint import has_checkpoint
 from ..hf.config import config_path, read_config
 from ..hf.folder import held_by_config
 from ..hf.quant import KEYS
-from ..io.safetensors_io import peek
 from ..options import count
 from ..spec.definition import Spec
 from ..spec.load import check_length
 from ..spec.stacks import encoder
-from .sources import checkpoint_at, is_hugging_face, load_weights, read_lazily
+from .sources import checkpoint_at, is_hugging_face, load_weights, model_kind, read_lazily
 
 if TYPE_CHECKING:
     from ..analysis.plan import Plan
@@ -258,14 +255,8 @@ def mix(path: Path | None, spec: Spec, name: str) -> Held:
     from ..gguf.mixes import mix_held
     from ..gguf.write import ARCH_OF
 
-    model_type, arch = None, "llama"
-    if path is not None and path.is_dir():
-        model_type = read_config(path).get("model_type")
-    elif path is not None and path.suffix.lower() == ".gguf":
-        arch = str(read_header(path).metadata.get("general.architecture"))
-    elif path is not None and path.suffix.lower() == ".safetensors":
-        kept = peek(path)[1].get("hf_config")
-        model_type = json.loads(kept).get("model_type") if kept else None
+    model_type, file_arch = model_kind(path)
+    arch = file_arch or "llama"
     if model_type is not None:
         if model_type not in ARCH_OF:
             raise TfmError(

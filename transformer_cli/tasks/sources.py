@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..gguf.header import read_header
 from ..gguf.model import gguf_summary, gguf_weights, is_gguf, spec_from_gguf
 from ..hf.checkpoint import has_checkpoint
-from ..hf.config import spec_from_config
+from ..hf.config import read_config, spec_from_config
 from ..hf.folder import folder_weights, summary
 from ..io import weights as tfm_weights
+from ..io.safetensors_io import peek
 from ..io.weights import Weights, spec_of_weights
 from ..spec.definition import DEFAULT_SPEC, Spec
 from ..spec.load import load_spec
@@ -58,6 +60,19 @@ def is_hugging_face(path: Path) -> bool:
         return True  # (its reader names what is wrong with it)
     tfm_keys = isinstance(data, dict) and "model_type" not in data and any(k in data for k in ("N", "H", "m", "d", "r"))
     return not tfm_keys
+
+
+def model_kind(path: Path | None) -> tuple[str | None, str | None]:
+    """What names the model's kind at `path`: (its Hugging Face model_type: a folder's, or that of the config tfm's
+    weights file keeps; a GGUF file's general.architecture), each None where the path has none."""
+    if path is not None and path.is_dir():
+        return read_config(path).get("model_type"), None
+    if path is not None and path.suffix.lower() == ".gguf":
+        return None, str(read_header(path).metadata.get("general.architecture"))
+    if path is not None and path.suffix.lower() == ".safetensors":
+        kept = peek(path)[1].get("hf_config")
+        return (json.loads(kept).get("model_type") if kept else None), None
+    return None, None
 
 
 def spec_at(path: Path | None, weights: Path | None = None) -> tuple[Spec, str, str | None]:
